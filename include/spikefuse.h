@@ -1,0 +1,289 @@
+/* spikefuse.h — the public contract of libspikefuse: training spiking neural networks with BPTT and surrogate
+ * gradients, with time-fused neuron kernels on the CPU and on NVIDIA GPUs.
+ *
+ * Conventions
+ * - Every function that can fail returns sf_status; on failure sf_last_error() holds a message for this thread.
+ * - Handles are opaque; each *_create has a *_free, and freeing NULL is a no-op.
+ * - Tensors are float32 and time-major: [T, B, C, H, W] (or [T, B, N]), contiguous.
+ * - The library never exits the process and never writes to stdout.
+ * - Pointers passed in are borrowed: the library keeps none of them after the call returns, except where noted. */
+#ifndef SPIKEFUSE_H
+#define SPIKEFUSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SF_VERSION_MAJOR 0
+#define SF_VERSION_MINOR 1
+#define SF_VERSION_PATCH 0
+const char *sf_version(void);
+
+/* ---------------------------------------------------------------- status */
+typedef enum sf_status {
+    SF_OK = 0,
+    SF_ERR_INVALID,     /* an argument, shape or configuration is not acceptable */
+    SF_ERR_NOMEM,       /* a host or device allocation failed */
+    SF_ERR_IO,          /* a file could not be opened, read or written */
+    SF_ERR_FORMAT,      /* a file's content is malformed or inconsistent */
+    SF_ERR_UNSUPPORTED, /* the feature is not built in or not available on this device */
+    SF_ERR_DEVICE,      /* a CUDA, cuBLAS or cuDNN call failed */
+    SF_ERR_NUMERIC,     /* a NaN or Inf appeared in a loss or gradient */
+    SF_ERR_STATE        /* the call is not valid in the object's current state */
+} sf_status;
+
+const char *sf_status_str(sf_status s);
+/* The message of the last failure on the calling thread ("" if none). Valid until the next failing call. */
+const char *sf_last_error(void);
+
+/* ---------------------------------------------------------------- devices */
+typedef enum sf_device_kind { SF_DEVICE_CPU = 0, SF_DEVICE_CUDA = 1 } sf_device_kind;
+typedef struct sf_device {
+    sf_device_kind kind;
+    int32_t index; /* CUDA ordinal; 0 for the CPU */
+} sf_device;
+
+/* Parses "cpu", "cuda" or "cuda:N". */
+sf_status sf_device_parse(const char *text, sf_device *out);
+/* Number of usable CUDA devices (0 when built without CUDA or when no GPU is present). */
+int32_t sf_cuda_device_count(void);
+/* Sets the number of OpenMP threads the CPU backend uses (<= 0: the OpenMP default). */
+void sf_set_num_threads(int32_t n);
+int32_t sf_get_num_threads(void);
+/* A one-line description of build features (OpenMP, BLAS, CUDA, cuDNN, NCCL). */
+const char *sf_build_info(void);
+
+/* ---------------------------------------------------------------- LIF neuron
+ * Per neuron, for t = 1..T, with input current x_t:
+ *   h_t = a·v_{t-1} + c·x_t        a = 1 - 1/tau (or `decay`), c = (1 - a) if decay_input else 1
+ *   s_t = Θ(h_t - v_threshold)     Θ(z) = 1 if z >= 0 else 0
+ *   v_t = h_t·(1 - s_t) + v_reset·s_t   (hard reset)   or   v_t = h_t - v_threshold·s_t   (soft reset)
+ * v_0 = v_reset (hard) or 0 (soft). The surrogate ∂s/∂h with z = h - v_threshold is
+ *   sigmoid       alpha·σ(alpha·z)·(1 - σ(alpha·z))
+ *   atan          (alpha/2) / (1 + (π/2·alpha·z)²)
+ *   fast_sigmoid  1 / (alpha·|z| + 1)²
+ *   rect          alpha if |z| < 1/(2·alpha) else 0
+ * and is 0 where h < grad_threshold when use_grad_threshold is set (the sparse backward of seed paper 000). */
+typedef enum sf_surrogate {
+    SF_SURROGATE_SIGMOID = 0,
+    SF_SURROGATE_ATAN,
+    SF_SURROGATE_FAST_SIGMOID,
+    SF_SURROGATE_RECT
+} sf_surrogate;
+
+typedef struct sf_lif_params {
+    float tau;                  /* membrane time constant (> 1 with decay_input, >= 1 without); default 2 */
+    float decay;                /* if > 0, a = decay directly and tau is ignored; default 0 (use tau) */
+    int32_t decay_input;        /* default 1 */
+    float v_threshold;          /* default 1 */
+    float v_reset;              /* hard-reset value; default 0 */
+    int32_t soft_reset;         /* 1: subtract the threshold instead of resetting to v_reset; default 0 */
+    int32_t detach_reset;       /* 1: the reset path carries no gradient; default 0 */
+    sf_surrogate surrogate;     /* default sigmoid */
+    float alpha;                /* surrogate sharpness; default 4 (sigmoid) */
+    int32_t use_grad_threshold; /* default 0 */
+    float grad_threshold;       /* θ_grad, used when use_grad_threshold is set */
+} sf_lif_params;
+
+/* SpikingJelly's LIFNode defaults: tau=2, decay_input, θ=1, hard reset to 0, sigmoid alpha=4. */
+void sf_lif_default_params(sf_lif_params *p);
+/* The default alpha of each surrogate (sigmoid 4, atan 2, fast_sigmoid 10, rect 1). */
+float sf_surrogate_default_alpha(sf_surrogate s);
+/* Checks ranges; SF_ERR_INVALID with a message naming the field otherwise. */
+sf_status sf_lif_params_check(const sf_lif_params *p);
+/* Parses "sigmoid", "atan", "fast_sigmoid", "rect". */
+sf_status sf_surrogate_parse(const char *name, sf_surrogate *out);
+const char *sf_surrogate_name(sf_surrogate s);
+
+/* The low-level fused kernels: all T steps of N independent neurons in one pass.
+ * x, s, ds, dx are [T, N] float32 on `device` (host memory for the CPU, device memory for CUDA).
+ * `stream` is a cudaStream_t for CUDA (NULL: the default stream) and ignored on the CPU; CUDA calls are
+ * asynchronous on that stream. The backward recomputes the membrane potential from x: nothing but x is kept. */
+sf_status sf_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, float *s, sf_device device,
+                         void *stream);
+sf_status sf_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds, float *dx,
+                          sf_device device, void *stream);
+
+/* ---------------------------------------------------------------- networks */
+typedef enum sf_layer_kind {
+    SF_LAYER_LINEAR = 0,
+    SF_LAYER_CONV2D,
+    SF_LAYER_AVGPOOL2D,
+    SF_LAYER_MAXPOOL2D,
+    SF_LAYER_FLATTEN,
+    SF_LAYER_DROPOUT,
+    SF_LAYER_BATCHNORM,
+    SF_LAYER_LIF,
+    SF_LAYER_ADD
+} sf_layer_kind;
+
+/* Tensor ids: 0 is the network input, layer i (counted from 0) produces tensor i + 1. */
+typedef struct sf_layer_desc {
+    sf_layer_kind kind;
+    int32_t input;        /* the tensor this layer reads; -1: the previous layer's output */
+    int32_t input2;       /* ADD: the tensor added to `input` (a residual shortcut) */
+    int32_t out_features; /* LINEAR */
+    int32_t out_channels; /* CONV2D */
+    int32_t kernel;       /* CONV2D, pools: square kernel size */
+    int32_t stride;       /* CONV2D, pools (pools: 0 means = kernel) */
+    int32_t padding;      /* CONV2D */
+    int32_t bias;         /* LINEAR, CONV2D: 1 to learn a bias; default 1 */
+    float dropout_p;      /* DROPOUT: probability of zeroing; one mask for all time steps */
+    float bn_eps;         /* BATCHNORM: default 1e-5 */
+    float bn_momentum;    /* BATCHNORM: running-statistics momentum, PyTorch convention; default 0.1 */
+    sf_lif_params lif;    /* LIF */
+} sf_layer_desc;
+
+void sf_layer_default_desc(sf_layer_kind kind, sf_layer_desc *d);
+const char *sf_layer_kind_name(sf_layer_kind kind);
+
+typedef enum sf_memory_mode {
+    SF_MEMORY_FULL = 0, /* keep membrane potentials for the backward */
+    SF_MEMORY_RECOMPUTE /* keep only each neuron layer's input current; recompute h and s in the backward */
+} sf_memory_mode;
+
+typedef enum sf_readout { SF_READOUT_MEAN = 0, SF_READOUT_LEAKY } sf_readout;
+typedef enum sf_loss { SF_LOSS_CE_MEAN = 0, SF_LOSS_CE_PER_STEP } sf_loss;
+
+typedef struct sf_net_params {
+    sf_device device;      /* default cpu */
+    sf_memory_mode memory; /* default recompute */
+    uint64_t seed;         /* initialisation and dropout; default 0 */
+    int32_t in_channels, in_height, in_width; /* per-sample, per-step input shape; [N] inputs use 1×1 images */
+    sf_readout readout;    /* default mean */
+    float readout_tau;     /* SF_READOUT_LEAKY: r_t = a·r_{t-1} + (1-a)·o_t with a = 1 - 1/tau; default 2 */
+    sf_loss loss;          /* CE on the T-mean of the readout, or CE at every step averaged over T */
+} sf_net_params;
+
+void sf_net_default_params(sf_net_params *p);
+
+typedef struct sf_net sf_net;
+
+sf_status sf_net_create(const sf_net_params *p, sf_net **out);
+void sf_net_free(sf_net *net);
+/* Appends a layer; *out_id (optional) receives the id of its output tensor. Shapes are checked here. */
+sf_status sf_net_add(sf_net *net, const sf_layer_desc *d, int32_t *out_id);
+int32_t sf_net_num_layers(const sf_net *net);
+/* The output shape of tensor `id` per sample and step: C, H, W (1×1 for vectors). */
+sf_status sf_net_tensor_shape(const sf_net *net, int32_t id, int32_t chw[3]);
+/* A multi-line human-readable summary (layers, shapes, parameter counts); owned by the net. */
+const char *sf_net_summary(sf_net *net);
+
+/* Plans memory for T time steps and batch B and allocates it; called again with other (T, B) it replans.
+ * Adjacent BATCHNORM → LIF layers are fused here. Must be called after the last sf_net_add. */
+sf_status sf_net_compile(sf_net *net, int64_t T, int64_t B);
+
+typedef struct sf_memory_plan {
+    size_t params;     /* parameters (weights, biases, BN affine) */
+    size_t grads;      /* their gradients */
+    size_t optimizer;  /* optimizer state (momentum, Adam moments) */
+    size_t buffers;    /* non-trained state (BN running statistics) */
+    size_t saved;      /* activations kept from the forward for the backward */
+    size_t workspace;  /* transient activations, gradients and scratch, reused across layers */
+    size_t total;
+} sf_memory_plan;
+sf_status sf_net_memory_plan(const sf_net *net, sf_memory_plan *out);
+
+/* ---------------------------------------------------------------- optimisation */
+typedef enum sf_optimizer { SF_OPT_SGD = 0, SF_OPT_ADAM, SF_OPT_ADAMW } sf_optimizer;
+typedef struct sf_optim_params {
+    sf_optimizer kind;  /* default SGD */
+    float lr;           /* default 0.01 */
+    float momentum;     /* SGD; default 0 */
+    int32_t nesterov;   /* SGD; default 0 */
+    float weight_decay; /* L2 added to the gradient for SGD/Adam, decoupled for AdamW; default 0 */
+    float beta1, beta2, eps; /* Adam/AdamW; defaults 0.9, 0.999, 1e-8 */
+} sf_optim_params;
+void sf_optim_default_params(sf_optim_params *p);
+sf_status sf_net_set_optimizer(sf_net *net, const sf_optim_params *p);
+/* Changes the learning rate of the next updates (schedules call this each step or epoch). */
+sf_status sf_net_set_lr(sf_net *net, float lr);
+
+typedef enum sf_schedule { SF_SCHEDULE_CONSTANT = 0, SF_SCHEDULE_STEP, SF_SCHEDULE_COSINE } sf_schedule;
+typedef struct sf_schedule_params {
+    sf_schedule kind;
+    int64_t step_size; /* STEP: multiply by gamma every step_size epochs */
+    float gamma;       /* STEP; default 0.1 */
+    float min_lr;      /* COSINE: the value reached at the end; default 0 */
+} sf_schedule_params;
+void sf_schedule_default_params(sf_schedule_params *p);
+/* The learning rate for `epoch` (0-based) of `total_epochs`, as PyTorch's StepLR / CosineAnnealingLR give. */
+float sf_schedule_lr(const sf_schedule_params *p, float base_lr, int64_t epoch, int64_t total_epochs);
+
+/* ---------------------------------------------------------------- training and evaluation
+ * x is host memory [T, B, C, H, W] as compiled; labels are B class indices in [0, classes). */
+typedef struct sf_step_result {
+    float loss;        /* mean over the batch */
+    int32_t correct;   /* samples whose argmax of the T-mean readout equals the label */
+} sf_step_result;
+
+/* Forward in training mode, loss, backward, optimizer update. Returns SF_ERR_NUMERIC (without updating) if the
+ * loss or a gradient is NaN/Inf. */
+sf_status sf_net_train_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out);
+/* Forward and loss only, in evaluation mode (BN running statistics, no dropout). labels may be NULL. */
+sf_status sf_net_eval_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out);
+/* The split form of a training step, for tests and custom loops. */
+sf_status sf_net_forward(sf_net *net, const float *x, int32_t training);
+sf_status sf_net_loss(sf_net *net, const int32_t *labels, sf_step_result *out); /* also seeds the backward */
+sf_status sf_net_backward(sf_net *net);
+sf_status sf_net_update(sf_net *net);
+/* Copies the readout logits of the last forward, averaged over T, to host [B, classes]. */
+sf_status sf_net_logits(const sf_net *net, float *out);
+/* Copies tensor `id` of the last forward to host [T, B, C, H, W] (only while it is still held: the output of the
+ * last layer always is; others only right after a forward in SF_MEMORY_FULL). */
+sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *out);
+
+/* Firing rate (mean spikes per neuron and step) of each LIF layer in the last forward, in layer order.
+ * Returns the number of LIF layers; writes at most `cap` rates. */
+int32_t sf_net_firing_rates(const sf_net *net, float *rates, int32_t cap);
+
+/* ---------------------------------------------------------------- named tensors (checkpoints, tests)
+ * Parameters are named "<layer>.<name>" as PyTorch's state_dict would name them in an nn.Sequential
+ * ("0.weight", "0.bias", "1.running_mean", ...); gradients and optimizer state take the parameter's name with a
+ * suffix (".grad", ".momentum", ".adam_m", ".adam_v"). */
+typedef enum sf_tensor_role {
+    SF_ROLE_PARAM = 0,
+    SF_ROLE_GRAD,
+    SF_ROLE_BUFFER,   /* BN running mean/var */
+    SF_ROLE_OPTIMIZER /* only after sf_net_set_optimizer */
+} sf_tensor_role;
+
+typedef struct sf_tensor_info {
+    char name[64];
+    int32_t ndim;
+    int64_t shape[4];
+    int64_t numel;
+} sf_tensor_info;
+
+int32_t sf_net_tensor_count(const sf_net *net, sf_tensor_role role);
+sf_status sf_net_tensor_info(const sf_net *net, sf_tensor_role role, int32_t i, sf_tensor_info *out);
+sf_status sf_net_tensor_read(const sf_net *net, sf_tensor_role role, int32_t i, float *host_dst);
+sf_status sf_net_tensor_write(sf_net *net, sf_tensor_role role, int32_t i, const float *host_src);
+
+/* State beyond tensors that a bitwise-exact resume needs: optimizer step count and the RNG position. */
+typedef struct sf_net_state {
+    int64_t optimizer_steps;
+    uint64_t rng_seed;
+    uint64_t rng_counter;
+} sf_net_state;
+sf_status sf_net_get_state(const sf_net *net, sf_net_state *out);
+sf_status sf_net_set_state(sf_net *net, const sf_net_state *st);
+
+/* ---------------------------------------------------------------- profiling */
+typedef struct sf_layer_timing {
+    double forward_ms;  /* accumulated since the last reset */
+    double backward_ms;
+} sf_layer_timing;
+/* Enables per-layer timing (synchronises after each layer on a GPU, so only for `bench`). */
+sf_status sf_net_set_profiling(sf_net *net, int32_t on);
+sf_status sf_net_layer_timings(const sf_net *net, sf_layer_timing *out, int32_t cap);
+/* Peak bytes the net had allocated on its device (the plan's total plus library scratch). */
+size_t sf_net_peak_bytes(const sf_net *net);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

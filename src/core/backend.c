@@ -1,0 +1,78 @@
+/* backend.c — choosing a backend for a device, and the low-level public LIF entry points. */
+#include "core/backend.h"
+
+#include "core/error.h"
+
+#include <omp.h>
+
+sf_status sf_backend_create(sf_device dev, sf_backend **out)
+{
+    *out = NULL;
+    switch (dev.kind) {
+    case SF_DEVICE_CPU: return sf_cpu_backend_create(out);
+    case SF_DEVICE_CUDA:
+#ifdef SF_HAVE_CUDA
+        return sf_cuda_backend_create(dev.index, out);
+#else
+        return sf_fail(SF_ERR_UNSUPPORTED, "this build of spikefuse has no CUDA backend (rebuild with nvcc present "
+                                           "and -DSF_CUDA=ON)");
+#endif
+    }
+    return sf_fail(SF_ERR_INVALID, "unknown device kind %d", (int)dev.kind);
+}
+
+void sf_backend_free(sf_backend *be)
+{
+    if (be) be->destroy(be);
+}
+
+int32_t sf_cuda_device_count(void)
+{
+#ifdef SF_HAVE_CUDA
+    return sf_cuda_device_count_impl();
+#else
+    return 0;
+#endif
+}
+
+void sf_set_num_threads(int32_t n)
+{
+    if (n > 0) omp_set_num_threads(n);
+}
+
+int32_t sf_get_num_threads(void) { return omp_get_max_threads(); }
+
+static sf_status check_lif_call(const sf_lif_params *p, int64_t T, int64_t N, const void *a, const void *b,
+                                const void *c)
+{
+    SF_TRY(sf_lif_params_check(p));
+    if (T <= 0 || N < 0) return sf_fail(SF_ERR_INVALID, "LIF shape T=%lld N=%lld: need T >= 1, N >= 0",
+                                        (long long)T, (long long)N);
+    if (N > 0 && (!a || !b || !c)) return sf_fail(SF_ERR_INVALID, "LIF: a tensor pointer is NULL");
+    return SF_OK;
+}
+
+sf_status sf_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, float *s, sf_device device,
+                         void *stream)
+{
+    SF_TRY(check_lif_call(p, T, N, x, s, s));
+    sf_lif_out out = {.s = s};
+    if (N == 0) return SF_OK;
+    if (device.kind == SF_DEVICE_CPU) return sf_cpu_lif_forward(p, T, N, x, &out);
+#ifdef SF_HAVE_CUDA
+    if (device.kind == SF_DEVICE_CUDA) return sf_cuda_lif_forward(p, T, N, x, &out, stream);
+#endif
+    return sf_fail(SF_ERR_UNSUPPORTED, "LIF forward: device not available in this build");
+}
+
+sf_status sf_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds, float *dx,
+                          sf_device device, void *stream)
+{
+    SF_TRY(check_lif_call(p, T, N, x, ds, dx));
+    if (N == 0) return SF_OK;
+    if (device.kind == SF_DEVICE_CPU) return sf_cpu_lif_backward(p, T, N, x, NULL, ds, dx);
+#ifdef SF_HAVE_CUDA
+    if (device.kind == SF_DEVICE_CUDA) return sf_cuda_lif_backward(p, T, N, x, NULL, ds, dx, stream);
+#endif
+    return sf_fail(SF_ERR_UNSUPPORTED, "LIF backward: device not available in this build");
+}

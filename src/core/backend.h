@@ -1,0 +1,170 @@
+/* backend.h — the op table a compute backend (CPU, CUDA) implements; the network engine calls only these.
+ *
+ * Every pointer argument is memory of that backend (host for the CPU, device for CUDA), float32 unless the name
+ * or type says otherwise, contiguous, and its shape is written beside it. "rows" folds time and batch: T·B.
+ * Ops are asynchronous on a GPU; results become visible to the host only through copy_to_host.
+ * Ops that produce parameter gradients overwrite them (the engine never accumulates across ops). */
+#ifndef SF_CORE_BACKEND_H
+#define SF_CORE_BACKEND_H
+
+#include "spikefuse.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sf_conv_shape {
+    int64_t n;              /* images: T·B */
+    int32_t cin, h, w;      /* input */
+    int32_t cout, k, stride, pad;
+    int32_t oh, ow;         /* output, (h + 2·pad - k) / stride + 1 */
+} sf_conv_shape;
+
+typedef struct sf_pool_shape {
+    int64_t n;         /* T·B·C planes */
+    int32_t h, w, k, stride, oh, ow;
+} sf_pool_shape;
+
+/* BN over (T, B, H, W) per channel: x is [rows, C, hw]. */
+typedef struct sf_bn_shape {
+    int64_t rows;  /* T·B */
+    int32_t c;
+    int64_t hw;
+} sf_bn_shape;
+
+/* Where a neuron layer writes its forward outputs; each may be NULL. */
+typedef struct sf_lif_out {
+    float *s;        /* [T, N] spikes as float (the next layer's input) */
+    uint8_t *s_u8;   /* [T, N] spikes as bytes (kept for a weight gradient) */
+    float *h;        /* [T, N] membrane potential before reset (SF_MEMORY_FULL keeps it) */
+    float *spike_count; /* one float: += number of spikes (firing rates) */
+} sf_lif_out;
+
+typedef struct sf_backend sf_backend;
+struct sf_backend {
+    const char *name;
+    void *ctx; /* backend-private state (streams, library handles) */
+
+    /* memory */
+    sf_status (*alloc)(sf_backend *be, size_t bytes, void **out);
+    void (*release)(sf_backend *be, void *p);
+    sf_status (*copy_from_host)(sf_backend *be, void *dst, const void *src, size_t bytes);
+    sf_status (*copy_to_host)(sf_backend *be, void *dst, const void *src, size_t bytes);
+    sf_status (*copy)(sf_backend *be, void *dst, const void *src, size_t bytes);
+    sf_status (*zero)(sf_backend *be, void *dst, size_t bytes);
+    sf_status (*sync)(sf_backend *be);
+    void (*destroy)(sf_backend *be);
+
+    /* LIF over [T, N]. The backward takes h (full mode) or, when h is NULL, recomputes it from x. */
+    sf_status (*lif_forward)(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
+                             const sf_lif_out *out);
+    sf_status (*lif_backward)(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
+                              const float *h, const float *ds, float *dx);
+
+    /* Batch norm. Statistics: mean and biased var per channel over (rows, hw). */
+    sf_status (*bn_stats)(sf_backend *be, sf_bn_shape sh, const float *x, float *mean, float *var);
+    /* y = (x - mean)·invstd·gamma + beta, invstd = 1/sqrt(var + eps) */
+    sf_status (*bn_forward)(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var,
+                            float eps, const float *gamma, const float *beta, float *y);
+    /* Training-mode BN backward (batch statistics): dx, dgamma, dbeta from x and dy. */
+    sf_status (*bn_backward)(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var,
+                             float eps, const float *gamma, const float *dy, float *dx, float *dgamma,
+                             float *dbeta);
+    /* running = (1 - m)·running + m·batch, with the unbiased variance for running_var (PyTorch's rule). */
+    sf_status (*bn_update_running)(sf_backend *be, sf_bn_shape sh, float momentum, const float *mean,
+                                   const float *var, float *running_mean, float *running_var);
+    /* Fused BN → LIF (seed paper 002, Alg. 1–3); x is [T, B, C, hw] with rows = T·B. The LIF recurrence runs
+     * over T for each of the B·C·hw neurons. The backward recomputes y = BN(x) and h (or uses h when given),
+     * reduces dgamma and dbeta per channel and writes dx, without materialising dy. `training` selects
+     * batch statistics (dx includes the terms through mean and var) or fixed statistics. */
+    sf_status (*bn_lif_forward)(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
+                                const float *x, const float *mean, const float *var, float eps,
+                                const float *gamma, const float *beta, const sf_lif_out *out);
+    sf_status (*bn_lif_backward)(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
+                                 const float *x, const float *h, const float *mean, const float *var, float eps,
+                                 const float *gamma, const float *beta, const float *ds, float *dx,
+                                 float *dgamma, float *dbeta);
+
+    /* Linear: y[rows, out] = x[rows, in]·W[out, in]ᵀ + b[out] (b may be NULL). */
+    sf_status (*linear_forward)(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
+                                const float *w, const float *b, float *y);
+    /* dx (may be NULL) = dy·W; dW = dyᵀ·x; db (may be NULL) = Σ_rows dy. */
+    sf_status (*linear_backward)(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
+                                 const float *w, const float *dy, float *dx, float *dw, float *db);
+
+    /* Conv2d, NCHW with n = T·B images; W is [cout, cin, k, k]. Workspace bytes come from conv_workspace. */
+    size_t (*conv_workspace)(sf_backend *be, const sf_conv_shape *sh);
+    sf_status (*conv_forward)(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
+                              const float *b, float *y, void *ws);
+    /* dx may be NULL (first layer); db may be NULL (no bias). */
+    sf_status (*conv_backward)(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
+                               const float *dy, float *dx, float *dw, float *db, void *ws);
+
+    /* Pools over n planes of h×w. maxpool keeps the argmax position inside each window as a byte. */
+    sf_status (*avgpool_forward)(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y);
+    sf_status (*avgpool_backward)(sf_backend *be, const sf_pool_shape *sh, const float *dy, float *dx);
+    sf_status (*maxpool_forward)(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y,
+                                 uint8_t *argmax);
+    sf_status (*maxpool_backward)(sf_backend *be, const sf_pool_shape *sh, const uint8_t *argmax,
+                                  const float *dy, float *dx);
+
+    /* Dropout with one mask over all T steps: mask[i] = hash(seed, counter, i) >= p for i in [0, n) where
+     * n = B·features; y[t, i] = x[t, i]·mask[i]/(1 - p). The same (seed, counter) give the same mask on
+     * every backend (see sf_dropout_keep in rng.h). The backward applies the same scaling to dy. */
+    sf_status (*dropout_forward)(sf_backend *be, int64_t T, int64_t n, float p, uint64_t seed, uint64_t counter,
+                                 const float *x, float *y);
+    sf_status (*dropout_backward)(sf_backend *be, int64_t T, int64_t n, float p, uint64_t seed,
+                                  uint64_t counter, const float *dy, float *dx);
+
+    /* Element-wise helpers. */
+    sf_status (*add)(sf_backend *be, int64_t n, const float *a, const float *b, float *y);   /* y = a + b */
+    sf_status (*axpy)(sf_backend *be, int64_t n, float alpha, const float *x, float *y);     /* y += alpha·x */
+    sf_status (*u8_to_f32)(sf_backend *be, int64_t n, const uint8_t *x, float *y);
+    sf_status (*f32_to_u8)(sf_backend *be, int64_t n, const float *x, uint8_t *y);           /* x is 0/1 */
+
+    /* Readout over [T, B, K]: r_t = a·r_{t-1} + c·o_t (a = 0, c = 1 is the identity; the engine uses that
+     * for the mean readout and skips the op). The backward runs in reverse time. */
+    sf_status (*leaky_forward)(sf_backend *be, int64_t T, int64_t n, float a, float c, const float *o, float *r);
+    sf_status (*leaky_backward)(sf_backend *be, int64_t T, int64_t n, float a, float c, const float *dr,
+                                float *doo);
+    /* Softmax cross-entropy on logits built from r[T, B, K]:
+     *   per_step = 0: z = mean_t r_t, loss = mean_b CE(z_b); per_step = 1: loss = mean_{t,b} CE(r_{t,b}).
+     * Writes dr[T, B, K] (the gradient of the loss), logits_mean[B, K] = mean_t r_t, and stats[0] = loss,
+     * stats[1] = number of samples whose argmax(logits_mean) equals the label. labels are B int32 on the backend.
+     * dr may be NULL (evaluation). */
+    sf_status (*softmax_xent)(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step, const float *r,
+                              const int32_t *labels, float *dr, float *logits_mean, float *stats);
+
+    /* One update over all n parameters at once (they live in one allocation).
+     * SGD (PyTorch semantics): g += wd·p; buf = momentum·buf + g (buf = g at step 1); g = nesterov ? g + momentum·buf
+     * : buf; p -= lr·g. Adam/AdamW (decoupled = 1: p -= lr·wd·p first, else g += wd·p), bias-corrected with
+     * `step` counted from 1. */
+    sf_status (*sgd_step)(sf_backend *be, int64_t n, float lr, float momentum, int32_t nesterov, float wd,
+                          int64_t step, float *p, const float *g, float *buf);
+    sf_status (*adam_step)(sf_backend *be, int64_t n, float lr, float beta1, float beta2, float eps, float wd,
+                           int32_t decoupled, int64_t step, float *p, const float *g, float *m, float *v);
+    /* flag[0] = 1 if any of x[0..n) is NaN or Inf (flag is one float on the backend, set, never cleared). */
+    sf_status (*check_finite)(sf_backend *be, int64_t n, const float *x, float *flag);
+};
+
+/* Creates the backend for a device; SF_ERR_UNSUPPORTED when it is not built in or not present. */
+sf_status sf_backend_create(sf_device dev, sf_backend **out);
+void sf_backend_free(sf_backend *be);
+
+sf_status sf_cpu_backend_create(sf_backend **out);
+
+/* The CPU neuron kernels, callable without a backend object (the low-level public API uses them). */
+sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out);
+sf_status sf_cpu_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
+                              const float *ds, float *dx);
+
+#ifdef SF_HAVE_CUDA
+sf_status sf_cuda_backend_create(int32_t device, sf_backend **out);
+/* The CUDA neuron kernels on a caller's stream (a cudaStream_t; NULL: the default stream), asynchronous. */
+sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out,
+                              void *stream);
+sf_status sf_cuda_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
+                               const float *ds, float *dx, void *stream);
+int32_t sf_cuda_device_count_impl(void);
+#endif
+
+#endif

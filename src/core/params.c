@@ -1,0 +1,131 @@
+/* params.c — default parameter structs, their validation and name parsing. */
+#include "error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const surrogate_names[] = {"sigmoid", "atan", "fast_sigmoid", "rect"};
+
+float sf_surrogate_default_alpha(sf_surrogate s)
+{
+    switch (s) {
+    case SF_SURROGATE_SIGMOID: return 4.0f;
+    case SF_SURROGATE_ATAN: return 2.0f;
+    case SF_SURROGATE_FAST_SIGMOID: return 10.0f;
+    case SF_SURROGATE_RECT: return 1.0f;
+    }
+    return 1.0f;
+}
+
+void sf_lif_default_params(sf_lif_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->tau = 2.0f;
+    p->decay = 0.0f;
+    p->decay_input = 1;
+    p->v_threshold = 1.0f;
+    p->v_reset = 0.0f;
+    p->surrogate = SF_SURROGATE_SIGMOID;
+    p->alpha = sf_surrogate_default_alpha(p->surrogate);
+}
+
+sf_status sf_lif_params_check(const sf_lif_params *p)
+{
+    if (!p) return sf_fail(SF_ERR_INVALID, "LIF parameters are NULL");
+    if (p->decay > 0.0f) {
+        if (!(p->decay <= 1.0f)) return sf_fail(SF_ERR_INVALID, "LIF decay = %g: must be in (0, 1]", p->decay);
+        if (p->decay_input && p->decay >= 1.0f)
+            return sf_fail(SF_ERR_INVALID, "LIF decay = 1 with decay_input scales the input by 0");
+    } else if (p->decay < 0.0f || isnan(p->decay)) {
+        return sf_fail(SF_ERR_INVALID, "LIF decay = %g: must be in (0, 1], or 0 to use tau", p->decay);
+    } else if (!(p->tau >= 1.0f) || isinf(p->tau)) {
+        return sf_fail(SF_ERR_INVALID, "LIF tau = %g: must be a finite number >= 1", p->tau);
+    }
+    if (!isfinite(p->v_threshold)) return sf_fail(SF_ERR_INVALID, "LIF v_threshold must be finite");
+    if (!isfinite(p->v_reset)) return sf_fail(SF_ERR_INVALID, "LIF v_reset must be finite");
+    if ((unsigned)p->surrogate > SF_SURROGATE_RECT)
+        return sf_fail(SF_ERR_INVALID, "LIF surrogate %d is not one of sigmoid, atan, fast_sigmoid, rect",
+                       (int)p->surrogate);
+    if (!(p->alpha > 0.0f) || isinf(p->alpha))
+        return sf_fail(SF_ERR_INVALID, "LIF surrogate alpha = %g: must be a finite number > 0", p->alpha);
+    if (p->use_grad_threshold && !isfinite(p->grad_threshold))
+        return sf_fail(SF_ERR_INVALID, "LIF grad_threshold must be finite");
+    return SF_OK;
+}
+
+sf_status sf_surrogate_parse(const char *name, sf_surrogate *out)
+{
+    for (int i = 0; i < 4; i++)
+        if (name && strcmp(name, surrogate_names[i]) == 0) {
+            *out = (sf_surrogate)i;
+            return SF_OK;
+        }
+    return sf_fail(SF_ERR_INVALID, "unknown surrogate '%s' (expected sigmoid, atan, fast_sigmoid or rect)",
+                   name ? name : "(null)");
+}
+
+const char *sf_surrogate_name(sf_surrogate s)
+{
+    return (unsigned)s <= SF_SURROGATE_RECT ? surrogate_names[s] : "?";
+}
+
+void sf_optim_default_params(sf_optim_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->kind = SF_OPT_SGD;
+    p->lr = 0.01f;
+    p->beta1 = 0.9f;
+    p->beta2 = 0.999f;
+    p->eps = 1e-8f;
+}
+
+void sf_schedule_default_params(sf_schedule_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->kind = SF_SCHEDULE_CONSTANT;
+    p->step_size = 30;
+    p->gamma = 0.1f;
+}
+
+float sf_schedule_lr(const sf_schedule_params *p, float base_lr, int64_t epoch, int64_t total_epochs)
+{
+    switch (p->kind) {
+    case SF_SCHEDULE_CONSTANT: return base_lr;
+    case SF_SCHEDULE_STEP:
+        return base_lr * powf(p->gamma, (float)(p->step_size > 0 ? epoch / p->step_size : 0));
+    case SF_SCHEDULE_COSINE: {
+        if (total_epochs <= 0) return base_lr;
+        double frac = (double)epoch / (double)total_epochs;
+        return (float)(p->min_lr + (base_lr - p->min_lr) * 0.5 * (1.0 + cos(3.14159265358979323846 * frac)));
+    }
+    }
+    return base_lr;
+}
+
+sf_status sf_device_parse(const char *text, sf_device *out)
+{
+    if (!text) return sf_fail(SF_ERR_INVALID, "device name is NULL");
+    if (strcmp(text, "cpu") == 0) {
+        out->kind = SF_DEVICE_CPU;
+        out->index = 0;
+        return SF_OK;
+    }
+    if (strncmp(text, "cuda", 4) == 0) {
+        const char *rest = text + 4;
+        int idx = 0;
+        if (*rest == ':') {
+            char *end;
+            long v = strtol(rest + 1, &end, 10);
+            if (end == rest + 1 || *end || v < 0 || v > 1024)
+                return sf_fail(SF_ERR_INVALID, "bad device '%s' (expected cpu, cuda or cuda:N)", text);
+            idx = (int)v;
+        } else if (*rest) {
+            return sf_fail(SF_ERR_INVALID, "bad device '%s' (expected cpu, cuda or cuda:N)", text);
+        }
+        out->kind = SF_DEVICE_CUDA;
+        out->index = idx;
+        return SF_OK;
+    }
+    return sf_fail(SF_ERR_INVALID, "bad device '%s' (expected cpu, cuda or cuda:N)", text);
+}

@@ -1,0 +1,27 @@
+"""Writes reference fixtures as safetensors files (JSON header + raw little-endian bytes) with only the
+standard library, so the generators need nothing beyond Debian's python3-torch."""
+import json
+import struct
+
+import torch
+
+_DTYPES = {torch.float64: "F64", torch.float32: "F32", torch.uint8: "U8", torch.int32: "I32", torch.int64: "I64"}
+
+
+def save(path, tensors, metadata=None):
+    header, blobs, offset = {}, [], 0
+    if metadata:
+        header["__metadata__"] = {k: str(v) for k, v in metadata.items()}
+    for name, t in tensors.items():
+        t = t.detach().contiguous().cpu()
+        raw = t.numpy().tobytes()
+        header[name] = {"dtype": _DTYPES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for b in blobs:
+            f.write(b)

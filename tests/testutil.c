@@ -1,0 +1,93 @@
+/* testutil.c — implementation of the test helpers. */
+#include "testutil.h"
+
+#include "core/rng.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int tu_checks, tu_failures;
+
+sf_safetensors *tu_fixture(const char *file)
+{
+    const char *dir = getenv("SF_FIXTURES");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir ? dir : "fixtures", file);
+    sf_safetensors *st = NULL;
+    if (sf_safetensors_load(path, &st) != SF_OK) {
+        fprintf(stderr, "cannot load fixture %s: %s\n(fixtures are written by tests/ref/generate_all.sh; run ctest)\n",
+                path, sf_last_error());
+        exit(2);
+    }
+    return st;
+}
+
+static void *must_alloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "test: out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+float *tu_get_f32(const sf_safetensors *st, const char *name, int64_t numel)
+{
+    float *p = must_alloc((size_t)numel * sizeof *p);
+    if (sf_safetensors_get_f32(st, name, p, numel) != SF_OK) {
+        fprintf(stderr, "fixture: %s\n", sf_last_error());
+        exit(2);
+    }
+    return p;
+}
+
+double *tu_get_f64(const sf_safetensors *st, const char *name, int64_t numel)
+{
+    double *p = must_alloc((size_t)numel * sizeof *p);
+    if (sf_safetensors_get_f64(st, name, p, numel) != SF_OK) {
+        fprintf(stderr, "fixture: %s\n", sf_last_error());
+        exit(2);
+    }
+    return p;
+}
+
+double tu_rel_err(const float *got, const double *ref, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(got[i])) return INFINITY;
+        double d = (double)got[i] - ref[i];
+        num += d * d;
+        den += ref[i] * ref[i];
+    }
+    return sqrt(num) / fmax(sqrt(den), 1e-30);
+}
+
+void tu_expect_close(const char *what, const float *got, const double *ref, int64_t n, double tol)
+{
+    double e = tu_rel_err(got, ref, n);
+    CHECK(e <= tol, "%s: relative error %.3g > %.3g", what, e, tol);
+}
+
+int64_t tu_count_diff(const float *got, const double *ref, int64_t n)
+{
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++) k += (double)got[i] != ref[i];
+    return k;
+}
+
+void tu_randn(float *x, int64_t n, float mean, float std, uint64_t seed)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double u1 = (sf_uniform(seed, 1, (uint64_t)i) + 0.5 / 16777216.0), u2 = sf_uniform(seed, 2, (uint64_t)i);
+        x[i] = mean + std * (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+    }
+}
+
+int tu_finish(const char *name)
+{
+    printf("%s: %d passed, %d failed\n", name, tu_checks - tu_failures, tu_failures);
+    return tu_failures ? 1 : 0;
+}

@@ -1,0 +1,46 @@
+/* testutil.h — small helpers for the C tests: checks that count failures, fixture loading, error norms. */
+#ifndef SF_TESTUTIL_H
+#define SF_TESTUTIL_H
+
+#include "io/safetensors.h"
+#include "spikefuse.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+extern int tu_checks, tu_failures;
+
+#define CHECK(cond, ...)                                                                                            \
+    do {                                                                                                            \
+        tu_checks++;                                                                                                \
+        if (!(cond)) {                                                                                              \
+            tu_failures++;                                                                                          \
+            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);                                \
+            fprintf(stderr, __VA_ARGS__);                                                                           \
+            fputc('\n', stderr);                                                                                    \
+        }                                                                                                           \
+    } while (0)
+
+#define CHECK_OK(expr)                                                                                              \
+    do {                                                                                                            \
+        sf_status tu_s_ = (expr);                                                                                   \
+        CHECK(tu_s_ == SF_OK, "%s -> %s: %s", #expr, sf_status_str(tu_s_), sf_last_error());                        \
+    } while (0)
+
+/* Loads $SF_FIXTURES/<file>; aborts the test with a clear message if it is missing. */
+sf_safetensors *tu_fixture(const char *file);
+/* Tensor `name` of a fixture as freshly malloc'd float / double arrays of exactly numel elements. */
+float *tu_get_f32(const sf_safetensors *st, const char *name, int64_t numel);
+double *tu_get_f64(const sf_safetensors *st, const char *name, int64_t numel);
+/* ‖got − ref‖₂ / max(‖ref‖₂, tiny); NaN in got gives +inf. */
+double tu_rel_err(const float *got, const double *ref, int64_t n);
+/* Compares and records one check: relative error within tol. */
+void tu_expect_close(const char *what, const float *got, const double *ref, int64_t n, double tol);
+/* Counts positions where got and ref differ (for spikes, which must match exactly). */
+int64_t tu_count_diff(const float *got, const double *ref, int64_t n);
+/* Deterministic test data: N(mean, std) via Box-Muller from a counter hash. */
+void tu_randn(float *x, int64_t n, float mean, float std, uint64_t seed);
+/* Prints "<name>: N passed, N failed" and returns the process exit code. */
+int tu_finish(const char *name);
+
+#endif
