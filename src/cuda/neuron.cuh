@@ -18,7 +18,7 @@ extern "C" {
 /* Steps loaded ahead of their use: enough independent loads in flight per thread to cover memory latency. */
 #define SF_NEURON_UNROLL 8
 
-/* The input of neuron n: y_t = x_t·scale + shift, identity for a plain LIF, BN with the channel's statistics. */
+/* The input of neuron n: y_t = (x_t − mean)·invstd·γ + β with its channel's statistics for BN, x_t for a plain LIF. */
 struct sf_cu_bn_in {
     int64_t hw;
     int32_t C;
@@ -41,19 +41,19 @@ enum sf_cu_dy_mode {
 };
 
 struct sf_cu_affine {
-    float scale, shift, mean, invstd, gamma;
+    float mean, invstd, gamma, beta;
+    __device__ __forceinline__ float operator()(float x) const { return (x - mean) * invstd * gamma + beta; }
 };
 
 template <bool BN> __device__ __forceinline__ sf_cu_affine sf_cu_affine_of(const sf_cu_neuron &a, int64_t n)
 {
-    sf_cu_affine f = {1.0f, 0.0f, 0.0f, 1.0f, 1.0f};
-    if (BN) {
+    sf_cu_affine f = {0.0f, 1.0f, 1.0f, 0.0f};
+    if (BN) { /* the same operations, in the same order, as bn_forward: spikes match the unfused path exactly */
         int32_t ch = (int32_t)((n / a.bn.hw) % a.bn.C);
         f.mean = a.bn.mean[ch];
         f.invstd = 1.0f / sqrtf(a.bn.var[ch] + a.bn.eps);
         f.gamma = a.bn.gamma[ch];
-        f.scale = f.invstd * f.gamma;
-        f.shift = a.bn.beta[ch] - f.mean * f.scale;
+        f.beta = a.bn.beta[ch];
     }
     return f;
 }
@@ -78,7 +78,7 @@ __global__ void sf_cu_neuron_forward(sf_cu_neuron a, float *s, uint8_t *s_u8, fl
                 if (t0 + u >= a.T) break;
                 int64_t i = (t0 + u) * a.N + n;
                 float h;
-                float st = sf_lif_step(&k, soft, xs[u] * f.scale + f.shift, &v, &h);
+                float st = sf_lif_step(&k, soft, BN ? f(xs[u]) : xs[u], &v, &h);
                 spikes += st;
                 if (s) __stcs(s + i, st);
                 if (s_u8) s_u8[i] = (uint8_t)st;
@@ -107,7 +107,7 @@ __device__ __forceinline__ void sf_cu_recompute(const sf_cu_neuron &a, const sf_
         for (int u = 0; u < SF_NEURON_UNROLL; u++) {
             if (t + u >= t1) break;
             float h;
-            sf_lif_step(&k, soft, xs[u] * f.scale + f.shift, &v, &h);
+            sf_lif_step(&k, soft, BN ? f(xs[u]) : xs[u], &v, &h);
             col[(t + u - t0) * blockDim.x] = h;
         }
     }
@@ -131,7 +131,7 @@ __global__ void sf_cu_neuron_backward(sf_cu_neuron a, const float *hsaved, const
         float v = k.v0, h;
         for (int64_t t = 0; t < a.T; t++) {
             if (t % S == 0) ckpt[(t / S) * blockDim.x] = v;
-            sf_lif_step(&k, a.p.soft_reset, a.x[t * a.N + n] * f.scale + f.shift, &v, &h);
+            sf_lif_step(&k, a.p.soft_reset, BN ? f(a.x[t * a.N + n]) : a.x[t * a.N + n], &v, &h);
         }
     }
     float mdy = 0.0f, mdyx = 0.0f;
