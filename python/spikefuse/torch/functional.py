@@ -21,6 +21,15 @@ def _cuda_devices_in_library():
     return _lib.cuda_device_count()
 
 
+def _stream_by_object(index):
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+# The current cudaStream_t of a device as an int. The private accessor (used by torch's own generated code) skips
+# building a Stream object, a few microseconds that count against small kernels; older torch lacks it.
+_current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", _stream_by_object)
+
+
 def _launch_target(t):
     """(device kind, device index, stream handle) for a kernel call on tensor t's memory."""
     if t.device.type == "cpu":
@@ -30,7 +39,7 @@ def _launch_target(t):
         raise RuntimeError(f"spikefuse: got a CUDA tensor ({t.device}) but {_lib.LIBRARY_PATH} has no usable CUDA "
                            f"device (build: {_lib.build_info()}); reinstall spikefuse where nvcc is present, or "
                            "move the tensor to the CPU")
-    return _lib.DEVICE_CUDA, index, torch.cuda.current_stream(t.device).cuda_stream
+    return _lib.DEVICE_CUDA, index, _current_raw_stream(index)
 
 
 def _run(kernel, target, *args):
