@@ -1,6 +1,10 @@
 """spikefuse.torch — PyTorch modules over libspikefuse's fused kernels: LIF, a drop-in for SpikingJelly's
 neuron.LIFNode(step_mode="m") on CPU and CUDA tensors."""
-import torch
+try:
+    import torch
+except ImportError as e:
+    raise ImportError("spikefuse.torch needs PyTorch: install torch for your platform (or `pip install "
+                      "'./python[torch]'`)") from e
 
 from . import functional
 from .functional import lif_params
