@@ -52,16 +52,20 @@ def _run(kernel, target, *args):
         kernel(*args, kind, index, stream)
 
 
+def _spikes(x, params):
+    """The fused forward kernel: spikes of x [T, ...] (float32, contiguous)."""
+    T = x.shape[0]
+    s = torch.empty_like(x, memory_format=torch.contiguous_format)
+    _run(_lib.lif_forward, _launch_target(x), params, T, x.numel() // T, x.data_ptr(), s.data_ptr())
+    return s
+
+
 class LIFFunction(torch.autograd.Function):
     """apply(x, params): spikes of x [T, ...] (float32, contiguous) under sf_lif_params `params`."""
 
     @staticmethod
     def forward(ctx, x, params):
-        T = x.shape[0]
-        N = x.numel() // T
-        s = torch.empty_like(x, memory_format=torch.contiguous_format)
-        target = _launch_target(x)
-        _run(_lib.lif_forward, target, params, T, N, x.data_ptr(), s.data_ptr())
+        s = _spikes(x, params)
         ctx.save_for_backward(x)
         ctx.params = params
         return s
@@ -94,7 +98,10 @@ def check_input(x_seq):
 
 def apply_lif(x_seq, params):
     """The fused LIF over x_seq [T, ...] with prepared sf_lif_params (see lif_params)."""
-    return LIFFunction.apply(check_input(x_seq), params)
+    x = check_input(x_seq)
+    if torch.is_grad_enabled() and x.requires_grad:
+        return LIFFunction.apply(x, params)
+    return _spikes(x, params)  # no graph to record: skip autograd's per-call cost
 
 
 def lif(x_seq, tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=False, surrogate="sigmoid",
