@@ -71,9 +71,21 @@ static void build_b(sf_net *net)
     add(net, fc);
 }
 
+/* T = 1, B = 1: linear 5 -> 1 neuron -> LIF -> linear 1 -> 3 */
+static void build_c(sf_net *net)
+{
+    sf_layer_desc fc = layer(SF_LAYER_LINEAR);
+    fc.out_features = 1;
+    add(net, fc);
+    add(net, layer(SF_LAYER_LIF));
+    fc.out_features = 3;
+    add(net, fc);
+}
+
 static const net_case cases[] = {
     {"net_a.safetensors", 4, 3, 2, 8, 8, SF_READOUT_MEAN, SF_LOSS_CE_MEAN, build_a},
     {"net_b.safetensors", 3, 2, 3, 6, 6, SF_READOUT_LEAKY, SF_LOSS_CE_PER_STEP, build_b},
+    {"net_c.safetensors", 1, 1, 5, 1, 1, SF_READOUT_MEAN, SF_LOSS_CE_MEAN, build_c},
 };
 
 static sf_net *make(const net_case *c, const sf_safetensors *fx, sf_memory_mode mode)
