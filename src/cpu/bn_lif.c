@@ -47,25 +47,18 @@ static void gather(const bn_lif_geom *g, int64_t n0, int nb, const float *per_ch
     for (int i = 0; i < nb; i++) out[i] = per_channel[((n0 + i) / g->hw) % g->C];
 }
 
-SF_ALWAYS_INLINE int64_t forward_blocks(const bn_lif_geom *g, const sf_lif_coeffs *k, int soft, const float *x,
-                                        const float *scale, const float *shift, const sf_lif_out *out)
+SF_CPU_CLONES static int64_t forward_block(const bn_lif_geom *g, const sf_lif_coeffs *k, int soft, int64_t n0,
+                                           const float *x, const float *scale, const float *shift,
+                                           const sf_lif_out *out)
 {
-    int64_t spikes = 0;
-#pragma omp parallel for schedule(static) reduction(+ : spikes)
-    for (int64_t b = 0; b < g->nblocks; b++) {
-        float sc[BLK], sh[BLK], dummy_f[BLK], dummy_h[BLK];
-        uint8_t dummy_u8[BLK];
-        const int64_t n0 = b * BLK;
-        const int nb = (int)(g->N - n0 < BLK ? g->N - n0 : BLK);
-        gather(g, n0, nb, scale, sc);
-        gather(g, n0, nb, shift, sh);
-        float *s = out->s ? out->s + n0 : dummy_f;
-        uint8_t *s8 = out->s_u8 ? out->s_u8 + n0 : dummy_u8;
-        float *h = out->h ? out->h + n0 : dummy_h;
-        spikes += sf_block_forward(k, soft, 1, g->T, g->N, nb, x + n0, sc, sh, h, out->h ? g->N : 0, s,
-                                   out->s ? g->N : 0, s8, out->s_u8 ? g->N : 0);
-    }
-    return spikes;
+    float sc[BLK], sh[BLK];
+    const int nb = (int)(g->N - n0 < BLK ? g->N - n0 : BLK);
+    gather(g, n0, nb, scale, sc);
+    gather(g, n0, nb, shift, sh);
+    float *s = out->s ? out->s + n0 : NULL, *h = out->h ? out->h + n0 : NULL;
+    uint8_t *s8 = out->s_u8 ? out->s_u8 + n0 : NULL;
+    if (soft) return sf_block_forward(k, 1, 1, g->T, g->N, nb, x + n0, sc, sh, NULL, s, h, s8);
+    return sf_block_forward(k, 0, 1, g->T, g->N, nb, x + n0, sc, sh, NULL, s, h, s8);
 }
 
 sf_status sf_cpu_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
@@ -79,8 +72,14 @@ sf_status sf_cpu_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64
     SF_TRY(sf_cpu_alloc_f32(3 * (int64_t)g.C, "BN-LIF forward", &f));
     sf_bn_fold(g.C, mean, var, eps, gamma, beta, f, f + g.C, f + 2 * g.C);
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
-    int64_t spikes = p->soft_reset ? forward_blocks(&g, &k, 1, x, f + g.C, f + 2 * g.C, out)
-                                   : forward_blocks(&g, &k, 0, x, f + g.C, f + 2 * g.C, out);
+    int64_t spikes = 0;
+#pragma omp parallel
+    {
+#pragma omp for schedule(static) reduction(+ : spikes)
+        for (int64_t b = 0; b < g.nblocks; b++)
+            spikes += forward_block(&g, &k, p->soft_reset, b * BLK, x, f + g.C, f + 2 * g.C, out);
+        sf_stream_fence();
+    }
     if (out->spike_count) *out->spike_count += (float)spikes;
     free(f);
     return SF_OK;
@@ -169,25 +168,29 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
         mdyx[c] = (float)(sdyx / n);
     }
 
-#pragma omp parallel for schedule(static)
-    for (int64_t b = 0; b < g.nblocks; b++) {
-        float sc[BLK], sh_[BLK], mu[BLK], is[BLK], m[BLK], mx[BLK];
-        const int64_t n0 = b * BLK;
-        const int nb = (int)(g.N - n0 < BLK ? g.N - n0 : BLK);
+#pragma omp parallel
+    {
         float *dy = scratch + omp_get_thread_num() * g.T * BLK;
-        gather(&g, n0, nb, scale, sc);
-        gather(&g, n0, nb, shift, sh_);
-        gather(&g, n0, nb, mean, mu);
-        gather(&g, n0, nb, invstd, is);
-        gather(&g, n0, nb, mdy, m);
-        gather(&g, n0, nb, mdyx, mx);
-        block_dy(&g, p, &k, back, n0, nb, x, h, sc, sh_, ds, dy);
-        for (int64_t t = 0; t < g.T; t++) {
-            const float *xt = x + t * g.N + n0, *dyt = dy + t * BLK;
-            float *dxt = dx + t * g.N + n0;
+#pragma omp for schedule(static)
+        for (int64_t b = 0; b < g.nblocks; b++) {
+            float sc[BLK], sh_[BLK], mu[BLK], is[BLK], m[BLK], mx[BLK], row[BLK];
+            const int64_t n0 = b * BLK;
+            const int nb = (int)(g.N - n0 < BLK ? g.N - n0 : BLK);
+            gather(&g, n0, nb, scale, sc);
+            gather(&g, n0, nb, shift, sh_);
+            gather(&g, n0, nb, mean, mu);
+            gather(&g, n0, nb, invstd, is);
+            gather(&g, n0, nb, mdy, m);
+            gather(&g, n0, nb, mdyx, mx);
+            block_dy(&g, p, &k, back, n0, nb, x, h, sc, sh_, ds, dy);
+            for (int64_t t = 0; t < g.T; t++) {
+                const float *xt = x + t * g.N + n0, *dyt = dy + t * BLK;
 #pragma omp simd
-            for (int i = 0; i < nb; i++) dxt[i] = sc[i] * (dyt[i] - m[i] - (xt[i] - mu[i]) * is[i] * mx[i]);
+                for (int i = 0; i < nb; i++) row[i] = sc[i] * (dyt[i] - m[i] - (xt[i] - mu[i]) * is[i] * mx[i]);
+                sf_stream_row(dx + t * g.N + n0, row, nb);
+            }
         }
+        sf_stream_fence();
     }
 done:
     free(scratch);
