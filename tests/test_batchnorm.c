@@ -159,10 +159,11 @@ static void check_case(const sf_safetensors *st, int idx)
 #undef WHAT
 }
 
-/* Every BN op with 1 and 2 threads on a shape with many row chunks and neuron blocks: bitwise equal. */
-static void check_threads(void)
+/* Every BN op with 1 and 2 threads on shapes with many row chunks and neuron blocks (wide blocks at short T,
+ * narrow backward blocks at long T): bitwise equal. */
+static void check_threads(int64_t T, int64_t B, int64_t hw)
 {
-    const int64_t T = 5, B = 7, C = 6, hw = 23, n = T * B * C * hw;
+    const int64_t C = 6, n = T * B * C * hw;
     const sf_bn_shape sh = {.rows = T * B, .c = (int32_t)C, .hw = hw};
     sf_lif_params p;
     sf_lif_default_params(&p);
@@ -197,7 +198,8 @@ static void check_threads(void)
     const int64_t sizes[6] = {C, C, n, n, n, 4 * C};
     const char *names[6] = {"mean", "var", "BN-LIF spikes", "BN-LIF dx", "BN dx", "dgamma/dbeta"};
     for (int i = 0; i < 6; i++) {
-        CHECK(memcmp(out[0][i], out[1][i], sizes[i] * sizeof(float)) == 0, "%s differs between 1 and 2 threads",
+        CHECK(memcmp(out[0][i], out[1][i], sizes[i] * sizeof(float)) == 0,
+              "T=%lld B=%lld hw=%lld: %s differs between 1 and 2 threads", (long long)T, (long long)B, (long long)hw,
               names[i]);
         free(out[0][i]);
         free(out[1][i]);
@@ -209,7 +211,7 @@ static void check_threads(void)
 /* BN-LIF with rows of whole aligned cache lines (the streaming-store path) equals the plain path. */
 static void check_streaming(void)
 {
-    const int64_t T = 3, B = 4, C = 4, hw = 16, n = T * B * C * hw;
+    const int64_t T = 3, B = 4, C = 4, hw = 144, n = T * B * C * hw;
     const sf_bn_shape sh = {.rows = T * B, .c = (int32_t)C, .hw = hw};
     sf_lif_params p;
     sf_lif_default_params(&p);
@@ -282,7 +284,8 @@ int main(void)
     CHECK(ncases >= 7, "expected at least 7 BN cases, found %g", ncases);
     for (int i = 0; i < (int)ncases; i++) check_case(st, i);
     sf_safetensors_free(st);
-    check_threads();
+    check_threads(5, 7, 61);
+    check_threads(300, 2, 37);
     check_streaming();
     check_offset_stats();
     check_errors();

@@ -99,10 +99,11 @@ static void check_case(const sf_safetensors *st, int idx)
     free(s8);
 }
 
-/* Same inputs with 1 and 2 threads: spikes, h and dx bitwise equal. Sizes span many blocks with a remainder. */
-static void check_threads(sf_surrogate sur, int soft)
+/* Same inputs with 1 and 2 threads: spikes, h and dx bitwise equal. Sizes span several blocks with a remainder,
+ * at a short T (wide blocks) and a long one (narrow backward blocks). */
+static void check_threads(sf_surrogate sur, int soft, int64_t T, int64_t N)
 {
-    const int64_t T = 11, N = 64 * 9 + 13, n = T * N;
+    const int64_t n = T * N;
     sf_lif_params p;
     sf_lif_default_params(&p);
     p.surrogate = sur;
@@ -124,7 +125,8 @@ static void check_threads(sf_surrogate sur, int soft)
     omp_set_num_threads(2);
     CHECK(memcmp(s[0], s[1], n * sizeof(float)) == 0 && memcmp(h[0], h[1], n * sizeof(float)) == 0 &&
               memcmp(dx[0], dx[1], n * sizeof(float)) == 0,
-          "surrogate %s soft %d: 1 and 2 threads differ", sf_surrogate_name(sur), soft);
+          "surrogate %s soft %d T=%lld N=%lld: 1 and 2 threads differ", sf_surrogate_name(sur), soft, (long long)T,
+          (long long)N);
     int64_t fired = 0;
     for (int64_t i = 0; i < n; i++) fired += s[0][i] != 0.0f;
     CHECK(fired > n / 50 && fired < n / 2, "thread test input fires %lld of %lld: not a meaningful test",
@@ -173,7 +175,7 @@ static void check_position_independence(void)
  * plain path (an output offset by one float). */
 static void check_streaming(void)
 {
-    const int64_t T = 7, N = 64 * 5, n = T * N;
+    const int64_t T = 7, N = 1024 + 320, n = T * N;
     sf_lif_params p;
     sf_lif_default_params(&p);
     float *x = aligned_alloc(64, n * sizeof(float)), *ds = aligned_alloc(64, n * sizeof(float));
@@ -225,7 +227,10 @@ int main(void)
     for (int i = 0; i < (int)ncases; i++) check_case(st, i);
     sf_safetensors_free(st);
     for (int sur = 0; sur < 4; sur++)
-        for (int soft = 0; soft < 2; soft++) check_threads((sf_surrogate)sur, soft);
+        for (int soft = 0; soft < 2; soft++) {
+            check_threads((sf_surrogate)sur, soft, 11, 1024 * 3 + 77);
+            check_threads((sf_surrogate)sur, soft, 300, 128 * 5 + 3);
+        }
     check_position_independence();
     check_streaming();
     check_errors();

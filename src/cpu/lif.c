@@ -11,14 +11,14 @@
 #include <stdlib.h>
 
 SF_CPU_CLONES void sf_block_recompute_h(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N, int nb,
-                                        const float *x, const float *sc, const float *sh, float *scratch)
+                                        const float *x, const float *sc, const float *sh, float *scratch, int64_t hs)
 {
     if (sc) {
-        if (soft) sf_block_forward(k, 1, 0, T, N, nb, x, sc, sh, scratch, NULL, NULL, NULL);
-        else sf_block_forward(k, 0, 0, T, N, nb, x, sc, sh, scratch, NULL, NULL, NULL);
+        if (soft) sf_block_forward(k, 1, 0, T, N, nb, x, sc, sh, scratch, hs, NULL, NULL, NULL);
+        else sf_block_forward(k, 0, 0, T, N, nb, x, sc, sh, scratch, hs, NULL, NULL, NULL);
     } else {
-        if (soft) sf_block_forward(k, 1, 0, T, N, nb, x, NULL, NULL, scratch, NULL, NULL, NULL);
-        else sf_block_forward(k, 0, 0, T, N, nb, x, NULL, NULL, scratch, NULL, NULL, NULL);
+        if (soft) sf_block_forward(k, 1, 0, T, N, nb, x, NULL, NULL, scratch, hs, NULL, NULL, NULL);
+        else sf_block_forward(k, 0, 0, T, N, nb, x, NULL, NULL, scratch, hs, NULL, NULL, NULL);
     }
 }
 
@@ -33,7 +33,7 @@ SF_ALWAYS_INLINE void block_backward(const sf_lif_params *p, const sf_lif_coeffs
     q.detach_reset = detach;
     q.use_grad_threshold = grad_threshold;
     const float c = k->c;
-    float dv[SF_CPU_NEURON_BLOCK];
+    float dv[SF_CPU_BLOCK_MAX];
     for (int i = 0; i < nb; i++) dv[i] = 0.0f;
     for (int64_t t = T - 1; t >= 0; t--) {
         const float *ht = h + t * hs, *dst = ds + t * N;
@@ -96,24 +96,23 @@ static sf_status check_shape(const char *op, const sf_lif_params *p, int64_t T, 
 SF_CPU_CLONES static int64_t forward_block(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N, int64_t n0,
                                            const float *x, const sf_lif_out *out)
 {
-    const int nb = (int)(N - n0 < SF_CPU_NEURON_BLOCK ? N - n0 : SF_CPU_NEURON_BLOCK);
+    const int nb = (int)(N - n0 < SF_CPU_BLOCK_MAX ? N - n0 : SF_CPU_BLOCK_MAX);
     float *s = out->s ? out->s + n0 : NULL, *h = out->h ? out->h + n0 : NULL;
     uint8_t *s8 = out->s_u8 ? out->s_u8 + n0 : NULL;
-    if (soft) return sf_block_forward(k, 1, 1, T, N, nb, x + n0, NULL, NULL, NULL, s, h, s8);
-    return sf_block_forward(k, 0, 1, T, N, nb, x + n0, NULL, NULL, NULL, s, h, s8);
+    if (soft) return sf_block_forward(k, 1, 1, T, N, nb, x + n0, NULL, NULL, NULL, 0, s, h, s8);
+    return sf_block_forward(k, 0, 1, T, N, nb, x + n0, NULL, NULL, NULL, 0, s, h, s8);
 }
 
 sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out)
 {
     SF_TRY(check_shape("LIF forward", p, T, N));
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
-    const int64_t nblocks = (N + SF_CPU_NEURON_BLOCK - 1) / SF_CPU_NEURON_BLOCK;
+    const int64_t nblocks = (N + SF_CPU_BLOCK_MAX - 1) / SF_CPU_BLOCK_MAX;
     int64_t spikes = 0;
 #pragma omp parallel
     {
 #pragma omp for schedule(static) reduction(+ : spikes)
-        for (int64_t b = 0; b < nblocks; b++)
-            spikes += forward_block(&k, p->soft_reset, T, N, b * SF_CPU_NEURON_BLOCK, x, out);
+        for (int64_t b = 0; b < nblocks; b++) spikes += forward_block(&k, p->soft_reset, T, N, b * SF_CPU_BLOCK_MAX, x, out);
         sf_stream_fence();
     }
     if (out->spike_count) *out->spike_count += (float)spikes;
@@ -127,8 +126,8 @@ sf_status sf_cpu_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, cons
     if (N == 0) return SF_OK;
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
     const sf_block_backward_fn back = sf_block_backward_for(p);
-    const int64_t nblocks = (N + SF_CPU_NEURON_BLOCK - 1) / SF_CPU_NEURON_BLOCK;
-    const int64_t per_thread = T * SF_CPU_NEURON_BLOCK;
+    const int w = sf_backward_block_width(T);
+    const int64_t nblocks = (N + w - 1) / w, per_thread = T * w;
     float *scratch = NULL;
     SF_TRY(sf_thread_scratch(per_thread, "LIF backward", &scratch));
 #pragma omp parallel
@@ -137,15 +136,15 @@ sf_status sf_cpu_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, cons
         float *rows = scratch + omp_get_thread_num() * per_thread;
 #pragma omp for schedule(static)
         for (int64_t b = 0; b < nblocks; b++) {
-            const int64_t n0 = b * SF_CPU_NEURON_BLOCK;
-            const int nb = (int)(N - n0 < SF_CPU_NEURON_BLOCK ? N - n0 : SF_CPU_NEURON_BLOCK);
+            const int64_t n0 = b * w;
+            const int nb = (int)(N - n0 < w ? N - n0 : w);
             if (h) {
-                back(p, &k, T, N, nb, h + n0, N, ds + n0, rows, SF_CPU_NEURON_BLOCK);
+                back(p, &k, T, N, nb, h + n0, N, ds + n0, rows, w);
             } else {
-                sf_block_recompute_h(&k, p->soft_reset, T, N, nb, x + n0, NULL, NULL, rows);
-                back(p, &k, T, N, nb, rows, SF_CPU_NEURON_BLOCK, ds + n0, rows, SF_CPU_NEURON_BLOCK);
+                sf_block_recompute_h(&k, p->soft_reset, T, N, nb, x + n0, NULL, NULL, rows, w);
+                back(p, &k, T, N, nb, rows, w, ds + n0, rows, w);
             }
-            for (int64_t t = 0; t < T; t++) sf_stream_row(dx + t * N + n0, rows + t * SF_CPU_NEURON_BLOCK, nb);
+            for (int64_t t = 0; t < T; t++) sf_stream_row(dx + t * N + n0, rows + t * w, nb);
         }
         sf_stream_fence();
     }

@@ -1,7 +1,8 @@
 /* neuron_block.h — the per-block LIF loops shared by the CPU LIF and fused BN→LIF kernels (internal to src/cpu).
  *
- * A block is SF_CPU_NEURON_BLOCK contiguous neurons of one time step; the whole time loop runs inside it with the
- * neuron loop innermost, so gcc vectorises over neurons while the recurrence stays sequential in time. */
+ * A block is up to SF_CPU_BLOCK_MAX contiguous neurons of one time step; the whole time loop runs inside it with
+ * the neuron loop innermost, so gcc vectorises over neurons while the recurrence stays sequential in time. A neuron's
+ * arithmetic does not depend on the block it falls in, so the block width is free to follow the memory system. */
 #ifndef SF_CPU_NEURON_BLOCK_H
 #define SF_CPU_NEURON_BLOCK_H
 
@@ -46,10 +47,18 @@ static inline float sf_cpu_expf(float x)
 #define SF_CPU_CLONES
 #endif
 
-/* 64 neurons = 4 cache lines of each row, and a [T × 64] scratch of 64 KiB at T = 256 stays in L2. */
-#ifndef SF_CPU_NEURON_BLOCK
-#define SF_CPU_NEURON_BLOCK 64
-#endif
+/* Each visit of a row reads or writes a contiguous run of block-width floats, T rows per block: runs of 4 KiB keep
+ * DRAM pages and prefetchers busy where 256-byte runs across T rows do not (measured: docs/perf.md). */
+#define SF_CPU_BLOCK_MAX 1024
+#define SF_CPU_BLOCK_MIN 64
+/* The backward keeps [T × width] floats per thread (recomputed h, then dy): the widest block whose scratch stays in
+ * 256 KiB, a quarter of a core's L2. A function of T only, so results never depend on the thread count. */
+static inline int sf_backward_block_width(int64_t T)
+{
+    int w = SF_CPU_BLOCK_MAX;
+    while (w > SF_CPU_BLOCK_MIN && T * w * (int64_t)sizeof(float) > ((int64_t)256 << 10)) w /= 2;
+    return w;
+}
 
 #if defined(__GNUC__)
 #define SF_ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -81,25 +90,25 @@ static inline void sf_stream_fence(void)
 #endif
 }
 
-/* Forward over one block of nb neurons for all T steps, x with row stride N. y_t = x_t (sc == NULL) or
- * x_t·sc + sh per neuron (BN folded into a scale and shift). h_t goes to the scratch rows h_rows (stride
- * SF_CPU_NEURON_BLOCK) when given; with `spikes` set, s, h and s8 rows go to s_out, h_out, s8_out (stride N)
+/* Forward over one block of nb <= SF_CPU_BLOCK_MAX neurons for all T steps, x with row stride N. y_t = x_t
+ * (sc == NULL) or x_t·sc + sh per neuron (BN folded into a scale and shift). h_t goes to the scratch rows h_rows
+ * (stride hs) when given; with `spikes` set, s, h and s8 rows go to s_out, h_out, s8_out (stride N)
  * where those are not NULL, and the spikes are counted. Inlined with constant soft/spikes/sc so each caller gets a
  * branch-free vector loop; h is bitwise the same for every caller. */
 SF_ALWAYS_INLINE int64_t sf_block_forward(const sf_lif_coeffs *k, int soft, int spikes, int64_t T, int64_t N,
                                           int nb, const float *x, const float *sc, const float *sh, float *h_rows,
-                                          float *s_out, float *h_out, uint8_t *s8_out)
+                                          int64_t hs, float *s_out, float *h_out, uint8_t *s8_out)
 {
-    float v[SF_CPU_NEURON_BLOCK], h_row[SF_CPU_NEURON_BLOCK], s_row[SF_CPU_NEURON_BLOCK];
-    uint8_t s8_row[SF_CPU_NEURON_BLOCK];
-    int32_t count[SF_CPU_NEURON_BLOCK];
+    float v[SF_CPU_BLOCK_MAX], h_row[SF_CPU_BLOCK_MAX], s_row[SF_CPU_BLOCK_MAX];
+    uint8_t s8_row[SF_CPU_BLOCK_MAX];
+    int32_t count[SF_CPU_BLOCK_MAX];
     for (int i = 0; i < nb; i++) {
         v[i] = k->v0;
         count[i] = 0;
     }
     for (int64_t t = 0; t < T; t++) {
         const float *xt = x + t * N;
-        float *ht = h_rows ? h_rows + t * SF_CPU_NEURON_BLOCK : h_row;
+        float *ht = h_rows ? h_rows + t * hs : h_row;
         uint8_t *s8t = s8_out ? s8_out + t * N : s8_row;
 #pragma omp simd
         for (int i = 0; i < nb; i++) {
@@ -130,9 +139,9 @@ typedef void (*sf_block_backward_fn)(const sf_lif_params *p, const sf_lif_coeffs
 /* The backward loop specialised for p's surrogate and flags (so the vector loop has no branches). */
 sf_block_backward_fn sf_block_backward_for(const sf_lif_params *p);
 
-/* Recomputes h of one block into scratch [T × SF_CPU_NEURON_BLOCK] (the recompute memory mode). */
+/* Recomputes h of one block into scratch rows of stride hs (the recompute memory mode). */
 void sf_block_recompute_h(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N, int nb, const float *x,
-                          const float *sc, const float *sh, float *scratch);
+                          const float *sc, const float *sh, float *scratch, int64_t hs);
 
 /* Per-thread scratch of `per_thread` floats for every thread of the next parallel region (free with free()). */
 sf_status sf_thread_scratch(int64_t per_thread, const char *what, float **out);
