@@ -55,6 +55,25 @@ static void test_memory(sf_backend *be)
     wrong = 0;
     for (int i = 0; i < N; i++) wrong += back[i] != 2.0f * host[i];
     CHECK(wrong == 0, "add through the table: %d wrong values", wrong);
+    /* The other element-wise helpers: y += alpha·x, spikes between float and byte form. */
+    CHECK_OK(be->copy_from_host(be, b, host, sizeof host));
+    CHECK_OK(be->axpy(be, N, -0.5f, a, b));
+    CHECK_OK(be->copy_to_host(be, back, b, sizeof back));
+    wrong = 0;
+    for (int i = 0; i < N; i++) wrong += back[i] != host[i] + -0.5f * host[i];
+    CHECK(wrong == 0, "axpy through the table: %d wrong values", wrong);
+    uint8_t *u8 = NULL;
+    CHECK_OK(be->alloc(be, N, (void **)&u8));
+    for (int i = 0; i < N; i++) host[i] = (float)(i % 3 == 0);
+    CHECK_OK(be->copy_from_host(be, a, host, sizeof host));
+    CHECK_OK(be->f32_to_u8(be, N, a, u8));
+    CHECK_OK(be->u8_to_f32(be, N, u8, b));
+    CHECK_OK(be->copy_to_host(be, back, b, sizeof back));
+    wrong = 0;
+    for (int i = 0; i < N; i++) wrong += u8[i] != (i % 3 == 0) || back[i] != host[i];
+    CHECK(wrong == 0, "spikes float → byte → float: %d wrong values", wrong);
+    be->release(be, u8);
+
     void *huge = NULL;
     CHECK(be->alloc(be, SIZE_MAX - 8, &huge) == SF_ERR_NOMEM && huge == NULL, "absurd allocation did not fail");
     CHECK(strstr(sf_last_error(), "allocate") != NULL, "allocation failure message: %s", sf_last_error());
