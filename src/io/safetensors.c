@@ -131,9 +131,11 @@ sf_status sf_safetensors_parse(const uint8_t *buf, size_t len, sf_safetensors **
     for (cJSON *item = root->child; item && status == SF_OK; item = item->next) {
         if (strcmp(item->string, "__metadata__") == 0) {
             if (st->metadata) status = sf_fail(SF_ERR_FORMAT, "__metadata__ appears twice");
-            if (status == SF_OK && !cJSON_IsObject(item)) status = sf_fail(SF_ERR_FORMAT, "__metadata__ is not an object");
+            if (status == SF_OK && !cJSON_IsObject(item))
+                status = sf_fail(SF_ERR_FORMAT, "__metadata__ is not an object");
             for (cJSON *m = item->child; m && status == SF_OK; m = m->next)
-                if (!cJSON_IsString(m)) status = sf_fail(SF_ERR_FORMAT, "__metadata__ value '%s' is not a string", m->string);
+                if (!cJSON_IsString(m))
+                    status = sf_fail(SF_ERR_FORMAT, "__metadata__ value '%s' is not a string", m->string);
             if (status == SF_OK) st->metadata = cJSON_Duplicate(item, 1);
             continue;
         }
