@@ -151,7 +151,7 @@ static sf_status log_step_line(run *r, float lr)
     cJSON_AddNumberToObject(o, "step", (double)r->step);
     cJSON_AddNumberToObject(o, "loss", e->log_loss_sum / (double)e->log_steps);
     cJSON_AddNumberToObject(o, "accuracy", (double)e->log_correct / (double)e->log_seen);
-    cJSON_AddNumberToObject(o, "lr", lr);
+    sf_json_add_float(o, "lr", lr);
     cJSON_AddNumberToObject(o, "samples_per_s", e->train_seconds > 0 ? (double)e->seen / e->train_seconds : 0);
     sf_status s = sf_metrics_write(r->metrics, o);
     cJSON_Delete(o);
@@ -173,8 +173,8 @@ static sf_status log_epoch_line(run *r, const sf_eval_result *test)
     cJSON_AddNumberToObject(o, "test_accuracy", test->accuracy);
     cJSON *rates = cJSON_AddArrayToObject(o, "firing_rates");
     for (int32_t i = 0; rates && i < test->num_rates; i++)
-        cJSON_AddItemToArray(rates, cJSON_CreateNumber(test->firing_rates[i]));
-    cJSON_AddNumberToObject(o, "lr", ev->lr);
+        cJSON_AddItemToArray(rates, sf_json_float(test->firing_rates[i]));
+    sf_json_add_float(o, "lr", ev->lr);
     cJSON_AddNumberToObject(o, "samples_per_s", ev->samples_per_s);
     cJSON_AddNumberToObject(o, "train_seconds", ev->epoch_seconds);
     cJSON_AddNumberToObject(o, "test_seconds", test->seconds);
@@ -273,7 +273,7 @@ static sf_status numeric_stop(run *r, float lr)
         cJSON_AddStringToObject(o, "reason", "non-finite loss or gradient");
         cJSON_AddNumberToObject(o, "epoch", (double)(r->epochs_done + 1));
         cJSON_AddNumberToObject(o, "step", (double)(r->step + 1));
-        cJSON_AddNumberToObject(o, "lr", lr);
+        sf_json_add_float(o, "lr", lr);
         sf_metrics_write(r->metrics, o); /* best effort: the error below is what matters */
         cJSON_Delete(o);
     }
