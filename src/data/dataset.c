@@ -57,6 +57,16 @@ void sf_dataset_kind_shape(sf_dataset_kind kind, int32_t *channels, int32_t *hei
     *classes = 10;
 }
 
+void sf_dataset_kind_stats(sf_dataset_kind kind, float mean[SF_DATASET_MAX_CHANNELS],
+                           float std[SF_DATASET_MAX_CHANNELS])
+{
+    int k = (unsigned)kind < NUM_KINDS ? (int)kind : 0;
+    for (int c = 0; c < SF_DATASET_MAX_CHANNELS; c++) {
+        mean[c] = c < kinds[k].channels ? kinds[k].mean[c] : 0.0f;
+        std[c] = c < kinds[k].channels ? kinds[k].std[c] : 1.0f;
+    }
+}
+
 sf_status sf_dataset_create(int64_t count, int32_t channels, int32_t height, int32_t width, int32_t classes,
                             sf_dataset **out)
 {
@@ -210,9 +220,6 @@ sf_status sf_dataset_load(sf_dataset_kind kind, const char *dir, sf_split split,
         *out = NULL;
         return s;
     }
-    for (int c = 0; c < kinds[kind].channels; c++) {
-        (*out)->mean[c] = kinds[kind].mean[c];
-        (*out)->std[c] = kinds[kind].std[c];
-    }
+    sf_dataset_kind_stats(kind, ds->mean, ds->std);
     return SF_OK;
 }

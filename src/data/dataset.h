@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 /* ---------------------------------------------------------------- datasets */
+#define SF_DATASET_MAX_CHANNELS 4
+
 typedef enum sf_dataset_kind { SF_DATASET_FASHION_MNIST = 0, SF_DATASET_MNIST, SF_DATASET_CIFAR10 } sf_dataset_kind;
 typedef enum sf_split { SF_SPLIT_TRAIN = 0, SF_SPLIT_TEST } sf_split;
 
@@ -24,8 +26,9 @@ const char *sf_dataset_default_dir(sf_dataset_kind kind);
 /* Per-sample shape and class count of a kind (1×28×28 or 3×32×32, 10 classes). */
 void sf_dataset_kind_shape(sf_dataset_kind kind, int32_t *channels, int32_t *height, int32_t *width,
                            int32_t *classes);
-
-#define SF_DATASET_MAX_CHANNELS 4
+/* The standard per-channel mean and std of a kind on the [0, 1] scale (unused channels: 0 and 1). */
+void sf_dataset_kind_stats(sf_dataset_kind kind, float mean[SF_DATASET_MAX_CHANNELS],
+                           float std[SF_DATASET_MAX_CHANNELS]);
 
 typedef struct sf_dataset {
     int64_t count;                   /* samples */

@@ -32,9 +32,10 @@ typedef struct sf_config_train {
     int64_t batch;                     /* default 64 */
     int64_t timesteps;                 /* default 4 */
     sf_encoding encoding;              /* default direct */
-    int32_t augment;                   /* random crop + flip; default on for cifar10, off otherwise */
+    int32_t augment;                   /* random crop + flip: 1 on, 0 off, -1 auto (default: on for cifar10) */
     int32_t normalize;                 /* direct encoding: per-channel (x - mean) / std; default on */
-    float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS]; /* default: the dataset's values */
+    float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS]; /* one value per channel; NaN
+                                                                         * ("default"): the dataset's values */
     int32_t threads;                   /* OpenMP threads; 0: the default */
     int64_t log_every;                 /* steps between metric lines; default 100, 0: per epoch only */
 } sf_config_train;
@@ -43,11 +44,9 @@ typedef struct sf_config_train {
  * applied; `input` / `input2` are tensor ids as sf_net_add expects them. */
 typedef struct sf_config_layer {
     sf_layer_desc desc;
-    int32_t line;          /* line of the section header */
-    int32_t from;          /* `from` as written (relative when < 0); meaningful only when has_from */
-    int32_t has_from;
-    uint32_t lif_own;      /* LIF: bit i set when neuron key i was given in this section (see sf_config.c) */
-    sf_lif_params lif_own_values;
+    int32_t line;                 /* line of the section header (0 for none) */
+    uint32_t lif_own;             /* LIF: which neuron keys this section gave itself (bit = key's table index) */
+    sf_lif_params lif_own_values; /* LIF: their values */
 } sf_config_layer;
 
 typedef struct sf_config {
@@ -56,7 +55,8 @@ typedef struct sf_config {
     sf_net_params net;           /* device, memory, seed, readout, readout_tau, loss; input shape from dataset */
     sf_optim_params optim;       /* optimizer, lr, momentum, nesterov, weight_decay (Adam betas/eps: defaults) */
     sf_schedule_params schedule; /* schedule, step_size, gamma */
-    sf_lif_params neuron;        /* the [neuron] defaults */
+    sf_lif_params neuron;        /* the [neuron] defaults, resolved */
+    uint32_t neuron_own;         /* which neuron keys [neuron] gave (alpha follows the surrogate unless given) */
     sf_config_layer *layers;
     int32_t num_layers;
 } sf_config;
@@ -82,7 +82,7 @@ void sf_config_loader_params(const sf_config *cfg, int32_t training, sf_loader_p
 
 /* Creates the network: sf_net_create with cfg->net, then sf_net_add for every layer, then sets the optimizer.
  * Shape errors name the layer's file:line. The network's output must have as many features as the dataset has
- * classes. The caller compiles it (sf_net_compile) and frees it. */
+ * classes. The caller compiles it (sf_net_compile), applies train.threads (sf_set_num_threads) and frees it. */
 sf_status sf_config_build_net(const sf_config *cfg, sf_net **out);
 
 #endif
