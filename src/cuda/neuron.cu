@@ -1,22 +1,8 @@
 /* neuron.cu — launch configuration of the time-fused neuron kernels (neuron.cuh): vector width from alignment,
- * the surrogate as a template argument, block size and shared-memory segment length of the recomputing backward. */
+ * block size and shared-memory segment length of the recomputing backward. */
 #include "cuda/neuron.cuh"
 
-#include <type_traits>
-
 static bool aligned(const void *p, size_t a) { return ((uintptr_t)p % a) == 0; }
-
-/* Calls fn(std::integral_constant<int, SG>) for the run-time surrogate kind. */
-template <class Fn> static sf_status with_surrogate(sf_surrogate sg, Fn fn)
-{
-    switch (sg) {
-    case SF_SURROGATE_SIGMOID: return fn(std::integral_constant<int, SF_SURROGATE_SIGMOID>());
-    case SF_SURROGATE_ATAN: return fn(std::integral_constant<int, SF_SURROGATE_ATAN>());
-    case SF_SURROGATE_FAST_SIGMOID: return fn(std::integral_constant<int, SF_SURROGATE_FAST_SIGMOID>());
-    case SF_SURROGATE_RECT: return fn(std::integral_constant<int, SF_SURROGATE_RECT>());
-    }
-    return sf_fail(SF_ERR_INVALID, "LIF surrogate %d is not one of sigmoid, atan, fast_sigmoid, rect", (int)sg);
-}
 
 /* 16-byte accesses need N and every row start divisible by 4, and (BN) 4 neurons of one channel per thread. */
 static bool vec4_ok(const sf_cu_neuron &a, bool bn, const void *const *ptrs, int np, const uint8_t *u8)
@@ -53,11 +39,11 @@ struct bwd_args {
 };
 
 /* threads × V neurons per block; smem bytes for segments of S steps (0: h is given). */
-template <bool BN, int MODE, int V, int U, int SG>
+template <bool BN, int MODE, int V, int U>
 static sf_status backward(const sf_cu_neuron &a, const bwd_args &b, int threads, int64_t S, size_t smem,
                           cudaStream_t st)
 {
-    auto kernel = sf_cu_neuron_backward<BN, MODE, V, U, SG>;
+    auto kernel = sf_cu_neuron_backward<BN, MODE, V, U>;
     if (smem > 48 * 1024)
         SF_CU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     kernel<<<sf_cu_blocks((a.N + V - 1) / V, threads), threads, smem, st>>>(a, b.h, b.ds, b.dx, b.sums, b.dgamma,
@@ -67,16 +53,15 @@ static sf_status backward(const sf_cu_neuron &a, const bwd_args &b, int threads,
 }
 
 /* Picks the configuration. Recompute: each neuron needs 4·T bytes of shared memory, which caps the neurons a
- * multiprocessor holds; long T then runs one neuron per thread with loads 32 steps ahead to keep enough bytes in
- * flight, short T four neurons per thread. */
+ * multiprocessor holds as T grows; loads then run further ahead (U steps) to keep enough bytes in flight: four
+ * neurons per thread with 8 steps ahead up to T = 64, one neuron per thread with 32 steps beyond. */
 template <bool BN, int MODE>
 static sf_status backward_config(const sf_cu_neuron &a, const bwd_args &b, cudaStream_t st)
 {
     const void *ptrs[] = {b.h, b.ds, b.dx};
     bool v4 = vec4_ok(a, BN, ptrs, 3, NULL);
-    return with_surrogate(a.p.surrogate, [&](auto sg) -> sf_status {
-        constexpr int SG = decltype(sg)::value;
-        if (b.h) return v4 ? backward<BN, MODE, 4, 8, SG>(a, b, 256, 0, 0, st) : backward<BN, MODE, 1, 8, SG>(a, b, 256, 0, 0, st);
+    if (b.h) return v4 ? backward<BN, MODE, 4, 8>(a, b, 256, 0, 0, st) : backward<BN, MODE, 1, 8>(a, b, 256, 0, 0, st);
+    {
         int dev, optin;
         SF_CU_CHECK(cudaGetDevice(&dev));
         SF_CU_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
@@ -92,10 +77,10 @@ static sf_status backward_config(const sf_cu_neuron &a, const bwd_args &b, cudaS
         }
         int64_t nseg = (a.T + S - 1) / S;
         size_t smem = (size_t)(S + (nseg > 1 ? nseg : 0)) * 4 * V * threads;
-        if (V == 4) return backward<BN, MODE, 4, 8, SG>(a, b, threads, S, smem, st);
-        if (long_t) return backward<BN, MODE, 1, 32, SG>(a, b, threads, S, smem, st);
-        return backward<BN, MODE, 1, 8, SG>(a, b, threads, S, smem, st);
-    });
+        if (V == 4) return backward<BN, MODE, 4, 8>(a, b, threads, S, smem, st);
+        if (long_t) return backward<BN, MODE, 1, 32>(a, b, threads, S, smem, st);
+        return backward<BN, MODE, 1, 8>(a, b, threads, S, smem, st);
+    }
 }
 
 sf_status sf_cu_neuron_backward_launch(const sf_cu_neuron &a, bool bn, int mode, const float *h, const float *ds,

@@ -7,8 +7,7 @@
  * forward + backward, the W1 floor). When T steps do not fit, time is cut into segments of S steps; a first
  * forward pass keeps v at each segment start (shared memory too) and each segment is recomputed from its
  * checkpoint, which costs one extra read of x.
- *
- * The surrogate is a template parameter (SG), so each instance holds only its own derivative. */
+ */
 #ifndef SF_CUDA_NEURON_CUH
 #define SF_CUDA_NEURON_CUH
 
@@ -141,23 +140,46 @@ __global__ void __launch_bounds__(256) sf_cu_neuron_forward(sf_cu_neuron a, floa
 /* Shared-memory slot of step t (relative to its segment) for this thread's V neurons: 16-byte rows, conflict-free. */
 #define SF_COL(base, t) ((base) + ((int64_t)(t) * blockDim.x + threadIdx.x) * V)
 
-/* Forward recompute of steps [t0, t1) from v into the thread's shared-memory column. */
+/* U steps of V neurons, loaded together so that all are in flight at once. */
+template <int V, int U> struct sf_cu_batch {
+    float v[U][V];
+};
+
+/* Loads steps t, t+dir, … (U of them, those in [lo, hi)) of [T, N] tensor p at neuron n. */
+template <int V, int U, bool ONCE>
+__device__ __forceinline__ void sf_cu_load_batch(sf_cu_batch<V, U> &b, const float *p, int64_t N, int64_t n, int64_t t,
+                                                 int dir, int64_t lo, int64_t hi)
+{
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        int64_t tt = t + dir * u;
+        if (tt >= lo && tt < hi) {
+            if (ONCE)
+                sf_cu_ld_once<V>(p + tt * N + n, b.v[u]);
+            else
+                sf_cu_ld<V>(p + tt * N + n, b.v[u]);
+        }
+    }
+}
+
+/* Forward recompute of steps [t0, t1) from v into the thread's shared-memory column; the next batch of x is in
+ * flight while the current one is integrated. */
 template <bool BN, int V, int U>
 __device__ __forceinline__ void sf_cu_recompute(const sf_cu_neuron &a, const sf_lif_coeffs &k, const sf_cu_affine &f,
                                                 int64_t n, int64_t t0, int64_t t1, float *v, float *smem)
 {
     const int soft = a.p.soft_reset;
+    sf_cu_batch<V, U> next, cur;
+    sf_cu_load_batch<V, U, false>(next, a.x, a.N, n, t0, 1, t0, t1);
     for (int64_t t = t0; t < t1; t += U) {
-        float xs[U][V];
-#pragma unroll
-        for (int u = 0; u < U; u++)
-            if (t + u < t1) sf_cu_ld<V>(a.x + (t + u) * a.N + n, xs[u]);
+        cur = next;
+        if (t + U < t1) sf_cu_load_batch<V, U, false>(next, a.x, a.N, n, t + U, 1, t0, t1);
 #pragma unroll
         for (int u = 0; u < U; u++) {
             if (t + u < t1) {
                 float h[V];
 #pragma unroll
-                for (int j = 0; j < V; j++) sf_lif_step(&k, soft, BN ? f(xs[u][j]) : xs[u][j], &v[j], &h[j]);
+                for (int j = 0; j < V; j++) sf_lif_step(&k, soft, BN ? f(cur.v[u][j]) : cur.v[u][j], &v[j], &h[j]);
                 if (V == 4)
                     *(float4 *)SF_COL(smem, t + u - t0) = make_float4(h[0], h[1], h[2], h[3]);
                 else
@@ -168,8 +190,11 @@ __device__ __forceinline__ void sf_cu_recompute(const sf_cu_neuron &a, const sf_
 }
 
 /* Backward over [T, N]. h: saved potentials or NULL (recompute through shared memory in segments of S steps,
- * with nseg = ceil(T / S) checkpoints after the S-step area). */
-template <bool BN, int MODE, int V, int U, int SG>
+ * with nseg = ceil(T / S) checkpoints after the S-step area). Loads of ds (and x for BN) run one batch ahead;
+ * the first batch of a segment is requested before its recompute, so its latency overlaps that pass. The
+ * surrogate stays a run-time switch (uniform across the grid): templating it quadrupled compile time for no
+ * measured gain in these memory-bound loops. */
+template <bool BN, int MODE, int V, int U>
 __global__ void __launch_bounds__(256) sf_cu_neuron_backward(sf_cu_neuron a, const float *hsaved, const float *ds,
                                                              float *dx, float *sums, const float *dgamma,
                                                              const float *dbeta, int64_t S)
@@ -178,8 +203,7 @@ __global__ void __launch_bounds__(256) sf_cu_neuron_backward(sf_cu_neuron a, con
     float *smem = (float *)sf_cu_smem4;
     int64_t n = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * V;
     if (n >= a.N) return; /* each thread owns its shared-memory column: no barrier below */
-    sf_lif_params p = a.p;
-    p.surrogate = (sf_surrogate)SG; /* a constant: the compiler keeps only this surrogate */
+    const sf_lif_params &p = a.p;
     const sf_lif_coeffs k = sf_lif_coeffs_of(&p);
     const sf_cu_affine f = sf_cu_affine_of<BN>(a, n);
     float *ckpt = smem + S * blockDim.x * V;
@@ -210,35 +234,38 @@ __global__ void __launch_bounds__(256) sf_cu_neuron_backward(sf_cu_neuron a, con
     for (int j = 0; j < V; j++) dv[j] = sdy[j] = sdyx[j] = 0.0f;
     for (int64_t seg = nseg - 1; seg >= 0; seg--) {
         int64_t t0 = hsaved ? 0 : seg * S, t1 = hsaved ? a.T : min(a.T, t0 + S);
+        sf_cu_batch<V, U> nds, nx, cds, cx;
+        sf_cu_load_batch<V, U, true>(nds, ds, a.N, n, t1 - 1, -1, t0, t1);
+        if (BN) sf_cu_load_batch<V, U, false>(nx, a.x, a.N, n, t1 - 1, -1, t0, t1);
         if (!hsaved) {
 #pragma unroll
             for (int j = 0; j < V; j++) v[j] = nseg > 1 ? SF_COL(ckpt, seg)[j] : k.v0;
             sf_cu_recompute<BN, V, U>(a, k, f, n, t0, t1, v, smem);
         }
         for (int64_t t = t1 - 1; t >= t0; t -= U) {
-            float dsv[U][V], hv[U][V], xv[U][V];
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                int64_t tt = t - u;
-                if (tt >= t0) {
-                    sf_cu_ld_once<V>(ds + tt * a.N + n, dsv[u]);
-                    if (hsaved)
-                        sf_cu_ld_once<V>(hsaved + tt * a.N + n, hv[u]);
-                    else
-#pragma unroll
-                        for (int j = 0; j < V; j++) hv[u][j] = SF_COL(smem, tt - t0)[j];
-                    if (BN) sf_cu_ld<V>(a.x + tt * a.N + n, xv[u]);
-                }
+            cds = nds;
+            if (BN) cx = nx;
+            if (t - U >= t0) {
+                sf_cu_load_batch<V, U, true>(nds, ds, a.N, n, t - U, -1, t0, t1);
+                if (BN) sf_cu_load_batch<V, U, false>(nx, a.x, a.N, n, t - U, -1, t0, t1);
             }
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 int64_t tt = t - u;
                 if (tt >= t0) {
-                    float out[V];
+                    float out[V], hv[V];
+                    if (hsaved) { /* full mode: h streams in beside ds */
+                        sf_cu_ld_once<V>(hsaved + tt * a.N + n, hv);
+                    } else if (V == 4) {
+                        float4 q = *(const float4 *)SF_COL(smem, tt - t0);
+                        hv[0] = q.x, hv[1] = q.y, hv[2] = q.z, hv[3] = q.w;
+                    } else {
+                        hv[0] = *SF_COL(smem, tt - t0);
+                    }
 #pragma unroll
                     for (int j = 0; j < V; j++) {
-                        float dy = k.c * sf_lif_step_back(&p, &k, hv[u][j], dsv[u][j], &dv[j]);
-                        float xhat = BN ? (xv[u][j] - f.mean) * f.invstd : 0.0f;
+                        float dy = k.c * sf_lif_step_back(&p, &k, hv[j], cds.v[u][j], &dv[j]);
+                        float xhat = BN ? (cx.v[u][j] - f.mean) * f.invstd : 0.0f;
                         if (MODE == SF_DY_WRITE) out[j] = dy;
                         if (MODE == SF_DY_SUMS) sdy[j] += dy, sdyx[j] += dy * xhat;
                         if (MODE == SF_DY_BN_DX) out[j] = f.gamma * f.invstd * (dy - mdy - xhat * mdyx);
