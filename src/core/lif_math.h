@@ -7,6 +7,12 @@
 
 #include <math.h>
 
+/* A backend may supply its own expf by defining SF_EXPF before including this header (the CPU kernels use a
+ * branch-free polynomial one so the sigmoid surrogate vectorises). */
+#ifndef SF_EXPF
+#define SF_EXPF expf
+#endif
+
 #ifdef __CUDACC__
 #define SF_HD __host__ __device__ __forceinline__
 #else
@@ -34,7 +40,7 @@ SF_HD float sf_surrogate_grad(sf_surrogate kind, float alpha, float z)
 {
     switch (kind) {
     case SF_SURROGATE_SIGMOID: {
-        float sg = 1.0f / (1.0f + expf(-alpha * z));
+        float sg = 1.0f / (1.0f + SF_EXPF(-alpha * z));
         return alpha * sg * (1.0f - sg);
     }
     case SF_SURROGATE_ATAN: {

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# run_gpu.sh — on a GPU machine without network, from a copy of the repository: installs the package from this
+# checkout (no build isolation: scikit-build-core, cmake, ninja and torch must be there), runs the Python tests
+# (CUDA cases included) and the W1 benchmark. Logs go to $OUT (default /tmp). Optional wheels (SpikingJelly and
+# its loguru) from the folder $SPIKEFUSE_WHEELS are installed into /tmp/site first.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp}
+[ -d /usr/local/cuda/bin ] && export PATH=/usr/local/cuda/bin:$PATH
+if [ -n "${SPIKEFUSE_WHEELS:-}" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$SPIKEFUSE_WHEELS"/*.whl \
+    && export PYTHONPATH=/tmp/site
+fi
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+start=$(date +%s)
+if ! python3 -m pip install -v --no-build-isolation --config-settings=cmake.define.SF_CUDA=ON ./python \
+    >"$OUT/pip_install.log" 2>&1; then
+  tail -40 "$OUT/pip_install.log"; exit 1
+fi
+echo "pip install --no-build-isolation ./python: ok in $(( $(date +%s) - start )) s"
+python3 -c "import spikefuse; print(spikefuse.LIBRARY_PATH, spikefuse.build_info(), 'cuda devices:', spikefuse.cuda_device_count())"
+(cd python/tests && python3 -m unittest discover -v -s . >"$OUT/python_tests.log" 2>&1); rc=$?
+grep -E "skipped '|FAIL|ERROR" "$OUT/python_tests.log" | sort | uniq -c | head -20
+tail -3 "$OUT/python_tests.log"
+PYTHONUNBUFFERED=1 python3 python/bench/bench_w1.py --reps 30 --json "$OUT/bench_w1.json" 2>&1 | tee "$OUT/bench_w1.log"
+exit $rc

@@ -1,0 +1,116 @@
+"""functional.py — spikefuse.torch.functional.lif: the fused multi-step LIF neuron as a torch.autograd.Function.
+The forward runs all T steps in one kernel call; the backward recomputes the membrane potential from the saved
+input (nothing else is kept) and runs the reverse time loop in one call."""
+import functools
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from .. import _lib
+
+
+@functools.lru_cache(maxsize=256)
+def lif_params(tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=False, surrogate="sigmoid",
+               alpha=None, grad_threshold=None):
+    """The checked sf_lif_params for these arguments (cached: modules look them up on every forward)."""
+    return _lib.lif_params(tau, decay_input, v_threshold, v_reset, detach_reset, surrogate, alpha, grad_threshold)
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda_devices_in_library():
+    return _lib.cuda_device_count()
+
+
+def _stream_by_object(index):
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+# The current cudaStream_t of a device as an int. The private accessor (used by torch's own generated code) skips
+# building a Stream object, a few microseconds that count against small kernels; older torch lacks it.
+_current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", _stream_by_object)
+
+
+def _launch_target(t):
+    """(device kind, device index, stream handle) for a kernel call on tensor t's memory."""
+    if t.device.type == "cpu":
+        return _lib.DEVICE_CPU, 0, 0
+    index = t.device.index if t.device.index is not None else torch.cuda.current_device()
+    if _cuda_devices_in_library() == 0:
+        raise RuntimeError(f"spikefuse: got a CUDA tensor ({t.device}) but {_lib.LIBRARY_PATH} has no usable CUDA "
+                           f"device (build: {_lib.build_info()}); reinstall spikefuse where nvcc is present, or "
+                           "move the tensor to the CPU")
+    return _lib.DEVICE_CUDA, index, _current_raw_stream(index)
+
+
+def _run(kernel, target, *args):
+    """Runs a kernel with the tensor's CUDA device current (the library launches on the current device)."""
+    kind, index, stream = target
+    if kind == _lib.DEVICE_CUDA and index != torch.cuda.current_device():
+        with torch.cuda.device(index):
+            kernel(*args, kind, index, stream)
+    else:
+        kernel(*args, kind, index, stream)
+
+
+def _spikes(x, params):
+    """The fused forward kernel: spikes of x [T, ...] (float32, contiguous)."""
+    T = x.shape[0]
+    s = torch.empty_like(x, memory_format=torch.contiguous_format)
+    _run(_lib.lif_forward, _launch_target(x), params, T, x.numel() // T, x.data_ptr(), s.data_ptr())
+    return s
+
+
+class LIFFunction(torch.autograd.Function):
+    """apply(x, params): spikes of x [T, ...] (float32, contiguous) under sf_lif_params `params`."""
+
+    @staticmethod
+    def forward(ctx, x, params):
+        s = _spikes(x, params)
+        ctx.save_for_backward(x)
+        ctx.params = params
+        return s
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, ds):
+        (x,) = ctx.saved_tensors
+        ds = ds.to(dtype=x.dtype).contiguous()
+        dx = torch.empty_like(x, memory_format=torch.contiguous_format)
+        T = x.shape[0]
+        N = x.numel() // T
+        target = _launch_target(x)
+        _run(_lib.lif_backward, target, ctx.params, T, N, x.data_ptr(), ds.data_ptr(), dx.data_ptr())
+        return dx, None
+
+
+def check_input(x_seq):
+    """Rejects what the kernels cannot take, with a message that says what to do; returns a contiguous tensor."""
+    if not isinstance(x_seq, torch.Tensor):
+        raise TypeError(f"spikefuse LIF: x_seq must be a torch.Tensor, got {type(x_seq).__name__}")
+    if x_seq.dtype != torch.float32:
+        raise TypeError(f"spikefuse LIF: x_seq must be float32, got {x_seq.dtype} (convert with x_seq.float())")
+    if x_seq.dim() < 1 or x_seq.shape[0] == 0:
+        raise ValueError(f"spikefuse LIF: x_seq must have shape [T, ...] with T >= 1, got {tuple(x_seq.shape)}")
+    if x_seq.device.type not in ("cpu", "cuda"):
+        raise ValueError(f"spikefuse LIF: x_seq is on {x_seq.device}; only CPU and CUDA tensors are supported")
+    return x_seq.contiguous()
+
+
+def apply_lif(x_seq, params):
+    """The fused LIF over x_seq [T, ...] with prepared sf_lif_params (see lif_params)."""
+    x = check_input(x_seq)
+    if torch.is_grad_enabled() and x.requires_grad:
+        return LIFFunction.apply(x, params)
+    return _spikes(x, params)  # no graph to record: skip autograd's per-call cost
+
+
+def lif(x_seq, tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=False, surrogate="sigmoid",
+        alpha=None, grad_threshold=None):
+    """Spikes of a multi-step LIF neuron layer, SpikingJelly's LIFNode(step_mode="m") semantics.
+
+    x_seq: float32 [T, *] on the CPU or a CUDA device; returns spikes (0/1 float32) of the same shape. The membrane
+    starts at v_reset (0 for the soft reset, v_reset=None) on every call. alpha=None takes the surrogate's default
+    (sigmoid 4, atan 2, fast_sigmoid 10, rect 1). grad_threshold (θ_grad): the surrogate gradient is 0 where the
+    membrane potential h < θ_grad."""
+    return apply_lif(x_seq, lif_params(tau, decay_input, v_threshold, v_reset, detach_reset, surrogate, alpha,
+                                       grad_threshold))

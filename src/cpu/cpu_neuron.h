@@ -1,0 +1,39 @@
+/* cpu_neuron.h — the CPU neuron ops: time-fused LIF, batch norm and fused BN→LIF, with the signatures of the
+ * matching sf_backend fields (field `foo` is implemented by sf_cpu_op_foo); the CPU backend table points at them.
+ *
+ * Threading: OpenMP over blocks of contiguous neurons (or channels), the whole time loop inside one block; every
+ * reduction uses a fixed chunking and double accumulation, so results are bitwise identical for any thread count.
+ *
+ * Eval mode of BN→LIF: the signatures carry no `training` flag. In evaluation the engine passes the running
+ * statistics as mean/var to bn_lif_forward and never calls the backward, so bn_lif_backward always treats
+ * mean/var as the batch statistics of x (dx includes the paths through mean and var, as PyTorch's training mode). */
+#ifndef SF_CPU_NEURON_H
+#define SF_CPU_NEURON_H
+
+#include "core/backend.h"
+
+sf_status sf_cpu_op_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
+                                const sf_lif_out *out);
+sf_status sf_cpu_op_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
+                                 const float *h, const float *ds, float *dx);
+
+sf_status sf_cpu_op_bn_stats(sf_backend *be, sf_bn_shape sh, const float *x, float *mean, float *var);
+sf_status sf_cpu_op_bn_forward(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var,
+                               float eps, const float *gamma, const float *beta, float *y);
+sf_status sf_cpu_op_bn_backward(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean,
+                                const float *var, float eps, const float *gamma, const float *dy, float *dx,
+                                float *dgamma, float *dbeta);
+sf_status sf_cpu_op_bn_update_running(sf_backend *be, sf_bn_shape sh, float momentum, const float *mean,
+                                      const float *var, float *running_mean, float *running_var);
+
+/* x is [T, B, C, hw] with sh.rows = T·B; neuron n = (b·C + c)·hw + p of a step, step stride B·C·hw. */
+sf_status sf_cpu_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
+                                   const float *x, const float *mean, const float *var, float eps,
+                                   const float *gamma, const float *beta, const sf_lif_out *out);
+/* h: [T, N] kept by the forward (full mode) or NULL (recompute). Writes dx [T, N], dgamma [C], dbeta [C]. */
+sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
+                                    const float *x, const float *h, const float *mean, const float *var, float eps,
+                                    const float *gamma, const float *beta, const float *ds, float *dx,
+                                    float *dgamma, float *dbeta);
+
+#endif

@@ -1,0 +1,166 @@
+/* lif.c — the time-fused LIF kernels on the CPU: OpenMP over blocks of neurons, all T steps inside one block,
+ * and the backward as one reverse-time pass (recomputing h per block when the forward did not keep it). */
+/* No FP-exception semantics here (results are unchanged): it lets gcc turn the surrogate's branches into selects
+ * and vectorise. It must precede the includes so the inlined lif_math.h functions carry the same options. */
+#pragma GCC optimize("no-trapping-math")
+#include "cpu/cpu_neuron.h"
+#include "cpu/neuron_block.h"
+#include "core/error.h"
+
+#include <omp.h>
+#include <stdlib.h>
+
+void sf_block_recompute_h(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N, int nb, const float *x,
+                          const float *sc, const float *sh, float *scratch)
+{
+    const int64_t B = SF_CPU_NEURON_BLOCK;
+    if (sc) {
+        if (soft) sf_block_forward(k, 1, 0, T, N, nb, x, sc, sh, scratch, B, NULL, 0, NULL, 0);
+        else sf_block_forward(k, 0, 0, T, N, nb, x, sc, sh, scratch, B, NULL, 0, NULL, 0);
+    } else {
+        if (soft) sf_block_forward(k, 1, 0, T, N, nb, x, NULL, NULL, scratch, B, NULL, 0, NULL, 0);
+        else sf_block_forward(k, 0, 0, T, N, nb, x, NULL, NULL, scratch, B, NULL, 0, NULL, 0);
+    }
+}
+
+/* The generic reverse-time loop; every caller passes constants for the surrogate and flags. */
+SF_ALWAYS_INLINE void block_backward(const sf_lif_params *p, const sf_lif_coeffs *k, int64_t T, int64_t N, int nb,
+                                     const float *h, int64_t hs, const float *ds, float *dy, int64_t dys,
+                                     sf_surrogate kind, int soft, int detach, int grad_threshold)
+{
+    sf_lif_params q = *p;
+    q.surrogate = kind;
+    q.soft_reset = soft;
+    q.detach_reset = detach;
+    q.use_grad_threshold = grad_threshold;
+    const float c = k->c;
+    float dv[SF_CPU_NEURON_BLOCK];
+    for (int i = 0; i < nb; i++) dv[i] = 0.0f;
+    for (int64_t t = T - 1; t >= 0; t--) {
+        const float *ht = h + t * hs, *dst = ds + t * N;
+        float *dyt = dy + t * dys;
+#pragma omp simd
+        for (int i = 0; i < nb; i++) {
+            float d = dv[i];
+            float dh = sf_lif_step_back(&q, k, ht[i], dst[i], &d);
+            dv[i] = d;
+            dyt[i] = c * dh;
+        }
+    }
+}
+
+#define SF_BACK_VARIANT(kind, soft, detach, gt)                                                                     \
+    static void back_##kind##_##soft##detach##gt(const sf_lif_params *p, const sf_lif_coeffs *k, int64_t T,         \
+                                                 int64_t N, int nb, const float *h, int64_t hs, const float *ds,     \
+                                                 float *dy, int64_t dys)                                             \
+    {                                                                                                               \
+        block_backward(p, k, T, N, nb, h, hs, ds, dy, dys, SF_SURROGATE_##kind, soft, detach, gt);                \
+    }
+#define SF_BACK_FLAGS(kind)                                                                                         \
+    SF_BACK_VARIANT(kind, 0, 0, 0) SF_BACK_VARIANT(kind, 0, 0, 1) SF_BACK_VARIANT(kind, 0, 1, 0)                    \
+    SF_BACK_VARIANT(kind, 0, 1, 1) SF_BACK_VARIANT(kind, 1, 0, 0) SF_BACK_VARIANT(kind, 1, 0, 1)                    \
+    SF_BACK_VARIANT(kind, 1, 1, 0) SF_BACK_VARIANT(kind, 1, 1, 1)
+SF_BACK_FLAGS(SIGMOID)
+SF_BACK_FLAGS(ATAN)
+SF_BACK_FLAGS(FAST_SIGMOID)
+SF_BACK_FLAGS(RECT)
+
+#define SF_BACK_ROW(kind)                                                                                           \
+    {back_##kind##_000, back_##kind##_001, back_##kind##_010, back_##kind##_011,                                   \
+     back_##kind##_100, back_##kind##_101, back_##kind##_110, back_##kind##_111}
+static const sf_block_backward_fn back_table[4][8] = {SF_BACK_ROW(SIGMOID), SF_BACK_ROW(ATAN),
+                                                        SF_BACK_ROW(FAST_SIGMOID), SF_BACK_ROW(RECT)};
+
+sf_block_backward_fn sf_block_backward_for(const sf_lif_params *p)
+{
+    int flags = (p->soft_reset ? 4 : 0) | (p->detach_reset ? 2 : 0) | (p->use_grad_threshold ? 1 : 0);
+    return back_table[p->surrogate][flags];
+}
+
+sf_status sf_thread_scratch(int64_t per_thread, const char *what, float **out)
+{
+    size_t bytes = (size_t)omp_get_max_threads() * (size_t)per_thread * sizeof(float);
+    *out = malloc(bytes ? bytes : 1);
+    if (!*out) return sf_fail(SF_ERR_NOMEM, "%s: cannot allocate %zu bytes of per-thread scratch", what, bytes);
+    return SF_OK;
+}
+
+static sf_status check_shape(const char *op, const sf_lif_params *p, int64_t T, int64_t N)
+{
+    SF_TRY(sf_lif_params_check(p));
+    if (T < 1 || N < 0)
+        return sf_fail(SF_ERR_INVALID, "%s: shape T=%lld N=%lld (need T >= 1, N >= 0)", op, (long long)T,
+                       (long long)N);
+    return SF_OK;
+}
+
+SF_ALWAYS_INLINE int64_t lif_forward_blocks(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N,
+                                            const float *x, const sf_lif_out *out)
+{
+    const int64_t nblocks = (N + SF_CPU_NEURON_BLOCK - 1) / SF_CPU_NEURON_BLOCK;
+    int64_t spikes = 0;
+#pragma omp parallel for schedule(static) reduction(+ : spikes)
+    for (int64_t b = 0; b < nblocks; b++) {
+        /* Outputs the caller did not ask for go to a block-sized dummy row (stride 0), keeping one loop. */
+        float dummy_f[SF_CPU_NEURON_BLOCK], dummy_h[SF_CPU_NEURON_BLOCK];
+        uint8_t dummy_u8[SF_CPU_NEURON_BLOCK];
+        const int64_t n0 = b * SF_CPU_NEURON_BLOCK;
+        const int nb = (int)(N - n0 < SF_CPU_NEURON_BLOCK ? N - n0 : SF_CPU_NEURON_BLOCK);
+        float *s = out->s ? out->s + n0 : dummy_f;
+        uint8_t *s8 = out->s_u8 ? out->s_u8 + n0 : dummy_u8;
+        float *h = out->h ? out->h + n0 : dummy_h;
+        spikes += sf_block_forward(k, soft, 1, T, N, nb, x + n0, NULL, NULL, h, out->h ? N : 0, s,
+                                   out->s ? N : 0, s8, out->s_u8 ? N : 0);
+    }
+    return spikes;
+}
+
+sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out)
+{
+    SF_TRY(check_shape("LIF forward", p, T, N));
+    const sf_lif_coeffs k = sf_lif_coeffs_of(p);
+    int64_t spikes = p->soft_reset ? lif_forward_blocks(&k, 1, T, N, x, out) : lif_forward_blocks(&k, 0, T, N, x, out);
+    if (out->spike_count) *out->spike_count += (float)spikes;
+    return SF_OK;
+}
+
+sf_status sf_cpu_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
+                              const float *ds, float *dx)
+{
+    SF_TRY(check_shape("LIF backward", p, T, N));
+    if (N == 0) return SF_OK;
+    const sf_lif_coeffs k = sf_lif_coeffs_of(p);
+    const sf_block_backward_fn back = sf_block_backward_for(p);
+    const int64_t nblocks = (N + SF_CPU_NEURON_BLOCK - 1) / SF_CPU_NEURON_BLOCK;
+    const int64_t per_thread = T * SF_CPU_NEURON_BLOCK;
+    float *scratch = NULL;
+    if (!h) SF_TRY(sf_thread_scratch(per_thread, "LIF backward", &scratch));
+#pragma omp parallel for schedule(static)
+    for (int64_t b = 0; b < nblocks; b++) {
+        const int64_t n0 = b * SF_CPU_NEURON_BLOCK;
+        const int nb = (int)(N - n0 < SF_CPU_NEURON_BLOCK ? N - n0 : SF_CPU_NEURON_BLOCK);
+        if (h) {
+            back(p, &k, T, N, nb, h + n0, N, ds + n0, dx + n0, N);
+        } else {
+            float *hb = scratch + omp_get_thread_num() * per_thread;
+            sf_block_recompute_h(&k, p->soft_reset, T, N, nb, x + n0, NULL, NULL, hb);
+            back(p, &k, T, N, nb, hb, SF_CPU_NEURON_BLOCK, ds + n0, dx + n0, N);
+        }
+    }
+    free(scratch);
+    return SF_OK;
+}
+
+sf_status sf_cpu_op_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
+                                const sf_lif_out *out)
+{
+    (void)be;
+    return sf_cpu_lif_forward(p, T, N, x, out);
+}
+
+sf_status sf_cpu_op_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
+                                 const float *h, const float *ds, float *dx)
+{
+    (void)be;
+    return sf_cpu_lif_backward(p, T, N, x, h, ds, dx);
+}
