@@ -2,7 +2,9 @@
 # run_gpu.sh — on a GPU machine without network, from a copy of the repository: installs the package from this
 # checkout (no build isolation: scikit-build-core, cmake, ninja and torch must be there), runs the Python tests
 # (CUDA cases included) and the W1 benchmark. Logs go to $OUT (default /tmp). Optional wheels (SpikingJelly and
-# its loguru) from the folder $SPIKEFUSE_WHEELS are installed into /tmp/site first.
+# its loguru) from the folder $SPIKEFUSE_WHEELS are installed into /tmp/site first. Where the -dev packages the build
+# needs (libcjson-dev, libinih-dev) are missing and cannot be installed, $SPIKEFUSE_DEBS may hold their Debian
+# packages (with libcjson1, libinih1): they are unpacked under /tmp/deps and found through pkg-config.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp}
@@ -10,6 +12,11 @@ OUT=${OUT:-/tmp}
 if [ -n "${SPIKEFUSE_WHEELS:-}" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$SPIKEFUSE_WHEELS"/*.whl \
     && export PYTHONPATH=/tmp/site
+fi
+if [ -n "${SPIKEFUSE_DEBS:-}" ] && ! pkg-config --exists libcjson inih 2>/dev/null; then
+  rm -rf /tmp/deps && for f in "$SPIKEFUSE_DEBS"/*.deb; do dpkg -x "$f" /tmp/deps; done
+  sed -i 's#=/usr#=/tmp/deps/usr#' /tmp/deps/usr/lib/*/pkgconfig/*.pc
+  export PKG_CONFIG_PATH=$(echo /tmp/deps/usr/lib/*/pkgconfig)${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 start=$(date +%s)
