@@ -1,11 +1,18 @@
 """bench_w1.py — workload W1 (shared/workloads.md: one LIF layer, forward + backward, T·M = 2^25) through
-spikefuse.torch.LIF on a GPU, side by side in one process with the bare C kernels called through ctypes on
-preallocated tensors (the Python layer's overhead) and SpikingJelly's cupy and triton LIFNode backends.
+spikefuse.torch.LIF, side by side in one process with the bare C kernels called through ctypes on preallocated
+tensors (what the Python layer adds) and SpikingJelly's LIFNode implementations that the installed version offers
+(0.0.0.0.x: backend="cupy" and "torch"; 2.x: the implementation it selects, Triton without its native build).
 
-Usage: python3 bench_w1.py [--device cuda|cpu] [--log2-size 25] [--reps 30] [--json FILE]; SpikingJelly rows
-appear when it is importable (on the CPU its torch backend is the peer). Times are medians, after warm-up, of
-CUDA-event timings (GPU) or host clock (CPU) around forward + backward."""
+Usage: python3 bench_w1.py [--device cuda|cpu] [--log2-size 25] [--reps 30] [--json FILE]
+Two timings per implementation, both medians after warm-up, with CUDA events (GPU) or the host clock (CPU):
+  latency    one forward + backward between two events (the peers' method: host time before the first launch, and
+             any the GPU waits for between launches, counts);
+  pipelined  ten forward + backward passes between two events, per pass (the host runs ahead, as it does inside a
+             network: the GPU's own time).
+Host overhead: host time per forward + backward on a tiny [4, 1024] input, where launches, not kernels, bound it;
+"autograd no-op" is a torch.autograd.Function that launches nothing, the floor for any autograd-integrated op."""
 import argparse
+import inspect
 import json
 import os
 import time
@@ -20,28 +27,33 @@ from spikefuse.torch.functional import lif_params
 TIME_STEPS = (4, 16, 64, 256)
 W1 = dict(tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=True, surrogate="sigmoid",
           alpha=4.0)
+PIPELINE = 10
 
 
-def elapsed_ms(step, device):
+def sync(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def elapsed_ms(fn, device):
     if device == "cpu":
         t0 = time.perf_counter()
-        step()
+        fn()
         return (time.perf_counter() - t0) * 1e3
     a = torch.cuda.Event(enable_timing=True)
     b = torch.cuda.Event(enable_timing=True)
     a.record()
-    step()
+    fn()
     b.record()
     torch.cuda.synchronize()
     return a.elapsed_time(b)
 
 
-def median_ms(step, reps, device, warmup=3):
+def median_ms(fn, reps, device, warmup=3):
     for _ in range(warmup):
-        step()
-    if device == "cuda":
-        torch.cuda.synchronize()
-    times = sorted(elapsed_ms(step, device) for _ in range(reps))
+        fn()
+    sync(device)
+    times = sorted(elapsed_ms(fn, device) for _ in range(reps))
     return times[len(times) // 2], times[0], times[-1]
 
 
@@ -53,22 +65,22 @@ def copy_bandwidth(reps, device):
     return 2 * src.numel() * 4 / (ms * 1e-3)
 
 
-def spikefuse_torch(x, g):
-    lif = LIF(**W1)
-
-    def step():
-        s = lif(x)
-        s.backward(g)
-        x.grad = None
-    return step, lambda: lif(x), lambda: _grad(lif, x, g)
-
-
 def _grad(fn, x, g):
     x.grad = None
     fn(x).backward(g)
     dx = x.grad
     x.grad = None
     return dx
+
+
+def autograd_maker(fn):
+    """(step, forward, grad) for a function x -> spikes that autograd differentiates."""
+    def make(x, g):
+        def step():
+            fn(x).backward(g)
+            x.grad = None
+        return step, lambda: fn(x), lambda: _grad(fn, x, g)
+    return make
 
 
 def bare_kernels(x, g):
@@ -97,22 +109,48 @@ def bare_kernels(x, g):
     return step, forward, grad
 
 
-def spikingjelly(backend, device):
-    from spikingjelly.activation_based import functional, neuron, surrogate
-    node = neuron.LIFNode(tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=True,
-                          surrogate_function=surrogate.Sigmoid(alpha=4.0), step_mode="m", backend=backend).to(device)
+class _NoOp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.empty_like(x)
 
-    def run(x):
-        functional.reset_net(node)
-        return node(x)
+    @staticmethod
+    def backward(ctx, ds):
+        (x,) = ctx.saved_tensors
+        return torch.empty_like(x)
 
-    def make(x, g):
-        def step():
-            s = run(x)
-            s.backward(g)
-            x.grad = None
-        return step, lambda: run(x), lambda: _grad(run, x, g)
-    return make
+
+def spikingjelly_impls(device):
+    """{name: make} for the SpikingJelly LIFNode implementations the installed version offers on `device`."""
+    try:
+        import importlib.metadata
+        from spikingjelly.activation_based import functional, neuron, surrogate
+        version = importlib.metadata.version("spikingjelly")
+    except Exception as e:
+        print(f"spikingjelly: unavailable ({e!r})"[:300])
+        return {}
+    kw = dict(tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=True,
+              surrogate_function=surrogate.Sigmoid(alpha=4.0), step_mode="m")
+    nodes = {}
+    if "backend" in inspect.signature(neuron.LIFNode.__init__).parameters:  # 0.0.0.0.x: backends by name
+        for backend in (("cupy", "torch") if device == "cuda" else ("torch",)):
+            try:
+                nodes[backend] = neuron.LIFNode(**kw, backend=backend).to(device)
+            except Exception as e:
+                print(f"spikingjelly {version} {backend}: unavailable ({e!r})"[:300])
+    else:  # 2.x picks the implementation itself (SJ_LIF_CUDA_IMPLEMENTATION can force one)
+        impl = "torch"
+        if device == "cuda":
+            impl = functional.neuron_implementation("lif", torch.device("cuda"))["implementation"]
+        nodes[impl] = neuron.LIFNode(**kw).to(device)
+    makers = {}
+    for impl, node in nodes.items():
+        def run(x, node=node):
+            functional.reset_net(node)
+            return node(x)
+        makers[f"spikingjelly {version} {impl}"] = autograd_maker(run)
+    return makers
 
 
 def host_overhead_us(make, device, iters=2000):
@@ -122,11 +160,11 @@ def host_overhead_us(make, device, iters=2000):
     step = make(x, g)[0]
     for _ in range(50):
         step()
+    sync(device)
     t0 = time.perf_counter()
     for _ in range(iters):
         step()
-    if device == "cuda":
-        torch.cuda.synchronize()
+    sync(device)
     return (time.perf_counter() - t0) / iters * 1e6
 
 
@@ -142,28 +180,24 @@ def main():
         raise SystemExit(f"bench_w1 needs a CUDA device and a CUDA build of libspikefuse ({spikefuse.build_info()})")
     log2 = args.log2_size or (25 if device == "cuda" else 22)
     shapes = [(T, (1 << log2) // T) for T in TIME_STEPS]
-    impls = {"spikefuse.torch": spikefuse_torch, "bare C kernels": bare_kernels}
-    for backend in (("cupy", "triton") if device == "cuda" else ("torch",)):
-        try:
-            impls["spikingjelly " + backend] = spikingjelly(backend, device)
-        except Exception as e:
-            print(f"spikingjelly {backend}: unavailable ({e!r})"[:300])
+    lif = LIF(**W1)
+    impls = {"spikefuse.torch": autograd_maker(lif), "bare C kernels": bare_kernels}
+    impls.update(spikingjelly_impls(device))
     bw = copy_bandwidth(args.reps, device)
-    card = torch.cuda.get_device_name() if device == "cuda" else f"CPU, {torch.get_num_threads()} torch threads, " \
-        f"{spikefuse.get_num_threads()} spikefuse threads"
-    print(f"device: {card}; torch {torch.__version__}; spikefuse {spikefuse.version()} ({spikefuse.build_info()})")
-    print(f"copy bandwidth: {bw / 1e9:.1f} GB/s (read + write); T·M = 2^{log2}")
-    results = dict(device=card, torch=torch.__version__, copy_GBps=bw / 1e9, log2_size=log2, rows=[],
+    name = torch.cuda.get_device_name() if device == "cuda" else \
+        f"CPU, {torch.get_num_threads()} torch threads, {spikefuse.get_num_threads()} spikefuse threads"
+    print(f"device: {name}; torch {torch.__version__}; spikefuse {spikefuse.version()} ({spikefuse.build_info()})")
+    print(f"copy bandwidth: {bw / 1e9:.1f} GB/s (read + write); T·M = 2^{log2}; floor = 20 B/element over it")
+    results = dict(device=name, torch=torch.__version__, copy_GBps=bw / 1e9, log2_size=log2, rows=[],
                    host_overhead_us={})
-    print(f"{'impl':18s} {'T':>4s} {'M':>8s} {'ms':>8s} {'min':>7s} {'max':>7s} {'peakMiB':>8s} "
-          f"{'GB/s':>6s} {'%copy':>6s} {'spikes=':>7s} {'dx err':>8s}")
+    print(f"{'impl':34s} {'T':>4s} {'M':>8s} {'latency':>8s} {'min':>7s} {'piped':>7s} {'peakMiB':>8s} "
+          f"{'%copy':>6s} {'spikes=':>7s} {'dx err':>8s}")
     for T, M in shapes:
         torch.manual_seed(0)
         x = (torch.randn(T, M, device=device) + 0.6).requires_grad_(True)
         g = torch.randn(T, M, device=device)
-        floor_ms = T * M * 20 / bw * 1e3
         ref_s = ref_dx = None
-        for name, make in impls.items():
+        for impl, make in impls.items():
             try:
                 step, forward, grad = make(x, g)
                 with torch.no_grad():
@@ -174,41 +208,53 @@ def main():
                 same = float((s == ref_s).float().mean())
                 err = float((dx - ref_dx).abs().max() / ref_dx.abs().max().clamp_min(1e-30))
                 del s, dx
+                sync(device)
                 if device == "cuda":
-                    torch.cuda.synchronize()
                     torch.cuda.reset_peak_memory_stats()
                     base = torch.cuda.memory_allocated()
-                ms, lo, hi = median_ms(step, args.reps, device)
+                ms, lo, _ = median_ms(step, args.reps, device)
                 peak = (torch.cuda.max_memory_allocated() - base) / 2**20 if device == "cuda" else float("nan")
-            except Exception as e:
-                print(f"{name:18s} {T:4d} {M:8d} failed: {e!r}"[:300])
-                continue
-            gbps = T * M * 20 / (ms * 1e-3) / 1e9
-            print(f"{name:18s} {T:4d} {M:8d} {ms:8.3f} {lo:7.3f} {hi:7.3f} {peak:8.0f} {gbps:6.0f} "
-                  f"{gbps * 1e9 / bw * 100:5.0f}% {same:7.5f} {err:8.1e}")
-            results["rows"].append(dict(impl=name, T=T, M=M, ms=ms, min_ms=lo, max_ms=hi, peak_mib=peak,
-                                        floor_ms=floor_ms, spikes_equal=same, dx_rel_err=err))
-        del x, g
-    for name in ("spikefuse.torch", "bare C kernels"):
-        results["host_overhead_us"][name] = host_overhead_us(impls[name], device)
-    print(f"\nsummary at T·M = 2^{log2} (median ms; ratios from the same run)")
-    peers = [name for name in impls if name.startswith("spikingjelly")]
-    print(f"{'T':>4s} {'floor':>7s} {'bare':>7s} {'torch':>7s} {'overhead':>9s} " +
-          " ".join(f"{p.replace('spikingjelly', 'sj'):>10s} {'speedup':>7s}" for p in peers))
-    by = {(r["impl"], r["T"]): r["ms"] for r in results["rows"]}
 
-    def fmt(v, spec):
-        return format(v, spec) if v is not None else "-"
+                def pipelined():
+                    for _ in range(PIPELINE):
+                        step()
+                piped = median_ms(pipelined, max(5, args.reps // 3), device, warmup=1)[0] / PIPELINE
+            except Exception as e:
+                print(f"{impl:34s} {T:4d} {M:8d} failed: {e!r}"[:300])
+                continue
+            pct = T * M * 20 / (ms * 1e-3) / bw * 100
+            print(f"{impl:34s} {T:4d} {M:8d} {ms:8.3f} {lo:7.3f} {piped:7.3f} {peak:8.0f} {pct:5.0f}% "
+                  f"{same:7.5f} {err:8.1e}")
+            results["rows"].append(dict(impl=impl, T=T, M=M, ms=ms, min_ms=lo, pipelined_ms=piped, peak_mib=peak,
+                                        floor_ms=T * M * 20 / bw * 1e3, spikes_equal=same, dx_rel_err=err))
+        del x, g
+    for impl, make in [*impls.items(), ("autograd no-op", autograd_maker(_NoOp.apply))]:
+        try:
+            results["host_overhead_us"][impl] = host_overhead_us(make, device)
+        except Exception as e:
+            print(f"host overhead of {impl}: failed ({e!r})"[:300])
+
+    print(f"\nsummary at T·M = 2^{log2}: median ms, latency (pipelined); ratios from this run")
+    peers = [impl for impl in impls if impl.startswith("spikingjelly")]
+    print(f"{'T':>4s} {'floor':>6s} {'bare':>15s} {'spikefuse.torch':>15s} {'overhead':>15s} " +
+          " ".join(f"{p.replace('spikingjelly ', 'sj '):>22s}" for p in peers))
+    by = {(r["impl"], r["T"]): r for r in results["rows"]}
+
+    def pair(r):
+        return f"{r['ms']:6.3f} ({r['pipelined_ms']:.3f})" if r else "-"
+
+    def excess(a, b, key):
+        return (a[key] / b[key] - 1) * 100
     for T, M in shapes:
         bare, tor = by.get(("bare C kernels", T)), by.get(("spikefuse.torch", T))
-        over = (tor / bare - 1) * 100 if bare and tor else None
+        over = f"{excess(tor, bare, 'ms'):5.1f}% ({excess(tor, bare, 'pipelined_ms'):.1f}%)" if bare and tor else "-"
         cols = []
         for p in peers:
-            ms = by.get((p, T))
-            cols.append(f"{fmt(ms, '10.3f')} {fmt(ms / tor if ms and tor else None, '7.2f')}")
-        print(f"{T:4d} {T * M * 20 / bw * 1e3:7.3f} {fmt(bare, '7.3f')} {fmt(tor, '7.3f')} {fmt(over, '8.1f')}% " +
-              " ".join(cols))
-    print("host time per forward+backward on [4, 1024] (launch-bound): " +
+            r = by.get((p, T))
+            cols.append(f"{r['ms']:6.3f} = {r['ms'] / tor['ms']:5.2f}x" if r and tor else "-")
+        print(f"{T:4d} {T * M * 20 / bw * 1e3:6.3f} {pair(bare):>15s} {pair(tor):>15s} {over:>15s} " +
+              " ".join(f"{c:>22s}" for c in cols))
+    print("host time per forward + backward on [4, 1024]: " +
           ", ".join(f"{k} {v:.1f} us" for k, v in results["host_overhead_us"].items()))
     with open(args.json, "w") as f:
         json.dump(results, f, indent=1)
