@@ -37,7 +37,8 @@ class TestInputErrors(unittest.TestCase):
         if spikefuse.cuda_device_count() == 0:
             with self.assertRaisesRegex(RuntimeError, "no usable CUDA device"):
                 LIF()(x)
-        with mock.patch.object(functional, "_cuda_devices_in_library", return_value=0):
+        with mock.patch.object(functional, "_cuda_devices_in_library", return_value=0), \
+                mock.patch.dict(functional._CUDA_DEVICES, clear=True):
             with self.assertRaisesRegex(RuntimeError, "got a CUDA tensor .* no usable CUDA device .*build:"):
                 LIF()(x)
 

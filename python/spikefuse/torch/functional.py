@@ -30,36 +30,43 @@ def _stream_by_object(index):
 # the public ones otherwise.
 _current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", _stream_by_object)
 _current_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
-_CPU = (_lib.DEVICE_CPU, 0, 0)
+_CPU = (_lib.DEVICE_CPU, 0, _lib.Device(_lib.DEVICE_CPU, 0), 0)
+_CUDA_DEVICES = {}  # CUDA index -> its sf_device struct, built once the library has been found to have CUDA
 
 
 def _launch_target(t):
-    """(device kind, device index, stream handle) for a kernel call on tensor t's memory."""
+    """(device kind, device index, sf_device, stream handle) for a kernel call on tensor t's memory."""
     if not t.is_cuda:
         return _CPU
     index = t.get_device()
-    if _cuda_devices_in_library() == 0:
-        raise RuntimeError(f"spikefuse: got a CUDA tensor ({t.device}) but {_lib.LIBRARY_PATH} has no usable CUDA "
-                           f"device (build: {_lib.build_info()}); reinstall spikefuse where nvcc is present, or "
-                           "move the tensor to the CPU")
-    return _lib.DEVICE_CUDA, index, _current_raw_stream(index)
+    device = _CUDA_DEVICES.get(index)
+    if device is None:
+        if _cuda_devices_in_library() == 0:
+            raise RuntimeError(f"spikefuse: got a CUDA tensor ({t.device}) but {_lib.LIBRARY_PATH} has no usable "
+                               f"CUDA device (build: {_lib.build_info()}); reinstall spikefuse where nvcc is present, "
+                               "or move the tensor to the CPU")
+        device = _CUDA_DEVICES.setdefault(index, _lib.Device(_lib.DEVICE_CUDA, index))
+    return _lib.DEVICE_CUDA, index, device, _current_raw_stream(index)
 
 
-def _run(kernel, target, *args):
-    """Runs a kernel with the tensor's CUDA device current (the library launches on the current device)."""
-    kind, index, stream = target
+def _run(kernel, name, target, *args):
+    """Calls a kernel entry point (a ctypes function) with the tensor's CUDA device current, since the library
+    launches on the current device, and raises the library's error if it fails."""
+    kind, index, device, stream = target
     if kind == _lib.DEVICE_CUDA and index != _current_device():
         with torch.cuda.device(index):
-            kernel(*args, kind, index, stream)
+            status = kernel(*args, device, stream)
     else:
-        kernel(*args, kind, index, stream)
+        status = kernel(*args, device, stream)
+    if status:
+        _lib.check(status, name)
 
 
 def _spikes(x, params, target):
     """The fused forward kernel: spikes of x [T, ...] (float32, contiguous)."""
     T = x.shape[0]
     s = torch.empty_like(x, memory_format=torch.contiguous_format)
-    _run(_lib.lif_forward, target, params, T, x.numel() // T, x.data_ptr(), s.data_ptr())
+    _run(_lib.sf_lif_forward, "sf_lif_forward", target, params, T, x.numel() // T, x.data_ptr(), s.data_ptr())
     return s
 
 
@@ -84,8 +91,8 @@ class LIFFunction(torch.autograd.Function):
         ds = ds.contiguous()  # a stride-0 gradient (from s.sum()) is expanded here
         dx = torch.empty_like(x, memory_format=torch.contiguous_format)
         T = x.shape[0]
-        _run(_lib.lif_backward, ctx.target, ctx.params, T, x.numel() // T, x.data_ptr(), ds.data_ptr(),
-             dx.data_ptr())
+        _run(_lib.sf_lif_backward, "sf_lif_backward", ctx.target, ctx.params, T, x.numel() // T, x.data_ptr(),
+             ds.data_ptr(), dx.data_ptr())
         return dx, None, None, None
 
 
