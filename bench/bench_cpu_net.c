@@ -75,6 +75,14 @@ static double run(sf_memory_mode mode, int64_t T, int64_t B, int steps, const fl
         die(sf_net_train_step(net, x, y, &r), "step");
         ms[i] = now_ms() - t0;
     }
+    /* One more pass with per-layer timing (synchronising; not part of the median above). */
+    die(sf_net_set_profiling(net, 1), "profiling");
+    die(sf_net_train_step(net, x, y, &r), "profiled step");
+    sf_layer_timing lt[16];
+    die(sf_net_layer_timings(net, lt, 16), "timings");
+    for (int32_t i = 0; i < sf_net_num_layers(net) && i < 16; i++)
+        printf("    layer %2d  forward %7.2f ms  backward %7.2f ms\n", i, lt[i].forward_ms, lt[i].backward_ms);
+    die(sf_net_set_profiling(net, 0), "profiling");
     qsort(ms, (size_t)steps, sizeof *ms, cmp_double);
     double med = ms[steps / 2];
     sf_memory_plan plan;
