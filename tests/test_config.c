@@ -249,6 +249,9 @@ static void test_overrides(void)
         {"layer2.decay=1", "decay_input"},
         {"train.std=1,2", "std has 2 values"},
         {"train.data_dir=a\tb", "control character"},
+        {"train.data_dir=/0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890"
+         "123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789",
+         "longer than 180 characters"},
     };
     char *before = NULL, *after = NULL;
     CHECK_OK(sf_config_write(cfg, &before));
@@ -325,6 +328,26 @@ static void test_round_trip(void)
     sf_config_free(cfg);
 }
 
+/* The longest accepted string value still fits a config line when written out. */
+static void test_longest_path(void)
+{
+    sf_config *cfg = NULL, *back = NULL;
+    CHECK_OK(sf_config_parse_string(HEAD MLP, "p.ini", &cfg));
+    if (!cfg) return;
+    char path[181];
+    memset(path, 'p', 180);
+    path[0] = '/';
+    path[180] = 0;
+    CHECK_OK(sf_config_set(cfg, "train.data_dir", path));
+    char *text = NULL;
+    CHECK_OK(sf_config_write(cfg, &text));
+    if (text) CHECK_OK(sf_config_parse_string(text, "written.ini", &back));
+    CHECK(back && strcmp(back->train.data_dir, path) == 0, "a 180-character data_dir round-trips");
+    free(text);
+    sf_config_free(back);
+    sf_config_free(cfg);
+}
+
 static void test_key_tables(void)
 {
     CHECK(strcmp(sf_lif_keys[sf_lif_key_surrogate].name, "surrogate") == 0 &&
@@ -385,6 +408,7 @@ int main(void)
     test_errors();
     test_overrides();
     test_round_trip();
+    test_longest_path();
     test_build_net();
     return tu_finish("test_config");
 }
