@@ -455,6 +455,78 @@ static void test_key_tables(void)
     CHECK(strcmp(sf_train_keys[0].name, "dataset") == 0, "dataset is the first [train] key (checked as required)");
 }
 
+/* The text of docs/config.md between `heading` and the next heading, or NULL. */
+static char *doc_section(const char *doc, const char *heading)
+{
+    const char *start = strstr(doc, heading);
+    if (!start) return NULL;
+    const char *end = strstr(start + strlen(heading), "\n## ");
+    size_t n = end ? (size_t)(end - start) : strlen(start);
+    char *out = malloc(n + 1);
+    if (!out) return NULL;
+    memcpy(out, start, n);
+    out[n] = 0;
+    return out;
+}
+
+/* Every key of a table has its row "| `key` |" in the doc's section. */
+static void check_doc_keys(const char *doc, const char *heading, const sf_key_spec *table, int n)
+{
+    char *section = doc_section(doc, heading);
+    const int len = (int)strlen(heading) - 2; /* without the newlines around it */
+    CHECK(section != NULL, "docs/config.md has a section '%.*s'", len, heading + 1);
+    if (!section) return;
+    for (int i = 0; i < n; i++) {
+        char row[64];
+        snprintf(row, sizeof row, "| `%s` |", table[i].name);
+        CHECK(strstr(section, row) != NULL, "docs/config.md '%.*s' describes %s", len, heading + 1, table[i].name);
+    }
+    free(section);
+}
+
+/* docs/config.md describes every key of the tables, and its example is a config that builds. */
+static void test_doc(void)
+{
+    /* CMake compiles this file by its full path, so the source tree is found from __FILE__. */
+    const char *slash = strrchr(__FILE__, '/');
+    CHECK(slash != NULL, "__FILE__ is a path: %s", __FILE__);
+    if (!slash) return;
+    char path[1024];
+    snprintf(path, sizeof path, "%.*s/../docs/config.md", (int)(slash - __FILE__), __FILE__);
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL, "cannot open %s", path);
+    if (!f) return;
+    static char doc[1 << 16];
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    fclose(f);
+    doc[n] = 0;
+    CHECK(n > 0 && n < sizeof doc - 1, "docs/config.md read whole (%zu bytes)", n);
+    check_doc_keys(doc, "\n## [train]\n", sf_train_keys, sf_num_train_keys);
+    check_doc_keys(doc, "\n## [neuron]\n", sf_lif_keys, sf_num_lif_keys);
+    check_doc_keys(doc, "\n## Layer sections\n", sf_layer_keys, sf_num_layer_keys);
+    check_doc_keys(doc, "\n## [readout]\n", sf_readout_keys, sf_num_readout_keys);
+    char *layers = doc_section(doc, "\n## Layer sections\n");
+    for (int kind = 0; layers && sf_config_section_name((sf_layer_kind)kind); kind++) {
+        char name[64];
+        snprintf(name, sizeof name, "`[%s]`", sf_config_section_name((sf_layer_kind)kind));
+        CHECK(strstr(layers, name) != NULL, "docs/config.md's layer table names %s", name);
+    }
+    free(layers);
+
+    char *start = strstr(doc, "```ini\n"), *end = start ? strstr(start + 7, "```") : NULL;
+    CHECK(start && end, "docs/config.md has an ini example");
+    if (!start || !end) return;
+    *end = 0;
+    sf_config *cfg = NULL;
+    sf_net *net = NULL;
+    CHECK_OK(sf_config_parse_string(start + 7, "docs/config.md example", &cfg));
+    if (!cfg) return;
+    CHECK(cfg->net.readout == SF_READOUT_LEAKY && cfg->layers[5].desc.kind == SF_LAYER_ADD, "the example's network");
+    CHECK_OK(sf_config_build_net(cfg, &net));
+    sf_net_free(net);
+    sf_config_free(cfg);
+}
+
 static void test_build_net(void)
 {
     sf_config *cfg = NULL;
@@ -509,5 +581,6 @@ int main(void)
     test_round_trip();
     test_longest_path();
     test_build_net();
+    test_doc();
     return tu_finish("test_config");
 }
