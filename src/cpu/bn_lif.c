@@ -58,8 +58,10 @@ SF_CPU_CLONES static int64_t forward_block(const bn_lif_geom *g, const sf_lif_co
     gather(g, n0, nb, shift, sh);
     float *s = out->s ? out->s + n0 : NULL, *h = out->h ? out->h + n0 : NULL;
     uint8_t *s8 = out->s_u8 ? out->s_u8 + n0 : NULL;
-    if (soft) return sf_block_forward(k, 1, 1, g->T, g->N, nb, x + n0, sc, sh, NULL, 0, s, h, s8);
-    return sf_block_forward(k, 0, 1, g->T, g->N, nb, x + n0, sc, sh, NULL, 0, s, h, s8);
+#define SF_FWD(soft, bytes) sf_block_forward(k, soft, 1, bytes, g->T, g->N, nb, x + n0, sc, sh, NULL, 0, s, h, s8)
+    if (s8) return soft ? SF_FWD(1, 1) : SF_FWD(0, 1);
+    return soft ? SF_FWD(1, 0) : SF_FWD(0, 0);
+#undef SF_FWD
 }
 
 sf_status sf_cpu_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,

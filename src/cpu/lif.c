@@ -14,11 +14,11 @@ SF_CPU_CLONES void sf_block_recompute_h(const sf_lif_coeffs *k, int soft, int64_
                                         const float *x, const float *sc, const float *sh, float *scratch, int64_t hs)
 {
     if (sc) {
-        if (soft) sf_block_forward(k, 1, 0, T, N, nb, x, sc, sh, scratch, hs, NULL, NULL, NULL);
-        else sf_block_forward(k, 0, 0, T, N, nb, x, sc, sh, scratch, hs, NULL, NULL, NULL);
+        if (soft) sf_block_forward(k, 1, 0, 0, T, N, nb, x, sc, sh, scratch, hs, NULL, NULL, NULL);
+        else sf_block_forward(k, 0, 0, 0, T, N, nb, x, sc, sh, scratch, hs, NULL, NULL, NULL);
     } else {
-        if (soft) sf_block_forward(k, 1, 0, T, N, nb, x, NULL, NULL, scratch, hs, NULL, NULL, NULL);
-        else sf_block_forward(k, 0, 0, T, N, nb, x, NULL, NULL, scratch, hs, NULL, NULL, NULL);
+        if (soft) sf_block_forward(k, 1, 0, 0, T, N, nb, x, NULL, NULL, scratch, hs, NULL, NULL, NULL);
+        else sf_block_forward(k, 0, 0, 0, T, N, nb, x, NULL, NULL, scratch, hs, NULL, NULL, NULL);
     }
 }
 
@@ -27,12 +27,13 @@ SF_ALWAYS_INLINE void block_backward(const sf_lif_params *p, const sf_lif_coeffs
                                      const float *h, int64_t hs, const float *ds, float *dy, int64_t dys,
                                      sf_surrogate kind, int soft, int detach, int grad_threshold)
 {
+    const sf_lif_coeffs kc = *k; /* local copies: nothing the loop stores can alias them */
     sf_lif_params q = *p;
     q.surrogate = kind;
     q.soft_reset = soft;
     q.detach_reset = detach;
     q.use_grad_threshold = grad_threshold;
-    const float c = k->c;
+    const float c = kc.c;
     float dv[SF_CPU_BLOCK_MAX];
     for (int i = 0; i < nb; i++) dv[i] = 0.0f;
     for (int64_t t = T - 1; t >= 0; t--) {
@@ -41,7 +42,7 @@ SF_ALWAYS_INLINE void block_backward(const sf_lif_params *p, const sf_lif_coeffs
 #pragma omp simd
         for (int i = 0; i < nb; i++) {
             float d = dv[i];
-            float dh = sf_lif_step_back(&q, k, ht[i], dst[i], &d);
+            float dh = sf_lif_step_back(&q, &kc, ht[i], dst[i], &d);
             dv[i] = d;
             dyt[i] = c * dh;
         }
@@ -49,9 +50,9 @@ SF_ALWAYS_INLINE void block_backward(const sf_lif_params *p, const sf_lif_coeffs
 }
 
 #define SF_BACK_VARIANT(kind, soft, detach, gt)                                                                     \
-    SF_CPU_CLONES static void back_##kind##_##soft##detach##gt(const sf_lif_params *p, const sf_lif_coeffs *k, int64_t T,         \
-                                                 int64_t N, int nb, const float *h, int64_t hs, const float *ds,     \
-                                                 float *dy, int64_t dys)                                             \
+    SF_CPU_CLONES static void back_##kind##_##soft##detach##gt(const sf_lif_params *p, const sf_lif_coeffs *k,     \
+                                                               int64_t T, int64_t N, int nb, const float *h,       \
+                                                               int64_t hs, const float *ds, float *dy, int64_t dys) \
     {                                                                                                               \
         block_backward(p, k, T, N, nb, h, hs, ds, dy, dys, SF_SURROGATE_##kind, soft, detach, gt);                \
     }
@@ -99,8 +100,10 @@ SF_CPU_CLONES static int64_t forward_block(const sf_lif_coeffs *k, int soft, int
     const int nb = (int)(N - n0 < SF_CPU_BLOCK_MAX ? N - n0 : SF_CPU_BLOCK_MAX);
     float *s = out->s ? out->s + n0 : NULL, *h = out->h ? out->h + n0 : NULL;
     uint8_t *s8 = out->s_u8 ? out->s_u8 + n0 : NULL;
-    if (soft) return sf_block_forward(k, 1, 1, T, N, nb, x + n0, NULL, NULL, NULL, 0, s, h, s8);
-    return sf_block_forward(k, 0, 1, T, N, nb, x + n0, NULL, NULL, NULL, 0, s, h, s8);
+#define SF_FWD(soft, bytes) sf_block_forward(k, soft, 1, bytes, T, N, nb, x + n0, NULL, NULL, NULL, 0, s, h, s8)
+    if (s8) return soft ? SF_FWD(1, 1) : SF_FWD(0, 1);
+    return soft ? SF_FWD(1, 0) : SF_FWD(0, 0);
+#undef SF_FWD
 }
 
 sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out)
@@ -112,7 +115,8 @@ sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const
 #pragma omp parallel
     {
 #pragma omp for schedule(static) reduction(+ : spikes)
-        for (int64_t b = 0; b < nblocks; b++) spikes += forward_block(&k, p->soft_reset, T, N, b * SF_CPU_BLOCK_MAX, x, out);
+        for (int64_t b = 0; b < nblocks; b++)
+            spikes += forward_block(&k, p->soft_reset, T, N, b * SF_CPU_BLOCK_MAX, x, out);
         sf_stream_fence();
     }
     if (out->spike_count) *out->spike_count += (float)spikes;

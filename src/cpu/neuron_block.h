@@ -40,16 +40,22 @@ static inline float sf_cpu_expf(float x)
 #include "core/lif_math.h"
 
 /* The block loops are compiled for AVX-512, AVX2 and baseline x86-64 and picked at load time (ifunc). Every
- * operation is element-wise IEEE arithmetic without contraction, so all versions give the same bits. */
+ * operation is element-wise IEEE arithmetic without contraction, so all versions give the same bits. `flatten`
+ * inlines the lif_math.h helpers whatever gcc's unit-growth limits say: a call left in the loop stops
+ * vectorisation (seen: the sigmoid backward became 8× slower when the file grew). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SF_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define SF_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), flatten))
+#elif defined(__GNUC__)
+#define SF_CPU_CLONES __attribute__((flatten))
 #else
 #define SF_CPU_CLONES
 #endif
 
 /* Each visit of a row reads or writes a contiguous run of block-width floats, T rows per block: runs of 4 KiB keep
  * DRAM pages and prefetchers busy where 256-byte runs across T rows do not (measured: docs/perf.md). */
+#ifndef SF_CPU_BLOCK_MAX
 #define SF_CPU_BLOCK_MAX 1024
+#endif
 #define SF_CPU_BLOCK_MIN 64
 /* The backward keeps [T × width] floats per thread (recomputed h, then dy): the widest block whose scratch stays in
  * 256 KiB, a quarter of a core's L2. A function of T only, so results never depend on the thread count. */
@@ -92,34 +98,37 @@ static inline void sf_stream_fence(void)
 
 /* Forward over one block of nb <= SF_CPU_BLOCK_MAX neurons for all T steps, x with row stride N. y_t = x_t
  * (sc == NULL) or x_t·sc + sh per neuron (BN folded into a scale and shift). h_t goes to the scratch rows h_rows
- * (stride hs) when given; with `spikes` set, s, h and s8 rows go to s_out, h_out, s8_out (stride N)
- * where those are not NULL, and the spikes are counted. Inlined with constant soft/spikes/sc so each caller gets a
- * branch-free vector loop; h is bitwise the same for every caller. */
-SF_ALWAYS_INLINE int64_t sf_block_forward(const sf_lif_coeffs *k, int soft, int spikes, int64_t T, int64_t N,
-                                          int nb, const float *x, const float *sc, const float *sh, float *h_rows,
+ * (stride hs) when given; with `spikes` set, s and h rows go to s_out and h_out (stride N) where those are not
+ * NULL, byte spikes to s8_out when `bytes` is set, and the spikes are counted. Inlined with constant
+ * soft/spikes/bytes/sc so each caller gets a branch-free vector loop; h is bitwise the same for every caller. */
+SF_ALWAYS_INLINE int64_t sf_block_forward(const sf_lif_coeffs *k, int soft, int spikes, int bytes, int64_t T,
+                                          int64_t N, int nb, const float *x, const float *sc, const float *sh, float *h_rows,
                                           int64_t hs, float *s_out, float *h_out, uint8_t *s8_out)
 {
+    /* A local copy: the stores below could alias *k for all gcc knows, and a conditional load of k->v_reset
+     * inside the loop stops vectorisation. */
+    const sf_lif_coeffs kc = *k;
     float v[SF_CPU_BLOCK_MAX], h_row[SF_CPU_BLOCK_MAX], s_row[SF_CPU_BLOCK_MAX];
-    uint8_t s8_row[SF_CPU_BLOCK_MAX];
     int32_t count[SF_CPU_BLOCK_MAX];
     for (int i = 0; i < nb; i++) {
-        v[i] = k->v0;
+        v[i] = kc.v0;
         count[i] = 0;
     }
     for (int64_t t = 0; t < T; t++) {
         const float *xt = x + t * N;
         float *ht = h_rows ? h_rows + t * hs : h_row;
-        uint8_t *s8t = s8_out ? s8_out + t * N : s8_row;
+        uint8_t *s8t = bytes ? s8_out + t * N : NULL;
 #pragma omp simd
         for (int i = 0; i < nb; i++) {
-            float y = sc ? xt[i] * sc[i] + sh[i] : xt[i];
+            float y = xt[i];
+            if (sc) y = y * sc[i] + sh[i];
             float hv, vv = v[i];
-            float sp = sf_lif_step(k, soft, y, &vv, &hv);
+            float sp = sf_lif_step(&kc, soft, y, &vv, &hv);
             v[i] = vv;
             ht[i] = hv;
             if (spikes) {
                 s_row[i] = sp;
-                s8t[i] = (uint8_t)sp;
+                if (bytes) s8t[i] = (uint8_t)sp;
                 count[i] += (int32_t)sp;
             }
         }
