@@ -34,7 +34,7 @@ SF_ALWAYS_INLINE void block_backward(const sf_lif_params *p, const sf_lif_coeffs
     q.detach_reset = detach;
     q.use_grad_threshold = grad_threshold;
     const float c = kc.c;
-    float dv[SF_CPU_BLOCK_MAX];
+    float dv[SF_CPU_BLOCK];
     for (int i = 0; i < nb; i++) dv[i] = 0.0f;
     for (int64_t t = T - 1; t >= 0; t--) {
         const float *ht = h + t * hs, *dst = ds + t * N;
@@ -97,7 +97,7 @@ static sf_status check_shape(const char *op, const sf_lif_params *p, int64_t T, 
 SF_CPU_CLONES static int64_t forward_block(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N, int64_t n0,
                                            const float *x, const sf_lif_out *out)
 {
-    const int nb = (int)(N - n0 < SF_CPU_BLOCK_MAX ? N - n0 : SF_CPU_BLOCK_MAX);
+    const int nb = (int)(N - n0 < SF_CPU_BLOCK ? N - n0 : SF_CPU_BLOCK);
     float *s = out->s ? out->s + n0 : NULL, *h = out->h ? out->h + n0 : NULL;
     uint8_t *s8 = out->s_u8 ? out->s_u8 + n0 : NULL;
 #define SF_FWD(soft, bytes) sf_block_forward(k, soft, 1, bytes, T, N, nb, x + n0, NULL, NULL, NULL, 0, s, h, s8)
@@ -110,13 +110,13 @@ sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const
 {
     SF_TRY(check_shape("LIF forward", p, T, N));
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
-    const int64_t nblocks = (N + SF_CPU_BLOCK_MAX - 1) / SF_CPU_BLOCK_MAX;
+    const int64_t nblocks = (N + SF_CPU_BLOCK - 1) / SF_CPU_BLOCK;
     int64_t spikes = 0;
 #pragma omp parallel
     {
 #pragma omp for schedule(static) reduction(+ : spikes)
         for (int64_t b = 0; b < nblocks; b++)
-            spikes += forward_block(&k, p->soft_reset, T, N, b * SF_CPU_BLOCK_MAX, x, out);
+            spikes += forward_block(&k, p->soft_reset, T, N, b * SF_CPU_BLOCK, x, out);
         sf_stream_fence();
     }
     if (out->spike_count) *out->spike_count += (float)spikes;
@@ -130,7 +130,7 @@ sf_status sf_cpu_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, cons
     if (N == 0) return SF_OK;
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
     const sf_block_backward_fn back = sf_block_backward_for(p);
-    const int w = sf_backward_block_width(T);
+    const int w = SF_CPU_BLOCK;
     const int64_t nblocks = (N + w - 1) / w, per_thread = T * w;
     float *scratch = NULL;
     SF_TRY(sf_thread_scratch(per_thread, "LIF backward", &scratch));

@@ -1,6 +1,6 @@
 /* neuron_block.h — the per-block LIF loops shared by the CPU LIF and fused BN→LIF kernels (internal to src/cpu).
  *
- * A block is up to SF_CPU_BLOCK_MAX contiguous neurons of one time step; the whole time loop runs inside it with
+ * A block is SF_CPU_BLOCK contiguous neurons of one time step; the whole time loop runs inside it with
  * the neuron loop innermost, so gcc vectorises over neurons while the recurrence stays sequential in time. A neuron's
  * arithmetic does not depend on the block it falls in, so the block width is free to follow the memory system. */
 #ifndef SF_CPU_NEURON_BLOCK_H
@@ -51,20 +51,10 @@ static inline float sf_cpu_expf(float x)
 #define SF_CPU_CLONES
 #endif
 
-/* Each visit of a row reads or writes a contiguous run of block-width floats, T rows per block: runs of 4 KiB keep
- * DRAM pages and prefetchers busy where 256-byte runs across T rows do not (measured: docs/perf.md). */
-#ifndef SF_CPU_BLOCK_MAX
-#define SF_CPU_BLOCK_MAX 1024
-#endif
-#define SF_CPU_BLOCK_MIN 64
-/* The backward keeps [T × width] floats per thread (recomputed h, then dy): the widest block whose scratch stays in
- * 256 KiB, a quarter of a core's L2. A function of T only, so results never depend on the thread count. */
-static inline int sf_backward_block_width(int64_t T)
-{
-    int w = SF_CPU_BLOCK_MAX;
-    while (w > SF_CPU_BLOCK_MIN && T * w * (int64_t)sizeof(float) > ((int64_t)256 << 10)) w /= 2;
-    return w;
-}
+/* 64 neurons: the per-row working set of a block (x, h, s rows, state, counts: 256 bytes each) stays in L1 and the
+ * backward's [T × 64] scratch is 64 KiB at T = 256. Wider blocks (128 to 1024) measured slower here, the forward
+ * at T >= 16 down to half the copy bandwidth (docs/perf.md). */
+#define SF_CPU_BLOCK 64
 
 #if defined(__GNUC__)
 #define SF_ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -96,7 +86,7 @@ static inline void sf_stream_fence(void)
 #endif
 }
 
-/* Forward over one block of nb <= SF_CPU_BLOCK_MAX neurons for all T steps, x with row stride N. y_t = x_t
+/* Forward over one block of nb <= SF_CPU_BLOCK neurons for all T steps, x with row stride N. y_t = x_t
  * (sc == NULL) or x_t·sc + sh per neuron (BN folded into a scale and shift). h_t goes to the scratch rows h_rows
  * (stride hs) when given; with `spikes` set, s and h rows go to s_out and h_out (stride N) where those are not
  * NULL, byte spikes to s8_out when `bytes` is set, and the spikes are counted. Inlined with constant
@@ -108,8 +98,8 @@ SF_ALWAYS_INLINE int64_t sf_block_forward(const sf_lif_coeffs *k, int soft, int 
     /* A local copy: the stores below could alias *k for all gcc knows, and a conditional load of k->v_reset
      * inside the loop stops vectorisation. */
     const sf_lif_coeffs kc = *k;
-    float v[SF_CPU_BLOCK_MAX], h_row[SF_CPU_BLOCK_MAX], s_row[SF_CPU_BLOCK_MAX];
-    int32_t count[SF_CPU_BLOCK_MAX];
+    float v[SF_CPU_BLOCK], h_row[SF_CPU_BLOCK], s_row[SF_CPU_BLOCK];
+    int32_t count[SF_CPU_BLOCK];
     for (int i = 0; i < nb; i++) {
         v[i] = kc.v0;
         count[i] = 0;
