@@ -92,8 +92,8 @@ static inline void sf_stream_fence(void)
  * NULL, byte spikes to s8_out when `bytes` is set, and the spikes are counted. Inlined with constant
  * soft/spikes/bytes/sc so each caller gets a branch-free vector loop; h is bitwise the same for every caller. */
 SF_ALWAYS_INLINE int64_t sf_block_forward(const sf_lif_coeffs *k, int soft, int spikes, int bytes, int64_t T,
-                                          int64_t N, int nb, const float *x, const float *sc, const float *sh, float *h_rows,
-                                          int64_t hs, float *s_out, float *h_out, uint8_t *s8_out)
+                                          int64_t N, int nb, const float *x, const float *sc, const float *sh,
+                                          float *h_rows, int64_t hs, float *s_out, float *h_out, uint8_t *s8_out)
 {
     /* A local copy: the stores below could alias *k for all gcc knows, and a conditional load of k->v_reset
      * inside the loop stops vectorisation. */
