@@ -159,8 +159,8 @@ static void check_case(const sf_safetensors *st, int idx)
 #undef WHAT
 }
 
-/* Every BN op with 1 and 2 threads on shapes with many row chunks and neuron blocks (wide blocks at short T,
- * narrow backward blocks at long T): bitwise equal. */
+/* Every BN op with 1 and 2 threads on shapes with many row chunks and neuron blocks, at a short and a long T:
+ * bitwise equal. */
 static void check_threads(int64_t T, int64_t B, int64_t hw)
 {
     const int64_t C = 6, n = T * B * C * hw;

@@ -100,7 +100,7 @@ static void check_case(const sf_safetensors *st, int idx)
 }
 
 /* Same inputs with 1 and 2 threads: spikes, h and dx bitwise equal. Sizes span several blocks with a remainder,
- * at a short T (wide blocks) and a long one (narrow backward blocks). */
+ * at a short T and a long one (a [T × block] backward scratch beyond L1). */
 static void check_threads(sf_surrogate sur, int soft, int64_t T, int64_t N)
 {
     const int64_t n = T * N;
