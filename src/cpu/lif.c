@@ -1,8 +1,9 @@
 /* lif.c — the time-fused LIF kernels on the CPU: OpenMP over blocks of neurons, all T steps inside one block,
  * and the backward as one reverse-time pass (recomputing h per block when the forward did not keep it). */
 /* No FP-exception semantics here (results are unchanged): it lets gcc turn the surrogate's branches into selects
- * and vectorise. It must precede the includes so the inlined lif_math.h functions carry the same options. */
-#pragma GCC optimize("no-trapping-math")
+ * and vectorise. No FMA contraction (also under -std=gnu11): the AVX-512, AVX2 and baseline clones then give the
+ * same bits. It must precede the includes so the inlined lif_math.h functions carry the same options. */
+#pragma GCC optimize("no-trapping-math", "fp-contract=off")
 #include "cpu/cpu_neuron.h"
 #include "cpu/neuron_block.h"
 #include "core/error.h"
