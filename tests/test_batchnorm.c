@@ -3,7 +3,8 @@
  * and the fused BN→LIF forward/backward in both memory modes. Shapes include T=1, B=1, a 1-D [T, B, N] case and
  * planes wider than a neuron block.
  *
- * Tolerances (relative L2, float32 against float64): mean/var/y/running 1e-6, h 1e-6, gradients 5e-6 (observed at most 8e-7). Spikes exact.
+ * Tolerances (relative L2, float32 against float64): mean/var/y/running 1e-6, h 1e-6, gradients 5e-6 (observed
+ * at most 8e-7). Spikes exact.
  * Bitwise: full vs recompute, 1 vs 2 threads, BN→LIF forward vs BN then LIF. */
 #include "cpu/cpu_neuron.h"
 #include "testutil.h"
