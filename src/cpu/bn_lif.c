@@ -8,7 +8,11 @@
  * Channel sums are deterministic: each block adds its neurons over t in double lanes, then per (sample, channel) run
  * into its own slot; the slots are added in a fixed order. */
 /* Same options as lif.c, so the inlined block loops (and thus h) are bitwise identical in both files. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
 #pragma GCC optimize("no-trapping-math", "fp-contract=off")
+#endif
 #include "cpu/cpu_neuron.h"
 #include "cpu/neuron_block.h"
 #include "core/error.h"

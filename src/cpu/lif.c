@@ -3,7 +3,11 @@
 /* No FP-exception semantics here (results are unchanged): it lets gcc turn the surrogate's branches into selects
  * and vectorise. No FMA contraction (also under -std=gnu11): the AVX-512, AVX2 and baseline clones then give the
  * same bits. It must precede the includes so the inlined lif_math.h functions carry the same options. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
 #pragma GCC optimize("no-trapping-math", "fp-contract=off")
+#endif
 #include "cpu/cpu_neuron.h"
 #include "cpu/neuron_block.h"
 #include "core/error.h"
