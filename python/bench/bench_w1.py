@@ -1,0 +1,264 @@
+"""bench_w1.py — workload W1 (shared/workloads.md: one LIF layer, forward + backward, T·M = 2^25) through
+spikefuse.torch.LIF, side by side in one process with the bare C kernels called through ctypes on preallocated
+tensors (what the Python layer adds) and SpikingJelly's LIFNode implementations that the installed version offers
+(0.0.0.0.x: backend="cupy" and "torch"; 2.x: the implementation it selects, Triton without its native build).
+
+Usage: python3 bench_w1.py [--device cuda|cpu] [--log2-size 25] [--reps 30] [--json FILE]
+Two timings per implementation, both medians after warm-up, with CUDA events (GPU) or the host clock (CPU):
+  latency    one forward + backward between two events (the peers' method: host time before the first launch, and
+             any the GPU waits for between launches, counts);
+  pipelined  ten forward + backward passes between two events, per pass (the host runs ahead, as it does inside a
+             network: the GPU's own time).
+Host overhead: host time per forward + backward on a tiny [4, 1024] input, where launches, not kernels, bound it;
+"autograd no-op" is a torch.autograd.Function that launches nothing, the floor for any autograd-integrated op."""
+import argparse
+import inspect
+import json
+import os
+import time
+
+import torch
+
+import spikefuse
+from spikefuse import _lib
+from spikefuse.torch import LIF
+from spikefuse.torch.functional import lif_params
+
+TIME_STEPS = (4, 16, 64, 256)
+W1 = dict(tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=True, surrogate="sigmoid",
+          alpha=4.0)
+PIPELINE = 10
+
+
+def sync(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def elapsed_ms(fn, device):
+    if device == "cpu":
+        t0 = time.perf_counter()
+        fn()
+        return (time.perf_counter() - t0) * 1e3
+    a = torch.cuda.Event(enable_timing=True)
+    b = torch.cuda.Event(enable_timing=True)
+    a.record()
+    fn()
+    b.record()
+    torch.cuda.synchronize()
+    return a.elapsed_time(b)
+
+
+def median_ms(fn, reps, device, warmup=3):
+    for _ in range(warmup):
+        fn()
+    sync(device)
+    times = sorted(elapsed_ms(fn, device) for _ in range(reps))
+    return times[len(times) // 2], times[0], times[-1]
+
+
+def copy_bandwidth(reps, device):
+    """A large copy on the device, bytes read + written per second."""
+    src = torch.randn(1 << 28, device=device)  # 1 GiB
+    dst = torch.empty_like(src)
+    ms, _, _ = median_ms(lambda: dst.copy_(src), reps, device)
+    return 2 * src.numel() * 4 / (ms * 1e-3)
+
+
+def _grad(fn, x, g):
+    x.grad = None
+    fn(x).backward(g)
+    dx = x.grad
+    x.grad = None
+    return dx
+
+
+def autograd_maker(fn):
+    """(step, forward, grad) for a function x -> spikes that autograd differentiates."""
+    def make(x, g):
+        def step():
+            fn(x).backward(g)
+            x.grad = None
+        return step, lambda: fn(x), lambda: _grad(fn, x, g)
+    return make
+
+
+def bare_kernels(x, g):
+    """The C entry points on preallocated tensors, no autograd: what the Python layer adds is the difference."""
+    p = lif_params(**W1)
+    T, N = x.shape[0], x[0].numel()
+    s = torch.empty_like(x)
+    dx = torch.empty_like(x)
+    xp, sp, gp, dxp = x.data_ptr(), s.data_ptr(), g.data_ptr(), dx.data_ptr()
+    if x.is_cuda:
+        target = (_lib.DEVICE_CUDA, x.device.index or 0, torch.cuda.current_stream().cuda_stream)
+    else:
+        target = (_lib.DEVICE_CPU, 0, 0)
+
+    def step(_keep_alive=(x, g, s, dx)):  # the kernels get raw pointers: the tensors must outlive every call
+        _lib.lif_forward(p, T, N, xp, sp, *target)
+        _lib.lif_backward(p, T, N, xp, gp, dxp, *target)
+
+    def forward():
+        _lib.lif_forward(p, T, N, xp, sp, *target)
+        return s.clone()
+
+    def grad():
+        _lib.lif_backward(p, T, N, xp, gp, dxp, *target)
+        return dx.clone()
+    return step, forward, grad
+
+
+class _NoOp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.empty_like(x)
+
+    @staticmethod
+    def backward(ctx, ds):
+        (x,) = ctx.saved_tensors
+        return torch.empty_like(x)
+
+
+def spikingjelly_impls(device):
+    """{name: make} for the SpikingJelly LIFNode implementations the installed version offers on `device`."""
+    try:
+        import importlib.metadata
+        from spikingjelly.activation_based import functional, neuron, surrogate
+        version = importlib.metadata.version("spikingjelly")
+    except Exception as e:
+        print(f"spikingjelly: unavailable ({e!r})"[:300])
+        return {}
+    kw = dict(tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=True,
+              surrogate_function=surrogate.Sigmoid(alpha=4.0), step_mode="m")
+    nodes = {}
+    if "backend" in inspect.signature(neuron.LIFNode.__init__).parameters:  # 0.0.0.0.x: backends by name
+        for backend in (("cupy", "torch") if device == "cuda" else ("torch",)):
+            try:
+                nodes[backend] = neuron.LIFNode(**kw, backend=backend).to(device)
+            except Exception as e:
+                print(f"spikingjelly {version} {backend}: unavailable ({e!r})"[:300])
+    else:  # 2.x picks the implementation itself (SJ_LIF_CUDA_IMPLEMENTATION can force one)
+        impl = "torch"
+        if device == "cuda":
+            impl = functional.neuron_implementation("lif", torch.device("cuda"))["implementation"]
+        nodes[impl] = neuron.LIFNode(**kw).to(device)
+    makers = {}
+    for impl, node in nodes.items():
+        def run(x, node=node):
+            functional.reset_net(node)
+            return node(x)
+        makers[f"spikingjelly {version} {impl}"] = autograd_maker(run)
+    return makers
+
+
+def host_overhead_us(make, device, iters=2000):
+    """Host time per forward + backward on a tiny input (launch-bound): the Python layer's fixed cost."""
+    x = (torch.randn(4, 1024, device=device) + 0.6).requires_grad_(True)
+    g = torch.randn_like(x)
+    step = make(x, g)[0]
+    for _ in range(50):
+        step()
+    sync(device)
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        step()
+    sync(device)
+    return (time.perf_counter() - t0) / iters * 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    ap.add_argument("--log2-size", type=int, default=None, help="log2 of T·M (default 25 on CUDA, 22 on the CPU)")
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "/tmp"), "bench_w1.json"))
+    args = ap.parse_args()
+    device = args.device
+    if device == "cuda" and (not torch.cuda.is_available() or spikefuse.cuda_device_count() == 0):
+        raise SystemExit(f"bench_w1 needs a CUDA device and a CUDA build of libspikefuse ({spikefuse.build_info()})")
+    log2 = args.log2_size or (25 if device == "cuda" else 22)
+    shapes = [(T, (1 << log2) // T) for T in TIME_STEPS]
+    lif = LIF(**W1)
+    impls = {"spikefuse.torch": autograd_maker(lif), "bare C kernels": bare_kernels}
+    impls.update(spikingjelly_impls(device))
+    bw = copy_bandwidth(args.reps, device)
+    name = torch.cuda.get_device_name() if device == "cuda" else \
+        f"CPU, {torch.get_num_threads()} torch threads, {spikefuse.get_num_threads()} spikefuse threads"
+    print(f"device: {name}; torch {torch.__version__}; spikefuse {spikefuse.version()} ({spikefuse.build_info()})")
+    print(f"copy bandwidth: {bw / 1e9:.1f} GB/s (read + write); T·M = 2^{log2}; floor = 20 B/element over it")
+    results = dict(device=name, torch=torch.__version__, copy_GBps=bw / 1e9, log2_size=log2, rows=[],
+                   host_overhead_us={})
+    print(f"{'impl':34s} {'T':>4s} {'M':>8s} {'latency':>8s} {'min':>7s} {'piped':>7s} {'peakMiB':>8s} "
+          f"{'%copy':>6s} {'spikes=':>7s} {'dx err':>8s}")
+    for T, M in shapes:
+        torch.manual_seed(0)
+        x = (torch.randn(T, M, device=device) + 0.6).requires_grad_(True)
+        g = torch.randn(T, M, device=device)
+        ref_s = ref_dx = None
+        for impl, make in impls.items():
+            try:
+                step, forward, grad = make(x, g)
+                with torch.no_grad():
+                    s = forward().detach()
+                dx = grad()
+                if ref_s is None:
+                    ref_s, ref_dx = s, dx
+                same = float((s == ref_s).float().mean())
+                err = float((dx - ref_dx).abs().max() / ref_dx.abs().max().clamp_min(1e-30))
+                del s, dx
+                sync(device)
+                if device == "cuda":
+                    torch.cuda.reset_peak_memory_stats()
+                    base = torch.cuda.memory_allocated()
+                ms, lo, _ = median_ms(step, args.reps, device)
+                peak = (torch.cuda.max_memory_allocated() - base) / 2**20 if device == "cuda" else float("nan")
+
+                def pipelined():
+                    for _ in range(PIPELINE):
+                        step()
+                piped = median_ms(pipelined, max(5, args.reps // 3), device, warmup=1)[0] / PIPELINE
+            except Exception as e:
+                print(f"{impl:34s} {T:4d} {M:8d} failed: {e!r}"[:300])
+                continue
+            pct = T * M * 20 / (ms * 1e-3) / bw * 100
+            print(f"{impl:34s} {T:4d} {M:8d} {ms:8.3f} {lo:7.3f} {piped:7.3f} {peak:8.0f} {pct:5.0f}% "
+                  f"{same:7.5f} {err:8.1e}")
+            results["rows"].append(dict(impl=impl, T=T, M=M, ms=ms, min_ms=lo, pipelined_ms=piped, peak_mib=peak,
+                                        floor_ms=T * M * 20 / bw * 1e3, spikes_equal=same, dx_rel_err=err))
+        del x, g
+    for impl, make in [*impls.items(), ("autograd no-op", autograd_maker(_NoOp.apply))]:
+        try:
+            results["host_overhead_us"][impl] = host_overhead_us(make, device)
+        except Exception as e:
+            print(f"host overhead of {impl}: failed ({e!r})"[:300])
+
+    print(f"\nsummary at T·M = 2^{log2}: median ms, latency (pipelined); ratios from this run")
+    peers = [impl for impl in impls if impl.startswith("spikingjelly")]
+    print(f"{'T':>4s} {'floor':>6s} {'bare':>15s} {'spikefuse.torch':>15s} {'overhead':>15s} " +
+          " ".join(f"{p.replace('spikingjelly ', 'sj '):>22s}" for p in peers))
+    by = {(r["impl"], r["T"]): r for r in results["rows"]}
+
+    def pair(r):
+        return f"{r['ms']:6.3f} ({r['pipelined_ms']:.3f})" if r else "-"
+
+    def excess(a, b, key):
+        return (a[key] / b[key] - 1) * 100
+    for T, M in shapes:
+        bare, tor = by.get(("bare C kernels", T)), by.get(("spikefuse.torch", T))
+        over = f"{excess(tor, bare, 'ms'):5.1f}% ({excess(tor, bare, 'pipelined_ms'):.1f}%)" if bare and tor else "-"
+        cols = []
+        for p in peers:
+            r = by.get((p, T))
+            cols.append(f"{r['ms']:6.3f} = {r['ms'] / tor['ms']:5.2f}x" if r and tor else "-")
+        print(f"{T:4d} {T * M * 20 / bw * 1e3:6.3f} {pair(bare):>15s} {pair(tor):>15s} {over:>15s} " +
+              " ".join(f"{c:>22s}" for c in cols))
+    print("host time per forward + backward on [4, 1024]: " +
+          ", ".join(f"{k} {v:.1f} us" for k, v in results["host_overhead_us"].items()))
+    with open(args.json, "w") as f:
+        json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""_lib.py — the ctypes binding of libspikefuse: finding and loading the shared library, the sf_lif_params
+struct, and the low-level fused LIF kernels on raw pointers (host memory or CUDA device memory)."""
+import ctypes
+import math
+import os
+
+SURROGATES = ("sigmoid", "atan", "fast_sigmoid", "rect")
+
+# sf_status codes of include/spikefuse.h, in order.
+_STATUS_NAMES = ("SF_OK", "SF_ERR_INVALID", "SF_ERR_NOMEM", "SF_ERR_IO", "SF_ERR_FORMAT", "SF_ERR_UNSUPPORTED",
+                 "SF_ERR_DEVICE", "SF_ERR_NUMERIC", "SF_ERR_STATE")
+SF_ERR_INVALID = 1
+DEVICE_CPU = 0
+DEVICE_CUDA = 1
+
+
+class SpikefuseError(RuntimeError):
+    """A libspikefuse call failed; `status` is the sf_status name, the message is sf_last_error()."""
+
+    def __init__(self, func, status, message):
+        self.status = _STATUS_NAMES[status] if 0 <= status < len(_STATUS_NAMES) else f"status {status}"
+        super().__init__(f"{func} failed ({self.status}): {message}")
+
+
+class SpikefuseValueError(SpikefuseError, ValueError):
+    """An argument the library rejected (SF_ERR_INVALID): catchable as ValueError too."""
+
+
+class LifParams(ctypes.Structure):
+    """Mirror of sf_lif_params (include/spikefuse.h); the layout is checked against the library at load time."""
+    _fields_ = [
+        ("tau", ctypes.c_float),
+        ("decay", ctypes.c_float),
+        ("decay_input", ctypes.c_int32),
+        ("v_threshold", ctypes.c_float),
+        ("v_reset", ctypes.c_float),
+        ("soft_reset", ctypes.c_int32),
+        ("detach_reset", ctypes.c_int32),
+        ("surrogate", ctypes.c_int),
+        ("alpha", ctypes.c_float),
+        ("use_grad_threshold", ctypes.c_int32),
+        ("grad_threshold", ctypes.c_float),
+    ]
+
+    def __repr__(self):
+        return "LifParams(" + ", ".join(f"{n}={getattr(self, n)!r}" for n, _ in self._fields_) + ")"
+
+
+class Device(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_int), ("index", ctypes.c_int32)]
+
+
+def _candidate_paths():
+    env = os.environ.get("SPIKEFUSE_LIBRARY")
+    if env:
+        return [env]
+    here = os.path.dirname(os.path.abspath(__file__))
+    return [os.path.join(here, name) for name in ("libspikefuse.so", "libspikefuse.dylib", "spikefuse.dll")]
+
+
+def _load():
+    paths = _candidate_paths()
+    for path in paths:
+        if os.path.exists(path):
+            try:
+                return ctypes.CDLL(path), path
+            except OSError as e:
+                raise ImportError(f"spikefuse: cannot load {path}: {e}") from e
+    where = "SPIKEFUSE_LIBRARY=" + paths[0] if os.environ.get("SPIKEFUSE_LIBRARY") else " or ".join(paths)
+    raise ImportError(f"spikefuse: the shared library was not found at {where}; install the package with "
+                      "`pip install ./python` (which builds it), or build it with CMake and point "
+                      "SPIKEFUSE_LIBRARY at build/libspikefuse.so")
+
+
+_dll, LIBRARY_PATH = _load()
+
+
+def _bind(name, restype, argtypes):
+    f = getattr(_dll, name)
+    f.restype = restype
+    f.argtypes = argtypes
+    return f
+
+
+def _bind_optional(name, restype, argtypes):
+    """Informational entry points: a library without them still runs the kernels."""
+    return _bind(name, restype, argtypes) if hasattr(_dll, name) else None
+
+
+_version = _bind_optional("sf_version", ctypes.c_char_p, [])
+_last_error = _bind("sf_last_error", ctypes.c_char_p, [])
+_build_info = _bind_optional("sf_build_info", ctypes.c_char_p, [])
+_cuda_device_count = _bind("sf_cuda_device_count", ctypes.c_int32, [])
+_set_num_threads = _bind("sf_set_num_threads", None, [ctypes.c_int32])
+_get_num_threads = _bind("sf_get_num_threads", ctypes.c_int32, [])
+_lif_default_params = _bind("sf_lif_default_params", None, [ctypes.c_void_p])
+_lif_params_check = _bind("sf_lif_params_check", ctypes.c_int, [ctypes.POINTER(LifParams)])
+_surrogate_default_alpha = _bind("sf_surrogate_default_alpha", ctypes.c_float, [ctypes.c_int])
+# The kernel entry points themselves (spikefuse.torch calls them directly: each Python layer costs microseconds).
+# A LifParams instance may be passed where the pointer is expected: ctypes passes it by reference.
+sf_lif_forward = _bind("sf_lif_forward", ctypes.c_int,
+                     [ctypes.POINTER(LifParams), ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                      Device, ctypes.c_void_p])
+sf_lif_backward = _bind("sf_lif_backward", ctypes.c_int,
+                      [ctypes.POINTER(LifParams), ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                       ctypes.c_void_p, Device, ctypes.c_void_p])
+
+
+def _check_params_layout():
+    """sf_lif_default_params zeroes sizeof(sf_lif_params) bytes and sets the defaults: a poisoned buffer shows
+    whether our mirror has the library's size and field offsets, so a mismatch fails here, not as corruption."""
+    size = ctypes.sizeof(LifParams)
+    buf = (ctypes.c_ubyte * (size + 16))(*([0xA5] * (size + 16)))
+    _lif_default_params(buf)
+    p = LifParams.from_buffer_copy(bytes(buf[:size]))
+    expected = dict(tau=2.0, decay=0.0, decay_input=1, v_threshold=1.0, v_reset=0.0, soft_reset=0, detach_reset=0,
+                    surrogate=0, alpha=4.0, use_grad_threshold=0, grad_threshold=0.0)
+    got = {n: getattr(p, n) for n in expected}
+    if got != expected or any(b != 0xA5 for b in buf[size:]):
+        raise ImportError(f"spikefuse: {LIBRARY_PATH} does not match this package's sf_lif_params layout "
+                          f"(defaults read back as {got}); rebuild the package and the library together")
+
+
+_check_params_layout()
+
+
+def version():
+    """The library's version (sf_version), or the package's when the library does not export it."""
+    return _version().decode() if _version else "0.1.0"
+
+
+def build_info():
+    """A one-line description of the library's build features (OpenMP, BLAS, CUDA, ...)."""
+    return _build_info().decode() if _build_info else f"{LIBRARY_PATH} (exports no sf_build_info)"
+
+
+def cuda_device_count():
+    """CUDA devices the library can use: 0 when it was built without CUDA."""
+    return int(_cuda_device_count())
+
+
+def set_num_threads(n):
+    """OpenMP threads of the CPU kernels (<= 0: the OpenMP default)."""
+    _set_num_threads(int(n))
+
+
+def get_num_threads():
+    return int(_get_num_threads())
+
+
+def last_error():
+    return _last_error().decode(errors="replace")
+
+
+def check(status, func):
+    """Raises the library's failure as a Python exception carrying sf_last_error()."""
+    if status != 0:
+        cls = SpikefuseValueError if status == SF_ERR_INVALID else SpikefuseError
+        raise cls(func, status, last_error())
+
+
+def surrogate_default_alpha(name):
+    return float(_surrogate_default_alpha(surrogate_index(name)))
+
+
+def surrogate_index(name):
+    try:
+        return SURROGATES.index(name)
+    except ValueError:
+        raise ValueError(f"surrogate {name!r} is not one of {', '.join(SURROGATES)}") from None
+
+
+def lif_params(tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=False, surrogate="sigmoid",
+               alpha=None, grad_threshold=None):
+    """Builds a checked sf_lif_params with SpikingJelly's LIFNode semantics (v_reset=None: soft reset).
+
+    SpikingJelly's hard-reset LIF decays towards v_reset, h = v + (x - (v - v_reset))/tau, while the kernels'
+    model decays towards 0. In the shifted potential u = v - v_reset the two are the same recurrence, started at
+    u = 0, reset to u = 0, with threshold v_threshold - v_reset (and θ_grad shifted alike); the surrogate's
+    argument h - v_threshold is unchanged. So the shift is exact, not an approximation."""
+    for name, value in (("tau", tau), ("v_threshold", v_threshold), ("v_reset", v_reset), ("alpha", alpha),
+                        ("grad_threshold", grad_threshold)):
+        if value is not None and not math.isfinite(float(value)):
+            raise ValueError(f"LIF {name} = {value}: must be finite")
+    p = LifParams()
+    p.tau = float(tau)
+    p.decay = 0.0
+    p.decay_input = 1 if decay_input else 0
+    p.surrogate = surrogate_index(surrogate)
+    p.alpha = float(_surrogate_default_alpha(p.surrogate)) if alpha is None else float(alpha)
+    p.detach_reset = 1 if detach_reset else 0
+    shift = 0.0 if v_reset is None else float(v_reset)
+    p.soft_reset = 1 if v_reset is None else 0
+    p.v_reset = 0.0
+    p.v_threshold = float(v_threshold) - shift
+    p.use_grad_threshold = 0 if grad_threshold is None else 1
+    p.grad_threshold = 0.0 if grad_threshold is None else float(grad_threshold) - shift
+    check(_lif_params_check(ctypes.byref(p)), "sf_lif_params_check")
+    return p
+
+
+def lif_forward(params, T, N, x_ptr, s_ptr, device_kind=DEVICE_CPU, device_index=0, stream=0):
+    """s[T, N] = LIF spikes of x[T, N] (float32, contiguous, addresses as ints); asynchronous on `stream` for CUDA."""
+    check(sf_lif_forward(params, T, N, x_ptr, s_ptr, Device(device_kind, device_index), stream), "sf_lif_forward")
+
+
+def lif_backward(params, T, N, x_ptr, ds_ptr, dx_ptr, device_kind=DEVICE_CPU, device_index=0, stream=0):
+    """dx[T, N] from x[T, N] and ds[T, N], recomputing the membrane potential from x."""
+    check(sf_lif_backward(params, T, N, x_ptr, ds_ptr, dx_ptr, Device(device_kind, device_index), stream),
+          "sf_lif_backward")

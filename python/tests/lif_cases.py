@@ -1,0 +1,135 @@
+"""lif_cases.py — the checks shared by the CPU and CUDA tests of spikefuse.torch.LIF: every option combination
+and several shapes against the float64 reference of reference.py."""
+import itertools
+
+import torch
+
+from reference import lif_reference
+from spikefuse.torch import LIF, functional
+
+SURROGATES = ("sigmoid", "atan", "fast_sigmoid", "rect")
+RESETS = (0.0, -0.3, None)  # hard reset to 0, hard reset to a nonzero v_reset, soft reset
+SHAPES = ((1, 67), (5, 3, 17), (4, 2, 3, 5), (3, 2, 3, 4, 5), (16, 1000))
+
+
+def make_input(shape, decay_input, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    mean, std = (0.6, 1.0) if decay_input else (0.3, 0.5)  # firing rates of roughly 10-30% either way
+    x = torch.randn(shape, generator=g) * std + mean
+    ds = torch.randn(shape, generator=g)
+    return x.to(device), ds.to(device)
+
+
+def run_spikefuse(x, ds, **kw):
+    x = x.clone().requires_grad_(True)
+    s = LIF(**kw)(x)
+    s.backward(ds)
+    return s.detach(), x.grad
+
+
+def run_reference(x, ds, **kw):
+    x64 = x.detach().cpu().double().requires_grad_(True)
+    s = lif_reference(x64, **kw)
+    s.backward(ds.cpu().double())
+    return s.detach(), x64.grad
+
+
+class LifChecks:
+    """Mixed into a unittest.TestCase that sets `device`."""
+    device = "cpu"
+
+    def assert_matches_reference(self, shape, seed, **kw):
+        x, ds = make_input(shape, kw.get("decay_input", True), seed, self.device)
+        s, dx = run_spikefuse(x, ds, **kw)
+        s_ref, dx_ref = run_reference(x, ds, **kw)
+        self.assertEqual(s.device, x.device)
+        self.assertEqual(s.dtype, torch.float32)
+        self.assertEqual(s.shape, x.shape)
+        self.assertEqual(dx.shape, x.shape)
+        mismatched = int((s.cpu().double() != s_ref).sum())
+        self.assertEqual(mismatched, 0, f"{mismatched} spikes differ from the reference for {shape} {kw}")
+        self.assertGreater(float(s_ref.sum()), 0, f"no spikes at all: the check would be weak ({kw})")
+        err = (dx.cpu().double() - dx_ref).abs().max().item()
+        scale = max(1.0, dx_ref.abs().max().item())
+        self.assertLess(err, 2e-5 * scale, f"dx max error {err:.3g} (scale {scale:.3g}) for {shape} {kw}")
+
+    def test_every_option_combination(self):
+        combos = itertools.product(SURROGATES, RESETS, (False, True), (True, False), (None, 0.6))
+        for i, (surrogate, v_reset, detach_reset, decay_input, grad_threshold) in enumerate(combos):
+            kw = dict(surrogate=surrogate, v_reset=v_reset, detach_reset=detach_reset, decay_input=decay_input,
+                      grad_threshold=grad_threshold)
+            with self.subTest(**kw):
+                self.assert_matches_reference((6, 4, 33), seed=i, **kw)
+
+    def test_shapes(self):
+        for i, shape in enumerate(SHAPES):
+            with self.subTest(shape=shape):
+                self.assert_matches_reference(shape, seed=100 + i)
+                self.assert_matches_reference(shape, seed=200 + i, v_reset=None, surrogate="atan")
+
+    def test_other_parameters(self):
+        cases = [dict(tau=3.5), dict(tau=1.5, decay_input=False), dict(v_threshold=0.7, v_reset=0.2),
+                 dict(v_threshold=1.3, v_reset=None, alpha=2.5), dict(surrogate="atan", alpha=7.0),
+                 dict(surrogate="rect", alpha=0.5, grad_threshold=0.9), dict(surrogate="fast_sigmoid", alpha=3.0)]
+        for i, kw in enumerate(cases):
+            with self.subTest(**kw):
+                self.assert_matches_reference((7, 5, 9), seed=300 + i, **kw)
+
+    def test_functional_equals_module_and_is_stateless(self):
+        x, _ = make_input((5, 6, 7), True, 7, self.device)
+        kw = dict(tau=3.0, v_reset=None, surrogate="atan", detach_reset=True)
+        m = LIF(**kw)
+        first = m(x)
+        self.assertTrue(torch.equal(first, m(x)), "a second call must start from the same state")
+        self.assertTrue(torch.equal(first, functional.lif(x, **kw)))
+
+    def test_non_contiguous_input(self):
+        x, ds = make_input((9, 8, 5), True, 8, self.device)
+        xt = x.transpose(1, 2)  # [T, 5, 8], not contiguous
+        self.assertFalse(xt.is_contiguous())
+        s, dx = run_spikefuse(xt, ds.transpose(1, 2))
+        s_ref, dx_ref = run_spikefuse(xt.contiguous(), ds.transpose(1, 2).contiguous())
+        self.assertTrue(torch.equal(s, s_ref))
+        self.assertTrue(torch.equal(dx, dx_ref))
+
+    def test_broadcast_gradient_and_no_grad(self):
+        # s.sum().backward() hands the backward an expanded (stride-0) gradient.
+        x, _ = make_input((4, 3, 11), True, 9, self.device)
+        xg = x.clone().requires_grad_(True)
+        LIF()(xg).sum().backward()
+        _, dx_ref = run_spikefuse(x, torch.ones_like(x))
+        self.assertTrue(torch.equal(xg.grad, dx_ref))
+        with torch.no_grad():
+            self.assertTrue(torch.equal(LIF()(x), LIF()(xg.detach())))
+
+    def test_output_is_an_ordinary_tensor(self):
+        """The spikes are a fresh tensor with the LIF's backward node, so in-place use after the layer works."""
+        x, ds = make_input((5, 2, 19), True, 10, self.device)
+        _, dx_ref = run_spikefuse(x, ds * 2)
+        xg = x.clone().requires_grad_(True)
+        s = LIF()(xg)
+        self.assertFalse(s._is_view())
+        self.assertIn("LIFFunction", type(s.grad_fn).__name__)
+        s.mul_(2.0)
+        s.backward(ds)
+        self.assertTrue(torch.equal(xg.grad, dx_ref))
+
+    def test_empty_trailing_shape(self):
+        x = torch.zeros(3, 0, 4, device=self.device, requires_grad=True)
+        s = LIF()(x)
+        s.sum().backward()
+        self.assertEqual(s.shape, x.shape)
+        self.assertEqual(x.grad.shape, x.shape)
+
+    def test_in_a_network(self):
+        """Gradients reach the weights of a Linear layer in front of the LIF exactly as through the reference."""
+        torch.manual_seed(11)
+        fc = torch.nn.Linear(12, 10).to(self.device)
+        x = torch.rand(6, 4, 12, device=self.device) * 2
+        LIF(detach_reset=True)(fc(x)).sum().backward()
+        w_grad = fc.weight.grad.detach().cpu().double()
+        fc64 = torch.nn.Linear(12, 10).double()
+        fc64.load_state_dict({k: v.detach().cpu().double() for k, v in fc.state_dict().items()})
+        s_ref = lif_reference(fc64(x.cpu().double()), detach_reset=True)
+        s_ref.sum().backward()
+        self.assertLess((w_grad - fc64.weight.grad).abs().max().item(), 1e-4 * max(1.0, w_grad.abs().max().item()))

@@ -1,0 +1,99 @@
+"""test_errors.py — bad inputs and parameters give clear Python exceptions (never a crash), and the ctypes
+binding reports the library's own messages."""
+import ctypes
+import unittest
+from unittest import mock
+
+import torch
+
+import spikefuse
+from spikefuse import _lib
+from spikefuse.torch import LIF, functional
+
+
+class TestInputErrors(unittest.TestCase):
+    def test_wrong_dtype(self):
+        for dtype in (torch.float64, torch.float16, torch.int32, torch.bool):
+            with self.subTest(dtype=dtype), self.assertRaisesRegex(TypeError, "float32"):
+                LIF()(torch.zeros(3, 4, dtype=dtype))
+
+    def test_not_a_tensor(self):
+        with self.assertRaisesRegex(TypeError, "torch.Tensor"):
+            LIF()([[1.0, 2.0]])
+
+    def test_no_time_steps(self):
+        for shape in ((), (0,), (0, 5), (0, 2, 3)):
+            with self.subTest(shape=shape), self.assertRaisesRegex(ValueError, "T >= 1"):
+                LIF()(torch.zeros(shape))
+
+    def test_unsupported_device(self):
+        with self.assertRaisesRegex(ValueError, "only CPU and CUDA"):
+            LIF()(torch.zeros(3, 4, device="meta"))
+
+    @unittest.skipUnless(torch.cuda.is_available(), "no CUDA device")
+    def test_cuda_tensor_without_cuda_build(self):
+        """A library without CUDA (or whose CUDA runtime sees no device) refuses CUDA tensors with a message."""
+        x = torch.zeros(3, 4, device="cuda")
+        if spikefuse.cuda_device_count() == 0:
+            with self.assertRaisesRegex(RuntimeError, "no usable CUDA device"):
+                LIF()(x)
+        with mock.patch.object(functional, "_cuda_devices_in_library", return_value=0), \
+                mock.patch.dict(functional._CUDA_DEVICES, clear=True):
+            with self.assertRaisesRegex(RuntimeError, "got a CUDA tensor .* no usable CUDA device .*build:"):
+                LIF()(x)
+
+
+class TestParameterErrors(unittest.TestCase):
+    def test_unknown_surrogate(self):
+        with self.assertRaisesRegex(ValueError, "'erf' is not one of sigmoid, atan, fast_sigmoid, rect"):
+            LIF(surrogate="erf")
+
+    def test_library_checks_reach_python(self):
+        cases = [(dict(alpha=0.0), "alpha"), (dict(alpha=-2.0), "alpha"), (dict(tau=0.5), "tau"),
+                 (dict(v_threshold=float("nan")), "v_threshold"), (dict(grad_threshold=float("inf")), "grad_thresh")]
+        for kw, word in cases:
+            with self.subTest(**kw), self.assertRaisesRegex(ValueError, word):
+                LIF(**kw)
+        with self.assertRaisesRegex(ValueError, "sf_lif_params_check failed \\(SF_ERR_INVALID\\): LIF tau"):
+            functional.lif(torch.zeros(2, 3), tau=0.25)
+
+    def test_kernel_errors_carry_last_error(self):
+        p = _lib.lif_params()
+        with self.assertRaisesRegex(ValueError, "sf_lif_forward failed \\(SF_ERR_INVALID\\): LIF shape T=0"):
+            _lib.lif_forward(p, 0, 4, 1, 1)
+        with self.assertRaisesRegex(ValueError, "NULL"):
+            _lib.lif_backward(p, 2, 4, 0, 0, 0)
+
+    def test_params_mapping(self):
+        """v_reset=None is the soft reset; a nonzero hard reset shifts threshold and θ_grad (see lif_params)."""
+        soft = _lib.lif_params(v_reset=None, v_threshold=1.5)
+        self.assertEqual((soft.soft_reset, soft.v_threshold, soft.v_reset), (1, 1.5, 0.0))
+        hard = _lib.lif_params(v_reset=-0.5, v_threshold=1.0, grad_threshold=0.25)
+        self.assertEqual((hard.soft_reset, hard.v_threshold, hard.v_reset), (0, 1.5, 0.0))
+        self.assertEqual((hard.use_grad_threshold, hard.grad_threshold), (1, 0.75))
+        self.assertEqual([_lib.lif_params(surrogate=s).alpha for s in _lib.SURROGATES], [4.0, 2.0, 10.0, 1.0])
+
+
+class TestModule(unittest.TestCase):
+    def test_extra_repr(self):
+        text = repr(LIF(tau=3.0, v_reset=None, surrogate="atan", grad_threshold=0.5))
+        for part in ("tau=3.0", "decay_input=True", "v_threshold=1.0", "v_reset=None", "detach_reset=False",
+                     "surrogate='atan'", "alpha=2", "grad_threshold=0.5"):
+            self.assertIn(part, text)
+
+    def test_changed_attributes_take_effect(self):
+        x = torch.full((3, 4), 1.5)
+        m = LIF(decay_input=False)
+        self.assertEqual(float(m(x)[0].sum()), 4.0)
+        m.v_threshold = 2.0
+        self.assertEqual(float(m(x)[0].sum()), 0.0)
+
+    def test_library_information(self):
+        self.assertTrue(spikefuse.version())
+        self.assertTrue(spikefuse.build_info())
+        self.assertGreaterEqual(spikefuse.cuda_device_count(), 0)
+        self.assertEqual(ctypes.sizeof(_lib.LifParams), 44)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,78 @@
+/* cpu_layers.h — the CPU versions of every non-neuron op of the backend table (src/core/backend.h).
+ * Each sf_cpu_op_<field> has exactly the signature of the table field <field>; backend_cpu.c wires them in.
+ * All pointers are host memory; the ops use OpenMP threads and OpenBLAS, and are deterministic for a fixed thread
+ * count (reductions run in a fixed order, in double). */
+#ifndef SF_CPU_LAYERS_H
+#define SF_CPU_LAYERS_H
+
+#include "core/backend.h"
+
+#include <limits.h>
+#include <omp.h>
+
+/* BLAS takes int dimensions: every GEMM extent must fit. */
+#define SF_CPU_BLAS_MAX ((int64_t)INT_MAX)
+
+/* Threads for the memory-bound passes that run between sgemm calls (im2col, col2im, bias, layout changes).
+ * OpenBLAS (Debian's pthread build) keeps its own workers spinning after each call and libgomp's workers spin
+ * after each parallel region, so on few cores every OpenMP region wedged between GEMMs makes three or more busy
+ * threads share the cores: measured on a busy 2-core machine, the conv of a W3-like layer ran 1.6-2.2x slower with
+ * these passes threaded than with them on the calling thread (on an idle one the threaded passes would save at most
+ * ~15%, the share of im2col/col2im in one core's time). With 4 or more threads the GEMM is fast enough that serial
+ * passes would dominate, so they are threaded there. */
+static inline int sf_cpu_side_threads(void)
+{
+    int n = omp_get_max_threads();
+    return n >= 4 ? n : 1;
+}
+
+/* linear.c */
+sf_status sf_cpu_op_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
+                                   const float *w, const float *b, float *y);
+sf_status sf_cpu_op_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
+                                    const float *w, const float *dy, float *dx, float *dw, float *db);
+
+/* conv.c */
+size_t sf_cpu_op_conv_workspace(sf_backend *be, const sf_conv_shape *sh);
+sf_status sf_cpu_op_conv_forward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
+                                 const float *b, float *y, void *ws);
+sf_status sf_cpu_op_conv_backward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
+                                  const float *dy, float *dx, float *dw, float *db, void *ws);
+
+/* pool.c */
+sf_status sf_cpu_op_avgpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y);
+sf_status sf_cpu_op_avgpool_backward(sf_backend *be, const sf_pool_shape *sh, const float *dy, float *dx);
+sf_status sf_cpu_op_maxpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y,
+                                    uint8_t *argmax);
+sf_status sf_cpu_op_maxpool_backward(sf_backend *be, const sf_pool_shape *sh, const uint8_t *argmax,
+                                     const float *dy, float *dx);
+
+/* dropout.c */
+sf_status sf_cpu_op_dropout_forward(sf_backend *be, int64_t T, int64_t n, float p, uint64_t seed, uint64_t counter,
+                                    const float *x, float *y);
+sf_status sf_cpu_op_dropout_backward(sf_backend *be, int64_t T, int64_t n, float p, uint64_t seed,
+                                     uint64_t counter, const float *dy, float *dx);
+
+/* elementwise.c */
+sf_status sf_cpu_op_add(sf_backend *be, int64_t n, const float *a, const float *b, float *y);
+sf_status sf_cpu_op_axpy(sf_backend *be, int64_t n, float alpha, const float *x, float *y);
+sf_status sf_cpu_op_u8_to_f32(sf_backend *be, int64_t n, const uint8_t *x, float *y);
+sf_status sf_cpu_op_f32_to_u8(sf_backend *be, int64_t n, const float *x, uint8_t *y);
+sf_status sf_cpu_op_check_finite(sf_backend *be, int64_t n, const float *x, float *flag);
+
+/* readout.c */
+sf_status sf_cpu_op_leaky_forward(sf_backend *be, int64_t T, int64_t n, float a, float c, const float *o,
+                                  float *r);
+sf_status sf_cpu_op_leaky_backward(sf_backend *be, int64_t T, int64_t n, float a, float c, const float *dr,
+                                   float *doo);
+sf_status sf_cpu_op_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step,
+                                 const float *r, const int32_t *labels, float *dr, float *logits_mean,
+                                 float *stats);
+
+/* optim.c */
+sf_status sf_cpu_op_sgd_step(sf_backend *be, int64_t n, float lr, float momentum, int32_t nesterov, float wd,
+                             int64_t step, float *p, const float *g, float *buf);
+sf_status sf_cpu_op_adam_step(sf_backend *be, int64_t n, float lr, float beta1, float beta2, float eps, float wd,
+                              int32_t decoupled, int64_t step, float *p, const float *g, float *m, float *v);
+
+#endif

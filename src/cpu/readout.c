@@ -1,0 +1,114 @@
+/* readout.c — the non-spiking readout (a leaky integrator over time) and the softmax cross-entropy losses with
+ * their gradients and the accuracy count. */
+#include "cpu/cpu_layers.h"
+
+#include "core/error.h"
+
+#include <math.h>
+
+static sf_status check_leaky(int64_t T, int64_t n)
+{
+    if (T <= 0 || n < 0) return sf_fail(SF_ERR_INVALID, "leaky readout: T=%lld n=%lld: need T >= 1, n >= 0",
+                                        (long long)T, (long long)n);
+    return SF_OK;
+}
+
+/* r_t = a·r_{t-1} + c·o_t with r_0 = 0. */
+sf_status sf_cpu_op_leaky_forward(sf_backend *be, int64_t T, int64_t n, float a, float c, const float *o, float *r)
+{
+    SF_TRY(check_leaky(T, n));
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        float acc = 0.0f;
+        for (int64_t t = 0; t < T; t++) {
+            acc = a * acc + c * o[t * n + i];
+            r[t * n + i] = acc;
+        }
+    }
+    return SF_OK;
+}
+
+/* g_t = dr_t + a·g_{t+1} (the gradient reaching r_t), do_t = c·g_t. */
+sf_status sf_cpu_op_leaky_backward(sf_backend *be, int64_t T, int64_t n, float a, float c, const float *dr,
+                                   float *doo)
+{
+    SF_TRY(check_leaky(T, n));
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        float g = 0.0f;
+        for (int64_t t = T - 1; t >= 0; t--) {
+            g = dr[t * n + i] + a * g;
+            doo[t * n + i] = c * g;
+        }
+    }
+    return SF_OK;
+}
+
+/* Cross-entropy of one row of logits against `label`; writes softmax(z)·scale - onehot·scale into dz when given. */
+static double row_xent(int32_t K, const float *z, int32_t label, double scale, float *dz)
+{
+    double zmax = z[0];
+    for (int32_t j = 1; j < K; j++) zmax = z[j] > zmax ? z[j] : zmax;
+    double sum = 0.0;
+    for (int32_t j = 0; j < K; j++) sum += exp((double)z[j] - zmax);
+    const double lse = zmax + log(sum);
+    if (dz)
+        for (int32_t j = 0; j < K; j++)
+            dz[j] = (float)((exp((double)z[j] - lse) - (j == label ? 1.0 : 0.0)) * scale);
+    return lse - z[label];
+}
+
+static int32_t row_argmax(int32_t K, const float *z)
+{
+    int32_t best = 0;
+    for (int32_t j = 1; j < K; j++)
+        if (z[j] > z[best]) best = j; /* first maximum, as torch.argmax */
+    return best;
+}
+
+sf_status sf_cpu_op_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step,
+                                 const float *r, const int32_t *labels, float *dr, float *logits_mean,
+                                 float *stats)
+{
+    if (T <= 0 || B <= 0 || K <= 0)
+        return sf_fail(SF_ERR_INVALID, "softmax cross-entropy: T=%lld B=%lld K=%d: all must be >= 1", (long long)T,
+                       (long long)B, K);
+    if (!r || !labels || !logits_mean || !stats)
+        return sf_fail(SF_ERR_INVALID, "softmax cross-entropy: r, labels, logits_mean and stats must not be NULL");
+    for (int64_t b = 0; b < B; b++)
+        if (labels[b] < 0 || labels[b] >= K)
+            return sf_fail(SF_ERR_INVALID, "softmax cross-entropy: label %d of sample %lld is outside [0, %d)",
+                           labels[b], (long long)b, K);
+    const int64_t row = (int64_t)B * K;
+    /* logits_mean = mean_t r_t, summed in double in time order. */
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < row; i++) {
+        double acc = 0.0;
+        for (int64_t t = 0; t < T; t++) acc += r[t * row + i];
+        logits_mean[i] = (float)(acc / (double)T);
+    }
+    double loss = 0.0;
+    int64_t correct = 0;
+    for (int64_t b = 0; b < B; b++) correct += row_argmax(K, logits_mean + b * K) == labels[b];
+    if (!per_step) {
+        /* d loss / d r_t = (softmax(z) - onehot)/(B·T) for every t, since z = mean_t r_t. */
+        const double scale = 1.0 / ((double)B * (double)T);
+        for (int64_t b = 0; b < B; b++)
+            loss += row_xent(K, logits_mean + b * K, labels[b], scale, dr ? dr + b * K : NULL);
+        if (dr)
+            for (int64_t t = 1; t < T; t++)
+                for (int64_t i = 0; i < row; i++) dr[t * row + i] = dr[i];
+        loss /= (double)B;
+    } else {
+        const double scale = 1.0 / ((double)B * (double)T);
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t b = 0; b < B; b++) {
+                const int64_t o = t * row + b * K;
+                loss += row_xent(K, r + o, labels[b], scale, dr ? dr + o : NULL);
+            }
+        loss /= (double)B * (double)T;
+    }
+    stats[0] = (float)loss;
+    stats[1] = (float)correct;
+    return SF_OK;
+}

@@ -1,0 +1,117 @@
+/* bn.cu — batch norm over (T, B, H, W) per channel: statistics, normalisation, training-mode backward and the
+ * running-statistics update. Layout x[rows, C, hw]. */
+#include "cuda/ops.cuh"
+#include "cuda/reduce.cuh"
+
+__device__ __forceinline__ int32_t bn_channel(int64_t i, int64_t hw, int32_t C) { return (int32_t)((i / hw) % C); }
+
+struct StatsF {
+    const float *x;
+    float *mean, *var;
+    __device__ void term(int64_t i, int32_t, double *a, double *b) const
+    {
+        double v = x[i];
+        *a += v;
+        *b += v * v;
+    }
+    __device__ void finish(int32_t c, double a, double b, double n) const
+    {
+        double m = a / n, v = b / n - m * m;
+        mean[c] = (float)m;
+        var[c] = (float)(v > 0.0 ? v : 0.0);
+    }
+};
+
+sf_status sf_cu_bn_stats(sf_backend *be, sf_bn_shape sh, const float *x, float *mean, float *var)
+{
+    StatsF f = {x, mean, var};
+    return sf_cu_channel_reduce(sf_cu_ctx_of(be), f, sh.rows, sh.c, sh.hw);
+}
+
+__global__ void bn_forward_kernel(int64_t n, int64_t hw, int32_t C, const float *x, const float *mean,
+                                  const float *var, float eps, const float *gamma, const float *beta, float *y)
+{
+    SF_CU_GRID_STRIDE(i, n)
+    {
+        int32_t c = bn_channel(i, hw, C);
+        float invstd = 1.0f / sqrtf(var[c] + eps);
+        y[i] = (x[i] - mean[c]) * invstd * gamma[c] + beta[c];
+    }
+}
+
+sf_status sf_cu_bn_forward(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var,
+                           float eps, const float *gamma, const float *beta, float *y)
+{
+    int64_t n = sh.rows * sh.c * sh.hw;
+    if (n == 0) return SF_OK;
+    bn_forward_kernel<<<sf_cu_blocks(n, 256), 256, 0, sf_cu_ctx_of(be)->stream>>>(n, sh.hw, sh.c, x, mean, var, eps,
+                                                                                  gamma, beta, y);
+    SF_CU_LAUNCHED();
+    return SF_OK;
+}
+
+/* Σ dy and Σ dy·x̂ per channel: dbeta and dgamma. */
+struct BackF {
+    const float *x, *dy, *mean, *var;
+    float eps;
+    float *dgamma, *dbeta;
+    __device__ void term(int64_t i, int32_t c, double *a, double *b) const
+    {
+        double g = dy[i];
+        *a += g;
+        *b += g * (double)(x[i] - mean[c]);
+    }
+    __device__ void finish(int32_t c, double a, double b, double) const
+    {
+        dbeta[c] = (float)a;
+        dgamma[c] = (float)(b / sqrt((double)var[c] + (double)eps));
+    }
+};
+
+__global__ void bn_dx_kernel(int64_t n, int64_t hw, int32_t C, double count, const float *x, const float *mean,
+                             const float *var, float eps, const float *gamma, const float *dy, const float *dgamma,
+                             const float *dbeta, float *dx)
+{
+    SF_CU_GRID_STRIDE(i, n)
+    {
+        int32_t c = bn_channel(i, hw, C);
+        float invstd = 1.0f / sqrtf(var[c] + eps);
+        float xhat = (x[i] - mean[c]) * invstd;
+        dx[i] = gamma[c] * invstd * (dy[i] - (float)(dbeta[c] / count) - xhat * (float)(dgamma[c] / count));
+    }
+}
+
+sf_status sf_cu_bn_backward(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var,
+                            float eps, const float *gamma, const float *dy, float *dx, float *dgamma, float *dbeta)
+{
+    sf_cu_ctx *c = sf_cu_ctx_of(be);
+    int64_t n = sh.rows * sh.c * sh.hw;
+    if (n == 0) return SF_OK;
+    BackF f = {x, dy, mean, var, eps, dgamma, dbeta};
+    SF_TRY(sf_cu_channel_reduce(c, f, sh.rows, sh.c, sh.hw));
+    bn_dx_kernel<<<sf_cu_blocks(n, 256), 256, 0, c->stream>>>(n, sh.hw, sh.c, (double)(sh.rows * sh.hw), x, mean,
+                                                              var, eps, gamma, dy, dgamma, dbeta, dx);
+    SF_CU_LAUNCHED();
+    return SF_OK;
+}
+
+__global__ void bn_running_kernel(int32_t C, float m, float unbias, const float *mean, const float *var, float *rm,
+                                  float *rv)
+{
+    int32_t c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    rm[c] = (1.0f - m) * rm[c] + m * mean[c];
+    rv[c] = (1.0f - m) * rv[c] + m * var[c] * unbias;
+}
+
+sf_status sf_cu_bn_update_running(sf_backend *be, sf_bn_shape sh, float momentum, const float *mean,
+                                  const float *var, float *running_mean, float *running_var)
+{
+    if (sh.c == 0) return SF_OK;
+    int64_t cnt = sh.rows * sh.hw;
+    float unbias = cnt > 1 ? (float)((double)cnt / (double)(cnt - 1)) : 1.0f;
+    bn_running_kernel<<<sf_cu_blocks(sh.c, 128), 128, 0, sf_cu_ctx_of(be)->stream>>>(sh.c, momentum, unbias, mean,
+                                                                                     var, running_mean, running_var);
+    SF_CU_LAUNCHED();
+    return SF_OK;
+}

@@ -1,0 +1,76 @@
+/* bn_lif.cu — fused BN → LIF (seed paper 002, Alg. 1–3). Forward: normalise and integrate in one pass per neuron.
+ * Backward: pass 1 recomputes y and h, runs the reverse time loop and keeps only Σ_t dy and Σ_t dy·x̂ per neuron
+ * ([B, C, hw], T times smaller than x); a deterministic reduction turns them into dbeta, dgamma; pass 2 recomputes
+ * again and writes dx. dy ([T, B, C, hw]) is never stored. */
+#include "cuda/neuron.cuh"
+#include "cuda/ops.cuh"
+#include "cuda/reduce.cuh"
+
+static sf_cu_neuron bn_neuron(const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x, const float *mean,
+                              const float *var, float eps, const float *gamma, const float *beta)
+{
+    sf_cu_neuron a;
+    memset(&a, 0, sizeof a);
+    a.p = *p;
+    a.T = T;
+    a.N = sh.rows / T * sh.c * sh.hw;
+    a.x = x;
+    a.bn.hw = sh.hw;
+    a.bn.C = sh.c;
+    a.bn.mean = mean;
+    a.bn.var = var;
+    a.bn.gamma = gamma;
+    a.bn.beta = beta;
+    a.bn.eps = eps;
+    return a;
+}
+
+static sf_status check_rows(int64_t T, sf_bn_shape sh)
+{
+    if (T <= 0 || sh.rows % T != 0)
+        return sf_fail(SF_ERR_INVALID, "BN+LIF: rows = %lld is not a multiple of T = %lld", (long long)sh.rows,
+                       (long long)T);
+    return SF_OK;
+}
+
+sf_status sf_cu_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
+                               const float *mean, const float *var, float eps, const float *gamma, const float *beta,
+                               const sf_lif_out *out)
+{
+    SF_TRY(check_rows(T, sh));
+    return sf_cu_neuron_forward_launch(bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta), true, out,
+                                       sf_cu_ctx_of(be)->stream);
+}
+
+/* Adds the per-neuron sums of pass 1 over the batch: sums is [2][B, C, hw]. */
+struct NeuronSumsF {
+    const float *s0, *s1;
+    float *dgamma, *dbeta;
+    __device__ void term(int64_t i, int32_t, double *a, double *b) const
+    {
+        *a += s0[i];
+        *b += s1[i];
+    }
+    __device__ void finish(int32_t c, double a, double b, double) const
+    {
+        dbeta[c] = (float)a;
+        dgamma[c] = (float)b;
+    }
+};
+
+sf_status sf_cu_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
+                                const float *h, const float *mean, const float *var, float eps, const float *gamma,
+                                const float *beta, const float *ds, float *dx, float *dgamma, float *dbeta)
+{
+    SF_TRY(check_rows(T, sh));
+    sf_cu_ctx *c = sf_cu_ctx_of(be);
+    sf_cu_neuron a = bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta);
+    if (a.N == 0) return SF_OK;
+    void *sums;
+    SF_TRY(sf_cu_scratch(c, 0, sizeof(float) * 2 * (size_t)a.N, &sums));
+    float *s = (float *)sums;
+    SF_TRY(sf_cu_neuron_backward_launch(a, true, SF_DY_SUMS, h, ds, NULL, s, NULL, NULL, c->stream));
+    NeuronSumsF f = {s, s + a.N, dgamma, dbeta};
+    SF_TRY(sf_cu_channel_reduce(c, f, sh.rows / T, sh.c, sh.hw));
+    return sf_cu_neuron_backward_launch(a, true, SF_DY_BN_DX, h, ds, dx, NULL, dgamma, dbeta, c->stream);
+}

@@ -1,0 +1,77 @@
+/* common.cuh — what every CUDA op file shares: the backend context (stream, cuBLAS/cuDNN handles, scratch,
+ * the conv algorithm cache), checked-call macros that carry file:line, and launch-size helpers. */
+#ifndef SF_CUDA_COMMON_CUH
+#define SF_CUDA_COMMON_CUH
+
+#include <math.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+extern "C" {
+#include "core/backend.h"
+#include "core/error.h"
+}
+
+struct sf_cu_conv_entry; /* conv.cu */
+
+typedef struct sf_cu_ctx {
+    int device;
+    int num_sms;
+    cudaStream_t stream;
+    cublasHandle_t cublas;
+    cudnnHandle_t cudnn;
+    void *scratch[2]; /* grown on demand: [0] per-neuron sums (BN+LIF), [1] per-block partials (reductions) */
+    size_t scratch_bytes[2];
+    struct sf_cu_conv_entry *convs; /* algorithm choices per conv shape */
+    int n_convs, cap_convs;
+} sf_cu_ctx;
+
+/* The context of a CUDA backend; also makes its device current for this host thread. */
+sf_cu_ctx *sf_cu_ctx_of(sf_backend *be);
+/* Scratch slot `slot` (0 or 1) of at least `bytes` on the backend's device (contents undefined). Grows with a
+ * synchronising cudaMalloc the first time a size is seen, never during steady-state training. */
+sf_status sf_cu_scratch(sf_cu_ctx *c, int slot, size_t bytes, void **out);
+
+/* Zeroes n floats on the backend's stream. */
+sf_status sf_cu_zero_f32(sf_cu_ctx *c, float *p, int64_t n);
+
+sf_status sf_cu_fail_cuda(cudaError_t e, const char *file, int line, const char *call);
+sf_status sf_cu_fail_cublas(cublasStatus_t e, const char *file, int line, const char *call);
+sf_status sf_cu_fail_cudnn(cudnnStatus_t e, const char *file, int line, const char *call);
+
+#define SF_CU_CHECK(call)                                                                                           \
+    do {                                                                                                            \
+        cudaError_t sf_e_ = (call);                                                                                 \
+        if (sf_e_ != cudaSuccess) return sf_cu_fail_cuda(sf_e_, __FILE__, __LINE__, #call);                         \
+    } while (0)
+#define SF_CUBLAS_CHECK(call)                                                                                       \
+    do {                                                                                                            \
+        cublasStatus_t sf_e_ = (call);                                                                              \
+        if (sf_e_ != CUBLAS_STATUS_SUCCESS) return sf_cu_fail_cublas(sf_e_, __FILE__, __LINE__, #call);             \
+    } while (0)
+#define SF_CUDNN_CHECK(call)                                                                                        \
+    do {                                                                                                            \
+        cudnnStatus_t sf_e_ = (call);                                                                               \
+        if (sf_e_ != CUDNN_STATUS_SUCCESS) return sf_cu_fail_cudnn(sf_e_, __FILE__, __LINE__, #call);               \
+    } while (0)
+/* After a kernel launch: launch-configuration errors surface here without synchronising. */
+#define SF_CU_LAUNCHED() SF_CU_CHECK(cudaGetLastError())
+
+/* Blocks of `threads` covering n items, capped for grid-stride loops. */
+static inline unsigned sf_cu_blocks(int64_t n, int threads)
+{
+    int64_t b = (n + threads - 1) / threads;
+    if (b < 1) b = 1;
+    if (b > (1 << 30)) b = 1 << 30;
+    return (unsigned)b;
+}
+
+#define SF_CU_GRID_STRIDE(i, n)                                                                                     \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
+#endif

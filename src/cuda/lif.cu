@@ -1,0 +1,40 @@
+/* lif.cu — the LIF layer on CUDA: the raw entry points on a caller's stream (low-level public API) and the
+ * backend's lif_forward / lif_backward on the backend's stream. */
+#include "cuda/neuron.cuh"
+#include "cuda/ops.cuh"
+
+static sf_cu_neuron plain(const sf_lif_params *p, int64_t T, int64_t N, const float *x)
+{
+    sf_cu_neuron a;
+    memset(&a, 0, sizeof a);
+    a.p = *p;
+    a.T = T;
+    a.N = N;
+    a.x = x;
+    return a;
+}
+
+sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out,
+                              void *stream)
+{
+    return sf_cu_neuron_forward_launch(plain(p, T, N, x), false, out, (cudaStream_t)stream);
+}
+
+sf_status sf_cuda_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
+                               const float *ds, float *dx, void *stream)
+{
+    return sf_cu_neuron_backward_launch(plain(p, T, N, x), false, SF_DY_WRITE, h, ds, dx, NULL, NULL, NULL,
+                                        (cudaStream_t)stream);
+}
+
+sf_status sf_cu_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
+                            const sf_lif_out *out)
+{
+    return sf_cuda_lif_forward(p, T, N, x, out, sf_cu_ctx_of(be)->stream);
+}
+
+sf_status sf_cu_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
+                             const float *h, const float *ds, float *dx)
+{
+    return sf_cuda_lif_backward(p, T, N, x, h, ds, dx, sf_cu_ctx_of(be)->stream);
+}

@@ -1,0 +1,75 @@
+/* ops.cuh — the CUDA implementations of the op table (core/backend.h), one family per .cu file; backend.cu puts
+ * them into a struct sf_backend. Signatures are those of the table. */
+#ifndef SF_CUDA_OPS_CUH
+#define SF_CUDA_OPS_CUH
+
+#include "cuda/common.cuh"
+
+/* lif.cu */
+sf_status sf_cu_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
+                            const sf_lif_out *out);
+sf_status sf_cu_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
+                             const float *h, const float *ds, float *dx);
+
+/* bn.cu */
+sf_status sf_cu_bn_stats(sf_backend *be, sf_bn_shape sh, const float *x, float *mean, float *var);
+sf_status sf_cu_bn_forward(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var,
+                           float eps, const float *gamma, const float *beta, float *y);
+sf_status sf_cu_bn_backward(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var,
+                            float eps, const float *gamma, const float *dy, float *dx, float *dgamma, float *dbeta);
+sf_status sf_cu_bn_update_running(sf_backend *be, sf_bn_shape sh, float momentum, const float *mean,
+                                  const float *var, float *running_mean, float *running_var);
+
+/* bn_lif.cu */
+sf_status sf_cu_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
+                               const float *mean, const float *var, float eps, const float *gamma, const float *beta,
+                               const sf_lif_out *out);
+sf_status sf_cu_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
+                                const float *h, const float *mean, const float *var, float eps, const float *gamma,
+                                const float *beta, const float *ds, float *dx, float *dgamma, float *dbeta);
+
+/* linear.cu */
+sf_status sf_cu_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
+                               const float *w, const float *b, float *y);
+sf_status sf_cu_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
+                                const float *w, const float *dy, float *dx, float *dw, float *db);
+
+/* conv.cu */
+size_t sf_cu_conv_workspace(sf_backend *be, const sf_conv_shape *sh);
+sf_status sf_cu_conv_forward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
+                             const float *b, float *y, void *ws);
+sf_status sf_cu_conv_backward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
+                              const float *dy, float *dx, float *dw, float *db, void *ws);
+void sf_cu_conv_cache_free(sf_cu_ctx *c);
+
+/* pool.cu */
+sf_status sf_cu_avgpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y);
+sf_status sf_cu_avgpool_backward(sf_backend *be, const sf_pool_shape *sh, const float *dy, float *dx);
+sf_status sf_cu_maxpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y, uint8_t *argmax);
+sf_status sf_cu_maxpool_backward(sf_backend *be, const sf_pool_shape *sh, const uint8_t *argmax, const float *dy,
+                                 float *dx);
+
+/* elementwise.cu */
+sf_status sf_cu_dropout_forward(sf_backend *be, int64_t T, int64_t n, float p, uint64_t seed, uint64_t counter,
+                                const float *x, float *y);
+sf_status sf_cu_dropout_backward(sf_backend *be, int64_t T, int64_t n, float p, uint64_t seed, uint64_t counter,
+                                 const float *dy, float *dx);
+sf_status sf_cu_add(sf_backend *be, int64_t n, const float *a, const float *b, float *y);
+sf_status sf_cu_axpy(sf_backend *be, int64_t n, float alpha, const float *x, float *y);
+sf_status sf_cu_u8_to_f32(sf_backend *be, int64_t n, const uint8_t *x, float *y);
+sf_status sf_cu_f32_to_u8(sf_backend *be, int64_t n, const float *x, uint8_t *y);
+sf_status sf_cu_check_finite(sf_backend *be, int64_t n, const float *x, float *flag);
+
+/* readout.cu */
+sf_status sf_cu_leaky_forward(sf_backend *be, int64_t T, int64_t n, float a, float c, const float *o, float *r);
+sf_status sf_cu_leaky_backward(sf_backend *be, int64_t T, int64_t n, float a, float c, const float *dr, float *doo);
+sf_status sf_cu_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step, const float *r,
+                             const int32_t *labels, float *dr, float *logits_mean, float *stats);
+
+/* optim.cu */
+sf_status sf_cu_sgd_step(sf_backend *be, int64_t n, float lr, float momentum, int32_t nesterov, float wd,
+                         int64_t step, float *p, const float *g, float *buf);
+sf_status sf_cu_adam_step(sf_backend *be, int64_t n, float lr, float beta1, float beta2, float eps, float wd,
+                          int32_t decoupled, int64_t step, float *p, const float *g, float *m, float *v);
+
+#endif

@@ -1,0 +1,74 @@
+/* reduce.cuh — deterministic per-channel reductions over [R, C, hw] (batch-norm statistics and gradients): each
+ * channel is split over P blocks that write double partials in a fixed order, then one thread per channel adds
+ * them in order. No atomics, so results are bitwise identical run to run. */
+#ifndef SF_CUDA_REDUCE_CUH
+#define SF_CUDA_REDUCE_CUH
+
+#include "cuda/common.cuh"
+
+#define SF_RED_THREADS 512
+
+/* F provides: __device__ void term(int64_t i, int32_t c, double *a, double *b) (adds element i's two terms)
+ * and __device__ void finish(int32_t c, double a, double b, double count) (writes the channel's results). */
+template <class F>
+__global__ void sf_cu_channel_partials(F f, int64_t R, int32_t C, int64_t hw, int P, double *part)
+{
+    __shared__ double sa[SF_RED_THREADS], sb[SF_RED_THREADS];
+    int32_t c = blockIdx.x;
+    int64_t total = R * hw, chunk = (total + P - 1) / P;
+    int64_t k0 = blockIdx.y * chunk, k1 = min(total, k0 + chunk);
+    double a = 0.0, b = 0.0;
+    for (int64_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) {
+        int64_t r = k / hw, j = k - r * hw;
+        f.term((r * C + c) * hw + j, c, &a, &b);
+    }
+    sa[threadIdx.x] = a;
+    sb[threadIdx.x] = b;
+    __syncthreads();
+    for (int o = blockDim.x / 2; o > 0; o >>= 1) {
+        if ((int)threadIdx.x < o) {
+            sa[threadIdx.x] += sa[threadIdx.x + o];
+            sb[threadIdx.x] += sb[threadIdx.x + o];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        part[2 * ((int64_t)c * P + blockIdx.y)] = sa[0];
+        part[2 * ((int64_t)c * P + blockIdx.y) + 1] = sb[0];
+    }
+}
+
+template <class F> __global__ void sf_cu_channel_finish(F f, int32_t C, int P, const double *part, double count)
+{
+    int32_t c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    double a = 0.0, b = 0.0;
+    for (int p = 0; p < P; p++) {
+        a += part[2 * ((int64_t)c * P + p)];
+        b += part[2 * ((int64_t)c * P + p) + 1];
+    }
+    f.finish(c, a, b, count);
+}
+
+template <class F> sf_status sf_cu_channel_reduce(sf_cu_ctx *ctx, F f, int64_t R, int32_t C, int64_t hw)
+{
+    if (C == 0) return SF_OK;
+    int64_t per = R * hw;
+    /* Enough blocks to fill the chip, none with fewer than a few thousand elements. */
+    int64_t P = (4 * (int64_t)ctx->num_sms + C - 1) / C;
+    int64_t pmax = (per + 4095) / 4096;
+    if (P > pmax) P = pmax;
+    if (P < 1) P = 1;
+    if (P > 65535) P = 65535;
+    void *part;
+    SF_TRY(sf_cu_scratch(ctx, 1, sizeof(double) * 2 * (size_t)C * (size_t)P, &part));
+    sf_cu_channel_partials<F><<<dim3((unsigned)C, (unsigned)P), SF_RED_THREADS, 0, ctx->stream>>>(
+        f, R, C, hw, (int)P, (double *)part);
+    SF_CU_LAUNCHED();
+    sf_cu_channel_finish<F><<<sf_cu_blocks(C, 128), 128, 0, ctx->stream>>>(f, C, (int)P, (const double *)part,
+                                                                          (double)per);
+    SF_CU_LAUNCHED();
+    return SF_OK;
+}
+
+#endif

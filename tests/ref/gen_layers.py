@@ -1,0 +1,178 @@
+"""Reference fixtures for the non-neuron layers (PyTorch, float64): linear, conv2d, avg/max pooling, the leaky
+readout, both softmax cross-entropy losses, and 10-step trajectories of SGD, Adam and AdamW.
+Inputs are drawn in float32 and widened, so the C side sees exactly the values the reference used.
+Usage: gen_layers.py OUTDIR"""
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+from fixture_io import save
+
+torch.manual_seed(1234)
+
+
+def rnd(*shape, scale=1.0):
+    return (torch.randn(*shape) * scale).float().double()
+
+
+def cfg(*values):
+    return torch.tensor(values, dtype=torch.float64)
+
+
+def linear_cases():
+    out = {}
+    # rows, in, out, bias: ordinary, a single neuron and row, no bias, more than one 64-column block of the bias sum
+    cases = [(6, 5, 3, 1), (1, 7, 1, 1), (13, 33, 17, 0), (200, 70, 130, 1)]
+    for i, (rows, fin, fout, bias) in enumerate(cases):
+        x = rnd(rows, fin).requires_grad_()
+        lin = torch.nn.Linear(fin, fout, bias=bool(bias)).double()
+        with torch.no_grad():
+            lin.weight.copy_(lin.weight.float().double())
+            if bias:
+                lin.bias.copy_(rnd(fout))
+        y = lin(x)
+        dy = rnd(rows, fout)
+        y.backward(dy)
+        p = f"lin{i}."
+        out.update({p + "cfg": cfg(rows, fin, fout, bias), p + "x": x, p + "w": lin.weight, p + "dy": dy, p + "y": y,
+                    p + "dx": x.grad, p + "dw": lin.weight.grad})
+        if bias:
+            out.update({p + "b": lin.bias, p + "db": lin.bias.grad})
+    out["count"] = cfg(len(cases))
+    return out
+
+
+def conv_cases():
+    out = {}
+    # n, cin, h, w, cout, k, stride, pad, bias
+    cases = [
+        (3, 3, 7, 5, 4, 3, 1, 1, 1),    # odd sizes, same padding
+        (2, 5, 9, 8, 3, 3, 2, 1, 1),    # stride 2 on odd and even sides
+        (1, 1, 1, 1, 2, 1, 1, 0, 1),    # 1×1 image, 1×1 kernel, batch 1
+        (1, 3, 1, 1, 2, 3, 1, 1, 0),    # 1×1 image seen through a padded 3×3 kernel
+        (2, 3, 6, 7, 5, 5, 2, 2, 0),    # 5×5 kernel, no bias
+        (4, 2, 5, 5, 3, 3, 3, 0, 1),    # stride 3, no padding
+        (2, 4, 4, 4, 3, 1, 2, 0, 1),    # 1×1 kernel, stride 2
+        (10, 32, 32, 32, 8, 3, 1, 1, 1),  # more images than one chunk of scratch: chunks of 3, 3, 3 and 1 image
+    ]
+    for i, (n, cin, h, w, cout, k, s, pad, bias) in enumerate(cases):
+        x = rnd(n, cin, h, w).requires_grad_()
+        wt = rnd(cout, cin, k, k, scale=(cin * k * k) ** -0.5).requires_grad_()
+        b = rnd(cout).requires_grad_() if bias else None
+        y = F.conv2d(x, wt, b, stride=s, padding=pad)
+        dy = rnd(*y.shape)
+        y.backward(dy)
+        p = f"conv{i}."
+        out.update({p + "cfg": cfg(n, cin, h, w, cout, k, s, pad, bias, y.shape[2], y.shape[3]), p + "x": x,
+                    p + "w": wt, p + "dy": dy, p + "y": y, p + "dx": x.grad, p + "dw": wt.grad})
+        if bias:
+            out.update({p + "b": b, p + "db": b.grad})
+    out["count"] = cfg(len(cases))
+    return out
+
+
+def pool_cases():
+    out = {}
+    # planes, h, w, k, stride: non-overlapping, overlapping on odd sizes, 1×1, overlapping stride 1
+    cases = [(6, 6, 6, 2, 2), (3, 7, 5, 3, 2), (2, 1, 1, 1, 1), (4, 5, 5, 3, 1), (5, 9, 4, 2, 2)]
+    for i, (n, h, w, k, s) in enumerate(cases):
+        for kind, fn in (("avg", F.avg_pool2d), ("max", F.max_pool2d)):
+            x = rnd(n, 1, h, w).requires_grad_()
+            y = fn(x, k, s)
+            dy = rnd(*y.shape)
+            y.backward(dy)
+            p = f"{kind}{i}."
+            out.update({p + "cfg": cfg(n, h, w, k, s, y.shape[2], y.shape[3]), p + "x": x, p + "dy": dy, p + "y": y,
+                        p + "dx": x.grad})
+    out["count"] = cfg(len(cases))
+    return out
+
+
+def loss_cases():
+    out = {}
+    # T, B, K, per_step
+    cases = [(4, 5, 3, 0), (4, 5, 3, 1), (1, 1, 2, 0), (1, 1, 2, 1), (3, 7, 10, 0), (3, 7, 10, 1), (6, 2, 1, 1)]
+    for i, (T, B, K, per_step) in enumerate(cases):
+        r = rnd(T, B, K, scale=3.0).requires_grad_()
+        labels = torch.randint(0, K, (B,), dtype=torch.int64)
+        mean = r.mean(0)
+        if per_step:
+            loss = F.cross_entropy(r.reshape(T * B, K), labels.repeat(T))
+        else:
+            loss = F.cross_entropy(mean, labels)
+        loss.backward()
+        correct = (mean.argmax(1) == labels).sum()
+        p = f"xent{i}."
+        out.update({p + "cfg": cfg(T, B, K, per_step), p + "r": r, p + "labels": labels.int(), p + "loss": loss,
+                    p + "dr": r.grad, p + "mean": mean, p + "correct": correct.double()})
+    out["count"] = cfg(len(cases))
+    # leaky readout r_t = a·r_{t-1} + c·o_t: T, n, a, c
+    leaky = [(5, 7, 0.8, 0.2), (1, 3, 0.5, 1.0), (9, 33, 0.95, 1.0)]
+    for i, (T, n, a, c) in enumerate(leaky):
+        a, c = float(torch.tensor(a).float()), float(torch.tensor(c).float())
+        o = rnd(T, n).requires_grad_()
+        acc, rs = torch.zeros(n, dtype=torch.float64), []
+        for t in range(T):
+            acc = a * acc + c * o[t]
+            rs.append(acc)
+        r = torch.stack(rs)
+        dr = rnd(T, n)
+        r.backward(dr)
+        p = f"leaky{i}."
+        out.update({p + "cfg": cfg(T, n, a, c), p + "o": o, p + "r": r, p + "dr": dr, p + "do": o.grad})
+    out["leaky_count"] = cfg(len(leaky))
+    return out
+
+
+def optim_cases():
+    """10 steps on 0.5·Σ d_i (p_i - c_i)², whose gradient d·(p - c) the C test recomputes from its own p."""
+    out = {}
+    n = 37
+    d = (torch.rand(n) * 2 + 0.1).float().double()
+    c = rnd(n)
+    p0 = rnd(n)
+    out.update({"d": d, "c": c, "p0": p0})
+    # kind (0 sgd, 1 adam, 2 adamw), lr, momentum, nesterov, weight_decay, beta1, beta2, eps
+    cases = [
+        (0, 0.1, 0.0, 0, 0.0, 0, 0, 0),
+        (0, 0.1, 0.9, 0, 0.0, 0, 0, 0),
+        (0, 0.05, 0.9, 1, 0.01, 0, 0, 0),
+        (0, 0.1, 0.5, 0, 0.1, 0, 0, 0),
+        (1, 0.01, 0, 0, 0.0, 0.9, 0.999, 1e-8),
+        (1, 0.05, 0, 0, 0.1, 0.8, 0.99, 1e-6),
+        (2, 0.01, 0, 0, 0.01, 0.9, 0.999, 1e-8),
+        (2, 0.1, 0, 0, 0.5, 0.85, 0.95, 1e-4),
+    ]
+    for i, (kind, lr, mom, nest, wd, b1, b2, eps) in enumerate(cases):
+        # hyper-parameters as the C side will hold them (float32)
+        lr, mom, wd, b1, b2, eps = (float(torch.tensor(v).float()) for v in (lr, mom, wd, b1, b2, eps))
+        p = p0.clone().requires_grad_()
+        if kind == 0:
+            opt = torch.optim.SGD([p], lr=lr, momentum=mom, nesterov=bool(nest), weight_decay=wd)
+        elif kind == 1:
+            opt = torch.optim.Adam([p], lr=lr, betas=(b1, b2), eps=eps, weight_decay=wd)
+        else:
+            opt = torch.optim.AdamW([p], lr=lr, betas=(b1, b2), eps=eps, weight_decay=wd)
+        traj = [p.detach().clone()]
+        for _ in range(10):
+            opt.zero_grad()
+            (0.5 * (d * (p - c) ** 2).sum()).backward()
+            opt.step()
+            traj.append(p.detach().clone())
+        out.update({f"opt{i}.cfg": cfg(kind, lr, mom, nest, wd, b1, b2, eps), f"opt{i}.traj": torch.stack(traj)})
+    out["count"] = cfg(len(cases))
+    return out
+
+
+def main():
+    outdir = sys.argv[1]
+    os.makedirs(outdir, exist_ok=True)
+    for name, fn in (("layers_linear", linear_cases), ("layers_conv", conv_cases), ("layers_pool", pool_cases),
+                     ("layers_loss", loss_cases), ("layers_optim", optim_cases)):
+        save(os.path.join(outdir, name + ".safetensors"), fn())
+
+
+if __name__ == "__main__":
+    main()
