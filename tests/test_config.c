@@ -318,10 +318,10 @@ static void test_round_trip(void)
               "file errors start with the path: %s", sf_last_error());
         unlink(path);
     }
-    CHECK(sf_config_load("/nonexistent/x.ini", &back) == SF_ERR_IO || back == NULL, "missing file");
+    sf_config_free(back);
+    CHECK(sf_config_load("/nonexistent/x.ini", &back) == SF_ERR_IO && back == NULL, "missing file");
     free(text);
     free(again);
-    sf_config_free(back);
     sf_config_free(cfg);
 }
 
@@ -339,7 +339,8 @@ static void test_build_net(void)
 {
     sf_config *cfg = NULL;
     sf_net *net = NULL;
-    CHECK_OK(sf_config_parse_string(HEAD "[flatten]\n[linear]\nout = 32\n[lif]\n[linear]\nout = 10\n", "mlp.ini", &cfg));
+    CHECK_OK(
+        sf_config_parse_string(HEAD "[flatten]\n[linear]\nout = 32\n[lif]\n[linear]\nout = 10\n", "mlp.ini", &cfg));
     if (!cfg) return;
     CHECK_OK(sf_config_build_net(cfg, &net));
     CHECK(net && sf_net_num_layers(net) == 4, "MLP built with 4 layers");
@@ -371,8 +372,8 @@ static void test_build_net(void)
     /* The add joins layer 4 (8×32×32) and layer 2: it builds; the shortcut conv halves the size. */
     CHECK(s == SF_OK, "the residual network builds: %s", sf_last_error());
     if (net) CHECK_OK(sf_net_tensor_shape(net, 8, chw));
-    CHECK(chw[0] == 8 && chw[1] == 16 && chw[2] == 16, "shortcut conv output 8×16×16 (got %d×%d×%d)", chw[0], chw[1],
-          chw[2]);
+    CHECK(chw[0] == 8 && chw[1] == 16 && chw[2] == 16, "shortcut conv output 8×16×16 (got %d×%d×%d)", chw[0],
+          chw[1], chw[2]);
     sf_net_free(net);
     sf_config_free(cfg);
 }

@@ -71,9 +71,21 @@ static void build_b(sf_net *net)
     add(net, fc);
 }
 
+/* T = 1, B = 1: linear 5 -> 1 neuron -> LIF -> linear 1 -> 3 */
+static void build_c(sf_net *net)
+{
+    sf_layer_desc fc = layer(SF_LAYER_LINEAR);
+    fc.out_features = 1;
+    add(net, fc);
+    add(net, layer(SF_LAYER_LIF));
+    fc.out_features = 3;
+    add(net, fc);
+}
+
 static const net_case cases[] = {
     {"net_a.safetensors", 4, 3, 2, 8, 8, SF_READOUT_MEAN, SF_LOSS_CE_MEAN, build_a},
     {"net_b.safetensors", 3, 2, 3, 6, 6, SF_READOUT_LEAKY, SF_LOSS_CE_PER_STEP, build_b},
+    {"net_c.safetensors", 1, 1, 5, 1, 1, SF_READOUT_MEAN, SF_LOSS_CE_MEAN, build_c},
 };
 
 static sf_net *make(const net_case *c, const sf_safetensors *fx, sf_memory_mode mode)
@@ -105,26 +117,6 @@ static sf_net *make(const net_case *c, const sf_safetensors *fx, sf_memory_mode 
     o.weight_decay = (float)atof(sf_safetensors_meta(fx, "weight_decay"));
     CHECK_OK(sf_net_set_optimizer(net, &o));
     return net;
-}
-
-/* All gradients concatenated, in parameter order. */
-static float *read_all(sf_net *net, sf_tensor_role role, int64_t *n_out)
-{
-    int64_t n = 0;
-    for (int32_t i = 0; i < sf_net_tensor_count(net, role); i++) {
-        sf_tensor_info info;
-        sf_net_tensor_info(net, role, i, &info);
-        n += info.numel;
-    }
-    float *all = malloc((size_t)n * sizeof *all), *at = all;
-    for (int32_t i = 0; i < sf_net_tensor_count(net, role); i++) {
-        sf_tensor_info info;
-        sf_net_tensor_info(net, role, i, &info);
-        CHECK_OK(sf_net_tensor_read(net, role, i, at));
-        at += info.numel;
-    }
-    *n_out = n;
-    return all;
 }
 
 static void check_one_step(const net_case *c, const sf_safetensors *fx, sf_net *net, const char *mode)
@@ -195,7 +187,7 @@ static float *check_trajectory(const net_case *c, const sf_safetensors *fx, sf_n
     }
     free(x);
     free(losses);
-    return read_all(net, SF_ROLE_PARAM, n_params);
+    return tu_net_read_role(net, SF_ROLE_PARAM, n_params);
 }
 
 int main(void)
@@ -208,7 +200,7 @@ int main(void)
         check_one_step(c, fx, rec, "recompute");
 
         int64_t n1, n2;
-        float *g1 = read_all(full, SF_ROLE_GRAD, &n1), *g2 = read_all(rec, SF_ROLE_GRAD, &n2);
+        float *g1 = tu_net_read_role(full, SF_ROLE_GRAD, &n1), *g2 = tu_net_read_role(rec, SF_ROLE_GRAD, &n2);
         CHECK(n1 == n2 && memcmp(g1, g2, (size_t)n1 * sizeof *g1) == 0, "%s: full and recompute gradients differ",
               c->fixture);
         free(g1);

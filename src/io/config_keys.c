@@ -211,7 +211,8 @@ sf_status sf_key_parse(const sf_key_spec *k, const char *text, void *base)
     }
     case SF_V_AUTO_BOOL: {
         int32_t v = -1;
-        if (strcmp(text, "auto") != 0 && !parse_bool(text, &v)) return sf_fail(SF_ERR_INVALID, "expects on, off or auto");
+        if (strcmp(text, "auto") != 0 && !parse_bool(text, &v))
+            return sf_fail(SF_ERR_INVALID, "expects on, off or auto");
         memcpy(field, &v, sizeof v);
         return SF_OK;
     }

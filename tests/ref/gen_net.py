@@ -108,6 +108,12 @@ def net_b(x, p, state):
     return torch.stack(out)
 
 
+def net_c(x, p, state):
+    """Awkward shapes: T = 1, B = 1, a layer of a single neuron."""
+    s = lif(x.flatten(2) @ p["0.weight"].T + p["0.bias"])
+    return s @ p["2.weight"].T + p["2.bias"]
+
+
 def ce_mean(r, labels):
     return F.cross_entropy(r.mean(0), labels)
 
@@ -168,6 +174,8 @@ def main():
           [("0", "w", (4, 3, 3, 3)), ("1", "bn", (4,)), ("3", "w", (4, 4, 3, 3)), ("4", "bn", (4,)),
            ("9", "w", (6, 4 * 3 * 3))],
           (3, 2, 3, 6, 6), 6, 1.5, 0.2, 0.9, 0.0, 2)
+    write(out, "net_c", net_c, ce_mean, [("0", "w", (1, 5)), ("2", "w", (3, 1))], (1, 1, 5, 1, 1), 3, 3.0, 0.5,
+          0.0, 0.0, 3)
 
 
 if __name__ == "__main__":
