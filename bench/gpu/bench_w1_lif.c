@@ -2,7 +2,7 @@
  * T·M = 2^25, T in {4, 16, 64, 256}; tau=2, decay_input, θ=1, hard reset to 0, detach_reset, sigmoid α=4.
  * The backward gets ds ~ N(0, 1) and recomputes h from x (nothing else is kept). Floor: 20 bytes per element over
  * the copy bandwidth measured in this run. Each size is also checked against a serial host reference on a sample
- * of neurons, so a fast wrong kernel cannot report a time. */
+ * of neurons, so a fast wrong kernel cannot report a time. Usage: bench_w1_lif [T] (one size only, for profilers). */
 #include "core/backend.h"
 #include "core/lif_math.h"
 #include "gpu_bench.h"
@@ -63,8 +63,9 @@ static void check(const struct w1 *w, int64_t stride, int64_t *mismatch, double 
     free(x), free(s), free(ds), free(dx), free(h);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    int64_t only = argc > 1 ? atoll(argv[1]) : 0;
     char card[256];
     cudaStream_t st;
     GB_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
@@ -76,6 +77,7 @@ int main(void)
     const int64_t Ts[] = {4, 16, 64, 256};
     int bad = 0;
     for (int i = 0; i < 4; i++) {
+        if (only && Ts[i] != only) continue;
         struct w1 w;
         sf_lif_default_params(&w.p);
         w.p.detach_reset = 1;
