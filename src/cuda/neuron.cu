@@ -2,7 +2,10 @@
  * block size and shared-memory segment length of the recomputing backward. */
 #include "cuda/neuron.cuh"
 
-static bool aligned(const void *p, size_t a) { return ((uintptr_t)p % a) == 0; }
+static bool aligned(const void *p, size_t a)
+{
+    return ((uintptr_t)p % a) == 0;
+}
 
 /* 16-byte accesses need N and every row start divisible by 4, and (BN) 4 neurons of one channel per thread. */
 static bool vec4_ok(const sf_cu_neuron &a, bool bn, const void *const *ptrs, int np, const uint8_t *u8)
@@ -13,8 +16,7 @@ static bool vec4_ok(const sf_cu_neuron &a, bool bn, const void *const *ptrs, int
     return true;
 }
 
-template <bool BN, int V>
-static sf_status forward(const sf_cu_neuron &a, const sf_lif_out *o, cudaStream_t st)
+template <bool BN, int V> static sf_status forward(const sf_cu_neuron &a, const sf_lif_out *o, cudaStream_t st)
 {
     const int threads = 256;
     sf_cu_neuron_forward<BN, V, 8>
@@ -46,8 +48,12 @@ static sf_status backward(const sf_cu_neuron &a, const bwd_args &b, int threads,
     auto kernel = sf_cu_neuron_backward<BN, MODE, V, U>;
     if (smem > 48 * 1024)
         SF_CU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    /* all of the unified L1/shared memory as shared: the recompute's columns are what limits residency */
+    if (smem > 0)
+        SF_CU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                         cudaSharedmemCarveoutMaxShared));
     kernel<<<sf_cu_blocks((a.N + V - 1) / V, threads), threads, smem, st>>>(a, b.h, b.ds, b.dx, b.sums, b.dgamma,
-                                                                           b.dbeta, S);
+                                                                            b.dbeta, S);
     SF_CU_LAUNCHED();
     return SF_OK;
 }
@@ -55,8 +61,7 @@ static sf_status backward(const sf_cu_neuron &a, const bwd_args &b, int threads,
 /* Picks the configuration. Recompute: each neuron needs 4·T bytes of shared memory, which caps the neurons a
  * multiprocessor holds as T grows; loads then run further ahead (U steps) to keep enough bytes in flight: four
  * neurons per thread with 8 steps ahead up to T = 64, one neuron per thread with 32 steps beyond. */
-template <bool BN, int MODE>
-static sf_status backward_config(const sf_cu_neuron &a, const bwd_args &b, cudaStream_t st)
+template <bool BN, int MODE> static sf_status backward_config(const sf_cu_neuron &a, const bwd_args &b, cudaStream_t st)
 {
     const void *ptrs[] = {b.h, b.ds, b.dx};
     bool v4 = vec4_ok(a, BN, ptrs, 3, NULL);
@@ -84,8 +89,7 @@ static sf_status backward_config(const sf_cu_neuron &a, const bwd_args &b, cudaS
 }
 
 sf_status sf_cu_neuron_backward_launch(const sf_cu_neuron &a, bool bn, int mode, const float *h, const float *ds,
-                                       float *dx, float *sums, const float *dgamma, const float *dbeta,
-                                       cudaStream_t st)
+                                       float *dx, float *sums, const float *dgamma, const float *dbeta, cudaStream_t st)
 {
     if (a.N == 0) return SF_OK;
     bwd_args b = {h, ds, dx, sums, dgamma, dbeta};
