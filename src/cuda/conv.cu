@@ -1,6 +1,6 @@
 /* conv.cu — 2-D convolution through cuDNN, NCHW, with T·B images folded into the batch. Algorithms are chosen
- * once per shape by cudnnFind* (measured on the device), restricted to FMA math (no TF32 tensor ops for fp32) and
- * a bounded workspace, deterministic where cuDNN offers one, and cached with their descriptors. */
+ * once per shape by cudnnFind* (measured on the device), restricted to FMA math (no TF32 tensor ops for fp32
+ * unless SF_CUDA_MATH=tf32) and a bounded workspace, and cached with their descriptors. */
 #include "cuda/ops.cuh"
 
 #include <limits.h>
@@ -44,25 +44,28 @@ void sf_cu_conv_cache_free(sf_cu_ctx *c)
     c->n_convs = c->cap_convs = 0;
 }
 
-/* The first (fastest) result that succeeded, uses the allowed math and fits the cap, deterministic if cuDNN has
- * one such (for some shapes only non-deterministic backward-filter algorithms fit: then the fastest of those). */
+/* The first (fastest measured) result that succeeded, uses an allowed math type and fits the cap. fp32: FMA only
+ * (cuDNN's DEFAULT_MATH may use TF32 on Ampere and later). Deterministic algorithms are not preferred: for several
+ * VGG shapes only non-deterministic backward-filter algorithms fit the cap, and the deterministic ones measured up to
+ * twice as slow; convolution gradients may therefore differ in the last bits from run to run. */
 template <class Perf, class Algo>
 static sf_status pick(const Perf *perf, int count, Algo *out, size_t *ws, const sf_conv_shape *sh, const char *what,
-                      cudnnMathType_t math)
+                      bool tf32)
 {
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < count; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS &&
-                (perf[i].mathType == CUDNN_FMA_MATH || perf[i].mathType == math) && perf[i].memory <= SF_CONV_WS_CAP &&
-                (pass == 1 || perf[i].determinism == CUDNN_DETERMINISTIC)) {
-                *out = perf[i].algo;
-                if (perf[i].memory > *ws) *ws = perf[i].memory;
-                return SF_OK;
-            }
+    for (int i = 0; i < count; i++) {
+        cudnnMathType_t m = perf[i].mathType;
+        bool math_ok = m == CUDNN_FMA_MATH || (tf32 && (m == CUDNN_DEFAULT_MATH || m == CUDNN_TENSOR_OP_MATH));
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && math_ok && perf[i].memory <= SF_CONV_WS_CAP) {
+            *out = perf[i].algo;
+            if (perf[i].memory > *ws) *ws = perf[i].memory;
+            return SF_OK;
+        }
+    }
     return sf_fail(SF_ERR_UNSUPPORTED,
-                   "cuDNN offers no %s algorithm of the chosen math within %zu MiB of workspace for conv "
-                   "n=%lld cin=%d %dx%d cout=%d k=%d stride=%d",
-                   what, SF_CONV_WS_CAP >> 20, (long long)sh->n, sh->cin, sh->h, sh->w, sh->cout, sh->k, sh->stride);
+                   "cuDNN offers no %s %s algorithm within %zu MiB of workspace for conv n=%lld cin=%d %dx%d "
+                   "cout=%d k=%d stride=%d",
+                   tf32 ? "tf32" : "fp32", what, SF_CONV_WS_CAP >> 20, (long long)sh->n, sh->cin, sh->h, sh->w,
+                   sh->cout, sh->k, sh->stride);
 }
 
 static sf_status setup(sf_cu_ctx *c, const sf_conv_shape *sh, sf_cu_conv_entry *e)
@@ -89,22 +92,22 @@ static sf_status setup(sf_cu_ctx *c, const sf_conv_shape *sh, sf_cu_conv_entry *
     SF_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(e->cd, sh->pad, sh->pad, sh->stride, sh->stride, 1, 1,
                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     /* fp32 (and fp32emu, which cuDNN does not offer): FMA only; tf32 when opted in */
-    cudnnMathType_t math = c->math == SF_CU_MATH_TF32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
-    SF_CUDNN_CHECK(cudnnSetConvolutionMathType(e->cd, math));
+    bool tf32 = c->math == SF_CU_MATH_TF32;
+    SF_CUDNN_CHECK(cudnnSetConvolutionMathType(e->cd, tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
     int got;
     e->ws = 0;
     cudnnConvolutionFwdAlgoPerf_t pf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     SF_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(c->cudnn, e->xd, e->wd, e->cd, e->yd,
                                                         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, pf));
-    SF_TRY(pick(pf, got, &e->fwd, &e->ws, sh, "forward", math));
+    SF_TRY(pick(pf, got, &e->fwd, &e->ws, sh, "forward", tf32));
     cudnnConvolutionBwdDataAlgoPerf_t pd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     SF_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(c->cudnn, e->wd, e->yd, e->cd, e->xd,
                                                              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, pd));
-    SF_TRY(pick(pd, got, &e->bwd_data, &e->ws, sh, "backward-data", math));
+    SF_TRY(pick(pd, got, &e->bwd_data, &e->ws, sh, "backward-data", tf32));
     cudnnConvolutionBwdFilterAlgoPerf_t pw[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     SF_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(c->cudnn, e->xd, e->yd, e->cd, e->wd,
                                                                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, pw));
-    SF_TRY(pick(pw, got, &e->bwd_filter, &e->ws, sh, "backward-filter", math));
+    SF_TRY(pick(pw, got, &e->bwd_filter, &e->ws, sh, "backward-filter", tf32));
     return SF_OK;
 }
 

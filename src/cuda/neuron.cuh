@@ -213,9 +213,9 @@ __device__ __forceinline__ void sf_cu_recompute(const sf_cu_neuron &a, const sf_
 /* Backward over [T, N]. h: saved potentials or NULL (recompute through shared memory in segments of S steps,
  * with nseg = ceil(T / S) checkpoints after the S-step area). Loads of ds (and x for BN) run one batch ahead;
  * the first batch of a segment is requested before its recompute, so its latency overlaps that pass. The
- * surrogate stays a run-time switch (uniform across the grid): templating it quadrupled compile time for no
- * measured gain in these memory-bound loops. */
-template <bool BN, int MODE, int V, int U>
+ * surrogate is a template argument (SG): the loop is issue-bound at the occupancy the columns allow, and the run-time
+ * switch cost instructions per element. */
+template <bool BN, int MODE, int V, int U, int SG>
 __global__ void __launch_bounds__(256)
     sf_cu_neuron_backward(sf_cu_neuron a, const float *hsaved, const float *ds, float *dx, float *sums,
                           const float *dgamma, const float *dbeta, int64_t S)
@@ -224,7 +224,8 @@ __global__ void __launch_bounds__(256)
     float *smem = (float *)sf_cu_smem4;
     int64_t n = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * V;
     if (n >= a.N) return; /* each thread owns its shared-memory column: no barrier below */
-    const sf_lif_params &p = a.p;
+    sf_lif_params p = a.p;
+    p.surrogate = (sf_surrogate)SG; /* a constant: the compiler keeps only this surrogate's arithmetic */
     const sf_lif_coeffs k = a.k;
     const sf_cu_affine f = sf_cu_affine_of<BN>(a, n);
     float *ckpt = smem + S * blockDim.x * V;
