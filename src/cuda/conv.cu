@@ -6,10 +6,6 @@
 #include <limits.h>
 #include <stdlib.h>
 
-/* Workspace an algorithm may use: large enough for the fast implicit-GEMM and Winograd paths, small beside the
- * activations of a real network. */
-#define SF_CONV_WS_CAP ((size_t)256 << 20)
-
 struct sf_cu_conv_entry {
     sf_conv_shape sh;
     cudnnTensorDescriptor_t xd, yd, bd;
@@ -44,18 +40,19 @@ void sf_cu_conv_cache_free(sf_cu_ctx *c)
     c->n_convs = c->cap_convs = 0;
 }
 
-/* The first (fastest measured) result that succeeded, uses an allowed math type and fits the cap. fp32: FMA only
- * (cuDNN's DEFAULT_MATH may use TF32 on Ampere and later). Deterministic algorithms are not preferred: for several
- * VGG shapes only non-deterministic backward-filter algorithms fit the cap, and the deterministic ones measured up to
- * twice as slow; convolution gradients may therefore differ in the last bits from run to run. */
+/* The first (fastest measured) result that succeeded, uses an allowed math type and fits the workspace cap (the
+ * engine allocates the largest workspace once and shares it between layers; SF_CUDA_CONV_WS_MIB sets the cap).
+ * fp32: FMA only (cuDNN's DEFAULT_MATH may use TF32 on Ampere and later). Determinism is not required: with
+ * deterministic algorithms only, the W3 step took 130 ms instead of 111 ms on an H200, so convolution gradients may
+ * differ in the last bits from run to run. */
 template <class Perf, class Algo>
 static sf_status pick(const Perf *perf, int count, Algo *out, size_t *ws, const sf_conv_shape *sh, const char *what,
-                      bool tf32)
+                      bool tf32, size_t cap)
 {
     for (int i = 0; i < count; i++) {
         cudnnMathType_t m = perf[i].mathType;
         bool math_ok = m == CUDNN_FMA_MATH || (tf32 && (m == CUDNN_DEFAULT_MATH || m == CUDNN_TENSOR_OP_MATH));
-        if (perf[i].status == CUDNN_STATUS_SUCCESS && math_ok && perf[i].memory <= SF_CONV_WS_CAP) {
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && math_ok && perf[i].memory <= cap) {
             *out = perf[i].algo;
             if (perf[i].memory > *ws) *ws = perf[i].memory;
             return SF_OK;
@@ -64,7 +61,7 @@ static sf_status pick(const Perf *perf, int count, Algo *out, size_t *ws, const 
     return sf_fail(SF_ERR_UNSUPPORTED,
                    "cuDNN offers no %s %s algorithm within %zu MiB of workspace for conv n=%lld cin=%d %dx%d "
                    "cout=%d k=%d stride=%d",
-                   tf32 ? "tf32" : "fp32", what, SF_CONV_WS_CAP >> 20, (long long)sh->n, sh->cin, sh->h, sh->w,
+                   tf32 ? "tf32" : "fp32", what, cap >> 20, (long long)sh->n, sh->cin, sh->h, sh->w,
                    sh->cout, sh->k, sh->stride);
 }
 
@@ -99,15 +96,15 @@ static sf_status setup(sf_cu_ctx *c, const sf_conv_shape *sh, sf_cu_conv_entry *
     cudnnConvolutionFwdAlgoPerf_t pf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     SF_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(c->cudnn, e->xd, e->wd, e->cd, e->yd,
                                                         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, pf));
-    SF_TRY(pick(pf, got, &e->fwd, &e->ws, sh, "forward", tf32));
+    SF_TRY(pick(pf, got, &e->fwd, &e->ws, sh, "forward", tf32, c->conv_ws_cap));
     cudnnConvolutionBwdDataAlgoPerf_t pd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     SF_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(c->cudnn, e->wd, e->yd, e->cd, e->xd,
                                                              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, pd));
-    SF_TRY(pick(pd, got, &e->bwd_data, &e->ws, sh, "backward-data", tf32));
+    SF_TRY(pick(pd, got, &e->bwd_data, &e->ws, sh, "backward-data", tf32, c->conv_ws_cap));
     cudnnConvolutionBwdFilterAlgoPerf_t pw[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     SF_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(c->cudnn, e->xd, e->yd, e->cd, e->wd,
                                                                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, pw));
-    SF_TRY(pick(pw, got, &e->bwd_filter, &e->ws, sh, "backward-filter", tf32));
+    SF_TRY(pick(pw, got, &e->bwd_filter, &e->ws, sh, "backward-filter", tf32, c->conv_ws_cap));
     return SF_OK;
 }
 

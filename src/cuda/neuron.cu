@@ -74,26 +74,26 @@ static sf_status backward(const sf_cu_neuron &a, const bwd_args &b, int threads,
 }
 
 /* Picks the configuration: one neuron per thread (four per thread with 16-byte accesses needed twice the registers
- * and ran slower: the loop is issue-bound at the occupancy registers and columns allow). Recompute: each neuron
- * needs 4·T bytes of shared memory, which caps the neurons a multiprocessor holds as T grows; past T = 64, loads
- * run 32 steps ahead instead of 8 to keep enough bytes in flight. */
+ * and ran slower: the loop is issue-bound at the occupancy registers and columns allow), loads 8 steps ahead (4 for
+ * T < 8, so that batches are full). Recompute: each neuron needs 4 bytes of shared memory per step of a segment;
+ * segments are at most 64 steps (fewer where 64 do not fit), a multiple of the batch. */
 template <bool BN, int MODE> static sf_status backward_config(const sf_cu_neuron &a, const bwd_args &b, cudaStream_t st)
 {
-    if (b.h) return backward<BN, MODE, 8>(a, b, 256, 0, 0, st);
+    const int U = a.T < 8 ? 4 : 8;
+    if (b.h) return U == 4 ? backward<BN, MODE, 4>(a, b, 256, 0, 0, st) : backward<BN, MODE, 8>(a, b, 256, 0, 0, st);
     int dev, optin;
     SF_CU_CHECK(cudaGetDevice(&dev));
     SF_CU_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    /* blocks small enough that several share a multiprocessor's shared memory */
-    int64_t per_thread = 4 * a.T;
-    int threads = per_thread * 256 * 3 <= optin ? 256 : per_thread * 128 * 3 <= optin ? 128 : per_thread * 64 * 3 <= optin ? 64 : 32;
-    int64_t S = a.T;
-    if (per_thread * threads > optin) { /* segments with checkpoints */
-        S = optin / (4 * threads) - 1;
-        while (S > 1 && (S + (a.T + S - 1) / S) * 4 * threads > optin) S--;
-    }
+    const int threads = 256;
+    int64_t S = a.T <= 64 ? a.T : 64;
+    if ((S + (a.T + S - 1) / S) * 4 * threads > optin) /* very long T: S near sqrt(T) minimises S + T/S */
+        S = ((int64_t)sqrt((double)a.T) + U - 1) / U * U;
     int64_t nseg = (a.T + S - 1) / S;
+    if (nseg > 1 && (S + nseg) * 4 * threads > optin)
+        return sf_fail(SF_ERR_UNSUPPORTED, "LIF backward: T = %lld steps need more shared memory than this GPU has; "
+                       "keep h (memory=full) for such sequences", (long long)a.T);
     size_t smem = (size_t)(S + (nseg > 1 ? nseg : 0)) * 4 * threads;
-    if (a.T > 64) return backward<BN, MODE, 32>(a, b, threads, S, smem, st);
+    if (U == 4) return backward<BN, MODE, 4>(a, b, threads, S, smem, st);
     return backward<BN, MODE, 8>(a, b, threads, S, smem, st);
 }
 
