@@ -76,7 +76,8 @@ static sf_status backward(const sf_cu_neuron &a, const bwd_args &b, int threads,
 /* Picks the configuration: one neuron per thread (four per thread with 16-byte accesses needed twice the registers
  * and ran slower: the loop is issue-bound at the occupancy registers and columns allow), loads 8 steps ahead (4 for
  * T < 8, so that batches are full). Recompute: each neuron needs 4 bytes of shared memory per step of a segment;
- * segments are at most 64 steps (fewer where 64 do not fit), a multiple of the batch. */
+ * up to T = 64 one segment, beyond that segments of 32 steps (a multiple of the batch; longer where the checkpoints
+ * would not fit), so that shared memory lets registers, not columns, bound the resident threads. */
 template <bool BN, int MODE> static sf_status backward_config(const sf_cu_neuron &a, const bwd_args &b, cudaStream_t st)
 {
     const int U = a.T < 8 ? 4 : 8;
@@ -85,7 +86,7 @@ template <bool BN, int MODE> static sf_status backward_config(const sf_cu_neuron
     SF_CU_CHECK(cudaGetDevice(&dev));
     SF_CU_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     const int threads = 256;
-    int64_t S = a.T <= 64 ? a.T : 64;
+    int64_t S = a.T <= 64 ? a.T : 32;
     if ((S + (a.T + S - 1) / S) * 4 * threads > optin) /* very long T: S near sqrt(T) minimises S + T/S */
         S = ((int64_t)sqrt((double)a.T) + U - 1) / U * U;
     int64_t nseg = (a.T + S - 1) / S;

@@ -4,10 +4,10 @@
  *
  * Backward without a saved h: a thread recomputes h_t forward into its own column of shared memory, then runs the
  * reverse time loop from there, so x is read once and h never touches device memory (20 bytes per element for
- * forward + backward, the W1 floor). Past 64 steps, time is cut into segments of S = 64 steps: a first forward
+ * forward + backward, the W1 floor). Past 64 steps, time is cut into segments of S = 32 steps: a first forward
  * pass keeps v at each segment start (shared memory too) and each segment is recomputed from its checkpoint. That
- * reads x once more up to the last segment (T = 256: 23 instead of 20 bytes per element) but keeps the columns
- * small enough for 4× more resident threads, which the issue-bound loop needs more.
+ * reads x once more up to the last segment (T = 256: 23.5 instead of 20 bytes per element) but keeps the columns
+ * small enough for several times more resident threads, which the issue-bound loop needs more.
  */
 #ifndef SF_CUDA_NEURON_CUH
 #define SF_CUDA_NEURON_CUH
