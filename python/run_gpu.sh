@@ -1,16 +1,29 @@
 #!/usr/bin/env bash
 # run_gpu.sh — on a GPU machine without network, from a copy of the repository: installs the package from this
 # checkout (no build isolation: scikit-build-core, cmake, ninja and torch must be there), runs the Python tests
-# (CUDA cases included) and the W1 benchmark. Logs go to $OUT (default /tmp). Optional wheels (SpikingJelly and
-# its loguru) from the folder $SPIKEFUSE_WHEELS are installed into /tmp/site first.
+# (CUDA cases included) and the W1 benchmark. Logs go to $OUT (default /tmp).
+# SPIKEFUSE_WHEELS: optional folders of peer wheels, separated by ':' (e.g. SpikingJelly 2.x with loguru, and
+#   SpikingJelly 0.0.0.0.14, which still has the cupy backend); each goes into its own /tmp/site_N, the tests run
+#   with the first, and the benchmark runs once with each (one process per SpikingJelly version).
+# SPIKEFUSE_DEBS: where the -dev packages the build needs (libcjson-dev, libinih-dev) are missing and cannot be
+#   installed, a folder of their Debian packages (with libcjson1, libinih1), unpacked under /tmp/deps for pkg-config.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp}
 [ -d /usr/local/cuda/bin ] && export PATH=/usr/local/cuda/bin:$PATH
-if [ -n "${SPIKEFUSE_WHEELS:-}" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$SPIKEFUSE_WHEELS"/*.whl \
-    && export PYTHONPATH=/tmp/site
+if [ -n "${SPIKEFUSE_DEBS:-}" ] && ! pkg-config --exists libcjson inih 2>/dev/null; then
+  rm -rf /tmp/deps && for f in "$SPIKEFUSE_DEBS"/*.deb; do dpkg -x "$f" /tmp/deps; done
+  sed -i 's#=/usr#=/tmp/deps/usr#' /tmp/deps/usr/lib/*/pkgconfig/*.pc
+  export PKG_CONFIG_PATH=$(echo /tmp/deps/usr/lib/*/pkgconfig)${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 fi
+sites=()
+n=0
+IFS=: read -r -a wheel_dirs <<<"${SPIKEFUSE_WHEELS:-}"
+for d in "${wheel_dirs[@]}"; do
+  n=$((n + 1))
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site_$n "$d"/*.whl && sites+=(/tmp/site_$n)
+done
+[ ${#sites[@]} -gt 0 ] || sites=("")
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 start=$(date +%s)
 if ! python3 -m pip install -v --no-build-isolation --config-settings=cmake.define.SF_CUDA=ON ./python \
@@ -19,8 +32,14 @@ if ! python3 -m pip install -v --no-build-isolation --config-settings=cmake.defi
 fi
 echo "pip install --no-build-isolation ./python: ok in $(( $(date +%s) - start )) s"
 python3 -c "import spikefuse; print(spikefuse.LIBRARY_PATH, spikefuse.build_info(), 'cuda devices:', spikefuse.cuda_device_count())"
-(cd python/tests && python3 -m unittest discover -v -s . >"$OUT/python_tests.log" 2>&1); rc=$?
+(cd python/tests && PYTHONPATH=${sites[0]} python3 -m unittest discover -v -s . >"$OUT/python_tests.log" 2>&1)
+rc=$?
 grep -E "skipped '|FAIL|ERROR" "$OUT/python_tests.log" | sort | uniq -c | head -20
 tail -3 "$OUT/python_tests.log"
-PYTHONUNBUFFERED=1 python3 python/bench/bench_w1.py --reps 30 --json "$OUT/bench_w1.json" 2>&1 | tee "$OUT/bench_w1.log"
+n=0
+for site in "${sites[@]}"; do
+  n=$((n + 1))
+  PYTHONPATH=$site PYTHONUNBUFFERED=1 python3 python/bench/bench_w1.py --reps 30 --json "$OUT/bench_w1_$n.json" \
+    2>&1 | tee "$OUT/bench_w1_$n.log"
+done
 exit $rc

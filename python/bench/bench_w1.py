@@ -1,10 +1,18 @@
 """bench_w1.py — workload W1 (shared/workloads.md: one LIF layer, forward + backward, T·M = 2^25) through
-spikefuse.torch.LIF on a GPU, side by side in one process with the bare C kernels called through ctypes on
-preallocated tensors (the Python layer's overhead) and SpikingJelly's cupy and triton LIFNode backends.
+spikefuse.torch.LIF, side by side in one process with the bare C kernels called through ctypes on preallocated
+tensors (what the Python layer adds) and SpikingJelly's LIFNode implementations that the installed version offers
+(0.0.0.0.x: backend="cupy" and "torch"; 2.x: the implementation it selects, Triton without its native build).
 
-Usage: python3 bench_w1.py [--reps 30] [--json FILE]; SpikingJelly rows appear when it is importable.
-Times are medians of CUDA-event timings around forward + backward after warm-up."""
+Usage: python3 bench_w1.py [--device cuda|cpu] [--log2-size 25] [--reps 30] [--json FILE]
+Two timings per implementation, both medians after warm-up, with CUDA events (GPU) or the host clock (CPU):
+  latency    one forward + backward between two events (the peers' method: host time before the first launch, and
+             any the GPU waits for between launches, counts);
+  pipelined  ten forward + backward passes between two events, per pass (the host runs ahead, as it does inside a
+             network: the GPU's own time).
+Host overhead: host time per forward + backward on a tiny [4, 1024] input, where launches, not kernels, bound it;
+"autograd no-op" is a torch.autograd.Function that launches nothing, the floor for any autograd-integrated op."""
 import argparse
+import inspect
 import json
 import os
 import time
@@ -16,44 +24,45 @@ from spikefuse import _lib
 from spikefuse.torch import LIF
 from spikefuse.torch.functional import lif_params
 
-SHAPES = [(4, 1 << 23), (16, 1 << 21), (64, 1 << 19), (256, 1 << 17)]
+TIME_STEPS = (4, 16, 64, 256)
 W1 = dict(tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=True, surrogate="sigmoid",
           alpha=4.0)
+PIPELINE = 10
 
 
-def median_ms(step, reps, warmup=3):
-    for _ in range(warmup):
-        step()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        step()
-        b.record()
+def sync(device):
+    if device == "cuda":
         torch.cuda.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
+
+
+def elapsed_ms(fn, device):
+    if device == "cpu":
+        t0 = time.perf_counter()
+        fn()
+        return (time.perf_counter() - t0) * 1e3
+    a = torch.cuda.Event(enable_timing=True)
+    b = torch.cuda.Event(enable_timing=True)
+    a.record()
+    fn()
+    b.record()
+    torch.cuda.synchronize()
+    return a.elapsed_time(b)
+
+
+def median_ms(fn, reps, device, warmup=3):
+    for _ in range(warmup):
+        fn()
+    sync(device)
+    times = sorted(elapsed_ms(fn, device) for _ in range(reps))
     return times[len(times) // 2], times[0], times[-1]
 
 
-def copy_bandwidth(reps):
-    """Device-to-device copy, bytes read + written per second."""
-    src = torch.empty(1 << 28, device="cuda")  # 1 GiB
+def copy_bandwidth(reps, device):
+    """A large copy on the device, bytes read + written per second."""
+    src = torch.randn(1 << 28, device=device)  # 1 GiB
     dst = torch.empty_like(src)
-    ms, _, _ = median_ms(lambda: dst.copy_(src), reps)
+    ms, _, _ = median_ms(lambda: dst.copy_(src), reps, device)
     return 2 * src.numel() * 4 / (ms * 1e-3)
-
-
-def spikefuse_torch(x, g):
-    lif = LIF(**W1)
-
-    def step():
-        s = lif(x)
-        s.backward(g)
-        x.grad = None
-    return step, lambda: lif(x), lambda: _grad(lif, x, g)
 
 
 def _grad(fn, x, g):
@@ -64,6 +73,16 @@ def _grad(fn, x, g):
     return dx
 
 
+def autograd_maker(fn):
+    """(step, forward, grad) for a function x -> spikes that autograd differentiates."""
+    def make(x, g):
+        def step():
+            fn(x).backward(g)
+            x.grad = None
+        return step, lambda: fn(x), lambda: _grad(fn, x, g)
+    return make
+
+
 def bare_kernels(x, g):
     """The C entry points on preallocated tensors, no autograd: what the Python layer adds is the difference."""
     p = lif_params(**W1)
@@ -71,84 +90,114 @@ def bare_kernels(x, g):
     s = torch.empty_like(x)
     dx = torch.empty_like(x)
     xp, sp, gp, dxp = x.data_ptr(), s.data_ptr(), g.data_ptr(), dx.data_ptr()
-    dev = x.device.index or 0
-    stream = torch.cuda.current_stream().cuda_stream
+    if x.is_cuda:
+        target = (_lib.DEVICE_CUDA, x.device.index or 0, torch.cuda.current_stream().cuda_stream)
+    else:
+        target = (_lib.DEVICE_CPU, 0, 0)
 
-    def step():
-        _lib.lif_forward(p, T, N, xp, sp, _lib.DEVICE_CUDA, dev, stream)
-        _lib.lif_backward(p, T, N, xp, gp, dxp, _lib.DEVICE_CUDA, dev, stream)
+    def step(_keep_alive=(x, g, s, dx)):  # the kernels get raw pointers: the tensors must outlive every call
+        _lib.lif_forward(p, T, N, xp, sp, *target)
+        _lib.lif_backward(p, T, N, xp, gp, dxp, *target)
 
     def forward():
-        _lib.lif_forward(p, T, N, xp, sp, _lib.DEVICE_CUDA, dev, stream)
+        _lib.lif_forward(p, T, N, xp, sp, *target)
         return s.clone()
 
     def grad():
-        _lib.lif_backward(p, T, N, xp, gp, dxp, _lib.DEVICE_CUDA, dev, stream)
+        _lib.lif_backward(p, T, N, xp, gp, dxp, *target)
         return dx.clone()
     return step, forward, grad
 
 
-def spikingjelly(backend):
-    from spikingjelly.activation_based import functional, neuron, surrogate
-    node = neuron.LIFNode(tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=True,
-                          surrogate_function=surrogate.Sigmoid(alpha=4.0), step_mode="m", backend=backend).cuda()
+class _NoOp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.empty_like(x)
 
-    def run(x):
-        functional.reset_net(node)
-        return node(x)
-
-    def make(x, g):
-        def step():
-            s = run(x)
-            s.backward(g)
-            x.grad = None
-        return step, lambda: run(x), lambda: _grad(run, x, g)
-    return make
+    @staticmethod
+    def backward(ctx, ds):
+        (x,) = ctx.saved_tensors
+        return torch.empty_like(x)
 
 
-def host_overhead_us(make, iters=2000):
+def spikingjelly_impls(device):
+    """{name: make} for the SpikingJelly LIFNode implementations the installed version offers on `device`."""
+    try:
+        import importlib.metadata
+        from spikingjelly.activation_based import functional, neuron, surrogate
+        version = importlib.metadata.version("spikingjelly")
+    except Exception as e:
+        print(f"spikingjelly: unavailable ({e!r})"[:300])
+        return {}
+    kw = dict(tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=True,
+              surrogate_function=surrogate.Sigmoid(alpha=4.0), step_mode="m")
+    nodes = {}
+    if "backend" in inspect.signature(neuron.LIFNode.__init__).parameters:  # 0.0.0.0.x: backends by name
+        for backend in (("cupy", "torch") if device == "cuda" else ("torch",)):
+            try:
+                nodes[backend] = neuron.LIFNode(**kw, backend=backend).to(device)
+            except Exception as e:
+                print(f"spikingjelly {version} {backend}: unavailable ({e!r})"[:300])
+    else:  # 2.x picks the implementation itself (SJ_LIF_CUDA_IMPLEMENTATION can force one)
+        impl = "torch"
+        if device == "cuda":
+            impl = functional.neuron_implementation("lif", torch.device("cuda"))["implementation"]
+        nodes[impl] = neuron.LIFNode(**kw).to(device)
+    makers = {}
+    for impl, node in nodes.items():
+        def run(x, node=node):
+            functional.reset_net(node)
+            return node(x)
+        makers[f"spikingjelly {version} {impl}"] = autograd_maker(run)
+    return makers
+
+
+def host_overhead_us(make, device, iters=2000):
     """Host time per forward + backward on a tiny input (launch-bound): the Python layer's fixed cost."""
-    x = (torch.randn(4, 1024, device="cuda") + 0.6).requires_grad_(True)
+    x = (torch.randn(4, 1024, device=device) + 0.6).requires_grad_(True)
     g = torch.randn_like(x)
     step = make(x, g)[0]
     for _ in range(50):
         step()
-    torch.cuda.synchronize()
+    sync(device)
     t0 = time.perf_counter()
     for _ in range(iters):
         step()
-    torch.cuda.synchronize()
+    sync(device)
     return (time.perf_counter() - t0) / iters * 1e6
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    ap.add_argument("--log2-size", type=int, default=None, help="log2 of T·M (default 25 on CUDA, 22 on the CPU)")
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "/tmp"), "bench_w1.json"))
     args = ap.parse_args()
-    if not torch.cuda.is_available() or spikefuse.cuda_device_count() == 0:
+    device = args.device
+    if device == "cuda" and (not torch.cuda.is_available() or spikefuse.cuda_device_count() == 0):
         raise SystemExit(f"bench_w1 needs a CUDA device and a CUDA build of libspikefuse ({spikefuse.build_info()})")
-    torch.backends.cuda.matmul.allow_tf32 = False
-    impls = {"spikefuse.torch": spikefuse_torch, "bare C kernels": bare_kernels}
-    for backend in ("cupy", "triton"):
-        try:
-            impls["spikingjelly " + backend] = spikingjelly(backend)
-        except Exception as e:
-            print(f"spikingjelly {backend}: unavailable ({e!r})"[:300])
-    bw = copy_bandwidth(args.reps)
-    card = torch.cuda.get_device_name()
-    print(f"card: {card}; torch {torch.__version__}; spikefuse {spikefuse.version()} ({spikefuse.build_info()})")
-    print(f"device-to-device copy: {bw / 1e9:.0f} GB/s (read + write)")
-    results = dict(card=card, torch=torch.__version__, copy_GBps=bw / 1e9, rows=[], host_overhead_us={})
-    print(f"{'impl':18s} {'T':>4s} {'M':>8s} {'ms':>8s} {'min':>7s} {'max':>7s} {'peakMiB':>8s} "
-          f"{'GB/s':>6s} {'%copy':>6s} {'spikes=':>7s} {'dx err':>8s}")
-    for T, M in SHAPES:
+    log2 = args.log2_size or (25 if device == "cuda" else 22)
+    shapes = [(T, (1 << log2) // T) for T in TIME_STEPS]
+    lif = LIF(**W1)
+    impls = {"spikefuse.torch": autograd_maker(lif), "bare C kernels": bare_kernels}
+    impls.update(spikingjelly_impls(device))
+    bw = copy_bandwidth(args.reps, device)
+    name = torch.cuda.get_device_name() if device == "cuda" else \
+        f"CPU, {torch.get_num_threads()} torch threads, {spikefuse.get_num_threads()} spikefuse threads"
+    print(f"device: {name}; torch {torch.__version__}; spikefuse {spikefuse.version()} ({spikefuse.build_info()})")
+    print(f"copy bandwidth: {bw / 1e9:.1f} GB/s (read + write); T·M = 2^{log2}; floor = 20 B/element over it")
+    results = dict(device=name, torch=torch.__version__, copy_GBps=bw / 1e9, log2_size=log2, rows=[],
+                   host_overhead_us={})
+    print(f"{'impl':34s} {'T':>4s} {'M':>8s} {'latency':>8s} {'min':>7s} {'piped':>7s} {'peakMiB':>8s} "
+          f"{'%copy':>6s} {'spikes=':>7s} {'dx err':>8s}")
+    for T, M in shapes:
         torch.manual_seed(0)
-        x = (torch.randn(T, M, device="cuda") + 0.6).requires_grad_(True)
-        g = torch.randn(T, M, device="cuda")
-        floor_ms = T * M * 20 / bw * 1e3
+        x = (torch.randn(T, M, device=device) + 0.6).requires_grad_(True)
+        g = torch.randn(T, M, device=device)
         ref_s = ref_dx = None
-        for name, make in impls.items():
+        for impl, make in impls.items():
             try:
                 step, forward, grad = make(x, g)
                 with torch.no_grad():
@@ -159,37 +208,53 @@ def main():
                 same = float((s == ref_s).float().mean())
                 err = float((dx - ref_dx).abs().max() / ref_dx.abs().max().clamp_min(1e-30))
                 del s, dx
-                torch.cuda.synchronize()
-                torch.cuda.reset_peak_memory_stats()
-                base = torch.cuda.memory_allocated()
-                ms, lo, hi = median_ms(step, args.reps)
-                peak = (torch.cuda.max_memory_allocated() - base) / 2**20
-            except Exception as e:
-                print(f"{name:18s} {T:4d} {M:8d} failed: {e!r}"[:300])
-                continue
-            gbps = T * M * 20 / (ms * 1e-3) / 1e9
-            print(f"{name:18s} {T:4d} {M:8d} {ms:8.3f} {lo:7.3f} {hi:7.3f} {peak:8.0f} {gbps:6.0f} "
-                  f"{gbps * 1e9 / bw * 100:5.0f}% {same:7.5f} {err:8.1e}")
-            results["rows"].append(dict(impl=name, T=T, M=M, ms=ms, min_ms=lo, max_ms=hi, peak_mib=peak,
-                                        floor_ms=floor_ms, spikes_equal=same, dx_rel_err=err))
-        del x, g
-    for name in ("spikefuse.torch", "bare C kernels"):
-        results["host_overhead_us"][name] = host_overhead_us(impls[name])
-    print("\nsummary at T·M = 2^25 (median ms; ratios from the same run)")
-    print(f"{'T':>4s} {'floor':>7s} {'bare':>7s} {'torch':>7s} {'overhead':>9s} {'sj cupy':>8s} {'sj triton':>9s} "
-          f"{'x cupy':>7s} {'x triton':>8s}")
-    by = {(r["impl"], r["T"]): r["ms"] for r in results["rows"]}
-    for T, M in SHAPES:
-        bare, tor = by.get(("bare C kernels", T)), by.get(("spikefuse.torch", T))
-        cupy, trit = by.get(("spikingjelly cupy", T)), by.get(("spikingjelly triton", T))
+                sync(device)
+                if device == "cuda":
+                    torch.cuda.reset_peak_memory_stats()
+                    base = torch.cuda.memory_allocated()
+                ms, lo, _ = median_ms(step, args.reps, device)
+                peak = (torch.cuda.max_memory_allocated() - base) / 2**20 if device == "cuda" else float("nan")
 
-        def fmt(v, spec):
-            return format(v, spec) if v is not None else "-"
-        over = (tor / bare - 1) * 100 if bare and tor else None
-        print(f"{T:4d} {T * M * 20 / bw * 1e3:7.3f} {fmt(bare, '7.3f')} {fmt(tor, '7.3f')} "
-              f"{fmt(over, '8.1f')}% {fmt(cupy, '8.3f')} {fmt(trit, '9.3f')} "
-              f"{fmt(cupy / tor if cupy and tor else None, '7.2f')} {fmt(trit / tor if trit and tor else None, '8.2f')}")
-    print("host time per forward+backward on [4, 1024] (launch-bound): " +
+                def pipelined():
+                    for _ in range(PIPELINE):
+                        step()
+                piped = median_ms(pipelined, max(5, args.reps // 3), device, warmup=1)[0] / PIPELINE
+            except Exception as e:
+                print(f"{impl:34s} {T:4d} {M:8d} failed: {e!r}"[:300])
+                continue
+            pct = T * M * 20 / (ms * 1e-3) / bw * 100
+            print(f"{impl:34s} {T:4d} {M:8d} {ms:8.3f} {lo:7.3f} {piped:7.3f} {peak:8.0f} {pct:5.0f}% "
+                  f"{same:7.5f} {err:8.1e}")
+            results["rows"].append(dict(impl=impl, T=T, M=M, ms=ms, min_ms=lo, pipelined_ms=piped, peak_mib=peak,
+                                        floor_ms=T * M * 20 / bw * 1e3, spikes_equal=same, dx_rel_err=err))
+        del x, g
+    for impl, make in [*impls.items(), ("autograd no-op", autograd_maker(_NoOp.apply))]:
+        try:
+            results["host_overhead_us"][impl] = host_overhead_us(make, device)
+        except Exception as e:
+            print(f"host overhead of {impl}: failed ({e!r})"[:300])
+
+    print(f"\nsummary at T·M = 2^{log2}: median ms, latency (pipelined); ratios from this run")
+    peers = [impl for impl in impls if impl.startswith("spikingjelly")]
+    print(f"{'T':>4s} {'floor':>6s} {'bare':>15s} {'spikefuse.torch':>15s} {'overhead':>15s} " +
+          " ".join(f"{p.replace('spikingjelly ', 'sj '):>22s}" for p in peers))
+    by = {(r["impl"], r["T"]): r for r in results["rows"]}
+
+    def pair(r):
+        return f"{r['ms']:6.3f} ({r['pipelined_ms']:.3f})" if r else "-"
+
+    def excess(a, b, key):
+        return (a[key] / b[key] - 1) * 100
+    for T, M in shapes:
+        bare, tor = by.get(("bare C kernels", T)), by.get(("spikefuse.torch", T))
+        over = f"{excess(tor, bare, 'ms'):5.1f}% ({excess(tor, bare, 'pipelined_ms'):.1f}%)" if bare and tor else "-"
+        cols = []
+        for p in peers:
+            r = by.get((p, T))
+            cols.append(f"{r['ms']:6.3f} = {r['ms'] / tor['ms']:5.2f}x" if r and tor else "-")
+        print(f"{T:4d} {T * M * 20 / bw * 1e3:6.3f} {pair(bare):>15s} {pair(tor):>15s} {over:>15s} " +
+              " ".join(f"{c:>22s}" for c in cols))
+    print("host time per forward + backward on [4, 1024]: " +
           ", ".join(f"{k} {v:.1f} us" for k, v in results["host_overhead_us"].items()))
     with open(args.json, "w") as f:
         json.dump(results, f, indent=1)

@@ -96,10 +96,12 @@ _get_num_threads = _bind("sf_get_num_threads", ctypes.c_int32, [])
 _lif_default_params = _bind("sf_lif_default_params", None, [ctypes.c_void_p])
 _lif_params_check = _bind("sf_lif_params_check", ctypes.c_int, [ctypes.POINTER(LifParams)])
 _surrogate_default_alpha = _bind("sf_surrogate_default_alpha", ctypes.c_float, [ctypes.c_int])
-_lif_forward = _bind("sf_lif_forward", ctypes.c_int,
+# The kernel entry points themselves (spikefuse.torch calls them directly: each Python layer costs microseconds).
+# A LifParams instance may be passed where the pointer is expected: ctypes passes it by reference.
+sf_lif_forward = _bind("sf_lif_forward", ctypes.c_int,
                      [ctypes.POINTER(LifParams), ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
                       Device, ctypes.c_void_p])
-_lif_backward = _bind("sf_lif_backward", ctypes.c_int,
+sf_lif_backward = _bind("sf_lif_backward", ctypes.c_int,
                       [ctypes.POINTER(LifParams), ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
                        ctypes.c_void_p, Device, ctypes.c_void_p])
 
@@ -199,11 +201,10 @@ def lif_params(tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_r
 
 def lif_forward(params, T, N, x_ptr, s_ptr, device_kind=DEVICE_CPU, device_index=0, stream=0):
     """s[T, N] = LIF spikes of x[T, N] (float32, contiguous, addresses as ints); asynchronous on `stream` for CUDA."""
-    check(_lif_forward(ctypes.byref(params), T, N, x_ptr, s_ptr, Device(device_kind, device_index), stream),
-          "sf_lif_forward")
+    check(sf_lif_forward(params, T, N, x_ptr, s_ptr, Device(device_kind, device_index), stream), "sf_lif_forward")
 
 
 def lif_backward(params, T, N, x_ptr, ds_ptr, dx_ptr, device_kind=DEVICE_CPU, device_index=0, stream=0):
     """dx[T, N] from x[T, N] and ds[T, N], recomputing the membrane potential from x."""
-    check(_lif_backward(ctypes.byref(params), T, N, x_ptr, ds_ptr, dx_ptr, Device(device_kind, device_index),
-                        stream), "sf_lif_backward")
+    check(sf_lif_backward(params, T, N, x_ptr, ds_ptr, dx_ptr, Device(device_kind, device_index), stream),
+          "sf_lif_backward")

@@ -102,6 +102,18 @@ class LifChecks:
         with torch.no_grad():
             self.assertTrue(torch.equal(LIF()(x), LIF()(xg.detach())))
 
+    def test_output_is_an_ordinary_tensor(self):
+        """The spikes are a fresh tensor with the LIF's backward node, so in-place use after the layer works."""
+        x, ds = make_input((5, 2, 19), True, 10, self.device)
+        _, dx_ref = run_spikefuse(x, ds * 2)
+        xg = x.clone().requires_grad_(True)
+        s = LIF()(xg)
+        self.assertFalse(s._is_view())
+        self.assertIn("LIFFunction", type(s.grad_fn).__name__)
+        s.mul_(2.0)
+        s.backward(ds)
+        self.assertTrue(torch.equal(xg.grad, dx_ref))
+
     def test_empty_trailing_shape(self):
         x = torch.zeros(3, 0, 4, device=self.device, requires_grad=True)
         s = LIF()(x)

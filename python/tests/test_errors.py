@@ -2,6 +2,7 @@
 binding reports the library's own messages."""
 import ctypes
 import unittest
+from unittest import mock
 
 import torch
 
@@ -30,10 +31,16 @@ class TestInputErrors(unittest.TestCase):
             LIF()(torch.zeros(3, 4, device="meta"))
 
     @unittest.skipUnless(torch.cuda.is_available(), "no CUDA device")
-    @unittest.skipUnless(spikefuse.cuda_device_count() == 0, "libspikefuse has CUDA")
     def test_cuda_tensor_without_cuda_build(self):
-        with self.assertRaisesRegex(RuntimeError, "no usable CUDA device"):
-            LIF()(torch.zeros(3, 4, device="cuda"))
+        """A library without CUDA (or whose CUDA runtime sees no device) refuses CUDA tensors with a message."""
+        x = torch.zeros(3, 4, device="cuda")
+        if spikefuse.cuda_device_count() == 0:
+            with self.assertRaisesRegex(RuntimeError, "no usable CUDA device"):
+                LIF()(x)
+        with mock.patch.object(functional, "_cuda_devices_in_library", return_value=0), \
+                mock.patch.dict(functional._CUDA_DEVICES, clear=True):
+            with self.assertRaisesRegex(RuntimeError, "got a CUDA tensor .* no usable CUDA device .*build:"):
+                LIF()(x)
 
 
 class TestParameterErrors(unittest.TestCase):

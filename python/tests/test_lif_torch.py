@@ -1,4 +1,4 @@
-"""test_lif_torch.py — spikefuse.torch.LIF against the float64 PyTorch reference, on the CPU and (when present) CUDA."""
+"""test_lif_torch.py — spikefuse.torch.LIF against the float64 PyTorch reference, on the CPU and (if present) CUDA."""
 import unittest
 
 import torch
