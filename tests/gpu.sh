@@ -31,8 +31,8 @@ fi
 
 summary=()
 status=0
-run() { # name, then the line of its output that goes into the summary (a grep pattern)
-    local name=$1 pat=$2
+run() { # name, then what of its output goes into the summary: "last" (its last line) or "table" (up to "per-layer")
+    local name=$1 what=$2
     [ -x "$BIN/$name" ] || return 0
     say "== $name"
     local t0=$(date +%s%N)
@@ -41,15 +41,24 @@ run() { # name, then the line of its output that goes into the summary (a grep p
     cat "$OUT/.run" >>"$LOG"
     cat "$OUT/.run"
     local ms=$((($(date +%s%N) - t0) / 1000000))
-    summary+=("$(printf '%-24s rc=%-3s %7d ms  %s' "$name" "$rc" "$ms" "$(grep -E "$pat" "$OUT/.run" | tail -1)")")
+    summary+=("$(printf '%-24s rc=%-3s %7d ms' "$name" "$rc" "$ms")")
+    if [ "$what" = last ]; then
+        summary+=("    $(tail -1 "$OUT/.run")")
+    else
+        while IFS= read -r l; do summary+=("    $l"); done < <(sed '/^per-layer/,$d' "$OUT/.run")
+    fi
     [ $rc -eq 0 ] || status=1
 }
 
 if [ "$MODE" != --bench-only ]; then
-    for t in $(ls tests/gpu/test_*.c 2>/dev/null | xargs -n1 basename | sed 's/\.c$//'); do run "$t" 'passed'; done
+    for t in $(ls tests/gpu/test_*.c 2>/dev/null | xargs -n1 basename | sed 's/\.c$//'); do run "$t" last; done
 fi
 if [ "$MODE" != --tests-only ]; then
-    for b in $(ls bench/gpu/bench_*.c 2>/dev/null | xargs -n1 basename | sed 's/\.c$//'); do run "$b" 'card'; done
+    for b in $(ls bench/gpu/bench_*.c 2>/dev/null | xargs -n1 basename | sed 's/\.c$//'); do run "$b" table; done
+    # the opt-in arithmetic of the GEMM/conv work (SF_CUDA_MATH, see src/cuda/common.cuh)
+    for m in tf32 fp32emu; do SF_CUDA_MATH=$m run bench_w2_linear_lif table; done
+    # a larger workspace allowance for cuDNN's convolution algorithms: speed against peak memory
+    SF_CUDA_CONV_WS_MIB=1024 run bench_w3_vgg9 table
 fi
 rm -f "$OUT/.run"
 say ""

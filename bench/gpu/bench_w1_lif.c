@@ -2,7 +2,7 @@
  * T·M = 2^25, T in {4, 16, 64, 256}; tau=2, decay_input, θ=1, hard reset to 0, detach_reset, sigmoid α=4.
  * The backward gets ds ~ N(0, 1) and recomputes h from x (nothing else is kept). Floor: 20 bytes per element over
  * the copy bandwidth measured in this run. Each size is also checked against a serial host reference on a sample
- * of neurons, so a fast wrong kernel cannot report a time. */
+ * of neurons, so a fast wrong kernel cannot report a time. Usage: bench_w1_lif [T] (one size only, for profilers). */
 #include "core/backend.h"
 #include "core/lif_math.h"
 #include "gpu_bench.h"
@@ -37,7 +37,8 @@ static void fwd_bwd(void *arg)
 static void check(const struct w1 *w, int64_t stride, int64_t *mismatch, double *rel)
 {
     size_t n = (size_t)(w->T * w->M);
-    float *x = malloc(4 * n), *s = malloc(4 * n), *ds = malloc(4 * n), *dx = malloc(4 * n), *h = malloc(4 * (size_t)w->T);
+    float *x = malloc(4 * n), *s = malloc(4 * n), *ds = malloc(4 * n), *dx = malloc(4 * n),
+          *h = malloc(4 * (size_t)w->T);
     GB_CHECK(cudaMemcpy(x, w->x, 4 * n, cudaMemcpyDeviceToHost));
     GB_CHECK(cudaMemcpy(s, w->s, 4 * n, cudaMemcpyDeviceToHost));
     GB_CHECK(cudaMemcpy(ds, w->ds, 4 * n, cudaMemcpyDeviceToHost));
@@ -63,19 +64,21 @@ static void check(const struct w1 *w, int64_t stride, int64_t *mismatch, double 
     free(x), free(s), free(ds), free(dx), free(h);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    int64_t only = argc > 1 ? atoll(argv[1]) : 0;
     char card[256];
     cudaStream_t st;
     GB_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     gb_card(card, sizeof card);
     double bw = gb_copy_bandwidth(st);
     printf("W1 lif fwd+bwd  card: %s  copy bandwidth: %.0f GB/s (read+write, 1 GiB cudaMemcpy D2D)\n", card, bw);
-    printf("%5s %9s %9s %9s %10s %9s %8s %8s %10s %9s\n", "T", "M", "fwd_ms", "bwd_ms", "fwdbwd_ms", "floor_ms",
-           "GB/s", "%copy", "spike_err", "dx_relerr");
+    printf("%5s %9s %9s %9s %10s %9s %8s %8s %10s %9s\n", "T", "M", "fwd_ms", "bwd_ms", "fwdbwd_ms", "floor_ms", "GB/s",
+           "%copy", "spike_err", "dx_relerr");
     const int64_t Ts[] = {4, 16, 64, 256};
     int bad = 0;
     for (int i = 0; i < 4; i++) {
+        if (only && Ts[i] != only) continue;
         struct w1 w;
         sf_lif_default_params(&w.p);
         w.p.detach_reset = 1;
