@@ -1,6 +1,7 @@
 /* backend.cu — the CUDA backend object: device, one stream with the cuBLAS and cuDNN handles bound to it,
  * device memory, error translation, and the op table filled from the op files (ops.cuh). */
 #include "cuda/ops.cuh"
+#include "cuda/stream.cuh"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,6 +222,8 @@ extern "C" sf_status sf_cuda_backend_create(int32_t device, sf_backend **out)
     *out = be;
     return SF_OK;
 }
+
+void *sf_cuda_backend_stream(sf_backend *be) { return ((sf_cu_ctx *)be->ctx)->stream; }
 
 extern "C" int32_t sf_cuda_device_count_impl(void)
 {

@@ -1,11 +1,13 @@
-/* neuron.cuh — the time-fused neuron kernels shared by LIF and fused BN→LIF: one thread per neuron, coalesced
- * over neurons ([T, N] time-major), the time loop inside the thread, equations from core/lif_math.h.
+/* neuron.cuh — the time-fused neuron kernels shared by LIF and fused BN→LIF: one thread per V neurons (V = 4 with
+ * 16-byte accesses when sizes and alignment allow, else 1), coalesced over neurons ([T, N] time-major), the time
+ * loop inside the thread, equations from core/lif_math.h. Loads run U steps ahead of their use.
  *
  * Backward without a saved h: a thread recomputes h_t forward into its own column of shared memory, then runs the
  * reverse time loop from there, so x is read once and h never touches device memory (20 bytes per element for
  * forward + backward, the W1 floor). When T steps do not fit, time is cut into segments of S steps; a first
  * forward pass keeps v at each segment start (shared memory too) and each segment is recomputed from its
- * checkpoint, which costs one extra read of x. */
+ * checkpoint, which costs one extra read of x.
+ */
 #ifndef SF_CUDA_NEURON_CUH
 #define SF_CUDA_NEURON_CUH
 
@@ -15,10 +17,7 @@ extern "C" {
 #include "core/lif_math.h"
 }
 
-/* Steps loaded ahead of their use: enough independent loads in flight per thread to cover memory latency. */
-#define SF_NEURON_UNROLL 8
-
-/* The input of neuron n: y_t = x_t·scale + shift, identity for a plain LIF, BN with the channel's statistics. */
+/* The input of neuron n: y_t = (x_t − mean)·invstd·γ + β with its channel's statistics for BN, x_t for a plain LIF. */
 struct sf_cu_bn_in {
     int64_t hw;
     int32_t C;
@@ -41,48 +40,94 @@ enum sf_cu_dy_mode {
 };
 
 struct sf_cu_affine {
-    float scale, shift, mean, invstd, gamma;
+    float mean, invstd, gamma, beta;
+    /* the same operations, in the same order, as bn_forward: spikes match the unfused path exactly */
+    __device__ __forceinline__ float operator()(float x) const { return (x - mean) * invstd * gamma + beta; }
 };
 
+/* All V neurons of a thread share a channel (the launcher picks V = 4 for BN only when hw % 4 == 0). */
 template <bool BN> __device__ __forceinline__ sf_cu_affine sf_cu_affine_of(const sf_cu_neuron &a, int64_t n)
 {
-    sf_cu_affine f = {1.0f, 0.0f, 0.0f, 1.0f, 1.0f};
+    sf_cu_affine f = {0.0f, 1.0f, 1.0f, 0.0f};
     if (BN) {
         int32_t ch = (int32_t)((n / a.bn.hw) % a.bn.C);
         f.mean = a.bn.mean[ch];
         f.invstd = 1.0f / sqrtf(a.bn.var[ch] + a.bn.eps);
         f.gamma = a.bn.gamma[ch];
-        f.scale = f.invstd * f.gamma;
-        f.shift = a.bn.beta[ch] - f.mean * f.scale;
+        f.beta = a.bn.beta[ch];
     }
     return f;
 }
 
-template <bool BN>
-__global__ void sf_cu_neuron_forward(sf_cu_neuron a, float *s, uint8_t *s_u8, float *hout, float *count)
+template <int V> __device__ __forceinline__ void sf_cu_ld(const float *p, float *r)
 {
-    int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (V == 4) {
+        float4 q = *(const float4 *)p;
+        r[0] = q.x, r[1] = q.y, r[2] = q.z, r[3] = q.w;
+    } else {
+        r[0] = *p;
+    }
+}
+
+/* Loads of data read exactly once: streaming, so they do not push reusable lines out of L2. */
+template <int V> __device__ __forceinline__ void sf_cu_ld_once(const float *p, float *r)
+{
+    if (V == 4) {
+        float4 q = __ldcs((const float4 *)p);
+        r[0] = q.x, r[1] = q.y, r[2] = q.z, r[3] = q.w;
+    } else {
+        r[0] = __ldcs(p);
+    }
+}
+
+template <int V> __device__ __forceinline__ void sf_cu_st(float *p, const float *r)
+{
+    if (V == 4)
+        __stcs((float4 *)p, make_float4(r[0], r[1], r[2], r[3]));
+    else
+        __stcs(p, r[0]);
+}
+
+template <int V> __device__ __forceinline__ void sf_cu_st_u8(uint8_t *p, const float *r)
+{
+    if (V == 4)
+        *(uchar4 *)p = make_uchar4((uint8_t)r[0], (uint8_t)r[1], (uint8_t)r[2], (uint8_t)r[3]);
+    else
+        *p = (uint8_t)r[0];
+}
+
+template <bool BN, int V, int U>
+__global__ void __launch_bounds__(256) sf_cu_neuron_forward(sf_cu_neuron a, float *s, uint8_t *s_u8, float *hout,
+                                                            float *count)
+{
+    int64_t n = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * V;
     float spikes = 0.0f;
     if (n < a.N) {
         const sf_lif_coeffs k = sf_lif_coeffs_of(&a.p);
         const int soft = a.p.soft_reset;
         const sf_cu_affine f = sf_cu_affine_of<BN>(a, n);
-        float v = k.v0;
-        for (int64_t t0 = 0; t0 < a.T; t0 += SF_NEURON_UNROLL) {
-            float xs[SF_NEURON_UNROLL];
+        float v[V];
 #pragma unroll
-            for (int u = 0; u < SF_NEURON_UNROLL; u++)
-                if (t0 + u < a.T) xs[u] = __ldcs(a.x + (t0 + u) * a.N + n);
+        for (int j = 0; j < V; j++) v[j] = k.v0;
+        for (int64_t t0 = 0; t0 < a.T; t0 += U) {
+            float xs[U][V];
 #pragma unroll
-            for (int u = 0; u < SF_NEURON_UNROLL; u++) {
-                if (t0 + u >= a.T) break;
-                int64_t i = (t0 + u) * a.N + n;
-                float h;
-                float st = sf_lif_step(&k, soft, xs[u] * f.scale + f.shift, &v, &h);
-                spikes += st;
-                if (s) __stcs(s + i, st);
-                if (s_u8) s_u8[i] = (uint8_t)st;
-                if (hout) hout[i] = h;
+            for (int u = 0; u < U; u++)
+                if (t0 + u < a.T) sf_cu_ld<V>(a.x + (t0 + u) * a.N + n, xs[u]);
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                if (t0 + u < a.T) {
+                    int64_t i = (t0 + u) * a.N + n;
+                    float st[V], h[V];
+#pragma unroll
+                    for (int j = 0; j < V; j++) {
+                        st[j] = sf_lif_step(&k, soft, BN ? f(xs[u][j]) : xs[u][j], &v[j], &h[j]);
+                        spikes += st[j];
+                    }
+                    if (s) sf_cu_st<V>(s + i, st);
+                    if (s_u8) sf_cu_st_u8<V>(s_u8 + i, st);
+                    if (hout) sf_cu_st<V>(hout + i, h);
+                }
             }
         }
     }
@@ -92,46 +137,89 @@ __global__ void sf_cu_neuron_forward(sf_cu_neuron a, float *s, uint8_t *s_u8, fl
     }
 }
 
-/* Forward recompute of steps [t0, t1) from v into the thread's shared-memory column (stride = blockDim.x). */
-template <bool BN>
+/* Shared-memory slot of step t (relative to its segment) for this thread's V neurons: 16-byte rows, conflict-free. */
+#define SF_COL(base, t) ((base) + ((int64_t)(t) * blockDim.x + threadIdx.x) * V)
+
+/* U steps of V neurons, loaded together so that all are in flight at once. */
+template <int V, int U> struct sf_cu_batch {
+    float v[U][V];
+};
+
+/* Loads steps t, t+dir, … (U of them, those in [lo, hi)) of [T, N] tensor p at neuron n. */
+template <int V, int U, bool ONCE>
+__device__ __forceinline__ void sf_cu_load_batch(sf_cu_batch<V, U> &b, const float *p, int64_t N, int64_t n, int64_t t,
+                                                 int dir, int64_t lo, int64_t hi)
+{
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        int64_t tt = t + dir * u;
+        if (tt >= lo && tt < hi) {
+            if (ONCE)
+                sf_cu_ld_once<V>(p + tt * N + n, b.v[u]);
+            else
+                sf_cu_ld<V>(p + tt * N + n, b.v[u]);
+        }
+    }
+}
+
+/* Forward recompute of steps [t0, t1) from v into the thread's shared-memory column; the next batch of x is in
+ * flight while the current one is integrated. */
+template <bool BN, int V, int U>
 __device__ __forceinline__ void sf_cu_recompute(const sf_cu_neuron &a, const sf_lif_coeffs &k, const sf_cu_affine &f,
-                                                int64_t n, int64_t t0, int64_t t1, float v, float *col)
+                                                int64_t n, int64_t t0, int64_t t1, float *v, float *smem)
 {
     const int soft = a.p.soft_reset;
-    for (int64_t t = t0; t < t1; t += SF_NEURON_UNROLL) {
-        float xs[SF_NEURON_UNROLL];
+    sf_cu_batch<V, U> next, cur;
+    sf_cu_load_batch<V, U, false>(next, a.x, a.N, n, t0, 1, t0, t1);
+    for (int64_t t = t0; t < t1; t += U) {
+        cur = next;
+        if (t + U < t1) sf_cu_load_batch<V, U, false>(next, a.x, a.N, n, t + U, 1, t0, t1);
 #pragma unroll
-        for (int u = 0; u < SF_NEURON_UNROLL; u++)
-            if (t + u < t1) xs[u] = a.x[(t + u) * a.N + n];
+        for (int u = 0; u < U; u++) {
+            if (t + u < t1) {
+                float h[V];
 #pragma unroll
-        for (int u = 0; u < SF_NEURON_UNROLL; u++) {
-            if (t + u >= t1) break;
-            float h;
-            sf_lif_step(&k, soft, xs[u] * f.scale + f.shift, &v, &h);
-            col[(t + u - t0) * blockDim.x] = h;
+                for (int j = 0; j < V; j++) sf_lif_step(&k, soft, BN ? f(cur.v[u][j]) : cur.v[u][j], &v[j], &h[j]);
+                if (V == 4)
+                    *(float4 *)SF_COL(smem, t + u - t0) = make_float4(h[0], h[1], h[2], h[3]);
+                else
+                    *SF_COL(smem, t + u - t0) = h[0];
+            }
         }
     }
 }
 
 /* Backward over [T, N]. h: saved potentials or NULL (recompute through shared memory in segments of S steps,
- * with nseg = ceil(T / S) checkpoints after the S·blockDim.x floats of h). */
-template <bool BN, int MODE>
-__global__ void sf_cu_neuron_backward(sf_cu_neuron a, const float *hsaved, const float *ds, float *dx, float *sums,
-                                      const float *dgamma, const float *dbeta, int64_t S)
+ * with nseg = ceil(T / S) checkpoints after the S-step area). Loads of ds (and x for BN) run one batch ahead;
+ * the first batch of a segment is requested before its recompute, so its latency overlaps that pass. The
+ * surrogate stays a run-time switch (uniform across the grid): templating it quadrupled compile time for no
+ * measured gain in these memory-bound loops. */
+template <bool BN, int MODE, int V, int U>
+__global__ void __launch_bounds__(256) sf_cu_neuron_backward(sf_cu_neuron a, const float *hsaved, const float *ds,
+                                                             float *dx, float *sums, const float *dgamma,
+                                                             const float *dbeta, int64_t S)
 {
-    extern __shared__ float sf_cu_smem[];
-    int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    extern __shared__ float4 sf_cu_smem4[];
+    float *smem = (float *)sf_cu_smem4;
+    int64_t n = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * V;
     if (n >= a.N) return; /* each thread owns its shared-memory column: no barrier below */
-    const sf_lif_coeffs k = sf_lif_coeffs_of(&a.p);
+    const sf_lif_params &p = a.p;
+    const sf_lif_coeffs k = sf_lif_coeffs_of(&p);
     const sf_cu_affine f = sf_cu_affine_of<BN>(a, n);
-    float *col = sf_cu_smem + threadIdx.x;
-    float *ckpt = sf_cu_smem + S * blockDim.x + threadIdx.x;
+    float *ckpt = smem + S * blockDim.x * V;
     int64_t nseg = hsaved ? 1 : (a.T + S - 1) / S;
+    float v[V];
     if (!hsaved && nseg > 1) { /* v at each segment start */
-        float v = k.v0, h;
+#pragma unroll
+        for (int j = 0; j < V; j++) v[j] = k.v0;
         for (int64_t t = 0; t < a.T; t++) {
-            if (t % S == 0) ckpt[(t / S) * blockDim.x] = v;
-            sf_lif_step(&k, a.p.soft_reset, a.x[t * a.N + n] * f.scale + f.shift, &v, &h);
+            float xs[V], h;
+            if (t % S == 0)
+#pragma unroll
+                for (int j = 0; j < V; j++) SF_COL(ckpt, t / S)[j] = v[j];
+            sf_cu_ld<V>(a.x + t * a.N + n, xs);
+#pragma unroll
+            for (int j = 0; j < V; j++) sf_lif_step(&k, p.soft_reset, BN ? f(xs[j]) : xs[j], &v[j], &h);
         }
     }
     float mdy = 0.0f, mdyx = 0.0f;
@@ -141,46 +229,65 @@ __global__ void sf_cu_neuron_backward(sf_cu_neuron a, const float *hsaved, const
         mdy = dbeta[ch] / cnt;
         mdyx = dgamma[ch] / cnt;
     }
-    float dv = 0.0f, sdy = 0.0f, sdyx = 0.0f;
+    float dv[V], sdy[V], sdyx[V];
+#pragma unroll
+    for (int j = 0; j < V; j++) dv[j] = sdy[j] = sdyx[j] = 0.0f;
     for (int64_t seg = nseg - 1; seg >= 0; seg--) {
         int64_t t0 = hsaved ? 0 : seg * S, t1 = hsaved ? a.T : min(a.T, t0 + S);
-        if (!hsaved) sf_cu_recompute<BN>(a, k, f, n, t0, t1, nseg > 1 ? ckpt[seg * blockDim.x] : k.v0, col);
-        for (int64_t t = t1 - 1; t >= t0; t -= SF_NEURON_UNROLL) {
-            float dsv[SF_NEURON_UNROLL], hv[SF_NEURON_UNROLL], xv[SF_NEURON_UNROLL];
+        sf_cu_batch<V, U> nds, nx, cds, cx;
+        sf_cu_load_batch<V, U, true>(nds, ds, a.N, n, t1 - 1, -1, t0, t1);
+        if (BN) sf_cu_load_batch<V, U, false>(nx, a.x, a.N, n, t1 - 1, -1, t0, t1);
+        if (!hsaved) {
 #pragma unroll
-            for (int u = 0; u < SF_NEURON_UNROLL; u++) {
-                int64_t tt = t - u;
-                if (tt < t0) break;
-                dsv[u] = __ldcs(ds + tt * a.N + n);
-                hv[u] = hsaved ? hsaved[tt * a.N + n] : col[(tt - t0) * blockDim.x];
-                if (BN) xv[u] = a.x[tt * a.N + n];
+            for (int j = 0; j < V; j++) v[j] = nseg > 1 ? SF_COL(ckpt, seg)[j] : k.v0;
+            sf_cu_recompute<BN, V, U>(a, k, f, n, t0, t1, v, smem);
+        }
+        for (int64_t t = t1 - 1; t >= t0; t -= U) {
+            cds = nds;
+            if (BN) cx = nx;
+            if (t - U >= t0) {
+                sf_cu_load_batch<V, U, true>(nds, ds, a.N, n, t - U, -1, t0, t1);
+                if (BN) sf_cu_load_batch<V, U, false>(nx, a.x, a.N, n, t - U, -1, t0, t1);
             }
 #pragma unroll
-            for (int u = 0; u < SF_NEURON_UNROLL; u++) {
+            for (int u = 0; u < U; u++) {
                 int64_t tt = t - u;
-                if (tt < t0) break;
-                float dy = k.c * sf_lif_step_back(&a.p, &k, hv[u], dsv[u], &dv);
-                if (MODE == SF_DY_WRITE) {
-                    __stcs(dx + tt * a.N + n, dy);
-                } else {
-                    float xhat = (xv[u] - f.mean) * f.invstd;
-                    if (MODE == SF_DY_SUMS) {
-                        sdy += dy;
-                        sdyx += dy * xhat;
+                if (tt >= t0) {
+                    float out[V], hv[V];
+                    if (hsaved) { /* full mode: h streams in beside ds */
+                        sf_cu_ld_once<V>(hsaved + tt * a.N + n, hv);
+                    } else if (V == 4) {
+                        float4 q = *(const float4 *)SF_COL(smem, tt - t0);
+                        hv[0] = q.x, hv[1] = q.y, hv[2] = q.z, hv[3] = q.w;
                     } else {
-                        __stcs(dx + tt * a.N + n, f.gamma * f.invstd * (dy - mdy - xhat * mdyx));
+                        hv[0] = *SF_COL(smem, tt - t0);
                     }
+#pragma unroll
+                    for (int j = 0; j < V; j++) {
+                        float dy = k.c * sf_lif_step_back(&p, &k, hv[j], cds.v[u][j], &dv[j]);
+                        float xhat = BN ? (cx.v[u][j] - f.mean) * f.invstd : 0.0f;
+                        if (MODE == SF_DY_WRITE) out[j] = dy;
+                        if (MODE == SF_DY_SUMS) sdy[j] += dy, sdyx[j] += dy * xhat;
+                        if (MODE == SF_DY_BN_DX) out[j] = f.gamma * f.invstd * (dy - mdy - xhat * mdyx);
+                    }
+                    if (MODE != SF_DY_SUMS) sf_cu_st<V>(dx + tt * a.N + n, out);
                 }
             }
         }
     }
-    if (MODE == SF_DY_SUMS) {
-        sums[n] = sdy;
-        sums[a.N + n] = sdyx;
-    }
+    if (MODE == SF_DY_SUMS)
+#pragma unroll
+        for (int j = 0; j < V; j++) {
+            sums[n + j] = sdy[j];
+            sums[a.N + n + j] = sdyx[j];
+        }
 }
 
-/* Launches: forward, and backward with the segment length chosen to fit shared memory. */
+#undef SF_COL
+
+/* Launches: forward, and backward with the vector width, block size and segment length chosen from T, N, the
+ * pointers' alignment and the device's shared memory. dx may alias x (each element is read before it is written,
+ * by the thread that writes it). */
 sf_status sf_cu_neuron_forward_launch(const sf_cu_neuron &a, bool bn, const sf_lif_out *out, cudaStream_t st);
 sf_status sf_cu_neuron_backward_launch(const sf_cu_neuron &a, bool bn, int mode, const float *h, const float *ds,
                                        float *dx, float *sums, const float *dgamma, const float *dbeta,

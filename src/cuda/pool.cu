@@ -17,7 +17,7 @@ __global__ void pool_forward_kernel(sf_pool_shape sh, const float *x, float *y, 
             for (int kx = 0; kx < sh.k; kx++) {
                 float v = in[ky * sh.w + kx];
                 if (MAX) {
-                    if (v > acc) { /* the first maximum in row-major order wins ties */
+                    if (v > acc || (isnan(v) && !isnan(acc))) { /* first maximum wins; NaN propagates (PyTorch) */
                         acc = v;
                         best = ky * sh.k + kx;
                     }
@@ -57,9 +57,9 @@ __global__ void pool_backward_kernel(sf_pool_shape sh, const uint8_t *argmax, co
 
 static sf_status check(const sf_pool_shape *sh)
 {
-    if (sh->k < 1 || sh->k > 15 || sh->stride < 1 || sh->oh != (sh->h - sh->k) / sh->stride + 1 ||
+    if (sh->k < 1 || sh->k > 16 || sh->stride < 1 || sh->oh != (sh->h - sh->k) / sh->stride + 1 ||
         sh->ow != (sh->w - sh->k) / sh->stride + 1)
-        return sf_fail(SF_ERR_INVALID, "pool shape %dx%d k=%d stride=%d -> %dx%d is inconsistent (k <= 15)", sh->h,
+        return sf_fail(SF_ERR_INVALID, "pool shape %dx%d k=%d stride=%d -> %dx%d is inconsistent (k <= 16: the argmax is one byte)", sh->h,
                        sh->w, sh->k, sh->stride, sh->oh, sh->ow);
     return SF_OK;
 }

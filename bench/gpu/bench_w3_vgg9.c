@@ -1,0 +1,145 @@
+/* bench_w3_vgg9.c — workload W3 (shared/workloads.md): seed 002's CIFAR-10 VGG9 training step on the GPU through
+ * the public network API, fp32 (no TF32): input 3×32×32 repeated over T=10, batch 64, Conv(3→128), eight
+ * [BN → LIF → Conv] blocks, BN → LIF → Linear(8192→1024) → BN → LIF → Linear(1024→512) → BN → LIF, mean over T,
+ * Linear(512→10), cross-entropy, SGD with momentum 0.9. LIF: tau=2, θ=1, hard reset, sigmoid α=4.
+ * Reports the median step time (host clock around sf_net_train_step, which ends in a synchronising read of the
+ * loss), the memory plan, the net's peak bytes and the device memory in use, for both memory modes, then a
+ * per-layer breakdown (profiling mode synchronises after each layer). Usage: bench_w3_vgg9 [steps]. */
+#include "gpu_bench.h"
+
+#include <time.h>
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static void add(sf_net *net, sf_layer_desc *d) { GB_OK(sf_net_add(net, d, NULL)); }
+
+static void conv(sf_net *net, int32_t cout, int32_t stride)
+{
+    sf_layer_desc d;
+    sf_layer_default_desc(SF_LAYER_CONV2D, &d);
+    d.out_channels = cout;
+    d.kernel = 3;
+    d.stride = stride;
+    d.padding = 1;
+    add(net, &d);
+}
+
+static void bn_lif(sf_net *net)
+{
+    sf_layer_desc d;
+    sf_layer_default_desc(SF_LAYER_BATCHNORM, &d);
+    add(net, &d);
+    sf_layer_default_desc(SF_LAYER_LIF, &d); /* tau=2, θ=1, hard reset to 0, sigmoid α=4 */
+    add(net, &d);
+}
+
+static void linear(sf_net *net, int32_t out)
+{
+    sf_layer_desc d;
+    sf_layer_default_desc(SF_LAYER_LINEAR, &d);
+    d.out_features = out;
+    add(net, &d);
+}
+
+static sf_net *vgg9(sf_memory_mode mode, int64_t T, int64_t B)
+{
+    sf_net_params p;
+    sf_net_default_params(&p);
+    p.device = (sf_device){SF_DEVICE_CUDA, 0};
+    p.memory = mode;
+    p.in_channels = 3, p.in_height = 32, p.in_width = 32;
+    sf_net *net;
+    GB_OK(sf_net_create(&p, &net));
+    conv(net, 128, 1);
+    const int32_t ch[8] = {128, 128, 256, 256, 256, 512, 512, 512}, st[8] = {1, 2, 1, 1, 2, 1, 1, 2};
+    for (int i = 0; i < 8; i++) {
+        bn_lif(net);
+        conv(net, ch[i], st[i]);
+    }
+    bn_lif(net);
+    sf_layer_desc d;
+    sf_layer_default_desc(SF_LAYER_FLATTEN, &d);
+    add(net, &d);
+    linear(net, 1024);
+    bn_lif(net);
+    linear(net, 512);
+    bn_lif(net);
+    linear(net, 10);
+    GB_OK(sf_net_compile(net, T, B));
+    sf_optim_params o;
+    sf_optim_default_params(&o);
+    o.lr = 0.05f;
+    o.momentum = 0.9f;
+    GB_OK(sf_net_set_optimizer(net, &o));
+    return net;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    int steps = argc > 1 ? atoi(argv[1]) : 10;
+    if (steps < 1) steps = 10;
+    const int64_t T = 10, B = 64;
+    char card[256];
+    gb_card(card, sizeof card);
+    double bw = gb_copy_bandwidth(NULL);
+    printf("W3 cifar-vgg9 train step T=%lld B=%lld fp32  card: %s  copy bandwidth: %.0f GB/s\n", (long long)T,
+           (long long)B, card, bw);
+    /* CIFAR-like input: one image per sample, the same at every step (direct encoding) */
+    size_t img = 3 * 32 * 32;
+    float *x = malloc(sizeof(float) * (size_t)(T * B) * img);
+    gb_randn(x, (size_t)B * img, 0.0f, 1.0f, 3);
+    for (int64_t t = 1; t < T; t++) memcpy(x + (size_t)(t * B) * img, x, sizeof(float) * (size_t)B * img);
+    int32_t labels[64];
+    for (int b = 0; b < B; b++) labels[b] = (b * 7) % 10;
+    printf("%-10s %9s %9s %12s %12s %12s %10s\n", "memory", "ms/step", "loss", "plan_MiB", "peak_MiB", "device_MiB",
+           "saved_MiB");
+    for (int mode = 1; mode >= 0; mode--) {
+        double base = gb_used_mib();
+        sf_net *net = vgg9(mode ? SF_MEMORY_RECOMPUTE : SF_MEMORY_FULL, T, B);
+        sf_step_result r;
+        for (int i = 0; i < 3; i++) GB_OK(sf_net_train_step(net, x, labels, &r));
+        double *ts = malloc(sizeof(double) * (size_t)steps);
+        for (int i = 0; i < steps; i++) {
+            double t0 = now_ms();
+            GB_OK(sf_net_train_step(net, x, labels, &r));
+            ts[i] = now_ms() - t0;
+        }
+        qsort(ts, (size_t)steps, sizeof *ts, cmp_double);
+        sf_memory_plan plan;
+        GB_OK(sf_net_memory_plan(net, &plan));
+        printf("%-10s %9.2f %9.4f %12.0f %12.0f %12.0f %10.0f\n", mode ? "recompute" : "full", ts[steps / 2], r.loss,
+               plan.total / 1048576.0, sf_net_peak_bytes(net) / 1048576.0, gb_used_mib() - base,
+               plan.saved / 1048576.0);
+        if (mode) { /* where the time goes */
+            GB_OK(sf_net_set_profiling(net, 1));
+            for (int i = 0; i < 3; i++) GB_OK(sf_net_train_step(net, x, labels, &r));
+            int32_t nl = sf_net_num_layers(net);
+            sf_layer_timing *lt = calloc((size_t)nl, sizeof *lt);
+            GB_OK(sf_net_layer_timings(net, lt, nl));
+            printf("per-layer (profiling mode, synchronised, mean of 3 steps; layers as in the summary below):\n"
+                   "%5s %8s %8s\n", "layer", "fwd_ms", "bwd_ms");
+            double sf = 0, sb = 0;
+            for (int32_t i = 0; i < nl; i++) {
+                printf("%5d %8.3f %8.3f\n", i, lt[i].forward_ms / 3, lt[i].backward_ms / 3);
+                sf += lt[i].forward_ms / 3, sb += lt[i].backward_ms / 3;
+            }
+            printf("total fwd %.2f ms, bwd %.2f ms\n%s\n", sf, sb, sf_net_summary(net));
+            free(lt);
+        }
+        free(ts);
+        sf_net_free(net);
+    }
+    free(x);
+    return 0;
+}

@@ -1,0 +1,134 @@
+/* gpu_bench.h — shared pieces of the GPU benchmark programs: checked CUDA calls, the card's name, the measured
+ * device-to-device copy bandwidth (the ceiling every number is set against), event timing (median of repeats) and
+ * reproducible random inputs. Header-only: each benchmark is one program. */
+#ifndef SF_GPU_BENCH_H
+#define SF_GPU_BENCH_H
+
+#include "core/rng.h"
+#include "spikefuse.h"
+
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GB_CHECK(call)                                                                                              \
+    do {                                                                                                            \
+        cudaError_t e_ = (call);                                                                                    \
+        if (e_ != cudaSuccess) {                                                                                    \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));                   \
+            exit(1);                                                                                                \
+        }                                                                                                           \
+    } while (0)
+#define GB_OK(expr)                                                                                                 \
+    do {                                                                                                            \
+        sf_status s_ = (expr);                                                                                      \
+        if (s_ != SF_OK) {                                                                                          \
+            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #expr, sf_status_str(s_), sf_last_error());  \
+            exit(1);                                                                                                \
+        }                                                                                                           \
+    } while (0)
+
+static inline int gb_cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+static inline float gb_median(float *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, gb_cmp_float);
+    return v[n / 2];
+}
+
+/* Events around `reps` calls of fn(arg) on `st`, one measurement each, after `warm` untimed calls. */
+typedef void (*gb_fn)(void *arg);
+static inline float gb_time_ms(gb_fn fn, void *arg, cudaStream_t st, int warm, int reps)
+{
+    cudaEvent_t a, b;
+    GB_CHECK(cudaEventCreate(&a));
+    GB_CHECK(cudaEventCreate(&b));
+    for (int i = 0; i < warm; i++) fn(arg);
+    GB_CHECK(cudaStreamSynchronize(st));
+    float *ts = malloc(sizeof(float) * (size_t)reps);
+    for (int i = 0; i < reps; i++) {
+        GB_CHECK(cudaEventRecord(a, st));
+        fn(arg);
+        GB_CHECK(cudaEventRecord(b, st));
+        GB_CHECK(cudaEventSynchronize(b));
+        GB_CHECK(cudaEventElapsedTime(&ts[i], a, b));
+    }
+    float m = gb_median(ts, reps);
+    free(ts);
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return m;
+}
+
+struct gb_copy { void *dst, *src; size_t bytes; cudaStream_t st; };
+static inline void gb_copy_once(void *arg)
+{
+    struct gb_copy *c = arg;
+    GB_CHECK(cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDeviceToDevice, c->st));
+}
+
+/* Device-to-device copy bandwidth in GB/s (bytes read + written), 1 GiB copies, median of 10. */
+static inline double gb_copy_bandwidth(cudaStream_t st)
+{
+    struct gb_copy c = {NULL, NULL, (size_t)1 << 30, st};
+    GB_CHECK(cudaMalloc(&c.dst, c.bytes));
+    GB_CHECK(cudaMalloc(&c.src, c.bytes));
+    GB_CHECK(cudaMemsetAsync(c.src, 1, c.bytes, st));
+    float ms = gb_time_ms(gb_copy_once, &c, st, 3, 10);
+    GB_CHECK(cudaFree(c.dst));
+    GB_CHECK(cudaFree(c.src));
+    return 2.0 * (double)c.bytes / (ms * 1e-3) / 1e9;
+}
+
+static inline void gb_card(char *name, size_t cap)
+{
+    struct cudaDeviceProp p;
+    int dev;
+    GB_CHECK(cudaGetDevice(&dev));
+    GB_CHECK(cudaGetDeviceProperties(&p, dev));
+    char nm[sizeof p.name + 1];
+    memcpy(nm, p.name, sizeof p.name);
+    nm[sizeof p.name] = 0;
+    nm[64] = 0; /* keep the line short: the card's name is well under this */
+    snprintf(name, cap, "%.64s (%d SMs, %.0f GiB)", nm, p.multiProcessorCount, p.totalGlobalMem / 1073741824.0);
+}
+
+/* N(mean, std) from the counter hash (Box-Muller), so every run draws the same inputs. */
+static inline void gb_randn(float *x, size_t n, float mean, float std, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        float u1 = sf_uniform(seed, 1, i) + 1.0f / 33554432.0f, u2 = sf_uniform(seed, 2, i);
+        x[i] = mean + std * sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2);
+    }
+}
+
+/* Device buffer filled with N(mean, std). */
+static inline float *gb_device_randn(size_t n, float mean, float std, uint64_t seed)
+{
+    float *h = malloc(sizeof(float) * n), *d;
+    if (!h) {
+        fprintf(stderr, "out of host memory\n");
+        exit(1);
+    }
+    gb_randn(h, n, mean, std, seed);
+    GB_CHECK(cudaMalloc((void **)&d, sizeof(float) * n));
+    GB_CHECK(cudaMemcpy(d, h, sizeof(float) * n, cudaMemcpyHostToDevice));
+    free(h);
+    return d;
+}
+
+/* Device memory in use (all processes' view of this card), MiB. */
+static inline double gb_used_mib(void)
+{
+    size_t f, t;
+    GB_CHECK(cudaMemGetInfo(&f, &t));
+    return (double)(t - f) / 1048576.0;
+}
+
+#endif

@@ -1,0 +1,229 @@
+/* net_backward.c — the backward pass (reverse layer order, rebuilding kept or recomputed inputs), the
+ * optimizer update, the one-call training and evaluation steps, and result queries. */
+#include "core/error.h"
+#include "core/net_internal.h"
+
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+static int64_t rows(const sf_net *net) { return net->T * net->B; }
+static float *param(sf_net *net, int64_t off) { return off >= 0 ? net->params + off : NULL; }
+static float *pgrad(sf_net *net, int64_t off) { return off >= 0 ? net->grads + off : NULL; }
+static int32_t root(const sf_net *net, int32_t t) { return net->tensors[t].alias_of; }
+static float *grad_of(sf_net *net, int32_t id) { return sf_net_slot_ptr(net, net->tensors[root(net, id)].grad); }
+
+/* The float value of tensor `id` for layer l's backward: kept as float, expanded from bytes, or recomputed by
+ * rerunning the neuron layer that produced it (seed paper 002: store the Conv/FC output only). */
+static sf_status input_value(sf_net *net, const net_layer *l, int32_t id, const float **out)
+{
+    const net_tensor *x = &net->tensors[root(net, id)];
+    float *buf = sf_net_slot_ptr(net, l->in_float);
+    switch (x->keep) {
+    case KEEP_FLOAT: *out = sf_net_slot_ptr(net, x->act); return SF_OK;
+    case KEEP_BYTES:
+        SF_TRY(net->be->u8_to_f32(net->be, rows(net) * x->per_sample, sf_net_slot_ptr(net, x->bytes), buf));
+        *out = buf;
+        return SF_OK;
+    case KEEP_RECOMPUTE: {
+        const net_layer *p = &net->layers[x->producer];
+        const net_layer *src = p->fused_bn ? &net->layers[p->bn] : p;
+        sf_lif_out o = {.s = buf};
+        sf_backend *be = net->be;
+        if (!p->fused_bn) {
+            SF_TRY(be->lif_forward(be, &p->d.lif, net->T, net->B * net->tensors[p->in].per_sample,
+                                   sf_net_slot_ptr(net, net->tensors[root(net, p->in)].act), &o));
+        } else {
+            const net_tensor *xin = &net->tensors[src->in];
+            sf_bn_shape sh = {.rows = rows(net), .c = xin->c, .hw = (int64_t)xin->h * xin->w};
+            SF_TRY(be->bn_lif_forward(be, &p->d.lif, net->T, sh, sf_net_slot_ptr(net, net->tensors[root(net, src->in)].act),
+                                      sf_net_slot_ptr(net, src->mean), sf_net_slot_ptr(net, src->var), src->d.bn_eps,
+                                      param(net, src->w_off), param(net, src->b_off), &o));
+        }
+        *out = buf;
+        return SF_OK;
+    }
+    case KEEP_NONE: break;
+    }
+    return sf_fail(SF_ERR_STATE, "internal: tensor %d was not kept for the backward", id);
+}
+
+/* Where layer `w` writes the gradient of its input `id`: straight into the gradient buffer if it is the first
+ * writer, else into `tmp` (then accumulated). NULL when no gradient is wanted. */
+static float *dx_target(sf_net *net, int32_t w, int32_t id, slot tmp, bool *accumulate)
+{
+    const net_tensor *x = &net->tensors[root(net, id)];
+    *accumulate = false;
+    if (!x->requires_grad) return sf_net_slot_ptr(net, tmp); /* NULL unless the op insists on a dx */
+    if (x->first_grad_writer == w) return grad_of(net, id);
+    *accumulate = true;
+    return sf_net_slot_ptr(net, tmp);
+}
+
+static sf_status accumulate(sf_net *net, bool acc, int32_t id, const float *tmp)
+{
+    if (!acc) return SF_OK;
+    return net->be->axpy(net->be, rows(net) * net->tensors[root(net, id)].per_sample, 1.0f, tmp, grad_of(net, id));
+}
+
+static sf_status layer_backward(sf_net *net, int32_t i)
+{
+    sf_backend *be = net->be;
+    net_layer *l = &net->layers[i];
+    if (l->d.kind == SF_LAYER_FLATTEN || l->absorbed || !net->tensors[l->out].requires_grad) return SF_OK;
+    const float *dy = grad_of(net, l->out);
+    int64_t n_in = rows(net) * net->tensors[l->in].per_sample;
+    bool acc = false;
+    switch (l->d.kind) {
+    case SF_LAYER_LINEAR: {
+        const float *x;
+        SF_TRY(input_value(net, l, l->in, &x));
+        float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc);
+        SF_TRY(be->linear_backward(be, rows(net), (int32_t)net->tensors[l->in].per_sample, l->d.out_features, x,
+                                   param(net, l->w_off), dy, dx, pgrad(net, l->w_off), pgrad(net, l->b_off)));
+        return accumulate(net, acc, l->in, dx);
+    }
+    case SF_LAYER_CONV2D: {
+        const float *x;
+        SF_TRY(input_value(net, l, l->in, &x));
+        float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc);
+        SF_TRY(be->conv_backward(be, &l->conv, x, param(net, l->w_off), dy, dx, pgrad(net, l->w_off),
+                                 pgrad(net, l->b_off), sf_net_slot_ptr(net, l->bwd_scratch)));
+        return accumulate(net, acc, l->in, dx);
+    }
+    case SF_LAYER_AVGPOOL2D:
+    case SF_LAYER_MAXPOOL2D:
+    case SF_LAYER_DROPOUT: {
+        float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc);
+        if (!dx) return SF_OK;
+        if (l->d.kind == SF_LAYER_AVGPOOL2D)
+            SF_TRY(be->avgpool_backward(be, &l->pool, dy, dx));
+        else if (l->d.kind == SF_LAYER_MAXPOOL2D)
+            SF_TRY(be->maxpool_backward(be, &l->pool, sf_net_slot_ptr(net, l->argmax), dy, dx));
+        else
+            SF_TRY(be->dropout_backward(be, net->T, n_in / net->T, l->d.dropout_p, net->p.seed, l->dropout_counter,
+                                        dy, dx));
+        return accumulate(net, acc, l->in, dx);
+    }
+    case SF_LAYER_BATCHNORM: {
+        const float *x;
+        SF_TRY(input_value(net, l, l->in, &x));
+        float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc);
+        SF_TRY(be->bn_backward(be, (sf_bn_shape){rows(net), net->tensors[l->in].c,
+                                                 (int64_t)net->tensors[l->in].h * net->tensors[l->in].w},
+                               x, sf_net_slot_ptr(net, l->mean), sf_net_slot_ptr(net, l->var), l->d.bn_eps,
+                               param(net, l->w_off), dy, dx, pgrad(net, l->w_off), pgrad(net, l->b_off)));
+        return accumulate(net, acc, l->in, dx);
+    }
+    case SF_LAYER_LIF: {
+        const float *h = net->p.memory == SF_MEMORY_FULL ? sf_net_slot_ptr(net, l->h) : NULL;
+        if (!l->fused_bn) {
+            float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc);
+            if (!dx) return SF_OK;
+            const float *x = NULL;
+            if (!h) SF_TRY(input_value(net, l, l->in, &x));
+            SF_TRY(be->lif_backward(be, &l->d.lif, net->T, net->B * net->tensors[l->in].per_sample, x, h, dy, dx));
+            return accumulate(net, acc, l->in, dx);
+        }
+        net_layer *bn = &net->layers[l->bn];
+        const float *x;
+        SF_TRY(input_value(net, bn, bn->in, &x));
+        float *dx = dx_target(net, i, bn->in, bn->dx_tmp, &acc);
+        const net_tensor *xin = &net->tensors[bn->in];
+        sf_bn_shape sh = {.rows = rows(net), .c = xin->c, .hw = (int64_t)xin->h * xin->w};
+        SF_TRY(be->bn_lif_backward(be, &l->d.lif, net->T, sh, x, h, sf_net_slot_ptr(net, bn->mean),
+                                   sf_net_slot_ptr(net, bn->var), bn->d.bn_eps, param(net, bn->w_off),
+                                   param(net, bn->b_off), dy, dx, pgrad(net, bn->w_off), pgrad(net, bn->b_off)));
+        return accumulate(net, acc, bn->in, dx);
+    }
+    case SF_LAYER_ADD: {
+        size_t bytes = (size_t)n_in * sizeof(float);
+        int32_t ins[2] = {l->in, l->in2};
+        slot tmps[2] = {l->dx_tmp, l->dx_tmp2};
+        for (int k = 0; k < 2; k++) {
+            if (!net->tensors[root(net, ins[k])].requires_grad) continue;
+            bool second_of_same = k == 1 && root(net, ins[0]) == root(net, ins[1]);
+            float *dst = dx_target(net, i, ins[k], tmps[k], &acc);
+            if (second_of_same || acc)
+                SF_TRY(be->axpy(be, n_in, 1.0f, dy, grad_of(net, ins[k])));
+            else
+                SF_TRY(be->copy(be, dst, dy, bytes));
+        }
+        return SF_OK;
+    }
+    case SF_LAYER_FLATTEN: break;
+    }
+    return SF_OK;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+sf_status sf_net_backward(sf_net *net)
+{
+    if (!net->have_loss) return sf_fail(SF_ERR_STATE, "backward: run a training forward and the loss first");
+    sf_backend *be = net->be;
+    if (net->p.readout == SF_READOUT_LEAKY) {
+        int32_t K = sf_net_classes(net);
+        float a = 1.0f - 1.0f / net->p.readout_tau;
+        float *g = grad_of(net, net->n_layers);
+        if (g) SF_TRY(be->leaky_backward(be, net->T, net->B * K, a, 1.0f - a, net->dreadout, g));
+    }
+    for (int32_t i = net->n_layers - 1; i >= 0; i--) {
+        if (!net->profiling) {
+            SF_TRY(layer_backward(net, i));
+            continue;
+        }
+        SF_TRY(be->sync(be));
+        double t0 = now_ms();
+        SF_TRY(layer_backward(net, i));
+        SF_TRY(be->sync(be));
+        net->layers[i].timing.backward_ms += now_ms() - t0;
+    }
+    net->have_backward = true;
+    return SF_OK;
+}
+
+sf_status sf_net_update(sf_net *net)
+{
+    if (!net->opt_set) return sf_fail(SF_ERR_STATE, "update: no optimizer set (sf_net_set_optimizer)");
+    if (!net->have_backward) return sf_fail(SF_ERR_STATE, "update: run the backward first");
+    if (net->n_params == 0) return SF_OK;
+    sf_backend *be = net->be;
+    const sf_optim_params *o = &net->opt;
+    int64_t step = ++net->opt_steps;
+    if (o->kind == SF_OPT_SGD)
+        SF_TRY(be->sgd_step(be, net->n_params, o->lr, o->momentum, o->nesterov, o->weight_decay, step, net->params,
+                            net->grads, net->opt_a));
+    else
+        SF_TRY(be->adam_step(be, net->n_params, o->lr, o->beta1, o->beta2, o->eps, o->weight_decay,
+                             o->kind == SF_OPT_ADAMW, step, net->params, net->grads, net->opt_a, net->opt_b));
+    net->have_backward = false;
+    return SF_OK;
+}
+
+sf_status sf_net_train_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out)
+{
+    if (!labels) return sf_fail(SF_ERR_INVALID, "train step: labels are NULL");
+    if (!net->opt_set) return sf_fail(SF_ERR_STATE, "train step: no optimizer set (sf_net_set_optimizer)");
+    SF_TRY(sf_net_forward(net, x, 1));
+    SF_TRY(sf_net_run_loss(net, labels, NULL));
+    SF_TRY(sf_net_backward(net));
+    /* One read-back per step: the loss, the correct count and a finite-check over every gradient. */
+    sf_backend *be = net->be;
+    SF_TRY(be->zero(be, net->stats + 2, sizeof(float)));
+    SF_TRY(be->check_finite(be, 1, net->stats, net->stats + 2));
+    if (net->n_params) SF_TRY(be->check_finite(be, net->n_params, net->grads, net->stats + 2));
+    float st[3];
+    SF_TRY(be->copy_to_host(be, st, net->stats, sizeof st));
+    sf_step_result r = {.loss = st[0], .correct = (int32_t)st[1]};
+    if (out) *out = r;
+    if (st[2] != 0.0f)
+        return sf_fail(SF_ERR_NUMERIC, "the loss (%g) or a gradient is NaN or Inf; parameters were not updated",
+                       (double)st[0]);
+    return sf_net_update(net);
+}

@@ -1,0 +1,273 @@
+/* net_build.c — building a network: default descriptions, adding layers with shape inference, the summary. */
+#include "core/error.h"
+#include "core/net_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_names[] = {"linear", "conv2d", "avgpool2d", "maxpool2d", "flatten",
+                                         "dropout", "batchnorm", "lif", "add"};
+
+const char *sf_layer_kind_name(sf_layer_kind kind)
+{
+    return (unsigned)kind <= SF_LAYER_ADD ? kind_names[kind] : "?";
+}
+
+void sf_layer_default_desc(sf_layer_kind kind, sf_layer_desc *d)
+{
+    memset(d, 0, sizeof *d);
+    d->kind = kind;
+    d->input = -1;
+    d->input2 = -1;
+    d->kernel = kind == SF_LAYER_CONV2D ? 3 : 2;
+    d->stride = kind == SF_LAYER_CONV2D ? 1 : 0;
+    d->padding = 0;
+    d->bias = 1;
+    d->dropout_p = 0.5f;
+    d->bn_eps = 1e-5f;
+    d->bn_momentum = 0.1f;
+    sf_lif_default_params(&d->lif);
+}
+
+void sf_net_default_params(sf_net_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->device.kind = SF_DEVICE_CPU;
+    p->memory = SF_MEMORY_RECOMPUTE;
+    p->in_channels = p->in_height = p->in_width = 1;
+    p->readout = SF_READOUT_MEAN;
+    p->readout_tau = 2.0f;
+    p->loss = SF_LOSS_CE_MEAN;
+}
+
+sf_status sf_net_create(const sf_net_params *p, sf_net **out)
+{
+    *out = NULL;
+    if (!p) return sf_fail(SF_ERR_INVALID, "net parameters are NULL");
+    if (p->in_channels <= 0 || p->in_height <= 0 || p->in_width <= 0)
+        return sf_fail(SF_ERR_INVALID, "input shape %dx%dx%d: every dimension must be >= 1", p->in_channels,
+                       p->in_height, p->in_width);
+    if ((unsigned)p->memory > SF_MEMORY_RECOMPUTE) return sf_fail(SF_ERR_INVALID, "unknown memory mode %d", p->memory);
+    if ((unsigned)p->readout > SF_READOUT_LEAKY) return sf_fail(SF_ERR_INVALID, "unknown readout %d", p->readout);
+    if ((unsigned)p->loss > SF_LOSS_CE_PER_STEP) return sf_fail(SF_ERR_INVALID, "unknown loss %d", p->loss);
+    if (p->readout == SF_READOUT_LEAKY && !(p->readout_tau >= 1.0f))
+        return sf_fail(SF_ERR_INVALID, "readout_tau = %g: must be >= 1", p->readout_tau);
+    sf_net *net = calloc(1, sizeof *net);
+    if (!net) return sf_fail(SF_ERR_NOMEM, "out of memory");
+    net->p = *p;
+    sf_status s = sf_backend_create(p->device, &net->be);
+    if (s != SF_OK) {
+        free(net);
+        return s;
+    }
+    *out = net;
+    return SF_OK;
+}
+
+static void release(sf_net *net, void *p)
+{
+    if (p) net->be->release(net->be, p);
+}
+
+void sf_net_free(sf_net *net)
+{
+    if (!net) return;
+    release(net, net->params);
+    release(net, net->grads);
+    release(net, net->opt_a);
+    release(net, net->opt_b);
+    release(net, net->buffers);
+    release(net, net->saved_mem);
+    release(net, net->work_mem);
+    sf_backend_free(net->be);
+    free(net->layers);
+    free(net->tensors);
+    free(net->host_counts);
+    free(net->summary);
+    free(net);
+}
+
+int32_t sf_net_num_layers(const sf_net *net) { return net->n_layers; }
+
+/* Output shape of tensor `id` as the layers so far define it. */
+static void shape_of(const sf_net *net, int32_t id, int32_t chw[3])
+{
+    if (id == 0) {
+        chw[0] = net->p.in_channels;
+        chw[1] = net->p.in_height;
+        chw[2] = net->p.in_width;
+        return;
+    }
+    const net_layer *l = &net->layers[id - 1];
+    chw[0] = l->out_c;
+    chw[1] = l->out_h;
+    chw[2] = l->out_w;
+}
+
+sf_status sf_net_tensor_shape(const sf_net *net, int32_t id, int32_t chw[3])
+{
+    if (id < 0 || id > net->n_layers) return sf_fail(SF_ERR_INVALID, "tensor id %d out of range", id);
+    shape_of(net, id, chw);
+    return SF_OK;
+}
+
+/* Checks a layer against its input shape and fills its output shape, plus the conv or pool geometry. */
+static sf_status infer_shape(sf_net *net, net_layer *l, int32_t index)
+{
+    const sf_layer_desc *d = &l->d;
+    int32_t in[3];
+    shape_of(net, l->in, in);
+    int32_t c = in[0], h = in[1], w = in[2];
+    const char *name = sf_layer_kind_name(d->kind);
+    switch (d->kind) {
+    case SF_LAYER_LINEAR:
+        if (d->out_features <= 0) return sf_fail(SF_ERR_INVALID, "layer %d (linear): out_features must be >= 1", index);
+        if (h != 1 || w != 1)
+            return sf_fail(SF_ERR_INVALID, "layer %d (linear): input is %dx%dx%d; add a flatten layer first", index,
+                           c, h, w);
+        c = d->out_features;
+        break;
+    case SF_LAYER_CONV2D:
+        if (d->out_channels <= 0 || d->kernel <= 0 || d->stride <= 0 || d->padding < 0)
+            return sf_fail(SF_ERR_INVALID, "layer %d (conv2d): out_channels, kernel, stride must be >= 1, padding >= 0",
+                           index);
+        if (h + 2 * d->padding < d->kernel || w + 2 * d->padding < d->kernel)
+            return sf_fail(SF_ERR_INVALID, "layer %d (conv2d): kernel %d larger than the padded input %dx%d", index,
+                           d->kernel, h + 2 * d->padding, w + 2 * d->padding);
+        l->conv = (sf_conv_shape){.cin = c, .h = h, .w = w, .cout = d->out_channels, .k = d->kernel,
+                                  .stride = d->stride, .pad = d->padding};
+        c = d->out_channels;
+        h = (h + 2 * d->padding - d->kernel) / d->stride + 1;
+        w = (w + 2 * d->padding - d->kernel) / d->stride + 1;
+        l->conv.oh = h;
+        l->conv.ow = w;
+        break;
+    case SF_LAYER_AVGPOOL2D:
+    case SF_LAYER_MAXPOOL2D: {
+        int32_t k = d->kernel, s = d->stride ? d->stride : d->kernel;
+        if (k <= 0 || s <= 0 || k > h || k > w)
+            return sf_fail(SF_ERR_INVALID, "layer %d (%s): kernel %d, stride %d do not fit the %dx%d input", index,
+                           name, k, s, h, w);
+        if (k * k > 255) return sf_fail(SF_ERR_INVALID, "layer %d (%s): kernel %d too large (max 15)", index, name, k);
+        l->pool = (sf_pool_shape){.h = h, .w = w, .k = k, .stride = s};
+        h = (h - k) / s + 1;
+        w = (w - k) / s + 1;
+        l->pool.oh = h;
+        l->pool.ow = w;
+        break;
+    }
+    case SF_LAYER_FLATTEN:
+        c = c * h * w;
+        h = w = 1;
+        break;
+    case SF_LAYER_DROPOUT:
+        if (!(d->dropout_p >= 0.0f && d->dropout_p < 1.0f))
+            return sf_fail(SF_ERR_INVALID, "layer %d (dropout): p = %g must be in [0, 1)", index, d->dropout_p);
+        break;
+    case SF_LAYER_BATCHNORM:
+        if (!(d->bn_eps > 0.0f)) return sf_fail(SF_ERR_INVALID, "layer %d (batchnorm): eps must be > 0", index);
+        if (!(d->bn_momentum >= 0.0f && d->bn_momentum <= 1.0f))
+            return sf_fail(SF_ERR_INVALID, "layer %d (batchnorm): momentum must be in [0, 1]", index);
+        break;
+    case SF_LAYER_LIF: {
+        sf_status s = sf_lif_params_check(&d->lif);
+        if (s != SF_OK) return sf_fail_context(s, "layer %d (lif): ", index);
+        break;
+    }
+    case SF_LAYER_ADD: {
+        if (l->in2 < 0 || l->in2 > index)
+            return sf_fail(SF_ERR_INVALID, "layer %d (add): input2 = %d is not an earlier tensor", index, d->input2);
+        int32_t o[3];
+        shape_of(net, l->in2, o);
+        if (o[0] != c || o[1] != h || o[2] != w)
+            return sf_fail(SF_ERR_INVALID, "layer %d (add): shapes %dx%dx%d and %dx%dx%d differ", index, c, h, w,
+                           o[0], o[1], o[2]);
+        break;
+    }
+    default: return sf_fail(SF_ERR_INVALID, "layer %d: unknown kind %d", index, (int)d->kind);
+    }
+    l->out_c = c;
+    l->out_h = h;
+    l->out_w = w;
+    return SF_OK;
+}
+
+sf_status sf_net_add(sf_net *net, const sf_layer_desc *d, int32_t *out_id)
+{
+    if (!net || !d) return sf_fail(SF_ERR_INVALID, "sf_net_add: NULL argument");
+    if (net->params) return sf_fail(SF_ERR_STATE, "sf_net_add: layers cannot be added once parameters exist");
+    int32_t index = net->n_layers;
+    if (index == net->cap_layers) {
+        int32_t cap = net->cap_layers ? 2 * net->cap_layers : 16;
+        net_layer *nl = realloc(net->layers, (size_t)cap * sizeof *nl);
+        if (!nl) return sf_fail(SF_ERR_NOMEM, "out of memory");
+        net->layers = nl;
+        net->cap_layers = cap;
+    }
+    net_layer *l = &net->layers[index];
+    memset(l, 0, sizeof *l);
+    l->d = *d;
+    l->in = d->input < 0 ? index : d->input;
+    l->in2 = d->input2;
+    l->out = index + 1;
+    l->w_off = l->b_off = l->rm_off = l->rv_off = -1;
+    l->bn = -1;
+    if (l->in > index) return sf_fail(SF_ERR_INVALID, "layer %d: input %d is not an earlier tensor", index, d->input);
+    SF_TRY(infer_shape(net, l, index));
+
+    /* Parameter sizes (PyTorch shapes); offsets are assigned in order. */
+    int32_t in[3];
+    shape_of(net, l->in, in);
+    int64_t wn = 0, bn = 0, rn = 0;
+    if (d->kind == SF_LAYER_LINEAR) {
+        wn = (int64_t)d->out_features * in[0] * in[1] * in[2];
+        bn = d->bias ? d->out_features : 0;
+    } else if (d->kind == SF_LAYER_CONV2D) {
+        wn = (int64_t)d->out_channels * in[0] * d->kernel * d->kernel;
+        bn = d->bias ? d->out_channels : 0;
+    } else if (d->kind == SF_LAYER_BATCHNORM) {
+        wn = bn = rn = in[0];
+    }
+    if (wn) {
+        l->w_off = net->n_params;
+        l->w_numel = wn;
+        net->n_params += wn;
+    }
+    if (bn) {
+        l->b_off = net->n_params;
+        l->b_numel = bn;
+        net->n_params += bn;
+    }
+    if (rn) {
+        l->rm_off = net->n_buffers;
+        l->rv_off = net->n_buffers + rn;
+        net->n_buffers += 2 * rn;
+    }
+    net->n_layers++;
+    net->compiled = false;
+    if (out_id) *out_id = l->out;
+    return SF_OK;
+}
+
+const char *sf_net_summary(sf_net *net)
+{
+    size_t cap = 256 + (size_t)net->n_layers * 160, len = 0;
+    char *s = realloc(net->summary, cap);
+    if (!s) return "";
+    net->summary = s;
+    len += (size_t)snprintf(s + len, cap - len, "input %dx%dx%d\n", net->p.in_channels, net->p.in_height,
+                            net->p.in_width);
+    for (int32_t i = 0; i < net->n_layers; i++) {
+        const net_layer *l = &net->layers[i];
+        int32_t o[3];
+        shape_of(net, l->out, o);
+        int64_t np = (l->w_off >= 0 ? l->w_numel : 0) + (l->b_off >= 0 ? l->b_numel : 0);
+        len += (size_t)snprintf(s + len, cap - len, "%3d %-10s in=%-3d", i, sf_layer_kind_name(l->d.kind), l->in);
+        if (l->d.kind == SF_LAYER_ADD) len += (size_t)snprintf(s + len, cap - len, " +%-3d", l->in2);
+        len += (size_t)snprintf(s + len, cap - len, " -> %dx%dx%d  params %lld%s\n", o[0], o[1], o[2],
+                                (long long)np, l->fused_bn ? "  (fused with the batchnorm before)" : "");
+    }
+    len += (size_t)snprintf(s + len, cap - len, "parameters: %lld\n", (long long)net->n_params);
+    return s;
+}

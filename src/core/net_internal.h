@@ -1,0 +1,124 @@
+/* net_internal.h — the network engine's private structures: layers, tensors, the memory plan.
+ *
+ * A network is a list of layers in topological order; tensor 0 is the input and layer i writes tensor i + 1.
+ * sf_net_compile decides, once per (T, B), where every tensor lives:
+ * - parameters, gradients, optimizer state and buffers each in one contiguous allocation;
+ * - "saved": what the backward needs from the forward (inputs of weight layers, neuron state), kept as float,
+ *   or as bytes for binary spikes, or not at all when the memory mode lets the backward recompute it;
+ * - "workspace": transient activations, gradients and scratch, packed by lifetime so buffers whose lifetimes
+ *   don't overlap share bytes. */
+#ifndef SF_CORE_NET_INTERNAL_H
+#define SF_CORE_NET_INTERNAL_H
+
+#include "core/backend.h"
+
+#include <stdbool.h>
+
+/* How the backward obtains a tensor that a consumer's backward needs (e.g. a linear layer's input). */
+typedef enum keep_kind {
+    KEEP_NONE = 0,  /* no backward reads it */
+    KEEP_FLOAT,     /* its forward buffer lives in the saved arena */
+    KEEP_BYTES,     /* binary spikes, copied to uint8 in the saved arena, expanded to float when needed */
+    KEEP_RECOMPUTE  /* produced by a neuron layer whose input is kept: rerun that layer's forward */
+} keep_kind;
+
+typedef enum arena { ARENA_NONE = 0, ARENA_SAVED, ARENA_WORK } arena;
+
+/* A place in one of the planned allocations. */
+typedef struct slot {
+    arena where;
+    size_t offset; /* bytes */
+    size_t bytes;
+} slot;
+
+typedef struct net_tensor {
+    int32_t c, h, w;
+    int64_t per_sample;   /* c·h·w */
+    int32_t alias_of;     /* flatten outputs share their input's storage: the root tensor id, else itself */
+    int32_t producer;     /* layer index, -1 for the input */
+    int32_t consumers;    /* number of layer inputs reading it */
+    bool binary;          /* values are 0/1 spikes */
+    bool requires_grad;   /* some parameter lies upstream */
+    keep_kind keep;
+    slot act;             /* forward values, float [T, B, per_sample] */
+    slot bytes;           /* KEEP_BYTES: uint8 copy */
+    slot grad;            /* backward gradient, float */
+    int32_t first_grad_writer; /* the layer whose backward writes grad first (the others accumulate) */
+} net_tensor;
+
+typedef struct net_layer {
+    sf_layer_desc d;
+    int32_t in, in2, out;
+    int32_t out_c, out_h, out_w; /* output shape per sample and step */
+    bool fused_bn;        /* LIF: the BN layer `bn` before it runs inside this layer's kernels */
+    bool absorbed;        /* BN: fused into the next LIF layer, does nothing by itself */
+    int32_t bn;           /* LIF with fused_bn: the BN layer's index */
+    int32_t lif_index;    /* LIF: ordinal among neuron layers (firing rates) */
+    /* parameters (float offsets into params/grads/optimizer), -1 if absent */
+    int64_t w_off, w_numel, b_off, b_numel;
+    int64_t rm_off, rv_off; /* BN running stats in the buffers allocation */
+    /* planned per-layer storage */
+    slot mean, var;       /* BN batch statistics (saved) */
+    slot h;               /* LIF in full mode: membrane potential (saved) */
+    slot argmax;          /* maxpool (saved) */
+    slot fwd_scratch, bwd_scratch; /* conv workspace in the forward and in the backward */
+    slot in_float;        /* backward: where the layer's input is rebuilt as float when kept as bytes/recompute */
+    slot dx_tmp;          /* backward: gradient for an input whose grad buffer another layer already wrote */
+    slot dx_tmp2;         /* ADD: the same for the second input */
+    uint64_t dropout_counter; /* RNG counter of the last training forward */
+    sf_conv_shape conv;
+    sf_pool_shape pool;
+    sf_layer_timing timing;
+} net_layer;
+
+struct sf_net {
+    sf_net_params p;
+    sf_backend *be;
+    net_layer *layers;
+    int32_t n_layers, cap_layers;
+    net_tensor *tensors; /* n_layers + 1 after compile */
+
+    /* parameters */
+    int64_t n_params, n_buffers;
+    float *params, *grads, *opt_a, *opt_b, *buffers; /* backend memory */
+    bool params_ready;
+    sf_optim_params opt;
+    bool opt_set;
+    int64_t opt_steps;
+    uint64_t rng_counter;
+
+    /* compiled shape and plan */
+    int64_t T, B;
+    bool compiled;
+    sf_memory_plan plan;
+    void *saved_mem, *work_mem;
+    /* head: readout, loss and bookkeeping, allocated with the workspace but never reused */
+    float *readout;  /* [T, B, K] leaky readout (NULL for the mean readout: the output itself) */
+    float *dreadout; /* [T, B, K] */
+    float *logits;   /* [B, K] */
+    float *stats;    /* [4]: loss, correct, nonfinite flag, spare */
+    float *spike_counts; /* one per LIF layer */
+    int32_t *labels; /* [B] */
+    int32_t n_lif;
+    bool have_forward, have_loss, have_backward, last_training;
+    float *host_counts;
+    size_t peak_bytes;
+    bool profiling;
+    char *summary;
+};
+
+/* Storage of a tensor's forward values (follows flatten aliases). */
+float *sf_net_act(sf_net *net, int32_t id);
+/* Address of a slot in its arena. */
+void *sf_net_slot_ptr(const sf_net *net, slot s);
+/* Classes of the loss: the per-sample size of the last tensor. */
+int32_t sf_net_classes(const sf_net *net);
+
+/* net_run.c: readout and loss; `out` (optional) gets the loss read back to the host. */
+sf_status sf_net_run_loss(sf_net *net, const int32_t *labels, sf_step_result *out);
+
+/* plan.c */
+sf_status sf_net_plan_memory(sf_net *net);
+
+
+#endif

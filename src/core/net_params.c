@@ -1,0 +1,305 @@
+/* net_params.c — parameters, gradients, buffers and optimizer state: allocation, PyTorch-default
+ * initialisation, the named-tensor view used by checkpoints and tests, and the resumable state. */
+#include "core/error.h"
+#include "core/net_internal.h"
+#include "core/rng.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* RNG streams: parameter initialisation draws from stream INIT_STREAM + layer; dropout uses counters from 0. */
+#define INIT_STREAM (1ull << 40)
+
+static sf_status alloc_floats(sf_net *net, int64_t n, float **out, const char *what)
+{
+    if (*out || n == 0) return SF_OK;
+    void *p = NULL;
+    sf_status s = net->be->alloc(net->be, (size_t)n * sizeof(float), &p);
+    if (s != SF_OK) return sf_fail_context(s, "allocating %s: ", what);
+    SF_TRY(net->be->zero(net->be, p, (size_t)n * sizeof(float)));
+    *out = p;
+    return SF_OK;
+}
+
+/* PyTorch's defaults: Linear/Conv weights and biases U(-1/√fan_in, 1/√fan_in) (kaiming_uniform with a=√5),
+ * BN weight 1, bias 0, running mean 0, running var 1. */
+static sf_status init_params(sf_net *net)
+{
+    float *hp = calloc((size_t)(net->n_params ? net->n_params : 1), sizeof *hp);
+    float *hb = calloc((size_t)(net->n_buffers ? net->n_buffers : 1), sizeof *hb);
+    if (!hp || !hb) {
+        free(hp);
+        free(hb);
+        return sf_fail(SF_ERR_NOMEM, "out of memory initialising parameters");
+    }
+    for (int32_t i = 0; i < net->n_layers; i++) {
+        const net_layer *l = &net->layers[i];
+        if (l->d.kind == SF_LAYER_BATCHNORM) {
+            for (int64_t k = 0; k < l->w_numel; k++) hp[l->w_off + k] = 1.0f;
+            for (int64_t k = 0; k < l->w_numel; k++) hb[l->rv_off + k] = 1.0f;
+            continue;
+        }
+        if (l->w_off < 0) continue;
+        int64_t fan_out = l->d.kind == SF_LAYER_LINEAR ? l->d.out_features : l->d.out_channels;
+        double bound = 1.0 / sqrt((double)(l->w_numel / fan_out));
+        uint64_t stream = INIT_STREAM + (uint64_t)i;
+        for (int64_t k = 0; k < l->w_numel; k++)
+            hp[l->w_off + k] = (float)((2.0 * sf_uniform(net->p.seed, stream, (uint64_t)k) - 1.0) * bound);
+        for (int64_t k = 0; k < l->b_numel; k++)
+            hp[l->b_off + k] =
+                (float)((2.0 * sf_uniform(net->p.seed, stream, (uint64_t)(l->w_numel + k)) - 1.0) * bound);
+    }
+    sf_status s = net->n_params ? net->be->copy_from_host(net->be, net->params, hp, (size_t)net->n_params * 4) : SF_OK;
+    if (s == SF_OK && net->n_buffers)
+        s = net->be->copy_from_host(net->be, net->buffers, hb, (size_t)net->n_buffers * 4);
+    free(hp);
+    free(hb);
+    return s;
+}
+
+/* Allocates and initialises parameters on first need; from then on the layer list is fixed. */
+static sf_status ensure_params(sf_net *net)
+{
+    if (net->params_ready) return SF_OK;
+    if (net->n_layers == 0) return sf_fail(SF_ERR_STATE, "the network has no layers");
+    SF_TRY(alloc_floats(net, net->n_params, &net->params, "parameters"));
+    SF_TRY(alloc_floats(net, net->n_params, &net->grads, "gradients"));
+    SF_TRY(alloc_floats(net, net->n_buffers, &net->buffers, "buffers"));
+    SF_TRY(init_params(net));
+    net->params_ready = true;
+    return SF_OK;
+}
+
+sf_status sf_net_compile(sf_net *net, int64_t T, int64_t B)
+{
+    if (T <= 0 || B <= 0)
+        return sf_fail(SF_ERR_INVALID, "compile: T=%lld and B=%lld must be >= 1", (long long)T, (long long)B);
+    SF_TRY(ensure_params(net));
+    net->T = T;
+    net->B = B;
+    net->compiled = false;
+    net->have_forward = net->have_loss = net->have_backward = false;
+    SF_TRY(sf_net_plan_memory(net));
+    size_t f = sizeof(float);
+    net->plan.params = (size_t)net->n_params * f;
+    net->plan.grads = (size_t)net->n_params * f;
+    net->plan.buffers = (size_t)net->n_buffers * f;
+    net->plan.optimizer = (size_t)net->n_params * f * (net->opt_b ? 2 : net->opt_a ? 1 : 0);
+    net->plan.total = net->plan.params + net->plan.grads + net->plan.buffers + net->plan.optimizer +
+                      net->plan.saved + net->plan.workspace;
+    if (net->plan.total > net->peak_bytes) net->peak_bytes = net->plan.total;
+    net->compiled = true;
+    return SF_OK;
+}
+
+sf_status sf_net_memory_plan(const sf_net *net, sf_memory_plan *out)
+{
+    if (!net->compiled) return sf_fail(SF_ERR_STATE, "memory plan: compile the network first");
+    *out = net->plan;
+    return SF_OK;
+}
+
+size_t sf_net_peak_bytes(const sf_net *net) { return net->peak_bytes; }
+
+/* ------------------------------------------------------------------------------------------------ optimizer */
+
+sf_status sf_net_set_optimizer(sf_net *net, const sf_optim_params *p)
+{
+    if ((unsigned)p->kind > SF_OPT_ADAMW) return sf_fail(SF_ERR_INVALID, "unknown optimizer %d", (int)p->kind);
+    if (!(p->lr >= 0.0f) || !(p->momentum >= 0.0f && p->momentum < 1.0f) || !(p->weight_decay >= 0.0f) ||
+        !(p->beta1 >= 0.0f && p->beta1 < 1.0f) || !(p->beta2 >= 0.0f && p->beta2 < 1.0f) || !(p->eps > 0.0f))
+        return sf_fail(SF_ERR_INVALID, "optimizer: need lr >= 0, momentum in [0,1), weight_decay >= 0, betas in "
+                                       "[0,1), eps > 0");
+    if (p->nesterov && (p->kind != SF_OPT_SGD || p->momentum <= 0.0f))
+        return sf_fail(SF_ERR_INVALID, "optimizer: nesterov needs SGD with momentum > 0");
+    SF_TRY(ensure_params(net));
+    bool adam = p->kind != SF_OPT_SGD;
+    if (net->opt_a) net->be->release(net->be, net->opt_a);
+    if (net->opt_b) net->be->release(net->be, net->opt_b);
+    net->opt_a = net->opt_b = NULL;
+    if (adam || p->momentum > 0.0f) SF_TRY(alloc_floats(net, net->n_params, &net->opt_a, "optimizer state"));
+    if (adam) SF_TRY(alloc_floats(net, net->n_params, &net->opt_b, "optimizer state"));
+    net->opt = *p;
+    net->opt_set = true;
+    net->opt_steps = 0;
+    net->plan.optimizer = (size_t)net->n_params * sizeof(float) * (adam ? 2 : net->opt_a ? 1 : 0);
+    if (net->compiled) {
+        net->plan.total = net->plan.params + net->plan.grads + net->plan.buffers + net->plan.optimizer +
+                          net->plan.saved + net->plan.workspace;
+        if (net->plan.total > net->peak_bytes) net->peak_bytes = net->plan.total;
+    }
+    return SF_OK;
+}
+
+sf_status sf_net_set_lr(sf_net *net, float lr)
+{
+    if (!net->opt_set) return sf_fail(SF_ERR_STATE, "set_lr: no optimizer set");
+    if (!(lr >= 0.0f) || isinf(lr)) return sf_fail(SF_ERR_INVALID, "learning rate %g must be finite and >= 0", lr);
+    net->opt.lr = lr;
+    return SF_OK;
+}
+
+/* ------------------------------------------------------------------------------------------------ named tensors */
+
+typedef struct tensor_ref {
+    sf_tensor_info info;
+    float *base; /* the role's allocation */
+    int64_t off;
+} tensor_ref;
+
+/* The i-th parameter-shaped tensor (in layer order): its layer, whether it is the bias, its name and shape. */
+static bool param_at(const sf_net *net, int32_t i, const net_layer **layer, int32_t *index, bool *is_bias)
+{
+    for (int32_t k = 0; k < net->n_layers; k++) {
+        const net_layer *l = &net->layers[k];
+        if (l->w_off >= 0 && i-- == 0) {
+            *layer = l, *index = k, *is_bias = false;
+            return true;
+        }
+        if (l->b_off >= 0 && i-- == 0) {
+            *layer = l, *index = k, *is_bias = true;
+            return true;
+        }
+    }
+    return false;
+}
+
+static int32_t param_count(const sf_net *net)
+{
+    int32_t n = 0;
+    for (int32_t k = 0; k < net->n_layers; k++) n += (net->layers[k].w_off >= 0) + (net->layers[k].b_off >= 0);
+    return n;
+}
+
+static int32_t buffer_count(const sf_net *net)
+{
+    int32_t n = 0;
+    for (int32_t k = 0; k < net->n_layers; k++) n += net->layers[k].rm_off >= 0 ? 2 : 0;
+    return n;
+}
+
+static void param_shape(const sf_net *net, const net_layer *l, bool is_bias, sf_tensor_info *info)
+{
+    const sf_layer_desc *d = &l->d;
+    if (is_bias || d->kind == SF_LAYER_BATCHNORM) {
+        info->ndim = 1;
+        info->shape[0] = is_bias ? l->b_numel : l->w_numel;
+    } else if (d->kind == SF_LAYER_LINEAR) {
+        info->ndim = 2;
+        info->shape[0] = d->out_features;
+        info->shape[1] = l->w_numel / d->out_features;
+    } else {
+        info->ndim = 4;
+        info->shape[0] = d->out_channels;
+        info->shape[1] = l->w_numel / ((int64_t)d->out_channels * d->kernel * d->kernel);
+        info->shape[2] = info->shape[3] = d->kernel;
+    }
+    info->numel = is_bias ? l->b_numel : l->w_numel;
+}
+
+static sf_status resolve(const sf_net *net, sf_tensor_role role, int32_t i, tensor_ref *r)
+{
+    memset(r, 0, sizeof *r);
+    if (!net->params_ready) return sf_fail(SF_ERR_STATE, "tensors exist once the network is compiled");
+    if (role == SF_ROLE_BUFFER) {
+        int32_t n = 0;
+        for (int32_t k = 0; k < net->n_layers; k++) {
+            const net_layer *l = &net->layers[k];
+            if (l->rm_off < 0) continue;
+            if (i == n || i == n + 1) {
+                bool var = i == n + 1;
+                snprintf(r->info.name, sizeof r->info.name, "%d.%s", k, var ? "running_var" : "running_mean");
+                r->info.ndim = 1;
+                r->info.shape[0] = r->info.numel = l->w_numel;
+                r->base = net->buffers;
+                r->off = var ? l->rv_off : l->rm_off;
+                return SF_OK;
+            }
+            n += 2;
+        }
+        return sf_fail(SF_ERR_INVALID, "buffer index %d out of range", i);
+    }
+    int32_t np = param_count(net);
+    int32_t slot_i = i;
+    const char *suffix = "";
+    float *base = net->params;
+    if (role == SF_ROLE_GRAD) {
+        base = net->grads;
+        suffix = ".grad";
+    } else if (role == SF_ROLE_OPTIMIZER) {
+        bool adam = net->opt_b != NULL;
+        if (!net->opt_a || i < 0 || i >= np * (adam ? 2 : 1))
+            return sf_fail(SF_ERR_INVALID, "optimizer tensor index %d out of range", i);
+        base = i < np ? net->opt_a : net->opt_b;
+        suffix = !adam ? ".momentum" : i < np ? ".adam_m" : ".adam_v";
+        slot_i = i % np;
+    } else if (role != SF_ROLE_PARAM) {
+        return sf_fail(SF_ERR_INVALID, "unknown tensor role %d", (int)role);
+    }
+    const net_layer *l;
+    int32_t k;
+    bool is_bias;
+    if (slot_i < 0 || !param_at(net, slot_i, &l, &k, &is_bias))
+        return sf_fail(SF_ERR_INVALID, "parameter index %d out of range", i);
+    snprintf(r->info.name, sizeof r->info.name, "%d.%s%s", k, is_bias ? "bias" : "weight", suffix);
+    param_shape(net, l, is_bias, &r->info);
+    r->base = base;
+    r->off = is_bias ? l->b_off : l->w_off;
+    return SF_OK;
+}
+
+int32_t sf_net_tensor_count(const sf_net *net, sf_tensor_role role)
+{
+    switch (role) {
+    case SF_ROLE_PARAM:
+    case SF_ROLE_GRAD: return param_count(net);
+    case SF_ROLE_BUFFER: return buffer_count(net);
+    case SF_ROLE_OPTIMIZER: return net->opt_a ? param_count(net) * (net->opt_b ? 2 : 1) : 0;
+    }
+    return 0;
+}
+
+sf_status sf_net_tensor_info(const sf_net *net, sf_tensor_role role, int32_t i, sf_tensor_info *out)
+{
+    sf_net *mut = (sf_net *)net; /* tensors come into being on first access */
+    SF_TRY(ensure_params(mut));
+    tensor_ref r;
+    SF_TRY(resolve(net, role, i, &r));
+    *out = r.info;
+    return SF_OK;
+}
+
+sf_status sf_net_tensor_read(const sf_net *net, sf_tensor_role role, int32_t i, float *host_dst)
+{
+    SF_TRY(ensure_params((sf_net *)net));
+    tensor_ref r;
+    SF_TRY(resolve(net, role, i, &r));
+    return net->be->copy_to_host(net->be, host_dst, r.base + r.off, (size_t)r.info.numel * sizeof(float));
+}
+
+sf_status sf_net_tensor_write(sf_net *net, sf_tensor_role role, int32_t i, const float *host_src)
+{
+    SF_TRY(ensure_params(net));
+    tensor_ref r;
+    SF_TRY(resolve(net, role, i, &r));
+    return net->be->copy_from_host(net->be, r.base + r.off, host_src, (size_t)r.info.numel * sizeof(float));
+}
+
+sf_status sf_net_get_state(const sf_net *net, sf_net_state *out)
+{
+    out->optimizer_steps = net->opt_steps;
+    out->rng_seed = net->p.seed;
+    out->rng_counter = net->rng_counter;
+    return SF_OK;
+}
+
+sf_status sf_net_set_state(sf_net *net, const sf_net_state *st)
+{
+    if (st->optimizer_steps < 0) return sf_fail(SF_ERR_INVALID, "state: negative optimizer step count");
+    net->opt_steps = st->optimizer_steps;
+    net->p.seed = st->rng_seed;
+    net->rng_counter = st->rng_counter;
+    return SF_OK;
+}

@@ -1,0 +1,262 @@
+/* net_run.c — running a compiled network: forward, loss, backward (with recompute), update, and the
+ * queries that read results back. Every op goes through the backend table; nothing here touches tensor data. */
+#include "core/error.h"
+#include "core/net_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void *sf_net_slot_ptr(const sf_net *net, slot s)
+{
+    switch (s.where) {
+    case ARENA_SAVED: return (char *)net->saved_mem + s.offset;
+    case ARENA_WORK: return (char *)net->work_mem + s.offset;
+    case ARENA_NONE: break;
+    }
+    return NULL;
+}
+
+float *sf_net_act(sf_net *net, int32_t id) { return sf_net_slot_ptr(net, net->tensors[net->tensors[id].alias_of].act); }
+
+static float *grad_of(sf_net *net, int32_t id) { return sf_net_slot_ptr(net, net->tensors[net->tensors[id].alias_of].grad); }
+
+int32_t sf_net_classes(const sf_net *net)
+{
+    const net_layer *l = &net->layers[net->n_layers - 1];
+    return l->out_c * l->out_h * l->out_w;
+}
+
+static float *param(sf_net *net, int64_t off) { return off >= 0 ? net->params + off : NULL; }
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static int64_t rows(const sf_net *net) { return net->T * net->B; }
+
+static sf_bn_shape bn_shape(const sf_net *net, const net_layer *bn)
+{
+    const net_tensor *x = &net->tensors[bn->in];
+    return (sf_bn_shape){.rows = rows(net), .c = x->c, .hw = (int64_t)x->h * x->w};
+}
+
+/* Runs a LIF layer (with its fused BN, if any) forward from its kept input: in the forward proper, and again in
+ * the backward when its spikes are recomputed. `out` says what to write. */
+static sf_status neuron_forward(sf_net *net, const net_layer *l, bool training, const sf_lif_out *out)
+{
+    sf_backend *be = net->be;
+    if (!l->fused_bn) {
+        int64_t n = net->B * net->tensors[l->in].per_sample;
+        return be->lif_forward(be, &l->d.lif, net->T, n, sf_net_act(net, l->in), out);
+    }
+    const net_layer *bn = &net->layers[l->bn];
+    const float *mean = training ? sf_net_slot_ptr(net, bn->mean) : net->buffers + bn->rm_off;
+    const float *var = training ? sf_net_slot_ptr(net, bn->var) : net->buffers + bn->rv_off;
+    return be->bn_lif_forward(be, &l->d.lif, net->T, bn_shape(net, bn), sf_net_act(net, bn->in), mean, var,
+                              bn->d.bn_eps, param(net, bn->w_off), param(net, bn->b_off), out);
+}
+
+/* Batch statistics of a BN layer and the running-statistics update (training forward only). */
+static sf_status bn_batch_stats(sf_net *net, const net_layer *l)
+{
+    sf_backend *be = net->be;
+    sf_bn_shape sh = bn_shape(net, l);
+    float *mean = sf_net_slot_ptr(net, l->mean), *var = sf_net_slot_ptr(net, l->var);
+    SF_TRY(be->bn_stats(be, sh, sf_net_act(net, l->in), mean, var));
+    return be->bn_update_running(be, sh, l->d.bn_momentum, mean, var, net->buffers + l->rm_off,
+                                 net->buffers + l->rv_off);
+}
+
+static sf_status layer_forward(sf_net *net, int32_t i, bool training)
+{
+    sf_backend *be = net->be;
+    net_layer *l = &net->layers[i];
+    const net_tensor *out_t = &net->tensors[l->out];
+    const float *x = sf_net_act(net, l->in);
+    float *y = sf_net_act(net, l->out);
+    int64_t n_in = rows(net) * net->tensors[l->in].per_sample;
+    switch (l->d.kind) {
+    case SF_LAYER_LINEAR:
+        SF_TRY(be->linear_forward(be, rows(net), (int32_t)net->tensors[l->in].per_sample, l->d.out_features, x,
+                                  param(net, l->w_off), param(net, l->b_off), y));
+        break;
+    case SF_LAYER_CONV2D:
+        SF_TRY(be->conv_forward(be, &l->conv, x, param(net, l->w_off), param(net, l->b_off), y,
+                                sf_net_slot_ptr(net, l->fwd_scratch)));
+        break;
+    case SF_LAYER_AVGPOOL2D: SF_TRY(be->avgpool_forward(be, &l->pool, x, y)); break;
+    case SF_LAYER_MAXPOOL2D: SF_TRY(be->maxpool_forward(be, &l->pool, x, y, sf_net_slot_ptr(net, l->argmax))); break;
+    case SF_LAYER_FLATTEN: break;
+    case SF_LAYER_DROPOUT:
+        if (training) {
+            l->dropout_counter = net->rng_counter++;
+            SF_TRY(be->dropout_forward(be, net->T, n_in / net->T, l->d.dropout_p, net->p.seed, l->dropout_counter, x, y));
+        } else {
+            SF_TRY(be->copy(be, y, x, (size_t)n_in * sizeof(float)));
+        }
+        break;
+    case SF_LAYER_BATCHNORM:
+        if (training) SF_TRY(bn_batch_stats(net, l));
+        if (!l->absorbed) {
+            const float *mean = training ? sf_net_slot_ptr(net, l->mean) : net->buffers + l->rm_off;
+            const float *var = training ? sf_net_slot_ptr(net, l->var) : net->buffers + l->rv_off;
+            SF_TRY(be->bn_forward(be, bn_shape(net, l), x, mean, var, l->d.bn_eps, param(net, l->w_off),
+                                  param(net, l->b_off), y));
+        }
+        break;
+    case SF_LAYER_LIF: {
+        sf_lif_out out = {.s = y, .spike_count = net->spike_counts + l->lif_index};
+        if (training && out_t->keep == KEEP_BYTES) out.s_u8 = sf_net_slot_ptr(net, out_t->bytes);
+        if (training) out.h = sf_net_slot_ptr(net, l->h);
+        SF_TRY(neuron_forward(net, l, training, &out));
+        break;
+    }
+    case SF_LAYER_ADD:
+        SF_TRY(be->add(be, n_in, x, sf_net_act(net, l->in2), y));
+        break;
+    }
+    /* Binary outputs of other layers (a max-pool of spikes) are kept as bytes too. */
+    if (training && l->d.kind != SF_LAYER_LIF && l->d.kind != SF_LAYER_FLATTEN && out_t->keep == KEEP_BYTES)
+        SF_TRY(be->f32_to_u8(be, rows(net) * out_t->per_sample, y, sf_net_slot_ptr(net, out_t->bytes)));
+    return SF_OK;
+}
+
+static sf_status timed(sf_net *net, double *acc, sf_status (*fn)(sf_net *, int32_t, bool), int32_t i, bool training)
+{
+    if (!net->profiling) return fn(net, i, training);
+    SF_TRY(net->be->sync(net->be));
+    double t0 = now_ms();
+    SF_TRY(fn(net, i, training));
+    SF_TRY(net->be->sync(net->be));
+    *acc += now_ms() - t0;
+    return SF_OK;
+}
+
+static sf_status require_compiled(const sf_net *net)
+{
+    return net->compiled ? SF_OK : sf_fail(SF_ERR_STATE, "the network is not compiled (call sf_net_compile)");
+}
+
+sf_status sf_net_forward(sf_net *net, const float *x, int32_t training)
+{
+    SF_TRY(require_compiled(net));
+    if (!x) return sf_fail(SF_ERR_INVALID, "forward: input is NULL");
+    sf_backend *be = net->be;
+    size_t in_bytes = (size_t)(rows(net) * net->tensors[0].per_sample) * sizeof(float);
+    SF_TRY(be->copy_from_host(be, sf_net_act(net, 0), x, in_bytes));
+    SF_TRY(be->zero(be, net->spike_counts, (size_t)(net->n_lif ? net->n_lif : 1) * sizeof(float)));
+    net->have_forward = net->have_loss = net->have_backward = false;
+    for (int32_t i = 0; i < net->n_layers; i++)
+        SF_TRY(timed(net, &net->layers[i].timing.forward_ms, layer_forward, i, training != 0));
+    net->have_forward = true;
+    net->last_training = training != 0;
+    return SF_OK;
+}
+
+/* The readout r_t from the last layer's output o_t: o itself (mean readout) or a leaky integrator. */
+static const float *readout(sf_net *net, float *a_out, float *c_out)
+{
+    float a = net->p.readout == SF_READOUT_LEAKY ? 1.0f - 1.0f / net->p.readout_tau : 0.0f;
+    *a_out = a;
+    *c_out = 1.0f - a;
+    return net->p.readout == SF_READOUT_LEAKY ? net->readout : sf_net_act(net, net->n_layers);
+}
+
+sf_status sf_net_run_loss(sf_net *net, const int32_t *labels, sf_step_result *out)
+{
+    sf_backend *be = net->be;
+    int32_t K = sf_net_classes(net);
+    for (int64_t b = 0; labels && b < net->B; b++)
+        if (labels[b] < 0 || labels[b] >= K)
+            return sf_fail(SF_ERR_INVALID, "label %d of sample %lld is outside [0, %d)", labels[b], (long long)b, K);
+    float a, c;
+    const float *r = readout(net, &a, &c);
+    if (net->p.readout == SF_READOUT_LEAKY)
+        SF_TRY(be->leaky_forward(be, net->T, net->B * K, a, c, sf_net_act(net, net->n_layers), net->readout));
+    float *dr = NULL;
+    if (labels && net->last_training)
+        dr = net->p.readout == SF_READOUT_LEAKY ? net->dreadout : grad_of(net, net->n_layers);
+    /* Without labels (prediction only) the op still needs some: class 0 stands in and the loss is ignored. */
+    if (labels)
+        SF_TRY(be->copy_from_host(be, net->labels, labels, (size_t)net->B * sizeof(int32_t)));
+    else
+        SF_TRY(be->zero(be, net->labels, (size_t)net->B * sizeof(int32_t)));
+    SF_TRY(be->softmax_xent(be, net->T, net->B, K, net->p.loss == SF_LOSS_CE_PER_STEP, r, net->labels, dr,
+                            net->logits, net->stats));
+    if (out) {
+        float st[2] = {0, 0};
+        if (labels) SF_TRY(be->copy_to_host(be, st, net->stats, sizeof st));
+        out->loss = st[0];
+        out->correct = (int32_t)st[1];
+    }
+    net->have_loss = labels && net->last_training;
+    return SF_OK;
+}
+
+sf_status sf_net_loss(sf_net *net, const int32_t *labels, sf_step_result *out)
+{
+    SF_TRY(require_compiled(net));
+    if (!net->have_forward) return sf_fail(SF_ERR_STATE, "loss: run a forward first");
+    if (!labels) return sf_fail(SF_ERR_INVALID, "loss: labels are NULL");
+    return sf_net_run_loss(net, labels, out);
+}
+
+sf_status sf_net_eval_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out)
+{
+    SF_TRY(sf_net_forward(net, x, 0));
+    sf_step_result r = {0};
+    SF_TRY(sf_net_run_loss(net, labels, &r));
+    if (out) *out = r;
+    return SF_OK;
+}
+
+sf_status sf_net_logits(const sf_net *net, float *out)
+{
+    if (!net->have_forward) return sf_fail(SF_ERR_STATE, "logits: run a forward and the loss first");
+    return net->be->copy_to_host(net->be, out, net->logits, (size_t)(net->B * sf_net_classes(net)) * sizeof(float));
+}
+
+sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *out)
+{
+    if (!net->have_forward) return sf_fail(SF_ERR_STATE, "read_activation: run a forward first");
+    if (id < 0 || id > net->n_layers) return sf_fail(SF_ERR_INVALID, "tensor id %d out of range", id);
+    const net_tensor *x = &net->tensors[net->tensors[id].alias_of];
+    bool held = x->act.where == ARENA_SAVED || id == net->n_layers || net->tensors[id].alias_of == net->tensors[net->n_layers].alias_of;
+    if (!held || x->act.where == ARENA_NONE)
+        return sf_fail(SF_ERR_STATE, "tensor %d is not held after the forward (only kept tensors and the output are)", id);
+    return net->be->copy_to_host(net->be, out, sf_net_slot_ptr(net, x->act),
+                                 (size_t)(rows(net) * x->per_sample) * sizeof(float));
+}
+
+int32_t sf_net_firing_rates(const sf_net *net, float *rates, int32_t cap)
+{
+    if (!net->compiled) return 0;
+    if (!net->have_forward || net->n_lif == 0) return net->n_lif;
+    if (net->be->copy_to_host(net->be, net->host_counts, net->spike_counts, (size_t)net->n_lif * sizeof(float)) != SF_OK)
+        return -1;
+    for (int32_t i = 0; i < net->n_layers; i++) {
+        const net_layer *l = &net->layers[i];
+        if (l->d.kind != SF_LAYER_LIF || l->lif_index >= cap) continue;
+        double n = (double)rows(net) * (double)net->tensors[l->out].per_sample;
+        rates[l->lif_index] = (float)(net->host_counts[l->lif_index] / n);
+    }
+    return net->n_lif;
+}
+
+sf_status sf_net_set_profiling(sf_net *net, int32_t on)
+{
+    net->profiling = on != 0;
+    for (int32_t i = 0; i < net->n_layers; i++) net->layers[i].timing = (sf_layer_timing){0};
+    return SF_OK;
+}
+
+sf_status sf_net_layer_timings(const sf_net *net, sf_layer_timing *out, int32_t cap)
+{
+    for (int32_t i = 0; i < net->n_layers && i < cap; i++) out[i] = net->layers[i].timing;
+    return SF_OK;
+}

@@ -1,0 +1,370 @@
+/* plan.c — sf_net_compile: tensor bookkeeping, BN→LIF fusion, what the backward keeps, and the memory plan.
+ *
+ * The plan runs on a timeline: 0 uploads the input, 1..L run the layers' forwards, L+1 the loss, then the
+ * backwards in reverse (layer i at L+2+(L-1-i)). Every workspace buffer is a request (bytes, first, last time);
+ * requests whose lifetimes overlap get disjoint bytes, the others may share. Saved buffers simply stack up. */
+#include "core/error.h"
+#include "core/net_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ALIGN 256
+
+static size_t align_up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
+
+typedef struct request {
+    size_t bytes;
+    int32_t first, last;
+    slot *dst;
+} request;
+
+typedef struct planner {
+    request *req;
+    int32_t n, cap;
+    size_t saved;
+    int32_t L;
+    bool failed;
+} planner;
+
+static int32_t t_fwd(const planner *pl, int32_t layer) { return 1 + layer; }
+static int32_t t_loss(const planner *pl) { return pl->L + 1; }
+static int32_t t_bwd(const planner *pl, int32_t layer) { return pl->L + 2 + (pl->L - 1 - layer); }
+static int32_t t_end(const planner *pl) { return 2 * pl->L + 2; }
+
+static void want_work(planner *pl, slot *dst, size_t bytes, int32_t first, int32_t last)
+{
+    if (bytes == 0) return;
+    if (pl->n == pl->cap) {
+        int32_t cap = pl->cap ? 2 * pl->cap : 64;
+        request *r = realloc(pl->req, (size_t)cap * sizeof *r);
+        if (!r) {
+            pl->failed = true;
+            return;
+        }
+        pl->req = r;
+        pl->cap = cap;
+    }
+    pl->req[pl->n++] = (request){align_up(bytes), first, last, dst};
+}
+
+static void want_saved(planner *pl, slot *dst, size_t bytes)
+{
+    if (bytes == 0) return;
+    *dst = (slot){ARENA_SAVED, pl->saved, bytes};
+    pl->saved += align_up(bytes);
+}
+
+static int by_size_desc(const void *a, const void *b)
+{
+    const request *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+    return x->first - y->first;
+}
+
+/* Greedy packing: largest first, each at the lowest offset clear of every placed buffer it overlaps in time. */
+static size_t pack_workspace(planner *pl)
+{
+    qsort(pl->req, (size_t)pl->n, sizeof *pl->req, by_size_desc);
+    size_t total = 0;
+    for (int32_t i = 0; i < pl->n; i++) {
+        request *r = &pl->req[i];
+        size_t off = 0;
+        for (bool moved = true; moved;) {
+            moved = false;
+            for (int32_t j = 0; j < i; j++) {
+                const request *q = &pl->req[j];
+                bool overlap_time = r->first <= q->last && q->first <= r->last;
+                bool overlap_bytes = off < q->dst->offset + q->bytes && q->dst->offset < off + r->bytes;
+                if (overlap_time && overlap_bytes) {
+                    off = q->dst->offset + q->bytes;
+                    moved = true;
+                }
+            }
+        }
+        *r->dst = (slot){ARENA_WORK, off, r->bytes};
+        if (off + r->bytes > total) total = off + r->bytes;
+    }
+    return total;
+}
+
+static int32_t root(const sf_net *net, int32_t t) { return net->tensors[t].alias_of; }
+
+static size_t tensor_bytes(const sf_net *net, int32_t t, size_t elem)
+{
+    return (size_t)(net->T * net->B * net->tensors[t].per_sample) * elem;
+}
+
+/* The layer whose backward writes the gradient of consumer c's input: a BN fused into a LIF writes through it. */
+static int32_t writer_of(const sf_net *net, int32_t c)
+{
+    return net->layers[c].absorbed ? c + 1 : c;
+}
+
+/* Does layer c's backward run? Only when something upstream of its output has parameters. */
+static bool backward_runs(const sf_net *net, int32_t c)
+{
+    return net->tensors[net->layers[c].out].requires_grad;
+}
+
+/* Does layer c's backward need the value of its (first) input? */
+static bool needs_input_value(const sf_net *net, int32_t c)
+{
+    const net_layer *l = &net->layers[c];
+    if (!backward_runs(net, c) && !(l->absorbed && backward_runs(net, c + 1))) return false;
+    switch (l->d.kind) {
+    case SF_LAYER_LINEAR:
+    case SF_LAYER_CONV2D:
+    case SF_LAYER_BATCHNORM: return true; /* absorbed BN: the fused LIF reads the BN input */
+    case SF_LAYER_LIF: return !l->fused_bn && net->p.memory == SF_MEMORY_RECOMPUTE;
+    default: return false;
+    }
+}
+
+static void build_tensors(sf_net *net)
+{
+    int32_t L = net->n_layers;
+    for (int32_t t = 0; t <= L; t++) {
+        net_tensor *x = &net->tensors[t];
+        memset(x, 0, sizeof *x);
+        int32_t chw[3];
+        sf_net_tensor_shape(net, t, chw);
+        x->c = chw[0];
+        x->h = chw[1];
+        x->w = chw[2];
+        x->per_sample = (int64_t)chw[0] * chw[1] * chw[2];
+        x->alias_of = t;
+        x->producer = t - 1;
+        x->first_grad_writer = -1;
+    }
+    for (int32_t i = 0; i < L; i++) {
+        net_layer *l = &net->layers[i];
+        net_tensor *o = &net->tensors[l->out];
+        const net_tensor *a = &net->tensors[l->in];
+        switch (l->d.kind) {
+        case SF_LAYER_LIF: o->binary = true; break;
+        case SF_LAYER_FLATTEN:
+            o->alias_of = a->alias_of;
+            o->binary = a->binary;
+            break;
+        case SF_LAYER_MAXPOOL2D: o->binary = a->binary; break;
+        default: break;
+        }
+        o->requires_grad = l->w_off >= 0 || a->requires_grad ||
+                           (l->d.kind == SF_LAYER_ADD && net->tensors[l->in2].requires_grad);
+        net->tensors[root(net, l->in)].consumers++;
+        if (l->d.kind == SF_LAYER_ADD) net->tensors[root(net, l->in2)].consumers++;
+    }
+}
+
+/* BN directly followed by a LIF that is its only reader: the LIF runs both (seed paper 002's fused kernels). */
+static void fuse_bn_lif(sf_net *net)
+{
+    int32_t lif = 0;
+    for (int32_t i = 0; i < net->n_layers; i++) {
+        net_layer *l = &net->layers[i];
+        l->fused_bn = l->absorbed = false;
+        l->bn = -1;
+        if (l->d.kind == SF_LAYER_LIF) l->lif_index = lif++;
+    }
+    net->n_lif = lif;
+    for (int32_t i = 0; i + 1 < net->n_layers; i++) {
+        net_layer *bn = &net->layers[i], *nx = &net->layers[i + 1];
+        if (bn->d.kind == SF_LAYER_BATCHNORM && nx->d.kind == SF_LAYER_LIF && nx->in == bn->out &&
+            net->tensors[bn->out].consumers == 1) {
+            bn->absorbed = true;
+            nx->fused_bn = true;
+            nx->bn = i;
+        }
+    }
+}
+
+/* Decides, per root tensor, how the backward gets its value (see keep_kind). */
+static void decide_keeps(sf_net *net)
+{
+    for (int32_t t = 0; t <= net->n_layers; t++) {
+        net_tensor *x = &net->tensors[t];
+        x->keep = KEEP_NONE;
+        if (x->alias_of != t) continue;
+        bool needed = false;
+        for (int32_t c = 0; c < net->n_layers && !needed; c++)
+            needed = root(net, net->layers[c].in) == t && net->layers[c].d.kind != SF_LAYER_FLATTEN &&
+                     needs_input_value(net, c);
+        if (!needed) continue;
+        x->keep = x->binary ? KEEP_BYTES : KEEP_FLOAT;
+        if (net->p.memory == SF_MEMORY_RECOMPUTE && x->producer >= 0) {
+            const net_layer *p = &net->layers[x->producer];
+            if (p->d.kind == SF_LAYER_LIF) {
+                int32_t src = p->fused_bn ? net->layers[p->bn].in : p->in;
+                if (net->tensors[root(net, src)].keep == KEEP_FLOAT) x->keep = KEEP_RECOMPUTE;
+            }
+        }
+    }
+}
+
+/* Forward lifetimes of activations and what the forward saves. */
+static void plan_forward(sf_net *net, planner *pl)
+{
+    int32_t L = net->n_layers, last = root(net, L);
+    for (int32_t t = 0; t <= L; t++) {
+        net_tensor *x = &net->tensors[t];
+        if (x->alias_of != t) continue;
+        if (t > 0 && net->layers[t - 1].absorbed) continue; /* never materialised */
+        size_t bytes = tensor_bytes(net, t, sizeof(float));
+        if (x->keep == KEEP_FLOAT) {
+            want_saved(pl, &x->act, bytes);
+            continue;
+        }
+        int32_t first = t == 0 ? 0 : t_fwd(pl, t - 1), lastuse = first;
+        for (int32_t c = 0; c < L; c++) {
+            const net_layer *l = &net->layers[c];
+            if (root(net, l->in) == t || (l->d.kind == SF_LAYER_ADD && root(net, l->in2) == t))
+                if (t_fwd(pl, c) > lastuse) lastuse = t_fwd(pl, c);
+        }
+        if (t == last) lastuse = t_end(pl); /* the output stays readable */
+        want_work(pl, &x->act, bytes, first, lastuse);
+        if (x->keep == KEEP_BYTES) want_saved(pl, &x->bytes, tensor_bytes(net, t, 1));
+    }
+    for (int32_t i = 0; i < L; i++) {
+        net_layer *l = &net->layers[i];
+        const net_tensor *o = &net->tensors[l->out];
+        size_t per_t = (size_t)(net->T * net->B);
+        if (l->d.kind == SF_LAYER_BATCHNORM) {
+            want_saved(pl, &l->mean, (size_t)net->tensors[l->in].c * sizeof(float));
+            want_saved(pl, &l->var, (size_t)net->tensors[l->in].c * sizeof(float));
+        }
+        if (l->d.kind == SF_LAYER_LIF && net->p.memory == SF_MEMORY_FULL && backward_runs(net, i))
+            want_saved(pl, &l->h, tensor_bytes(net, l->out, sizeof(float)));
+        if (l->d.kind == SF_LAYER_MAXPOOL2D) want_saved(pl, &l->argmax, per_t * (size_t)o->per_sample);
+        if (l->d.kind == SF_LAYER_CONV2D) {
+            l->conv.n = (int64_t)per_t;
+            size_t ws = net->be->conv_workspace(net->be, &l->conv);
+            want_work(pl, &l->fwd_scratch, ws, t_fwd(pl, i), t_fwd(pl, i));
+            if (backward_runs(net, i)) want_work(pl, &l->bwd_scratch, ws, t_bwd(pl, i), t_bwd(pl, i));
+        }
+        if (l->d.kind == SF_LAYER_AVGPOOL2D || l->d.kind == SF_LAYER_MAXPOOL2D)
+            l->pool.n = (int64_t)per_t * net->tensors[l->in].c;
+    }
+}
+
+/* Backward lifetimes: gradients from their first writer to their producer, and per-layer scratch. */
+static void plan_backward(sf_net *net, planner *pl)
+{
+    int32_t L = net->n_layers;
+    for (int32_t t = 0; t <= L; t++) net->tensors[t].first_grad_writer = -1;
+    /* The first writer of a root tensor's gradient is the writing layer that comes last in the forward. */
+    for (int32_t c = 0; c < L; c++) {
+        const net_layer *l = &net->layers[c];
+        if (l->d.kind == SF_LAYER_FLATTEN) continue;
+        int32_t w = writer_of(net, c);
+        if (!backward_runs(net, w)) continue;
+        int32_t ins[2] = {root(net, l->in), l->d.kind == SF_LAYER_ADD ? root(net, l->in2) : -1};
+        for (int k = 0; k < 2; k++) {
+            if (ins[k] < 0 || !net->tensors[ins[k]].requires_grad) continue;
+            net_tensor *x = &net->tensors[ins[k]];
+            if (x->first_grad_writer < w) x->first_grad_writer = w;
+        }
+    }
+    int32_t last = root(net, L);
+    for (int32_t t = 1; t <= L; t++) {
+        net_tensor *x = &net->tensors[t];
+        if (x->alias_of != t || !x->requires_grad || net->layers[t - 1].absorbed) continue;
+        int32_t first = t == last ? t_loss(pl) : (x->first_grad_writer >= 0 ? t_bwd(pl, x->first_grad_writer) : -1);
+        if (first < 0) continue; /* nothing reads this tensor */
+        want_work(pl, &x->grad, tensor_bytes(net, t, sizeof(float)), first, t_bwd(pl, x->producer));
+    }
+    for (int32_t i = 0; i < L; i++) {
+        net_layer *l = &net->layers[i];
+        int32_t w = writer_of(net, i);
+        if (l->d.kind == SF_LAYER_FLATTEN || !backward_runs(net, w)) continue;
+        int32_t t = t_bwd(pl, w);
+        int32_t in = root(net, l->in);
+        keep_kind k = net->tensors[in].keep;
+        bool rebuild = (k == KEEP_BYTES || k == KEEP_RECOMPUTE) && needs_input_value(net, i);
+        if (rebuild) want_work(pl, &l->in_float, tensor_bytes(net, in, sizeof(float)), t, t);
+        /* A gradient for an input that another layer writes first, or one nobody needs (a BN's dx argument). */
+        bool dx_to_tmp = net->tensors[in].requires_grad ? net->tensors[in].first_grad_writer != w
+                                                        : (l->d.kind == SF_LAYER_BATCHNORM);
+        if (dx_to_tmp) want_work(pl, &l->dx_tmp, tensor_bytes(net, in, sizeof(float)), t, t);
+        if (l->d.kind == SF_LAYER_ADD) {
+            int32_t in2 = root(net, l->in2);
+            if (net->tensors[in2].requires_grad && (net->tensors[in2].first_grad_writer != w || in2 == in))
+                want_work(pl, &l->dx_tmp2, tensor_bytes(net, in2, sizeof(float)), t, t);
+        }
+    }
+}
+
+/* The readout, loss and bookkeeping buffers: small, alive for the whole step. */
+typedef struct head_slots {
+    slot readout, dreadout, logits, stats, counts, labels;
+} head_slots;
+
+static void plan_head(sf_net *net, planner *pl, head_slots *h)
+{
+    int32_t K = sf_net_classes(net);
+    size_t tbk = (size_t)(net->T * net->B * K) * sizeof(float);
+    memset(h, 0, sizeof *h);
+    if (net->p.readout == SF_READOUT_LEAKY) {
+        want_work(pl, &h->readout, tbk, 0, t_end(pl));
+        want_work(pl, &h->dreadout, tbk, 0, t_end(pl));
+    }
+    want_work(pl, &h->logits, (size_t)(net->B * K) * sizeof(float), 0, t_end(pl));
+    want_work(pl, &h->stats, 4 * sizeof(float), 0, t_end(pl));
+    want_work(pl, &h->counts, (size_t)(net->n_lif ? net->n_lif : 1) * sizeof(float), 0, t_end(pl));
+    want_work(pl, &h->labels, (size_t)net->B * sizeof(int32_t), 0, t_end(pl));
+}
+
+static sf_status allocate(sf_net *net, void **mem, size_t bytes, const char *what)
+{
+    if (*mem) net->be->release(net->be, *mem);
+    *mem = NULL;
+    if (!bytes) return SF_OK;
+    sf_status s = net->be->alloc(net->be, bytes, mem);
+    if (s != SF_OK)
+        return sf_fail_context(s, "allocating %s (%.1f MiB) for T=%lld, B=%lld (try a smaller batch or "
+                                  "memory=recompute): ",
+                               what, bytes / 1048576.0, (long long)net->T, (long long)net->B);
+    return SF_OK;
+}
+
+sf_status sf_net_plan_memory(sf_net *net)
+{
+    int32_t L = net->n_layers;
+    net_tensor *tensors = realloc(net->tensors, (size_t)(L + 1) * sizeof *tensors);
+    if (!tensors) return sf_fail(SF_ERR_NOMEM, "out of memory");
+    net->tensors = tensors;
+    build_tensors(net);
+    fuse_bn_lif(net);
+    decide_keeps(net);
+    for (int32_t i = 0; i < L; i++) {
+        net_layer *l = &net->layers[i];
+        l->mean = l->var = l->h = l->argmax = l->fwd_scratch = l->bwd_scratch = l->in_float = l->dx_tmp =
+            l->dx_tmp2 = (slot){0};
+    }
+    planner pl = {.L = L};
+    head_slots head;
+    plan_forward(net, &pl);
+    plan_backward(net, &pl);
+    plan_head(net, &pl, &head);
+    if (pl.failed) {
+        free(pl.req);
+        return sf_fail(SF_ERR_NOMEM, "out of memory planning");
+    }
+    size_t work = pack_workspace(&pl);
+    free(pl.req);
+
+    net->plan.saved = pl.saved;
+    net->plan.workspace = work;
+    SF_TRY(allocate(net, &net->saved_mem, pl.saved, "saved activations"));
+    SF_TRY(allocate(net, &net->work_mem, work, "workspace"));
+    net->readout = head.readout.where ? sf_net_slot_ptr(net, head.readout) : NULL;
+    net->dreadout = head.dreadout.where ? sf_net_slot_ptr(net, head.dreadout) : NULL;
+    net->logits = sf_net_slot_ptr(net, head.logits);
+    net->stats = sf_net_slot_ptr(net, head.stats);
+    net->spike_counts = sf_net_slot_ptr(net, head.counts);
+    net->labels = sf_net_slot_ptr(net, head.labels);
+    float *hc = realloc(net->host_counts, (size_t)(net->n_lif ? net->n_lif : 1) * sizeof(float));
+    if (!hc) return sf_fail(SF_ERR_NOMEM, "out of memory");
+    net->host_counts = hc;
+    return SF_OK;
+}

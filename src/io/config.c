@@ -1,0 +1,491 @@
+/* config.c — parsing configs with libinih and applying command-line overrides, with every error located as
+ * file:line.
+ *
+ * libinih reports neither line numbers nor sections without keys (Debian builds it without those options), so
+ * lines reach it through our own reader: it counts physical lines and, after each section header, hands inih one
+ * extra marker line, which the handler sees as the start of a section — empty ones like [flatten] included. */
+#include "io/config.h"
+
+#include "core/error.h"
+#include "io/config_keys.h"
+
+#include <ini.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The marker's name cannot come from a file line (those cannot hold \001 before '=' and still be a key we know). */
+#define SECTION_MARKER "\001section"
+#define SF_CONFIG_MAX_LAYERS 4096
+#define SF_CONFIG_MAX_BYTES (16u << 20)
+#define FROM_BIT 31 /* the `from` key's bit in a section's given-mask */
+
+enum section { SEC_NONE = 0, SEC_TRAIN, SEC_NEURON, SEC_LAYER };
+
+typedef struct parse_ctx {
+    sf_config *cfg;
+    const char *text;
+    size_t len, pos;
+    int line;                   /* physical lines handed to inih so far */
+    int marker_due, marker_line, marker_sent;
+    int *line_map;              /* inih's line numbers (1-based) → physical lines */
+    size_t map_len, map_cap;
+
+    enum section sec;
+    int section_line;
+    uint64_t given;             /* keys given in the current section */
+    int train_line, neuron_line;
+    uint64_t train_given;
+
+    int error_line;             /* first error found by the reader or the handler (0: none) */
+    sf_status error_status;
+    char error[900];
+} parse_ctx;
+
+/* Records the first error with its line; returns 0 for inih. */
+static int ctx_fail(parse_ctx *c, int line, sf_status status, const char *fmt, ...) SF_PRINTF(4, 5);
+static int ctx_fail(parse_ctx *c, int line, sf_status status, const char *fmt, ...)
+{
+    if (c->error_line) return 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->error, sizeof c->error, fmt, ap);
+    va_end(ap);
+    c->error_line = line;
+    c->error_status = status;
+    return 0;
+}
+
+static void map_push(parse_ctx *c, int line)
+{
+    if (c->map_len == c->map_cap) {
+        size_t cap = c->map_cap ? 2 * c->map_cap : 256;
+        int *m = realloc(c->line_map, cap * sizeof *m);
+        if (!m) return; /* the map only refines messages of syntax errors */
+        c->line_map = m;
+        c->map_cap = cap;
+    }
+    c->line_map[c->map_len++] = line;
+}
+
+static char *reader(char *str, int num, void *stream)
+{
+    parse_ctx *c = stream;
+    if (c->marker_due) {
+        c->marker_due = 0;
+        c->marker_sent = 1;
+        snprintf(str, (size_t)num, "%s=%d\n", SECTION_MARKER, c->marker_line);
+        map_push(c, c->marker_line);
+        return str;
+    }
+    c->marker_sent = 0;
+    if (c->pos >= c->len) return NULL;
+    const char *p = c->text + c->pos, *nl = memchr(p, '\n', c->len - c->pos);
+    size_t n = nl ? (size_t)(nl - p) + 1 : c->len - c->pos;
+    c->pos += n;
+    c->line++;
+    map_push(c, c->line);
+    if (n + 1 > (size_t)num) {
+        ctx_fail(c, c->line, SF_ERR_INVALID, "line is longer than %d characters", num - 2);
+        snprintf(str, (size_t)num, "\n");
+        return str;
+    }
+    memcpy(str, p, n);
+    str[n] = 0;
+    const char *s = str;
+    if (c->line == 1 && (unsigned char)s[0] == 0xEF && (unsigned char)s[1] == 0xBB && (unsigned char)s[2] == 0xBF)
+        s += 3; /* a UTF-8 byte-order mark, which inih skips too */
+    if (*s == '[' && strchr(s, ']')) {
+        c->marker_due = 1;
+        c->marker_line = c->line;
+    } else {
+        while (*s == ' ' || *s == '\t') s++;
+        if (*s == '[' && s != str)
+            ctx_fail(c, c->line, SF_ERR_INVALID, "a section header must start at the beginning of its line");
+    }
+    return str;
+}
+
+/* ---------------------------------------------------------------- applying one key */
+
+static const sf_key_spec *find_key(const sf_key_spec *table, int n, const char *name, uint32_t kind_bit, int *index)
+{
+    for (int i = 0; i < n; i++)
+        if ((kind_bit == 0 || (table[i].kinds & kind_bit)) && strcmp(table[i].name, name) == 0) {
+            *index = i;
+            return &table[i];
+        }
+    return NULL;
+}
+
+/* "unknown key 'x' in [conv] (accepted: filters, size, ...)" */
+static sf_status unknown_key(const char *name, const char *section, const sf_key_spec *table, int n,
+                             uint32_t kind_bit, int with_from)
+{
+    char list[512] = "";
+    size_t len = 0;
+    for (int i = 0; i < n && len < sizeof list; i++) {
+        if (kind_bit && !(table[i].kinds & kind_bit)) continue;
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "", table[i].name);
+    }
+    if (with_from && len < sizeof list) snprintf(list + len, sizeof list - len, "%sfrom", len ? ", " : "");
+    return sf_fail(SF_ERR_INVALID, "unknown key '%s' in [%s] (accepted: %s)", name, section, list[0] ? list : "from");
+}
+
+static sf_status apply_train(sf_config *cfg, const char *name, const char *value, int *bit)
+{
+    const sf_key_spec *k = find_key(sf_train_keys, sf_num_train_keys, name, 0, bit);
+    if (!k) return unknown_key(name, "train", sf_train_keys, sf_num_train_keys, 0, 0);
+    return sf_key_parse(k, value, cfg);
+}
+
+static sf_status apply_lif(sf_lif_params *dst, uint32_t *own, const char *section, const char *name,
+                           const char *value, int *bit)
+{
+    const sf_key_spec *k = find_key(sf_lif_keys, sf_num_lif_keys, name, 0, bit);
+    if (!k) return unknown_key(name, section, sf_lif_keys, sf_num_lif_keys, 0, strcmp(section, "lif") == 0);
+    SF_TRY(sf_key_parse(k, value, dst));
+    *own |= 1u << *bit;
+    return SF_OK;
+}
+
+/* `from`: a relative (< 0) or absolute layer number, or `input`; gives a tensor id (layer i makes tensor i+1). */
+static sf_status parse_from(int32_t layer, const char *value, int32_t *tensor)
+{
+    if (strcmp(value, "input") == 0) {
+        *tensor = 0;
+        return SF_OK;
+    }
+    char *end;
+    long v = strtol(value, &end, 10);
+    if (end == value || *end) return sf_fail(SF_ERR_INVALID, "from expects a layer number (-1 is the previous one) or input");
+    long src = v < 0 ? layer + v : v;
+    if (v < 0 && src < -1)
+        return sf_fail(SF_ERR_INVALID, "from = %ld reaches before the network input (this is layer %d)", v, layer);
+    if (v >= 0 && src >= layer)
+        return sf_fail(SF_ERR_INVALID, "from = %ld is not an earlier layer (this is layer %d)", v, layer);
+    *tensor = (int32_t)(src + 1);
+    return SF_OK;
+}
+
+static sf_status apply_layer(sf_config *cfg, int32_t li, const char *name, const char *value, int *bit)
+{
+    sf_config_layer *L = &cfg->layers[li];
+    const sf_layer_kind kind = L->desc.kind;
+    const char *section = sf_config_section_name(kind);
+    if (strcmp(name, "from") == 0) {
+        int32_t t = 0;
+        *bit = FROM_BIT;
+        SF_TRY(parse_from(li, value, &t));
+        if (kind == SF_LAYER_ADD)
+            L->desc.input2 = t;
+        else
+            L->desc.input = t == li ? -1 : t; /* the previous layer's output is the default */
+        return SF_OK;
+    }
+    if (kind == SF_LAYER_LIF) return apply_lif(&L->lif_own_values, &L->lif_own, section, name, value, bit);
+    const sf_key_spec *k = find_key(sf_layer_keys, sf_num_layer_keys, name, 1u << kind, bit);
+    if (!k) return unknown_key(name, section, sf_layer_keys, sf_num_layer_keys, 1u << kind, 1);
+    return sf_key_parse(k, value, &L->desc);
+}
+
+/* ---------------------------------------------------------------- resolving and checking */
+
+/* Alpha follows the surrogate unless it was given where the surrogate was chosen or later. */
+static void resolve_lif(sf_config *cfg)
+{
+    if (!(cfg->neuron_own & (1u << sf_lif_key_alpha))) cfg->neuron.alpha = sf_surrogate_default_alpha(cfg->neuron.surrogate);
+    for (int32_t i = 0; i < cfg->num_layers; i++) {
+        sf_config_layer *L = &cfg->layers[i];
+        if (L->desc.kind != SF_LAYER_LIF) continue;
+        sf_lif_params p = cfg->neuron;
+        for (int b = 0; b < sf_num_lif_keys; b++) {
+            if (!(L->lif_own & (1u << b))) continue;
+            const sf_key_spec *k = &sf_lif_keys[b];
+            memcpy((char *)&p + k->offset, (const char *)&L->lif_own_values + k->offset, 4);
+            if (k->type == SF_V_OPT_FLOAT)
+                memcpy((char *)&p + k->flag_offset, (const char *)&L->lif_own_values + k->flag_offset, 4);
+        }
+        if ((L->lif_own & (1u << sf_lif_key_surrogate)) && !(L->lif_own & (1u << sf_lif_key_alpha)))
+            p.alpha = sf_surrogate_default_alpha(p.surrogate);
+        L->desc.lif = p;
+    }
+}
+
+/* A per-channel list must have one value per channel of the dataset (or be "default"). */
+static sf_status check_channels(const float *v, const char *name, int32_t channels)
+{
+    if (isnan(v[0])) return SF_OK;
+    int n = 0;
+    while (n < SF_DATASET_MAX_CHANNELS && !isnan(v[n])) n++;
+    if (n != channels)
+        return sf_fail(SF_ERR_INVALID, "[train] %s has %d value%s; the dataset has %d channel%s", name, n,
+                       n == 1 ? "" : "s", channels, channels == 1 ? "" : "s");
+    return SF_OK;
+}
+
+/* Prefixes the current message with "where:line: " (or "where: " when line is 0). */
+static sf_status located(sf_status s, const char *where, int line, const char *what)
+{
+    if (line > 0) return sf_fail_context(s, "%s:%d: %s", where, line, what);
+    return sf_fail_context(s, "%s: %s", where, what);
+}
+
+/* Everything that depends on more than one key; `where` locates messages (the file, or "override x=y"). */
+static sf_status finish(sf_config *cfg, const char *where, int train_line, int neuron_line)
+{
+    resolve_lif(cfg);
+    int32_t c, h, w, classes;
+    sf_dataset_kind_shape(cfg->train.dataset, &c, &h, &w, &classes);
+    cfg->net.in_channels = c;
+    cfg->net.in_height = h;
+    cfg->net.in_width = w;
+    sf_status s = check_channels(cfg->train.mean, "mean", c);
+    if (s == SF_OK) s = check_channels(cfg->train.std, "std", c);
+    if (s != SF_OK) return located(s, where, train_line, "");
+    s = sf_lif_params_check(&cfg->neuron);
+    if (s != SF_OK) return located(s, where, neuron_line, "[neuron] ");
+    for (int32_t i = 0; i < cfg->num_layers; i++)
+        if (cfg->layers[i].desc.kind == SF_LAYER_LIF && (s = sf_lif_params_check(&cfg->layers[i].desc.lif)) != SF_OK) {
+            char what[64];
+            snprintf(what, sizeof what, "[lif] (layer %d) ", i);
+            return located(s, where, where == cfg->source ? cfg->layers[i].line : 0, what);
+        }
+    return SF_OK;
+}
+
+static void init_defaults(sf_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    sf_config_train *t = &cfg->train;
+    t->dataset = SF_DATASET_FASHION_MNIST;
+    t->epochs = 10;
+    t->batch = 64;
+    t->timesteps = 4;
+    t->encoding = SF_ENCODING_DIRECT;
+    t->augment = -1;
+    t->normalize = 1;
+    for (int i = 0; i < SF_DATASET_MAX_CHANNELS; i++) t->mean[i] = t->std[i] = NAN;
+    t->log_every = 100;
+    sf_net_default_params(&cfg->net);
+    sf_optim_default_params(&cfg->optim);
+    sf_schedule_default_params(&cfg->schedule);
+    sf_lif_default_params(&cfg->neuron);
+}
+
+/* ---------------------------------------------------------------- the inih handler */
+
+static void close_section(parse_ctx *c)
+{
+    if (c->sec != SEC_LAYER) return;
+    const int32_t li = c->cfg->num_layers - 1;
+    const sf_layer_kind kind = c->cfg->layers[li].desc.kind;
+    const char *section = sf_config_section_name(kind);
+    if (kind == SF_LAYER_ADD && !(c->given & (1ull << FROM_BIT)))
+        ctx_fail(c, c->section_line, SF_ERR_INVALID, "[add] (layer %d) lacks the required key from", li);
+    for (int i = 0; i < sf_num_layer_keys; i++)
+        if ((sf_layer_keys[i].required & (1u << kind)) && !(c->given & (1ull << i)))
+            ctx_fail(c, c->section_line, SF_ERR_INVALID, "[%s] (layer %d) lacks the required key %s", section, li,
+                     sf_layer_keys[i].name);
+}
+
+static int open_section(parse_ctx *c, const char *section, int line)
+{
+    close_section(c);
+    c->given = 0;
+    c->section_line = line;
+    sf_config *cfg = c->cfg;
+    if (strcmp(section, "train") == 0 || strcmp(section, "neuron") == 0) {
+        int is_train = section[0] == 't';
+        int *seen = is_train ? &c->train_line : &c->neuron_line;
+        if (*seen) return ctx_fail(c, line, SF_ERR_INVALID, "[%s] given twice (first at line %d)", section, *seen);
+        *seen = line;
+        c->sec = is_train ? SEC_TRAIN : SEC_NEURON;
+        return 1;
+    }
+    int kind = sf_config_section_kind(section);
+    if (kind < 0) {
+        c->sec = SEC_NONE;
+        return ctx_fail(c, line, SF_ERR_INVALID,
+                        "unknown section [%s] (expected train, neuron, conv, bn, lif, avgpool, maxpool, flatten, "
+                        "linear, dropout or add)",
+                        section);
+    }
+    if (cfg->num_layers == SF_CONFIG_MAX_LAYERS)
+        return ctx_fail(c, line, SF_ERR_INVALID, "more than %d layers", SF_CONFIG_MAX_LAYERS);
+    sf_config_layer *layers = realloc(cfg->layers, (size_t)(cfg->num_layers + 1) * sizeof *layers);
+    if (!layers) return ctx_fail(c, line, SF_ERR_NOMEM, "out of memory");
+    cfg->layers = layers;
+    sf_config_layer *L = &layers[cfg->num_layers++];
+    memset(L, 0, sizeof *L);
+    sf_layer_default_desc((sf_layer_kind)kind, &L->desc);
+    L->desc.input = -1;
+    L->line = line;
+    c->sec = SEC_LAYER;
+    return 1;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+    parse_ctx *c = user;
+    if (c->error_line) return 1; /* only the first error is reported */
+    if (strcmp(name, SECTION_MARKER) == 0) {
+        if (!c->marker_sent) return ctx_fail(c, c->line, SF_ERR_INVALID, "indented line continues nothing");
+        return open_section(c, section, c->marker_line);
+    }
+    const int line = c->line;
+    sf_config *cfg = c->cfg;
+    int bit = -1;
+    sf_status s;
+    const char *sec_name = section;
+    switch (c->sec) {
+    case SEC_NONE:
+        return ctx_fail(c, line, SF_ERR_INVALID, "key '%s' outside any known section", name);
+    case SEC_TRAIN: s = apply_train(cfg, name, value, &bit); break;
+    case SEC_NEURON: s = apply_lif(&cfg->neuron, &cfg->neuron_own, "neuron", name, value, &bit); break;
+    case SEC_LAYER:
+    default: s = apply_layer(cfg, cfg->num_layers - 1, name, value, &bit); break;
+    }
+    if (s != SF_OK) {
+        /* Unknown keys carry their own wording; value errors get "[sec] key = value: ". */
+        if (bit < 0) return ctx_fail(c, line, s, "%s", sf_last_error());
+        return ctx_fail(c, line, s, "[%s] %s = %s: %s", sec_name, name, value, sf_last_error());
+    }
+    if (c->given & (1ull << bit)) return ctx_fail(c, line, SF_ERR_INVALID, "[%s] %s given twice", sec_name, name);
+    c->given |= 1ull << bit;
+    if (c->sec == SEC_TRAIN) c->train_given |= 1ull << bit;
+    return 1;
+}
+
+sf_status sf_config_parse_string(const char *text, const char *name, sf_config **out)
+{
+    *out = NULL;
+    if (!text || !name) return sf_fail(SF_ERR_INVALID, "config text or name is NULL");
+    sf_config *cfg = calloc(1, sizeof *cfg);
+    if (!cfg) return sf_fail(SF_ERR_NOMEM, "out of memory");
+    init_defaults(cfg);
+    snprintf(cfg->source, sizeof cfg->source, "%s", name);
+    parse_ctx c = {.cfg = cfg, .text = text, .len = strlen(text)};
+    int rc = ini_parse_stream(reader, &c, handler, &c);
+    close_section(&c);
+    /* inih's own errors (a line that is neither a section, a key = value, nor a comment) come with its line
+     * number, which counts the marker lines too. */
+    int inih_line = rc > 0 && (size_t)rc <= c.map_len ? c.line_map[rc - 1] : rc > 0 ? rc : 0;
+    free(c.line_map);
+    sf_status s = SF_OK;
+    if (rc < 0)
+        s = sf_fail(SF_ERR_NOMEM, "%s: out of memory parsing the config", name);
+    else if (inih_line && (!c.error_line || inih_line < c.error_line))
+        s = sf_fail(SF_ERR_INVALID, "%s:%d: expected [section], key = value, or a comment", name, inih_line);
+    else if (c.error_line)
+        s = sf_fail(c.error_status, "%s:%d: %s", name, c.error_line, c.error);
+    else if (!(c.train_given & (1ull << 0))) /* sf_train_keys[0] is dataset */
+        s = sf_fail(SF_ERR_INVALID, "%s:%d: [train] lacks the required key dataset (fashion-mnist, mnist or cifar10)",
+                    name, c.train_line ? c.train_line : 1);
+    else if (cfg->num_layers == 0)
+        s = sf_fail(SF_ERR_INVALID, "%s:%d: the config defines no layers", name, c.line ? c.line : 1);
+    else
+        s = finish(cfg, cfg->source, c.train_line, c.neuron_line);
+    if (s != SF_OK) {
+        sf_config_free(cfg);
+        return s;
+    }
+    *out = cfg;
+    return SF_OK;
+}
+
+sf_status sf_config_load(const char *path, sf_config **out)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return sf_fail(SF_ERR_IO, "cannot open config %s", path);
+    char *text = malloc(SF_CONFIG_MAX_BYTES + 1);
+    if (!text) {
+        fclose(f);
+        return sf_fail(SF_ERR_NOMEM, "out of memory reading %s", path);
+    }
+    size_t n = fread(text, 1, SF_CONFIG_MAX_BYTES + 1, f);
+    int err = ferror(f);
+    fclose(f);
+    sf_status s = SF_OK;
+    if (err)
+        s = sf_fail(SF_ERR_IO, "cannot read config %s", path);
+    else if (n > SF_CONFIG_MAX_BYTES)
+        s = sf_fail(SF_ERR_INVALID, "%s: larger than %u bytes: not a config", path, SF_CONFIG_MAX_BYTES);
+    else if (memchr(text, 0, n))
+        s = sf_fail(SF_ERR_INVALID, "%s: contains a NUL byte: not a text config", path);
+    if (s == SF_OK) {
+        text[n] = 0;
+        s = sf_config_parse_string(text, path, out);
+    }
+    free(text);
+    return s;
+}
+
+void sf_config_free(sf_config *cfg)
+{
+    if (!cfg) return;
+    free(cfg->layers);
+    free(cfg);
+}
+
+/* ---------------------------------------------------------------- overrides */
+
+sf_status sf_config_set(sf_config *cfg, const char *key, const char *value)
+{
+    if (!cfg || !key || !value) return sf_fail(SF_ERR_INVALID, "override: NULL argument");
+    char where[256];
+    snprintf(where, sizeof where, "override %s=%s", key, value);
+    const char *dot = strchr(key, '.');
+    if (!dot) return sf_fail(SF_ERR_INVALID, "%s: expected section.key (train.lr, neuron.tau, layer3.filters)", where);
+    const size_t slen = (size_t)(dot - key);
+    const char *name = dot + 1;
+    /* Work on copies so a rejected override leaves the config as it was. */
+    const sf_config saved = *cfg;
+    int32_t li = -1;
+    sf_config_layer saved_layer;
+    int bit;
+    sf_status s;
+    if (slen == 5 && strncmp(key, "train", 5) == 0) {
+        s = apply_train(cfg, name, value, &bit);
+    } else if (slen == 6 && strncmp(key, "neuron", 6) == 0) {
+        s = apply_lif(&cfg->neuron, &cfg->neuron_own, "neuron", name, value, &bit);
+    } else if (slen > 5 && strncmp(key, "layer", 5) == 0) {
+        char *end;
+        long v = strtol(key + 5, &end, 10);
+        if (end != dot || v < 0 || v >= cfg->num_layers)
+            return sf_fail(SF_ERR_INVALID, "%s: no layer %.*s (layers are numbered 0 to %d)", where, (int)(slen - 5),
+                           key + 5, cfg->num_layers - 1);
+        li = (int32_t)v;
+        saved_layer = cfg->layers[li];
+        s = apply_layer(cfg, li, name, value, &bit);
+    } else {
+        return sf_fail(SF_ERR_INVALID, "%s: unknown section '%.*s' (train, neuron or layerN)", where, (int)slen, key);
+    }
+    if (s == SF_OK) s = finish(cfg, where, 0, 0);
+    if (s != SF_OK) {
+        const char *msg = sf_last_error();
+        char copy[1024];
+        snprintf(copy, sizeof copy, "%s", msg);
+        *cfg = saved;
+        if (li >= 0) cfg->layers[li] = saved_layer;
+        resolve_lif(cfg);
+        /* finish() already located its message; key errors are located here. */
+        return strncmp(copy, "override ", 9) == 0 ? sf_fail(s, "%s", copy) : sf_fail(s, "%s: %s", where, copy);
+    }
+    return SF_OK;
+}
+
+sf_status sf_config_set_arg(sf_config *cfg, const char *assignment)
+{
+    const char *eq = assignment ? strchr(assignment, '=') : NULL;
+    if (!eq || eq == assignment)
+        return sf_fail(SF_ERR_INVALID, "override '%s': expected section.key=value", assignment ? assignment : "");
+    char key[256];
+    if ((size_t)(eq - assignment) >= sizeof key) return sf_fail(SF_ERR_INVALID, "override key is too long");
+    memcpy(key, assignment, (size_t)(eq - assignment));
+    key[eq - assignment] = 0;
+    return sf_config_set(cfg, key, eq + 1);
+}

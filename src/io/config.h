@@ -1,0 +1,88 @@
+/* config.h — training configurations: INI files (parsed with libinih) whose sections come in network order, in
+ * the spirit of darknet's cfg, their command-line overrides, a writer of the resolved config, and building the
+ * sf_net they describe through the public API.
+ *
+ *   [train]    dataset, data_dir, epochs, batch, timesteps, encoding, optimizer, lr, ... (see sf_config_train)
+ *   [neuron]   defaults for every LIF layer: tau, decay, decay_input, v_threshold, v_reset, reset, detach_reset,
+ *              surrogate, alpha, grad_threshold
+ *   then one section per layer, numbered from 0 in file order:
+ *   [conv] filters size stride pad bias   [bn] eps momentum   [lif] any [neuron] key   [avgpool] / [maxpool] size
+ *   stride   [flatten]   [linear] out bias   [dropout] p   [add] from
+ *   Every layer also takes `from`: the layer whose output it reads instead of the previous one (for [add]: the
+ *   output added to the previous layer's). A negative value counts back from this layer (-1 is the previous one),
+ *   a non-negative one is an absolute layer number, and `input` is the network input.
+ *
+ * Errors (unknown section or key, a value of the wrong type or out of range, a key given twice, a missing required
+ * key) are SF_ERR_INVALID with the message "file:line: what is wrong". */
+#ifndef SF_IO_CONFIG_H
+#define SF_IO_CONFIG_H
+
+#include "data/dataset.h"
+#include "spikefuse.h"
+
+#include <stdint.h>
+
+#define SF_CONFIG_PATH_MAX 1024
+
+/* The [train] settings that are not held by one of the library's parameter structs. */
+typedef struct sf_config_train {
+    sf_dataset_kind dataset;           /* required */
+    char data_dir[SF_CONFIG_PATH_MAX]; /* "": sf_dataset_default_dir(dataset) */
+    int64_t epochs;                    /* default 10 */
+    int64_t batch;                     /* default 64 */
+    int64_t timesteps;                 /* default 4 */
+    sf_encoding encoding;              /* default direct */
+    int32_t augment;                   /* random crop + flip: 1 on, 0 off, -1 auto (default: on for cifar10) */
+    int32_t normalize;                 /* direct encoding: per-channel (x - mean) / std; default on */
+    float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS]; /* one value per channel; NaN
+                                                                         * ("default"): the dataset's values */
+    int32_t threads;                   /* OpenMP threads; 0: the default */
+    int64_t log_every;                 /* steps between metric lines; default 100, 0: per epoch only */
+} sf_config_train;
+
+/* One layer section. `desc` is fully resolved: LIF layers carry the [neuron] defaults with their own keys
+ * applied; `input` / `input2` are tensor ids as sf_net_add expects them. */
+typedef struct sf_config_layer {
+    sf_layer_desc desc;
+    int32_t line;                 /* line of the section header (0 for none) */
+    uint32_t lif_own;             /* LIF: which neuron keys this section gave itself (bit = key's table index) */
+    sf_lif_params lif_own_values; /* LIF: their values */
+} sf_config_layer;
+
+typedef struct sf_config {
+    char source[SF_CONFIG_PATH_MAX]; /* the file name (or the name given to the string parser) used in messages */
+    sf_config_train train;
+    sf_net_params net;           /* device, memory, seed, readout, readout_tau, loss; input shape from dataset */
+    sf_optim_params optim;       /* optimizer, lr, momentum, nesterov, weight_decay (Adam betas/eps: defaults) */
+    sf_schedule_params schedule; /* schedule, step_size, gamma */
+    sf_lif_params neuron;        /* the [neuron] defaults, resolved */
+    uint32_t neuron_own;         /* which neuron keys [neuron] gave (alpha follows the surrogate unless given) */
+    sf_config_layer *layers;
+    int32_t num_layers;
+} sf_config;
+
+/* Parses a config file / a config held in a string (`name` is used in messages). */
+sf_status sf_config_load(const char *path, sf_config **out);
+sf_status sf_config_parse_string(const char *text, const char *name, sf_config **out);
+void sf_config_free(sf_config *cfg);
+
+/* An override as on the command line: key is "train.lr", "neuron.tau" or "layerN.key" (N as numbered above);
+ * the value gets the same checks as in a file. Later [neuron] changes reach every LIF layer that did not set
+ * the key itself. Errors name "override train.lr=...". */
+sf_status sf_config_set(sf_config *cfg, const char *key, const char *value);
+/* The same from one "section.key=value" argument. */
+sf_status sf_config_set_arg(sf_config *cfg, const char *assignment);
+
+/* The resolved config as INI text that parses back to an equal config (every [train] and [neuron] key written
+ * out, LIF layers with their own keys only). *text is malloc'd; the caller frees it. */
+sf_status sf_config_write(const sf_config *cfg, char **text);
+
+/* Loader parameters for the training (training = 1) or evaluation split of this config. */
+void sf_config_loader_params(const sf_config *cfg, int32_t training, sf_loader_params *out);
+
+/* Creates the network: sf_net_create with cfg->net, then sf_net_add for every layer, then sets the optimizer.
+ * Shape errors name the layer's file:line. The network's output must have as many features as the dataset has
+ * classes. The caller compiles it (sf_net_compile), applies train.threads (sf_set_num_threads) and frees it. */
+sf_status sf_config_build_net(const sf_config *cfg, sf_net **out);
+
+#endif

@@ -1,0 +1,348 @@
+/* config_keys.c — the key tables of configs and the parsing and formatting of each value type. */
+#include "io/config_keys.h"
+
+#include "core/error.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const dataset_names[] = {"fashion-mnist", "mnist", "cifar10", NULL};
+static const char *const encoding_names[] = {"direct", "poisson", "latency", NULL};
+static const char *const optimizer_names[] = {"sgd", "adam", "adamw", NULL};
+static const char *const schedule_names[] = {"constant", "step", "cosine", NULL};
+static const char *const memory_names[] = {"full", "recompute", NULL};
+static const char *const readout_names[] = {"mean", "leaky", NULL};
+static const char *const loss_names[] = {"ce_mean", "ce_per_step", NULL};
+static const char *const reset_names[] = {"hard", "soft", NULL};
+static const char *const surrogate_names[] = {"sigmoid", "atan", "fast_sigmoid", "rect", NULL};
+
+#define BIG 1e30
+#define TRAIN(member) offsetof(sf_config, member)
+const sf_key_spec sf_train_keys[] = {
+    {.name = "dataset", .type = SF_V_ENUM, .offset = TRAIN(train.dataset), .choices = dataset_names},
+    {.name = "data_dir", .type = SF_V_STRING, .offset = TRAIN(train.data_dir)},
+    {.name = "epochs", .type = SF_V_INT64, .offset = TRAIN(train.epochs), .min = 1, .max = 1e6},
+    {.name = "batch", .type = SF_V_INT64, .offset = TRAIN(train.batch), .min = 1, .max = 65536},
+    {.name = "timesteps", .type = SF_V_INT64, .offset = TRAIN(train.timesteps), .min = 1, .max = 100000},
+    {.name = "encoding", .type = SF_V_ENUM, .offset = TRAIN(train.encoding), .choices = encoding_names},
+    {.name = "augment", .type = SF_V_AUTO_BOOL, .offset = TRAIN(train.augment)},
+    {.name = "normalize", .type = SF_V_BOOL, .offset = TRAIN(train.normalize)},
+    {.name = "mean", .type = SF_V_CHANNELS, .offset = TRAIN(train.mean), .min = -BIG, .max = BIG},
+    {.name = "std", .type = SF_V_CHANNELS, .offset = TRAIN(train.std), .min = 0, .max = BIG, .open_min = 1},
+    {.name = "optimizer", .type = SF_V_ENUM, .offset = TRAIN(optim.kind), .choices = optimizer_names},
+    {.name = "lr", .type = SF_V_FLOAT, .offset = TRAIN(optim.lr), .min = 0, .max = 1e3, .open_min = 1},
+    {.name = "momentum", .type = SF_V_FLOAT, .offset = TRAIN(optim.momentum), .min = 0, .max = 0.999999},
+    {.name = "nesterov", .type = SF_V_BOOL, .offset = TRAIN(optim.nesterov)},
+    {.name = "weight_decay", .type = SF_V_FLOAT, .offset = TRAIN(optim.weight_decay), .min = 0, .max = 1e3},
+    {.name = "beta1", .type = SF_V_FLOAT, .offset = TRAIN(optim.beta1), .min = 0, .max = 0.999999},
+    {.name = "beta2", .type = SF_V_FLOAT, .offset = TRAIN(optim.beta2), .min = 0, .max = 0.999999999},
+    {.name = "eps", .type = SF_V_FLOAT, .offset = TRAIN(optim.eps), .min = 0, .max = 1, .open_min = 1},
+    {.name = "schedule", .type = SF_V_ENUM, .offset = TRAIN(schedule.kind), .choices = schedule_names},
+    {.name = "step_size", .type = SF_V_INT64, .offset = TRAIN(schedule.step_size), .min = 1, .max = 1e6},
+    {.name = "gamma", .type = SF_V_FLOAT, .offset = TRAIN(schedule.gamma), .min = 0, .max = 10, .open_min = 1},
+    {.name = "min_lr", .type = SF_V_FLOAT, .offset = TRAIN(schedule.min_lr), .min = 0, .max = 1e3},
+    {.name = "seed", .type = SF_V_U64, .offset = TRAIN(net.seed)},
+    {.name = "memory", .type = SF_V_ENUM, .offset = TRAIN(net.memory), .choices = memory_names},
+    {.name = "device", .type = SF_V_DEVICE, .offset = TRAIN(net.device)},
+    {.name = "threads", .type = SF_V_INT32, .offset = TRAIN(train.threads), .min = 0, .max = 4096},
+    {.name = "readout", .type = SF_V_ENUM, .offset = TRAIN(net.readout), .choices = readout_names},
+    {.name = "readout_tau", .type = SF_V_FLOAT, .offset = TRAIN(net.readout_tau), .min = 1, .max = 1e6},
+    {.name = "loss", .type = SF_V_ENUM, .offset = TRAIN(net.loss), .choices = loss_names},
+    {.name = "log_every", .type = SF_V_INT64, .offset = TRAIN(train.log_every), .min = 0, .max = 1e12},
+};
+const int sf_num_train_keys = (int)(sizeof sf_train_keys / sizeof sf_train_keys[0]);
+
+/* Fine-grained LIF checks (tau with decay_input, ...) are sf_lif_params_check's; these are the coarse ranges. */
+#define LIF(member) offsetof(sf_lif_params, member)
+const sf_key_spec sf_lif_keys[] = {
+    {.name = "tau", .type = SF_V_FLOAT, .offset = LIF(tau), .min = 1, .max = 1e9},
+    {.name = "decay", .type = SF_V_FLOAT, .offset = LIF(decay), .min = 0, .max = 1},
+    {.name = "decay_input", .type = SF_V_BOOL, .offset = LIF(decay_input)},
+    {.name = "v_threshold", .type = SF_V_FLOAT, .offset = LIF(v_threshold), .min = -BIG, .max = BIG},
+    {.name = "v_reset", .type = SF_V_FLOAT, .offset = LIF(v_reset), .min = -BIG, .max = BIG},
+    {.name = "reset", .type = SF_V_ENUM, .offset = LIF(soft_reset), .choices = reset_names},
+    {.name = "detach_reset", .type = SF_V_BOOL, .offset = LIF(detach_reset)},
+    {.name = "surrogate", .type = SF_V_ENUM, .offset = LIF(surrogate), .choices = surrogate_names},
+    {.name = "alpha", .type = SF_V_FLOAT, .offset = LIF(alpha), .min = 0, .max = 1e9, .open_min = 1},
+    {.name = "grad_threshold", .type = SF_V_OPT_FLOAT, .offset = LIF(grad_threshold), .min = -BIG, .max = BIG,
+     .flag_offset = LIF(use_grad_threshold)},
+};
+const int sf_num_lif_keys = (int)(sizeof sf_lif_keys / sizeof sf_lif_keys[0]);
+const int sf_lif_key_surrogate = 7, sf_lif_key_alpha = 8; /* positions in the table above */
+
+#define K(kind) (1u << (kind))
+#define DESC(member) offsetof(sf_layer_desc, member)
+#define POOLS (K(SF_LAYER_AVGPOOL2D) | K(SF_LAYER_MAXPOOL2D))
+const sf_key_spec sf_layer_keys[] = {
+    {.name = "filters", .type = SF_V_INT32, .offset = DESC(out_channels), .min = 1, .max = 65536,
+     .kinds = K(SF_LAYER_CONV2D), .required = K(SF_LAYER_CONV2D)},
+    {.name = "size", .type = SF_V_INT32, .offset = DESC(kernel), .min = 1, .max = 64,
+     .kinds = K(SF_LAYER_CONV2D) | POOLS, .required = K(SF_LAYER_CONV2D) | POOLS},
+    {.name = "stride", .type = SF_V_INT32, .offset = DESC(stride), .min = 1, .max = 64, .kinds = K(SF_LAYER_CONV2D)},
+    /* pools: 0 means the pool's size */
+    {.name = "stride", .type = SF_V_INT32, .offset = DESC(stride), .min = 0, .max = 64, .kinds = POOLS},
+    {.name = "pad", .type = SF_V_INT32, .offset = DESC(padding), .min = 0, .max = 64, .kinds = K(SF_LAYER_CONV2D)},
+    {.name = "bias", .type = SF_V_BOOL, .offset = DESC(bias), .kinds = K(SF_LAYER_CONV2D) | K(SF_LAYER_LINEAR)},
+    {.name = "out", .type = SF_V_INT32, .offset = DESC(out_features), .min = 1, .max = 1 << 24,
+     .kinds = K(SF_LAYER_LINEAR), .required = K(SF_LAYER_LINEAR)},
+    {.name = "eps", .type = SF_V_FLOAT, .offset = DESC(bn_eps), .min = 0, .max = 1, .open_min = 1,
+     .kinds = K(SF_LAYER_BATCHNORM)},
+    {.name = "momentum", .type = SF_V_FLOAT, .offset = DESC(bn_momentum), .min = 0, .max = 1,
+     .kinds = K(SF_LAYER_BATCHNORM)},
+    {.name = "p", .type = SF_V_FLOAT, .offset = DESC(dropout_p), .min = 0, .max = 0.999999,
+     .kinds = K(SF_LAYER_DROPOUT)},
+};
+const int sf_num_layer_keys = (int)(sizeof sf_layer_keys / sizeof sf_layer_keys[0]);
+
+static const char *const section_names[] = {
+    [SF_LAYER_LINEAR] = "linear", [SF_LAYER_CONV2D] = "conv",  [SF_LAYER_AVGPOOL2D] = "avgpool",
+    [SF_LAYER_MAXPOOL2D] = "maxpool", [SF_LAYER_FLATTEN] = "flatten", [SF_LAYER_DROPOUT] = "dropout",
+    [SF_LAYER_BATCHNORM] = "bn",  [SF_LAYER_LIF] = "lif",      [SF_LAYER_ADD] = "add",
+};
+#define NUM_SECTIONS ((int)(sizeof section_names / sizeof section_names[0]))
+
+const char *sf_config_section_name(sf_layer_kind kind)
+{
+    return (unsigned)kind < NUM_SECTIONS ? section_names[kind] : NULL;
+}
+
+int sf_config_section_kind(const char *section)
+{
+    for (int i = 0; i < NUM_SECTIONS; i++)
+        if (strcmp(section, section_names[i]) == 0) return i;
+    return -1;
+}
+
+/* ---------------------------------------------------------------- values */
+
+static sf_status range_error(const sf_key_spec *k)
+{
+    if (k->max >= BIG && k->min <= -BIG) return sf_fail(SF_ERR_INVALID, "must be a finite number");
+    if (k->max >= BIG)
+        return sf_fail(SF_ERR_INVALID, "must be %s %g", k->open_min ? ">" : ">=", k->min);
+    return sf_fail(SF_ERR_INVALID, "must be in %s%g, %g]", k->open_min ? "(" : "[", k->min, k->max);
+}
+
+static int in_range(const sf_key_spec *k, double v)
+{
+    return (k->open_min ? v > k->min : v >= k->min) && v <= k->max;
+}
+
+static sf_status parse_integer(const sf_key_spec *k, const char *text, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (end == text || *end || errno == ERANGE) return sf_fail(SF_ERR_INVALID, "expects an integer");
+    if (!in_range(k, (double)v)) return range_error(k);
+    *out = v;
+    return SF_OK;
+}
+
+static sf_status parse_float(const sf_key_spec *k, const char *text, float *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end || !isfinite(v) || fabs(v) > 3.0e38) return sf_fail(SF_ERR_INVALID, "expects a number");
+    if (!in_range(k, v)) return range_error(k);
+    *out = (float)v;
+    return SF_OK;
+}
+
+static int parse_bool(const char *text, int32_t *out)
+{
+    static const char *const yes[] = {"on", "true", "yes", "1"}, *const no[] = {"off", "false", "no", "0"};
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(text, yes[i]) == 0) return *out = 1, 1;
+        if (strcmp(text, no[i]) == 0) return *out = 0, 1;
+    }
+    return 0;
+}
+
+static sf_status choices_error(const char *const *choices)
+{
+    char list[256] = "";
+    for (int i = 0; choices[i]; i++) {
+        size_t n = strlen(list);
+        snprintf(list + n, sizeof list - n, "%s%s", i ? (choices[i + 1] ? ", " : " or ") : "", choices[i]);
+    }
+    return sf_fail(SF_ERR_INVALID, "expects %s", list);
+}
+
+sf_status sf_key_parse(const sf_key_spec *k, const char *text, void *base)
+{
+    char *field = (char *)base + k->offset;
+    switch (k->type) {
+    case SF_V_INT32: {
+        long long v;
+        SF_TRY(parse_integer(k, text, &v));
+        int32_t w = (int32_t)v;
+        memcpy(field, &w, sizeof w);
+        return SF_OK;
+    }
+    case SF_V_INT64: {
+        long long v;
+        SF_TRY(parse_integer(k, text, &v));
+        int64_t w = v;
+        memcpy(field, &w, sizeof w);
+        return SF_OK;
+    }
+    case SF_V_U64: {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(text, &end, 10);
+        if (end == text || *end || errno == ERANGE || text[0] == '-' || text[0] == '+')
+            return sf_fail(SF_ERR_INVALID, "expects an integer in [0, 2^64)");
+        uint64_t w = v;
+        memcpy(field, &w, sizeof w);
+        return SF_OK;
+    }
+    case SF_V_FLOAT: return parse_float(k, text, (float *)field);
+    case SF_V_BOOL: {
+        int32_t v;
+        if (!parse_bool(text, &v)) return sf_fail(SF_ERR_INVALID, "expects on or off");
+        memcpy(field, &v, sizeof v);
+        return SF_OK;
+    }
+    case SF_V_AUTO_BOOL: {
+        int32_t v = -1;
+        if (strcmp(text, "auto") != 0 && !parse_bool(text, &v)) return sf_fail(SF_ERR_INVALID, "expects on, off or auto");
+        memcpy(field, &v, sizeof v);
+        return SF_OK;
+    }
+    case SF_V_ENUM:
+        for (int i = 0; k->choices[i]; i++)
+            if (strcmp(text, k->choices[i]) == 0) {
+                int v = i;
+                memcpy(field, &v, sizeof v);
+                return SF_OK;
+            }
+        return choices_error(k->choices);
+    case SF_V_STRING:
+        /* What the writer emits must read back the same: no control characters or edge blanks. */
+        for (const char *q = text; *q; q++)
+            if ((unsigned char)*q < 0x20) return sf_fail(SF_ERR_INVALID, "contains a control character");
+        if (text[0] == ' ' || (text[0] && text[strlen(text) - 1] == ' '))
+            return sf_fail(SF_ERR_INVALID, "starts or ends with a blank");
+        if (strlen(text) >= SF_CONFIG_PATH_MAX)
+            return sf_fail(SF_ERR_INVALID, "is longer than %d characters", SF_CONFIG_PATH_MAX - 1);
+        memcpy(field, text, strlen(text) + 1);
+        return SF_OK;
+    case SF_V_DEVICE: return sf_device_parse(text, (sf_device *)field);
+    case SF_V_CHANNELS: {
+        /* NaN marks "no value": all NaN is "default", and a list is followed by NaN. */
+        float v[SF_DATASET_MAX_CHANNELS] = {NAN, NAN, NAN, NAN};
+        if (strcmp(text, "default") != 0) {
+            char buf[256];
+            if (strlen(text) >= sizeof buf) return sf_fail(SF_ERR_INVALID, "is too long");
+            strcpy(buf, text);
+            int n = 0;
+            for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                while (*tok == ' ' || *tok == '\t') tok++;
+                for (char *e = tok + strlen(tok); e > tok && (e[-1] == ' ' || e[-1] == '\t');) *--e = 0;
+                if (n == SF_DATASET_MAX_CHANNELS)
+                    return sf_fail(SF_ERR_INVALID, "has more than %d values", SF_DATASET_MAX_CHANNELS);
+                sf_status s = parse_float(k, tok, &v[n]);
+                if (s != SF_OK) return sf_fail_context(s, "value %d ", n + 1);
+                n++;
+            }
+            if (n == 0) return sf_fail(SF_ERR_INVALID, "expects comma-separated numbers or default");
+        }
+        memcpy(field, v, sizeof v);
+        return SF_OK;
+    }
+    case SF_V_OPT_FLOAT: {
+        int32_t on = strcmp(text, "off") != 0;
+        float v = 0;
+        if (on) {
+            sf_status s = parse_float(k, text, &v);
+            if (s != SF_OK) return sf_fail(SF_ERR_INVALID, "expects a number or off");
+        }
+        memcpy(field, &v, sizeof v);
+        memcpy((char *)base + k->flag_offset, &on, sizeof on);
+        return SF_OK;
+    }
+    }
+    return sf_fail(SF_ERR_INVALID, "has an unknown type");
+}
+
+/* The shortest decimal that reads back as exactly v (0.01, not 0.00999999978). */
+static int format_float(float v, char *out, size_t cap)
+{
+    char buf[32];
+    for (int digits = 6; digits < 9; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, v);
+        if (strtof(buf, NULL) == v) return snprintf(out, cap, "%s", buf);
+    }
+    return snprintf(out, cap, "%.9g", v);
+}
+
+int sf_key_format(const sf_key_spec *k, const void *base, char *out, size_t cap)
+{
+    const char *field = (const char *)base + k->offset;
+    switch (k->type) {
+    case SF_V_INT32: {
+        int32_t v;
+        memcpy(&v, field, sizeof v);
+        return snprintf(out, cap, "%d", v);
+    }
+    case SF_V_INT64: {
+        int64_t v;
+        memcpy(&v, field, sizeof v);
+        return snprintf(out, cap, "%lld", (long long)v);
+    }
+    case SF_V_U64: {
+        uint64_t v;
+        memcpy(&v, field, sizeof v);
+        return snprintf(out, cap, "%llu", (unsigned long long)v);
+    }
+    case SF_V_FLOAT: {
+        float v;
+        memcpy(&v, field, sizeof v);
+        return format_float(v, out, cap);
+    }
+    case SF_V_BOOL:
+    case SF_V_AUTO_BOOL: {
+        int32_t v;
+        memcpy(&v, field, sizeof v);
+        return snprintf(out, cap, "%s", v < 0 ? "auto" : v ? "on" : "off");
+    }
+    case SF_V_ENUM: {
+        int v;
+        memcpy(&v, field, sizeof v);
+        int n = 0;
+        while (k->choices[n]) n++;
+        return snprintf(out, cap, "%s", v >= 0 && v < n ? k->choices[v] : "?");
+    }
+    case SF_V_STRING: return snprintf(out, cap, "%s", field);
+    case SF_V_DEVICE: {
+        sf_device d;
+        memcpy(&d, field, sizeof d);
+        return d.kind == SF_DEVICE_CPU ? snprintf(out, cap, "cpu") : snprintf(out, cap, "cuda:%d", d.index);
+    }
+    case SF_V_CHANNELS: {
+        float v[SF_DATASET_MAX_CHANNELS];
+        memcpy(v, field, sizeof v);
+        if (isnan(v[0])) return snprintf(out, cap, "default");
+        int n = 0;
+        for (int i = 0; i < SF_DATASET_MAX_CHANNELS && !isnan(v[i]) && (size_t)n < cap; i++) {
+            if (i) n += snprintf(out + n, cap - (size_t)n, ", ");
+            if ((size_t)n < cap) n += format_float(v[i], out + n, cap - (size_t)n);
+        }
+        return n;
+    }
+    case SF_V_OPT_FLOAT: {
+        int32_t on;
+        float v;
+        memcpy(&on, (const char *)base + k->flag_offset, sizeof on);
+        memcpy(&v, field, sizeof v);
+        return on ? format_float(v, out, cap) : snprintf(out, cap, "off");
+    }
+    }
+    return snprintf(out, cap, "?");
+}

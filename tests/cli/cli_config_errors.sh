@@ -1,0 +1,40 @@
+# cli_config_errors.sh — mistakes in a config file or a --set reach the user as "file:line: what is wrong"
+# (exit 3), before any data is read or any directory is created.
+. "$(dirname "$0")/lib.sh"
+
+cfg() { # cfg NAME LINE...: writes NAME.ini from the remaining arguments, one per line
+    local name=$1
+    shift
+    printf '%s\n' "$@" >"$name.ini"
+}
+
+cfg unknown_key "[train]" "dataset = fashion-mnist" "learning_rate = 0.1" "[flatten]" "[linear]" "out = 10"
+sf 3 unknown_key train unknown_key.ini
+has "unknown key: file:line" unknown_key.err "unknown_key.ini:3"
+has "unknown key: names the key" unknown_key.err "learning_rate"
+
+cfg unknown_section "[train]" "dataset = fashion-mnist" "[flatten]" "[dense]" "out = 10"
+sf 3 unknown_section train unknown_section.ini
+has "unknown section: file:line" unknown_section.err "unknown_section.ini:4"
+
+cfg bad_type "[train]" "dataset = fashion-mnist" "epochs = three" "[flatten]" "[linear]" "out = 10"
+sf 3 bad_type train bad_type.ini
+has "bad type: file:line" bad_type.err "bad_type.ini:3"
+
+cfg out_of_range "[train]" "dataset = fashion-mnist" "[neuron]" "tau = 0.5" "[flatten]" "[linear]" "out = 10"
+sf 3 out_of_range train out_of_range.ini
+has "out of range: file:line" out_of_range.err "out_of_range.ini:4"
+
+cfg bad_enum "[train]" "dataset = fashion-mnist" "optimizer = lbfgs" "[flatten]" "[linear]" "out = 10"
+sf 3 bad_enum train bad_enum.ini
+has "bad choice: file:line" bad_enum.err "bad_enum.ini:3"
+has "bad choice: lists the choices" bad_enum.err "adam"
+
+sf 3 bad_set train "$HERE/tiny_mlp.ini" --set train.lr=fast
+has "bad --set value is named" bad_set.err "train.lr"
+sf 3 bad_set_key train "$HERE/tiny_mlp.ini" --set train.speed=1
+has "unknown --set key is named" bad_set_key.err "train.speed"
+sf 3 bad_set_form train "$HERE/tiny_mlp.ini" --set lr
+check "no run directory was created for failed configs" test ! -e runs
+
+finish

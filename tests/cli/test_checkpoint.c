@@ -1,0 +1,247 @@
+/* test_checkpoint.c — the trainer's file handling without the CLI: a checkpoint round trip continues training
+ * bitwise, damaged or mismatched checkpoints are refused with a message, metrics.jsonl is cut back to a
+ * checkpoint, run directories are never reused by accident and stale temporaries are removed. */
+#include "testutil.h"
+#include "train/checkpoint.h"
+#include "train/fsutil.h"
+#include "train/metrics.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { T = 3, B = 4, C = 2, H = 6, W = 6, CLASSES = 5 };
+
+static sf_net *make_net(sf_optimizer opt, int32_t hidden)
+{
+    sf_net_params p;
+    sf_net_default_params(&p);
+    p.in_channels = C;
+    p.in_height = H;
+    p.in_width = W;
+    p.seed = 7;
+    sf_net *net = NULL;
+    CHECK_OK(sf_net_create(&p, &net));
+    sf_layer_desc d;
+    sf_layer_default_desc(SF_LAYER_CONV2D, &d);
+    d.out_channels = 3;
+    d.kernel = 3;
+    d.padding = 1;
+    CHECK_OK(sf_net_add(net, &d, NULL));
+    sf_layer_default_desc(SF_LAYER_BATCHNORM, &d);
+    CHECK_OK(sf_net_add(net, &d, NULL));
+    sf_layer_default_desc(SF_LAYER_LIF, &d);
+    CHECK_OK(sf_net_add(net, &d, NULL));
+    sf_layer_default_desc(SF_LAYER_FLATTEN, &d);
+    CHECK_OK(sf_net_add(net, &d, NULL));
+    sf_layer_default_desc(SF_LAYER_DROPOUT, &d);
+    d.dropout_p = 0.2f;
+    CHECK_OK(sf_net_add(net, &d, NULL));
+    sf_layer_default_desc(SF_LAYER_LINEAR, &d);
+    d.out_features = hidden;
+    CHECK_OK(sf_net_add(net, &d, NULL));
+    sf_optim_params o;
+    sf_optim_default_params(&o);
+    o.kind = opt;
+    o.lr = 0.05f;
+    CHECK_OK(sf_net_set_optimizer(net, &o));
+    CHECK_OK(sf_net_compile(net, T, B));
+    return net;
+}
+
+static float train_steps(sf_net *net, int n, uint64_t seed)
+{
+    float x[T * B * C * H * W];
+    int32_t labels[B];
+    sf_step_result r = {0};
+    for (int i = 0; i < n; i++) {
+        tu_randn(x, T * B * C * H * W, 0.8f, 1.0f, seed + (uint64_t)i);
+        for (int b = 0; b < B; b++) labels[b] = (b + i) % CLASSES;
+        CHECK_OK(sf_net_train_step(net, x, labels, &r));
+    }
+    return r.loss;
+}
+
+/* All parameters, buffers and optimizer state of two nets are bitwise equal. */
+static int same_state(const sf_net *a, const sf_net *b)
+{
+    static const sf_tensor_role roles[] = {SF_ROLE_PARAM, SF_ROLE_BUFFER, SF_ROLE_OPTIMIZER};
+    for (int r = 0; r < 3; r++) {
+        int32_t n = sf_net_tensor_count(a, roles[r]);
+        if (n != sf_net_tensor_count(b, roles[r])) return 0;
+        for (int32_t i = 0; i < n; i++) {
+            sf_tensor_info ti;
+            sf_net_tensor_info(a, roles[r], i, &ti);
+            float *x = malloc((size_t)ti.numel * sizeof *x), *y = malloc((size_t)ti.numel * sizeof *y);
+            sf_net_tensor_read(a, roles[r], i, x);
+            sf_net_tensor_read(b, roles[r], i, y);
+            int same = memcmp(x, y, (size_t)ti.numel * sizeof *x) == 0;
+            free(x);
+            free(y);
+            if (!same) return 0;
+        }
+    }
+    return 1;
+}
+
+static void test_round_trip(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/ck.safetensors", dir);
+    sf_net *a = make_net(SF_OPT_ADAM, CLASSES);
+    train_steps(a, 3, 100);
+    sf_checkpoint_info info = {.config = "[train]\ndataset = mnist\n", .epoch = 2, .step = 3,
+                               .loader_state = "{\"epoch\":2}", .best_metric = 0.5};
+    CHECK_OK(sf_checkpoint_save(a, &info, path));
+    struct stat sb;
+    CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0044) != 0, "checkpoint should be readable like other files");
+
+    sf_safetensors *st = NULL;
+    sf_checkpoint_info got;
+    CHECK_OK(sf_checkpoint_open(path, &st, &got));
+    if (!st) return;
+    CHECK(got.epoch == 2 && got.step == 3 && got.best_metric == 0.5, "metadata epoch/step/best");
+    CHECK(strcmp(got.config, info.config) == 0, "config text round trip");
+    CHECK(got.loader_state && strcmp(got.loader_state, info.loader_state) == 0, "loader state round trip");
+    CHECK(sf_safetensors_find(st, "0.weight") != NULL, "parameter 0.weight saved");
+    CHECK(sf_safetensors_find(st, "1.running_mean") != NULL, "BN running mean saved");
+
+    sf_net *b = make_net(SF_OPT_ADAM, CLASSES);
+    CHECK_OK(sf_checkpoint_restore(st, b, 1));
+    CHECK(same_state(a, b), "restored state equals the saved one");
+    float la = train_steps(a, 2, 200), lb = train_steps(b, 2, 200);
+    CHECK(memcmp(&la, &lb, sizeof la) == 0, "continued losses differ: %.9g vs %.9g", la, lb);
+    CHECK(same_state(a, b), "continued training diverged (dropout RNG or optimizer state not restored?)");
+
+    /* Mismatches are refused with a message naming the tensor. */
+    sf_net *wide = make_net(SF_OPT_ADAM, CLASSES + 1);
+    sf_status s = sf_checkpoint_restore(st, wide, 1);
+    CHECK(s == SF_ERR_FORMAT && strstr(sf_last_error(), "shape"), "other shape: %s", sf_last_error());
+    sf_net *sgd = make_net(SF_OPT_SGD, CLASSES);
+    sf_optim_params mom;
+    sf_optim_default_params(&mom);
+    mom.momentum = 0.9f;
+    CHECK_OK(sf_net_set_optimizer(sgd, &mom));
+    s = sf_checkpoint_restore(st, sgd, 1);
+    CHECK(s == SF_ERR_FORMAT && strstr(sf_last_error(), "not in the checkpoint"), "other optimizer: %s",
+          sf_last_error());
+    CHECK_OK(sf_checkpoint_restore(st, sgd, 0)); /* weights alone still load */
+    sf_net_free(sgd);
+    sf_net_free(wide);
+    sf_safetensors_free(st);
+    sf_net_free(a);
+    sf_net_free(b);
+}
+
+static void write_bytes(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    fwrite(data, 1, n, f);
+    fclose(f);
+}
+
+static void test_damaged(const char *dir)
+{
+    char path[512], bad[512];
+    snprintf(path, sizeof path, "%s/ck.safetensors", dir);
+    snprintf(bad, sizeof bad, "%s/bad.safetensors", dir);
+    char *buf = NULL;
+    size_t len = 0;
+    CHECK_OK(sf_read_file(path, &buf, &len));
+    sf_safetensors *st = NULL;
+    sf_checkpoint_info info;
+    /* Every truncation is an error, never a crash. */
+    for (size_t cut = 0; cut < len; cut += len / 37 + 1) {
+        write_bytes(bad, buf, cut);
+        sf_status s = sf_checkpoint_open(bad, &st, &info);
+        CHECK(s != SF_OK && st == NULL, "truncated at %zu accepted", cut);
+    }
+    /* A safetensors file that is not a checkpoint. */
+    sf_st_writer *w = NULL;
+    CHECK_OK(sf_st_writer_create(&w));
+    int64_t shape[1] = {2};
+    float v[2] = {1, 2};
+    CHECK_OK(sf_st_writer_add(w, "x", SF_DT_F32, 1, shape, v));
+    CHECK_OK(sf_st_writer_save(w, bad));
+    sf_st_writer_free(w);
+    sf_status s = sf_checkpoint_open(bad, &st, &info);
+    CHECK(s == SF_ERR_FORMAT && strstr(sf_last_error(), "not a spikefuse checkpoint"), "plain file: %s",
+          sf_last_error());
+    free(buf);
+}
+
+static void test_metrics(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    sf_metrics *m = NULL;
+    CHECK_OK(sf_metrics_open(path, &m));
+    for (int step = 1; step <= 5; step++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "step", step);
+        CHECK_OK(sf_metrics_write(m, o));
+        cJSON_Delete(o);
+    }
+    sf_metrics_close(m);
+    FILE *f = fopen(path, "a");
+    fputs("{\"step\":6,\"lo", f); /* a line cut short by a crash */
+    fclose(f);
+    CHECK_OK(sf_metrics_truncate(path, 3));
+    char *text = NULL;
+    CHECK_OK(sf_read_file(path, &text, NULL));
+    CHECK(text && strcmp(text, "{\"step\":1}\n{\"step\":2}\n{\"step\":3}\n") == 0, "truncated metrics: %s", text);
+    free(text);
+    char missing[512];
+    snprintf(missing, sizeof missing, "%s/none.jsonl", dir);
+    CHECK_OK(sf_metrics_truncate(missing, 3));
+}
+
+static void test_dirs(const char *dir)
+{
+    char run[512], file[600];
+    snprintf(run, sizeof run, "%s/runs/a/b", dir);
+    CHECK_OK(sf_dir_prepare(run, 1));
+    CHECK_OK(sf_dir_prepare(run, 1)); /* empty: fine */
+    snprintf(file, sizeof file, "%s/user.txt", run);
+    write_bytes(file, "keep me", 7);
+    sf_status s = sf_dir_prepare(run, 1);
+    CHECK(s == SF_ERR_STATE && strstr(sf_last_error(), "not empty"), "non-empty dir accepted: %s", sf_last_error());
+    CHECK_OK(sf_dir_prepare(run, 0));
+    CHECK(access(file, F_OK) == 0, "the user's file must survive");
+    sf_status nd = sf_dir_prepare(file, 0);
+    CHECK(nd != SF_OK, "a file is not a directory");
+
+    char tmp[600], keep[600];
+    snprintf(tmp, sizeof tmp, "%s/last.safetensors.tmp.AbC123", run);
+    snprintf(keep, sizeof keep, "%s/notes.tmp.txt", run);
+    write_bytes(tmp, "x", 1);
+    write_bytes(keep, "x", 1);
+    CHECK_OK(sf_remove_stale_temps(run));
+    CHECK(access(tmp, F_OK) != 0, "stale temporary removed");
+    CHECK(access(keep, F_OK) == 0, "other files kept");
+
+    snprintf(file, sizeof file, "%s/atomic.txt", run);
+    CHECK_OK(sf_write_file_atomic(file, "one", 3));
+    CHECK_OK(sf_write_file_atomic(file, "two", 3));
+    char *text = NULL;
+    CHECK_OK(sf_read_file(file, &text, NULL));
+    CHECK(text && strcmp(text, "two") == 0, "atomic write content");
+    free(text);
+}
+
+int main(void)
+{
+    char dir[] = "/tmp/sf_test_checkpoint.XXXXXX";
+    if (!mkdtemp(dir)) return 2;
+    test_round_trip(dir);
+    test_damaged(dir);
+    test_metrics(dir);
+    test_dirs(dir);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return tu_finish("test_checkpoint");
+}

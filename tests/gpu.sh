@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# tests/gpu.sh — on a machine with an NVIDIA GPU: build the CUDA backend, run the GPU tests (tests/gpu/) and the
+# GPU benchmarks (bench/gpu/), log everything to $OUT/gpu.log and print a summary table last.
+# Usage: tests/gpu.sh [--tests-only | --bench-only]. Environment: OUT (default ./gpu-out), SF_GPU_BIN (a directory
+# of programs built elsewhere, used when this machine cannot configure the build, e.g. missing -dev packages).
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+LOG=$OUT/gpu.log
+MODE=${1:-all}
+: >"$LOG"
+say() { echo "$@" | tee -a "$LOG"; }
+
+say "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)"
+say "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+
+BIN=build-gpu
+progs=$(ls tests/gpu/*.c bench/gpu/*.c | xargs -n1 basename | sed 's/\.c$//')
+if cmake -S . -B "$BIN" -DSF_CUDA=ON -DSF_TESTS=OFF -DSF_WERROR=ON >>"$LOG" 2>&1 &&
+    cmake --build "$BIN" -j"$(nproc)" --target $progs >>"$LOG" 2>&1; then
+    say "== built in $BIN"
+elif [ -n "${SF_GPU_BIN:-}" ] && [ -d "$SF_GPU_BIN" ]; then
+    say "== build failed here (see log); using the programs in $SF_GPU_BIN"
+    BIN=$SF_GPU_BIN
+else
+    say "== build failed (see $LOG)"
+    tail -30 "$LOG"
+    exit 1
+fi
+
+summary=()
+status=0
+run() { # name, then what of its output goes into the summary: "last" (its last line) or "table" (up to "per-layer")
+    local name=$1 what=$2
+    [ -x "$BIN/$name" ] || return 0
+    say "== $name"
+    local t0=$(date +%s%N)
+    "$BIN/$name" >"$OUT/.run" 2>&1
+    local rc=$?
+    cat "$OUT/.run" >>"$LOG"
+    cat "$OUT/.run"
+    local ms=$((($(date +%s%N) - t0) / 1000000))
+    summary+=("$(printf '%-24s rc=%-3s %7d ms' "$name" "$rc" "$ms")")
+    if [ "$what" = last ]; then
+        summary+=("    $(tail -1 "$OUT/.run")")
+    else
+        while IFS= read -r l; do summary+=("    $l"); done < <(sed '/^per-layer/,$d' "$OUT/.run")
+    fi
+    [ $rc -eq 0 ] || status=1
+}
+
+if [ "$MODE" != --bench-only ]; then
+    for t in $(ls tests/gpu/test_*.c 2>/dev/null | xargs -n1 basename | sed 's/\.c$//'); do run "$t" last; done
+fi
+if [ "$MODE" != --tests-only ]; then
+    for b in $(ls bench/gpu/bench_*.c 2>/dev/null | xargs -n1 basename | sed 's/\.c$//'); do run "$b" table; done
+fi
+rm -f "$OUT/.run"
+say ""
+say "== summary"
+for l in "${summary[@]}"; do say "$l"; done
+exit $status

@@ -1,0 +1,377 @@
+/* test_gpu_ops.c — every op of the CUDA backend against the CPU backend (the reference) on the same random
+ * inputs, at awkward sizes (odd counts, T=1, B=1, one channel). Bounds (relative L2 error unless said):
+ *   exact: spikes, dropout, add, u8/f32 conversions, maxpool forward and argmax, check_finite, accuracy count;
+ *   1e-6: element-wise optimizers, leaky readout, avgpool, BN forward;   1e-5: BN statistics and backward,
+ *   softmax cross-entropy, linear and conv (fp32 FMA math, different summation orders);
+ *   1e-4: LIF and fused BN+LIF gradients (surrogate expf in two libraries, per-channel sums over T·B·H·W). */
+#include "core/backend.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static sf_backend *cpu, *gpu;
+
+/* A tensor on both backends, from the same host data. */
+typedef struct {
+    size_t bytes;
+    void *c, *g;
+} pair;
+
+static pair mk(const void *host, size_t bytes)
+{
+    pair p = {bytes, NULL, NULL};
+    CHECK_OK(cpu->alloc(cpu, bytes ? bytes : 4, &p.c));
+    CHECK_OK(gpu->alloc(gpu, bytes ? bytes : 4, &p.g));
+    if (host && bytes) {
+        CHECK_OK(cpu->copy_from_host(cpu, p.c, host, bytes));
+        CHECK_OK(gpu->copy_from_host(gpu, p.g, host, bytes));
+    } else if (bytes) { /* outputs: poisoned (NaN), so an unwritten element fails */
+        void *nan = malloc(bytes);
+        memset(nan, 0xff, bytes);
+        CHECK_OK(cpu->copy_from_host(cpu, p.c, nan, bytes));
+        CHECK_OK(gpu->copy_from_host(gpu, p.g, nan, bytes));
+        free(nan);
+    }
+    return p;
+}
+
+static pair randn(size_t n, float mean, float std, uint64_t seed)
+{
+    float *h = malloc(4 * (n ? n : 1));
+    tu_randn(h, (int64_t)n, mean, std, seed);
+    pair p = mk(h, 4 * n);
+    free(h);
+    return p;
+}
+
+static pair out(size_t n) { return mk(NULL, 4 * n); }
+
+static void drop(pair *p)
+{
+    cpu->release(cpu, p->c);
+    gpu->release(gpu, p->g);
+}
+
+/* Compares the float tensor on both backends: relative L2 error within tol (tol 0: bitwise equal). */
+static void cmp(const char *what, const pair *p, double tol)
+{
+    size_t n = p->bytes / 4;
+    float *c = malloc(p->bytes + 4), *g = malloc(p->bytes + 4);
+    CHECK_OK(cpu->copy_to_host(cpu, c, p->c, p->bytes));
+    CHECK_OK(gpu->copy_to_host(gpu, g, p->g, p->bytes));
+    if (tol == 0.0) {
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++) bad += memcmp(&c[i], &g[i], 4) != 0 && !(isnan(c[i]) && isnan(g[i]));
+        CHECK(bad == 0, "%s: %zu of %zu elements differ", what, bad, n);
+    } else {
+        double *r = malloc(8 * (n + 1));
+        for (size_t i = 0; i < n; i++) r[i] = c[i];
+        double e = tu_rel_err(g, r, (int64_t)n);
+        CHECK(e <= tol, "%s: rel err %.3e > %.0e", what, e, tol);
+        free(r);
+    }
+    free(c), free(g);
+}
+
+static void cmp_bytes(const char *what, const pair *p)
+{
+    uint8_t *c = malloc(p->bytes + 1), *g = malloc(p->bytes + 1);
+    CHECK_OK(cpu->copy_to_host(cpu, c, p->c, p->bytes));
+    CHECK_OK(gpu->copy_to_host(gpu, g, p->g, p->bytes));
+    size_t bad = 0;
+    for (size_t i = 0; i < p->bytes; i++) bad += c[i] != g[i];
+    CHECK(bad == 0, "%s: %zu of %zu bytes differ", what, bad, p->bytes);
+    free(c), free(g);
+}
+
+/* Runs the op expression on the CPU, then on the GPU, with `be` and S(tensor) naming that side. */
+#define RUN(expr)                                                                                                   \
+    do {                                                                                                            \
+        int side_;                                                                                                  \
+        for (side_ = 0; side_ < 2; side_++) {                                                                       \
+            sf_backend *be = side_ ? gpu : cpu;                                                                     \
+            CHECK_OK(expr);                                                                                         \
+        }                                                                                                           \
+    } while (0)
+#define S(p) (side_ ? (p).g : (p).c)
+
+static void test_lif(void)
+{
+    const int64_t sizes[][2] = {{1, 1}, {5, 333}, {16, 4096}, {70, 129}};
+    int k = 0;
+    for (int sg = 0; sg < 4; sg++)
+        for (int bits = 0; bits < 8; bits++, k++) {
+            sf_lif_params p;
+            sf_lif_default_params(&p);
+            p.surrogate = (sf_surrogate)sg;
+            p.alpha = sf_surrogate_default_alpha(p.surrogate);
+            p.soft_reset = bits & 1;
+            p.detach_reset = (bits >> 1) & 1;
+            p.use_grad_threshold = (bits >> 2) & 1;
+            p.grad_threshold = 0.3f;
+            p.decay_input = (k % 3) != 0;
+            int64_t T = sizes[k % 4][0], N = sizes[k % 4][1];
+            size_t n = (size_t)(T * N);
+            pair x = randn(n, 0.5f, 1.0f, 100 + (uint64_t)k), ds = randn(n, 0.0f, 1.0f, 200 + (uint64_t)k);
+            pair s = out(n), h = out(n), dx = out(n), dxr = out(n), cnt = mk((float[]){0.0f}, 4);
+            pair u8 = mk(NULL, n);
+            RUN(be->zero(be, S(cnt), 4));
+            sf_lif_out oc = {.s = s.c, .s_u8 = u8.c, .h = h.c, .spike_count = cnt.c};
+            sf_lif_out og = {.s = s.g, .s_u8 = u8.g, .h = h.g, .spike_count = cnt.g};
+            RUN(be->lif_forward(be, &p, T, N, S(x), side_ ? &og : &oc));
+            RUN(be->lif_backward(be, &p, T, N, S(x), S(h), S(ds), S(dx)));
+            RUN(be->lif_backward(be, &p, T, N, S(x), NULL, S(ds), S(dxr)));
+            char w[160];
+            snprintf(w, sizeof w, "lif %s soft=%d detach=%d thr=%d decay_input=%d T=%lld N=%lld",
+                     sf_surrogate_name(p.surrogate), p.soft_reset, p.detach_reset, p.use_grad_threshold,
+                     p.decay_input, (long long)T, (long long)N);
+            cmp(w, &s, 0.0);
+            cmp_bytes(w, &u8);
+            cmp(w, &cnt, 0.0);
+            cmp(w, &h, 1e-6);
+            cmp(w, &dx, 1e-4);
+            cmp(w, &dxr, 1e-4);
+            drop(&x), drop(&ds), drop(&s), drop(&h), drop(&dx), drop(&dxr), drop(&cnt), drop(&u8);
+        }
+}
+
+static void test_bn(int64_t rows, int32_t C, int64_t hw, uint64_t seed)
+{
+    sf_bn_shape sh = {rows, C, hw};
+    size_t n = (size_t)(rows * C * hw), c = (size_t)C;
+    pair x = randn(n, 0.3f, 2.0f, seed), dy = randn(n, 0.0f, 1.0f, seed + 1), g = randn(c, 1.0f, 0.2f, seed + 2);
+    pair b = randn(c, 0.1f, 0.2f, seed + 3), mean = out(c), var = out(c), y = out(n), dx = out(n), dg = out(c);
+    pair db = out(c), rm = randn(c, 0.0f, 0.1f, seed + 4), rv = randn(c, 1.0f, 0.1f, seed + 5);
+    RUN(be->bn_stats(be, sh, S(x), S(mean), S(var)));
+    cmp("bn_stats mean", &mean, 1e-5);
+    cmp("bn_stats var", &var, 1e-5);
+    /* the rest from the same statistics on both sides */
+    float *hm = malloc(4 * c), *hv = malloc(4 * c);
+    CHECK_OK(cpu->copy_to_host(cpu, hm, mean.c, 4 * c));
+    CHECK_OK(cpu->copy_to_host(cpu, hv, var.c, 4 * c));
+    CHECK_OK(gpu->copy_from_host(gpu, mean.g, hm, 4 * c));
+    CHECK_OK(gpu->copy_from_host(gpu, var.g, hv, 4 * c));
+    free(hm), free(hv);
+    RUN(be->bn_forward(be, sh, S(x), S(mean), S(var), 1e-5f, S(g), S(b), S(y)));
+    cmp("bn_forward", &y, 1e-6);
+    RUN(be->bn_backward(be, sh, S(x), S(mean), S(var), 1e-5f, S(g), S(dy), S(dx), S(dg), S(db)));
+    cmp("bn_backward dx", &dx, 1e-5);
+    cmp("bn_backward dgamma", &dg, 1e-5);
+    cmp("bn_backward dbeta", &db, 1e-5);
+    RUN(be->bn_update_running(be, sh, 0.1f, S(mean), S(var), S(rm), S(rv)));
+    cmp("bn running mean", &rm, 1e-6);
+    cmp("bn running var", &rv, 1e-6);
+    /* fused BN→LIF over T steps, with h kept and recomputed */
+    for (int keep = 0; keep < 2; keep++)
+        for (int64_t T = 1; T <= rows; T *= rows > 1 ? rows : 2) {
+            if (rows % T) continue;
+            sf_lif_params p;
+            sf_lif_default_params(&p);
+            p.surrogate = keep ? SF_SURROGATE_ATAN : SF_SURROGATE_SIGMOID;
+            p.alpha = sf_surrogate_default_alpha(p.surrogate);
+            pair s = out(n), h = keep ? out(n) : (pair){0, NULL, NULL}, ds = randn(n, 0.0f, 1.0f, seed + 9);
+            sf_lif_out oc = {.s = s.c, .h = h.c}, og = {.s = s.g, .h = h.g};
+            RUN(be->bn_lif_forward(be, &p, T, sh, S(x), S(mean), S(var), 1e-5f, S(g), S(b), side_ ? &og : &oc));
+            RUN(be->bn_lif_backward(be, &p, T, sh, S(x), keep ? S(h) : NULL, S(mean), S(var), 1e-5f, S(g), S(b),
+                                    S(ds), S(dx), S(dg), S(db)));
+            char w[128];
+            snprintf(w, sizeof w, "bn_lif rows=%lld C=%d hw=%lld T=%lld keep_h=%d", (long long)rows, C,
+                     (long long)hw, (long long)T, keep);
+            cmp(w, &s, 0.0);
+            cmp(w, &dx, 1e-4);
+            cmp(w, &dg, 1e-4);
+            cmp(w, &db, 1e-4);
+            drop(&s), drop(&ds);
+            if (keep) drop(&h);
+            if (rows == 1) break;
+        }
+    drop(&x), drop(&dy), drop(&g), drop(&b), drop(&mean), drop(&var), drop(&y), drop(&dx), drop(&dg), drop(&db);
+    drop(&rm), drop(&rv);
+}
+
+static void test_linear(int64_t rows, int32_t in, int32_t o, int bias, int want_dx)
+{
+    pair x = randn((size_t)(rows * in), 0.0f, 1.0f, 31), w = randn((size_t)o * in, 0.0f, 0.3f, 32);
+    pair b = randn((size_t)o, 0.0f, 0.3f, 33), y = out((size_t)(rows * o)), dy = randn((size_t)(rows * o), 0, 1, 34);
+    pair dx = out((size_t)(rows * in)), dw = out((size_t)o * in), db = out((size_t)o);
+    RUN(be->linear_forward(be, rows, in, o, S(x), S(w), bias ? S(b) : NULL, S(y)));
+    RUN(be->linear_backward(be, rows, in, o, S(x), S(w), S(dy), want_dx ? S(dx) : NULL, S(dw), bias ? S(db) : NULL));
+    char t[96];
+    snprintf(t, sizeof t, "linear rows=%lld in=%d out=%d bias=%d", (long long)rows, in, o, bias);
+    cmp(t, &y, 1e-5);
+    cmp(t, &dw, 1e-5);
+    if (want_dx) cmp(t, &dx, 1e-5);
+    if (bias) cmp(t, &db, 1e-5);
+    drop(&x), drop(&w), drop(&b), drop(&y), drop(&dy), drop(&dx), drop(&dw), drop(&db);
+}
+
+static void test_conv(int64_t n, int32_t cin, int32_t hgt, int32_t wid, int32_t cout, int32_t k, int32_t stride,
+                      int32_t pad, int bias)
+{
+    sf_conv_shape sh = {n, cin, hgt, wid, cout, k, stride, pad, (hgt + 2 * pad - k) / stride + 1,
+                        (wid + 2 * pad - k) / stride + 1};
+    size_t nx = (size_t)(n * cin * hgt * wid), ny = (size_t)(n * cout * sh.oh * sh.ow), nw = (size_t)(cout * cin * k * k);
+    pair x = randn(nx, 0.0f, 1.0f, 41), w = randn(nw, 0.0f, 0.2f, 42), b = randn((size_t)cout, 0.0f, 0.2f, 43);
+    pair y = out(ny), dy = randn(ny, 0.0f, 1.0f, 44), dx = out(nx), dw = out(nw), db = out((size_t)cout);
+    void *wsc = NULL, *wsg = NULL;
+    size_t bc = cpu->conv_workspace(cpu, &sh), bg = gpu->conv_workspace(gpu, &sh);
+    CHECK_OK(cpu->alloc(cpu, bc ? bc : 4, &wsc));
+    CHECK_OK(gpu->alloc(gpu, bg ? bg : 4, &wsg));
+    RUN(be->conv_forward(be, &sh, S(x), S(w), bias ? S(b) : NULL, S(y), side_ ? wsg : wsc));
+    RUN(be->conv_backward(be, &sh, S(x), S(w), S(dy), S(dx), S(dw), bias ? S(db) : NULL, side_ ? wsg : wsc));
+    char t[128];
+    snprintf(t, sizeof t, "conv n=%lld %dx%dx%d -> %d k=%d s=%d p=%d", (long long)n, cin, hgt, wid, cout, k, stride,
+             pad);
+    cmp(t, &y, 1e-5);
+    cmp(t, &dx, 1e-5);
+    cmp(t, &dw, 1e-5);
+    if (bias) cmp(t, &db, 1e-5);
+    cpu->release(cpu, wsc);
+    gpu->release(gpu, wsg);
+    drop(&x), drop(&w), drop(&b), drop(&y), drop(&dy), drop(&dx), drop(&dw), drop(&db);
+}
+
+static void test_pool(int64_t n, int32_t h, int32_t w, int32_t k, int32_t s)
+{
+    sf_pool_shape sh = {n, h, w, k, s, (h - k) / s + 1, (w - k) / s + 1};
+    size_t nx = (size_t)(n * h * w), ny = (size_t)(n * sh.oh * sh.ow);
+    /* spikes as pool input: many exact ties, which the first-maximum rule must break alike */
+    float *hx = malloc(4 * nx);
+    tu_randn(hx, (int64_t)nx, 0.0f, 1.0f, 51);
+    for (size_t i = 0; i < nx; i += 2) hx[i] = hx[i] > 0.0f ? 1.0f : 0.0f;
+    pair x = mk(hx, 4 * nx), y = out(ny), ym = out(ny), dy = randn(ny, 0.0f, 1.0f, 52), dx = out(nx), dxm = out(nx);
+    pair am = mk(NULL, ny);
+    free(hx);
+    RUN(be->avgpool_forward(be, &sh, S(x), S(y)));
+    RUN(be->avgpool_backward(be, &sh, S(dy), S(dx)));
+    RUN(be->maxpool_forward(be, &sh, S(x), S(ym), S(am)));
+    RUN(be->maxpool_backward(be, &sh, S(am), S(dy), S(dxm)));
+    char t[96];
+    snprintf(t, sizeof t, "pool n=%lld %dx%d k=%d s=%d", (long long)n, h, w, k, s);
+    cmp(t, &y, 1e-6);
+    cmp(t, &dx, 1e-6);
+    cmp(t, &ym, 0.0);
+    cmp_bytes(t, &am);
+    cmp(t, &dxm, 1e-6);
+    drop(&x), drop(&y), drop(&ym), drop(&dy), drop(&dx), drop(&dxm), drop(&am);
+}
+
+static void test_elementwise(void)
+{
+    const int64_t T = 3, n = 1001;
+    size_t m = (size_t)(T * n);
+    pair x = randn(m, 0.0f, 1.0f, 61), yv = out(m), dxv = out(m), a = randn(m, 0, 1, 62), s = out(m);
+    RUN(be->dropout_forward(be, T, n, 0.3f, 7, 11, S(x), S(yv)));
+    RUN(be->dropout_backward(be, T, n, 0.3f, 7, 11, S(x), S(dxv)));
+    cmp("dropout forward", &yv, 0.0);
+    cmp("dropout backward", &dxv, 0.0);
+    RUN(be->add(be, (int64_t)m, S(x), S(a), S(s)));
+    cmp("add", &s, 0.0);
+    RUN(be->axpy(be, (int64_t)m, 0.37f, S(x), S(a)));
+    cmp("axpy", &a, 1e-6);
+    float *hs = malloc(4 * m);
+    for (size_t i = 0; i < m; i++) hs[i] = (float)(i % 3 == 0);
+    pair sp = mk(hs, 4 * m), u8 = mk(NULL, m), back = out(m);
+    free(hs);
+    RUN(be->f32_to_u8(be, (int64_t)m, S(sp), S(u8)));
+    RUN(be->u8_to_f32(be, (int64_t)m, S(u8), S(back)));
+    cmp_bytes("f32_to_u8", &u8);
+    cmp("u8_to_f32", &back, 0.0);
+    pair flag = mk((float[]){0.0f}, 4);
+    RUN(be->check_finite(be, (int64_t)m, S(x), S(flag)));
+    cmp("check_finite (finite)", &flag, 0.0);
+    float bad[3] = {1.0f, NAN, 2.0f}, inf[2] = {INFINITY, 0.0f};
+    pair pb = mk(bad, sizeof bad), pi = mk(inf, sizeof inf), f2 = mk((float[]){0.0f}, 4), f3 = mk((float[]){0.0f}, 4);
+    RUN(be->check_finite(be, 3, S(pb), S(f2)));
+    RUN(be->check_finite(be, 2, S(pi), S(f3)));
+    float g2, g3;
+    CHECK_OK(gpu->copy_to_host(gpu, &g2, f2.g, 4));
+    CHECK_OK(gpu->copy_to_host(gpu, &g3, f3.g, 4));
+    CHECK(g2 == 1.0f && g3 == 1.0f, "check_finite missed NaN (%g) or Inf (%g)", g2, g3);
+    drop(&x), drop(&yv), drop(&dxv), drop(&a), drop(&s), drop(&sp), drop(&u8), drop(&back), drop(&flag);
+    drop(&pb), drop(&pi), drop(&f2), drop(&f3);
+}
+
+static void test_readout_loss(int64_t T, int64_t B, int32_t K)
+{
+    size_t m = (size_t)(T * B * K);
+    pair o = randn(m, 0.0f, 1.0f, 71), r = out(m), dr = randn(m, 0, 1, 72), doo = out(m);
+    RUN(be->leaky_forward(be, T, B * K, 0.9f, 0.1f, S(o), S(r)));
+    RUN(be->leaky_backward(be, T, B * K, 0.9f, 0.1f, S(dr), S(doo)));
+    cmp("leaky forward", &r, 1e-6);
+    cmp("leaky backward", &doo, 1e-6);
+    int32_t *lab = malloc(4 * (size_t)B);
+    for (int64_t b = 0; b < B; b++) lab[b] = (int32_t)((b * 7 + 3) % K);
+    pair labels = mk(lab, 4 * (size_t)B);
+    free(lab);
+    for (int per_step = 0; per_step < 2; per_step++) {
+        pair g = out(m), lm = out((size_t)(B * K)), st = out(2);
+        RUN(be->softmax_xent(be, T, B, K, per_step, S(o), (const int32_t *)S(labels), S(g), S(lm), S(st)));
+        char t[96];
+        snprintf(t, sizeof t, "softmax_xent T=%lld B=%lld K=%d per_step=%d", (long long)T, (long long)B, K, per_step);
+        cmp(t, &g, 1e-5);
+        cmp(t, &lm, 1e-6);
+        cmp(t, &st, 1e-6);
+        drop(&g), drop(&lm), drop(&st);
+    }
+    drop(&o), drop(&r), drop(&dr), drop(&doo), drop(&labels);
+}
+
+static void test_optim(void)
+{
+    const int64_t n = 1001;
+    for (int variant = 0; variant < 4; variant++) {
+        pair p = randn((size_t)n, 0.0f, 1.0f, 81), buf = out((size_t)n), m = randn((size_t)n, 0, 0, 0);
+        pair v = randn((size_t)n, 0, 0, 0);
+        RUN(be->zero(be, S(m), 4 * (size_t)n));
+        RUN(be->zero(be, S(v), 4 * (size_t)n));
+        for (int64_t step = 1; step <= 3; step++) {
+            pair g = randn((size_t)n, 0.0f, 1.0f, 90 + (uint64_t)step);
+            if (variant < 2)
+                RUN(be->sgd_step(be, n, 0.1f, 0.9f, variant, 5e-4f, step, S(p), S(g), S(buf)));
+            else
+                RUN(be->adam_step(be, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 1e-2f, variant - 2, step, S(p), S(g), S(m), S(v)));
+            drop(&g);
+        }
+        char t[64];
+        snprintf(t, sizeof t, "%s variant %d after 3 steps", variant < 2 ? "sgd" : "adam", variant);
+        cmp(t, &p, 1e-6);
+        drop(&p), drop(&buf), drop(&m), drop(&v);
+    }
+}
+
+int main(void)
+{
+    if (sf_cuda_device_count() == 0) {
+        fprintf(stderr, "test_gpu_ops: no CUDA device\n");
+        return 1;
+    }
+    CHECK_OK(sf_cpu_backend_create(&cpu));
+    CHECK_OK(sf_cuda_backend_create(0, &gpu));
+    if (!cpu || !gpu) return tu_finish("test_gpu_ops");
+    test_lif();
+    test_bn(1, 1, 1, 300);
+    test_bn(6, 5, 7, 310);
+    test_bn(40, 16, 64, 320);
+    test_bn(30, 33, 1, 330);
+    test_linear(37, 33, 17, 1, 1);
+    test_linear(1, 1, 1, 0, 1);
+    test_linear(640, 512, 10, 1, 0);
+    test_conv(3, 3, 9, 7, 5, 3, 1, 1, 1);
+    test_conv(2, 4, 8, 8, 6, 3, 2, 1, 0);
+    test_conv(1, 5, 5, 5, 3, 1, 1, 0, 1);
+    test_conv(20, 16, 16, 16, 32, 3, 1, 1, 0);
+    test_pool(7, 9, 9, 2, 2);
+    test_pool(3, 9, 9, 3, 2);
+    test_pool(1, 5, 6, 3, 1);
+    test_elementwise();
+    test_readout_loss(4, 5, 10);
+    test_readout_loss(1, 1, 3);
+    test_readout_loss(10, 64, 10);
+    test_optim();
+    sf_backend_free(cpu);
+    sf_backend_free(gpu);
+    return tu_finish("test_gpu_ops");
+}

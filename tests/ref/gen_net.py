@@ -1,0 +1,182 @@
+"""Whole-network reference fixtures (PyTorch, float64): two small spiking networks, their loss, every parameter
+gradient, BN running statistics after one step, and the losses of 10 SGD steps. The C test builds the same
+networks layer by layer, loads the same initial parameters and must follow.
+
+net_a: conv -> BN -> LIF -> maxpool -> flatten -> linear -> LIF, mean readout, CE on the T-mean (the issue's net).
+net_b: conv -> BN -> LIF -> conv -> BN -> add(LIF output) -> LIF -> avgpool -> flatten -> linear, leaky readout,
+       CE at every step; soft reset, atan surrogate, detach_reset (a residual block, unfused BN, shared input)."""
+import math
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+from fixture_io import save
+
+torch.set_default_dtype(torch.float64)
+
+
+def surrogate(kind, alpha, z):
+    if kind == "sigmoid":
+        sg = torch.sigmoid(alpha * z)
+        return alpha * sg * (1 - sg)
+    if kind == "atan":
+        return (alpha / 2) / (1 + (math.pi / 2 * alpha * z) ** 2)
+    raise ValueError(kind)
+
+
+class Spike(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, h, theta, kind, alpha):
+        ctx.save_for_backward(h)
+        ctx.cfg = (theta, kind, alpha)
+        return (h >= theta).to(h.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (h,) = ctx.saved_tensors
+        theta, kind, alpha = ctx.cfg
+        return g * surrogate(kind, alpha, h - theta), None, None, None
+
+
+def lif(x, tau=2.0, theta=1.0, soft=False, detach=False, kind="sigmoid", alpha=4.0):
+    a, c = 1 - 1 / tau, 1 / tau
+    v = torch.zeros_like(x[0])
+    out = []
+    for t in range(x.shape[0]):
+        h = a * v + c * x[t]
+        s = Spike.apply(h, theta, kind, alpha)
+        sr = s.detach() if detach else s
+        v = h - theta * sr if soft else h * (1 - sr)
+        out.append(s)
+    return torch.stack(out)
+
+
+def per_image(f, x):
+    """Applies an image op to [T, B, C, H, W] with T and B folded."""
+    T, B = x.shape[:2]
+    y = f(x.reshape(T * B, *x.shape[2:]))
+    return y.reshape(T, B, *y.shape[1:])
+
+
+def bn(x, p, name, state):
+    return per_image(lambda z: F.batch_norm(z, state[name + ".running_mean"], state[name + ".running_var"],
+                                            p[name + ".weight"], p[name + ".bias"], True, 0.1, 1e-5), x)
+
+
+def uniform(shape, bound, g):
+    return (torch.rand(shape, generator=g) * 2 - 1) * bound
+
+
+def init(specs, g):
+    """PyTorch-default-like initial parameters; BN affine perturbed so the test exercises gamma and beta."""
+    p = {}
+    for name, kind, shape in specs:
+        if kind == "w":
+            fan_in = math.prod(shape[1:])
+            p[name + ".weight"] = uniform(shape, 1 / math.sqrt(fan_in), g)
+            p[name + ".bias"] = uniform(shape[:1], 1 / math.sqrt(fan_in), g)
+        else:
+            p[name + ".weight"] = 1 + 0.2 * torch.randn(shape, generator=g)
+            p[name + ".bias"] = 0.2 * torch.randn(shape, generator=g)
+    return p
+
+
+def net_a(x, p, state):
+    y = per_image(lambda z: F.conv2d(z, p["0.weight"], p["0.bias"], padding=1), x)
+    s = lif(bn(y, p, "1", state))
+    s = per_image(lambda z: F.max_pool2d(z, 2), s)
+    s = s.flatten(2)
+    o = lif(s @ p["5.weight"].T + p["5.bias"])
+    return o  # mean readout: r = o
+
+
+def net_b(x, p, state):
+    cfg = dict(soft=True, detach=True, kind="atan", alpha=2.0)
+    y = per_image(lambda z: F.conv2d(z, p["0.weight"], p["0.bias"], padding=1), x)
+    s3 = lif(bn(y, p, "1", state), **cfg)
+    y = per_image(lambda z: F.conv2d(z, p["3.weight"], p["3.bias"], padding=1), s3)
+    s = lif(bn(y, p, "4", state) + s3, **cfg)
+    s = per_image(lambda z: F.avg_pool2d(z, 2), s).flatten(2)
+    o = s @ p["9.weight"].T + p["9.bias"]
+    a = 1 - 1 / 2.0  # leaky readout, tau = 2
+    r, out = torch.zeros_like(o[0]), []
+    for t in range(o.shape[0]):
+        r = a * r + (1 - a) * o[t]
+        out.append(r)
+    return torch.stack(out)
+
+
+def net_c(x, p, state):
+    """Awkward shapes: T = 1, B = 1, a layer of a single neuron."""
+    s = lif(x.flatten(2) @ p["0.weight"].T + p["0.bias"])
+    return s @ p["2.weight"].T + p["2.bias"]
+
+
+def ce_mean(r, labels):
+    return F.cross_entropy(r.mean(0), labels)
+
+
+def ce_per_step(r, labels):
+    return sum(F.cross_entropy(r[t], labels) for t in range(r.shape[0])) / r.shape[0]
+
+
+def make_state(p):
+    state = {}
+    for k, v in p.items():
+        if k.endswith(".weight") and v.dim() == 1:
+            base = k[: -len(".weight")]
+            state[base + ".running_mean"] = torch.zeros_like(v)
+            state[base + ".running_var"] = torch.ones_like(v)
+    return state
+
+
+def write(out, name, fwd, lossf, specs, xshape, classes, gain, lr, momentum, wd, seed):
+    g = torch.Generator().manual_seed(seed)
+    p = init(specs, g)
+    x = gain * torch.randn(xshape, generator=g) + 0.3
+    labels = torch.randint(0, classes, (xshape[1],), generator=g)
+    tensors = {"x": x, "labels": labels.to(torch.int32)}
+    tensors.update({k: v.clone() for k, v in p.items()})
+
+    # One forward/backward: loss, gradients, running statistics.
+    params = {k: v.clone().requires_grad_(True) for k, v in p.items()}
+    state = make_state(p)
+    loss = lossf(fwd(x, params, state), labels)
+    loss.backward()
+    tensors["loss"] = loss.detach().reshape(1)
+    tensors.update({k + ".grad": v.grad for k, v in params.items()})
+    tensors.update({k + ".after1": v for k, v in state.items()})
+
+    # Ten SGD steps (momentum, weight decay) on the same batch.
+    params = {k: v.clone().requires_grad_(True) for k, v in p.items()}
+    state = make_state(p)
+    opt = torch.optim.SGD(params.values(), lr=lr, momentum=momentum, weight_decay=wd)
+    losses = []
+    for _ in range(10):
+        opt.zero_grad()
+        loss = lossf(fwd(x, params, state), labels)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    tensors["losses"] = torch.tensor(losses)
+    save(os.path.join(out, f"{name}.safetensors"), tensors,
+         {"lr": lr, "momentum": momentum, "weight_decay": wd})
+
+
+def main():
+    out = sys.argv[1]
+    write(out, "net_a", net_a, ce_mean,
+          [("0", "w", (4, 2, 3, 3)), ("1", "bn", (4,)), ("5", "w", (5, 4 * 4 * 4))],
+          (4, 3, 2, 8, 8), 5, 1.5, 0.5, 0.9, 1e-3, 1)
+    write(out, "net_b", net_b, ce_per_step,
+          [("0", "w", (4, 3, 3, 3)), ("1", "bn", (4,)), ("3", "w", (4, 4, 3, 3)), ("4", "bn", (4,)),
+           ("9", "w", (6, 4 * 3 * 3))],
+          (3, 2, 3, 6, 6), 6, 1.5, 0.2, 0.9, 0.0, 2)
+    write(out, "net_c", net_c, ce_mean, [("0", "w", (1, 5)), ("2", "w", (3, 1))], (1, 1, 5, 1, 1), 3, 3.0, 0.5,
+          0.0, 0.0, 3)
+
+
+if __name__ == "__main__":
+    main()

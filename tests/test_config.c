@@ -1,0 +1,389 @@
+/* test_config.c — INI configs: a full config parsed into its structs, every error kind reported as file:line,
+ * command-line overrides, the writer's round trip, loader parameters, and building the network. */
+#include "io/config.h"
+#include "io/config_keys.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A residual conv net on CIFAR-10 that touches every section kind and most keys. Line numbers matter below. */
+static const char *const full_config =
+    "; a test network\n"                       /* 1 */
+    "[train]\n"                                /* 2 */
+    "dataset = cifar10\n"                      /* 3 */
+    "epochs = 3\n"                             /* 4 */
+    "batch = 16\n"                             /* 5 */
+    "timesteps = 6\n"                          /* 6 */
+    "encoding = poisson\n"                     /* 7 */
+    "optimizer = adamw\n"                      /* 8 */
+    "lr = 0.002\n"                             /* 9 */
+    "weight_decay = 0.05\n"                    /* 10 */
+    "schedule = cosine\n"                      /* 11 */
+    "seed = 18446744073709551615\n"            /* 12 */
+    "memory = full\n"                          /* 13 */
+    "device = cuda:1\n"                        /* 14 */
+    "readout = leaky\n"                        /* 15 */
+    "readout_tau = 4\n"                        /* 16 */
+    "loss = ce_per_step\n"                     /* 17 */
+    "mean = 0.5, 0.25, 0.125\n"                /* 18 */
+    "log_every = 7\n"                          /* 19 */
+    "\n"                                       /* 20 */
+    "[neuron]\n"                               /* 21 */
+    "tau = 3\n"                                /* 22 */
+    "surrogate = atan\n"                       /* 23 */
+    "detach_reset = on\n"                      /* 24 */
+    "\n"                                       /* 25 */
+    "[conv]\n"                                 /* 26  layer 0 */
+    "filters = 8\n"                            /* 27 */
+    "size = 3\n"                               /* 28 */
+    "pad = 1\n"                                /* 29 */
+    "bias = off\n"                             /* 30 */
+    "[bn]\n"                                   /* 31  layer 1 */
+    "eps = 0.001\n"                            /* 32 */
+    "[lif]\n"                                  /* 33  layer 2 */
+    "[conv]\n"                                 /* 34  layer 3 */
+    "filters = 8\n"                            /* 35 */
+    "size = 3\n"                               /* 36 */
+    "pad = 1\n"                                /* 37 */
+    "[bn]\n"                                   /* 38  layer 4 */
+    "[add]\n"                                  /* 39  layer 5 */
+    "from = -3 ; the lif output\n"             /* 40 */
+    "[lif]\n"                                  /* 41  layer 6 */
+    "tau = 5\n"                                /* 42 */
+    "surrogate = rect\n"                       /* 43 */
+    "reset = soft\n"                           /* 44 */
+    "grad_threshold = 0.25\n"                  /* 45 */
+    "[conv]\n"                                 /* 46  layer 7: a strided shortcut from layer 2 */
+    "from = 2\n"                               /* 47 */
+    "filters = 8\n"                            /* 48 */
+    "size = 1\n"                               /* 49 */
+    "stride = 2\n"                             /* 50 */
+    "[maxpool]\n"                              /* 51  layer 8 */
+    "size = 2\n"                               /* 52 */
+    "[avgpool]\n"                              /* 53  layer 9 */
+    "size = 2\n"                               /* 54 */
+    "stride = 1\n"                             /* 55 */
+    "[flatten]\n"                              /* 56  layer 10 */
+    "[dropout]\n"                              /* 57  layer 11 */
+    "p = 0.2\n"                                /* 58 */
+    "[linear]\n"                               /* 59  layer 12 */
+    "out = 10\n";                              /* 60 */
+
+static void test_full_config(void)
+{
+    sf_config *cfg = NULL;
+    CHECK_OK(sf_config_parse_string(full_config, "full.ini", &cfg));
+    if (!cfg) return;
+    const sf_config_train *t = &cfg->train;
+    CHECK(t->dataset == SF_DATASET_CIFAR10 && t->epochs == 3 && t->batch == 16 && t->timesteps == 6, "train sizes");
+    CHECK(t->encoding == SF_ENCODING_POISSON && t->augment == -1 && t->normalize == 1 && t->log_every == 7, "data");
+    CHECK(t->mean[0] == 0.5f && t->mean[1] == 0.25f && t->mean[2] == 0.125f && isnan(t->mean[3]) && isnan(t->std[0]),
+          "per-channel mean given, std default");
+    CHECK(cfg->optim.kind == SF_OPT_ADAMW && cfg->optim.lr == 0.002f && cfg->optim.weight_decay == 0.05f &&
+              cfg->optim.beta2 == 0.999f,
+          "optimizer");
+    CHECK(cfg->schedule.kind == SF_SCHEDULE_COSINE, "schedule");
+    CHECK(cfg->net.seed == UINT64_MAX && cfg->net.memory == SF_MEMORY_FULL && cfg->net.device.kind == SF_DEVICE_CUDA &&
+              cfg->net.device.index == 1,
+          "net settings");
+    CHECK(cfg->net.readout == SF_READOUT_LEAKY && cfg->net.readout_tau == 4.0f && cfg->net.loss == SF_LOSS_CE_PER_STEP,
+          "readout and loss");
+    CHECK(cfg->net.in_channels == 3 && cfg->net.in_height == 32 && cfg->net.in_width == 32, "input shape");
+    CHECK(cfg->neuron.tau == 3.0f && cfg->neuron.surrogate == SF_SURROGATE_ATAN && cfg->neuron.alpha == 2.0f &&
+              cfg->neuron.detach_reset == 1 && cfg->neuron.decay_input == 1,
+          "[neuron]: atan's default alpha follows the surrogate");
+    CHECK(cfg->num_layers == 13, "13 layers (got %d)", cfg->num_layers);
+    if (cfg->num_layers != 13) return;
+    static const sf_layer_kind kinds[13] = {SF_LAYER_CONV2D,    SF_LAYER_BATCHNORM, SF_LAYER_LIF,
+                                            SF_LAYER_CONV2D,    SF_LAYER_BATCHNORM, SF_LAYER_ADD,
+                                            SF_LAYER_LIF,       SF_LAYER_CONV2D,    SF_LAYER_MAXPOOL2D,
+                                            SF_LAYER_AVGPOOL2D, SF_LAYER_FLATTEN,   SF_LAYER_DROPOUT,
+                                            SF_LAYER_LINEAR};
+    static const int lines[13] = {26, 31, 33, 34, 38, 39, 41, 46, 51, 53, 56, 57, 59};
+    int bad = 0;
+    for (int i = 0; i < 13; i++) bad += cfg->layers[i].desc.kind != kinds[i] || cfg->layers[i].line != lines[i];
+    CHECK(bad == 0, "layer kinds and section lines (%d wrong)", bad);
+    const sf_layer_desc *L = &cfg->layers[0].desc;
+    CHECK(L->out_channels == 8 && L->kernel == 3 && L->padding == 1 && L->stride == 1 && L->bias == 0 &&
+              L->input == -1,
+          "conv 0");
+    CHECK(cfg->layers[1].desc.bn_eps == 0.001f && cfg->layers[4].desc.bn_eps == 1e-5f &&
+              cfg->layers[4].desc.bn_momentum == 0.1f,
+          "bn eps given and defaults");
+    CHECK(cfg->layers[5].desc.input == -1 && cfg->layers[5].desc.input2 == 3, "add: previous + tensor 3 (layer 2)");
+    CHECK(cfg->layers[7].desc.input == 3 && cfg->layers[7].desc.stride == 2 && cfg->layers[7].desc.kernel == 1,
+          "shortcut conv reads layer 2's output");
+    CHECK(cfg->layers[8].desc.stride == 0 && cfg->layers[9].desc.stride == 1, "pool strides (0: = size)");
+    CHECK(cfg->layers[11].desc.dropout_p == 0.2f && cfg->layers[12].desc.out_features == 10 &&
+              cfg->layers[12].desc.bias == 1,
+          "dropout and linear");
+    const sf_lif_params *a = &cfg->layers[2].desc.lif, *b = &cfg->layers[6].desc.lif;
+    CHECK(a->tau == 3.0f && a->surrogate == SF_SURROGATE_ATAN && a->alpha == 2.0f && a->detach_reset == 1 &&
+              a->soft_reset == 0 && a->use_grad_threshold == 0,
+          "a plain [lif] takes the [neuron] defaults");
+    CHECK(b->tau == 5.0f && b->surrogate == SF_SURROGATE_RECT && b->alpha == 1.0f && b->soft_reset == 1 &&
+              b->detach_reset == 1 && b->use_grad_threshold == 1 && b->grad_threshold == 0.25f,
+          "a [lif] overrides some keys (rect's default alpha) and keeps the other defaults");
+
+    sf_loader_params lp;
+    sf_config_loader_params(cfg, 1, &lp);
+    CHECK(lp.batch == 16 && lp.timesteps == 6 && lp.encoding == SF_ENCODING_POISSON && lp.seed == UINT64_MAX &&
+              lp.training == 1 && lp.augment == 1,
+          "training loader: augmentation on by default for cifar10");
+    CHECK(lp.mean[1] == 0.25f && fabsf(lp.std[1] - 0.2435f) < 1e-7f, "given mean, the dataset's std");
+    sf_config_loader_params(cfg, 0, &lp);
+    CHECK(lp.training == 0 && lp.augment == 0, "evaluation loader never augments");
+    sf_config_free(cfg);
+}
+
+/* Parses `text` as "bad.ini" and expects SF_ERR_INVALID with "bad.ini:<line>: " and `needle` in the message. */
+static void expect_error(const char *text, int line, const char *needle)
+{
+    sf_config *cfg = NULL;
+    sf_status s = sf_config_parse_string(text, "bad.ini", &cfg);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "bad.ini:%d: ", line);
+    CHECK(s == SF_ERR_INVALID && cfg == NULL, "status %s for:\n%s", sf_status_str(s), text);
+    CHECK(strncmp(sf_last_error(), prefix, strlen(prefix)) == 0, "message '%s' does not start with '%s'",
+          sf_last_error(), prefix);
+    CHECK(strstr(sf_last_error(), needle) != NULL, "message '%s' lacks '%s'", sf_last_error(), needle);
+    sf_config_free(cfg);
+}
+
+#define HEAD "[train]\ndataset = fashion-mnist\n" /* lines 1-2 */
+#define MLP "[flatten]\n[linear]\nout = 10\n"
+
+static void test_errors(void)
+{
+    expect_error(HEAD "[convolution]\nfilters = 3\n", 3, "unknown section [convolution]");
+    expect_error(HEAD "epoch = 3\n" MLP, 3, "unknown key 'epoch' in [train]");
+    expect_error(HEAD MLP "[conv]\nfilters = 4\nsize = 3\nkernel = 3\n", 9, "unknown key 'kernel' in [conv]");
+    expect_error(HEAD MLP "[lif]\nthreshold = 1\n", 7, "accepted: tau, decay");
+    expect_error(HEAD "epochs = ten\n" MLP, 3, "[train] epochs = ten: expects an integer");
+    expect_error(HEAD "lr = 1e-3x\n" MLP, 3, "expects a number");
+    expect_error(HEAD "nesterov = maybe\n" MLP, 3, "expects on or off");
+    expect_error(HEAD "encoding = morse\n" MLP, 3, "expects direct, poisson or latency");
+    expect_error(HEAD "device = gpu\n" MLP, 3, "bad device 'gpu'");
+    expect_error(HEAD "seed = -1\n" MLP, 3, "expects an integer in [0, 2^64)");
+    expect_error(HEAD "batch = 0\n" MLP, 3, "must be in [1, 65536]");
+    expect_error(HEAD "lr = 0\n" MLP, 3, "must be in (0, 1000]");
+    expect_error(HEAD "[flatten]\n[dropout]\np = 1\n[linear]\nout = 10\n", 5, "[dropout] p = 1");
+    expect_error(HEAD "[conv]\nfilters = 4\nsize = 0\n", 5, "[conv] size = 0: must be in [1, 64]");
+    expect_error(HEAD "mean = 0.5, 0.5\n" MLP, 1, "mean has 2 values; the dataset has 1 channel");
+    expect_error(HEAD "[conv]\nsize = 3\n" MLP, 3, "[conv] (layer 0) lacks the required key filters");
+    expect_error(HEAD "[flatten]\n[linear]\nbias = on\n", 4, "[linear] (layer 1) lacks the required key out");
+    expect_error(HEAD MLP "[add]\n", 6, "[add] (layer 2) lacks the required key from");
+    expect_error(HEAD "[maxpool]\nstride = 2\n" MLP, 3, "lacks the required key size");
+    expect_error("[train]\nepochs = 2\n" MLP, 1, "lacks the required key dataset");
+    expect_error(MLP, 1, "lacks the required key dataset");
+    expect_error(HEAD, 2, "no layers");
+    expect_error(HEAD "epochs = 2\nepochs = 3\n" MLP, 4, "epochs given twice");
+    expect_error(HEAD MLP "[train]\n", 6, "[train] given twice (first at line 1)");
+    expect_error(HEAD MLP "[add]\nfrom = -4\n", 7, "reaches before the network input");
+    expect_error(HEAD MLP "[add]\nfrom = 2\n", 7, "not an earlier layer");
+    expect_error(HEAD MLP "[add]\nfrom = x\n", 7, "from expects a layer number");
+    expect_error("epochs = 3\n" HEAD MLP, 1, "outside any known section");
+    /* A line inih rejects, after several sections and empty ones (the line count must survive the markers). */
+    expect_error(HEAD "[neuron]\n[flatten]\n[flatten]\n[linear]\nout = 10\nthis line has no equals sign\n", 8,
+                 "expected [section], key = value, or a comment");
+    expect_error(HEAD "[neuron]\n[flatten]\n[conv\n", 5, "expected [section]");
+    expect_error(HEAD MLP "  [lif]\n", 6, "must start at the beginning of its line");
+    expect_error(HEAD MLP "[lif]\ntau = 3\n   4\n", 8, "tau given twice"); /* an inih continuation line */
+    char long_line[400];
+    memset(long_line, 'x', sizeof long_line);
+    memcpy(long_line, "data_dir = ", 11);
+    long_line[398] = '\n';
+    long_line[399] = 0;
+    char text[600];
+    snprintf(text, sizeof text, HEAD "%s" MLP, long_line);
+    expect_error(text, 3, "longer than");
+    /* Checks of the LIF parameters as a whole locate the section that made them. */
+    expect_error(HEAD MLP "[lif]\ndecay = 1\n", 6, "[lif] (layer 2) LIF decay = 1 with decay_input");
+    expect_error(HEAD "[neuron]\ndecay = 1\n" MLP, 3, "[neuron] LIF decay = 1 with decay_input");
+}
+
+static void test_overrides(void)
+{
+    sf_config *cfg = NULL;
+    CHECK_OK(sf_config_parse_string(full_config, "full.ini", &cfg));
+    if (!cfg) return;
+    CHECK_OK(sf_config_set(cfg, "train.lr", "0.1"));
+    CHECK(cfg->optim.lr == 0.1f, "train.lr override");
+    CHECK_OK(sf_config_set_arg(cfg, "train.device=cpu"));
+    CHECK(cfg->net.device.kind == SF_DEVICE_CPU, "train.device override");
+    CHECK_OK(sf_config_set_arg(cfg, "neuron.tau=7"));
+    CHECK(cfg->layers[2].desc.lif.tau == 7.0f && cfg->layers[6].desc.lif.tau == 5.0f,
+          "neuron.tau reaches the [lif] that did not set tau and no other");
+    CHECK_OK(sf_config_set_arg(cfg, "neuron.surrogate=sigmoid"));
+    CHECK(cfg->layers[2].desc.lif.alpha == 4.0f && cfg->layers[6].desc.lif.surrogate == SF_SURROGATE_RECT,
+          "neuron.surrogate brings its default alpha to the layers that follow [neuron]");
+    CHECK_OK(sf_config_set_arg(cfg, "neuron.alpha=3"));
+    CHECK(cfg->layers[2].desc.lif.alpha == 3.0f && cfg->layers[6].desc.lif.alpha == 1.0f, "neuron.alpha");
+    CHECK_OK(sf_config_set_arg(cfg, "layer6.alpha=0.5"));
+    CHECK(cfg->layers[6].desc.lif.alpha == 0.5f, "layer6.alpha");
+    CHECK_OK(sf_config_set_arg(cfg, "layer0.filters=16"));
+    CHECK(cfg->layers[0].desc.out_channels == 16, "layer0.filters");
+    CHECK_OK(sf_config_set_arg(cfg, "layer5.from=input"));
+    CHECK(cfg->layers[5].desc.input2 == 0, "layer5.from=input");
+    CHECK(sf_config_set_arg(cfg, "train.dataset=fashion-mnist") == SF_ERR_INVALID &&
+              strstr(sf_last_error(), "mean has 3 values; the dataset has 1 channel"),
+          "a dataset override must agree with the per-channel mean: %s", sf_last_error());
+    CHECK_OK(sf_config_set_arg(cfg, "train.mean=default"));
+    CHECK_OK(sf_config_set_arg(cfg, "train.dataset=fashion-mnist"));
+    CHECK(cfg->net.in_channels == 1 && cfg->net.in_height == 28, "a dataset override changes the input shape");
+    CHECK_OK(sf_config_set_arg(cfg, "train.dataset=cifar10"));
+
+    struct {
+        const char *arg, *needle;
+    } bad[] = {
+        {"train.lr=abc", "override train.lr=abc: expects a number"},
+        {"train.lr", "expected section.key=value"},
+        {"lr=0.1", "expected section.key"},
+        {"optim.lr=0.1", "unknown section 'optim'"},
+        {"layer99.size=3", "no layer 99 (layers are numbered 0 to 12)"},
+        {"layer0.out=3", "unknown key 'out' in [conv]"},
+        {"train.nope=1", "unknown key 'nope' in [train]"},
+        {"layer2.decay=1", "decay_input"},
+        {"train.std=1,2", "std has 2 values"},
+        {"train.data_dir=a\tb", "control character"},
+    };
+    char *before = NULL, *after = NULL;
+    CHECK_OK(sf_config_write(cfg, &before));
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sf_status s = sf_config_set_arg(cfg, bad[i].arg);
+        CHECK(s == SF_ERR_INVALID, "%s is refused", bad[i].arg);
+        CHECK(strstr(sf_last_error(), bad[i].needle) != NULL, "%s: message '%s' lacks '%s'", bad[i].arg,
+              sf_last_error(), bad[i].needle);
+    }
+    CHECK_OK(sf_config_write(cfg, &after));
+    CHECK(before && after && strcmp(before, after) == 0, "refused overrides leave the config unchanged");
+    free(before);
+    free(after);
+    sf_config_free(cfg);
+}
+
+static int layers_equal(const sf_config *a, const sf_config *b)
+{
+    if (a->num_layers != b->num_layers) return 0;
+    for (int32_t i = 0; i < a->num_layers; i++)
+        if (memcmp(&a->layers[i].desc, &b->layers[i].desc, sizeof(sf_layer_desc)) != 0 ||
+            a->layers[i].lif_own != b->layers[i].lif_own)
+            return 0;
+    return 1;
+}
+
+static void test_round_trip(void)
+{
+    sf_config *cfg = NULL, *back = NULL;
+    CHECK_OK(sf_config_parse_string(full_config, "full.ini", &cfg));
+    if (!cfg) return;
+    CHECK_OK(sf_config_set_arg(cfg, "neuron.grad_threshold=-0.5"));
+    CHECK_OK(sf_config_set_arg(cfg, "train.data_dir=/data/some where"));
+    CHECK_OK(sf_config_set_arg(cfg, "train.std=0.3, 0.2,0.1"));
+    CHECK_OK(sf_config_set_arg(cfg, "train.lr=0.123456789"));
+    char *text = NULL, *again = NULL;
+    CHECK_OK(sf_config_write(cfg, &text));
+    if (!text) return;
+    CHECK_OK(sf_config_parse_string(text, "written.ini", &back));
+    if (back) {
+        CHECK_OK(sf_config_write(back, &again));
+        CHECK(again && strcmp(text, again) == 0, "writing the parsed text gives the same text");
+        CHECK(layers_equal(cfg, back), "the layers parse back equal");
+        CHECK(memcmp(&cfg->neuron, &back->neuron, sizeof cfg->neuron) == 0, "[neuron] parses back equal");
+        CHECK(memcmp(&cfg->optim, &back->optim, sizeof cfg->optim) == 0 &&
+                  memcmp(&cfg->schedule, &back->schedule, sizeof cfg->schedule) == 0 &&
+                  memcmp(&cfg->net, &back->net, sizeof cfg->net) == 0,
+              "optimizer, schedule and net settings parse back equal (floats exactly)");
+        CHECK(strcmp(back->train.data_dir, "/data/some where") == 0 && back->train.std[2] == 0.1f &&
+                  isnan(back->train.std[3]),
+              "train strings and lists parse back");
+        CHECK(back->layers[12].line > cfg->layers[12].line, "the written text has its own line numbers");
+    }
+    /* The file reader gives the same, and names the file in errors. */
+    char path[] = "/tmp/sf_test_config_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd >= 0) {
+        FILE *f = fdopen(fd, "w");
+        fputs(text, f);
+        fputs("[bogus]\n", f);
+        fclose(f);
+        sf_config *fromfile = NULL;
+        sf_status s = sf_config_load(path, &fromfile);
+        CHECK(s == SF_ERR_INVALID && strstr(sf_last_error(), path) == sf_last_error() &&
+                  strstr(sf_last_error(), "unknown section [bogus]"),
+              "file errors start with the path: %s", sf_last_error());
+        unlink(path);
+    }
+    CHECK(sf_config_load("/nonexistent/x.ini", &back) == SF_ERR_IO || back == NULL, "missing file");
+    free(text);
+    free(again);
+    sf_config_free(back);
+    sf_config_free(cfg);
+}
+
+static void test_key_tables(void)
+{
+    CHECK(strcmp(sf_lif_keys[sf_lif_key_surrogate].name, "surrogate") == 0 &&
+              strcmp(sf_lif_keys[sf_lif_key_alpha].name, "alpha") == 0,
+          "the LIF key indices name surrogate and alpha");
+    CHECK(sf_num_train_keys < 64 && sf_num_lif_keys < 31 && sf_num_layer_keys < 31,
+          "every key fits its section's given-mask");
+    CHECK(strcmp(sf_train_keys[0].name, "dataset") == 0, "dataset is the first [train] key (checked as required)");
+}
+
+static void test_build_net(void)
+{
+    sf_config *cfg = NULL;
+    sf_net *net = NULL;
+    CHECK_OK(sf_config_parse_string(HEAD "[flatten]\n[linear]\nout = 32\n[lif]\n[linear]\nout = 10\n", "mlp.ini", &cfg));
+    if (!cfg) return;
+    CHECK_OK(sf_config_build_net(cfg, &net));
+    CHECK(net && sf_net_num_layers(net) == 4, "MLP built with 4 layers");
+    int32_t chw[3] = {0};
+    if (net) CHECK_OK(sf_net_tensor_shape(net, 2, chw));
+    CHECK(chw[0] * chw[1] * chw[2] == 32, "hidden layer of 32");
+    sf_net_free(net);
+    net = NULL;
+    CHECK_OK(sf_config_set_arg(cfg, "layer3.out=7"));
+    sf_status s = sf_config_build_net(cfg, &net);
+    CHECK(s == SF_ERR_INVALID && net == NULL && strstr(sf_last_error(), "mlp.ini:7: ") &&
+              strstr(sf_last_error(), "10 classes"),
+          "a wrong number of outputs is named with the last layer's line: %s", sf_last_error());
+    sf_config_free(cfg);
+
+    /* A shape the engine refuses is located at the layer's section. */
+    CHECK_OK(sf_config_parse_string(HEAD "[flatten]\n[conv]\nfilters = 4\nsize = 3\n[flatten]\n[linear]\nout = 10\n",
+                                    "shape.ini", &cfg));
+    if (!cfg) return;
+    s = sf_config_build_net(cfg, &net);
+    CHECK(s != SF_OK && net == NULL && strstr(sf_last_error(), "shape.ini:4: [conv] (layer 1)"),
+          "conv after flatten fails at its line: %s", sf_last_error());
+    sf_config_free(cfg);
+
+    CHECK_OK(sf_config_parse_string(full_config, "full.ini", &cfg));
+    if (!cfg) return;
+    CHECK_OK(sf_config_set_arg(cfg, "train.device=cpu"));
+    s = sf_config_build_net(cfg, &net);
+    /* The add joins layer 4 (8×32×32) and layer 2: it builds; the shortcut conv halves the size. */
+    CHECK(s == SF_OK, "the residual network builds: %s", sf_last_error());
+    if (net) CHECK_OK(sf_net_tensor_shape(net, 8, chw));
+    CHECK(chw[0] == 8 && chw[1] == 16 && chw[2] == 16, "shortcut conv output 8×16×16 (got %d×%d×%d)", chw[0], chw[1],
+          chw[2]);
+    sf_net_free(net);
+    sf_config_free(cfg);
+}
+
+int main(void)
+{
+    test_key_tables();
+    test_full_config();
+    test_errors();
+    test_overrides();
+    test_round_trip();
+    test_build_net();
+    return tu_finish("test_config");
+}

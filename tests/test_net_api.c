@@ -1,0 +1,220 @@
+/* test_net_api.c — the network API's contract: shape errors at sf_net_add, state errors, bad labels, NaN
+ * detection without an update, named tensors, firing rates, evaluation, dropout determinism and the plan's sums. */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static sf_layer_desc layer(sf_layer_kind kind)
+{
+    sf_layer_desc d;
+    sf_layer_default_desc(kind, &d);
+    return d;
+}
+
+static sf_net *new_net(int32_t c, int32_t h, int32_t w, uint64_t seed)
+{
+    sf_net_params p;
+    sf_net_default_params(&p);
+    p.in_channels = c;
+    p.in_height = h;
+    p.in_width = w;
+    p.seed = seed;
+    sf_net *net = NULL;
+    CHECK_OK(sf_net_create(&p, &net));
+    if (!net) exit(tu_finish("test_net_api"));
+    return net;
+}
+
+static void test_shape_errors(void)
+{
+    sf_net *net = new_net(2, 8, 8, 0);
+    sf_layer_desc conv = layer(SF_LAYER_CONV2D);
+    conv.out_channels = 4;
+    CHECK_OK(sf_net_add(net, &conv, NULL));
+    sf_layer_desc fc = layer(SF_LAYER_LINEAR);
+    fc.out_features = 3;
+    sf_status s = sf_net_add(net, &fc, NULL);
+    CHECK(s == SF_ERR_INVALID && strstr(sf_last_error(), "flatten"), "linear after conv: %s", sf_last_error());
+    sf_layer_desc pool = layer(SF_LAYER_MAXPOOL2D);
+    pool.kernel = 9;
+    s = sf_net_add(net, &pool, NULL);
+    CHECK(s == SF_ERR_INVALID, "oversized pool accepted");
+    sf_layer_desc sum = layer(SF_LAYER_ADD);
+    sum.input2 = 0; /* 2x8x8 input vs 4x6x6 conv output */
+    s = sf_net_add(net, &sum, NULL);
+    CHECK(s == SF_ERR_INVALID && strstr(sf_last_error(), "differ"), "add of different shapes: %s", sf_last_error());
+    sf_layer_desc lif = layer(SF_LAYER_LIF);
+    lif.lif.tau = 0.5f;
+    s = sf_net_add(net, &lif, NULL);
+    CHECK(s == SF_ERR_INVALID && strstr(sf_last_error(), "tau"), "tau 0.5: %s", sf_last_error());
+    CHECK(sf_net_compile(net, 0, 4) == SF_ERR_INVALID, "T = 0 compiled");
+    sf_net_free(net);
+
+    sf_net_params p;
+    sf_net_default_params(&p);
+    p.in_height = 0;
+    sf_net *bad = NULL;
+    CHECK(sf_net_create(&p, &bad) == SF_ERR_INVALID && !bad, "zero-sized input accepted");
+    if (sf_cuda_device_count() == 0) {
+        sf_net_default_params(&p);
+        p.device.kind = SF_DEVICE_CUDA;
+        s = sf_net_create(&p, &bad);
+        CHECK(s != SF_OK && !bad && strlen(sf_last_error()) > 0, "cuda without a GPU: %s", sf_status_str(s));
+    }
+    sf_device d;
+    CHECK(sf_device_parse("cuda:1", &d) == SF_OK && d.kind == SF_DEVICE_CUDA && d.index == 1, "cuda:1");
+    CHECK(sf_device_parse("gpu", &d) == SF_ERR_INVALID, "'gpu' accepted");
+}
+
+/* flatten -> linear 12 -> LIF -> dropout -> linear 4 */
+static sf_net *small_net(uint64_t seed, int64_t T, int64_t B)
+{
+    sf_net *net = new_net(3, 2, 2, seed);
+    sf_layer_desc d = layer(SF_LAYER_FLATTEN);
+    CHECK_OK(sf_net_add(net, &d, NULL));
+    d = layer(SF_LAYER_LINEAR);
+    d.out_features = 12;
+    CHECK_OK(sf_net_add(net, &d, NULL));
+    d = layer(SF_LAYER_LIF);
+    CHECK_OK(sf_net_add(net, &d, NULL));
+    d = layer(SF_LAYER_DROPOUT);
+    d.dropout_p = 0.3f;
+    CHECK_OK(sf_net_add(net, &d, NULL));
+    d = layer(SF_LAYER_LINEAR);
+    d.out_features = 4;
+    CHECK_OK(sf_net_add(net, &d, NULL));
+    CHECK_OK(sf_net_compile(net, T, B));
+    return net;
+}
+
+static float *params_of(sf_net *net, int64_t *n)
+{
+    *n = 0;
+    for (int32_t i = 0; i < sf_net_tensor_count(net, SF_ROLE_PARAM); i++) {
+        sf_tensor_info info;
+        sf_net_tensor_info(net, SF_ROLE_PARAM, i, &info);
+        *n += info.numel;
+    }
+    float *all = malloc((size_t)*n * sizeof *all), *at = all;
+    for (int32_t i = 0; i < sf_net_tensor_count(net, SF_ROLE_PARAM); i++) {
+        sf_tensor_info info;
+        sf_net_tensor_info(net, SF_ROLE_PARAM, i, &info);
+        CHECK_OK(sf_net_tensor_read(net, SF_ROLE_PARAM, i, at));
+        at += info.numel;
+    }
+    return all;
+}
+
+static void test_states_and_steps(void)
+{
+    const int64_t T = 3, B = 5;
+    sf_net *net = small_net(7, T, B);
+    float x[3 * 5 * 12];
+    tu_randn(x, T * B * 12, 1.0f, 1.0f, 3);
+    int32_t labels[5] = {0, 1, 2, 3, 1};
+    sf_step_result r;
+
+    CHECK(sf_net_loss(net, labels, &r) == SF_ERR_STATE, "loss before forward");
+    CHECK(sf_net_train_step(net, x, labels, &r) == SF_ERR_STATE, "train step without an optimizer");
+    sf_optim_params o;
+    sf_optim_default_params(&o);
+    o.kind = SF_OPT_ADAMW;
+    o.lr = 1e-2f;
+    o.weight_decay = 0.01f;
+    CHECK_OK(sf_net_set_optimizer(net, &o));
+    int32_t bad[5] = {0, 1, 4, 0, 0};
+    CHECK(sf_net_train_step(net, x, bad, &r) == SF_ERR_INVALID && strstr(sf_last_error(), "label 4"),
+          "label out of range: %s", sf_last_error());
+    CHECK_OK(sf_net_train_step(net, x, labels, &r));
+    CHECK(isfinite(r.loss) && r.loss > 0 && r.correct >= 0 && r.correct <= B, "step result %g %d", r.loss, r.correct);
+
+    /* Names and shapes follow PyTorch's state_dict of the same nn.Sequential. */
+    sf_tensor_info info;
+    CHECK(sf_net_tensor_count(net, SF_ROLE_PARAM) == 4, "4 parameter tensors");
+    CHECK_OK(sf_net_tensor_info(net, SF_ROLE_PARAM, 0, &info));
+    CHECK(strcmp(info.name, "1.weight") == 0 && info.ndim == 2 && info.shape[0] == 12 && info.shape[1] == 12,
+          "first parameter %s", info.name);
+    CHECK_OK(sf_net_tensor_info(net, SF_ROLE_OPTIMIZER, 6, &info)); /* [m of 4 params, v of 4] */
+    CHECK(strcmp(info.name, "4.weight.adam_v") == 0, "optimizer tensor %s", info.name);
+
+    float rates[4] = {-1, -1, -1, -1};
+    CHECK(sf_net_firing_rates(net, rates, 4) == 1, "one LIF layer");
+    CHECK(rates[0] >= 0.0f && rates[0] <= 1.0f, "firing rate %g", rates[0]);
+
+    CHECK_OK(sf_net_eval_step(net, x, labels, &r));
+    float logits[5 * 4];
+    CHECK_OK(sf_net_logits(net, logits));
+    int32_t correct = 0;
+    for (int b = 0; b < B; b++) {
+        int best = 0;
+        for (int k = 1; k < 4; k++)
+            if (logits[b * 4 + k] > logits[b * 4 + best]) best = k;
+        correct += best == labels[b];
+    }
+    CHECK(correct == r.correct, "eval correct %d vs argmax of logits %d", r.correct, correct);
+    CHECK_OK(sf_net_eval_step(net, x, NULL, &r));
+
+    /* A NaN parameter is caught before the update, and the parameters stay as they were. */
+    int64_t n;
+    float *w = params_of(net, &n);
+    float *poisoned = malloc(12 * 12 * sizeof *poisoned);
+    memcpy(poisoned, w, 12 * 12 * sizeof *poisoned);
+    poisoned[5] = NAN;
+    CHECK_OK(sf_net_tensor_write(net, SF_ROLE_PARAM, 0, poisoned));
+    CHECK(sf_net_train_step(net, x, labels, &r) == SF_ERR_NUMERIC, "NaN not detected");
+    int64_t n2;
+    float *after = params_of(net, &n2);
+    CHECK(memcmp(after + 12 * 12, w + 12 * 12, (size_t)(n - 144) * sizeof(float)) == 0,
+          "parameters changed by a step that saw NaN");
+    free(w);
+    free(after);
+    free(poisoned);
+
+    sf_memory_plan plan;
+    CHECK_OK(sf_net_memory_plan(net, &plan));
+    CHECK(plan.total == plan.params + plan.grads + plan.optimizer + plan.buffers + plan.saved + plan.workspace,
+          "plan total");
+    CHECK(plan.optimizer == 2 * plan.params, "AdamW keeps two moments");
+    sf_net_free(net);
+}
+
+/* The same seed gives the same run (dropout included); another seed another; state round-trips. */
+static void test_determinism(void)
+{
+    const int64_t T = 2, B = 4;
+    float x[2 * 4 * 12];
+    tu_randn(x, T * B * 12, 1.0f, 1.0f, 5);
+    int32_t labels[4] = {3, 2, 1, 0};
+    float *runs[3];
+    int64_t n = 0;
+    uint64_t seeds[3] = {11, 11, 12};
+    for (int k = 0; k < 3; k++) {
+        sf_net *net = small_net(seeds[k], T, B);
+        sf_optim_params o;
+        sf_optim_default_params(&o);
+        o.momentum = 0.9f;
+        o.nesterov = 1;
+        CHECK_OK(sf_net_set_optimizer(net, &o));
+        sf_step_result r;
+        for (int s = 0; s < 5; s++) CHECK_OK(sf_net_train_step(net, x, labels, &r));
+        sf_net_state st;
+        CHECK_OK(sf_net_get_state(net, &st));
+        CHECK(st.optimizer_steps == 5 && st.rng_counter == 5 && st.rng_seed == seeds[k], "state %lld %llu",
+              (long long)st.optimizer_steps, (unsigned long long)st.rng_counter);
+        runs[k] = params_of(net, &n);
+        sf_net_free(net);
+    }
+    CHECK(memcmp(runs[0], runs[1], (size_t)n * sizeof(float)) == 0, "same seed, different parameters");
+    CHECK(memcmp(runs[0], runs[2], (size_t)n * sizeof(float)) != 0, "different seeds, same parameters");
+    for (int k = 0; k < 3; k++) free(runs[k]);
+}
+
+int main(void)
+{
+    test_shape_errors();
+    test_states_and_steps();
+    test_determinism();
+    return tu_finish("test_net_api");
+}

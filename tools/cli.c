@@ -1,0 +1,108 @@
+/* cli.c — error reporting, option scanning and signal handling shared by the subcommands. */
+#include "cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int sf_cli_error(const char *cmd, int code, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "spikefuse%s%s: error: ", cmd ? " " : "", cmd ? cmd : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return code;
+}
+
+int sf_cli_status(const char *cmd, sf_status s)
+{
+    const char *msg = sf_last_error();
+    sf_cli_error(cmd, 0, "%s", *msg ? msg : sf_status_str(s));
+    switch (s) {
+    case SF_OK: return SF_EXIT_OK;
+    case SF_ERR_NUMERIC: return SF_EXIT_NUMERIC;
+    default: return SF_EXIT_FAILURE;
+    }
+}
+
+int sf_cli_is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
+
+int sf_cli_value(const char *cmd, int argc, char **argv, int *i, const char *name, const char **value)
+{
+    const char *arg = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(arg, name, n) != 0) return 0;
+    if (arg[n] == '=') {
+        *value = arg + n + 1;
+        return 1;
+    }
+    if (arg[n] != 0) return 0;
+    if (*i + 1 >= argc) {
+        sf_cli_error(cmd, 0, "%s needs a value", name);
+        return -1;
+    }
+    *value = argv[++*i];
+    return 1;
+}
+
+int sf_cli_int(const char *cmd, const char *flag, const char *text, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (end == text || *end || errno || v < lo || v > hi) {
+        sf_cli_error(cmd, 0, "%s '%s': expected an integer from %" PRId64 " to %" PRId64, flag, text, lo, hi);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+int sf_cli_unknown(const char *cmd, const char *arg, const char *accepted)
+{
+    return sf_cli_error(cmd, SF_EXIT_USAGE, "unknown option '%s' (accepted: %s; see spikefuse %s --help)", arg,
+                        accepted, cmd);
+}
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+    if (stop_requested) {
+        /* Second signal: the user insists; leave with the conventional status at once. */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    stop_requested = 1;
+}
+
+int sf_cli_stop_requested(void) { return stop_requested != 0; }
+
+void sf_cli_catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+const char *sf_cli_bytes(double bytes, char *buf, int cap)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024.0 && u < 4) {
+        bytes /= 1024.0;
+        u++;
+    }
+    snprintf(buf, (size_t)cap, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+    return buf;
+}

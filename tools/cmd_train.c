@@ -1,0 +1,182 @@
+/* cmd_train.c — `spikefuse train`: argument handling, the run directory's name, resume checks, and the summary. */
+#include "cli.h"
+#include "progress.h"
+#include "train/fsutil.h"
+#include "train/run_config.h"
+#include "train/trainer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *train_help =
+    "usage: spikefuse train CONFIG [--set section.key=value ...] [--out DIR] [--device D]\n"
+    "       spikefuse train [CONFIG] --resume DIR [--set ...] [--out DIR] [--device D]\n\n"
+    "Trains the network that CONFIG (an INI file, see examples/) describes. Progress goes to stderr: a live bar\n"
+    "on a terminal, one line per epoch otherwise. The final test accuracy goes to stdout.\n\n"
+    "options:\n"
+    "  --set section.key=value  override a config value (repeatable), e.g. --set train.epochs=5,\n"
+    "                           --set neuron.tau=4, --set layer2.out=512; checked like the file's own values\n"
+    "  --out DIR                the run directory (default runs/<config name>-<date>-<time>); it must be new\n"
+    "                           or empty: spikefuse never writes over an earlier run\n"
+    "  --resume DIR             continue the run in DIR from DIR/last.safetensors, bitwise as if never stopped\n"
+    "                           (on the CPU). The run's saved config is used; CONFIG, if given, must describe\n"
+    "                           the same run. Only train.epochs, train.data_dir, train.log_every, train.threads\n"
+    "                           and the device may change. Results go on in DIR unless --out names a new one.\n"
+    "  --device D               cpu, cuda, cuda:N, or auto (a GPU when one is usable, else the CPU);\n"
+    "                           overrides [train] device\n"
+    "  -h, --help               this text\n\n"
+    "The run directory receives config.ini (the resolved config), metrics.jsonl (one JSON object per\n"
+    "log_every steps and per epoch), last.safetensors (after every epoch, or where Ctrl-C stopped the run) and\n"
+    "best.safetensors (the epoch with the best test accuracy).\n\n"
+    "exit codes: 0 done, 1 run failed, 2 bad command line, 3 bad config, 4 NaN/Inf stopped training,\n"
+    "130 interrupted (continue with --resume).\n";
+
+typedef struct train_args {
+    const char *config, *out, *resume, *device;
+    char *sets[SF_CLI_MAX_SETS];
+    int nsets;
+} train_args;
+
+static int parse_args(int argc, char **argv, train_args *a, int *help)
+{
+    memset(a, 0, sizeof *a);
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        int m;
+        if (sf_cli_is_help(argv[i])) {
+            *help = 1;
+            return SF_EXIT_OK;
+        }
+        if ((m = sf_cli_value("train", argc, argv, &i, "--set", &v)) != 0) {
+            if (m < 0) return SF_EXIT_USAGE;
+            if (a->nsets == SF_CLI_MAX_SETS)
+                return sf_cli_error("train", SF_EXIT_USAGE, "more than %d --set options", SF_CLI_MAX_SETS);
+            a->sets[a->nsets++] = (char *)v;
+        } else if ((m = sf_cli_value("train", argc, argv, &i, "--out", &v)) != 0) {
+            if (m < 0) return SF_EXIT_USAGE;
+            a->out = v;
+        } else if ((m = sf_cli_value("train", argc, argv, &i, "--resume", &v)) != 0) {
+            if (m < 0) return SF_EXIT_USAGE;
+            a->resume = v;
+        } else if ((m = sf_cli_value("train", argc, argv, &i, "--device", &v)) != 0) {
+            if (m < 0) return SF_EXIT_USAGE;
+            a->device = v;
+        } else if (argv[i][0] == '-' && argv[i][1] != 0) {
+            return sf_cli_unknown("train", argv[i], "--set, --out, --resume, --device, --help");
+        } else if (!a->config) {
+            a->config = argv[i];
+        } else {
+            return sf_cli_error("train", SF_EXIT_USAGE, "unexpected argument '%s' (train takes one CONFIG)", argv[i]);
+        }
+    }
+    if (!a->config && !a->resume)
+        return sf_cli_error("train", SF_EXIT_USAGE, "no CONFIG given (see spikefuse train --help)");
+    return SF_EXIT_OK;
+}
+
+/* runs/<config file name without .ini>-<YYYYmmdd-HHMMSS>. */
+static void default_run_dir(const char *config, char *buf, size_t cap)
+{
+    const char *base = strrchr(config, '/');
+    base = base ? base + 1 : config;
+    size_t n = strlen(base);
+    if (n > 4 && strcmp(base + n - 4, ".ini") == 0) n -= 4;
+    char stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    snprintf(buf, cap, "runs/%.*s-%s", (int)n, base, stamp);
+}
+
+/* The config of a continued run: the saved one, or CONFIG checked against it, with the overrides applied. */
+static int resume_config(const train_args *a, sf_config **out)
+{
+    *out = NULL;
+    char path[4096];
+    if (sf_path_join(path, sizeof path, a->resume, SF_RUN_LAST) != SF_OK) return sf_cli_status("train", SF_ERR_INVALID);
+    sf_config *saved = NULL, *wanted = NULL;
+    sf_status s = sf_checkpoint_config(path, &saved);
+    if (s != SF_OK) return sf_cli_error("train", SF_EXIT_FAILURE, "cannot resume: %s", sf_last_error());
+    int rc;
+    if (a->config) {
+        rc = sf_cli_load_config("train", a->config, a->sets, a->nsets, &wanted);
+    } else {
+        char *text = NULL;
+        s = sf_config_write(saved, &text);
+        if (s == SF_OK) s = sf_config_parse_string(text, path, &wanted);
+        free(text);
+        rc = s == SF_OK ? sf_cli_apply_sets("train", wanted, a->sets, a->nsets) : sf_cli_status("train", s);
+    }
+    if (rc == SF_EXIT_OK && a->device) rc = sf_cli_apply_device("train", wanted, a->device);
+    if (rc == SF_EXIT_OK && sf_config_check_same_run(saved, wanted) != SF_OK)
+        rc = sf_cli_error("train", SF_EXIT_CONFIG, "%s", sf_last_error());
+    sf_config_free(saved);
+    if (rc != SF_EXIT_OK) {
+        sf_config_free(wanted);
+        return rc;
+    }
+    *out = wanted;
+    return SF_EXIT_OK;
+}
+
+static int report(const sf_train_summary *sum, sf_status s, const char *run_dir)
+{
+    if (s != SF_OK) return sf_cli_status("train", s);
+    if (sum->interrupted) {
+        fprintf(stderr, "spikefuse train: interrupted after %lld steps; continue with: spikefuse train --resume %s\n",
+                (long long)sum->steps, run_dir);
+        return SF_EXIT_INTERRUPTED;
+    }
+    if (sum->test_accuracy < 0) {
+        printf("nothing to do: the run in %s has finished its %lld epochs (raise train.epochs with --set to go on)\n",
+               run_dir, (long long)sum->epochs_done);
+        return SF_EXIT_OK;
+    }
+    printf("final test accuracy %.2f%% (best %.2f%%) after %lld epochs, %lld steps, %.1f s; results in %s\n",
+           100.0 * sum->test_accuracy, 100.0 * sum->best_test_accuracy, (long long)sum->epochs_done,
+           (long long)sum->steps, sum->seconds, run_dir);
+    return SF_EXIT_OK;
+}
+
+int sf_cmd_train(int argc, char **argv)
+{
+    train_args a;
+    int help = 0, rc = parse_args(argc, argv, &a, &help);
+    if (help) {
+        fputs(train_help, stdout);
+        return SF_EXIT_OK;
+    }
+    if (rc != SF_EXIT_OK) return rc;
+    sf_config *cfg = NULL;
+    if (a.resume) {
+        rc = resume_config(&a, &cfg);
+    } else {
+        rc = sf_cli_load_config("train", a.config, a.sets, a.nsets, &cfg);
+        if (rc == SF_EXIT_OK && a.device) rc = sf_cli_apply_device("train", cfg, a.device);
+    }
+    if (rc != SF_EXIT_OK) {
+        sf_config_free(cfg);
+        return rc;
+    }
+    char run_dir[4096];
+    if (a.out)
+        snprintf(run_dir, sizeof run_dir, "%s", a.out);
+    else if (a.resume)
+        snprintf(run_dir, sizeof run_dir, "%s", a.resume);
+    else
+        default_run_dir(a.config, run_dir, sizeof run_dir);
+
+    sf_progress progress;
+    sf_progress_init(&progress, cfg, run_dir);
+    sf_train_options opt = {.run_dir = run_dir, .resume_dir = a.resume, .callback = sf_progress_event,
+                            .user = &progress};
+    sf_train_summary sum;
+    sf_cli_catch_signals();
+    sf_status s = sf_train_run(cfg, &opt, &sum);
+    rc = report(&sum, s, run_dir);
+    sf_config_free(cfg);
+    return rc;
+}

@@ -1,0 +1,57 @@
+/* main.c — the `spikefuse` command: dispatches to the subcommands and turns their result into the exit code. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    sf_cli_command run;
+    const char *summary;
+} commands[] = {
+    {"train", sf_cmd_train, "train a network from a config file"},
+    {"eval", sf_cmd_eval, "test accuracy and per-layer firing rates of a checkpoint"},
+    {"bench", sf_cmd_bench, "time training steps of a config: samples/s, phases, per-layer time, memory"},
+    {"info", sf_cmd_info, "version and build features (OpenMP, BLAS, CUDA devices)"},
+};
+#define NCOMMANDS (int)(sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: spikefuse <command> [options]\n\n"
+               "Trains spiking neural networks with BPTT and surrogate gradients.\n\ncommands:\n");
+    for (int i = 0; i < NCOMMANDS; i++) fprintf(f, "  %-6s  %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n`spikefuse <command> --help` describes each.\n\n"
+               "exit codes:\n"
+               "  0    success\n"
+               "  1    the run failed (file, dataset or device problem; the message says which)\n"
+               "  2    bad command line (unknown command or option, bad value)\n"
+               "  3    invalid config file or --set (the message names file:line)\n"
+               "  4    training stopped on a NaN/Inf loss or gradient (the last good checkpoint is kept)\n"
+               "  130  interrupted by Ctrl-C or SIGTERM\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return SF_EXIT_USAGE;
+    }
+    if (sf_cli_is_help(argv[1]) || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return SF_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("spikefuse %s\n", sf_version());
+        return SF_EXIT_OK;
+    }
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            /* Line-buffer stdout so results interleave sensibly with progress on stderr when piped. */
+            setvbuf(stdout, NULL, _IOLBF, 0);
+            exit(commands[i].run(argc - 1, argv + 1));
+        }
+    sf_cli_error(NULL, 0, "unknown command '%s' (commands: train, eval, bench, info; see spikefuse --help)", argv[1]);
+    return SF_EXIT_USAGE;
+}

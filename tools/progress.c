@@ -1,0 +1,131 @@
+/* progress.c — the live progress bar (terminal) and per-epoch summary lines of `spikefuse train`. */
+#include "progress.h"
+
+#include "cli.h"
+#include "train/clock.h"
+
+#include <inttypes.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+/* Redraws at most this often: a terminal fed every step of a fast net would spend more time drawing than training. */
+#define REDRAW_SECONDS 0.1
+
+void sf_progress_init(sf_progress *p, const sf_config *cfg, const char *run_dir)
+{
+    memset(p, 0, sizeof *p);
+    p->out = stderr;
+    p->live = isatty(fileno(stderr));
+    p->cfg = cfg;
+    p->run_dir = run_dir;
+}
+
+static int terminal_columns(FILE *f)
+{
+    struct winsize ws;
+    if (ioctl(fileno(f), TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40) return ws.ws_col;
+    return 80;
+}
+
+static void format_duration(double s, char *buf, size_t cap)
+{
+    int64_t t = (int64_t)(s + 0.5);
+    if (t >= 3600)
+        snprintf(buf, cap, "%" PRId64 ":%02d:%02d", t / 3600, (int)(t / 60 % 60), (int)(t % 60));
+    else
+        snprintf(buf, cap, "%d:%02d", (int)(t / 60), (int)(t % 60));
+}
+
+/* Replaces the current terminal line with `text`, cut to the terminal's width so it never wraps. */
+static void draw_line(sf_progress *p, const char *text)
+{
+    int cols = terminal_columns(p->out);
+    fprintf(p->out, "\r%.*s\033[K", cols - 1, text);
+    fflush(p->out);
+    p->bar_shown = 1;
+}
+
+static void clear_bar(sf_progress *p)
+{
+    if (!p->bar_shown) return;
+    fputs("\r\033[K", p->out);
+    p->bar_shown = 0;
+}
+
+static void draw_bar(sf_progress *p, const sf_train_event *ev)
+{
+    enum { WIDTH = 24 };
+    char bar[WIDTH + 1], eta[32], line[512];
+    int filled = ev->batches ? (int)(WIDTH * ev->batch / ev->batches) : 0;
+    for (int i = 0; i < WIDTH; i++) bar[i] = i < filled ? '=' : (i == filled ? '>' : ' ');
+    bar[WIDTH] = 0;
+    double left = ev->batch ? ev->epoch_seconds / (double)ev->batch * (double)(ev->batches - ev->batch) : 0;
+    format_duration(left, eta, sizeof eta);
+    snprintf(line, sizeof line,
+             "epoch %" PRId64 "/%" PRId64 " [%s] %" PRId64 "/%" PRId64 "  %.0f samples/s  ETA %s  loss %.4f  acc %.2f%%",
+             ev->epoch, ev->epochs, bar, ev->batch * ev->batch_size, ev->batches * ev->batch_size,
+             ev->samples_per_s, eta, ev->loss, 100.0 * ev->accuracy);
+    draw_line(p, line);
+}
+
+static void print_start(sf_progress *p, const sf_train_event *ev)
+{
+    fprintf(p->out,
+            "training %s on %s: %" PRId64 " training / %" PRId64 " test samples, %" PRId64 " batches of %" PRId64
+            " per epoch, T=%" PRId64 "\n",
+            p->cfg->source, sf_dataset_kind_name(p->cfg->train.dataset), ev->train_samples, ev->test_samples,
+            ev->batches, ev->batch_size, p->cfg->train.timesteps);
+    if (ev->epoch > 1 || ev->batch > 0)
+        fprintf(p->out, "resuming at epoch %" PRId64 ", batch %" PRId64 " (step %" PRId64 ")\n", ev->epoch,
+                ev->batch, ev->step);
+    fprintf(p->out, "results go to %s\n", p->run_dir);
+}
+
+static void print_epoch(sf_progress *p, const sf_train_event *ev)
+{
+    char peak[32], rss[32], took[32];
+    format_duration(ev->epoch_seconds + ev->test_seconds, took, sizeof took);
+    clear_bar(p);
+    fprintf(p->out,
+            "epoch %" PRId64 "/%" PRId64 ": train loss %.4f acc %.2f%% | test acc %.2f%%%s | %.0f samples/s | %s | "
+            "lr %.3g | peak %s (rss %s) | firing",
+            ev->epoch, ev->epochs, ev->loss, 100.0 * ev->accuracy, 100.0 * ev->test_accuracy,
+            ev->is_best ? " (best)" : "", ev->samples_per_s, took, (double)ev->lr,
+            sf_cli_bytes((double)ev->peak_bytes, peak, sizeof peak),
+            sf_cli_bytes((double)ev->peak_rss_bytes, rss, sizeof rss));
+    for (int32_t i = 0; i < ev->num_rates; i++) fprintf(p->out, " %.3f", (double)ev->firing_rates[i]);
+    fputc('\n', p->out);
+    fflush(p->out);
+}
+
+int sf_progress_event(const sf_train_event *ev, void *user)
+{
+    sf_progress *p = user;
+    switch (ev->kind) {
+    case SF_TRAIN_EV_START: print_start(p, ev); break;
+    case SF_TRAIN_EV_STEP:
+        if (p->live) {
+            double now = sf_now_seconds();
+            if (now - p->last_draw >= REDRAW_SECONDS || ev->batch == ev->batches) {
+                draw_bar(p, ev);
+                p->last_draw = now;
+            }
+        }
+        break;
+    case SF_TRAIN_EV_TEST:
+        if (p->live) {
+            char line[256];
+            snprintf(line, sizeof line, "epoch %" PRId64 "/%" PRId64 ": testing on %" PRId64 " samples ...",
+                     ev->epoch, ev->epochs, ev->test_samples);
+            draw_line(p, line);
+        }
+        break;
+    case SF_TRAIN_EV_EPOCH: print_epoch(p, ev); break;
+    }
+    if (sf_cli_stop_requested()) {
+        clear_bar(p);
+        return 1;
+    }
+    return 0;
+}
