@@ -99,7 +99,7 @@ int main(int argc, char **argv)
     const char *math = getenv("SF_CUDA_MATH"), *ws = getenv("SF_CUDA_CONV_WS_MIB");
     printf("W3 cifar-vgg9 train step T=%lld B=%lld  math: %s  conv workspace cap: %s MiB  card: %s  copy bandwidth: "
            "%.0f GB/s\n",
-           (long long)T, (long long)B, math && *math ? math : "fp32", ws && *ws ? ws : "1024", card, bw);
+           (long long)T, (long long)B, math && *math ? math : "fp32", ws && *ws ? ws : "256", card, bw);
     /* CIFAR-like input: one image per sample, the same at every step (direct encoding) */
     size_t img = 3 * 32 * 32;
     float *x = malloc(sizeof(float) * (size_t)(T * B) * img);
