@@ -1,6 +1,7 @@
-/* neuron.cuh — the time-fused neuron kernels shared by LIF and fused BN→LIF: one thread per V neurons (V = 4 with
- * 16-byte accesses when sizes and alignment allow, else 1), coalesced over neurons ([T, N] time-major), the time
- * loop inside the thread, equations from core/lif_math.h. Loads run U steps ahead of their use.
+/* neuron.cuh — the time-fused neuron kernels shared by LIF and fused BN→LIF, coalesced over neurons ([T, N]
+ * time-major), the time loop inside the thread, equations from core/lif_math.h. Forward: one thread per V neurons
+ * (V = 4 with 16-byte accesses when sizes and alignment allow, else 1). Backward: one neuron per thread. Loads run
+ * U steps ahead of their use.
  *
  * Backward without a saved h: a thread recomputes h_t forward into its own column of shared memory, then runs the
  * reverse time loop from there, so x is read once and h never touches device memory (20 bytes per element for
@@ -50,7 +51,7 @@ struct sf_cu_affine {
     }
 };
 
-/* All V neurons of a thread share a channel (the launcher picks V = 4 for BN only when hw % 4 == 0). */
+/* All V neurons of a thread share a channel (the forward's launcher picks V = 4 for BN only when hw % 4 == 0). */
 template <bool BN> __device__ __forceinline__ sf_cu_affine sf_cu_affine_of(const sf_cu_neuron &a, int64_t n)
 {
     sf_cu_affine f = {0.0f, 1.0f, 1.0f, 0.0f};
