@@ -134,6 +134,9 @@ def spikingjelly_impls(device):
               surrogate_function=surrogate.Sigmoid(alpha=4.0), step_mode="m")
     nodes = {}
     if "backend" in inspect.signature(neuron.LIFNode.__init__).parameters:  # 0.0.0.0.x: backends by name
+        import numpy
+        if not hasattr(numpy, "int"):  # its cupy backend still uses np.int, gone since NumPy 1.24 (peer only)
+            numpy.int = int
         for backend in (("cupy", "torch") if device == "cuda" else ("torch",)):
             try:
                 nodes[backend] = neuron.LIFNode(**kw, backend=backend).to(device)
