@@ -61,6 +61,7 @@ if [ "$MODE" != --tests-only ]; then
     for m in tf32 fp32emu; do SF_CUDA_MATH=$m run bench_w2_linear_lif table; done
     # a larger workspace allowance for cuDNN's convolution algorithms: speed against peak memory
     SF_CUDA_CONV_WS_MIB=1024 run bench_w3_vgg9 table
+    SF_CUDA_MATH=tf32 run bench_w3_vgg9 table
 fi
 rm -f "$OUT/.run"
 say ""
