@@ -183,10 +183,10 @@ __device__ __forceinline__ void sf_cu_load_batch(sf_cu_batch<V, U> &b, const flo
 /* Forward recompute of steps [t0, t1) from v into the thread's shared-memory column; the next batch of x is in
  * flight while the current one is integrated. */
 template <bool BN, int V, int U>
-__device__ __forceinline__ void sf_cu_recompute(const sf_cu_neuron &a, const sf_lif_coeffs &k, const sf_cu_affine &f,
-                                                int64_t n, int64_t t0, int64_t t1, float *v, float *smem)
+__device__ __forceinline__ void sf_cu_recompute(const sf_cu_neuron &a, int soft, const sf_lif_coeffs &k,
+                                                const sf_cu_affine &f, int64_t n, int64_t t0, int64_t t1, float *v,
+                                                float *smem)
 {
-    const int soft = a.p.soft_reset;
     sf_cu_batch<V, U> next, cur;
     sf_cu_load_batch<V, U, false>(next, a.x, a.N, n, t0, 1, t0, t1);
     for (int64_t t = t0; t < t1; t += U) {
@@ -215,9 +215,9 @@ __device__ __forceinline__ void sf_cu_recompute(const sf_cu_neuron &a, const sf_
 /* Backward over [T, N]. h: saved potentials or NULL (recompute through shared memory in segments of S steps,
  * with nseg = ceil(T / S) checkpoints after the S-step area). Loads of ds (and x for BN) run one batch ahead;
  * the first batch of a segment is requested before its recompute, so its latency overlaps that pass. The
- * surrogate is a template argument (SG): the loop is issue-bound at the occupancy the columns allow, and the run-time
- * switch cost instructions per element. */
-template <bool BN, int MODE, int V, int U, int SG>
+ * surrogate is a template argument (SG), and so is the common hard-reset, no-θ_grad case (HARD): the loop is
+ * issue-bound at the occupancy registers and columns allow, and run-time switches cost instructions per element. */
+template <bool BN, int MODE, int V, int U, int SG, bool HARD>
 __global__ void __launch_bounds__(256)
     sf_cu_neuron_backward(sf_cu_neuron a, const float *hsaved, const float *ds, float *dx, float *sums,
                           const float *dgamma, const float *dbeta, int64_t S)
@@ -228,6 +228,10 @@ __global__ void __launch_bounds__(256)
     if (n >= a.N) return; /* each thread owns its shared-memory column: no barrier below */
     sf_lif_params p = a.p;
     p.surrogate = (sf_surrogate)SG; /* a constant: the compiler keeps only this surrogate's arithmetic */
+    if (HARD) {                     /* the common case as constants too: hard reset, no θ_grad */
+        p.soft_reset = 0;
+        p.use_grad_threshold = 0;
+    }
     const sf_lif_coeffs k = a.k;
     const sf_cu_affine f = sf_cu_affine_of<BN>(a, n);
     float *ckpt = smem + S * blockDim.x * V;
@@ -274,7 +278,7 @@ __global__ void __launch_bounds__(256)
         if (!hsaved) {
 #pragma unroll
             for (int j = 0; j < V; j++) v[j] = nseg > 1 ? SF_COL(ckpt, seg)[j] : k.v0;
-            sf_cu_recompute<BN, V, U>(a, k, f, n, t0, t1, v, smem);
+            sf_cu_recompute<BN, V, U>(a, p.soft_reset, k, f, n, t0, t1, v, smem);
         }
         for (int64_t t = t1 - 1; t >= t0; t -= U) {
             cds = nds;
