@@ -55,6 +55,10 @@ if [ "$MODE" != --bench-only ]; then
 fi
 if [ "$MODE" != --tests-only ]; then
     for b in $(ls bench/gpu/bench_*.c 2>/dev/null | xargs -n1 basename | sed 's/\.c$//'); do run "$b" table; done
+    # the opt-in arithmetic of the GEMM/conv work (SF_CUDA_MATH, see src/cuda/common.cuh)
+    for m in tf32 fp32emu; do SF_CUDA_MATH=$m run bench_w2_linear_lif table; done
+    # a larger workspace allowance for cuDNN's convolution algorithms: speed against peak memory
+    SF_CUDA_CONV_WS_MIB=1024 run bench_w3_vgg9 table
 fi
 rm -f "$OUT/.run"
 say ""

@@ -159,10 +159,11 @@ static void check_case(const sf_safetensors *st, int idx)
 #undef WHAT
 }
 
-/* Every BN op with 1 and 2 threads on a shape with many row chunks and neuron blocks: bitwise equal. */
-static void check_threads(void)
+/* Every BN op with 1 and 2 threads on shapes with many row chunks and neuron blocks (wide blocks at short T,
+ * narrow backward blocks at long T): bitwise equal. */
+static void check_threads(int64_t T, int64_t B, int64_t hw)
 {
-    const int64_t T = 5, B = 7, C = 6, hw = 23, n = T * B * C * hw;
+    const int64_t C = 6, n = T * B * C * hw;
     const sf_bn_shape sh = {.rows = T * B, .c = (int32_t)C, .hw = hw};
     sf_lif_params p;
     sf_lif_default_params(&p);
@@ -197,10 +198,42 @@ static void check_threads(void)
     const int64_t sizes[6] = {C, C, n, n, n, 4 * C};
     const char *names[6] = {"mean", "var", "BN-LIF spikes", "BN-LIF dx", "BN dx", "dgamma/dbeta"};
     for (int i = 0; i < 6; i++) {
-        CHECK(memcmp(out[0][i], out[1][i], sizes[i] * sizeof(float)) == 0, "%s differs between 1 and 2 threads",
+        CHECK(memcmp(out[0][i], out[1][i], sizes[i] * sizeof(float)) == 0,
+              "T=%lld B=%lld hw=%lld: %s differs between 1 and 2 threads", (long long)T, (long long)B, (long long)hw,
               names[i]);
         free(out[0][i]);
         free(out[1][i]);
+    }
+    free(x);
+    free(ds);
+}
+
+/* BN-LIF with rows of whole aligned cache lines (the streaming-store path) equals the plain path. */
+static void check_streaming(void)
+{
+    const int64_t T = 3, B = 4, C = 4, hw = 144, n = T * B * C * hw;
+    const sf_bn_shape sh = {.rows = T * B, .c = (int32_t)C, .hw = hw};
+    sf_lif_params p;
+    sf_lif_default_params(&p);
+    float *x = aligned_alloc(64, n * sizeof(float)), *ds = aligned_alloc(64, n * sizeof(float));
+    float mean[4], var[4], gamma[4] = {1.0f, 0.7f, 1.3f, 0.9f}, beta[4] = {0.5f, 0.6f, 0.4f, 0.7f}, dg[2][4], db[2][4];
+    tu_randn(x, n, 0.0f, 1.0f, 61);
+    tu_randn(ds, n, 0.0f, 1.0f, 62);
+    CHECK_OK(sf_cpu_op_bn_stats(NULL, sh, x, mean, var));
+    float *s[2], *dx[2];
+    for (int k = 0; k < 2; k++) {
+        s[k] = aligned_alloc(64, (n + 16) * sizeof(float));
+        dx[k] = aligned_alloc(64, (n + 16) * sizeof(float));
+        sf_lif_out o = {.s = s[k] + k};
+        CHECK_OK(sf_cpu_op_bn_lif_forward(NULL, &p, T, sh, x, mean, var, 1e-5f, gamma, beta, &o));
+        CHECK_OK(sf_cpu_op_bn_lif_backward(NULL, &p, T, sh, x, NULL, mean, var, 1e-5f, gamma, beta, ds, dx[k] + k,
+                                           dg[k], db[k]));
+    }
+    CHECK(memcmp(s[0], s[1] + 1, n * sizeof(float)) == 0 && memcmp(dx[0], dx[1] + 1, n * sizeof(float)) == 0,
+          "BN-LIF: streamed and plain outputs differ");
+    for (int k = 0; k < 2; k++) {
+        free(s[k]);
+        free(dx[k]);
     }
     free(x);
     free(ds);
@@ -251,7 +284,9 @@ int main(void)
     CHECK(ncases >= 7, "expected at least 7 BN cases, found %g", ncases);
     for (int i = 0; i < (int)ncases; i++) check_case(st, i);
     sf_safetensors_free(st);
-    check_threads();
+    check_threads(5, 7, 61);
+    check_threads(300, 2, 37);
+    check_streaming();
     check_offset_stats();
     check_errors();
     return tu_finish("test_batchnorm");

@@ -249,6 +249,9 @@ static void test_overrides(void)
         {"layer2.decay=1", "decay_input"},
         {"train.std=1,2", "std has 2 values"},
         {"train.data_dir=a\tb", "control character"},
+        {"train.data_dir=/0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890"
+         "123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789",
+         "longer than 180 characters"},
     };
     char *before = NULL, *after = NULL;
     CHECK_OK(sf_config_write(cfg, &before));
@@ -318,9 +321,29 @@ static void test_round_trip(void)
               "file errors start with the path: %s", sf_last_error());
         unlink(path);
     }
-    CHECK(sf_config_load("/nonexistent/x.ini", &back) == SF_ERR_IO || back == NULL, "missing file");
+    sf_config_free(back);
+    CHECK(sf_config_load("/nonexistent/x.ini", &back) == SF_ERR_IO && back == NULL, "missing file");
     free(text);
     free(again);
+    sf_config_free(cfg);
+}
+
+/* The longest accepted string value still fits a config line when written out. */
+static void test_longest_path(void)
+{
+    sf_config *cfg = NULL, *back = NULL;
+    CHECK_OK(sf_config_parse_string(HEAD MLP, "p.ini", &cfg));
+    if (!cfg) return;
+    char path[181];
+    memset(path, 'p', 180);
+    path[0] = '/';
+    path[180] = 0;
+    CHECK_OK(sf_config_set(cfg, "train.data_dir", path));
+    char *text = NULL;
+    CHECK_OK(sf_config_write(cfg, &text));
+    if (text) CHECK_OK(sf_config_parse_string(text, "written.ini", &back));
+    CHECK(back && strcmp(back->train.data_dir, path) == 0, "a 180-character data_dir round-trips");
+    free(text);
     sf_config_free(back);
     sf_config_free(cfg);
 }
@@ -339,7 +362,8 @@ static void test_build_net(void)
 {
     sf_config *cfg = NULL;
     sf_net *net = NULL;
-    CHECK_OK(sf_config_parse_string(HEAD "[flatten]\n[linear]\nout = 32\n[lif]\n[linear]\nout = 10\n", "mlp.ini", &cfg));
+    CHECK_OK(
+        sf_config_parse_string(HEAD "[flatten]\n[linear]\nout = 32\n[lif]\n[linear]\nout = 10\n", "mlp.ini", &cfg));
     if (!cfg) return;
     CHECK_OK(sf_config_build_net(cfg, &net));
     CHECK(net && sf_net_num_layers(net) == 4, "MLP built with 4 layers");
@@ -371,8 +395,8 @@ static void test_build_net(void)
     /* The add joins layer 4 (8×32×32) and layer 2: it builds; the shortcut conv halves the size. */
     CHECK(s == SF_OK, "the residual network builds: %s", sf_last_error());
     if (net) CHECK_OK(sf_net_tensor_shape(net, 8, chw));
-    CHECK(chw[0] == 8 && chw[1] == 16 && chw[2] == 16, "shortcut conv output 8×16×16 (got %d×%d×%d)", chw[0], chw[1],
-          chw[2]);
+    CHECK(chw[0] == 8 && chw[1] == 16 && chw[2] == 16, "shortcut conv output 8×16×16 (got %d×%d×%d)", chw[0],
+          chw[1], chw[2]);
     sf_net_free(net);
     sf_config_free(cfg);
 }
@@ -384,6 +408,7 @@ int main(void)
     test_errors();
     test_overrides();
     test_round_trip();
+    test_longest_path();
     test_build_net();
     return tu_finish("test_config");
 }

@@ -2,6 +2,7 @@
  * the encodings' properties, shuffling, the loader (order, partial evaluation batches, prefetch, exact resume),
  * and the real Fashion-MNIST when it is installed. */
 #include "data/dataset.h"
+#include "data/draws.h"
 #include "testutil.h"
 
 #include <math.h>
@@ -357,6 +358,13 @@ static void test_encodings(void)
               fabs(r - pr) / sigma);
     }
     CHECK(nonbinary == 0, "poisson spikes are 0 or 1 (%d are not)", nonbinary);
+    int off_formula = 0;
+    const uint64_t key = sf_draw_key(7, SF_DRAW_POISSON, 3);
+    for (int t = 0; t < 20000; t++)
+        for (int j = 0; j < 16; j++)
+            off_formula += spk[t * 16 + j] != (sf_uniform(key, 0, (uint64_t)t * 16 + (uint64_t)j) < j * 17 / 255.0f);
+    CHECK(off_formula == 0, "poisson spikes are uniform(key(seed, epoch), sample, t·CHW + pixel) < x (%d differ)",
+          off_formula);
     sf_encode_batch(one, &q, 3, &zero, 1, spk2);
     CHECK(memcmp(spk, spk2, 20000 * 16 * sizeof *spk) == 0, "poisson draws repeat for the same epoch");
     sf_encode_batch(one, &q, 4, &zero, 1, spk2);

@@ -99,10 +99,11 @@ static void check_case(const sf_safetensors *st, int idx)
     free(s8);
 }
 
-/* Same inputs with 1 and 2 threads: spikes, h and dx bitwise equal. Sizes span many blocks with a remainder. */
-static void check_threads(sf_surrogate sur, int soft)
+/* Same inputs with 1 and 2 threads: spikes, h and dx bitwise equal. Sizes span several blocks with a remainder,
+ * at a short T (wide blocks) and a long one (narrow backward blocks). */
+static void check_threads(sf_surrogate sur, int soft, int64_t T, int64_t N)
 {
-    const int64_t T = 11, N = 64 * 9 + 13, n = T * N;
+    const int64_t n = T * N;
     sf_lif_params p;
     sf_lif_default_params(&p);
     p.surrogate = sur;
@@ -124,7 +125,8 @@ static void check_threads(sf_surrogate sur, int soft)
     omp_set_num_threads(2);
     CHECK(memcmp(s[0], s[1], n * sizeof(float)) == 0 && memcmp(h[0], h[1], n * sizeof(float)) == 0 &&
               memcmp(dx[0], dx[1], n * sizeof(float)) == 0,
-          "surrogate %s soft %d: 1 and 2 threads differ", sf_surrogate_name(sur), soft);
+          "surrogate %s soft %d T=%lld N=%lld: 1 and 2 threads differ", sf_surrogate_name(sur), soft, (long long)T,
+          (long long)N);
     int64_t fired = 0;
     for (int64_t i = 0; i < n; i++) fired += s[0][i] != 0.0f;
     CHECK(fired > n / 50 && fired < n / 2, "thread test input fires %lld of %lld: not a meaningful test",
@@ -169,6 +171,37 @@ static void check_position_independence(void)
     free(dxs);
 }
 
+/* Rows that are whole aligned cache lines take the streaming-store path; the same values land as through the
+ * plain path (an output offset by one float). */
+static void check_streaming(void)
+{
+    const int64_t T = 7, N = 1024 + 320, n = T * N;
+    sf_lif_params p;
+    sf_lif_default_params(&p);
+    float *x = aligned_alloc(64, n * sizeof(float)), *ds = aligned_alloc(64, n * sizeof(float));
+    float *buf[2][3];
+    uint8_t *s8[2];
+    tu_randn(x, n, 0.6f, 1.0f, 91);
+    tu_randn(ds, n, 0.0f, 1.0f, 92);
+    for (int k = 0; k < 2; k++) {
+        for (int j = 0; j < 3; j++) buf[k][j] = aligned_alloc(64, (n + 16) * sizeof(float));
+        s8[k] = aligned_alloc(64, n + 64);
+        float *s = buf[k][0] + k, *h = buf[k][1] + k, *dx = buf[k][2] + k; /* k = 1: not aligned */
+        sf_lif_out out = {.s = s, .h = h, .s_u8 = s8[k] + k};
+        CHECK_OK(sf_cpu_lif_forward(&p, T, N, x, &out));
+        CHECK_OK(sf_cpu_lif_backward(&p, T, N, x, k ? h : NULL, ds, dx));
+    }
+    for (int j = 0; j < 3; j++)
+        CHECK(memcmp(buf[0][j], buf[1][j] + 1, n * sizeof(float)) == 0, "output %d: streamed and plain differ", j);
+    CHECK(memcmp(s8[0], s8[1] + 1, n) == 0, "byte spikes: streamed and plain differ");
+    for (int k = 0; k < 2; k++) {
+        for (int j = 0; j < 3; j++) free(buf[k][j]);
+        free(s8[k]);
+    }
+    free(x);
+    free(ds);
+}
+
 static void check_errors(void)
 {
     sf_lif_params p;
@@ -194,8 +227,12 @@ int main(void)
     for (int i = 0; i < (int)ncases; i++) check_case(st, i);
     sf_safetensors_free(st);
     for (int sur = 0; sur < 4; sur++)
-        for (int soft = 0; soft < 2; soft++) check_threads((sf_surrogate)sur, soft);
+        for (int soft = 0; soft < 2; soft++) {
+            check_threads((sf_surrogate)sur, soft, 11, 1024 * 3 + 77);
+            check_threads((sf_surrogate)sur, soft, 300, 128 * 5 + 3);
+        }
     check_position_independence();
+    check_streaming();
     check_errors();
     return tu_finish("test_lif");
 }

@@ -119,26 +119,6 @@ static sf_net *make(const net_case *c, const sf_safetensors *fx, sf_memory_mode 
     return net;
 }
 
-/* All gradients concatenated, in parameter order. */
-static float *read_all(sf_net *net, sf_tensor_role role, int64_t *n_out)
-{
-    int64_t n = 0;
-    for (int32_t i = 0; i < sf_net_tensor_count(net, role); i++) {
-        sf_tensor_info info;
-        sf_net_tensor_info(net, role, i, &info);
-        n += info.numel;
-    }
-    float *all = malloc((size_t)n * sizeof *all), *at = all;
-    for (int32_t i = 0; i < sf_net_tensor_count(net, role); i++) {
-        sf_tensor_info info;
-        sf_net_tensor_info(net, role, i, &info);
-        CHECK_OK(sf_net_tensor_read(net, role, i, at));
-        at += info.numel;
-    }
-    *n_out = n;
-    return all;
-}
-
 static void check_one_step(const net_case *c, const sf_safetensors *fx, sf_net *net, const char *mode)
 {
     int64_t nx = (int64_t)c->T * c->B * c->C * c->H * c->W;
@@ -207,7 +187,7 @@ static float *check_trajectory(const net_case *c, const sf_safetensors *fx, sf_n
     }
     free(x);
     free(losses);
-    return read_all(net, SF_ROLE_PARAM, n_params);
+    return tu_net_read_role(net, SF_ROLE_PARAM, n_params);
 }
 
 int main(void)
@@ -220,7 +200,7 @@ int main(void)
         check_one_step(c, fx, rec, "recompute");
 
         int64_t n1, n2;
-        float *g1 = read_all(full, SF_ROLE_GRAD, &n1), *g2 = read_all(rec, SF_ROLE_GRAD, &n2);
+        float *g1 = tu_net_read_role(full, SF_ROLE_GRAD, &n1), *g2 = tu_net_read_role(rec, SF_ROLE_GRAD, &n2);
         CHECK(n1 == n2 && memcmp(g1, g2, (size_t)n1 * sizeof *g1) == 0, "%s: full and recompute gradients differ",
               c->fixture);
         free(g1);

@@ -89,24 +89,6 @@ static sf_net *small_net(uint64_t seed, int64_t T, int64_t B)
     return net;
 }
 
-static float *params_of(sf_net *net, int64_t *n)
-{
-    *n = 0;
-    for (int32_t i = 0; i < sf_net_tensor_count(net, SF_ROLE_PARAM); i++) {
-        sf_tensor_info info;
-        sf_net_tensor_info(net, SF_ROLE_PARAM, i, &info);
-        *n += info.numel;
-    }
-    float *all = malloc((size_t)*n * sizeof *all), *at = all;
-    for (int32_t i = 0; i < sf_net_tensor_count(net, SF_ROLE_PARAM); i++) {
-        sf_tensor_info info;
-        sf_net_tensor_info(net, SF_ROLE_PARAM, i, &info);
-        CHECK_OK(sf_net_tensor_read(net, SF_ROLE_PARAM, i, at));
-        at += info.numel;
-    }
-    return all;
-}
-
 static void test_states_and_steps(void)
 {
     const int64_t T = 3, B = 5;
@@ -158,14 +140,14 @@ static void test_states_and_steps(void)
 
     /* A NaN parameter is caught before the update, and the parameters stay as they were. */
     int64_t n;
-    float *w = params_of(net, &n);
+    float *w = tu_net_read_role(net, SF_ROLE_PARAM, &n);
     float *poisoned = malloc(12 * 12 * sizeof *poisoned);
     memcpy(poisoned, w, 12 * 12 * sizeof *poisoned);
     poisoned[5] = NAN;
     CHECK_OK(sf_net_tensor_write(net, SF_ROLE_PARAM, 0, poisoned));
     CHECK(sf_net_train_step(net, x, labels, &r) == SF_ERR_NUMERIC, "NaN not detected");
     int64_t n2;
-    float *after = params_of(net, &n2);
+    float *after = tu_net_read_role(net, SF_ROLE_PARAM, &n2);
     CHECK(memcmp(after + 12 * 12, w + 12 * 12, (size_t)(n - 144) * sizeof(float)) == 0,
           "parameters changed by a step that saw NaN");
     free(w);
@@ -203,7 +185,7 @@ static void test_determinism(void)
         CHECK_OK(sf_net_get_state(net, &st));
         CHECK(st.optimizer_steps == 5 && st.rng_counter == 5 && st.rng_seed == seeds[k], "state %lld %llu",
               (long long)st.optimizer_steps, (unsigned long long)st.rng_counter);
-        runs[k] = params_of(net, &n);
+        runs[k] = tu_net_read_role(net, SF_ROLE_PARAM, &n);
         sf_net_free(net);
     }
     CHECK(memcmp(runs[0], runs[1], (size_t)n * sizeof(float)) == 0, "same seed, different parameters");

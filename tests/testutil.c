@@ -86,6 +86,23 @@ void tu_randn(float *x, int64_t n, float mean, float std, uint64_t seed)
     }
 }
 
+float *tu_net_read_role(sf_net *net, sf_tensor_role role, int64_t *n)
+{
+    sf_tensor_info info;
+    *n = 0;
+    for (int32_t i = 0; i < sf_net_tensor_count(net, role); i++) {
+        CHECK_OK(sf_net_tensor_info(net, role, i, &info));
+        *n += info.numel;
+    }
+    float *all = must_alloc((size_t)*n * sizeof *all), *at = all;
+    for (int32_t i = 0; i < sf_net_tensor_count(net, role); i++) {
+        CHECK_OK(sf_net_tensor_info(net, role, i, &info));
+        CHECK_OK(sf_net_tensor_read(net, role, i, at));
+        at += info.numel;
+    }
+    return all;
+}
+
 int tu_finish(const char *name)
 {
     printf("%s: %d passed, %d failed\n", name, tu_checks - tu_failures, tu_failures);

@@ -40,6 +40,8 @@ void tu_expect_close(const char *what, const float *got, const double *ref, int6
 int64_t tu_count_diff(const float *got, const double *ref, int64_t n);
 /* Deterministic test data: N(mean, std) via Box-Muller from a counter hash. */
 void tu_randn(float *x, int64_t n, float mean, float std, uint64_t seed);
+/* Every tensor of a role of a network, concatenated in order, as a malloc'd array of *n floats. */
+float *tu_net_read_role(sf_net *net, sf_tensor_role role, int64_t *n);
 /* Prints "<name>: N passed, N failed" and returns the process exit code. */
 int tu_finish(const char *name);
 

@@ -3,6 +3,7 @@
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/fsutil.h"
+#include "train/metrics.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
 
@@ -26,7 +27,8 @@ static const char *eval_help =
     "exit codes: 0 done, 1 failed (unreadable checkpoint or dataset), 2 bad command line, 3 bad saved config.\n";
 
 typedef struct eval_args {
-    const char *checkpoint, *data, *device, *batch;
+    const char *checkpoint, *data, *device;
+    int64_t batch; /* 0: the checkpoint's */
     int json;
 } eval_args;
 
@@ -47,8 +49,7 @@ static int parse_args(int argc, char **argv, eval_args *a, int *help)
             if (m < 0) return SF_EXIT_USAGE;
             a->device = v;
         } else if ((m = sf_cli_value("eval", argc, argv, &i, "--batch", &v)) != 0) {
-            if (m < 0) return SF_EXIT_USAGE;
-            a->batch = v;
+            if (m < 0 || !sf_cli_int("eval", "--batch", v, 1, 65536, &a->batch)) return SF_EXIT_USAGE;
         } else if (strcmp(argv[i], "--json") == 0) {
             a->json = 1;
         } else if (argv[i][0] == '-' && argv[i][1] != 0) {
@@ -73,11 +74,7 @@ static int eval_config(const eval_args *a, const char *path, sf_config **cfg)
             return sf_cli_error("eval", SF_EXIT_USAGE, "--data: the path is too long");
         strcpy((*cfg)->train.data_dir, a->data);
     }
-    if (a->batch) {
-        int64_t b;
-        if (!sf_cli_int("eval", "--batch", a->batch, 1, 1 << 20, &b)) return SF_EXIT_USAGE;
-        (*cfg)->train.batch = b;
-    }
+    if (a->batch) (*cfg)->train.batch = a->batch;
     return a->device ? sf_cli_apply_device("eval", *cfg, a->device) : SF_EXIT_OK;
 }
 
@@ -106,7 +103,7 @@ static void print_json(const sf_config *cfg, const char *path, const sf_eval_res
         if (cfg->layers[i].desc.kind == SF_LAYER_LIF) {
             cJSON *e = cJSON_CreateObject();
             cJSON_AddNumberToObject(e, "layer", i);
-            cJSON_AddNumberToObject(e, "rate", r->firing_rates[k++]);
+            sf_json_add_float(e, "rate", r->firing_rates[k++]);
             cJSON_AddItemToArray(rates, e);
         }
     char *text = cJSON_PrintUnformatted(o);

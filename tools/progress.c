@@ -53,19 +53,31 @@ static void clear_bar(sf_progress *p)
     p->bar_shown = 0;
 }
 
+/* "epoch 2/10 [=====>     ] 28160/60000 4213/s ETA 0:07 loss 0.4821 acc 82.91%": the bar takes what the
+ * terminal's width leaves, so the figures are never cut off. */
 static void draw_bar(sf_progress *p, const sf_train_event *ev)
 {
-    enum { WIDTH = 24 };
-    char bar[WIDTH + 1], eta[32], line[512];
-    int filled = ev->batches ? (int)(WIDTH * ev->batch / ev->batches) : 0;
-    for (int i = 0; i < WIDTH; i++) bar[i] = i < filled ? '=' : (i == filled ? '>' : ' ');
-    bar[WIDTH] = 0;
+    char head[64], tail[256], bar[64], eta[32], line[512];
     double left = ev->batch ? ev->epoch_seconds / (double)ev->batch * (double)(ev->batches - ev->batch) : 0;
     format_duration(left, eta, sizeof eta);
-    snprintf(line, sizeof line,
-             "epoch %" PRId64 "/%" PRId64 " [%s] %" PRId64 "/%" PRId64 "  %.0f samples/s  ETA %s  loss %.4f  acc %.2f%%",
-             ev->epoch, ev->epochs, bar, ev->batch * ev->batch_size, ev->batches * ev->batch_size,
-             ev->samples_per_s, eta, ev->loss, 100.0 * ev->accuracy);
+    snprintf(head, sizeof head, "epoch %" PRId64 "/%" PRId64, ev->epoch, ev->epochs);
+    /* Fixed-width numbers keep the bar from jumping as they grow. */
+    char total[32];
+    int digits = snprintf(total, sizeof total, "%" PRId64, ev->batches * ev->batch_size);
+    snprintf(tail, sizeof tail, "%*" PRId64 "/%s %6.0f/s ETA %s loss %.4f acc %6.2f%%", digits,
+             ev->batch * ev->batch_size, total, ev->samples_per_s, eta, ev->loss, 100.0 * ev->accuracy);
+    int width = terminal_columns(p->out) - 1 - (int)strlen(head) - (int)strlen(tail) - 4;
+    if (width > 30) width = 30;
+    if (width >= 5) {
+        int filled = ev->batches ? (int)(width * ev->batch / ev->batches) : 0;
+        bar[0] = '[';
+        for (int i = 0; i < width; i++) bar[1 + i] = i < filled ? '=' : (i == filled ? '>' : ' ');
+        bar[width + 1] = ']';
+        bar[width + 2] = 0;
+        snprintf(line, sizeof line, "%s %s %s", head, bar, tail);
+    } else {
+        snprintf(line, sizeof line, "%s %s", head, tail);
+    }
     draw_line(p, line);
 }
 

@@ -37,7 +37,8 @@ static void fwd_bwd(void *arg)
 static void check(const struct w1 *w, int64_t stride, int64_t *mismatch, double *rel)
 {
     size_t n = (size_t)(w->T * w->M);
-    float *x = malloc(4 * n), *s = malloc(4 * n), *ds = malloc(4 * n), *dx = malloc(4 * n), *h = malloc(4 * (size_t)w->T);
+    float *x = malloc(4 * n), *s = malloc(4 * n), *ds = malloc(4 * n), *dx = malloc(4 * n),
+          *h = malloc(4 * (size_t)w->T);
     GB_CHECK(cudaMemcpy(x, w->x, 4 * n, cudaMemcpyDeviceToHost));
     GB_CHECK(cudaMemcpy(s, w->s, 4 * n, cudaMemcpyDeviceToHost));
     GB_CHECK(cudaMemcpy(ds, w->ds, 4 * n, cudaMemcpyDeviceToHost));
@@ -72,8 +73,8 @@ int main(int argc, char **argv)
     gb_card(card, sizeof card);
     double bw = gb_copy_bandwidth(st);
     printf("W1 lif fwd+bwd  card: %s  copy bandwidth: %.0f GB/s (read+write, 1 GiB cudaMemcpy D2D)\n", card, bw);
-    printf("%5s %9s %9s %9s %10s %9s %8s %8s %10s %9s\n", "T", "M", "fwd_ms", "bwd_ms", "fwdbwd_ms", "floor_ms",
-           "GB/s", "%copy", "spike_err", "dx_relerr");
+    printf("%5s %9s %9s %9s %10s %9s %8s %8s %10s %9s\n", "T", "M", "fwd_ms", "bwd_ms", "fwdbwd_ms", "floor_ms", "GB/s",
+           "%copy", "spike_err", "dx_relerr");
     const int64_t Ts[] = {4, 16, 64, 256};
     int bad = 0;
     for (int i = 0; i < 4; i++) {

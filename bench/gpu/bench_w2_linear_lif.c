@@ -27,7 +27,10 @@ static void step(void *arg)
     GB_OK(be->zero(be, q->count, sizeof(float)));
     GB_OK(be->lif_forward(be, &q->p, q->T, N, q->y, &out));
     /* ∂(Σ s)/∂s = 1, written over the spikes, which the loss has consumed */
-    union { float f; unsigned u; } one = {1.0f};
+    union {
+        float f;
+        unsigned u;
+    } one = {1.0f};
     if (cuMemsetD32Async((CUdeviceptr)q->s, one.u, (size_t)(rows * q->n), (CUstream)sf_cuda_backend_stream(be)) !=
         CUDA_SUCCESS) {
         fprintf(stderr, "cuMemsetD32Async failed\n");
@@ -44,7 +47,9 @@ int main(void)
     sf_backend *be;
     GB_OK(sf_cuda_backend_create(0, &be));
     double bw = gb_copy_bandwidth(NULL);
-    printf("W2 linear-lif fwd+bwd  card: %s  copy bandwidth: %.0f GB/s\n", card, bw);
+    const char *math = getenv("SF_CUDA_MATH");
+    printf("W2 linear-lif fwd+bwd  math: %s  card: %s  copy bandwidth: %.0f GB/s\n", math && *math ? math : "fp32",
+           card, bw);
     printf("%6s %10s %12s %12s %10s\n", "n", "ms", "tensors_MiB", "device_MiB", "spikes/step");
     const int32_t ns[] = {4096, 16384};
     for (int i = 0; i < 2; i++) {

@@ -16,7 +16,10 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-static void add(sf_net *net, sf_layer_desc *d) { GB_OK(sf_net_add(net, d, NULL)); }
+static void add(sf_net *net, sf_layer_desc *d)
+{
+    GB_OK(sf_net_add(net, d, NULL));
+}
 
 static void conv(sf_net *net, int32_t cout, int32_t stride)
 {
@@ -93,8 +96,10 @@ int main(int argc, char **argv)
     char card[256];
     gb_card(card, sizeof card);
     double bw = gb_copy_bandwidth(NULL);
-    printf("W3 cifar-vgg9 train step T=%lld B=%lld fp32  card: %s  copy bandwidth: %.0f GB/s\n", (long long)T,
-           (long long)B, card, bw);
+    const char *math = getenv("SF_CUDA_MATH"), *ws = getenv("SF_CUDA_CONV_WS_MIB");
+    printf("W3 cifar-vgg9 train step T=%lld B=%lld  math: %s  conv workspace cap: %s MiB  card: %s  copy bandwidth: "
+           "%.0f GB/s\n",
+           (long long)T, (long long)B, math && *math ? math : "fp32", ws && *ws ? ws : "256", card, bw);
     /* CIFAR-like input: one image per sample, the same at every step (direct encoding) */
     size_t img = 3 * 32 * 32;
     float *x = malloc(sizeof(float) * (size_t)(T * B) * img);
@@ -128,7 +133,8 @@ int main(int argc, char **argv)
             sf_layer_timing *lt = calloc((size_t)nl, sizeof *lt);
             GB_OK(sf_net_layer_timings(net, lt, nl));
             printf("per-layer (profiling mode, synchronised, mean of 3 steps; layers as in the summary below):\n"
-                   "%5s %8s %8s\n", "layer", "fwd_ms", "bwd_ms");
+                   "%5s %8s %8s\n",
+                   "layer", "fwd_ms", "bwd_ms");
             double sf = 0, sb = 0;
             for (int32_t i = 0; i < nl; i++) {
                 printf("%5d %8.3f %8.3f\n", i, lt[i].forward_ms / 3, lt[i].backward_ms / 3);

@@ -13,21 +13,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GB_CHECK(call)                                                                                              \
-    do {                                                                                                            \
-        cudaError_t e_ = (call);                                                                                    \
-        if (e_ != cudaSuccess) {                                                                                    \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));                   \
-            exit(1);                                                                                                \
-        }                                                                                                           \
+#define GB_CHECK(call)                                                                                                 \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ != cudaSuccess) {                                                                                       \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));                     \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
     } while (0)
-#define GB_OK(expr)                                                                                                 \
-    do {                                                                                                            \
-        sf_status s_ = (expr);                                                                                      \
-        if (s_ != SF_OK) {                                                                                          \
-            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #expr, sf_status_str(s_), sf_last_error());  \
-            exit(1);                                                                                                \
-        }                                                                                                           \
+#define GB_OK(expr)                                                                                                    \
+    do {                                                                                                               \
+        sf_status s_ = (expr);                                                                                         \
+        if (s_ != SF_OK) {                                                                                             \
+            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #expr, sf_status_str(s_), sf_last_error());     \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
     } while (0)
 
 static inline int gb_cmp_float(const void *a, const void *b)
@@ -66,7 +66,11 @@ static inline float gb_time_ms(gb_fn fn, void *arg, cudaStream_t st, int warm, i
     return m;
 }
 
-struct gb_copy { void *dst, *src; size_t bytes; cudaStream_t st; };
+struct gb_copy {
+    void *dst, *src;
+    size_t bytes;
+    cudaStream_t st;
+};
 static inline void gb_copy_once(void *arg)
 {
     struct gb_copy *c = arg;

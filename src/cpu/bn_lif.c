@@ -16,13 +16,13 @@
 #include <omp.h>
 #include <stdlib.h>
 
-enum { BLK = SF_CPU_NEURON_BLOCK };
+enum { BLK = SF_CPU_BLOCK_MAX };
 
 typedef struct bn_lif_geom {
     int64_t T, B, N; /* N = B·C·hw neurons per step */
     int64_t hw;
     int32_t C;
-    int64_t nblocks;
+    int64_t w, nblocks; /* the backward's block width and block count */
 } bn_lif_geom;
 
 static sf_status geom_of(const char *op, const sf_lif_params *p, int64_t T, sf_bn_shape sh, bn_lif_geom *g)
@@ -37,7 +37,8 @@ static sf_status geom_of(const char *op, const sf_lif_params *p, int64_t T, sf_b
     g->C = sh.c;
     g->hw = sh.hw;
     g->N = g->B * sh.c * sh.hw;
-    g->nblocks = (g->N + BLK - 1) / BLK;
+    g->w = sf_backward_block_width(T);
+    g->nblocks = (g->N + g->w - 1) / g->w;
     return SF_OK;
 }
 
@@ -47,25 +48,18 @@ static void gather(const bn_lif_geom *g, int64_t n0, int nb, const float *per_ch
     for (int i = 0; i < nb; i++) out[i] = per_channel[((n0 + i) / g->hw) % g->C];
 }
 
-SF_ALWAYS_INLINE int64_t forward_blocks(const bn_lif_geom *g, const sf_lif_coeffs *k, int soft, const float *x,
-                                        const float *scale, const float *shift, const sf_lif_out *out)
+SF_CPU_CLONES static int64_t forward_block(const bn_lif_geom *g, const sf_lif_coeffs *k, int soft, int64_t n0,
+                                           const float *x, const float *scale, const float *shift,
+                                           const sf_lif_out *out)
 {
-    int64_t spikes = 0;
-#pragma omp parallel for schedule(static) reduction(+ : spikes)
-    for (int64_t b = 0; b < g->nblocks; b++) {
-        float sc[BLK], sh[BLK], dummy_f[BLK], dummy_h[BLK];
-        uint8_t dummy_u8[BLK];
-        const int64_t n0 = b * BLK;
-        const int nb = (int)(g->N - n0 < BLK ? g->N - n0 : BLK);
-        gather(g, n0, nb, scale, sc);
-        gather(g, n0, nb, shift, sh);
-        float *s = out->s ? out->s + n0 : dummy_f;
-        uint8_t *s8 = out->s_u8 ? out->s_u8 + n0 : dummy_u8;
-        float *h = out->h ? out->h + n0 : dummy_h;
-        spikes += sf_block_forward(k, soft, 1, g->T, g->N, nb, x + n0, sc, sh, h, out->h ? g->N : 0, s,
-                                   out->s ? g->N : 0, s8, out->s_u8 ? g->N : 0);
-    }
-    return spikes;
+    float sc[BLK], sh[BLK];
+    const int nb = (int)(g->N - n0 < BLK ? g->N - n0 : BLK);
+    gather(g, n0, nb, scale, sc);
+    gather(g, n0, nb, shift, sh);
+    float *s = out->s ? out->s + n0 : NULL, *h = out->h ? out->h + n0 : NULL;
+    uint8_t *s8 = out->s_u8 ? out->s_u8 + n0 : NULL;
+    if (soft) return sf_block_forward(k, 1, 1, g->T, g->N, nb, x + n0, sc, sh, NULL, 0, s, h, s8);
+    return sf_block_forward(k, 0, 1, g->T, g->N, nb, x + n0, sc, sh, NULL, 0, s, h, s8);
 }
 
 sf_status sf_cpu_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
@@ -79,29 +73,36 @@ sf_status sf_cpu_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64
     SF_TRY(sf_cpu_alloc_f32(3 * (int64_t)g.C, "BN-LIF forward", &f));
     sf_bn_fold(g.C, mean, var, eps, gamma, beta, f, f + g.C, f + 2 * g.C);
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
-    int64_t spikes = p->soft_reset ? forward_blocks(&g, &k, 1, x, f + g.C, f + 2 * g.C, out)
-                                   : forward_blocks(&g, &k, 0, x, f + g.C, f + 2 * g.C, out);
+    int64_t spikes = 0;
+#pragma omp parallel
+    {
+        const int64_t nblocks = (g.N + BLK - 1) / BLK;
+#pragma omp for schedule(static) reduction(+ : spikes)
+        for (int64_t b = 0; b < nblocks; b++)
+            spikes += forward_block(&g, &k, p->soft_reset, b * BLK, x, f + g.C, f + 2 * g.C, out);
+        sf_stream_fence();
+    }
     if (out->spike_count) *out->spike_count += (float)spikes;
     free(f);
     return SF_OK;
 }
 
-/* dy (= c·dh) of one block into scratch [T × BLK], from the given h or recomputed from x. */
+/* dy (= c·dh) of one block into scratch [T × w], from the given h or recomputed from x. */
 static void block_dy(const bn_lif_geom *g, const sf_lif_params *p, const sf_lif_coeffs *k, sf_block_backward_fn back,
                      int64_t n0, int nb, const float *x, const float *h, const float *sc, const float *sh,
                      const float *ds, float *scratch)
 {
     if (h) {
-        back(p, k, g->T, g->N, nb, h + n0, g->N, ds + n0, scratch, BLK);
+        back(p, k, g->T, g->N, nb, h + n0, g->N, ds + n0, scratch, g->w);
     } else {
-        sf_block_recompute_h(k, p->soft_reset, g->T, g->N, nb, x + n0, sc, sh, scratch);
-        back(p, k, g->T, g->N, nb, scratch, BLK, ds + n0, scratch, BLK);
+        sf_block_recompute_h(k, p->soft_reset, g->T, g->N, nb, x + n0, sc, sh, scratch, g->w);
+        back(p, k, g->T, g->N, nb, scratch, g->w, ds + n0, scratch, g->w);
     }
 }
 
 /* First slot of block b in the partial-sum array: block b touches (sample, channel) runs n0/hw .. (n0+nb-1)/hw,
  * and run index + block index never collides between blocks. */
-static int64_t slot_of(const bn_lif_geom *g, int64_t b) { return (b * BLK) / g->hw + b; }
+static int64_t slot_of(const bn_lif_geom *g, int64_t b) { return (b * g->w) / g->hw + b; }
 
 sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
                                     const float *x, const float *h, const float *mean, const float *var, float eps,
@@ -111,13 +112,13 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
     (void)be;
     bn_lif_geom g;
     SF_TRY(geom_of("BN-LIF backward", p, T, sh, &g));
-    const int64_t C = g.C, nslots = slot_of(&g, g.nblocks - 1) + BLK + 1;
+    const int64_t C = g.C, nslots = slot_of(&g, g.nblocks - 1) + g.w + 1;
     float *f = NULL, *scratch = NULL;
     double *part = calloc((size_t)nslots * 2, sizeof *part);
     double *sums = calloc((size_t)C * 2, sizeof *sums);
     sf_status st = part && sums ? SF_OK : sf_fail(SF_ERR_NOMEM, "BN-LIF backward: cannot allocate partial sums");
     if (st == SF_OK) st = sf_cpu_alloc_f32(5 * C, "BN-LIF backward", &f);
-    if (st == SF_OK) st = sf_thread_scratch(g.T * BLK, "BN-LIF backward", &scratch);
+    if (st == SF_OK) st = sf_thread_scratch(g.T * g.w, "BN-LIF backward", &scratch);
     if (st != SF_OK) goto done;
 
     float *invstd = f, *scale = f + C, *shift = f + 2 * C, *mdy = f + 3 * C, *mdyx = f + 4 * C;
@@ -129,16 +130,16 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
     for (int64_t b = 0; b < g.nblocks; b++) {
         float sc[BLK], sh_[BLK], mu[BLK];
         double sdy[BLK], sdyx[BLK];
-        const int64_t n0 = b * BLK;
-        const int nb = (int)(g.N - n0 < BLK ? g.N - n0 : BLK);
-        float *dy = scratch + omp_get_thread_num() * g.T * BLK;
+        const int64_t n0 = b * g.w;
+        const int nb = (int)(g.N - n0 < g.w ? g.N - n0 : g.w);
+        float *dy = scratch + omp_get_thread_num() * g.T * g.w;
         gather(&g, n0, nb, scale, sc);
         gather(&g, n0, nb, shift, sh_);
         gather(&g, n0, nb, mean, mu);
         block_dy(&g, p, &k, back, n0, nb, x, h, sc, sh_, ds, dy);
         for (int i = 0; i < nb; i++) sdy[i] = sdyx[i] = 0.0;
         for (int64_t t = 0; t < g.T; t++) {
-            const float *xt = x + t * g.N + n0, *dyt = dy + t * BLK;
+            const float *xt = x + t * g.N + n0, *dyt = dy + t * g.w;
             for (int i = 0; i < nb; i++) {
                 sdy[i] += (double)dyt[i];
                 sdyx[i] += (double)dyt[i] * ((double)xt[i] - (double)mu[i]);
@@ -153,7 +154,7 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
         }
     }
     for (int64_t b = 0; b < g.nblocks; b++) {
-        const int64_t n0 = b * BLK, n1 = (n0 + BLK < g.N ? n0 + BLK : g.N) - 1;
+        const int64_t n0 = b * g.w, n1 = (n0 + g.w < g.N ? n0 + g.w : g.N) - 1;
         const double *slot = part + 2 * slot_of(&g, b);
         for (int64_t run = n0 / g.hw, j = 0; run <= n1 / g.hw; run++, j++) {
             sums[2 * (run % C)] += slot[2 * j];
@@ -169,25 +170,29 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
         mdyx[c] = (float)(sdyx / n);
     }
 
-#pragma omp parallel for schedule(static)
-    for (int64_t b = 0; b < g.nblocks; b++) {
-        float sc[BLK], sh_[BLK], mu[BLK], is[BLK], m[BLK], mx[BLK];
-        const int64_t n0 = b * BLK;
-        const int nb = (int)(g.N - n0 < BLK ? g.N - n0 : BLK);
-        float *dy = scratch + omp_get_thread_num() * g.T * BLK;
-        gather(&g, n0, nb, scale, sc);
-        gather(&g, n0, nb, shift, sh_);
-        gather(&g, n0, nb, mean, mu);
-        gather(&g, n0, nb, invstd, is);
-        gather(&g, n0, nb, mdy, m);
-        gather(&g, n0, nb, mdyx, mx);
-        block_dy(&g, p, &k, back, n0, nb, x, h, sc, sh_, ds, dy);
-        for (int64_t t = 0; t < g.T; t++) {
-            const float *xt = x + t * g.N + n0, *dyt = dy + t * BLK;
-            float *dxt = dx + t * g.N + n0;
+#pragma omp parallel
+    {
+        float *dy = scratch + omp_get_thread_num() * g.T * g.w;
+#pragma omp for schedule(static)
+        for (int64_t b = 0; b < g.nblocks; b++) {
+            float sc[BLK], sh_[BLK], mu[BLK], is[BLK], m[BLK], mx[BLK], row[BLK];
+            const int64_t n0 = b * g.w;
+            const int nb = (int)(g.N - n0 < g.w ? g.N - n0 : g.w);
+            gather(&g, n0, nb, scale, sc);
+            gather(&g, n0, nb, shift, sh_);
+            gather(&g, n0, nb, mean, mu);
+            gather(&g, n0, nb, invstd, is);
+            gather(&g, n0, nb, mdy, m);
+            gather(&g, n0, nb, mdyx, mx);
+            block_dy(&g, p, &k, back, n0, nb, x, h, sc, sh_, ds, dy);
+            for (int64_t t = 0; t < g.T; t++) {
+                const float *xt = x + t * g.N + n0, *dyt = dy + t * g.w;
 #pragma omp simd
-            for (int i = 0; i < nb; i++) dxt[i] = sc[i] * (dyt[i] - m[i] - (xt[i] - mu[i]) * is[i] * mx[i]);
+                for (int i = 0; i < nb; i++) row[i] = sc[i] * (dyt[i] - m[i] - (xt[i] - mu[i]) * is[i] * mx[i]);
+                sf_stream_row(dx + t * g.N + n0, row, nb);
+            }
         }
+        sf_stream_fence();
     }
 done:
     free(scratch);

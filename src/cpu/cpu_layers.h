@@ -8,9 +8,23 @@
 #include "core/backend.h"
 
 #include <limits.h>
+#include <omp.h>
 
 /* BLAS takes int dimensions: every GEMM extent must fit. */
 #define SF_CPU_BLAS_MAX ((int64_t)INT_MAX)
+
+/* Threads for the memory-bound passes that run between sgemm calls (im2col, col2im, bias, layout changes).
+ * OpenBLAS (Debian's pthread build) keeps its own workers spinning after each call and libgomp's workers spin
+ * after each parallel region, so on few cores every OpenMP region wedged between GEMMs makes three or more busy
+ * threads share the cores: measured on a busy 2-core machine, the conv of a W3-like layer ran 1.6-2.2x slower with
+ * these passes threaded than with them on the calling thread (on an idle one the threaded passes would save at most
+ * ~15%, the share of im2col/col2im in one core's time). With 4 or more threads the GEMM is fast enough that serial
+ * passes would dominate, so they are threaded there. */
+static inline int sf_cpu_side_threads(void)
+{
+    int n = omp_get_max_threads();
+    return n >= 4 ? n : 1;
+}
 
 /* linear.c */
 sf_status sf_cpu_op_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,

@@ -10,16 +10,15 @@
 #include <omp.h>
 #include <stdlib.h>
 
-void sf_block_recompute_h(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N, int nb, const float *x,
-                          const float *sc, const float *sh, float *scratch)
+SF_CPU_CLONES void sf_block_recompute_h(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N, int nb,
+                                        const float *x, const float *sc, const float *sh, float *scratch, int64_t hs)
 {
-    const int64_t B = SF_CPU_NEURON_BLOCK;
     if (sc) {
-        if (soft) sf_block_forward(k, 1, 0, T, N, nb, x, sc, sh, scratch, B, NULL, 0, NULL, 0);
-        else sf_block_forward(k, 0, 0, T, N, nb, x, sc, sh, scratch, B, NULL, 0, NULL, 0);
+        if (soft) sf_block_forward(k, 1, 0, T, N, nb, x, sc, sh, scratch, hs, NULL, NULL, NULL);
+        else sf_block_forward(k, 0, 0, T, N, nb, x, sc, sh, scratch, hs, NULL, NULL, NULL);
     } else {
-        if (soft) sf_block_forward(k, 1, 0, T, N, nb, x, NULL, NULL, scratch, B, NULL, 0, NULL, 0);
-        else sf_block_forward(k, 0, 0, T, N, nb, x, NULL, NULL, scratch, B, NULL, 0, NULL, 0);
+        if (soft) sf_block_forward(k, 1, 0, T, N, nb, x, NULL, NULL, scratch, hs, NULL, NULL, NULL);
+        else sf_block_forward(k, 0, 0, T, N, nb, x, NULL, NULL, scratch, hs, NULL, NULL, NULL);
     }
 }
 
@@ -34,7 +33,7 @@ SF_ALWAYS_INLINE void block_backward(const sf_lif_params *p, const sf_lif_coeffs
     q.detach_reset = detach;
     q.use_grad_threshold = grad_threshold;
     const float c = k->c;
-    float dv[SF_CPU_NEURON_BLOCK];
+    float dv[SF_CPU_BLOCK_MAX];
     for (int i = 0; i < nb; i++) dv[i] = 0.0f;
     for (int64_t t = T - 1; t >= 0; t--) {
         const float *ht = h + t * hs, *dst = ds + t * N;
@@ -50,7 +49,7 @@ SF_ALWAYS_INLINE void block_backward(const sf_lif_params *p, const sf_lif_coeffs
 }
 
 #define SF_BACK_VARIANT(kind, soft, detach, gt)                                                                     \
-    static void back_##kind##_##soft##detach##gt(const sf_lif_params *p, const sf_lif_coeffs *k, int64_t T,         \
+    SF_CPU_CLONES static void back_##kind##_##soft##detach##gt(const sf_lif_params *p, const sf_lif_coeffs *k, int64_t T,         \
                                                  int64_t N, int nb, const float *h, int64_t hs, const float *ds,     \
                                                  float *dy, int64_t dys)                                             \
     {                                                                                                               \
@@ -94,32 +93,28 @@ static sf_status check_shape(const char *op, const sf_lif_params *p, int64_t T, 
     return SF_OK;
 }
 
-SF_ALWAYS_INLINE int64_t lif_forward_blocks(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N,
-                                            const float *x, const sf_lif_out *out)
+SF_CPU_CLONES static int64_t forward_block(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N, int64_t n0,
+                                           const float *x, const sf_lif_out *out)
 {
-    const int64_t nblocks = (N + SF_CPU_NEURON_BLOCK - 1) / SF_CPU_NEURON_BLOCK;
-    int64_t spikes = 0;
-#pragma omp parallel for schedule(static) reduction(+ : spikes)
-    for (int64_t b = 0; b < nblocks; b++) {
-        /* Outputs the caller did not ask for go to a block-sized dummy row (stride 0), keeping one loop. */
-        float dummy_f[SF_CPU_NEURON_BLOCK], dummy_h[SF_CPU_NEURON_BLOCK];
-        uint8_t dummy_u8[SF_CPU_NEURON_BLOCK];
-        const int64_t n0 = b * SF_CPU_NEURON_BLOCK;
-        const int nb = (int)(N - n0 < SF_CPU_NEURON_BLOCK ? N - n0 : SF_CPU_NEURON_BLOCK);
-        float *s = out->s ? out->s + n0 : dummy_f;
-        uint8_t *s8 = out->s_u8 ? out->s_u8 + n0 : dummy_u8;
-        float *h = out->h ? out->h + n0 : dummy_h;
-        spikes += sf_block_forward(k, soft, 1, T, N, nb, x + n0, NULL, NULL, h, out->h ? N : 0, s,
-                                   out->s ? N : 0, s8, out->s_u8 ? N : 0);
-    }
-    return spikes;
+    const int nb = (int)(N - n0 < SF_CPU_BLOCK_MAX ? N - n0 : SF_CPU_BLOCK_MAX);
+    float *s = out->s ? out->s + n0 : NULL, *h = out->h ? out->h + n0 : NULL;
+    uint8_t *s8 = out->s_u8 ? out->s_u8 + n0 : NULL;
+    if (soft) return sf_block_forward(k, 1, 1, T, N, nb, x + n0, NULL, NULL, NULL, 0, s, h, s8);
+    return sf_block_forward(k, 0, 1, T, N, nb, x + n0, NULL, NULL, NULL, 0, s, h, s8);
 }
 
 sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out)
 {
     SF_TRY(check_shape("LIF forward", p, T, N));
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
-    int64_t spikes = p->soft_reset ? lif_forward_blocks(&k, 1, T, N, x, out) : lif_forward_blocks(&k, 0, T, N, x, out);
+    const int64_t nblocks = (N + SF_CPU_BLOCK_MAX - 1) / SF_CPU_BLOCK_MAX;
+    int64_t spikes = 0;
+#pragma omp parallel
+    {
+#pragma omp for schedule(static) reduction(+ : spikes)
+        for (int64_t b = 0; b < nblocks; b++) spikes += forward_block(&k, p->soft_reset, T, N, b * SF_CPU_BLOCK_MAX, x, out);
+        sf_stream_fence();
+    }
     if (out->spike_count) *out->spike_count += (float)spikes;
     return SF_OK;
 }
@@ -131,21 +126,27 @@ sf_status sf_cpu_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, cons
     if (N == 0) return SF_OK;
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
     const sf_block_backward_fn back = sf_block_backward_for(p);
-    const int64_t nblocks = (N + SF_CPU_NEURON_BLOCK - 1) / SF_CPU_NEURON_BLOCK;
-    const int64_t per_thread = T * SF_CPU_NEURON_BLOCK;
+    const int w = sf_backward_block_width(T);
+    const int64_t nblocks = (N + w - 1) / w, per_thread = T * w;
     float *scratch = NULL;
-    if (!h) SF_TRY(sf_thread_scratch(per_thread, "LIF backward", &scratch));
-#pragma omp parallel for schedule(static)
-    for (int64_t b = 0; b < nblocks; b++) {
-        const int64_t n0 = b * SF_CPU_NEURON_BLOCK;
-        const int nb = (int)(N - n0 < SF_CPU_NEURON_BLOCK ? N - n0 : SF_CPU_NEURON_BLOCK);
-        if (h) {
-            back(p, &k, T, N, nb, h + n0, N, ds + n0, dx + n0, N);
-        } else {
-            float *hb = scratch + omp_get_thread_num() * per_thread;
-            sf_block_recompute_h(&k, p->soft_reset, T, N, nb, x + n0, NULL, NULL, hb);
-            back(p, &k, T, N, nb, hb, SF_CPU_NEURON_BLOCK, ds + n0, dx + n0, N);
+    SF_TRY(sf_thread_scratch(per_thread, "LIF backward", &scratch));
+#pragma omp parallel
+    {
+        /* h (recomputed or given) → dy rows in the scratch → streamed out to dx. */
+        float *rows = scratch + omp_get_thread_num() * per_thread;
+#pragma omp for schedule(static)
+        for (int64_t b = 0; b < nblocks; b++) {
+            const int64_t n0 = b * w;
+            const int nb = (int)(N - n0 < w ? N - n0 : w);
+            if (h) {
+                back(p, &k, T, N, nb, h + n0, N, ds + n0, rows, w);
+            } else {
+                sf_block_recompute_h(&k, p->soft_reset, T, N, nb, x + n0, NULL, NULL, rows, w);
+                back(p, &k, T, N, nb, rows, w, ds + n0, rows, w);
+            }
+            for (int64_t t = 0; t < T; t++) sf_stream_row(dx + t * N + n0, rows + t * w, nb);
         }
+        sf_stream_fence();
     }
     free(scratch);
     return SF_OK;

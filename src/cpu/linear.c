@@ -21,7 +21,8 @@ sf_status sf_cpu_op_linear_forward(sf_backend *be, int64_t rows, int32_t in, int
     float beta = 0.0f;
     if (b) {
         /* Fill every row with the bias and let sgemm accumulate onto it. */
-#pragma omp parallel for schedule(static)
+        const int nt = sf_cpu_side_threads();
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
         for (int64_t r = 0; r < rows; r++)
             for (int32_t j = 0; j < out; j++) y[r * out + j] = b[j];
         beta = 1.0f;
@@ -35,8 +36,9 @@ sf_status sf_cpu_op_linear_forward(sf_backend *be, int64_t rows, int32_t in, int
 static void column_sums(int64_t rows, int32_t cols, const float *dy, float *db)
 {
     enum { BLOCK = 64 };
-    int64_t nblocks = (cols + BLOCK - 1) / BLOCK;
-#pragma omp parallel for schedule(static)
+    const int64_t nblocks = (cols + BLOCK - 1) / BLOCK;
+    const int nt = sf_cpu_side_threads();
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
     for (int64_t blk = 0; blk < nblocks; blk++) {
         int32_t j0 = (int32_t)(blk * BLOCK), j1 = j0 + BLOCK < cols ? j0 + BLOCK : cols;
         double acc[BLOCK] = {0};

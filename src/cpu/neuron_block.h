@@ -1,7 +1,8 @@
 /* neuron_block.h — the per-block LIF loops shared by the CPU LIF and fused BN→LIF kernels (internal to src/cpu).
  *
- * A block is SF_CPU_NEURON_BLOCK contiguous neurons of one time step; the whole time loop runs inside it with the
- * neuron loop innermost, so gcc vectorises over neurons while the recurrence stays sequential in time. */
+ * A block is up to SF_CPU_BLOCK_MAX contiguous neurons of one time step; the whole time loop runs inside it with
+ * the neuron loop innermost, so gcc vectorises over neurons while the recurrence stays sequential in time. A neuron's
+ * arithmetic does not depend on the block it falls in, so the block width is free to follow the memory system. */
 #ifndef SF_CPU_NEURON_BLOCK_H
 #define SF_CPU_NEURON_BLOCK_H
 
@@ -9,6 +10,9 @@
 
 #include <stdint.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* expf for the sigmoid surrogate, branch-free so the backward vectorises (glibc's expf is a call that stops gcc's
  * if-conversion): e^x = 2^n·e^r with n = round(x/ln 2), r = x - n·ln 2 in two parts, and a degree-6 minimax
@@ -35,44 +39,77 @@ static inline float sf_cpu_expf(float x)
 #define SF_EXPF sf_cpu_expf
 #include "core/lif_math.h"
 
-/* 64 neurons = 4 cache lines of each row, and a [T × 64] scratch of 64 KiB at T = 256 stays in L2. */
-#define SF_CPU_NEURON_BLOCK 64
+/* The block loops are compiled for AVX-512, AVX2 and baseline x86-64 and picked at load time (ifunc). Every
+ * operation is element-wise IEEE arithmetic without contraction, so all versions give the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SF_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define SF_CPU_CLONES
+#endif
+
+/* Each visit of a row reads or writes a contiguous run of block-width floats, T rows per block: runs of 4 KiB keep
+ * DRAM pages and prefetchers busy where 256-byte runs across T rows do not (measured: docs/perf.md). */
+#define SF_CPU_BLOCK_MAX 1024
+#define SF_CPU_BLOCK_MIN 64
+/* The backward keeps [T × width] floats per thread (recomputed h, then dy): the widest block whose scratch stays in
+ * 256 KiB, a quarter of a core's L2. A function of T only, so results never depend on the thread count. */
+static inline int sf_backward_block_width(int64_t T)
+{
+    int w = SF_CPU_BLOCK_MAX;
+    while (w > SF_CPU_BLOCK_MIN && T * w * (int64_t)sizeof(float) > ((int64_t)256 << 10)) w /= 2;
+    return w;
+}
 
 #if defined(__GNUC__)
 #define SF_ALWAYS_INLINE static inline __attribute__((always_inline))
 #else
 #define SF_ALWAYS_INLINE static inline
-/* ---- batch norm helpers shared by batchnorm.c and bn_lif.c */
-
-/* Checks a BN shape (and that gamma/beta-free calls are consistent); names the op in the message. */
-sf_status sf_bn_check(const char *op, sf_bn_shape sh);
-/* Per channel: invstd = 1/sqrt(var + eps), scale = gamma·invstd, shift = beta - mean·scale, so y = x·scale + shift.
- * gamma NULL means 1, beta NULL means 0. Every BN path folds the same way, so their y agree bitwise. */
-void sf_bn_fold(int32_t C, const float *mean, const float *var, float eps, const float *gamma, const float *beta,
-                float *invstd, float *scale, float *shift);
-/* Allocates n floats or fails naming the op. */
-sf_status sf_cpu_alloc_f32(int64_t n, const char *what, float **out);
-
 #endif
 
-/* Forward over one block of nb neurons for all T steps. y_t = x_t (sc == NULL) or x_t·sc + sh per neuron (BN
- * folded into a scale and shift). h_t goes to h (row stride hs); spikes to s and s8 (row strides ss, s8s; a stride of
- * 0 with a block-sized dummy discards them) when `spikes` is set. Returns the number of spikes. Inlined with
- * constant soft/spikes/sc so each caller gets a branch-free vector loop; h is bitwise the same for every caller. */
-SF_ALWAYS_INLINE int64_t sf_block_forward(const sf_lif_coeffs *k, int soft, int spikes, int64_t T, int64_t N,
-                                          int nb, const float *x, const float *sc, const float *sh, float *h,
-                                          int64_t hs, float *s, int64_t ss, uint8_t *s8, int64_t s8s)
+/* Copies one row of n floats to dst, with streaming stores when dst is a whole number of aligned cache lines: the
+ * outputs are written once and read much later, so skipping the read-for-ownership of their lines saves a third
+ * of a write's memory traffic. Callers end their parallel region with sf_stream_fence(). */
+#ifndef SF_STREAM_OK
+#define SF_STREAM_OK 1
+#endif
+static inline void sf_stream_row(float *dst, const float *src, int n)
 {
-    float v[SF_CPU_NEURON_BLOCK];
-    int32_t count[SF_CPU_NEURON_BLOCK];
+#if defined(__SSE2__)
+    if (SF_STREAM_OK && ((uintptr_t)dst & 63) == 0 && (n & 15) == 0) {
+        for (int i = 0; i < n; i += 4) _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
+        return;
+    }
+#endif
+    memcpy(dst, src, (size_t)n * sizeof *dst);
+}
+
+static inline void sf_stream_fence(void)
+{
+#if defined(__SSE2__)
+    _mm_sfence();
+#endif
+}
+
+/* Forward over one block of nb <= SF_CPU_BLOCK_MAX neurons for all T steps, x with row stride N. y_t = x_t
+ * (sc == NULL) or x_t·sc + sh per neuron (BN folded into a scale and shift). h_t goes to the scratch rows h_rows
+ * (stride hs) when given; with `spikes` set, s, h and s8 rows go to s_out, h_out, s8_out (stride N)
+ * where those are not NULL, and the spikes are counted. Inlined with constant soft/spikes/sc so each caller gets a
+ * branch-free vector loop; h is bitwise the same for every caller. */
+SF_ALWAYS_INLINE int64_t sf_block_forward(const sf_lif_coeffs *k, int soft, int spikes, int64_t T, int64_t N,
+                                          int nb, const float *x, const float *sc, const float *sh, float *h_rows,
+                                          int64_t hs, float *s_out, float *h_out, uint8_t *s8_out)
+{
+    float v[SF_CPU_BLOCK_MAX], h_row[SF_CPU_BLOCK_MAX], s_row[SF_CPU_BLOCK_MAX];
+    uint8_t s8_row[SF_CPU_BLOCK_MAX];
+    int32_t count[SF_CPU_BLOCK_MAX];
     for (int i = 0; i < nb; i++) {
         v[i] = k->v0;
         count[i] = 0;
     }
     for (int64_t t = 0; t < T; t++) {
         const float *xt = x + t * N;
-        float *ht = h + t * hs, *st = s + t * ss;
-        uint8_t *s8t = s8 + t * s8s;
+        float *ht = h_rows ? h_rows + t * hs : h_row;
+        uint8_t *s8t = s8_out ? s8_out + t * N : s8_row;
 #pragma omp simd
         for (int i = 0; i < nb; i++) {
             float y = sc ? xt[i] * sc[i] + sh[i] : xt[i];
@@ -81,11 +118,13 @@ SF_ALWAYS_INLINE int64_t sf_block_forward(const sf_lif_coeffs *k, int soft, int 
             v[i] = vv;
             ht[i] = hv;
             if (spikes) {
-                st[i] = sp;
+                s_row[i] = sp;
                 s8t[i] = (uint8_t)sp;
                 count[i] += (int32_t)sp;
             }
         }
+        if (spikes && s_out) sf_stream_row(s_out + t * N, s_row, nb);
+        if (spikes && h_out) sf_stream_row(h_out + t * N, ht, nb);
     }
     int64_t total = 0;
     for (int i = 0; i < nb; i++) total += count[i];
@@ -100,16 +139,16 @@ typedef void (*sf_block_backward_fn)(const sf_lif_params *p, const sf_lif_coeffs
 /* The backward loop specialised for p's surrogate and flags (so the vector loop has no branches). */
 sf_block_backward_fn sf_block_backward_for(const sf_lif_params *p);
 
-/* Recomputes h of one block into scratch [T × SF_CPU_NEURON_BLOCK] (the recompute memory mode). */
+/* Recomputes h of one block into scratch rows of stride hs (the recompute memory mode). */
 void sf_block_recompute_h(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N, int nb, const float *x,
-                          const float *sc, const float *sh, float *scratch);
+                          const float *sc, const float *sh, float *scratch, int64_t hs);
 
 /* Per-thread scratch of `per_thread` floats for every thread of the next parallel region (free with free()). */
 sf_status sf_thread_scratch(int64_t per_thread, const char *what, float **out);
 
 /* ---- batch norm helpers shared by batchnorm.c and bn_lif.c */
 
-/* Checks a BN shape (and that gamma/beta-free calls are consistent); names the op in the message. */
+/* Checks a BN shape; names the op in the message. */
 sf_status sf_bn_check(const char *op, sf_bn_shape sh);
 /* Per channel: invstd = 1/sqrt(var + eps), scale = gamma·invstd, shift = beta - mean·scale, so y = x·scale + shift.
  * gamma NULL means 1, beta NULL means 0. Every BN path folds the same way, so their y agree bitwise. */

@@ -73,6 +73,8 @@ sf_status sf_cpu_op_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K
     if (T <= 0 || B <= 0 || K <= 0)
         return sf_fail(SF_ERR_INVALID, "softmax cross-entropy: T=%lld B=%lld K=%d: all must be >= 1", (long long)T,
                        (long long)B, K);
+    if (!r || !labels || !logits_mean || !stats)
+        return sf_fail(SF_ERR_INVALID, "softmax cross-entropy: r, labels, logits_mean and stats must not be NULL");
     for (int64_t b = 0; b < B; b++)
         if (labels[b] < 0 || labels[b] >= K)
             return sf_fail(SF_ERR_INVALID, "softmax cross-entropy: label %d of sample %lld is outside [0, %d)",

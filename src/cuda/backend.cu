@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 sf_status sf_cu_fail_cuda(cudaError_t e, const char *file, int line, const char *call)
 {
@@ -43,9 +44,10 @@ static sf_status device_alloc(size_t bytes, void **out, const char *what)
         (void)cudaGetLastError();
         size_t free_b = 0, total_b = 0;
         cudaMemGetInfo(&free_b, &total_b);
-        return sf_fail(SF_ERR_NOMEM, "CUDA out of memory allocating %zu bytes (%.1f MiB) for %s; %.1f MiB free of "
-                       "%.1f MiB: use a smaller batch or memory=recompute", bytes, bytes / 1048576.0, what,
-                       free_b / 1048576.0, total_b / 1048576.0);
+        return sf_fail(SF_ERR_NOMEM,
+                       "CUDA out of memory allocating %zu bytes (%.1f MiB) for %s; %.1f MiB free of "
+                       "%.1f MiB: use a smaller batch or memory=recompute",
+                       bytes, bytes / 1048576.0, what, free_b / 1048576.0, total_b / 1048576.0);
     }
     if (e != cudaSuccess) return sf_cu_fail_cuda(e, __FILE__, __LINE__, "cudaMalloc");
     return SF_OK;
@@ -195,8 +197,21 @@ static sf_status init_ctx(sf_cu_ctx *c, int32_t device)
     SF_CU_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     SF_CUBLAS_CHECK(cublasCreate(&c->cublas));
     SF_CUBLAS_CHECK(cublasSetStream(c->cublas, c->stream));
-    /* fp32 stays fp32: no TF32 tensor-op math behind the caller's back */
-    SF_CUBLAS_CHECK(cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH));
+    const char *m = getenv("SF_CUDA_MATH");
+    if (!m || !*m || strcmp(m, "fp32") == 0)
+        c->math = SF_CU_MATH_FP32;
+    else if (strcmp(m, "tf32") == 0)
+        c->math = SF_CU_MATH_TF32;
+    else if (strcmp(m, "fp32emu") == 0)
+        c->math = SF_CU_MATH_FP32EMU;
+    else
+        return sf_fail(SF_ERR_INVALID, "SF_CUDA_MATH=%s: expected fp32, tf32 or fp32emu", m);
+    const char *ws = getenv("SF_CUDA_CONV_WS_MIB");
+    c->conv_ws_cap = (size_t)(ws && atol(ws) > 0 ? atol(ws) : 1024) << 20;
+    /* fp32 stays fp32 unless opted in: no TF32 tensor-op math behind the caller's back */
+    SF_CUBLAS_CHECK(cublasSetMathMode(c->cublas, c->math == SF_CU_MATH_TF32      ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                 : c->math == SF_CU_MATH_FP32EMU ? CUBLAS_FP32_EMULATED_BF16X9_MATH
+                                                                                 : CUBLAS_DEFAULT_MATH));
     SF_CUDNN_CHECK(cudnnCreate(&c->cudnn));
     SF_CUDNN_CHECK(cudnnSetStream(c->cudnn, c->stream));
     return SF_OK;
@@ -223,7 +238,10 @@ extern "C" sf_status sf_cuda_backend_create(int32_t device, sf_backend **out)
     return SF_OK;
 }
 
-void *sf_cuda_backend_stream(sf_backend *be) { return ((sf_cu_ctx *)be->ctx)->stream; }
+void *sf_cuda_backend_stream(sf_backend *be)
+{
+    return ((sf_cu_ctx *)be->ctx)->stream;
+}
 
 extern "C" int32_t sf_cuda_device_count_impl(void)
 {

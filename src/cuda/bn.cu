@@ -3,7 +3,10 @@
 #include "cuda/ops.cuh"
 #include "cuda/reduce.cuh"
 
-__device__ __forceinline__ int32_t bn_channel(int64_t i, int64_t hw, int32_t C) { return (int32_t)((i / hw) % C); }
+__device__ __forceinline__ int32_t bn_channel(int64_t i, int64_t hw, int32_t C)
+{
+    return (int32_t)((i / hw) % C);
+}
 
 struct StatsF {
     const float *x;
@@ -28,8 +31,8 @@ sf_status sf_cu_bn_stats(sf_backend *be, sf_bn_shape sh, const float *x, float *
     return sf_cu_channel_reduce(sf_cu_ctx_of(be), f, sh.rows, sh.c, sh.hw);
 }
 
-__global__ void bn_forward_kernel(int64_t n, int64_t hw, int32_t C, const float *x, const float *mean,
-                                  const float *var, float eps, const float *gamma, const float *beta, float *y)
+__global__ void bn_forward_kernel(int64_t n, int64_t hw, int32_t C, const float *x, const float *mean, const float *var,
+                                  float eps, const float *gamma, const float *beta, float *y)
 {
     SF_CU_GRID_STRIDE(i, n)
     {
@@ -89,8 +92,8 @@ sf_status sf_cu_bn_backward(sf_backend *be, sf_bn_shape sh, const float *x, cons
     if (n == 0) return SF_OK;
     BackF f = {x, dy, mean, var, eps, dgamma, dbeta};
     SF_TRY(sf_cu_channel_reduce(c, f, sh.rows, sh.c, sh.hw));
-    bn_dx_kernel<<<sf_cu_blocks(n, 256), 256, 0, c->stream>>>(n, sh.hw, sh.c, (double)(sh.rows * sh.hw), x, mean,
-                                                              var, eps, gamma, dy, dgamma, dbeta, dx);
+    bn_dx_kernel<<<sf_cu_blocks(n, 256), 256, 0, c->stream>>>(n, sh.hw, sh.c, (double)(sh.rows * sh.hw), x, mean, var,
+                                                              eps, gamma, dy, dgamma, dbeta, dx);
     SF_CU_LAUNCHED();
     return SF_OK;
 }
@@ -104,14 +107,19 @@ __global__ void bn_running_kernel(int32_t C, float m, float unbias, const float 
     rv[c] = (1.0f - m) * rv[c] + m * var[c] * unbias;
 }
 
-sf_status sf_cu_bn_update_running(sf_backend *be, sf_bn_shape sh, float momentum, const float *mean,
-                                  const float *var, float *running_mean, float *running_var)
+sf_status sf_cu_bn_update_running(sf_backend *be, sf_bn_shape sh, float momentum, const float *mean, const float *var,
+                                  float *running_mean, float *running_var)
 {
-    if (sh.c == 0) return SF_OK;
     int64_t cnt = sh.rows * sh.hw;
-    float unbias = cnt > 1 ? (float)((double)cnt / (double)(cnt - 1)) : 1.0f;
-    bn_running_kernel<<<sf_cu_blocks(sh.c, 128), 128, 0, sf_cu_ctx_of(be)->stream>>>(sh.c, momentum, unbias, mean,
-                                                                                     var, running_mean, running_var);
+    if (cnt < 2)
+        return sf_fail(SF_ERR_INVALID,
+                       "BN running statistics: %lld value(s) per channel have no unbiased variance; "
+                       "use a batch of at least 2",
+                       (long long)cnt);
+    if (sh.c == 0) return SF_OK;
+    float unbias = (float)((double)cnt / (double)(cnt - 1));
+    bn_running_kernel<<<sf_cu_blocks(sh.c, 128), 128, 0, sf_cu_ctx_of(be)->stream>>>(sh.c, momentum, unbias, mean, var,
+                                                                                     running_mean, running_var);
     SF_CU_LAUNCHED();
     return SF_OK;
 }

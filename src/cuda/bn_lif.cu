@@ -12,6 +12,7 @@ static sf_cu_neuron bn_neuron(const sf_lif_params *p, int64_t T, sf_bn_shape sh,
     sf_cu_neuron a;
     memset(&a, 0, sizeof a);
     a.p = *p;
+    a.k = sf_lif_coeffs_of(p);
     a.T = T;
     a.N = sh.rows / T * sh.c * sh.hw;
     a.x = x;

@@ -19,8 +19,18 @@ extern "C" {
 
 struct sf_cu_conv_entry; /* conv.cu */
 
+/* Arithmetic of GEMM and convolution work. fp32 by default; the others are opt-in (environment variable
+ * SF_CUDA_MATH = fp32 | tf32 | fp32emu, read when the backend is created, until the API carries a precision). */
+typedef enum sf_cu_math {
+    SF_CU_MATH_FP32 = 0, /* plain FMA, no tensor cores */
+    SF_CU_MATH_TF32,     /* TF32 tensor cores for cuBLAS and cuDNN (10-bit mantissa products) */
+    SF_CU_MATH_FP32EMU   /* cuBLAS FP32 emulated with BF16x9 tensor-core products where the GPU supports it */
+} sf_cu_math;
+
 typedef struct sf_cu_ctx {
     int device;
+    sf_cu_math math;
+    size_t conv_ws_cap; /* workspace a conv algorithm may use: SF_CUDA_CONV_WS_MIB, default 1024 MiB */
     int num_sms;
     cudaStream_t stream;
     cublasHandle_t cublas;
@@ -44,20 +54,20 @@ sf_status sf_cu_fail_cuda(cudaError_t e, const char *file, int line, const char 
 sf_status sf_cu_fail_cublas(cublasStatus_t e, const char *file, int line, const char *call);
 sf_status sf_cu_fail_cudnn(cudnnStatus_t e, const char *file, int line, const char *call);
 
-#define SF_CU_CHECK(call)                                                                                           \
-    do {                                                                                                            \
-        cudaError_t sf_e_ = (call);                                                                                 \
-        if (sf_e_ != cudaSuccess) return sf_cu_fail_cuda(sf_e_, __FILE__, __LINE__, #call);                         \
+#define SF_CU_CHECK(call)                                                                                              \
+    do {                                                                                                               \
+        cudaError_t sf_e_ = (call);                                                                                    \
+        if (sf_e_ != cudaSuccess) return sf_cu_fail_cuda(sf_e_, __FILE__, __LINE__, #call);                            \
     } while (0)
-#define SF_CUBLAS_CHECK(call)                                                                                       \
-    do {                                                                                                            \
-        cublasStatus_t sf_e_ = (call);                                                                              \
-        if (sf_e_ != CUBLAS_STATUS_SUCCESS) return sf_cu_fail_cublas(sf_e_, __FILE__, __LINE__, #call);             \
+#define SF_CUBLAS_CHECK(call)                                                                                          \
+    do {                                                                                                               \
+        cublasStatus_t sf_e_ = (call);                                                                                 \
+        if (sf_e_ != CUBLAS_STATUS_SUCCESS) return sf_cu_fail_cublas(sf_e_, __FILE__, __LINE__, #call);                \
     } while (0)
-#define SF_CUDNN_CHECK(call)                                                                                        \
-    do {                                                                                                            \
-        cudnnStatus_t sf_e_ = (call);                                                                               \
-        if (sf_e_ != CUDNN_STATUS_SUCCESS) return sf_cu_fail_cudnn(sf_e_, __FILE__, __LINE__, #call);               \
+#define SF_CUDNN_CHECK(call)                                                                                           \
+    do {                                                                                                               \
+        cudnnStatus_t sf_e_ = (call);                                                                                  \
+        if (sf_e_ != CUDNN_STATUS_SUCCESS) return sf_cu_fail_cudnn(sf_e_, __FILE__, __LINE__, #call);                  \
     } while (0)
 /* After a kernel launch: launch-configuration errors surface here without synchronising. */
 #define SF_CU_LAUNCHED() SF_CU_CHECK(cudaGetLastError())
@@ -71,7 +81,7 @@ static inline unsigned sf_cu_blocks(int64_t n, int threads)
     return (unsigned)b;
 }
 
-#define SF_CU_GRID_STRIDE(i, n)                                                                                     \
+#define SF_CU_GRID_STRIDE(i, n)                                                                                        \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
 #endif

@@ -8,6 +8,7 @@ static sf_cu_neuron plain(const sf_lif_params *p, int64_t T, int64_t N, const fl
     sf_cu_neuron a;
     memset(&a, 0, sizeof a);
     a.p = *p;
+    a.k = sf_lif_coeffs_of(p);
     a.T = T;
     a.N = N;
     a.x = x;

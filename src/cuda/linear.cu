@@ -47,8 +47,8 @@ static sf_status column_sums(sf_cu_ctx *c, int64_t rows, int32_t out, const floa
     int64_t chunk = (rows + P - 1) / P;
     void *part;
     SF_TRY(sf_cu_scratch(c, 1, sizeof(float) * (size_t)P * (size_t)out, &part));
-    column_partials_kernel<<<dim3((unsigned)colblocks, (unsigned)P), dim3(32, 8), 0, c->stream>>>(
-        rows, out, chunk, dy, (float *)part);
+    column_partials_kernel<<<dim3((unsigned)colblocks, (unsigned)P), dim3(32, 8), 0, c->stream>>>(rows, out, chunk, dy,
+                                                                                                  (float *)part);
     SF_CU_LAUNCHED();
     column_finish_kernel<<<sf_cu_blocks(out, 128), 128, 0, c->stream>>>(out, (int)P, (const float *)part, db);
     SF_CU_LAUNCHED();
@@ -63,8 +63,8 @@ static sf_status check_dims(int64_t rows, int32_t in, int32_t out)
     return SF_OK;
 }
 
-sf_status sf_cu_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
-                               const float *w, const float *b, float *y)
+sf_status sf_cu_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x, const float *w,
+                               const float *b, float *y)
 {
     SF_TRY(check_dims(rows, in, out));
     if (rows == 0 || out == 0) return SF_OK;
@@ -76,13 +76,13 @@ sf_status sf_cu_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t
         beta = 1.0f;
     }
     if (in == 0) return b ? SF_OK : sf_cu_zero_f32(c, y, rows * out);
-    SF_CUBLAS_CHECK(cublasSgemm(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, out, (int)rows, in, &one, w, in, x, in, &beta,
-                                y, out));
+    SF_CUBLAS_CHECK(
+        cublasSgemm(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, out, (int)rows, in, &one, w, in, x, in, &beta, y, out));
     return SF_OK;
 }
 
-sf_status sf_cu_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
-                                const float *w, const float *dy, float *dx, float *dw, float *db)
+sf_status sf_cu_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x, const float *w,
+                                const float *dy, float *dx, float *dw, float *db)
 {
     SF_TRY(check_dims(rows, in, out));
     sf_cu_ctx *c = sf_cu_ctx_of(be);
@@ -94,10 +94,10 @@ sf_status sf_cu_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_
         return SF_OK;
     }
     if (dx) /* dxᶜ[in, rows] = Wᶜ[in, out]·dyᶜ[out, rows] */
-        SF_CUBLAS_CHECK(cublasSgemm(c->cublas, CUBLAS_OP_N, CUBLAS_OP_N, in, (int)rows, out, &one, w, in, dy, out,
-                                    &zero, dx, in));
+        SF_CUBLAS_CHECK(
+            cublasSgemm(c->cublas, CUBLAS_OP_N, CUBLAS_OP_N, in, (int)rows, out, &one, w, in, dy, out, &zero, dx, in));
     /* dWᶜ[in, out] = xᶜ[in, rows]·dyᶜ[out, rows]ᵀ */
-    SF_CUBLAS_CHECK(cublasSgemm(c->cublas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, (int)rows, &one, x, in, dy, out, &zero,
-                                dw, in));
+    SF_CUBLAS_CHECK(
+        cublasSgemm(c->cublas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, (int)rows, &one, x, in, dy, out, &zero, dw, in));
     return db ? column_sums(c, rows, out, dy, db) : SF_OK;
 }

@@ -1,10 +1,27 @@
-/* neuron.cu — launch configuration of the time-fused neuron kernels (neuron.cuh): vector width from alignment,
- * block size and shared-memory segment length of the recomputing backward. */
+/* neuron.cu — launch configuration of the time-fused neuron kernels (neuron.cuh): the forward's vector width from
+ * alignment, the backward's surrogate instance, block size and shared-memory segment length. */
 #include "cuda/neuron.cuh"
 
-static bool aligned(const void *p, size_t a) { return ((uintptr_t)p % a) == 0; }
+#include <type_traits>
 
-/* 16-byte accesses need N and every row start divisible by 4, and (BN) 4 neurons of one channel per thread. */
+static bool aligned(const void *p, size_t a)
+{
+    return ((uintptr_t)p % a) == 0;
+}
+
+/* Calls fn(std::integral_constant<int, SG>) for the run-time surrogate kind. */
+template <class Fn> static sf_status with_surrogate(sf_surrogate sg, Fn fn)
+{
+    switch (sg) {
+    case SF_SURROGATE_SIGMOID: return fn(std::integral_constant<int, SF_SURROGATE_SIGMOID>());
+    case SF_SURROGATE_ATAN: return fn(std::integral_constant<int, SF_SURROGATE_ATAN>());
+    case SF_SURROGATE_FAST_SIGMOID: return fn(std::integral_constant<int, SF_SURROGATE_FAST_SIGMOID>());
+    case SF_SURROGATE_RECT: return fn(std::integral_constant<int, SF_SURROGATE_RECT>());
+    }
+    return sf_fail(SF_ERR_INVALID, "LIF surrogate %d is not one of sigmoid, atan, fast_sigmoid, rect", (int)sg);
+}
+
+/* 16-byte accesses (forward) need N and every row start divisible by 4, and (BN) 4 neurons of one channel. */
 static bool vec4_ok(const sf_cu_neuron &a, bool bn, const void *const *ptrs, int np, const uint8_t *u8)
 {
     if (a.N % 4 != 0 || (bn && a.bn.hw % 4 != 0) || !aligned(a.x, 16) || !aligned(u8, 4)) return false;
@@ -13,8 +30,7 @@ static bool vec4_ok(const sf_cu_neuron &a, bool bn, const void *const *ptrs, int
     return true;
 }
 
-template <bool BN, int V>
-static sf_status forward(const sf_cu_neuron &a, const sf_lif_out *o, cudaStream_t st)
+template <bool BN, int V> static sf_status forward(const sf_cu_neuron &a, const sf_lif_out *o, cudaStream_t st)
 {
     const int threads = 256;
     sf_cu_neuron_forward<BN, V, 8>
@@ -38,54 +54,52 @@ struct bwd_args {
     const float *dgamma, *dbeta;
 };
 
-/* threads × V neurons per block; smem bytes for segments of S steps (0: h is given). */
-template <bool BN, int MODE, int V, int U>
+/* threads neurons per block; smem bytes for segments of S steps (0: h is given). */
+template <bool BN, int MODE, int U>
 static sf_status backward(const sf_cu_neuron &a, const bwd_args &b, int threads, int64_t S, size_t smem,
                           cudaStream_t st)
 {
-    auto kernel = sf_cu_neuron_backward<BN, MODE, V, U>;
-    if (smem > 48 * 1024)
-        SF_CU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    kernel<<<sf_cu_blocks((a.N + V - 1) / V, threads), threads, smem, st>>>(a, b.h, b.ds, b.dx, b.sums, b.dgamma,
-                                                                           b.dbeta, S);
-    SF_CU_LAUNCHED();
-    return SF_OK;
+    return with_surrogate(a.p.surrogate, [&](auto sg) -> sf_status {
+        auto kernel = sf_cu_neuron_backward<BN, MODE, 1, U, decltype(sg)::value>;
+        if (smem > 48 * 1024)
+            SF_CU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        /* all of the unified L1/shared memory as shared: the recompute's columns are what limits residency */
+        if (smem > 0)
+            SF_CU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                             cudaSharedmemCarveoutMaxShared));
+        kernel<<<sf_cu_blocks(a.N, threads), threads, smem, st>>>(a, b.h, b.ds, b.dx, b.sums, b.dgamma, b.dbeta, S);
+        SF_CU_LAUNCHED();
+        return SF_OK;
+    });
 }
 
-/* Picks the configuration. Recompute: each neuron needs 4·T bytes of shared memory, which caps the neurons a
- * multiprocessor holds as T grows; loads then run further ahead (U steps) to keep enough bytes in flight: four
- * neurons per thread with 8 steps ahead up to T = 64, one neuron per thread with 32 steps beyond. */
-template <bool BN, int MODE>
-static sf_status backward_config(const sf_cu_neuron &a, const bwd_args &b, cudaStream_t st)
+/* Picks the configuration: one neuron per thread (four per thread with 16-byte accesses needed twice the registers
+ * and ran slower: the loop is issue-bound at the occupancy registers and columns allow), loads 8 steps ahead (4 for
+ * T < 8, so that batches are full). Recompute: each neuron needs 4 bytes of shared memory per step of a segment;
+ * up to T = 64 one segment, beyond that segments of 32 steps (a multiple of the batch; longer where the checkpoints
+ * would not fit), so that shared memory lets registers, not columns, bound the resident threads. */
+template <bool BN, int MODE> static sf_status backward_config(const sf_cu_neuron &a, const bwd_args &b, cudaStream_t st)
 {
-    const void *ptrs[] = {b.h, b.ds, b.dx};
-    bool v4 = vec4_ok(a, BN, ptrs, 3, NULL);
-    if (b.h) return v4 ? backward<BN, MODE, 4, 8>(a, b, 256, 0, 0, st) : backward<BN, MODE, 1, 8>(a, b, 256, 0, 0, st);
-    {
-        int dev, optin;
-        SF_CU_CHECK(cudaGetDevice(&dev));
-        SF_CU_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-        bool long_t = a.T > 64;
-        int V = (v4 && !long_t) ? 4 : 1;
-        /* blocks small enough that several share a multiprocessor's shared memory */
-        int64_t per_thread = 4 * a.T * V;
-        int threads = per_thread * 128 * 3 <= optin ? 128 : per_thread * 64 * 3 <= optin ? 64 : 32;
-        int64_t S = a.T;
-        if (per_thread * threads > optin) { /* segments with checkpoints */
-            S = optin / (4 * V * threads) - 1;
-            while (S > 1 && (S + (a.T + S - 1) / S) * 4 * V * threads > optin) S--;
-        }
-        int64_t nseg = (a.T + S - 1) / S;
-        size_t smem = (size_t)(S + (nseg > 1 ? nseg : 0)) * 4 * V * threads;
-        if (V == 4) return backward<BN, MODE, 4, 8>(a, b, threads, S, smem, st);
-        if (long_t) return backward<BN, MODE, 1, 32>(a, b, threads, S, smem, st);
-        return backward<BN, MODE, 1, 8>(a, b, threads, S, smem, st);
-    }
+    const int U = a.T < 8 ? 4 : 8;
+    if (b.h) return U == 4 ? backward<BN, MODE, 4>(a, b, 256, 0, 0, st) : backward<BN, MODE, 8>(a, b, 256, 0, 0, st);
+    int dev, optin;
+    SF_CU_CHECK(cudaGetDevice(&dev));
+    SF_CU_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    const int threads = 256;
+    int64_t S = a.T <= 64 ? a.T : 32;
+    if ((S + (a.T + S - 1) / S) * 4 * threads > optin) /* very long T: S near sqrt(T) minimises S + T/S */
+        S = ((int64_t)sqrt((double)a.T) + U - 1) / U * U;
+    int64_t nseg = (a.T + S - 1) / S;
+    if (nseg > 1 && (S + nseg) * 4 * threads > optin)
+        return sf_fail(SF_ERR_UNSUPPORTED, "LIF backward: T = %lld steps need more shared memory than this GPU has; "
+                       "keep h (memory=full) for such sequences", (long long)a.T);
+    size_t smem = (size_t)(S + (nseg > 1 ? nseg : 0)) * 4 * threads;
+    if (U == 4) return backward<BN, MODE, 4>(a, b, threads, S, smem, st);
+    return backward<BN, MODE, 8>(a, b, threads, S, smem, st);
 }
 
 sf_status sf_cu_neuron_backward_launch(const sf_cu_neuron &a, bool bn, int mode, const float *h, const float *ds,
-                                       float *dx, float *sums, const float *dgamma, const float *dbeta,
-                                       cudaStream_t st)
+                                       float *dx, float *sums, const float *dgamma, const float *dbeta, cudaStream_t st)
 {
     if (a.N == 0) return SF_OK;
     bwd_args b = {h, ds, dx, sums, dgamma, dbeta};

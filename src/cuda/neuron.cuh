@@ -4,9 +4,10 @@
  *
  * Backward without a saved h: a thread recomputes h_t forward into its own column of shared memory, then runs the
  * reverse time loop from there, so x is read once and h never touches device memory (20 bytes per element for
- * forward + backward, the W1 floor). When T steps do not fit, time is cut into segments of S steps; a first
- * forward pass keeps v at each segment start (shared memory too) and each segment is recomputed from its
- * checkpoint, which costs one extra read of x.
+ * forward + backward, the W1 floor). Past 64 steps, time is cut into segments of S = 32 steps: a first forward
+ * pass keeps v at each segment start (shared memory too) and each segment is recomputed from its checkpoint. That
+ * reads x once more up to the last segment (T = 256: 23.5 instead of 20 bytes per element) but keeps the columns
+ * small enough for several times more resident threads, which the issue-bound loop needs more.
  */
 #ifndef SF_CUDA_NEURON_CUH
 #define SF_CUDA_NEURON_CUH
@@ -27,6 +28,7 @@ struct sf_cu_bn_in {
 
 struct sf_cu_neuron {
     sf_lif_params p;
+    sf_lif_coeffs k; /* from p, computed on the host (IEEE division, as the CPU rounds it) */
     int64_t T, N;
     const float *x; /* [T, N] */
     sf_cu_bn_in bn; /* used when the kernel's BN flag is set */
@@ -34,15 +36,18 @@ struct sf_cu_neuron {
 
 /* What the backward does with dy_t = ∂L/∂y_t. */
 enum sf_cu_dy_mode {
-    SF_DY_WRITE,  /* dx_t = dy_t (plain LIF) */
-    SF_DY_SUMS,   /* per neuron: Σ_t dy_t and Σ_t dy_t·x̂_t into sums[n], sums[N + n] (BN pass 1) */
-    SF_DY_BN_DX   /* dx_t = γ·invstd·(dy_t − mean(dy) − x̂_t·mean(dy·x̂)) with the sums in dgamma, dbeta (pass 2) */
+    SF_DY_WRITE, /* dx_t = dy_t (plain LIF) */
+    SF_DY_SUMS,  /* per neuron: Σ_t dy_t and Σ_t dy_t·x̂_t into sums[n], sums[N + n] (BN pass 1) */
+    SF_DY_BN_DX /* dx_t = γ·invstd·(dy_t − mean(dy) − x̂_t·mean(dy·x̂)) with the sums in dgamma, dbeta (pass 2) */
 };
 
 struct sf_cu_affine {
     float mean, invstd, gamma, beta;
     /* the same operations, in the same order, as bn_forward: spikes match the unfused path exactly */
-    __device__ __forceinline__ float operator()(float x) const { return (x - mean) * invstd * gamma + beta; }
+    __device__ __forceinline__ float operator()(float x) const
+    {
+        return (x - mean) * invstd * gamma + beta;
+    }
 };
 
 /* All V neurons of a thread share a channel (the launcher picks V = 4 for BN only when hw % 4 == 0). */
@@ -52,7 +57,7 @@ template <bool BN> __device__ __forceinline__ sf_cu_affine sf_cu_affine_of(const
     if (BN) {
         int32_t ch = (int32_t)((n / a.bn.hw) % a.bn.C);
         f.mean = a.bn.mean[ch];
-        f.invstd = 1.0f / sqrtf(a.bn.var[ch] + a.bn.eps);
+        f.invstd = __fdiv_rn(1.0f, sqrtf(a.bn.var[ch] + a.bn.eps)); /* IEEE, whatever -prec-div says */
         f.gamma = a.bn.gamma[ch];
         f.beta = a.bn.beta[ch];
     }
@@ -97,13 +102,13 @@ template <int V> __device__ __forceinline__ void sf_cu_st_u8(uint8_t *p, const f
 }
 
 template <bool BN, int V, int U>
-__global__ void __launch_bounds__(256) sf_cu_neuron_forward(sf_cu_neuron a, float *s, uint8_t *s_u8, float *hout,
-                                                            float *count)
+__global__ void __launch_bounds__(256)
+    sf_cu_neuron_forward(sf_cu_neuron a, float *s, uint8_t *s_u8, float *hout, float *count)
 {
     int64_t n = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * V;
     float spikes = 0.0f;
     if (n < a.N) {
-        const sf_lif_coeffs k = sf_lif_coeffs_of(&a.p);
+        const sf_lif_coeffs k = a.k;
         const int soft = a.p.soft_reset;
         const sf_cu_affine f = sf_cu_affine_of<BN>(a, n);
         float v[V];
@@ -138,7 +143,7 @@ __global__ void __launch_bounds__(256) sf_cu_neuron_forward(sf_cu_neuron a, floa
 }
 
 /* Shared-memory slot of step t (relative to its segment) for this thread's V neurons: 16-byte rows, conflict-free. */
-#define SF_COL(base, t) ((base) + ((int64_t)(t) * blockDim.x + threadIdx.x) * V)
+#define SF_COL(base, t) ((base) + ((int64_t)(t)*blockDim.x + threadIdx.x) * V)
 
 /* U steps of V neurons, loaded together so that all are in flight at once. */
 template <int V, int U> struct sf_cu_batch {
@@ -150,14 +155,26 @@ template <int V, int U, bool ONCE>
 __device__ __forceinline__ void sf_cu_load_batch(sf_cu_batch<V, U> &b, const float *p, int64_t N, int64_t n, int64_t t,
                                                  int dir, int64_t lo, int64_t hi)
 {
+    const float *q = p + t * N + n;
+    const int64_t step = dir * N;
+    if (t + dir * (U - 1) >= lo && t + dir * (U - 1) < hi) { /* a full batch: straight-line loads, all in flight */
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            if (ONCE)
+                sf_cu_ld_once<V>(q + u * step, b.v[u]);
+            else
+                sf_cu_ld<V>(q + u * step, b.v[u]);
+        }
+        return;
+    }
 #pragma unroll
     for (int u = 0; u < U; u++) {
         int64_t tt = t + dir * u;
         if (tt >= lo && tt < hi) {
             if (ONCE)
-                sf_cu_ld_once<V>(p + tt * N + n, b.v[u]);
+                sf_cu_ld_once<V>(q + u * step, b.v[u]);
             else
-                sf_cu_ld<V>(p + tt * N + n, b.v[u]);
+                sf_cu_ld<V>(q + u * step, b.v[u]);
         }
     }
 }
@@ -174,17 +191,22 @@ __device__ __forceinline__ void sf_cu_recompute(const sf_cu_neuron &a, const sf_
     for (int64_t t = t0; t < t1; t += U) {
         cur = next;
         if (t + U < t1) sf_cu_load_batch<V, U, false>(next, a.x, a.N, n, t + U, 1, t0, t1);
+        auto step = [&](int u) {
+            float h[V];
 #pragma unroll
-        for (int u = 0; u < U; u++) {
-            if (t + u < t1) {
-                float h[V];
+            for (int j = 0; j < V; j++) sf_lif_step(&k, soft, BN ? f(cur.v[u][j]) : cur.v[u][j], &v[j], &h[j]);
+            if (V == 4)
+                *(float4 *)SF_COL(smem, t + u - t0) = make_float4(h[0], h[1], h[2], h[3]);
+            else
+                *SF_COL(smem, t + u - t0) = h[0];
+        };
+        if (t + U <= t1) { /* full batch: straight-line code */
 #pragma unroll
-                for (int j = 0; j < V; j++) sf_lif_step(&k, soft, BN ? f(cur.v[u][j]) : cur.v[u][j], &v[j], &h[j]);
-                if (V == 4)
-                    *(float4 *)SF_COL(smem, t + u - t0) = make_float4(h[0], h[1], h[2], h[3]);
-                else
-                    *SF_COL(smem, t + u - t0) = h[0];
-            }
+            for (int u = 0; u < U; u++) step(u);
+        } else {
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (t + u < t1) step(u);
         }
     }
 }
@@ -192,35 +214,46 @@ __device__ __forceinline__ void sf_cu_recompute(const sf_cu_neuron &a, const sf_
 /* Backward over [T, N]. h: saved potentials or NULL (recompute through shared memory in segments of S steps,
  * with nseg = ceil(T / S) checkpoints after the S-step area). Loads of ds (and x for BN) run one batch ahead;
  * the first batch of a segment is requested before its recompute, so its latency overlaps that pass. The
- * surrogate stays a run-time switch (uniform across the grid): templating it quadrupled compile time for no
- * measured gain in these memory-bound loops. */
-template <bool BN, int MODE, int V, int U>
-__global__ void __launch_bounds__(256) sf_cu_neuron_backward(sf_cu_neuron a, const float *hsaved, const float *ds,
-                                                             float *dx, float *sums, const float *dgamma,
-                                                             const float *dbeta, int64_t S)
+ * surrogate is a template argument (SG): the loop is issue-bound at the occupancy the columns allow, and the run-time
+ * switch cost instructions per element. */
+template <bool BN, int MODE, int V, int U, int SG>
+__global__ void __launch_bounds__(256)
+    sf_cu_neuron_backward(sf_cu_neuron a, const float *hsaved, const float *ds, float *dx, float *sums,
+                          const float *dgamma, const float *dbeta, int64_t S)
 {
     extern __shared__ float4 sf_cu_smem4[];
     float *smem = (float *)sf_cu_smem4;
     int64_t n = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * V;
     if (n >= a.N) return; /* each thread owns its shared-memory column: no barrier below */
-    const sf_lif_params &p = a.p;
-    const sf_lif_coeffs k = sf_lif_coeffs_of(&p);
+    sf_lif_params p = a.p;
+    p.surrogate = (sf_surrogate)SG; /* a constant: the compiler keeps only this surrogate's arithmetic */
+    const sf_lif_coeffs k = a.k;
     const sf_cu_affine f = sf_cu_affine_of<BN>(a, n);
     float *ckpt = smem + S * blockDim.x * V;
     int64_t nseg = hsaved ? 1 : (a.T + S - 1) / S;
     float v[V];
-    if (!hsaved && nseg > 1) { /* v at each segment start */
+    if (!hsaved && nseg > 1) { /* v at each segment start (S is a multiple of U), x streamed in batches */
 #pragma unroll
         for (int j = 0; j < V; j++) v[j] = k.v0;
-        for (int64_t t = 0; t < a.T; t++) {
-            float xs[V], h;
+        const int64_t tend = (nseg - 1) * S; /* the last segment's start: no further */
+        sf_cu_batch<V, U> next, cur;
+        sf_cu_load_batch<V, U, false>(next, a.x, a.N, n, 0, 1, 0, tend);
+        for (int64_t t = 0; t < tend; t += U) {
+            cur = next;
+            if (t + U < tend) sf_cu_load_batch<V, U, false>(next, a.x, a.N, n, t + U, 1, 0, tend);
             if (t % S == 0)
 #pragma unroll
                 for (int j = 0; j < V; j++) SF_COL(ckpt, t / S)[j] = v[j];
-            sf_cu_ld<V>(a.x + t * a.N + n, xs);
 #pragma unroll
-            for (int j = 0; j < V; j++) sf_lif_step(&k, p.soft_reset, BN ? f(xs[j]) : xs[j], &v[j], &h);
+            for (int u = 0; u < U; u++) {
+                float h;
+#pragma unroll
+                for (int j = 0; j < V; j++)
+                    sf_lif_step(&k, p.soft_reset, BN ? f(cur.v[u][j]) : cur.v[u][j], &v[j], &h);
+            }
         }
+#pragma unroll
+        for (int j = 0; j < V; j++) SF_COL(ckpt, nseg - 1)[j] = v[j];
     }
     float mdy = 0.0f, mdyx = 0.0f;
     if (MODE == SF_DY_BN_DX) {
@@ -249,29 +282,34 @@ __global__ void __launch_bounds__(256) sf_cu_neuron_backward(sf_cu_neuron a, con
                 sf_cu_load_batch<V, U, true>(nds, ds, a.N, n, t - U, -1, t0, t1);
                 if (BN) sf_cu_load_batch<V, U, false>(nx, a.x, a.N, n, t - U, -1, t0, t1);
             }
-#pragma unroll
-            for (int u = 0; u < U; u++) {
+            auto step = [&](int u) {
                 int64_t tt = t - u;
-                if (tt >= t0) {
-                    float out[V], hv[V];
-                    if (hsaved) { /* full mode: h streams in beside ds */
-                        sf_cu_ld_once<V>(hsaved + tt * a.N + n, hv);
-                    } else if (V == 4) {
-                        float4 q = *(const float4 *)SF_COL(smem, tt - t0);
-                        hv[0] = q.x, hv[1] = q.y, hv[2] = q.z, hv[3] = q.w;
-                    } else {
-                        hv[0] = *SF_COL(smem, tt - t0);
-                    }
-#pragma unroll
-                    for (int j = 0; j < V; j++) {
-                        float dy = k.c * sf_lif_step_back(&p, &k, hv[j], cds.v[u][j], &dv[j]);
-                        float xhat = BN ? (cx.v[u][j] - f.mean) * f.invstd : 0.0f;
-                        if (MODE == SF_DY_WRITE) out[j] = dy;
-                        if (MODE == SF_DY_SUMS) sdy[j] += dy, sdyx[j] += dy * xhat;
-                        if (MODE == SF_DY_BN_DX) out[j] = f.gamma * f.invstd * (dy - mdy - xhat * mdyx);
-                    }
-                    if (MODE != SF_DY_SUMS) sf_cu_st<V>(dx + tt * a.N + n, out);
+                float out[V], hv[V];
+                if (hsaved) { /* full mode: h streams in beside ds */
+                    sf_cu_ld_once<V>(hsaved + tt * a.N + n, hv);
+                } else if (V == 4) {
+                    float4 q = *(const float4 *)SF_COL(smem, tt - t0);
+                    hv[0] = q.x, hv[1] = q.y, hv[2] = q.z, hv[3] = q.w;
+                } else {
+                    hv[0] = *SF_COL(smem, tt - t0);
                 }
+#pragma unroll
+                for (int j = 0; j < V; j++) {
+                    float dy = k.c * sf_lif_step_back(&p, &k, hv[j], cds.v[u][j], &dv[j]);
+                    float xhat = BN ? (cx.v[u][j] - f.mean) * f.invstd : 0.0f;
+                    if (MODE == SF_DY_WRITE) out[j] = dy;
+                    if (MODE == SF_DY_SUMS) sdy[j] += dy, sdyx[j] += dy * xhat;
+                    if (MODE == SF_DY_BN_DX) out[j] = f.gamma * f.invstd * (dy - mdy - xhat * mdyx);
+                }
+                if (MODE != SF_DY_SUMS) sf_cu_st<V>(dx + tt * a.N + n, out);
+            };
+            if (t - (U - 1) >= t0) { /* full batch: straight-line code */
+#pragma unroll
+                for (int u = 0; u < U; u++) step(u);
+            } else {
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (t - u >= t0) step(u);
             }
         }
     }

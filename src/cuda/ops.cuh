@@ -17,8 +17,8 @@ sf_status sf_cu_bn_forward(sf_backend *be, sf_bn_shape sh, const float *x, const
                            float eps, const float *gamma, const float *beta, float *y);
 sf_status sf_cu_bn_backward(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var,
                             float eps, const float *gamma, const float *dy, float *dx, float *dgamma, float *dbeta);
-sf_status sf_cu_bn_update_running(sf_backend *be, sf_bn_shape sh, float momentum, const float *mean,
-                                  const float *var, float *running_mean, float *running_var);
+sf_status sf_cu_bn_update_running(sf_backend *be, sf_bn_shape sh, float momentum, const float *mean, const float *var,
+                                  float *running_mean, float *running_var);
 
 /* bn_lif.cu */
 sf_status sf_cu_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
@@ -29,17 +29,17 @@ sf_status sf_cu_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t 
                                 const float *beta, const float *ds, float *dx, float *dgamma, float *dbeta);
 
 /* linear.cu */
-sf_status sf_cu_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
-                               const float *w, const float *b, float *y);
-sf_status sf_cu_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
-                                const float *w, const float *dy, float *dx, float *dw, float *db);
+sf_status sf_cu_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x, const float *w,
+                               const float *b, float *y);
+sf_status sf_cu_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x, const float *w,
+                                const float *dy, float *dx, float *dw, float *db);
 
 /* conv.cu */
 size_t sf_cu_conv_workspace(sf_backend *be, const sf_conv_shape *sh);
-sf_status sf_cu_conv_forward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
-                             const float *b, float *y, void *ws);
-sf_status sf_cu_conv_backward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
-                              const float *dy, float *dx, float *dw, float *db, void *ws);
+sf_status sf_cu_conv_forward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w, const float *b,
+                             float *y, void *ws);
+sf_status sf_cu_conv_backward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w, const float *dy,
+                              float *dx, float *dw, float *db, void *ws);
 void sf_cu_conv_cache_free(sf_cu_ctx *c);
 
 /* pool.cu */
@@ -67,8 +67,8 @@ sf_status sf_cu_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K, in
                              const int32_t *labels, float *dr, float *logits_mean, float *stats);
 
 /* optim.cu */
-sf_status sf_cu_sgd_step(sf_backend *be, int64_t n, float lr, float momentum, int32_t nesterov, float wd,
-                         int64_t step, float *p, const float *g, float *buf);
+sf_status sf_cu_sgd_step(sf_backend *be, int64_t n, float lr, float momentum, int32_t nesterov, float wd, int64_t step,
+                         float *p, const float *g, float *buf);
 sf_status sf_cu_adam_step(sf_backend *be, int64_t n, float lr, float beta1, float beta2, float eps, float wd,
                           int32_t decoupled, int64_t step, float *p, const float *g, float *m, float *v);
 

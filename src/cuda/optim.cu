@@ -43,8 +43,8 @@ static unsigned grid(sf_cu_ctx *c, int64_t n)
     return b < cap ? b : cap;
 }
 
-sf_status sf_cu_sgd_step(sf_backend *be, int64_t n, float lr, float momentum, int32_t nesterov, float wd,
-                         int64_t step, float *p, const float *g, float *buf)
+sf_status sf_cu_sgd_step(sf_backend *be, int64_t n, float lr, float momentum, int32_t nesterov, float wd, int64_t step,
+                         float *p, const float *g, float *buf)
 {
     if (n == 0) return SF_OK;
     if (step < 1) return sf_fail(SF_ERR_INVALID, "SGD step = %lld: counted from 1", (long long)step);

@@ -2,8 +2,7 @@
  * cover an input pixel, so overlapping windows need no atomics and results are deterministic. */
 #include "cuda/ops.cuh"
 
-template <bool MAX>
-__global__ void pool_forward_kernel(sf_pool_shape sh, const float *x, float *y, uint8_t *argmax)
+template <bool MAX> __global__ void pool_forward_kernel(sf_pool_shape sh, const float *x, float *y, uint8_t *argmax)
 {
     int64_t total = sh.n * sh.oh * sh.ow;
     SF_CU_GRID_STRIDE(i, total)
@@ -59,12 +58,14 @@ static sf_status check(const sf_pool_shape *sh)
 {
     if (sh->k < 1 || sh->k > 16 || sh->stride < 1 || sh->oh != (sh->h - sh->k) / sh->stride + 1 ||
         sh->ow != (sh->w - sh->k) / sh->stride + 1)
-        return sf_fail(SF_ERR_INVALID, "pool shape %dx%d k=%d stride=%d -> %dx%d is inconsistent (k <= 16: the argmax is one byte)", sh->h,
-                       sh->w, sh->k, sh->stride, sh->oh, sh->ow);
+        return sf_fail(SF_ERR_INVALID,
+                       "pool shape %dx%d k=%d stride=%d -> %dx%d is inconsistent (k <= 16: the argmax is one byte)",
+                       sh->h, sh->w, sh->k, sh->stride, sh->oh, sh->ow);
     return SF_OK;
 }
 
-template <bool MAX> static sf_status forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y, uint8_t *am)
+template <bool MAX>
+static sf_status forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y, uint8_t *am)
 {
     SF_TRY(check(sh));
     int64_t total = sh->n * sh->oh * sh->ow;

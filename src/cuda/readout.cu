@@ -111,7 +111,7 @@ sf_status sf_cu_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K, in
         return sf_fail(SF_ERR_INVALID, "softmax cross-entropy: T = %lld, B = %lld, K = %d must be >= 1", (long long)T,
                        (long long)B, K);
     softmax_xent_kernel<<<1, SF_XENT_THREADS, 0, sf_cu_ctx_of(be)->stream>>>(T, B, K, per_step, r, labels, dr,
-                                                                            logits_mean, stats);
+                                                                             logits_mean, stats);
     SF_CU_LAUNCHED();
     return SF_OK;
 }

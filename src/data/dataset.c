@@ -210,7 +210,8 @@ sf_status sf_dataset_load(sf_dataset_kind kind, const char *dir, sf_split split,
     *out = NULL;
     if ((unsigned)kind >= NUM_KINDS) return sf_fail(SF_ERR_INVALID, "unknown dataset kind %d", (int)kind);
     if (!dir || !*dir) dir = kinds[kind].default_dir;
-    sf_status s = kind == SF_DATASET_CIFAR10 ? load_cifar_split(dir, split, out) : load_idx_split(kind, dir, split, out);
+    sf_status s =
+        kind == SF_DATASET_CIFAR10 ? load_cifar_split(dir, split, out) : load_idx_split(kind, dir, split, out);
     if (s != SF_OK) return s;
     sf_dataset *ds = *out;
     if (ds->channels != kinds[kind].channels || ds->height != kinds[kind].side || ds->width != kinds[kind].side) {

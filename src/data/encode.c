@@ -50,12 +50,50 @@ static float pixel(const sf_dataset *ds, const uint8_t *img, view v, int c, int 
     return (float)img[((size_t)c * ds->height + sy) * ds->width + sx] / 255.0f;
 }
 
+/* Encodes one sample whose intensities (after augmentation) are already in step 0's slot `x0`; the other steps'
+ * slots are x0 + t·step. Step 0 is written last because it holds the input. */
+static void encode_steps(const sf_loader_params *p, const float *mean, const float *std, size_t hw, int C,
+                         uint64_t poisson_key, int64_t sample, float *x0, size_t step)
+{
+    const int64_t T = p->timesteps;
+    const size_t chw = (size_t)C * hw;
+    switch (p->encoding) {
+    case SF_ENCODING_DIRECT:
+        if (p->normalize)
+            for (int c = 0; c < C; c++)
+                for (size_t q = (size_t)c * hw; q < (size_t)(c + 1) * hw; q++) x0[q] = (x0[q] - mean[c]) / std[c];
+        for (int64_t t = 1; t < T; t++) memcpy(x0 + (size_t)t * step, x0, chw * sizeof *x0);
+        break;
+    case SF_ENCODING_POISSON: {
+        /* sf_uniform(poisson_key, sample, t·chw + q), with the part that depends on the sample hashed once. */
+        const uint64_t sample_key = sf_mix64(sf_mix64(poisson_key) ^ (uint64_t)sample);
+        for (int64_t t = T - 1; t >= 0; t--) {
+            float *xt = x0 + (size_t)t * step;
+            const uint64_t base = (uint64_t)t * chw;
+            for (size_t q = 0; q < chw; q++) {
+                const float u = (float)(sf_mix64(sample_key ^ (base + q)) >> 40) * (1.0f / 16777216.0f);
+                xt[q] = u < x0[q] ? 1.0f : 0.0f;
+            }
+        }
+        break;
+    }
+    case SF_ENCODING_LATENCY:
+        for (int64_t t = 1; t < T; t++) memset(x0 + (size_t)t * step, 0, chw * sizeof *x0);
+        for (size_t q = 0; q < chw; q++) {
+            const float v = x0[q];
+            const int64_t fire = v > 0.0f ? (int64_t)lroundf((float)(T - 1) * (1.0f - v)) : -1;
+            x0[q] = 0.0f;
+            if (fire >= 0) x0[(size_t)fire * step + q] = 1.0f;
+        }
+        break;
+    }
+}
+
 void sf_encode_batch(const sf_dataset *ds, const sf_loader_params *p, int64_t epoch, const int64_t *idx,
                      int64_t count, float *x)
 {
-    const int64_t T = p->timesteps, B = p->batch;
     const int C = ds->channels, H = ds->height, W = ds->width;
-    const size_t chw = (size_t)C * H * W, step = (size_t)B * chw;
+    const size_t hw = (size_t)H * W, chw = (size_t)C * hw, step = (size_t)p->batch * chw;
     const uint64_t aug_key = sf_draw_key(p->seed, SF_DRAW_AUGMENT, epoch);
     const uint64_t poisson_key = sf_draw_key(p->seed, SF_DRAW_POISSON, epoch);
     const float *mean = p->std[0] != 0.0f ? p->mean : ds->mean, *std = p->std[0] != 0.0f ? p->std : ds->std;
@@ -64,30 +102,13 @@ void sf_encode_batch(const sf_dataset *ds, const sf_loader_params *p, int64_t ep
         const uint8_t *img = ds->images + (size_t)sample * chw;
         const view v = sample_view(p, aug_key, sample);
         float *out = x + (size_t)b * chw;
-        for (int c = 0; c < C; c++) {
-            const float scale = p->normalize ? 1.0f / std[c] : 1.0f, shift = p->normalize ? mean[c] : 0.0f;
-            for (int y = 0; y < H; y++)
-                for (int xx = 0; xx < W; xx++) {
-                    const size_t q = ((size_t)c * H + y) * W + xx;
-                    const float val = pixel(ds, img, v, c, y, xx);
-                    switch (p->encoding) {
-                    case SF_ENCODING_DIRECT: {
-                        const float in = (val - shift) * scale;
-                        for (int64_t t = 0; t < T; t++) out[(size_t)t * step + q] = in;
-                        break;
-                    }
-                    case SF_ENCODING_POISSON:
-                        for (int64_t t = 0; t < T; t++)
-                            out[(size_t)t * step + q] =
-                                sf_uniform(poisson_key, (uint64_t)sample, (uint64_t)t * chw + q) < val ? 1.0f : 0.0f;
-                        break;
-                    case SF_ENCODING_LATENCY: {
-                        const int64_t fire = val > 0.0f ? (int64_t)lroundf((float)(T - 1) * (1.0f - val)) : -1;
-                        for (int64_t t = 0; t < T; t++) out[(size_t)t * step + q] = t == fire ? 1.0f : 0.0f;
-                        break;
-                    }
-                    }
-                }
+        if (v.dy == 0 && v.dx == 0 && !v.flip) {
+            for (size_t q = 0; q < chw; q++) out[q] = (float)img[q] / 255.0f;
+        } else {
+            for (int c = 0; c < C; c++)
+                for (int y = 0; y < H; y++)
+                    for (int xx = 0; xx < W; xx++) out[((size_t)c * H + y) * W + xx] = pixel(ds, img, v, c, y, xx);
         }
+        encode_steps(p, mean, std, hw, C, poisson_key, sample, out, step);
     }
 }

@@ -129,7 +129,8 @@ sf_status sf_loader_create(const sf_dataset *ds, const sf_loader_params *p, sf_l
 {
     *out = NULL;
     if (!ds || !p) return sf_fail(SF_ERR_INVALID, "loader: dataset or parameters are NULL");
-    if (p->batch < 1 || p->batch > (1 << 20)) return sf_fail(SF_ERR_INVALID, "loader: batch %lld is not in 1..2^20", (long long)p->batch);
+    if (p->batch < 1 || p->batch > (1 << 20))
+        return sf_fail(SF_ERR_INVALID, "loader: batch %lld is not in 1..2^20", (long long)p->batch);
     if (p->timesteps < 1 || p->timesteps > (1 << 20))
         return sf_fail(SF_ERR_INVALID, "loader: timesteps %lld is not in 1..2^20", (long long)p->timesteps);
     if ((unsigned)p->encoding > SF_ENCODING_LATENCY)

@@ -160,7 +160,8 @@ static sf_status parse_from(int32_t layer, const char *value, int32_t *tensor)
     }
     char *end;
     long v = strtol(value, &end, 10);
-    if (end == value || *end) return sf_fail(SF_ERR_INVALID, "from expects a layer number (-1 is the previous one) or input");
+    if (end == value || *end)
+        return sf_fail(SF_ERR_INVALID, "from expects a layer number (-1 is the previous one) or input");
     long src = v < 0 ? layer + v : v;
     if (v < 0 && src < -1)
         return sf_fail(SF_ERR_INVALID, "from = %ld reaches before the network input (this is layer %d)", v, layer);
@@ -196,7 +197,8 @@ static sf_status apply_layer(sf_config *cfg, int32_t li, const char *name, const
 /* Alpha follows the surrogate unless it was given where the surrogate was chosen or later. */
 static void resolve_lif(sf_config *cfg)
 {
-    if (!(cfg->neuron_own & (1u << sf_lif_key_alpha))) cfg->neuron.alpha = sf_surrogate_default_alpha(cfg->neuron.surrogate);
+    if (!(cfg->neuron_own & (1u << sf_lif_key_alpha)))
+        cfg->neuron.alpha = sf_surrogate_default_alpha(cfg->neuron.surrogate);
     for (int32_t i = 0; i < cfg->num_layers; i++) {
         sf_config_layer *L = &cfg->layers[i];
         if (L->desc.kind != SF_LAYER_LIF) continue;

@@ -21,6 +21,7 @@ static const char *const reset_names[] = {"hard", "soft", NULL};
 static const char *const surrogate_names[] = {"sigmoid", "atan", "fast_sigmoid", "rect", NULL};
 
 #define BIG 1e30
+#define SF_CONFIG_STRING_MAX 180
 #define TRAIN(member) offsetof(sf_config, member)
 const sf_key_spec sf_train_keys[] = {
     {.name = "dataset", .type = SF_V_ENUM, .offset = TRAIN(train.dataset), .choices = dataset_names},
@@ -211,7 +212,8 @@ sf_status sf_key_parse(const sf_key_spec *k, const char *text, void *base)
     }
     case SF_V_AUTO_BOOL: {
         int32_t v = -1;
-        if (strcmp(text, "auto") != 0 && !parse_bool(text, &v)) return sf_fail(SF_ERR_INVALID, "expects on, off or auto");
+        if (strcmp(text, "auto") != 0 && !parse_bool(text, &v))
+            return sf_fail(SF_ERR_INVALID, "expects on, off or auto");
         memcpy(field, &v, sizeof v);
         return SF_OK;
     }
@@ -229,8 +231,10 @@ sf_status sf_key_parse(const sf_key_spec *k, const char *text, void *base)
             if ((unsigned char)*q < 0x20) return sf_fail(SF_ERR_INVALID, "contains a control character");
         if (text[0] == ' ' || (text[0] && text[strlen(text) - 1] == ' '))
             return sf_fail(SF_ERR_INVALID, "starts or ends with a blank");
-        if (strlen(text) >= SF_CONFIG_PATH_MAX)
-            return sf_fail(SF_ERR_INVALID, "is longer than %d characters", SF_CONFIG_PATH_MAX - 1);
+        /* libinih reads lines of at most 198 characters (INI_MAX_LINE), and the written config must read back. */
+        if (strlen(text) > SF_CONFIG_STRING_MAX)
+            return sf_fail(SF_ERR_INVALID, "is longer than %d characters (a config line holds at most 198; use a "
+                           "shorter path or a symbolic link)", SF_CONFIG_STRING_MAX);
         memcpy(field, text, strlen(text) + 1);
         return SF_OK;
     case SF_V_DEVICE: return sf_device_parse(text, (sf_device *)field);

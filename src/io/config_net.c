@@ -36,7 +36,8 @@ sf_status sf_config_build_net(const sf_config *cfg, sf_net **out)
         const sf_config_layer *L = &cfg->layers[i];
         s = sf_net_add(net, &L->desc, NULL);
         if (s != SF_OK)
-            s = sf_fail_context(s, "%s:%d: [%s] (layer %d): ", cfg->source, L->line, sf_config_section_name(L->desc.kind), i);
+            s = sf_fail_context(s, "%s:%d: [%s] (layer %d): ", cfg->source, L->line,
+                                sf_config_section_name(L->desc.kind), i);
     }
     if (s == SF_OK) {
         int32_t chw[3], c, h, w, classes;

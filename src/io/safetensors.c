@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,8 +65,9 @@ static sf_status parse_entry(const cJSON *item, size_t data_size, sf_st_entry *e
         e->numel *= e->shape[i];
     }
     const cJSON *b = cJSON_GetArrayItem(offs, 0), *en = cJSON_GetArrayItem(offs, 1);
-    if (cJSON_GetArraySize(offs) != 2 || !cJSON_IsNumber(b) || !cJSON_IsNumber(en) || b->valuedouble < 0 ||
-        en->valuedouble < b->valuedouble || en->valuedouble > (double)data_size)
+    if (cJSON_GetArraySize(offs) != 2 || !cJSON_IsNumber(b) || !cJSON_IsNumber(en) || !(b->valuedouble >= 0) ||
+        !(en->valuedouble >= b->valuedouble) || !(en->valuedouble <= (double)data_size) ||
+        b->valuedouble != floor(b->valuedouble) || en->valuedouble != floor(en->valuedouble))
         return sf_fail(SF_ERR_FORMAT, "tensor '%s' has data_offsets outside the file", item->string);
     e->offset = (size_t)b->valuedouble;
     e->nbytes = (size_t)en->valuedouble - e->offset;
@@ -74,6 +76,27 @@ static sf_status parse_entry(const cJSON *item, size_t data_size, sf_st_entry *e
         return sf_fail(SF_ERR_FORMAT, "tensor '%s': shape and byte size disagree", item->string);
     e->name = strdup(item->string);
     return e->name ? SF_OK : sf_fail(SF_ERR_NOMEM, "out of memory");
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* JSON allows a key twice; a tensor name given twice would make lookups ambiguous, so it is refused. Sorting keeps
+ * this O(n log n) for hostile headers with many entries. */
+static sf_status check_unique_names(const sf_safetensors *st)
+{
+    if (st->count < 2) return SF_OK;
+    char **names = malloc((size_t)st->count * sizeof *names);
+    if (!names) return sf_fail(SF_ERR_NOMEM, "out of memory reading safetensors");
+    for (int32_t i = 0; i < st->count; i++) names[i] = st->entries[i].name;
+    qsort(names, (size_t)st->count, sizeof *names, compare_names);
+    sf_status s = SF_OK;
+    for (int32_t i = 1; i < st->count && s == SF_OK; i++)
+        if (strcmp(names[i - 1], names[i]) == 0) s = sf_fail(SF_ERR_FORMAT, "tensor '%s' appears twice", names[i]);
+    free(names);
+    return s;
 }
 
 sf_status sf_safetensors_parse(const uint8_t *buf, size_t len, sf_safetensors **out)
@@ -93,8 +116,10 @@ sf_status sf_safetensors_parse(const uint8_t *buf, size_t len, sf_safetensors **
     sf_safetensors *st = calloc(1, sizeof *st);
     size_t data_size = len - 8 - (size_t)hlen;
     int n = cJSON_GetArraySize(root);
-    st->entries = calloc((size_t)n + 1, sizeof *st->entries);
-    st->data = malloc(data_size ? data_size : 1);
+    if (st) {
+        st->entries = calloc((size_t)n + 1, sizeof *st->entries);
+        st->data = malloc(data_size ? data_size : 1);
+    }
     if (!st || !st->entries || !st->data) {
         cJSON_Delete(root);
         sf_safetensors_free(st);
@@ -105,9 +130,12 @@ sf_status sf_safetensors_parse(const uint8_t *buf, size_t len, sf_safetensors **
     sf_status status = SF_OK;
     for (cJSON *item = root->child; item && status == SF_OK; item = item->next) {
         if (strcmp(item->string, "__metadata__") == 0) {
-            if (!cJSON_IsObject(item)) status = sf_fail(SF_ERR_FORMAT, "__metadata__ is not an object");
+            if (st->metadata) status = sf_fail(SF_ERR_FORMAT, "__metadata__ appears twice");
+            if (status == SF_OK && !cJSON_IsObject(item))
+                status = sf_fail(SF_ERR_FORMAT, "__metadata__ is not an object");
             for (cJSON *m = item->child; m && status == SF_OK; m = m->next)
-                if (!cJSON_IsString(m)) status = sf_fail(SF_ERR_FORMAT, "__metadata__ value '%s' is not a string", m->string);
+                if (!cJSON_IsString(m))
+                    status = sf_fail(SF_ERR_FORMAT, "__metadata__ value '%s' is not a string", m->string);
             if (status == SF_OK) st->metadata = cJSON_Duplicate(item, 1);
             continue;
         }
@@ -115,6 +143,7 @@ sf_status sf_safetensors_parse(const uint8_t *buf, size_t len, sf_safetensors **
         if (status == SF_OK) st->count++;
     }
     cJSON_Delete(root);
+    if (status == SF_OK) status = check_unique_names(st);
     if (status != SF_OK) {
         sf_safetensors_free(st);
         return status;

@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,24 @@ sf_status sf_metrics_write(sf_metrics *m, const cJSON *obj)
     int ok = fputs(line, m->f) >= 0 && fputc('\n', m->f) != EOF && fflush(m->f) == 0;
     free(line);
     return ok ? SF_OK : sf_fail(SF_ERR_IO, "writing %s: %s", m->path, strerror(errno));
+}
+
+static double shortest(float v)
+{
+    if (!isfinite(v)) return v; /* cJSON writes null */
+    char buf[32];
+    for (int digits = 1; digits < 9; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, (double)v);
+        if ((float)strtod(buf, NULL) == v) return strtod(buf, NULL);
+    }
+    return v;
+}
+
+cJSON *sf_json_float(float v) { return cJSON_CreateNumber(shortest(v)); }
+
+cJSON *sf_json_add_float(cJSON *obj, const char *key, float v)
+{
+    return cJSON_AddNumberToObject(obj, key, shortest(v));
 }
 
 /* Whether one line is a complete object whose step is covered by the checkpoint. */

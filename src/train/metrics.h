@@ -16,6 +16,11 @@ void sf_metrics_close(sf_metrics *m);
 /* Appends `obj` as one line and flushes it. The object stays the caller's. */
 sf_status sf_metrics_write(sf_metrics *m, const struct cJSON *obj);
 
+/* Adds a float as the shortest decimal that reads back as the same float (0.005, not 0.004999999888), so
+ * lines stay readable and a float compared across runs compares exactly. */
+struct cJSON *sf_json_add_float(struct cJSON *obj, const char *key, float v);
+struct cJSON *sf_json_float(float v);
+
 /* Rewrites `path` (atomically) keeping only lines whose "step" is <= max_step: what a resumed run would otherwise
  * log twice is dropped. Lines that are not JSON objects with a numeric "step" are dropped too (a line cut short
  * by a crash). A missing file is not an error. */

@@ -31,6 +31,25 @@ static void copy_changeable(sf_config *dst, const sf_config *src)
     dst->net.device = src->net.device;
 }
 
+/* A copy of an INI text without its comment lines (the writer names the file a config came from in one). */
+static char *without_comments(const char *text)
+{
+    char *out = malloc(strlen(text) + 1);
+    if (!out) return NULL;
+    char *o = out;
+    while (*text) {
+        size_t n = strcspn(text, "\n");
+        if (text[0] != ';' && text[0] != '#') {
+            memcpy(o, text, n);
+            o += n;
+            *o++ = '\n';
+        }
+        text += n + (text[n] != 0);
+    }
+    *o = 0;
+    return out;
+}
+
 /* The first line where two texts differ, copied into a/b (for the message). */
 static void first_difference(const char *x, const char *y, char *a, char *b, size_t cap)
 {
@@ -56,15 +75,19 @@ sf_status sf_config_check_same_run(const sf_config *saved, const sf_config *want
         copy_changeable(aligned, saved);
         s = sf_config_write(aligned, &aligned_text);
     }
-    if (s == SF_OK && strcmp(saved_text, aligned_text) != 0) {
+    char *x = s == SF_OK ? without_comments(saved_text) : NULL, *y = s == SF_OK ? without_comments(aligned_text) : NULL;
+    if (s == SF_OK && (!x || !y)) s = sf_fail(SF_ERR_NOMEM, "out of memory");
+    if (s == SF_OK && strcmp(x, y) != 0) {
         char a[256], b[256];
-        first_difference(saved_text, aligned_text, a, b, sizeof a);
+        first_difference(x, y, a, b, sizeof a);
         s = sf_fail(SF_ERR_INVALID,
                     "this config is not the run being resumed: it has '%s' where the run has '%s' (a resumed run "
                     "may change only train.epochs, train.data_dir, train.log_every, train.threads and the device)",
                     b, a);
     }
     sf_config_free(aligned);
+    free(x);
+    free(y);
     free(saved_text);
     free(wanted_text);
     free(aligned_text);

@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,55 +50,71 @@ static size_t peak_rss_bytes(void)
     return getrusage(RUSAGE_SELF, &ru) == 0 ? (size_t)ru.ru_maxrss * 1024u : 0;
 }
 
-/* ---------------------------------------------------------------- loader state (checkpoint metadata) */
+/* ---------------------------------------------------------------- loader state (checkpoint metadata)
+ * {"epoch":E,"index":I, then every field of epoch_sums}: one table serves writing and reading. */
+
+static const struct {
+    const char *key;
+    size_t offset;
+    int is_int; /* int64_t, else double */
+} sum_fields[] = {
+    {"loss_sum", offsetof(epoch_sums, loss_sum), 0},       {"correct", offsetof(epoch_sums, correct), 1},
+    {"seen", offsetof(epoch_sums, seen), 1},               {"batches", offsetof(epoch_sums, batches), 1},
+    {"train_seconds", offsetof(epoch_sums, train_seconds), 0},
+    {"log_loss_sum", offsetof(epoch_sums, log_loss_sum), 0}, {"log_correct", offsetof(epoch_sums, log_correct), 1},
+    {"log_seen", offsetof(epoch_sums, log_seen), 1},       {"log_steps", offsetof(epoch_sums, log_steps), 1},
+};
+#define NUM_SUM_FIELDS (sizeof sum_fields / sizeof sum_fields[0])
 
 static char *loader_state_json(const run *r)
 {
     sf_loader_state ls;
     sf_loader_get_state(r->train_ld, &ls);
-    const epoch_sums *e = &r->sums;
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
     cJSON_AddNumberToObject(o, "epoch", (double)ls.epoch);
     cJSON_AddNumberToObject(o, "index", (double)ls.index);
-    cJSON_AddNumberToObject(o, "loss_sum", e->loss_sum);
-    cJSON_AddNumberToObject(o, "correct", (double)e->correct);
-    cJSON_AddNumberToObject(o, "seen", (double)e->seen);
-    cJSON_AddNumberToObject(o, "batches", (double)e->batches);
-    cJSON_AddNumberToObject(o, "train_seconds", e->train_seconds);
-    cJSON_AddNumberToObject(o, "log_loss_sum", e->log_loss_sum);
-    cJSON_AddNumberToObject(o, "log_correct", (double)e->log_correct);
-    cJSON_AddNumberToObject(o, "log_seen", (double)e->log_seen);
-    cJSON_AddNumberToObject(o, "log_steps", (double)e->log_steps);
+    for (size_t i = 0; i < NUM_SUM_FIELDS; i++) {
+        const char *field = (const char *)&r->sums + sum_fields[i].offset;
+        double v;
+        if (sum_fields[i].is_int) {
+            int64_t n;
+            memcpy(&n, field, sizeof n);
+            v = (double)n;
+        } else {
+            memcpy(&v, field, sizeof v);
+        }
+        cJSON_AddNumberToObject(o, sum_fields[i].key, v);
+    }
     char *text = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return text;
 }
 
-static int json_number(const cJSON *o, const char *key, double *out)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v)) return 0;
-    *out = v->valuedouble;
-    return 1;
-}
-
 static sf_status restore_loader_state(run *r, const char *text)
 {
     cJSON *o = text ? cJSON_Parse(text) : NULL;
-    double v[11];
-    static const char *const keys[] = {"epoch",        "index",        "loss_sum",    "correct",
-                                       "seen",         "batches",      "train_seconds", "log_loss_sum",
-                                       "log_correct", "log_seen",     "log_steps"};
-    int ok = cJSON_IsObject(o);
-    for (int i = 0; ok && i < 11; i++) ok = json_number(o, keys[i], &v[i]);
+    const cJSON *epoch = cJSON_GetObjectItemCaseSensitive(o, "epoch");
+    const cJSON *index = cJSON_GetObjectItemCaseSensitive(o, "index");
+    int ok = cJSON_IsNumber(epoch) && cJSON_IsNumber(index);
+    sf_loader_state ls = {.epoch = ok ? (int64_t)epoch->valuedouble : 0, .index = ok ? (int64_t)index->valuedouble : 0};
+    epoch_sums sums;
+    for (size_t i = 0; ok && i < NUM_SUM_FIELDS; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, sum_fields[i].key);
+        ok = cJSON_IsNumber(v);
+        if (!ok) break;
+        char *field = (char *)&sums + sum_fields[i].offset;
+        if (sum_fields[i].is_int) {
+            int64_t n = (int64_t)v->valuedouble;
+            memcpy(field, &n, sizeof n);
+        } else {
+            memcpy(field, &v->valuedouble, sizeof v->valuedouble);
+        }
+    }
     cJSON_Delete(o);
     if (!ok) return sf_fail(SF_ERR_FORMAT, "the checkpoint's loader_state is missing or malformed");
-    sf_loader_state ls = {.epoch = (int64_t)v[0], .index = (int64_t)v[1]};
     SF_TRY(sf_loader_set_state(r->train_ld, &ls));
-    r->sums = (epoch_sums){.loss_sum = v[2], .correct = (int64_t)v[3], .seen = (int64_t)v[4],
-                           .batches = (int64_t)v[5], .train_seconds = v[6], .log_loss_sum = v[7],
-                           .log_correct = (int64_t)v[8], .log_seen = (int64_t)v[9], .log_steps = (int64_t)v[10]};
+    r->sums = sums;
     return SF_OK;
 }
 
@@ -151,7 +168,7 @@ static sf_status log_step_line(run *r, float lr)
     cJSON_AddNumberToObject(o, "step", (double)r->step);
     cJSON_AddNumberToObject(o, "loss", e->log_loss_sum / (double)e->log_steps);
     cJSON_AddNumberToObject(o, "accuracy", (double)e->log_correct / (double)e->log_seen);
-    cJSON_AddNumberToObject(o, "lr", lr);
+    sf_json_add_float(o, "lr", lr);
     cJSON_AddNumberToObject(o, "samples_per_s", e->train_seconds > 0 ? (double)e->seen / e->train_seconds : 0);
     sf_status s = sf_metrics_write(r->metrics, o);
     cJSON_Delete(o);
@@ -173,8 +190,8 @@ static sf_status log_epoch_line(run *r, const sf_eval_result *test)
     cJSON_AddNumberToObject(o, "test_accuracy", test->accuracy);
     cJSON *rates = cJSON_AddArrayToObject(o, "firing_rates");
     for (int32_t i = 0; rates && i < test->num_rates; i++)
-        cJSON_AddItemToArray(rates, cJSON_CreateNumber(test->firing_rates[i]));
-    cJSON_AddNumberToObject(o, "lr", ev->lr);
+        cJSON_AddItemToArray(rates, sf_json_float(test->firing_rates[i]));
+    sf_json_add_float(o, "lr", ev->lr);
     cJSON_AddNumberToObject(o, "samples_per_s", ev->samples_per_s);
     cJSON_AddNumberToObject(o, "train_seconds", ev->epoch_seconds);
     cJSON_AddNumberToObject(o, "test_seconds", test->seconds);
@@ -273,7 +290,7 @@ static sf_status numeric_stop(run *r, float lr)
         cJSON_AddStringToObject(o, "reason", "non-finite loss or gradient");
         cJSON_AddNumberToObject(o, "epoch", (double)(r->epochs_done + 1));
         cJSON_AddNumberToObject(o, "step", (double)(r->step + 1));
-        cJSON_AddNumberToObject(o, "lr", lr);
+        sf_json_add_float(o, "lr", lr);
         sf_metrics_write(r->metrics, o); /* best effort: the error below is what matters */
         cJSON_Delete(o);
     }

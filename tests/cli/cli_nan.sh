@@ -3,18 +3,43 @@
 . "$(dirname "$0")/lib.sh"
 
 data data
-# A huge learning rate from the first step: nothing good to keep.
-sf 4 nan_first train "$HERE/tiny_mlp.ini" --set train.data_dir="$WORK/data" --set train.optimizer=sgd \
-    --set train.lr=1000 --out first
-has "the message says what happened" nan_first.err "NaN/Inf"
+# Inputs scaled by 1e30 (a tiny normalisation std) overflow a linear classifier's logits at the second step.
+cat >linear.ini <<'INI'
+[train]
+dataset = fashion-mnist
+epochs = 2
+batch = 32
+timesteps = 1
+optimizer = sgd
+lr = 0.001
+std = 1e-30
+[flatten]
+[linear]
+out = 10
+INI
+sf 4 nan_first train linear.ini --set train.data_dir="$WORK/data" --out first
+has "the message says what happened" nan_first.err "NaN/Inf at epoch 1, step 2"
 has "the message says no checkpoint exists" nan_first.err "no checkpoint had been written yet"
 has "the stop is logged in metrics.jsonl" first/metrics.jsonl '"type":"stopped"'
 
-# Good epochs first, then a step schedule multiplies the learning rate until it blows up.
-sf 4 nan_later train "$HERE/tiny_mlp.ini" --set train.data_dir="$WORK/data" --set train.optimizer=sgd \
-    --set train.lr=0.05 --set train.schedule=step --set train.step_size=1 --set train.gamma=10 \
-    --set train.epochs=50 --out later
-has "the message names the last good checkpoint" nan_later.err "the last good checkpoint is later/last.safetensors"
+# A run with one good epoch whose weights then overflow: the checkpoint of epoch 1 is doctored so that the last
+# layer's weights are 3e38 (as if an update had blown them up), and the run goes on from it.
+sf 0 good train "$HERE/tiny_mlp.ini" --set train.data_dir="$WORK/data" --set train.epochs=1 --out later
+"$PY" - later/last.safetensors <<'PYEOF'
+import json, struct, sys
+path = sys.argv[1]
+raw = bytearray(open(path, "rb").read())
+(n,) = struct.unpack("<Q", raw[:8])
+info = json.loads(raw[8:8 + n])["4.weight"]
+begin, end = info["data_offsets"]
+raw[8 + n + begin:8 + n + end] = struct.pack("<f", 3e38) * ((end - begin) // 4)
+open(path, "wb").write(raw)
+PYEOF
+sum_before=$(md5sum <later/last.safetensors)
+sf 4 nan_later train --resume later --set train.epochs=3
+has "the message names the step" nan_later.err "NaN/Inf at epoch 2, step 17"
+has "the message names the last good checkpoint" nan_later.err "the last good checkpoint is later/last.safetensors (epoch 1, step 16)"
+check "the last checkpoint is untouched" test "$(md5sum <later/last.safetensors)" = "$sum_before"
 sf 0 eval_kept eval later/last.safetensors
 check "the kept checkpoint is a complete safetensors file" "$PY" "$HERE/st_check.py" later/last.safetensors
 

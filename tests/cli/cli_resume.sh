@@ -29,7 +29,7 @@ sf 0 fork train --resume B --set train.epochs=3 --out C
 check "a fork to a new directory leaves the old run alone" test "$(json_field B/metrics.jsonl epoch epoch | wc -l)" -eq 2
 
 # SIGINT in the middle of an epoch: last.safetensors records the position, --resume goes on bitwise.
-data big --train 6000
+data big --train 2500
 big=(--set train.data_dir="$WORK/big" --set train.epochs=2)
 sf 0 d train "$HERE/tiny_mlp.ini" "${big[@]}" --out D
 "$SF" train "$HERE/tiny_mlp.ini" "${big[@]}" --out E >e1.out 2>e1.err &

@@ -20,7 +20,6 @@ DTYPES = {"F32": torch.float32, "F64": torch.float64, "U8": torch.uint8, "I32": 
 def read(path):
     with open(path, "rb") as f:
         raw = f.read()
-    meta = {}
     (n,) = struct.unpack("<Q", raw[:8])
     header = json.loads(raw[8 : 8 + n])
     meta = header.pop("__metadata__", {})
@@ -32,8 +31,8 @@ def read(path):
         pass
     data = raw[8 + n :]
     tensors, end = {}, 0
-    for name, (begin, stop, info) in sorted(((k, *v["data_offsets"], v) for k, v in header.items()),
-                                           key=lambda e: e[1]):
+    for name, info in sorted(header.items(), key=lambda e: e[1]["data_offsets"][0]):
+        begin, stop = info["data_offsets"]
         assert begin == end, f"{name}: offsets not contiguous"
         dt = DTYPES[info["dtype"]]
         count = 1

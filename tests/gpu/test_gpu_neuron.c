@@ -55,7 +55,8 @@ static void host_lif(const sf_lif_params *p, int64_t T, int64_t N, const float *
         float v = k.v0;
         for (int64_t t = 0; t < T; t++) s[t * N + j] = sf_lif_step(&k, p->soft_reset, y[t * N + j], &v, &h[t * N + j]);
         float dv = 0.0f;
-        for (int64_t t = T - 1; t >= 0; t--) dy[t * N + j] = k.c * sf_lif_step_back(p, &k, h[t * N + j], ds[t * N + j], &dv);
+        for (int64_t t = T - 1; t >= 0; t--)
+            dy[t * N + j] = k.c * sf_lif_step_back(p, &k, h[t * N + j], ds[t * N + j], &dv);
     }
 }
 
@@ -86,7 +87,8 @@ static void test_lif(const sf_lif_params *p, int64_t T, int64_t N, uint64_t seed
         u8diff += gu8[i] != (uint8_t)s[i];
         count += s[i];
     }
-    CHECK(diff == 0 && u8diff == 0, "%s: %lld float / %lld byte spikes differ", what, (long long)diff, (long long)u8diff);
+    CHECK(diff == 0 && u8diff == 0, "%s: %lld float / %lld byte spikes differ", what, (long long)diff,
+          (long long)u8diff);
     CHECK(gcount[0] == (float)count, "%s: spike_count %g, expected %g", what, gcount[0], count);
     double eh = tu_rel_err(gh, rh, (int64_t)n), edx = tu_rel_err(gdx, rdx, (int64_t)n);
     CHECK(eh == 0.0, "%s: h differs (rel %.2e)", what, eh);
@@ -134,8 +136,8 @@ static void lif_option_grid(void)
 }
 
 /* Fused BN→LIF with batch statistics against a host reference (BN in float in the kernel's order, sums in double). */
-static void test_bn_lif(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int64_t hw,
-                        int keep_h, uint64_t seed)
+static void test_bn_lif(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int64_t hw, int keep_h,
+                        uint64_t seed)
 {
     int64_t N = B * C * hw;
     size_t n = (size_t)(T * N);
@@ -176,7 +178,8 @@ static void test_bn_lif(sf_backend *be, const sf_lif_params *p, int64_t T, int64
         rdx[i] = gamma[c] * invstd * (dy[i] - rdb[c] / cnt - xhat * rdg[c] / cnt);
     }
     sf_bn_shape sh = {T * B, C, hw};
-    float *dx_ = dev_from(x, n), *dds = dev_from(ds, n), *dg = dev_from(gamma, (size_t)C), *db = dev_from(beta, (size_t)C);
+    float *dx_ = dev_from(x, n), *dds = dev_from(ds, n), *dg = dev_from(gamma, (size_t)C),
+          *db = dev_from(beta, (size_t)C);
     float *dmean = dev_poison((size_t)C), *dvar = dev_poison((size_t)C), *ds_ = dev_poison(n);
     float *dh = keep_h ? dev_poison(n) : NULL, *ddx = dev_poison(n), *ddg = dev_poison((size_t)C);
     float *ddb = dev_poison((size_t)C);

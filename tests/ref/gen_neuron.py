@@ -151,6 +151,7 @@ def lif_cases():
         (make_params(soft_reset=1), 7, 1),
         (make_params(surrogate="fast_sigmoid", detach_reset=1), 13, 129),
         (make_params(surrogate="rect", use_grad_threshold=1), 3, 200),
+        (make_params(detach_reset=1), 8, 1100),                           # more neurons than one kernel block
     ]
     for p, T, N in extra:
         names.append(f"c{len(names)}")
@@ -218,6 +219,7 @@ def bn_lif_cases():
         (make_params(), (6, 5, 7, 1)),                                   # 1-D: [T, B, N]
         (make_params(surrogate="rect", use_grad_threshold=1), (2, 2, 3, 81)),  # 9×9 planes cross neuron blocks
         (make_params(decay=0.6), (5, 3, 11, 13)),
+        (make_params(), (3, 3, 5, 100)),                                 # 1500 neurons: blocks split channel runs
     ]
     for i, (p, shape) in enumerate(cases):
         names.append(f"b{i}")

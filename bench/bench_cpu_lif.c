@@ -1,0 +1,159 @@
+/* bench_cpu_lif.c — workload W1 (shared/workloads.md) on the CPU: the time-fused LIF forward + backward in the
+ * recompute mode, against the DRAM copy bandwidth measured in the same run.
+ *
+ * usage: bench_cpu_lif [log2(T·M) = 24] [repeats = 15]
+ * x[T, M] ~ N(0.6, 1), ds ~ N(0, 1); LIF tau = 2, decay_input, θ = 1, hard reset to 0, detach_reset, sigmoid α = 4.
+ * Floor: 20 bytes per element (forward reads x, writes s; backward reads ds and x, writes dx) over the copy
+ * bandwidth (a parallel memcpy of a 256 MiB buffer, bytes read + written). Times are medians after warm-up; each
+ * repeat measures the copy right before the kernels, so the reported fraction compares like with like even when
+ * the machine is shared. */
+#include "core/backend.h"
+#include "core/rng.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static float *alloc_floats(int64_t n)
+{
+    float *p = aligned_alloc(64, (size_t)n * sizeof(float));
+    if (!p) {
+        fprintf(stderr, "bench_cpu_lif: cannot allocate %lld floats\n", (long long)n);
+        exit(1);
+    }
+    return p;
+}
+
+/* Normal draws by Box-Muller from the counter-based RNG, written by the threads that will later read them. */
+static void fill_randn(float *x, int64_t n, float mean, float std, uint64_t seed)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        double u1 = sf_uniform(seed, 1, (uint64_t)i) + 0.5 / 16777216.0, u2 = sf_uniform(seed, 2, (uint64_t)i);
+        x[i] = mean + std * (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+    }
+}
+
+/* The copy-bandwidth probe: a parallel memcpy of a buffer far larger than the last-level cache. */
+typedef struct copy_probe {
+    float *a, *b;
+    int64_t n;
+} copy_probe;
+
+static copy_probe copy_probe_make(void)
+{
+    copy_probe c = {.n = (int64_t)1 << 26}; /* 256 MiB per buffer */
+    c.a = alloc_floats(c.n);
+    c.b = alloc_floats(c.n);
+    fill_randn(c.a, c.n, 0.0f, 1.0f, 9);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < c.n; i++) c.b[i] = 0.0f;
+    return c;
+}
+
+/* GB/s of one copy, counting bytes read + written. */
+static double copy_gbs(const copy_probe *c)
+{
+    double t0 = now();
+#pragma omp parallel
+    {
+        const int nt = omp_get_num_threads(), id = omp_get_thread_num();
+        const int64_t lo = c->n * id / nt, hi = c->n * (id + 1) / nt;
+        memcpy(c->b + lo, c->a + lo, (size_t)(hi - lo) * sizeof(float));
+    }
+    return 2.0 * (double)c->n * sizeof(float) / (now() - t0) / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    const int log2n = argc > 1 ? atoi(argv[1]) : 24, repeats = argc > 2 ? atoi(argv[2]) : 15;
+    if (log2n < 10 || log2n > 30 || repeats < 3) {
+        fprintf(stderr, "usage: bench_cpu_lif [log2(T*M) in 10..30] [repeats >= 3]\n");
+        return 1;
+    }
+    const int64_t total = (int64_t)1 << log2n;
+    sf_lif_params p;
+    sf_lif_default_params(&p); /* tau 2, decay_input, θ 1, hard reset to 0, sigmoid α 4 */
+    p.detach_reset = 1;
+
+    printf("W1 lif on the CPU: %d OpenMP threads, T*M = 2^%d (%.0f MiB per tensor), median of %d\n",
+           omp_get_max_threads(), log2n, (double)total * 4 / (1 << 20), repeats);
+    printf("each repeat times a 256 MiB parallel copy, then forward + backward; 'of copy' is the median of the\n"
+           "per-repeat ratios (robust when other processes share the machine)\n");
+    printf("%5s %9s %9s %9s %9s %8s %9s %7s %6s\n", "T", "M", "fwd ms", "bwd ms", "f+b ms", "GB/s", "copy GB/s",
+           "of copy", "rate");
+
+    copy_probe probe = copy_probe_make();
+    float *x = alloc_floats(total), *s = alloc_floats(total), *ds = alloc_floats(total), *dx = alloc_floats(total);
+    fill_randn(x, total, 0.6f, 1.0f, 1);
+    fill_randn(ds, total, 0.0f, 1.0f, 2);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < total; i++) s[i] = dx[i] = 0.0f;
+
+    const int64_t Ts[4] = {4, 16, 64, 256};
+    double *tf = malloc((size_t)repeats * sizeof *tf), *tb = malloc((size_t)repeats * sizeof *tb);
+    double *tt = malloc((size_t)repeats * sizeof *tt), *cg = malloc((size_t)repeats * sizeof *cg);
+    double *ratio = malloc((size_t)repeats * sizeof *ratio);
+    for (int k = 0; k < 4; k++) {
+        const int64_t T = Ts[k], M = total / T;
+        float spikes = 0;
+        for (int r = -2; r < repeats; r++) {
+            sf_lif_out out = {.s = s, .spike_count = r < 0 ? &spikes : NULL};
+            const double copy = copy_gbs(&probe);
+            double t0 = now();
+            sf_status st = sf_cpu_lif_forward(&p, T, M, x, &out);
+            double t1 = now();
+            if (st == SF_OK) st = sf_cpu_lif_backward(&p, T, M, x, NULL, ds, dx);
+            double t2 = now();
+            if (st != SF_OK) {
+                fprintf(stderr, "bench_cpu_lif: %s\n", sf_last_error());
+                return 1;
+            }
+            if (r >= 0) {
+                tf[r] = t1 - t0;
+                tb[r] = t2 - t1;
+                tt[r] = t2 - t0;
+                cg[r] = copy;
+                ratio[r] = 20.0 * (double)total / (t2 - t0) / 1e9 / copy;
+            }
+        }
+        const double t = median(tt, repeats), gbs = 20.0 * (double)total / t / 1e9;
+        printf("%5lld %9lld %9.2f %9.2f %9.2f %8.2f %9.2f %6.0f%% %5.1f%%\n", (long long)T, (long long)M,
+               1e3 * median(tf, repeats), 1e3 * median(tb, repeats), 1e3 * t, gbs, median(cg, repeats),
+               100.0 * median(ratio, repeats), 100.0 * spikes / (2.0 * (double)total));
+    }
+    free(cg);
+    free(ratio);
+    free(probe.a);
+    free(probe.b);
+    free(tf);
+    free(tb);
+    free(tt);
+    free(x);
+    free(s);
+    free(ds);
+    free(dx);
+    return 0;
+}

@@ -1,0 +1,75 @@
+#!/bin/sh
+# Builds the libFuzzer targets with clang in their own build directory and runs each for SECONDS (default 60)
+# from a small seed corpus written here. Exits non-zero when a target crashes; the reproducer is left in
+# $FUZZ_DIR/artifacts. Usage: tests/fuzz/run.sh [SECONDS] [BUILD_DIR]
+set -eu
+seconds=${1:-60}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=${2:-$root/build-fuzz}
+jobs=$(nproc 2>/dev/null || echo 2)
+
+command -v clang >/dev/null || { echo "fuzz: clang not found (apt-get install clang)" >&2; exit 1; }
+CC=clang cmake -S "$root" -B "$build" -DSF_FUZZ=ON -DSF_CUDA=OFF -DSF_TESTS=OFF -DSF_BENCH=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+if ! cmake --build "$build" -j"$jobs" --target fuzz_idx fuzz_cifar fuzz_safetensors fuzz_config \
+     >"$build/build.log" 2>&1; then
+  tail -40 "$build/build.log" >&2
+  exit 1
+fi
+
+corpus=$build/corpus
+artifacts=$build/artifacts
+mkdir -p "$artifacts"
+# Seeds: one valid input per reader (and a few near misses), so the fuzzer starts inside each format.
+/usr/bin/env python3 - "$corpus" "$root" <<'PY'
+import os, struct, sys, json, glob
+out, root = sys.argv[1], sys.argv[2]
+def put(target, name, data):
+    d = os.path.join(out, target); os.makedirs(d, exist_ok=True)
+    open(os.path.join(d, name), "wb").write(data if isinstance(data, bytes) else data.encode())
+def idx(dims, data):
+    return bytes([0, 0, 8, len(dims)]) + b"".join(struct.pack(">I", d) for d in dims) + bytes(data)
+images, labels = idx([3, 2, 2], range(12)), idx([3], [0, 1, 9])
+put("idx", "images", images); put("idx", "labels", labels)
+put("idx", "pair", struct.pack("<H", len(images)) + images + labels)
+put("idx", "4d", idx([2, 3, 2, 2], range(24)))
+rec = lambda l: bytes([l]) + bytes((i * 7) & 255 for i in range(3072))
+put("cifar", "two", rec(3) + rec(9)); put("cifar", "bad_label", rec(12)); put("cifar", "short", rec(1)[:100])
+def st(tensors, meta=None):
+    header, blob = {}, b""
+    if meta: header["__metadata__"] = meta
+    for name, dtype, shape, raw in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(blob), len(blob) + len(raw)]}
+        blob += raw
+    h = json.dumps(header).encode(); h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + blob
+put("safetensors", "f32", st([("w", "F32", [2, 2], struct.pack("<4f", 1, 2, 3, 4)),
+                              ("n", "I64", [1], struct.pack("<q", 5))], {"config": "[train]", "epoch": "1"}))
+put("safetensors", "mixed", st([("a", "U8", [3], b"abc"), ("b", "F64", [1], struct.pack("<d", 0.5)),
+                                ("c", "I32", [0], b"")]))
+for path in sorted(glob.glob(os.path.join(root, "examples", "*.ini"))):
+    put("config", os.path.basename(path), open(path, "rb").read())
+put("config", "residual", "[train]\ndataset = cifar10\nmean = 0.5,0.5,0.5\n[neuron]\ntau = 3\nsurrogate = atan\n"
+    "[conv]\nfilters = 8\nsize = 3\npad = 1\n[bn]\n[lif]\n[conv]\nfilters = 8\nsize = 3\npad = 1\n[bn]\n"
+    "[add]\nfrom = -3\n[lif]\ngrad_threshold = 0.1\nreset = soft\n[conv]\nfrom = input\nfilters = 4\nsize = 1\n"
+    "stride = 2\n[maxpool]\nsize = 2\n[avgpool]\nsize = 2\nstride = 0\n[flatten]\n[dropout]\np = 0.1\n"
+    "[linear]\nout = 10\nbias = off\n")
+put("config", "overrides", "[train]\ndataset = mnist\n[flatten]\n[linear]\nout = 10\n\0train.lr=0.5\n"
+    "neuron.surrogate=rect\nlayer1.out=7\ntrain.device=cuda:2\n")
+PY
+
+status=0
+for t in idx cifar safetensors config; do
+  mkdir -p "$corpus/$t.run"
+  echo "fuzz_$t: ${seconds}s"
+  if ! "$build/tests/fuzz/fuzz_$t" "$corpus/$t.run" "$corpus/$t" -max_total_time="$seconds" -max_len=16384 -timeout=10 \
+       -rss_limit_mb=4096 -artifact_prefix="$artifacts/$t-" -print_final_stats=1 2>"$build/fuzz_$t.log"; then
+    echo "fuzz_$t: CRASH (see $build/fuzz_$t.log and $artifacts)" >&2
+    tail -40 "$build/fuzz_$t.log" >&2
+    status=1
+  fi
+  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$build/fuzz_$t.log" | sed "s/^/  /"
+  grep -E "^#[0-9]+ +DONE" "$build/fuzz_$t.log" | tail -1 | sed "s/^/  /"
+done
+exit $status
