@@ -52,6 +52,8 @@ run() { # name, then what of its output goes into the summary: "last" (its last 
 
 if [ "$MODE" != --bench-only ]; then
     for t in $(ls tests/gpu/test_*.c 2>/dev/null | xargs -n1 basename | sed 's/\.c$//'); do run "$t" last; done
+    # a 1 MiB workspace cap makes cuDNN's faster algorithms run on chunks of the batch: the chunked path
+    SF_CUDA_CONV_WS_MIB=1 run test_gpu_ops last
 fi
 if [ "$MODE" != --tests-only ]; then
     for b in $(ls bench/gpu/bench_*.c 2>/dev/null | xargs -n1 basename | sed 's/\.c$//'); do run "$b" table; done
@@ -59,6 +61,7 @@ if [ "$MODE" != --tests-only ]; then
     for m in tf32 fp32emu; do SF_CUDA_MATH=$m run bench_w2_linear_lif table; done
     # a larger workspace allowance for cuDNN's convolution algorithms: speed against peak memory
     SF_CUDA_CONV_WS_MIB=1024 run bench_w3_vgg9 table
+    SF_CUDA_MATH=tf32 run bench_w3_vgg9 table
 fi
 rm -f "$OUT/.run"
 say ""

@@ -3,7 +3,8 @@
  * and the fused BN→LIF forward/backward in both memory modes. Shapes include T=1, B=1, a 1-D [T, B, N] case and
  * planes wider than a neuron block.
  *
- * Tolerances (relative L2, float32 against float64): mean/var/y/running 1e-6, h 1e-6, gradients 2e-5. Spikes exact.
+ * Tolerances (relative L2, float32 against float64): mean/var/y/running 1e-6, h 1e-6, gradients 5e-6 (observed
+ * at most 8e-7). Spikes exact.
  * Bitwise: full vs recompute, 1 vs 2 threads, BN→LIF forward vs BN then LIF. */
 #include "cpu/cpu_neuron.h"
 #include "testutil.h"
@@ -14,7 +15,7 @@
 #include <string.h>
 
 #define TOL_STAT 1e-6
-#define TOL_GRAD 2e-5
+#define TOL_GRAD 5e-6
 
 typedef struct bn_case {
     sf_lif_params p;
@@ -159,8 +160,8 @@ static void check_case(const sf_safetensors *st, int idx)
 #undef WHAT
 }
 
-/* Every BN op with 1 and 2 threads on shapes with many row chunks and neuron blocks (wide blocks at short T,
- * narrow backward blocks at long T): bitwise equal. */
+/* Every BN op with 1 and 2 threads on shapes with many row chunks and neuron blocks, at a short and a long T:
+ * bitwise equal. */
 static void check_threads(int64_t T, int64_t B, int64_t hw)
 {
     const int64_t C = 6, n = T * B * C * hw;

@@ -1,5 +1,6 @@
 /* test_config.c — INI configs: a full config parsed into its structs, every error kind reported as file:line,
- * command-line overrides, the writer's round trip, loader parameters, and building the network. */
+ * the [readout] section, command-line overrides, the writer's round trip, loader parameters, and building the
+ * network. */
 #include "io/config.h"
 #include "io/config_keys.h"
 #include "testutil.h"
@@ -25,9 +26,9 @@ static const char *const full_config =
     "seed = 18446744073709551615\n"            /* 12 */
     "memory = full\n"                          /* 13 */
     "device = cuda:1\n"                        /* 14 */
-    "readout = leaky\n"                        /* 15 */
-    "readout_tau = 4\n"                        /* 16 */
-    "loss = ce_per_step\n"                     /* 17 */
+    "threads = 2\n"                            /* 15 */
+    "min_lr = 0.00001\n"                       /* 16 */
+    "normalize = on\n"                         /* 17 */
     "mean = 0.5, 0.25, 0.125\n"                /* 18 */
     "log_every = 7\n"                          /* 19 */
     "\n"                                       /* 20 */
@@ -70,7 +71,11 @@ static const char *const full_config =
     "[dropout]\n"                              /* 57  layer 11 */
     "p = 0.2\n"                                /* 58 */
     "[linear]\n"                               /* 59  layer 12 */
-    "out = 10\n";                              /* 60 */
+    "out = 10\n"                               /* 60 */
+    "[readout]\n"                              /* 61 */
+    "type = leaky\n"                           /* 62 */
+    "tau = 4\n"                                /* 63 */
+    "loss = ce_per_step\n";                    /* 64 */
 
 static void test_full_config(void)
 {
@@ -79,18 +84,20 @@ static void test_full_config(void)
     if (!cfg) return;
     const sf_config_train *t = &cfg->train;
     CHECK(t->dataset == SF_DATASET_CIFAR10 && t->epochs == 3 && t->batch == 16 && t->timesteps == 6, "train sizes");
-    CHECK(t->encoding == SF_ENCODING_POISSON && t->augment == -1 && t->normalize == 1 && t->log_every == 7, "data");
+    CHECK(t->encoding == SF_ENCODING_POISSON && t->augment == -1 && t->normalize == 1 && t->log_every == 7 &&
+              t->threads == 2,
+          "data");
     CHECK(t->mean[0] == 0.5f && t->mean[1] == 0.25f && t->mean[2] == 0.125f && isnan(t->mean[3]) && isnan(t->std[0]),
           "per-channel mean given, std default");
     CHECK(cfg->optim.kind == SF_OPT_ADAMW && cfg->optim.lr == 0.002f && cfg->optim.weight_decay == 0.05f &&
               cfg->optim.beta2 == 0.999f,
           "optimizer");
-    CHECK(cfg->schedule.kind == SF_SCHEDULE_COSINE, "schedule");
+    CHECK(cfg->schedule.kind == SF_SCHEDULE_COSINE && cfg->schedule.min_lr == 0.00001f, "schedule");
     CHECK(cfg->net.seed == UINT64_MAX && cfg->net.memory == SF_MEMORY_FULL && cfg->net.device.kind == SF_DEVICE_CUDA &&
               cfg->net.device.index == 1,
           "net settings");
     CHECK(cfg->net.readout == SF_READOUT_LEAKY && cfg->net.readout_tau == 4.0f && cfg->net.loss == SF_LOSS_CE_PER_STEP,
-          "readout and loss");
+          "[readout] type, tau and loss");
     CHECK(cfg->net.in_channels == 3 && cfg->net.in_height == 32 && cfg->net.in_width == 32, "input shape");
     CHECK(cfg->neuron.tau == 3.0f && cfg->neuron.surrogate == SF_SURROGATE_ATAN && cfg->neuron.alpha == 2.0f &&
               cfg->neuron.detach_reset == 1 && cfg->neuron.decay_input == 1,
@@ -205,6 +212,80 @@ static void test_errors(void)
     expect_error(HEAD "[neuron]\ndecay = 1\n" MLP, 3, "[neuron] LIF decay = 1 with decay_input");
 }
 
+/* [readout]: optional, the last section, at most once; its keys left [train]. */
+static void test_readout(void)
+{
+    sf_config *cfg = NULL;
+    CHECK_OK(sf_config_parse_string(HEAD MLP, "plain.ini", &cfg));
+    if (cfg)
+        CHECK(cfg->net.readout == SF_READOUT_MEAN && cfg->net.readout_tau == 2.0f && cfg->net.loss == SF_LOSS_CE_MEAN,
+              "without [readout]: mean readout, tau 2, CE on the mean");
+    sf_config_free(cfg);
+    cfg = NULL;
+    CHECK_OK(sf_config_parse_string(HEAD MLP "[readout]\n", "empty.ini", &cfg));
+    if (cfg)
+        CHECK(cfg->net.readout == SF_READOUT_MEAN && cfg->net.readout_tau == 2.0f && cfg->net.loss == SF_LOSS_CE_MEAN,
+              "an empty [readout] keeps the defaults");
+    sf_config_free(cfg);
+    cfg = NULL;
+    CHECK_OK(sf_config_parse_string(HEAD MLP "[readout]\nloss = ce_per_step\n", "loss.ini", &cfg));
+    if (cfg)
+        CHECK(cfg->net.readout == SF_READOUT_MEAN && cfg->net.readout_tau == 2.0f &&
+                  cfg->net.loss == SF_LOSS_CE_PER_STEP,
+              "[readout] with one key keeps the others' defaults");
+    sf_config_free(cfg);
+
+    /* HEAD MLP spans lines 1-5, so [readout] is line 6. */
+    expect_error(HEAD MLP "[readout]\ntype = sum\n", 7, "[readout] type = sum: expects mean or leaky");
+    expect_error(HEAD MLP "[readout]\ntau = 0.5\n", 7, "[readout] tau = 0.5: must be in [1, 1e+06]");
+    expect_error(HEAD MLP "[readout]\ntau = fast\n", 7, "[readout] tau = fast: expects a number");
+    expect_error(HEAD MLP "[readout]\nloss = mse\n", 7, "[readout] loss = mse: expects ce_mean or ce_per_step");
+    expect_error(HEAD MLP "[readout]\ntau = 3\ntau = 4\n", 8, "[readout] tau given twice");
+    expect_error(HEAD MLP "[readout]\nreadout_tau = 3\n", 7,
+                 "unknown key 'readout_tau' in [readout] (accepted: type, tau, loss)");
+    expect_error(HEAD MLP "[readout]\n[lif]\n", 7,
+                 "[lif] after [readout] (line 6): [readout] must be the last section");
+    expect_error(HEAD "[flatten]\n[readout]\n[linear]\nout = 10\n", 5, "[linear] after [readout] (line 4)");
+    expect_error(HEAD MLP "[readout]\n[neuron]\ntau = 3\n", 7, "[neuron] after [readout] (line 6)");
+    expect_error(HEAD MLP "[readout]\ntype = leaky\n[readout]\n", 8, "[readout] given twice (first at line 6)");
+    expect_error(HEAD "readout = leaky\n" MLP, 3, "unknown key 'readout' in [train]: moved to [readout] as type");
+    expect_error(HEAD "readout_tau = 4\n" MLP, 3, "unknown key 'readout_tau' in [train]: moved to [readout] as tau");
+    expect_error(HEAD "loss = ce_per_step\n" MLP, 3, "unknown key 'loss' in [train]: moved to [readout] as loss");
+    expect_error(HEAD "[readout]\n", 3, "no layers");
+}
+
+static void test_readout_overrides(void)
+{
+    sf_config *cfg = NULL;
+    CHECK_OK(sf_config_parse_string(HEAD MLP, "plain.ini", &cfg));
+    if (!cfg) return;
+    CHECK_OK(sf_config_set_arg(cfg, "readout.type=leaky"));
+    CHECK_OK(sf_config_set_arg(cfg, "readout.tau=4"));
+    CHECK_OK(sf_config_set(cfg, "readout.loss", "ce_per_step"));
+    CHECK(cfg->net.readout == SF_READOUT_LEAKY && cfg->net.readout_tau == 4.0f && cfg->net.loss == SF_LOSS_CE_PER_STEP,
+          "readout overrides reach the net parameters");
+    struct {
+        const char *arg, *needle;
+    } bad[] = {
+        {"readout.type=sum", "override readout.type=sum: expects mean or leaky"},
+        {"readout.tau=0.5", "override readout.tau=0.5: must be in [1, 1e+06]"},
+        {"readout.tau=", "override readout.tau=: expects a number"},
+        {"readout.loss=mse", "override readout.loss=mse: expects ce_mean or ce_per_step"},
+        {"readout.readout_tau=3", "unknown key 'readout_tau' in [readout]"},
+        {"train.readout=leaky", "unknown key 'readout' in [train]: moved to [readout] as type"},
+        {"train.loss=ce_mean", "unknown key 'loss' in [train]: moved to [readout] as loss"},
+        {"readouts.tau=3", "unknown section 'readouts' (train, neuron, layerN or readout)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(sf_config_set_arg(cfg, bad[i].arg) == SF_ERR_INVALID, "%s is refused", bad[i].arg);
+        CHECK(strstr(sf_last_error(), bad[i].needle) != NULL, "%s: message '%s' lacks '%s'", bad[i].arg,
+              sf_last_error(), bad[i].needle);
+    }
+    CHECK(cfg->net.readout == SF_READOUT_LEAKY && cfg->net.readout_tau == 4.0f && cfg->net.loss == SF_LOSS_CE_PER_STEP,
+          "refused readout overrides change nothing");
+    sf_config_free(cfg);
+}
+
 static void test_overrides(void)
 {
     sf_config *cfg = NULL;
@@ -305,6 +386,22 @@ static void test_round_trip(void)
               "train strings and lists parse back");
         CHECK(back->layers[12].line > cfg->layers[12].line, "the written text has its own line numbers");
     }
+    const char *readout = strstr(text, "\n[readout]\ntype = leaky\ntau = 4\nloss = ce_per_step\n");
+    CHECK(readout && readout > strstr(text, "[linear]") && !strchr(readout + 2, '['),
+          "the writer ends with the [readout] section:\n%s", text);
+    sf_config_free(back);
+    back = NULL;
+    /* The defaults round-trip too (a config without [readout] is written with one). */
+    sf_config *plain = NULL;
+    char *plain_text = NULL;
+    CHECK_OK(sf_config_parse_string(HEAD MLP, "plain.ini", &plain));
+    if (plain) CHECK_OK(sf_config_write(plain, &plain_text));
+    if (plain_text) CHECK_OK(sf_config_parse_string(plain_text, "written.ini", &back));
+    CHECK(plain && back && memcmp(&plain->net, &back->net, sizeof plain->net) == 0 && plain_text &&
+              strstr(plain_text, "[readout]\ntype = mean\ntau = 2\nloss = ce_mean\n"),
+          "default readout settings are written and parse back equal");
+    free(plain_text);
+    sf_config_free(plain);
     /* The file reader gives the same, and names the file in errors. */
     char path[] = "/tmp/sf_test_config_XXXXXX";
     int fd = mkstemp(path);
@@ -353,9 +450,81 @@ static void test_key_tables(void)
     CHECK(strcmp(sf_lif_keys[sf_lif_key_surrogate].name, "surrogate") == 0 &&
               strcmp(sf_lif_keys[sf_lif_key_alpha].name, "alpha") == 0,
           "the LIF key indices name surrogate and alpha");
-    CHECK(sf_num_train_keys < 64 && sf_num_lif_keys < 31 && sf_num_layer_keys < 31,
+    CHECK(sf_num_train_keys < 64 && sf_num_readout_keys < 64 && sf_num_lif_keys < 31 && sf_num_layer_keys < 31,
           "every key fits its section's given-mask");
     CHECK(strcmp(sf_train_keys[0].name, "dataset") == 0, "dataset is the first [train] key (checked as required)");
+}
+
+/* The text of docs/config.md between `heading` and the next heading, or NULL. */
+static char *doc_section(const char *doc, const char *heading)
+{
+    const char *start = strstr(doc, heading);
+    if (!start) return NULL;
+    const char *end = strstr(start + strlen(heading), "\n## ");
+    size_t n = end ? (size_t)(end - start) : strlen(start);
+    char *out = malloc(n + 1);
+    if (!out) return NULL;
+    memcpy(out, start, n);
+    out[n] = 0;
+    return out;
+}
+
+/* Every key of a table has its row "| `key` |" in the doc's section. */
+static void check_doc_keys(const char *doc, const char *heading, const sf_key_spec *table, int n)
+{
+    char *section = doc_section(doc, heading);
+    const int len = (int)strlen(heading) - 2; /* without the newlines around it */
+    CHECK(section != NULL, "docs/config.md has a section '%.*s'", len, heading + 1);
+    if (!section) return;
+    for (int i = 0; i < n; i++) {
+        char row[64];
+        snprintf(row, sizeof row, "| `%s` |", table[i].name);
+        CHECK(strstr(section, row) != NULL, "docs/config.md '%.*s' describes %s", len, heading + 1, table[i].name);
+    }
+    free(section);
+}
+
+/* docs/config.md describes every key of the tables, and its example is a config that builds. */
+static void test_doc(void)
+{
+    /* CMake compiles this file by its full path, so the source tree is found from __FILE__. */
+    const char *slash = strrchr(__FILE__, '/');
+    CHECK(slash != NULL, "__FILE__ is a path: %s", __FILE__);
+    if (!slash) return;
+    char path[1024];
+    snprintf(path, sizeof path, "%.*s/../docs/config.md", (int)(slash - __FILE__), __FILE__);
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL, "cannot open %s", path);
+    if (!f) return;
+    static char doc[1 << 16];
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    fclose(f);
+    doc[n] = 0;
+    CHECK(n > 0 && n < sizeof doc - 1, "docs/config.md read whole (%zu bytes)", n);
+    check_doc_keys(doc, "\n## [train]\n", sf_train_keys, sf_num_train_keys);
+    check_doc_keys(doc, "\n## [neuron]\n", sf_lif_keys, sf_num_lif_keys);
+    check_doc_keys(doc, "\n## Layer sections\n", sf_layer_keys, sf_num_layer_keys);
+    check_doc_keys(doc, "\n## [readout]\n", sf_readout_keys, sf_num_readout_keys);
+    char *layers = doc_section(doc, "\n## Layer sections\n");
+    for (int kind = 0; layers && sf_config_section_name((sf_layer_kind)kind); kind++) {
+        char name[64];
+        snprintf(name, sizeof name, "`[%s]`", sf_config_section_name((sf_layer_kind)kind));
+        CHECK(strstr(layers, name) != NULL, "docs/config.md's layer table names %s", name);
+    }
+    free(layers);
+
+    char *start = strstr(doc, "```ini\n"), *end = start ? strstr(start + 7, "```") : NULL;
+    CHECK(start && end, "docs/config.md has an ini example");
+    if (!start || !end) return;
+    *end = 0;
+    sf_config *cfg = NULL;
+    sf_net *net = NULL;
+    CHECK_OK(sf_config_parse_string(start + 7, "docs/config.md example", &cfg));
+    if (!cfg) return;
+    CHECK(cfg->net.readout == SF_READOUT_LEAKY && cfg->layers[5].desc.kind == SF_LAYER_ADD, "the example's network");
+    CHECK_OK(sf_config_build_net(cfg, &net));
+    sf_net_free(net);
+    sf_config_free(cfg);
 }
 
 static void test_build_net(void)
@@ -406,9 +575,12 @@ int main(void)
     test_key_tables();
     test_full_config();
     test_errors();
+    test_readout();
+    test_readout_overrides();
     test_overrides();
     test_round_trip();
     test_longest_path();
     test_build_net();
+    test_doc();
     return tu_finish("test_config");
 }

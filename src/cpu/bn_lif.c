@@ -8,7 +8,11 @@
  * Channel sums are deterministic: each block adds its neurons over t in double lanes, then per (sample, channel) run
  * into its own slot; the slots are added in a fixed order. */
 /* Same options as lif.c, so the inlined block loops (and thus h) are bitwise identical in both files. */
-#pragma GCC optimize("no-trapping-math")
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("no-trapping-math", "fp-contract=off")
+#endif
 #include "cpu/cpu_neuron.h"
 #include "cpu/neuron_block.h"
 #include "core/error.h"
@@ -16,13 +20,13 @@
 #include <omp.h>
 #include <stdlib.h>
 
-enum { BLK = SF_CPU_BLOCK_MAX };
+enum { BLK = SF_CPU_BLOCK };
 
 typedef struct bn_lif_geom {
     int64_t T, B, N; /* N = B·C·hw neurons per step */
     int64_t hw;
     int32_t C;
-    int64_t w, nblocks; /* the backward's block width and block count */
+    int64_t nblocks;
 } bn_lif_geom;
 
 static sf_status geom_of(const char *op, const sf_lif_params *p, int64_t T, sf_bn_shape sh, bn_lif_geom *g)
@@ -37,8 +41,7 @@ static sf_status geom_of(const char *op, const sf_lif_params *p, int64_t T, sf_b
     g->C = sh.c;
     g->hw = sh.hw;
     g->N = g->B * sh.c * sh.hw;
-    g->w = sf_backward_block_width(T);
-    g->nblocks = (g->N + g->w - 1) / g->w;
+    g->nblocks = (g->N + BLK - 1) / BLK;
     return SF_OK;
 }
 
@@ -58,8 +61,10 @@ SF_CPU_CLONES static int64_t forward_block(const bn_lif_geom *g, const sf_lif_co
     gather(g, n0, nb, shift, sh);
     float *s = out->s ? out->s + n0 : NULL, *h = out->h ? out->h + n0 : NULL;
     uint8_t *s8 = out->s_u8 ? out->s_u8 + n0 : NULL;
-    if (soft) return sf_block_forward(k, 1, 1, g->T, g->N, nb, x + n0, sc, sh, NULL, 0, s, h, s8);
-    return sf_block_forward(k, 0, 1, g->T, g->N, nb, x + n0, sc, sh, NULL, 0, s, h, s8);
+#define SF_FWD(soft, bytes) sf_block_forward(k, soft, 1, bytes, g->T, g->N, nb, x + n0, sc, sh, NULL, 0, s, h, s8)
+    if (s8) return soft ? SF_FWD(1, 1) : SF_FWD(0, 1);
+    return soft ? SF_FWD(1, 0) : SF_FWD(0, 0);
+#undef SF_FWD
 }
 
 sf_status sf_cpu_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
@@ -76,9 +81,8 @@ sf_status sf_cpu_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64
     int64_t spikes = 0;
 #pragma omp parallel
     {
-        const int64_t nblocks = (g.N + BLK - 1) / BLK;
 #pragma omp for schedule(static) reduction(+ : spikes)
-        for (int64_t b = 0; b < nblocks; b++)
+        for (int64_t b = 0; b < g.nblocks; b++)
             spikes += forward_block(&g, &k, p->soft_reset, b * BLK, x, f + g.C, f + 2 * g.C, out);
         sf_stream_fence();
     }
@@ -87,22 +91,22 @@ sf_status sf_cpu_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64
     return SF_OK;
 }
 
-/* dy (= c·dh) of one block into scratch [T × w], from the given h or recomputed from x. */
+/* dy (= c·dh) of one block into scratch [T × BLK], from the given h or recomputed from x. */
 static void block_dy(const bn_lif_geom *g, const sf_lif_params *p, const sf_lif_coeffs *k, sf_block_backward_fn back,
                      int64_t n0, int nb, const float *x, const float *h, const float *sc, const float *sh,
                      const float *ds, float *scratch)
 {
     if (h) {
-        back(p, k, g->T, g->N, nb, h + n0, g->N, ds + n0, scratch, g->w);
+        back(p, k, g->T, g->N, nb, h + n0, g->N, ds + n0, scratch, BLK);
     } else {
-        sf_block_recompute_h(k, p->soft_reset, g->T, g->N, nb, x + n0, sc, sh, scratch, g->w);
-        back(p, k, g->T, g->N, nb, scratch, g->w, ds + n0, scratch, g->w);
+        sf_block_recompute_h(k, p->soft_reset, g->T, g->N, nb, x + n0, sc, sh, scratch, BLK);
+        back(p, k, g->T, g->N, nb, scratch, BLK, ds + n0, scratch, BLK);
     }
 }
 
 /* First slot of block b in the partial-sum array: block b touches (sample, channel) runs n0/hw .. (n0+nb-1)/hw,
  * and run index + block index never collides between blocks. */
-static int64_t slot_of(const bn_lif_geom *g, int64_t b) { return (b * g->w) / g->hw + b; }
+static int64_t slot_of(const bn_lif_geom *g, int64_t b) { return (b * BLK) / g->hw + b; }
 
 sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
                                     const float *x, const float *h, const float *mean, const float *var, float eps,
@@ -112,13 +116,13 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
     (void)be;
     bn_lif_geom g;
     SF_TRY(geom_of("BN-LIF backward", p, T, sh, &g));
-    const int64_t C = g.C, nslots = slot_of(&g, g.nblocks - 1) + g.w + 1;
+    const int64_t C = g.C, nslots = slot_of(&g, g.nblocks - 1) + BLK + 1;
     float *f = NULL, *scratch = NULL;
     double *part = calloc((size_t)nslots * 2, sizeof *part);
     double *sums = calloc((size_t)C * 2, sizeof *sums);
     sf_status st = part && sums ? SF_OK : sf_fail(SF_ERR_NOMEM, "BN-LIF backward: cannot allocate partial sums");
     if (st == SF_OK) st = sf_cpu_alloc_f32(5 * C, "BN-LIF backward", &f);
-    if (st == SF_OK) st = sf_thread_scratch(g.T * g.w, "BN-LIF backward", &scratch);
+    if (st == SF_OK) st = sf_thread_scratch(g.T * BLK, "BN-LIF backward", &scratch);
     if (st != SF_OK) goto done;
 
     float *invstd = f, *scale = f + C, *shift = f + 2 * C, *mdy = f + 3 * C, *mdyx = f + 4 * C;
@@ -130,16 +134,16 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
     for (int64_t b = 0; b < g.nblocks; b++) {
         float sc[BLK], sh_[BLK], mu[BLK];
         double sdy[BLK], sdyx[BLK];
-        const int64_t n0 = b * g.w;
-        const int nb = (int)(g.N - n0 < g.w ? g.N - n0 : g.w);
-        float *dy = scratch + omp_get_thread_num() * g.T * g.w;
+        const int64_t n0 = b * BLK;
+        const int nb = (int)(g.N - n0 < BLK ? g.N - n0 : BLK);
+        float *dy = scratch + omp_get_thread_num() * g.T * BLK;
         gather(&g, n0, nb, scale, sc);
         gather(&g, n0, nb, shift, sh_);
         gather(&g, n0, nb, mean, mu);
         block_dy(&g, p, &k, back, n0, nb, x, h, sc, sh_, ds, dy);
         for (int i = 0; i < nb; i++) sdy[i] = sdyx[i] = 0.0;
         for (int64_t t = 0; t < g.T; t++) {
-            const float *xt = x + t * g.N + n0, *dyt = dy + t * g.w;
+            const float *xt = x + t * g.N + n0, *dyt = dy + t * BLK;
             for (int i = 0; i < nb; i++) {
                 sdy[i] += (double)dyt[i];
                 sdyx[i] += (double)dyt[i] * ((double)xt[i] - (double)mu[i]);
@@ -154,7 +158,7 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
         }
     }
     for (int64_t b = 0; b < g.nblocks; b++) {
-        const int64_t n0 = b * g.w, n1 = (n0 + g.w < g.N ? n0 + g.w : g.N) - 1;
+        const int64_t n0 = b * BLK, n1 = (n0 + BLK < g.N ? n0 + BLK : g.N) - 1;
         const double *slot = part + 2 * slot_of(&g, b);
         for (int64_t run = n0 / g.hw, j = 0; run <= n1 / g.hw; run++, j++) {
             sums[2 * (run % C)] += slot[2 * j];
@@ -172,12 +176,12 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
 
 #pragma omp parallel
     {
-        float *dy = scratch + omp_get_thread_num() * g.T * g.w;
+        float *dy = scratch + omp_get_thread_num() * g.T * BLK;
 #pragma omp for schedule(static)
         for (int64_t b = 0; b < g.nblocks; b++) {
             float sc[BLK], sh_[BLK], mu[BLK], is[BLK], m[BLK], mx[BLK], row[BLK];
-            const int64_t n0 = b * g.w;
-            const int nb = (int)(g.N - n0 < g.w ? g.N - n0 : g.w);
+            const int64_t n0 = b * BLK;
+            const int nb = (int)(g.N - n0 < BLK ? g.N - n0 : BLK);
             gather(&g, n0, nb, scale, sc);
             gather(&g, n0, nb, shift, sh_);
             gather(&g, n0, nb, mean, mu);
@@ -186,7 +190,7 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
             gather(&g, n0, nb, mdyx, mx);
             block_dy(&g, p, &k, back, n0, nb, x, h, sc, sh_, ds, dy);
             for (int64_t t = 0; t < g.T; t++) {
-                const float *xt = x + t * g.N + n0, *dyt = dy + t * g.w;
+                const float *xt = x + t * g.N + n0, *dyt = dy + t * BLK;
 #pragma omp simd
                 for (int i = 0; i < nb; i++) row[i] = sc[i] * (dyt[i] - m[i] - (xt[i] - mu[i]) * is[i] * mx[i]);
                 sf_stream_row(dx + t * g.N + n0, row, nb);

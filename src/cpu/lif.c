@@ -1,8 +1,13 @@
 /* lif.c — the time-fused LIF kernels on the CPU: OpenMP over blocks of neurons, all T steps inside one block,
  * and the backward as one reverse-time pass (recomputing h per block when the forward did not keep it). */
 /* No FP-exception semantics here (results are unchanged): it lets gcc turn the surrogate's branches into selects
- * and vectorise. It must precede the includes so the inlined lif_math.h functions carry the same options. */
-#pragma GCC optimize("no-trapping-math")
+ * and vectorise. No FMA contraction (also under -std=gnu11): the AVX-512, AVX2 and baseline clones then give the
+ * same bits. It must precede the includes so the inlined lif_math.h functions carry the same options. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("no-trapping-math", "fp-contract=off")
+#endif
 #include "cpu/cpu_neuron.h"
 #include "cpu/neuron_block.h"
 #include "core/error.h"
@@ -14,11 +19,11 @@ SF_CPU_CLONES void sf_block_recompute_h(const sf_lif_coeffs *k, int soft, int64_
                                         const float *x, const float *sc, const float *sh, float *scratch, int64_t hs)
 {
     if (sc) {
-        if (soft) sf_block_forward(k, 1, 0, T, N, nb, x, sc, sh, scratch, hs, NULL, NULL, NULL);
-        else sf_block_forward(k, 0, 0, T, N, nb, x, sc, sh, scratch, hs, NULL, NULL, NULL);
+        if (soft) sf_block_forward(k, 1, 0, 0, T, N, nb, x, sc, sh, scratch, hs, NULL, NULL, NULL);
+        else sf_block_forward(k, 0, 0, 0, T, N, nb, x, sc, sh, scratch, hs, NULL, NULL, NULL);
     } else {
-        if (soft) sf_block_forward(k, 1, 0, T, N, nb, x, NULL, NULL, scratch, hs, NULL, NULL, NULL);
-        else sf_block_forward(k, 0, 0, T, N, nb, x, NULL, NULL, scratch, hs, NULL, NULL, NULL);
+        if (soft) sf_block_forward(k, 1, 0, 0, T, N, nb, x, NULL, NULL, scratch, hs, NULL, NULL, NULL);
+        else sf_block_forward(k, 0, 0, 0, T, N, nb, x, NULL, NULL, scratch, hs, NULL, NULL, NULL);
     }
 }
 
@@ -27,13 +32,14 @@ SF_ALWAYS_INLINE void block_backward(const sf_lif_params *p, const sf_lif_coeffs
                                      const float *h, int64_t hs, const float *ds, float *dy, int64_t dys,
                                      sf_surrogate kind, int soft, int detach, int grad_threshold)
 {
+    const sf_lif_coeffs kc = *k; /* local copies: nothing the loop stores can alias them */
     sf_lif_params q = *p;
     q.surrogate = kind;
     q.soft_reset = soft;
     q.detach_reset = detach;
     q.use_grad_threshold = grad_threshold;
-    const float c = k->c;
-    float dv[SF_CPU_BLOCK_MAX];
+    const float c = kc.c;
+    float dv[SF_CPU_BLOCK];
     for (int i = 0; i < nb; i++) dv[i] = 0.0f;
     for (int64_t t = T - 1; t >= 0; t--) {
         const float *ht = h + t * hs, *dst = ds + t * N;
@@ -41,7 +47,7 @@ SF_ALWAYS_INLINE void block_backward(const sf_lif_params *p, const sf_lif_coeffs
 #pragma omp simd
         for (int i = 0; i < nb; i++) {
             float d = dv[i];
-            float dh = sf_lif_step_back(&q, k, ht[i], dst[i], &d);
+            float dh = sf_lif_step_back(&q, &kc, ht[i], dst[i], &d);
             dv[i] = d;
             dyt[i] = c * dh;
         }
@@ -49,9 +55,9 @@ SF_ALWAYS_INLINE void block_backward(const sf_lif_params *p, const sf_lif_coeffs
 }
 
 #define SF_BACK_VARIANT(kind, soft, detach, gt)                                                                     \
-    SF_CPU_CLONES static void back_##kind##_##soft##detach##gt(const sf_lif_params *p, const sf_lif_coeffs *k, int64_t T,         \
-                                                 int64_t N, int nb, const float *h, int64_t hs, const float *ds,     \
-                                                 float *dy, int64_t dys)                                             \
+    SF_CPU_CLONES static void back_##kind##_##soft##detach##gt(const sf_lif_params *p, const sf_lif_coeffs *k,     \
+                                                               int64_t T, int64_t N, int nb, const float *h,       \
+                                                               int64_t hs, const float *ds, float *dy, int64_t dys) \
     {                                                                                                               \
         block_backward(p, k, T, N, nb, h, hs, ds, dy, dys, SF_SURROGATE_##kind, soft, detach, gt);                \
     }
@@ -96,23 +102,26 @@ static sf_status check_shape(const char *op, const sf_lif_params *p, int64_t T, 
 SF_CPU_CLONES static int64_t forward_block(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N, int64_t n0,
                                            const float *x, const sf_lif_out *out)
 {
-    const int nb = (int)(N - n0 < SF_CPU_BLOCK_MAX ? N - n0 : SF_CPU_BLOCK_MAX);
+    const int nb = (int)(N - n0 < SF_CPU_BLOCK ? N - n0 : SF_CPU_BLOCK);
     float *s = out->s ? out->s + n0 : NULL, *h = out->h ? out->h + n0 : NULL;
     uint8_t *s8 = out->s_u8 ? out->s_u8 + n0 : NULL;
-    if (soft) return sf_block_forward(k, 1, 1, T, N, nb, x + n0, NULL, NULL, NULL, 0, s, h, s8);
-    return sf_block_forward(k, 0, 1, T, N, nb, x + n0, NULL, NULL, NULL, 0, s, h, s8);
+#define SF_FWD(soft, bytes) sf_block_forward(k, soft, 1, bytes, T, N, nb, x + n0, NULL, NULL, NULL, 0, s, h, s8)
+    if (s8) return soft ? SF_FWD(1, 1) : SF_FWD(0, 1);
+    return soft ? SF_FWD(1, 0) : SF_FWD(0, 0);
+#undef SF_FWD
 }
 
 sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out)
 {
     SF_TRY(check_shape("LIF forward", p, T, N));
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
-    const int64_t nblocks = (N + SF_CPU_BLOCK_MAX - 1) / SF_CPU_BLOCK_MAX;
+    const int64_t nblocks = (N + SF_CPU_BLOCK - 1) / SF_CPU_BLOCK;
     int64_t spikes = 0;
 #pragma omp parallel
     {
 #pragma omp for schedule(static) reduction(+ : spikes)
-        for (int64_t b = 0; b < nblocks; b++) spikes += forward_block(&k, p->soft_reset, T, N, b * SF_CPU_BLOCK_MAX, x, out);
+        for (int64_t b = 0; b < nblocks; b++)
+            spikes += forward_block(&k, p->soft_reset, T, N, b * SF_CPU_BLOCK, x, out);
         sf_stream_fence();
     }
     if (out->spike_count) *out->spike_count += (float)spikes;
@@ -126,7 +135,7 @@ sf_status sf_cpu_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, cons
     if (N == 0) return SF_OK;
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
     const sf_block_backward_fn back = sf_block_backward_for(p);
-    const int w = sf_backward_block_width(T);
+    const int w = SF_CPU_BLOCK;
     const int64_t nblocks = (N + w - 1) / w, per_thread = T * w;
     float *scratch = NULL;
     SF_TRY(sf_thread_scratch(per_thread, "LIF backward", &scratch));

@@ -1,6 +1,6 @@
 /* neuron_block.h — the per-block LIF loops shared by the CPU LIF and fused BN→LIF kernels (internal to src/cpu).
  *
- * A block is up to SF_CPU_BLOCK_MAX contiguous neurons of one time step; the whole time loop runs inside it with
+ * A block is SF_CPU_BLOCK contiguous neurons of one time step; the whole time loop runs inside it with
  * the neuron loop innermost, so gcc vectorises over neurons while the recurrence stays sequential in time. A neuron's
  * arithmetic does not depend on the block it falls in, so the block width is free to follow the memory system. */
 #ifndef SF_CPU_NEURON_BLOCK_H
@@ -31,34 +31,31 @@ static inline float sf_cpu_expf(float x)
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    int32_t bits = ((int32_t)n + 127) << 23;
+    /* NaN reaches the result through p; n is made finite only so the conversion to int is defined. */
+    int32_t bits = ((int32_t)(n == n ? n : 0.0f) + 127) << 23;
     float scale;
     memcpy(&scale, &bits, sizeof scale);
-    return x != x ? x : p * scale;
+    return p * scale;
 }
 #define SF_EXPF sf_cpu_expf
 #include "core/lif_math.h"
 
 /* The block loops are compiled for AVX-512, AVX2 and baseline x86-64 and picked at load time (ifunc). Every
- * operation is element-wise IEEE arithmetic without contraction, so all versions give the same bits. */
+ * operation is element-wise IEEE arithmetic without contraction, so all versions give the same bits. `flatten`
+ * inlines the lif_math.h helpers whatever gcc's unit-growth limits say: a call left in the loop stops
+ * vectorisation (seen: the sigmoid backward became 8× slower when the file grew). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SF_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define SF_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), flatten))
+#elif defined(__GNUC__)
+#define SF_CPU_CLONES __attribute__((flatten))
 #else
 #define SF_CPU_CLONES
 #endif
 
-/* Each visit of a row reads or writes a contiguous run of block-width floats, T rows per block: runs of 4 KiB keep
- * DRAM pages and prefetchers busy where 256-byte runs across T rows do not (measured: docs/perf.md). */
-#define SF_CPU_BLOCK_MAX 1024
-#define SF_CPU_BLOCK_MIN 64
-/* The backward keeps [T × width] floats per thread (recomputed h, then dy): the widest block whose scratch stays in
- * 256 KiB, a quarter of a core's L2. A function of T only, so results never depend on the thread count. */
-static inline int sf_backward_block_width(int64_t T)
-{
-    int w = SF_CPU_BLOCK_MAX;
-    while (w > SF_CPU_BLOCK_MIN && T * w * (int64_t)sizeof(float) > ((int64_t)256 << 10)) w /= 2;
-    return w;
-}
+/* 64 neurons: the per-row working set of a block (x, h, s rows, state, counts: 256 bytes each) stays in L1 and the
+ * backward's [T × 64] scratch is 64 KiB at T = 256. Wider blocks (128 to 1024) measured slower here, the forward
+ * at T >= 16 down to half the copy bandwidth (docs/perf.md). */
+#define SF_CPU_BLOCK 64
 
 #if defined(__GNUC__)
 #define SF_ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -90,36 +87,39 @@ static inline void sf_stream_fence(void)
 #endif
 }
 
-/* Forward over one block of nb <= SF_CPU_BLOCK_MAX neurons for all T steps, x with row stride N. y_t = x_t
+/* Forward over one block of nb <= SF_CPU_BLOCK neurons for all T steps, x with row stride N. y_t = x_t
  * (sc == NULL) or x_t·sc + sh per neuron (BN folded into a scale and shift). h_t goes to the scratch rows h_rows
- * (stride hs) when given; with `spikes` set, s, h and s8 rows go to s_out, h_out, s8_out (stride N)
- * where those are not NULL, and the spikes are counted. Inlined with constant soft/spikes/sc so each caller gets a
- * branch-free vector loop; h is bitwise the same for every caller. */
-SF_ALWAYS_INLINE int64_t sf_block_forward(const sf_lif_coeffs *k, int soft, int spikes, int64_t T, int64_t N,
-                                          int nb, const float *x, const float *sc, const float *sh, float *h_rows,
-                                          int64_t hs, float *s_out, float *h_out, uint8_t *s8_out)
+ * (stride hs) when given; with `spikes` set, s and h rows go to s_out and h_out (stride N) where those are not
+ * NULL, byte spikes to s8_out when `bytes` is set, and the spikes are counted. Inlined with constant
+ * soft/spikes/bytes/sc so each caller gets a branch-free vector loop; h is bitwise the same for every caller. */
+SF_ALWAYS_INLINE int64_t sf_block_forward(const sf_lif_coeffs *k, int soft, int spikes, int bytes, int64_t T,
+                                          int64_t N, int nb, const float *x, const float *sc, const float *sh,
+                                          float *h_rows, int64_t hs, float *s_out, float *h_out, uint8_t *s8_out)
 {
-    float v[SF_CPU_BLOCK_MAX], h_row[SF_CPU_BLOCK_MAX], s_row[SF_CPU_BLOCK_MAX];
-    uint8_t s8_row[SF_CPU_BLOCK_MAX];
-    int32_t count[SF_CPU_BLOCK_MAX];
+    /* A local copy: the stores below could alias *k for all gcc knows, and a conditional load of k->v_reset
+     * inside the loop stops vectorisation. */
+    const sf_lif_coeffs kc = *k;
+    float v[SF_CPU_BLOCK], h_row[SF_CPU_BLOCK], s_row[SF_CPU_BLOCK];
+    int32_t count[SF_CPU_BLOCK];
     for (int i = 0; i < nb; i++) {
-        v[i] = k->v0;
+        v[i] = kc.v0;
         count[i] = 0;
     }
     for (int64_t t = 0; t < T; t++) {
         const float *xt = x + t * N;
         float *ht = h_rows ? h_rows + t * hs : h_row;
-        uint8_t *s8t = s8_out ? s8_out + t * N : s8_row;
+        uint8_t *s8t = bytes ? s8_out + t * N : NULL;
 #pragma omp simd
         for (int i = 0; i < nb; i++) {
-            float y = sc ? xt[i] * sc[i] + sh[i] : xt[i];
+            float y = xt[i];
+            if (sc) y = y * sc[i] + sh[i];
             float hv, vv = v[i];
-            float sp = sf_lif_step(k, soft, y, &vv, &hv);
+            float sp = sf_lif_step(&kc, soft, y, &vv, &hv);
             v[i] = vv;
             ht[i] = hv;
             if (spikes) {
                 s_row[i] = sp;
-                s8t[i] = (uint8_t)sp;
+                if (bytes) s8t[i] = (uint8_t)sp;
                 count[i] += (int32_t)sp;
             }
         }

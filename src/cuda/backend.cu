@@ -207,7 +207,7 @@ static sf_status init_ctx(sf_cu_ctx *c, int32_t device)
     else
         return sf_fail(SF_ERR_INVALID, "SF_CUDA_MATH=%s: expected fp32, tf32 or fp32emu", m);
     const char *ws = getenv("SF_CUDA_CONV_WS_MIB");
-    c->conv_ws_cap = (size_t)(ws && atol(ws) > 0 ? atol(ws) : 1024) << 20;
+    c->conv_ws_cap = (size_t)(ws && atol(ws) > 0 ? atol(ws) : 256) << 20;
     /* fp32 stays fp32 unless opted in: no TF32 tensor-op math behind the caller's back */
     SF_CUBLAS_CHECK(cublasSetMathMode(c->cublas, c->math == SF_CU_MATH_TF32      ? CUBLAS_TF32_TENSOR_OP_MATH
                                                  : c->math == SF_CU_MATH_FP32EMU ? CUBLAS_FP32_EMULATED_BF16X9_MATH

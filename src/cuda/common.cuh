@@ -30,7 +30,7 @@ typedef enum sf_cu_math {
 typedef struct sf_cu_ctx {
     int device;
     sf_cu_math math;
-    size_t conv_ws_cap; /* workspace a conv algorithm may use: SF_CUDA_CONV_WS_MIB, default 1024 MiB */
+    size_t conv_ws_cap; /* workspace a conv algorithm may use: SF_CUDA_CONV_WS_MIB, default 256 MiB */
     int num_sms;
     cudaStream_t stream;
     cublasHandle_t cublas;

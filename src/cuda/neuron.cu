@@ -59,8 +59,10 @@ template <bool BN, int MODE, int U>
 static sf_status backward(const sf_cu_neuron &a, const bwd_args &b, int threads, int64_t S, size_t smem,
                           cudaStream_t st)
 {
+    const bool hard = !a.p.soft_reset && !a.p.use_grad_threshold;
     return with_surrogate(a.p.surrogate, [&](auto sg) -> sf_status {
-        auto kernel = sf_cu_neuron_backward<BN, MODE, 1, U, decltype(sg)::value>;
+        auto kernel = hard ? sf_cu_neuron_backward<BN, MODE, 1, U, decltype(sg)::value, true>
+                           : sf_cu_neuron_backward<BN, MODE, 1, U, decltype(sg)::value, false>;
         if (smem > 48 * 1024)
             SF_CU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         /* all of the unified L1/shared memory as shared: the recompute's columns are what limits residency */

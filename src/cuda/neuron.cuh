@@ -1,6 +1,7 @@
-/* neuron.cuh — the time-fused neuron kernels shared by LIF and fused BN→LIF: one thread per V neurons (V = 4 with
- * 16-byte accesses when sizes and alignment allow, else 1), coalesced over neurons ([T, N] time-major), the time
- * loop inside the thread, equations from core/lif_math.h. Loads run U steps ahead of their use.
+/* neuron.cuh — the time-fused neuron kernels shared by LIF and fused BN→LIF, coalesced over neurons ([T, N]
+ * time-major), the time loop inside the thread, equations from core/lif_math.h. Forward: one thread per V neurons
+ * (V = 4 with 16-byte accesses when sizes and alignment allow, else 1). Backward: one neuron per thread. Loads run
+ * U steps ahead of their use.
  *
  * Backward without a saved h: a thread recomputes h_t forward into its own column of shared memory, then runs the
  * reverse time loop from there, so x is read once and h never touches device memory (20 bytes per element for
@@ -50,7 +51,7 @@ struct sf_cu_affine {
     }
 };
 
-/* All V neurons of a thread share a channel (the launcher picks V = 4 for BN only when hw % 4 == 0). */
+/* All V neurons of a thread share a channel (the forward's launcher picks V = 4 for BN only when hw % 4 == 0). */
 template <bool BN> __device__ __forceinline__ sf_cu_affine sf_cu_affine_of(const sf_cu_neuron &a, int64_t n)
 {
     sf_cu_affine f = {0.0f, 1.0f, 1.0f, 0.0f};
@@ -182,10 +183,10 @@ __device__ __forceinline__ void sf_cu_load_batch(sf_cu_batch<V, U> &b, const flo
 /* Forward recompute of steps [t0, t1) from v into the thread's shared-memory column; the next batch of x is in
  * flight while the current one is integrated. */
 template <bool BN, int V, int U>
-__device__ __forceinline__ void sf_cu_recompute(const sf_cu_neuron &a, const sf_lif_coeffs &k, const sf_cu_affine &f,
-                                                int64_t n, int64_t t0, int64_t t1, float *v, float *smem)
+__device__ __forceinline__ void sf_cu_recompute(const sf_cu_neuron &a, int soft, const sf_lif_coeffs &k,
+                                                const sf_cu_affine &f, int64_t n, int64_t t0, int64_t t1, float *v,
+                                                float *smem)
 {
-    const int soft = a.p.soft_reset;
     sf_cu_batch<V, U> next, cur;
     sf_cu_load_batch<V, U, false>(next, a.x, a.N, n, t0, 1, t0, t1);
     for (int64_t t = t0; t < t1; t += U) {
@@ -214,9 +215,9 @@ __device__ __forceinline__ void sf_cu_recompute(const sf_cu_neuron &a, const sf_
 /* Backward over [T, N]. h: saved potentials or NULL (recompute through shared memory in segments of S steps,
  * with nseg = ceil(T / S) checkpoints after the S-step area). Loads of ds (and x for BN) run one batch ahead;
  * the first batch of a segment is requested before its recompute, so its latency overlaps that pass. The
- * surrogate is a template argument (SG): the loop is issue-bound at the occupancy the columns allow, and the run-time
- * switch cost instructions per element. */
-template <bool BN, int MODE, int V, int U, int SG>
+ * surrogate is a template argument (SG), and so is the common hard-reset, no-θ_grad case (HARD): the loop is
+ * issue-bound at the occupancy registers and columns allow, and run-time switches cost instructions per element. */
+template <bool BN, int MODE, int V, int U, int SG, bool HARD>
 __global__ void __launch_bounds__(256)
     sf_cu_neuron_backward(sf_cu_neuron a, const float *hsaved, const float *ds, float *dx, float *sums,
                           const float *dgamma, const float *dbeta, int64_t S)
@@ -227,6 +228,10 @@ __global__ void __launch_bounds__(256)
     if (n >= a.N) return; /* each thread owns its shared-memory column: no barrier below */
     sf_lif_params p = a.p;
     p.surrogate = (sf_surrogate)SG; /* a constant: the compiler keeps only this surrogate's arithmetic */
+    if (HARD) {                     /* the common case as constants too: hard reset, no θ_grad */
+        p.soft_reset = 0;
+        p.use_grad_threshold = 0;
+    }
     const sf_lif_coeffs k = a.k;
     const sf_cu_affine f = sf_cu_affine_of<BN>(a, n);
     float *ckpt = smem + S * blockDim.x * V;
@@ -273,7 +278,7 @@ __global__ void __launch_bounds__(256)
         if (!hsaved) {
 #pragma unroll
             for (int j = 0; j < V; j++) v[j] = nseg > 1 ? SF_COL(ckpt, seg)[j] : k.v0;
-            sf_cu_recompute<BN, V, U>(a, k, f, n, t0, t1, v, smem);
+            sf_cu_recompute<BN, V, U>(a, p.soft_reset, k, f, n, t0, t1, v, smem);
         }
         for (int64_t t = t1 - 1; t >= t0; t -= U) {
             cds = nds;

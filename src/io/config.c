@@ -22,7 +22,13 @@
 #define SF_CONFIG_MAX_BYTES (16u << 20)
 #define FROM_BIT 31 /* the `from` key's bit in a section's given-mask */
 
-enum section { SEC_NONE = 0, SEC_TRAIN, SEC_NEURON, SEC_LAYER };
+enum section { SEC_NONE = 0, SEC_TRAIN, SEC_NEURON, SEC_READOUT, SEC_LAYER, SEC_COUNT };
+
+/* The sections that are not layers: each at most once. */
+static const struct {
+    const char *name;
+    enum section sec;
+} named_sections[] = {{"train", SEC_TRAIN}, {"neuron", SEC_NEURON}, {"readout", SEC_READOUT}};
 
 typedef struct parse_ctx {
     sf_config *cfg;
@@ -36,7 +42,7 @@ typedef struct parse_ctx {
     enum section sec;
     int section_line;
     uint64_t given;             /* keys given in the current section */
-    int train_line, neuron_line;
+    int seen[SEC_COUNT];        /* header line of each named section (0: not given) */
     uint64_t train_given;
 
     int error_line;             /* first error found by the reader or the handler (0: none) */
@@ -120,9 +126,9 @@ static const sf_key_spec *find_key(const sf_key_spec *table, int n, const char *
     return NULL;
 }
 
-/* "unknown key 'x' in [conv] (accepted: filters, size, ...)" */
+/* "unknown key 'x' in [conv] (accepted: filters, size, ...)", with an optional hint after the section. */
 static sf_status unknown_key(const char *name, const char *section, const sf_key_spec *table, int n,
-                             uint32_t kind_bit, int with_from)
+                             uint32_t kind_bit, int with_from, const char *hint)
 {
     char list[512] = "";
     size_t len = 0;
@@ -131,13 +137,26 @@ static sf_status unknown_key(const char *name, const char *section, const sf_key
         len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "", table[i].name);
     }
     if (with_from && len < sizeof list) snprintf(list + len, sizeof list - len, "%sfrom", len ? ", " : "");
-    return sf_fail(SF_ERR_INVALID, "unknown key '%s' in [%s] (accepted: %s)", name, section, list[0] ? list : "from");
+    return sf_fail(SF_ERR_INVALID, "unknown key '%s' in [%s]%s (accepted: %s)", name, section, hint ? hint : "",
+                   list[0] ? list : "from");
 }
 
 static sf_status apply_train(sf_config *cfg, const char *name, const char *value, int *bit)
 {
+    /* Keys that [train] once held and [readout] holds now, under these names. */
+    static const char *const moved[][2] = {{"readout", "type"}, {"readout_tau", "tau"}, {"loss", "loss"}};
     const sf_key_spec *k = find_key(sf_train_keys, sf_num_train_keys, name, 0, bit);
-    if (!k) return unknown_key(name, "train", sf_train_keys, sf_num_train_keys, 0, 0);
+    if (k) return sf_key_parse(k, value, cfg);
+    char hint[64] = "";
+    for (size_t i = 0; i < sizeof moved / sizeof moved[0]; i++)
+        if (strcmp(name, moved[i][0]) == 0) snprintf(hint, sizeof hint, ": moved to [readout] as %s", moved[i][1]);
+    return unknown_key(name, "train", sf_train_keys, sf_num_train_keys, 0, 0, hint);
+}
+
+static sf_status apply_readout(sf_config *cfg, const char *name, const char *value, int *bit)
+{
+    const sf_key_spec *k = find_key(sf_readout_keys, sf_num_readout_keys, name, 0, bit);
+    if (!k) return unknown_key(name, "readout", sf_readout_keys, sf_num_readout_keys, 0, 0, NULL);
     return sf_key_parse(k, value, cfg);
 }
 
@@ -145,7 +164,7 @@ static sf_status apply_lif(sf_lif_params *dst, uint32_t *own, const char *sectio
                            const char *value, int *bit)
 {
     const sf_key_spec *k = find_key(sf_lif_keys, sf_num_lif_keys, name, 0, bit);
-    if (!k) return unknown_key(name, section, sf_lif_keys, sf_num_lif_keys, 0, strcmp(section, "lif") == 0);
+    if (!k) return unknown_key(name, section, sf_lif_keys, sf_num_lif_keys, 0, strcmp(section, "lif") == 0, NULL);
     SF_TRY(sf_key_parse(k, value, dst));
     *own |= 1u << *bit;
     return SF_OK;
@@ -188,7 +207,7 @@ static sf_status apply_layer(sf_config *cfg, int32_t li, const char *name, const
     }
     if (kind == SF_LAYER_LIF) return apply_lif(&L->lif_own_values, &L->lif_own, section, name, value, bit);
     const sf_key_spec *k = find_key(sf_layer_keys, sf_num_layer_keys, name, 1u << kind, bit);
-    if (!k) return unknown_key(name, section, sf_layer_keys, sf_num_layer_keys, 1u << kind, 1);
+    if (!k) return unknown_key(name, section, sf_layer_keys, sf_num_layer_keys, 1u << kind, 1, NULL);
     return sf_key_parse(k, value, &L->desc);
 }
 
@@ -299,21 +318,25 @@ static int open_section(parse_ctx *c, const char *section, int line)
     c->given = 0;
     c->section_line = line;
     sf_config *cfg = c->cfg;
-    if (strcmp(section, "train") == 0 || strcmp(section, "neuron") == 0) {
-        int is_train = section[0] == 't';
-        int *seen = is_train ? &c->train_line : &c->neuron_line;
-        if (*seen) return ctx_fail(c, line, SF_ERR_INVALID, "[%s] given twice (first at line %d)", section, *seen);
-        *seen = line;
-        c->sec = is_train ? SEC_TRAIN : SEC_NEURON;
-        return 1;
-    }
-    int kind = sf_config_section_kind(section);
-    if (kind < 0) {
-        c->sec = SEC_NONE;
+    c->sec = SEC_NONE;
+    enum section sec = SEC_NONE;
+    for (size_t i = 0; i < sizeof named_sections / sizeof named_sections[0]; i++)
+        if (strcmp(section, named_sections[i].name) == 0) sec = named_sections[i].sec;
+    int kind = sec == SEC_NONE ? sf_config_section_kind(section) : -1;
+    if (sec == SEC_NONE && kind < 0)
         return ctx_fail(c, line, SF_ERR_INVALID,
                         "unknown section [%s] (expected train, neuron, conv, bn, lif, avgpool, maxpool, flatten, "
-                        "linear, dropout or add)",
+                        "linear, dropout, add or readout)",
                         section);
+    if (sec != SEC_NONE && c->seen[sec])
+        return ctx_fail(c, line, SF_ERR_INVALID, "[%s] given twice (first at line %d)", section, c->seen[sec]);
+    if (c->seen[SEC_READOUT])
+        return ctx_fail(c, line, SF_ERR_INVALID, "[%s] after [readout] (line %d): [readout] must be the last section",
+                        section, c->seen[SEC_READOUT]);
+    if (sec != SEC_NONE) {
+        c->seen[sec] = line;
+        c->sec = sec;
+        return 1;
     }
     if (cfg->num_layers == SF_CONFIG_MAX_LAYERS)
         return ctx_fail(c, line, SF_ERR_INVALID, "more than %d layers", SF_CONFIG_MAX_LAYERS);
@@ -347,6 +370,7 @@ static int handler(void *user, const char *section, const char *name, const char
         return ctx_fail(c, line, SF_ERR_INVALID, "key '%s' outside any known section", name);
     case SEC_TRAIN: s = apply_train(cfg, name, value, &bit); break;
     case SEC_NEURON: s = apply_lif(&cfg->neuron, &cfg->neuron_own, "neuron", name, value, &bit); break;
+    case SEC_READOUT: s = apply_readout(cfg, name, value, &bit); break;
     case SEC_LAYER:
     default: s = apply_layer(cfg, cfg->num_layers - 1, name, value, &bit); break;
     }
@@ -385,11 +409,11 @@ sf_status sf_config_parse_string(const char *text, const char *name, sf_config *
         s = sf_fail(c.error_status, "%s:%d: %s", name, c.error_line, c.error);
     else if (!(c.train_given & (1ull << 0))) /* sf_train_keys[0] is dataset */
         s = sf_fail(SF_ERR_INVALID, "%s:%d: [train] lacks the required key dataset (fashion-mnist, mnist or cifar10)",
-                    name, c.train_line ? c.train_line : 1);
+                    name, c.seen[SEC_TRAIN] ? c.seen[SEC_TRAIN] : 1);
     else if (cfg->num_layers == 0)
         s = sf_fail(SF_ERR_INVALID, "%s:%d: the config defines no layers", name, c.line ? c.line : 1);
     else
-        s = finish(cfg, cfg->source, c.train_line, c.neuron_line);
+        s = finish(cfg, cfg->source, c.seen[SEC_TRAIN], c.seen[SEC_NEURON]);
     if (s != SF_OK) {
         sf_config_free(cfg);
         return s;
@@ -441,7 +465,9 @@ sf_status sf_config_set(sf_config *cfg, const char *key, const char *value)
     char where[256];
     snprintf(where, sizeof where, "override %s=%s", key, value);
     const char *dot = strchr(key, '.');
-    if (!dot) return sf_fail(SF_ERR_INVALID, "%s: expected section.key (train.lr, neuron.tau, layer3.filters)", where);
+    if (!dot)
+        return sf_fail(SF_ERR_INVALID, "%s: expected section.key (train.lr, neuron.tau, layer3.filters, readout.tau)",
+                       where);
     const size_t slen = (size_t)(dot - key);
     const char *name = dot + 1;
     /* Work on copies so a rejected override leaves the config as it was. */
@@ -454,6 +480,8 @@ sf_status sf_config_set(sf_config *cfg, const char *key, const char *value)
         s = apply_train(cfg, name, value, &bit);
     } else if (slen == 6 && strncmp(key, "neuron", 6) == 0) {
         s = apply_lif(&cfg->neuron, &cfg->neuron_own, "neuron", name, value, &bit);
+    } else if (slen == 7 && strncmp(key, "readout", 7) == 0) {
+        s = apply_readout(cfg, name, value, &bit);
     } else if (slen > 5 && strncmp(key, "layer", 5) == 0) {
         char *end;
         long v = strtol(key + 5, &end, 10);
@@ -464,7 +492,8 @@ sf_status sf_config_set(sf_config *cfg, const char *key, const char *value)
         saved_layer = cfg->layers[li];
         s = apply_layer(cfg, li, name, value, &bit);
     } else {
-        return sf_fail(SF_ERR_INVALID, "%s: unknown section '%.*s' (train, neuron or layerN)", where, (int)slen, key);
+        return sf_fail(SF_ERR_INVALID, "%s: unknown section '%.*s' (train, neuron, layerN or readout)", where,
+                       (int)slen, key);
     }
     if (s == SF_OK) s = finish(cfg, where, 0, 0);
     if (s != SF_OK) {

@@ -11,6 +11,9 @@
  *   Every layer also takes `from`: the layer whose output it reads instead of the previous one (for [add]: the
  *   output added to the previous layer's). A negative value counts back from this layer (-1 is the previous one),
  *   a non-negative one is an absolute layer number, and `input` is the network input.
+ *   [readout]  optional, and the last section: type (mean | leaky), tau (the leaky readout's), loss (ce_mean |
+ *              ce_per_step)
+ * docs/config.md describes every key.
  *
  * Errors (unknown section or key, a value of the wrong type or out of range, a key given twice, a missing required
  * key) are SF_ERR_INVALID with the message "file:line: what is wrong". */
@@ -52,7 +55,7 @@ typedef struct sf_config_layer {
 typedef struct sf_config {
     char source[SF_CONFIG_PATH_MAX]; /* the file name (or the name given to the string parser) used in messages */
     sf_config_train train;
-    sf_net_params net;           /* device, memory, seed, readout, readout_tau, loss; input shape from dataset */
+    sf_net_params net;           /* [train] device, memory, seed; [readout] type, tau, loss; input shape from dataset */
     sf_optim_params optim;       /* optimizer, lr, momentum, nesterov, weight_decay (Adam betas/eps: defaults) */
     sf_schedule_params schedule; /* schedule, step_size, gamma */
     sf_lif_params neuron;        /* the [neuron] defaults, resolved */
@@ -66,15 +69,15 @@ sf_status sf_config_load(const char *path, sf_config **out);
 sf_status sf_config_parse_string(const char *text, const char *name, sf_config **out);
 void sf_config_free(sf_config *cfg);
 
-/* An override as on the command line: key is "train.lr", "neuron.tau" or "layerN.key" (N as numbered above);
- * the value gets the same checks as in a file. Later [neuron] changes reach every LIF layer that did not set
- * the key itself. Errors name "override train.lr=...". */
+/* An override as on the command line: key is "train.lr", "neuron.tau", "layerN.key" (N as numbered above) or
+ * "readout.type"; the value gets the same checks as in a file. Later [neuron] changes reach every LIF layer that
+ * did not set the key itself. Errors name "override train.lr=...". */
 sf_status sf_config_set(sf_config *cfg, const char *key, const char *value);
 /* The same from one "section.key=value" argument. */
 sf_status sf_config_set_arg(sf_config *cfg, const char *assignment);
 
-/* The resolved config as INI text that parses back to an equal config (every [train] and [neuron] key written
- * out, LIF layers with their own keys only). *text is malloc'd; the caller frees it. */
+/* The resolved config as INI text that parses back to an equal config (every [train], [neuron] and [readout] key
+ * written out, LIF layers with their own keys only). *text is malloc'd; the caller frees it. */
 sf_status sf_config_write(const sf_config *cfg, char **text);
 
 /* Loader parameters for the training (training = 1) or evaluation split of this config. */

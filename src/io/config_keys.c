@@ -50,12 +50,17 @@ const sf_key_spec sf_train_keys[] = {
     {.name = "memory", .type = SF_V_ENUM, .offset = TRAIN(net.memory), .choices = memory_names},
     {.name = "device", .type = SF_V_DEVICE, .offset = TRAIN(net.device)},
     {.name = "threads", .type = SF_V_INT32, .offset = TRAIN(train.threads), .min = 0, .max = 4096},
-    {.name = "readout", .type = SF_V_ENUM, .offset = TRAIN(net.readout), .choices = readout_names},
-    {.name = "readout_tau", .type = SF_V_FLOAT, .offset = TRAIN(net.readout_tau), .min = 1, .max = 1e6},
-    {.name = "loss", .type = SF_V_ENUM, .offset = TRAIN(net.loss), .choices = loss_names},
     {.name = "log_every", .type = SF_V_INT64, .offset = TRAIN(train.log_every), .min = 0, .max = 1e12},
 };
 const int sf_num_train_keys = (int)(sizeof sf_train_keys / sizeof sf_train_keys[0]);
+
+/* [readout]: how the last layer's per-step outputs become logits, and the loss on them. */
+const sf_key_spec sf_readout_keys[] = {
+    {.name = "type", .type = SF_V_ENUM, .offset = TRAIN(net.readout), .choices = readout_names},
+    {.name = "tau", .type = SF_V_FLOAT, .offset = TRAIN(net.readout_tau), .min = 1, .max = 1e6},
+    {.name = "loss", .type = SF_V_ENUM, .offset = TRAIN(net.loss), .choices = loss_names},
+};
+const int sf_num_readout_keys = (int)(sizeof sf_readout_keys / sizeof sf_readout_keys[0]);
 
 /* Fine-grained LIF checks (tau with decay_input, ...) are sf_lif_params_check's; these are the coarse ranges. */
 #define LIF(member) offsetof(sf_lif_params, member)

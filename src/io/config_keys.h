@@ -35,11 +35,13 @@ typedef struct sf_key_spec {
     uint32_t required;           /* layer keys: the kinds that must give it */
 } sf_key_spec;
 
-/* [train]: offsets into sf_config. [neuron] and [lif]: offsets into sf_lif_params. Layers: into sf_layer_desc. */
+/* [train] and [readout]: offsets into sf_config. [neuron] and [lif]: offsets into sf_lif_params. Layers: into
+ * sf_layer_desc. */
 extern const sf_key_spec sf_train_keys[];
+extern const sf_key_spec sf_readout_keys[];
 extern const sf_key_spec sf_lif_keys[];
 extern const sf_key_spec sf_layer_keys[];
-extern const int sf_num_train_keys, sf_num_lif_keys, sf_num_layer_keys;
+extern const int sf_num_train_keys, sf_num_readout_keys, sf_num_lif_keys, sf_num_layer_keys;
 /* Index of the keys whose value depends on others: the LIF surrogate and alpha. */
 extern const int sf_lif_key_surrogate, sf_lif_key_alpha;
 

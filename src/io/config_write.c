@@ -86,6 +86,8 @@ sf_status sf_config_write(const sf_config *cfg, char **text)
         for (int i = 0; i < sf_num_layer_keys; i++)
             if (sf_layer_keys[i].kinds & (1u << kind)) put_key(&b, &sf_layer_keys[i], &L->desc);
     }
+    put(&b, "\n[readout]\n");
+    for (int i = 0; i < sf_num_readout_keys; i++) put_key(&b, &sf_readout_keys[i], cfg);
     if (b.failed) {
         free(b.s);
         return sf_fail(SF_ERR_NOMEM, "out of memory writing the config");

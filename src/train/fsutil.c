@@ -69,6 +69,13 @@ sf_status sf_dir_prepare(const char *dir, int must_be_empty)
     return SF_OK;
 }
 
+int sf_same_dir(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && S_ISDIR(sa.st_mode) && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
 sf_status sf_fsync_parent(const char *path)
 {
     char dir[4096];

@@ -10,6 +10,8 @@
 /* Creates `dir` and its missing parents. With must_be_empty, an existing directory that holds any entry is
  * refused (SF_ERR_STATE) so a run never writes over earlier results. */
 sf_status sf_dir_prepare(const char *dir, int must_be_empty);
+/* Whether two paths name the same existing directory ("run", "./run/" and a symlink to it are one). */
+int sf_same_dir(const char *a, const char *b);
 /* fsyncs the directory that holds `path`, so a rename inside it survives a power loss. */
 sf_status sf_fsync_parent(const char *path);
 /* Writes `len` bytes to `path` through a temporary file in the same directory, fsync, rename, fsync of the

@@ -40,6 +40,7 @@ typedef struct run {
     int64_t step, epochs_done;
     double best, last_test;
     int64_t ckpt_epoch, ckpt_step; /* of the last checkpoint written or resumed (-1: none) */
+    char ckpt_path[4096];
     epoch_sums sums;
     sf_train_event ev;
 } run;
@@ -132,6 +133,7 @@ static sf_status save_checkpoint(run *r, int also_best)
     if (s == SF_OK) {
         r->ckpt_epoch = r->epochs_done;
         r->ckpt_step = r->step;
+        snprintf(r->ckpt_path, sizeof r->ckpt_path, "%s", r->last_path);
     }
     return s;
 }
@@ -151,6 +153,7 @@ static sf_status resume(run *r)
         r->best = info.best_metric;
         r->ckpt_epoch = info.epoch;
         r->ckpt_step = info.step;
+        snprintf(r->ckpt_path, sizeof r->ckpt_path, "%s", path);
     }
     sf_safetensors_free(st);
     return s == SF_OK ? s : sf_fail_context(s, "resuming from %s: ", path);
@@ -225,7 +228,7 @@ static sf_status open_data(run *r)
 static sf_status prepare_dir(run *r)
 {
     const sf_train_options *o = r->opt;
-    int in_place = o->resume_dir && strcmp(o->resume_dir, o->run_dir) == 0;
+    int in_place = o->resume_dir && sf_same_dir(o->resume_dir, o->run_dir);
     SF_TRY(sf_dir_prepare(o->run_dir, !in_place));
     SF_TRY(sf_path_join(r->last_path, sizeof r->last_path, o->run_dir, SF_RUN_LAST));
     SF_TRY(sf_path_join(r->best_path, sizeof r->best_path, o->run_dir, SF_RUN_BEST));
@@ -297,7 +300,7 @@ static sf_status numeric_stop(run *r, float lr)
     char kept[4200];
     if (r->ckpt_epoch >= 0)
         snprintf(kept, sizeof kept, "the last good checkpoint is %s (epoch %" PRId64 ", step %" PRId64 ")",
-                 r->last_path, r->ckpt_epoch, r->ckpt_step);
+                 r->ckpt_path, r->ckpt_epoch, r->ckpt_step);
     else
         snprintf(kept, sizeof kept, "no checkpoint had been written yet");
     return sf_fail(SF_ERR_NUMERIC,

@@ -30,6 +30,17 @@ sf 3 bad_enum train bad_enum.ini
 has "bad choice: file:line" bad_enum.err "bad_enum.ini:3"
 has "bad choice: lists the choices" bad_enum.err "adam"
 
+cfg after_readout "[train]" "dataset = fashion-mnist" "[flatten]" "[readout]" "type = leaky" "[linear]" "out = 10"
+sf 3 after_readout train after_readout.ini
+has "layer after [readout]: file:line" after_readout.err "after_readout.ini:6: [linear] after [readout] (line 4)"
+
+cfg moved_key "[train]" "dataset = fashion-mnist" "loss = ce_per_step" "[flatten]" "[linear]" "out = 10"
+sf 3 moved_key train moved_key.ini
+has "old [train] key: file:line and where it went" moved_key.err \
+    "moved_key.ini:3: unknown key 'loss' in [train]: moved to [readout]"
+
+sf 3 bad_set_readout train "$HERE/tiny_mlp.ini" --set readout.tau=0.5
+has "bad --set readout value is named" bad_set_readout.err "readout.tau=0.5: must be in [1"
 sf 3 bad_set train "$HERE/tiny_mlp.ini" --set train.lr=fast
 has "bad --set value is named" bad_set.err "train.lr"
 sf 3 bad_set_key train "$HERE/tiny_mlp.ini" --set train.speed=1

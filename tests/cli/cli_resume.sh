@@ -18,7 +18,7 @@ json_field B/metrics.jsonl epoch test_accuracy >b.acc
 check "test accuracies identical after resume" cmp -s a.acc b.acc
 check "final tensors bitwise identical after resume" "$PY" "$HERE/st_check.py" --same A/last.safetensors B/last.safetensors
 
-sf 0 done train --resume B --set train.epochs=2
+sf 0 done train --resume ./B/ --set train.epochs=2
 has "resuming a finished run says so" done.out "nothing to do"
 sf 3 changed train --resume B --set train.lr=0.1
 has "a changed setting is refused and named" changed.err "lr"

@@ -211,6 +211,11 @@ static void test_dirs(const char *dir)
     CHECK(s == SF_ERR_STATE && strstr(sf_last_error(), "not empty"), "non-empty dir accepted: %s", sf_last_error());
     CHECK_OK(sf_dir_prepare(run, 0));
     CHECK(access(file, F_OK) == 0, "the user's file must survive");
+    char alias[600], other[600];
+    snprintf(alias, sizeof alias, "%s/runs/./a/b/", dir);
+    snprintf(other, sizeof other, "%s/runs/a", dir);
+    CHECK(sf_same_dir(run, alias), "the same directory spelled another way");
+    CHECK(!sf_same_dir(run, other), "different directories");
     sf_status nd = sf_dir_prepare(file, 0);
     CHECK(nd != SF_OK, "a file is not a directory");
 

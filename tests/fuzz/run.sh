@@ -54,9 +54,9 @@ put("config", "residual", "[train]\ndataset = cifar10\nmean = 0.5,0.5,0.5\n[neur
     "[conv]\nfilters = 8\nsize = 3\npad = 1\n[bn]\n[lif]\n[conv]\nfilters = 8\nsize = 3\npad = 1\n[bn]\n"
     "[add]\nfrom = -3\n[lif]\ngrad_threshold = 0.1\nreset = soft\n[conv]\nfrom = input\nfilters = 4\nsize = 1\n"
     "stride = 2\n[maxpool]\nsize = 2\n[avgpool]\nsize = 2\nstride = 0\n[flatten]\n[dropout]\np = 0.1\n"
-    "[linear]\nout = 10\nbias = off\n")
+    "[linear]\nout = 10\nbias = off\n[readout]\ntype = leaky\ntau = 3\nloss = ce_per_step\n")
 put("config", "overrides", "[train]\ndataset = mnist\n[flatten]\n[linear]\nout = 10\n\0train.lr=0.5\n"
-    "neuron.surrogate=rect\nlayer1.out=7\ntrain.device=cuda:2\n")
+    "neuron.surrogate=rect\nlayer1.out=7\ntrain.device=cuda:2\nreadout.type=leaky\nreadout.tau=4\n")
 PY
 
 status=0
