@@ -228,7 +228,7 @@ int main(void)
     sf_safetensors_free(st);
     for (int sur = 0; sur < 4; sur++)
         for (int soft = 0; soft < 2; soft++) {
-            check_threads((sf_surrogate)sur, soft, 11, 1024 * 3 + 77);
+            check_threads((sf_surrogate)sur, soft, 23, 1024 * 3 + 77); /* above SF_CPU_PARALLEL_MIN */
             check_threads((sf_surrogate)sur, soft, 300, 128 * 5 + 3);
         }
     check_position_independence();

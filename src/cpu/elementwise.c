@@ -1,6 +1,7 @@
 /* elementwise.c — element-wise helpers of the CPU backend: add, axpy, spike format conversions, and the NaN/Inf
  * check that stops training on a non-finite loss or gradient. */
 #include "cpu/cpu_layers.h"
+#include "cpu/parallel.h"
 
 #include "core/error.h"
 
@@ -15,7 +16,7 @@ static sf_status check_n(const char *op, int64_t n)
 sf_status sf_cpu_op_add(sf_backend *be, int64_t n, const float *a, const float *b, float *y)
 {
     SF_TRY(check_n("add", n));
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if (n >= SF_CPU_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
     return SF_OK;
 }
@@ -23,7 +24,7 @@ sf_status sf_cpu_op_add(sf_backend *be, int64_t n, const float *a, const float *
 sf_status sf_cpu_op_axpy(sf_backend *be, int64_t n, float alpha, const float *x, float *y)
 {
     SF_TRY(check_n("axpy", n));
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if (n >= SF_CPU_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) y[i] += alpha * x[i];
     return SF_OK;
 }
@@ -31,7 +32,7 @@ sf_status sf_cpu_op_axpy(sf_backend *be, int64_t n, float alpha, const float *x,
 sf_status sf_cpu_op_u8_to_f32(sf_backend *be, int64_t n, const uint8_t *x, float *y)
 {
     SF_TRY(check_n("u8_to_f32", n));
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if (n >= SF_CPU_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = (float)x[i];
     return SF_OK;
 }
@@ -39,7 +40,7 @@ sf_status sf_cpu_op_u8_to_f32(sf_backend *be, int64_t n, const uint8_t *x, float
 sf_status sf_cpu_op_f32_to_u8(sf_backend *be, int64_t n, const float *x, uint8_t *y)
 {
     SF_TRY(check_n("f32_to_u8", n));
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if (n >= SF_CPU_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = (uint8_t)(x[i] != 0.0f);
     return SF_OK;
 }
@@ -50,7 +51,7 @@ sf_status sf_cpu_op_check_finite(sf_backend *be, int64_t n, const float *x, floa
     /* x·0 is 0 for finite x and NaN for NaN or ±Inf, so the sum is 0 or NaN in any order: a vectorisable check
      * whose result does not depend on the thread count. */
     float z = 0.0f;
-#pragma omp parallel for simd reduction(+ : z) schedule(static)
+#pragma omp parallel for simd reduction(+ : z) schedule(static) if (n >= SF_CPU_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) z += x[i] * 0.0f;
     if (isnan(z)) flag[0] = 1.0f;
     return SF_OK;

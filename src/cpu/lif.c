@@ -10,6 +10,7 @@
 #endif
 #include "cpu/cpu_neuron.h"
 #include "cpu/neuron_block.h"
+#include "cpu/parallel.h"
 #include "core/error.h"
 
 #include <omp.h>
@@ -117,7 +118,7 @@ sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
     const int64_t nblocks = (N + SF_CPU_BLOCK - 1) / SF_CPU_BLOCK;
     int64_t spikes = 0;
-#pragma omp parallel
+#pragma omp parallel if (T * N >= SF_CPU_PARALLEL_MIN)
     {
 #pragma omp for schedule(static) reduction(+ : spikes)
         for (int64_t b = 0; b < nblocks; b++)
@@ -139,7 +140,7 @@ sf_status sf_cpu_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, cons
     const int64_t nblocks = (N + w - 1) / w, per_thread = T * w;
     float *scratch = NULL;
     SF_TRY(sf_thread_scratch(per_thread, "LIF backward", &scratch));
-#pragma omp parallel
+#pragma omp parallel if (T * N >= SF_CPU_PARALLEL_MIN)
     {
         /* h (recomputed or given) → dy rows in the scratch → streamed out to dx. */
         float *rows = scratch + omp_get_thread_num() * per_thread;

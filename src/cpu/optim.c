@@ -1,6 +1,7 @@
 /* optim.c — parameter updates over all parameters at once (they live in one allocation): SGD with momentum,
  * Nesterov and weight decay, Adam and AdamW, each following torch.optim's update rule step for step. */
 #include "cpu/cpu_layers.h"
+#include "cpu/parallel.h"
 
 #include "core/error.h"
 
@@ -14,7 +15,7 @@ sf_status sf_cpu_op_sgd_step(sf_backend *be, int64_t n, float lr, float momentum
     if (momentum != 0.0f && !buf) return sf_fail(SF_ERR_INVALID, "SGD: momentum %g needs a buffer", momentum);
     if (nesterov && momentum <= 0.0f) return sf_fail(SF_ERR_INVALID, "SGD: Nesterov needs momentum > 0");
     const int first = step == 1;
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if (n >= SF_CPU_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) {
         float d = g[i];
         if (wd != 0.0f) d += wd * p[i];
@@ -40,7 +41,7 @@ sf_status sf_cpu_op_adam_step(sf_backend *be, int64_t n, float lr, float beta1, 
     const float bc2_sqrt = (float)sqrt(1.0 - pow(beta2, (double)step));
     const float decay = decoupled ? 1.0f - lr * wd : 1.0f;
     const float coupled_wd = decoupled ? 0.0f : wd;
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if (n >= SF_CPU_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) {
         const float pi = p[i] * decay;
         const float gi = g[i] + coupled_wd * pi;

@@ -1,6 +1,7 @@
 /* readout.c — the non-spiking readout (a leaky integrator over time) and the softmax cross-entropy losses with
  * their gradients and the accuracy count. */
 #include "cpu/cpu_layers.h"
+#include "cpu/parallel.h"
 
 #include "core/error.h"
 
@@ -17,7 +18,7 @@ static sf_status check_leaky(int64_t T, int64_t n)
 sf_status sf_cpu_op_leaky_forward(sf_backend *be, int64_t T, int64_t n, float a, float c, const float *o, float *r)
 {
     SF_TRY(check_leaky(T, n));
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if (T * n >= SF_CPU_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) {
         float acc = 0.0f;
         for (int64_t t = 0; t < T; t++) {
@@ -33,7 +34,7 @@ sf_status sf_cpu_op_leaky_backward(sf_backend *be, int64_t T, int64_t n, float a
                                    float *doo)
 {
     SF_TRY(check_leaky(T, n));
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if (T * n >= SF_CPU_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) {
         float g = 0.0f;
         for (int64_t t = T - 1; t >= 0; t--) {
