@@ -45,10 +45,19 @@ static sf_status geom_of(const char *op, const sf_lif_params *p, int64_t T, sf_b
     return SF_OK;
 }
 
-/* Per-neuron copies of a per-channel value for the block starting at n0 (channel of n = (n / hw) mod C). */
+/* Per-neuron copies of a per-channel value for the block starting at n0 (channel of n = (n / hw) mod C). Only the
+ * first neuron's channel takes a division: a block is small beside hw·C, and divisions per neuron cost more than
+ * the whole LIF recurrence at small T. */
 static void gather(const bn_lif_geom *g, int64_t n0, int nb, const float *per_channel, float *out)
 {
-    for (int i = 0; i < nb; i++) out[i] = per_channel[((n0 + i) / g->hw) % g->C];
+    int64_t c = (n0 / g->hw) % g->C, pos = n0 % g->hw;
+    for (int i = 0; i < nb; i++) {
+        out[i] = per_channel[c];
+        if (++pos == g->hw) {
+            pos = 0;
+            if (++c == g->C) c = 0;
+        }
+    }
 }
 
 SF_CPU_CLONES static int64_t forward_block(const bn_lif_geom *g, const sf_lif_coeffs *k, int soft, int64_t n0,
@@ -150,11 +159,13 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
             }
         }
         double *slot = part + 2 * slot_of(&g, b);
-        const int64_t run0 = n0 / g.hw;
-        for (int i = 0; i < nb; i++) {
-            const int64_t j = (n0 + i) / g.hw - run0;
+        for (int64_t i = 0, j = 0, pos = n0 % g.hw; i < nb; i++) { /* j: the (sample, channel) run of neuron i */
             slot[2 * j] += sdy[i];
             slot[2 * j + 1] += sdyx[i];
+            if (++pos == g.hw) {
+                pos = 0;
+                j++;
+            }
         }
     }
     for (int64_t b = 0; b < g.nblocks; b++) {
