@@ -62,8 +62,8 @@ if [ "$MODE" != --tests-only ]; then
     # the opt-in precisions of the GEMM/conv work (sf_net_params.precision, [train] precision)
     for p in tf32 bf16; do run bench_w2_linear_lif table $p; done
     for p in tf32 bf16; do run bench_w3_vgg9 table 10 $p; done
-    # a larger workspace allowance for cuDNN's convolution algorithms: speed against peak memory
-    SF_CUDA_CONV_WS_MIB=${SF_GPU_WS_MIB:-1024} run bench_w3_vgg9 table
+    # another workspace allowance for cuDNN's convolution algorithms (default 512 MiB): speed against peak memory
+    SF_CUDA_CONV_WS_MIB=${SF_GPU_WS_MIB:-256} run bench_w3_vgg9 table
 fi
 rm -f "$OUT/.run"
 say ""

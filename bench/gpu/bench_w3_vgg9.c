@@ -104,7 +104,7 @@ int main(int argc, char **argv)
     const char *ws = getenv("SF_CUDA_CONV_WS_MIB");
     printf("W3 cifar-vgg9 train step T=%lld B=%lld  precision: %s  conv workspace cap: %s MiB  card: %s  copy "
            "bandwidth: %.0f GB/s\n",
-           (long long)T, (long long)B, sf_precision_name(prec), ws && *ws ? ws : "256", card, bw);
+           (long long)T, (long long)B, sf_precision_name(prec), ws && *ws ? ws : "512", card, bw);
     /* CIFAR-like input: one image per sample, the same at every step (direct encoding) */
     size_t img = 3 * 32 * 32;
     float *x = malloc(sizeof(float) * (size_t)(T * B) * img);

@@ -27,7 +27,7 @@ enum { SF_CU_SCRATCH_SLOTS = 6 };
 typedef struct sf_cu_ctx {
     int device;
     sf_precision prec; /* GEMM/conv arithmetic, fixed at creation: fp32 (FMA only), tf32 or bf16 operands */
-    size_t conv_ws_cap; /* workspace a conv algorithm may use: SF_CUDA_CONV_WS_MIB, default 256 MiB */
+    size_t conv_ws_cap; /* workspace a conv algorithm may use: SF_CUDA_CONV_WS_MIB, default 512 MiB */
     int num_sms;
     cudaStream_t stream;
     cublasHandle_t cublas;
