@@ -146,6 +146,16 @@ typedef enum sf_memory_mode {
 } sf_memory_mode;
 
 typedef enum sf_readout { SF_READOUT_MEAN = 0, SF_READOUT_LEAKY } sf_readout;
+
+/* Arithmetic of the GEMM and convolution work (linear and conv layers); everything else is fp32 always.
+ * Parameters, gradients, activations and optimizer state stay fp32 in every mode. */
+typedef enum sf_precision {
+    SF_PRECISION_FP32 = 0, /* fp32 products and sums, no tensor cores (TF32 off): the reference */
+    SF_PRECISION_TF32,     /* CUDA only: TF32 tensor cores (operands rounded to a 10-bit mantissa), fp32 sums */
+    SF_PRECISION_BF16      /* CUDA only: operands rounded to bf16 (spikes are exact), fp32 sums; conv outputs and
+                              weight gradients pass through bf16 before they return to fp32 */
+} sf_precision;
+const char *sf_precision_name(sf_precision p); /* "fp32", "tf32", "bf16" */
 typedef enum sf_loss { SF_LOSS_CE_MEAN = 0, SF_LOSS_CE_PER_STEP } sf_loss;
 
 typedef struct sf_net_params {
@@ -156,6 +166,7 @@ typedef struct sf_net_params {
     sf_readout readout;    /* default mean */
     float readout_tau;     /* SF_READOUT_LEAKY: r_t = a·r_{t-1} + (1-a)·o_t with a = 1 - 1/tau; default 2 */
     sf_loss loss;          /* CE on the T-mean of the readout, or CE at every step averaged over T */
+    sf_precision precision; /* GEMM/conv arithmetic; default fp32 (the CPU backend accepts only fp32) */
 } sf_net_params;
 
 void sf_net_default_params(sf_net_params *p);

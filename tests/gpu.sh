@@ -31,17 +31,19 @@ fi
 
 summary=()
 status=0
-run() { # name, then what of its output goes into the summary: "last" (its last line) or "table" (up to "per-layer")
+run() { # name, what of its output goes into the summary: "last" (its last line) or "table" (up to "per-layer"),
+    # then the program's arguments
     local name=$1 what=$2
+    shift 2
     [ -x "$BIN/$name" ] || return 0
-    say "== $name"
+    say "== $name $*"
     local t0=$(date +%s%N)
-    "$BIN/$name" >"$OUT/.run" 2>&1
+    "$BIN/$name" "$@" >"$OUT/.run" 2>&1
     local rc=$?
     cat "$OUT/.run" >>"$LOG"
     cat "$OUT/.run"
     local ms=$((($(date +%s%N) - t0) / 1000000))
-    summary+=("$(printf '%-24s rc=%-3s %7d ms' "$name" "$rc" "$ms")")
+    summary+=("$(printf '%-24s rc=%-3s %7d ms' "$name $*" "$rc" "$ms")")
     if [ "$what" = last ]; then
         summary+=("    $(tail -1 "$OUT/.run")")
     else
@@ -57,11 +59,11 @@ if [ "$MODE" != --bench-only ]; then
 fi
 if [ "$MODE" != --tests-only ]; then
     for b in $(ls bench/gpu/bench_*.c 2>/dev/null | xargs -n1 basename | sed 's/\.c$//'); do run "$b" table; done
-    # the opt-in arithmetic of the GEMM/conv work (SF_CUDA_MATH, see src/cuda/common.cuh)
-    for m in tf32 fp32emu; do SF_CUDA_MATH=$m run bench_w2_linear_lif table; done
-    # a larger workspace allowance for cuDNN's convolution algorithms: speed against peak memory
-    SF_CUDA_CONV_WS_MIB=1024 run bench_w3_vgg9 table
-    SF_CUDA_MATH=tf32 run bench_w3_vgg9 table
+    # the opt-in precisions of the GEMM/conv work (sf_net_params.precision, [train] precision)
+    for p in tf32 bf16; do run bench_w2_linear_lif table $p; done
+    for p in tf32 bf16; do run bench_w3_vgg9 table 10 $p; done
+    # another workspace allowance for cuDNN's convolution algorithms (default 512 MiB): speed against peak memory
+    SF_CUDA_CONV_WS_MIB=${SF_GPU_WS_MIB:-256} run bench_w3_vgg9 table
 fi
 rm -f "$OUT/.run"
 say ""

@@ -212,6 +212,20 @@ static void test_errors(void)
     expect_error(HEAD "[neuron]\ndecay = 1\n" MLP, 3, "[neuron] LIF decay = 1 with decay_input");
 }
 
+/* [train] precision: fp32 by default; tf32 and bf16 are parsed here (the CPU backend refuses them at creation). */
+static void test_precision(void)
+{
+    sf_config *cfg = NULL;
+    CHECK_OK(sf_config_parse_string(HEAD MLP, "plain.ini", &cfg));
+    if (cfg) CHECK(cfg->net.precision == SF_PRECISION_FP32, "precision defaults to fp32");
+    sf_config_free(cfg);
+    cfg = NULL;
+    CHECK_OK(sf_config_parse_string(HEAD "precision = bf16\n" MLP, "bf16.ini", &cfg));
+    if (cfg) CHECK(cfg->net.precision == SF_PRECISION_BF16, "precision = bf16");
+    sf_config_free(cfg);
+    expect_error(HEAD "precision = fp16\n" MLP, 3, "[train] precision = fp16: expects fp32, tf32 or bf16");
+}
+
 /* [readout]: optional, the last section, at most once; its keys left [train]. */
 static void test_readout(void)
 {
@@ -576,6 +590,7 @@ int main(void)
     test_full_config();
     test_errors();
     test_readout();
+    test_precision();
     test_readout_overrides();
     test_overrides();
     test_round_trip();

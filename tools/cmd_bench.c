@@ -213,9 +213,10 @@ static void print_text(const bench_args *a, const sf_config *cfg, const sf_net *
 {
     char b[32];
     double B = (double)cfg->train.batch;
-    printf("bench %s: batch %lld, T=%lld, %s, %lld steps after %lld warm-up, %s data\n", cfg->source,
+    printf("bench %s: batch %lld, T=%lld, %s, precision %s, %lld steps after %lld warm-up, %s data\n", cfg->source,
            (long long)cfg->train.batch, (long long)cfg->train.timesteps,
-           cfg->net.device.kind == SF_DEVICE_CUDA ? "cuda" : "cpu", (long long)a->steps, (long long)a->warmup,
+           cfg->net.device.kind == SF_DEVICE_CUDA ? "cuda" : "cpu", sf_precision_name(cfg->net.precision),
+           (long long)a->steps, (long long)a->warmup,
            a->synthetic ? "synthetic" : "dataset");
     printf("throughput:   %.1f samples/s (%.3f ms per step)\n", 1e3 * B / r->step_ms, r->step_ms);
     printf("phases (profiled steps, ms): forward+loss %.3f  backward %.3f  update %.3f\n", r->forward_ms,
@@ -245,6 +246,7 @@ static void print_json(const bench_args *a, const sf_config *cfg, const sf_net *
     cJSON_AddNumberToObject(o, "timesteps", (double)cfg->train.timesteps);
     cJSON_AddNumberToObject(o, "steps", (double)a->steps);
     cJSON_AddBoolToObject(o, "synthetic", a->synthetic);
+    cJSON_AddStringToObject(o, "precision", sf_precision_name(cfg->net.precision));
     cJSON_AddNumberToObject(o, "samples_per_s", 1e3 * (double)cfg->train.batch / r->step_ms);
     cJSON_AddNumberToObject(o, "step_ms", r->step_ms);
     cJSON_AddNumberToObject(o, "forward_ms", r->forward_ms);

@@ -1,6 +1,7 @@
 /* bench_w2_linear_lif.c — workload W2 (shared/workloads.md, the Open Neuromorphic benchmark): Linear(n, n) with
  * bias → LIF (tau=5, atan α=2, detach_reset as in the peer script), x = randn[T=500, B=16, n], loss = sum of output
- * spikes, forward + backward with the weight and bias gradients, n in {4096, 16384}, fp32 (no TF32), through the
+ * spikes, forward + backward with the weight and bias gradients, n in {4096, 16384}, fp32 (no TF32) or the
+ * precision named by the argument (bench_w2_linear_lif [fp32|tf32|bf16]), through the
  * CUDA backend's op table as the network engine drives it. The LIF backward recomputes h from the linear output
  * and writes its gradient in place; the spike buffer is reused for the loss gradient (ones). */
 #include "core/backend.h"
@@ -40,15 +41,15 @@ static void step(void *arg)
     GB_OK(be->linear_backward(be, rows, q->n, q->n, q->x, q->w, q->y, NULL, q->dw, q->db));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     char card[256];
     gb_card(card, sizeof card);
+    sf_precision prec = gb_precision(argc > 1 ? argv[1] : NULL);
     sf_backend *be;
-    GB_OK(sf_cuda_backend_create(0, &be));
+    GB_OK(sf_cuda_backend_create(0, prec, &be));
     double bw = gb_copy_bandwidth(NULL);
-    const char *math = getenv("SF_CUDA_MATH");
-    printf("W2 linear-lif fwd+bwd  math: %s  card: %s  copy bandwidth: %.0f GB/s\n", math && *math ? math : "fp32",
+    printf("W2 linear-lif fwd+bwd  precision: %s  card: %s  copy bandwidth: %.0f GB/s\n", sf_precision_name(prec),
            card, bw);
     printf("%6s %10s %12s %12s %10s\n", "n", "ms", "tensors_MiB", "device_MiB", "spikes/step");
     const int32_t ns[] = {4096, 16384};

@@ -4,7 +4,10 @@
  * Linear(512→10), cross-entropy, SGD with momentum 0.9. LIF: tau=2, θ=1, hard reset, sigmoid α=4.
  * Reports the median step time (host clock around sf_net_train_step, which ends in a synchronising read of the
  * loss), the memory plan, the net's peak bytes and the device memory in use, for both memory modes, then a
- * per-layer breakdown (profiling mode synchronises after each layer). Usage: bench_w3_vgg9 [steps]. */
+ * per-layer breakdown (profiling mode synchronises after each layer).
+ * Usage: bench_w3_vgg9 [steps [fp32|tf32|bf16]] (the GEMM/conv precision; default fp32, TF32 off). */
+#include "core/net_internal.h"
+#include "cuda/stream.cuh"
 #include "gpu_bench.h"
 
 #include <time.h>
@@ -49,12 +52,13 @@ static void linear(sf_net *net, int32_t out)
     add(net, &d);
 }
 
-static sf_net *vgg9(sf_memory_mode mode, int64_t T, int64_t B)
+static sf_net *vgg9(sf_memory_mode mode, sf_precision prec, int64_t T, int64_t B)
 {
     sf_net_params p;
     sf_net_default_params(&p);
     p.device = (sf_device){SF_DEVICE_CUDA, 0};
     p.memory = mode;
+    p.precision = prec;
     p.in_channels = 3, p.in_height = 32, p.in_width = 32;
     sf_net *net;
     GB_OK(sf_net_create(&p, &net));
@@ -96,10 +100,11 @@ int main(int argc, char **argv)
     char card[256];
     gb_card(card, sizeof card);
     double bw = gb_copy_bandwidth(NULL);
-    const char *math = getenv("SF_CUDA_MATH"), *ws = getenv("SF_CUDA_CONV_WS_MIB");
-    printf("W3 cifar-vgg9 train step T=%lld B=%lld  math: %s  conv workspace cap: %s MiB  card: %s  copy bandwidth: "
-           "%.0f GB/s\n",
-           (long long)T, (long long)B, math && *math ? math : "fp32", ws && *ws ? ws : "256", card, bw);
+    sf_precision prec = gb_precision(argc > 2 ? argv[2] : NULL);
+    const char *ws = getenv("SF_CUDA_CONV_WS_MIB");
+    printf("W3 cifar-vgg9 train step T=%lld B=%lld  precision: %s  conv workspace cap: %s MiB  card: %s  copy "
+           "bandwidth: %.0f GB/s\n",
+           (long long)T, (long long)B, sf_precision_name(prec), ws && *ws ? ws : "512", card, bw);
     /* CIFAR-like input: one image per sample, the same at every step (direct encoding) */
     size_t img = 3 * 32 * 32;
     float *x = malloc(sizeof(float) * (size_t)(T * B) * img);
@@ -111,7 +116,7 @@ int main(int argc, char **argv)
            "saved_MiB");
     for (int mode = 1; mode >= 0; mode--) {
         double base = gb_used_mib();
-        sf_net *net = vgg9(mode ? SF_MEMORY_RECOMPUTE : SF_MEMORY_FULL, T, B);
+        sf_net *net = vgg9(mode ? SF_MEMORY_RECOMPUTE : SF_MEMORY_FULL, prec, T, B);
         sf_step_result r;
         for (int i = 0; i < 3; i++) GB_OK(sf_net_train_step(net, x, labels, &r));
         double *ts = malloc(sizeof(double) * (size_t)steps);
@@ -142,6 +147,9 @@ int main(int argc, char **argv)
             }
             printf("total fwd %.2f ms, bwd %.2f ms\n%s\n", sf, sb, sf_net_summary(net));
             free(lt);
+            char rep[16384];
+            sf_cuda_conv_report(net->be, rep, sizeof rep);
+            fputs(rep, stdout);
         }
         free(ts);
         sf_net_free(net);

@@ -30,6 +30,16 @@
         }                                                                                                              \
     } while (0)
 
+/* The GEMM/conv precision named by a benchmark's argument ("fp32", "tf32", "bf16"; NULL: fp32). */
+static inline sf_precision gb_precision(const char *name)
+{
+    if (!name || strcmp(name, "fp32") == 0) return SF_PRECISION_FP32;
+    if (strcmp(name, "tf32") == 0) return SF_PRECISION_TF32;
+    if (strcmp(name, "bf16") == 0) return SF_PRECISION_BF16;
+    fprintf(stderr, "precision '%s': expected fp32, tf32 or bf16\n", name);
+    exit(2);
+}
+
 static inline int gb_cmp_float(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;

@@ -5,14 +5,31 @@
 
 #include <omp.h>
 
-sf_status sf_backend_create(sf_device dev, sf_backend **out)
+const char *sf_precision_name(sf_precision p)
+{
+    switch (p) {
+    case SF_PRECISION_FP32: return "fp32";
+    case SF_PRECISION_TF32: return "tf32";
+    case SF_PRECISION_BF16: return "bf16";
+    }
+    return "unknown";
+}
+
+sf_status sf_backend_create(sf_device dev, sf_precision precision, sf_backend **out)
 {
     *out = NULL;
+    if ((unsigned)precision > SF_PRECISION_BF16) return sf_fail(SF_ERR_INVALID, "unknown precision %d", (int)precision);
     switch (dev.kind) {
-    case SF_DEVICE_CPU: return sf_cpu_backend_create(out);
+    case SF_DEVICE_CPU:
+        if (precision != SF_PRECISION_FP32)
+            return sf_fail(SF_ERR_UNSUPPORTED,
+                           "precision %s is a CUDA option: the CPU backend computes in fp32 only (use precision=fp32, "
+                           "or device=cuda)",
+                           sf_precision_name(precision));
+        return sf_cpu_backend_create(out);
     case SF_DEVICE_CUDA:
 #ifdef SF_HAVE_CUDA
-        return sf_cuda_backend_create(dev.index, out);
+        return sf_cuda_backend_create(dev.index, precision, out);
 #else
         return sf_fail(SF_ERR_UNSUPPORTED, "this build of spikefuse has no CUDA backend (rebuild with nvcc present "
                                            "and -DSF_CUDA=ON)");

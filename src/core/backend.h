@@ -146,8 +146,9 @@ struct sf_backend {
     sf_status (*check_finite)(sf_backend *be, int64_t n, const float *x, float *flag);
 };
 
-/* Creates the backend for a device; SF_ERR_UNSUPPORTED when it is not built in or not present. */
-sf_status sf_backend_create(sf_device dev, sf_backend **out);
+/* Creates the backend for a device with the given GEMM/conv precision; SF_ERR_UNSUPPORTED when it is not built in,
+ * not present, or does not offer that precision (the CPU offers fp32 only). */
+sf_status sf_backend_create(sf_device dev, sf_precision precision, sf_backend **out);
 void sf_backend_free(sf_backend *be);
 
 sf_status sf_cpu_backend_create(sf_backend **out);
@@ -158,7 +159,7 @@ sf_status sf_cpu_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, cons
                               const float *ds, float *dx);
 
 #ifdef SF_HAVE_CUDA
-sf_status sf_cuda_backend_create(int32_t device, sf_backend **out);
+sf_status sf_cuda_backend_create(int32_t device, sf_precision precision, sf_backend **out);
 /* The CUDA neuron kernels on a caller's stream (a cudaStream_t; NULL: the default stream), asynchronous. */
 sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out,
                               void *stream);

@@ -39,6 +39,7 @@ void sf_net_default_params(sf_net_params *p)
     p->readout = SF_READOUT_MEAN;
     p->readout_tau = 2.0f;
     p->loss = SF_LOSS_CE_MEAN;
+    p->precision = SF_PRECISION_FP32;
 }
 
 sf_status sf_net_create(const sf_net_params *p, sf_net **out)
@@ -56,7 +57,7 @@ sf_status sf_net_create(const sf_net_params *p, sf_net **out)
     sf_net *net = calloc(1, sizeof *net);
     if (!net) return sf_fail(SF_ERR_NOMEM, "out of memory");
     net->p = *p;
-    sf_status s = sf_backend_create(p->device, &net->be);
+    sf_status s = sf_backend_create(p->device, p->precision, &net->be);
     if (s != SF_OK) {
         free(net);
         return s;

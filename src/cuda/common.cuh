@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
@@ -19,31 +20,27 @@ extern "C" {
 
 struct sf_cu_conv_entry; /* conv.cu */
 
-/* Arithmetic of GEMM and convolution work. fp32 by default; the others are opt-in (environment variable
- * SF_CUDA_MATH = fp32 | tf32 | fp32emu, read when the backend is created, until the API carries a precision). */
-typedef enum sf_cu_math {
-    SF_CU_MATH_FP32 = 0, /* plain FMA, no tensor cores */
-    SF_CU_MATH_TF32,     /* TF32 tensor cores for cuBLAS and cuDNN (10-bit mantissa products) */
-    SF_CU_MATH_FP32EMU   /* cuBLAS FP32 emulated with BF16x9 tensor-core products where the GPU supports it */
-} sf_cu_math;
+/* Scratch slots: [0] per-neuron sums (BN+LIF), [1] per-block partials (reductions), [2..5] bf16 copies of the
+ * GEMM/conv operands under SF_PRECISION_BF16 (precision.cu says which holds what). */
+enum { SF_CU_SCRATCH_SLOTS = 6 };
 
 typedef struct sf_cu_ctx {
     int device;
-    sf_cu_math math;
-    size_t conv_ws_cap; /* workspace a conv algorithm may use: SF_CUDA_CONV_WS_MIB, default 256 MiB */
+    sf_precision prec; /* GEMM/conv arithmetic, fixed at creation: fp32 (FMA only), tf32 or bf16 operands */
+    size_t conv_ws_cap; /* workspace a conv algorithm may use: SF_CUDA_CONV_WS_MIB, default 512 MiB */
     int num_sms;
     cudaStream_t stream;
     cublasHandle_t cublas;
     cudnnHandle_t cudnn;
-    void *scratch[2]; /* grown on demand: [0] per-neuron sums (BN+LIF), [1] per-block partials (reductions) */
-    size_t scratch_bytes[2];
+    void *scratch[SF_CU_SCRATCH_SLOTS]; /* grown on demand */
+    size_t scratch_bytes[SF_CU_SCRATCH_SLOTS];
     struct sf_cu_conv_entry *convs; /* algorithm choices per conv shape */
     int n_convs, cap_convs;
 } sf_cu_ctx;
 
 /* The context of a CUDA backend; also makes its device current for this host thread. */
 sf_cu_ctx *sf_cu_ctx_of(sf_backend *be);
-/* Scratch slot `slot` (0 or 1) of at least `bytes` on the backend's device (contents undefined). Grows with a
+/* Scratch slot `slot` (see SF_CU_SCRATCH_SLOTS) of at least `bytes` on the backend's device (contents undefined). Grows with a
  * synchronising cudaMalloc the first time a size is seen, never during steady-state training. */
 sf_status sf_cu_scratch(sf_cu_ctx *c, int slot, size_t bytes, void **out);
 

@@ -1,12 +1,15 @@
 /* conv.cu — 2-D convolution through cuDNN, NCHW, with T·B images folded into the batch. Algorithms are chosen
- * once per shape by cudnnFind* (measured on the device), restricted to FMA math (no TF32 tensor ops for fp32
- * unless SF_CUDA_MATH=tf32) and a bounded workspace, and cached with their descriptors. When the fastest algorithm
+ * once per shape by cudnnFind* (measured on the device), restricted to the backend's precision (fp32: FMA math
+ * only, no TF32 tensor ops; tf32: tensor ops allowed; bf16: the ops run on bf16 copies of x, w and dy with fp32
+ * accumulation — cuDNN's pseudo-bf16 configuration — and their bf16 outputs y, dx, dw are widened back to fp32)
+ * and a bounded workspace, and cached with their descriptors. When the fastest algorithm
  * of an op needs more workspace than the cap, the op is also measured on the batch cut into 2, 4 or 8 chunks
  * (workspace shrinks with the chunk) and runs chunk by chunk if that is faster in total; the weight gradient
  * accumulates over the chunks. */
 #include "cuda/ops.cuh"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 enum { SF_CONV_FWD, SF_CONV_BWD_DATA, SF_CONV_BWD_FILTER, SF_CONV_OPS };
@@ -18,6 +21,9 @@ typedef struct sf_cu_conv_op {
     float ms; /* measured time of all chunks */
     size_t ws;
     cudnnTensorDescriptor_t xd, yd;
+    int fastest_algo; /* the fastest allowed algorithm on the whole batch, whatever its workspace (for reports) */
+    float fastest_ms;
+    size_t fastest_ws;
 } sf_cu_conv_op;
 
 struct sf_cu_conv_entry {
@@ -55,9 +61,15 @@ void sf_cu_conv_cache_free(sf_cu_ctx *c)
     c->n_convs = c->cap_convs = 0;
 }
 
-static bool math_ok(cudnnMathType_t m, bool tf32)
+static bool math_ok(cudnnMathType_t m, sf_precision prec)
 {
-    return m == CUDNN_FMA_MATH || (tf32 && (m == CUDNN_DEFAULT_MATH || m == CUDNN_TENSOR_OP_MATH));
+    return m == CUDNN_FMA_MATH || (prec != SF_PRECISION_FP32 && (m == CUDNN_DEFAULT_MATH || m == CUDNN_TENSOR_OP_MATH));
+}
+
+/* Operand element type under the backend's precision. */
+static cudnnDataType_t operand_type(const sf_cu_ctx *c)
+{
+    return c->prec == SF_PRECISION_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
 }
 
 /* Takes the fastest measured result that succeeded, uses an allowed math type and fits the workspace cap, if
@@ -66,13 +78,18 @@ static bool math_ok(cudnnMathType_t m, bool tf32)
  * is not required: with deterministic algorithms only, the W3 step took 130 ms instead of 111 ms on an H200, so
  * convolution gradients may differ in the last bits from run to run. */
 template <class Perf>
-static bool consider(const Perf *perf, int count, int64_t splits, int64_t chunk, bool tf32, size_t cap,
+static bool consider(const Perf *perf, int count, int64_t splits, int64_t chunk, sf_precision prec, size_t cap,
                      sf_cu_conv_op *op, bool *changed)
 {
     bool fastest_too_big = false, first = true;
     *changed = false;
     for (int i = 0; i < count; i++) {
-        if (perf[i].status != CUDNN_STATUS_SUCCESS || !math_ok(perf[i].mathType, tf32)) continue;
+        if (perf[i].status != CUDNN_STATUS_SUCCESS || !math_ok(perf[i].mathType, prec)) continue;
+        if (first && splits == 1) {
+            op->fastest_algo = (int)perf[i].algo;
+            op->fastest_ms = perf[i].time;
+            op->fastest_ws = perf[i].memory;
+        }
         if (perf[i].memory > cap) {
             if (first) fastest_too_big = true;
             first = false;
@@ -91,9 +108,9 @@ static bool consider(const Perf *perf, int count, int64_t splits, int64_t chunk,
     return fastest_too_big;
 }
 
-static sf_status set_nchw(cudnnTensorDescriptor_t d, int64_t n, int32_t c, int32_t h, int32_t w)
+static sf_status set_nchw(cudnnTensorDescriptor_t d, cudnnDataType_t t, int64_t n, int32_t c, int32_t h, int32_t w)
 {
-    SF_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)n, c, h, w));
+    SF_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, t, (int)n, c, h, w));
     return SF_OK;
 }
 
@@ -102,7 +119,8 @@ static sf_status set_nchw(cudnnTensorDescriptor_t d, int64_t n, int32_t c, int32
 static sf_status measure(sf_cu_ctx *c, sf_cu_conv_entry *e, int64_t splits, bool *more)
 {
     const sf_conv_shape *sh = &e->sh;
-    bool tf32 = c->math == SF_CU_MATH_TF32;
+    const sf_precision prec = c->prec;
+    const cudnnDataType_t dt = operand_type(c);
     int64_t chunk = sh->n / splits;
     cudnnTensorDescriptor_t xd = NULL, yd = NULL;
     sf_status st = SF_OK;
@@ -117,8 +135,8 @@ static sf_status measure(sf_cu_ctx *c, sf_cu_conv_entry *e, int64_t splits, bool
         st = sf_cu_fail_cudnn(cs, __FILE__, __LINE__, "cudnnCreateTensorDescriptor");
         goto done;
     }
-    if ((st = set_nchw(xd, chunk, sh->cin, sh->h, sh->w)) != SF_OK) goto done;
-    if ((st = set_nchw(yd, chunk, sh->cout, sh->oh, sh->ow)) != SF_OK) goto done;
+    if ((st = set_nchw(xd, dt, chunk, sh->cin, sh->h, sh->w)) != SF_OK) goto done;
+    if ((st = set_nchw(yd, dt, chunk, sh->cout, sh->oh, sh->ow)) != SF_OK) goto done;
     for (int o = 0; o < SF_CONV_OPS; o++) {
         if (o == SF_CONV_FWD)
             cs = cudnnFindConvolutionForwardAlgorithm(c->cudnn, xd, e->wd, e->cd, yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
@@ -134,12 +152,12 @@ static sf_status measure(sf_cu_ctx *c, sf_cu_conv_entry *e, int64_t splits, bool
             goto done;
         }
         sf_cu_conv_op *op = &e->op[o];
-        big[o] = o == SF_CONV_FWD        ? consider(pf, got, splits, chunk, tf32, c->conv_ws_cap, op, &changed)
-                 : o == SF_CONV_BWD_DATA ? consider(pd, got, splits, chunk, tf32, c->conv_ws_cap, op, &changed)
-                                         : consider(pw, got, splits, chunk, tf32, c->conv_ws_cap, op, &changed);
+        big[o] = o == SF_CONV_FWD        ? consider(pf, got, splits, chunk, prec, c->conv_ws_cap, op, &changed)
+                 : o == SF_CONV_BWD_DATA ? consider(pd, got, splits, chunk, prec, c->conv_ws_cap, op, &changed)
+                                         : consider(pw, got, splits, chunk, prec, c->conv_ws_cap, op, &changed);
         if (changed) {
-            if ((st = set_nchw(op->xd, chunk, sh->cin, sh->h, sh->w)) != SF_OK) goto done;
-            if ((st = set_nchw(op->yd, chunk, sh->cout, sh->oh, sh->ow)) != SF_OK) goto done;
+            if ((st = set_nchw(op->xd, dt, chunk, sh->cin, sh->h, sh->w)) != SF_OK) goto done;
+            if ((st = set_nchw(op->yd, dt, chunk, sh->cout, sh->oh, sh->ow)) != SF_OK) goto done;
         }
     }
     *more = big[0] || big[1] || big[2];
@@ -167,15 +185,16 @@ static sf_status setup(sf_cu_ctx *c, const sf_conv_shape *sh, sf_cu_conv_entry *
         SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&e->op[o].xd));
         SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&e->op[o].yd));
     }
-    SF_TRY(set_nchw(e->yd, sh->n, sh->cout, sh->oh, sh->ow));
-    SF_TRY(set_nchw(e->bd, 1, sh->cout, 1, 1));
+    /* the bias and its gradient work on the fp32 output and dy; the convolutions on operand_type() */
+    SF_TRY(set_nchw(e->yd, CUDNN_DATA_FLOAT, sh->n, sh->cout, sh->oh, sh->ow));
+    SF_TRY(set_nchw(e->bd, CUDNN_DATA_FLOAT, 1, sh->cout, 1, 1));
     SF_CUDNN_CHECK(
-        cudnnSetFilter4dDescriptor(e->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, sh->cout, sh->cin, sh->k, sh->k));
+        cudnnSetFilter4dDescriptor(e->wd, operand_type(c), CUDNN_TENSOR_NCHW, sh->cout, sh->cin, sh->k, sh->k));
     SF_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(e->cd, sh->pad, sh->pad, sh->stride, sh->stride, 1, 1,
                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    /* fp32 (and fp32emu, which cuDNN does not offer): FMA only; tf32 when opted in */
-    bool tf32 = c->math == SF_CU_MATH_TF32;
-    SF_CUDNN_CHECK(cudnnSetConvolutionMathType(e->cd, tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+    /* fp32: FMA only; tf32 and bf16: tensor ops (fp32 accumulation in both) */
+    SF_CUDNN_CHECK(cudnnSetConvolutionMathType(
+        e->cd, c->prec == SF_PRECISION_FP32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
     bool more = true;
     for (int64_t splits = 1; splits <= 8 && more && sh->n % splits == 0; splits *= 2) SF_TRY(measure(c, e, splits, &more));
     static const char *const names[SF_CONV_OPS] = {"forward", "backward-data", "backward-filter"};
@@ -185,7 +204,7 @@ static sf_status setup(sf_cu_ctx *c, const sf_conv_shape *sh, sf_cu_conv_entry *
             return sf_fail(SF_ERR_UNSUPPORTED,
                            "cuDNN offers no %s %s algorithm within %zu MiB of workspace for conv n=%lld cin=%d %dx%d "
                            "cout=%d k=%d stride=%d (raise SF_CUDA_CONV_WS_MIB)",
-                           tf32 ? "tf32" : "fp32", names[o], c->conv_ws_cap >> 20, (long long)sh->n, sh->cin, sh->h,
+                           sf_precision_name(c->prec), names[o], c->conv_ws_cap >> 20, (long long)sh->n, sh->cin, sh->h,
                            sh->w, sh->cout, sh->k, sh->stride);
         if (e->op[o].ws > e->ws) e->ws = e->op[o].ws;
     }
@@ -225,19 +244,62 @@ size_t sf_cu_conv_workspace(sf_backend *be, const sf_conv_shape *sh)
     return lookup(sf_cu_ctx_of(be), sh, &e) == SF_OK ? e->ws : 0;
 }
 
+/* Bytes per operand element, and the operands as the convolutions take them: the fp32 tensors themselves, or
+ * their bf16 copies (NULL inputs give NULL). */
+typedef struct conv_operands {
+    size_t es;
+    const void *x, *w, *dy;
+} conv_operands;
+
+static sf_status operands(sf_cu_ctx *c, const sf_conv_shape *sh, const float *x, const float *w, const float *dy,
+                          conv_operands *o)
+{
+    const int64_t nx = sh->n * sh->cin * sh->h * sh->w, ny = sh->n * sh->cout * sh->oh * sh->ow,
+                  nw = (int64_t)sh->cout * sh->cin * sh->k * sh->k;
+    *o = (conv_operands){sizeof(float), x, w, dy};
+    if (c->prec != SF_PRECISION_BF16) return SF_OK;
+    o->es = sizeof(__nv_bfloat16);
+    __nv_bfloat16 *b;
+    if (x) {
+        SF_TRY(sf_cu_bf16_copy(c, SF_CU_BF16_IN, nx, x, &b));
+        o->x = b;
+    }
+    if (w) {
+        SF_TRY(sf_cu_bf16_copy(c, SF_CU_BF16_W, nw, w, &b));
+        o->w = b;
+    }
+    if (dy) {
+        SF_TRY(sf_cu_bf16_copy(c, SF_CU_BF16_OUT, ny, dy, &b));
+        o->dy = b;
+    }
+    return SF_OK;
+}
+
+#define AT(p, elems) ((char *)(p) + (size_t)(elems) * o.es)
+
 sf_status sf_cu_conv_forward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w, const float *b,
                              float *y, void *ws)
 {
     sf_cu_ctx *c = sf_cu_ctx_of(be);
     sf_cu_conv_entry *e;
     SF_TRY(lookup(c, sh, &e));
+    conv_operands o;
+    SF_TRY(operands(c, sh, x, w, NULL, &o));
+    const bool bf16 = c->prec == SF_PRECISION_BF16;
     const sf_cu_conv_op *op = &e->op[SF_CONV_FWD];
     const int64_t xs = op->chunk * sh->cin * sh->h * sh->w, ys = op->chunk * sh->cout * sh->oh * sh->ow;
+    void *yo = y; /* bf16: the output goes through the bf16 output slot (dy's, free during the forward) */
+    __nv_bfloat16 *yb = NULL;
+    if (bf16) {
+        SF_TRY(sf_cu_bf16_copy(c, SF_CU_BF16_OUT, sh->n * sh->cout * sh->oh * sh->ow, NULL, &yb));
+        yo = yb;
+    }
     float one = 1.0f, zero = 0.0f;
     for (int64_t i = 0; i < sh->n / op->chunk; i++)
-        SF_CUDNN_CHECK(cudnnConvolutionForward(c->cudnn, &one, op->xd, x + i * xs, e->wd, w, e->cd,
+        SF_CUDNN_CHECK(cudnnConvolutionForward(c->cudnn, &one, op->xd, AT(o.x, i * xs), e->wd, o.w, e->cd,
                                                (cudnnConvolutionFwdAlgo_t)op->algo, ws, op->ws, &zero, op->yd,
-                                               y + i * ys));
+                                               AT(yo, i * ys)));
+    if (bf16) SF_TRY(sf_cu_bf16_to_f32(c, sh->n * sh->cout * sh->oh * sh->ow, yb, y, 0));
     if (b) SF_CUDNN_CHECK(cudnnAddTensor(c->cudnn, &one, e->bd, b, &one, e->yd, y));
     return SF_OK;
 }
@@ -248,20 +310,70 @@ sf_status sf_cu_conv_backward(sf_backend *be, const sf_conv_shape *sh, const flo
     sf_cu_ctx *c = sf_cu_ctx_of(be);
     sf_cu_conv_entry *e;
     SF_TRY(lookup(c, sh, &e));
+    conv_operands o;
+    SF_TRY(operands(c, sh, x, dx ? w : NULL, dy, &o));
+    const bool bf16 = c->prec == SF_PRECISION_BF16;
     float one = 1.0f, zero = 0.0f;
-    const int64_t img_x = (int64_t)sh->cin * sh->h * sh->w, img_y = (int64_t)sh->cout * sh->oh * sh->ow;
+    const int64_t img_x = (int64_t)sh->cin * sh->h * sh->w, img_y = (int64_t)sh->cout * sh->oh * sh->ow,
+                  nw = (int64_t)sh->cout * sh->cin * sh->k * sh->k;
     const sf_cu_conv_op *f = &e->op[SF_CONV_BWD_FILTER];
-    for (int64_t i = 0; i < sh->n / f->chunk; i++) /* the weight gradient accumulates over the chunks */
-        SF_CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->cudnn, &one, f->xd, x + i * f->chunk * img_x, f->yd,
-                                                      dy + i * f->chunk * img_y, e->cd,
+    __nv_bfloat16 *dwb = NULL; /* bf16: each chunk's weight gradient, summed into dw in fp32 */
+    if (bf16) SF_TRY(sf_cu_bf16_copy(c, SF_CU_BF16_DW, nw, NULL, &dwb));
+    for (int64_t i = 0; i < sh->n / f->chunk; i++) { /* the weight gradient accumulates over the chunks */
+        SF_CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->cudnn, &one, f->xd, AT(o.x, i * f->chunk * img_x), f->yd,
+                                                      AT(o.dy, i * f->chunk * img_y), e->cd,
                                                       (cudnnConvolutionBwdFilterAlgo_t)f->algo, ws, f->ws,
-                                                      i ? &one : &zero, e->wd, dw));
+                                                      i && !bf16 ? &one : &zero, e->wd, bf16 ? (void *)dwb : dw));
+        if (bf16) SF_TRY(sf_cu_bf16_to_f32(c, nw, dwb, dw, i > 0));
+    }
     const sf_cu_conv_op *d = &e->op[SF_CONV_BWD_DATA];
-    if (dx)
+    if (dx) {
+        /* bf16: dx goes through x's bf16 copy, which the weight gradient above was the last to read */
+        void *dxo = bf16 ? (void *)o.x : dx;
         for (int64_t i = 0; i < sh->n / d->chunk; i++)
-            SF_CUDNN_CHECK(cudnnConvolutionBackwardData(c->cudnn, &one, e->wd, w, d->yd, dy + i * d->chunk * img_y,
-                                                        e->cd, (cudnnConvolutionBwdDataAlgo_t)d->algo, ws, d->ws,
-                                                        &zero, d->xd, dx + i * d->chunk * img_x));
+            SF_CUDNN_CHECK(cudnnConvolutionBackwardData(c->cudnn, &one, e->wd, o.w, d->yd,
+                                                        AT(o.dy, i * d->chunk * img_y), e->cd,
+                                                        (cudnnConvolutionBwdDataAlgo_t)d->algo, ws, d->ws, &zero,
+                                                        d->xd, AT(dxo, i * d->chunk * img_x)));
+        if (bf16) SF_TRY(sf_cu_bf16_to_f32(c, sh->n * img_x, (const __nv_bfloat16 *)o.x, dx, 0));
+    }
     if (db) SF_CUDNN_CHECK(cudnnConvolutionBackwardBias(c->cudnn, &one, e->yd, dy, &zero, e->bd, db));
     return SF_OK;
+}
+
+/* Names of cuDNN's algorithm enums, per op, in enum order. */
+static const char *algo_name(int op, int algo)
+{
+    static const char *const fwd[] = {"implicit_gemm", "implicit_precomp_gemm", "gemm", "direct", "fft", "fft_tiling",
+                                      "winograd", "winograd_nonfused"};
+    static const char *const bwd[] = {"algo_0", "algo_1", "fft", "fft_tiling", "winograd", "winograd_nonfused"};
+    static const char *const flt[] = {"algo_0", "algo_1", "fft", "algo_3", "winograd", "winograd_nonfused",
+                                      "fft_tiling"};
+    if (op == SF_CONV_FWD) return algo >= 0 && algo < 8 ? fwd[algo] : "?";
+    if (op == SF_CONV_BWD_DATA) return algo >= 0 && algo < 6 ? bwd[algo] : "?";
+    return algo >= 0 && algo < 7 ? flt[algo] : "?";
+}
+
+extern "C" size_t sf_cuda_conv_report(sf_backend *be, char *buf, size_t cap)
+{
+    const sf_cu_ctx *c = (const sf_cu_ctx *)be->ctx;
+    static const char *const names[SF_CONV_OPS] = {"fwd", "bwd_data", "bwd_filter"};
+    size_t n = 0;
+#define PUT(...) n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, __VA_ARGS__)
+    PUT("conv algorithms (%s, workspace cap %zu MiB): shape | op: chosen algo x chunks, ms (Find), ws MiB | fastest "
+        "allowed on the whole batch: algo, ms, ws MiB\n",
+        sf_precision_name(c->prec), c->conv_ws_cap >> 20);
+    for (int i = 0; i < c->n_convs; i++) {
+        const sf_cu_conv_entry *e = &c->convs[i];
+        const sf_conv_shape *sh = &e->sh;
+        for (int o = 0; o < SF_CONV_OPS; o++) {
+            const sf_cu_conv_op *op = &e->op[o];
+            PUT("n=%lld %d->%d %dx%d s%d | %-10s %-22s x%lld %7.3f %6.0f | %-22s %7.3f %6.0f\n", (long long)sh->n,
+                sh->cin, sh->cout, sh->h, sh->w, sh->stride, names[o], algo_name(o, op->algo),
+                (long long)(sh->n / (op->chunk ? op->chunk : sh->n)), op->ms, op->ws / 1048576.0,
+                algo_name(o, op->fastest_algo), op->fastest_ms, op->fastest_ws / 1048576.0);
+        }
+    }
+#undef PUT
+    return n;
 }

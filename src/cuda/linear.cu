@@ -1,6 +1,7 @@
 /* linear.cu — the fully connected layer through cuBLAS. Row-major [rows, features] tensors are column-major
  * [features, rows] to cuBLAS, so y = x·Wᵀ is yᶜ = Wᶜᵀ·xᶜ with W [out, in] seen as column-major [in, out].
- * fp32 with the default math mode: no TF32 tensor ops unless a caller opts in. */
+ * fp32 with the default math mode (no TF32 tensor ops) unless the backend was created with tf32 (the handle's math
+ * mode) or bf16 (operands rounded into bf16 scratch copies, cublasGemmEx with fp32 accumulation and fp32 output). */
 #include "cuda/ops.cuh"
 
 #include <limits.h>
@@ -63,22 +64,51 @@ static sf_status check_dims(int64_t rows, int32_t in, int32_t out)
     return SF_OK;
 }
 
+/* C = op(A)·op(B) + beta·C, column-major, fp32 C; A and B are float, or bf16 when `bf16`. */
+static sf_status gemm(sf_cu_ctx *c, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A,
+                      int lda, const void *B, int ldb, float beta, float *C, int ldc, bool bf16)
+{
+    const float one = 1.0f;
+    if (bf16)
+        SF_CUBLAS_CHECK(cublasGemmEx(c->cublas, ta, tb, m, n, k, &one, A, CUDA_R_16BF, lda, B, CUDA_R_16BF, ldb, &beta,
+                                     C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    else
+        SF_CUBLAS_CHECK(cublasSgemm(c->cublas, ta, tb, m, n, k, &one, (const float *)A, lda, (const float *)B, ldb,
+                                    &beta, C, ldc));
+    return SF_OK;
+}
+
+/* The operand as the GEMM takes it: itself, or its bf16 copy in scratch slot `slot`. */
+static sf_status operand(sf_cu_ctx *c, int slot, int64_t n, const float *x, const void **out)
+{
+    if (c->prec != SF_PRECISION_BF16) {
+        *out = x;
+        return SF_OK;
+    }
+    __nv_bfloat16 *b;
+    SF_TRY(sf_cu_bf16_copy(c, slot, n, x, &b));
+    *out = b;
+    return SF_OK;
+}
+
 sf_status sf_cu_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x, const float *w,
                                const float *b, float *y)
 {
     SF_TRY(check_dims(rows, in, out));
     if (rows == 0 || out == 0) return SF_OK;
     sf_cu_ctx *c = sf_cu_ctx_of(be);
-    float one = 1.0f, beta = 0.0f;
+    float beta = 0.0f;
     if (b) {
         bias_fill_kernel<<<sf_cu_blocks(rows * out, 256), 256, 0, c->stream>>>(rows, out, b, y);
         SF_CU_LAUNCHED();
         beta = 1.0f;
     }
     if (in == 0) return b ? SF_OK : sf_cu_zero_f32(c, y, rows * out);
-    SF_CUBLAS_CHECK(
-        cublasSgemm(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, out, (int)rows, in, &one, w, in, x, in, &beta, y, out));
-    return SF_OK;
+    const void *wo, *xo;
+    SF_TRY(operand(c, SF_CU_BF16_W, (int64_t)out * in, w, &wo));
+    SF_TRY(operand(c, SF_CU_BF16_IN, rows * in, x, &xo));
+    bool bf16 = c->prec == SF_PRECISION_BF16;
+    return gemm(c, CUBLAS_OP_T, CUBLAS_OP_N, out, (int)rows, in, wo, in, xo, in, beta, y, out, bf16);
 }
 
 sf_status sf_cu_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x, const float *w,
@@ -86,18 +116,21 @@ sf_status sf_cu_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_
 {
     SF_TRY(check_dims(rows, in, out));
     sf_cu_ctx *c = sf_cu_ctx_of(be);
-    float one = 1.0f, zero = 0.0f;
     if (rows == 0 || out == 0 || in == 0) { /* degenerate: gradients are zero */
         if (dw) SF_TRY(sf_cu_zero_f32(c, dw, (int64_t)out * in));
         if (db) SF_TRY(sf_cu_zero_f32(c, db, out));
         if (dx) SF_TRY(sf_cu_zero_f32(c, dx, rows * in));
         return SF_OK;
     }
-    if (dx) /* dxᶜ[in, rows] = Wᶜ[in, out]·dyᶜ[out, rows] */
-        SF_CUBLAS_CHECK(
-            cublasSgemm(c->cublas, CUBLAS_OP_N, CUBLAS_OP_N, in, (int)rows, out, &one, w, in, dy, out, &zero, dx, in));
+    bool bf16 = c->prec == SF_PRECISION_BF16;
+    const void *dyo, *wo, *xo;
+    SF_TRY(operand(c, SF_CU_BF16_OUT, rows * out, dy, &dyo));
+    if (dx) { /* dxᶜ[in, rows] = Wᶜ[in, out]·dyᶜ[out, rows] */
+        SF_TRY(operand(c, SF_CU_BF16_W, (int64_t)out * in, w, &wo));
+        SF_TRY(gemm(c, CUBLAS_OP_N, CUBLAS_OP_N, in, (int)rows, out, wo, in, dyo, out, 0.0f, dx, in, bf16));
+    }
     /* dWᶜ[in, out] = xᶜ[in, rows]·dyᶜ[out, rows]ᵀ */
-    SF_CUBLAS_CHECK(
-        cublasSgemm(c->cublas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, (int)rows, &one, x, in, dy, out, &zero, dw, in));
+    SF_TRY(operand(c, SF_CU_BF16_IN, rows * in, x, &xo));
+    SF_TRY(gemm(c, CUBLAS_OP_N, CUBLAS_OP_T, in, out, (int)rows, xo, in, dyo, out, 0.0f, dw, in, bf16));
     return db ? column_sums(c, rows, out, dy, db) : SF_OK;
 }

@@ -77,9 +77,10 @@ static sf_status backward(const sf_cu_neuron &a, const bwd_args &b, int threads,
 
 /* Picks the configuration: one neuron per thread (four per thread with 16-byte accesses needed twice the registers
  * and ran slower: the loop is issue-bound at the occupancy registers and columns allow), loads 8 steps ahead (4 for
- * T < 8, so that batches are full). Recompute: each neuron needs 4 bytes of shared memory per step of a segment;
- * up to T = 64 one segment, beyond that segments of 32 steps (a multiple of the batch; longer where the checkpoints
- * would not fit), so that shared memory lets registers, not columns, bound the resident threads. */
+ * T < 8, so that batches are full). Recompute: each neuron needs 4 bytes of shared memory per step of a segment
+ * (8 with BN, whose column keeps x too); up to T = 64 one segment (BN: 32), beyond that segments of 32 steps (a
+ * multiple of the batch; longer where the checkpoints would not fit), so that shared memory lets registers, not
+ * columns, bound the resident threads. */
 template <bool BN, int MODE> static sf_status backward_config(const sf_cu_neuron &a, const bwd_args &b, cudaStream_t st)
 {
     const int U = a.T < 8 ? 4 : 8;
@@ -87,15 +88,15 @@ template <bool BN, int MODE> static sf_status backward_config(const sf_cu_neuron
     int dev, optin;
     SF_CU_CHECK(cudaGetDevice(&dev));
     SF_CU_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    const int threads = 256;
-    int64_t S = a.T <= 64 ? a.T : 32;
-    if ((S + (a.T + S - 1) / S) * 4 * threads > optin) /* very long T: S near sqrt(T) minimises S + T/S */
+    const int threads = 256, cols = BN ? 2 : 1;
+    int64_t S = a.T <= (BN ? 32 : 64) ? a.T : 32;
+    if ((cols * S + (a.T + S - 1) / S) * 4 * threads > optin) /* very long T: S near sqrt(T) minimises S + T/S */
         S = ((int64_t)sqrt((double)a.T) + U - 1) / U * U;
     int64_t nseg = (a.T + S - 1) / S;
-    if (nseg > 1 && (S + nseg) * 4 * threads > optin)
+    if (nseg > 1 && (cols * S + nseg) * 4 * threads > optin)
         return sf_fail(SF_ERR_UNSUPPORTED, "LIF backward: T = %lld steps need more shared memory than this GPU has; "
                        "keep h (memory=full) for such sequences", (long long)a.T);
-    size_t smem = (size_t)(S + (nseg > 1 ? nseg : 0)) * 4 * threads;
+    size_t smem = (size_t)(cols * S + (nseg > 1 ? nseg : 0)) * 4 * threads;
     if (U == 4) return backward<BN, MODE, 4>(a, b, threads, S, smem, st);
     return backward<BN, MODE, 8>(a, b, threads, S, smem, st);
 }

@@ -9,6 +9,9 @@
  * pass keeps v at each segment start (shared memory too) and each segment is recomputed from its checkpoint. That
  * reads x once more up to the last segment (T = 256: 23.5 instead of 20 bytes per element) but keeps the columns
  * small enough for several times more resident threads, which the issue-bound loop needs more.
+ * BN: the recompute also keeps each step's input x in a second column, so the reverse loop takes x̂ from shared
+ * memory instead of reading x from device memory again (8 of the 28 bytes per element of the two passes); such
+ * segments are at most 32 steps.
  */
 #ifndef SF_CUDA_NEURON_CUH
 #define SF_CUDA_NEURON_CUH
@@ -180,12 +183,12 @@ __device__ __forceinline__ void sf_cu_load_batch(sf_cu_batch<V, U> &b, const flo
     }
 }
 
-/* Forward recompute of steps [t0, t1) from v into the thread's shared-memory column; the next batch of x is in
- * flight while the current one is integrated. */
+/* Forward recompute of steps [t0, t1) from v into the thread's shared-memory column (and, BN, x into its column
+ * in xsm); the next batch of x is in flight while the current one is integrated. */
 template <bool BN, int V, int U>
 __device__ __forceinline__ void sf_cu_recompute(const sf_cu_neuron &a, int soft, const sf_lif_coeffs &k,
                                                 const sf_cu_affine &f, int64_t n, int64_t t0, int64_t t1, float *v,
-                                                float *smem)
+                                                float *smem, float *xsm)
 {
     sf_cu_batch<V, U> next, cur;
     sf_cu_load_batch<V, U, false>(next, a.x, a.N, n, t0, 1, t0, t1);
@@ -200,6 +203,13 @@ __device__ __forceinline__ void sf_cu_recompute(const sf_cu_neuron &a, int soft,
                 *(float4 *)SF_COL(smem, t + u - t0) = make_float4(h[0], h[1], h[2], h[3]);
             else
                 *SF_COL(smem, t + u - t0) = h[0];
+            if (BN) {
+                const float *xv = cur.v[u];
+                if (V == 4)
+                    *(float4 *)SF_COL(xsm, t + u - t0) = make_float4(xv[0], xv[1], xv[2], xv[3]);
+                else
+                    *SF_COL(xsm, t + u - t0) = xv[0];
+            }
         };
         if (t + U <= t1) { /* full batch: straight-line code */
 #pragma unroll
@@ -234,7 +244,9 @@ __global__ void __launch_bounds__(256)
     }
     const sf_lif_coeffs k = a.k;
     const sf_cu_affine f = sf_cu_affine_of<BN>(a, n);
-    float *ckpt = smem + S * blockDim.x * V;
+    /* [S steps of h][BN: S steps of x][checkpoints], each a column per thread */
+    float *xsm = smem + S * blockDim.x * V;
+    float *ckpt = smem + (BN && !hsaved ? 2 : 1) * S * blockDim.x * V;
     int64_t nseg = hsaved ? 1 : (a.T + S - 1) / S;
     float v[V];
     if (!hsaved && nseg > 1) { /* v at each segment start (S is a multiple of U), x streamed in batches */
@@ -274,34 +286,43 @@ __global__ void __launch_bounds__(256)
         int64_t t0 = hsaved ? 0 : seg * S, t1 = hsaved ? a.T : min(a.T, t0 + S);
         sf_cu_batch<V, U> nds, nx, cds, cx;
         sf_cu_load_batch<V, U, true>(nds, ds, a.N, n, t1 - 1, -1, t0, t1);
-        if (BN) sf_cu_load_batch<V, U, false>(nx, a.x, a.N, n, t1 - 1, -1, t0, t1);
+        if (BN && hsaved) sf_cu_load_batch<V, U, false>(nx, a.x, a.N, n, t1 - 1, -1, t0, t1);
         if (!hsaved) {
 #pragma unroll
             for (int j = 0; j < V; j++) v[j] = nseg > 1 ? SF_COL(ckpt, seg)[j] : k.v0;
-            sf_cu_recompute<BN, V, U>(a, p.soft_reset, k, f, n, t0, t1, v, smem);
+            sf_cu_recompute<BN, V, U>(a, p.soft_reset, k, f, n, t0, t1, v, smem, xsm);
         }
         for (int64_t t = t1 - 1; t >= t0; t -= U) {
             cds = nds;
-            if (BN) cx = nx;
+            if (BN && hsaved) cx = nx;
             if (t - U >= t0) {
                 sf_cu_load_batch<V, U, true>(nds, ds, a.N, n, t - U, -1, t0, t1);
-                if (BN) sf_cu_load_batch<V, U, false>(nx, a.x, a.N, n, t - U, -1, t0, t1);
+                if (BN && hsaved) sf_cu_load_batch<V, U, false>(nx, a.x, a.N, n, t - U, -1, t0, t1);
             }
             auto step = [&](int u) {
                 int64_t tt = t - u;
-                float out[V], hv[V];
-                if (hsaved) { /* full mode: h streams in beside ds */
+                float out[V], hv[V], xv[V];
+                if (hsaved) { /* full mode: h streams in beside ds (and x for BN) */
                     sf_cu_ld_once<V>(hsaved + tt * a.N + n, hv);
+                    if (BN) {
+#pragma unroll
+                        for (int j = 0; j < V; j++) xv[j] = cx.v[u][j];
+                    }
                 } else if (V == 4) {
                     float4 q = *(const float4 *)SF_COL(smem, tt - t0);
                     hv[0] = q.x, hv[1] = q.y, hv[2] = q.z, hv[3] = q.w;
+                    if (BN) {
+                        q = *(const float4 *)SF_COL(xsm, tt - t0);
+                        xv[0] = q.x, xv[1] = q.y, xv[2] = q.z, xv[3] = q.w;
+                    }
                 } else {
                     hv[0] = *SF_COL(smem, tt - t0);
+                    if (BN) xv[0] = *SF_COL(xsm, tt - t0);
                 }
 #pragma unroll
                 for (int j = 0; j < V; j++) {
                     float dy = k.c * sf_lif_step_back(&p, &k, hv[j], cds.v[u][j], &dv[j]);
-                    float xhat = BN ? (cx.v[u][j] - f.mean) * f.invstd : 0.0f;
+                    float xhat = BN ? (xv[j] - f.mean) * f.invstd : 0.0f;
                     if (MODE == SF_DY_WRITE) out[j] = dy;
                     if (MODE == SF_DY_SUMS) sdy[j] += dy, sdyx[j] += dy * xhat;
                     if (MODE == SF_DY_BN_DX) out[j] = f.gamma * f.invstd * (dy - mdy - xhat * mdyx);

@@ -42,6 +42,14 @@ sf_status sf_cu_conv_backward(sf_backend *be, const sf_conv_shape *sh, const flo
                               float *dx, float *dw, float *db, void *ws);
 void sf_cu_conv_cache_free(sf_cu_ctx *c);
 
+/* precision.cu: bf16 operand copies. Slots: SF_CU_BF16_IN (x, then a conv's dx), SF_CU_BF16_W (weights),
+ * SF_CU_BF16_OUT (y, dy), SF_CU_BF16_DW (a conv chunk's weight gradient). */
+enum { SF_CU_BF16_IN = 2, SF_CU_BF16_W = 3, SF_CU_BF16_OUT = 4, SF_CU_BF16_DW = 5 };
+/* *out = scratch slot `slot` holding n bf16 values: x rounded to bf16, or uninitialised when x is NULL. */
+sf_status sf_cu_bf16_copy(sf_cu_ctx *c, int slot, int64_t n, const float *x, __nv_bfloat16 **out);
+/* y = x (accumulate 0) or y += x (accumulate 1), in fp32. */
+sf_status sf_cu_bf16_to_f32(sf_cu_ctx *c, int64_t n, const __nv_bfloat16 *x, float *y, int accumulate);
+
 /* pool.cu */
 sf_status sf_cu_avgpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y);
 sf_status sf_cu_avgpool_backward(sf_backend *be, const sf_pool_shape *sh, const float *dy, float *dx);

@@ -224,7 +224,7 @@ int main(void)
     }
     lif_option_grid();
     sf_backend *be;
-    CHECK_OK(sf_cuda_backend_create(0, &be));
+    CHECK_OK(sf_cuda_backend_create(0, SF_PRECISION_FP32, &be));
     sf_lif_params p;
     sf_lif_default_params(&p);
     test_bn_lif(be, &p, 1, 1, 1, 1, 0, 50);

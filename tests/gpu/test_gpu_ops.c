@@ -4,7 +4,10 @@
  *   1e-6: element-wise optimizers, leaky readout, avgpool;   1e-5: BN statistics and backward,
  *   softmax cross-entropy, linear and conv (fp32 FMA math, different summation orders);
  *   1e-4: LIF and fused BN+LIF gradients (surrogate expf in two libraries, per-channel sums over T·B·H·W), BN
- *   forward (the CPU folds γ·invstd before multiplying: outputs near zero lose digits to cancellation). */
+ *   forward (the CPU folds γ·invstd before multiplying: outputs near zero lose digits to cancellation).
+ * Then linear and conv again on backends created with the opt-in precisions, against the same fp32 CPU results:
+ *   tf32 1e-3 (operands rounded to 10-bit mantissas: about 3e-4 expected), bf16 1e-2 (8-bit mantissas, and conv
+ *   outputs and weight gradients rounded to bf16 once more: about 4e-3 expected); the worst error seen is printed. */
 #include "core/backend.h"
 #include "testutil.h"
 
@@ -13,6 +16,8 @@
 #include <string.h>
 
 static sf_backend *cpu, *gpu;
+static double gemm_tol = 1e-5; /* linear and conv bound: the GPU backend's precision decides it */
+static double gemm_worst;      /* the largest linear/conv error seen under that precision */
 
 /* A tensor on both backends, from the same host data. */
 typedef struct {
@@ -58,11 +63,12 @@ static void drop(pair *p)
     gpu->release(gpu, p->g);
 }
 
-/* Compares the float tensor on both backends: relative L2 error within tol (tol 0: bitwise equal). */
-static void cmp(const char *what, const pair *p, double tol)
+/* Compares the float tensor on both backends: relative L2 error within tol (tol 0: bitwise equal); returns it. */
+static double cmp(const char *what, const pair *p, double tol)
 {
     size_t n = p->bytes / 4;
     float *c = malloc(p->bytes + 4), *g = malloc(p->bytes + 4);
+    double e = 0.0;
     CHECK_OK(cpu->copy_to_host(cpu, c, p->c, p->bytes));
     CHECK_OK(gpu->copy_to_host(gpu, g, p->g, p->bytes));
     if (tol == 0.0) {
@@ -72,11 +78,19 @@ static void cmp(const char *what, const pair *p, double tol)
     } else {
         double *r = malloc(8 * (n + 1));
         for (size_t i = 0; i < n; i++) r[i] = c[i];
-        double e = tu_rel_err(g, r, (int64_t)n);
+        e = tu_rel_err(g, r, (int64_t)n);
         CHECK(e <= tol, "%s: rel err %.3e > %.0e", what, e, tol);
         free(r);
     }
     free(c), free(g);
+    return e;
+}
+
+/* A linear or conv result under the GPU backend's precision. */
+static void cmp_gemm(const char *what, const pair *p)
+{
+    double e = cmp(what, p, gemm_tol);
+    if (e > gemm_worst) gemm_worst = e;
 }
 
 static void cmp_bytes(const char *what, const pair *p)
@@ -209,10 +223,10 @@ static void test_linear(int64_t rows, int32_t in, int32_t o, int bias, int want_
     RUN(be->linear_backward(be, rows, in, o, S(x), S(w), S(dy), want_dx ? S(dx) : NULL, S(dw), bias ? S(db) : NULL));
     char t[96];
     snprintf(t, sizeof t, "linear rows=%lld in=%d out=%d bias=%d", (long long)rows, in, o, bias);
-    cmp(t, &y, 1e-5);
-    cmp(t, &dw, 1e-5);
-    if (want_dx) cmp(t, &dx, 1e-5);
-    if (bias) cmp(t, &db, 1e-5);
+    cmp_gemm(t, &y);
+    cmp_gemm(t, &dw);
+    if (want_dx) cmp_gemm(t, &dx);
+    if (bias) cmp_gemm(t, &db);
     drop(&x), drop(&w), drop(&b), drop(&y), drop(&dy), drop(&dx), drop(&dw), drop(&db);
 }
 
@@ -234,13 +248,25 @@ static void test_conv(int64_t n, int32_t cin, int32_t hgt, int32_t wid, int32_t 
     char t[128];
     snprintf(t, sizeof t, "conv n=%lld %dx%dx%d -> %d k=%d s=%d p=%d", (long long)n, cin, hgt, wid, cout, k, stride,
              pad);
-    cmp(t, &y, 1e-5);
-    cmp(t, &dx, 1e-5);
-    cmp(t, &dw, 1e-5);
-    if (bias) cmp(t, &db, 1e-5);
+    cmp_gemm(t, &y);
+    cmp_gemm(t, &dx);
+    cmp_gemm(t, &dw);
+    if (bias) cmp_gemm(t, &db);
     cpu->release(cpu, wsc);
     gpu->release(gpu, wsg);
     drop(&x), drop(&w), drop(&b), drop(&y), drop(&dy), drop(&dx), drop(&dw), drop(&db);
+}
+
+/* The linear and conv cases, at the precision of the current GPU backend. */
+static void test_gemm_ops(void)
+{
+    test_linear(37, 33, 17, 1, 1);
+    test_linear(1, 1, 1, 0, 1);
+    test_linear(640, 512, 10, 1, 0);
+    test_conv(3, 3, 9, 7, 5, 3, 1, 1, 1);
+    test_conv(2, 4, 8, 8, 6, 3, 2, 1, 0);
+    test_conv(1, 5, 5, 5, 3, 1, 1, 0, 1);
+    test_conv(20, 16, 16, 16, 32, 3, 1, 1, 0);
 }
 
 static void test_pool(int64_t n, int32_t h, int32_t w, int32_t k, int32_t s)
@@ -359,20 +385,14 @@ int main(void)
         return 1;
     }
     CHECK_OK(sf_cpu_backend_create(&cpu));
-    CHECK_OK(sf_cuda_backend_create(0, &gpu));
+    CHECK_OK(sf_cuda_backend_create(0, SF_PRECISION_FP32, &gpu));
     if (!cpu || !gpu) return tu_finish("test_gpu_ops");
     test_lif();
     test_bn(1, 1, 1, 300);
     test_bn(6, 5, 7, 310);
     test_bn(40, 16, 64, 320);
     test_bn(30, 33, 1, 330);
-    test_linear(37, 33, 17, 1, 1);
-    test_linear(1, 1, 1, 0, 1);
-    test_linear(640, 512, 10, 1, 0);
-    test_conv(3, 3, 9, 7, 5, 3, 1, 1, 1);
-    test_conv(2, 4, 8, 8, 6, 3, 2, 1, 0);
-    test_conv(1, 5, 5, 5, 3, 1, 1, 0, 1);
-    test_conv(20, 16, 16, 16, 32, 3, 1, 1, 0);
+    test_gemm_ops();
     test_pool(7, 9, 9, 2, 2);
     test_pool(3, 9, 9, 3, 2);
     test_pool(1, 5, 6, 3, 1);
@@ -381,7 +401,21 @@ int main(void)
     test_readout_loss(1, 1, 3);
     test_readout_loss(10, 64, 10);
     test_optim();
-    sf_backend_free(cpu);
+    printf("fp32 linear/conv: worst rel err %.2e (bound %.0e)\n", gemm_worst, gemm_tol);
     sf_backend_free(gpu);
+    /* the opt-in precisions of the GEMM/conv work, against the same fp32 CPU results */
+    const struct { sf_precision p; double tol; } opt[] = {{SF_PRECISION_TF32, 1e-3}, {SF_PRECISION_BF16, 1e-2}};
+    for (int i = 0; i < 2; i++) {
+        gpu = NULL;
+        CHECK_OK(sf_cuda_backend_create(0, opt[i].p, &gpu));
+        if (!gpu) continue;
+        gemm_tol = opt[i].tol;
+        gemm_worst = 0.0;
+        test_gemm_ops();
+        printf("%s linear/conv: worst rel err %.2e (bound %.0e)\n", sf_precision_name(opt[i].p), gemm_worst,
+               gemm_tol);
+        sf_backend_free(gpu);
+    }
+    sf_backend_free(cpu);
     return tu_finish("test_gpu_ops");
 }
