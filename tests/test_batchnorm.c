@@ -26,22 +26,6 @@ typedef struct bn_case {
     double *mean, *var, *y, *s, *h, *dx, *dgamma, *dbeta, *bn_dx, *bn_dgamma, *bn_dbeta, *rm_ref, *rv_ref;
 } bn_case;
 
-static void params_of(const double *v, sf_lif_params *p)
-{
-    sf_lif_default_params(p);
-    p->tau = (float)v[0];
-    p->decay = (float)v[1];
-    p->decay_input = (int32_t)v[2];
-    p->v_threshold = (float)v[3];
-    p->v_reset = (float)v[4];
-    p->soft_reset = (int32_t)v[5];
-    p->detach_reset = (int32_t)v[6];
-    p->surrogate = (sf_surrogate)(int)v[7];
-    p->alpha = (float)v[8];
-    p->use_grad_threshold = (int32_t)v[9];
-    p->grad_threshold = (float)v[10];
-}
-
 static void load_case(const sf_safetensors *st, int idx, bn_case *k)
 {
     char key[64];
@@ -50,7 +34,7 @@ static void load_case(const sf_safetensors *st, int idx, bn_case *k)
     CHECK_OK(sf_safetensors_get_f64(st, KEY("params"), v, 11));
     CHECK_OK(sf_safetensors_get_f64(st, KEY("shape"), shape, 4));
     CHECK_OK(sf_safetensors_get_f64(st, KEY("eps_momentum"), em, 2));
-    params_of(v, &k->p);
+    tu_lif_params_of(v, &k->p);
     k->T = (int64_t)shape[0];
     k->B = (int64_t)shape[1];
     k->C = (int64_t)shape[2];

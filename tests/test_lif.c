@@ -14,22 +14,6 @@
 #define TOL_H 1e-6
 #define TOL_DX 1e-5
 
-static void params_of(const double *v, sf_lif_params *p)
-{
-    sf_lif_default_params(p);
-    p->tau = (float)v[0];
-    p->decay = (float)v[1];
-    p->decay_input = (int32_t)v[2];
-    p->v_threshold = (float)v[3];
-    p->v_reset = (float)v[4];
-    p->soft_reset = (int32_t)v[5];
-    p->detach_reset = (int32_t)v[6];
-    p->surrogate = (sf_surrogate)(int)v[7];
-    p->alpha = (float)v[8];
-    p->use_grad_threshold = (int32_t)v[9];
-    p->grad_threshold = (float)v[10];
-}
-
 static void check_case(const sf_safetensors *st, int idx)
 {
     char name[64], key[256];
@@ -43,7 +27,7 @@ static void check_case(const sf_safetensors *st, int idx)
     snprintf(key, sizeof key, "%s.params", name);
     double *pv = tu_get_f64(st, key, 11);
     sf_lif_params p;
-    params_of(pv, &p);
+    tu_lif_params_of(pv, &p);
 #define GET32(var, field) snprintf(key, sizeof key, "%s." field, name), var = tu_get_f32(st, key, n)
 #define GET64(var, field) snprintf(key, sizeof key, "%s." field, name), var = tu_get_f64(st, key, n)
     float *x, *ds;

@@ -86,6 +86,22 @@ void tu_randn(float *x, int64_t n, float mean, float std, uint64_t seed)
     }
 }
 
+void tu_lif_params_of(const double *v, sf_lif_params *p)
+{
+    sf_lif_default_params(p);
+    p->tau = (float)v[0];
+    p->decay = (float)v[1];
+    p->decay_input = (int32_t)v[2];
+    p->v_threshold = (float)v[3];
+    p->v_reset = (float)v[4];
+    p->soft_reset = (int32_t)v[5];
+    p->detach_reset = (int32_t)v[6];
+    p->surrogate = (sf_surrogate)(int)v[7];
+    p->alpha = (float)v[8];
+    p->use_grad_threshold = (int32_t)v[9];
+    p->grad_threshold = (float)v[10];
+}
+
 float *tu_net_read_role(sf_net *net, sf_tensor_role role, int64_t *n)
 {
     sf_tensor_info info;
