@@ -7,46 +7,42 @@
 
 #include <limits.h>
 
-/* col[r][j] = x[img][ci][oy·s − pad + kh][ox·s − pad + kw] (0 in the padding), r = (ci, kh, kw), j = (img, oy, ox);
- * one grid row per r, so only j needs dividing. */
-__global__ void im2col_kernel(const float *__restrict__ x, float *__restrict__ col, sf_conv_shape sh, int64_t cols)
+/* col[r][j] = x[img][ci][oy·s − pad + kh][ox·s − pad + kw] (0 in the padding), r = (ci, kh, kw), j = (img, oy, ox).
+ * One grid row per (ci, kh); each thread writes the k rows of its kw for one j, so the index arithmetic (32-bit:
+ * sf_cu_conv_gemm_chunk keeps a chunk's tensors under 2^31 elements) is paid once per k elements. */
+__global__ void im2col_kernel(const float *__restrict__ x, float *__restrict__ col, sf_conv_shape sh, int cols)
 {
-    const int r = blockIdx.y, kk = sh.k * sh.k, ci = r / kk, kh = (r % kk) / sh.k, kw = r % sh.k;
-    const int p_img = sh.oh * sh.ow;
-    for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < cols; j += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t img = j / p_img;
-        const int p = (int)(j - img * p_img), oy = p / sh.ow, ox = p - oy * sh.ow;
-        const int iy = oy * sh.stride - sh.pad + kh, ix = ox * sh.stride - sh.pad + kw;
-        float v = 0.0f;
-        if (iy >= 0 && iy < sh.h && ix >= 0 && ix < sh.w) v = x[((img * sh.cin + ci) * sh.h + iy) * (int64_t)sh.w + ix];
-        col[(int64_t)r * cols + j] = v;
+    const int ci = blockIdx.y / sh.k, kh = blockIdx.y - ci * sh.k, p_img = sh.oh * sh.ow;
+    float *out = col + (int64_t)blockIdx.y * sh.k * cols;
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < cols; j += gridDim.x * blockDim.x) {
+        const int img = j / p_img, p = j - img * p_img, oy = p / sh.ow, ox = p - oy * sh.ow;
+        const int iy = oy * sh.stride - sh.pad + kh, ix0 = ox * sh.stride - sh.pad;
+        const bool row_in = iy >= 0 && iy < sh.h;
+        const float *src = x + ((img * sh.cin + ci) * sh.h + iy) * sh.w;
+        for (int kw = 0; kw < sh.k; kw++) {
+            const int ix = ix0 + kw;
+            out[(int64_t)kw * cols + j] = row_in && ix >= 0 && ix < sh.w ? src[ix] : 0.0f;
+        }
     }
 }
 
 /* dx[img][ci][iy][ix] = Σ of the col entries im2col took from that pixel: a gather (no atomics), each thread
- * owning one input pixel of the chunk. */
-__global__ void col2im_kernel(const float *__restrict__ col, float *__restrict__ dx, sf_conv_shape sh, int64_t nb)
+ * owning one input pixel of the chunk and visiting only the taps that land on the output grid. */
+__global__ void col2im_kernel(const float *__restrict__ col, float *__restrict__ dx, sf_conv_shape sh, int nb)
 {
-    const int64_t total = nb * sh.cin * sh.h * sh.w, cols = nb * sh.oh * sh.ow;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
-        const int ix = (int)(i % sh.w);
-        int64_t t = i / sh.w;
-        const int iy = (int)(t % sh.h);
-        t /= sh.h;
-        const int ci = (int)(t % sh.cin);
-        const int64_t img = t / sh.cin, base = img * sh.oh * sh.ow;
+    const int hw = sh.h * sh.w, total = nb * sh.cin * hw, cols = nb * sh.oh * sh.ow;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        const int plane = i / hw, q = i - plane * hw, iy = q / sh.w, ix = q - iy * sh.w;
+        const int img = plane / sh.cin, ci = plane - img * sh.cin, base = img * sh.oh * sh.ow;
+        const int ty0 = iy + sh.pad, tx0 = ix + sh.pad;
         float sum = 0.0f;
-        for (int kh = 0; kh < sh.k; kh++) {
-            const int ty = iy + sh.pad - kh;
-            if (ty < 0 || ty % sh.stride) continue;
-            const int oy = ty / sh.stride;
+        for (int kh = ty0 % sh.stride; kh < sh.k && kh <= ty0; kh += sh.stride) {
+            const int oy = (ty0 - kh) / sh.stride;
             if (oy >= sh.oh) continue;
-            for (int kw = 0; kw < sh.k; kw++) {
-                const int tx = ix + sh.pad - kw;
-                if (tx < 0 || tx % sh.stride) continue;
-                const int ox = tx / sh.stride;
+            for (int kw = tx0 % sh.stride; kw < sh.k && kw <= tx0; kw += sh.stride) {
+                const int ox = (tx0 - kw) / sh.stride;
                 if (ox >= sh.ow) continue;
-                sum += col[((int64_t)(ci * sh.k + kh) * sh.k + kw) * cols + base + oy * sh.ow + ox];
+                sum += col[(int64_t)((ci * sh.k + kh) * sh.k + kw) * cols + base + oy * sh.ow + ox];
             }
         }
         dx[i] = sum;
@@ -55,14 +51,12 @@ __global__ void col2im_kernel(const float *__restrict__ col, float *__restrict__
 
 /* Between NCHW y[img][co][p] and CNHW yc[co][img·P + p] for nb images; towards NCHW the bias (if any) is added. */
 __global__ void cnhw_kernel(const float *__restrict__ src, float *__restrict__ dst, const float *__restrict__ bias,
-                            int cout, int p_img, int64_t nb, bool to_nchw)
+                            int cout, int p_img, int nb, bool to_nchw)
 {
-    const int64_t total = nb * cout * p_img;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
-        const int p = (int)(i % p_img);
-        const int64_t t = i / p_img, img = t / cout;
-        const int co = (int)(t - img * cout);
-        const int64_t ci = ((int64_t)co * nb + img) * p_img + p;
+    const int total = nb * cout * p_img;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        const int t = i / p_img, p = i - t * p_img, img = t / cout, co = t - img * cout;
+        const int ci = (co * nb + img) * p_img + p;
         if (to_nchw)
             dst[i] = src[ci] + (bias ? bias[co] : 0.0f);
         else
@@ -83,11 +77,15 @@ size_t sf_cu_conv_gemm_ws(const sf_conv_shape *sh, int64_t nb)
 int64_t sf_cu_conv_gemm_chunk(const sf_conv_shape *sh, size_t cap)
 {
     const size_t one = sf_cu_conv_gemm_ws(sh, 1);
-    /* K rows of im2col are one grid row each (≤ 65535); cuBLAS takes int sizes */
+    /* im2col runs one grid row per (ci, kh) (≤ 65535); cuBLAS takes int sizes */
     if (one == 0 || one > cap || rows_k(sh) > 65535) return 0;
     int64_t most = (int64_t)(cap / one);
     if (most > sh->n) most = sh->n;
-    if (most * sh->oh * sh->ow > INT_MAX) most = INT_MAX / ((int64_t)sh->oh * sh->ow);
+    /* the kernels index a chunk's x, y and im2col columns in 32 bits */
+    const int64_t per_img = (int64_t)sh->cin * sh->h * sh->w > (int64_t)sh->cout * sh->oh * sh->ow
+                                ? (int64_t)sh->cin * sh->h * sh->w
+                                : (int64_t)sh->cout * sh->oh * sh->ow;
+    if (most * per_img > INT_MAX) most = INT_MAX / per_img;
     if (most < 1) return 0;
     const int64_t chunks = (sh->n + most - 1) / most;
     return (sh->n + chunks - 1) / chunks; /* equal chunks, the last one possibly shorter */
@@ -103,7 +101,7 @@ static sf_status im2col(sf_cu_ctx *c, const sf_conv_shape *sh, const float *x, i
 {
     const int64_t cols = nb * sh->oh * sh->ow;
     unsigned gx = grid_for(c, cols) / 8 + 1;
-    im2col_kernel<<<dim3(gx, (unsigned)rows_k(sh)), 256, 0, c->stream>>>(x, col, *sh, cols);
+    im2col_kernel<<<dim3(gx, (unsigned)(sh->cin * sh->k)), 256, 0, c->stream>>>(x, col, *sh, (int)cols);
     SF_CU_LAUNCHED();
     return SF_OK;
 }
@@ -112,7 +110,7 @@ static sf_status cnhw(sf_cu_ctx *c, const sf_conv_shape *sh, const float *src, f
                       int64_t nb, bool to_nchw)
 {
     cnhw_kernel<<<grid_for(c, nb * sh->cout * sh->oh * sh->ow), 256, 0, c->stream>>>(src, dst, bias, sh->cout,
-                                                                                     sh->oh * sh->ow, nb, to_nchw);
+                                                                                     sh->oh * sh->ow, (int)nb, to_nchw);
     SF_CU_LAUNCHED();
     return SF_OK;
 }
@@ -154,7 +152,7 @@ sf_status sf_cu_conv_gemm_backward(sf_cu_ctx *c, const sf_conv_shape *sh, int64_
         if (dx) { /* dcol[K][nb·P] = w[cout][K]ᵀ · dyc[cout][nb·P], into col's place, then gathered into dx */
             SF_CUBLAS_CHECK(cublasSgemm(c->cublas, CUBLAS_OP_N, CUBLAS_OP_T, m, (int)K, sh->cout, &one, dyc, m, w,
                                         (int)K, &zero, col, m));
-            col2im_kernel<<<grid_for(c, nb * img_x), 256, 0, c->stream>>>(col, dx + i0 * img_x, *sh, nb);
+            col2im_kernel<<<grid_for(c, nb * img_x), 256, 0, c->stream>>>(col, dx + i0 * img_x, *sh, (int)nb);
             SF_CU_LAUNCHED();
         }
     }
