@@ -56,6 +56,9 @@ if [ "$MODE" != --bench-only ]; then
     for t in $(ls tests/gpu/test_*.c 2>/dev/null | xargs -n1 basename | sed 's/\.c$//'); do run "$t" last; done
     # a 1 MiB workspace cap makes cuDNN's faster algorithms run on chunks of the batch: the chunked path
     SF_CUDA_CONV_WS_MIB=1 run test_gpu_ops last
+    # every conv op that fits through im2col + SGEMM (conv_gemm.cu), on the whole batch and in chunks
+    SF_CUDA_CONV_GEMM=1 run test_gpu_ops last
+    SF_CUDA_CONV_GEMM=1 SF_CUDA_CONV_WS_MIB=1 run test_gpu_ops last
 fi
 if [ "$MODE" != --tests-only ]; then
     for b in $(ls bench/gpu/bench_*.c 2>/dev/null | xargs -n1 basename | sed 's/\.c$//'); do run "$b" table; done

@@ -203,6 +203,8 @@ static sf_status init_ctx(sf_cu_ctx *c, int32_t device, sf_precision prec)
      * and no faster at 768 or 1024 MiB (3144 MiB); the workspace is one buffer shared by all layers */
     const char *ws = getenv("SF_CUDA_CONV_WS_MIB");
     c->conv_ws_cap = (size_t)(ws && atol(ws) > 0 ? atol(ws) : 512) << 20;
+    const char *gm = getenv("SF_CUDA_CONV_GEMM");
+    c->conv_gemm = gm && (gm[0] == '0' || gm[0] == '1') ? gm[0] - '0' : -1;
     /* fp32 stays fp32 unless opted in: no TF32 tensor-op math behind the caller's back. bf16 needs no mode: its
      * GEMMs name bf16 operand types (linear.cu). */
     SF_CUBLAS_CHECK(

@@ -28,6 +28,8 @@ typedef struct sf_cu_ctx {
     int device;
     sf_precision prec; /* GEMM/conv arithmetic, fixed at creation: fp32 (FMA only), tf32 or bf16 operands */
     size_t conv_ws_cap; /* workspace a conv algorithm may use: SF_CUDA_CONV_WS_MIB, default 512 MiB */
+    int conv_gemm;      /* SF_CUDA_CONV_GEMM: im2col + SGEMM where it measures faster (-1, default), never (0), always
+                         * where it fits (1: for tests) */
     int num_sms;
     cudaStream_t stream;
     cublasHandle_t cublas;

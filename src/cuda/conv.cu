@@ -5,7 +5,8 @@
  * and a bounded workspace, and cached with their descriptors. When the fastest algorithm
  * of an op needs more workspace than the cap, the op is also measured on the batch cut into 2, 4 or 8 chunks
  * (workspace shrinks with the chunk) and runs chunk by chunk if that is faster in total; the weight gradient
- * accumulates over the chunks. */
+ * accumulates over the chunks. Under fp32 and tf32 each op is also timed as im2col + cuBLAS SGEMM (conv_gemm.cu)
+ * over chunks that fit the same cap, and runs that way where it beats cuDNN's best. */
 #include "cuda/ops.cuh"
 
 #include <limits.h>
@@ -24,6 +25,8 @@ typedef struct sf_cu_conv_op {
     int fastest_algo; /* the fastest allowed algorithm on the whole batch, whatever its workspace (for reports) */
     float fastest_ms;
     size_t fastest_ws;
+    bool gemm;      /* runs as im2col + SGEMM over the entry's gemm_chunk instead */
+    float gemm_ms;  /* that path's measured time (0: not measured) */
 } sf_cu_conv_op;
 
 struct sf_cu_conv_entry {
@@ -32,6 +35,7 @@ struct sf_cu_conv_entry {
     cudnnFilterDescriptor_t wd;
     cudnnConvolutionDescriptor_t cd;
     sf_cu_conv_op op[SF_CONV_OPS];
+    int64_t gemm_chunk; /* images per im2col + SGEMM call (0: the path does not fit the cap) */
     size_t ws;
 };
 
@@ -167,6 +171,72 @@ done:
     return st;
 }
 
+/* One op of the im2col + SGEMM path on the timing buffers: x, dx, w, dw, y (also dy), workspace. */
+static sf_status run_gemm_op(sf_cu_ctx *c, const sf_conv_shape *sh, int64_t chunk, int op, float *const *buf)
+{
+    if (op == SF_CONV_FWD) return sf_cu_conv_gemm_forward(c, sh, chunk, buf[0], buf[2], NULL, buf[4], buf[5]);
+    return sf_cu_conv_gemm_backward(c, sh, chunk, buf[0], buf[2], buf[4], op == SF_CONV_BWD_DATA ? buf[1] : NULL,
+                                    op == SF_CONV_BWD_FILTER ? buf[3] : NULL, buf[5]);
+}
+
+/* Per op: one warm-up run, then the mean of two, by events on the backend's stream. */
+static sf_status time_gemm(sf_cu_ctx *c, const sf_conv_shape *sh, int64_t chunk, float *const *buf, cudaEvent_t *ev,
+                           float ms[SF_CONV_OPS])
+{
+    for (int o = 0; o < SF_CONV_OPS; o++) {
+        SF_TRY(run_gemm_op(c, sh, chunk, o, buf));
+        SF_CU_CHECK(cudaEventRecord(ev[0], c->stream));
+        for (int r = 0; r < 2; r++) SF_TRY(run_gemm_op(c, sh, chunk, o, buf));
+        SF_CU_CHECK(cudaEventRecord(ev[1], c->stream));
+        SF_CU_CHECK(cudaEventSynchronize(ev[1]));
+        SF_CU_CHECK(cudaEventElapsedTime(&ms[o], ev[0], ev[1]));
+        ms[o] /= 2;
+    }
+    return SF_OK;
+}
+
+/* Measures the im2col + SGEMM path on zeroed buffers of the shape (allocated for the measurement only) and takes
+ * it for each op where it beats what cuDNN measured, or for every op where it fits under SF_CUDA_CONV_GEMM=1.
+ * bf16 keeps cuDNN (its operands are bf16 copies). Without room for the buffers the shape keeps cuDNN. */
+static sf_status consider_gemm(sf_cu_ctx *c, sf_cu_conv_entry *e)
+{
+    const sf_conv_shape *sh = &e->sh;
+    if (c->prec == SF_PRECISION_BF16 || c->conv_gemm == 0) return SF_OK;
+    const int64_t chunk = sf_cu_conv_gemm_chunk(sh, c->conv_ws_cap);
+    if (chunk == 0) return SF_OK;
+    const size_t nx = (size_t)(sh->n * sh->cin * sh->h * sh->w), ny = (size_t)(sh->n * sh->cout * sh->oh * sh->ow),
+                 nw = (size_t)sh->cout * sh->cin * sh->k * sh->k;
+    const size_t bytes[6] = {nx, nx, nw, nw, ny, sf_cu_conv_gemm_ws(sh, chunk) / sizeof(float)};
+    float *buf[6] = {NULL};
+    cudaEvent_t ev[2] = {NULL, NULL};
+    cudaError_t ce = cudaSuccess;
+    sf_status st = SF_OK;
+    for (int i = 0; i < 6 && ce == cudaSuccess; i++) {
+        ce = cudaMalloc((void **)&buf[i], bytes[i] * sizeof(float));
+        if (ce == cudaSuccess) ce = cudaMemsetAsync(buf[i], 0, bytes[i] * sizeof(float), c->stream);
+    }
+    for (int i = 0; i < 2 && ce == cudaSuccess; i++) ce = cudaEventCreate(&ev[i]);
+    float ms[SF_CONV_OPS] = {0.0f, 0.0f, 0.0f};
+    if (ce == cudaSuccess) st = time_gemm(c, sh, chunk, buf, ev, ms);
+    cudaStreamSynchronize(c->stream);
+    for (int i = 0; i < 6; i++) cudaFree(buf[i]);
+    for (int i = 0; i < 2; i++)
+        if (ev[i]) cudaEventDestroy(ev[i]);
+    if (ce == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();
+        return SF_OK;
+    }
+    if (ce != cudaSuccess) return sf_cu_fail_cuda(ce, __FILE__, __LINE__, "preparing the im2col + SGEMM timing");
+    SF_TRY(st);
+    e->gemm_chunk = chunk;
+    for (int o = 0; o < SF_CONV_OPS; o++) {
+        sf_cu_conv_op *op = &e->op[o];
+        op->gemm_ms = ms[o];
+        op->gemm = c->conv_gemm == 1 || op->chunk == 0 || ms[o] < op->ms;
+    }
+    return SF_OK;
+}
+
 static sf_status setup(sf_cu_ctx *c, const sf_conv_shape *sh, sf_cu_conv_entry *e)
 {
     if (sh->n > INT_MAX || sh->n < 1 || sh->cin < 1 || sh->cout < 1 || sh->k < 1 || sh->stride < 1 || sh->pad < 0 ||
@@ -197,9 +267,15 @@ static sf_status setup(sf_cu_ctx *c, const sf_conv_shape *sh, sf_cu_conv_entry *
         e->cd, c->prec == SF_PRECISION_FP32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
     bool more = true;
     for (int64_t splits = 1; splits <= 8 && more && sh->n % splits == 0; splits *= 2) SF_TRY(measure(c, e, splits, &more));
+    SF_TRY(consider_gemm(c, e));
     static const char *const names[SF_CONV_OPS] = {"forward", "backward-data", "backward-filter"};
     e->ws = 0;
     for (int o = 0; o < SF_CONV_OPS; o++) {
+        if (e->op[o].gemm) {
+            size_t g = sf_cu_conv_gemm_ws(sh, e->gemm_chunk);
+            if (g > e->ws) e->ws = g;
+            continue;
+        }
         if (e->op[o].chunk == 0)
             return sf_fail(SF_ERR_UNSUPPORTED,
                            "cuDNN offers no %s %s algorithm within %zu MiB of workspace for conv n=%lld cin=%d %dx%d "
@@ -283,10 +359,11 @@ sf_status sf_cu_conv_forward(sf_backend *be, const sf_conv_shape *sh, const floa
     sf_cu_ctx *c = sf_cu_ctx_of(be);
     sf_cu_conv_entry *e;
     SF_TRY(lookup(c, sh, &e));
+    const sf_cu_conv_op *op = &e->op[SF_CONV_FWD];
+    if (op->gemm) return sf_cu_conv_gemm_forward(c, sh, e->gemm_chunk, x, w, b, y, (float *)ws);
     conv_operands o;
     SF_TRY(operands(c, sh, x, w, NULL, &o));
     const bool bf16 = c->prec == SF_PRECISION_BF16;
-    const sf_cu_conv_op *op = &e->op[SF_CONV_FWD];
     const int64_t xs = op->chunk * sh->cin * sh->h * sh->w, ys = op->chunk * sh->cout * sh->oh * sh->ow;
     void *yo = y; /* bf16: the output goes through the bf16 output slot (dy's, free during the forward) */
     __nv_bfloat16 *yb = NULL;
@@ -304,12 +381,11 @@ sf_status sf_cu_conv_forward(sf_backend *be, const sf_conv_shape *sh, const floa
     return SF_OK;
 }
 
-sf_status sf_cu_conv_backward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w, const float *dy,
-                              float *dx, float *dw, float *db, void *ws)
+/* The backward ops that run through cuDNN: dw (if not NULL, summed over chunks) and dx (if not NULL). */
+static sf_status cudnn_backward(sf_cu_ctx *c, const sf_cu_conv_entry *e, const float *x, float *dw, float *dx,
+                                const float *w, const float *dy, void *ws)
 {
-    sf_cu_ctx *c = sf_cu_ctx_of(be);
-    sf_cu_conv_entry *e;
-    SF_TRY(lookup(c, sh, &e));
+    const sf_conv_shape *sh = &e->sh;
     conv_operands o;
     SF_TRY(operands(c, sh, x, dx ? w : NULL, dy, &o));
     const bool bf16 = c->prec == SF_PRECISION_BF16;
@@ -319,7 +395,7 @@ sf_status sf_cu_conv_backward(sf_backend *be, const sf_conv_shape *sh, const flo
     const sf_cu_conv_op *f = &e->op[SF_CONV_BWD_FILTER];
     __nv_bfloat16 *dwb = NULL; /* bf16: each chunk's weight gradient, summed into dw in fp32 */
     if (bf16) SF_TRY(sf_cu_bf16_copy(c, SF_CU_BF16_DW, nw, NULL, &dwb));
-    for (int64_t i = 0; i < sh->n / f->chunk; i++) { /* the weight gradient accumulates over the chunks */
+    for (int64_t i = 0; dw && i < sh->n / f->chunk; i++) { /* the weight gradient accumulates over the chunks */
         SF_CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->cudnn, &one, f->xd, AT(o.x, i * f->chunk * img_x), f->yd,
                                                       AT(o.dy, i * f->chunk * img_y), e->cd,
                                                       (cudnnConvolutionBwdFilterAlgo_t)f->algo, ws, f->ws,
@@ -337,6 +413,21 @@ sf_status sf_cu_conv_backward(sf_backend *be, const sf_conv_shape *sh, const flo
                                                         d->xd, AT(dxo, i * d->chunk * img_x)));
         if (bf16) SF_TRY(sf_cu_bf16_to_f32(c, sh->n * img_x, (const __nv_bfloat16 *)o.x, dx, 0));
     }
+    return SF_OK;
+}
+
+sf_status sf_cu_conv_backward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w, const float *dy,
+                              float *dx, float *dw, float *db, void *ws)
+{
+    sf_cu_ctx *c = sf_cu_ctx_of(be);
+    sf_cu_conv_entry *e;
+    SF_TRY(lookup(c, sh, &e));
+    float one = 1.0f, zero = 0.0f;
+    const sf_cu_conv_op *f = &e->op[SF_CONV_BWD_FILTER], *d = &e->op[SF_CONV_BWD_DATA];
+    if (f->gemm || (dx && d->gemm)) /* never under bf16: its operand copies below are for cuDNN */
+        SF_TRY(sf_cu_conv_gemm_backward(c, sh, e->gemm_chunk, x, w, dy, d->gemm ? dx : NULL, f->gemm ? dw : NULL,
+                                        (float *)ws));
+    if (!f->gemm || (dx && !d->gemm)) SF_TRY(cudnn_backward(c, e, x, f->gemm ? NULL : dw, d->gemm ? NULL : dx, w, dy, ws));
     if (db) SF_CUDNN_CHECK(cudnnConvolutionBackwardBias(c->cudnn, &one, e->yd, dy, &zero, e->bd, db));
     return SF_OK;
 }
@@ -360,18 +451,24 @@ extern "C" size_t sf_cuda_conv_report(sf_backend *be, char *buf, size_t cap)
     static const char *const names[SF_CONV_OPS] = {"fwd", "bwd_data", "bwd_filter"};
     size_t n = 0;
 #define PUT(...) n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, __VA_ARGS__)
-    PUT("conv algorithms (%s, workspace cap %zu MiB): shape | op: chosen algo x chunks, ms (Find), ws MiB | fastest "
-        "allowed on the whole batch: algo, ms, ws MiB\n",
+    PUT("conv algorithms (%s, workspace cap %zu MiB): shape | op: chosen algo x chunks, ms (Find or events), ws MiB | "
+        "fastest cuDNN allowed on the whole batch: algo, ms, ws MiB | cuDNN's choice ms, im2col+sgemm x chunks ms "
+        "(0: not measured)\n",
         sf_precision_name(c->prec), c->conv_ws_cap >> 20);
     for (int i = 0; i < c->n_convs; i++) {
         const sf_cu_conv_entry *e = &c->convs[i];
         const sf_conv_shape *sh = &e->sh;
         for (int o = 0; o < SF_CONV_OPS; o++) {
             const sf_cu_conv_op *op = &e->op[o];
-            PUT("n=%lld %d->%d %dx%d s%d | %-10s %-22s x%lld %7.3f %6.0f | %-22s %7.3f %6.0f\n", (long long)sh->n,
-                sh->cin, sh->cout, sh->h, sh->w, sh->stride, names[o], algo_name(o, op->algo),
-                (long long)(sh->n / (op->chunk ? op->chunk : sh->n)), op->ms, op->ws / 1048576.0,
-                algo_name(o, op->fastest_algo), op->fastest_ms, op->fastest_ws / 1048576.0);
+            const int64_t gc = e->gemm_chunk ? e->gemm_chunk : sh->n;
+            PUT("n=%lld %d->%d %dx%d s%d | %-10s %-22s x%lld %7.3f %6.0f | %-22s %7.3f %6.0f | cudnn %7.3f im2col+sgemm "
+                "x%lld %7.3f\n",
+                (long long)sh->n, sh->cin, sh->cout, sh->h, sh->w, sh->stride, names[o],
+                op->gemm ? "im2col_sgemm" : algo_name(o, op->algo),
+                (long long)(op->gemm ? (sh->n + gc - 1) / gc : sh->n / (op->chunk ? op->chunk : sh->n)),
+                op->gemm ? op->gemm_ms : op->ms,
+                (op->gemm ? sf_cu_conv_gemm_ws(sh, gc) : op->ws) / 1048576.0, algo_name(o, op->fastest_algo),
+                op->fastest_ms, op->fastest_ws / 1048576.0, op->ms, (long long)((sh->n + gc - 1) / gc), op->gemm_ms);
         }
     }
 #undef PUT

@@ -42,6 +42,16 @@ sf_status sf_cu_conv_backward(sf_backend *be, const sf_conv_shape *sh, const flo
                               float *dx, float *dw, float *db, void *ws);
 void sf_cu_conv_cache_free(sf_cu_ctx *c);
 
+/* conv_gemm.cu: the im2col + SGEMM path (fp32/tf32 operands). Workspace for chunks of nb images; the chunk that
+ * fits `cap` (0: not even one image, or too many im2col rows); the ops over the batch in such chunks (forward adds
+ * the bias when b is given; backward computes dx and/or dw where they are not NULL, dw summed over the chunks). */
+size_t sf_cu_conv_gemm_ws(const sf_conv_shape *sh, int64_t nb);
+int64_t sf_cu_conv_gemm_chunk(const sf_conv_shape *sh, size_t cap);
+sf_status sf_cu_conv_gemm_forward(sf_cu_ctx *c, const sf_conv_shape *sh, int64_t chunk, const float *x,
+                                  const float *w, const float *b, float *y, float *ws);
+sf_status sf_cu_conv_gemm_backward(sf_cu_ctx *c, const sf_conv_shape *sh, int64_t chunk, const float *x,
+                                   const float *w, const float *dy, float *dx, float *dw, float *ws);
+
 /* precision.cu: bf16 operand copies. Slots: SF_CU_BF16_IN (x, then a conv's dx), SF_CU_BF16_W (weights),
  * SF_CU_BF16_OUT (y, dy), SF_CU_BF16_DW (a conv chunk's weight gradient). */
 enum { SF_CU_BF16_IN = 2, SF_CU_BF16_W = 3, SF_CU_BF16_OUT = 4, SF_CU_BF16_DW = 5 };

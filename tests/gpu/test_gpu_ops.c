@@ -267,6 +267,12 @@ static void test_gemm_ops(void)
     test_conv(2, 4, 8, 8, 6, 3, 2, 1, 0);
     test_conv(1, 5, 5, 5, 3, 1, 1, 0, 1);
     test_conv(20, 16, 16, 16, 32, 3, 1, 1, 0);
+    /* strided, odd sizes, with and without padding; the last one runs in chunks of 9, 9, 9, 8 images on the
+     * im2col + SGEMM path under a 1 MiB workspace cap (tests/gpu.sh runs that with SF_CUDA_CONV_GEMM=1) */
+    test_conv(7, 5, 13, 11, 9, 3, 2, 1, 1);
+    test_conv(5, 3, 10, 9, 4, 3, 2, 0, 0);
+    test_conv(3, 6, 9, 9, 8, 5, 3, 2, 1);
+    test_conv(35, 32, 15, 15, 64, 3, 2, 1, 1);
 }
 
 static void test_pool(int64_t n, int32_t h, int32_t w, int32_t k, int32_t s)

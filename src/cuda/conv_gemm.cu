@@ -1,0 +1,160 @@
+/* conv_gemm.cu — 2-D convolution as im2col / col2im kernels plus cuBLAS SGEMM, over chunks of images. conv.cu
+ * measures it against cuDNN's best per shape and op at plan time: on the H200, cuDNN's FMA kernels for strided
+ * 3×3 convolutions run at about a third of the fp32 peak, where one large SGEMM reaches three quarters of it.
+ * Layout of a chunk of nb images (P = oh·ow output pixels, K = cin·k·k): col[K][nb·P] (im2col of x), the output
+ * and its gradient transposed to [cout][nb·P] ("CNHW"), so each op is a single GEMM over the whole chunk. */
+#include "cuda/ops.cuh"
+
+#include <limits.h>
+
+/* col[r][j] = x[img][ci][oy·s − pad + kh][ox·s − pad + kw] (0 in the padding), r = (ci, kh, kw), j = (img, oy, ox).
+ * One grid row per (ci, kh); each thread writes the k rows of its kw for one j, so the index arithmetic (32-bit:
+ * sf_cu_conv_gemm_chunk keeps a chunk's tensors under 2^31 elements) is paid once per k elements. */
+__global__ void im2col_kernel(const float *__restrict__ x, float *__restrict__ col, sf_conv_shape sh, int cols)
+{
+    const int ci = blockIdx.y / sh.k, kh = blockIdx.y - ci * sh.k, p_img = sh.oh * sh.ow;
+    float *out = col + (int64_t)blockIdx.y * sh.k * cols;
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < cols; j += gridDim.x * blockDim.x) {
+        const int img = j / p_img, p = j - img * p_img, oy = p / sh.ow, ox = p - oy * sh.ow;
+        const int iy = oy * sh.stride - sh.pad + kh, ix0 = ox * sh.stride - sh.pad;
+        const bool row_in = iy >= 0 && iy < sh.h;
+        const float *src = x + ((img * sh.cin + ci) * sh.h + iy) * sh.w;
+        for (int kw = 0; kw < sh.k; kw++) {
+            const int ix = ix0 + kw;
+            out[(int64_t)kw * cols + j] = row_in && ix >= 0 && ix < sh.w ? src[ix] : 0.0f;
+        }
+    }
+}
+
+/* dx[img][ci][iy][ix] = Σ of the col entries im2col took from that pixel: a gather (no atomics), each thread
+ * owning one input pixel of the chunk and visiting only the taps that land on the output grid. */
+__global__ void col2im_kernel(const float *__restrict__ col, float *__restrict__ dx, sf_conv_shape sh, int nb)
+{
+    const int hw = sh.h * sh.w, total = nb * sh.cin * hw, cols = nb * sh.oh * sh.ow;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        const int plane = i / hw, q = i - plane * hw, iy = q / sh.w, ix = q - iy * sh.w;
+        const int img = plane / sh.cin, ci = plane - img * sh.cin, base = img * sh.oh * sh.ow;
+        const int ty0 = iy + sh.pad, tx0 = ix + sh.pad;
+        float sum = 0.0f;
+        for (int kh = ty0 % sh.stride; kh < sh.k && kh <= ty0; kh += sh.stride) {
+            const int oy = (ty0 - kh) / sh.stride;
+            if (oy >= sh.oh) continue;
+            for (int kw = tx0 % sh.stride; kw < sh.k && kw <= tx0; kw += sh.stride) {
+                const int ox = (tx0 - kw) / sh.stride;
+                if (ox >= sh.ow) continue;
+                sum += col[(int64_t)((ci * sh.k + kh) * sh.k + kw) * cols + base + oy * sh.ow + ox];
+            }
+        }
+        dx[i] = sum;
+    }
+}
+
+/* Between NCHW y[img][co][p] and CNHW yc[co][img·P + p] for nb images; towards NCHW the bias (if any) is added. */
+__global__ void cnhw_kernel(const float *__restrict__ src, float *__restrict__ dst, const float *__restrict__ bias,
+                            int cout, int p_img, int nb, bool to_nchw)
+{
+    const int total = nb * cout * p_img;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        const int t = i / p_img, p = i - t * p_img, img = t / cout, co = t - img * cout;
+        const int ci = (co * nb + img) * p_img + p;
+        if (to_nchw)
+            dst[i] = src[ci] + (bias ? bias[co] : 0.0f);
+        else
+            dst[ci] = src[i];
+    }
+}
+
+static int64_t rows_k(const sf_conv_shape *sh)
+{
+    return (int64_t)sh->cin * sh->k * sh->k;
+}
+
+size_t sf_cu_conv_gemm_ws(const sf_conv_shape *sh, int64_t nb)
+{
+    return (size_t)((rows_k(sh) + sh->cout) * nb * sh->oh * sh->ow) * sizeof(float);
+}
+
+int64_t sf_cu_conv_gemm_chunk(const sf_conv_shape *sh, size_t cap)
+{
+    const size_t one = sf_cu_conv_gemm_ws(sh, 1);
+    /* im2col runs one grid row per (ci, kh) (≤ 65535); cuBLAS takes int sizes */
+    if (one == 0 || one > cap || rows_k(sh) > 65535) return 0;
+    int64_t most = (int64_t)(cap / one);
+    if (most > sh->n) most = sh->n;
+    /* the kernels index a chunk's x, y and im2col columns in 32 bits */
+    const int64_t per_img = (int64_t)sh->cin * sh->h * sh->w > (int64_t)sh->cout * sh->oh * sh->ow
+                                ? (int64_t)sh->cin * sh->h * sh->w
+                                : (int64_t)sh->cout * sh->oh * sh->ow;
+    if (most * per_img > INT_MAX) most = INT_MAX / per_img;
+    if (most < 1) return 0;
+    const int64_t chunks = (sh->n + most - 1) / most;
+    return (sh->n + chunks - 1) / chunks; /* equal chunks, the last one possibly shorter */
+}
+
+static unsigned grid_for(sf_cu_ctx *c, int64_t n)
+{
+    unsigned b = sf_cu_blocks(n, 256), most = (unsigned)c->num_sms * 16;
+    return b < most ? b : most;
+}
+
+static sf_status im2col(sf_cu_ctx *c, const sf_conv_shape *sh, const float *x, int64_t nb, float *col)
+{
+    const int64_t cols = nb * sh->oh * sh->ow;
+    unsigned gx = grid_for(c, cols) / 8 + 1;
+    im2col_kernel<<<dim3(gx, (unsigned)(sh->cin * sh->k)), 256, 0, c->stream>>>(x, col, *sh, (int)cols);
+    SF_CU_LAUNCHED();
+    return SF_OK;
+}
+
+static sf_status cnhw(sf_cu_ctx *c, const sf_conv_shape *sh, const float *src, float *dst, const float *bias,
+                      int64_t nb, bool to_nchw)
+{
+    cnhw_kernel<<<grid_for(c, nb * sh->cout * sh->oh * sh->ow), 256, 0, c->stream>>>(src, dst, bias, sh->cout,
+                                                                                     sh->oh * sh->ow, (int)nb, to_nchw);
+    SF_CU_LAUNCHED();
+    return SF_OK;
+}
+
+/* Row-major [a][b] matrices are column-major b×a ones to cuBLAS: every product below is written that way. */
+sf_status sf_cu_conv_gemm_forward(sf_cu_ctx *c, const sf_conv_shape *sh, int64_t chunk, const float *x,
+                                  const float *w, const float *b, float *y, float *ws)
+{
+    const int64_t img_x = (int64_t)sh->cin * sh->h * sh->w, p_img = (int64_t)sh->oh * sh->ow, K = rows_k(sh);
+    const float one = 1.0f, zero = 0.0f;
+    float *col = ws, *yc = ws + K * chunk * p_img;
+    for (int64_t i0 = 0; i0 < sh->n; i0 += chunk) {
+        const int64_t nb = sh->n - i0 < chunk ? sh->n - i0 : chunk;
+        const int m = (int)(nb * p_img);
+        SF_TRY(im2col(c, sh, x + i0 * img_x, nb, col));
+        /* yc[cout][nb·P] = w[cout][K] · col[K][nb·P] */
+        SF_CUBLAS_CHECK(cublasSgemm(c->cublas, CUBLAS_OP_N, CUBLAS_OP_N, m, sh->cout, (int)K, &one, col, m, w, (int)K,
+                                    &zero, yc, m));
+        SF_TRY(cnhw(c, sh, yc, y + i0 * sh->cout * p_img, b, nb, true));
+    }
+    return SF_OK;
+}
+
+sf_status sf_cu_conv_gemm_backward(sf_cu_ctx *c, const sf_conv_shape *sh, int64_t chunk, const float *x,
+                                   const float *w, const float *dy, float *dx, float *dw, float *ws)
+{
+    const int64_t img_x = (int64_t)sh->cin * sh->h * sh->w, p_img = (int64_t)sh->oh * sh->ow, K = rows_k(sh);
+    const float one = 1.0f, zero = 0.0f;
+    float *col = ws, *dyc = ws + K * chunk * p_img;
+    for (int64_t i0 = 0; i0 < sh->n; i0 += chunk) {
+        const int64_t nb = sh->n - i0 < chunk ? sh->n - i0 : chunk;
+        const int m = (int)(nb * p_img);
+        SF_TRY(cnhw(c, sh, dy + i0 * sh->cout * p_img, dyc, NULL, nb, false));
+        if (dw) { /* dw[cout][K] (+)= dyc[cout][nb·P] · col[K][nb·P]ᵀ, summed over the chunks */
+            SF_TRY(im2col(c, sh, x + i0 * img_x, nb, col));
+            SF_CUBLAS_CHECK(cublasSgemm(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)K, sh->cout, m, &one, col, m, dyc, m,
+                                        i0 ? &one : &zero, dw, (int)K));
+        }
+        if (dx) { /* dcol[K][nb·P] = w[cout][K]ᵀ · dyc[cout][nb·P], into col's place, then gathered into dx */
+            SF_CUBLAS_CHECK(cublasSgemm(c->cublas, CUBLAS_OP_N, CUBLAS_OP_T, m, (int)K, sh->cout, &one, dyc, m, w,
+                                        (int)K, &zero, col, m));
+            col2im_kernel<<<grid_for(c, nb * img_x), 256, 0, c->stream>>>(col, dx + i0 * img_x, *sh, (int)nb);
+            SF_CU_LAUNCHED();
+        }
+    }
+    return SF_OK;
+}
