@@ -33,6 +33,7 @@ typedef struct sf_cu_ctx {
     int num_sms;
     cudaStream_t stream;
     cublasHandle_t cublas;
+    void *cublas_ws; /* cuBLAS's workspace, set once: without it cuBLAS picks other kernels inside a graph capture */
     cudnnHandle_t cudnn;
     void *scratch[SF_CU_SCRATCH_SLOTS]; /* grown on demand */
     size_t scratch_bytes[SF_CU_SCRATCH_SLOTS];
