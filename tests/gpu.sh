@@ -67,6 +67,8 @@ if [ "$MODE" != --tests-only ]; then
     for p in tf32 bf16; do run bench_w3_vgg9 table 10 $p; done
     # another workspace allowance for cuDNN's convolution algorithms (default 512 MiB): speed against peak memory
     SF_CUDA_CONV_WS_MIB=${SF_GPU_WS_MIB:-256} run bench_w3_vgg9 table
+    # the step without its CUDA graph (bench_mlp_step measures both itself)
+    SF_CUDA_GRAPH=0 run bench_w3_vgg9 table
 fi
 rm -f "$OUT/.run"
 say ""

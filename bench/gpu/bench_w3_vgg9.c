@@ -102,9 +102,11 @@ int main(int argc, char **argv)
     double bw = gb_copy_bandwidth(NULL);
     sf_precision prec = gb_precision(argc > 2 ? argv[2] : NULL);
     const char *ws = getenv("SF_CUDA_CONV_WS_MIB");
-    printf("W3 cifar-vgg9 train step T=%lld B=%lld  precision: %s  conv workspace cap: %s MiB  card: %s  copy "
-           "bandwidth: %.0f GB/s\n",
-           (long long)T, (long long)B, sf_precision_name(prec), ws && *ws ? ws : "512", card, bw);
+    const char *gr = getenv("SF_CUDA_GRAPH");
+    printf("W3 cifar-vgg9 train step T=%lld B=%lld  precision: %s  conv workspace cap: %s MiB  CUDA graph: %s  card: "
+           "%s  copy bandwidth: %.0f GB/s\n",
+           (long long)T, (long long)B, sf_precision_name(prec), ws && *ws ? ws : "512",
+           gr && gr[0] == '0' ? "off" : "on", card, bw);
     /* CIFAR-like input: one image per sample, the same at every step (direct encoding) */
     size_t img = 3 * 32 * 32;
     float *x = malloc(sizeof(float) * (size_t)(T * B) * img);
@@ -112,8 +114,8 @@ int main(int argc, char **argv)
     for (int64_t t = 1; t < T; t++) memcpy(x + (size_t)(t * B) * img, x, sizeof(float) * (size_t)B * img);
     int32_t labels[64];
     for (int b = 0; b < B; b++) labels[b] = (b * 7) % 10;
-    printf("%-10s %9s %9s %12s %12s %12s %10s\n", "memory", "ms/step", "loss", "plan_MiB", "peak_MiB", "device_MiB",
-           "saved_MiB");
+    printf("%-10s %9s %9s %12s %12s %12s %10s %9s\n", "memory", "ms/step", "loss", "plan_MiB", "peak_MiB",
+           "device_MiB", "saved_MiB", "recorded");
     for (int mode = 1; mode >= 0; mode--) {
         double base = gb_used_mib();
         sf_net *net = vgg9(mode ? SF_MEMORY_RECOMPUTE : SF_MEMORY_FULL, prec, T, B);
@@ -128,9 +130,9 @@ int main(int argc, char **argv)
         qsort(ts, (size_t)steps, sizeof *ts, cmp_double);
         sf_memory_plan plan;
         GB_OK(sf_net_memory_plan(net, &plan));
-        printf("%-10s %9.2f %9.4f %12.0f %12.0f %12.0f %10.0f\n", mode ? "recompute" : "full", ts[steps / 2], r.loss,
-               plan.total / 1048576.0, sf_net_peak_bytes(net) / 1048576.0, gb_used_mib() - base,
-               plan.saved / 1048576.0);
+        printf("%-10s %9.2f %9.4f %12.0f %12.0f %12.0f %10.0f %9s\n", mode ? "recompute" : "full", ts[steps / 2],
+               r.loss, plan.total / 1048576.0, sf_net_peak_bytes(net) / 1048576.0, gb_used_mib() - base,
+               plan.saved / 1048576.0, net->graph ? "yes" : "no");
         if (mode) { /* where the time goes */
             GB_OK(sf_net_set_profiling(net, 1));
             for (int i = 0; i < 3; i++) GB_OK(sf_net_train_step(net, x, labels, &r));

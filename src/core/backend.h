@@ -144,6 +144,16 @@ struct sf_backend {
                            int32_t decoupled, int64_t step, float *p, const float *g, float *m, float *v);
     /* flag[0] = 1 if any of x[0..n) is NaN or Inf (flag is one float on the backend, set, never cleared). */
     sf_status (*check_finite)(sf_backend *be, int64_t n, const float *x, float *flag);
+
+    /* Optional (NULL where a backend has none, e.g. the CPU): record the ops issued between graph_begin and
+     * graph_end instead of running them, then replay them all with one graph_launch. Recorded ops keep their
+     * arguments, so they must be repeatable as they are. graph_end always ends the recording; on failure *graph is
+     * NULL and the backend runs ops normally again. graph_launch answers SF_ERR_STATE when memory of the backend's
+     * own that the graph uses has moved since (the caller records again). graph_free accepts NULL. */
+    sf_status (*graph_begin)(sf_backend *be);
+    sf_status (*graph_end)(sf_backend *be, void **graph);
+    sf_status (*graph_launch)(sf_backend *be, void *graph);
+    void (*graph_free)(sf_backend *be, void *graph);
 };
 
 /* Creates the backend for a device with the given GEMM/conv precision; SF_ERR_UNSUPPORTED when it is not built in,

@@ -210,14 +210,11 @@ sf_status sf_net_train_step(sf_net *net, const float *x, const int32_t *labels, 
 {
     if (!labels) return sf_fail(SF_ERR_INVALID, "train step: labels are NULL");
     if (!net->opt_set) return sf_fail(SF_ERR_STATE, "train step: no optimizer set (sf_net_set_optimizer)");
-    SF_TRY(sf_net_forward(net, x, 1));
-    SF_TRY(sf_net_run_loss(net, labels, NULL));
-    SF_TRY(sf_net_backward(net));
+    SF_TRY(sf_net_upload_input(net, x));
+    SF_TRY(sf_net_put_labels(net, labels));
+    SF_TRY(sf_net_step_body(net));
     /* One read-back per step: the loss, the correct count and a finite-check over every gradient. */
     sf_backend *be = net->be;
-    SF_TRY(be->zero(be, net->stats + 2, sizeof(float)));
-    SF_TRY(be->check_finite(be, 1, net->stats, net->stats + 2));
-    if (net->n_params) SF_TRY(be->check_finite(be, net->n_params, net->grads, net->stats + 2));
     float st[3];
     SF_TRY(be->copy_to_host(be, st, net->stats, sizeof st));
     sf_step_result r = {.loss = st[0], .correct = (int32_t)st[1]};

@@ -74,6 +74,7 @@ static void release(sf_net *net, void *p)
 void sf_net_free(sf_net *net)
 {
     if (!net) return;
+    sf_net_drop_graph(net);
     release(net, net->params);
     release(net, net->grads);
     release(net, net->opt_a);

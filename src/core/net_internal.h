@@ -105,6 +105,10 @@ struct sf_net {
     size_t peak_bytes;
     bool profiling;
     char *summary;
+    /* the training step recorded as a backend graph (net_graph.c) */
+    void *graph;
+    int32_t plain_steps; /* training steps run without a graph since the compile */
+    bool graph_failed;   /* recording failed once for this compile: stay on the plain path */
 };
 
 /* Storage of a tensor's forward values (follows flatten aliases). */
@@ -116,6 +120,17 @@ int32_t sf_net_classes(const sf_net *net);
 
 /* net_run.c: readout and loss; `out` (optional) gets the loss read back to the host. */
 sf_status sf_net_run_loss(sf_net *net, const int32_t *labels, sf_step_result *out);
+/* The parts of a step that read host memory (input, labels) and those that run on the backend only (what a
+ * graph can record): sf_net_forward = upload_input + run_forward, sf_net_run_loss = put_labels + loss_ops. */
+sf_status sf_net_upload_input(sf_net *net, const float *x);
+sf_status sf_net_run_forward(sf_net *net, bool training);
+sf_status sf_net_put_labels(sf_net *net, const int32_t *labels);
+sf_status sf_net_loss_ops(sf_net *net, bool labelled);
+
+/* net_graph.c: the backend-only body of a training step (forward, loss, backward, finite check into stats[2]),
+ * run directly or through a recorded graph where the net allows one; sf_net_drop_graph forgets the recording. */
+sf_status sf_net_step_body(sf_net *net);
+void sf_net_drop_graph(sf_net *net);
 
 /* plan.c */
 sf_status sf_net_plan_memory(sf_net *net);

@@ -77,6 +77,7 @@ sf_status sf_net_compile(sf_net *net, int64_t T, int64_t B)
     if (T <= 0 || B <= 0)
         return sf_fail(SF_ERR_INVALID, "compile: T=%lld and B=%lld must be >= 1", (long long)T, (long long)B);
     SF_TRY(ensure_params(net));
+    sf_net_drop_graph(net); /* the plan below moves the arenas its kernels point into */
     net->T = T;
     net->B = B;
     net->compiled = false;

@@ -142,20 +142,30 @@ static sf_status require_compiled(const sf_net *net)
     return net->compiled ? SF_OK : sf_fail(SF_ERR_STATE, "the network is not compiled (call sf_net_compile)");
 }
 
-sf_status sf_net_forward(sf_net *net, const float *x, int32_t training)
+sf_status sf_net_upload_input(sf_net *net, const float *x)
 {
     SF_TRY(require_compiled(net));
     if (!x) return sf_fail(SF_ERR_INVALID, "forward: input is NULL");
-    sf_backend *be = net->be;
     size_t in_bytes = (size_t)(rows(net) * net->tensors[0].per_sample) * sizeof(float);
-    SF_TRY(be->copy_from_host(be, sf_net_act(net, 0), x, in_bytes));
+    return net->be->copy_from_host(net->be, sf_net_act(net, 0), x, in_bytes);
+}
+
+sf_status sf_net_run_forward(sf_net *net, bool training)
+{
+    sf_backend *be = net->be;
     SF_TRY(be->zero(be, net->spike_counts, (size_t)(net->n_lif ? net->n_lif : 1) * sizeof(float)));
     net->have_forward = net->have_loss = net->have_backward = false;
     for (int32_t i = 0; i < net->n_layers; i++)
-        SF_TRY(timed(net, &net->layers[i].timing.forward_ms, layer_forward, i, training != 0));
+        SF_TRY(timed(net, &net->layers[i].timing.forward_ms, layer_forward, i, training));
     net->have_forward = true;
-    net->last_training = training != 0;
+    net->last_training = training;
     return SF_OK;
+}
+
+sf_status sf_net_forward(sf_net *net, const float *x, int32_t training)
+{
+    SF_TRY(sf_net_upload_input(net, x));
+    return sf_net_run_forward(net, training != 0);
 }
 
 /* The readout r_t from the last layer's output o_t: o itself (mean readout) or a leaky integrator. */
@@ -167,34 +177,45 @@ static const float *readout(sf_net *net, float *a_out, float *c_out)
     return net->p.readout == SF_READOUT_LEAKY ? net->readout : sf_net_act(net, net->n_layers);
 }
 
-sf_status sf_net_run_loss(sf_net *net, const int32_t *labels, sf_step_result *out)
+sf_status sf_net_put_labels(sf_net *net, const int32_t *labels)
 {
     sf_backend *be = net->be;
     int32_t K = sf_net_classes(net);
     for (int64_t b = 0; labels && b < net->B; b++)
         if (labels[b] < 0 || labels[b] >= K)
             return sf_fail(SF_ERR_INVALID, "label %d of sample %lld is outside [0, %d)", labels[b], (long long)b, K);
+    /* Without labels (prediction only) the op still needs some: class 0 stands in and the loss is ignored. */
+    if (labels) return be->copy_from_host(be, net->labels, labels, (size_t)net->B * sizeof(int32_t));
+    return be->zero(be, net->labels, (size_t)net->B * sizeof(int32_t));
+}
+
+sf_status sf_net_loss_ops(sf_net *net, bool labelled)
+{
+    sf_backend *be = net->be;
+    int32_t K = sf_net_classes(net);
     float a, c;
     const float *r = readout(net, &a, &c);
     if (net->p.readout == SF_READOUT_LEAKY)
         SF_TRY(be->leaky_forward(be, net->T, net->B * K, a, c, sf_net_act(net, net->n_layers), net->readout));
     float *dr = NULL;
-    if (labels && net->last_training)
+    if (labelled && net->last_training)
         dr = net->p.readout == SF_READOUT_LEAKY ? net->dreadout : grad_of(net, net->n_layers);
-    /* Without labels (prediction only) the op still needs some: class 0 stands in and the loss is ignored. */
-    if (labels)
-        SF_TRY(be->copy_from_host(be, net->labels, labels, (size_t)net->B * sizeof(int32_t)));
-    else
-        SF_TRY(be->zero(be, net->labels, (size_t)net->B * sizeof(int32_t)));
     SF_TRY(be->softmax_xent(be, net->T, net->B, K, net->p.loss == SF_LOSS_CE_PER_STEP, r, net->labels, dr,
                             net->logits, net->stats));
+    net->have_loss = labelled && net->last_training;
+    return SF_OK;
+}
+
+sf_status sf_net_run_loss(sf_net *net, const int32_t *labels, sf_step_result *out)
+{
+    SF_TRY(sf_net_put_labels(net, labels));
+    SF_TRY(sf_net_loss_ops(net, labels != NULL));
     if (out) {
         float st[2] = {0, 0};
-        if (labels) SF_TRY(be->copy_to_host(be, st, net->stats, sizeof st));
+        if (labels) SF_TRY(net->be->copy_to_host(net->be, st, net->stats, sizeof st));
         out->loss = st[0];
         out->correct = (int32_t)st[1];
     }
-    net->have_loss = labels && net->last_training;
     return SF_OK;
 }
 

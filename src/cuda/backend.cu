@@ -64,6 +64,7 @@ sf_status sf_cu_scratch(sf_cu_ctx *c, int slot, size_t bytes, void **out)
         }
         SF_TRY(device_alloc(bytes, &c->scratch[slot], "backend scratch"));
         c->scratch_bytes[slot] = bytes;
+        c->scratch_gen++;
     }
     *out = c->scratch[slot];
     return SF_OK;
@@ -137,10 +138,69 @@ static void cu_destroy(sf_backend *be)
         for (int i = 0; i < SF_CU_SCRATCH_SLOTS; i++) cudaFree(c->scratch[i]);
         if (c->cudnn) cudnnDestroy(c->cudnn);
         if (c->cublas) cublasDestroy(c->cublas);
+        cudaFree(c->cublas_ws);
         if (c->stream) cudaStreamDestroy(c->stream);
         free(c);
     }
     free(be);
+}
+
+/* CUDA graphs of the stream's work. ThreadLocal mode: an unsafe call from this thread while recording (a
+ * cudaMalloc, a synchronise) fails the recording instead of silently escaping it. */
+typedef struct {
+    cudaGraphExec_t exec;
+    unsigned scratch_gen; /* the scratch buffers the recorded kernels point into */
+} cu_graph;
+
+static sf_status cu_graph_begin(sf_backend *be)
+{
+    SF_CU_CHECK(cudaStreamBeginCapture(sf_cu_ctx_of(be)->stream, cudaStreamCaptureModeThreadLocal));
+    return SF_OK;
+}
+
+static sf_status cu_graph_end(sf_backend *be, void **out)
+{
+    *out = NULL;
+    sf_cu_ctx *c = sf_cu_ctx_of(be);
+    cudaGraph_t g = NULL;
+    cudaError_t e = cudaStreamEndCapture(c->stream, &g);
+    if (e != cudaSuccess) {
+        if (g) cudaGraphDestroy(g);
+        return sf_cu_fail_cuda(e, __FILE__, __LINE__, "cudaStreamEndCapture");
+    }
+    cu_graph *cg = (cu_graph *)calloc(1, sizeof *cg);
+    if (!cg) {
+        cudaGraphDestroy(g);
+        return sf_fail(SF_ERR_NOMEM, "CUDA graph: out of host memory");
+    }
+    e = cudaGraphInstantiate(&cg->exec, g, 0);
+    cudaGraphDestroy(g); /* the executable graph is independent of it */
+    if (e != cudaSuccess) {
+        free(cg);
+        return sf_cu_fail_cuda(e, __FILE__, __LINE__, "cudaGraphInstantiate");
+    }
+    cg->scratch_gen = c->scratch_gen;
+    *out = cg;
+    return SF_OK;
+}
+
+static sf_status cu_graph_launch(sf_backend *be, void *graph)
+{
+    sf_cu_ctx *c = sf_cu_ctx_of(be);
+    cu_graph *cg = (cu_graph *)graph;
+    if (cg->scratch_gen != c->scratch_gen)
+        return sf_fail(SF_ERR_STATE, "CUDA graph: backend scratch moved since it was recorded");
+    SF_CU_CHECK(cudaGraphLaunch(cg->exec, c->stream));
+    return SF_OK;
+}
+
+static void cu_graph_free(sf_backend *be, void *graph)
+{
+    if (!graph) return;
+    sf_cu_ctx *c = sf_cu_ctx_of(be);
+    cudaStreamSynchronize(c->stream); /* a launch may still be running */
+    cudaGraphExecDestroy(((cu_graph *)graph)->exec);
+    free(graph);
 }
 
 static void fill_table(sf_backend *be)
@@ -183,12 +243,23 @@ static void fill_table(sf_backend *be)
     be->sgd_step = sf_cu_sgd_step;
     be->adam_step = sf_cu_adam_step;
     be->check_finite = sf_cu_check_finite;
+    /* SF_CUDA_GRAPH=0 leaves graphs out (to measure the step without them) */
+    const char *gr = getenv("SF_CUDA_GRAPH");
+    if (!(gr && gr[0] == '0')) {
+        be->graph_begin = cu_graph_begin;
+        be->graph_end = cu_graph_end;
+        be->graph_launch = cu_graph_launch;
+        be->graph_free = cu_graph_free;
+    }
 }
 
 static sf_status init_ctx(sf_cu_ctx *c, int32_t device, sf_precision prec)
 {
     int count = 0;
-    SF_CU_CHECK(cudaGetDeviceCount(&count));
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0)
+        return sf_fail(SF_ERR_UNSUPPORTED, "no usable CUDA device (%s); use device cpu",
+                       e != cudaSuccess ? cudaGetErrorString(e) : "none found");
     if (device < 0 || device >= count)
         return sf_fail(SF_ERR_UNSUPPORTED, "CUDA device %d requested; this machine has %d", device, count);
     c->device = device;
@@ -197,6 +268,11 @@ static sf_status init_ctx(sf_cu_ctx *c, int32_t device, sf_precision prec)
     SF_CU_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     SF_CUBLAS_CHECK(cublasCreate(&c->cublas));
     SF_CUBLAS_CHECK(cublasSetStream(c->cublas, c->stream));
+    /* One fixed workspace (32 MiB, cuBLAS's recommendation for Hopper) makes cuBLAS choose the same kernels inside
+     * and outside a CUDA-graph capture, so a graphed step computes the same bits as a plain one. */
+    const size_t cublas_ws = (size_t)32 << 20;
+    SF_CU_CHECK(cudaMalloc(&c->cublas_ws, cublas_ws));
+    SF_CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_ws, cublas_ws));
     if ((unsigned)prec > SF_PRECISION_BF16) return sf_fail(SF_ERR_INVALID, "unknown precision %d", (int)prec);
     c->prec = prec;
     /* 512 MiB: on W3 (VGG9, T=10, B=64, H200) 51.1 ms at 2784 MiB peak, against 52.4 ms at 256 MiB (2604 MiB)

@@ -33,9 +33,11 @@ typedef struct sf_cu_ctx {
     int num_sms;
     cudaStream_t stream;
     cublasHandle_t cublas;
+    void *cublas_ws; /* cuBLAS's workspace, set once: without it cuBLAS picks other kernels inside a graph capture */
     cudnnHandle_t cudnn;
     void *scratch[SF_CU_SCRATCH_SLOTS]; /* grown on demand */
     size_t scratch_bytes[SF_CU_SCRATCH_SLOTS];
+    unsigned scratch_gen;               /* bumped whenever a scratch buffer moves: graphs recorded before are stale */
     struct sf_cu_conv_entry *convs; /* algorithm choices per conv shape */
     int n_convs, cap_convs;
 } sf_cu_ctx;

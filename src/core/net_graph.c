@@ -1,0 +1,79 @@
+/* net_graph.c — the backend-only body of a training step, and its replay as one recorded backend graph (a CUDA
+ * graph) where every op of the body repeats with the same arguments from step to step. */
+#include "core/error.h"
+#include "core/net_internal.h"
+
+/* Forward, loss, backward and the finite check of the loss and every gradient into stats[2]: the input and the
+ * labels are already on the backend; nothing here reads host memory or returns values to the host. */
+static sf_status body_ops(sf_net *net)
+{
+    sf_backend *be = net->be;
+    SF_TRY(sf_net_run_forward(net, true));
+    SF_TRY(sf_net_loss_ops(net, true));
+    SF_TRY(sf_net_backward(net));
+    SF_TRY(be->zero(be, net->stats + 2, sizeof(float)));
+    SF_TRY(be->check_finite(be, 1, net->stats, net->stats + 2));
+    if (net->n_params) SF_TRY(be->check_finite(be, net->n_params, net->grads, net->stats + 2));
+    return SF_OK;
+}
+
+/* A recording is valid while the kernels' by-value arguments stay fixed: not with dropout (its counter moves every
+ * step) nor profiling (it synchronises per layer), and only after one plain step since the compile, which makes
+ * every lazy choice and allocation of the backend happen outside the recording. */
+static bool graph_allowed(const sf_net *net)
+{
+    if (!net->be->graph_begin || net->graph_failed || net->profiling || net->plain_steps < 1) return false;
+    for (int32_t i = 0; i < net->n_layers; i++)
+        if (net->layers[i].d.kind == SF_LAYER_DROPOUT) return false;
+    return true;
+}
+
+void sf_net_drop_graph(sf_net *net)
+{
+    if (net->graph) net->be->graph_free(net->be, net->graph);
+    net->graph = NULL;
+    net->plain_steps = 0;
+    net->graph_failed = false;
+}
+
+/* Records the body. A failure leaves no graph and marks the net so that it stays on the plain path: a graph is
+ * an optimisation and never fails a step. */
+static void record(sf_net *net)
+{
+    sf_backend *be = net->be;
+    if (be->graph_begin(be) != SF_OK) {
+        net->graph_failed = true;
+        return;
+    }
+    sf_status s = body_ops(net);
+    void *g = NULL;
+    sf_status e = be->graph_end(be, &g);
+    if (s != SF_OK || e != SF_OK) {
+        if (g) be->graph_free(be, g);
+        net->graph_failed = true;
+        return;
+    }
+    net->graph = g;
+}
+
+sf_status sf_net_step_body(sf_net *net)
+{
+    if (graph_allowed(net)) {
+        if (!net->graph) record(net);
+        if (net->graph) {
+            sf_status s = net->be->graph_launch(net->be, net->graph);
+            if (s == SF_OK) {
+                /* what body_ops would have left behind, for the update and the queries */
+                net->have_forward = net->have_loss = net->have_backward = net->last_training = true;
+                return SF_OK;
+            }
+            if (s != SF_ERR_STATE) return s;
+            /* backend memory moved since the recording: record again next step, run this one plainly */
+            net->be->graph_free(net->be, net->graph);
+            net->graph = NULL;
+        }
+    }
+    SF_TRY(body_ops(net));
+    net->plain_steps++;
+    return SF_OK;
+}
