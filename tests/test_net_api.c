@@ -193,8 +193,57 @@ static void test_determinism(void)
     for (int k = 0; k < 3; k++) free(runs[k]);
 }
 
+/* PyTorch's defaults: weights and biases of linear and conv U(-1/sqrt(fan_in), 1/sqrt(fan_in)); BN weight 1, bias 0,
+ * running mean 0, running var 1. Checked by range and variance (bound^2/3). */
+static void check_uniform(sf_net *net, int32_t i, double bound)
+{
+    sf_tensor_info info;
+    CHECK_OK(sf_net_tensor_info(net, SF_ROLE_PARAM, i, &info));
+    float *w = malloc((size_t)info.numel * sizeof *w);
+    CHECK_OK(sf_net_tensor_read(net, SF_ROLE_PARAM, i, w));
+    double sum = 0, sq = 0, maxabs = 0;
+    for (int64_t k = 0; k < info.numel; k++) {
+        sum += w[k];
+        sq += (double)w[k] * w[k];
+        maxabs = fmax(maxabs, fabs(w[k]));
+    }
+    double mean = sum / info.numel, var = sq / info.numel - mean * mean, expect = bound * bound / 3;
+    CHECK(maxabs <= bound, "%s: |w| up to %g beyond the bound %g", info.name, maxabs, bound);
+    CHECK(fabs(var - expect) <= 0.05 * expect, "%s: variance %g, expected %g", info.name, var, expect);
+    CHECK(fabs(mean) <= 4 * sqrt(expect / info.numel), "%s: mean %g", info.name, mean);
+    free(w);
+}
+
+static void test_init(void)
+{
+    sf_net *net = new_net(16, 10, 10, 3);
+    sf_layer_desc d = layer(SF_LAYER_CONV2D);
+    d.out_channels = 300;
+    CHECK_OK(sf_net_add(net, &d, NULL)); /* fan_in 16·3·3 = 144 */
+    d = layer(SF_LAYER_BATCHNORM);
+    CHECK_OK(sf_net_add(net, &d, NULL));
+    d = layer(SF_LAYER_FLATTEN);
+    CHECK_OK(sf_net_add(net, &d, NULL));
+    d = layer(SF_LAYER_LINEAR);
+    d.out_features = 40;
+    CHECK_OK(sf_net_add(net, &d, NULL)); /* fan_in 300·8·8 = 19200 */
+    check_uniform(net, 0, 1.0 / 12.0);
+    check_uniform(net, 4, 1.0 / sqrt(19200.0));
+    float g[300], b[300];
+    CHECK_OK(sf_net_tensor_read(net, SF_ROLE_PARAM, 2, g));
+    CHECK_OK(sf_net_tensor_read(net, SF_ROLE_PARAM, 3, b));
+    float rm[300], rv[300];
+    CHECK_OK(sf_net_tensor_read(net, SF_ROLE_BUFFER, 0, rm));
+    CHECK_OK(sf_net_tensor_read(net, SF_ROLE_BUFFER, 1, rv));
+    int bad = 0;
+    for (int c = 0; c < 300; c++) bad += g[c] != 1.0f || b[c] != 0.0f || rm[c] != 0.0f || rv[c] != 1.0f;
+    CHECK(bad == 0, "%d BN channels not at weight 1, bias 0, mean 0, var 1", bad);
+    sf_net_free(net);
+}
+
 int main(void)
 {
+    test_init();
     test_shape_errors();
     test_states_and_steps();
     test_determinism();
