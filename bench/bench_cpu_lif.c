@@ -7,6 +7,7 @@
  * bandwidth (a parallel memcpy of a 256 MiB buffer, bytes read + written). Times are medians after warm-up; each
  * repeat measures the copy right before the kernels, so the reported fraction compares like with like even when
  * the machine is shared. */
+#include "bench_clock.h"
 #include "core/backend.h"
 #include "core/rng.h"
 
@@ -15,26 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static float *alloc_floats(int64_t n)
 {
@@ -76,14 +57,14 @@ static copy_probe copy_probe_make(void)
 /* GB/s of one copy, counting bytes read + written. */
 static double copy_gbs(const copy_probe *c)
 {
-    double t0 = now();
+    double t0 = sf_bench_now_s();
 #pragma omp parallel
     {
         const int nt = omp_get_num_threads(), id = omp_get_thread_num();
         const int64_t lo = c->n * id / nt, hi = c->n * (id + 1) / nt;
         memcpy(c->b + lo, c->a + lo, (size_t)(hi - lo) * sizeof(float));
     }
-    return 2.0 * (double)c->n * sizeof(float) / (now() - t0) / 1e9;
+    return 2.0 * (double)c->n * sizeof(float) / (sf_bench_now_s() - t0) / 1e9;
 }
 
 int main(int argc, char **argv)
@@ -123,11 +104,11 @@ int main(int argc, char **argv)
         for (int r = -2; r < repeats; r++) {
             sf_lif_out out = {.s = s, .spike_count = r < 0 ? &spikes : NULL};
             const double copy = copy_gbs(&probe);
-            double t0 = now();
+            double t0 = sf_bench_now_s();
             sf_status st = sf_cpu_lif_forward(&p, T, M, x, &out);
-            double t1 = now();
+            double t1 = sf_bench_now_s();
             if (st == SF_OK) st = sf_cpu_lif_backward(&p, T, M, x, NULL, ds, dx);
-            double t2 = now();
+            double t2 = sf_bench_now_s();
             if (st != SF_OK) {
                 fprintf(stderr, "bench_cpu_lif: %s\n", sf_last_error());
                 return 1;
@@ -145,11 +126,12 @@ int main(int argc, char **argv)
             best = tt[r] < best ? tt[r] : best;
             best_copy = cg[r] > best_copy ? cg[r] : best_copy;
         }
-        const double t = median(tt, repeats), gbs = 20.0 * (double)total / t / 1e9;
+        const double t = sf_bench_median(tt, repeats), gbs = 20.0 * (double)total / t / 1e9;
+        const double fwd = sf_bench_median(tf, repeats), bwd = sf_bench_median(tb, repeats);
+        const double copy = sf_bench_median(cg, repeats), of_copy = sf_bench_median(ratio, repeats);
         printf("%5lld %9lld %8.2f %8.2f %8.2f %7.2f %9.2f %6.0f%% %8.2f %4.0f%% %5.1f%%\n", (long long)T, (long long)M,
-               1e3 * median(tf, repeats), 1e3 * median(tb, repeats), 1e3 * t, gbs, median(cg, repeats),
-               100.0 * median(ratio, repeats), 1e3 * best, 100.0 * 20.0 * (double)total / best / 1e9 / best_copy,
-               100.0 * spikes / (2.0 * (double)total));
+               1e3 * fwd, 1e3 * bwd, 1e3 * t, gbs, copy, 100.0 * of_copy, 1e3 * best,
+               100.0 * 20.0 * (double)total / best / 1e9 / best_copy, 100.0 * spikes / (2.0 * (double)total));
     }
     free(cg);
     free(ratio);

@@ -3,24 +3,11 @@
  *
  * Net (Fashion-MNIST-sized input 1×28×28): conv 1→16 → BN → LIF → maxpool 2 → conv 16→32 → BN → LIF →
  * maxpool 2 → flatten → linear 1568→10, mean readout, CE. Usage: bench_cpu_net [T] [B] [steps]. */
+#include "bench_clock.h"
 #include "spikefuse.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static void die(sf_status s, const char *what)
 {
@@ -71,9 +58,9 @@ static double run(sf_memory_mode mode, int64_t T, int64_t B, int steps, const fl
     sf_step_result r;
     for (int i = 0; i < 2; i++) die(sf_net_train_step(net, x, y, &r), "warm-up step");
     for (int i = 0; i < steps; i++) {
-        double t0 = now_ms();
+        double t0 = sf_bench_now_ms();
         die(sf_net_train_step(net, x, y, &r), "step");
-        ms[i] = now_ms() - t0;
+        ms[i] = sf_bench_now_ms() - t0;
     }
     /* One more pass with per-layer timing (synchronising; not part of the median above). */
     die(sf_net_set_profiling(net, 1), "profiling");
@@ -83,8 +70,7 @@ static double run(sf_memory_mode mode, int64_t T, int64_t B, int steps, const fl
     for (int32_t i = 0; i < sf_net_num_layers(net) && i < 16; i++)
         printf("    layer %2d  forward %7.2f ms  backward %7.2f ms\n", i, lt[i].forward_ms, lt[i].backward_ms);
     die(sf_net_set_profiling(net, 0), "profiling");
-    qsort(ms, (size_t)steps, sizeof *ms, cmp_double);
-    double med = ms[steps / 2];
+    double med = sf_bench_median(ms, steps);
     sf_memory_plan plan;
     die(sf_net_memory_plan(net, &plan), "plan");
     printf("%-9s T=%lld B=%lld  %8.2f ms/step  %8.1f samples/s  loss %.4f  | MiB: params %.2f grads %.2f opt %.2f "

@@ -5,23 +5,10 @@
  * Usage: bench_mlp_step [steps] (default 500). */
 #include "core/net_internal.h"
 #include "gpu_bench.h"
+#include "../bench_clock.h"
 
-#include <time.h>
 
 enum { T = 4, B = 64, IN = 784, HID = 512, K = 10 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static sf_net *mlp(bool graphs)
 {
@@ -71,11 +58,11 @@ int main(int argc, char **argv)
         sf_step_result r;
         for (int i = 0; i < 20; i++) GB_OK(sf_net_train_step(net, x, labels, &r));
         for (int i = 0; i < steps; i++) {
-            double t0 = now_ms();
+            double t0 = sf_bench_now_ms();
             GB_OK(sf_net_train_step(net, x, labels, &r));
-            ts[i] = now_ms() - t0;
+            ts[i] = sf_bench_now_ms() - t0;
         }
-        qsort(ts, (size_t)steps, sizeof *ts, cmp_double);
+        sf_bench_median(ts, steps); /* sorts: p10 and p90 below */
         printf("%-6s %9.4f %9.4f %9.4f %9.4f %10s\n", on ? "on" : "off", ts[steps / 2], ts[steps / 10],
                ts[steps * 9 / 10], r.loss, net->graph ? "yes" : "no");
         sf_net_free(net);
