@@ -54,15 +54,18 @@ struct bwd_args {
     const float *dgamma, *dbeta;
 };
 
-/* threads neurons per block; smem bytes for segments of S steps (0: h is given). */
+/* SF_CU_BWD_THREADS neurons per block; smem bytes for segments of S steps (0: h is given). */
 template <bool BN, int MODE, int U>
-static sf_status backward(const sf_cu_neuron &a, const bwd_args &b, int threads, int64_t S, size_t smem,
-                          cudaStream_t st)
+static sf_status backward(const sf_cu_neuron &a, const bwd_args &b, int64_t S, size_t smem, cudaStream_t st)
 {
     const bool hard = !a.p.soft_reset && !a.p.use_grad_threshold;
+    const int threads = SF_CU_BWD_THREADS;
     return with_surrogate(a.p.surrogate, [&](auto sg) -> sf_status {
-        auto kernel = hard ? sf_cu_neuron_backward<BN, MODE, 1, U, decltype(sg)::value, true>
-                           : sf_cu_neuron_backward<BN, MODE, 1, U, decltype(sg)::value, false>;
+        constexpr int SG = decltype(sg)::value;
+        auto kernel = b.h ? (hard ? sf_cu_neuron_backward<BN, MODE, 1, U, SG, true, true>
+                                  : sf_cu_neuron_backward<BN, MODE, 1, U, SG, false, true>)
+                          : (hard ? sf_cu_neuron_backward<BN, MODE, 1, U, SG, true, false>
+                                  : sf_cu_neuron_backward<BN, MODE, 1, U, SG, false, false>);
         if (smem > 48 * 1024)
             SF_CU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         /* all of the unified L1/shared memory as shared: the recompute's columns are what limits residency */
@@ -84,11 +87,11 @@ static sf_status backward(const sf_cu_neuron &a, const bwd_args &b, int threads,
 template <bool BN, int MODE> static sf_status backward_config(const sf_cu_neuron &a, const bwd_args &b, cudaStream_t st)
 {
     const int U = a.T < 8 ? 4 : 8;
-    if (b.h) return U == 4 ? backward<BN, MODE, 4>(a, b, 256, 0, 0, st) : backward<BN, MODE, 8>(a, b, 256, 0, 0, st);
+    if (b.h) return U == 4 ? backward<BN, MODE, 4>(a, b, 0, 0, st) : backward<BN, MODE, 8>(a, b, 0, 0, st);
     int dev, optin;
     SF_CU_CHECK(cudaGetDevice(&dev));
     SF_CU_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    const int threads = 256, cols = BN ? 2 : 1;
+    const int threads = SF_CU_BWD_THREADS, cols = BN ? 2 : 1;
     int64_t S = a.T <= (BN ? 32 : 64) ? a.T : 32;
     if ((cols * S + (a.T + S - 1) / S) * 4 * threads > optin) /* very long T: S near sqrt(T) minimises S + T/S */
         S = ((int64_t)sqrt((double)a.T) + U - 1) / U * U;
@@ -97,8 +100,8 @@ template <bool BN, int MODE> static sf_status backward_config(const sf_cu_neuron
         return sf_fail(SF_ERR_UNSUPPORTED, "LIF backward: T = %lld steps need more shared memory than this GPU has; "
                        "keep h (memory=full) for such sequences", (long long)a.T);
     size_t smem = (size_t)(cols * S + (nseg > 1 ? nseg : 0)) * 4 * threads;
-    if (U == 4) return backward<BN, MODE, 4>(a, b, threads, S, smem, st);
-    return backward<BN, MODE, 8>(a, b, threads, S, smem, st);
+    if (U == 4) return backward<BN, MODE, 4>(a, b, S, smem, st);
+    return backward<BN, MODE, 8>(a, b, S, smem, st);
 }
 
 sf_status sf_cu_neuron_backward_launch(const sf_cu_neuron &a, bool bn, int mode, const float *h, const float *ds,

@@ -18,6 +18,19 @@
 
 #include "cuda/common.cuh"
 
+/* The sigmoid surrogate's exp on the device as ex2.approx (__expf: a multiply and one MUFU instead of expf's
+ * range-reduced polynomial, ~10 instructions in the issue-bound backward). Spikes never depend on it, only
+ * gradients (a few ulp, inside the tests' 1e-5 relative bound); host code keeps expf. */
+__host__ __device__ __forceinline__ float sf_cu_expf(float x)
+{
+#ifdef __CUDA_ARCH__
+    return __expf(x);
+#else
+    return expf(x);
+#endif
+}
+#define SF_EXPF sf_cu_expf
+
 extern "C" {
 #include "core/lif_math.h"
 }
@@ -146,8 +159,12 @@ __global__ void __launch_bounds__(256)
     }
 }
 
-/* Shared-memory slot of step t (relative to its segment) for this thread's V neurons: 16-byte rows, conflict-free. */
-#define SF_COL(base, t) ((base) + ((int64_t)(t)*blockDim.x + threadIdx.x) * V)
+/* Threads per block of the backward, a constant so that the column slots of a batch's steps are immediate offsets. */
+#define SF_CU_BWD_THREADS 256
+
+/* Shared-memory slot of step t (relative to its segment) for this thread's V neurons: 16-byte rows, conflict-free;
+ * 32-bit arithmetic (a column area is at most the 227 KiB of shared memory). */
+#define SF_COL(base, t) ((base) + ((int)(t)*SF_CU_BWD_THREADS + (int)threadIdx.x) * V)
 
 /* U steps of V neurons, loaded together so that all are in flight at once. */
 template <int V, int U> struct sf_cu_batch {
@@ -222,13 +239,14 @@ __device__ __forceinline__ void sf_cu_recompute(const sf_cu_neuron &a, int soft,
     }
 }
 
-/* Backward over [T, N]. h: saved potentials or NULL (recompute through shared memory in segments of S steps,
+/* Backward over [T, N]. h: saved potentials (SAVED) or NULL (recompute through shared memory in segments of S steps,
  * with nseg = ceil(T / S) checkpoints after the S-step area). Loads of ds (and x for BN) run one batch ahead;
  * the first batch of a segment is requested before its recompute, so its latency overlaps that pass. The
  * surrogate is a template argument (SG), and so is the common hard-reset, no-θ_grad case (HARD): the loop is
- * issue-bound at the occupancy registers and columns allow, and run-time switches cost instructions per element. */
-template <bool BN, int MODE, int V, int U, int SG, bool HARD>
-__global__ void __launch_bounds__(256)
+ * issue-bound at the occupancy registers and columns allow, and run-time switches cost instructions per element
+ * (SAVED likewise: a run-time test of hsaved split each step into branches). Launched with SF_CU_BWD_THREADS. */
+template <bool BN, int MODE, int V, int U, int SG, bool HARD, bool SAVED>
+__global__ void __launch_bounds__(SF_CU_BWD_THREADS)
     sf_cu_neuron_backward(sf_cu_neuron a, const float *hsaved, const float *ds, float *dx, float *sums,
                           const float *dgamma, const float *dbeta, int64_t S)
 {
@@ -245,11 +263,11 @@ __global__ void __launch_bounds__(256)
     const sf_lif_coeffs k = a.k;
     const sf_cu_affine f = sf_cu_affine_of<BN>(a, n);
     /* [S steps of h][BN: S steps of x][checkpoints], each a column per thread */
-    float *xsm = smem + S * blockDim.x * V;
-    float *ckpt = smem + (BN && !hsaved ? 2 : 1) * S * blockDim.x * V;
-    int64_t nseg = hsaved ? 1 : (a.T + S - 1) / S;
+    float *xsm = smem + (int)S * SF_CU_BWD_THREADS * V;
+    float *ckpt = smem + (BN && !SAVED ? 2 : 1) * (int)S * SF_CU_BWD_THREADS * V;
+    int64_t nseg = SAVED ? 1 : (a.T + S - 1) / S;
     float v[V];
-    if (!hsaved && nseg > 1) { /* v at each segment start (S is a multiple of U), x streamed in batches */
+    if (!SAVED && nseg > 1) { /* v at each segment start (S is a multiple of U), x streamed in batches */
 #pragma unroll
         for (int j = 0; j < V; j++) v[j] = k.v0;
         const int64_t tend = (nseg - 1) * S; /* the last segment's start: no further */
@@ -283,26 +301,28 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
     for (int j = 0; j < V; j++) dv[j] = sdy[j] = sdyx[j] = 0.0f;
     for (int64_t seg = nseg - 1; seg >= 0; seg--) {
-        int64_t t0 = hsaved ? 0 : seg * S, t1 = hsaved ? a.T : min(a.T, t0 + S);
+        int64_t t0 = SAVED ? 0 : seg * S, t1 = SAVED ? a.T : min(a.T, t0 + S);
         sf_cu_batch<V, U> nds, nx, cds, cx;
         sf_cu_load_batch<V, U, true>(nds, ds, a.N, n, t1 - 1, -1, t0, t1);
-        if (BN && hsaved) sf_cu_load_batch<V, U, false>(nx, a.x, a.N, n, t1 - 1, -1, t0, t1);
-        if (!hsaved) {
+        if (BN && SAVED) sf_cu_load_batch<V, U, false>(nx, a.x, a.N, n, t1 - 1, -1, t0, t1);
+        if (!SAVED) {
 #pragma unroll
             for (int j = 0; j < V; j++) v[j] = nseg > 1 ? SF_COL(ckpt, seg)[j] : k.v0;
             sf_cu_recompute<BN, V, U>(a, p.soft_reset, k, f, n, t0, t1, v, smem, xsm);
         }
+        /* dx at step t - u: walks back one row per step (one add instead of a 64-bit multiply-add per element) */
+        float *dxt = MODE != SF_DY_SUMS ? dx + (t1 - 1) * a.N + n : NULL;
         for (int64_t t = t1 - 1; t >= t0; t -= U) {
             cds = nds;
-            if (BN && hsaved) cx = nx;
+            if (BN && SAVED) cx = nx;
             if (t - U >= t0) {
                 sf_cu_load_batch<V, U, true>(nds, ds, a.N, n, t - U, -1, t0, t1);
-                if (BN && hsaved) sf_cu_load_batch<V, U, false>(nx, a.x, a.N, n, t - U, -1, t0, t1);
+                if (BN && SAVED) sf_cu_load_batch<V, U, false>(nx, a.x, a.N, n, t - U, -1, t0, t1);
             }
             auto step = [&](int u) {
                 int64_t tt = t - u;
                 float out[V], hv[V], xv[V];
-                if (hsaved) { /* full mode: h streams in beside ds (and x for BN) */
+                if (SAVED) { /* full mode: h streams in beside ds (and x for BN) */
                     sf_cu_ld_once<V>(hsaved + tt * a.N + n, hv);
                     if (BN) {
 #pragma unroll
@@ -327,7 +347,10 @@ __global__ void __launch_bounds__(256)
                     if (MODE == SF_DY_SUMS) sdy[j] += dy, sdyx[j] += dy * xhat;
                     if (MODE == SF_DY_BN_DX) out[j] = f.gamma * f.invstd * (dy - mdy - xhat * mdyx);
                 }
-                if (MODE != SF_DY_SUMS) sf_cu_st<V>(dx + tt * a.N + n, out);
+                if (MODE != SF_DY_SUMS) {
+                    sf_cu_st<V>(dxt, out);
+                    dxt -= a.N;
+                }
             };
             if (t - (U - 1) >= t0) { /* full batch: straight-line code */
 #pragma unroll
