@@ -30,12 +30,7 @@ static sf_net *mlp(bool graphs)
     sf_layer_default_desc(SF_LAYER_LINEAR, &d);
     d.out_features = K;
     GB_OK(sf_net_add(net, &d, NULL));
-    GB_OK(sf_net_compile(net, T, B));
-    sf_optim_params o;
-    sf_optim_default_params(&o);
-    o.lr = 0.05f;
-    o.momentum = 0.9f;
-    GB_OK(sf_net_set_optimizer(net, &o));
+    gb_compile_sgd(net, T, B);
     unsetenv("SF_CUDA_GRAPH");
     return net;
 }

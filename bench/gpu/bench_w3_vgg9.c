@@ -77,12 +77,7 @@ static sf_net *vgg9(sf_memory_mode mode, sf_precision prec, int64_t T, int64_t B
     linear(net, 512);
     bn_lif(net);
     linear(net, 10);
-    GB_OK(sf_net_compile(net, T, B));
-    sf_optim_params o;
-    sf_optim_default_params(&o);
-    o.lr = 0.05f;
-    o.momentum = 0.9f;
-    GB_OK(sf_net_set_optimizer(net, &o));
+    gb_compile_sgd(net, T, B);
     return net;
 }
 

@@ -30,6 +30,17 @@
         }                                                                                                              \
     } while (0)
 
+/* Compiles a benchmark net for (T, B) with the optimizer every benchmark uses: SGD, lr 0.05, momentum 0.9. */
+static inline void gb_compile_sgd(sf_net *net, int64_t T, int64_t B)
+{
+    GB_OK(sf_net_compile(net, T, B));
+    sf_optim_params o;
+    sf_optim_default_params(&o);
+    o.lr = 0.05f;
+    o.momentum = 0.9f;
+    GB_OK(sf_net_set_optimizer(net, &o));
+}
+
 /* The GEMM/conv precision named by a benchmark's argument ("fp32", "tf32", "bf16"; NULL: fp32). */
 static inline sf_precision gb_precision(const char *name)
 {
