@@ -8,7 +8,7 @@
  * repeat measures the copy right before the kernels, so the reported fraction compares like with like even when
  * the machine is shared. */
 #include "bench_clock.h"
-#include "core/backend.h"
+#include "cpu/cpu_backend.h"
 #include "core/rng.h"
 
 #include <math.h>

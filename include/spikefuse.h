@@ -17,10 +17,17 @@
 extern "C" {
 #endif
 
+/* Marks the functions the shared library exports; everything else in it is built hidden (-fvisibility=hidden). */
+#if defined(_WIN32)
+#define SF_API __declspec(dllexport)
+#else
+#define SF_API __attribute__((visibility("default")))
+#endif
+
 #define SF_VERSION_MAJOR 0
 #define SF_VERSION_MINOR 1
 #define SF_VERSION_PATCH 0
-const char *sf_version(void);
+SF_API const char *sf_version(void);
 
 /* ---------------------------------------------------------------- status */
 typedef enum sf_status {
@@ -35,9 +42,9 @@ typedef enum sf_status {
     SF_ERR_STATE        /* the call is not valid in the object's current state */
 } sf_status;
 
-const char *sf_status_str(sf_status s);
+SF_API const char *sf_status_str(sf_status s);
 /* The message of the last failure on the calling thread ("" if none). Valid until the next failing call. */
-const char *sf_last_error(void);
+SF_API const char *sf_last_error(void);
 
 /* ---------------------------------------------------------------- devices */
 typedef enum sf_device_kind { SF_DEVICE_CPU = 0, SF_DEVICE_CUDA = 1 } sf_device_kind;
@@ -47,14 +54,15 @@ typedef struct sf_device {
 } sf_device;
 
 /* Parses "cpu", "cuda" or "cuda:N". */
-sf_status sf_device_parse(const char *text, sf_device *out);
+SF_API sf_status sf_device_parse(const char *text, sf_device *out);
 /* Number of usable CUDA devices (0 when built without CUDA or when no GPU is present). */
-int32_t sf_cuda_device_count(void);
+SF_API int32_t sf_cuda_device_count(void);
 /* Sets the number of OpenMP threads the CPU backend uses (<= 0: the OpenMP default). */
-void sf_set_num_threads(int32_t n);
-int32_t sf_get_num_threads(void);
-/* A one-line description of build features (OpenMP, BLAS, CUDA, cuDNN, NCCL). */
-const char *sf_build_info(void);
+SF_API void sf_set_num_threads(int32_t n);
+SF_API int32_t sf_get_num_threads(void);
+/* A one-line description of what this build has: OpenMP threads, the BLAS library, and CUDA with the runtime,
+ * cuBLAS and cuDNN versions and the device count (or that CUDA is not built in). */
+SF_API const char *sf_build_info(void);
 
 /* ---------------------------------------------------------------- LIF neuron
  * Per neuron, for t = 1..T, with input current x_t:
@@ -89,23 +97,23 @@ typedef struct sf_lif_params {
 } sf_lif_params;
 
 /* SpikingJelly's LIFNode defaults: tau=2, decay_input, θ=1, hard reset to 0, sigmoid alpha=4. */
-void sf_lif_default_params(sf_lif_params *p);
+SF_API void sf_lif_default_params(sf_lif_params *p);
 /* The default alpha of each surrogate (sigmoid 4, atan 2, fast_sigmoid 10, rect 1). */
-float sf_surrogate_default_alpha(sf_surrogate s);
+SF_API float sf_surrogate_default_alpha(sf_surrogate s);
 /* Checks ranges; SF_ERR_INVALID with a message naming the field otherwise. */
-sf_status sf_lif_params_check(const sf_lif_params *p);
+SF_API sf_status sf_lif_params_check(const sf_lif_params *p);
 /* Parses "sigmoid", "atan", "fast_sigmoid", "rect". */
-sf_status sf_surrogate_parse(const char *name, sf_surrogate *out);
-const char *sf_surrogate_name(sf_surrogate s);
+SF_API sf_status sf_surrogate_parse(const char *name, sf_surrogate *out);
+SF_API const char *sf_surrogate_name(sf_surrogate s);
 
 /* The low-level fused kernels: all T steps of N independent neurons in one pass.
  * x, s, ds, dx are [T, N] float32 on `device` (host memory for the CPU, device memory for CUDA).
  * `stream` is a cudaStream_t for CUDA (NULL: the default stream) and ignored on the CPU; CUDA calls are
  * asynchronous on that stream. The backward recomputes the membrane potential from x: nothing but x is kept. */
-sf_status sf_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, float *s, sf_device device,
-                         void *stream);
-sf_status sf_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds, float *dx,
-                          sf_device device, void *stream);
+SF_API sf_status sf_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, float *s,
+                                sf_device device, void *stream);
+SF_API sf_status sf_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds,
+                                 float *dx, sf_device device, void *stream);
 
 /* ---------------------------------------------------------------- networks */
 typedef enum sf_layer_kind {
@@ -137,8 +145,8 @@ typedef struct sf_layer_desc {
     sf_lif_params lif;    /* LIF */
 } sf_layer_desc;
 
-void sf_layer_default_desc(sf_layer_kind kind, sf_layer_desc *d);
-const char *sf_layer_kind_name(sf_layer_kind kind);
+SF_API void sf_layer_default_desc(sf_layer_kind kind, sf_layer_desc *d);
+SF_API const char *sf_layer_kind_name(sf_layer_kind kind);
 
 typedef enum sf_memory_mode {
     SF_MEMORY_FULL = 0, /* keep membrane potentials for the backward */
@@ -155,8 +163,23 @@ typedef enum sf_precision {
     SF_PRECISION_BF16      /* CUDA only: operands rounded to bf16 (spikes are exact), fp32 sums; conv outputs and
                               weight gradients pass through bf16 before they return to fp32 */
 } sf_precision;
-const char *sf_precision_name(sf_precision p); /* "fp32", "tf32", "bf16" */
+SF_API const char *sf_precision_name(sf_precision p); /* "fp32", "tf32", "bf16" */
 typedef enum sf_loss { SF_LOSS_CE_MEAN = 0, SF_LOSS_CE_PER_STEP } sf_loss;
+
+/* How each convolution op runs on a GPU: auto measures cuDNN's fastest algorithm and im2col + cuBLAS GEMM for every
+ * conv shape and op at plan time and takes the faster; cudnn and gemm force one (gemm where the shape allows it). */
+typedef enum sf_conv_algo { SF_CONV_ALGO_AUTO = 0, SF_CONV_ALGO_CUDNN, SF_CONV_ALGO_GEMM } sf_conv_algo;
+SF_API const char *sf_conv_algo_name(sf_conv_algo a); /* "auto", "cudnn", "gemm" */
+SF_API sf_status sf_conv_algo_parse(const char *name, sf_conv_algo *out);
+
+/* Choices of the CUDA backend (the CPU backend has none of these and ignores them). */
+typedef struct sf_cuda_options {
+    int32_t graph;              /* 1: replay each training step as one recorded CUDA graph (nets without dropout);
+                                 * default 1 */
+    int32_t conv_workspace_mib; /* the most scratch memory cuDNN's convolution algorithms may use, shared by all
+                                 * layers (faster algorithms need more); default 512 */
+    sf_conv_algo conv_algo;     /* default auto */
+} sf_cuda_options;
 
 typedef struct sf_net_params {
     sf_device device;      /* default cpu */
@@ -167,25 +190,26 @@ typedef struct sf_net_params {
     float readout_tau;     /* SF_READOUT_LEAKY: r_t = a·r_{t-1} + (1-a)·o_t with a = 1 - 1/tau; default 2 */
     sf_loss loss;          /* CE on the T-mean of the readout, or CE at every step averaged over T */
     sf_precision precision; /* GEMM/conv arithmetic; default fp32 (the CPU backend accepts only fp32) */
+    sf_cuda_options cuda;   /* how the CUDA backend runs (ignored on the CPU) */
 } sf_net_params;
 
-void sf_net_default_params(sf_net_params *p);
+SF_API void sf_net_default_params(sf_net_params *p);
 
 typedef struct sf_net sf_net;
 
-sf_status sf_net_create(const sf_net_params *p, sf_net **out);
-void sf_net_free(sf_net *net);
+SF_API sf_status sf_net_create(const sf_net_params *p, sf_net **out);
+SF_API void sf_net_free(sf_net *net);
 /* Appends a layer; *out_id (optional) receives the id of its output tensor. Shapes are checked here. */
-sf_status sf_net_add(sf_net *net, const sf_layer_desc *d, int32_t *out_id);
-int32_t sf_net_num_layers(const sf_net *net);
+SF_API sf_status sf_net_add(sf_net *net, const sf_layer_desc *d, int32_t *out_id);
+SF_API int32_t sf_net_num_layers(const sf_net *net);
 /* The output shape of tensor `id` per sample and step: C, H, W (1×1 for vectors). */
-sf_status sf_net_tensor_shape(const sf_net *net, int32_t id, int32_t chw[3]);
+SF_API sf_status sf_net_tensor_shape(const sf_net *net, int32_t id, int32_t chw[3]);
 /* A multi-line human-readable summary (layers, shapes, parameter counts); owned by the net. */
-const char *sf_net_summary(sf_net *net);
+SF_API const char *sf_net_summary(sf_net *net);
 
 /* Plans memory for T time steps and batch B and allocates it; called again with other (T, B) it replans.
  * Adjacent BATCHNORM → LIF layers are fused here. Must be called after the last sf_net_add. */
-sf_status sf_net_compile(sf_net *net, int64_t T, int64_t B);
+SF_API sf_status sf_net_compile(sf_net *net, int64_t T, int64_t B);
 
 typedef struct sf_memory_plan {
     size_t params;     /* parameters (weights, biases, BN affine) */
@@ -196,7 +220,7 @@ typedef struct sf_memory_plan {
     size_t workspace;  /* transient activations, gradients and scratch, reused across layers */
     size_t total;
 } sf_memory_plan;
-sf_status sf_net_memory_plan(const sf_net *net, sf_memory_plan *out);
+SF_API sf_status sf_net_memory_plan(const sf_net *net, sf_memory_plan *out);
 
 /* ---------------------------------------------------------------- optimisation */
 typedef enum sf_optimizer { SF_OPT_SGD = 0, SF_OPT_ADAM, SF_OPT_ADAMW } sf_optimizer;
@@ -208,10 +232,10 @@ typedef struct sf_optim_params {
     float weight_decay; /* L2 added to the gradient for SGD/Adam, decoupled for AdamW; default 0 */
     float beta1, beta2, eps; /* Adam/AdamW; defaults 0.9, 0.999, 1e-8 */
 } sf_optim_params;
-void sf_optim_default_params(sf_optim_params *p);
-sf_status sf_net_set_optimizer(sf_net *net, const sf_optim_params *p);
+SF_API void sf_optim_default_params(sf_optim_params *p);
+SF_API sf_status sf_net_set_optimizer(sf_net *net, const sf_optim_params *p);
 /* Changes the learning rate of the next updates (schedules call this each step or epoch). */
-sf_status sf_net_set_lr(sf_net *net, float lr);
+SF_API sf_status sf_net_set_lr(sf_net *net, float lr);
 
 typedef enum sf_schedule { SF_SCHEDULE_CONSTANT = 0, SF_SCHEDULE_STEP, SF_SCHEDULE_COSINE } sf_schedule;
 typedef struct sf_schedule_params {
@@ -220,9 +244,9 @@ typedef struct sf_schedule_params {
     float gamma;       /* STEP; default 0.1 */
     float min_lr;      /* COSINE: the value reached at the end; default 0 */
 } sf_schedule_params;
-void sf_schedule_default_params(sf_schedule_params *p);
+SF_API void sf_schedule_default_params(sf_schedule_params *p);
 /* The learning rate for `epoch` (0-based) of `total_epochs`, as PyTorch's StepLR / CosineAnnealingLR give. */
-float sf_schedule_lr(const sf_schedule_params *p, float base_lr, int64_t epoch, int64_t total_epochs);
+SF_API float sf_schedule_lr(const sf_schedule_params *p, float base_lr, int64_t epoch, int64_t total_epochs);
 
 /* ---------------------------------------------------------------- training and evaluation
  * x is host memory [T, B, C, H, W] as compiled; labels are B class indices in [0, classes). */
@@ -233,23 +257,23 @@ typedef struct sf_step_result {
 
 /* Forward in training mode, loss, backward, optimizer update. Returns SF_ERR_NUMERIC (without updating) if the
  * loss or a gradient is NaN/Inf. */
-sf_status sf_net_train_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out);
+SF_API sf_status sf_net_train_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out);
 /* Forward and loss only, in evaluation mode (BN running statistics, no dropout). labels may be NULL. */
-sf_status sf_net_eval_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out);
+SF_API sf_status sf_net_eval_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out);
 /* The split form of a training step, for tests and custom loops. */
-sf_status sf_net_forward(sf_net *net, const float *x, int32_t training);
-sf_status sf_net_loss(sf_net *net, const int32_t *labels, sf_step_result *out); /* also seeds the backward */
-sf_status sf_net_backward(sf_net *net);
-sf_status sf_net_update(sf_net *net);
+SF_API sf_status sf_net_forward(sf_net *net, const float *x, int32_t training);
+SF_API sf_status sf_net_loss(sf_net *net, const int32_t *labels, sf_step_result *out); /* also seeds the backward */
+SF_API sf_status sf_net_backward(sf_net *net);
+SF_API sf_status sf_net_update(sf_net *net);
 /* Copies the readout logits of the last forward, averaged over T, to host [B, classes]. */
-sf_status sf_net_logits(const sf_net *net, float *out);
+SF_API sf_status sf_net_logits(const sf_net *net, float *out);
 /* Copies tensor `id` of the last forward to host [T, B, C, H, W] (only while it is still held: the output of the
  * last layer always is; others only right after a forward in SF_MEMORY_FULL). */
-sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *out);
+SF_API sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *out);
 
 /* Firing rate (mean spikes per neuron and step) of each LIF layer in the last forward, in layer order.
  * Returns the number of LIF layers; writes at most `cap` rates. */
-int32_t sf_net_firing_rates(const sf_net *net, float *rates, int32_t cap);
+SF_API int32_t sf_net_firing_rates(const sf_net *net, float *rates, int32_t cap);
 
 /* ---------------------------------------------------------------- named tensors (checkpoints, tests)
  * Parameters are named "<layer>.<name>" as PyTorch's state_dict would name them in an nn.Sequential
@@ -269,10 +293,10 @@ typedef struct sf_tensor_info {
     int64_t numel;
 } sf_tensor_info;
 
-int32_t sf_net_tensor_count(const sf_net *net, sf_tensor_role role);
-sf_status sf_net_tensor_info(const sf_net *net, sf_tensor_role role, int32_t i, sf_tensor_info *out);
-sf_status sf_net_tensor_read(const sf_net *net, sf_tensor_role role, int32_t i, float *host_dst);
-sf_status sf_net_tensor_write(sf_net *net, sf_tensor_role role, int32_t i, const float *host_src);
+SF_API int32_t sf_net_tensor_count(const sf_net *net, sf_tensor_role role);
+SF_API sf_status sf_net_tensor_info(const sf_net *net, sf_tensor_role role, int32_t i, sf_tensor_info *out);
+SF_API sf_status sf_net_tensor_read(const sf_net *net, sf_tensor_role role, int32_t i, float *host_dst);
+SF_API sf_status sf_net_tensor_write(sf_net *net, sf_tensor_role role, int32_t i, const float *host_src);
 
 /* State beyond tensors that a bitwise-exact resume needs: optimizer step count and the RNG position. */
 typedef struct sf_net_state {
@@ -280,8 +304,8 @@ typedef struct sf_net_state {
     uint64_t rng_seed;
     uint64_t rng_counter;
 } sf_net_state;
-sf_status sf_net_get_state(const sf_net *net, sf_net_state *out);
-sf_status sf_net_set_state(sf_net *net, const sf_net_state *st);
+SF_API sf_status sf_net_get_state(const sf_net *net, sf_net_state *out);
+SF_API sf_status sf_net_set_state(sf_net *net, const sf_net_state *st);
 
 /* ---------------------------------------------------------------- profiling */
 typedef struct sf_layer_timing {
@@ -289,10 +313,10 @@ typedef struct sf_layer_timing {
     double backward_ms;
 } sf_layer_timing;
 /* Enables per-layer timing (synchronises after each layer on a GPU, so only for `bench`). */
-sf_status sf_net_set_profiling(sf_net *net, int32_t on);
-sf_status sf_net_layer_timings(const sf_net *net, sf_layer_timing *out, int32_t cap);
+SF_API sf_status sf_net_set_profiling(sf_net *net, int32_t on);
+SF_API sf_status sf_net_layer_timings(const sf_net *net, sf_layer_timing *out, int32_t cap);
 /* Peak bytes the net had allocated on its device (the plan's total plus library scratch). */
-size_t sf_net_peak_bytes(const sf_net *net);
+SF_API size_t sf_net_peak_bytes(const sf_net *net);
 
 #ifdef __cplusplus
 }

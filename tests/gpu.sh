@@ -54,11 +54,6 @@ run() { # name, what of its output goes into the summary: "last" (its last line)
 
 if [ "$MODE" != --bench-only ]; then
     for t in $(ls tests/gpu/test_*.c 2>/dev/null | xargs -n1 basename | sed 's/\.c$//'); do run "$t" last; done
-    # a 1 MiB workspace cap makes cuDNN's faster algorithms run on chunks of the batch: the chunked path
-    SF_CUDA_CONV_WS_MIB=1 run test_gpu_ops last
-    # every conv op that fits through im2col + SGEMM (conv_gemm.cu), on the whole batch and in chunks
-    SF_CUDA_CONV_GEMM=1 run test_gpu_ops last
-    SF_CUDA_CONV_GEMM=1 SF_CUDA_CONV_WS_MIB=1 run test_gpu_ops last
 fi
 if [ "$MODE" != --tests-only ]; then
     for b in $(ls bench/gpu/bench_*.c 2>/dev/null | xargs -n1 basename | sed 's/\.c$//'); do run "$b" table; done
@@ -66,9 +61,9 @@ if [ "$MODE" != --tests-only ]; then
     for p in tf32 bf16; do run bench_w2_linear_lif table $p; done
     for p in tf32 bf16; do run bench_w3_vgg9 table 10 $p; done
     # another workspace allowance for cuDNN's convolution algorithms (default 512 MiB): speed against peak memory
-    SF_CUDA_CONV_WS_MIB=${SF_GPU_WS_MIB:-256} run bench_w3_vgg9 table
+    run bench_w3_vgg9 table 10 fp32 conv_workspace_mib=${SF_GPU_WS_MIB:-256}
     # the step without its CUDA graph (bench_mlp_step measures both itself)
-    SF_CUDA_GRAPH=0 run bench_w3_vgg9 table
+    run bench_w3_vgg9 table 10 fp32 graph=0
 fi
 rm -f "$OUT/.run"
 say ""

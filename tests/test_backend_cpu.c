@@ -1,5 +1,7 @@
 /* test_backend_cpu.c — the CPU backend table: every op filled in, the memory ops (aligned allocation, copies,
  * zeroing) behave, the device dispatcher returns it, and an op called through the table computes. */
+#include "backends/backends.h"
+#include "cpu/cpu_backend.h"
 #include "cpu/cpu_layers.h"
 #include "testutil.h"
 
@@ -93,14 +95,14 @@ int main(void)
     sf_backend_free(NULL);
 
     sf_backend *viadev = NULL;
-    CHECK_OK(sf_backend_create((sf_device){.kind = SF_DEVICE_CPU, .index = 0}, SF_PRECISION_FP32, &viadev));
+    CHECK_OK(sf_backend_create((sf_device){.kind = SF_DEVICE_CPU, .index = 0}, SF_PRECISION_FP32, NULL, &viadev));
     CHECK(viadev && viadev->linear_forward == sf_cpu_op_linear_forward, "sf_backend_create(cpu) is not the CPU table");
     sf_backend_free(viadev);
 
     /* tf32/bf16 are CUDA options: the CPU refuses them with a message that says so */
     for (sf_precision pr = SF_PRECISION_TF32; pr <= SF_PRECISION_BF16; pr++) {
         sf_backend *no = NULL;
-        sf_status s = sf_backend_create((sf_device){.kind = SF_DEVICE_CPU, .index = 0}, pr, &no);
+        sf_status s = sf_backend_create((sf_device){.kind = SF_DEVICE_CPU, .index = 0}, pr, NULL, &no);
         CHECK(s == SF_ERR_UNSUPPORTED && !no, "CPU backend with precision %s: status %d", sf_precision_name(pr), s);
         CHECK(strstr(sf_last_error(), "fp32 only") != NULL, "message: %s", sf_last_error());
     }

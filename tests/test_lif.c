@@ -4,6 +4,7 @@
  * Spikes must match exactly (the fixtures keep every h at least 1e-4 from a breakpoint); h within 1e-6 and dx
  * within 1e-5 relative (L2) error (observed at most 1.2e-6), float32 against float64. Full (h kept) and
  * recompute backward must agree bitwise, and so must 1 and 2 OpenMP threads. */
+#include "cpu/cpu_backend.h"
 #include "cpu/cpu_neuron.h"
 #include "testutil.h"
 

@@ -8,6 +8,7 @@
  *   rect          clamp(αz + 1/2, 0, 1)   (checked away from its corners z = ±1/(2α))
  * Central differences with step 1e-4/α in double; the float32 surrogate must agree within 1e-5 relative
  * (plus 1e-6·α absolute, for values near zero); points where the difference straddles a kink are skipped. */
+#include "cpu/cpu_backend.h"
 #include "cpu/cpu_neuron.h"
 #include "cpu/neuron_block.h"
 #include "testutil.h"

@@ -1,13 +1,12 @@
 /* cmd_info.c — `spikefuse info`: version and build features, so a bug report can say what was running. */
 #include "cli.h"
 
-#include <cblas.h>
 #include <stdio.h>
 
 static const char *info_help =
     "usage: spikefuse info\n\n"
-    "Prints the version, the build features (OpenMP, BLAS, CUDA, cuDNN, NCCL), the number of OpenMP threads\n"
-    "(set OMP_NUM_THREADS to change it) and the CUDA devices that are usable now.\n";
+    "Prints the version, what the build has (OpenMP, the BLAS library, CUDA with its cuBLAS and cuDNN versions),\n"
+    "the number of OpenMP threads (set OMP_NUM_THREADS to change it) and the CUDA devices that are usable now.\n";
 
 int sf_cmd_info(int argc, char **argv)
 {
@@ -22,7 +21,6 @@ int sf_cmd_info(int argc, char **argv)
     printf("spikefuse %s\n", sf_version());
     printf("build:          %s\n", sf_build_info());
     printf("OpenMP threads: %d\n", (int)sf_get_num_threads());
-    printf("BLAS:           %s (%d threads)\n", openblas_get_config(), openblas_get_num_threads());
     int32_t n = sf_cuda_device_count();
 #ifdef SF_HAVE_CUDA
     printf("CUDA devices:   %d%s\n", (int)n, n ? "" : " (the CUDA backend is built in; no GPU is usable now)");

@@ -1,6 +1,6 @@
 /* bench_mlp_step.c — a launch-bound training step: the Fashion-MNIST MLP (784 → Linear 512 → LIF → Linear 10, mean
  * readout, cross-entropy, SGD momentum 0.9), T=4, B=64, synthetic input, through the public network API, with the
- * step recorded as a CUDA graph and without (a backend created under SF_CUDA_GRAPH=0), in the same process.
+ * step recorded as a CUDA graph and without (a backend created with sf_cuda_options.graph = 0), in the same process.
  * Reports the median time of sf_net_train_step (host clock; the step ends in a synchronising read of the loss).
  * Usage: bench_mlp_step [steps] (default 500). */
 #include "core/net_internal.h"
@@ -12,9 +12,9 @@ enum { T = 4, B = 64, IN = 784, HID = 512, K = 10 };
 
 static sf_net *mlp(bool graphs)
 {
-    setenv("SF_CUDA_GRAPH", graphs ? "1" : "0", 1); /* read when the backend is created */
     sf_net_params p;
     sf_net_default_params(&p);
+    p.cuda.graph = graphs;
     p.device = (sf_device){SF_DEVICE_CUDA, 0};
     p.in_channels = 1, p.in_height = 28, p.in_width = 28;
     sf_net *net;
@@ -31,7 +31,6 @@ static sf_net *mlp(bool graphs)
     d.out_features = K;
     GB_OK(sf_net_add(net, &d, NULL));
     gb_compile_sgd(net, T, B);
-    unsetenv("SF_CUDA_GRAPH");
     return net;
 }
 

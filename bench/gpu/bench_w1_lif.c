@@ -3,7 +3,7 @@
  * The backward gets ds ~ N(0, 1) and recomputes h from x (nothing else is kept). Floor: 20 bytes per element over
  * the copy bandwidth measured in this run. Each size is also checked against a serial host reference on a sample
  * of neurons, so a fast wrong kernel cannot report a time. Usage: bench_w1_lif [T] (one size only, for profilers). */
-#include "core/backend.h"
+#include "cuda/cuda_backend.h"
 #include "core/lif_math.h"
 #include "gpu_bench.h"
 

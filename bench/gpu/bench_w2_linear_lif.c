@@ -4,8 +4,7 @@
  * precision named by the argument (bench_w2_linear_lif [fp32|tf32|bf16]), through the
  * CUDA backend's op table as the network engine drives it. The LIF backward recomputes h from the linear output
  * and writes its gradient in place; the spike buffer is reused for the loss gradient (ones). */
-#include "core/backend.h"
-#include "cuda/stream.cuh"
+#include "cuda/cuda_backend.h"
 #include "gpu_bench.h"
 
 #include <cuda.h>
@@ -47,7 +46,7 @@ int main(int argc, char **argv)
     gb_card(card, sizeof card);
     sf_precision prec = gb_precision(argc > 1 ? argv[1] : NULL);
     sf_backend *be;
-    GB_OK(sf_cuda_backend_create(0, prec, &be));
+    GB_OK(sf_cuda_backend_create(0, prec, NULL, &be));
     double bw = gb_copy_bandwidth(NULL);
     printf("W2 linear-lif fwd+bwd  precision: %s  card: %s  copy bandwidth: %.0f GB/s\n", sf_precision_name(prec),
            card, bw);

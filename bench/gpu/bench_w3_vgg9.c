@@ -5,9 +5,10 @@
  * Reports the median step time (host clock around sf_net_train_step, which ends in a synchronising read of the
  * loss), the memory plan, the net's peak bytes and the device memory in use, for both memory modes, then a
  * per-layer breakdown (profiling mode synchronises after each layer).
- * Usage: bench_w3_vgg9 [steps [fp32|tf32|bf16]] (the GEMM/conv precision; default fp32, TF32 off). */
+ * Usage: bench_w3_vgg9 [steps [fp32|tf32|bf16 [option=value ...]]]: the GEMM/conv precision (default fp32, TF32
+ * off) and CUDA options (gb_cuda_options: graph=0, conv_workspace_mib=N, conv_algo=auto|cudnn|gemm). */
 #include "core/net_internal.h"
-#include "cuda/stream.cuh"
+#include "cuda/cuda_backend.h"
 #include "gpu_bench.h"
 
 #include <time.h>
@@ -52,10 +53,11 @@ static void linear(sf_net *net, int32_t out)
     add(net, &d);
 }
 
-static sf_net *vgg9(sf_memory_mode mode, sf_precision prec, int64_t T, int64_t B)
+static sf_net *vgg9(sf_memory_mode mode, sf_precision prec, const sf_cuda_options *cuda, int64_t T, int64_t B)
 {
     sf_net_params p;
     sf_net_default_params(&p);
+    p.cuda = *cuda;
     p.device = (sf_device){SF_DEVICE_CUDA, 0};
     p.memory = mode;
     p.precision = prec;
@@ -96,12 +98,11 @@ int main(int argc, char **argv)
     gb_card(card, sizeof card);
     double bw = gb_copy_bandwidth(NULL);
     sf_precision prec = gb_precision(argc > 2 ? argv[2] : NULL);
-    const char *ws = getenv("SF_CUDA_CONV_WS_MIB");
-    const char *gr = getenv("SF_CUDA_GRAPH");
-    printf("W3 cifar-vgg9 train step T=%lld B=%lld  precision: %s  conv workspace cap: %s MiB  CUDA graph: %s  card: "
-           "%s  copy bandwidth: %.0f GB/s\n",
-           (long long)T, (long long)B, sf_precision_name(prec), ws && *ws ? ws : "512",
-           gr && gr[0] == '0' ? "off" : "on", card, bw);
+    const sf_cuda_options cuda = gb_cuda_options(argc, argv, 3);
+    printf("W3 cifar-vgg9 train step T=%lld B=%lld  precision: %s  conv workspace cap: %d MiB  conv: %s  CUDA graph: "
+           "%s  card: %s  copy bandwidth: %.0f GB/s\n",
+           (long long)T, (long long)B, sf_precision_name(prec), (int)cuda.conv_workspace_mib,
+           sf_conv_algo_name(cuda.conv_algo), cuda.graph ? "on" : "off", card, bw);
     /* CIFAR-like input: one image per sample, the same at every step (direct encoding) */
     size_t img = 3 * 32 * 32;
     float *x = malloc(sizeof(float) * (size_t)(T * B) * img);
@@ -113,7 +114,7 @@ int main(int argc, char **argv)
            "device_MiB", "saved_MiB", "recorded");
     for (int mode = 1; mode >= 0; mode--) {
         double base = gb_used_mib();
-        sf_net *net = vgg9(mode ? SF_MEMORY_RECOMPUTE : SF_MEMORY_FULL, prec, T, B);
+        sf_net *net = vgg9(mode ? SF_MEMORY_RECOMPUTE : SF_MEMORY_FULL, prec, &cuda, T, B);
         sf_step_result r;
         for (int i = 0; i < 3; i++) GB_OK(sf_net_train_step(net, x, labels, &r));
         double *ts = malloc(sizeof(double) * (size_t)steps);

@@ -156,26 +156,16 @@ struct sf_backend {
     void (*graph_free)(sf_backend *be, void *graph);
 };
 
-/* Creates the backend for a device with the given GEMM/conv precision; SF_ERR_UNSUPPORTED when it is not built in,
- * not present, or does not offer that precision (the CPU offers fp32 only). */
-sf_status sf_backend_create(sf_device dev, sf_precision precision, sf_backend **out);
-void sf_backend_free(sf_backend *be);
+/* Frees a backend (NULL is a no-op); backends are created by src/backends/backends.h. */
+static inline void sf_backend_free(sf_backend *be)
+{
+    if (be) be->destroy(be);
+}
 
-sf_status sf_cpu_backend_create(sf_backend **out);
-
-/* The CPU neuron kernels, callable without a backend object (the low-level public API uses them). */
-sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out);
-sf_status sf_cpu_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
-                              const float *ds, float *dx);
-
-#ifdef SF_HAVE_CUDA
-sf_status sf_cuda_backend_create(int32_t device, sf_precision precision, sf_backend **out);
-/* The CUDA neuron kernels on a caller's stream (a cudaStream_t; NULL: the default stream), asynchronous. */
-sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out,
-                              void *stream);
-sf_status sf_cuda_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
-                               const float *ds, float *dx, void *stream);
-int32_t sf_cuda_device_count_impl(void);
-#endif
+/* Checks a network's parameters (shape, modes, options) before anything is created for them. */
+sf_status sf_net_params_check(const sf_net_params *p);
+/* The engine's half of sf_net_create: a network that runs on `be`, which it then owns (sf_net_free destroys it),
+ * also when this call fails. src/backends/ creates the backend the parameters ask for and calls this. */
+sf_status sf_net_create_on(const sf_net_params *p, sf_backend *be, sf_net **out);
 
 #endif

@@ -1,5 +1,5 @@
-/* net_backward.c — the backward pass (reverse layer order, rebuilding kept or recomputed inputs), the
- * optimizer update, the one-call training and evaluation steps, and result queries. */
+/* net_backward.c — the backward pass: layers in reverse order, rebuilding each input a backward needs from where
+ * the plan kept it (float, bytes, or recomputed by rerunning the neuron layer that produced it). */
 #include "core/error.h"
 #include "core/net_internal.h"
 
@@ -15,26 +15,26 @@ static float *grad_of(sf_net *net, int32_t id) { return sf_net_slot_ptr(net, net
 
 /* The float value of tensor `id` for layer l's backward: kept as float, expanded from bytes, or recomputed by
  * rerunning the neuron layer that produced it (seed paper 002: store the Conv/FC output only). */
-static sf_status input_value(sf_net *net, const net_layer *l, int32_t id, const float **out)
+static sf_status input_value(sf_net *net, const sf_net_layer *l, int32_t id, const float **out)
 {
-    const net_tensor *x = &net->tensors[root(net, id)];
+    const sf_net_tensor *x = &net->tensors[root(net, id)];
     float *buf = sf_net_slot_ptr(net, l->in_float);
     switch (x->keep) {
-    case KEEP_FLOAT: *out = sf_net_slot_ptr(net, x->act); return SF_OK;
-    case KEEP_BYTES:
+    case SF_KEEP_FLOAT: *out = sf_net_slot_ptr(net, x->act); return SF_OK;
+    case SF_KEEP_BYTES:
         SF_TRY(net->be->u8_to_f32(net->be, rows(net) * x->per_sample, sf_net_slot_ptr(net, x->bytes), buf));
         *out = buf;
         return SF_OK;
-    case KEEP_RECOMPUTE: {
-        const net_layer *p = &net->layers[x->producer];
-        const net_layer *src = p->fused_bn ? &net->layers[p->bn] : p;
+    case SF_KEEP_RECOMPUTE: {
+        const sf_net_layer *p = &net->layers[x->producer];
+        const sf_net_layer *src = p->fused_bn ? &net->layers[p->bn] : p;
         sf_lif_out o = {.s = buf};
         sf_backend *be = net->be;
         if (!p->fused_bn) {
             SF_TRY(be->lif_forward(be, &p->d.lif, net->T, net->B * net->tensors[p->in].per_sample,
                                    sf_net_slot_ptr(net, net->tensors[root(net, p->in)].act), &o));
         } else {
-            const net_tensor *xin = &net->tensors[src->in];
+            const sf_net_tensor *xin = &net->tensors[src->in];
             sf_bn_shape sh = {.rows = rows(net), .c = xin->c, .hw = (int64_t)xin->h * xin->w};
             SF_TRY(be->bn_lif_forward(be, &p->d.lif, net->T, sh, sf_net_slot_ptr(net, net->tensors[root(net, src->in)].act),
                                       sf_net_slot_ptr(net, src->mean), sf_net_slot_ptr(net, src->var), src->d.bn_eps,
@@ -43,16 +43,16 @@ static sf_status input_value(sf_net *net, const net_layer *l, int32_t id, const 
         *out = buf;
         return SF_OK;
     }
-    case KEEP_NONE: break;
+    case SF_KEEP_NONE: break;
     }
     return sf_fail(SF_ERR_STATE, "internal: tensor %d was not kept for the backward", id);
 }
 
 /* Where layer `w` writes the gradient of its input `id`: straight into the gradient buffer if it is the first
  * writer, else into `tmp` (then accumulated). NULL when no gradient is wanted. */
-static float *dx_target(sf_net *net, int32_t w, int32_t id, slot tmp, bool *accumulate)
+static float *dx_target(sf_net *net, int32_t w, int32_t id, sf_slot tmp, bool *accumulate)
 {
-    const net_tensor *x = &net->tensors[root(net, id)];
+    const sf_net_tensor *x = &net->tensors[root(net, id)];
     *accumulate = false;
     if (!x->requires_grad) return sf_net_slot_ptr(net, tmp); /* NULL unless the op insists on a dx */
     if (x->first_grad_writer == w) return grad_of(net, id);
@@ -69,7 +69,7 @@ static sf_status accumulate(sf_net *net, bool acc, int32_t id, const float *tmp)
 static sf_status layer_backward(sf_net *net, int32_t i)
 {
     sf_backend *be = net->be;
-    net_layer *l = &net->layers[i];
+    sf_net_layer *l = &net->layers[i];
     if (l->d.kind == SF_LAYER_FLATTEN || l->absorbed || !net->tensors[l->out].requires_grad) return SF_OK;
     const float *dy = grad_of(net, l->out);
     int64_t n_in = rows(net) * net->tensors[l->in].per_sample;
@@ -125,11 +125,11 @@ static sf_status layer_backward(sf_net *net, int32_t i)
             SF_TRY(be->lif_backward(be, &l->d.lif, net->T, net->B * net->tensors[l->in].per_sample, x, h, dy, dx));
             return accumulate(net, acc, l->in, dx);
         }
-        net_layer *bn = &net->layers[l->bn];
+        sf_net_layer *bn = &net->layers[l->bn];
         const float *x;
         SF_TRY(input_value(net, bn, bn->in, &x));
         float *dx = dx_target(net, i, bn->in, bn->dx_tmp, &acc);
-        const net_tensor *xin = &net->tensors[bn->in];
+        const sf_net_tensor *xin = &net->tensors[bn->in];
         sf_bn_shape sh = {.rows = rows(net), .c = xin->c, .hw = (int64_t)xin->h * xin->w};
         SF_TRY(be->bn_lif_backward(be, &l->d.lif, net->T, sh, x, h, sf_net_slot_ptr(net, bn->mean),
                                    sf_net_slot_ptr(net, bn->var), bn->d.bn_eps, param(net, bn->w_off),
@@ -139,7 +139,7 @@ static sf_status layer_backward(sf_net *net, int32_t i)
     case SF_LAYER_ADD: {
         size_t bytes = (size_t)n_in * sizeof(float);
         int32_t ins[2] = {l->in, l->in2};
-        slot tmps[2] = {l->dx_tmp, l->dx_tmp2};
+        sf_slot tmps[2] = {l->dx_tmp, l->dx_tmp2};
         for (int k = 0; k < 2; k++) {
             if (!net->tensors[root(net, ins[k])].requires_grad) continue;
             bool second_of_same = k == 1 && root(net, ins[0]) == root(net, ins[1]);
@@ -186,41 +186,4 @@ sf_status sf_net_backward(sf_net *net)
     }
     net->have_backward = true;
     return SF_OK;
-}
-
-sf_status sf_net_update(sf_net *net)
-{
-    if (!net->opt_set) return sf_fail(SF_ERR_STATE, "update: no optimizer set (sf_net_set_optimizer)");
-    if (!net->have_backward) return sf_fail(SF_ERR_STATE, "update: run the backward first");
-    if (net->n_params == 0) return SF_OK;
-    sf_backend *be = net->be;
-    const sf_optim_params *o = &net->opt;
-    int64_t step = ++net->opt_steps;
-    if (o->kind == SF_OPT_SGD)
-        SF_TRY(be->sgd_step(be, net->n_params, o->lr, o->momentum, o->nesterov, o->weight_decay, step, net->params,
-                            net->grads, net->opt_a));
-    else
-        SF_TRY(be->adam_step(be, net->n_params, o->lr, o->beta1, o->beta2, o->eps, o->weight_decay,
-                             o->kind == SF_OPT_ADAMW, step, net->params, net->grads, net->opt_a, net->opt_b));
-    net->have_backward = false;
-    return SF_OK;
-}
-
-sf_status sf_net_train_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out)
-{
-    if (!labels) return sf_fail(SF_ERR_INVALID, "train step: labels are NULL");
-    if (!net->opt_set) return sf_fail(SF_ERR_STATE, "train step: no optimizer set (sf_net_set_optimizer)");
-    SF_TRY(sf_net_upload_input(net, x));
-    SF_TRY(sf_net_put_labels(net, labels));
-    SF_TRY(sf_net_step_body(net));
-    /* One read-back per step: the loss, the correct count and a finite-check over every gradient. */
-    sf_backend *be = net->be;
-    float st[3];
-    SF_TRY(be->copy_to_host(be, st, net->stats, sizeof st));
-    sf_step_result r = {.loss = st[0], .correct = (int32_t)st[1]};
-    if (out) *out = r;
-    if (st[2] != 0.0f)
-        return sf_fail(SF_ERR_NUMERIC, "the loss (%g) or a gradient is NaN or Inf; parameters were not updated",
-                       (double)st[0]);
-    return sf_net_update(net);
 }

@@ -40,11 +40,13 @@ void sf_net_default_params(sf_net_params *p)
     p->readout_tau = 2.0f;
     p->loss = SF_LOSS_CE_MEAN;
     p->precision = SF_PRECISION_FP32;
+    p->cuda.graph = 1;
+    p->cuda.conv_workspace_mib = 512;
+    p->cuda.conv_algo = SF_CONV_ALGO_AUTO;
 }
 
-sf_status sf_net_create(const sf_net_params *p, sf_net **out)
+sf_status sf_net_params_check(const sf_net_params *p)
 {
-    *out = NULL;
     if (!p) return sf_fail(SF_ERR_INVALID, "net parameters are NULL");
     if (p->in_channels <= 0 || p->in_height <= 0 || p->in_width <= 0)
         return sf_fail(SF_ERR_INVALID, "input shape %dx%dx%d: every dimension must be >= 1", p->in_channels,
@@ -54,14 +56,25 @@ sf_status sf_net_create(const sf_net_params *p, sf_net **out)
     if ((unsigned)p->loss > SF_LOSS_CE_PER_STEP) return sf_fail(SF_ERR_INVALID, "unknown loss %d", p->loss);
     if (p->readout == SF_READOUT_LEAKY && !(p->readout_tau >= 1.0f))
         return sf_fail(SF_ERR_INVALID, "readout_tau = %g: must be >= 1", p->readout_tau);
-    sf_net *net = calloc(1, sizeof *net);
-    if (!net) return sf_fail(SF_ERR_NOMEM, "out of memory");
-    net->p = *p;
-    sf_status s = sf_backend_create(p->device, p->precision, &net->be);
+    if (p->cuda.conv_workspace_mib < 0)
+        return sf_fail(SF_ERR_INVALID, "conv_workspace_mib = %d: must be >= 0", (int)p->cuda.conv_workspace_mib);
+    if ((unsigned)p->cuda.conv_algo > SF_CONV_ALGO_GEMM)
+        return sf_fail(SF_ERR_INVALID, "unknown conv algorithm %d", (int)p->cuda.conv_algo);
+    return SF_OK;
+}
+
+sf_status sf_net_create_on(const sf_net_params *p, sf_backend *be, sf_net **out)
+{
+    *out = NULL;
+    sf_status s = sf_net_params_check(p);
+    sf_net *net = s == SF_OK ? calloc(1, sizeof *net) : NULL;
+    if (s == SF_OK && !net) s = sf_fail(SF_ERR_NOMEM, "out of memory");
     if (s != SF_OK) {
-        free(net);
+        sf_backend_free(be);
         return s;
     }
+    net->p = *p;
+    net->be = be;
     *out = net;
     return SF_OK;
 }
@@ -101,7 +114,7 @@ static void shape_of(const sf_net *net, int32_t id, int32_t chw[3])
         chw[2] = net->p.in_width;
         return;
     }
-    const net_layer *l = &net->layers[id - 1];
+    const sf_net_layer *l = &net->layers[id - 1];
     chw[0] = l->out_c;
     chw[1] = l->out_h;
     chw[2] = l->out_w;
@@ -115,7 +128,7 @@ sf_status sf_net_tensor_shape(const sf_net *net, int32_t id, int32_t chw[3])
 }
 
 /* Checks a layer against its input shape and fills its output shape, plus the conv or pool geometry. */
-static sf_status infer_shape(sf_net *net, net_layer *l, int32_t index)
+static sf_status infer_shape(sf_net *net, sf_net_layer *l, int32_t index)
 {
     const sf_layer_desc *d = &l->d;
     int32_t in[3];
@@ -202,12 +215,12 @@ sf_status sf_net_add(sf_net *net, const sf_layer_desc *d, int32_t *out_id)
     int32_t index = net->n_layers;
     if (index == net->cap_layers) {
         int32_t cap = net->cap_layers ? 2 * net->cap_layers : 16;
-        net_layer *nl = realloc(net->layers, (size_t)cap * sizeof *nl);
+        sf_net_layer *nl = realloc(net->layers, (size_t)cap * sizeof *nl);
         if (!nl) return sf_fail(SF_ERR_NOMEM, "out of memory");
         net->layers = nl;
         net->cap_layers = cap;
     }
-    net_layer *l = &net->layers[index];
+    sf_net_layer *l = &net->layers[index];
     memset(l, 0, sizeof *l);
     l->d = *d;
     l->in = d->input < 0 ? index : d->input;
@@ -261,7 +274,7 @@ const char *sf_net_summary(sf_net *net)
     len += (size_t)snprintf(s + len, cap - len, "input %dx%dx%d\n", net->p.in_channels, net->p.in_height,
                             net->p.in_width);
     for (int32_t i = 0; i < net->n_layers; i++) {
-        const net_layer *l = &net->layers[i];
+        const sf_net_layer *l = &net->layers[i];
         int32_t o[3];
         shape_of(net, l->out, o);
         int64_t np = (l->w_off >= 0 ? l->w_numel : 0) + (l->b_off >= 0 ? l->b_numel : 0);

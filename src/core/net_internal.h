@@ -15,68 +15,68 @@
 #include <stdbool.h>
 
 /* How the backward obtains a tensor that a consumer's backward needs (e.g. a linear layer's input). */
-typedef enum keep_kind {
-    KEEP_NONE = 0,  /* no backward reads it */
-    KEEP_FLOAT,     /* its forward buffer lives in the saved arena */
-    KEEP_BYTES,     /* binary spikes, copied to uint8 in the saved arena, expanded to float when needed */
-    KEEP_RECOMPUTE  /* produced by a neuron layer whose input is kept: rerun that layer's forward */
-} keep_kind;
+typedef enum sf_keep_kind {
+    SF_KEEP_NONE = 0, /* no backward reads it */
+    SF_KEEP_FLOAT,    /* its forward buffer lives in the saved arena */
+    SF_KEEP_BYTES,    /* binary spikes, copied to uint8 in the saved arena, expanded to float when needed */
+    SF_KEEP_RECOMPUTE /* produced by a neuron layer whose input is kept: rerun that layer's forward */
+} sf_keep_kind;
 
-typedef enum arena { ARENA_NONE = 0, ARENA_SAVED, ARENA_WORK } arena;
+typedef enum sf_arena { SF_ARENA_NONE = 0, SF_ARENA_SAVED, SF_ARENA_WORK } sf_arena;
 
 /* A place in one of the planned allocations. */
-typedef struct slot {
-    arena where;
+typedef struct sf_slot {
+    sf_arena where;
     size_t offset; /* bytes */
     size_t bytes;
-} slot;
+} sf_slot;
 
-typedef struct net_tensor {
+typedef struct sf_net_tensor {
     int32_t c, h, w;
-    int64_t per_sample;   /* c·h·w */
-    int32_t alias_of;     /* flatten outputs share their input's storage: the root tensor id, else itself */
-    int32_t producer;     /* layer index, -1 for the input */
-    int32_t consumers;    /* number of layer inputs reading it */
-    bool binary;          /* values are 0/1 spikes */
-    bool requires_grad;   /* some parameter lies upstream */
-    keep_kind keep;
-    slot act;             /* forward values, float [T, B, per_sample] */
-    slot bytes;           /* KEEP_BYTES: uint8 copy */
-    slot grad;            /* backward gradient, float */
+    int64_t per_sample; /* c·h·w */
+    int32_t alias_of;   /* flatten outputs share their input's storage: the root tensor id, else itself */
+    int32_t producer;   /* layer index, -1 for the input */
+    int32_t consumers;  /* number of layer inputs reading it */
+    bool binary;        /* values are 0/1 spikes */
+    bool requires_grad; /* some parameter lies upstream */
+    sf_keep_kind keep;
+    sf_slot act;               /* forward values, float [T, B, per_sample] */
+    sf_slot bytes;             /* SF_KEEP_BYTES: uint8 copy */
+    sf_slot grad;              /* backward gradient, float */
     int32_t first_grad_writer; /* the layer whose backward writes grad first (the others accumulate) */
-} net_tensor;
+} sf_net_tensor;
 
-typedef struct net_layer {
+typedef struct sf_net_layer {
     sf_layer_desc d;
     int32_t in, in2, out;
     int32_t out_c, out_h, out_w; /* output shape per sample and step */
-    bool fused_bn;        /* LIF: the BN layer `bn` before it runs inside this layer's kernels */
-    bool absorbed;        /* BN: fused into the next LIF layer, does nothing by itself */
-    int32_t bn;           /* LIF with fused_bn: the BN layer's index */
-    int32_t lif_index;    /* LIF: ordinal among neuron layers (firing rates) */
+    bool fused_bn;               /* LIF: the BN layer `bn` before it runs inside this layer's kernels */
+    bool absorbed;               /* BN: fused into the next LIF layer, does nothing by itself */
+    int32_t bn;                  /* LIF with fused_bn: the BN layer's index */
+    int32_t lif_index;           /* LIF: ordinal among neuron layers (firing rates) */
     /* parameters (float offsets into params/grads/optimizer), -1 if absent */
     int64_t w_off, w_numel, b_off, b_numel;
     int64_t rm_off, rv_off; /* BN running stats in the buffers allocation */
     /* planned per-layer storage */
-    slot mean, var;       /* BN batch statistics (saved) */
-    slot h;               /* LIF in full mode: membrane potential (saved) */
-    slot argmax;          /* maxpool (saved) */
-    slot fwd_scratch, bwd_scratch; /* conv workspace in the forward and in the backward */
-    slot in_float;        /* backward: where the layer's input is rebuilt as float when kept as bytes/recompute */
-    slot dx_tmp;          /* backward: gradient for an input whose grad buffer another layer already wrote */
-    slot dx_tmp2;         /* ADD: the same for the second input */
+    sf_slot mean, var;                /* BN batch statistics (saved) */
+    sf_slot h;                        /* LIF in full mode: membrane potential (saved) */
+    sf_slot argmax;                   /* maxpool (saved) */
+    sf_slot fwd_scratch, bwd_scratch; /* conv workspace in the forward and in the backward */
+    sf_slot in_float;         /* backward: where the layer's input is rebuilt as float when kept as bytes/recompute */
+    sf_slot dx_tmp;           /* backward: gradient for an input whose grad buffer another layer already wrote */
+    sf_slot dx_tmp2;          /* ADD: the same for the second input */
     uint64_t dropout_counter; /* RNG counter of the last training forward */
     sf_conv_shape conv;
     sf_pool_shape pool;
     sf_layer_timing timing;
-} net_layer;
+} sf_net_layer;
 
 struct sf_net {
     sf_net_params p;
     sf_backend *be;
-    net_layer *layers;
+    sf_net_layer *layers;
     int32_t n_layers, cap_layers;
-    net_tensor *tensors; /* n_layers + 1 after compile */
+    sf_net_tensor *tensors; /* n_layers + 1 after compile */
 
     /* parameters */
     int64_t n_params, n_buffers;
@@ -93,19 +93,19 @@ struct sf_net {
     sf_memory_plan plan;
     void *saved_mem, *work_mem;
     /* head: readout, loss and bookkeeping, allocated with the workspace but never reused */
-    float *readout;  /* [T, B, K] leaky readout (NULL for the mean readout: the output itself) */
-    float *dreadout; /* [T, B, K] */
-    float *logits;   /* [B, K] */
-    float *stats;    /* [4]: loss, correct, nonfinite flag, spare */
+    float *readout;      /* [T, B, K] leaky readout (NULL for the mean readout: the output itself) */
+    float *dreadout;     /* [T, B, K] */
+    float *logits;       /* [B, K] */
+    float *stats;        /* [4]: loss, correct, nonfinite flag, spare */
     float *spike_counts; /* one per LIF layer */
-    int32_t *labels; /* [B] */
+    int32_t *labels;     /* [B] */
     int32_t n_lif;
     bool have_forward, have_loss, have_backward, last_training;
     float *host_counts;
     size_t peak_bytes;
     bool profiling;
     char *summary;
-    /* the training step recorded as a backend graph (net_graph.c) */
+    /* the training step recorded as a backend graph (net_step.c) */
     void *graph;
     int32_t plain_steps; /* training steps run without a graph since the compile */
     bool graph_failed;   /* recording failed once for this compile: stay on the plain path */
@@ -113,8 +113,8 @@ struct sf_net {
 
 /* Storage of a tensor's forward values (follows flatten aliases). */
 float *sf_net_act(sf_net *net, int32_t id);
-/* Address of a slot in its arena. */
-void *sf_net_slot_ptr(const sf_net *net, slot s);
+/* Address of a sf_slot in its arena. */
+void *sf_net_slot_ptr(const sf_net *net, sf_slot s);
 /* Classes of the loss: the per-sample size of the last tensor. */
 int32_t sf_net_classes(const sf_net *net);
 
@@ -127,9 +127,7 @@ sf_status sf_net_run_forward(sf_net *net, bool training);
 sf_status sf_net_put_labels(sf_net *net, const int32_t *labels);
 sf_status sf_net_loss_ops(sf_net *net, bool labelled);
 
-/* net_graph.c: the backend-only body of a training step (forward, loss, backward, finite check into stats[2]),
- * run directly or through a recorded graph where the net allows one; sf_net_drop_graph forgets the recording. */
-sf_status sf_net_step_body(sf_net *net);
+/* net_step.c: forgets the recorded training step (a compile moves the memory its ops point into). */
 void sf_net_drop_graph(sf_net *net);
 
 /* plan.c */

@@ -35,7 +35,7 @@ static sf_status init_params(sf_net *net)
         return sf_fail(SF_ERR_NOMEM, "out of memory initialising parameters");
     }
     for (int32_t i = 0; i < net->n_layers; i++) {
-        const net_layer *l = &net->layers[i];
+        const sf_net_layer *l = &net->layers[i];
         if (l->d.kind == SF_LAYER_BATCHNORM) {
             for (int64_t k = 0; k < l->w_numel; k++) hp[l->w_off + k] = 1.0f;
             for (int64_t k = 0; k < l->w_numel; k++) hb[l->rv_off + k] = 1.0f;
@@ -151,10 +151,10 @@ typedef struct tensor_ref {
 } tensor_ref;
 
 /* The i-th parameter-shaped tensor (in layer order): its layer, whether it is the bias, its name and shape. */
-static bool param_at(const sf_net *net, int32_t i, const net_layer **layer, int32_t *index, bool *is_bias)
+static bool param_at(const sf_net *net, int32_t i, const sf_net_layer **layer, int32_t *index, bool *is_bias)
 {
     for (int32_t k = 0; k < net->n_layers; k++) {
-        const net_layer *l = &net->layers[k];
+        const sf_net_layer *l = &net->layers[k];
         if (l->w_off >= 0 && i-- == 0) {
             *layer = l, *index = k, *is_bias = false;
             return true;
@@ -181,7 +181,7 @@ static int32_t buffer_count(const sf_net *net)
     return n;
 }
 
-static void param_shape(const sf_net *net, const net_layer *l, bool is_bias, sf_tensor_info *info)
+static void param_shape(const sf_net *net, const sf_net_layer *l, bool is_bias, sf_tensor_info *info)
 {
     const sf_layer_desc *d = &l->d;
     if (is_bias || d->kind == SF_LAYER_BATCHNORM) {
@@ -207,7 +207,7 @@ static sf_status resolve(const sf_net *net, sf_tensor_role role, int32_t i, tens
     if (role == SF_ROLE_BUFFER) {
         int32_t n = 0;
         for (int32_t k = 0; k < net->n_layers; k++) {
-            const net_layer *l = &net->layers[k];
+            const sf_net_layer *l = &net->layers[k];
             if (l->rm_off < 0) continue;
             if (i == n || i == n + 1) {
                 bool var = i == n + 1;
@@ -239,7 +239,7 @@ static sf_status resolve(const sf_net *net, sf_tensor_role role, int32_t i, tens
     } else if (role != SF_ROLE_PARAM) {
         return sf_fail(SF_ERR_INVALID, "unknown tensor role %d", (int)role);
     }
-    const net_layer *l;
+    const sf_net_layer *l;
     int32_t k;
     bool is_bias;
     if (slot_i < 0 || !param_at(net, slot_i, &l, &k, &is_bias))

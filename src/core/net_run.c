@@ -1,5 +1,5 @@
-/* net_run.c — running a compiled network: forward, loss, backward (with recompute), update, and the
- * queries that read results back. Every op goes through the backend table; nothing here touches tensor data. */
+/* net_run.c — running a compiled network forward: layers, readout and loss, and the queries that read results
+ * back. Every op goes through the backend table; nothing here touches tensor data. */
 #include "core/error.h"
 #include "core/net_internal.h"
 
@@ -8,12 +8,12 @@
 #include <string.h>
 #include <time.h>
 
-void *sf_net_slot_ptr(const sf_net *net, slot s)
+void *sf_net_slot_ptr(const sf_net *net, sf_slot s)
 {
     switch (s.where) {
-    case ARENA_SAVED: return (char *)net->saved_mem + s.offset;
-    case ARENA_WORK: return (char *)net->work_mem + s.offset;
-    case ARENA_NONE: break;
+    case SF_ARENA_SAVED: return (char *)net->saved_mem + s.offset;
+    case SF_ARENA_WORK: return (char *)net->work_mem + s.offset;
+    case SF_ARENA_NONE: break;
     }
     return NULL;
 }
@@ -24,7 +24,7 @@ static float *grad_of(sf_net *net, int32_t id) { return sf_net_slot_ptr(net, net
 
 int32_t sf_net_classes(const sf_net *net)
 {
-    const net_layer *l = &net->layers[net->n_layers - 1];
+    const sf_net_layer *l = &net->layers[net->n_layers - 1];
     return l->out_c * l->out_h * l->out_w;
 }
 
@@ -39,22 +39,22 @@ static double now_ms(void)
 
 static int64_t rows(const sf_net *net) { return net->T * net->B; }
 
-static sf_bn_shape bn_shape(const sf_net *net, const net_layer *bn)
+static sf_bn_shape bn_shape(const sf_net *net, const sf_net_layer *bn)
 {
-    const net_tensor *x = &net->tensors[bn->in];
+    const sf_net_tensor *x = &net->tensors[bn->in];
     return (sf_bn_shape){.rows = rows(net), .c = x->c, .hw = (int64_t)x->h * x->w};
 }
 
 /* Runs a LIF layer (with its fused BN, if any) forward from its kept input: in the forward proper, and again in
  * the backward when its spikes are recomputed. `out` says what to write. */
-static sf_status neuron_forward(sf_net *net, const net_layer *l, bool training, const sf_lif_out *out)
+static sf_status neuron_forward(sf_net *net, const sf_net_layer *l, bool training, const sf_lif_out *out)
 {
     sf_backend *be = net->be;
     if (!l->fused_bn) {
         int64_t n = net->B * net->tensors[l->in].per_sample;
         return be->lif_forward(be, &l->d.lif, net->T, n, sf_net_act(net, l->in), out);
     }
-    const net_layer *bn = &net->layers[l->bn];
+    const sf_net_layer *bn = &net->layers[l->bn];
     const float *mean = training ? sf_net_slot_ptr(net, bn->mean) : net->buffers + bn->rm_off;
     const float *var = training ? sf_net_slot_ptr(net, bn->var) : net->buffers + bn->rv_off;
     return be->bn_lif_forward(be, &l->d.lif, net->T, bn_shape(net, bn), sf_net_act(net, bn->in), mean, var,
@@ -62,7 +62,7 @@ static sf_status neuron_forward(sf_net *net, const net_layer *l, bool training, 
 }
 
 /* Batch statistics of a BN layer and the running-statistics update (training forward only). */
-static sf_status bn_batch_stats(sf_net *net, const net_layer *l)
+static sf_status bn_batch_stats(sf_net *net, const sf_net_layer *l)
 {
     sf_backend *be = net->be;
     sf_bn_shape sh = bn_shape(net, l);
@@ -75,8 +75,8 @@ static sf_status bn_batch_stats(sf_net *net, const net_layer *l)
 static sf_status layer_forward(sf_net *net, int32_t i, bool training)
 {
     sf_backend *be = net->be;
-    net_layer *l = &net->layers[i];
-    const net_tensor *out_t = &net->tensors[l->out];
+    sf_net_layer *l = &net->layers[i];
+    const sf_net_tensor *out_t = &net->tensors[l->out];
     const float *x = sf_net_act(net, l->in);
     float *y = sf_net_act(net, l->out);
     int64_t n_in = rows(net) * net->tensors[l->in].per_sample;
@@ -111,7 +111,7 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
         break;
     case SF_LAYER_LIF: {
         sf_lif_out out = {.s = y, .spike_count = net->spike_counts + l->lif_index};
-        if (training && out_t->keep == KEEP_BYTES) out.s_u8 = sf_net_slot_ptr(net, out_t->bytes);
+        if (training && out_t->keep == SF_KEEP_BYTES) out.s_u8 = sf_net_slot_ptr(net, out_t->bytes);
         if (training) out.h = sf_net_slot_ptr(net, l->h);
         SF_TRY(neuron_forward(net, l, training, &out));
         break;
@@ -121,7 +121,7 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
         break;
     }
     /* Binary outputs of other layers (a max-pool of spikes) are kept as bytes too. */
-    if (training && l->d.kind != SF_LAYER_LIF && l->d.kind != SF_LAYER_FLATTEN && out_t->keep == KEEP_BYTES)
+    if (training && l->d.kind != SF_LAYER_LIF && l->d.kind != SF_LAYER_FLATTEN && out_t->keep == SF_KEEP_BYTES)
         SF_TRY(be->f32_to_u8(be, rows(net) * out_t->per_sample, y, sf_net_slot_ptr(net, out_t->bytes)));
     return SF_OK;
 }
@@ -227,15 +227,6 @@ sf_status sf_net_loss(sf_net *net, const int32_t *labels, sf_step_result *out)
     return sf_net_run_loss(net, labels, out);
 }
 
-sf_status sf_net_eval_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out)
-{
-    SF_TRY(sf_net_forward(net, x, 0));
-    sf_step_result r = {0};
-    SF_TRY(sf_net_run_loss(net, labels, &r));
-    if (out) *out = r;
-    return SF_OK;
-}
-
 sf_status sf_net_logits(const sf_net *net, float *out)
 {
     if (!net->have_forward) return sf_fail(SF_ERR_STATE, "logits: run a forward and the loss first");
@@ -246,9 +237,10 @@ sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *out)
 {
     if (!net->have_forward) return sf_fail(SF_ERR_STATE, "read_activation: run a forward first");
     if (id < 0 || id > net->n_layers) return sf_fail(SF_ERR_INVALID, "tensor id %d out of range", id);
-    const net_tensor *x = &net->tensors[net->tensors[id].alias_of];
-    bool held = x->act.where == ARENA_SAVED || id == net->n_layers || net->tensors[id].alias_of == net->tensors[net->n_layers].alias_of;
-    if (!held || x->act.where == ARENA_NONE)
+    const sf_net_tensor *x = &net->tensors[net->tensors[id].alias_of];
+    bool held = x->act.where == SF_ARENA_SAVED || id == net->n_layers ||
+                net->tensors[id].alias_of == net->tensors[net->n_layers].alias_of;
+    if (!held || x->act.where == SF_ARENA_NONE)
         return sf_fail(SF_ERR_STATE, "tensor %d is not held after the forward (only kept tensors and the output are)", id);
     return net->be->copy_to_host(net->be, out, sf_net_slot_ptr(net, x->act),
                                  (size_t)(rows(net) * x->per_sample) * sizeof(float));
@@ -261,7 +253,7 @@ int32_t sf_net_firing_rates(const sf_net *net, float *rates, int32_t cap)
     if (net->be->copy_to_host(net->be, net->host_counts, net->spike_counts, (size_t)net->n_lif * sizeof(float)) != SF_OK)
         return -1;
     for (int32_t i = 0; i < net->n_layers; i++) {
-        const net_layer *l = &net->layers[i];
+        const sf_net_layer *l = &net->layers[i];
         if (l->d.kind != SF_LAYER_LIF || l->lif_index >= cap) continue;
         double n = (double)rows(net) * (double)net->tensors[l->out].per_sample;
         rates[l->lif_index] = (float)(net->host_counts[l->lif_index] / n);

@@ -129,3 +129,29 @@ sf_status sf_device_parse(const char *text, sf_device *out)
     }
     return sf_fail(SF_ERR_INVALID, "bad device '%s' (expected cpu, cuda or cuda:N)", text);
 }
+
+const char *sf_precision_name(sf_precision p)
+{
+    switch (p) {
+    case SF_PRECISION_FP32: return "fp32";
+    case SF_PRECISION_TF32: return "tf32";
+    case SF_PRECISION_BF16: return "bf16";
+    }
+    return "unknown";
+}
+
+static const char *const conv_algo_names[] = {"auto", "cudnn", "gemm"};
+#define SF_CONV_ALGO_COUNT ((int)(sizeof conv_algo_names / sizeof conv_algo_names[0]))
+
+const char *sf_conv_algo_name(sf_conv_algo a) { return (unsigned)a < SF_CONV_ALGO_COUNT ? conv_algo_names[a] : "?"; }
+
+sf_status sf_conv_algo_parse(const char *name, sf_conv_algo *out)
+{
+    for (int i = 0; i < SF_CONV_ALGO_COUNT; i++)
+        if (name && strcmp(name, conv_algo_names[i]) == 0) {
+            *out = (sf_conv_algo)i;
+            return SF_OK;
+        }
+    return sf_fail(SF_ERR_INVALID, "unknown conv algorithm '%s' (expected auto, cudnn or gemm)",
+                   name ? name : "(null)");
+}

@@ -16,7 +16,7 @@ static size_t align_up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1)
 typedef struct request {
     size_t bytes;
     int32_t first, last;
-    slot *dst;
+    sf_slot *dst;
 } request;
 
 typedef struct planner {
@@ -32,7 +32,7 @@ static int32_t t_loss(const planner *pl) { return pl->L + 1; }
 static int32_t t_bwd(const planner *pl, int32_t layer) { return pl->L + 2 + (pl->L - 1 - layer); }
 static int32_t t_end(const planner *pl) { return 2 * pl->L + 2; }
 
-static void want_work(planner *pl, slot *dst, size_t bytes, int32_t first, int32_t last)
+static void want_work(planner *pl, sf_slot *dst, size_t bytes, int32_t first, int32_t last)
 {
     if (bytes == 0) return;
     if (pl->n == pl->cap) {
@@ -48,10 +48,10 @@ static void want_work(planner *pl, slot *dst, size_t bytes, int32_t first, int32
     pl->req[pl->n++] = (request){align_up(bytes), first, last, dst};
 }
 
-static void want_saved(planner *pl, slot *dst, size_t bytes)
+static void want_saved(planner *pl, sf_slot *dst, size_t bytes)
 {
     if (bytes == 0) return;
-    *dst = (slot){ARENA_SAVED, pl->saved, bytes};
+    *dst = (sf_slot){SF_ARENA_SAVED, pl->saved, bytes};
     pl->saved += align_up(bytes);
 }
 
@@ -82,7 +82,7 @@ static size_t pack_workspace(planner *pl)
                 }
             }
         }
-        *r->dst = (slot){ARENA_WORK, off, r->bytes};
+        *r->dst = (sf_slot){SF_ARENA_WORK, off, r->bytes};
         if (off + r->bytes > total) total = off + r->bytes;
     }
     return total;
@@ -110,7 +110,7 @@ static bool backward_runs(const sf_net *net, int32_t c)
 /* Does layer c's backward need the value of its (first) input? */
 static bool needs_input_value(const sf_net *net, int32_t c)
 {
-    const net_layer *l = &net->layers[c];
+    const sf_net_layer *l = &net->layers[c];
     if (!backward_runs(net, c) && !(l->absorbed && backward_runs(net, c + 1))) return false;
     switch (l->d.kind) {
     case SF_LAYER_LINEAR:
@@ -125,7 +125,7 @@ static void build_tensors(sf_net *net)
 {
     int32_t L = net->n_layers;
     for (int32_t t = 0; t <= L; t++) {
-        net_tensor *x = &net->tensors[t];
+        sf_net_tensor *x = &net->tensors[t];
         memset(x, 0, sizeof *x);
         int32_t chw[3];
         sf_net_tensor_shape(net, t, chw);
@@ -138,9 +138,9 @@ static void build_tensors(sf_net *net)
         x->first_grad_writer = -1;
     }
     for (int32_t i = 0; i < L; i++) {
-        net_layer *l = &net->layers[i];
-        net_tensor *o = &net->tensors[l->out];
-        const net_tensor *a = &net->tensors[l->in];
+        sf_net_layer *l = &net->layers[i];
+        sf_net_tensor *o = &net->tensors[l->out];
+        const sf_net_tensor *a = &net->tensors[l->in];
         switch (l->d.kind) {
         case SF_LAYER_LIF: o->binary = true; break;
         case SF_LAYER_FLATTEN:
@@ -162,14 +162,14 @@ static void fuse_bn_lif(sf_net *net)
 {
     int32_t lif = 0;
     for (int32_t i = 0; i < net->n_layers; i++) {
-        net_layer *l = &net->layers[i];
+        sf_net_layer *l = &net->layers[i];
         l->fused_bn = l->absorbed = false;
         l->bn = -1;
         if (l->d.kind == SF_LAYER_LIF) l->lif_index = lif++;
     }
     net->n_lif = lif;
     for (int32_t i = 0; i + 1 < net->n_layers; i++) {
-        net_layer *bn = &net->layers[i], *nx = &net->layers[i + 1];
+        sf_net_layer *bn = &net->layers[i], *nx = &net->layers[i + 1];
         if (bn->d.kind == SF_LAYER_BATCHNORM && nx->d.kind == SF_LAYER_LIF && nx->in == bn->out &&
             net->tensors[bn->out].consumers == 1) {
             bn->absorbed = true;
@@ -179,24 +179,24 @@ static void fuse_bn_lif(sf_net *net)
     }
 }
 
-/* Decides, per root tensor, how the backward gets its value (see keep_kind). */
+/* Decides, per root tensor, how the backward gets its value (see sf_keep_kind). */
 static void decide_keeps(sf_net *net)
 {
     for (int32_t t = 0; t <= net->n_layers; t++) {
-        net_tensor *x = &net->tensors[t];
-        x->keep = KEEP_NONE;
+        sf_net_tensor *x = &net->tensors[t];
+        x->keep = SF_KEEP_NONE;
         if (x->alias_of != t) continue;
         bool needed = false;
         for (int32_t c = 0; c < net->n_layers && !needed; c++)
             needed = root(net, net->layers[c].in) == t && net->layers[c].d.kind != SF_LAYER_FLATTEN &&
                      needs_input_value(net, c);
         if (!needed) continue;
-        x->keep = x->binary ? KEEP_BYTES : KEEP_FLOAT;
+        x->keep = x->binary ? SF_KEEP_BYTES : SF_KEEP_FLOAT;
         if (net->p.memory == SF_MEMORY_RECOMPUTE && x->producer >= 0) {
-            const net_layer *p = &net->layers[x->producer];
+            const sf_net_layer *p = &net->layers[x->producer];
             if (p->d.kind == SF_LAYER_LIF) {
                 int32_t src = p->fused_bn ? net->layers[p->bn].in : p->in;
-                if (net->tensors[root(net, src)].keep == KEEP_FLOAT) x->keep = KEEP_RECOMPUTE;
+                if (net->tensors[root(net, src)].keep == SF_KEEP_FLOAT) x->keep = SF_KEEP_RECOMPUTE;
             }
         }
     }
@@ -207,27 +207,27 @@ static void plan_forward(sf_net *net, planner *pl)
 {
     int32_t L = net->n_layers, last = root(net, L);
     for (int32_t t = 0; t <= L; t++) {
-        net_tensor *x = &net->tensors[t];
+        sf_net_tensor *x = &net->tensors[t];
         if (x->alias_of != t) continue;
         if (t > 0 && net->layers[t - 1].absorbed) continue; /* never materialised */
         size_t bytes = tensor_bytes(net, t, sizeof(float));
-        if (x->keep == KEEP_FLOAT) {
+        if (x->keep == SF_KEEP_FLOAT) {
             want_saved(pl, &x->act, bytes);
             continue;
         }
         int32_t first = t == 0 ? 0 : t_fwd(pl, t - 1), lastuse = first;
         for (int32_t c = 0; c < L; c++) {
-            const net_layer *l = &net->layers[c];
+            const sf_net_layer *l = &net->layers[c];
             if (root(net, l->in) == t || (l->d.kind == SF_LAYER_ADD && root(net, l->in2) == t))
                 if (t_fwd(pl, c) > lastuse) lastuse = t_fwd(pl, c);
         }
         if (t == last) lastuse = t_end(pl); /* the output stays readable */
         want_work(pl, &x->act, bytes, first, lastuse);
-        if (x->keep == KEEP_BYTES) want_saved(pl, &x->bytes, tensor_bytes(net, t, 1));
+        if (x->keep == SF_KEEP_BYTES) want_saved(pl, &x->bytes, tensor_bytes(net, t, 1));
     }
     for (int32_t i = 0; i < L; i++) {
-        net_layer *l = &net->layers[i];
-        const net_tensor *o = &net->tensors[l->out];
+        sf_net_layer *l = &net->layers[i];
+        const sf_net_tensor *o = &net->tensors[l->out];
         size_t per_t = (size_t)(net->T * net->B);
         if (l->d.kind == SF_LAYER_BATCHNORM) {
             want_saved(pl, &l->mean, (size_t)net->tensors[l->in].c * sizeof(float));
@@ -254,33 +254,33 @@ static void plan_backward(sf_net *net, planner *pl)
     for (int32_t t = 0; t <= L; t++) net->tensors[t].first_grad_writer = -1;
     /* The first writer of a root tensor's gradient is the writing layer that comes last in the forward. */
     for (int32_t c = 0; c < L; c++) {
-        const net_layer *l = &net->layers[c];
+        const sf_net_layer *l = &net->layers[c];
         if (l->d.kind == SF_LAYER_FLATTEN) continue;
         int32_t w = writer_of(net, c);
         if (!backward_runs(net, w)) continue;
         int32_t ins[2] = {root(net, l->in), l->d.kind == SF_LAYER_ADD ? root(net, l->in2) : -1};
         for (int k = 0; k < 2; k++) {
             if (ins[k] < 0 || !net->tensors[ins[k]].requires_grad) continue;
-            net_tensor *x = &net->tensors[ins[k]];
+            sf_net_tensor *x = &net->tensors[ins[k]];
             if (x->first_grad_writer < w) x->first_grad_writer = w;
         }
     }
     int32_t last = root(net, L);
     for (int32_t t = 1; t <= L; t++) {
-        net_tensor *x = &net->tensors[t];
+        sf_net_tensor *x = &net->tensors[t];
         if (x->alias_of != t || !x->requires_grad || net->layers[t - 1].absorbed) continue;
         int32_t first = t == last ? t_loss(pl) : (x->first_grad_writer >= 0 ? t_bwd(pl, x->first_grad_writer) : -1);
         if (first < 0) continue; /* nothing reads this tensor */
         want_work(pl, &x->grad, tensor_bytes(net, t, sizeof(float)), first, t_bwd(pl, x->producer));
     }
     for (int32_t i = 0; i < L; i++) {
-        net_layer *l = &net->layers[i];
+        sf_net_layer *l = &net->layers[i];
         int32_t w = writer_of(net, i);
         if (l->d.kind == SF_LAYER_FLATTEN || !backward_runs(net, w)) continue;
         int32_t t = t_bwd(pl, w);
         int32_t in = root(net, l->in);
-        keep_kind k = net->tensors[in].keep;
-        bool rebuild = (k == KEEP_BYTES || k == KEEP_RECOMPUTE) && needs_input_value(net, i);
+        sf_keep_kind k = net->tensors[in].keep;
+        bool rebuild = (k == SF_KEEP_BYTES || k == SF_KEEP_RECOMPUTE) && needs_input_value(net, i);
         if (rebuild) want_work(pl, &l->in_float, tensor_bytes(net, in, sizeof(float)), t, t);
         /* A gradient for an input that another layer writes first, or one nobody needs (a BN's dx argument). */
         bool dx_to_tmp = net->tensors[in].requires_grad ? net->tensors[in].first_grad_writer != w
@@ -296,7 +296,7 @@ static void plan_backward(sf_net *net, planner *pl)
 
 /* The readout, loss and bookkeeping buffers: small, alive for the whole step. */
 typedef struct head_slots {
-    slot readout, dreadout, logits, stats, counts, labels;
+    sf_slot readout, dreadout, logits, stats, counts, labels;
 } head_slots;
 
 static void plan_head(sf_net *net, planner *pl, head_slots *h)
@@ -330,16 +330,16 @@ static sf_status allocate(sf_net *net, void **mem, size_t bytes, const char *wha
 sf_status sf_net_plan_memory(sf_net *net)
 {
     int32_t L = net->n_layers;
-    net_tensor *tensors = realloc(net->tensors, (size_t)(L + 1) * sizeof *tensors);
+    sf_net_tensor *tensors = realloc(net->tensors, (size_t)(L + 1) * sizeof *tensors);
     if (!tensors) return sf_fail(SF_ERR_NOMEM, "out of memory");
     net->tensors = tensors;
     build_tensors(net);
     fuse_bn_lif(net);
     decide_keeps(net);
     for (int32_t i = 0; i < L; i++) {
-        net_layer *l = &net->layers[i];
-        l->mean = l->var = l->h = l->argmax = l->fwd_scratch = l->bwd_scratch = l->in_float = l->dx_tmp =
-            l->dx_tmp2 = (slot){0};
+        sf_net_layer *l = &net->layers[i];
+        l->mean = l->var = l->h = l->argmax = l->fwd_scratch = l->bwd_scratch = l->in_float = l->dx_tmp = l->dx_tmp2 =
+            (sf_slot){0};
     }
     planner pl = {.L = L};
     head_slots head;

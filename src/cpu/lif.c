@@ -8,6 +8,7 @@
 #elif defined(__GNUC__)
 #pragma GCC optimize("no-trapping-math", "fp-contract=off")
 #endif
+#include "cpu/cpu_backend.h"
 #include "cpu/cpu_neuron.h"
 #include "cpu/neuron_block.h"
 #include "cpu/parallel.h"

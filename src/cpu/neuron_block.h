@@ -146,7 +146,7 @@ void sf_block_recompute_h(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N
 /* Per-thread scratch of `per_thread` floats for every thread of the next parallel region (free with free()). */
 sf_status sf_thread_scratch(int64_t per_thread, const char *what, float **out);
 
-/* ---- batch norm helpers shared by batchnorm.c and bn_lif.c */
+/* ---- batch norm helpers shared by bn.c and bn_lif.c */
 
 /* Checks a BN shape; names the op in the message. */
 sf_status sf_bn_check(const char *op, sf_bn_shape sh);

@@ -25,16 +25,16 @@ struct StatsF {
     }
 };
 
-sf_status sf_cu_bn_stats(sf_backend *be, sf_bn_shape sh, const float *x, float *mean, float *var)
+sf_status sf_cuda_op_bn_stats(sf_backend *be, sf_bn_shape sh, const float *x, float *mean, float *var)
 {
     StatsF f = {x, mean, var};
-    return sf_cu_channel_reduce(sf_cu_ctx_of(be), f, sh.rows, sh.c, sh.hw);
+    return sf_cuda_channel_reduce(sf_cuda_ctx_of(be), f, sh.rows, sh.c, sh.hw);
 }
 
 __global__ void bn_forward_kernel(int64_t n, int64_t hw, int32_t C, const float *x, const float *mean, const float *var,
                                   float eps, const float *gamma, const float *beta, float *y)
 {
-    SF_CU_GRID_STRIDE(i, n)
+    SF_CUDA_GRID_STRIDE(i, n)
     {
         int32_t c = bn_channel(i, hw, C);
         float invstd = 1.0f / sqrtf(var[c] + eps);
@@ -42,14 +42,14 @@ __global__ void bn_forward_kernel(int64_t n, int64_t hw, int32_t C, const float 
     }
 }
 
-sf_status sf_cu_bn_forward(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var,
-                           float eps, const float *gamma, const float *beta, float *y)
+sf_status sf_cuda_op_bn_forward(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var,
+                                float eps, const float *gamma, const float *beta, float *y)
 {
     int64_t n = sh.rows * sh.c * sh.hw;
     if (n == 0) return SF_OK;
-    bn_forward_kernel<<<sf_cu_blocks(n, 256), 256, 0, sf_cu_ctx_of(be)->stream>>>(n, sh.hw, sh.c, x, mean, var, eps,
-                                                                                  gamma, beta, y);
-    SF_CU_LAUNCHED();
+    bn_forward_kernel<<<sf_cuda_blocks(n, 256), 256, 0, sf_cuda_ctx_of(be)->stream>>>(n, sh.hw, sh.c, x, mean, var, eps,
+                                                                                      gamma, beta, y);
+    SF_CUDA_LAUNCHED();
     return SF_OK;
 }
 
@@ -75,7 +75,7 @@ __global__ void bn_dx_kernel(int64_t n, int64_t hw, int32_t C, double count, con
                              const float *var, float eps, const float *gamma, const float *dy, const float *dgamma,
                              const float *dbeta, float *dx)
 {
-    SF_CU_GRID_STRIDE(i, n)
+    SF_CUDA_GRID_STRIDE(i, n)
     {
         int32_t c = bn_channel(i, hw, C);
         float invstd = 1.0f / sqrtf(var[c] + eps);
@@ -84,17 +84,17 @@ __global__ void bn_dx_kernel(int64_t n, int64_t hw, int32_t C, double count, con
     }
 }
 
-sf_status sf_cu_bn_backward(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var,
-                            float eps, const float *gamma, const float *dy, float *dx, float *dgamma, float *dbeta)
+sf_status sf_cuda_op_bn_backward(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var,
+                                 float eps, const float *gamma, const float *dy, float *dx, float *dgamma, float *dbeta)
 {
-    sf_cu_ctx *c = sf_cu_ctx_of(be);
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     int64_t n = sh.rows * sh.c * sh.hw;
     if (n == 0) return SF_OK;
     BackF f = {x, dy, mean, var, eps, dgamma, dbeta};
-    SF_TRY(sf_cu_channel_reduce(c, f, sh.rows, sh.c, sh.hw));
-    bn_dx_kernel<<<sf_cu_blocks(n, 256), 256, 0, c->stream>>>(n, sh.hw, sh.c, (double)(sh.rows * sh.hw), x, mean, var,
-                                                              eps, gamma, dy, dgamma, dbeta, dx);
-    SF_CU_LAUNCHED();
+    SF_TRY(sf_cuda_channel_reduce(c, f, sh.rows, sh.c, sh.hw));
+    bn_dx_kernel<<<sf_cuda_blocks(n, 256), 256, 0, c->stream>>>(n, sh.hw, sh.c, (double)(sh.rows * sh.hw), x, mean, var,
+                                                                eps, gamma, dy, dgamma, dbeta, dx);
+    SF_CUDA_LAUNCHED();
     return SF_OK;
 }
 
@@ -107,8 +107,8 @@ __global__ void bn_running_kernel(int32_t C, float m, float unbias, const float 
     rv[c] = (1.0f - m) * rv[c] + m * var[c] * unbias;
 }
 
-sf_status sf_cu_bn_update_running(sf_backend *be, sf_bn_shape sh, float momentum, const float *mean, const float *var,
-                                  float *running_mean, float *running_var)
+sf_status sf_cuda_op_bn_update_running(sf_backend *be, sf_bn_shape sh, float momentum, const float *mean,
+                                       const float *var, float *running_mean, float *running_var)
 {
     int64_t cnt = sh.rows * sh.hw;
     if (cnt < 2)
@@ -118,8 +118,8 @@ sf_status sf_cu_bn_update_running(sf_backend *be, sf_bn_shape sh, float momentum
                        (long long)cnt);
     if (sh.c == 0) return SF_OK;
     float unbias = (float)((double)cnt / (double)(cnt - 1));
-    bn_running_kernel<<<sf_cu_blocks(sh.c, 128), 128, 0, sf_cu_ctx_of(be)->stream>>>(sh.c, momentum, unbias, mean, var,
-                                                                                     running_mean, running_var);
-    SF_CU_LAUNCHED();
+    bn_running_kernel<<<sf_cuda_blocks(sh.c, 128), 128, 0, sf_cuda_ctx_of(be)->stream>>>(
+        sh.c, momentum, unbias, mean, var, running_mean, running_var);
+    SF_CUDA_LAUNCHED();
     return SF_OK;
 }

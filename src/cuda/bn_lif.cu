@@ -6,10 +6,10 @@
 #include "cuda/ops.cuh"
 #include "cuda/reduce.cuh"
 
-static sf_cu_neuron bn_neuron(const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x, const float *mean,
-                              const float *var, float eps, const float *gamma, const float *beta)
+static sf_cuda_neuron bn_neuron(const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x, const float *mean,
+                                const float *var, float eps, const float *gamma, const float *beta)
 {
-    sf_cu_neuron a;
+    sf_cuda_neuron a;
     memset(&a, 0, sizeof a);
     a.p = *p;
     a.k = sf_lif_coeffs_of(p);
@@ -34,13 +34,13 @@ static sf_status check_rows(int64_t T, sf_bn_shape sh)
     return SF_OK;
 }
 
-sf_status sf_cu_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
-                               const float *mean, const float *var, float eps, const float *gamma, const float *beta,
-                               const sf_lif_out *out)
+sf_status sf_cuda_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
+                                    const float *mean, const float *var, float eps, const float *gamma,
+                                    const float *beta, const sf_lif_out *out)
 {
     SF_TRY(check_rows(T, sh));
-    return sf_cu_neuron_forward_launch(bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta), true, out,
-                                       sf_cu_ctx_of(be)->stream);
+    return sf_cuda_neuron_forward_launch(bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta), true, out,
+                                         sf_cuda_ctx_of(be)->stream);
 }
 
 /* Adds the per-neuron sums of pass 1 over the batch: sums is [2][B, C, hw]. */
@@ -59,19 +59,19 @@ struct NeuronSumsF {
     }
 };
 
-sf_status sf_cu_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
-                                const float *h, const float *mean, const float *var, float eps, const float *gamma,
-                                const float *beta, const float *ds, float *dx, float *dgamma, float *dbeta)
+sf_status sf_cuda_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
+                                     const float *h, const float *mean, const float *var, float eps, const float *gamma,
+                                     const float *beta, const float *ds, float *dx, float *dgamma, float *dbeta)
 {
     SF_TRY(check_rows(T, sh));
-    sf_cu_ctx *c = sf_cu_ctx_of(be);
-    sf_cu_neuron a = bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta);
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    sf_cuda_neuron a = bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta);
     if (a.N == 0) return SF_OK;
     void *sums;
-    SF_TRY(sf_cu_scratch(c, 0, sizeof(float) * 2 * (size_t)a.N, &sums));
+    SF_TRY(sf_cuda_scratch(c, 0, sizeof(float) * 2 * (size_t)a.N, &sums));
     float *s = (float *)sums;
-    SF_TRY(sf_cu_neuron_backward_launch(a, true, SF_DY_SUMS, h, ds, NULL, s, NULL, NULL, c->stream));
+    SF_TRY(sf_cuda_neuron_backward_launch(a, true, SF_DY_SUMS, h, ds, NULL, s, NULL, NULL, c->stream));
     NeuronSumsF f = {s, s + a.N, dgamma, dbeta};
-    SF_TRY(sf_cu_channel_reduce(c, f, sh.rows / T, sh.c, sh.hw));
-    return sf_cu_neuron_backward_launch(a, true, SF_DY_BN_DX, h, ds, dx, NULL, dgamma, dbeta, c->stream);
+    SF_TRY(sf_cuda_channel_reduce(c, f, sh.rows / T, sh.c, sh.hw));
+    return sf_cuda_neuron_backward_launch(a, true, SF_DY_BN_DX, h, ds, dx, NULL, dgamma, dbeta, c->stream);
 }

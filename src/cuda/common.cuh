@@ -1,5 +1,6 @@
 /* common.cuh — what every CUDA op file shares: the backend context (stream, cuBLAS/cuDNN handles, scratch,
- * the conv algorithm cache), checked-call macros that carry file:line, and launch-size helpers. */
+ * the conv algorithm cache) and its helpers (context.cu), checked-call macros that carry file:line, and
+ * launch-size helpers. */
 #ifndef SF_CUDA_COMMON_CUH
 #define SF_CUDA_COMMON_CUH
 
@@ -18,63 +19,67 @@ extern "C" {
 #include "core/error.h"
 }
 
-struct sf_cu_conv_entry; /* conv.cu */
+struct sf_cuda_conv_entry; /* conv.cu */
 
 /* Scratch slots: [0] per-neuron sums (BN+LIF), [1] per-block partials (reductions), [2..5] bf16 copies of the
  * GEMM/conv operands under SF_PRECISION_BF16 (precision.cu says which holds what). */
-enum { SF_CU_SCRATCH_SLOTS = 6 };
+enum { SF_CUDA_SCRATCH_SLOTS = 6 };
 
-typedef struct sf_cu_ctx {
+typedef struct sf_cuda_ctx {
     int device;
     sf_precision prec; /* GEMM/conv arithmetic, fixed at creation: fp32 (FMA only), tf32 or bf16 operands */
-    size_t conv_ws_cap; /* workspace a conv algorithm may use: SF_CUDA_CONV_WS_MIB, default 512 MiB */
-    int conv_gemm;      /* SF_CUDA_CONV_GEMM: im2col + SGEMM where it measures faster (-1, default), never (0), always
-                         * where it fits (1: for tests) */
+    size_t conv_ws_cap;     /* workspace a conv algorithm may use (sf_cuda_options.conv_workspace_mib) */
+    sf_conv_algo conv_algo; /* im2col + SGEMM where it measures faster (auto), never (cudnn), or wherever it
+                             * fits (gemm) */
     int num_sms;
     cudaStream_t stream;
     cublasHandle_t cublas;
     void *cublas_ws; /* cuBLAS's workspace, set once: without it cuBLAS picks other kernels inside a graph capture */
     cudnnHandle_t cudnn;
-    void *scratch[SF_CU_SCRATCH_SLOTS]; /* grown on demand */
-    size_t scratch_bytes[SF_CU_SCRATCH_SLOTS];
+    void *scratch[SF_CUDA_SCRATCH_SLOTS]; /* grown on demand */
+    size_t scratch_bytes[SF_CUDA_SCRATCH_SLOTS];
     unsigned scratch_gen;               /* bumped whenever a scratch buffer moves: graphs recorded before are stale */
-    struct sf_cu_conv_entry *convs; /* algorithm choices per conv shape */
+    struct sf_cuda_conv_entry *convs;   /* algorithm choices per conv shape */
     int n_convs, cap_convs;
-} sf_cu_ctx;
+} sf_cuda_ctx;
 
 /* The context of a CUDA backend; also makes its device current for this host thread. */
-sf_cu_ctx *sf_cu_ctx_of(sf_backend *be);
-/* Scratch slot `slot` (see SF_CU_SCRATCH_SLOTS) of at least `bytes` on the backend's device (contents undefined). Grows with a
- * synchronising cudaMalloc the first time a size is seen, never during steady-state training. */
-sf_status sf_cu_scratch(sf_cu_ctx *c, int slot, size_t bytes, void **out);
+sf_cuda_ctx *sf_cuda_ctx_of(sf_backend *be);
+/* Scratch slot `slot` (see SF_CUDA_SCRATCH_SLOTS) of at least `bytes` on the backend's device (contents
+ * undefined). Grows with a synchronising cudaMalloc the first time a size is seen, never during steady-state
+ * training. */
+sf_status sf_cuda_scratch(sf_cuda_ctx *c, int slot, size_t bytes, void **out);
 
 /* Zeroes n floats on the backend's stream. */
-sf_status sf_cu_zero_f32(sf_cu_ctx *c, float *p, int64_t n);
+sf_status sf_cuda_zero_f32(sf_cuda_ctx *c, float *p, int64_t n);
 
-sf_status sf_cu_fail_cuda(cudaError_t e, const char *file, int line, const char *call);
-sf_status sf_cu_fail_cublas(cublasStatus_t e, const char *file, int line, const char *call);
-sf_status sf_cu_fail_cudnn(cudnnStatus_t e, const char *file, int line, const char *call);
+/* cudaMalloc of `bytes` (0: NULL), failing with the free and total device memory and what it was `what` for. */
+sf_status sf_cuda_device_alloc(size_t bytes, void **out, const char *what);
 
-#define SF_CU_CHECK(call)                                                                                              \
+sf_status sf_cuda_fail_cuda(cudaError_t e, const char *file, int line, const char *call);
+sf_status sf_cuda_fail_cublas(cublasStatus_t e, const char *file, int line, const char *call);
+sf_status sf_cuda_fail_cudnn(cudnnStatus_t e, const char *file, int line, const char *call);
+
+#define SF_CUDA_CHECK(call)                                                                                            \
     do {                                                                                                               \
         cudaError_t sf_e_ = (call);                                                                                    \
-        if (sf_e_ != cudaSuccess) return sf_cu_fail_cuda(sf_e_, __FILE__, __LINE__, #call);                            \
+        if (sf_e_ != cudaSuccess) return sf_cuda_fail_cuda(sf_e_, __FILE__, __LINE__, #call);                          \
     } while (0)
 #define SF_CUBLAS_CHECK(call)                                                                                          \
     do {                                                                                                               \
         cublasStatus_t sf_e_ = (call);                                                                                 \
-        if (sf_e_ != CUBLAS_STATUS_SUCCESS) return sf_cu_fail_cublas(sf_e_, __FILE__, __LINE__, #call);                \
+        if (sf_e_ != CUBLAS_STATUS_SUCCESS) return sf_cuda_fail_cublas(sf_e_, __FILE__, __LINE__, #call);              \
     } while (0)
 #define SF_CUDNN_CHECK(call)                                                                                           \
     do {                                                                                                               \
         cudnnStatus_t sf_e_ = (call);                                                                                  \
-        if (sf_e_ != CUDNN_STATUS_SUCCESS) return sf_cu_fail_cudnn(sf_e_, __FILE__, __LINE__, #call);                  \
+        if (sf_e_ != CUDNN_STATUS_SUCCESS) return sf_cuda_fail_cudnn(sf_e_, __FILE__, __LINE__, #call);                \
     } while (0)
 /* After a kernel launch: launch-configuration errors surface here without synchronising. */
-#define SF_CU_LAUNCHED() SF_CU_CHECK(cudaGetLastError())
+#define SF_CUDA_LAUNCHED() SF_CUDA_CHECK(cudaGetLastError())
 
 /* Blocks of `threads` covering n items, capped for grid-stride loops. */
-static inline unsigned sf_cu_blocks(int64_t n, int threads)
+static inline unsigned sf_cuda_blocks(int64_t n, int threads)
 {
     int64_t b = (n + threads - 1) / threads;
     if (b < 1) b = 1;
@@ -82,7 +87,7 @@ static inline unsigned sf_cu_blocks(int64_t n, int threads)
     return (unsigned)b;
 }
 
-#define SF_CU_GRID_STRIDE(i, n)                                                                                        \
+#define SF_CUDA_GRID_STRIDE(i, n)                                                                                      \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
 #endif

@@ -7,6 +7,7 @@
  * (workspace shrinks with the chunk) and runs chunk by chunk if that is faster in total; the weight gradient
  * accumulates over the chunks. Under fp32 and tf32 each op is also timed as im2col + cuBLAS SGEMM (conv_gemm.cu)
  * over chunks that fit the same cap, and runs that way where it beats cuDNN's best. */
+#include "cuda/cuda_backend.h"
 #include "cuda/ops.cuh"
 
 #include <limits.h>
@@ -16,7 +17,7 @@
 enum { SF_CONV_FWD, SF_CONV_BWD_DATA, SF_CONV_BWD_FILTER, SF_CONV_OPS };
 
 /* One of the three ops: its algorithm, and the batch chunk (images per call) with descriptors of that size. */
-typedef struct sf_cu_conv_op {
+typedef struct sf_cuda_conv_op {
     int algo;
     int64_t chunk;
     float ms; /* measured time of all chunks */
@@ -27,14 +28,14 @@ typedef struct sf_cu_conv_op {
     size_t fastest_ws;
     bool gemm;      /* runs as im2col + SGEMM over the entry's gemm_chunk instead */
     float gemm_ms;  /* that path's measured time (0: not measured) */
-} sf_cu_conv_op;
+} sf_cuda_conv_op;
 
-struct sf_cu_conv_entry {
+struct sf_cuda_conv_entry {
     sf_conv_shape sh;
     cudnnTensorDescriptor_t yd, bd; /* the whole batch's output, and the bias */
     cudnnFilterDescriptor_t wd;
     cudnnConvolutionDescriptor_t cd;
-    sf_cu_conv_op op[SF_CONV_OPS];
+    sf_cuda_conv_op op[SF_CONV_OPS];
     int64_t gemm_chunk; /* images per im2col + SGEMM call (0: the path does not fit the cap) */
     size_t ws;
 };
@@ -45,7 +46,7 @@ static int same_shape(const sf_conv_shape *a, const sf_conv_shape *b)
            a->stride == b->stride && a->pad == b->pad && a->oh == b->oh && a->ow == b->ow;
 }
 
-static void entry_destroy(sf_cu_conv_entry *e)
+static void entry_destroy(sf_cuda_conv_entry *e)
 {
     for (int i = 0; i < SF_CONV_OPS; i++) {
         if (e->op[i].xd) cudnnDestroyTensorDescriptor(e->op[i].xd);
@@ -57,7 +58,7 @@ static void entry_destroy(sf_cu_conv_entry *e)
     if (e->cd) cudnnDestroyConvolutionDescriptor(e->cd);
 }
 
-void sf_cu_conv_cache_free(sf_cu_ctx *c)
+void sf_cuda_conv_cache_free(sf_cuda_ctx *c)
 {
     for (int i = 0; i < c->n_convs; i++) entry_destroy(&c->convs[i]);
     free(c->convs);
@@ -71,7 +72,7 @@ static bool math_ok(cudnnMathType_t m, sf_precision prec)
 }
 
 /* Operand element type under the backend's precision. */
-static cudnnDataType_t operand_type(const sf_cu_ctx *c)
+static cudnnDataType_t operand_type(const sf_cuda_ctx *c)
 {
     return c->prec == SF_PRECISION_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
 }
@@ -83,7 +84,7 @@ static cudnnDataType_t operand_type(const sf_cu_ctx *c)
  * convolution gradients may differ in the last bits from run to run. */
 template <class Perf>
 static bool consider(const Perf *perf, int count, int64_t splits, int64_t chunk, sf_precision prec, size_t cap,
-                     sf_cu_conv_op *op, bool *changed)
+                     sf_cuda_conv_op *op, bool *changed)
 {
     bool fastest_too_big = false, first = true;
     *changed = false;
@@ -120,7 +121,7 @@ static sf_status set_nchw(cudnnTensorDescriptor_t d, cudnnDataType_t t, int64_t 
 
 /* Measures the three ops on chunks of n / splits images; updates the ops that this makes faster. *more: some op's
  * fastest algorithm still needs more workspace than the cap. */
-static sf_status measure(sf_cu_ctx *c, sf_cu_conv_entry *e, int64_t splits, bool *more)
+static sf_status measure(sf_cuda_ctx *c, sf_cuda_conv_entry *e, int64_t splits, bool *more)
 {
     const sf_conv_shape *sh = &e->sh;
     const sf_precision prec = c->prec;
@@ -136,7 +137,7 @@ static sf_status measure(sf_cu_ctx *c, sf_cu_conv_entry *e, int64_t splits, bool
     cudnnStatus_t cs = cudnnCreateTensorDescriptor(&xd);
     if (cs == CUDNN_STATUS_SUCCESS) cs = cudnnCreateTensorDescriptor(&yd);
     if (cs != CUDNN_STATUS_SUCCESS) {
-        st = sf_cu_fail_cudnn(cs, __FILE__, __LINE__, "cudnnCreateTensorDescriptor");
+        st = sf_cuda_fail_cudnn(cs, __FILE__, __LINE__, "cudnnCreateTensorDescriptor");
         goto done;
     }
     if ((st = set_nchw(xd, dt, chunk, sh->cin, sh->h, sh->w)) != SF_OK) goto done;
@@ -152,10 +153,10 @@ static sf_status measure(sf_cu_ctx *c, sf_cu_conv_entry *e, int64_t splits, bool
             cs = cudnnFindConvolutionBackwardFilterAlgorithm(c->cudnn, xd, yd, e->cd, e->wd,
                                                              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, pw);
         if (cs != CUDNN_STATUS_SUCCESS) {
-            st = sf_cu_fail_cudnn(cs, __FILE__, __LINE__, "cudnnFindConvolution*Algorithm");
+            st = sf_cuda_fail_cudnn(cs, __FILE__, __LINE__, "cudnnFindConvolution*Algorithm");
             goto done;
         }
-        sf_cu_conv_op *op = &e->op[o];
+        sf_cuda_conv_op *op = &e->op[o];
         big[o] = o == SF_CONV_FWD        ? consider(pf, got, splits, chunk, prec, c->conv_ws_cap, op, &changed)
                  : o == SF_CONV_BWD_DATA ? consider(pd, got, splits, chunk, prec, c->conv_ws_cap, op, &changed)
                                          : consider(pw, got, splits, chunk, prec, c->conv_ws_cap, op, &changed);
@@ -172,24 +173,24 @@ done:
 }
 
 /* One op of the im2col + SGEMM path on the timing buffers: x, dx, w, dw, y (also dy), workspace. */
-static sf_status run_gemm_op(sf_cu_ctx *c, const sf_conv_shape *sh, int64_t chunk, int op, float *const *buf)
+static sf_status run_gemm_op(sf_cuda_ctx *c, const sf_conv_shape *sh, int64_t chunk, int op, float *const *buf)
 {
-    if (op == SF_CONV_FWD) return sf_cu_conv_gemm_forward(c, sh, chunk, buf[0], buf[2], NULL, buf[4], buf[5]);
-    return sf_cu_conv_gemm_backward(c, sh, chunk, buf[0], buf[2], buf[4], op == SF_CONV_BWD_DATA ? buf[1] : NULL,
-                                    op == SF_CONV_BWD_FILTER ? buf[3] : NULL, buf[5]);
+    if (op == SF_CONV_FWD) return sf_cuda_conv_gemm_forward(c, sh, chunk, buf[0], buf[2], NULL, buf[4], buf[5]);
+    return sf_cuda_conv_gemm_backward(c, sh, chunk, buf[0], buf[2], buf[4], op == SF_CONV_BWD_DATA ? buf[1] : NULL,
+                                      op == SF_CONV_BWD_FILTER ? buf[3] : NULL, buf[5]);
 }
 
 /* Per op: one warm-up run, then the mean of two, by events on the backend's stream. */
-static sf_status time_gemm(sf_cu_ctx *c, const sf_conv_shape *sh, int64_t chunk, float *const *buf, cudaEvent_t *ev,
+static sf_status time_gemm(sf_cuda_ctx *c, const sf_conv_shape *sh, int64_t chunk, float *const *buf, cudaEvent_t *ev,
                            float ms[SF_CONV_OPS])
 {
     for (int o = 0; o < SF_CONV_OPS; o++) {
         SF_TRY(run_gemm_op(c, sh, chunk, o, buf));
-        SF_CU_CHECK(cudaEventRecord(ev[0], c->stream));
+        SF_CUDA_CHECK(cudaEventRecord(ev[0], c->stream));
         for (int r = 0; r < 2; r++) SF_TRY(run_gemm_op(c, sh, chunk, o, buf));
-        SF_CU_CHECK(cudaEventRecord(ev[1], c->stream));
-        SF_CU_CHECK(cudaEventSynchronize(ev[1]));
-        SF_CU_CHECK(cudaEventElapsedTime(&ms[o], ev[0], ev[1]));
+        SF_CUDA_CHECK(cudaEventRecord(ev[1], c->stream));
+        SF_CUDA_CHECK(cudaEventSynchronize(ev[1]));
+        SF_CUDA_CHECK(cudaEventElapsedTime(&ms[o], ev[0], ev[1]));
         ms[o] /= 2;
     }
     return SF_OK;
@@ -198,15 +199,15 @@ static sf_status time_gemm(sf_cu_ctx *c, const sf_conv_shape *sh, int64_t chunk,
 /* Measures the im2col + SGEMM path on zeroed buffers of the shape (allocated for the measurement only) and takes
  * it for each op where it beats what cuDNN measured, or for every op where it fits under SF_CUDA_CONV_GEMM=1.
  * bf16 keeps cuDNN (its operands are bf16 copies). Without room for the buffers the shape keeps cuDNN. */
-static sf_status consider_gemm(sf_cu_ctx *c, sf_cu_conv_entry *e)
+static sf_status consider_gemm(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
 {
     const sf_conv_shape *sh = &e->sh;
-    if (c->prec == SF_PRECISION_BF16 || c->conv_gemm == 0) return SF_OK;
-    const int64_t chunk = sf_cu_conv_gemm_chunk(sh, c->conv_ws_cap);
+    if (c->prec == SF_PRECISION_BF16 || c->conv_algo == SF_CONV_ALGO_CUDNN) return SF_OK;
+    const int64_t chunk = sf_cuda_conv_gemm_chunk(sh, c->conv_ws_cap);
     if (chunk == 0) return SF_OK;
     const size_t nx = (size_t)(sh->n * sh->cin * sh->h * sh->w), ny = (size_t)(sh->n * sh->cout * sh->oh * sh->ow),
                  nw = (size_t)sh->cout * sh->cin * sh->k * sh->k;
-    const size_t bytes[6] = {nx, nx, nw, nw, ny, sf_cu_conv_gemm_ws(sh, chunk) / sizeof(float)};
+    const size_t bytes[6] = {nx, nx, nw, nw, ny, sf_cuda_conv_gemm_ws(sh, chunk) / sizeof(float)};
     float *buf[6] = {NULL};
     cudaEvent_t ev[2] = {NULL, NULL};
     cudaError_t ce = cudaSuccess;
@@ -226,18 +227,18 @@ static sf_status consider_gemm(sf_cu_ctx *c, sf_cu_conv_entry *e)
         (void)cudaGetLastError();
         return SF_OK;
     }
-    if (ce != cudaSuccess) return sf_cu_fail_cuda(ce, __FILE__, __LINE__, "preparing the im2col + SGEMM timing");
+    if (ce != cudaSuccess) return sf_cuda_fail_cuda(ce, __FILE__, __LINE__, "preparing the im2col + SGEMM timing");
     SF_TRY(st);
     e->gemm_chunk = chunk;
     for (int o = 0; o < SF_CONV_OPS; o++) {
-        sf_cu_conv_op *op = &e->op[o];
+        sf_cuda_conv_op *op = &e->op[o];
         op->gemm_ms = ms[o];
-        op->gemm = c->conv_gemm == 1 || op->chunk == 0 || ms[o] < op->ms;
+        op->gemm = c->conv_algo == SF_CONV_ALGO_GEMM || op->chunk == 0 || ms[o] < op->ms;
     }
     return SF_OK;
 }
 
-static sf_status setup(sf_cu_ctx *c, const sf_conv_shape *sh, sf_cu_conv_entry *e)
+static sf_status setup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_entry *e)
 {
     if (sh->n > INT_MAX || sh->n < 1 || sh->cin < 1 || sh->cout < 1 || sh->k < 1 || sh->stride < 1 || sh->pad < 0 ||
         sh->oh != (sh->h + 2 * sh->pad - sh->k) / sh->stride + 1 ||
@@ -272,7 +273,7 @@ static sf_status setup(sf_cu_ctx *c, const sf_conv_shape *sh, sf_cu_conv_entry *
     e->ws = 0;
     for (int o = 0; o < SF_CONV_OPS; o++) {
         if (e->op[o].gemm) {
-            size_t g = sf_cu_conv_gemm_ws(sh, e->gemm_chunk);
+            size_t g = sf_cuda_conv_gemm_ws(sh, e->gemm_chunk);
             if (g > e->ws) e->ws = g;
             continue;
         }
@@ -287,7 +288,7 @@ static sf_status setup(sf_cu_ctx *c, const sf_conv_shape *sh, sf_cu_conv_entry *
     return SF_OK;
 }
 
-static sf_status lookup(sf_cu_ctx *c, const sf_conv_shape *sh, sf_cu_conv_entry **out)
+static sf_status lookup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_entry **out)
 {
     for (int i = 0; i < c->n_convs; i++)
         if (same_shape(&c->convs[i].sh, sh)) {
@@ -296,12 +297,12 @@ static sf_status lookup(sf_cu_ctx *c, const sf_conv_shape *sh, sf_cu_conv_entry 
         }
     if (c->n_convs == c->cap_convs) {
         int cap = c->cap_convs ? 2 * c->cap_convs : 16;
-        sf_cu_conv_entry *p = (sf_cu_conv_entry *)realloc(c->convs, sizeof *p * (size_t)cap);
+        sf_cuda_conv_entry *p = (sf_cuda_conv_entry *)realloc(c->convs, sizeof *p * (size_t)cap);
         if (!p) return sf_fail(SF_ERR_NOMEM, "conv algorithm cache: out of host memory");
         c->convs = p;
         c->cap_convs = cap;
     }
-    sf_cu_conv_entry *e = &c->convs[c->n_convs];
+    sf_cuda_conv_entry *e = &c->convs[c->n_convs];
     memset(e, 0, sizeof *e);
     sf_status s = setup(c, sh, e);
     if (s != SF_OK) {
@@ -313,11 +314,11 @@ static sf_status lookup(sf_cu_ctx *c, const sf_conv_shape *sh, sf_cu_conv_entry 
     return SF_OK;
 }
 
-size_t sf_cu_conv_workspace(sf_backend *be, const sf_conv_shape *sh)
+size_t sf_cuda_op_conv_workspace(sf_backend *be, const sf_conv_shape *sh)
 {
-    sf_cu_conv_entry *e = NULL;
+    sf_cuda_conv_entry *e = NULL;
     /* A failure here is reported again, with its message, by the conv call that follows. */
-    return lookup(sf_cu_ctx_of(be), sh, &e) == SF_OK ? e->ws : 0;
+    return lookup(sf_cuda_ctx_of(be), sh, &e) == SF_OK ? e->ws : 0;
 }
 
 /* Bytes per operand element, and the operands as the convolutions take them: the fp32 tensors themselves, or
@@ -327,7 +328,7 @@ typedef struct conv_operands {
     const void *x, *w, *dy;
 } conv_operands;
 
-static sf_status operands(sf_cu_ctx *c, const sf_conv_shape *sh, const float *x, const float *w, const float *dy,
+static sf_status operands(sf_cuda_ctx *c, const sf_conv_shape *sh, const float *x, const float *w, const float *dy,
                           conv_operands *o)
 {
     const int64_t nx = sh->n * sh->cin * sh->h * sh->w, ny = sh->n * sh->cout * sh->oh * sh->ow,
@@ -337,15 +338,15 @@ static sf_status operands(sf_cu_ctx *c, const sf_conv_shape *sh, const float *x,
     o->es = sizeof(__nv_bfloat16);
     __nv_bfloat16 *b;
     if (x) {
-        SF_TRY(sf_cu_bf16_copy(c, SF_CU_BF16_IN, nx, x, &b));
+        SF_TRY(sf_cuda_bf16_copy(c, SF_CUDA_BF16_IN, nx, x, &b));
         o->x = b;
     }
     if (w) {
-        SF_TRY(sf_cu_bf16_copy(c, SF_CU_BF16_W, nw, w, &b));
+        SF_TRY(sf_cuda_bf16_copy(c, SF_CUDA_BF16_W, nw, w, &b));
         o->w = b;
     }
     if (dy) {
-        SF_TRY(sf_cu_bf16_copy(c, SF_CU_BF16_OUT, ny, dy, &b));
+        SF_TRY(sf_cuda_bf16_copy(c, SF_CUDA_BF16_OUT, ny, dy, &b));
         o->dy = b;
     }
     return SF_OK;
@@ -353,14 +354,14 @@ static sf_status operands(sf_cu_ctx *c, const sf_conv_shape *sh, const float *x,
 
 #define AT(p, elems) ((char *)(p) + (size_t)(elems) * o.es)
 
-sf_status sf_cu_conv_forward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w, const float *b,
-                             float *y, void *ws)
+sf_status sf_cuda_op_conv_forward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
+                                  const float *b, float *y, void *ws)
 {
-    sf_cu_ctx *c = sf_cu_ctx_of(be);
-    sf_cu_conv_entry *e;
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    sf_cuda_conv_entry *e;
     SF_TRY(lookup(c, sh, &e));
-    const sf_cu_conv_op *op = &e->op[SF_CONV_FWD];
-    if (op->gemm) return sf_cu_conv_gemm_forward(c, sh, e->gemm_chunk, x, w, b, y, (float *)ws);
+    const sf_cuda_conv_op *op = &e->op[SF_CONV_FWD];
+    if (op->gemm) return sf_cuda_conv_gemm_forward(c, sh, e->gemm_chunk, x, w, b, y, (float *)ws);
     conv_operands o;
     SF_TRY(operands(c, sh, x, w, NULL, &o));
     const bool bf16 = c->prec == SF_PRECISION_BF16;
@@ -368,7 +369,7 @@ sf_status sf_cu_conv_forward(sf_backend *be, const sf_conv_shape *sh, const floa
     void *yo = y; /* bf16: the output goes through the bf16 output slot (dy's, free during the forward) */
     __nv_bfloat16 *yb = NULL;
     if (bf16) {
-        SF_TRY(sf_cu_bf16_copy(c, SF_CU_BF16_OUT, sh->n * sh->cout * sh->oh * sh->ow, NULL, &yb));
+        SF_TRY(sf_cuda_bf16_copy(c, SF_CUDA_BF16_OUT, sh->n * sh->cout * sh->oh * sh->ow, NULL, &yb));
         yo = yb;
     }
     float one = 1.0f, zero = 0.0f;
@@ -376,13 +377,13 @@ sf_status sf_cu_conv_forward(sf_backend *be, const sf_conv_shape *sh, const floa
         SF_CUDNN_CHECK(cudnnConvolutionForward(c->cudnn, &one, op->xd, AT(o.x, i * xs), e->wd, o.w, e->cd,
                                                (cudnnConvolutionFwdAlgo_t)op->algo, ws, op->ws, &zero, op->yd,
                                                AT(yo, i * ys)));
-    if (bf16) SF_TRY(sf_cu_bf16_to_f32(c, sh->n * sh->cout * sh->oh * sh->ow, yb, y, 0));
+    if (bf16) SF_TRY(sf_cuda_bf16_to_f32(c, sh->n * sh->cout * sh->oh * sh->ow, yb, y, 0));
     if (b) SF_CUDNN_CHECK(cudnnAddTensor(c->cudnn, &one, e->bd, b, &one, e->yd, y));
     return SF_OK;
 }
 
 /* The backward ops that run through cuDNN: dw (if not NULL, summed over chunks) and dx (if not NULL). */
-static sf_status cudnn_backward(sf_cu_ctx *c, const sf_cu_conv_entry *e, const float *x, float *dw, float *dx,
+static sf_status cudnn_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const float *x, float *dw, float *dx,
                                 const float *w, const float *dy, void *ws)
 {
     const sf_conv_shape *sh = &e->sh;
@@ -392,17 +393,17 @@ static sf_status cudnn_backward(sf_cu_ctx *c, const sf_cu_conv_entry *e, const f
     float one = 1.0f, zero = 0.0f;
     const int64_t img_x = (int64_t)sh->cin * sh->h * sh->w, img_y = (int64_t)sh->cout * sh->oh * sh->ow,
                   nw = (int64_t)sh->cout * sh->cin * sh->k * sh->k;
-    const sf_cu_conv_op *f = &e->op[SF_CONV_BWD_FILTER];
+    const sf_cuda_conv_op *f = &e->op[SF_CONV_BWD_FILTER];
     __nv_bfloat16 *dwb = NULL; /* bf16: each chunk's weight gradient, summed into dw in fp32 */
-    if (bf16) SF_TRY(sf_cu_bf16_copy(c, SF_CU_BF16_DW, nw, NULL, &dwb));
+    if (bf16) SF_TRY(sf_cuda_bf16_copy(c, SF_CUDA_BF16_DW, nw, NULL, &dwb));
     for (int64_t i = 0; dw && i < sh->n / f->chunk; i++) { /* the weight gradient accumulates over the chunks */
         SF_CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->cudnn, &one, f->xd, AT(o.x, i * f->chunk * img_x), f->yd,
                                                       AT(o.dy, i * f->chunk * img_y), e->cd,
                                                       (cudnnConvolutionBwdFilterAlgo_t)f->algo, ws, f->ws,
                                                       i && !bf16 ? &one : &zero, e->wd, bf16 ? (void *)dwb : dw));
-        if (bf16) SF_TRY(sf_cu_bf16_to_f32(c, nw, dwb, dw, i > 0));
+        if (bf16) SF_TRY(sf_cuda_bf16_to_f32(c, nw, dwb, dw, i > 0));
     }
-    const sf_cu_conv_op *d = &e->op[SF_CONV_BWD_DATA];
+    const sf_cuda_conv_op *d = &e->op[SF_CONV_BWD_DATA];
     if (dx) {
         /* bf16: dx goes through x's bf16 copy, which the weight gradient above was the last to read */
         void *dxo = bf16 ? (void *)o.x : dx;
@@ -411,22 +412,22 @@ static sf_status cudnn_backward(sf_cu_ctx *c, const sf_cu_conv_entry *e, const f
                                                         AT(o.dy, i * d->chunk * img_y), e->cd,
                                                         (cudnnConvolutionBwdDataAlgo_t)d->algo, ws, d->ws, &zero,
                                                         d->xd, AT(dxo, i * d->chunk * img_x)));
-        if (bf16) SF_TRY(sf_cu_bf16_to_f32(c, sh->n * img_x, (const __nv_bfloat16 *)o.x, dx, 0));
+        if (bf16) SF_TRY(sf_cuda_bf16_to_f32(c, sh->n * img_x, (const __nv_bfloat16 *)o.x, dx, 0));
     }
     return SF_OK;
 }
 
-sf_status sf_cu_conv_backward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w, const float *dy,
-                              float *dx, float *dw, float *db, void *ws)
+sf_status sf_cuda_op_conv_backward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
+                                   const float *dy, float *dx, float *dw, float *db, void *ws)
 {
-    sf_cu_ctx *c = sf_cu_ctx_of(be);
-    sf_cu_conv_entry *e;
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    sf_cuda_conv_entry *e;
     SF_TRY(lookup(c, sh, &e));
     float one = 1.0f, zero = 0.0f;
-    const sf_cu_conv_op *f = &e->op[SF_CONV_BWD_FILTER], *d = &e->op[SF_CONV_BWD_DATA];
+    const sf_cuda_conv_op *f = &e->op[SF_CONV_BWD_FILTER], *d = &e->op[SF_CONV_BWD_DATA];
     if (f->gemm || (dx && d->gemm)) /* never under bf16: its operand copies below are for cuDNN */
-        SF_TRY(sf_cu_conv_gemm_backward(c, sh, e->gemm_chunk, x, w, dy, d->gemm ? dx : NULL, f->gemm ? dw : NULL,
-                                        (float *)ws));
+        SF_TRY(sf_cuda_conv_gemm_backward(c, sh, e->gemm_chunk, x, w, dy, d->gemm ? dx : NULL, f->gemm ? dw : NULL,
+                                          (float *)ws));
     if (!f->gemm || (dx && !d->gemm)) SF_TRY(cudnn_backward(c, e, x, f->gemm ? NULL : dw, d->gemm ? NULL : dx, w, dy, ws));
     if (db) SF_CUDNN_CHECK(cudnnConvolutionBackwardBias(c->cudnn, &one, e->yd, dy, &zero, e->bd, db));
     return SF_OK;
@@ -445,9 +446,9 @@ static const char *algo_name(int op, int algo)
     return algo >= 0 && algo < 7 ? flt[algo] : "?";
 }
 
-extern "C" size_t sf_cuda_conv_report(sf_backend *be, char *buf, size_t cap)
+size_t sf_cuda_conv_report(sf_backend *be, char *buf, size_t cap)
 {
-    const sf_cu_ctx *c = (const sf_cu_ctx *)be->ctx;
+    const sf_cuda_ctx *c = (const sf_cuda_ctx *)be->ctx;
     static const char *const names[SF_CONV_OPS] = {"fwd", "bwd_data", "bwd_filter"};
     size_t n = 0;
 #define PUT(...) n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, __VA_ARGS__)
@@ -456,19 +457,20 @@ extern "C" size_t sf_cuda_conv_report(sf_backend *be, char *buf, size_t cap)
         "(0: not measured)\n",
         sf_precision_name(c->prec), c->conv_ws_cap >> 20);
     for (int i = 0; i < c->n_convs; i++) {
-        const sf_cu_conv_entry *e = &c->convs[i];
+        const sf_cuda_conv_entry *e = &c->convs[i];
         const sf_conv_shape *sh = &e->sh;
         for (int o = 0; o < SF_CONV_OPS; o++) {
-            const sf_cu_conv_op *op = &e->op[o];
+            const sf_cuda_conv_op *op = &e->op[o];
             const int64_t gc = e->gemm_chunk ? e->gemm_chunk : sh->n;
-            PUT("n=%lld %d->%d %dx%d s%d | %-10s %-22s x%lld %7.3f %6.0f | %-22s %7.3f %6.0f | cudnn %7.3f im2col+sgemm "
+            PUT("n=%lld %d->%d %dx%d s%d | %-10s %-22s x%lld %7.3f %6.0f | %-22s %7.3f %6.0f | cudnn %7.3f "
+                "im2col+sgemm "
                 "x%lld %7.3f\n",
                 (long long)sh->n, sh->cin, sh->cout, sh->h, sh->w, sh->stride, names[o],
                 op->gemm ? "im2col_sgemm" : algo_name(o, op->algo),
                 (long long)(op->gemm ? (sh->n + gc - 1) / gc : sh->n / (op->chunk ? op->chunk : sh->n)),
-                op->gemm ? op->gemm_ms : op->ms,
-                (op->gemm ? sf_cu_conv_gemm_ws(sh, gc) : op->ws) / 1048576.0, algo_name(o, op->fastest_algo),
-                op->fastest_ms, op->fastest_ws / 1048576.0, op->ms, (long long)((sh->n + gc - 1) / gc), op->gemm_ms);
+                op->gemm ? op->gemm_ms : op->ms, (op->gemm ? sf_cuda_conv_gemm_ws(sh, gc) : op->ws) / 1048576.0,
+                algo_name(o, op->fastest_algo), op->fastest_ms, op->fastest_ws / 1048576.0, op->ms,
+                (long long)((sh->n + gc - 1) / gc), op->gemm_ms);
         }
     }
 #undef PUT

@@ -9,7 +9,7 @@
 
 /* col[r][j] = x[img][ci][oy·s − pad + kh][ox·s − pad + kw] (0 in the padding), r = (ci, kh, kw), j = (img, oy, ox).
  * One grid row per (ci, kh); each thread writes the k rows of its kw for one j, so the index arithmetic (32-bit:
- * sf_cu_conv_gemm_chunk keeps a chunk's tensors under 2^31 elements) is paid once per k elements. */
+ * sf_cuda_conv_gemm_chunk keeps a chunk's tensors under 2^31 elements) is paid once per k elements. */
 __global__ void im2col_kernel(const float *__restrict__ x, float *__restrict__ col, sf_conv_shape sh, int cols)
 {
     const int ci = blockIdx.y / sh.k, kh = blockIdx.y - ci * sh.k, p_img = sh.oh * sh.ow;
@@ -69,14 +69,14 @@ static int64_t rows_k(const sf_conv_shape *sh)
     return (int64_t)sh->cin * sh->k * sh->k;
 }
 
-size_t sf_cu_conv_gemm_ws(const sf_conv_shape *sh, int64_t nb)
+size_t sf_cuda_conv_gemm_ws(const sf_conv_shape *sh, int64_t nb)
 {
     return (size_t)((rows_k(sh) + sh->cout) * nb * sh->oh * sh->ow) * sizeof(float);
 }
 
-int64_t sf_cu_conv_gemm_chunk(const sf_conv_shape *sh, size_t cap)
+int64_t sf_cuda_conv_gemm_chunk(const sf_conv_shape *sh, size_t cap)
 {
-    const size_t one = sf_cu_conv_gemm_ws(sh, 1);
+    const size_t one = sf_cuda_conv_gemm_ws(sh, 1);
     /* im2col runs one grid row per (ci, kh) (≤ 65535); cuBLAS takes int sizes */
     if (one == 0 || one > cap || rows_k(sh) > 65535) return 0;
     int64_t most = (int64_t)(cap / one);
@@ -91,33 +91,33 @@ int64_t sf_cu_conv_gemm_chunk(const sf_conv_shape *sh, size_t cap)
     return (sh->n + chunks - 1) / chunks; /* equal chunks, the last one possibly shorter */
 }
 
-static unsigned grid_for(sf_cu_ctx *c, int64_t n)
+static unsigned grid_for(sf_cuda_ctx *c, int64_t n)
 {
-    unsigned b = sf_cu_blocks(n, 256), most = (unsigned)c->num_sms * 16;
+    unsigned b = sf_cuda_blocks(n, 256), most = (unsigned)c->num_sms * 16;
     return b < most ? b : most;
 }
 
-static sf_status im2col(sf_cu_ctx *c, const sf_conv_shape *sh, const float *x, int64_t nb, float *col)
+static sf_status im2col(sf_cuda_ctx *c, const sf_conv_shape *sh, const float *x, int64_t nb, float *col)
 {
     const int64_t cols = nb * sh->oh * sh->ow;
     unsigned gx = grid_for(c, cols) / 8 + 1;
     im2col_kernel<<<dim3(gx, (unsigned)(sh->cin * sh->k)), 256, 0, c->stream>>>(x, col, *sh, (int)cols);
-    SF_CU_LAUNCHED();
+    SF_CUDA_LAUNCHED();
     return SF_OK;
 }
 
-static sf_status cnhw(sf_cu_ctx *c, const sf_conv_shape *sh, const float *src, float *dst, const float *bias,
+static sf_status cnhw(sf_cuda_ctx *c, const sf_conv_shape *sh, const float *src, float *dst, const float *bias,
                       int64_t nb, bool to_nchw)
 {
     cnhw_kernel<<<grid_for(c, nb * sh->cout * sh->oh * sh->ow), 256, 0, c->stream>>>(src, dst, bias, sh->cout,
                                                                                      sh->oh * sh->ow, (int)nb, to_nchw);
-    SF_CU_LAUNCHED();
+    SF_CUDA_LAUNCHED();
     return SF_OK;
 }
 
 /* Row-major [a][b] matrices are column-major b×a ones to cuBLAS: every product below is written that way. */
-sf_status sf_cu_conv_gemm_forward(sf_cu_ctx *c, const sf_conv_shape *sh, int64_t chunk, const float *x,
-                                  const float *w, const float *b, float *y, float *ws)
+sf_status sf_cuda_conv_gemm_forward(sf_cuda_ctx *c, const sf_conv_shape *sh, int64_t chunk, const float *x,
+                                    const float *w, const float *b, float *y, float *ws)
 {
     const int64_t img_x = (int64_t)sh->cin * sh->h * sh->w, p_img = (int64_t)sh->oh * sh->ow, K = rows_k(sh);
     const float one = 1.0f, zero = 0.0f;
@@ -134,8 +134,8 @@ sf_status sf_cu_conv_gemm_forward(sf_cu_ctx *c, const sf_conv_shape *sh, int64_t
     return SF_OK;
 }
 
-sf_status sf_cu_conv_gemm_backward(sf_cu_ctx *c, const sf_conv_shape *sh, int64_t chunk, const float *x,
-                                   const float *w, const float *dy, float *dx, float *dw, float *ws)
+sf_status sf_cuda_conv_gemm_backward(sf_cuda_ctx *c, const sf_conv_shape *sh, int64_t chunk, const float *x,
+                                     const float *w, const float *dy, float *dx, float *dw, float *ws)
 {
     const int64_t img_x = (int64_t)sh->cin * sh->h * sh->w, p_img = (int64_t)sh->oh * sh->ow, K = rows_k(sh);
     const float one = 1.0f, zero = 0.0f;
@@ -153,7 +153,7 @@ sf_status sf_cu_conv_gemm_backward(sf_cu_ctx *c, const sf_conv_shape *sh, int64_
             SF_CUBLAS_CHECK(cublasSgemm(c->cublas, CUBLAS_OP_N, CUBLAS_OP_T, m, (int)K, sh->cout, &one, dyc, m, w,
                                         (int)K, &zero, col, m));
             col2im_kernel<<<grid_for(c, nb * img_x), 256, 0, c->stream>>>(col, dx + i0 * img_x, *sh, (int)nb);
-            SF_CU_LAUNCHED();
+            SF_CUDA_LAUNCHED();
         }
     }
     return SF_OK;

@@ -8,7 +8,7 @@
 
 __global__ void bias_fill_kernel(int64_t rows, int32_t out, const float *b, float *y)
 {
-    SF_CU_GRID_STRIDE(i, rows * out) y[i] = b[i % out];
+    SF_CUDA_GRID_STRIDE(i, rows * out) y[i] = b[i % out];
 }
 
 /* db[j] = Σ_r dy[r, j] in two deterministic steps: blocks of 32 columns × 8 row-lanes sum a chunk of rows each
@@ -38,7 +38,7 @@ __global__ void column_finish_kernel(int32_t out, int P, const float *part, floa
     db[j] = s;
 }
 
-static sf_status column_sums(sf_cu_ctx *c, int64_t rows, int32_t out, const float *dy, float *db)
+static sf_status column_sums(sf_cuda_ctx *c, int64_t rows, int32_t out, const float *dy, float *db)
 {
     int64_t colblocks = (out + 31) / 32;
     int64_t P = (8 * (int64_t)c->num_sms + colblocks - 1) / colblocks;
@@ -47,12 +47,12 @@ static sf_status column_sums(sf_cu_ctx *c, int64_t rows, int32_t out, const floa
     if (P > 65535) P = 65535;
     int64_t chunk = (rows + P - 1) / P;
     void *part;
-    SF_TRY(sf_cu_scratch(c, 1, sizeof(float) * (size_t)P * (size_t)out, &part));
+    SF_TRY(sf_cuda_scratch(c, 1, sizeof(float) * (size_t)P * (size_t)out, &part));
     column_partials_kernel<<<dim3((unsigned)colblocks, (unsigned)P), dim3(32, 8), 0, c->stream>>>(rows, out, chunk, dy,
                                                                                                   (float *)part);
-    SF_CU_LAUNCHED();
-    column_finish_kernel<<<sf_cu_blocks(out, 128), 128, 0, c->stream>>>(out, (int)P, (const float *)part, db);
-    SF_CU_LAUNCHED();
+    SF_CUDA_LAUNCHED();
+    column_finish_kernel<<<sf_cuda_blocks(out, 128), 128, 0, c->stream>>>(out, (int)P, (const float *)part, db);
+    SF_CUDA_LAUNCHED();
     return SF_OK;
 }
 
@@ -65,7 +65,7 @@ static sf_status check_dims(int64_t rows, int32_t in, int32_t out)
 }
 
 /* C = op(A)·op(B) + beta·C, column-major, fp32 C; A and B are float, or bf16 when `bf16`. */
-static sf_status gemm(sf_cu_ctx *c, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A,
+static sf_status gemm(sf_cuda_ctx *c, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A,
                       int lda, const void *B, int ldb, float beta, float *C, int ldc, bool bf16)
 {
     const float one = 1.0f;
@@ -79,58 +79,58 @@ static sf_status gemm(sf_cu_ctx *c, cublasOperation_t ta, cublasOperation_t tb, 
 }
 
 /* The operand as the GEMM takes it: itself, or its bf16 copy in scratch slot `slot`. */
-static sf_status operand(sf_cu_ctx *c, int slot, int64_t n, const float *x, const void **out)
+static sf_status operand(sf_cuda_ctx *c, int slot, int64_t n, const float *x, const void **out)
 {
     if (c->prec != SF_PRECISION_BF16) {
         *out = x;
         return SF_OK;
     }
     __nv_bfloat16 *b;
-    SF_TRY(sf_cu_bf16_copy(c, slot, n, x, &b));
+    SF_TRY(sf_cuda_bf16_copy(c, slot, n, x, &b));
     *out = b;
     return SF_OK;
 }
 
-sf_status sf_cu_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x, const float *w,
-                               const float *b, float *y)
+sf_status sf_cuda_op_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
+                                    const float *w, const float *b, float *y)
 {
     SF_TRY(check_dims(rows, in, out));
     if (rows == 0 || out == 0) return SF_OK;
-    sf_cu_ctx *c = sf_cu_ctx_of(be);
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     float beta = 0.0f;
     if (b) {
-        bias_fill_kernel<<<sf_cu_blocks(rows * out, 256), 256, 0, c->stream>>>(rows, out, b, y);
-        SF_CU_LAUNCHED();
+        bias_fill_kernel<<<sf_cuda_blocks(rows * out, 256), 256, 0, c->stream>>>(rows, out, b, y);
+        SF_CUDA_LAUNCHED();
         beta = 1.0f;
     }
-    if (in == 0) return b ? SF_OK : sf_cu_zero_f32(c, y, rows * out);
+    if (in == 0) return b ? SF_OK : sf_cuda_zero_f32(c, y, rows * out);
     const void *wo, *xo;
-    SF_TRY(operand(c, SF_CU_BF16_W, (int64_t)out * in, w, &wo));
-    SF_TRY(operand(c, SF_CU_BF16_IN, rows * in, x, &xo));
+    SF_TRY(operand(c, SF_CUDA_BF16_W, (int64_t)out * in, w, &wo));
+    SF_TRY(operand(c, SF_CUDA_BF16_IN, rows * in, x, &xo));
     bool bf16 = c->prec == SF_PRECISION_BF16;
     return gemm(c, CUBLAS_OP_T, CUBLAS_OP_N, out, (int)rows, in, wo, in, xo, in, beta, y, out, bf16);
 }
 
-sf_status sf_cu_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x, const float *w,
-                                const float *dy, float *dx, float *dw, float *db)
+sf_status sf_cuda_op_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
+                                     const float *w, const float *dy, float *dx, float *dw, float *db)
 {
     SF_TRY(check_dims(rows, in, out));
-    sf_cu_ctx *c = sf_cu_ctx_of(be);
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     if (rows == 0 || out == 0 || in == 0) { /* degenerate: gradients are zero */
-        if (dw) SF_TRY(sf_cu_zero_f32(c, dw, (int64_t)out * in));
-        if (db) SF_TRY(sf_cu_zero_f32(c, db, out));
-        if (dx) SF_TRY(sf_cu_zero_f32(c, dx, rows * in));
+        if (dw) SF_TRY(sf_cuda_zero_f32(c, dw, (int64_t)out * in));
+        if (db) SF_TRY(sf_cuda_zero_f32(c, db, out));
+        if (dx) SF_TRY(sf_cuda_zero_f32(c, dx, rows * in));
         return SF_OK;
     }
     bool bf16 = c->prec == SF_PRECISION_BF16;
     const void *dyo, *wo, *xo;
-    SF_TRY(operand(c, SF_CU_BF16_OUT, rows * out, dy, &dyo));
+    SF_TRY(operand(c, SF_CUDA_BF16_OUT, rows * out, dy, &dyo));
     if (dx) { /* dxᶜ[in, rows] = Wᶜ[in, out]·dyᶜ[out, rows] */
-        SF_TRY(operand(c, SF_CU_BF16_W, (int64_t)out * in, w, &wo));
+        SF_TRY(operand(c, SF_CUDA_BF16_W, (int64_t)out * in, w, &wo));
         SF_TRY(gemm(c, CUBLAS_OP_N, CUBLAS_OP_N, in, (int)rows, out, wo, in, dyo, out, 0.0f, dx, in, bf16));
     }
     /* dWᶜ[in, out] = xᶜ[in, rows]·dyᶜ[out, rows]ᵀ */
-    SF_TRY(operand(c, SF_CU_BF16_IN, rows * in, x, &xo));
+    SF_TRY(operand(c, SF_CUDA_BF16_IN, rows * in, x, &xo));
     SF_TRY(gemm(c, CUBLAS_OP_N, CUBLAS_OP_T, in, out, (int)rows, xo, in, dyo, out, 0.0f, dw, in, bf16));
     return db ? column_sums(c, rows, out, dy, db) : SF_OK;
 }

@@ -22,7 +22,7 @@ template <class Fn> static sf_status with_surrogate(sf_surrogate sg, Fn fn)
 }
 
 /* 16-byte accesses (forward) need N and every row start divisible by 4, and (BN) 4 neurons of one channel. */
-static bool vec4_ok(const sf_cu_neuron &a, bool bn, const void *const *ptrs, int np, const uint8_t *u8)
+static bool vec4_ok(const sf_cuda_neuron &a, bool bn, const void *const *ptrs, int np, const uint8_t *u8)
 {
     if (a.N % 4 != 0 || (bn && a.bn.hw % 4 != 0) || !aligned(a.x, 16) || !aligned(u8, 4)) return false;
     for (int i = 0; i < np; i++)
@@ -30,16 +30,16 @@ static bool vec4_ok(const sf_cu_neuron &a, bool bn, const void *const *ptrs, int
     return true;
 }
 
-template <bool BN, int V> static sf_status forward(const sf_cu_neuron &a, const sf_lif_out *o, cudaStream_t st)
+template <bool BN, int V> static sf_status forward(const sf_cuda_neuron &a, const sf_lif_out *o, cudaStream_t st)
 {
     const int threads = 256;
-    sf_cu_neuron_forward<BN, V, 8>
-        <<<sf_cu_blocks((a.N + V - 1) / V, threads), threads, 0, st>>>(a, o->s, o->s_u8, o->h, o->spike_count);
-    SF_CU_LAUNCHED();
+    sf_cuda_neuron_forward<BN, V, 8>
+        <<<sf_cuda_blocks((a.N + V - 1) / V, threads), threads, 0, st>>>(a, o->s, o->s_u8, o->h, o->spike_count);
+    SF_CUDA_LAUNCHED();
     return SF_OK;
 }
 
-sf_status sf_cu_neuron_forward_launch(const sf_cu_neuron &a, bool bn, const sf_lif_out *out, cudaStream_t st)
+sf_status sf_cuda_neuron_forward_launch(const sf_cuda_neuron &a, bool bn, const sf_lif_out *out, cudaStream_t st)
 {
     if (a.N == 0) return SF_OK;
     const void *ptrs[] = {out->s, out->h};
@@ -54,26 +54,26 @@ struct bwd_args {
     const float *dgamma, *dbeta;
 };
 
-/* SF_CU_BWD_THREADS neurons per block; smem bytes for segments of S steps (0: h is given). */
+/* SF_CUDA_BWD_THREADS neurons per block; smem bytes for segments of S steps (0: h is given). */
 template <bool BN, int MODE, int U>
-static sf_status backward(const sf_cu_neuron &a, const bwd_args &b, int64_t S, size_t smem, cudaStream_t st)
+static sf_status backward(const sf_cuda_neuron &a, const bwd_args &b, int64_t S, size_t smem, cudaStream_t st)
 {
     const bool hard = !a.p.soft_reset && !a.p.use_grad_threshold;
-    const int threads = SF_CU_BWD_THREADS;
+    const int threads = SF_CUDA_BWD_THREADS;
     return with_surrogate(a.p.surrogate, [&](auto sg) -> sf_status {
         constexpr int SG = decltype(sg)::value;
-        auto kernel = b.h ? (hard ? sf_cu_neuron_backward<BN, MODE, 1, U, SG, true, true>
-                                  : sf_cu_neuron_backward<BN, MODE, 1, U, SG, false, true>)
-                          : (hard ? sf_cu_neuron_backward<BN, MODE, 1, U, SG, true, false>
-                                  : sf_cu_neuron_backward<BN, MODE, 1, U, SG, false, false>);
+        auto kernel = b.h ? (hard ? sf_cuda_neuron_backward<BN, MODE, 1, U, SG, true, true>
+                                  : sf_cuda_neuron_backward<BN, MODE, 1, U, SG, false, true>)
+                          : (hard ? sf_cuda_neuron_backward<BN, MODE, 1, U, SG, true, false>
+                                  : sf_cuda_neuron_backward<BN, MODE, 1, U, SG, false, false>);
         if (smem > 48 * 1024)
-            SF_CU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            SF_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         /* all of the unified L1/shared memory as shared: the recompute's columns are what limits residency */
         if (smem > 0)
-            SF_CU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                             cudaSharedmemCarveoutMaxShared));
-        kernel<<<sf_cu_blocks(a.N, threads), threads, smem, st>>>(a, b.h, b.ds, b.dx, b.sums, b.dgamma, b.dbeta, S);
-        SF_CU_LAUNCHED();
+            SF_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                               cudaSharedmemCarveoutMaxShared));
+        kernel<<<sf_cuda_blocks(a.N, threads), threads, smem, st>>>(a, b.h, b.ds, b.dx, b.sums, b.dgamma, b.dbeta, S);
+        SF_CUDA_LAUNCHED();
         return SF_OK;
     });
 }
@@ -84,14 +84,15 @@ static sf_status backward(const sf_cu_neuron &a, const bwd_args &b, int64_t S, s
  * (8 with BN, whose column keeps x too); up to T = 64 one segment (BN: 32), beyond that segments of 32 steps (a
  * multiple of the batch; longer where the checkpoints would not fit), so that shared memory lets registers, not
  * columns, bound the resident threads. */
-template <bool BN, int MODE> static sf_status backward_config(const sf_cu_neuron &a, const bwd_args &b, cudaStream_t st)
+template <bool BN, int MODE>
+static sf_status backward_config(const sf_cuda_neuron &a, const bwd_args &b, cudaStream_t st)
 {
     const int U = a.T < 8 ? 4 : 8;
     if (b.h) return U == 4 ? backward<BN, MODE, 4>(a, b, 0, 0, st) : backward<BN, MODE, 8>(a, b, 0, 0, st);
     int dev, optin;
-    SF_CU_CHECK(cudaGetDevice(&dev));
-    SF_CU_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    const int threads = SF_CU_BWD_THREADS, cols = BN ? 2 : 1;
+    SF_CUDA_CHECK(cudaGetDevice(&dev));
+    SF_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    const int threads = SF_CUDA_BWD_THREADS, cols = BN ? 2 : 1;
     int64_t S = a.T <= (BN ? 32 : 64) ? a.T : 32;
     if ((cols * S + (a.T + S - 1) / S) * 4 * threads > optin) /* very long T: S near sqrt(T) minimises S + T/S */
         S = ((int64_t)sqrt((double)a.T) + U - 1) / U * U;
@@ -104,8 +105,9 @@ template <bool BN, int MODE> static sf_status backward_config(const sf_cu_neuron
     return backward<BN, MODE, 8>(a, b, S, smem, st);
 }
 
-sf_status sf_cu_neuron_backward_launch(const sf_cu_neuron &a, bool bn, int mode, const float *h, const float *ds,
-                                       float *dx, float *sums, const float *dgamma, const float *dbeta, cudaStream_t st)
+sf_status sf_cuda_neuron_backward_launch(const sf_cuda_neuron &a, bool bn, int mode, const float *h, const float *ds,
+                                         float *dx, float *sums, const float *dgamma, const float *dbeta,
+                                         cudaStream_t st)
 {
     if (a.N == 0) return SF_OK;
     bwd_args b = {h, ds, dx, sums, dgamma, dbeta};

@@ -21,7 +21,7 @@
 /* The sigmoid surrogate's exp on the device as ex2.approx (__expf: a multiply and one MUFU instead of expf's
  * range-reduced polynomial, ~10 instructions in the issue-bound backward). Spikes never depend on it, only
  * gradients (a few ulp, inside the tests' 1e-5 relative bound); host code keeps expf. */
-__host__ __device__ __forceinline__ float sf_cu_expf(float x)
+__host__ __device__ __forceinline__ float sf_cuda_expf(float x)
 {
 #ifdef __CUDA_ARCH__
     return __expf(x);
@@ -29,36 +29,36 @@ __host__ __device__ __forceinline__ float sf_cu_expf(float x)
     return expf(x);
 #endif
 }
-#define SF_EXPF sf_cu_expf
+#define SF_EXPF sf_cuda_expf
 
 extern "C" {
 #include "core/lif_math.h"
 }
 
 /* The input of neuron n: y_t = (x_t − mean)·invstd·γ + β with its channel's statistics for BN, x_t for a plain LIF. */
-struct sf_cu_bn_in {
+struct sf_cuda_bn_in {
     int64_t hw;
     int32_t C;
     const float *mean, *var, *gamma, *beta;
     float eps;
 };
 
-struct sf_cu_neuron {
+struct sf_cuda_neuron {
     sf_lif_params p;
     sf_lif_coeffs k; /* from p, computed on the host (IEEE division, as the CPU rounds it) */
     int64_t T, N;
     const float *x; /* [T, N] */
-    sf_cu_bn_in bn; /* used when the kernel's BN flag is set */
+    sf_cuda_bn_in bn; /* used when the kernel's BN flag is set */
 };
 
 /* What the backward does with dy_t = ∂L/∂y_t. */
-enum sf_cu_dy_mode {
+enum sf_cuda_dy_mode {
     SF_DY_WRITE, /* dx_t = dy_t (plain LIF) */
     SF_DY_SUMS,  /* per neuron: Σ_t dy_t and Σ_t dy_t·x̂_t into sums[n], sums[N + n] (BN pass 1) */
     SF_DY_BN_DX /* dx_t = γ·invstd·(dy_t − mean(dy) − x̂_t·mean(dy·x̂)) with the sums in dgamma, dbeta (pass 2) */
 };
 
-struct sf_cu_affine {
+struct sf_cuda_affine {
     float mean, invstd, gamma, beta;
     /* the same operations, in the same order, as bn_forward: spikes match the unfused path exactly */
     __device__ __forceinline__ float operator()(float x) const
@@ -68,9 +68,9 @@ struct sf_cu_affine {
 };
 
 /* All V neurons of a thread share a channel (the forward's launcher picks V = 4 for BN only when hw % 4 == 0). */
-template <bool BN> __device__ __forceinline__ sf_cu_affine sf_cu_affine_of(const sf_cu_neuron &a, int64_t n)
+template <bool BN> __device__ __forceinline__ sf_cuda_affine sf_cuda_affine_of(const sf_cuda_neuron &a, int64_t n)
 {
-    sf_cu_affine f = {0.0f, 1.0f, 1.0f, 0.0f};
+    sf_cuda_affine f = {0.0f, 1.0f, 1.0f, 0.0f};
     if (BN) {
         int32_t ch = (int32_t)((n / a.bn.hw) % a.bn.C);
         f.mean = a.bn.mean[ch];
@@ -81,7 +81,7 @@ template <bool BN> __device__ __forceinline__ sf_cu_affine sf_cu_affine_of(const
     return f;
 }
 
-template <int V> __device__ __forceinline__ void sf_cu_ld(const float *p, float *r)
+template <int V> __device__ __forceinline__ void sf_cuda_ld(const float *p, float *r)
 {
     if (V == 4) {
         float4 q = *(const float4 *)p;
@@ -92,7 +92,7 @@ template <int V> __device__ __forceinline__ void sf_cu_ld(const float *p, float 
 }
 
 /* Loads of data read exactly once: streaming, so they do not push reusable lines out of L2. */
-template <int V> __device__ __forceinline__ void sf_cu_ld_once(const float *p, float *r)
+template <int V> __device__ __forceinline__ void sf_cuda_ld_once(const float *p, float *r)
 {
     if (V == 4) {
         float4 q = __ldcs((const float4 *)p);
@@ -102,7 +102,7 @@ template <int V> __device__ __forceinline__ void sf_cu_ld_once(const float *p, f
     }
 }
 
-template <int V> __device__ __forceinline__ void sf_cu_st(float *p, const float *r)
+template <int V> __device__ __forceinline__ void sf_cuda_st(float *p, const float *r)
 {
     if (V == 4)
         __stcs((float4 *)p, make_float4(r[0], r[1], r[2], r[3]));
@@ -110,7 +110,7 @@ template <int V> __device__ __forceinline__ void sf_cu_st(float *p, const float 
         __stcs(p, r[0]);
 }
 
-template <int V> __device__ __forceinline__ void sf_cu_st_u8(uint8_t *p, const float *r)
+template <int V> __device__ __forceinline__ void sf_cuda_st_u8(uint8_t *p, const float *r)
 {
     if (V == 4)
         *(uchar4 *)p = make_uchar4((uint8_t)r[0], (uint8_t)r[1], (uint8_t)r[2], (uint8_t)r[3]);
@@ -120,14 +120,14 @@ template <int V> __device__ __forceinline__ void sf_cu_st_u8(uint8_t *p, const f
 
 template <bool BN, int V, int U>
 __global__ void __launch_bounds__(256)
-    sf_cu_neuron_forward(sf_cu_neuron a, float *s, uint8_t *s_u8, float *hout, float *count)
+    sf_cuda_neuron_forward(sf_cuda_neuron a, float *s, uint8_t *s_u8, float *hout, float *count)
 {
     int64_t n = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * V;
     float spikes = 0.0f;
     if (n < a.N) {
         const sf_lif_coeffs k = a.k;
         const int soft = a.p.soft_reset;
-        const sf_cu_affine f = sf_cu_affine_of<BN>(a, n);
+        const sf_cuda_affine f = sf_cuda_affine_of<BN>(a, n);
         float v[V];
 #pragma unroll
         for (int j = 0; j < V; j++) v[j] = k.v0;
@@ -135,7 +135,7 @@ __global__ void __launch_bounds__(256)
             float xs[U][V];
 #pragma unroll
             for (int u = 0; u < U; u++)
-                if (t0 + u < a.T) sf_cu_ld<V>(a.x + (t0 + u) * a.N + n, xs[u]);
+                if (t0 + u < a.T) sf_cuda_ld<V>(a.x + (t0 + u) * a.N + n, xs[u]);
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 if (t0 + u < a.T) {
@@ -146,9 +146,9 @@ __global__ void __launch_bounds__(256)
                         st[j] = sf_lif_step(&k, soft, BN ? f(xs[u][j]) : xs[u][j], &v[j], &h[j]);
                         spikes += st[j];
                     }
-                    if (s) sf_cu_st<V>(s + i, st);
-                    if (s_u8) sf_cu_st_u8<V>(s_u8 + i, st);
-                    if (hout) sf_cu_st<V>(hout + i, h);
+                    if (s) sf_cuda_st<V>(s + i, st);
+                    if (s_u8) sf_cuda_st_u8<V>(s_u8 + i, st);
+                    if (hout) sf_cuda_st<V>(hout + i, h);
                 }
             }
         }
@@ -160,31 +160,29 @@ __global__ void __launch_bounds__(256)
 }
 
 /* Threads per block of the backward, a constant so that the column slots of a batch's steps are immediate offsets. */
-#define SF_CU_BWD_THREADS 256
+#define SF_CUDA_BWD_THREADS 256
 
 /* Shared-memory slot of step t (relative to its segment) for this thread's V neurons: 16-byte rows, conflict-free;
  * 32-bit arithmetic (a column area is at most the 227 KiB of shared memory). */
-#define SF_COL(base, t) ((base) + ((int)(t)*SF_CU_BWD_THREADS + (int)threadIdx.x) * V)
+#define SF_COL(base, t) ((base) + ((int)(t)*SF_CUDA_BWD_THREADS + (int)threadIdx.x) * V)
 
 /* U steps of V neurons, loaded together so that all are in flight at once. */
-template <int V, int U> struct sf_cu_batch {
+template <int V, int U> struct sf_cuda_batch {
     float v[U][V];
 };
 
 /* Loads steps t, t+dir, … (U of them, those in [lo, hi)) of [T, N] tensor p at neuron n. */
 template <int V, int U, bool ONCE>
-__device__ __forceinline__ void sf_cu_load_batch(sf_cu_batch<V, U> &b, const float *p, int64_t N, int64_t n, int64_t t,
-                                                 int dir, int64_t lo, int64_t hi)
+__device__ __forceinline__ void sf_cuda_load_batch(sf_cuda_batch<V, U> &b, const float *p, int64_t N, int64_t n,
+                                                   int64_t t, int dir, int64_t lo, int64_t hi)
 {
     const float *q = p + t * N + n;
     const int64_t step = dir * N;
     if (t + dir * (U - 1) >= lo && t + dir * (U - 1) < hi) { /* a full batch: straight-line loads, all in flight */
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            if (ONCE)
-                sf_cu_ld_once<V>(q + u * step, b.v[u]);
-            else
-                sf_cu_ld<V>(q + u * step, b.v[u]);
+            if (ONCE) sf_cuda_ld_once<V>(q + u * step, b.v[u]);
+            else sf_cuda_ld<V>(q + u * step, b.v[u]);
         }
         return;
     }
@@ -192,10 +190,8 @@ __device__ __forceinline__ void sf_cu_load_batch(sf_cu_batch<V, U> &b, const flo
     for (int u = 0; u < U; u++) {
         int64_t tt = t + dir * u;
         if (tt >= lo && tt < hi) {
-            if (ONCE)
-                sf_cu_ld_once<V>(q + u * step, b.v[u]);
-            else
-                sf_cu_ld<V>(q + u * step, b.v[u]);
+            if (ONCE) sf_cuda_ld_once<V>(q + u * step, b.v[u]);
+            else sf_cuda_ld<V>(q + u * step, b.v[u]);
         }
     }
 }
@@ -203,15 +199,15 @@ __device__ __forceinline__ void sf_cu_load_batch(sf_cu_batch<V, U> &b, const flo
 /* Forward recompute of steps [t0, t1) from v into the thread's shared-memory column (and, BN, x into its column
  * in xsm); the next batch of x is in flight while the current one is integrated. */
 template <bool BN, int V, int U>
-__device__ __forceinline__ void sf_cu_recompute(const sf_cu_neuron &a, int soft, const sf_lif_coeffs &k,
-                                                const sf_cu_affine &f, int64_t n, int64_t t0, int64_t t1, float *v,
-                                                float *smem, float *xsm)
+__device__ __forceinline__ void sf_cuda_recompute(const sf_cuda_neuron &a, int soft, const sf_lif_coeffs &k,
+                                                  const sf_cuda_affine &f, int64_t n, int64_t t0, int64_t t1, float *v,
+                                                  float *smem, float *xsm)
 {
-    sf_cu_batch<V, U> next, cur;
-    sf_cu_load_batch<V, U, false>(next, a.x, a.N, n, t0, 1, t0, t1);
+    sf_cuda_batch<V, U> next, cur;
+    sf_cuda_load_batch<V, U, false>(next, a.x, a.N, n, t0, 1, t0, t1);
     for (int64_t t = t0; t < t1; t += U) {
         cur = next;
-        if (t + U < t1) sf_cu_load_batch<V, U, false>(next, a.x, a.N, n, t + U, 1, t0, t1);
+        if (t + U < t1) sf_cuda_load_batch<V, U, false>(next, a.x, a.N, n, t + U, 1, t0, t1);
         auto step = [&](int u) {
             float h[V];
 #pragma unroll
@@ -244,14 +240,14 @@ __device__ __forceinline__ void sf_cu_recompute(const sf_cu_neuron &a, int soft,
  * the first batch of a segment is requested before its recompute, so its latency overlaps that pass. The
  * surrogate is a template argument (SG), and so is the common hard-reset, no-θ_grad case (HARD): the loop is
  * issue-bound at the occupancy registers and columns allow, and run-time switches cost instructions per element
- * (SAVED likewise: a run-time test of hsaved split each step into branches). Launched with SF_CU_BWD_THREADS. */
+ * (SAVED likewise: a run-time test of hsaved split each step into branches). Launched with SF_CUDA_BWD_THREADS. */
 template <bool BN, int MODE, int V, int U, int SG, bool HARD, bool SAVED>
-__global__ void __launch_bounds__(SF_CU_BWD_THREADS)
-    sf_cu_neuron_backward(sf_cu_neuron a, const float *hsaved, const float *ds, float *dx, float *sums,
-                          const float *dgamma, const float *dbeta, int64_t S)
+__global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
+    sf_cuda_neuron_backward(sf_cuda_neuron a, const float *hsaved, const float *ds, float *dx, float *sums,
+                            const float *dgamma, const float *dbeta, int64_t S)
 {
-    extern __shared__ float4 sf_cu_smem4[];
-    float *smem = (float *)sf_cu_smem4;
+    extern __shared__ float4 sf_cuda_smem4[];
+    float *smem = (float *)sf_cuda_smem4;
     int64_t n = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * V;
     if (n >= a.N) return; /* each thread owns its shared-memory column: no barrier below */
     sf_lif_params p = a.p;
@@ -261,21 +257,21 @@ __global__ void __launch_bounds__(SF_CU_BWD_THREADS)
         p.use_grad_threshold = 0;
     }
     const sf_lif_coeffs k = a.k;
-    const sf_cu_affine f = sf_cu_affine_of<BN>(a, n);
+    const sf_cuda_affine f = sf_cuda_affine_of<BN>(a, n);
     /* [S steps of h][BN: S steps of x][checkpoints], each a column per thread */
-    float *xsm = smem + (int)S * SF_CU_BWD_THREADS * V;
-    float *ckpt = smem + (BN && !SAVED ? 2 : 1) * (int)S * SF_CU_BWD_THREADS * V;
+    float *xsm = smem + (int)S * SF_CUDA_BWD_THREADS * V;
+    float *ckpt = smem + (BN && !SAVED ? 2 : 1) * (int)S * SF_CUDA_BWD_THREADS * V;
     int64_t nseg = SAVED ? 1 : (a.T + S - 1) / S;
     float v[V];
     if (!SAVED && nseg > 1) { /* v at each segment start (S is a multiple of U), x streamed in batches */
 #pragma unroll
         for (int j = 0; j < V; j++) v[j] = k.v0;
         const int64_t tend = (nseg - 1) * S; /* the last segment's start: no further */
-        sf_cu_batch<V, U> next, cur;
-        sf_cu_load_batch<V, U, false>(next, a.x, a.N, n, 0, 1, 0, tend);
+        sf_cuda_batch<V, U> next, cur;
+        sf_cuda_load_batch<V, U, false>(next, a.x, a.N, n, 0, 1, 0, tend);
         for (int64_t t = 0; t < tend; t += U) {
             cur = next;
-            if (t + U < tend) sf_cu_load_batch<V, U, false>(next, a.x, a.N, n, t + U, 1, 0, tend);
+            if (t + U < tend) sf_cuda_load_batch<V, U, false>(next, a.x, a.N, n, t + U, 1, 0, tend);
             if (t % S == 0)
 #pragma unroll
                 for (int j = 0; j < V; j++) SF_COL(ckpt, t / S)[j] = v[j];
@@ -302,13 +298,13 @@ __global__ void __launch_bounds__(SF_CU_BWD_THREADS)
     for (int j = 0; j < V; j++) dv[j] = sdy[j] = sdyx[j] = 0.0f;
     for (int64_t seg = nseg - 1; seg >= 0; seg--) {
         int64_t t0 = SAVED ? 0 : seg * S, t1 = SAVED ? a.T : min(a.T, t0 + S);
-        sf_cu_batch<V, U> nds, nx, cds, cx;
-        sf_cu_load_batch<V, U, true>(nds, ds, a.N, n, t1 - 1, -1, t0, t1);
-        if (BN && SAVED) sf_cu_load_batch<V, U, false>(nx, a.x, a.N, n, t1 - 1, -1, t0, t1);
+        sf_cuda_batch<V, U> nds, nx, cds, cx;
+        sf_cuda_load_batch<V, U, true>(nds, ds, a.N, n, t1 - 1, -1, t0, t1);
+        if (BN && SAVED) sf_cuda_load_batch<V, U, false>(nx, a.x, a.N, n, t1 - 1, -1, t0, t1);
         if (!SAVED) {
 #pragma unroll
             for (int j = 0; j < V; j++) v[j] = nseg > 1 ? SF_COL(ckpt, seg)[j] : k.v0;
-            sf_cu_recompute<BN, V, U>(a, p.soft_reset, k, f, n, t0, t1, v, smem, xsm);
+            sf_cuda_recompute<BN, V, U>(a, p.soft_reset, k, f, n, t0, t1, v, smem, xsm);
         }
         /* dx at step t - u: walks back one row per step (one add instead of a 64-bit multiply-add per element) */
         float *dxt = MODE != SF_DY_SUMS ? dx + (t1 - 1) * a.N + n : NULL;
@@ -316,14 +312,14 @@ __global__ void __launch_bounds__(SF_CU_BWD_THREADS)
             cds = nds;
             if (BN && SAVED) cx = nx;
             if (t - U >= t0) {
-                sf_cu_load_batch<V, U, true>(nds, ds, a.N, n, t - U, -1, t0, t1);
-                if (BN && SAVED) sf_cu_load_batch<V, U, false>(nx, a.x, a.N, n, t - U, -1, t0, t1);
+                sf_cuda_load_batch<V, U, true>(nds, ds, a.N, n, t - U, -1, t0, t1);
+                if (BN && SAVED) sf_cuda_load_batch<V, U, false>(nx, a.x, a.N, n, t - U, -1, t0, t1);
             }
             auto step = [&](int u) {
                 int64_t tt = t - u;
                 float out[V], hv[V], xv[V];
                 if (SAVED) { /* full mode: h streams in beside ds (and x for BN) */
-                    sf_cu_ld_once<V>(hsaved + tt * a.N + n, hv);
+                    sf_cuda_ld_once<V>(hsaved + tt * a.N + n, hv);
                     if (BN) {
 #pragma unroll
                         for (int j = 0; j < V; j++) xv[j] = cx.v[u][j];
@@ -348,7 +344,7 @@ __global__ void __launch_bounds__(SF_CU_BWD_THREADS)
                     if (MODE == SF_DY_BN_DX) out[j] = f.gamma * f.invstd * (dy - mdy - xhat * mdyx);
                 }
                 if (MODE != SF_DY_SUMS) {
-                    sf_cu_st<V>(dxt, out);
+                    sf_cuda_st<V>(dxt, out);
                     dxt -= a.N;
                 }
             };
@@ -375,9 +371,9 @@ __global__ void __launch_bounds__(SF_CU_BWD_THREADS)
 /* Launches: forward, and backward with the vector width, block size and segment length chosen from T, N, the
  * pointers' alignment and the device's shared memory. dx may alias x (each element is read before it is written,
  * by the thread that writes it). */
-sf_status sf_cu_neuron_forward_launch(const sf_cu_neuron &a, bool bn, const sf_lif_out *out, cudaStream_t st);
-sf_status sf_cu_neuron_backward_launch(const sf_cu_neuron &a, bool bn, int mode, const float *h, const float *ds,
-                                       float *dx, float *sums, const float *dgamma, const float *dbeta,
-                                       cudaStream_t st);
+sf_status sf_cuda_neuron_forward_launch(const sf_cuda_neuron &a, bool bn, const sf_lif_out *out, cudaStream_t st);
+sf_status sf_cuda_neuron_backward_launch(const sf_cuda_neuron &a, bool bn, int mode, const float *h, const float *ds,
+                                         float *dx, float *sums, const float *dgamma, const float *dbeta,
+                                         cudaStream_t st);
 
 #endif

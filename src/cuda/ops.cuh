@@ -6,88 +6,93 @@
 #include "cuda/common.cuh"
 
 /* lif.cu */
-sf_status sf_cu_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
-                            const sf_lif_out *out);
-sf_status sf_cu_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
-                             const float *h, const float *ds, float *dx);
+sf_status sf_cuda_op_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
+                                 const sf_lif_out *out);
+sf_status sf_cuda_op_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
+                                  const float *h, const float *ds, float *dx);
 
 /* bn.cu */
-sf_status sf_cu_bn_stats(sf_backend *be, sf_bn_shape sh, const float *x, float *mean, float *var);
-sf_status sf_cu_bn_forward(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var,
-                           float eps, const float *gamma, const float *beta, float *y);
-sf_status sf_cu_bn_backward(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var,
-                            float eps, const float *gamma, const float *dy, float *dx, float *dgamma, float *dbeta);
-sf_status sf_cu_bn_update_running(sf_backend *be, sf_bn_shape sh, float momentum, const float *mean, const float *var,
-                                  float *running_mean, float *running_var);
+sf_status sf_cuda_op_bn_stats(sf_backend *be, sf_bn_shape sh, const float *x, float *mean, float *var);
+sf_status sf_cuda_op_bn_forward(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var,
+                                float eps, const float *gamma, const float *beta, float *y);
+sf_status sf_cuda_op_bn_backward(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var,
+                                 float eps, const float *gamma, const float *dy, float *dx, float *dgamma,
+                                 float *dbeta);
+sf_status sf_cuda_op_bn_update_running(sf_backend *be, sf_bn_shape sh, float momentum, const float *mean,
+                                       const float *var, float *running_mean, float *running_var);
 
 /* bn_lif.cu */
-sf_status sf_cu_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
-                               const float *mean, const float *var, float eps, const float *gamma, const float *beta,
-                               const sf_lif_out *out);
-sf_status sf_cu_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
-                                const float *h, const float *mean, const float *var, float eps, const float *gamma,
-                                const float *beta, const float *ds, float *dx, float *dgamma, float *dbeta);
+sf_status sf_cuda_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
+                                    const float *mean, const float *var, float eps, const float *gamma,
+                                    const float *beta, const sf_lif_out *out);
+sf_status sf_cuda_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
+                                     const float *h, const float *mean, const float *var, float eps, const float *gamma,
+                                     const float *beta, const float *ds, float *dx, float *dgamma, float *dbeta);
 
 /* linear.cu */
-sf_status sf_cu_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x, const float *w,
-                               const float *b, float *y);
-sf_status sf_cu_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x, const float *w,
-                                const float *dy, float *dx, float *dw, float *db);
+sf_status sf_cuda_op_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
+                                    const float *w, const float *b, float *y);
+sf_status sf_cuda_op_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
+                                     const float *w, const float *dy, float *dx, float *dw, float *db);
 
 /* conv.cu */
-size_t sf_cu_conv_workspace(sf_backend *be, const sf_conv_shape *sh);
-sf_status sf_cu_conv_forward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w, const float *b,
-                             float *y, void *ws);
-sf_status sf_cu_conv_backward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w, const float *dy,
-                              float *dx, float *dw, float *db, void *ws);
-void sf_cu_conv_cache_free(sf_cu_ctx *c);
+size_t sf_cuda_op_conv_workspace(sf_backend *be, const sf_conv_shape *sh);
+sf_status sf_cuda_op_conv_forward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
+                                  const float *b, float *y, void *ws);
+sf_status sf_cuda_op_conv_backward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
+                                   const float *dy, float *dx, float *dw, float *db, void *ws);
+void sf_cuda_conv_cache_free(sf_cuda_ctx *c);
 
 /* conv_gemm.cu: the im2col + SGEMM path (fp32/tf32 operands). Workspace for chunks of nb images; the chunk that
  * fits `cap` (0: not even one image, or too many im2col rows); the ops over the batch in such chunks (forward adds
  * the bias when b is given; backward computes dx and/or dw where they are not NULL, dw summed over the chunks). */
-size_t sf_cu_conv_gemm_ws(const sf_conv_shape *sh, int64_t nb);
-int64_t sf_cu_conv_gemm_chunk(const sf_conv_shape *sh, size_t cap);
-sf_status sf_cu_conv_gemm_forward(sf_cu_ctx *c, const sf_conv_shape *sh, int64_t chunk, const float *x,
-                                  const float *w, const float *b, float *y, float *ws);
-sf_status sf_cu_conv_gemm_backward(sf_cu_ctx *c, const sf_conv_shape *sh, int64_t chunk, const float *x,
-                                   const float *w, const float *dy, float *dx, float *dw, float *ws);
+size_t sf_cuda_conv_gemm_ws(const sf_conv_shape *sh, int64_t nb);
+int64_t sf_cuda_conv_gemm_chunk(const sf_conv_shape *sh, size_t cap);
+sf_status sf_cuda_conv_gemm_forward(sf_cuda_ctx *c, const sf_conv_shape *sh, int64_t chunk, const float *x,
+                                    const float *w, const float *b, float *y, float *ws);
+sf_status sf_cuda_conv_gemm_backward(sf_cuda_ctx *c, const sf_conv_shape *sh, int64_t chunk, const float *x,
+                                     const float *w, const float *dy, float *dx, float *dw, float *ws);
 
-/* precision.cu: bf16 operand copies. Slots: SF_CU_BF16_IN (x, then a conv's dx), SF_CU_BF16_W (weights),
- * SF_CU_BF16_OUT (y, dy), SF_CU_BF16_DW (a conv chunk's weight gradient). */
-enum { SF_CU_BF16_IN = 2, SF_CU_BF16_W = 3, SF_CU_BF16_OUT = 4, SF_CU_BF16_DW = 5 };
+/* precision.cu: bf16 operand copies. Slots: SF_CUDA_BF16_IN (x, then a conv's dx), SF_CUDA_BF16_W (weights),
+ * SF_CUDA_BF16_OUT (y, dy), SF_CUDA_BF16_DW (a conv chunk's weight gradient). */
+enum { SF_CUDA_BF16_IN = 2, SF_CUDA_BF16_W = 3, SF_CUDA_BF16_OUT = 4, SF_CUDA_BF16_DW = 5 };
 /* *out = scratch slot `slot` holding n bf16 values: x rounded to bf16, or uninitialised when x is NULL. */
-sf_status sf_cu_bf16_copy(sf_cu_ctx *c, int slot, int64_t n, const float *x, __nv_bfloat16 **out);
+sf_status sf_cuda_bf16_copy(sf_cuda_ctx *c, int slot, int64_t n, const float *x, __nv_bfloat16 **out);
 /* y = x (accumulate 0) or y += x (accumulate 1), in fp32. */
-sf_status sf_cu_bf16_to_f32(sf_cu_ctx *c, int64_t n, const __nv_bfloat16 *x, float *y, int accumulate);
+sf_status sf_cuda_bf16_to_f32(sf_cuda_ctx *c, int64_t n, const __nv_bfloat16 *x, float *y, int accumulate);
 
 /* pool.cu */
-sf_status sf_cu_avgpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y);
-sf_status sf_cu_avgpool_backward(sf_backend *be, const sf_pool_shape *sh, const float *dy, float *dx);
-sf_status sf_cu_maxpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y, uint8_t *argmax);
-sf_status sf_cu_maxpool_backward(sf_backend *be, const sf_pool_shape *sh, const uint8_t *argmax, const float *dy,
-                                 float *dx);
+sf_status sf_cuda_op_avgpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y);
+sf_status sf_cuda_op_avgpool_backward(sf_backend *be, const sf_pool_shape *sh, const float *dy, float *dx);
+sf_status sf_cuda_op_maxpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y,
+                                     uint8_t *argmax);
+sf_status sf_cuda_op_maxpool_backward(sf_backend *be, const sf_pool_shape *sh, const uint8_t *argmax, const float *dy,
+                                      float *dx);
+
+/* dropout.cu */
+sf_status sf_cuda_op_dropout_forward(sf_backend *be, int64_t T, int64_t n, float p, uint64_t seed, uint64_t counter,
+                                     const float *x, float *y);
+sf_status sf_cuda_op_dropout_backward(sf_backend *be, int64_t T, int64_t n, float p, uint64_t seed, uint64_t counter,
+                                      const float *dy, float *dx);
 
 /* elementwise.cu */
-sf_status sf_cu_dropout_forward(sf_backend *be, int64_t T, int64_t n, float p, uint64_t seed, uint64_t counter,
-                                const float *x, float *y);
-sf_status sf_cu_dropout_backward(sf_backend *be, int64_t T, int64_t n, float p, uint64_t seed, uint64_t counter,
-                                 const float *dy, float *dx);
-sf_status sf_cu_add(sf_backend *be, int64_t n, const float *a, const float *b, float *y);
-sf_status sf_cu_axpy(sf_backend *be, int64_t n, float alpha, const float *x, float *y);
-sf_status sf_cu_u8_to_f32(sf_backend *be, int64_t n, const uint8_t *x, float *y);
-sf_status sf_cu_f32_to_u8(sf_backend *be, int64_t n, const float *x, uint8_t *y);
-sf_status sf_cu_check_finite(sf_backend *be, int64_t n, const float *x, float *flag);
+sf_status sf_cuda_op_add(sf_backend *be, int64_t n, const float *a, const float *b, float *y);
+sf_status sf_cuda_op_axpy(sf_backend *be, int64_t n, float alpha, const float *x, float *y);
+sf_status sf_cuda_op_u8_to_f32(sf_backend *be, int64_t n, const uint8_t *x, float *y);
+sf_status sf_cuda_op_f32_to_u8(sf_backend *be, int64_t n, const float *x, uint8_t *y);
+sf_status sf_cuda_op_check_finite(sf_backend *be, int64_t n, const float *x, float *flag);
 
 /* readout.cu */
-sf_status sf_cu_leaky_forward(sf_backend *be, int64_t T, int64_t n, float a, float c, const float *o, float *r);
-sf_status sf_cu_leaky_backward(sf_backend *be, int64_t T, int64_t n, float a, float c, const float *dr, float *doo);
-sf_status sf_cu_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step, const float *r,
-                             const int32_t *labels, float *dr, float *logits_mean, float *stats);
+sf_status sf_cuda_op_leaky_forward(sf_backend *be, int64_t T, int64_t n, float a, float c, const float *o, float *r);
+sf_status sf_cuda_op_leaky_backward(sf_backend *be, int64_t T, int64_t n, float a, float c, const float *dr,
+                                    float *doo);
+sf_status sf_cuda_op_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step, const float *r,
+                                  const int32_t *labels, float *dr, float *logits_mean, float *stats);
 
 /* optim.cu */
-sf_status sf_cu_sgd_step(sf_backend *be, int64_t n, float lr, float momentum, int32_t nesterov, float wd, int64_t step,
-                         float *p, const float *g, float *buf);
-sf_status sf_cu_adam_step(sf_backend *be, int64_t n, float lr, float beta1, float beta2, float eps, float wd,
-                          int32_t decoupled, int64_t step, float *p, const float *g, float *m, float *v);
+sf_status sf_cuda_op_sgd_step(sf_backend *be, int64_t n, float lr, float momentum, int32_t nesterov, float wd,
+                              int64_t step, float *p, const float *g, float *buf);
+sf_status sf_cuda_op_adam_step(sf_backend *be, int64_t n, float lr, float beta1, float beta2, float eps, float wd,
+                               int32_t decoupled, int64_t step, float *p, const float *g, float *m, float *v);
 
 #endif

@@ -7,7 +7,7 @@
 __global__ void sgd_kernel(int64_t n, float lr, float momentum, int32_t nesterov, float wd, int first, float *p,
                            const float *g, float *buf)
 {
-    SF_CU_GRID_STRIDE(i, n)
+    SF_CUDA_GRID_STRIDE(i, n)
     {
         float d = g[i] + wd * p[i];
         if (momentum != 0.0f) {
@@ -22,7 +22,7 @@ __global__ void sgd_kernel(int64_t n, float lr, float momentum, int32_t nesterov
 __global__ void adam_kernel(int64_t n, float lr, float beta1, float beta2, float eps, float wd, int32_t decoupled,
                             float step_size, float bc2_sqrt, float *p, const float *g, float *m, float *v)
 {
-    SF_CU_GRID_STRIDE(i, n)
+    SF_CUDA_GRID_STRIDE(i, n)
     {
         float pi = p[i], gi = g[i];
         if (decoupled)
@@ -37,33 +37,33 @@ __global__ void adam_kernel(int64_t n, float lr, float beta1, float beta2, float
     }
 }
 
-static unsigned grid(sf_cu_ctx *c, int64_t n)
+static unsigned grid(sf_cuda_ctx *c, int64_t n)
 {
-    unsigned b = sf_cu_blocks(n, 256), cap = 32u * (unsigned)c->num_sms;
+    unsigned b = sf_cuda_blocks(n, 256), cap = 32u * (unsigned)c->num_sms;
     return b < cap ? b : cap;
 }
 
-sf_status sf_cu_sgd_step(sf_backend *be, int64_t n, float lr, float momentum, int32_t nesterov, float wd, int64_t step,
-                         float *p, const float *g, float *buf)
+sf_status sf_cuda_op_sgd_step(sf_backend *be, int64_t n, float lr, float momentum, int32_t nesterov, float wd,
+                              int64_t step, float *p, const float *g, float *buf)
 {
     if (n == 0) return SF_OK;
     if (step < 1) return sf_fail(SF_ERR_INVALID, "SGD step = %lld: counted from 1", (long long)step);
-    sf_cu_ctx *c = sf_cu_ctx_of(be);
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     sgd_kernel<<<grid(c, n), 256, 0, c->stream>>>(n, lr, momentum, nesterov, wd, step == 1, p, g, buf);
-    SF_CU_LAUNCHED();
+    SF_CUDA_LAUNCHED();
     return SF_OK;
 }
 
-sf_status sf_cu_adam_step(sf_backend *be, int64_t n, float lr, float beta1, float beta2, float eps, float wd,
-                          int32_t decoupled, int64_t step, float *p, const float *g, float *m, float *v)
+sf_status sf_cuda_op_adam_step(sf_backend *be, int64_t n, float lr, float beta1, float beta2, float eps, float wd,
+                               int32_t decoupled, int64_t step, float *p, const float *g, float *m, float *v)
 {
     if (n == 0) return SF_OK;
     if (step < 1) return sf_fail(SF_ERR_INVALID, "Adam step = %lld: counted from 1", (long long)step);
-    sf_cu_ctx *c = sf_cu_ctx_of(be);
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     /* bias corrections in double on the host, as PyTorch computes them in Python floats */
     double bc1 = 1.0 - pow((double)beta1, (double)step), bc2 = 1.0 - pow((double)beta2, (double)step);
     adam_kernel<<<grid(c, n), 256, 0, c->stream>>>(n, lr, beta1, beta2, eps, wd, decoupled, (float)(lr / bc1),
                                                    (float)sqrt(bc2), p, g, m, v);
-    SF_CU_LAUNCHED();
+    SF_CUDA_LAUNCHED();
     return SF_OK;
 }

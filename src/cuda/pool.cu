@@ -5,7 +5,7 @@
 template <bool MAX> __global__ void pool_forward_kernel(sf_pool_shape sh, const float *x, float *y, uint8_t *argmax)
 {
     int64_t total = sh.n * sh.oh * sh.ow;
-    SF_CU_GRID_STRIDE(i, total)
+    SF_CUDA_GRID_STRIDE(i, total)
     {
         int32_t ox = (int32_t)(i % sh.ow), oy = (int32_t)((i / sh.ow) % sh.oh);
         int64_t p = i / ((int64_t)sh.oh * sh.ow);
@@ -37,7 +37,7 @@ template <bool MAX>
 __global__ void pool_backward_kernel(sf_pool_shape sh, const uint8_t *argmax, const float *dy, float *dx)
 {
     int64_t total = sh.n * sh.h * sh.w;
-    SF_CU_GRID_STRIDE(i, total)
+    SF_CUDA_GRID_STRIDE(i, total)
     {
         int32_t ix = (int32_t)(i % sh.w), iy = (int32_t)((i / sh.w) % sh.h);
         int64_t p = i / ((int64_t)sh.h * sh.w);
@@ -70,8 +70,8 @@ static sf_status forward(sf_backend *be, const sf_pool_shape *sh, const float *x
     SF_TRY(check(sh));
     int64_t total = sh->n * sh->oh * sh->ow;
     if (total == 0) return SF_OK;
-    pool_forward_kernel<MAX><<<sf_cu_blocks(total, 256), 256, 0, sf_cu_ctx_of(be)->stream>>>(*sh, x, y, am);
-    SF_CU_LAUNCHED();
+    pool_forward_kernel<MAX><<<sf_cuda_blocks(total, 256), 256, 0, sf_cuda_ctx_of(be)->stream>>>(*sh, x, y, am);
+    SF_CUDA_LAUNCHED();
     return SF_OK;
 }
 
@@ -81,28 +81,28 @@ static sf_status backward(sf_backend *be, const sf_pool_shape *sh, const uint8_t
     SF_TRY(check(sh));
     int64_t total = sh->n * sh->h * sh->w;
     if (total == 0) return SF_OK;
-    pool_backward_kernel<MAX><<<sf_cu_blocks(total, 256), 256, 0, sf_cu_ctx_of(be)->stream>>>(*sh, am, dy, dx);
-    SF_CU_LAUNCHED();
+    pool_backward_kernel<MAX><<<sf_cuda_blocks(total, 256), 256, 0, sf_cuda_ctx_of(be)->stream>>>(*sh, am, dy, dx);
+    SF_CUDA_LAUNCHED();
     return SF_OK;
 }
 
-sf_status sf_cu_avgpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y)
+sf_status sf_cuda_op_avgpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y)
 {
     return forward<false>(be, sh, x, y, NULL);
 }
 
-sf_status sf_cu_avgpool_backward(sf_backend *be, const sf_pool_shape *sh, const float *dy, float *dx)
+sf_status sf_cuda_op_avgpool_backward(sf_backend *be, const sf_pool_shape *sh, const float *dy, float *dx)
 {
     return backward<false>(be, sh, NULL, dy, dx);
 }
 
-sf_status sf_cu_maxpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y, uint8_t *argmax)
+sf_status sf_cuda_op_maxpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y, uint8_t *argmax)
 {
     return forward<true>(be, sh, x, y, argmax);
 }
 
-sf_status sf_cu_maxpool_backward(sf_backend *be, const sf_pool_shape *sh, const uint8_t *argmax, const float *dy,
-                                 float *dx)
+sf_status sf_cuda_op_maxpool_backward(sf_backend *be, const sf_pool_shape *sh, const uint8_t *argmax, const float *dy,
+                                      float *dx)
 {
     return backward<true>(be, sh, argmax, dy, dx);
 }

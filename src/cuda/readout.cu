@@ -4,7 +4,7 @@
 
 __global__ void leaky_forward_kernel(int64_t T, int64_t n, float a, float c, const float *o, float *r)
 {
-    SF_CU_GRID_STRIDE(i, n)
+    SF_CUDA_GRID_STRIDE(i, n)
     {
         float acc = 0.0f;
         for (int64_t t = 0; t < T; t++) {
@@ -16,7 +16,7 @@ __global__ void leaky_forward_kernel(int64_t T, int64_t n, float a, float c, con
 
 __global__ void leaky_backward_kernel(int64_t T, int64_t n, float a, float c, const float *dr, float *doo)
 {
-    SF_CU_GRID_STRIDE(i, n)
+    SF_CUDA_GRID_STRIDE(i, n)
     {
         float g = 0.0f; /* ∂L/∂r_t, carried back through r_{t+1} = a·r_t + … */
         for (int64_t t = T - 1; t >= 0; t--) {
@@ -26,19 +26,19 @@ __global__ void leaky_backward_kernel(int64_t T, int64_t n, float a, float c, co
     }
 }
 
-sf_status sf_cu_leaky_forward(sf_backend *be, int64_t T, int64_t n, float a, float c, const float *o, float *r)
+sf_status sf_cuda_op_leaky_forward(sf_backend *be, int64_t T, int64_t n, float a, float c, const float *o, float *r)
 {
     if (T * n == 0) return SF_OK;
-    leaky_forward_kernel<<<sf_cu_blocks(n, 128), 128, 0, sf_cu_ctx_of(be)->stream>>>(T, n, a, c, o, r);
-    SF_CU_LAUNCHED();
+    leaky_forward_kernel<<<sf_cuda_blocks(n, 128), 128, 0, sf_cuda_ctx_of(be)->stream>>>(T, n, a, c, o, r);
+    SF_CUDA_LAUNCHED();
     return SF_OK;
 }
 
-sf_status sf_cu_leaky_backward(sf_backend *be, int64_t T, int64_t n, float a, float c, const float *dr, float *doo)
+sf_status sf_cuda_op_leaky_backward(sf_backend *be, int64_t T, int64_t n, float a, float c, const float *dr, float *doo)
 {
     if (T * n == 0) return SF_OK;
-    leaky_backward_kernel<<<sf_cu_blocks(n, 128), 128, 0, sf_cu_ctx_of(be)->stream>>>(T, n, a, c, dr, doo);
-    SF_CU_LAUNCHED();
+    leaky_backward_kernel<<<sf_cuda_blocks(n, 128), 128, 0, sf_cuda_ctx_of(be)->stream>>>(T, n, a, c, dr, doo);
+    SF_CUDA_LAUNCHED();
     return SF_OK;
 }
 
@@ -104,14 +104,14 @@ __global__ void softmax_xent_kernel(int64_t T, int64_t B, int32_t K, int32_t per
     }
 }
 
-sf_status sf_cu_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step, const float *r,
-                             const int32_t *labels, float *dr, float *logits_mean, float *stats)
+sf_status sf_cuda_op_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step, const float *r,
+                                  const int32_t *labels, float *dr, float *logits_mean, float *stats)
 {
     if (T < 1 || B < 1 || K < 1)
         return sf_fail(SF_ERR_INVALID, "softmax cross-entropy: T = %lld, B = %lld, K = %d must be >= 1", (long long)T,
                        (long long)B, K);
-    softmax_xent_kernel<<<1, SF_XENT_THREADS, 0, sf_cu_ctx_of(be)->stream>>>(T, B, K, per_step, r, labels, dr,
-                                                                             logits_mean, stats);
-    SF_CU_LAUNCHED();
+    softmax_xent_kernel<<<1, SF_XENT_THREADS, 0, sf_cuda_ctx_of(be)->stream>>>(T, B, K, per_step, r, labels, dr,
+                                                                               logits_mean, stats);
+    SF_CUDA_LAUNCHED();
     return SF_OK;
 }

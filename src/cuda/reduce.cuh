@@ -10,7 +10,7 @@
 
 /* F provides: __device__ void term(int64_t i, int32_t c, double *a, double *b) (adds element i's two terms)
  * and __device__ void finish(int32_t c, double a, double b, double count) (writes the channel's results). */
-template <class F> __global__ void sf_cu_channel_partials(F f, int64_t R, int32_t C, int64_t hw, int P, double *part)
+template <class F> __global__ void sf_cuda_channel_partials(F f, int64_t R, int32_t C, int64_t hw, int P, double *part)
 {
     __shared__ double sa[SF_RED_THREADS], sb[SF_RED_THREADS];
     int32_t c = blockIdx.x;
@@ -37,7 +37,7 @@ template <class F> __global__ void sf_cu_channel_partials(F f, int64_t R, int32_
     }
 }
 
-template <class F> __global__ void sf_cu_channel_finish(F f, int32_t C, int P, const double *part, double count)
+template <class F> __global__ void sf_cuda_channel_finish(F f, int32_t C, int P, const double *part, double count)
 {
     int32_t c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
@@ -49,7 +49,7 @@ template <class F> __global__ void sf_cu_channel_finish(F f, int32_t C, int P, c
     f.finish(c, a, b, count);
 }
 
-template <class F> sf_status sf_cu_channel_reduce(sf_cu_ctx *ctx, F f, int64_t R, int32_t C, int64_t hw)
+template <class F> sf_status sf_cuda_channel_reduce(sf_cuda_ctx *ctx, F f, int64_t R, int32_t C, int64_t hw)
 {
     if (C == 0) return SF_OK;
     int64_t per = R * hw;
@@ -60,13 +60,13 @@ template <class F> sf_status sf_cu_channel_reduce(sf_cu_ctx *ctx, F f, int64_t R
     if (P < 1) P = 1;
     if (P > 65535) P = 65535;
     void *part;
-    SF_TRY(sf_cu_scratch(ctx, 1, sizeof(double) * 2 * (size_t)C * (size_t)P, &part));
-    sf_cu_channel_partials<F>
+    SF_TRY(sf_cuda_scratch(ctx, 1, sizeof(double) * 2 * (size_t)C * (size_t)P, &part));
+    sf_cuda_channel_partials<F>
         <<<dim3((unsigned)C, (unsigned)P), SF_RED_THREADS, 0, ctx->stream>>>(f, R, C, hw, (int)P, (double *)part);
-    SF_CU_LAUNCHED();
-    sf_cu_channel_finish<F>
-        <<<sf_cu_blocks(C, 128), 128, 0, ctx->stream>>>(f, C, (int)P, (const double *)part, (double)per);
-    SF_CU_LAUNCHED();
+    SF_CUDA_LAUNCHED();
+    sf_cuda_channel_finish<F>
+        <<<sf_cuda_blocks(C, 128), 128, 0, ctx->stream>>>(f, C, (int)P, (const double *)part, (double)per);
+    SF_CUDA_LAUNCHED();
     return SF_OK;
 }
 

@@ -1,6 +1,6 @@
 /* test_gpu_graph.c — the training step replayed as a CUDA graph computes what the plain step computes: two copies
  * of a small net (conv → BN → LIF → maxpool → linear → BN → LIF → linear, leaky readout), one on a backend with
- * graphs and one created under SF_CUDA_GRAPH=0, train on the same batches. Covers SGD and AdamW, an eval step
+ * graphs and one created with sf_cuda_options.graph = 0, train on the same batches. Covers SGD and AdamW, an eval step
  * between training steps, a recompile to another batch size (the graph is recorded anew), and a net with dropout,
  * which must stay on the plain path.
  * Bitwise: both nets run the same kernels (a fixed cuBLAS workspace keeps cuBLAS's choice the same under capture,
@@ -28,9 +28,13 @@ static void add(sf_net *net, sf_layer_kind kind, int32_t n)
 
 static sf_net *make(bool graphs, sf_optimizer opt, bool dropout)
 {
-    setenv("SF_CUDA_GRAPH", graphs ? "1" : "0", 1);
     sf_net_params p;
     sf_net_default_params(&p);
+    p.cuda.graph = graphs;
+    /* Both nets must run the same convolution kernels: each backend times cuDNN's algorithms for itself and may pick
+     * another (some are not deterministic), and one flipped spike then grows over the steps. The im2col + SGEMM
+     * path is fixed and deterministic. */
+    p.cuda.conv_algo = SF_CONV_ALGO_GEMM;
     p.device = (sf_device){SF_DEVICE_CUDA, 0};
     p.memory = SF_MEMORY_RECOMPUTE;
     p.readout = SF_READOUT_LEAKY;
@@ -55,7 +59,6 @@ static sf_net *make(bool graphs, sf_optimizer opt, bool dropout)
     o.momentum = 0.9f;
     o.weight_decay = 1e-3f;
     CHECK_OK(sf_net_set_optimizer(net, &o));
-    unsetenv("SF_CUDA_GRAPH");
     return net;
 }
 
@@ -120,7 +123,7 @@ static void compare(sf_optimizer opt)
 {
     printf("%s:\n", opt == SF_OPT_SGD ? "SGD" : "AdamW");
     sf_net *g = make(true, opt, false), *p = make(false, opt, false);
-    CHECK(g->be->graph_begin != NULL && p->be->graph_begin == NULL, "SF_CUDA_GRAPH did not select graphs");
+    CHECK(g->be->graph_begin != NULL && p->be->graph_begin == NULL, "sf_cuda_options.graph did not select graphs");
     int64_t n0;
     float *initial = tu_net_read_role(g, SF_ROLE_PARAM, &n0);
     train_both(g, p, 8, B_MAX, 0);
@@ -149,10 +152,6 @@ int main(void)
         printf("test_gpu_graph: no CUDA device\n");
         return 1;
     }
-    /* Both nets must run the same convolution kernels: each backend times cuDNN's algorithms for itself and may pick
-     * another (some are not deterministic), and one flipped spike then grows over the steps. The im2col + SGEMM
-     * path is fixed and deterministic. */
-    setenv("SF_CUDA_CONV_GEMM", "1", 1);
     compare(SF_OPT_SGD);
     compare(SF_OPT_ADAMW);
     sf_net *d = make(true, SF_OPT_SGD, true), *dp = make(false, SF_OPT_SGD, true);

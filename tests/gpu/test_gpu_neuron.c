@@ -5,7 +5,7 @@
  * backward with batch statistics against a double-precision host reference.
  * Bounds: spikes exact (both sides round the same float operations); LIF dx relative error < 1e-5 (only expf
  * differs by an ulp); BN+LIF dx, dγ, dβ < 1e-4 (float sums in a different order); full == recompute bitwise. */
-#include "core/backend.h"
+#include "cuda/cuda_backend.h"
 #include "core/lif_math.h"
 #include "testutil.h"
 
@@ -224,7 +224,7 @@ int main(void)
     }
     lif_option_grid();
     sf_backend *be;
-    CHECK_OK(sf_cuda_backend_create(0, SF_PRECISION_FP32, &be));
+    CHECK_OK(sf_cuda_backend_create(0, SF_PRECISION_FP32, NULL, &be));
     sf_lif_params p;
     sf_lif_default_params(&p);
     test_bn_lif(be, &p, 1, 1, 1, 1, 0, 50);

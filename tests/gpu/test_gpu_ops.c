@@ -8,7 +8,8 @@
  * Then linear and conv again on backends created with the opt-in precisions, against the same fp32 CPU results:
  *   tf32 1e-3 (operands rounded to 10-bit mantissas: about 3e-4 expected), bf16 1e-2 (8-bit mantissas, and conv
  *   outputs and weight gradients rounded to bf16 once more: about 4e-3 expected); the worst error seen is printed. */
-#include "core/backend.h"
+#include "cpu/cpu_backend.h"
+#include "cuda/cuda_backend.h"
 #include "testutil.h"
 
 #include <math.h>
@@ -268,7 +269,7 @@ static void test_gemm_ops(void)
     test_conv(1, 5, 5, 5, 3, 1, 1, 0, 1);
     test_conv(20, 16, 16, 16, 32, 3, 1, 1, 0);
     /* strided, odd sizes, with and without padding; the last one runs in chunks of 9, 9, 9, 8 images on the
-     * im2col + SGEMM path under a 1 MiB workspace cap (tests/gpu.sh runs that with SF_CUDA_CONV_GEMM=1) */
+     * im2col + SGEMM path under a 1 MiB workspace cap (main runs these with conv_algo = gemm too) */
     test_conv(7, 5, 13, 11, 9, 3, 2, 1, 1);
     test_conv(5, 3, 10, 9, 4, 3, 2, 0, 0);
     test_conv(3, 6, 9, 9, 8, 5, 3, 2, 1);
@@ -384,6 +385,21 @@ static void test_optim(void)
     }
 }
 
+/* The linear and conv cases on a backend of the given precision and conv options, against the fp32 CPU results. */
+static void gemm_ops_with(sf_precision prec, sf_conv_algo algo, int32_t ws_mib, double tol)
+{
+    sf_cuda_options opt = {.graph = 1, .conv_workspace_mib = ws_mib, .conv_algo = algo};
+    gpu = NULL;
+    CHECK_OK(sf_cuda_backend_create(0, prec, &opt, &gpu));
+    if (!gpu) return;
+    gemm_tol = tol;
+    gemm_worst = 0.0;
+    test_gemm_ops();
+    printf("%s linear/conv, conv %s, workspace %d MiB: worst rel err %.2e (bound %.0e)\n", sf_precision_name(prec),
+           sf_conv_algo_name(algo), (int)ws_mib, gemm_worst, gemm_tol);
+    sf_backend_free(gpu);
+}
+
 int main(void)
 {
     if (sf_cuda_device_count() == 0) {
@@ -391,7 +407,7 @@ int main(void)
         return 1;
     }
     CHECK_OK(sf_cpu_backend_create(&cpu));
-    CHECK_OK(sf_cuda_backend_create(0, SF_PRECISION_FP32, &gpu));
+    CHECK_OK(sf_cuda_backend_create(0, SF_PRECISION_FP32, NULL, &gpu));
     if (!cpu || !gpu) return tu_finish("test_gpu_ops");
     test_lif();
     test_bn(1, 1, 1, 300);
@@ -409,19 +425,15 @@ int main(void)
     test_optim();
     printf("fp32 linear/conv: worst rel err %.2e (bound %.0e)\n", gemm_worst, gemm_tol);
     sf_backend_free(gpu);
+    /* a 1 MiB workspace cap makes cuDNN's faster algorithms run on chunks of the batch; conv_algo = gemm runs every
+     * conv op that fits through im2col + SGEMM (conv_gemm.cu), on the whole batch and in chunks */
+    gemm_ops_with(SF_PRECISION_FP32, SF_CONV_ALGO_AUTO, 1, 1e-5);
+    gemm_ops_with(SF_PRECISION_FP32, SF_CONV_ALGO_GEMM, 512, 1e-5);
+    gemm_ops_with(SF_PRECISION_FP32, SF_CONV_ALGO_GEMM, 1, 1e-5);
+    gemm_ops_with(SF_PRECISION_FP32, SF_CONV_ALGO_CUDNN, 512, 1e-5);
     /* the opt-in precisions of the GEMM/conv work, against the same fp32 CPU results */
-    const struct { sf_precision p; double tol; } opt[] = {{SF_PRECISION_TF32, 1e-3}, {SF_PRECISION_BF16, 1e-2}};
-    for (int i = 0; i < 2; i++) {
-        gpu = NULL;
-        CHECK_OK(sf_cuda_backend_create(0, opt[i].p, &gpu));
-        if (!gpu) continue;
-        gemm_tol = opt[i].tol;
-        gemm_worst = 0.0;
-        test_gemm_ops();
-        printf("%s linear/conv: worst rel err %.2e (bound %.0e)\n", sf_precision_name(opt[i].p), gemm_worst,
-               gemm_tol);
-        sf_backend_free(gpu);
-    }
+    gemm_ops_with(SF_PRECISION_TF32, SF_CONV_ALGO_AUTO, 512, 1e-3);
+    gemm_ops_with(SF_PRECISION_BF16, SF_CONV_ALGO_AUTO, 512, 1e-2);
     sf_backend_free(cpu);
     return tu_finish("test_gpu_ops");
 }

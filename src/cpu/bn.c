@@ -1,4 +1,4 @@
-/* batchnorm.c — batch norm on the CPU over x [rows, C, hw], statistics per channel over (rows, hw).
+/* bn.c — batch norm on the CPU over x [rows, C, hw], statistics per channel over (rows, hw).
  *
  * Reductions are deterministic for any thread count: rows are cut into fixed chunks, each (chunk, channel) sums in
  * double with 8 fixed lanes, and the chunks are added in order. */
@@ -23,8 +23,8 @@ sf_status sf_cpu_alloc_f32(int64_t n, const char *what, float **out)
 sf_status sf_bn_check(const char *op, sf_bn_shape sh)
 {
     if (sh.rows < 1 || sh.c < 1 || sh.hw < 1)
-        return sf_fail(SF_ERR_INVALID, "%s: shape rows=%lld C=%d hw=%lld (each must be >= 1)", op,
-                       (long long)sh.rows, (int)sh.c, (long long)sh.hw);
+        return sf_fail(SF_ERR_INVALID, "%s: shape rows=%lld C=%d hw=%lld (each must be >= 1)", op, (long long)sh.rows,
+                       (int)sh.c, (long long)sh.hw);
     return SF_OK;
 }
 
@@ -148,9 +148,8 @@ sf_status sf_cpu_op_bn_forward(sf_backend *be, sf_bn_shape sh, const float *x, c
     return SF_OK;
 }
 
-sf_status sf_cpu_op_bn_backward(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean,
-                                const float *var, float eps, const float *gamma, const float *dy, float *dx,
-                                float *dgamma, float *dbeta)
+sf_status sf_cpu_op_bn_backward(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var,
+                                float eps, const float *gamma, const float *dy, float *dx, float *dgamma, float *dbeta)
 {
     (void)be;
     SF_TRY(sf_bn_check("BN backward", sh));

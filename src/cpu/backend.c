@@ -1,5 +1,6 @@
-/* backend_cpu.c — the CPU backend: host memory (64-byte aligned, so vector loads never straddle cache lines) and
+/* backend.c — the CPU backend: host memory (64-byte aligned, so vector loads never straddle cache lines) and
  * the op table filled with the CPU kernels of cpu_neuron.h and cpu_layers.h. */
+#include "cpu/cpu_backend.h"
 #include "cpu/cpu_layers.h"
 #include "cpu/cpu_neuron.h"
 

@@ -1,5 +1,6 @@
-/* net_graph.c — the backend-only body of a training step, and its replay as one recorded backend graph (a CUDA
- * graph) where every op of the body repeats with the same arguments from step to step. */
+/* net_step.c — one training or evaluation step: the backend-only body of a training step (forward, loss, backward,
+ * finite check), its replay as one recorded backend graph (a CUDA graph) where every op of the body repeats with the
+ * same arguments from step to step, the optimizer update, and the one-call train and eval steps. */
 #include "core/error.h"
 #include "core/net_internal.h"
 
@@ -56,7 +57,7 @@ static void record(sf_net *net)
     net->graph = g;
 }
 
-sf_status sf_net_step_body(sf_net *net)
+static sf_status step_body(sf_net *net)
 {
     if (graph_allowed(net)) {
         if (!net->graph) record(net);
@@ -75,5 +76,51 @@ sf_status sf_net_step_body(sf_net *net)
     }
     SF_TRY(body_ops(net));
     net->plain_steps++;
+    return SF_OK;
+}
+
+sf_status sf_net_update(sf_net *net)
+{
+    if (!net->opt_set) return sf_fail(SF_ERR_STATE, "update: no optimizer set (sf_net_set_optimizer)");
+    if (!net->have_backward) return sf_fail(SF_ERR_STATE, "update: run the backward first");
+    if (net->n_params == 0) return SF_OK;
+    sf_backend *be = net->be;
+    const sf_optim_params *o = &net->opt;
+    int64_t step = ++net->opt_steps;
+    if (o->kind == SF_OPT_SGD)
+        SF_TRY(be->sgd_step(be, net->n_params, o->lr, o->momentum, o->nesterov, o->weight_decay, step, net->params,
+                            net->grads, net->opt_a));
+    else
+        SF_TRY(be->adam_step(be, net->n_params, o->lr, o->beta1, o->beta2, o->eps, o->weight_decay,
+                             o->kind == SF_OPT_ADAMW, step, net->params, net->grads, net->opt_a, net->opt_b));
+    net->have_backward = false;
+    return SF_OK;
+}
+
+sf_status sf_net_train_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out)
+{
+    if (!labels) return sf_fail(SF_ERR_INVALID, "train step: labels are NULL");
+    if (!net->opt_set) return sf_fail(SF_ERR_STATE, "train step: no optimizer set (sf_net_set_optimizer)");
+    SF_TRY(sf_net_upload_input(net, x));
+    SF_TRY(sf_net_put_labels(net, labels));
+    SF_TRY(step_body(net));
+    /* One read-back per step: the loss, the correct count and a finite-check over every gradient. */
+    sf_backend *be = net->be;
+    float st[3];
+    SF_TRY(be->copy_to_host(be, st, net->stats, sizeof st));
+    sf_step_result r = {.loss = st[0], .correct = (int32_t)st[1]};
+    if (out) *out = r;
+    if (st[2] != 0.0f)
+        return sf_fail(SF_ERR_NUMERIC, "the loss (%g) or a gradient is NaN or Inf; parameters were not updated",
+                       (double)st[0]);
+    return sf_net_update(net);
+}
+
+sf_status sf_net_eval_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out)
+{
+    SF_TRY(sf_net_forward(net, x, 0));
+    sf_step_result r = {0};
+    SF_TRY(sf_net_run_loss(net, labels, &r));
+    if (out) *out = r;
     return SF_OK;
 }

@@ -1,21 +1,14 @@
-/* backend.c — choosing a backend for a device, and the low-level public LIF entry points. */
-#include "core/backend.h"
+/* backends.c — backend selection for a device, the public calls that need it (sf_net_create, the device count,
+ * the thread count), and the low-level public LIF entry points, which dispatch on the device. */
+#include "backends/backends.h"
 
 #include "core/error.h"
+#include "cpu/cpu_backend.h"
+#ifdef SF_HAVE_CUDA
+#include "cuda/cuda_backend.h"
+#endif
 
-#include <omp.h>
-
-const char *sf_precision_name(sf_precision p)
-{
-    switch (p) {
-    case SF_PRECISION_FP32: return "fp32";
-    case SF_PRECISION_TF32: return "tf32";
-    case SF_PRECISION_BF16: return "bf16";
-    }
-    return "unknown";
-}
-
-sf_status sf_backend_create(sf_device dev, sf_precision precision, sf_backend **out)
+sf_status sf_backend_create(sf_device dev, sf_precision precision, const sf_cuda_options *cuda, sf_backend **out)
 {
     *out = NULL;
     if ((unsigned)precision > SF_PRECISION_BF16) return sf_fail(SF_ERR_INVALID, "unknown precision %d", (int)precision);
@@ -29,8 +22,9 @@ sf_status sf_backend_create(sf_device dev, sf_precision precision, sf_backend **
         return sf_cpu_backend_create(out);
     case SF_DEVICE_CUDA:
 #ifdef SF_HAVE_CUDA
-        return sf_cuda_backend_create(dev.index, precision, out);
+        return sf_cuda_backend_create(dev.index, precision, cuda, out);
 #else
+        (void)cuda;
         return sf_fail(SF_ERR_UNSUPPORTED, "this build of spikefuse has no CUDA backend (rebuild with nvcc present "
                                            "and -DSF_CUDA=ON)");
 #endif
@@ -38,33 +32,34 @@ sf_status sf_backend_create(sf_device dev, sf_precision precision, sf_backend **
     return sf_fail(SF_ERR_INVALID, "unknown device kind %d", (int)dev.kind);
 }
 
-void sf_backend_free(sf_backend *be)
+sf_status sf_net_create(const sf_net_params *p, sf_net **out)
 {
-    if (be) be->destroy(be);
+    *out = NULL;
+    SF_TRY(sf_net_params_check(p));
+    sf_backend *be = NULL;
+    SF_TRY(sf_backend_create(p->device, p->precision, &p->cuda, &be));
+    return sf_net_create_on(p, be, out);
 }
 
 int32_t sf_cuda_device_count(void)
 {
 #ifdef SF_HAVE_CUDA
-    return sf_cuda_device_count_impl();
+    return sf_cuda_count_devices();
 #else
     return 0;
 #endif
 }
 
-void sf_set_num_threads(int32_t n)
-{
-    if (n > 0) omp_set_num_threads(n);
-}
+void sf_set_num_threads(int32_t n) { sf_cpu_set_threads(n); }
 
-int32_t sf_get_num_threads(void) { return omp_get_max_threads(); }
+int32_t sf_get_num_threads(void) { return sf_cpu_threads(); }
 
 static sf_status check_lif_call(const sf_lif_params *p, int64_t T, int64_t N, const void *a, const void *b,
                                 const void *c)
 {
     SF_TRY(sf_lif_params_check(p));
-    if (T <= 0 || N < 0) return sf_fail(SF_ERR_INVALID, "LIF shape T=%lld N=%lld: need T >= 1, N >= 0",
-                                        (long long)T, (long long)N);
+    if (T <= 0 || N < 0)
+        return sf_fail(SF_ERR_INVALID, "LIF shape T=%lld N=%lld: need T >= 1, N >= 0", (long long)T, (long long)N);
     if (N > 0 && (!a || !b || !c)) return sf_fail(SF_ERR_INVALID, "LIF: a tensor pointer is NULL");
     return SF_OK;
 }

@@ -1,0 +1,14 @@
+/* backends.h — choosing the compute backend for a device: the layer above src/cpu and src/cuda that the public
+ * entry points needing a backend (sf_net_create, the low-level LIF calls, the build info) go through, so that
+ * src/core knows none of them. */
+#ifndef SF_BACKENDS_H
+#define SF_BACKENDS_H
+
+#include "core/backend.h"
+
+/* Creates the backend for a device with the given GEMM/conv precision and CUDA options (NULL: defaults);
+ * SF_ERR_UNSUPPORTED when it is not built in, not present, or does not offer that precision (the CPU offers fp32
+ * only). */
+sf_status sf_backend_create(sf_device dev, sf_precision precision, const sf_cuda_options *cuda, sf_backend **out);
+
+#endif

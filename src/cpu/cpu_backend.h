@@ -1,0 +1,22 @@
+/* cpu_backend.h — what the CPU backend offers the layers above it (src/backends): the backend itself, its neuron
+ * kernels callable without a backend object (the low-level public LIF API), its thread count and a description. */
+#ifndef SF_CPU_BACKEND_H
+#define SF_CPU_BACKEND_H
+
+#include "core/backend.h"
+
+sf_status sf_cpu_backend_create(sf_backend **out);
+
+/* The time-fused LIF over [T, N] host arrays (the op table's lif_forward / lif_backward without a backend). */
+sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out);
+sf_status sf_cpu_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
+                              const float *ds, float *dx);
+
+/* OpenMP threads of the CPU kernels and of OpenBLAS (one pool: the OpenMP build of OpenBLAS); n <= 0 keeps the
+ * OpenMP default. */
+void sf_cpu_set_threads(int32_t n);
+int32_t sf_cpu_threads(void);
+/* "OpenMP N thread(s); BLAS: <OpenBLAS's build configuration>" into buf (snprintf semantics). */
+void sf_cpu_describe(char *buf, size_t cap);
+
+#endif

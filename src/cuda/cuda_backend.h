@@ -1,0 +1,41 @@
+/* cuda_backend.h — what the CUDA backend offers the layers above it (src/backends, benchmarks, the Python
+ * interface), as a C header: the backend itself, its neuron kernels on a caller's stream, the stream its ops run
+ * on, its convolution choices and a description of the CUDA build. */
+#ifndef SF_CUDA_BACKEND_H
+#define SF_CUDA_BACKEND_H
+
+#include "core/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The backend on CUDA device `device` with the given GEMM/conv precision; `opt` NULL takes the defaults. */
+sf_status sf_cuda_backend_create(int32_t device, sf_precision precision, const sf_cuda_options *opt, sf_backend **out);
+
+/* The time-fused LIF over [T, N] device arrays on a caller's stream (a cudaStream_t; NULL: the default stream),
+ * asynchronous: the op table's lif_forward / lif_backward without a backend. */
+sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out,
+                              void *stream);
+sf_status sf_cuda_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
+                               const float *ds, float *dx, void *stream);
+
+/* Usable CUDA devices now (0 when the driver finds none). */
+int32_t sf_cuda_count_devices(void);
+
+/* The cudaStream_t every op of this CUDA backend runs on, for code that orders its own work with the backend's
+ * (benchmarks timing with events, a caller capturing a CUDA graph, the Python interface). */
+void *sf_cuda_backend_stream(sf_backend *be);
+
+/* Writes (snprintf-style, truncating to cap) one line per cached conv shape and op: the algorithm chosen, its
+ * chunks, time and workspace, and the fastest allowed one whatever its workspace. Returns the length wanted. */
+size_t sf_cuda_conv_report(sf_backend *be, char *buf, size_t cap);
+
+/* "CUDA runtime X.Y (driver X.Y), cuBLAS X.Y.Z, cuDNN X.Y.Z, N device(s)" into buf (snprintf semantics). */
+void sf_cuda_describe(char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
