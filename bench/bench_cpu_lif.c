@@ -1,4 +1,4 @@
-/* bench_cpu_lif.c — workload W1 (shared/workloads.md) on the CPU: the time-fused LIF forward + backward in the
+/* bench_cpu_lif.c — workload W1 (docs/perf.md, Workloads) on the CPU: the time-fused LIF forward + backward in the
  * recompute mode, against the DRAM copy bandwidth measured in the same run.
  *
  * usage: bench_cpu_lif [log2(T·M) = 24] [repeats = 15]

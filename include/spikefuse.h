@@ -74,7 +74,7 @@ SF_API const char *sf_build_info(void);
  *   atan          (alpha/2) / (1 + (π/2·alpha·z)²)
  *   fast_sigmoid  1 / (alpha·|z| + 1)²
  *   rect          alpha if |z| < 1/(2·alpha) else 0
- * and is 0 where h < grad_threshold when use_grad_threshold is set (the sparse backward of seed paper 000). */
+ * and is 0 where h < grad_threshold when use_grad_threshold is set (the sparse backward of Finkbeiner & Neftci). */
 typedef enum sf_surrogate {
     SF_SURROGATE_SIGMOID = 0,
     SF_SURROGATE_ATAN,

@@ -1,4 +1,4 @@
-/* bench_w1_lif.c — workload W1 (shared/workloads.md): one LIF layer, forward + backward, x[T, M] ~ N(0.6, 1),
+/* bench_w1_lif.c — workload W1 (docs/perf.md, Workloads): one LIF layer, forward + backward, x[T, M] ~ N(0.6, 1),
  * T·M = 2^25, T in {4, 16, 64, 256}; tau=2, decay_input, θ=1, hard reset to 0, detach_reset, sigmoid α=4.
  * The backward gets ds ~ N(0, 1) and recomputes h from x (nothing else is kept). Floor: 20 bytes per element over
  * the copy bandwidth measured in this run. Each size is also checked against a serial host reference on a sample

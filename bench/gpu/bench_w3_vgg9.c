@@ -1,12 +1,12 @@
-/* bench_w3_vgg9.c — workload W3 (shared/workloads.md): seed 002's CIFAR-10 VGG9 training step on the GPU through
- * the public network API, fp32 (no TF32): input 3×32×32 repeated over T=10, batch 64, Conv(3→128), eight
- * [BN → LIF → Conv] blocks, BN → LIF → Linear(8192→1024) → BN → LIF → Linear(1024→512) → BN → LIF, mean over T,
- * Linear(512→10), cross-entropy, SGD with momentum 0.9. LIF: tau=2, θ=1, hard reset, sigmoid α=4.
- * Reports the median step time (host clock around sf_net_train_step, which ends in a synchronising read of the
- * loss), the memory plan, the net's peak bytes and the device memory in use, for both memory modes, then a
- * per-layer breakdown (profiling mode synchronises after each layer).
- * Usage: bench_w3_vgg9 [steps [fp32|tf32|bf16 [option=value ...]]]: the GEMM/conv precision (default fp32, TF32
- * off) and CUDA options (gb_cuda_options: graph=0, conv_workspace_mib=N, conv_algo=auto|cudnn|gemm). */
+/* bench_w3_vgg9.c — workload W3 (docs/perf.md, Workloads): Liang et al.'s CIFAR-10 VGG9 training step on the GPU
+ * through the public network API, fp32 (no TF32): input 3×32×32 repeated over T=10, batch 64, Conv(3→128), eight [BN →
+ * LIF → Conv] blocks, BN → LIF → Linear(8192→1024) → BN → LIF → Linear(1024→512) → BN → LIF, mean over T,
+ * Linear(512→10), cross-entropy, SGD with momentum 0.9. LIF: tau=2, θ=1, hard reset, sigmoid α=4. Reports the median
+ * step time (host clock around sf_net_train_step, which ends in a synchronising read of the loss), the memory plan, the
+ * net's peak bytes and the device memory in use, for both memory modes, then a per-layer breakdown (profiling mode
+ * synchronises after each layer). Usage: bench_w3_vgg9 [steps [fp32|tf32|bf16 [option=value ...]]]: the GEMM/conv
+ * precision (default fp32, TF32 off) and CUDA options (gb_cuda_options: graph=0, conv_workspace_mib=N,
+ * conv_algo=auto|cudnn|gemm). */
 #include "core/net_internal.h"
 #include "cuda/cuda_backend.h"
 #include "gpu_bench.h"

@@ -72,9 +72,9 @@ struct sf_backend {
     /* running = (1 - m)·running + m·batch, with the unbiased variance for running_var (PyTorch's rule). */
     sf_status (*bn_update_running)(sf_backend *be, sf_bn_shape sh, float momentum, const float *mean,
                                    const float *var, float *running_mean, float *running_var);
-    /* Fused BN → LIF (seed paper 002, Alg. 1–3); x is [T, B, C, hw] with rows = T·B. The LIF recurrence runs
-     * over T for each of the B·C·hw neurons. The backward recomputes y = BN(x) and h (or uses h when given),
-     * reduces dgamma and dbeta per channel and writes dx, without materialising dy. `training` selects
+    /* Fused BN → LIF (Liang et al., Alg. 1–3; docs/architecture.md, References); x is [T, B, C, hw] with rows = T·B.
+     * The LIF recurrence runs over T for each of the B·C·hw neurons. The backward recomputes y = BN(x) and h (or uses h
+     * when given), reduces dgamma and dbeta per channel and writes dx, without materialising dy. `training` selects
      * batch statistics (dx includes the terms through mean and var) or fixed statistics. */
     sf_status (*bn_lif_forward)(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
                                 const float *x, const float *mean, const float *var, float eps,

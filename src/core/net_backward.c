@@ -14,7 +14,7 @@ static int32_t root(const sf_net *net, int32_t t) { return net->tensors[t].alias
 static float *grad_of(sf_net *net, int32_t id) { return sf_net_slot_ptr(net, net->tensors[root(net, id)].grad); }
 
 /* The float value of tensor `id` for layer l's backward: kept as float, expanded from bytes, or recomputed by
- * rerunning the neuron layer that produced it (seed paper 002: store the Conv/FC output only). */
+ * rerunning the neuron layer that produced it (Liang et al.: store the Conv/FC output only). */
 static sf_status input_value(sf_net *net, const sf_net_layer *l, int32_t id, const float **out)
 {
     const sf_net_tensor *x = &net->tensors[root(net, id)];

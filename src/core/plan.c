@@ -1,4 +1,5 @@
-/* plan.c — sf_net_compile: tensor bookkeeping, BN→LIF fusion, what the backward keeps, and the memory plan.
+/* plan.c — what sf_net_compile (net_params.c) decides: tensor bookkeeping, BN→LIF fusion, what the backward keeps,
+ * and the memory plan.
  *
  * The plan runs on a timeline: 0 uploads the input, 1..L run the layers' forwards, L+1 the loss, then the
  * backwards in reverse (layer i at L+2+(L-1-i)). Every workspace buffer is a request (bytes, first, last time);
@@ -157,7 +158,8 @@ static void build_tensors(sf_net *net)
     }
 }
 
-/* BN directly followed by a LIF that is its only reader: the LIF runs both (seed paper 002's fused kernels). */
+/* BN directly followed by a LIF that is its only reader: the LIF runs both (Liang et al.'s fused kernels;
+ * docs/architecture.md, References). */
 static void fuse_bn_lif(sf_net *net)
 {
     int32_t lif = 0;

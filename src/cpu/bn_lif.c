@@ -1,4 +1,4 @@
-/* bn_lif.c — fused batch norm → LIF on the CPU (seed paper 002, Alg. 1–3): the forward normalises inside the
+/* bn_lif.c — fused batch norm → LIF on the CPU (Liang et al., Alg. 1–3): the forward normalises inside the
  * time-fused LIF loop; the backward recomputes y = BN(x) and h per block instead of reading stored tensors.
  *
  * Backward, two passes over blocks of neurons (per-thread scratch of [T × block] only):

@@ -1,7 +1,7 @@
-/* bn_lif.cu — fused BN → LIF (seed paper 002, Alg. 1–3). Forward: normalise and integrate in one pass per neuron.
- * Backward: pass 1 recomputes y and h, runs the reverse time loop and keeps only Σ_t dy and Σ_t dy·x̂ per neuron
- * ([B, C, hw], T times smaller than x); a deterministic reduction turns them into dbeta, dgamma; pass 2 recomputes
- * again and writes dx. dy ([T, B, C, hw]) is never stored. */
+/* bn_lif.cu — fused BN → LIF (Liang et al., Alg. 1–3; docs/architecture.md, References). Forward: normalise and
+ * integrate in one pass per neuron. Backward: pass 1 recomputes y and h, runs the reverse time loop and keeps only Σ_t
+ * dy and Σ_t dy·x̂ per neuron ([B, C, hw], T times smaller than x); a deterministic reduction turns them into dbeta,
+ * dgamma; pass 2 recomputes again and writes dx. dy ([T, B, C, hw]) is never stored. */
 #include "cuda/neuron.cuh"
 #include "cuda/ops.cuh"
 #include "cuda/reduce.cuh"
