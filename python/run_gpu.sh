@@ -32,7 +32,8 @@ if ! python3 -m pip install -v --no-build-isolation --config-settings=cmake.defi
 fi
 echo "pip install --no-build-isolation ./python: ok in $(( $(date +%s) - start )) s"
 python3 -c "import spikefuse; print(spikefuse.LIBRARY_PATH, spikefuse.build_info(), 'cuda devices:', spikefuse.cuda_device_count())"
-(cd python/tests && PYTHONPATH=${sites[0]} python3 -m unittest discover -v -s . >"$OUT/python_tests.log" 2>&1)
+(cd python/tests && PYTHONPATH=${sites[0]}:../../tests/ref python3 -m unittest discover -v -s . \
+  >"$OUT/python_tests.log" 2>&1)
 rc=$?
 grep -E "skipped '|FAIL|ERROR" "$OUT/python_tests.log" | sort | uniq -c | head -20
 tail -3 "$OUT/python_tests.log"

@@ -1,13 +1,12 @@
 """lif_cases.py — the checks shared by the CPU and CUDA tests of spikefuse.torch.LIF: every option combination
-and several shapes against the float64 reference of reference.py."""
+and several shapes against the float64 reference tests/ref/neuron_reference.py (on PYTHONPATH: see python/README.md)."""
 import itertools
 
 import torch
 
-from reference import lif_reference
+from neuron_reference import SURROGATES, lif_node
 from spikefuse.torch import LIF, functional
 
-SURROGATES = ("sigmoid", "atan", "fast_sigmoid", "rect")
 RESETS = (0.0, -0.3, None)  # hard reset to 0, hard reset to a nonzero v_reset, soft reset
 SHAPES = ((1, 67), (5, 3, 17), (4, 2, 3, 5), (3, 2, 3, 4, 5), (16, 1000))
 
@@ -29,7 +28,7 @@ def run_spikefuse(x, ds, **kw):
 
 def run_reference(x, ds, **kw):
     x64 = x.detach().cpu().double().requires_grad_(True)
-    s = lif_reference(x64, **kw)
+    s = lif_node(x64, **kw)
     s.backward(ds.cpu().double())
     return s.detach(), x64.grad
 
@@ -130,6 +129,6 @@ class LifChecks:
         w_grad = fc.weight.grad.detach().cpu().double()
         fc64 = torch.nn.Linear(12, 10).double()
         fc64.load_state_dict({k: v.detach().cpu().double() for k, v in fc.state_dict().items()})
-        s_ref = lif_reference(fc64(x.cpu().double()), detach_reset=True)
+        s_ref = lif_node(fc64(x.cpu().double()), detach_reset=True)
         s_ref.sum().backward()
         self.assertLess((w_grad - fc64.weight.grad).abs().max().item(), 1e-4 * max(1.0, w_grad.abs().max().item()))

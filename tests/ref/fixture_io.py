@@ -1,5 +1,6 @@
 """Writes reference fixtures as safetensors files (JSON header + raw little-endian bytes) with only the
-standard library, so the generators need nothing beyond Debian's python3-torch."""
+standard library, so the generators need nothing beyond Debian's python3-torch; and draws their numbers in float32,
+so the C side reads exactly the values the float64 reference used."""
 import json
 import struct
 
@@ -25,3 +26,13 @@ def save(path, tensors, metadata=None):
         f.write(h)
         for b in blobs:
             f.write(b)
+
+
+def f32(v):
+    """v rounded to float32, as the C side holds a parameter."""
+    return float(torch.tensor(v, dtype=torch.float32))
+
+
+def randn32(shape, generator=None, mean=0.0, std=1.0):
+    """Normal draws rounded to float32 and widened to float64."""
+    return (torch.randn(shape, generator=generator) * std + mean).float().double()

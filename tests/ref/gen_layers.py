@@ -8,13 +8,10 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from fixture_io import save
+from fixture_io import f32, randn32, save
+from neuron_reference import leaky_readout
 
 torch.manual_seed(1234)
-
-
-def rnd(*shape, scale=1.0):
-    return (torch.randn(*shape) * scale).float().double()
 
 
 def cfg(*values):
@@ -26,14 +23,14 @@ def linear_cases():
     # rows, in, out, bias: ordinary, a single neuron and row, no bias, more than one 64-column block of the bias sum
     cases = [(6, 5, 3, 1), (1, 7, 1, 1), (13, 33, 17, 0), (200, 70, 130, 1)]
     for i, (rows, fin, fout, bias) in enumerate(cases):
-        x = rnd(rows, fin).requires_grad_()
+        x = randn32((rows, fin)).requires_grad_()
         lin = torch.nn.Linear(fin, fout, bias=bool(bias)).double()
         with torch.no_grad():
             lin.weight.copy_(lin.weight.float().double())
             if bias:
-                lin.bias.copy_(rnd(fout))
+                lin.bias.copy_(randn32((fout,)))
         y = lin(x)
-        dy = rnd(rows, fout)
+        dy = randn32((rows, fout))
         y.backward(dy)
         p = f"lin{i}."
         out.update({p + "cfg": cfg(rows, fin, fout, bias), p + "x": x, p + "w": lin.weight, p + "dy": dy, p + "y": y,
@@ -58,11 +55,11 @@ def conv_cases():
         (10, 32, 32, 32, 8, 3, 1, 1, 1),  # more images than one chunk of scratch: chunks of 3, 3, 3 and 1 image
     ]
     for i, (n, cin, h, w, cout, k, s, pad, bias) in enumerate(cases):
-        x = rnd(n, cin, h, w).requires_grad_()
-        wt = rnd(cout, cin, k, k, scale=(cin * k * k) ** -0.5).requires_grad_()
-        b = rnd(cout).requires_grad_() if bias else None
+        x = randn32((n, cin, h, w)).requires_grad_()
+        wt = randn32((cout, cin, k, k), std=(cin * k * k) ** -0.5).requires_grad_()
+        b = randn32((cout,)).requires_grad_() if bias else None
         y = F.conv2d(x, wt, b, stride=s, padding=pad)
-        dy = rnd(*y.shape)
+        dy = randn32(y.shape)
         y.backward(dy)
         p = f"conv{i}."
         out.update({p + "cfg": cfg(n, cin, h, w, cout, k, s, pad, bias, y.shape[2], y.shape[3]), p + "x": x,
@@ -79,9 +76,9 @@ def pool_cases():
     cases = [(6, 6, 6, 2, 2), (3, 7, 5, 3, 2), (2, 1, 1, 1, 1), (4, 5, 5, 3, 1), (5, 9, 4, 2, 2)]
     for i, (n, h, w, k, s) in enumerate(cases):
         for kind, fn in (("avg", F.avg_pool2d), ("max", F.max_pool2d)):
-            x = rnd(n, 1, h, w).requires_grad_()
+            x = randn32((n, 1, h, w)).requires_grad_()
             y = fn(x, k, s)
-            dy = rnd(*y.shape)
+            dy = randn32(y.shape)
             y.backward(dy)
             p = f"{kind}{i}."
             out.update({p + "cfg": cfg(n, h, w, k, s, y.shape[2], y.shape[3]), p + "x": x, p + "dy": dy, p + "y": y,
@@ -95,7 +92,7 @@ def loss_cases():
     # T, B, K, per_step
     cases = [(4, 5, 3, 0), (4, 5, 3, 1), (1, 1, 2, 0), (1, 1, 2, 1), (3, 7, 10, 0), (3, 7, 10, 1), (6, 2, 1, 1)]
     for i, (T, B, K, per_step) in enumerate(cases):
-        r = rnd(T, B, K, scale=3.0).requires_grad_()
+        r = randn32((T, B, K), std=3.0).requires_grad_()
         labels = torch.randint(0, K, (B,), dtype=torch.int64)
         mean = r.mean(0)
         if per_step:
@@ -111,14 +108,10 @@ def loss_cases():
     # leaky readout r_t = a·r_{t-1} + c·o_t: T, n, a, c
     leaky = [(5, 7, 0.8, 0.2), (1, 3, 0.5, 1.0), (9, 33, 0.95, 1.0)]
     for i, (T, n, a, c) in enumerate(leaky):
-        a, c = float(torch.tensor(a).float()), float(torch.tensor(c).float())
-        o = rnd(T, n).requires_grad_()
-        acc, rs = torch.zeros(n, dtype=torch.float64), []
-        for t in range(T):
-            acc = a * acc + c * o[t]
-            rs.append(acc)
-        r = torch.stack(rs)
-        dr = rnd(T, n)
+        a, c = f32(a), f32(c)
+        o = randn32((T, n)).requires_grad_()
+        r = leaky_readout(o, a, c)
+        dr = randn32((T, n))
         r.backward(dr)
         p = f"leaky{i}."
         out.update({p + "cfg": cfg(T, n, a, c), p + "o": o, p + "r": r, p + "dr": dr, p + "do": o.grad})
@@ -131,8 +124,8 @@ def optim_cases():
     out = {}
     n = 37
     d = (torch.rand(n) * 2 + 0.1).float().double()
-    c = rnd(n)
-    p0 = rnd(n)
+    c = randn32((n,))
+    p0 = randn32((n,))
     out.update({"d": d, "c": c, "p0": p0})
     # kind (0 sgd, 1 adam, 2 adamw), lr, momentum, nesterov, weight_decay, beta1, beta2, eps
     cases = [
@@ -147,7 +140,7 @@ def optim_cases():
     ]
     for i, (kind, lr, mom, nest, wd, b1, b2, eps) in enumerate(cases):
         # hyper-parameters as the C side will hold them (float32)
-        lr, mom, wd, b1, b2, eps = (float(torch.tensor(v).float()) for v in (lr, mom, wd, b1, b2, eps))
+        lr, mom, wd, b1, b2, eps = (f32(v) for v in (lr, mom, wd, b1, b2, eps))
         p = p0.clone().requires_grad_()
         if kind == 0:
             opt = torch.optim.SGD([p], lr=lr, momentum=mom, nesterov=bool(nest), weight_decay=wd)

@@ -13,44 +13,9 @@ import torch
 import torch.nn.functional as F
 
 from fixture_io import save
+from neuron_reference import leaky_readout, lif_node
 
 torch.set_default_dtype(torch.float64)
-
-
-def surrogate(kind, alpha, z):
-    if kind == "sigmoid":
-        sg = torch.sigmoid(alpha * z)
-        return alpha * sg * (1 - sg)
-    if kind == "atan":
-        return (alpha / 2) / (1 + (math.pi / 2 * alpha * z) ** 2)
-    raise ValueError(kind)
-
-
-class Spike(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, h, theta, kind, alpha):
-        ctx.save_for_backward(h)
-        ctx.cfg = (theta, kind, alpha)
-        return (h >= theta).to(h.dtype)
-
-    @staticmethod
-    def backward(ctx, g):
-        (h,) = ctx.saved_tensors
-        theta, kind, alpha = ctx.cfg
-        return g * surrogate(kind, alpha, h - theta), None, None, None
-
-
-def lif(x, tau=2.0, theta=1.0, soft=False, detach=False, kind="sigmoid", alpha=4.0):
-    a, c = 1 - 1 / tau, 1 / tau
-    v = torch.zeros_like(x[0])
-    out = []
-    for t in range(x.shape[0]):
-        h = a * v + c * x[t]
-        s = Spike.apply(h, theta, kind, alpha)
-        sr = s.detach() if detach else s
-        v = h - theta * sr if soft else h * (1 - sr)
-        out.append(s)
-    return torch.stack(out)
 
 
 def per_image(f, x):
@@ -85,32 +50,28 @@ def init(specs, g):
 
 def net_a(x, p, state):
     y = per_image(lambda z: F.conv2d(z, p["0.weight"], p["0.bias"], padding=1), x)
-    s = lif(bn(y, p, "1", state))
+    s = lif_node(bn(y, p, "1", state))
     s = per_image(lambda z: F.max_pool2d(z, 2), s)
     s = s.flatten(2)
-    o = lif(s @ p["5.weight"].T + p["5.bias"])
+    o = lif_node(s @ p["5.weight"].T + p["5.bias"])
     return o  # mean readout: r = o
 
 
 def net_b(x, p, state):
-    cfg = dict(soft=True, detach=True, kind="atan", alpha=2.0)
+    cfg = dict(v_reset=None, detach_reset=True, surrogate="atan", alpha=2.0)
     y = per_image(lambda z: F.conv2d(z, p["0.weight"], p["0.bias"], padding=1), x)
-    s3 = lif(bn(y, p, "1", state), **cfg)
+    s3 = lif_node(bn(y, p, "1", state), **cfg)
     y = per_image(lambda z: F.conv2d(z, p["3.weight"], p["3.bias"], padding=1), s3)
-    s = lif(bn(y, p, "4", state) + s3, **cfg)
+    s = lif_node(bn(y, p, "4", state) + s3, **cfg)
     s = per_image(lambda z: F.avg_pool2d(z, 2), s).flatten(2)
     o = s @ p["9.weight"].T + p["9.bias"]
     a = 1 - 1 / 2.0  # leaky readout, tau = 2
-    r, out = torch.zeros_like(o[0]), []
-    for t in range(o.shape[0]):
-        r = a * r + (1 - a) * o[t]
-        out.append(r)
-    return torch.stack(out)
+    return leaky_readout(o, a, 1 - a)
 
 
 def net_c(x, p, state):
     """Awkward shapes: T = 1, B = 1, a layer of a single neuron."""
-    s = lif(x.flatten(2) @ p["0.weight"].T + p["0.bias"])
+    s = lif_node(x.flatten(2) @ p["0.weight"].T + p["0.bias"])
     return s @ p["2.weight"].T + p["2.bias"]
 
 

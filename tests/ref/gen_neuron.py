@@ -5,53 +5,17 @@ float32 (so C and PyTorch start from the same numbers), its parameters as a floa
 Inputs are redrawn until no membrane potential lies within MARGIN of a point where the forward or the surrogate
 jumps (the threshold, theta_grad, rect's edges): there the float32 kernel and this float64 reference may legitimately
 disagree on a spike, so away from them spikes must match exactly."""
-import math
 import os
 import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import fixture_io  # noqa: E402
+import neuron_reference
+from fixture_io import f32, randn32, save
+from neuron_reference import DEFAULT_ALPHA, SURROGATES
 
 torch.set_default_dtype(torch.float64)
 MARGIN = 1e-4
-SURROGATES = ["sigmoid", "atan", "fast_sigmoid", "rect"]
-DEFAULT_ALPHA = {"sigmoid": 4.0, "atan": 2.0, "fast_sigmoid": 10.0, "rect": 1.0}
-
-
-def surrogate_grad(kind, alpha, z):
-    if kind == "sigmoid":
-        sg = torch.sigmoid(alpha * z)
-        return alpha * sg * (1 - sg)
-    if kind == "atan":
-        return (alpha / 2) / (1 + (math.pi / 2 * alpha * z) ** 2)
-    if kind == "fast_sigmoid":
-        return 1 / (alpha * z.abs() + 1) ** 2
-    return torch.where(z.abs() < 0.5 / alpha, torch.full_like(z, alpha), torch.zeros_like(z))
-
-
-class Spike(torch.autograd.Function):
-    """Heaviside(h - theta) with Θ(0) = 1; backward: the surrogate, zero where h < theta_grad if that is on."""
-
-    @staticmethod
-    def forward(ctx, h, p):
-        ctx.save_for_backward(h)
-        ctx.p = p
-        return (h - p["v_threshold"] >= 0).to(h.dtype)
-
-    @staticmethod
-    def backward(ctx, g):
-        (h,) = ctx.saved_tensors
-        p = ctx.p
-        sg = surrogate_grad(p["surrogate"], p["alpha"], h - p["v_threshold"])
-        if p["use_grad_threshold"]:
-            sg = sg * (h >= p["grad_threshold"]).to(h.dtype)
-        return g * sg, None
-
-
-def f32(v):
-    return float(torch.tensor(v, dtype=torch.float32))
 
 
 def coeffs(p):
@@ -65,18 +29,10 @@ def coeffs(p):
 
 
 def lif(p, y):
-    """The LIF recurrence over y [T, ...], written plainly; returns spikes and membrane potentials h."""
+    """The LIF recurrence over y [T, ...] with the kernels' coefficients; returns spikes and membrane potentials h."""
     a, c = coeffs(p)
-    v = torch.full_like(y[0], 0.0 if p["soft_reset"] else p["v_reset"])
-    spikes, hs = [], []
-    for t in range(y.shape[0]):
-        h = a * v + c * y[t]
-        s = Spike.apply(h, p)
-        r = s.detach() if p["detach_reset"] else s
-        v = h - p["v_threshold"] * r if p["soft_reset"] else h * (1 - r) + p["v_reset"] * r
-        spikes.append(s)
-        hs.append(h)
-    return torch.stack(spikes), torch.stack(hs)
+    return neuron_reference.lif(y, a, c, p["v_threshold"], p["v_reset"], p["soft_reset"], p["detach_reset"],
+                                p["surrogate"], p["alpha"], p["grad_threshold"] if p["use_grad_threshold"] else None)
 
 
 def breakpoints(p):
@@ -107,16 +63,12 @@ def make_params(**kw):
     return p
 
 
-def randn32(gen, shape, mean=0.0, std=1.0):
-    return (torch.randn(shape, generator=gen) * std + mean).float().double()
-
-
 def lif_case(out, name, p, T, N, seed):
     mean, std = (0.7, 1.0) if p["decay_input"] else (0.35, 0.6)
     for attempt in range(1000):
         gen = torch.Generator().manual_seed(seed * 1000 + attempt)
-        x = randn32(gen, (T, N), mean, std).requires_grad_(True)
-        ds = randn32(gen, (T, N))
+        x = randn32((T, N), gen, mean, std).requires_grad_(True)
+        ds = randn32((T, N), gen)
         s, h = lif(p, x)
         if clear_of_breakpoints(p, h.detach()):
             break
@@ -166,12 +118,12 @@ def bn_lif_case(out, name, p, shape, seed, eps=1e-5, momentum=0.1):
     T, B, C, hw = shape
     for attempt in range(1000):
         gen = torch.Generator().manual_seed(seed * 1000 + attempt)
-        ch_mean = randn32(gen, (1, 1, C, 1), 0.0, 2.0)
+        ch_mean = randn32((1, 1, C, 1), gen, 0.0, 2.0)
         ch_std = (torch.rand((1, 1, C, 1), generator=gen) * 2.0 + 0.2).float().double()
-        x = (randn32(gen, (T, B, C, hw)) * ch_std + ch_mean).float().double().requires_grad_(True)
+        x = (randn32((T, B, C, hw), gen) * ch_std + ch_mean).float().double().requires_grad_(True)
         gamma = (torch.rand(C, generator=gen) + 0.5).float().double().requires_grad_(True)
         beta = (torch.rand(C, generator=gen) * 0.6 + 0.3).float().double().requires_grad_(True)
-        ds = randn32(gen, (T, B, C, hw))
+        ds = randn32((T, B, C, hw), gen)
         mean = x.mean(dim=(0, 1, 3))
         var = x.var(dim=(0, 1, 3), unbiased=False)
         xhat = (x - mean.view(1, 1, C, 1)) / torch.sqrt(var.view(1, 1, C, 1) + eps)
@@ -183,7 +135,7 @@ def bn_lif_case(out, name, p, shape, seed, eps=1e-5, momentum=0.1):
         raise RuntimeError(f"{name}: no input clear of the breakpoints")
     (s * ds.reshape(T, -1)).sum().backward()
     n = T * B * hw
-    rm0 = randn32(gen, (C,), 0.0, 0.5)
+    rm0 = randn32((C,), gen, 0.0, 0.5)
     rv0 = (torch.rand(C, generator=gen) + 0.5).float().double()
     rm = (1 - momentum) * rm0 + momentum * mean.detach()
     rv = (1 - momentum) * rv0 + momentum * var.detach() * n / (n - 1)
@@ -203,7 +155,7 @@ def bn_lif_case(out, name, p, shape, seed, eps=1e-5, momentum=0.1):
     mb = xb.mean(dim=(0, 1, 3), keepdim=True)
     vb = xb.var(dim=(0, 1, 3), unbiased=False, keepdim=True)
     yb = (xb - mb) / torch.sqrt(vb + eps) * gb.view(1, 1, C, 1) + bb.view(1, 1, C, 1)
-    dy = randn32(gen, (T, B, C, hw))
+    dy = randn32((T, B, C, hw), gen)
     (yb * dy).sum().backward()
     out.update({f"{name}.bn_dy": dy, f"{name}.bn_dx": xb.grad, f"{name}.bn_dgamma": gb.grad,
                 f"{name}.bn_dbeta": bb.grad})
@@ -231,8 +183,8 @@ def bn_lif_cases():
 def main():
     d = sys.argv[1]
     os.makedirs(d, exist_ok=True)
-    fixture_io.save(os.path.join(d, "lif.safetensors"), lif_cases())
-    fixture_io.save(os.path.join(d, "bn_lif.safetensors"), bn_lif_cases())
+    save(os.path.join(d, "lif.safetensors"), lif_cases())
+    save(os.path.join(d, "bn_lif.safetensors"), bn_lif_cases())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,83 @@
+"""neuron_reference.py — the one float64 PyTorch reference of spikefuse's neurons (the equations of docs/config.md):
+the LIF recurrence with surrogate spikes, resets, detach_reset, decay_input and θ_grad, and the leaky readout.
+
+It lives in tests/ref/, with the other PyTorch references, beside the fixture generators that import it as a sibling
+(Python puts a script's own folder first on sys.path); the Python interface tests (python/tests) reach it through
+PYTHONPATH=python:tests/ref, set by ctest's python_torch_lif, python/run_gpu.sh and python/README.md's command.
+Neither side edits sys.path, and generate_all.sh stays a plain loop over the generators."""
+import math
+
+import torch
+
+SURROGATES = ("sigmoid", "atan", "fast_sigmoid", "rect")  # the order of enum sf_surrogate
+DEFAULT_ALPHA = {"sigmoid": 4.0, "atan": 2.0, "fast_sigmoid": 10.0, "rect": 1.0}
+
+
+def surrogate_grad(name, alpha, z):
+    """∂s/∂h at z = h - v_threshold."""
+    if name == "sigmoid":
+        sg = torch.sigmoid(alpha * z)
+        return alpha * sg * (1 - sg)
+    if name == "atan":
+        return (alpha / 2) / (1 + (math.pi / 2 * alpha * z) ** 2)
+    if name == "fast_sigmoid":
+        return 1 / (alpha * z.abs() + 1) ** 2
+    if name == "rect":
+        return alpha * (z.abs() < 0.5 / alpha).to(z.dtype)
+    raise ValueError(name)
+
+
+class Spike(torch.autograd.Function):
+    """Heaviside(h - v_threshold) with Θ(0) = 1; backward: the surrogate, zero where h < grad_threshold if given."""
+
+    @staticmethod
+    def forward(ctx, h, v_threshold, surrogate, alpha, grad_threshold):
+        ctx.save_for_backward(h)
+        ctx.cfg = (v_threshold, surrogate, alpha, grad_threshold)
+        return (h >= v_threshold).to(h.dtype)
+
+    @staticmethod
+    def backward(ctx, ds):
+        (h,) = ctx.saved_tensors
+        v_threshold, surrogate, alpha, grad_threshold = ctx.cfg
+        sg = surrogate_grad(surrogate, alpha, h - v_threshold)
+        if grad_threshold is not None:
+            sg = sg * (h >= grad_threshold).to(h.dtype)
+        return ds * sg, None, None, None, None
+
+
+def lif(x_seq, a, c, v_threshold=1.0, v_reset=0.0, soft_reset=False, detach_reset=False, surrogate="sigmoid",
+        alpha=None, grad_threshold=None, v_rest=0.0):
+    """The LIF recurrence over x_seq [T, ...], one step at a time: h = v_rest + a·(v - v_rest) + c·x, spike, reset
+    (to v_reset, or by subtracting v_threshold if soft_reset). The membrane starts at the reset value and leaks
+    towards v_rest: 0 in spikefuse's kernels, v_reset in SpikingJelly's LIFNode. Returns (spikes, h)."""
+    alpha = DEFAULT_ALPHA[surrogate] if alpha is None else alpha
+    v = torch.full_like(x_seq[0], 0.0 if soft_reset else v_reset)
+    spikes, hs = [], []
+    for t in range(x_seq.shape[0]):  # not `for x in x_seq`: unbind would turn some +0 gradients into -0
+        h = v_rest + a * (v - v_rest) + c * x_seq[t]
+        s = Spike.apply(h, v_threshold, surrogate, alpha, grad_threshold)
+        r = s.detach() if detach_reset else s
+        v = h - v_threshold * r if soft_reset else h * (1 - r) + v_reset * r
+        spikes.append(s)
+        hs.append(h)
+    return torch.stack(spikes), torch.stack(hs)
+
+
+def lif_node(x_seq, tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=False,
+             surrogate="sigmoid", alpha=None, grad_threshold=None):
+    """Spikes of x_seq [T, *] with SpikingJelly's LIFNode parameters and equations (v_reset=None: soft reset)."""
+    soft_reset = v_reset is None
+    v_reset = 0.0 if soft_reset else v_reset
+    a, c = 1 - 1 / tau, (1 / tau if decay_input else 1.0)
+    return lif(x_seq, a, c, v_threshold, v_reset, soft_reset, detach_reset, surrogate, alpha, grad_threshold,
+               v_rest=v_reset)[0]
+
+
+def leaky_readout(o_seq, a, c):
+    """The non-spiking readout r_t = a·r_{t-1} + c·o_t over o_seq [T, ...], from r_0 = 0."""
+    r, out = torch.zeros_like(o_seq[0]), []
+    for t in range(o_seq.shape[0]):
+        r = a * r + c * o_seq[t]
+        out.append(r)
+    return torch.stack(out)
