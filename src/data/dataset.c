@@ -3,6 +3,7 @@
 #include "data/dataset.h"
 
 #include "core/error.h"
+#include "io/files.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -160,12 +161,12 @@ static sf_status load_idx_split(sf_dataset_kind kind, const char *dir, sf_split 
     SF_TRY(find_idx(kind, dir, stem, img_path, sizeof img_path));
     snprintf(stem, sizeof stem, "%s-labels-idx1-ubyte", prefix);
     SF_TRY(find_idx(kind, dir, stem, lbl_path, sizeof lbl_path));
-    uint8_t *img = NULL, *lbl = NULL;
+    char *img = NULL, *lbl = NULL;
     size_t img_len = 0, lbl_len = 0;
     sf_status s = sf_read_file_gz(img_path, SF_DATASET_MAX_FILE_BYTES, &img, &img_len);
     if (s == SF_OK) s = sf_read_file_gz(lbl_path, SF_DATASET_MAX_FILE_BYTES, &lbl, &lbl_len);
     if (s == SF_OK) {
-        s = sf_idx_to_dataset(img, img_len, lbl, lbl_len, 10, out);
+        s = sf_idx_to_dataset((const uint8_t *)img, img_len, (const uint8_t *)lbl, lbl_len, 10, out);
         if (s != SF_OK) s = sf_fail_context(s, "%s with %s: ", img_path, lbl_path);
     }
     free(img);
@@ -188,11 +189,11 @@ static sf_status load_cifar_split(const char *dir, sf_split split, sf_dataset **
         sf_status s = path_join(path, sizeof path, base, name);
         if (s == SF_OK && !file_exists(path))
             s = sf_fail(SF_ERR_IO, "CIFAR-10 not found: looked for %s; %s", path, provider(SF_DATASET_CIFAR10));
-        uint8_t *buf = NULL;
+        char *buf = NULL;
         size_t len = 0;
         if (s == SF_OK) s = sf_read_file_gz(path, SF_DATASET_MAX_FILE_BYTES, &buf, &len);
         if (s == SF_OK) {
-            s = sf_cifar_parse(buf, len, &ds);
+            s = sf_cifar_parse((const uint8_t *)buf, len, &ds);
             if (s != SF_OK) s = sf_fail_context(s, "%s: ", path);
         }
         free(buf);

@@ -72,10 +72,6 @@ sf_status sf_idx_to_dataset(const uint8_t *images, size_t images_len, const uint
 #define SF_CIFAR_RECORD_BYTES (1 + 3 * 32 * 32)
 sf_status sf_cifar_parse(const uint8_t *buf, size_t len, sf_dataset **ds);
 
-/* Reads a whole file, gunzipping transparently when it is gzip (zlib's gz* API reads plain files too). The buffer
- * grows with the bytes actually read, never from a size the file claims; it is refused beyond `max_bytes`. */
-sf_status sf_read_file_gz(const char *path, size_t max_bytes, uint8_t **buf, size_t *len);
-
 /* ---------------------------------------------------------------- encodings
  * An image x in [0, 1] (intensity / 255) becomes T steps of input:
  *   direct   every step carries the (optionally normalised) analog value: (x - mean[c]) / std[c]

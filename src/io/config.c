@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "io/config_keys.h"
+#include "io/files.h"
 
 #include <ini.h>
 #include <math.h>
@@ -425,27 +426,14 @@ sf_status sf_config_parse_string(const char *text, const char *name, sf_config *
 sf_status sf_config_load(const char *path, sf_config **out)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return sf_fail(SF_ERR_IO, "cannot open config %s", path);
-    char *text = malloc(SF_CONFIG_MAX_BYTES + 1);
-    if (!text) {
-        fclose(f);
-        return sf_fail(SF_ERR_NOMEM, "out of memory reading %s", path);
-    }
-    size_t n = fread(text, 1, SF_CONFIG_MAX_BYTES + 1, f);
-    int err = ferror(f);
-    fclose(f);
-    sf_status s = SF_OK;
-    if (err)
-        s = sf_fail(SF_ERR_IO, "cannot read config %s", path);
-    else if (n > SF_CONFIG_MAX_BYTES)
-        s = sf_fail(SF_ERR_INVALID, "%s: larger than %u bytes: not a config", path, SF_CONFIG_MAX_BYTES);
-    else if (memchr(text, 0, n))
+    char *text = NULL;
+    size_t n = 0;
+    sf_status s = sf_read_file(path, SF_CONFIG_MAX_BYTES, &text, &n);
+    if (s != SF_OK) return sf_fail_context(s, "config: ");
+    if (memchr(text, 0, n))
         s = sf_fail(SF_ERR_INVALID, "%s: contains a NUL byte: not a text config", path);
-    if (s == SF_OK) {
-        text[n] = 0;
+    else
         s = sf_config_parse_string(text, path, out);
-    }
     free(text);
     return s;
 }

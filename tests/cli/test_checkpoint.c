@@ -1,9 +1,9 @@
 /* test_checkpoint.c — the trainer's file handling without the CLI: a checkpoint round trip continues training
  * bitwise, damaged or mismatched checkpoints are refused with a message, metrics.jsonl is cut back to a
  * checkpoint, run directories are never reused by accident and stale temporaries are removed. */
+#include "io/files.h"
 #include "testutil.h"
 #include "train/checkpoint.h"
-#include "train/fsutil.h"
 #include "train/metrics.h"
 
 #include <cjson/cJSON.h>
@@ -150,7 +150,7 @@ static void test_damaged(const char *dir)
     snprintf(bad, sizeof bad, "%s/bad.safetensors", dir);
     char *buf = NULL;
     size_t len = 0;
-    CHECK_OK(sf_read_file(path, &buf, &len));
+    CHECK_OK(sf_read_file(path, SIZE_MAX, &buf, &len));
     sf_safetensors *st = NULL;
     sf_checkpoint_info info;
     /* Every truncation is an error, never a crash. */
@@ -191,7 +191,7 @@ static void test_metrics(const char *dir)
     fclose(f);
     CHECK_OK(sf_metrics_truncate(path, 3));
     char *text = NULL;
-    CHECK_OK(sf_read_file(path, &text, NULL));
+    CHECK_OK(sf_read_file(path, SIZE_MAX, &text, NULL));
     CHECK(text && strcmp(text, "{\"step\":1}\n{\"step\":2}\n{\"step\":3}\n") == 0, "truncated metrics: %s", text);
     free(text);
     char missing[512];
@@ -232,7 +232,7 @@ static void test_dirs(const char *dir)
     CHECK_OK(sf_write_file_atomic(file, "one", 3));
     CHECK_OK(sf_write_file_atomic(file, "two", 3));
     char *text = NULL;
-    CHECK_OK(sf_read_file(file, &text, NULL));
+    CHECK_OK(sf_read_file(file, SIZE_MAX, &text, NULL));
     CHECK(text && strcmp(text, "two") == 0, "atomic write content");
     free(text);
 }
