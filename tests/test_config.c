@@ -1,8 +1,8 @@
 /* test_config.c — INI configs: a full config parsed into its structs, every error kind reported as file:line,
  * the [readout] section, command-line overrides, the writer's round trip, loader parameters, and building the
  * network. */
-#include "io/config.h"
-#include "io/config_keys.h"
+#include "config/config.h"
+#include "config/config_keys.h"
 #include "testutil.h"
 
 #include <math.h>

@@ -1,5 +1,5 @@
 /* config_keys.c — the key tables of configs and the parsing and formatting of each value type. */
-#include "io/config_keys.h"
+#include "config/config_keys.h"
 
 #include "core/error.h"
 

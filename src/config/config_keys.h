@@ -1,9 +1,9 @@
 /* config_keys.h — the keys a config may hold: one table per section kind, shared by the parser, the overrides and
- * the writer, so that what is written always parses back. Internal to src/io/config*.c. */
-#ifndef SF_IO_CONFIG_KEYS_H
-#define SF_IO_CONFIG_KEYS_H
+ * the writer, so that what is written always parses back. Internal to src/config/. */
+#ifndef SF_CONFIG_CONFIG_KEYS_H
+#define SF_CONFIG_CONFIG_KEYS_H
 
-#include "io/config.h"
+#include "config/config.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -4,10 +4,10 @@
  * libinih reports neither line numbers nor sections without keys (Debian builds it without those options), so
  * lines reach it through our own reader: it counts physical lines and, after each section header, hands inih one
  * extra marker line, which the handler sees as the start of a section — empty ones like [flatten] included. */
-#include "io/config.h"
+#include "config/config.h"
 
+#include "config/config_keys.h"
 #include "core/error.h"
-#include "io/config_keys.h"
 #include "io/files.h"
 
 #include <ini.h>
