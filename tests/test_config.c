@@ -1,8 +1,8 @@
 /* test_config.c — INI configs: a full config parsed into its structs, every error kind reported as file:line,
  * the [readout] section, command-line overrides, the writer's round trip, loader parameters, and building the
  * network. */
-#include "io/config.h"
-#include "io/config_keys.h"
+#include "config/config.h"
+#include "config/config_keys.h"
 #include "testutil.h"
 
 #include <math.h>
@@ -461,12 +461,18 @@ static void test_longest_path(void)
 
 static void test_key_tables(void)
 {
-    CHECK(strcmp(sf_lif_keys[sf_lif_key_surrogate].name, "surrogate") == 0 &&
-              strcmp(sf_lif_keys[sf_lif_key_alpha].name, "alpha") == 0,
-          "the LIF key indices name surrogate and alpha");
+    CHECK(sf_key_index(sf_lif_keys, sf_num_lif_keys, "surrogate", 0) >= 0 &&
+              sf_key_index(sf_lif_keys, sf_num_lif_keys, "alpha", 0) >= 0,
+          "the parser finds the LIF keys surrogate and alpha by name");
     CHECK(sf_num_train_keys < 64 && sf_num_readout_keys < 64 && sf_num_lif_keys < 31 && sf_num_layer_keys < 31,
           "every key fits its section's given-mask");
-    CHECK(strcmp(sf_train_keys[0].name, "dataset") == 0, "dataset is the first [train] key (checked as required)");
+    CHECK(sf_key_index(sf_train_keys, sf_num_train_keys, "dataset", 0) >= 0,
+          "the parser finds the required [train] key dataset by name");
+    const int pool_stride = sf_key_index(sf_layer_keys, sf_num_layer_keys, "stride", 1u << SF_LAYER_MAXPOOL2D),
+              conv_stride = sf_key_index(sf_layer_keys, sf_num_layer_keys, "stride", 1u << SF_LAYER_CONV2D);
+    CHECK(pool_stride >= 0 && conv_stride >= 0 && sf_layer_keys[pool_stride].min == 0 &&
+              sf_layer_keys[conv_stride].min == 1,
+          "layer keys are found by name within their layer kind (a pool's stride may be 0, a conv's not)");
 }
 
 /* The text of docs/config.md between `heading` and the next heading, or NULL. */

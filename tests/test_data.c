@@ -122,8 +122,20 @@ static void test_idx_corrupt(void)
     uint8_t *im, *lb;
     size_t ilen = make_idx(3, idims, 0, 0, &im), llen = make_idx(1, ldims, 10, 0, &lb);
     sf_dataset *ds = NULL;
-    CHECK_OK(sf_idx_to_dataset(im, ilen, lb, llen, 10, &ds));
+    sf_sample_view samples;
+    CHECK_OK(sf_idx_samples(im, ilen, lb, llen, 10, &samples));
+    CHECK_OK(sf_dataset_append(&ds, &samples));
     CHECK(ds && ds->count == 4 && ds->height == 5 && ds->width == 6, "small IDX pair");
+    /* Appending: the same samples again double it; samples of another shape are refused and change nothing. */
+    CHECK_OK(sf_dataset_append(&ds, &samples));
+    int same = ds && ds->count == 8;
+    for (int64_t i = 0; same && i < 4 * 30; i++) same = ds->images[i] == ds->images[4 * 30 + i];
+    for (int64_t i = 0; same && i < 4; i++) same = ds->labels[i] == ds->labels[4 + i];
+    CHECK(same, "appended samples repeat the first ones");
+    sf_sample_view other = samples;
+    other.width = 5;
+    expect_fail(sf_dataset_append(&ds, &other), SF_ERR_INVALID, "to a dataset of 1×5×6", "append of another shape");
+    CHECK(ds && ds->count == 8, "a refused append leaves the dataset as it was");
     sf_dataset_free(ds);
 
     uint8_t *c = malloc(ilen + 8);
@@ -151,14 +163,14 @@ static void test_idx_corrupt(void)
     uint32_t l5[1] = {5}, l3d[3] = {4, 1, 1};
     uint8_t *lb5, *lb3;
     size_t l5len = make_idx(1, l5, 10, 0, &lb5), l3len = make_idx(3, l3d, 10, 0, &lb3);
-    expect_fail(sf_idx_to_dataset(im, ilen, lb5, l5len, 10, &ds), SF_ERR_FORMAT, "4 images, 5 labels",
+    expect_fail(sf_idx_samples(im, ilen, lb5, l5len, 10, &samples), SF_ERR_FORMAT, "4 images, 5 labels",
                 "count mismatch");
-    expect_fail(sf_idx_to_dataset(im, ilen, lb3, l3len, 10, &ds), SF_ERR_FORMAT, "labels", "labels with 3 dims");
-    expect_fail(sf_idx_to_dataset(lb, llen, lb, llen, 10, &ds), SF_ERR_FORMAT, "images", "1-D images");
+    expect_fail(sf_idx_samples(im, ilen, lb3, l3len, 10, &samples), SF_ERR_FORMAT, "labels", "labels with 3 dims");
+    expect_fail(sf_idx_samples(lb, llen, lb, llen, 10, &samples), SF_ERR_FORMAT, "images", "1-D images");
     lb[4 + 4 + 2] = 10;
-    expect_fail(sf_idx_to_dataset(im, ilen, lb, llen, 10, &ds), SF_ERR_FORMAT, "label 10 of sample 2",
+    expect_fail(sf_idx_samples(im, ilen, lb, llen, 10, &samples), SF_ERR_FORMAT, "label 10 of sample 2",
                 "label out of range");
-    CHECK(ds == NULL, "no dataset on failure");
+    CHECK(samples.count == 0 && samples.images == NULL, "no samples on failure");
     free(lb5);
     free(lb3);
     free(im);
@@ -264,12 +276,13 @@ static void test_cifar(void)
 
     size_t len;
     uint8_t *b = make_cifar(2, 0, &len);
-    sf_dataset *ds = NULL;
-    expect_fail(sf_cifar_parse(b, len - 1, &ds), SF_ERR_FORMAT, "whole number", "truncated CIFAR");
-    expect_fail(sf_cifar_parse(b, 0, &ds), SF_ERR_FORMAT, "empty", "empty CIFAR");
+    sf_sample_view samples;
+    expect_fail(sf_cifar_parse(b, len - 1, &samples), SF_ERR_FORMAT, "whole number", "truncated CIFAR");
+    expect_fail(sf_cifar_parse(b, 0, &samples), SF_ERR_FORMAT, "empty", "empty CIFAR");
     b[SF_CIFAR_RECORD_BYTES] = 200;
-    expect_fail(sf_cifar_parse(b, len, &ds), SF_ERR_FORMAT, "record 1 has label 200", "CIFAR label out of range");
-    CHECK(ds == NULL, "no dataset on failure");
+    expect_fail(sf_cifar_parse(b, len, &samples), SF_ERR_FORMAT, "record 1 has label 200",
+                "CIFAR label out of range");
+    CHECK(samples.count == 0 && samples.images == NULL, "no samples on failure");
     snprintf(path, sizeof path, "%s/test_batch.bin", sub);
     write_file(path, b, len, 0); /* with a bad label */
     expect_fail(sf_dataset_load(SF_DATASET_CIFAR10, dir, SF_SPLIT_TEST, &te), SF_ERR_FORMAT, "test_batch.bin",

@@ -52,7 +52,7 @@ int sf_cli_stop_requested(void);
 const char *sf_cli_bytes(double bytes, char *buf, int cap);
 
 /* ---------------------------------------------------------------- configs (cli_config.c) */
-#include "io/config.h"
+#include "config/config.h"
 
 #define SF_CLI_MAX_SETS 256
 

@@ -1,8 +1,8 @@
 /* cmd_eval.c — `spikefuse eval`: test accuracy and per-layer firing rates of a checkpoint. */
 #include "cli.h"
+#include "io/files.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
-#include "train/fsutil.h"
 #include "train/metrics.h"
 #include "train/run_config.h"
 #include "train/trainer.h"

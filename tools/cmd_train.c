@@ -1,7 +1,7 @@
 /* cmd_train.c — `spikefuse train`: argument handling, the run directory's name, resume checks, and the summary. */
 #include "cli.h"
+#include "io/files.h"
 #include "progress.h"
-#include "train/fsutil.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
 

@@ -1,6 +1,7 @@
 /* dataset.h — image classification datasets held in memory (MNIST, Fashion-MNIST, CIFAR-10), their file readers
- * (IDX gzipped or plain, CIFAR-10 binary; each with a memory-buffer entry point that trusts nothing in the bytes),
- * the spike encodings, and the batch loader that shuffles, augments, encodes and prefetches on a background thread.
+ * (IDX gzipped or plain, CIFAR-10 binary; each a memory-buffer parser that trusts nothing in the bytes and returns
+ * a view of the samples it found), the spike encodings, and the batch loader that shuffles, augments, encodes and
+ * prefetches on a background thread.
  *
  * Everything the trainer needs from src/data is declared here. */
 #ifndef SF_DATA_DATASET_H
@@ -14,12 +15,20 @@
 /* ---------------------------------------------------------------- datasets */
 #define SF_DATASET_MAX_CHANNELS 4
 
-typedef enum sf_dataset_kind { SF_DATASET_FASHION_MNIST = 0, SF_DATASET_MNIST, SF_DATASET_CIFAR10 } sf_dataset_kind;
+/* One kind per row of the format table (data/formats.c). */
+typedef enum sf_dataset_kind {
+    SF_DATASET_FASHION_MNIST = 0,
+    SF_DATASET_MNIST,
+    SF_DATASET_CIFAR10,
+    SF_DATASET_NUM_KINDS
+} sf_dataset_kind;
 typedef enum sf_split { SF_SPLIT_TRAIN = 0, SF_SPLIT_TEST } sf_split;
 
-/* "fashion-mnist", "mnist", "cifar10". */
+/* "fashion-mnist", "mnist", "cifar10". A wrong name is SF_ERR_INVALID "expects fashion-mnist, mnist or cifar10". */
 sf_status sf_dataset_kind_parse(const char *name, sf_dataset_kind *out);
 const char *sf_dataset_kind_name(sf_dataset_kind kind);
+/* The accepted names as "fashion-mnist, mnist or cifar10" into buf (truncated to cap). */
+void sf_dataset_kind_list(char *buf, size_t cap);
 /* Where the dataset is looked for when no directory is given: /usr/share/datasets/fashion-mnist (Debian package
  * dataset-fashion-mnist), data/mnist, data/cifar-10-batches-bin. */
 const char *sf_dataset_default_dir(sf_dataset_kind kind);
@@ -40,9 +49,21 @@ typedef struct sf_dataset {
                                                                          * dataset on the [0, 1] scale */
 } sf_dataset;
 
+/* Labelled samples as a reader found them, viewed in place in the file's bytes: sample i's image is the
+ * channels×height×width bytes at images + i·image_stride, its label the byte at labels + i·label_stride. */
+typedef struct sf_sample_view {
+    int64_t count;
+    int32_t channels, height, width, classes;
+    const uint8_t *images, *labels;
+    size_t image_stride, label_stride;
+} sf_sample_view;
+
 /* Allocates an empty dataset of `count` zeroed samples (sizes are checked); mean 0 and std 1 per channel. */
 sf_status sf_dataset_create(int64_t count, int32_t channels, int32_t height, int32_t width, int32_t classes,
                             sf_dataset **out);
+/* Copies a reader's samples into *ds: a new dataset of the view's shape when *ds is NULL, else appended to it (its
+ * shape and classes must be the view's). On failure *ds is left as it was. */
+sf_status sf_dataset_append(sf_dataset **ds, const sf_sample_view *v);
 void sf_dataset_free(sf_dataset *ds);
 
 /* Loads one split of a dataset from `dir` (NULL or "": sf_dataset_default_dir). A missing file is SF_ERR_IO with a
@@ -50,8 +71,8 @@ void sf_dataset_free(sf_dataset *ds);
 sf_status sf_dataset_load(sf_dataset_kind kind, const char *dir, sf_split split, sf_dataset **out);
 
 /* ---------------------------------------------------------------- readers (memory-buffer entry points)
- * The buffers are the whole (decompressed) file; every header field is checked against `len` before any
- * allocation sized from it. Errors are SF_ERR_FORMAT with a message naming the field. */
+ * The buffers are the whole (decompressed) file; every header field is checked against `len`. Errors are
+ * SF_ERR_FORMAT with a message naming the field; the views point into the buffers and allocate nothing. */
 
 /* An IDX file of unsigned bytes (type 0x08) with 1 to 4 dimensions, viewed in place. */
 typedef struct sf_idx_view {
@@ -62,19 +83,15 @@ typedef struct sf_idx_view {
 } sf_idx_view;
 sf_status sf_idx_parse(const uint8_t *buf, size_t len, sf_idx_view *out);
 
-/* Builds a dataset from an images IDX file [N, H, W] (or [N, C, H, W]) and a labels IDX file [N]: the counts
- * must agree and every label must be < classes. */
-sf_status sf_idx_to_dataset(const uint8_t *images, size_t images_len, const uint8_t *labels, size_t labels_len,
-                            int32_t classes, sf_dataset **out);
+/* The samples of an images IDX file [N, H, W] (or [N, C, H, W]) and a labels IDX file [N]: the counts must agree
+ * and every label must be < classes. */
+sf_status sf_idx_samples(const uint8_t *images, size_t images_len, const uint8_t *labels, size_t labels_len,
+                         int32_t classes, sf_sample_view *out);
 
 /* CIFAR-10 binary records: 1 label byte then 3×32×32 image bytes, channel-planar. `len` must be a whole number
- * of records and every label < 10. Appends to *ds when *ds is not NULL, else creates it. */
+ * of records and every label < 10. */
 #define SF_CIFAR_RECORD_BYTES (1 + 3 * 32 * 32)
-sf_status sf_cifar_parse(const uint8_t *buf, size_t len, sf_dataset **ds);
-
-/* Reads a whole file, gunzipping transparently when it is gzip (zlib's gz* API reads plain files too). The buffer
- * grows with the bytes actually read, never from a size the file claims; it is refused beyond `max_bytes`. */
-sf_status sf_read_file_gz(const char *path, size_t max_bytes, uint8_t **buf, size_t *len);
+sf_status sf_cifar_parse(const uint8_t *buf, size_t len, sf_sample_view *out);
 
 /* ---------------------------------------------------------------- encodings
  * An image x in [0, 1] (intensity / 255) becomes T steps of input:

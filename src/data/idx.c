@@ -1,9 +1,13 @@
 /* idx.c — the IDX format of MNIST and Fashion-MNIST: a magic of two zero bytes, a type byte (0x08: unsigned
- * bytes) and a dimension count, then each dimension as a big-endian uint32, then the data. */
-#include "data/dataset.h"
+ * bytes) and a dimension count, then each dimension as a big-endian uint32, then the data. An images file and a
+ * labels file make one split. */
+#include "data/formats.h"
 
 #include "core/error.h"
+#include "io/files.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static uint32_t be32(const uint8_t *p)
@@ -46,10 +50,10 @@ sf_status sf_idx_parse(const uint8_t *buf, size_t len, sf_idx_view *out)
     return SF_OK;
 }
 
-sf_status sf_idx_to_dataset(const uint8_t *images, size_t images_len, const uint8_t *labels, size_t labels_len,
-                            int32_t classes, sf_dataset **out)
+sf_status sf_idx_samples(const uint8_t *images, size_t images_len, const uint8_t *labels, size_t labels_len,
+                         int32_t classes, sf_sample_view *out)
 {
-    *out = NULL;
+    memset(out, 0, sizeof *out);
     sf_idx_view im, lb;
     sf_status s = sf_idx_parse(images, images_len, &im);
     if (s != SF_OK) return sf_fail_context(s, "images: ");
@@ -69,10 +73,44 @@ sf_status sf_idx_to_dataset(const uint8_t *images, size_t images_len, const uint
         if (lb.data[i] >= classes)
             return sf_fail(SF_ERR_FORMAT, "labels: label %d of sample %lld is out of range (expected 0..%d)",
                            lb.data[i], (long long)i, classes - 1);
-    sf_dataset *ds;
-    SF_TRY(sf_dataset_create(lb.numel, (int32_t)c, (int32_t)h, (int32_t)w, classes, &ds));
-    memcpy(ds->images, im.data, (size_t)im.numel);
-    memcpy(ds->labels, lb.data, (size_t)lb.numel);
-    *out = ds;
+    *out = (sf_sample_view){.count = lb.numel, .channels = (int32_t)c, .height = (int32_t)h, .width = (int32_t)w,
+                            .classes = classes, .images = im.data, .labels = lb.data,
+                            .image_stride = (size_t)(c * h * w), .label_stride = 1};
     return SF_OK;
+}
+
+/* The IDX file `stem` in dir: stem.gz or stem. */
+static sf_status find_idx(const sf_dataset_format *f, const char *dir, const char *stem, char *path, size_t cap)
+{
+    char name[80];
+    snprintf(name, sizeof name, "%s.gz", stem);
+    SF_TRY(sf_path_join(path, cap, dir, name));
+    if (sf_file_exists(path)) return SF_OK;
+    SF_TRY(sf_path_join(path, cap, dir, stem));
+    if (sf_file_exists(path)) return SF_OK;
+    return sf_fail(SF_ERR_IO, "%s not found: looked for %s/%s.gz and %s/%s; %s", f->pretty, dir, stem, dir, stem,
+                   f->provider);
+}
+
+sf_status sf_idx_load(const sf_dataset_format *f, const char *dir, sf_split split, sf_dataset **out)
+{
+    const char *prefix = split == SF_SPLIT_TRAIN ? "train" : "t10k";
+    char stem[64], img_path[4096], lbl_path[4096];
+    snprintf(stem, sizeof stem, "%s-images-idx3-ubyte", prefix);
+    SF_TRY(find_idx(f, dir, stem, img_path, sizeof img_path));
+    snprintf(stem, sizeof stem, "%s-labels-idx1-ubyte", prefix);
+    SF_TRY(find_idx(f, dir, stem, lbl_path, sizeof lbl_path));
+    char *img = NULL, *lbl = NULL;
+    size_t img_len = 0, lbl_len = 0;
+    sf_status s = sf_read_file_gz(img_path, SF_DATASET_MAX_FILE_BYTES, &img, &img_len);
+    if (s == SF_OK) s = sf_read_file_gz(lbl_path, SF_DATASET_MAX_FILE_BYTES, &lbl, &lbl_len);
+    if (s == SF_OK) {
+        sf_sample_view v;
+        s = sf_idx_samples((const uint8_t *)img, img_len, (const uint8_t *)lbl, lbl_len, f->classes, &v);
+        if (s == SF_OK) s = sf_dataset_append(out, &v);
+        if (s != SF_OK) s = sf_fail_context(s, "%s with %s: ", img_path, lbl_path);
+    }
+    free(img);
+    free(lbl);
+    return s;
 }

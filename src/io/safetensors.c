@@ -2,15 +2,13 @@
 #include "io/safetensors.h"
 
 #include "core/error.h"
+#include "io/files.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* A header larger than this is refused before any allocation sized from it. */
 #define SF_ST_MAX_HEADER (100u << 20)
@@ -155,27 +153,10 @@ sf_status sf_safetensors_parse(const uint8_t *buf, size_t len, sf_safetensors **
 sf_status sf_safetensors_load(const char *path, sf_safetensors **out)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return sf_fail(SF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    uint8_t *buf = NULL;
-    long len = -1;
-    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
-    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return sf_fail(SF_ERR_IO, "cannot read %s", path);
-    }
-    buf = malloc((size_t)len + 1);
-    if (!buf) {
-        fclose(f);
-        return sf_fail(SF_ERR_NOMEM, "out of memory reading %s (%ld bytes)", path, len);
-    }
-    size_t got = fread(buf, 1, (size_t)len, f);
-    fclose(f);
-    if (got != (size_t)len) {
-        free(buf);
-        return sf_fail(SF_ERR_IO, "short read from %s", path);
-    }
-    sf_status s = sf_safetensors_parse(buf, (size_t)len, out);
+    char *buf = NULL;
+    size_t len = 0;
+    SF_TRY(sf_read_file(path, SIZE_MAX, &buf, &len));
+    sf_status s = sf_safetensors_parse((const uint8_t *)buf, len, out);
     free(buf);
     return s == SF_OK ? s : sf_fail_context(s, "%s: ", path);
 }
@@ -313,19 +294,6 @@ sf_status sf_st_writer_meta(sf_st_writer *w, const char *key, const char *value)
     return cJSON_AddStringToObject(w->meta, key, value) ? SF_OK : sf_fail(SF_ERR_NOMEM, "out of memory");
 }
 
-static sf_status write_all(int fd, const void *p, size_t n, const char *path)
-{
-    const uint8_t *b = p;
-    while (n) {
-        ssize_t k = write(fd, b, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return sf_fail(SF_ERR_IO, "writing %s: %s", path, strerror(errno));
-        b += k;
-        n -= (size_t)k;
-    }
-    return SF_OK;
-}
-
 static char *header_json(const sf_st_writer *w, size_t *len)
 {
     cJSON *root = cJSON_CreateObject();
@@ -364,30 +332,14 @@ sf_status sf_st_writer_save(sf_st_writer *w, const char *path)
     size_t hlen = 0;
     char *header = header_json(w, &hlen);
     if (!header) return sf_fail(SF_ERR_NOMEM, "out of memory building the safetensors header");
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
-    if (!tmp) {
-        free(header);
-        return sf_fail(SF_ERR_NOMEM, "out of memory");
-    }
-    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        sf_status s = sf_fail(SF_ERR_IO, "cannot create a temporary file beside %s: %s", path, strerror(errno));
-        free(header);
-        free(tmp);
-        return s;
-    }
     uint8_t len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
-    sf_status s = write_all(fd, len8, 8, tmp);
-    if (s == SF_OK) s = write_all(fd, header, hlen, tmp);
-    for (int32_t i = 0; i < w->count && s == SF_OK; i++) s = write_all(fd, w->blobs[i].bytes, w->blobs[i].nbytes, tmp);
-    if (s == SF_OK && fsync(fd) != 0) s = sf_fail(SF_ERR_IO, "fsync %s: %s", tmp, strerror(errno));
-    if (close(fd) != 0 && s == SF_OK) s = sf_fail(SF_ERR_IO, "close %s: %s", tmp, strerror(errno));
-    if (s == SF_OK && rename(tmp, path) != 0) s = sf_fail(SF_ERR_IO, "rename %s to %s: %s", tmp, path, strerror(errno));
-    if (s != SF_OK) unlink(tmp);
+    sf_atomic_file f;
+    if (sf_atomic_file_open(&f, path) == SF_OK) {
+        sf_atomic_file_write(&f, len8, sizeof len8);
+        sf_atomic_file_write(&f, header, hlen);
+        for (int32_t i = 0; i < w->count; i++) sf_atomic_file_write(&f, w->blobs[i].bytes, w->blobs[i].nbytes);
+    }
     free(header);
-    free(tmp);
-    return s;
+    return sf_atomic_file_commit(&f);
 }

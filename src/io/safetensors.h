@@ -47,8 +47,8 @@ void sf_st_writer_free(sf_st_writer *w);
 sf_status sf_st_writer_add(sf_st_writer *w, const char *name, sf_dtype dtype, int32_t ndim, const int64_t *shape,
                            const void *data);
 sf_status sf_st_writer_meta(sf_st_writer *w, const char *key, const char *value);
-/* Writes to a temporary file in the same directory, fsyncs it and renames it over `path`, so a crash at any
- * moment leaves either the old file or the new one. */
+/* Writes `path` atomically (io/files.h: a temporary beside it, fsync, rename, fsync of the directory), so a crash
+ * at any moment leaves either the old file or the new one. */
 sf_status sf_st_writer_save(sf_st_writer *w, const char *path);
 
 #endif

@@ -2,7 +2,6 @@
 #include "train/checkpoint.h"
 
 #include "core/error.h"
-#include "train/fsutil.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -71,9 +70,6 @@ sf_status sf_checkpoint_save(const sf_net *net, const sf_checkpoint_info *info, 
     sf_status s = fill_writer(w, net, info);
     if (s == SF_OK) s = sf_st_writer_save(w, path);
     sf_st_writer_free(w);
-    /* mkstemp made the file 0600; give it the mode any other file the user writes gets. */
-    if (s == SF_OK) s = sf_set_default_mode(path);
-    if (s == SF_OK) s = sf_fsync_parent(path);
     return s == SF_OK ? s : sf_fail_context(s, "saving checkpoint %s: ", path);
 }
 

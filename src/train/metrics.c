@@ -2,7 +2,7 @@
 #include "train/metrics.h"
 
 #include "core/error.h"
-#include "train/fsutil.h"
+#include "io/files.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -87,7 +87,7 @@ sf_status sf_metrics_truncate(const char *path, int64_t max_step)
     FILE *probe = fopen(path, "rb");
     if (!probe) return errno == ENOENT ? SF_OK : sf_fail(SF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     fclose(probe);
-    SF_TRY(sf_read_file(path, &text, &len));
+    SF_TRY(sf_read_file(path, SIZE_MAX, &text, &len));
     char *kept = malloc(len + 1);
     if (!kept) {
         free(text);

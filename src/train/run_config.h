@@ -3,7 +3,7 @@
 #ifndef SF_TRAIN_RUN_CONFIG_H
 #define SF_TRAIN_RUN_CONFIG_H
 
-#include "io/config.h"
+#include "config/config.h"
 
 /* Parses the config stored in a checkpoint's __metadata__. */
 sf_status sf_checkpoint_config(const char *checkpoint_path, sf_config **out);

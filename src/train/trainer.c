@@ -3,10 +3,10 @@
 #include "train/trainer.h"
 
 #include "core/error.h"
+#include "io/files.h"
 #include "train/checkpoint.h"
 #include "train/clock.h"
 #include "train/evaluate.h"
-#include "train/fsutil.h"
 #include "train/metrics.h"
 
 #include <cjson/cJSON.h>
@@ -229,7 +229,13 @@ static sf_status prepare_dir(run *r)
 {
     const sf_train_options *o = r->opt;
     int in_place = o->resume_dir && sf_same_dir(o->resume_dir, o->run_dir);
-    SF_TRY(sf_dir_prepare(o->run_dir, !in_place));
+    sf_status s = sf_dir_prepare(o->run_dir, !in_place);
+    if (s == SF_ERR_STATE)
+        return sf_fail(s,
+                       "%s is not empty: refusing to write a new run over it (choose another --out, or continue "
+                       "that run with --resume %s)",
+                       o->run_dir, o->run_dir);
+    SF_TRY(s);
     SF_TRY(sf_path_join(r->last_path, sizeof r->last_path, o->run_dir, SF_RUN_LAST));
     SF_TRY(sf_path_join(r->best_path, sizeof r->best_path, o->run_dir, SF_RUN_BEST));
     char path[4096];

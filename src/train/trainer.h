@@ -10,7 +10,7 @@
 #ifndef SF_TRAIN_TRAINER_H
 #define SF_TRAIN_TRAINER_H
 
-#include "io/config.h"
+#include "config/config.h"
 #include "spikefuse.h"
 
 #include <stddef.h>

@@ -1,9 +1,10 @@
 /* test_checkpoint.c — the trainer's file handling without the CLI: a checkpoint round trip continues training
  * bitwise, damaged or mismatched checkpoints are refused with a message, metrics.jsonl is cut back to a
- * checkpoint, run directories are never reused by accident and stale temporaries are removed. */
+ * checkpoint, run directories are never reused by accident, stale temporaries are removed, and whole-file reads
+ * keep their size limit exactly. */
+#include "io/files.h"
 #include "testutil.h"
 #include "train/checkpoint.h"
-#include "train/fsutil.h"
 #include "train/metrics.h"
 
 #include <cjson/cJSON.h>
@@ -150,7 +151,7 @@ static void test_damaged(const char *dir)
     snprintf(bad, sizeof bad, "%s/bad.safetensors", dir);
     char *buf = NULL;
     size_t len = 0;
-    CHECK_OK(sf_read_file(path, &buf, &len));
+    CHECK_OK(sf_read_file(path, SIZE_MAX, &buf, &len));
     sf_safetensors *st = NULL;
     sf_checkpoint_info info;
     /* Every truncation is an error, never a crash. */
@@ -191,7 +192,7 @@ static void test_metrics(const char *dir)
     fclose(f);
     CHECK_OK(sf_metrics_truncate(path, 3));
     char *text = NULL;
-    CHECK_OK(sf_read_file(path, &text, NULL));
+    CHECK_OK(sf_read_file(path, SIZE_MAX, &text, NULL));
     CHECK(text && strcmp(text, "{\"step\":1}\n{\"step\":2}\n{\"step\":3}\n") == 0, "truncated metrics: %s", text);
     free(text);
     char missing[512];
@@ -232,9 +233,48 @@ static void test_dirs(const char *dir)
     CHECK_OK(sf_write_file_atomic(file, "one", 3));
     CHECK_OK(sf_write_file_atomic(file, "two", 3));
     char *text = NULL;
-    CHECK_OK(sf_read_file(file, &text, NULL));
+    CHECK_OK(sf_read_file(file, SIZE_MAX, &text, NULL));
     CHECK(text && strcmp(text, "two") == 0, "atomic write content");
     free(text);
+    struct stat st;
+    mode_t mask = umask(0);
+    umask(mask);
+    CHECK(stat(file, &st) == 0 && (st.st_mode & 0777) == (0666 & ~mask), "an atomic write gets the default mode");
+    char missing[700];
+    snprintf(missing, sizeof missing, "%s/no/such/dir/file", run);
+    sf_status s_missing = sf_write_file_atomic(missing, "x", 1);
+    CHECK(s_missing == SF_ERR_IO && strstr(sf_last_error(), "temporary file"), "atomic write into a missing dir: %s",
+          sf_last_error());
+}
+
+/* Whole-file reads: the size limit is exact, empty files are empty strings, gz reads plain files too. */
+static void test_read_file(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/five.txt", dir);
+    write_bytes(path, "12345", 5);
+    char *text = NULL;
+    size_t len = 0;
+    CHECK_OK(sf_read_file(path, 5, &text, &len));
+    CHECK(text && len == 5 && strcmp(text, "12345") == 0, "a file of exactly max_bytes is read");
+    free(text);
+    CHECK_OK(sf_read_file_gz(path, 5, &text, &len));
+    CHECK(text && len == 5 && strcmp(text, "12345") == 0, "the gz reader reads a plain file as it is");
+    free(text);
+    sf_status s = sf_read_file(path, 4, &text, &len);
+    CHECK(s == SF_ERR_FORMAT && strstr(sf_last_error(), "larger than 4 bytes") && text == NULL,
+          "one byte over max_bytes is refused: %s", sf_last_error());
+    s = sf_read_file_gz(path, 4, &text, &len);
+    CHECK(s == SF_ERR_FORMAT && strstr(sf_last_error(), "larger than 4 bytes") && text == NULL,
+          "one byte over max_bytes is refused by the gz reader: %s", sf_last_error());
+    snprintf(path, sizeof path, "%s/empty.txt", dir);
+    write_bytes(path, "", 0);
+    CHECK_OK(sf_read_file(path, 0, &text, &len));
+    CHECK(text && len == 0 && text[0] == 0, "an empty file is an empty string");
+    free(text);
+    snprintf(path, sizeof path, "%s/none.txt", dir);
+    s = sf_read_file(path, 10, &text, &len);
+    CHECK(s == SF_ERR_IO && strstr(sf_last_error(), "none.txt"), "a missing file is named: %s", sf_last_error());
 }
 
 int main(void)
@@ -245,6 +285,7 @@ int main(void)
     test_damaged(dir);
     test_metrics(dir);
     test_dirs(dir);
+    test_read_file(dir);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

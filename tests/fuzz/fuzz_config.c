@@ -2,7 +2,7 @@
  * byte and override arguments (one "section.key=value" per line). A config that parses must survive the
  * overrides and write out text that parses back and writes the same text again: a crash otherwise. Then the
  * network it describes is built (shape inference only). */
-#include "io/config.h"
+#include "config/config.h"
 
 #include <stddef.h>
 #include <stdint.h>

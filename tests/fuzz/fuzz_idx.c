@@ -18,8 +18,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 2) return 0;
     size_t split = ((size_t)data[0] | (size_t)data[1] << 8) % (size - 1);
     const uint8_t *rest = data + 2;
+    sf_sample_view samples;
     sf_dataset *ds = NULL;
-    if (sf_idx_to_dataset(rest, split, rest + split, size - 2 - split, 10, &ds) == SF_OK) {
+    if (sf_idx_samples(rest, split, rest + split, size - 2 - split, 10, &samples) == SF_OK &&
+        sf_dataset_append(&ds, &samples) == SF_OK) {
         volatile uint32_t sum = 0;
         for (int64_t i = 0; i < ds->count; i++) sum += ds->labels[i] + ds->images[i];
         (void)sum;

@@ -17,8 +17,8 @@
  *
  * Errors (unknown section or key, a value of the wrong type or out of range, a key given twice, a missing required
  * key) are SF_ERR_INVALID with the message "file:line: what is wrong". */
-#ifndef SF_IO_CONFIG_H
-#define SF_IO_CONFIG_H
+#ifndef SF_CONFIG_CONFIG_H
+#define SF_CONFIG_CONFIG_H
 
 #include "data/dataset.h"
 #include "spikefuse.h"

@@ -4,10 +4,11 @@
  * libinih reports neither line numbers nor sections without keys (Debian builds it without those options), so
  * lines reach it through our own reader: it counts physical lines and, after each section header, hands inih one
  * extra marker line, which the handler sees as the start of a section — empty ones like [flatten] included. */
-#include "io/config.h"
+#include "config/config.h"
 
+#include "config/config_keys.h"
 #include "core/error.h"
-#include "io/config_keys.h"
+#include "io/files.h"
 
 #include <ini.h>
 #include <math.h>
@@ -116,14 +117,18 @@ static char *reader(char *str, int num, void *stream)
 
 /* ---------------------------------------------------------------- applying one key */
 
+/* The bit of key `name` in a given-mask of its table's section (0 if the table lacks it). */
+static uint64_t key_bit(const sf_key_spec *table, int n, const char *name)
+{
+    int i = sf_key_index(table, n, name, 0);
+    return i >= 0 ? 1ull << i : 0;
+}
+
+/* Key `name` of a table, its index in *index (-1 when there is none). */
 static const sf_key_spec *find_key(const sf_key_spec *table, int n, const char *name, uint32_t kind_bit, int *index)
 {
-    for (int i = 0; i < n; i++)
-        if ((kind_bit == 0 || (table[i].kinds & kind_bit)) && strcmp(table[i].name, name) == 0) {
-            *index = i;
-            return &table[i];
-        }
-    return NULL;
+    *index = sf_key_index(table, n, name, kind_bit);
+    return *index >= 0 ? &table[*index] : NULL;
 }
 
 /* "unknown key 'x' in [conv] (accepted: filters, size, ...)", with an optional hint after the section. */
@@ -216,21 +221,16 @@ static sf_status apply_layer(sf_config *cfg, int32_t li, const char *name, const
 /* Alpha follows the surrogate unless it was given where the surrogate was chosen or later. */
 static void resolve_lif(sf_config *cfg)
 {
-    if (!(cfg->neuron_own & (1u << sf_lif_key_alpha)))
-        cfg->neuron.alpha = sf_surrogate_default_alpha(cfg->neuron.surrogate);
+    const uint64_t surrogate = key_bit(sf_lif_keys, sf_num_lif_keys, "surrogate"),
+                   alpha = key_bit(sf_lif_keys, sf_num_lif_keys, "alpha");
+    if (!(cfg->neuron_own & alpha)) cfg->neuron.alpha = sf_surrogate_default_alpha(cfg->neuron.surrogate);
     for (int32_t i = 0; i < cfg->num_layers; i++) {
         sf_config_layer *L = &cfg->layers[i];
         if (L->desc.kind != SF_LAYER_LIF) continue;
         sf_lif_params p = cfg->neuron;
-        for (int b = 0; b < sf_num_lif_keys; b++) {
-            if (!(L->lif_own & (1u << b))) continue;
-            const sf_key_spec *k = &sf_lif_keys[b];
-            memcpy((char *)&p + k->offset, (const char *)&L->lif_own_values + k->offset, 4);
-            if (k->type == SF_V_OPT_FLOAT)
-                memcpy((char *)&p + k->flag_offset, (const char *)&L->lif_own_values + k->flag_offset, 4);
-        }
-        if ((L->lif_own & (1u << sf_lif_key_surrogate)) && !(L->lif_own & (1u << sf_lif_key_alpha)))
-            p.alpha = sf_surrogate_default_alpha(p.surrogate);
+        for (int b = 0; b < sf_num_lif_keys; b++)
+            if (L->lif_own & (1u << b)) sf_key_copy(&sf_lif_keys[b], &p, &L->lif_own_values);
+        if ((L->lif_own & surrogate) && !(L->lif_own & alpha)) p.alpha = sf_surrogate_default_alpha(p.surrogate);
         L->desc.lif = p;
     }
 }
@@ -385,6 +385,13 @@ static int handler(void *user, const char *section, const char *name, const char
     return 1;
 }
 
+static sf_status missing_dataset(const char *name, int line)
+{
+    char kinds[256];
+    sf_dataset_kind_list(kinds, sizeof kinds);
+    return sf_fail(SF_ERR_INVALID, "%s:%d: [train] lacks the required key dataset (%s)", name, line, kinds);
+}
+
 sf_status sf_config_parse_string(const char *text, const char *name, sf_config **out)
 {
     *out = NULL;
@@ -407,9 +414,8 @@ sf_status sf_config_parse_string(const char *text, const char *name, sf_config *
         s = sf_fail(SF_ERR_INVALID, "%s:%d: expected [section], key = value, or a comment", name, inih_line);
     else if (c.error_line)
         s = sf_fail(c.error_status, "%s:%d: %s", name, c.error_line, c.error);
-    else if (!(c.train_given & (1ull << 0))) /* sf_train_keys[0] is dataset */
-        s = sf_fail(SF_ERR_INVALID, "%s:%d: [train] lacks the required key dataset (fashion-mnist, mnist or cifar10)",
-                    name, c.seen[SEC_TRAIN] ? c.seen[SEC_TRAIN] : 1);
+    else if (!(c.train_given & key_bit(sf_train_keys, sf_num_train_keys, "dataset")))
+        s = missing_dataset(name, c.seen[SEC_TRAIN] ? c.seen[SEC_TRAIN] : 1);
     else if (cfg->num_layers == 0)
         s = sf_fail(SF_ERR_INVALID, "%s:%d: the config defines no layers", name, c.line ? c.line : 1);
     else
@@ -425,27 +431,14 @@ sf_status sf_config_parse_string(const char *text, const char *name, sf_config *
 sf_status sf_config_load(const char *path, sf_config **out)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return sf_fail(SF_ERR_IO, "cannot open config %s", path);
-    char *text = malloc(SF_CONFIG_MAX_BYTES + 1);
-    if (!text) {
-        fclose(f);
-        return sf_fail(SF_ERR_NOMEM, "out of memory reading %s", path);
-    }
-    size_t n = fread(text, 1, SF_CONFIG_MAX_BYTES + 1, f);
-    int err = ferror(f);
-    fclose(f);
-    sf_status s = SF_OK;
-    if (err)
-        s = sf_fail(SF_ERR_IO, "cannot read config %s", path);
-    else if (n > SF_CONFIG_MAX_BYTES)
-        s = sf_fail(SF_ERR_INVALID, "%s: larger than %u bytes: not a config", path, SF_CONFIG_MAX_BYTES);
-    else if (memchr(text, 0, n))
+    char *text = NULL;
+    size_t n = 0;
+    sf_status s = sf_read_file(path, SF_CONFIG_MAX_BYTES, &text, &n);
+    if (s != SF_OK) return sf_fail_context(s, "config: ");
+    if (memchr(text, 0, n))
         s = sf_fail(SF_ERR_INVALID, "%s: contains a NUL byte: not a text config", path);
-    if (s == SF_OK) {
-        text[n] = 0;
+    else
         s = sf_config_parse_string(text, path, out);
-    }
     free(text);
     return s;
 }

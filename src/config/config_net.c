@@ -1,8 +1,8 @@
 /* config_net.c — what a config makes: the network (through the public API only) and the loaders' parameters. */
-#include "io/config.h"
+#include "config/config.h"
 
+#include "config/config_keys.h"
 #include "core/error.h"
-#include "io/config_keys.h"
 
 #include <math.h>
 

@@ -1,5 +1,5 @@
 /* config_keys.c — the key tables of configs and the parsing and formatting of each value type. */
-#include "io/config_keys.h"
+#include "config/config_keys.h"
 
 #include "core/error.h"
 
@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const dataset_names[] = {"fashion-mnist", "mnist", "cifar10", NULL};
 static const char *const encoding_names[] = {"direct", "poisson", "latency", NULL};
 static const char *const optimizer_names[] = {"sgd", "adam", "adamw", NULL};
 static const char *const schedule_names[] = {"constant", "step", "cosine", NULL};
@@ -25,7 +24,7 @@ static const char *const surrogate_names[] = {"sigmoid", "atan", "fast_sigmoid",
 #define SF_CONFIG_STRING_MAX 180
 #define TRAIN(member) offsetof(sf_config, member)
 const sf_key_spec sf_train_keys[] = {
-    {.name = "dataset", .type = SF_V_ENUM, .offset = TRAIN(train.dataset), .choices = dataset_names},
+    {.name = "dataset", .type = SF_V_DATASET, .offset = TRAIN(train.dataset)},
     {.name = "data_dir", .type = SF_V_STRING, .offset = TRAIN(train.data_dir)},
     {.name = "epochs", .type = SF_V_INT64, .offset = TRAIN(train.epochs), .min = 1, .max = 1e6},
     {.name = "batch", .type = SF_V_INT64, .offset = TRAIN(train.batch), .min = 1, .max = 65536},
@@ -80,7 +79,6 @@ const sf_key_spec sf_lif_keys[] = {
      .flag_offset = LIF(use_grad_threshold)},
 };
 const int sf_num_lif_keys = (int)(sizeof sf_lif_keys / sizeof sf_lif_keys[0]);
-const int sf_lif_key_surrogate = 7, sf_lif_key_alpha = 8; /* positions in the table above */
 
 #define K(kind) (1u << (kind))
 #define DESC(member) offsetof(sf_layer_desc, member)
@@ -123,6 +121,40 @@ int sf_config_section_kind(const char *section)
     for (int i = 0; i < NUM_SECTIONS; i++)
         if (strcmp(section, section_names[i]) == 0) return i;
     return -1;
+}
+
+int sf_key_index(const sf_key_spec *table, int n, const char *name, uint32_t kind_bit)
+{
+    for (int i = 0; i < n; i++)
+        if ((kind_bit == 0 || (table[i].kinds & kind_bit)) && strcmp(table[i].name, name) == 0) return i;
+    return -1;
+}
+
+/* The bytes a field of type t occupies. */
+static size_t value_size(sf_value_type t)
+{
+    switch (t) {
+    case SF_V_INT32:
+    case SF_V_BOOL:
+    case SF_V_AUTO_BOOL: return sizeof(int32_t);
+    case SF_V_INT64: return sizeof(int64_t);
+    case SF_V_U64: return sizeof(uint64_t);
+    case SF_V_FLOAT:
+    case SF_V_OPT_FLOAT: return sizeof(float);
+    case SF_V_ENUM: return sizeof(int);
+    case SF_V_STRING: return SF_CONFIG_PATH_MAX;
+    case SF_V_DEVICE: return sizeof(sf_device);
+    case SF_V_DATASET: return sizeof(sf_dataset_kind);
+    case SF_V_CHANNELS: return SF_DATASET_MAX_CHANNELS * sizeof(float);
+    }
+    return 0;
+}
+
+void sf_key_copy(const sf_key_spec *k, void *dst, const void *src)
+{
+    memcpy((char *)dst + k->offset, (const char *)src + k->offset, value_size(k->type));
+    if (k->type == SF_V_OPT_FLOAT)
+        memcpy((char *)dst + k->flag_offset, (const char *)src + k->flag_offset, sizeof(int32_t));
 }
 
 /* ---------------------------------------------------------------- values */
@@ -245,9 +277,11 @@ sf_status sf_key_parse(const sf_key_spec *k, const char *text, void *base)
         memcpy(field, text, strlen(text) + 1);
         return SF_OK;
     case SF_V_DEVICE: return sf_device_parse(text, (sf_device *)field);
+    case SF_V_DATASET: return sf_dataset_kind_parse(text, (sf_dataset_kind *)field);
     case SF_V_CHANNELS: {
         /* NaN marks "no value": all NaN is "default", and a list is followed by NaN. */
-        float v[SF_DATASET_MAX_CHANNELS] = {NAN, NAN, NAN, NAN};
+        float v[SF_DATASET_MAX_CHANNELS];
+        for (int i = 0; i < SF_DATASET_MAX_CHANNELS; i++) v[i] = NAN;
         if (strcmp(text, "default") != 0) {
             char buf[256];
             if (strlen(text) >= sizeof buf) return sf_fail(SF_ERR_INVALID, "is too long");
@@ -335,6 +369,11 @@ int sf_key_format(const sf_key_spec *k, const void *base, char *out, size_t cap)
         sf_device d;
         memcpy(&d, field, sizeof d);
         return d.kind == SF_DEVICE_CPU ? snprintf(out, cap, "cpu") : snprintf(out, cap, "cuda:%d", d.index);
+    }
+    case SF_V_DATASET: {
+        sf_dataset_kind d;
+        memcpy(&d, field, sizeof d);
+        return snprintf(out, cap, "%s", sf_dataset_kind_name(d));
     }
     case SF_V_CHANNELS: {
         float v[SF_DATASET_MAX_CHANNELS];

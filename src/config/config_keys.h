@@ -1,9 +1,9 @@
 /* config_keys.h — the keys a config may hold: one table per section kind, shared by the parser, the overrides and
- * the writer, so that what is written always parses back. Internal to src/io/config*.c. */
-#ifndef SF_IO_CONFIG_KEYS_H
-#define SF_IO_CONFIG_KEYS_H
+ * the writer, so that what is written always parses back. Internal to src/config/. */
+#ifndef SF_CONFIG_CONFIG_KEYS_H
+#define SF_CONFIG_CONFIG_KEYS_H
 
-#include "io/config.h"
+#include "config/config.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -18,6 +18,7 @@ typedef enum sf_value_type {
     SF_V_ENUM,      /* stored as an int; the value is the index in `choices` */
     SF_V_STRING,    /* char[SF_CONFIG_PATH_MAX] */
     SF_V_DEVICE,    /* sf_device */
+    SF_V_DATASET,   /* sf_dataset_kind, by the names of src/data's format table */
     SF_V_CHANNELS,  /* float[SF_DATASET_MAX_CHANNELS]: comma-separated per-channel values, then NaN; or "default"
                      * (all NaN) */
     SF_V_OPT_FLOAT  /* a float at `offset` enabled by the int32 flag at `flag_offset`, or "off" */
@@ -42,8 +43,12 @@ extern const sf_key_spec sf_readout_keys[];
 extern const sf_key_spec sf_lif_keys[];
 extern const sf_key_spec sf_layer_keys[];
 extern const int sf_num_train_keys, sf_num_readout_keys, sf_num_lif_keys, sf_num_layer_keys;
-/* Index of the keys whose value depends on others: the LIF surrogate and alpha. */
-extern const int sf_lif_key_surrogate, sf_lif_key_alpha;
+
+/* The index of key `name` in a table of n keys (its bit in a section's given-mask), or -1. kind_bit, when not 0,
+ * restricts layer keys to those that kind takes. Keys are always found by name, so the tables may be reordered. */
+int sf_key_index(const sf_key_spec *table, int n, const char *name, uint32_t kind_bit);
+/* Copies the field k describes (and its flag, for SF_V_OPT_FLOAT) from the struct at src to the one at dst. */
+void sf_key_copy(const sf_key_spec *k, void *dst, const void *src);
 
 /* Section names of layer kinds ("conv", "bn", ...), indexed by sf_layer_kind; NULL if unknown. */
 const char *sf_config_section_name(sf_layer_kind kind);

@@ -1,9 +1,9 @@
 /* config_write.c — the resolved config as INI text: what a run directory and a checkpoint keep, and what
  * sf_config_parse_string reads back to an equal config. */
-#include "io/config.h"
+#include "config/config.h"
 
+#include "config/config_keys.h"
 #include "core/error.h"
-#include "io/config_keys.h"
 
 #include <stdarg.h>
 #include <stdio.h>

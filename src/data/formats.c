@@ -1,0 +1,110 @@
+/* formats.c — the table of dataset formats, the kind queries answered from it, and loading a split through the
+ * loader its row names. */
+#include "data/formats.h"
+
+#include "core/error.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const sf_dataset_format formats[] = {
+    [SF_DATASET_FASHION_MNIST] =
+        {.name = "fashion-mnist", .pretty = "Fashion-MNIST", .default_dir = "/usr/share/datasets/fashion-mnist",
+         .channels = 1, .height = 28, .width = 28, .classes = 10, .mean = {0.2860f}, .std = {0.3530f},
+         .provider = "install the Debian package dataset-fashion-mnist (apt-get install dataset-fashion-mnist), or "
+                     "set data_dir to a directory holding the files of "
+                     "https://github.com/zalandoresearch/fashion-mnist",
+         .load = sf_idx_load},
+    [SF_DATASET_MNIST] =
+        {.name = "mnist", .pretty = "MNIST", .default_dir = "data/mnist", .channels = 1, .height = 28, .width = 28,
+         .classes = 10, .mean = {0.1307f}, .std = {0.3081f},
+         .provider = "download train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz "
+                     "and t10k-labels-idx1-ubyte.gz from https://ossci-datasets.s3.amazonaws.com/mnist/ (a mirror "
+                     "of http://yann.lecun.com/exdb/mnist/) into data_dir",
+         .load = sf_idx_load},
+    [SF_DATASET_CIFAR10] =
+        {.name = "cifar10", .pretty = "CIFAR-10", .default_dir = "data/cifar-10-batches-bin", .channels = 3,
+         .height = 32, .width = 32, .classes = 10, .mean = {0.4914f, 0.4822f, 0.4465f},
+         .std = {0.2470f, 0.2435f, 0.2616f},
+         .provider = "download https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz and unpack it with tar xzf, "
+                     "then set data_dir to the cifar-10-batches-bin directory (or the one holding it)",
+         .load = sf_cifar_load},
+};
+_Static_assert(sizeof formats / sizeof formats[0] == SF_DATASET_NUM_KINDS, "one format row per sf_dataset_kind");
+
+/* The row of a kind; out-of-range kinds read the first one, so the queries below never index past the table. */
+static const sf_dataset_format *format_of(sf_dataset_kind kind)
+{
+    return &formats[(unsigned)kind < SF_DATASET_NUM_KINDS ? kind : 0];
+}
+
+void sf_dataset_kind_list(char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; i < SF_DATASET_NUM_KINDS && n < cap; i++) {
+        const char *sep = i == 0 ? "" : i + 1 < SF_DATASET_NUM_KINDS ? ", " : " or ";
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", sep, formats[i].name);
+    }
+}
+
+sf_status sf_dataset_kind_parse(const char *name, sf_dataset_kind *out)
+{
+    for (int i = 0; i < SF_DATASET_NUM_KINDS; i++)
+        if (name && strcmp(name, formats[i].name) == 0) {
+            *out = (sf_dataset_kind)i;
+            return SF_OK;
+        }
+    char list[256];
+    sf_dataset_kind_list(list, sizeof list);
+    return sf_fail(SF_ERR_INVALID, "expects %s", list);
+}
+
+const char *sf_dataset_kind_name(sf_dataset_kind kind)
+{
+    return (unsigned)kind < SF_DATASET_NUM_KINDS ? formats[kind].name : "?";
+}
+
+const char *sf_dataset_default_dir(sf_dataset_kind kind)
+{
+    return (unsigned)kind < SF_DATASET_NUM_KINDS ? formats[kind].default_dir : "";
+}
+
+void sf_dataset_kind_shape(sf_dataset_kind kind, int32_t *channels, int32_t *height, int32_t *width,
+                           int32_t *classes)
+{
+    const sf_dataset_format *f = format_of(kind);
+    *channels = f->channels;
+    *height = f->height;
+    *width = f->width;
+    *classes = f->classes;
+}
+
+void sf_dataset_kind_stats(sf_dataset_kind kind, float mean[SF_DATASET_MAX_CHANNELS],
+                           float std[SF_DATASET_MAX_CHANNELS])
+{
+    const sf_dataset_format *f = format_of(kind);
+    for (int c = 0; c < SF_DATASET_MAX_CHANNELS; c++) {
+        mean[c] = c < f->channels ? f->mean[c] : 0.0f;
+        std[c] = c < f->channels ? f->std[c] : 1.0f;
+    }
+}
+
+sf_status sf_dataset_load(sf_dataset_kind kind, const char *dir, sf_split split, sf_dataset **out)
+{
+    *out = NULL;
+    if ((unsigned)kind >= SF_DATASET_NUM_KINDS) return sf_fail(SF_ERR_INVALID, "unknown dataset kind %d", (int)kind);
+    const sf_dataset_format *f = &formats[kind];
+    if (!dir || !*dir) dir = f->default_dir;
+    SF_TRY(f->load(f, dir, split, out));
+    sf_dataset *ds = *out;
+    if (ds->channels != f->channels || ds->height != f->height || ds->width != f->width) {
+        sf_status s = sf_fail(SF_ERR_FORMAT, "%s in %s holds %d×%d×%d images, expected %d×%d×%d", f->pretty, dir,
+                              ds->channels, ds->height, ds->width, f->channels, f->height, f->width);
+        sf_dataset_free(ds);
+        *out = NULL;
+        return s;
+    }
+    sf_dataset_kind_stats(kind, ds->mean, ds->std);
+    return SF_OK;
+}

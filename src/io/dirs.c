@@ -1,0 +1,70 @@
+/* dirs.c — paths and directories: joining, creating with parents, checking emptiness and identity. */
+#include "io/files.h"
+
+#include "core/error.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+sf_status sf_path_join(char *buf, size_t cap, const char *dir, const char *name)
+{
+    int n = snprintf(buf, cap, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= cap) return sf_fail(SF_ERR_INVALID, "path '%s/%s' is too long", dir, name);
+    return SF_OK;
+}
+
+static int dir_is_empty(const char *dir, int *empty)
+{
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    *empty = 1;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+            *empty = 0;
+            break;
+        }
+    closedir(d);
+    return 0;
+}
+
+static sf_status make_dirs(const char *dir)
+{
+    char path[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof path) return sf_fail(SF_ERR_INVALID, "bad directory name '%s'", dir);
+    memcpy(path, dir, n + 1);
+    /* Create each prefix in turn; EEXIST is fine as long as the last one is a directory (checked below). */
+    for (size_t i = 1; i <= n; i++) {
+        if (path[i] != '/' && path[i] != 0) continue;
+        char saved = path[i];
+        path[i] = 0;
+        if (mkdir(path, 0777) != 0 && errno != EEXIST)
+            return sf_fail(SF_ERR_IO, "cannot create directory %s: %s", path, strerror(errno));
+        path[i] = saved;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return sf_fail(SF_ERR_IO, "%s exists and is not a directory", dir);
+    return SF_OK;
+}
+
+sf_status sf_dir_prepare(const char *dir, int must_be_empty)
+{
+    SF_TRY(make_dirs(dir));
+    if (!must_be_empty) return SF_OK;
+    int empty = 0;
+    if (dir_is_empty(dir, &empty) != 0) return sf_fail(SF_ERR_IO, "cannot list %s: %s", dir, strerror(errno));
+    if (!empty) return sf_fail(SF_ERR_STATE, "%s is not empty", dir);
+    return SF_OK;
+}
+
+int sf_same_dir(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && S_ISDIR(sa.st_mode) && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}

@@ -1,0 +1,117 @@
+/* read_file.c — reading a whole file into memory, as it is or gunzipped, in one loop whose buffer grows with the
+ * bytes actually read. */
+#include "io/files.h"
+
+#include "core/error.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#define FIRST_CAPACITY ((size_t)1 << 16)
+#define MAX_CHUNK ((size_t)1 << 30) /* gzread takes an unsigned count */
+
+/* An open file: read as it is (plain) or through zlib (gz). */
+typedef struct source {
+    FILE *plain;
+    gzFile gz;
+    const char *path;
+} source;
+
+/* Up to `want` bytes into dst; *got is 0 at the end of the input. */
+static sf_status read_chunk(source *src, char *dst, size_t want, size_t *got)
+{
+    *got = 0;
+    if (src->plain) {
+        *got = fread(dst, 1, want, src->plain);
+        if (*got < want && ferror(src->plain)) return sf_fail(SF_ERR_IO, "reading %s: %s", src->path, strerror(errno));
+        return SF_OK;
+    }
+    int n = gzread(src->gz, dst, (unsigned)want);
+    int code;
+    const char *msg = gzerror(src->gz, &code);
+    if (n < 0) return sf_fail(SF_ERR_FORMAT, "reading %s: %s", src->path, code == Z_ERRNO ? strerror(errno) : msg);
+    /* A gzip stream cut short ends like a whole one, with an error recorded. */
+    if (n == 0 && code != Z_OK)
+        return sf_fail(SF_ERR_FORMAT, "reading %s: %s (truncated or corrupt gzip)", src->path, msg);
+    *got = (size_t)n;
+    return SF_OK;
+}
+
+/* Reads to the end of input. `capacity` is the first buffer size (a regular file's size is a good guess); the
+ * buffer doubles from there, never beyond what max_bytes allows: one byte more (to see that the file is larger),
+ * and the NUL. */
+static sf_status read_all(source *src, size_t max_bytes, size_t capacity, char **out, size_t *len)
+{
+    const size_t limit = max_bytes < SIZE_MAX / 4 ? max_bytes + 2 : SIZE_MAX / 2;
+    size_t cap = capacity < limit ? capacity : limit, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) return sf_fail(SF_ERR_NOMEM, "out of memory reading %s", src->path);
+    for (;;) {
+        if (n > max_bytes) {
+            free(buf);
+            return sf_fail(SF_ERR_FORMAT, "%s is larger than %zu bytes%s", src->path, max_bytes,
+                           src->gz ? " (decompressed)" : "");
+        }
+        if (n + 1 == cap) {
+            size_t grown = cap < limit / 2 ? 2 * cap : limit;
+            char *bigger = realloc(buf, grown);
+            if (!bigger) {
+                free(buf);
+                return sf_fail(SF_ERR_NOMEM, "out of memory reading %s (%zu bytes)", src->path, grown);
+            }
+            buf = bigger;
+            cap = grown;
+        }
+        size_t got = 0, want = cap - 1 - n < MAX_CHUNK ? cap - 1 - n : MAX_CHUNK;
+        sf_status s = read_chunk(src, buf + n, want, &got);
+        if (s != SF_OK) {
+            free(buf);
+            return s;
+        }
+        if (got == 0) break;
+        n += got;
+    }
+    buf[n] = 0;
+    *out = buf;
+    if (len) *len = n;
+    return SF_OK;
+}
+
+sf_status sf_read_file(const char *path, size_t max_bytes, char **out, size_t *len)
+{
+    *out = NULL;
+    if (len) *len = 0;
+    source src = {.plain = fopen(path, "rb"), .path = path};
+    if (!src.plain) return sf_fail(SF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    size_t capacity = FIRST_CAPACITY;
+    if (fstat(fileno(src.plain), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        capacity = (uint64_t)st.st_size < SIZE_MAX / 4 ? (size_t)st.st_size + 2 : SIZE_MAX / 4;
+    sf_status s = read_all(&src, max_bytes, capacity, out, len);
+    fclose(src.plain);
+    return s;
+}
+
+sf_status sf_read_file_gz(const char *path, size_t max_bytes, char **out, size_t *len)
+{
+    *out = NULL;
+    if (len) *len = 0;
+    errno = 0;
+    source src = {.gz = gzopen(path, "rb"), .path = path};
+    if (!src.gz)
+        return sf_fail(SF_ERR_IO, "cannot open %s: %s", path, errno ? strerror(errno) : "zlib could not allocate");
+    sf_status s = read_all(&src, max_bytes, FIRST_CAPACITY, out, len);
+    gzclose(src.gz);
+    return s;
+}
+
+int sf_file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
