@@ -226,6 +226,28 @@ static void test_precision(void)
     expect_error(HEAD "precision = fp16\n" MLP, 3, "[train] precision = fp16: expects fp32, tf32 or bf16");
 }
 
+/* [train] CUDA options: defaults, parsed values, and range or choice errors with file:line. */
+static void test_cuda_options(void)
+{
+    sf_config *cfg = NULL;
+    CHECK_OK(sf_config_parse_string(HEAD MLP, "plain.ini", &cfg));
+    if (cfg)
+        CHECK(cfg->net.cuda.graph == 1 && cfg->net.cuda.conv_workspace_mib == 512 &&
+                  cfg->net.cuda.conv_algo == SF_CONV_ALGO_AUTO,
+              "CUDA options default to graph on, 512 MiB, auto");
+    sf_config_free(cfg);
+    cfg = NULL;
+    CHECK_OK(sf_config_parse_string(HEAD "cuda_graph = off\nconv_workspace_mib = 64\nconv_algo = gemm\n" MLP,
+                                    "cuda.ini", &cfg));
+    if (cfg)
+        CHECK(cfg->net.cuda.graph == 0 && cfg->net.cuda.conv_workspace_mib == 64 &&
+                  cfg->net.cuda.conv_algo == SF_CONV_ALGO_GEMM,
+              "cuda_graph = off, conv_workspace_mib = 64, conv_algo = gemm");
+    sf_config_free(cfg);
+    expect_error(HEAD "conv_algo = winograd\n" MLP, 3, "[train] conv_algo = winograd: expects auto, cudnn or gemm");
+    expect_error(HEAD "conv_workspace_mib = -1\n" MLP, 3, "[train] conv_workspace_mib = -1: must be in [0, 65536]");
+}
+
 /* [readout]: optional, the last section, at most once; its keys left [train]. */
 static void test_readout(void)
 {
@@ -597,6 +619,7 @@ int main(void)
     test_errors();
     test_readout();
     test_precision();
+    test_cuda_options();
     test_readout_overrides();
     test_overrides();
     test_round_trip();

@@ -15,6 +15,7 @@ static const char *const optimizer_names[] = {"sgd", "adam", "adamw", NULL};
 static const char *const schedule_names[] = {"constant", "step", "cosine", NULL};
 static const char *const memory_names[] = {"full", "recompute", NULL};
 static const char *const precision_names[] = {"fp32", "tf32", "bf16", NULL}; /* sf_precision order */
+static const char *const conv_algo_names[] = {"auto", "cudnn", "gemm", NULL}; /* sf_conv_algo order */
 static const char *const readout_names[] = {"mean", "leaky", NULL};
 static const char *const loss_names[] = {"ce_mean", "ce_per_step", NULL};
 static const char *const reset_names[] = {"hard", "soft", NULL};
@@ -50,6 +51,10 @@ const sf_key_spec sf_train_keys[] = {
     {.name = "memory", .type = SF_V_ENUM, .offset = TRAIN(net.memory), .choices = memory_names},
     {.name = "device", .type = SF_V_DEVICE, .offset = TRAIN(net.device)},
     {.name = "precision", .type = SF_V_ENUM, .offset = TRAIN(net.precision), .choices = precision_names},
+    {.name = "cuda_graph", .type = SF_V_BOOL, .offset = TRAIN(net.cuda.graph)},
+    {.name = "conv_workspace_mib", .type = SF_V_INT32, .offset = TRAIN(net.cuda.conv_workspace_mib), .min = 0,
+     .max = 65536},
+    {.name = "conv_algo", .type = SF_V_ENUM, .offset = TRAIN(net.cuda.conv_algo), .choices = conv_algo_names},
     {.name = "threads", .type = SF_V_INT32, .offset = TRAIN(train.threads), .min = 0, .max = 4096},
     {.name = "log_every", .type = SF_V_INT64, .offset = TRAIN(train.log_every), .min = 0, .max = 1e12},
 };
