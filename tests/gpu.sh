@@ -2,7 +2,8 @@
 # tests/gpu.sh — on a machine with an NVIDIA GPU: build the CUDA backend, run the GPU tests (tests/gpu/) and the
 # GPU benchmarks (bench/gpu/), log everything to $OUT/gpu.log and print a summary table last.
 # Usage: tests/gpu.sh [--tests-only | --bench-only]. Environment: OUT (default ./gpu-out), SF_GPU_BIN (a directory
-# of programs built elsewhere, used when this machine cannot configure the build, e.g. missing -dev packages).
+# of programs built elsewhere by tests/gpu_bundle.sh, for a machine that cannot configure the build, e.g. one
+# without the -dev packages; its libraries go on LD_LIBRARY_PATH).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -17,12 +18,12 @@ say "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 
 BIN=build-gpu
 progs=$(ls tests/gpu/*.c bench/gpu/*.c | xargs -n1 basename | sed 's/\.c$//')
-if cmake -S . -B "$BIN" -DSF_CUDA=ON -DSF_TESTS=OFF -DSF_WERROR=ON >>"$LOG" 2>&1 &&
+if [ -n "${SF_GPU_BIN:-}" ] && [ -d "$SF_GPU_BIN" ]; then
+    say "== using the programs in $SF_GPU_BIN (tests/gpu_bundle.sh)"
+    BIN=$SF_GPU_BIN
+elif cmake -S . -B "$BIN" -DSF_CUDA=ON -DSF_TESTS=OFF -DSF_WERROR=ON >>"$LOG" 2>&1 &&
     cmake --build "$BIN" -j"$(nproc)" --target $progs >>"$LOG" 2>&1; then
     say "== built in $BIN"
-elif [ -n "${SF_GPU_BIN:-}" ] && [ -d "$SF_GPU_BIN" ]; then
-    say "== build failed here (see log); using the programs in $SF_GPU_BIN"
-    BIN=$SF_GPU_BIN
 else
     say "== build failed (see $LOG)"
     tail -30 "$LOG"
