@@ -90,20 +90,19 @@ static sf_status source_open(batch_source *src, const sf_config *cfg, int synthe
 {
     memset(src, 0, sizeof *src);
     if (!synthetic) {
-        const char *dir = cfg->train.data_dir[0] ? cfg->train.data_dir : NULL;
-        SF_TRY(sf_dataset_load(cfg->train.dataset, dir, SF_SPLIT_TRAIN, &src->ds));
+        SF_TRY(sf_config_load_split(cfg, SF_SPLIT_TRAIN, &src->ds));
         sf_loader_params lp;
         sf_config_loader_params(cfg, 1, &lp);
         return sf_loader_create(src->ds, &lp, &src->ld);
     }
-    int32_t c, h, w, classes;
-    sf_dataset_kind_shape(cfg->train.dataset, &c, &h, &w, &classes);
-    size_t n = (size_t)cfg->train.timesteps * (size_t)cfg->train.batch * (size_t)c * (size_t)h * (size_t)w;
+    const sf_net_params *np = &cfg->net;
+    size_t n = (size_t)cfg->train.timesteps * (size_t)cfg->train.batch * (size_t)np->in_channels *
+               (size_t)np->in_height * (size_t)np->in_width;
     src->x = malloc(n * sizeof *src->x);
     src->labels = malloc((size_t)cfg->train.batch * sizeof *src->labels);
     if (!src->x || !src->labels) return sf_fail(SF_ERR_NOMEM, "out of memory for a synthetic batch");
     for (size_t i = 0; i < n; i++) src->x[i] = sf_uniform(cfg->net.seed, 1, i);
-    for (int64_t i = 0; i < cfg->train.batch; i++) src->labels[i] = (int32_t)(sf_hash3(cfg->net.seed, 2, (uint64_t)i) % (uint64_t)classes);
+    for (int64_t i = 0; i < cfg->train.batch; i++) src->labels[i] = (int32_t)(sf_hash3(cfg->net.seed, 2, (uint64_t)i) % (uint64_t)cfg->classes);
     return SF_OK;
 }
 
@@ -295,12 +294,10 @@ int sf_cmd_bench(int argc, char **argv)
         sf_config_free(cfg);
         return rc;
     }
-    int32_t c, h, w, classes;
-    sf_dataset_kind_shape(cfg->train.dataset, &c, &h, &w, &classes);
     batch_source src = {0};
     bench_result r = {.num_layers = sf_net_num_layers(net)};
     r.layers = calloc((size_t)r.num_layers + 1, sizeof *r.layers);
-    float *logits = malloc((size_t)cfg->train.batch * (size_t)classes * sizeof *logits);
+    float *logits = malloc((size_t)cfg->train.batch * (size_t)cfg->classes * sizeof *logits);
     sf_status s = r.layers && logits ? source_open(&src, cfg, a.synthetic) : sf_fail(SF_ERR_NOMEM, "out of memory");
     if (s == SF_OK) s = run_bench(&a, net, &src, logits, &r);
     if (s == SF_OK) {

@@ -126,9 +126,7 @@ static int run_eval(const eval_args *a, const char *path, const sf_config *cfg)
     if (rc != SF_EXIT_OK) return rc;
     sf_status s = sf_checkpoint_open(path, &st, &info);
     if (s == SF_OK) s = sf_checkpoint_restore(st, net, 0);
-    if (s == SF_OK)
-        s = sf_dataset_load(cfg->train.dataset, cfg->train.data_dir[0] ? cfg->train.data_dir : NULL, SF_SPLIT_TEST,
-                            &ds);
+    if (s == SF_OK) s = sf_config_load_split(cfg, SF_SPLIT_TEST, &ds);
     if (s == SF_OK) {
         sf_config_loader_params(cfg, 0, &lp);
         s = sf_loader_create(ds, &lp, &ld);

@@ -2,7 +2,8 @@
  * the spirit of darknet's cfg, their command-line overrides, a writer of the resolved config, and building the
  * sf_net they describe through the public API.
  *
- *   [train]    dataset, data_dir, epochs, batch, timesteps, encoding, optimizer, lr, ... (see sf_config_train)
+ *   [train]    dataset, data_dir, epochs, batch, timesteps, encoding, optimizer, lr, ... (see sf_config_train);
+ *              dataset = synthetic takes input_shape, classes, samples, input_density
  *   [neuron]   defaults for every LIF layer: tau, decay, decay_input, v_threshold, v_reset, reset, detach_reset,
  *              surrogate, alpha, grad_threshold
  *   then one section per layer, numbered from 0 in file order:
@@ -39,6 +40,7 @@ typedef struct sf_config_train {
     int32_t normalize;                 /* direct encoding: per-channel (x - mean) / std; default on */
     float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS]; /* one value per channel; NaN
                                                                          * ("default"): the dataset's values */
+    sf_synthetic_params synthetic;     /* dataset = synthetic: input_shape, classes, samples, input_density */
     int32_t threads;                   /* OpenMP threads; 0: the default */
     int64_t log_every;                 /* steps between metric lines; default 100, 0: per epoch only */
 } sf_config_train;
@@ -56,6 +58,7 @@ typedef struct sf_config {
     char source[SF_CONFIG_PATH_MAX]; /* the file name (or the name given to the string parser) used in messages */
     sf_config_train train;
     sf_net_params net;           /* [train] device, memory, seed; [readout] type, tau, loss; input shape from dataset */
+    int32_t classes;             /* the dataset's class count (resolved, like the input shape) */
     sf_optim_params optim;       /* optimizer, lr, momentum, nesterov, weight_decay (Adam betas/eps: defaults) */
     sf_schedule_params schedule; /* schedule, step_size, gamma */
     sf_lif_params neuron;        /* the [neuron] defaults, resolved */
@@ -80,6 +83,10 @@ sf_status sf_config_set_arg(sf_config *cfg, const char *assignment);
  * written out, LIF layers with their own keys only). *text is malloc'd; the caller frees it. */
 sf_status sf_config_write(const sf_config *cfg, char **text);
 
+/* The data parameters of this config (sf_dataset_load's). */
+void sf_config_data_params(const sf_config *cfg, sf_data_params *out);
+/* Loads one split of the config's dataset from train.data_dir (or the dataset's default directory). */
+sf_status sf_config_load_split(const sf_config *cfg, sf_split split, sf_dataset **out);
 /* Loader parameters for the training (training = 1) or evaluation split of this config. */
 void sf_config_loader_params(const sf_config *cfg, int32_t training, sf_loader_params *out);
 

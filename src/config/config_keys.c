@@ -35,6 +35,11 @@ const sf_key_spec sf_train_keys[] = {
     {.name = "normalize", .type = SF_V_BOOL, .offset = TRAIN(train.normalize)},
     {.name = "mean", .type = SF_V_CHANNELS, .offset = TRAIN(train.mean), .min = -BIG, .max = BIG},
     {.name = "std", .type = SF_V_CHANNELS, .offset = TRAIN(train.std), .min = 0, .max = BIG, .open_min = 1},
+    {.name = "input_shape", .type = SF_V_SHAPE, .offset = TRAIN(train.synthetic.shape), .min = 1, .max = 16384},
+    {.name = "classes", .type = SF_V_INT32, .offset = TRAIN(train.synthetic.classes), .min = 1, .max = 256},
+    {.name = "samples", .type = SF_V_INT64, .offset = TRAIN(train.synthetic.samples), .min = 1, .max = 1e9},
+    {.name = "input_density", .type = SF_V_FLOAT, .offset = TRAIN(train.synthetic.density), .min = 0, .max = 1,
+     .open_min = 1},
     {.name = "optimizer", .type = SF_V_ENUM, .offset = TRAIN(optim.kind), .choices = optimizer_names},
     {.name = "lr", .type = SF_V_FLOAT, .offset = TRAIN(optim.lr), .min = 0, .max = 1e3, .open_min = 1},
     {.name = "momentum", .type = SF_V_FLOAT, .offset = TRAIN(optim.momentum), .min = 0, .max = 0.999999},
@@ -151,6 +156,7 @@ static size_t value_size(sf_value_type t)
     case SF_V_DEVICE: return sizeof(sf_device);
     case SF_V_DATASET: return sizeof(sf_dataset_kind);
     case SF_V_CHANNELS: return SF_DATASET_MAX_CHANNELS * sizeof(float);
+    case SF_V_SHAPE: return 3 * sizeof(int32_t);
     }
     return 0;
 }
@@ -306,6 +312,26 @@ sf_status sf_key_parse(const sf_key_spec *k, const char *text, void *base)
         memcpy(field, v, sizeof v);
         return SF_OK;
     }
+    case SF_V_SHAPE: {
+        /* "N" or "C, H, W"; two values would leave unclear which side is missing. */
+        int32_t v[3] = {1, 1, 1};
+        const char *q = text;
+        int n = 0;
+        for (;;) {
+            char *end;
+            errno = 0;
+            long long d = strtoll(q, &end, 10);
+            if (end == q || errno == ERANGE || !in_range(k, (double)d)) break;
+            v[n++] = (int32_t)d;
+            for (q = end; *q == ' ' || *q == '\t'; q++) {}
+            if (*q != ',' || n == 3) break;
+            q++;
+        }
+        if (*q || (n != 1 && n != 3))
+            return sf_fail(SF_ERR_INVALID, "expects N or C, H, W (integers in [%g, %g])", k->min, k->max);
+        memcpy(field, v, sizeof v);
+        return SF_OK;
+    }
     case SF_V_OPT_FLOAT: {
         int32_t on = strcmp(text, "off") != 0;
         float v = 0;
@@ -390,6 +416,12 @@ int sf_key_format(const sf_key_spec *k, const void *base, char *out, size_t cap)
             if ((size_t)n < cap) n += format_float(v[i], out + n, cap - (size_t)n);
         }
         return n;
+    }
+    case SF_V_SHAPE: {
+        int32_t v[3];
+        memcpy(v, field, sizeof v);
+        if (v[1] == 1 && v[2] == 1) return snprintf(out, cap, "%d", v[0]);
+        return snprintf(out, cap, "%d, %d, %d", v[0], v[1], v[2]);
     }
     case SF_V_OPT_FLOAT: {
         int32_t on;

@@ -6,6 +6,20 @@
 
 #include <math.h>
 
+void sf_config_data_params(const sf_config *cfg, sf_data_params *p)
+{
+    sf_data_default_params(p);
+    p->synthetic = cfg->train.synthetic;
+    p->seed = cfg->net.seed;
+}
+
+sf_status sf_config_load_split(const sf_config *cfg, sf_split split, sf_dataset **out)
+{
+    sf_data_params p;
+    sf_config_data_params(cfg, &p);
+    return sf_dataset_load(cfg->train.dataset, cfg->train.data_dir[0] ? cfg->train.data_dir : NULL, split, &p, out);
+}
+
 void sf_config_loader_params(const sf_config *cfg, int32_t training, sf_loader_params *p)
 {
     const sf_config_train *t = &cfg->train;
@@ -40,8 +54,7 @@ sf_status sf_config_build_net(const sf_config *cfg, sf_net **out)
                                 sf_config_section_name(L->desc.kind), i);
     }
     if (s == SF_OK) {
-        int32_t chw[3], c, h, w, classes;
-        sf_dataset_kind_shape(cfg->train.dataset, &c, &h, &w, &classes);
+        int32_t chw[3], classes = cfg->classes;
         s = sf_net_tensor_shape(net, cfg->num_layers, chw);
         const sf_config_layer *last = &cfg->layers[cfg->num_layers - 1];
         if (s == SF_OK && (int64_t)chw[0] * chw[1] * chw[2] != classes)

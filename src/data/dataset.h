@@ -1,7 +1,7 @@
-/* dataset.h — image classification datasets held in memory (MNIST, Fashion-MNIST, CIFAR-10), their file readers
- * (IDX gzipped or plain, CIFAR-10 binary; each a memory-buffer parser that trusts nothing in the bytes and returns
- * a view of the samples it found), the spike encodings, and the batch loader that shuffles, augments, encodes and
- * prefetches on a background thread.
+/* dataset.h — classification datasets held in memory: images (MNIST, Fashion-MNIST, CIFAR-10) and synthetic spike
+ * trains of any shape; their file readers (IDX gzipped or plain, CIFAR-10 binary; each a memory-buffer parser that
+ * trusts nothing in the bytes and returns a view of the samples it found), the spike encodings, and the batch
+ * loader that shuffles, augments, encodes and prefetches on a background thread.
  *
  * Everything the trainer needs from src/data is declared here. */
 #ifndef SF_DATA_DATASET_H
@@ -20,33 +20,65 @@ typedef enum sf_dataset_kind {
     SF_DATASET_FASHION_MNIST = 0,
     SF_DATASET_MNIST,
     SF_DATASET_CIFAR10,
+    SF_DATASET_SYNTHETIC,
     SF_DATASET_NUM_KINDS
 } sf_dataset_kind;
 typedef enum sf_split { SF_SPLIT_TRAIN = 0, SF_SPLIT_TEST } sf_split;
 
-/* "fashion-mnist", "mnist", "cifar10". A wrong name is SF_ERR_INVALID "expects fashion-mnist, mnist or cifar10". */
+/* "fashion-mnist", "mnist", "cifar10", "synthetic". A wrong name is SF_ERR_INVALID "expects fashion-mnist, ...". */
 sf_status sf_dataset_kind_parse(const char *name, sf_dataset_kind *out);
 const char *sf_dataset_kind_name(sf_dataset_kind kind);
 /* The accepted names as "fashion-mnist, mnist or cifar10" into buf (truncated to cap). */
 void sf_dataset_kind_list(char *buf, size_t cap);
 /* Where the dataset is looked for when no directory is given: /usr/share/datasets/fashion-mnist (Debian package
- * dataset-fashion-mnist), data/mnist, data/cifar-10-batches-bin. */
+ * dataset-fashion-mnist), data/mnist, data/cifar-10-batches-bin ("" for synthetic). */
 const char *sf_dataset_default_dir(sf_dataset_kind kind);
-/* Per-sample shape and class count of a kind (1×28×28 or 3×32×32, 10 classes). */
-void sf_dataset_kind_shape(sf_dataset_kind kind, int32_t *channels, int32_t *height, int32_t *width,
-                           int32_t *classes);
-/* The standard per-channel mean and std of a kind on the [0, 1] scale (unused channels: 0 and 1). */
+/* The standard per-channel mean and std of a kind on the [0, 1] scale (unused channels, and kinds that are not
+ * images: 0 and 1). */
 void sf_dataset_kind_stats(sf_dataset_kind kind, float mean[SF_DATASET_MAX_CHANNELS],
                            float std[SF_DATASET_MAX_CHANNELS]);
 
+/* The synthetic source: spike trains drawn from the seed, so any input shape can be trained and benchmarked
+ * without files. Sample i has label i % classes; input q of a sample of class k spikes at each step with
+ * probability density·(1 + s·m), s = ±1 drawn per (class, q) from the seed and m = min(1/2, (1 - density) /
+ * density) (so no rate exceeds 1), so the mean density is `density` (1: every input spikes at every step) and the
+ * classes differ in which inputs fire more: a network can learn them. */
+typedef struct sf_synthetic_params {
+    int32_t shape[3]; /* C, H, W of one step's input ([N] inputs: N, 1, 1) */
+    int32_t classes;  /* 1..256 */
+    int64_t samples;  /* in the training split; the test split has samples / 4 (at least 1) */
+    float density;    /* in (0, 1] */
+} sf_synthetic_params;
+
+/* What a config says about its data beyond the kind and directory. */
+typedef struct sf_data_params {
+    sf_synthetic_params synthetic;
+    uint64_t seed; /* the synthetic draws */
+} sf_data_params;
+
+/* Synthetic 1×28×28 with 10 classes, 1024 samples, density 0.1, seed 0. */
+void sf_data_default_params(sf_data_params *p);
+/* The shape of one step's network input [C, H, W] and the class count a kind delivers with these parameters. */
+void sf_data_input_shape(sf_dataset_kind kind, const sf_data_params *p, int32_t shape[3], int32_t *classes);
+
+/* What a dataset holds per sample. */
+typedef enum sf_sample_type {
+    SF_SAMPLES_IMAGES = 0, /* uint8 images, turned into T steps by an encoding */
+    SF_SAMPLES_SYNTHETIC   /* spike trains drawn when a batch is made; only the labels are stored */
+} sf_sample_type;
+
 typedef struct sf_dataset {
+    sf_sample_type type;
     int64_t count;                   /* samples */
-    int32_t channels, height, width; /* per sample */
+    int32_t channels, height, width; /* per sample (and step) */
     int32_t classes;                 /* labels are in [0, classes) */
-    uint8_t *images;                 /* [count, channels, height, width], intensity 0..255 */
+    uint8_t *images;                 /* images: [count, channels, height, width], intensity 0..255; else NULL */
     uint8_t *labels;                 /* [count] */
-    float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS]; /* standard per-channel statistics of the
-                                                                         * dataset on the [0, 1] scale */
+    float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS]; /* images: standard per-channel statistics
+                                                                         * of the dataset on the [0, 1] scale */
+    float density;                   /* synthetic: sf_synthetic_params.density */
+    uint64_t seed;                   /* synthetic: the draws' seed */
+    sf_split split;                  /* synthetic: the two splits draw from different streams */
 } sf_dataset;
 
 /* Labelled samples as a reader found them, viewed in place in the file's bytes: sample i's image is the
@@ -66,9 +98,11 @@ sf_status sf_dataset_create(int64_t count, int32_t channels, int32_t height, int
 sf_status sf_dataset_append(sf_dataset **ds, const sf_sample_view *v);
 void sf_dataset_free(sf_dataset *ds);
 
-/* Loads one split of a dataset from `dir` (NULL or "": sf_dataset_default_dir). A missing file is SF_ERR_IO with a
- * message naming the path looked at and the package or download that provides it; a malformed one SF_ERR_FORMAT. */
-sf_status sf_dataset_load(sf_dataset_kind kind, const char *dir, sf_split split, sf_dataset **out);
+/* Loads one split of a dataset from `dir` (NULL or "": sf_dataset_default_dir) with parameters p (NULL: the
+ * defaults). A missing file is SF_ERR_IO with a message naming the path looked at and the package or download that
+ * provides it; a malformed one SF_ERR_FORMAT. */
+sf_status sf_dataset_load(sf_dataset_kind kind, const char *dir, sf_split split, const sf_data_params *p,
+                          sf_dataset **out);
 
 /* ---------------------------------------------------------------- readers (memory-buffer entry points)
  * The buffers are the whole (decompressed) file; every header field is checked against `len`. Errors are
@@ -108,12 +142,12 @@ const char *sf_encoding_name(sf_encoding e);
 typedef struct sf_loader_params {
     int64_t batch;       /* B */
     int64_t timesteps;   /* T */
-    sf_encoding encoding;
+    sf_encoding encoding; /* images only (synthetic samples are spikes already) */
     uint64_t seed;       /* shuffling, augmentation and Poisson draws */
     int32_t training;    /* 1: shuffled order per (seed, epoch), augmentation when `augment`, the last incomplete
                           * batch dropped. 0 (evaluation): dataset order, no augmentation, the last batch may be
                           * partial (its `valid` count says how many samples are real) */
-    int32_t augment;     /* training only: random crop with zero padding 4 and horizontal flip with p = 1/2 */
+    int32_t augment;     /* training images only: random crop with zero padding 4 and horizontal flip with p = 1/2 */
     int32_t normalize;   /* direct encoding only: (x - mean) / std per channel */
     float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS]; /* std[0] == 0: the dataset's values */
     int32_t prefetch;    /* 1: a background thread encodes the next batch while the current one is used */
@@ -161,5 +195,9 @@ void sf_shuffle_order(uint64_t seed, int64_t epoch, int64_t n, int64_t *order);
  * applying augmentation when p->training && p->augment. Exposed for tests and custom pipelines. */
 void sf_encode_batch(const sf_dataset *ds, const sf_loader_params *p, int64_t epoch, const int64_t *idx,
                      int64_t count, float *x);
+/* Draws the spike trains of `count` samples of a synthetic dataset into x [T, B, C, H, W] at batch slots
+ * 0..count-1 (B = p->batch, T = p->timesteps). A sample is the same in every epoch. */
+void sf_synthetic_batch(const sf_dataset *ds, const sf_loader_params *p, const int64_t *idx, int64_t count,
+                        float *x);
 
 #endif

@@ -29,6 +29,9 @@ static const sf_dataset_format formats[] = {
          .provider = "download https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz and unpack it with tar xzf, "
                      "then set data_dir to the cifar-10-batches-bin directory (or the one holding it)",
          .load = sf_cifar_load},
+    [SF_DATASET_SYNTHETIC] =
+        {.name = "synthetic", .pretty = "synthetic", .default_dir = "",
+         .provider = "nothing: synthetic data is drawn from the seed", .load = sf_synthetic_load},
 };
 _Static_assert(sizeof formats / sizeof formats[0] == SF_DATASET_NUM_KINDS, "one format row per sf_dataset_kind");
 
@@ -70,13 +73,22 @@ const char *sf_dataset_default_dir(sf_dataset_kind kind)
     return (unsigned)kind < SF_DATASET_NUM_KINDS ? formats[kind].default_dir : "";
 }
 
-void sf_dataset_kind_shape(sf_dataset_kind kind, int32_t *channels, int32_t *height, int32_t *width,
-                           int32_t *classes)
+void sf_data_default_params(sf_data_params *p)
+{
+    *p = (sf_data_params){.synthetic = {.shape = {1, 28, 28}, .classes = 10, .samples = 1024, .density = 0.1f}};
+}
+
+void sf_data_input_shape(sf_dataset_kind kind, const sf_data_params *p, int32_t shape[3], int32_t *classes)
 {
     const sf_dataset_format *f = format_of(kind);
-    *channels = f->channels;
-    *height = f->height;
-    *width = f->width;
+    if (f->channels == 0) {
+        for (int i = 0; i < 3; i++) shape[i] = p->synthetic.shape[i];
+        *classes = p->synthetic.classes;
+        return;
+    }
+    shape[0] = f->channels;
+    shape[1] = f->height;
+    shape[2] = f->width;
     *classes = f->classes;
 }
 
@@ -85,20 +97,26 @@ void sf_dataset_kind_stats(sf_dataset_kind kind, float mean[SF_DATASET_MAX_CHANN
 {
     const sf_dataset_format *f = format_of(kind);
     for (int c = 0; c < SF_DATASET_MAX_CHANNELS; c++) {
-        mean[c] = c < f->channels ? f->mean[c] : 0.0f;
-        std[c] = c < f->channels ? f->std[c] : 1.0f;
+        mean[c] = c < f->channels && f->std[c] > 0.0f ? f->mean[c] : 0.0f;
+        std[c] = c < f->channels && f->std[c] > 0.0f ? f->std[c] : 1.0f;
     }
 }
 
-sf_status sf_dataset_load(sf_dataset_kind kind, const char *dir, sf_split split, sf_dataset **out)
+sf_status sf_dataset_load(sf_dataset_kind kind, const char *dir, sf_split split, const sf_data_params *p,
+                          sf_dataset **out)
 {
     *out = NULL;
     if ((unsigned)kind >= SF_DATASET_NUM_KINDS) return sf_fail(SF_ERR_INVALID, "unknown dataset kind %d", (int)kind);
     const sf_dataset_format *f = &formats[kind];
+    sf_data_params defaults;
+    if (!p) {
+        sf_data_default_params(&defaults);
+        p = &defaults;
+    }
     if (!dir || !*dir) dir = f->default_dir;
-    SF_TRY(f->load(f, dir, split, out));
+    SF_TRY(f->load(f, dir, split, p, out));
     sf_dataset *ds = *out;
-    if (ds->channels != f->channels || ds->height != f->height || ds->width != f->width) {
+    if (f->channels && (ds->channels != f->channels || ds->height != f->height || ds->width != f->width)) {
         sf_status s = sf_fail(SF_ERR_FORMAT, "%s in %s holds %d×%d×%d images, expected %d×%d×%d", f->pretty, dir,
                               ds->channels, ds->height, ds->width, f->channels, f->height, f->width);
         sf_dataset_free(ds);

@@ -1,5 +1,5 @@
-/* loader.c — batches for training and evaluation: the sample order of each epoch, encoding into [T, B, C, H, W],
- * and a background thread that prepares the next batch while the caller trains on the current one.
+/* loader.c — batches for training and evaluation: the sample order of each epoch, encoding images (or drawing
+ * synthetic spikes) into [T, B, C, H, W], and a background thread that prepares the next batch while the caller trains on the current one.
  *
  * Every batch is a pure function of (params, epoch, index), so prefetching, synchronous loading and a loader
  * repositioned by sf_loader_set_state all deliver identical batches. */
@@ -84,7 +84,10 @@ static void produce(sf_loader *l, sf_loader_state pos, slot *s)
         l->idx[b] = l->p.training ? l->order[k] : k;
         s->labels[b] = l->ds->labels[l->idx[b]];
     }
-    sf_encode_batch(l->ds, &l->p, pos.epoch, l->idx, B, s->x);
+    if (l->ds->type == SF_SAMPLES_SYNTHETIC)
+        sf_synthetic_batch(l->ds, &l->p, l->idx, B, s->x);
+    else
+        sf_encode_batch(l->ds, &l->p, pos.epoch, l->idx, B, s->x);
     s->batch.valid = (int32_t)valid;
     s->batch.epoch = pos.epoch;
     s->batch.index = pos.index;
@@ -136,7 +139,7 @@ sf_status sf_loader_create(const sf_dataset *ds, const sf_loader_params *p, sf_l
     if ((unsigned)p->encoding > SF_ENCODING_LATENCY)
         return sf_fail(SF_ERR_INVALID, "loader: unknown encoding %d", (int)p->encoding);
     const float *stdv = p->std[0] != 0.0f ? p->std : ds->std;
-    for (int c = 0; c < ds->channels; c++)
+    for (int c = 0; ds->type == SF_SAMPLES_IMAGES && c < ds->channels; c++)
         if (p->normalize && !(stdv[c] > 0.0f))
             return sf_fail(SF_ERR_INVALID, "loader: normalisation std of channel %d is %g (must be > 0)", c, stdv[c]);
     const int64_t per_epoch = p->training ? ds->count / p->batch : (ds->count + p->batch - 1) / p->batch;

@@ -211,9 +211,8 @@ static sf_status log_epoch_line(run *r, const sf_eval_result *test)
 static sf_status open_data(run *r)
 {
     const sf_config *cfg = r->cfg;
-    const char *dir = cfg->train.data_dir[0] ? cfg->train.data_dir : NULL;
-    SF_TRY(sf_dataset_load(cfg->train.dataset, dir, SF_SPLIT_TRAIN, &r->train_ds));
-    SF_TRY(sf_dataset_load(cfg->train.dataset, dir, SF_SPLIT_TEST, &r->test_ds));
+    SF_TRY(sf_config_load_split(cfg, SF_SPLIT_TRAIN, &r->train_ds));
+    SF_TRY(sf_config_load_split(cfg, SF_SPLIT_TEST, &r->test_ds));
     r->classes = r->train_ds->classes;
     sf_loader_params lp;
     sf_config_loader_params(cfg, 1, &lp);
