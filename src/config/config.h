@@ -3,7 +3,8 @@
  * sf_net they describe through the public API.
  *
  *   [train]    dataset, data_dir, epochs, batch, timesteps, encoding, optimizer, lr, ... (see sf_config_train);
- *              dataset = synthetic takes input_shape, classes, samples, input_density
+ *              dataset = synthetic takes input_shape, classes, samples, input_density; event datasets
+ *              time_window_us, frame, downsample, polarity and the aug_* keys
  *   [neuron]   defaults for every LIF layer: tau, decay, decay_input, v_threshold, v_reset, reset, detach_reset,
  *              surrogate, alpha, grad_threshold
  *   then one section per layer, numbered from 0 in file order:
@@ -36,11 +37,13 @@ typedef struct sf_config_train {
     int64_t batch;                     /* default 64 */
     int64_t timesteps;                 /* default 4 */
     sf_encoding encoding;              /* default direct */
-    int32_t augment;                   /* random crop + flip: 1 on, 0 off, -1 auto (default: on for cifar10) */
+    int32_t augment;                   /* training augmentation: 1 on, 0 off, -1 auto (default: on for cifar10 and
+                                        * the event datasets) */
     int32_t normalize;                 /* direct encoding: per-channel (x - mean) / std; default on */
     float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS]; /* one value per channel; NaN
                                                                          * ("default"): the dataset's values */
     sf_synthetic_params synthetic;     /* dataset = synthetic: input_shape, classes, samples, input_density */
+    sf_event_params events;            /* event datasets: time_window_us, frame, downsample, polarity, aug_* */
     int32_t threads;                   /* OpenMP threads; 0: the default */
     int64_t log_every;                 /* steps between metric lines; default 100, 0: per epoch only */
 } sf_config_train;

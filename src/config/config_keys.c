@@ -19,6 +19,8 @@ static const char *const conv_algo_names[] = {"auto", "cudnn", "gemm", NULL}; /*
 static const char *const readout_names[] = {"mean", "leaky", NULL};
 static const char *const loss_names[] = {"ce_mean", "ce_per_step", NULL};
 static const char *const reset_names[] = {"hard", "soft", NULL};
+static const char *const frame_names[] = {"count", "binary", NULL};     /* sf_frame_mode order */
+static const char *const polarity_names[] = {"keep", "merge", NULL};    /* merge_polarity 0, 1 */
 static const char *const surrogate_names[] = {"sigmoid", "atan", "fast_sigmoid", "rect", NULL};
 
 #define BIG 1e30
@@ -40,6 +42,17 @@ const sf_key_spec sf_train_keys[] = {
     {.name = "samples", .type = SF_V_INT64, .offset = TRAIN(train.synthetic.samples), .min = 1, .max = 1e9},
     {.name = "input_density", .type = SF_V_FLOAT, .offset = TRAIN(train.synthetic.density), .min = 0, .max = 1,
      .open_min = 1},
+    {.name = "time_window_us", .type = SF_V_INT64, .offset = TRAIN(train.events.time_window_us), .min = 0,
+     .max = 1e12},
+    {.name = "frame", .type = SF_V_ENUM, .offset = TRAIN(train.events.frame), .choices = frame_names},
+    {.name = "downsample", .type = SF_V_INT32, .offset = TRAIN(train.events.downsample), .min = 1, .max = 1024},
+    {.name = "polarity", .type = SF_V_ENUM, .offset = TRAIN(train.events.merge_polarity), .choices = polarity_names},
+    {.name = "aug_time_jitter_us", .type = SF_V_INT64, .offset = TRAIN(train.events.time_jitter_us), .min = 0,
+     .max = 1e9},
+    {.name = "aug_drop_event", .type = SF_V_FLOAT, .offset = TRAIN(train.events.drop_event), .min = 0,
+     .max = 0.999999},
+    {.name = "aug_shift", .type = SF_V_INT32, .offset = TRAIN(train.events.shift), .min = 0, .max = 4096},
+    {.name = "aug_flip", .type = SF_V_BOOL, .offset = TRAIN(train.events.flip)},
     {.name = "optimizer", .type = SF_V_ENUM, .offset = TRAIN(optim.kind), .choices = optimizer_names},
     {.name = "lr", .type = SF_V_FLOAT, .offset = TRAIN(optim.lr), .min = 0, .max = 1e3, .open_min = 1},
     {.name = "momentum", .type = SF_V_FLOAT, .offset = TRAIN(optim.momentum), .min = 0, .max = 0.999999},

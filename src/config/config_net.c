@@ -10,6 +10,7 @@ void sf_config_data_params(const sf_config *cfg, sf_data_params *p)
 {
     sf_data_default_params(p);
     p->synthetic = cfg->train.synthetic;
+    p->events = cfg->train.events;
     p->seed = cfg->net.seed;
 }
 
@@ -29,7 +30,7 @@ void sf_config_loader_params(const sf_config *cfg, int32_t training, sf_loader_p
     p->encoding = t->encoding;
     p->seed = cfg->net.seed;
     p->training = training != 0;
-    p->augment = training && (t->augment < 0 ? t->dataset == SF_DATASET_CIFAR10 : t->augment != 0);
+    p->augment = training && (t->augment < 0 ? sf_dataset_kind_augments(t->dataset) : t->augment != 0);
     p->normalize = t->normalize;
     float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS];
     sf_dataset_kind_stats(t->dataset, mean, std);
@@ -38,6 +39,7 @@ void sf_config_loader_params(const sf_config *cfg, int32_t training, sf_loader_p
         p->std[c] = isnan(t->std[0]) || isnan(t->std[c]) ? std[c] : t->std[c];
     }
     p->prefetch = 1;
+    p->events = t->events;
 }
 
 sf_status sf_config_build_net(const sf_config *cfg, sf_net **out)

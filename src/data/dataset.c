@@ -106,5 +106,7 @@ void sf_dataset_free(sf_dataset *ds)
     if (!ds) return;
     free(ds->images);
     free(ds->labels);
+    free(ds->events);
+    free(ds->offsets);
     free(ds);
 }

@@ -46,6 +46,11 @@ sf_status sf_path_join(char *buf, size_t cap, const char *dir, const char *name)
 /* Creates `dir` and its missing parents. With must_be_empty, an existing directory that holds any entry is
  * refused with SF_ERR_STATE ("DIR is not empty"). */
 sf_status sf_dir_prepare(const char *dir, int must_be_empty);
+/* Whether `path` is an existing directory (or a link to one). */
+int sf_dir_exists(const char *path);
+/* The names of the regular files in `dir` ending in `suffix`, sorted bytewise, as one malloc'd array of *n
+ * pointers followed by the strings (free it with one free()). A directory that cannot be read is SF_ERR_IO. */
+sf_status sf_dir_list(const char *dir, const char *suffix, char ***names, size_t *n);
 /* Whether two paths name the same existing directory ("run", "./run/" and a symlink to it are one). */
 int sf_same_dir(const char *a, const char *b);
 

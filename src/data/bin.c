@@ -1,0 +1,112 @@
+/* bin.c — event streams into T frames per sample: equal time bins over the sample's span or fixed windows, count
+ * or binary cells, downsampling and merged polarities, and the seeded event-level augmentation (time jitter,
+ * dropped events, spatial or channel shift, flip), all in the loader's prefetch thread. */
+#include "data/dataset.h"
+
+#include "data/draws.h"
+
+#include <string.h>
+
+void sf_event_frame_shape(int32_t polarities, int32_t height, int32_t width, const sf_event_params *p,
+                          int32_t frame[3])
+{
+    const int32_t d = p->downsample > 1 ? p->downsample : 1;
+    frame[0] = p->merge_polarity ? 1 : polarities;
+    frame[1] = (height + d - 1) / d;
+    frame[2] = (width + d - 1) / d;
+}
+
+void sf_event_input_shape(const int32_t frame[3], int32_t shape[3])
+{
+    const int one_row = frame[1] == 1;
+    shape[0] = one_row ? frame[0] * frame[2] : frame[0];
+    shape[1] = frame[1];
+    shape[2] = one_row ? 1 : frame[2];
+}
+
+/* How one sample is augmented, drawn once per (epoch, sample); per-event draws come from event_key. */
+typedef struct sample_aug {
+    int on, flip;
+    int64_t dx, dy;
+    uint64_t event_key;
+} sample_aug;
+
+static sample_aug draw_sample_aug(const sf_dataset *ds, const sf_event_params *ep, uint64_t key, int64_t sample)
+{
+    sample_aug a = {.on = 1, .event_key = sf_hash3(key, (uint64_t)sample, 1)};
+    const uint64_t h = sf_hash3(key, (uint64_t)sample, 0);
+    const uint64_t span = 2 * (uint64_t)(ep->shift > 0 ? ep->shift : 0) + 1;
+    a.dx = (int64_t)((h & 0xfffff) % span) - ep->shift * (span > 1);
+    a.dy = ds->height > 1 ? (int64_t)(((h >> 20) & 0xfffff) % span) - ep->shift * (span > 1) : 0;
+    a.flip = ep->flip && ((h >> 40) & 1);
+    return a;
+}
+
+/* Where event i of a sample lands: its time and frame cell; 0 when augmentation dropped it or moved it off the
+ * sensor. */
+static int place(const sf_dataset *ds, const sf_event_params *ep, const sample_aug *a, const int32_t frame[3],
+                 int64_t i, const sf_event *e, int64_t *t, size_t *cell)
+{
+    int64_t x = e->x, y = e->y, time = e->t;
+    if (a->on) {
+        const uint64_t h = sf_mix64(a->event_key ^ (uint64_t)i);
+        if (ep->drop_event > 0.0f && (float)(h >> 40) * (1.0f / 16777216.0f) < ep->drop_event) return 0;
+        if (ep->time_jitter_us > 0)
+            time += (int64_t)((h & 0xffffffffffull) % (2 * (uint64_t)ep->time_jitter_us + 1)) - ep->time_jitter_us;
+        if (a->flip) x = ds->width - 1 - x;
+        x += a->dx;
+        y += a->dy;
+        if (x < 0 || x >= ds->width || y < 0 || y >= ds->height) return 0;
+    }
+    const int64_t d = ep->downsample > 1 ? ep->downsample : 1;
+    *t = time;
+    *cell = ((size_t)(ep->merge_polarity ? 0 : e->p) * (size_t)frame[1] + (size_t)(y / d)) * (size_t)frame[2] +
+            (size_t)(x / d);
+    return 1;
+}
+
+/* Bins one sample's n events into its T frames at x0, x0 + step, ... (zeroed first). */
+static void bin_sample(const sf_dataset *ds, const sf_loader_params *p, const sample_aug *a, const int32_t frame[3],
+                       const sf_event *ev, int64_t n, float *x0, size_t step)
+{
+    const sf_event_params *ep = &p->events;
+    const int64_t T = p->timesteps;
+    const size_t cells = (size_t)frame[0] * frame[1] * frame[2];
+    for (int64_t t = 0; t < T; t++) memset(x0 + (size_t)t * step, 0, cells * sizeof *x0);
+    int64_t first = 0, last = n > 0 ? ev[n - 1].t : 0, time;
+    size_t cell;
+    if (a->on) { /* jittered or dropped events move the span */
+        first = INT64_MAX;
+        last = INT64_MIN;
+        for (int64_t i = 0; i < n; i++)
+            if (place(ds, ep, a, frame, i, &ev[i], &time, &cell)) {
+                first = time < first ? time : first;
+                last = time > last ? time : last;
+            }
+        if (first > last) return; /* every event dropped */
+    }
+    const int64_t span = last - first + 1;
+    for (int64_t i = 0; i < n; i++) {
+        if (!place(ds, ep, a, frame, i, &ev[i], &time, &cell)) continue;
+        const int64_t bin = ep->time_window_us > 0 ? (time - first) / ep->time_window_us : (time - first) * T / span;
+        if (bin >= T) continue; /* past the T windows: cut */
+        float *c = x0 + (size_t)bin * step + cell;
+        *c = ep->frame == SF_FRAME_BINARY ? 1.0f : *c + 1.0f;
+    }
+}
+
+void sf_events_bin_batch(const sf_dataset *ds, const sf_loader_params *p, int64_t epoch, const int64_t *idx,
+                         int64_t count, float *x)
+{
+    int32_t frame[3];
+    sf_event_frame_shape(ds->channels, ds->height, ds->width, &p->events, frame);
+    const size_t step = (size_t)p->batch * (size_t)frame[0] * frame[1] * frame[2];
+    const uint64_t key = sf_draw_key(p->seed, SF_DRAW_AUGMENT, epoch);
+    const sample_aug none = {0};
+    for (int64_t b = 0; b < count; b++) {
+        const int64_t s = idx[b], first = ds->offsets[s];
+        const sample_aug a = p->training && p->augment ? draw_sample_aug(ds, &p->events, key, s) : none;
+        bin_sample(ds, p, &a, frame, ds->events + first, ds->offsets[s + 1] - first,
+                   x + (size_t)b * frame[0] * frame[1] * frame[2], step);
+    }
+}
