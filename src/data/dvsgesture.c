@@ -61,7 +61,7 @@ sf_status sf_aedat_parse(const uint8_t *buf, size_t len, sf_event *out, size_t c
                            len - pos);
         const uint8_t *h = buf + pos;
         const int type = h[0] | h[1] << 8;
-        const uint32_t size = le32(h + 4), overflow = le32(h + 12), capacity = le32(h + 20), number = le32(h + 24);
+        const uint32_t size = le32(h + 4), overflow = le32(h + 12), capacity = le32(h + 16), number = le32(h + 20);
         if (size == 0 || size > (1u << 20) || capacity > (1u << 30) || number > capacity)
             return sf_fail(SF_ERR_FORMAT, "packet %lld: event size %u, capacity %u, number %u are not consistent",
                            (long long)packet, size, capacity, number);
