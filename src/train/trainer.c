@@ -276,6 +276,7 @@ static void fill_progress(run *r, sf_train_event_kind kind, float lr)
     ev->batch_size = r->cfg->train.batch;
     ev->train_samples = r->train_ds->count;
     ev->test_samples = r->test_ds->count;
+    ev->skipped_samples = r->train_ds->skipped + r->test_ds->skipped;
     ev->epoch_seconds = e->train_seconds;
     ev->samples_per_s = e->train_seconds > 0 ? (double)e->seen / e->train_seconds : 0;
     ev->loss = e->batches ? e->loss_sum / (double)e->batches : 0;

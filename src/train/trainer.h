@@ -31,6 +31,7 @@ typedef struct sf_train_event {
     int64_t batch, batches; /* batches done in this epoch / per epoch */
     int64_t batch_size;
     int64_t train_samples, test_samples;
+    int64_t skipped_samples; /* empty samples the readers of event datasets left out (both splits) */
     double epoch_seconds;   /* training time in this epoch so far (test pass excluded) */
     double samples_per_s;   /* training throughput in this epoch */
     double loss, accuracy;  /* running means over this epoch's training batches */
