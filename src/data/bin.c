@@ -1,6 +1,7 @@
 /* bin.c — event streams into T frames per sample: equal time bins over the sample's span or fixed windows, count
  * or binary cells, downsampling and merged polarities, and the seeded event-level augmentation (time jitter,
- * dropped events, spatial or channel shift, flip), all in the loader's prefetch thread. */
+ * dropped events, spatial or channel shift, flip), all in the loader's prefetch thread (its samples spread over
+ * OpenMP threads). */
 #include "data/dataset.h"
 
 #include "data/draws.h"
@@ -103,6 +104,8 @@ void sf_events_bin_batch(const sf_dataset *ds, const sf_loader_params *p, int64_
     const size_t step = (size_t)p->batch * (size_t)frame[0] * frame[1] * frame[2];
     const uint64_t key = sf_draw_key(p->seed, SF_DRAW_AUGMENT, epoch);
     const sample_aug none = {0};
+    /* Samples are independent: the batch is binned by the OpenMP threads of the calling (prefetch) thread. */
+#pragma omp parallel for schedule(dynamic, 1)
     for (int64_t b = 0; b < count; b++) {
         const int64_t s = idx[b], first = ds->offsets[s];
         const sample_aug a = p->training && p->augment ? draw_sample_aug(ds, &p->events, key, s) : none;

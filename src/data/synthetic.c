@@ -71,6 +71,7 @@ void sf_synthetic_batch(const sf_dataset *ds, const sf_loader_params *p, const i
     /* Which inputs fire more depends on the class only, so both splits share it; the spikes do not. */
     const uint64_t class_key = sf_draw_key(ds->seed, SF_DRAW_SYNTHETIC, -1);
     const uint64_t spike_key = sf_draw_key(ds->seed, SF_DRAW_SYNTHETIC, ds->split);
+#pragma omp parallel for schedule(dynamic, 1)
     for (int64_t b = 0; b < count; b++) {
         float *x0 = x + (size_t)b * chw;
         for (int64_t t = 0; t < T; t++) memset(x0 + (size_t)t * step, 0, chw * sizeof *x0);
