@@ -453,6 +453,107 @@ static void test_shd(void)
                 "a missing file names both names and where SHD is published");
 }
 
+/* ---------------------------------------------------------------- the frame cache */
+
+/* Every batch of an evaluation loader over ds, concatenated. */
+static float *all_batches(const sf_dataset *ds, int64_t T, const sf_event_params *ep, size_t *n)
+{
+    sf_loader_params p;
+    sf_loader_default_params(&p);
+    p.batch = 4;
+    p.timesteps = T;
+    p.training = 0;
+    p.events = *ep;
+    sf_loader *l = NULL;
+    CHECK_OK(sf_loader_create(ds, &p, &l));
+    if (!l) return NULL;
+    float *out = NULL;
+    *n = 0;
+    for (const sf_batch *b; sf_loader_next(l, &b) == SF_OK && b;) {
+        const size_t k = (size_t)(b->T * b->B * b->C * b->H * b->W);
+        out = realloc(out, (*n + k) * sizeof *out);
+        memcpy(out + *n, b->x, k * sizeof *out);
+        *n += k;
+    }
+    sf_loader_free(l);
+    return out;
+}
+
+static void test_cache(void)
+{
+    write_nmnist("cached", 3);
+    char dir[512], cache[512], cmd[1200];
+    path_of(dir, sizeof dir, "cached");
+    path_of(cache, sizeof cache, "frames");
+    sf_data_params p;
+    sf_data_default_params(&p);
+    p.timesteps = 3;
+    p.events.downsample = 2;
+    p.events.time_window_us = 2000;
+    sf_dataset *plain = NULL, *built = NULL, *again = NULL;
+    CHECK_OK(sf_dataset_load(SF_DATASET_NMNIST, dir, SF_SPLIT_TEST, &p, &plain));
+    p.cache_dir = cache;
+    CHECK_OK(sf_dataset_load(SF_DATASET_NMNIST, dir, SF_SPLIT_TEST, &p, &built));
+    if (!plain || !built) return;
+    CHECK(plain->type == SF_SAMPLES_EVENTS && built->type == SF_SAMPLES_FRAMES && built->count == 30 &&
+              built->frames_T == 3 && built->channels == 2 && built->height == 17 && built->width == 17,
+          "the cached split is binned frames of the downsampled shape");
+    /* The cache is read back without parsing: a sample file removed since does not change it. */
+    snprintf(cmd, sizeof cmd, "rm '%s/Test/3/00007.bin' && ls '%s' | grep -c '^nmnist-test-.*\\.frames$' >/dev/null",
+             dir, cache);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    CHECK_OK(sf_dataset_load(SF_DATASET_NMNIST, dir, SF_SPLIT_TEST, &p, &again));
+    CHECK(again && again->type == SF_SAMPLES_FRAMES && again->count == 30, "the second load reads the cache");
+    for (int binary = 0; binary <= 1 && again; binary++) {
+        sf_event_params ep = p.events;
+        ep.frame = binary;
+        size_t n1 = 0, n2 = 0, n3 = 0;
+        float *a = all_batches(plain, 3, &ep, &n1), *b = all_batches(built, 3, &ep, &n2),
+              *c = all_batches(again, 3, &ep, &n3);
+        CHECK(a && b && c && n1 == n2 && n1 == n3 && memcmp(a, b, n1 * sizeof *a) == 0 &&
+                  memcmp(a, c, n1 * sizeof *a) == 0,
+              "%s frames: cached batches equal the binned ones", binary ? "binary" : "count");
+        free(a);
+        free(b);
+        free(c);
+    }
+    sf_loader_params lp;
+    sf_loader_default_params(&lp);
+    lp.timesteps = 4;
+    sf_loader *l = NULL;
+    CHECK(sf_loader_create(again, &lp, &l) == SF_ERR_INVALID && strstr(sf_last_error(), "binned into 3 steps"),
+          "a loader of another T is refused: %s", sf_last_error());
+    sf_dataset_free(again);
+    again = NULL;
+
+    /* A damaged or truncated cache file is rebuilt (here from the files as they are now: 29 samples). */
+    for (int damage = 0; damage < 2; damage++) {
+        snprintf(cmd, sizeof cmd,
+                 damage ? "f=$(ls '%s'/nmnist-test-*.frames) && truncate -s -7 \"$f\""
+                        : "f=$(ls '%s'/nmnist-test-*.frames) && printf 'X' | dd of=\"$f\" bs=1 seek=300 conv=notrunc "
+                          "status=none",
+                 cache);
+        CHECK(system(cmd) == 0, "%s", cmd);
+        CHECK_OK(sf_dataset_load(SF_DATASET_NMNIST, dir, SF_SPLIT_TEST, &p, &again));
+        CHECK(again && again->type == SF_SAMPLES_FRAMES && again->count == 29, "%s cache rebuilt (%lld samples)",
+              damage ? "a truncated" : "a damaged", again ? (long long)again->count : -1);
+        sf_dataset_free(again);
+        again = NULL;
+    }
+    /* An augmented training split is binned per epoch, never cached; another T is another file. */
+    p.events.shift = 1;
+    CHECK_OK(sf_dataset_load(SF_DATASET_NMNIST, dir, SF_SPLIT_TRAIN, &p, &again));
+    CHECK(again && again->type == SF_SAMPLES_EVENTS, "the augmented training split is not cached");
+    sf_dataset_free(again);
+    p.timesteps = 5;
+    CHECK_OK(sf_dataset_load(SF_DATASET_NMNIST, dir, SF_SPLIT_TEST, &p, &again));
+    snprintf(cmd, sizeof cmd, "test $(ls '%s' | grep -c '^nmnist-test-.*\\.frames$') -eq 2", cache);
+    CHECK(again && again->frames_T == 5 && system(cmd) == 0, "another T is cached in another file");
+    sf_dataset_free(again);
+    sf_dataset_free(plain);
+    sf_dataset_free(built);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/sf_test_event_files_XXXXXX");
@@ -463,6 +564,7 @@ int main(void)
     test_nmnist();
     test_gesture();
     test_shd();
+    test_cache();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);

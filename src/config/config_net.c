@@ -12,6 +12,12 @@ void sf_config_data_params(const sf_config *cfg, sf_data_params *p)
     p->synthetic = cfg->train.synthetic;
     p->events = cfg->train.events;
     p->seed = cfg->net.seed;
+    p->cache_dir = cfg->train.data_cache;
+    p->timesteps = cfg->train.timesteps;
+    if (cfg->train.augment == 0) { /* no augmentation: the training split can be cached too */
+        p->events.time_jitter_us = p->events.shift = p->events.flip = 0;
+        p->events.drop_event = 0.0f;
+    }
 }
 
 sf_status sf_config_load_split(const sf_config *cfg, sf_split split, sf_dataset **out)

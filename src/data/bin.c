@@ -1,7 +1,7 @@
 /* bin.c — event streams into T frames per sample: equal time bins over the sample's span or fixed windows, count
  * or binary cells, downsampling and merged polarities, and the seeded event-level augmentation (time jitter,
  * dropped events, spatial or channel shift, flip), all in the loader's prefetch thread (its samples spread over
- * OpenMP threads). */
+ * OpenMP threads); and frames binned already (the frame cache's) into batches. */
 #include "data/dataset.h"
 
 #include "data/draws.h"
@@ -112,4 +112,17 @@ void sf_events_bin_batch(const sf_dataset *ds, const sf_loader_params *p, int64_
         bin_sample(ds, p, &a, frame, ds->events + first, ds->offsets[s + 1] - first,
                    x + (size_t)b * frame[0] * frame[1] * frame[2], step);
     }
+}
+
+void sf_frames_batch(const sf_dataset *ds, const sf_loader_params *p, const int64_t *idx, int64_t count, float *x)
+{
+    const size_t cells = (size_t)ds->channels * ds->height * ds->width, step = (size_t)p->batch * cells;
+    const int binary = p->events.frame == SF_FRAME_BINARY;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t b = 0; b < count; b++)
+        for (int64_t t = 0; t < p->timesteps; t++) {
+            const uint16_t *src = ds->frames + ((size_t)idx[b] * (size_t)ds->frames_T + (size_t)t) * cells;
+            float *dst = x + (size_t)t * step + (size_t)b * cells;
+            for (size_t q = 0; q < cells; q++) dst[q] = binary ? (float)(src[q] > 0) : (float)src[q];
+        }
 }

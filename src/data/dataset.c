@@ -108,5 +108,6 @@ void sf_dataset_free(sf_dataset *ds)
     free(ds->labels);
     free(ds->events);
     free(ds->offsets);
+    free(ds->frames_block);
     free(ds);
 }

@@ -86,7 +86,10 @@ typedef struct sf_event_params {
 typedef struct sf_data_params {
     sf_synthetic_params synthetic;
     sf_event_params events;
-    uint64_t seed; /* the synthetic draws */
+    uint64_t seed;          /* the synthetic draws */
+    const char *cache_dir;  /* event datasets: where binned splits are cached (NULL or "": no cache); a split is
+                             * cached when it is not augmented (the test split, or no aug_* amount is set) */
+    int64_t timesteps;      /* T of the cached frames */
 } sf_data_params;
 
 /* Synthetic 1×28×28 with 10 classes, 1024 samples, density 0.1, seed 0; events in T equal bins, counts, full
@@ -99,7 +102,8 @@ void sf_data_input_shape(sf_dataset_kind kind, const sf_data_params *p, int32_t 
 typedef enum sf_sample_type {
     SF_SAMPLES_IMAGES = 0, /* uint8 images, turned into T steps by an encoding */
     SF_SAMPLES_SYNTHETIC,  /* spike trains drawn when a batch is made; only the labels are stored */
-    SF_SAMPLES_EVENTS      /* event streams, binned into T frames when a batch is made */
+    SF_SAMPLES_EVENTS,     /* event streams, binned into T frames when a batch is made */
+    SF_SAMPLES_FRAMES      /* event streams binned already (read from or written to the frame cache) */
 } sf_sample_type;
 
 /* One event: time in µs from its sample's first event, position on the sensor, polarity. */
@@ -126,6 +130,10 @@ typedef struct sf_dataset {
     int64_t *offsets;                /* events: [count + 1] */
     int64_t skipped;                 /* events: empty samples the reader left out */
     size_t events_cap, offsets_cap, labels_cap; /* events: allocated room while a reader fills the dataset */
+    const uint16_t *frames;          /* frames: [count, frames_T, channels, height, width] event counts, the
+                                      * channels × height × width being the network input (binned already) */
+    int64_t frames_T;
+    void *frames_block;              /* frames: the allocation `frames` points into */
 } sf_dataset;
 
 /* Labelled samples as a reader found them, viewed in place in the file's bytes: sample i's image is the
@@ -268,5 +276,7 @@ void sf_synthetic_batch(const sf_dataset *ds, const sf_loader_params *p, const i
  * 0..count-1 as p->events says, augmenting when p->training && p->augment. */
 void sf_events_bin_batch(const sf_dataset *ds, const sf_loader_params *p, int64_t epoch, const int64_t *idx,
                          int64_t count, float *x);
+/* Copies `count` samples of a frames dataset into x [T, B, C, H, W] (binary frames: 1 where a count is > 0). */
+void sf_frames_batch(const sf_dataset *ds, const sf_loader_params *p, const int64_t *idx, int64_t count, float *x);
 
 #endif

@@ -80,6 +80,14 @@ sf_status sf_gesture_labels_parse(const char *text, size_t len, int32_t classes,
 /* A trials list (one .aedat file name per line) as one malloc'd array of *n names (free it with one free()). */
 sf_status sf_gesture_trials_parse(const char *text, size_t len, char ***names, size_t *n);
 
+/* ---------------------------------------------------------------- the frame cache (frame_cache.c)
+ * Split `split` of event format f binned as p says (count frames, no augmentation) from the cache file in
+ * p->cache_dir keyed by the format, split, data directory and binning; when there is none (or it fails its
+ * checks: header, sizes, CRC-32), the split is loaded with f->load, binned, and written there atomically. *out is
+ * a frames dataset, or the events dataset when a count exceeds 65535 and the split cannot be cached. */
+sf_status sf_frame_cache_load(const sf_dataset_format *f, const char *dir, sf_split split, const sf_data_params *p,
+                              sf_dataset **out);
+
 /* The format row of a kind (NULL for an unknown kind). */
 const sf_dataset_format *sf_dataset_format_of(sf_dataset_kind kind);
 

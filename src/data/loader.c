@@ -89,6 +89,7 @@ static void produce(sf_loader *l, sf_loader_state pos, slot *s)
     case SF_SAMPLES_IMAGES: sf_encode_batch(l->ds, &l->p, pos.epoch, l->idx, B, s->x); break;
     case SF_SAMPLES_SYNTHETIC: sf_synthetic_batch(l->ds, &l->p, l->idx, B, s->x); break;
     case SF_SAMPLES_EVENTS: sf_events_bin_batch(l->ds, &l->p, pos.epoch, l->idx, B, s->x); break;
+    case SF_SAMPLES_FRAMES: sf_frames_batch(l->ds, &l->p, l->idx, B, s->x); break;
     }
     s->batch.valid = (int32_t)valid;
     s->batch.epoch = pos.epoch;
@@ -153,6 +154,9 @@ sf_status sf_loader_create(const sf_dataset *ds, const sf_loader_params *p, sf_l
                        "time_jitter_us %lld >= 0, shift %d >= 0, drop_event %g in [0, 1))",
                        ep->downsample, (long long)ep->time_window_us, (long long)ep->time_jitter_us, ep->shift,
                        ep->drop_event);
+    if (ds->type == SF_SAMPLES_FRAMES && ds->frames_T != p->timesteps)
+        return sf_fail(SF_ERR_INVALID, "loader: the dataset was binned into %lld steps, the loader wants %lld",
+                       (long long)ds->frames_T, (long long)p->timesteps);
     int32_t shape[3] = {ds->channels, ds->height, ds->width};
     if (ds->type == SF_SAMPLES_EVENTS) {
         int32_t frame[3];
