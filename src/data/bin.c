@@ -28,13 +28,15 @@ void sf_event_input_shape(const int32_t frame[3], int32_t shape[3])
 /* How one sample is augmented, drawn once per (epoch, sample); per-event draws come from event_key. */
 typedef struct sample_aug {
     int on, flip;
+    int per_event; /* events are dropped or jittered: per-event draws, and the span must be found */
     int64_t dx, dy;
     uint64_t event_key;
 } sample_aug;
 
 static sample_aug draw_sample_aug(const sf_dataset *ds, const sf_event_params *ep, uint64_t key, int64_t sample)
 {
-    sample_aug a = {.on = 1, .event_key = sf_hash3(key, (uint64_t)sample, 1)};
+    sample_aug a = {.on = 1, .event_key = sf_hash3(key, (uint64_t)sample, 1),
+                    .per_event = ep->drop_event > 0.0f || ep->time_jitter_us > 0};
     const uint64_t h = sf_hash3(key, (uint64_t)sample, 0);
     const uint64_t span = 2 * (uint64_t)(ep->shift > 0 ? ep->shift : 0) + 1;
     a.dx = (int64_t)((h & 0xfffff) % span) - ep->shift * (span > 1);
@@ -43,27 +45,56 @@ static sample_aug draw_sample_aug(const sf_dataset *ds, const sf_event_params *e
     return a;
 }
 
-/* Where event i of a sample lands: its time and frame cell; 0 when augmentation dropped it or moved it off the
- * sensor. */
+/* Where event i of an augmented sample lands: its time and frame cell; 0 when augmentation dropped it or moved it
+ * off the sensor. */
 static int place(const sf_dataset *ds, const sf_event_params *ep, const sample_aug *a, const int32_t frame[3],
                  int64_t i, const sf_event *e, int64_t *t, size_t *cell)
 {
     int64_t x = e->x, y = e->y, time = e->t;
-    if (a->on) {
+    if (a->per_event) {
         const uint64_t h = sf_mix64(a->event_key ^ (uint64_t)i);
         if (ep->drop_event > 0.0f && (float)(h >> 40) * (1.0f / 16777216.0f) < ep->drop_event) return 0;
         if (ep->time_jitter_us > 0)
             time += (int64_t)((h & 0xffffffffffull) % (2 * (uint64_t)ep->time_jitter_us + 1)) - ep->time_jitter_us;
-        if (a->flip) x = ds->width - 1 - x;
-        x += a->dx;
-        y += a->dy;
-        if (x < 0 || x >= ds->width || y < 0 || y >= ds->height) return 0;
     }
+    if (a->flip) x = ds->width - 1 - x;
+    x += a->dx;
+    y += a->dy;
+    if (x < 0 || x >= ds->width || y < 0 || y >= ds->height) return 0;
     const int64_t d = ep->downsample > 1 ? ep->downsample : 1;
     *t = time;
     *cell = ((size_t)(ep->merge_polarity ? 0 : e->p) * (size_t)frame[1] + (size_t)(y / d)) * (size_t)frame[2] +
             (size_t)(x / d);
     return 1;
+}
+
+/* The smallest time offset from the first event that lands in bin k: bins are advanced by comparing with it,
+ * without a division per event. (t - first)·T / span >= k exactly when t - first >= ceil(k·span / T). */
+static int64_t bin_edge(const sf_event_params *ep, int64_t k, int64_t T, int64_t span)
+{
+    return ep->time_window_us > 0 ? k * ep->time_window_us : (k * span + T - 1) / T;
+}
+
+static void add_event(float *c, int binary) { *c = binary ? 1.0f : *c + 1.0f; }
+
+/* An unaugmented sample: its events in time order from 0, every one kept. */
+static void bin_in_order(const sf_loader_params *p, const int32_t frame[3], const sf_event *ev, int64_t n, float *x0,
+                         size_t step)
+{
+    const sf_event_params *ep = &p->events;
+    const int64_t T = p->timesteps, span = (int64_t)ev[n - 1].t + 1, d = ep->downsample > 1 ? ep->downsample : 1;
+    const int binary = ep->frame == SF_FRAME_BINARY;
+    int64_t bin = 0, edge = bin_edge(ep, 1, T, span);
+    for (int64_t i = 0; i < n; i++) {
+        const sf_event *e = &ev[i];
+        while ((int64_t)e->t >= edge) {
+            if (++bin == T) return; /* past the T windows: cut */
+            edge = bin_edge(ep, bin + 1, T, span);
+        }
+        const size_t y = d == 1 ? e->y : (size_t)(e->y / d), x = d == 1 ? e->x : (size_t)(e->x / d);
+        const size_t pol = ep->merge_polarity ? 0 : e->p;
+        add_event(x0 + (size_t)bin * step + (pol * (size_t)frame[1] + y) * (size_t)frame[2] + x, binary);
+    }
 }
 
 /* Bins one sample's n events into its T frames at x0, x0 + step, ... (zeroed first). */
@@ -74,9 +105,16 @@ static void bin_sample(const sf_dataset *ds, const sf_loader_params *p, const sa
     const int64_t T = p->timesteps;
     const size_t cells = (size_t)frame[0] * frame[1] * frame[2];
     for (int64_t t = 0; t < T; t++) memset(x0 + (size_t)t * step, 0, cells * sizeof *x0);
-    int64_t first = 0, last = n > 0 ? ev[n - 1].t : 0, time;
+    if (n == 0) return;
+    if (!a->on) {
+        bin_in_order(p, frame, ev, n, x0, step);
+        return;
+    }
+    /* Jittered or dropped events move the span and may leave time order: a first pass finds the span, and bins
+     * are divided out per event. Shift and flip leave times alone. */
+    int64_t first = 0, last = ev[n - 1].t, time;
     size_t cell;
-    if (a->on) { /* jittered or dropped events move the span */
+    if (a->per_event) {
         first = INT64_MAX;
         last = INT64_MIN;
         for (int64_t i = 0; i < n; i++)
@@ -90,9 +128,7 @@ static void bin_sample(const sf_dataset *ds, const sf_loader_params *p, const sa
     for (int64_t i = 0; i < n; i++) {
         if (!place(ds, ep, a, frame, i, &ev[i], &time, &cell)) continue;
         const int64_t bin = ep->time_window_us > 0 ? (time - first) / ep->time_window_us : (time - first) * T / span;
-        if (bin >= T) continue; /* past the T windows: cut */
-        float *c = x0 + (size_t)bin * step + cell;
-        *c = ep->frame == SF_FRAME_BINARY ? 1.0f : *c + 1.0f;
+        if (bin < T) add_event(x0 + (size_t)bin * step + cell, ep->frame == SF_FRAME_BINARY);
     }
 }
 
