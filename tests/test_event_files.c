@@ -320,6 +320,17 @@ typedef struct shd_sample {
     uint16_t units[4];
 } shd_sample;
 
+/* A one-dimensional dataset `name` of n elements under `where`, stored as `file_type`, written from `mem_type`. */
+static void write_1d(hid_t where, const char *name, hid_t file_type, hid_t mem_type, int n, const void *data)
+{
+    hsize_t dims[1] = {(hsize_t)n};
+    hid_t sp = H5Screate_simple(1, dims, NULL);
+    hid_t d = H5Dcreate2(where, name, file_type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    CHECK(H5Dwrite(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0, "writing /%s", name);
+    H5Dclose(d);
+    H5Sclose(sp);
+}
+
 /* An SHD-layout file: /spikes/times (vlen float32), /spikes/units (vlen uint16), /labels (uint16); n_units and
  * n_labels can differ from n to write a file that disagrees with itself. */
 static void write_h5(const char *path, const shd_sample *s, int n, int n_units, const uint16_t *labels, int n_labels)
@@ -331,26 +342,11 @@ static void write_h5(const char *path, const shd_sample *s, int n, int n_units, 
         t[i] = (hvl_t){(size_t)s[i].n, (void *)s[i].times};
         u[i] = (hvl_t){(size_t)s[i].n, (void *)s[i].units};
     }
-    hsize_t dims[1] = {(hsize_t)n};
     hid_t tf = H5Tvlen_create(H5T_IEEE_F32LE), uf = H5Tvlen_create(H5T_STD_U16LE);
     hid_t tm = H5Tvlen_create(H5T_NATIVE_FLOAT), um = H5Tvlen_create(H5T_NATIVE_UINT16);
-    hid_t sp = H5Screate_simple(1, dims, NULL);
-    hid_t d = H5Dcreate2(g, "times", tf, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    H5Dwrite(d, tm, H5S_ALL, H5S_ALL, H5P_DEFAULT, t);
-    H5Dclose(d);
-    H5Sclose(sp);
-    dims[0] = (hsize_t)n_units;
-    sp = H5Screate_simple(1, dims, NULL);
-    d = H5Dcreate2(g, "units", uf, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    H5Dwrite(d, um, H5S_ALL, H5S_ALL, H5P_DEFAULT, u);
-    H5Dclose(d);
-    H5Sclose(sp);
-    dims[0] = (hsize_t)n_labels;
-    sp = H5Screate_simple(1, dims, NULL);
-    d = H5Dcreate2(f, "labels", H5T_STD_U16LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    H5Dwrite(d, H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels);
-    H5Dclose(d);
-    H5Sclose(sp);
+    write_1d(g, "times", tf, tm, n, t);
+    write_1d(g, "units", uf, um, n_units, u);
+    write_1d(f, "labels", H5T_STD_U16LE, H5T_NATIVE_UINT16, n_labels, labels);
     H5Tclose(tf);
     H5Tclose(uf);
     H5Tclose(tm);
