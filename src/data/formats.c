@@ -48,8 +48,8 @@ static const sf_dataset_format formats[] = {
         {.name = "nmnist", .pretty = "N-MNIST", .default_dir = "data/N-MNIST", .channels = 2, .height = 34,
          .width = 34, .classes = 10, .events = 1, .augment_auto = 1,
          .provider = "download Train.zip and Test.zip of N-MNIST (Orchard et al. 2015) from "
-                     "https://www.garrickorchard.com/datasets/n-mnist and unzip both into data_dir (giving "
-                     "data_dir/Train/0 ... data_dir/Test/9)",
+                     "https://www.garrickorchard.com/datasets/n-mnist into data_dir (read as they are, or unzipped "
+                     "there: data_dir/Train/0 ... data_dir/Test/9)",
          .load = sf_nmnist_load},
     [SF_DATASET_DVSGESTURE] =
         {.name = "dvsgesture", .pretty = "DVS128 Gesture", .default_dir = "data/DvsGesture", .channels = 2,

@@ -52,4 +52,33 @@ sf 0 bench bench events.ini --steps 2 --warmup 1 --data
 has "bench --data prints the loader's rate" bench.out "data loader:"
 sf 1 nodata train events.ini --set train.data_dir="$WORK/nowhere" --out run2
 has "missing N-MNIST names the folder looked for" nodata.err "$WORK/nowhere/Train/0"
+has "... and the zip" nodata.err "$WORK/nowhere/Train.zip"
+
+# The zips as distributed (entries Train/<digit>/<name>.bin), read through libzip: the same run, the same numbers.
+"$PY" - "$WORK/nm" "$WORK/zipped" <<'PY'
+import os, sys, zipfile
+src, dst = sys.argv[1:3]
+os.makedirs(dst, exist_ok=True)
+for part in ("Train", "Test"):
+    with zipfile.ZipFile(f"{dst}/{part}.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        for d in range(10):
+            z.writestr(f"{part}/{d}/", b"")
+            for name in sorted(os.listdir(f"{src}/{part}/{d}"), reverse=True):
+                z.write(f"{src}/{part}/{d}/{name}", f"{part}/{d}/{name}")
+PY
+sf 0 zipped train events.ini --set train.data_dir="$WORK/zipped" --set train.data_cache= --out run3
+check "training from the zips gives the same metrics as from the folders" test \
+    "$(json_field run3/metrics.jsonl epoch test_accuracy)" = "$(json_field run1/metrics.jsonl epoch test_accuracy)" -a \
+    "$(json_field run3/metrics.jsonl epoch train_loss)" = "$(json_field run1/metrics.jsonl epoch train_loss)"
+head -c 4000 zipped/Test.zip >cut.zip && mkdir -p cut && mv cut.zip cut/Test.zip && cp zipped/Train.zip cut/
+sf 1 cutzip train events.ini --set train.data_dir="$WORK/cut" --set train.data_cache= --out run4
+has "a truncated zip is refused naming it" cutzip.err "cut/Test.zip"
+cp zipped/Test.zip cut/Test.zip
+"$PY" -c "
+import zipfile
+e = zipfile.ZipFile('cut/Train.zip').infolist()[2]  # a sample file: flip a byte in its compressed data
+at = e.header_offset + 30 + len(e.filename) + len(e.extra) + e.compress_size // 2
+b = bytearray(open('cut/Train.zip', 'rb').read()); b[at] ^= 0x55; open('cut/Train.zip', 'wb').write(b)"
+sf 1 badzip train events.ini --set train.data_dir="$WORK/cut" --set train.data_cache= --out run5
+has "a damaged zip entry is refused naming the zip" badzip.err "cut/Train.zip:Train/"
 finish
