@@ -270,6 +270,16 @@ static void test_gesture(void)
           "truncated packet: %s", sf_last_error());
     CHECK(sf_aedat_parse(b.p, 30, ev, 128, &n, &origin) == SF_ERR_FORMAT && strstr(sf_last_error(), "#!END-HEADER"),
           "cut header: %s", sf_last_error());
+    buf back = {0};
+    add(&back, "#!AER-DAT3.1\n#!END-HEADER\n", 26);
+    packet_header(&back, 1, 8, 0, 3, 3);
+    polarity(&back, 1, 1, 0, 1, 500);
+    polarity(&back, 1, 1, 0, 1, 700);
+    polarity(&back, 1, 1, 0, 1, 600);
+    CHECK(sf_aedat_parse(back.p, back.len, ev, 128, &n, &origin) == SF_ERR_FORMAT &&
+              strstr(sf_last_error(), "packet 0 event 2 goes back in time (100 µs after 200 µs)"),
+          "a recording going back in time: %s", sf_last_error());
+    free(back.p);
     CHECK(sf_aedat_parse((const uint8_t *)"#!AER-DAT2.0\r\n", 14, ev, 128, &n, &origin) == SF_ERR_FORMAT &&
               strstr(sf_last_error(), "not an AEDAT 3.1 file"),
           "another version: %s", sf_last_error());

@@ -86,6 +86,9 @@ sf_status sf_aedat_parse(const uint8_t *buf, size_t len, sf_event *out, size_t c
             if (rel < 0 || rel > UINT32_MAX)
                 return sf_fail(SF_ERR_FORMAT, "packet %lld event %u: timestamp %lld µs is %s the first event's",
                                (long long)packet, i, (long long)t, rel < 0 ? "before" : "more than 2^32 µs after");
+            if (k > 0 && (uint32_t)rel < out[k - 1].t)
+                return sf_fail(SF_ERR_FORMAT, "packet %lld event %u goes back in time (%lld µs after %lu µs)",
+                               (long long)packet, i, (long long)rel, (unsigned long)out[k - 1].t);
             if ((size_t)k == cap) return sf_fail(SF_ERR_INVALID, "more than %zu events", cap);
             const uint32_t x = data >> 17 & 0x7fff, y = data >> 2 & 0x7fff;
             if (x > UINT16_MAX || y > 255)
@@ -156,7 +159,7 @@ sf_status sf_gesture_labels_parse(const char *text, size_t len, int32_t classes,
     return SF_OK;
 }
 
-/* The first index in ev[0..n) whose time is >= t (times nondecreasing were checked by the caller's samples). */
+/* The first index in ev[0..n) whose time is >= t (sf_aedat_parse returns events in time order). */
 static int64_t lower_bound(const sf_event *ev, int64_t n, int64_t t)
 {
     int64_t lo = 0, hi = n;

@@ -67,7 +67,7 @@ sf_status sf_nmnist_parse(const uint8_t *buf, size_t len, sf_event *out, int64_t
 sf_status sf_gesture_load(const sf_dataset_format *f, const char *dir, sf_split split, const sf_data_params *p,
                           sf_dataset **out);
 /* The polarity events of an AEDAT 3.1 file into out[0..cap): times from the first event, whose absolute time in µs
- * is *origin. */
+ * is *origin, and never decreasing (an event earlier than the one before is an error naming packet and event). */
 sf_status sf_aedat_parse(const uint8_t *buf, size_t len, sf_event *out, size_t cap, int64_t *n, int64_t *origin);
 /* One labelled gesture: classes 1..N in the file become labels 0..N-1; times in the recording's µs. */
 typedef struct sf_gesture_span {
