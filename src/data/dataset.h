@@ -93,7 +93,7 @@ typedef struct sf_data_params {
 } sf_data_params;
 
 /* Synthetic 1×28×28 with 10 classes, 1024 samples, density 0.1, seed 0; events in T equal bins, counts, full
- * resolution, polarities kept, no augmentation. */
+ * resolution, polarities kept, no augmentation, no cache (timesteps 0: set it with a cache). */
 void sf_data_default_params(sf_data_params *p);
 /* The shape of one step's network input [C, H, W] and the class count a kind delivers with these parameters. */
 void sf_data_input_shape(sf_dataset_kind kind, const sf_data_params *p, int32_t shape[3], int32_t *classes);

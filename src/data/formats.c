@@ -155,13 +155,18 @@ sf_status sf_dataset_load(sf_dataset_kind kind, const char *dir, sf_split split,
     }
     if (!dir || !*dir) dir = f->default_dir;
     const sf_event_params *e = &p->events;
-    const int augmented = split == SF_SPLIT_TRAIN && (e->time_jitter_us || e->drop_event > 0.0f || e->shift || e->flip);
-    if (f->events && p->cache_dir && *p->cache_dir && !augmented)
+    const int augmented =
+        split == SF_SPLIT_TRAIN && (e->time_jitter_us || e->drop_event > 0.0f || e->shift || e->flip);
+    if (f->events && p->cache_dir && *p->cache_dir && !augmented) {
+        if (p->timesteps < 1 || p->timesteps > (1 << 20))
+            return sf_fail(SF_ERR_INVALID, "frame cache: timesteps %lld is not in 1..2^20", (long long)p->timesteps);
         SF_TRY(sf_frame_cache_load(f, dir, split, p, out));
-    else
+    } else {
         SF_TRY(f->load(f, dir, split, p, out));
+    }
     sf_dataset *ds = *out;
-    if (f->channels && ds->type != SF_SAMPLES_FRAMES && (ds->channels != f->channels || ds->height != f->height || ds->width != f->width)) {
+    if (f->channels && ds->type != SF_SAMPLES_FRAMES &&
+        (ds->channels != f->channels || ds->height != f->height || ds->width != f->width)) {
         sf_status s = sf_fail(SF_ERR_FORMAT, "%s in %s holds %d×%d×%d images, expected %d×%d×%d", f->pretty, dir,
                               ds->channels, ds->height, ds->width, f->channels, f->height, f->width);
         sf_dataset_free(ds);
