@@ -1,6 +1,7 @@
 /* bench_events.c — loader throughput on event data of each format's size: samples/s of one loader (what its
- * prefetch thread, with its OpenMP threads, can deliver beside a training step) binning synthetic event streams shaped like SHD, N-MNIST
- * and DVS128 Gesture samples, with the binning the example configs use, with and without augmentation.
+ * prefetch thread, with its OpenMP threads, can deliver beside a training step) binning synthetic event streams
+ * shaped like SHD, N-MNIST and DVS128 Gesture samples, with the binning the example configs use, with and without
+ * augmentation.
  *
  * usage: bench_events [batches = 20]
  * The events are uniform over the sensor and the sample's duration (sorted in time); the counts per sample are

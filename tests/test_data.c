@@ -185,10 +185,10 @@ static void test_missing_and_broken_files(void)
     expect_fail(sf_dataset_load(SF_DATASET_FASHION_MNIST, dir, SF_SPLIT_TRAIN, NULL, &ds), SF_ERR_IO,
                 "apt-get install dataset-fashion-mnist", "missing Fashion-MNIST names the package");
     CHECK(strstr(sf_last_error(), dir) != NULL, "missing dataset names the path: %s", sf_last_error());
-    expect_fail(sf_dataset_load(SF_DATASET_MNIST, dir, SF_SPLIT_TEST, NULL, &ds), SF_ERR_IO, "t10k-images-idx3-ubyte.gz",
-                "missing MNIST names the file");
-    expect_fail(sf_dataset_load(SF_DATASET_CIFAR10, dir, SF_SPLIT_TRAIN, NULL, &ds), SF_ERR_IO, "cifar-10-binary.tar.gz",
-                "missing CIFAR-10 names the download");
+    expect_fail(sf_dataset_load(SF_DATASET_MNIST, dir, SF_SPLIT_TEST, NULL, &ds), SF_ERR_IO,
+                "t10k-images-idx3-ubyte.gz", "missing MNIST names the file");
+    expect_fail(sf_dataset_load(SF_DATASET_CIFAR10, dir, SF_SPLIT_TRAIN, NULL, &ds), SF_ERR_IO,
+                "cifar-10-binary.tar.gz", "missing CIFAR-10 names the download");
 
     /* A gzip file cut short, and a labels file that belongs to another dataset size. */
     write_mnist_split("broken-gz", "train", 12, 1);
@@ -209,8 +209,8 @@ static void test_missing_and_broken_files(void)
     snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
     CHECK(system(cmd) == 0, "%s", cmd);
     path_in(dir, sizeof dir, "mismatch", "");
-    expect_fail(sf_dataset_load(SF_DATASET_MNIST, dir, SF_SPLIT_TRAIN, NULL, &ds), SF_ERR_FORMAT, "12 images, 13 labels",
-                "images and labels disagree");
+    expect_fail(sf_dataset_load(SF_DATASET_MNIST, dir, SF_SPLIT_TRAIN, NULL, &ds), SF_ERR_FORMAT,
+                "12 images, 13 labels", "images and labels disagree");
     /* Images of the wrong size for the dataset kind. */
     uint32_t idims[3] = {3, 5, 5}, ldims[1] = {3};
     uint8_t *im, *lb;

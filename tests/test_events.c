@@ -172,7 +172,8 @@ static sf_dataset *busy_dataset(int64_t n)
     sf_dataset *ds = NULL;
     CHECK_OK(sf_events_create(2, 16, 16, 2, &ds));
     sf_event *e = malloc((size_t)n * sizeof *e);
-    for (int64_t i = 0; i < n; i++) e[i] = ev((uint32_t)(i * 10000 / n), (int)(i * 7 % 16), (int)(i * 3 % 16), (int)(i & 1));
+    for (int64_t i = 0; i < n; i++)
+        e[i] = ev((uint32_t)(i * 10000 / n), (int)(i * 7 % 16), (int)(i * 3 % 16), (int)(i & 1));
     for (int s = 0; s < 4; s++) CHECK_OK(sf_events_add_sample(ds, e, n, s & 1));
     free(e);
     return ds;
@@ -251,7 +252,8 @@ static void test_augmentation(void)
             int is_same = memcmp(a + (size_t)s * cells, ref + (size_t)s * cells, cells * sizeof *a) == 0, is_flip = 1;
             for (int q = 0; q < 32 && is_flip; q++)
                 for (int x = 0; x < 16; x++)
-                    is_flip &= a[(size_t)s * cells + (size_t)q * 16 + x] == ref[(size_t)s * cells + (size_t)q * 16 + 15 - x];
+                    is_flip &= a[(size_t)s * cells + (size_t)q * 16 + x] ==
+                               ref[(size_t)s * cells + (size_t)q * 16 + 15 - x];
             flips += is_flip && !is_same;
             same += is_same;
             other += !is_flip && !is_same;

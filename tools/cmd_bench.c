@@ -108,7 +108,8 @@ static sf_status source_open(batch_source *src, const sf_config *cfg, int synthe
     src->labels = malloc((size_t)cfg->train.batch * sizeof *src->labels);
     if (!src->x || !src->labels) return sf_fail(SF_ERR_NOMEM, "out of memory for a synthetic batch");
     for (size_t i = 0; i < n; i++) src->x[i] = sf_uniform(cfg->net.seed, 1, i);
-    for (int64_t i = 0; i < cfg->train.batch; i++) src->labels[i] = (int32_t)(sf_hash3(cfg->net.seed, 2, (uint64_t)i) % (uint64_t)cfg->classes);
+    for (int64_t i = 0; i < cfg->train.batch; i++)
+        src->labels[i] = (int32_t)(sf_hash3(cfg->net.seed, 2, (uint64_t)i) % (uint64_t)cfg->classes);
     return SF_OK;
 }
 

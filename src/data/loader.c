@@ -1,5 +1,6 @@
 /* loader.c — batches for training and evaluation: the sample order of each epoch, encoding images, binning events
- * or drawing synthetic spikes into [T, B, C, H, W], and a background thread that prepares the next batch while the caller trains on the current one.
+ * or drawing synthetic spikes into [T, B, C, H, W], and a background thread that prepares the next batch while
+ * the caller trains on the current one.
  *
  * Every batch is a pure function of (params, epoch, index), so prefetching, synchronous loading and a loader
  * repositioned by sf_loader_set_state all deliver identical batches. */

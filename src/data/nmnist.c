@@ -1,7 +1,8 @@
 /* nmnist.c — N-MNIST (Orchard et al. 2015): one .bin file per sample under Train/<digit>/ and Test/<digit>/, read
- * from the unzipped folders or, through libzip, from Train.zip and Test.zip as distributed. Each event is 5 bytes: x (8 bits), y (8 bits), then polarity (1 bit) and
- * a timestamp in µs (23 bits), big-endian; an event with y = 240 is not an event but marks a timestamp overflow,
- * after which 2^13 µs are added to the timestamps (as the dataset's published reader does). Sensor 34×34. */
+ * from the unzipped folders or, through libzip, from Train.zip and Test.zip as distributed. Each event is 5 bytes:
+ * x (8 bits), y (8 bits), then polarity (1 bit) and a timestamp in µs (23 bits), big-endian; an event with y = 240
+ * is not an event but marks a timestamp overflow, after which 2^13 µs are added to the timestamps (as the
+ * dataset's published reader does). Sensor 34×34. */
 #include "data/formats.h"
 
 #include "core/error.h"

@@ -83,7 +83,8 @@ sf_status sf_config_check_same_run(const sf_config *saved, const sf_config *want
         first_difference(x, y, a, b, sizeof a);
         s = sf_fail(SF_ERR_INVALID,
                     "this config is not the run being resumed: it has '%s' where the run has '%s' (a resumed run "
-                    "may change only train.epochs, train.data_dir, train.data_cache, train.log_every, train.threads and the device)",
+                    "may change only train.epochs, train.data_dir, train.data_cache, train.log_every, train.threads "
+                    "and the device)",
                     b, a);
     }
     sf_config_free(aligned);
