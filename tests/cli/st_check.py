@@ -4,6 +4,9 @@ tensors of two checkpoints bitwise.
 
 Usage: st_check.py FILE                 prints "tensors N params P" and the metadata keys; exit 1 if unreadable
        st_check.py --same FILE1 FILE2   exit 0 when both hold the same tensor names and bytes
+       st_check.py --fill FILE NAME V   sets every element of float32 tensor NAME to V, keeping the file's CRC-32
+                                        record right (a checkpoint whose training went wrong, not a damaged file)
+       st_check.py --flip FILE NAME     flips one bit of tensor NAME in place (damage the CRC-32 must catch)
 
 With the `safetensors` package installed (PyPI) it uses safetensors.torch.load_file itself; otherwise it applies the
 same rules that loader enforces (8-byte length, JSON header, dtypes, shapes, contiguous in-bounds offsets) with
@@ -11,6 +14,7 @@ torch alone, so the check runs on a machine with only Debian's python3-torch."""
 import json
 import struct
 import sys
+import zlib
 
 import torch
 
@@ -45,7 +49,48 @@ def read(path):
     return tensors, meta
 
 
+def edit(path, name, change):
+    """Applies change(bytearray) to tensor NAME's bytes; returns the header, the data offset and the whole file."""
+    raw = bytearray(open(path, "rb").read())
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8 : 8 + n])
+    begin, end = header[name]["data_offsets"]
+    data = bytearray(raw[8 + n + begin : 8 + n + end])
+    change(data)
+    raw[8 + n + begin : 8 + n + end] = data
+    return header, n, raw, data
+
+
+def fill(path, name, value):
+    def set_all(data):
+        data[:] = struct.pack("<f", value) * (len(data) // 4)
+
+    header, n, raw, data = edit(path, name, set_all)
+    crcs = json.loads(header["__metadata__"]["crc32"])
+    crcs[name] = "%08x" % zlib.crc32(data)
+    header["__metadata__"]["crc32"] = json.dumps(crcs, separators=(",", ":"))
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + raw[8 + n :])
+
+
+def flip(path, name):
+    def flip_bit(data):
+        data[len(data) // 2] ^= 0x04
+
+    _, _, raw, _ = edit(path, name, flip_bit)
+    with open(path, "wb") as f:
+        f.write(raw)
+
+
 def main():
+    if sys.argv[1] == "--fill":
+        fill(sys.argv[2], sys.argv[3], float(sys.argv[4]))
+        return
+    if sys.argv[1] == "--flip":
+        flip(sys.argv[2], sys.argv[3])
+        return
     if sys.argv[1] == "--same":
         a, _ = read(sys.argv[2])
         b, _ = read(sys.argv[3])
