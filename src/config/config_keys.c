@@ -167,9 +167,10 @@ void sf_key_copy(const sf_key_spec *k, void *dst, const void *src)
 static sf_status range_error(const sf_key_spec *k)
 {
     if (k->max >= BIG && k->min <= -BIG) return sf_fail(SF_ERR_INVALID, "must be a finite number");
+    /* %.15g: every bound in the tables exactly as written (16777216, not 1.67772e+07) */
     if (k->max >= BIG)
-        return sf_fail(SF_ERR_INVALID, "must be %s %g", k->open_min ? ">" : ">=", k->min);
-    return sf_fail(SF_ERR_INVALID, "must be in %s%g, %g]", k->open_min ? "(" : "[", k->min, k->max);
+        return sf_fail(SF_ERR_INVALID, "must be %s %.15g", k->open_min ? ">" : ">=", k->min);
+    return sf_fail(SF_ERR_INVALID, "must be in %s%.15g, %.15g]", k->open_min ? "(" : "[", k->min, k->max);
 }
 
 static int in_range(const sf_key_spec *k, double v)

@@ -29,7 +29,7 @@ static sf_status fsync_parent(const char *path)
     } else {
         size_t n = (size_t)(slash - path);
         if (n == 0) n = 1; /* "/file" lives in "/" */
-        if (n >= sizeof dir) return sf_fail(SF_ERR_INVALID, "path '%s' is too long", path);
+        if (n >= sizeof dir) return sf_fail(SF_ERR_IO, "path '%s' is too long", path);
         memcpy(dir, path, n);
         dir[n] = 0;
     }
@@ -57,7 +57,7 @@ sf_status sf_atomic_file_open(sf_atomic_file *f, const char *path)
     f->path = path;
     f->fd = -1;
     int n = snprintf(f->tmp, sizeof f->tmp, "%s" TEMP_SUFFIX, path);
-    if (n < 0 || (size_t)n >= sizeof f->tmp) return f->status = sf_fail(SF_ERR_INVALID, "path '%s' is too long", path);
+    if (n < 0 || (size_t)n >= sizeof f->tmp) return f->status = sf_fail(SF_ERR_IO, "path '%s' is too long", path);
     f->fd = mkstemp(f->tmp);
     if (f->fd < 0)
         return f->status = sf_fail(SF_ERR_IO, "cannot create a temporary file beside %s: %s", path, strerror(errno));

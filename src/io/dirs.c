@@ -12,7 +12,7 @@
 sf_status sf_path_join(char *buf, size_t cap, const char *dir, const char *name)
 {
     int n = snprintf(buf, cap, "%s/%s", dir, name);
-    if (n < 0 || (size_t)n >= cap) return sf_fail(SF_ERR_INVALID, "path '%s/%s' is too long", dir, name);
+    if (n < 0 || (size_t)n >= cap) return sf_fail(SF_ERR_IO, "path '%s/%s' is too long", dir, name);
     return SF_OK;
 }
 
@@ -20,7 +20,7 @@ sf_status sf_dir_create(const char *dir)
 {
     char path[4096];
     size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof path) return sf_fail(SF_ERR_INVALID, "bad directory name '%s'", dir);
+    if (n == 0 || n >= sizeof path) return sf_fail(SF_ERR_IO, "bad directory name '%s'", dir);
     memcpy(path, dir, n + 1);
     /* Create each prefix in turn; EEXIST is fine as long as the last one is a directory (checked below). */
     for (size_t i = 1; i <= n; i++) {

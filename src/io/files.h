@@ -53,7 +53,7 @@ void sf_lock_release(int fd); /* -1: nothing */
 
 /* ---------------------------------------------------------------- paths and directories */
 
-/* Joins dir and name into buf ("dir/name"); SF_ERR_INVALID if it does not fit. */
+/* Joins dir and name into buf ("dir/name"); SF_ERR_IO (as ENAMETOOLONG) if it does not fit. */
 sf_status sf_path_join(char *buf, size_t cap, const char *dir, const char *name);
 /* Creates `dir` and its missing parents (an existing directory is fine). */
 sf_status sf_dir_create(const char *dir);
