@@ -9,6 +9,7 @@
 #include "train/trainer.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,7 +176,7 @@ int sf_cmd_eval(int argc, char **argv)
     if (stat(a.checkpoint, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         sf_status s = sf_path_join(path, sizeof path, a.checkpoint, SF_RUN_BEST);
         if (s != SF_OK) return sf_cli_status("eval", s);
-        if (!sf_file_exists(path)) return no_best(a.checkpoint);
+        if (stat(path, &sb) != 0 && errno == ENOENT) return no_best(a.checkpoint);
     } else {
         snprintf(path, sizeof path, "%s", a.checkpoint);
     }

@@ -7,6 +7,8 @@ Usage: st_check.py FILE                 prints "tensors N params P" and the meta
        st_check.py --fill FILE NAME V   sets every element of float32 tensor NAME to V, keeping the file's CRC-32
                                         record right (a checkpoint whose training went wrong, not a damaged file)
        st_check.py --flip FILE NAME     flips one bit of tensor NAME in place (damage the CRC-32 must catch)
+       st_check.py --edit-meta FILE KEY OLD NEW
+                                        replaces the text OLD by NEW in __metadata__ value KEY (e.g. the config)
 
 With the `safetensors` package installed (PyPI) it uses safetensors.torch.load_file itself; otherwise it applies the
 same rules that loader enforces (8-byte length, JSON header, dtypes, shapes, contiguous in-bounds offsets) with
@@ -61,6 +63,23 @@ def edit(path, name, change):
     return header, n, raw, data
 
 
+def write_header(path, header, n, raw):
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + raw[8 + n :])
+
+
+def edit_meta(path, key, old, new):
+    raw = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8 : 8 + n])
+    value = header["__metadata__"][key]
+    assert old in value, f"'{old}' not in __metadata__ {key}"
+    header["__metadata__"][key] = value.replace(old, new)
+    write_header(path, header, n, raw)
+
+
 def fill(path, name, value):
     def set_all(data):
         data[:] = struct.pack("<f", value) * (len(data) // 4)
@@ -69,10 +88,7 @@ def fill(path, name, value):
     crcs = json.loads(header["__metadata__"]["crc32"])
     crcs[name] = "%08x" % zlib.crc32(data)
     header["__metadata__"]["crc32"] = json.dumps(crcs, separators=(",", ":"))
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + raw[8 + n :])
+    write_header(path, header, n, raw)
 
 
 def flip(path, name):
@@ -90,6 +106,9 @@ def main():
         return
     if sys.argv[1] == "--flip":
         flip(sys.argv[2], sys.argv[3])
+        return
+    if sys.argv[1] == "--edit-meta":
+        edit_meta(*sys.argv[2:6])
         return
     if sys.argv[1] == "--same":
         a, _ = read(sys.argv[2])
