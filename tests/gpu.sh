@@ -65,6 +65,8 @@ if [ "$MODE" != --tests-only ]; then
     run bench_w3_vgg9 table 10 fp32 conv_workspace_mib=${SF_GPU_WS_MIB:-256}
     # the step without its CUDA graph (bench_mlp_step measures both itself)
     run bench_w3_vgg9 table 10 fp32 graph=0
+    # deterministic algorithms and reductions only ([train] deterministic): the cost against the first W3 line
+    run bench_w3_vgg9 table 10 fp32 deterministic=1
 fi
 rm -f "$OUT/.run"
 say ""

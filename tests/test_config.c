@@ -248,19 +248,20 @@ static void test_cuda_options(void)
     CHECK_OK(sf_config_parse_string(HEAD MLP, "plain.ini", &cfg));
     if (cfg)
         CHECK(cfg->net.cuda.graph == 1 && cfg->net.cuda.conv_workspace_mib == 512 &&
-                  cfg->net.cuda.conv_algo == SF_CONV_ALGO_AUTO,
-              "CUDA options default to graph on, 512 MiB, auto");
+                  cfg->net.cuda.conv_algo == SF_CONV_ALGO_AUTO && cfg->net.cuda.deterministic == 0,
+              "CUDA options default to graph on, 512 MiB, auto, not deterministic");
     sf_config_free(cfg);
     cfg = NULL;
-    CHECK_OK(sf_config_parse_string(HEAD "cuda_graph = off\nconv_workspace_mib = 64\nconv_algo = gemm\n" MLP,
-                                    "cuda.ini", &cfg));
+    CHECK_OK(sf_config_parse_string(
+        HEAD "cuda_graph = off\nconv_workspace_mib = 64\nconv_algo = gemm\ndeterministic = on\n" MLP, "cuda.ini", &cfg));
     if (cfg)
         CHECK(cfg->net.cuda.graph == 0 && cfg->net.cuda.conv_workspace_mib == 64 &&
-                  cfg->net.cuda.conv_algo == SF_CONV_ALGO_GEMM,
-              "cuda_graph = off, conv_workspace_mib = 64, conv_algo = gemm");
+                  cfg->net.cuda.conv_algo == SF_CONV_ALGO_GEMM && cfg->net.cuda.deterministic == 1,
+              "cuda_graph = off, conv_workspace_mib = 64, conv_algo = gemm, deterministic = on");
     sf_config_free(cfg);
     expect_error(HEAD "conv_algo = winograd\n" MLP, 3, "[train] conv_algo = winograd: expects auto, cudnn or gemm");
     expect_error(HEAD "conv_workspace_mib = -1\n" MLP, 3, "[train] conv_workspace_mib = -1: must be in [0, 65536]");
+    expect_error(HEAD "deterministic = mostly\n" MLP, 3, "[train] deterministic = mostly: expects on or off");
 }
 
 /* [readout]: optional, the last section, at most once; its keys left [train]. */

@@ -55,6 +55,7 @@ const sf_key_spec sf_train_keys[] = {
     {.name = "conv_workspace_mib", .type = SF_V_INT32, .offset = TRAIN(net.cuda.conv_workspace_mib), .min = 0,
      .max = 65536},
     {.name = "conv_algo", .type = SF_V_ENUM, .offset = TRAIN(net.cuda.conv_algo), .choices = conv_algo_names},
+    {.name = "deterministic", .type = SF_V_BOOL, .offset = TRAIN(net.cuda.deterministic)},
     {.name = "threads", .type = SF_V_INT32, .offset = TRAIN(train.threads), .min = 0, .max = 4096},
     {.name = "log_every", .type = SF_V_INT64, .offset = TRAIN(train.log_every), .min = 0, .max = 1e12},
 };
