@@ -37,10 +37,7 @@ sf 4 train_nan train overflow.ini "${D[@]}" --out t4
 data big --train 4000
 "$SF" train "$CFG" --set train.data_dir="$WORK/big" --set train.epochs=50 --out t5 >int.out 2>int.err &
 pid=$!
-for _ in $(seq 1 500); do
-    [ -s t5/metrics.jsonl ] && break
-    sleep 0.01
-done
+wait_for t5/metrics.jsonl
 kill -INT "$pid"
 wait "$pid"
 rc=$?

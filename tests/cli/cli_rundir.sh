@@ -56,10 +56,7 @@ has "the resumed run stops at the same step" nan_again.err "NaN/Inf at epoch 1, 
 # ---- one writer at a time
 "$SF" train "$CFG" --set train.data_dir="$WORK/big" --set train.epochs=1000 --out busy >busy.out 2>busy.err &
 busy=$!
-for _ in $(seq 1 1000); do
-    [ -s busy/metrics.jsonl ] && break
-    sleep 0.01
-done
+wait_for busy/metrics.jsonl
 sf 1 busy_resume train --resume busy
 has "a second resume names the holder" busy_resume.err "busy is in use by another spikefuse train: busy/train.lock is locked by process $busy"
 sf 1 busy_out train "$CFG" "${D[@]}" --out busy
