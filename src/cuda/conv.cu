@@ -492,10 +492,11 @@ size_t sf_cuda_conv_report(sf_backend *be, char *buf, size_t cap)
     static const char *const names[SF_CONV_OPS] = {"fwd", "bwd_data", "bwd_filter"};
     size_t n = 0;
 #define PUT(...) n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, __VA_ARGS__)
-    PUT("conv algorithms (%s, workspace cap %zu MiB): shape | op: chosen algo x chunks, ms (Find or events), ws MiB | "
-        "fastest cuDNN allowed on the whole batch: algo, ms, ws MiB | cuDNN's choice ms, im2col+sgemm x chunks ms "
+    PUT("conv algorithms (%s, workspace cap %zu MiB%s): shape | op: chosen algo x chunks, ms (Find or events), ws MiB "
+        "| fastest cuDNN allowed on the whole batch: algo, ms, ws MiB | cuDNN's choice ms, im2col+sgemm x chunks ms "
         "(0: not measured)\n",
-        sf_precision_name(c->prec), c->conv_ws_cap >> 20);
+        sf_precision_name(c->prec), c->conv_ws_cap >> 20,
+        c->deterministic ? ", deterministic: cuDNN's heuristic rank, no times" : "");
     for (int i = 0; i < c->n_convs; i++) {
         const sf_cuda_conv_entry *e = &c->convs[i];
         const sf_conv_shape *sh = &e->sh;
