@@ -65,11 +65,8 @@ for i in $(seq 1 "$KILLS"); do
     fi
     kill -KILL "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
+    # The next start loads what the kill left (CRC-32s checked), so a damaged checkpoint would fail the run.
     if compgen -G "run/*.tmp.*" >/dev/null; then in_save=$((in_save + 1)); fi
-    # Whatever the kill left, the run directory is usable: it holds a loadable checkpoint or no run at all.
-    if [ -e run/last.safetensors ]; then
-        "$PY" "$HERE/st_check.py" run/last.safetensors >/dev/null || bad "kill $i left a damaged last.safetensors"
-    fi
 done
 echo "cli_crash: $in_save of $KILLS kills landed inside a checkpoint write; $fresh_starts fresh starts"
 check "some kills landed inside checkpoint writes ($in_save)" test "$in_save" -ge 1

@@ -23,8 +23,12 @@ json_field killed/metrics.jsonl step loss >killed.loss
 check "the new run in it is the uninterrupted one" cmp -s ref.loss killed.loss
 check "the killed run's temporary is gone" test -z "$(ls killed | grep tmp)"
 
-# Ctrl-C as soon as the run starts: whatever the run says to do works, and ends as the uninterrupted run.
-"$SF" train "$CFG" "${D[@]}" --out early >early1.out 2>early1.err &
+# Ctrl-C as soon as the run starts: whatever the run says to do works, and ends as the uninterrupted run. (The
+# larger data set keeps the run going well past the moment its directory appears.)
+BIG=(--set train.data_dir="$WORK/big" --set train.epochs=1)
+sf 0 bigref train "$CFG" "${BIG[@]}" --out bigref
+json_field bigref/metrics.jsonl step loss >bigref.loss
+"$SF" train "$CFG" "${BIG[@]}" --out early >early1.out 2>early1.err &
 pid=$!
 for _ in $(seq 1 2000); do
     [ -e early ] && break
@@ -37,10 +41,10 @@ check "Ctrl-C at the start exits 130 (got $rc)" test "$rc" -eq 130
 if grep -qF -- "--resume early" early1.err; then
     sf 0 early2 train --resume early
 else # stopped before it wrote anything: the directory is free for the run
-    sf 0 early2 train "$CFG" "${D[@]}" --out early
+    sf 0 early2 train "$CFG" "${BIG[@]}" --out early
 fi
 json_field early/metrics.jsonl step loss >early.loss
-check "Ctrl-C at the start, then as advised: the uninterrupted run" cmp -s ref.loss early.loss
+check "Ctrl-C at the start, then as advised: the uninterrupted run" cmp -s bigref.loss early.loss
 
 # A NaN in the first steps: the initial state is the last good checkpoint, and it loads.
 printf '%s\n' "[train]" "dataset = fashion-mnist" "epochs = 1" "batch = 32" "timesteps = 1" "optimizer = sgd" \

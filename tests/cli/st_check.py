@@ -18,12 +18,11 @@ import struct
 import sys
 import zlib
 
-import torch
-
-DTYPES = {"F32": torch.float32, "F64": torch.float64, "U8": torch.uint8, "I32": torch.int32, "I64": torch.int64}
-
 
 def read(path):
+    import torch  # here, not above: the editing commands need only the standard library (and start faster)
+
+    DTYPES = {"F32": torch.float32, "F64": torch.float64, "U8": torch.uint8, "I32": torch.int32, "I64": torch.int64}
     with open(path, "rb") as f:
         raw = f.read()
     (n,) = struct.unpack("<Q", raw[:8])
@@ -110,6 +109,7 @@ def main():
     if sys.argv[1] == "--edit-meta":
         edit_meta(*sys.argv[2:6])
         return
+    import torch
     if sys.argv[1] == "--same":
         a, _ = read(sys.argv[2])
         b, _ = read(sys.argv[3])
