@@ -47,7 +47,8 @@ sf_status sf_copy_file_atomic(const char *src, const char *dst);
  * An exclusive lock (flock) on the file `path`, created if missing: at most one process holds it, and the kernel
  * releases it however the holder ends (kill -9 included), so a lock is never stale. The holder writes its pid into
  * the file; a second process is refused with SF_ERR_STATE and a message naming that pid. The file stays in place
- * after the release (removing it would let two processes lock two different files). */
+ * after the release (removing it would let two processes lock two different files). On a file system that offers
+ * no locks the call succeeds without one (*fd = -1): spikefuse still runs there, unguarded. */
 sf_status sf_lock_acquire(const char *path, int *fd);
 void sf_lock_release(int fd); /* -1: nothing */
 
