@@ -179,6 +179,9 @@ typedef struct sf_cuda_options {
     int32_t conv_workspace_mib; /* the most scratch memory cuDNN's convolution algorithms may use, shared by all
                                  * layers (faster algorithms need more); default 512 */
     sf_conv_algo conv_algo;     /* default auto */
+    int32_t deterministic;      /* 1: deterministic algorithms and reductions only, chosen without timing them, so a
+                                 * run repeats to the bit on the same GPU and software, and a resumed run equals an
+                                 * uninterrupted one (the CPU always is); costs step time; default 0 */
 } sf_cuda_options;
 
 typedef struct sf_net_params {

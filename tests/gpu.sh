@@ -71,6 +71,8 @@ if [ "$MODE" != --tests-only ]; then
     for c in shd_ff nmnist_csnn dvsgesture_csnn; do
         run spikefuse table bench examples/$c.ini --synthetic --device cuda --steps 20
     done
+    # deterministic algorithms and reductions only ([train] deterministic): the cost against the first W3 line
+    run bench_w3_vgg9 table 10 fp32 deterministic=1
 fi
 rm -f "$OUT/.run"
 say ""

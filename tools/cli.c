@@ -20,15 +20,21 @@ int sf_cli_error(const char *cmd, int code, const char *fmt, ...)
     return code;
 }
 
+int sf_cli_exit_code(sf_status s)
+{
+    switch (s) {
+    case SF_OK: return SF_EXIT_OK;
+    case SF_ERR_NUMERIC: return SF_EXIT_NUMERIC;
+    case SF_ERR_INVALID: return SF_EXIT_CONFIG;
+    default: return SF_EXIT_FAILURE;
+    }
+}
+
 int sf_cli_status(const char *cmd, sf_status s)
 {
     const char *msg = sf_last_error();
     sf_cli_error(cmd, 0, "%s", *msg ? msg : sf_status_str(s));
-    switch (s) {
-    case SF_OK: return SF_EXIT_OK;
-    case SF_ERR_NUMERIC: return SF_EXIT_NUMERIC;
-    default: return SF_EXIT_FAILURE;
-    }
+    return sf_cli_exit_code(s);
 }
 
 int sf_cli_is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }

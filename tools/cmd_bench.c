@@ -30,8 +30,7 @@ static const char *bench_help =
     "  --synthetic    uniform random inputs and labels instead of the dataset (no data files needed)\n"
     "  --data         also time the data loader alone (samples/s)\n"
     "  --json         print one JSON object instead of text\n"
-    "  -h, --help     this text\n\n"
-    "exit codes: 0 done, 1 failed, 2 bad command line, 3 bad config, 4 NaN/Inf in a step.\n";
+    "  -h, --help     this text\n\n" SF_CLI_EXIT_CODES;
 
 typedef struct bench_args {
     const char *config, *device;

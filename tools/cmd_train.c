@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static const char *train_help =
@@ -21,17 +22,20 @@ static const char *train_help =
     "  --out DIR                the run directory (default runs/<config name>-<date>-<time>); it must be new\n"
     "                           or empty: spikefuse never writes over an earlier run\n"
     "  --resume DIR             continue the run in DIR from DIR/last.safetensors, bitwise as if never stopped\n"
-    "                           (on the CPU). The run's saved config is used; CONFIG, if given, must describe\n"
-    "                           the same run. Only train.epochs, train.data_dir, train.log_every, train.threads\n"
-    "                           and the device may change. Results go on in DIR unless --out names a new one.\n"
+    "                           (on the CPU, and on a GPU with [train] deterministic = on). The run's saved\n"
+    "                           config is used; CONFIG, if given, must describe the same run. Only train.epochs,\n"
+    "                           train.data_dir, train.log_every, train.threads and the device may change (a run\n"
+    "                           trained on a GPU goes on on the CPU with --device cpu, and back). Results go on\n"
+    "                           in DIR unless --out names a new one.\n"
     "  --device D               cpu, cuda, cuda:N, or auto (a GPU when one is usable, else the CPU);\n"
     "                           overrides [train] device\n"
     "  -h, --help               this text\n\n"
-    "The run directory receives config.ini (the resolved config), metrics.jsonl (one JSON object per\n"
-    "log_every steps and per epoch), last.safetensors (after every epoch, or where Ctrl-C stopped the run) and\n"
-    "best.safetensors (the epoch with the best test accuracy).\n\n"
-    "exit codes: 0 done, 1 run failed, 2 bad command line, 3 bad config, 4 NaN/Inf stopped training,\n"
-    "130 interrupted (continue with --resume).\n";
+    "The run directory receives last.safetensors (the initial state first, then after every epoch, or where\n"
+    "Ctrl-C stopped the run), best.safetensors (the epoch with the best test accuracy), config.ini (the\n"
+    "resolved config) and metrics.jsonl (one JSON object per log_every steps and per epoch). One process at a\n"
+    "time writes it: train.lock names the one that does, and a second is refused. A run stopped at any moment,\n"
+    "kill -9 included, continues with --resume; one stopped before its first checkpoint leaves a directory that\n"
+    "a new run may take.\n\n" SF_CLI_EXIT_CODES;
 
 typedef struct train_args {
     const char *config, *out, *resume, *device;
@@ -96,10 +100,17 @@ static int resume_config(const train_args *a, sf_config **out)
 {
     *out = NULL;
     char path[4096];
-    if (sf_path_join(path, sizeof path, a->resume, SF_RUN_LAST) != SF_OK) return sf_cli_status("train", SF_ERR_INVALID);
+    sf_status s = sf_path_join(path, sizeof path, a->resume, SF_RUN_LAST);
+    if (s != SF_OK) return sf_cli_status("train", s);
+    struct stat sb;
+    if (!sf_file_exists(path) && stat(a->resume, &sb) == 0 && sf_run_dir_is_free(a->resume))
+        return sf_cli_error("train", SF_EXIT_FAILURE,
+                            "cannot resume: %s holds no checkpoint (its run stopped before writing the first one); "
+                            "start it anew with: spikefuse train CONFIG --out %s",
+                            a->resume, a->resume);
     sf_config *saved = NULL, *wanted = NULL;
-    sf_status s = sf_checkpoint_config(path, &saved);
-    if (s != SF_OK) return sf_cli_error("train", SF_EXIT_FAILURE, "cannot resume: %s", sf_last_error());
+    s = sf_checkpoint_config(path, &saved);
+    if (s != SF_OK) return sf_cli_error("train", sf_cli_exit_code(s), "cannot resume: %s", sf_last_error());
     int rc;
     if (a->config) {
         rc = sf_cli_load_config("train", a->config, a->sets, a->nsets, &wanted);

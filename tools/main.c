@@ -23,11 +23,14 @@ static void usage(FILE *f)
                "Trains spiking neural networks with BPTT and surrogate gradients.\n\ncommands:\n");
     for (int i = 0; i < NCOMMANDS; i++) fprintf(f, "  %-6s  %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n`spikefuse <command> --help` describes each.\n\n"
-               "exit codes:\n"
+               "exit codes (the same for every command):\n"
                "  0    success\n"
-               "  1    the run failed (file, dataset or device problem; the message says which)\n"
+               "  1    the run failed on this machine: a file, data set, checkpoint, run directory, device or\n"
+               "       memory problem (the message says which)\n"
                "  2    bad command line (unknown command or option, bad value)\n"
-               "  3    invalid config file or --set (the message names file:line)\n"
+               "  3    the config is wrong: the file cannot be read or is invalid, a --set, the network it\n"
+               "       describes, the config saved in a checkpoint, or a resume that would change the run\n"
+               "       (the message names file:line where there is one)\n"
                "  4    training stopped on a NaN/Inf loss or gradient (the last good checkpoint is kept)\n"
                "  130  interrupted by Ctrl-C or SIGTERM\n");
 }

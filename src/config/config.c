@@ -95,7 +95,12 @@ static char *reader(char *str, int num, void *stream)
     c->line++;
     map_push(c, c->line);
     if (n + 1 > (size_t)num) {
-        ctx_fail(c, c->line, SF_ERR_INVALID, "line is longer than %d characters", num - 2);
+        /* inih's line buffer: a longer comment is dropped whole (inih would read its tail as a line of its own),
+         * a longer line of any other kind is an error. */
+        const char *q = p + strspn(p, " \t");
+        if (*q != ';' && *q != '#')
+            ctx_fail(c, c->line, SF_ERR_INVALID, "line is longer than %d characters (comment lines may be longer)",
+                     num - 2);
         snprintf(str, (size_t)num, "\n");
         return str;
     }

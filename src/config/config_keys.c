@@ -74,6 +74,7 @@ const sf_key_spec sf_train_keys[] = {
     {.name = "conv_workspace_mib", .type = SF_V_INT32, .offset = TRAIN(net.cuda.conv_workspace_mib), .min = 0,
      .max = 65536},
     {.name = "conv_algo", .type = SF_V_ENUM, .offset = TRAIN(net.cuda.conv_algo), .choices = conv_algo_names},
+    {.name = "deterministic", .type = SF_V_BOOL, .offset = TRAIN(net.cuda.deterministic)},
     {.name = "threads", .type = SF_V_INT32, .offset = TRAIN(train.threads), .min = 0, .max = 4096},
     {.name = "log_every", .type = SF_V_INT64, .offset = TRAIN(train.log_every), .min = 0, .max = 1e12},
 };
@@ -187,9 +188,10 @@ void sf_key_copy(const sf_key_spec *k, void *dst, const void *src)
 static sf_status range_error(const sf_key_spec *k)
 {
     if (k->max >= BIG && k->min <= -BIG) return sf_fail(SF_ERR_INVALID, "must be a finite number");
+    /* %.15g: every bound in the tables exactly as written (16777216, not 1.67772e+07) */
     if (k->max >= BIG)
-        return sf_fail(SF_ERR_INVALID, "must be %s %g", k->open_min ? ">" : ">=", k->min);
-    return sf_fail(SF_ERR_INVALID, "must be in %s%g, %g]", k->open_min ? "(" : "[", k->min, k->max);
+        return sf_fail(SF_ERR_INVALID, "must be %s %.15g", k->open_min ? ">" : ">=", k->min);
+    return sf_fail(SF_ERR_INVALID, "must be in %s%.15g, %.15g]", k->open_min ? "(" : "[", k->min, k->max);
 }
 
 static int in_range(const sf_key_spec *k, double v)

@@ -189,7 +189,7 @@ static sf_status build(const sf_dataset_format *f, const char *dir, sf_split spl
         ds->frames = frames;
         ds->frames_T = p->timesteps;
         ds->skipped = events->skipped;
-        s = sf_dir_prepare(p->cache_dir, 0);
+        s = sf_dir_create(p->cache_dir);
         if (s == SF_OK) s = write_cache(path, key, ds, frames);
         if (s != SF_OK) s = sf_fail_context(s, "writing the frame cache %s: ", path);
     } else {

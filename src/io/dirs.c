@@ -13,30 +13,15 @@
 sf_status sf_path_join(char *buf, size_t cap, const char *dir, const char *name)
 {
     int n = snprintf(buf, cap, "%s/%s", dir, name);
-    if (n < 0 || (size_t)n >= cap) return sf_fail(SF_ERR_INVALID, "path '%s/%s' is too long", dir, name);
+    if (n < 0 || (size_t)n >= cap) return sf_fail(SF_ERR_IO, "path '%s/%s' is too long", dir, name);
     return SF_OK;
 }
 
-static int dir_is_empty(const char *dir, int *empty)
-{
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    *empty = 1;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
-            *empty = 0;
-            break;
-        }
-    closedir(d);
-    return 0;
-}
-
-static sf_status make_dirs(const char *dir)
+sf_status sf_dir_create(const char *dir)
 {
     char path[4096];
     size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof path) return sf_fail(SF_ERR_INVALID, "bad directory name '%s'", dir);
+    if (n == 0 || n >= sizeof path) return sf_fail(SF_ERR_IO, "bad directory name '%s'", dir);
     memcpy(path, dir, n + 1);
     /* Create each prefix in turn; EEXIST is fine as long as the last one is a directory (checked below). */
     for (size_t i = 1; i <= n; i++) {
@@ -53,14 +38,18 @@ static sf_status make_dirs(const char *dir)
     return SF_OK;
 }
 
-sf_status sf_dir_prepare(const char *dir, int must_be_empty)
+sf_status sf_dir_check_empty(const char *dir, int (*ignore)(const char *name))
 {
-    SF_TRY(make_dirs(dir));
-    if (!must_be_empty) return SF_OK;
-    int empty = 0;
-    if (dir_is_empty(dir, &empty) != 0) return sf_fail(SF_ERR_IO, "cannot list %s: %s", dir, strerror(errno));
-    if (!empty) return sf_fail(SF_ERR_STATE, "%s is not empty", dir);
-    return SF_OK;
+    DIR *d = opendir(dir);
+    if (!d) return sf_fail(SF_ERR_IO, "cannot list %s: %s", dir, strerror(errno));
+    const char *found = NULL;
+    struct dirent *e;
+    while (!found && (e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && !(ignore && ignore(e->d_name)))
+            found = e->d_name;
+    sf_status s = found ? sf_fail(SF_ERR_STATE, "%s is not empty (it holds %s)", dir, found) : SF_OK;
+    closedir(d);
+    return s;
 }
 
 int sf_dir_exists(const char *path)

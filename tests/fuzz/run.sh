@@ -48,6 +48,11 @@ put("safetensors", "f32", st([("w", "F32", [2, 2], struct.pack("<4f", 1, 2, 3, 4
                               ("n", "I64", [1], struct.pack("<q", 5))], {"config": "[train]", "epoch": "1"}))
 put("safetensors", "mixed", st([("a", "U8", [3], b"abc"), ("b", "F64", [1], struct.pack("<d", 0.5)),
                                 ("c", "I32", [0], b"")]))
+# with the CRC-32 table spikefuse writes (io/safetensors.h), so the fuzzer reaches its check
+import zlib
+w, n = struct.pack("<4f", 1, 2, 3, 4), struct.pack("<q", 5)
+crc = json.dumps({"w": "%08x" % zlib.crc32(w), "n": "%08x" % zlib.crc32(n)})
+put("safetensors", "crc", st([("w", "F32", [2, 2], w), ("n", "I64", [1], n)], {"crc32": crc}))
 for path in sorted(glob.glob(os.path.join(root, "examples", "*.ini"))):
     put("config", os.path.basename(path), open(path, "rb").read())
 put("config", "residual", "[train]\ndataset = cifar10\nmean = 0.5,0.5,0.5\n[neuron]\ntau = 3\nsurrogate = atan\n"
