@@ -174,19 +174,19 @@ static void test_curves(void)
     expect_color_at(&p, x, y, sf_palette(1), "the last test accuracy (80% at step 300)");
     at(100, -7.5, 307.5, 100 * epoch_test_acc[0], 0, 100, &x, &y);
     expect_color_at(&p, x, y, sf_palette(1), "the first test accuracy (30% at step 100)");
-    at(300, -7.5, 307.5, 100 * epoch_train_acc[2], 0, 100, &x, &y);
-    expect_color_at(&p, x, y, sf_palette(0), "the last epoch's training accuracy (85% at step 300)");
+    at(250, -7.5, 307.5, 100 * epoch_train_acc[2], 0, 100, &x, &y);
+    expect_color_at(&p, x, y, sf_palette(0), "the last epoch's training accuracy (85% in its middle, step 250)");
     at(300, -7.5, 307.5, 40, 0, 100, &x, &y);
     CHECK(!same_color(pixel(&p, x, y), sf_palette(1)), "no test accuracy point at 40%% where none was logged");
     cairo_surface_destroy(p.s);
 
-    /* loss: y 0.5..2.5 (data 0.6 to 2.24 in steps of 0.5) */
+    /* loss: y 0.5..2.5 (data 0.6 to 2.24 in steps of 0.5); an epoch's mean sits in the epoch's middle */
     p = load_png(figs, "loss");
     expect_drawn(&p, "loss.png");
-    at(300, -7.5, 307.5, epoch_loss[2], 0.5, 2.5, &x, &y);
-    expect_color_at(&p, x, y, sf_palette(1), "the last epoch's loss (0.6 at step 300)");
-    at(200, -7.5, 307.5, epoch_loss[1], 0.5, 2.5, &x, &y);
-    expect_color_at(&p, x, y, sf_palette(1), "the second epoch's loss (1.0 at step 200)");
+    at(250, -7.5, 307.5, epoch_loss[2], 0.5, 2.5, &x, &y);
+    expect_color_at(&p, x, y, sf_palette(1), "the last epoch's loss (0.6 at step 250)");
+    at(150, -7.5, 307.5, epoch_loss[1], 0.5, 2.5, &x, &y);
+    expect_color_at(&p, x, y, sf_palette(1), "the second epoch's loss (1.0 at step 150)");
     cairo_surface_destroy(p.s);
 
     /* firing rates: x epochs 0.7..3.3, y 0..0.25 */

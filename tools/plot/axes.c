@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #define TICK_LEN 4.0
 #define LEGEND_ROW 19.0
@@ -94,6 +95,23 @@ static int decimals(double step)
     return 8;
 }
 
+/* Small values (below 0.01) are shown as multiples of a power of ten that the axis title names: 2.5, not 0.0025. */
+static int tick_power(double lo, double hi)
+{
+    double m = fmax(fabs(lo), fabs(hi));
+    return m > 0 && m < 1e-2 ? (int)floor(log10(m)) : 0;
+}
+
+/* "×10⁻³" for power -3 (UTF-8 superscripts, which the figures' font has). */
+static void power_text(int power, char *buf, size_t cap)
+{
+    static const char *const sup[] = {"⁰", "¹", "²", "³", "⁴", "⁵", "⁶", "⁷", "⁸", "⁹"};
+    char digits[16];
+    snprintf(digits, sizeof digits, "%d", power < 0 ? -power : power);
+    snprintf(buf, cap, "×10%s", power < 0 ? "⁻" : "");
+    for (const char *d = digits; *d; d++) snprintf(buf + strlen(buf), cap - strlen(buf), "%s", sup[*d - '0']);
+}
+
 static void tick_label(char *buf, size_t cap, double v, double step, const char *suffix)
 {
     if (fabs(v) < step * 1e-6) v = 0; /* no "-0" */
@@ -113,8 +131,9 @@ void sf_axes_draw(cairo_t *cr, const sf_axes *ax)
     double bottom = ax->top + ax->height, right = ax->left + ax->width;
     cairo_set_line_width(cr, 1.0);
     sf_set_font(cr, SF_FONT_TICK, 0);
-    /* x ticks: multiples of xstep inside the range */
-    for (double v = ceil(ax->x0 / ax->xstep - 1e-9) * ax->xstep; v <= ax->x1 + 1e-9 * ax->xstep; v += ax->xstep) {
+    /* ticks: multiples of the step inside the range (none when the step is 0) */
+    for (double v = ceil(ax->x0 / ax->xstep - 1e-9) * ax->xstep; ax->xstep > 0 && v <= ax->x1 + 1e-9 * ax->xstep;
+         v += ax->xstep) {
         double x = crisp(sf_axes_px(ax, v));
         sf_set_color(cr, sf_grid);
         cairo_move_to(cr, x, ax->top);
@@ -127,7 +146,10 @@ void sf_axes_draw(cairo_t *cr, const sf_axes *ax)
         tick_label(buf, sizeof buf, v, ax->xstep, NULL);
         sf_text(cr, x, bottom + TICK_LEN + 3, 0.5, 0, 0, buf);
     }
-    for (double v = ceil(ax->y0 / ax->ystep - 1e-9) * ax->ystep; v <= ax->y1 + 1e-9 * ax->ystep; v += ax->ystep) {
+    int power = tick_power(ax->y0, ax->y1);
+    double scale = pow(10.0, -power), widest = 0;
+    for (double v = ceil(ax->y0 / ax->ystep - 1e-9) * ax->ystep; ax->ystep > 0 && v <= ax->y1 + 1e-9 * ax->ystep;
+         v += ax->ystep) {
         double y = crisp(sf_axes_py(ax, v));
         sf_set_color(cr, sf_grid);
         cairo_move_to(cr, ax->left, y);
@@ -137,8 +159,9 @@ void sf_axes_draw(cairo_t *cr, const sf_axes *ax)
         cairo_move_to(cr, ax->left - TICK_LEN, y);
         cairo_line_to(cr, ax->left, y);
         cairo_stroke(cr);
-        tick_label(buf, sizeof buf, v, ax->ystep, ax->y_suffix);
-        sf_text(cr, ax->left - TICK_LEN - 4, y, 1, 0.5, 0, buf);
+        if (ax->y_names) snprintf(buf, sizeof buf, "%lld", (long long)ax->y_names[(int64_t)llround(v)]);
+        else tick_label(buf, sizeof buf, v * scale, ax->ystep * scale, ax->y_suffix);
+        widest = fmax(widest, sf_text(cr, ax->left - TICK_LEN - 4, y, 1, 0.5, 0, buf));
     }
     sf_set_color(cr, sf_muted);
     cairo_rectangle(cr, crisp(ax->left), crisp(ax->top), floor(ax->width), floor(ax->height));
@@ -146,7 +169,14 @@ void sf_axes_draw(cairo_t *cr, const sf_axes *ax)
     sf_set_color(cr, sf_ink);
     sf_set_font(cr, SF_FONT_LABEL, 0);
     if (ax->xlabel) sf_text(cr, ax->left + ax->width / 2, SF_FIG_H - 8, 0.5, 1, 0, ax->xlabel);
-    if (ax->ylabel) sf_text(cr, 10, ax->top + ax->height / 2, 0.5, 0, -SF_PI / 2, ax->ylabel);
+    if (ax->ylabel) {
+        /* rotated, just left of the widest tick label */
+        char title[160], times[32] = "";
+        if (power) power_text(power, times, sizeof times);
+        snprintf(title, sizeof title, power ? "%s (%s)" : "%s", ax->ylabel, times);
+        double x = fmax(ax->left - TICK_LEN - 4 - widest - 8, SF_FONT_LABEL + 4);
+        sf_text(cr, x, ax->top + ax->height / 2, 0.5, 1, -SF_PI / 2, title);
+    }
 }
 
 void sf_axes_clip(cairo_t *cr, const sf_axes *ax, double slack)

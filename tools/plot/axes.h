@@ -19,6 +19,7 @@ typedef struct sf_axes {
     double xstep, ystep;             /* tick spacing */
     const char *xlabel, *ylabel;     /* axis titles with their units */
     const char *y_suffix;            /* written after each y tick label ("%"), or NULL */
+    const int64_t *y_names;          /* when set, the tick at whole number r is labelled y_names[r] (raster rows) */
 } sf_axes;
 
 /* A plot area with the standard margins, `extra_right` px more on the right (for a legend outside). */

@@ -27,6 +27,14 @@ static double *epoch_field(const sf_metrics_log *log, size_t offset, double scal
     return v;
 }
 
+/* The middle of each epoch's steps: where a mean over the epoch belongs on a step axis. */
+static double *epoch_middles(const sf_metrics_log *log)
+{
+    double *v = epoch_field(log, offsetof(sf_epoch_point, step), 1);
+    for (int64_t i = log->n_epochs - 1; v && i >= 0; i--) v[i] = (v[i] + (i > 0 ? v[i - 1] : 0)) / 2;
+    return v;
+}
+
 static int all_present(double *const *arrays, int n)
 {
     for (int i = 0; i < n; i++)
@@ -156,11 +164,11 @@ static void draw_loss(cairo_t *cr, const sf_figure *f)
 {
     const sf_metrics_log *log = &f->data->run->log;
     double *a[] = {step_field(log, offsetof(sf_step_point, step)), step_field(log, offsetof(sf_step_point, loss)),
-                   step_field(log, offsetof(sf_step_point, loss)),
-                   epoch_field(log, offsetof(sf_epoch_point, step), 1),
+                   step_field(log, offsetof(sf_step_point, loss)), epoch_middles(log),
                    epoch_field(log, offsetof(sf_epoch_point, train_loss), 1)};
     if (!all_present(a, 5)) goto done;
-    int64_t window = log->n_steps / 15 | 1;
+    /* a moving mean over about a tenth of the points (odd, 3 to 51); none for fewer than 10 points */
+    int64_t window = log->n_steps < 10 ? 1 : log->n_steps / 10 | 1;
     if (window > 51) window = 51;
     moving_mean(a[1], log->n_steps, window, a[2]);
     char raw[96], smooth[96];
@@ -168,7 +176,8 @@ static void draw_loss(cairo_t *cr, const sf_figure *f)
     snprintf(smooth, sizeof smooth, "smoothed (moving mean of %lld)", (long long)window);
     sf_series s[] = {
         {.x = a[0], .y = a[1], .n = log->n_steps, .label = raw, .color = faint(0), .width = 1.2},
-        {.x = a[0], .y = a[2], .n = window > 1 ? log->n_steps : 0, .label = smooth, .color = sf_palette(0), .width = 2.4},
+        {.x = a[0], .y = a[2], .n = window > 1 ? log->n_steps : 0, .label = window > 1 ? smooth : NULL,
+         .color = sf_palette(0), .width = 2.4},
         {.x = a[3], .y = a[4], .n = log->n_epochs, .label = "mean of the epoch", .color = sf_palette(1), .marker = 5},
     };
     sf_figure_heading(cr, SF_FIG_W, SF_FIG_H, "Training loss", "cross-entropy on the training batches");
@@ -203,15 +212,17 @@ static void draw_accuracy(cairo_t *cr, const sf_figure *f)
                    step_field(log, offsetof(sf_step_point, accuracy)),
                    epoch_field(log, offsetof(sf_epoch_point, step), 1),
                    epoch_field(log, offsetof(sf_epoch_point, train_accuracy), 100),
-                   epoch_field(log, offsetof(sf_epoch_point, test_accuracy), 100)};
-    if (!all_present(a, 5)) goto done;
+                   epoch_field(log, offsetof(sf_epoch_point, test_accuracy), 100), epoch_middles(log)};
+    if (!all_present(a, 6)) goto done;
     for (int64_t i = 0; i < log->n_steps; i++) a[1][i] *= 100;
     char raw[96];
     describe_logged(log, "train, ", raw, sizeof raw);
     sf_series s[] = {
         {.x = a[0], .y = a[1], .n = log->n_steps, .label = raw, .color = faint(0), .width = 1.2},
-        {.x = a[2], .y = a[3], .n = log->n_epochs, .label = "train, mean of the epoch", .color = sf_palette(0), .width = 2.0, .marker = 4.5},
-        {.x = a[2], .y = a[4], .n = log->n_epochs, .label = "test, after the epoch", .color = sf_palette(1), .width = 2.4, .marker = 5.5},
+        {.x = a[5], .y = a[3], .n = log->n_epochs, .label = "train, mean of the epoch", .color = sf_palette(0),
+         .width = 2.0, .marker = 4.5},
+        {.x = a[2], .y = a[4], .n = log->n_epochs, .label = "test, after the epoch", .color = sf_palette(1),
+         .width = 2.4, .marker = 5.5},
     };
     sf_figure_heading(cr, SF_FIG_W, SF_FIG_H, "Accuracy", "share of samples whose predicted class is the label");
     sf_axes ax;
@@ -221,7 +232,7 @@ static void draw_accuracy(cairo_t *cr, const sf_figure *f)
     finish_step_plot(cr, &ax, log, s, 3, NAN, 100);
     label_last(cr, &ax, &s[2]);
 done:
-    free_all(a, 5);
+    free_all(a, 6);
 }
 
 /* ---------------------------------------------------------------- learning rate */

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define RASTER_ROWS 64
 #define TRACES 4
+#define LEGEND_OUTSIDE 170.0
 
 static int64_t spike_total(const sf_trace_layer *l, int64_t T)
 {
@@ -22,13 +22,13 @@ static void draw_spikes(cairo_t *cr, const sf_figure *f)
     const sf_trace *tr = f->data->trace;
     const sf_trace_layer *l = &tr->lif[f->item];
     sf_subset sub;
-    sf_subset_pick(l->n, RASTER_ROWS, &sub);
+    sf_subset_pick(l->spikes, tr->T, l->n, 1, &sub);
     char title[128], subtitle[256], which[96];
     sf_subset_describe(&sub, "neuron", which, sizeof which);
     snprintf(title, sizeof title, "Spikes of layer %d (LIF, %lld neurons), test sample %lld", (int)l->layer,
              (long long)l->n, (long long)tr->sample);
-    snprintf(subtitle, sizeof subtitle, "%s shown · firing rate of the whole layer on this sample: %.3f spikes / "
-             "neuron / step", which, (double)spike_total(l, tr->T) / (double)(tr->T * l->n));
+    snprintf(subtitle, sizeof subtitle, "rows: %s · firing rate of the layer on this sample: %.3f", which,
+             (double)spike_total(l, tr->T) / (double)(tr->T * l->n));
     sf_figure_heading(cr, SF_FIG_W, SF_FIG_H, title, subtitle);
     sf_axes ax;
     sf_axes_place(&ax, 0);
@@ -36,26 +36,58 @@ static void draw_spikes(cairo_t *cr, const sf_figure *f)
     ax.ylabel = l->c > 1 && l->h * l->w > 1 ? "neuron (index over channel, row, column)" : "neuron (index)";
     sf_axes_draw(cr, &ax);
     sf_raster_cells(cr, &ax, l->spikes, tr->T, &sub, 1, 1);
+    if (sub.count == 0) {
+        sf_set_color(cr, sf_muted);
+        sf_set_font(cr, SF_FONT_LABEL, 0);
+        sf_text(cr, ax.left + ax.width / 2, ax.top + ax.height / 2, 0.5, 0.5, 0, "no neuron spikes on this sample");
+    }
 }
 
-/* The neurons with the most spikes, ties broken by the highest peak potential (one pass per pick). */
+typedef struct neuron_summary {
+    int64_t spikes;
+    double low, high; /* the lowest and highest h */
+} neuron_summary;
+
+static neuron_summary summarize(const sf_trace_layer *l, int64_t T, int64_t i)
+{
+    neuron_summary s = {0, INFINITY, -INFINITY};
+    for (int64_t t = 0; t < T; t++) {
+        s.spikes += l->spikes[t * l->n + i] != 0;
+        s.low = fmin(s.low, l->membrane[t * l->n + i]);
+        s.high = fmax(s.high, l->membrane[t * l->n + i]);
+    }
+    return s;
+}
+
+/* How well neuron i shows a kind of behaviour (higher is better; -inf: not that kind). Kind 0: fires at some steps
+ * and not at others, the widest swing of h first; 1: never fires, nearest the threshold first; 2: fires at every
+ * step, nearest the threshold first. */
+static double score(const sf_trace_layer *l, int64_t T, int64_t i, int kind)
+{
+    neuron_summary s = summarize(l, T, i);
+    switch (kind) {
+    case 0: return s.spikes > 0 && s.spikes < T ? s.high - s.low : -INFINITY;
+    case 1: return s.spikes == 0 ? s.high : -INFINITY;
+    default: return s.spikes == T ? -s.low : -INFINITY;
+    }
+}
+
+/* Up to TRACES neurons that show what the layer does: two that fire at some steps, one that never fires and one
+ * that fires at every step, where the layer has them; the free places go to more of the first kind, then any. */
 static int32_t pick_traces(const sf_trace_layer *l, int64_t T, int64_t *chosen)
 {
+    static const int plan[] = {0, 0, 1, 2, 0, 0, 0, 0, 1, 1, 2, 2};
     int32_t k = 0;
-    for (; k < TRACES && k < l->n; k++) {
-        int64_t best = -1, best_spikes = -1;
-        double best_peak = -INFINITY;
+    for (size_t p = 0; p < sizeof plan / sizeof plan[0] && k < TRACES; p++) {
+        int64_t best = -1;
+        double best_score = -INFINITY;
         for (int64_t i = 0; i < l->n; i++) {
             int taken = 0;
             for (int32_t j = 0; j < k; j++) taken |= chosen[j] == i;
-            if (taken) continue;
-            int64_t spikes = 0;
-            double peak = -INFINITY;
-            for (int64_t t = 0; t < T; t++) spikes += l->spikes[t * l->n + i] != 0, peak = fmax(peak, l->membrane[t * l->n + i]);
-            if (spikes > best_spikes || (spikes == best_spikes && peak > best_peak))
-                best = i, best_spikes = spikes, best_peak = peak;
+            double sc = taken ? -INFINITY : score(l, T, i, plan[p]);
+            if (sc > best_score) best = i, best_score = sc;
         }
-        chosen[k] = best;
+        if (best >= 0) chosen[k++] = best;
     }
     return k;
 }
@@ -96,11 +128,11 @@ static void draw_membrane(cairo_t *cr, const sf_figure *f)
     snprintf(title, sizeof title, "Membrane potential in layer %d (LIF), test sample %lld", (int)l->layer,
              (long long)tr->sample);
     snprintf(subtitle, sizeof subtitle,
-             "the %d of its %lld neurons with the most spikes; h before the reset; large dots: a spike", (int)k,
+             "%d of its %lld neurons: some firing now and then, silent, always firing; h before the reset; dot: a spike", (int)k,
              (long long)l->n);
     sf_figure_heading(cr, SF_FIG_W, SF_FIG_H, title, subtitle);
     sf_axes ax;
-    sf_axes_place(&ax, 0);
+    sf_axes_place(&ax, LEGEND_OUTSIDE);
     double xlo = 0, xhi = 0, ylo = 0, yhi = 0;
     sf_series_range(s, 1 + 2 * k, &xlo, &xhi, &ylo, &yhi);
     sf_axes_set_x(&ax, 0, (double)tr->T - 1, 1);
@@ -110,7 +142,10 @@ static void draw_membrane(cairo_t *cr, const sf_figure *f)
     ax.ylabel = "membrane potential h";
     sf_axes_draw(cr, &ax);
     sf_plot_series(cr, &ax, s, 1 + 2 * k);
-    sf_plot_legend(cr, &ax, s, 1 + 2 * k);
+    /* beside the plot: traces cross every corner of it */
+    double ly = ax.top + 8;
+    for (int32_t j = 0; j < 1 + 2 * k; j++)
+        if (s[j].label) ly += sf_legend_entry(cr, ax.left + ax.width + 18, ly, &s[j]);
 done:
     free(x);
     free(y);
@@ -123,7 +158,7 @@ void sf_layer_figures(const sf_plot_data *d, sf_figure_list *list)
         const sf_trace_layer *l = &tr->lif[i];
         char name[64], which[96];
         sf_subset sub;
-        sf_subset_pick(l->n, RASTER_ROWS, &sub);
+        sf_subset_pick(l->spikes, tr->T, l->n, 1, &sub);
         sf_subset_describe(&sub, "neuron", which, sizeof which);
         snprintf(name, sizeof name, "sample_spikes_layer%d", (int)l->layer);
         sf_figure *f = sf_figure_add(list, name, draw_spikes, d, i);
@@ -134,7 +169,8 @@ void sf_layer_figures(const sf_plot_data *d, sf_figure_list *list)
         f = sf_figure_add(list, name, draw_membrane, d, i);
         if (f)
             snprintf(f->caption, sizeof f->caption,
-                     "Membrane potential of the most active neurons of layer %d, with the threshold %g.",
+                     "Membrane potential of a few neurons of layer %d (firing at some steps, never, at every step), "
+                     "with the threshold %g.",
                      (int)l->layer, (double)l->threshold);
     }
 }

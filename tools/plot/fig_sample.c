@@ -18,7 +18,8 @@ static const char *encoding_text(sf_encoding e)
     return "";
 }
 
-/* The input averaged over the steps as an image (grey, or RGB for 3 channels), each pixel a square of `scale` px. */
+/* The input averaged over the steps as an image (grey, or RGB for 3 channels), each pixel a square of `scale` px.
+ * Squares rather than a scaled image surface: browsers smooth an SVG's embedded image, squares stay sharp. */
 static void draw_image(cairo_t *cr, const sf_trace *tr, double x, double y, double scale)
 {
     int64_t hw = (int64_t)tr->h * tr->w, chw = tr->c * hw;
@@ -29,9 +30,8 @@ static void draw_image(cairo_t *cr, const sf_trace *tr, double x, double y, doub
         for (int64_t i = 0; i < chw; i++) mean[i] += tr->input[t * chw + i] / (double)tr->T;
     for (int64_t i = 0; i < chw; i++) lo = fmin(lo, mean[i]), hi = fmax(hi, mean[i]);
     double range = hi > lo ? hi - lo : 1;
-    cairo_surface_t *img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, tr->w, tr->h);
-    unsigned char *px = cairo_image_surface_get_data(img);
-    int stride = cairo_image_surface_get_stride(img);
+    cairo_save(cr);
+    cairo_set_antialias(cr, CAIRO_ANTIALIAS_NONE);
     for (int64_t p = 0; p < hw; p++) {
         double rgb[3];
         for (int k = 0; k < 3; k++) {
@@ -42,18 +42,11 @@ static void draw_image(cairo_t *cr, const sf_trace *tr, double x, double y, doub
                 for (int c = 0; c < tr->c; c++) v += mean[c * hw + p] / tr->c;
             rgb[k] = (v - lo) / range;
         }
-        uint32_t *dst = (uint32_t *)(px + (p / tr->w) * stride) + p % tr->w;
-        *dst = (uint32_t)(rgb[0] * 255) << 16 | (uint32_t)(rgb[1] * 255) << 8 | (uint32_t)(rgb[2] * 255);
+        cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
+        cairo_rectangle(cr, x + (double)(p % tr->w) * scale, y + (double)(p / tr->w) * scale, scale, scale);
+        cairo_fill(cr);
     }
-    cairo_surface_mark_dirty(img);
-    cairo_save(cr);
-    cairo_translate(cr, x, y);
-    cairo_scale(cr, scale, scale);
-    cairo_set_source_surface(cr, img, 0, 0);
-    cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_NEAREST);
-    cairo_paint(cr);
     cairo_restore(cr);
-    cairo_surface_destroy(img);
     free(mean);
     sf_set_color(cr, sf_muted);
     cairo_set_line_width(cr, 1.0);
@@ -80,7 +73,7 @@ static void draw_input(cairo_t *cr, const sf_figure *f)
 
     int binary = sf_values_binary(tr->input, tr->T * n);
     sf_subset sub;
-    sf_subset_pick(n, 64, &sub);
+    sf_subset_pick(tr->input, tr->T, n, binary, &sub);
     sf_subset_describe(&sub, "input", which, sizeof which);
     sf_axes ax;
     sf_axes_place(&ax, 0);
@@ -154,8 +147,9 @@ void sf_sample_figures(const sf_plot_data *d, sf_figure_list *list)
     sf_figure *f = sf_figure_add(list, "sample_input", draw_input, d, 0);
     if (f)
         snprintf(f->caption, sizeof f->caption,
-                 "Test sample %lld as the network received it at each of its %lld time steps (from %s, epoch %lld).",
-                 (long long)tr->sample, (long long)tr->T, why, (long long)tr->ckpt_epoch);
+                 "Test sample %lld as the network received it at each of its %lld time steps (%s), run through %s "
+                 "(epoch %lld).",
+                 (long long)tr->sample, (long long)tr->T, encoding_text(tr->encoding), why, (long long)tr->ckpt_epoch);
     sf_layer_figures(d, list);
     f = sf_figure_add(list, "sample_output", draw_output, d, 0);
     if (f)

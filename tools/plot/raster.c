@@ -4,11 +4,34 @@
 #include <math.h>
 #include <stdio.h>
 
-void sf_subset_pick(int64_t n, int64_t max_rows, sf_subset *out)
+static int spikes_ever(const float *v, int64_t T, int64_t n, int64_t i)
+{
+    for (int64_t t = 0; t < T; t++)
+        if (v[t * n + i] != 0) return 1;
+    return 0;
+}
+
+void sf_subset_pick(const float *v, int64_t T, int64_t n, int binary, sf_subset *out)
 {
     out->n = n;
-    out->stride = n <= max_rows ? 1 : (n + max_rows - 1) / max_rows;
-    out->count = (n + out->stride - 1) / out->stride;
+    out->stride = 1;
+    out->active = -1;
+    out->count = 0;
+    if (n <= SF_RASTER_ROWS) {
+        for (int64_t i = 0; i < n; i++) out->idx[out->count++] = i;
+    } else if (!binary) {
+        out->stride = (n + SF_RASTER_ROWS - 1) / SF_RASTER_ROWS;
+        for (int64_t i = 0; i < n; i += out->stride) out->idx[out->count++] = i;
+    } else {
+        out->active = 0;
+        for (int64_t i = 0; i < n; i++) out->active += spikes_ever(v, T, n, i);
+        int64_t rows = out->active < SF_RASTER_ROWS ? out->active : SF_RASTER_ROWS;
+        /* row j shows the (j·active/rows)-th neuron that spikes */
+        for (int64_t i = 0, k = 0; i < n && out->count < rows; i++) {
+            if (!spikes_ever(v, T, n, i)) continue;
+            if (k++ == out->count * out->active / rows) out->idx[out->count++] = i;
+        }
+    }
 }
 
 static const char *ordinal_suffix(int64_t k)
@@ -19,18 +42,26 @@ static const char *ordinal_suffix(int64_t k)
 
 void sf_subset_describe(const sf_subset *s, const char *what, char *buf, size_t cap)
 {
-    if (s->stride == 1)
-        snprintf(buf, cap, "all %lld %ss", (long long)s->n, what);
-    else
+    long long n = (long long)s->n, count = (long long)s->count, active = (long long)s->active;
+    if (s->active == 0)
+        snprintf(buf, cap, "none of the %lld %ss spikes", n, what);
+    else if (s->active > 0 && count == active)
+        snprintf(buf, cap, "the %lld of %lld %ss that spike", active, n, what);
+    else if (s->active > 0)
+        snprintf(buf, cap, "%lld of the %lld %ss that spike (of %lld), evenly spaced", count, active, what, n);
+    else if (s->stride > 1)
         snprintf(buf, cap, "every %lld%s %s (%lld of %lld)", (long long)s->stride, ordinal_suffix(s->stride), what,
-                 (long long)s->count, (long long)s->n);
+                 count, n);
+    else
+        snprintf(buf, cap, "all %lld %ss", n, what);
 }
 
 void sf_raster_axes(sf_axes *ax, int64_t T, const sf_subset *sub)
 {
     sf_axes_set_x_exact(ax, -0.5, (double)T - 0.5, 1);
-    double half = (double)sub->stride / 2;
-    sf_axes_set_y_exact(ax, -half, (double)(sub->count * sub->stride) - half, 1);
+    sf_axes_set_y_exact(ax, -0.5, (double)(sub->count > 0 ? sub->count : 1) - 0.5, 1);
+    ax->y_names = sub->idx;
+    if (sub->count == 0) ax->ystep = 0; /* no rows, no ticks */
     ax->xlabel = "time step";
 }
 
@@ -52,13 +83,13 @@ void sf_raster_cells(cairo_t *cr, const sf_axes *ax, const float *v, int64_t T, 
                      double vmax)
 {
     /* A gap between cells keeps single spikes apart when cells are large; small cells get none. */
-    double cw = ax->width / (double)T, ch = ax->height / (double)sub->count;
-    double gx = cw > 8 ? 1.5 : 0, gy = ch > 5 ? 1 : 0;
+    double cw = ax->width / (double)T, ch = ax->height / (double)(sub->count > 0 ? sub->count : 1);
+    double gx = cw > 8 ? 1.5 : 0, gy = ch >= 4 ? 1 : 0;
     cairo_save(cr);
     sf_axes_clip(cr, ax, 0);
     for (int64_t r = 0; r < sub->count; r++) {
-        int64_t neuron = r * sub->stride;
-        double y = sf_axes_py(ax, (double)neuron + (double)sub->stride / 2);
+        int64_t neuron = sub->idx[r];
+        double y = sf_axes_py(ax, (double)r + 0.5);
         for (int64_t t = 0; t < T; t++) {
             double value = v[t * sub->n + neuron];
             if (binary && value == 0) continue;

@@ -72,6 +72,9 @@ void sf_figure_heading(cairo_t *cr, double width, double height, const char *tit
     if (subtitle && *subtitle) {
         sf_set_color(cr, sf_muted);
         sf_set_font(cr, SF_FONT_SUBTITLE, 0);
+        /* a long subtitle gets a smaller font rather than running off the figure */
+        double room = width - 32, w = sf_text_width(cr, subtitle);
+        if (w > room) sf_set_font(cr, SF_FONT_SUBTITLE * room / w, 0);
         sf_text(cr, 16, 35, 0, 0, 0, subtitle);
     }
 }
