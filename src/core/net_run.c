@@ -259,8 +259,7 @@ sf_status sf_net_read_membrane(const sf_net *net, int32_t id, float *out)
     if (id < 1 || id > net->n_layers) return sf_fail(SF_ERR_INVALID, "tensor id %d out of range", id);
     const sf_net_layer *l = &net->layers[id - 1];
     if (l->d.kind != SF_LAYER_LIF)
-        return sf_fail(SF_ERR_INVALID, "tensor %d is the output of a %s layer, not of a LIF layer", id,
-                       sf_layer_kind_name(l->d.kind));
+        return sf_fail(SF_ERR_INVALID, "tensor %d is not the output of a LIF layer: it has no membrane potential", id);
     /* A training forward writes h where the plan keeps it; an evaluation forward only with keep_all. */
     if (l->h.where == SF_ARENA_NONE || !(net->last_training || net->keep_all))
         return sf_fail(SF_ERR_STATE,

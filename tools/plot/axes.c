@@ -41,12 +41,18 @@ static void widen(double *lo, double *hi, int integer)
     *hi += d;
 }
 
-void sf_axes_set_x_exact(sf_axes *ax, double lo, double hi, int integer)
+/* One axis shows exactly [lo, hi] with about `ticks` round intervals. */
+static void set_exact(double *from, double *to, double *step, double lo, double hi, int integer, int ticks)
 {
     widen(&lo, &hi, integer);
-    ax->x0 = lo;
-    ax->x1 = hi;
-    ax->xstep = round_step(hi - lo, 8, integer);
+    *from = lo;
+    *to = hi;
+    *step = round_step(hi - lo, ticks, integer);
+}
+
+void sf_axes_set_x_exact(sf_axes *ax, double lo, double hi, int integer)
+{
+    set_exact(&ax->x0, &ax->x1, &ax->xstep, lo, hi, integer, 8);
 }
 
 void sf_axes_set_x(sf_axes *ax, double lo, double hi, int integer)
@@ -58,10 +64,7 @@ void sf_axes_set_x(sf_axes *ax, double lo, double hi, int integer)
 
 void sf_axes_set_y_exact(sf_axes *ax, double lo, double hi, int integer)
 {
-    widen(&lo, &hi, integer);
-    ax->y0 = lo;
-    ax->y1 = hi;
-    ax->ystep = round_step(hi - lo, 6, integer);
+    set_exact(&ax->y0, &ax->y1, &ax->ystep, lo, hi, integer, 6);
 }
 
 void sf_axes_set_y(sf_axes *ax, double lo, double hi, int integer)
