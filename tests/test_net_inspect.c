@@ -145,8 +145,8 @@ static void test_membrane_errors(void)
     CHECK(s == SF_ERR_STATE && strstr(sf_last_error(), "sf_net_set_keep_activations"), "recompute mode keeps no h: %s",
           sf_last_error());
     s = sf_net_read_membrane(net, 2, h);
-    CHECK(s == SF_ERR_INVALID && strstr(sf_last_error(), "not the output of a LIF layer"), "a linear tensor has no h: %s",
-          sf_last_error());
+    CHECK(s == SF_ERR_INVALID && strstr(sf_last_error(), "not the output of a LIF layer"),
+          "a linear tensor has no h: %s", sf_last_error());
     CHECK(sf_net_read_membrane(net, 9, h) == SF_ERR_INVALID, "tensor id out of range");
     CHECK(sf_net_read_membrane(net, 0, h) == SF_ERR_INVALID, "the input has no h");
     CHECK(sf_net_read_activation(net, 3, h) == SF_ERR_STATE, "hidden spikes are not held without keep_activations");

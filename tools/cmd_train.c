@@ -140,7 +140,8 @@ typedef struct train_watch {
 /* Rewrites the report page; a failure is a warning, never a reason to stop training. */
 static void refresh_report(train_watch *w, const sf_train_event *ev)
 {
-    sf_plot_request req = {.run_dir = w->run_dir, .sample = 0,
+    sf_plot_request req = {.run_dir = w->run_dir,
+                           .sample = 0,
                            .live = ev->kind == SF_TRAIN_EV_START ? ev->epoch <= ev->epochs : ev->epoch < ev->epochs};
     sf_plot_result res;
     if (sf_plot_run(&req, &res) == SF_OK || w->report_failed) return;

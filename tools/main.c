@@ -53,6 +53,7 @@ int main(int argc, char **argv)
             setvbuf(stdout, NULL, _IOLBF, 0);
             exit(commands[i].run(argc - 1, argv + 1));
         }
-    sf_cli_error(NULL, 0, "unknown command '%s' (commands: train, eval, bench, plot, info; see spikefuse --help)", argv[1]);
+    sf_cli_error(NULL, 0, "unknown command '%s' (commands: train, eval, bench, plot, info; see spikefuse --help)",
+                 argv[1]);
     return SF_EXIT_USAGE;
 }

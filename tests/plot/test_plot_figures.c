@@ -262,11 +262,24 @@ static void test_sample(void)
         }
         for (int k = 0; k < K; k++) output[t * K + k] = (float)(k == 1 ? t : -t);
     }
-    sf_trace_layer layer = {.layer = 2, .c = N, .h = 1, .w = 1, .n = N, .threshold = 1.0f, .spikes = spikes,
-                            .membrane = membrane};
-    sf_trace tr = {.sample = 7, .T = T, .label = 1, .predicted = 1, .encoding = SF_ENCODING_POISSON,
-                   .c = 1, .h = 4, .w = 4, .input = input, .n_lif = 1, .lif = &layer, .classes = K,
-                   .output = output, .out_layer = 3, .out_kind = SF_LAYER_LINEAR, .ckpt_epoch = 2,
+    sf_trace_layer layer = {
+        .layer = 2, .c = N, .h = 1, .w = 1, .n = N, .threshold = 1.0f, .spikes = spikes, .membrane = membrane};
+    sf_trace tr = {.sample = 7,
+                   .T = T,
+                   .label = 1,
+                   .predicted = 1,
+                   .encoding = SF_ENCODING_POISSON,
+                   .c = 1,
+                   .h = 4,
+                   .w = 4,
+                   .input = input,
+                   .n_lif = 1,
+                   .lif = &layer,
+                   .classes = K,
+                   .output = output,
+                   .out_layer = 3,
+                   .out_kind = SF_LAYER_LINEAR,
+                   .ckpt_epoch = 2,
                    .ckpt_name = "best.safetensors"};
     sf_run run = {0};
     sf_plot_data d = {&run, &tr};

@@ -119,10 +119,8 @@ static void tick_label(char *buf, size_t cap, double v, double step, const char 
 {
     if (fabs(v) < step * 1e-6) v = 0; /* no "-0" */
     int d = decimals(step);
-    if (d > 5)
-        snprintf(buf, cap, "%.2g%s", v, suffix ? suffix : "");
-    else
-        snprintf(buf, cap, "%.*f%s", d, v, suffix ? suffix : "");
+    if (d > 5) snprintf(buf, cap, "%.2g%s", v, suffix ? suffix : "");
+    else snprintf(buf, cap, "%.*f%s", d, v, suffix ? suffix : "");
 }
 
 /* Canvas coordinates snapped to the pixel grid so 1 px lines stay sharp. */

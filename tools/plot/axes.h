@@ -42,12 +42,12 @@ void sf_axes_clip(cairo_t *cr, const sf_axes *ax, double slack);
 typedef struct sf_series {
     const double *x, *y; /* n points; a NaN y breaks the line */
     int64_t n;
-    const char *label;   /* NULL: not in the legend */
+    const char *label; /* NULL: not in the legend */
     sf_rgb color;
-    double width;        /* line width (px); 0: no line */
-    double marker;       /* marker radius (px); 0: none */
-    double alpha;        /* opacity; 0 means opaque */
-    int dashed;          /* a dashed line (reference lines such as a threshold) */
+    double width;  /* line width (px); 0: no line */
+    double marker; /* marker radius (px); 0: none */
+    double alpha;  /* opacity; 0 means opaque */
+    int dashed;    /* a dashed line (reference lines such as a threshold) */
 } sf_series;
 
 /* The range of the finite values of `n` series (unchanged where there are none); returns the number of points. */

@@ -62,8 +62,9 @@ static void moving_mean(const double *y, int64_t n, int64_t w, double *out)
 /* What each step line is: the mean over the steps since the previous one (the config's log_every). */
 static void describe_logged(const sf_metrics_log *log, const char *what, char *buf, size_t cap)
 {
-    long long every = log->n_steps >= 2 ? (long long)(log->steps[1].step - log->steps[0].step)
-                                        : log->n_steps == 1 ? (long long)log->steps[0].step : 0;
+    long long every = log->n_steps >= 2   ? (long long)(log->steps[1].step - log->steps[0].step)
+                      : log->n_steps == 1 ? (long long)log->steps[0].step
+                                          : 0;
     if (every <= 1) snprintf(buf, cap, "%severy step", what);
     else snprintf(buf, cap, "%smean of each %lld steps", what, every);
 }
@@ -176,8 +177,12 @@ static void draw_loss(cairo_t *cr, const sf_figure *f)
     snprintf(smooth, sizeof smooth, "smoothed (moving mean of %lld)", (long long)window);
     sf_series s[] = {
         {.x = a[0], .y = a[1], .n = log->n_steps, .label = raw, .color = faint(0), .width = 1.2},
-        {.x = a[0], .y = a[2], .n = window > 1 ? log->n_steps : 0, .label = window > 1 ? smooth : NULL,
-         .color = sf_palette(0), .width = 2.4},
+        {.x = a[0],
+         .y = a[2],
+         .n = window > 1 ? log->n_steps : 0,
+         .label = window > 1 ? smooth : NULL,
+         .color = sf_palette(0),
+         .width = 2.4},
         {.x = a[3], .y = a[4], .n = log->n_epochs, .label = "mean of the epoch", .color = sf_palette(1), .marker = 5},
     };
     sf_figure_heading(cr, SF_FIG_W, SF_FIG_H, "Training loss", "cross-entropy on the training batches");
@@ -212,17 +217,28 @@ static void draw_accuracy(cairo_t *cr, const sf_figure *f)
                    step_field(log, offsetof(sf_step_point, accuracy)),
                    epoch_field(log, offsetof(sf_epoch_point, step), 1),
                    epoch_field(log, offsetof(sf_epoch_point, train_accuracy), 100),
-                   epoch_field(log, offsetof(sf_epoch_point, test_accuracy), 100), epoch_middles(log)};
+                   epoch_field(log, offsetof(sf_epoch_point, test_accuracy), 100),
+                   epoch_middles(log)};
     if (!all_present(a, 6)) goto done;
     for (int64_t i = 0; i < log->n_steps; i++) a[1][i] *= 100;
     char raw[96];
     describe_logged(log, "train, ", raw, sizeof raw);
     sf_series s[] = {
         {.x = a[0], .y = a[1], .n = log->n_steps, .label = raw, .color = faint(0), .width = 1.2},
-        {.x = a[5], .y = a[3], .n = log->n_epochs, .label = "train, mean of the epoch", .color = sf_palette(0),
-         .width = 2.0, .marker = 4.5},
-        {.x = a[2], .y = a[4], .n = log->n_epochs, .label = "test, after the epoch", .color = sf_palette(1),
-         .width = 2.4, .marker = 5.5},
+        {.x = a[5],
+         .y = a[3],
+         .n = log->n_epochs,
+         .label = "train, mean of the epoch",
+         .color = sf_palette(0),
+         .width = 2.0,
+         .marker = 4.5},
+        {.x = a[2],
+         .y = a[4],
+         .n = log->n_epochs,
+         .label = "test, after the epoch",
+         .color = sf_palette(1),
+         .width = 2.4,
+         .marker = 5.5},
     };
     sf_figure_heading(cr, SF_FIG_W, SF_FIG_H, "Accuracy", "share of samples whose predicted class is the label");
     sf_axes ax;
@@ -246,8 +262,12 @@ static void draw_lr(cairo_t *cr, const sf_figure *f)
                    from_steps ? step_field(log, offsetof(sf_step_point, lr))
                               : epoch_field(log, offsetof(sf_epoch_point, lr), 1)};
     if (!all_present(a, 2)) goto done;
-    sf_series s[] = {{.x = a[0], .y = a[1], .n = from_steps ? log->n_steps : log->n_epochs, .color = sf_palette(2),
-                      .width = 2.2, .marker = from_steps ? 0 : 4.5}};
+    sf_series s[] = {{.x = a[0],
+                      .y = a[1],
+                      .n = from_steps ? log->n_steps : log->n_epochs,
+                      .color = sf_palette(2),
+                      .width = 2.2,
+                      .marker = from_steps ? 0 : 4.5}};
     sf_figure_heading(cr, SF_FIG_W, SF_FIG_H, "Learning rate", "the optimizer's step size, as the schedule set it");
     sf_axes ax;
     sf_axes_place(&ax, 0);
@@ -274,12 +294,15 @@ static void draw_rates(cairo_t *cr, const sf_figure *f)
         int32_t layer = sf_run_lif_layer(f->data->run, k);
         if (tr && k < tr->n_lif)
             snprintf(labels[k], sizeof labels[k], "layer %d: LIF, %lld neurons", (int)layer, (long long)tr->lif[k].n);
-        else if (layer >= 0)
-            snprintf(labels[k], sizeof labels[k], "layer %d: LIF", (int)layer);
-        else
-            snprintf(labels[k], sizeof labels[k], "LIF layer %d", (int)k + 1);
-        s[k] = (sf_series){.x = x, .y = y + k * log->n_epochs, .n = log->n_epochs, .label = labels[k],
-                           .color = sf_palette(k), .width = 2.2, .marker = 5};
+        else if (layer >= 0) snprintf(labels[k], sizeof labels[k], "layer %d: LIF", (int)layer);
+        else snprintf(labels[k], sizeof labels[k], "LIF layer %d", (int)k + 1);
+        s[k] = (sf_series){.x = x,
+                           .y = y + k * log->n_epochs,
+                           .n = log->n_epochs,
+                           .label = labels[k],
+                           .color = sf_palette(k),
+                           .width = 2.2,
+                           .marker = 5};
     }
     if (x && y) {
         sf_figure_heading(cr, SF_FIG_W, SF_FIG_H, "Firing rates",
@@ -310,7 +333,8 @@ void sf_curve_figures(const sf_plot_data *d, sf_figure_list *list, sf_notes *not
         return;
     }
     sf_figure *f = sf_figure_add(list, "loss", draw_loss, d, 0);
-    if (f) snprintf(f->caption, sizeof f->caption, "Training loss against optimizer steps, epochs marked along the top.");
+    if (f)
+        snprintf(f->caption, sizeof f->caption, "Training loss against optimizer steps, epochs marked along the top.");
     f = sf_figure_add(list, "accuracy", draw_accuracy, d, 0);
     if (f)
         snprintf(f->caption, sizeof f->caption,

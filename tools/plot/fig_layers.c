@@ -120,16 +120,17 @@ static void draw_membrane(cairo_t *cr, const sf_figure *f)
         snprintf(labels[j], sizeof labels[j], "neuron %lld: %lld spike%s", (long long)chosen[j], (long long)spikes,
                  spikes == 1 ? "" : "s");
         sf_rgb color = sf_palette(j < 3 ? j : j + 1); /* not palette 3, the red of the threshold */
-        s[1 + 2 * j] = (sf_series){.x = x, .y = h, .n = tr->T, .label = labels[j], .color = color, .width = 2.0,
-                                   .marker = 3};
+        s[1 + 2 * j] =
+            (sf_series){.x = x, .y = h, .n = tr->T, .label = labels[j], .color = color, .width = 2.0, .marker = 3};
         s[2 + 2 * j] = (sf_series){.x = x, .y = fired, .n = tr->T, .color = color, .marker = 6.5};
     }
     char title[128], subtitle[256];
     snprintf(title, sizeof title, "Membrane potential in layer %d (LIF), test sample %lld", (int)l->layer,
              (long long)tr->sample);
-    snprintf(subtitle, sizeof subtitle,
-             "%d of its %lld neurons: some firing now and then, silent, always firing; h before the reset; dot: a spike", (int)k,
-             (long long)l->n);
+    snprintf(
+        subtitle, sizeof subtitle,
+        "%d of its %lld neurons: some firing now and then, silent, always firing; h before the reset; dot: a spike",
+        (int)k, (long long)l->n);
     sf_figure_heading(cr, SF_FIG_W, SF_FIG_H, title, subtitle);
     sf_axes ax;
     sf_axes_place(&ax, LEGEND_OUTSIDE);

@@ -69,7 +69,8 @@ static void draw_input(cairo_t *cr, const sf_figure *f)
     draw_image(cr, tr, 24, SF_MARGIN_TOP, scale);
     sf_set_color(cr, sf_muted);
     sf_set_font(cr, SF_FONT_TICK, 0);
-    sf_text(cr, 24 + tr->w * scale / 2, SF_MARGIN_TOP + tr->h * scale + 8, 0.5, 0, 0, "the input's mean over the steps");
+    sf_text(cr, 24 + tr->w * scale / 2, SF_MARGIN_TOP + tr->h * scale + 8, 0.5, 0, 0,
+            "the input's mean over the steps");
 
     int binary = sf_values_binary(tr->input, tr->T * n);
     sf_subset sub;
@@ -106,9 +107,17 @@ static void draw_output(cairo_t *cr, const sf_figure *f)
         for (int64_t t = 0; t < tr->T; t++) y[k * tr->T + t] = tr->output[t * K + k];
         int is_label = k == tr->label, is_pred = k == tr->predicted, stands_out = is_label || is_pred;
         snprintf(labels[k], sizeof labels[k], "class %d%s", (int)k,
-                 is_label && is_pred ? ": label, predicted" : is_label ? ": label" : is_pred ? ": predicted" : "");
-        s[k] = (sf_series){.x = x, .y = y + k * tr->T, .n = tr->T, .label = labels[k], .color = sf_palette(k),
-                           .width = stands_out ? 3.0 : 1.4, .marker = stands_out ? 4.5 : 3,
+                 is_label && is_pred ? ": label, predicted"
+                 : is_label          ? ": label"
+                 : is_pred           ? ": predicted"
+                                     : "");
+        s[k] = (sf_series){.x = x,
+                           .y = y + k * tr->T,
+                           .n = tr->T,
+                           .label = labels[k],
+                           .color = sf_palette(k),
+                           .width = stands_out ? 3.0 : 1.4,
+                           .marker = stands_out ? 4.5 : 3,
                            .alpha = stands_out ? 1.0 : 0.75};
     }
     char title[128], subtitle[256];

@@ -19,7 +19,7 @@ struct sf_figure {
     char caption[512]; /* what it shows, for the report page */
     void (*draw)(cairo_t *cr, const sf_figure *f);
     const sf_plot_data *data;
-    int32_t item;      /* per-layer figures: which of the trace's LIF layers */
+    int32_t item; /* per-layer figures: which of the trace's LIF layers */
 };
 
 #define SF_FIGURES_MAX 48

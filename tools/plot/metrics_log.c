@@ -30,20 +30,25 @@ static int grow(void **items, int64_t n, size_t size)
 static sf_status add_step(sf_metrics_log *log, const cJSON *o)
 {
     if (!grow((void **)&log->steps, log->n_steps, sizeof *log->steps)) return sf_fail(SF_ERR_NOMEM, "out of memory");
-    log->steps[log->n_steps++] = (sf_step_point){.epoch = number(o, "epoch"), .step = number(o, "step"),
-                                                 .loss = number(o, "loss"), .accuracy = number(o, "accuracy"),
+    log->steps[log->n_steps++] = (sf_step_point){.epoch = number(o, "epoch"),
+                                                 .step = number(o, "step"),
+                                                 .loss = number(o, "loss"),
+                                                 .accuracy = number(o, "accuracy"),
                                                  .lr = number(o, "lr")};
     return SF_OK;
 }
 
 static sf_status add_epoch(sf_metrics_log *log, const cJSON *o)
 {
-    if (!grow((void **)&log->epochs, log->n_epochs, sizeof *log->epochs))
-        return sf_fail(SF_ERR_NOMEM, "out of memory");
-    sf_epoch_point e = {.epoch = number(o, "epoch"), .step = number(o, "step"),
-                        .train_loss = number(o, "train_loss"), .train_accuracy = number(o, "train_accuracy"),
-                        .test_accuracy = number(o, "test_accuracy"), .lr = number(o, "lr"),
-                        .samples_per_s = number(o, "samples_per_s"), .train_seconds = number(o, "train_seconds"),
+    if (!grow((void **)&log->epochs, log->n_epochs, sizeof *log->epochs)) return sf_fail(SF_ERR_NOMEM, "out of memory");
+    sf_epoch_point e = {.epoch = number(o, "epoch"),
+                        .step = number(o, "step"),
+                        .train_loss = number(o, "train_loss"),
+                        .train_accuracy = number(o, "train_accuracy"),
+                        .test_accuracy = number(o, "test_accuracy"),
+                        .lr = number(o, "lr"),
+                        .samples_per_s = number(o, "samples_per_s"),
+                        .train_seconds = number(o, "train_seconds"),
                         .peak_bytes = number(o, "peak_bytes"),
                         .best = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "best"))};
     const cJSON *rates = cJSON_GetObjectItemCaseSensitive(o, "firing_rates");
@@ -88,10 +93,8 @@ sf_status sf_metrics_log_read(const char *path, sf_metrics_log *log, sf_notes *n
         if (!nl)
             sf_note(notes, "%s:%d: the last line has no end (still being written, or cut short): skipped", path,
                     lineno);
-        else if (!cJSON_IsObject(o) && ll > 0)
-            sf_note(notes, "%s:%d: not a JSON object: skipped", path, lineno);
-        else if (o)
-            s = add_line(log, o);
+        else if (!cJSON_IsObject(o) && ll > 0) sf_note(notes, "%s:%d: not a JSON object: skipped", path, lineno);
+        else if (o) s = add_line(log, o);
         cJSON_Delete(o);
         line += ll + 1;
     }

@@ -18,11 +18,11 @@ typedef struct sf_plot_request {
 } sf_plot_request;
 
 typedef struct sf_plot_result {
-    int figures;         /* how many were drawn */
-    int have_sample;     /* the sample figures are among them */
-    int bad_sample;      /* the failure was the sample index: outside the test set */
-    sf_notes notes;      /* what could not be drawn, and why */
-    char report[4200];   /* the page's path */
+    int figures;       /* how many were drawn */
+    int have_sample;   /* the sample figures are among them */
+    int bad_sample;    /* the failure was the sample index: outside the test set */
+    sf_notes notes;    /* what could not be drawn, and why */
+    char report[4200]; /* the page's path */
 } sf_plot_result;
 
 /* Draws everything the run allows and writes the files (each atomically). Fails when the directory is not a run

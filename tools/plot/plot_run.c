@@ -18,8 +18,7 @@ static sf_status write_figure_files(const char *dir, const sf_figure *f, const s
     return sf_write_file_atomic(path, svg->data, svg->len);
 }
 
-static sf_status draw_all(const sf_plot_request *req, const sf_run *run, const sf_trace *trace,
-                          sf_plot_result *res)
+static sf_status draw_all(const sf_plot_request *req, const sf_run *run, const sf_trace *trace, sf_plot_result *res)
 {
     sf_plot_data d = {run, trace};
     sf_figure_list *figs = calloc(1, sizeof *figs);

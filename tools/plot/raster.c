@@ -43,17 +43,14 @@ static const char *ordinal_suffix(int64_t k)
 void sf_subset_describe(const sf_subset *s, const char *what, char *buf, size_t cap)
 {
     long long n = (long long)s->n, count = (long long)s->count, active = (long long)s->active;
-    if (s->active == 0)
-        snprintf(buf, cap, "none of the %lld %ss spikes", n, what);
-    else if (s->active > 0 && count == active)
-        snprintf(buf, cap, "the %lld of %lld %ss that spike", active, n, what);
+    if (s->active == 0) snprintf(buf, cap, "none of the %lld %ss spikes", n, what);
+    else if (s->active > 0 && count == active) snprintf(buf, cap, "the %lld of %lld %ss that spike", active, n, what);
     else if (s->active > 0)
         snprintf(buf, cap, "%lld of the %lld %ss that spike (of %lld), evenly spaced", count, active, what, n);
     else if (s->stride > 1)
         snprintf(buf, cap, "every %lld%s %s (%lld of %lld)", (long long)s->stride, ordinal_suffix(s->stride), what,
                  count, n);
-    else
-        snprintf(buf, cap, "all %lld %ss", n, what);
+    else snprintf(buf, cap, "all %lld %ss", n, what);
 }
 
 void sf_raster_axes(sf_axes *ax, int64_t T, const sf_subset *sub)

@@ -12,10 +12,10 @@
 
 /* The rows of a raster: which of a layer's n neurons it shows, in index order. */
 typedef struct sf_subset {
-    int64_t n;       /* neurons in the layer */
-    int64_t stride;  /* analog values of a large layer: every stride-th neuron; else 1 */
-    int64_t active;  /* spikes of a large layer: how many neurons spike at least once (-1: not counted) */
-    int64_t count;   /* rows */
+    int64_t n;                   /* neurons in the layer */
+    int64_t stride;              /* analog values of a large layer: every stride-th neuron; else 1 */
+    int64_t active;              /* spikes of a large layer: how many neurons spike at least once (-1: not counted) */
+    int64_t count;               /* rows */
     int64_t idx[SF_RASTER_ROWS]; /* the neuron of each row, ascending */
 } sf_subset;
 

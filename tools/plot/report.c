@@ -188,8 +188,8 @@ sf_status sf_report_write(const char *path, const sf_run *run, const sf_trace *t
     sf_buf_printf(&b, "<footer>Written by spikefuse %s at %s from ", sf_version(), when);
     sf_buf_html(&b, run->dir);
     sf_buf_puts(&b, ".</footer>\n</body>\n</html>\n");
-    sf_status s = b.failed ? sf_fail(SF_ERR_NOMEM, "out of memory writing %s", path)
-                           : sf_write_file_atomic(path, b.data, b.len);
+    sf_status s =
+        b.failed ? sf_fail(SF_ERR_NOMEM, "out of memory writing %s", path) : sf_write_file_atomic(path, b.data, b.len);
     sf_buf_free(&b);
     return s;
 }

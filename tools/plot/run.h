@@ -39,8 +39,8 @@ typedef struct sf_metrics_log {
     int64_t n_steps;
     sf_epoch_point *epochs;
     int64_t n_epochs;
-    int32_t n_rates;          /* the most rates an epoch line has */
-    int stopped;              /* a "stopped" line: training ended on a NaN/Inf */
+    int32_t n_rates; /* the most rates an epoch line has */
+    int stopped;     /* a "stopped" line: training ended on a NaN/Inf */
     double stopped_step;
 } sf_metrics_log;
 
@@ -52,8 +52,8 @@ void sf_metrics_log_free(sf_metrics_log *log);
 /* ---------------------------------------------------------------- the run directory */
 typedef struct sf_run {
     char dir[4096];
-    sf_config *cfg;        /* config.ini, else the checkpoint's; NULL when neither can be read */
-    char *config_text;     /* the resolved config as INI text, or NULL */
+    sf_config *cfg;    /* config.ini, else the checkpoint's; NULL when neither can be read */
+    char *config_text; /* the resolved config as INI text, or NULL */
     int have_metrics;
     sf_metrics_log log;
     char checkpoint[4096]; /* best.safetensors, else last.safetensors; "" when there is none */
@@ -68,29 +68,29 @@ int32_t sf_run_lif_layer(const sf_run *run, int32_t k);
 
 /* ---------------------------------------------------------------- one test sample through the checkpoint */
 typedef struct sf_trace_layer {
-    int32_t layer;      /* index of the [lif] section in the config (numbered from 0) */
-    int32_t c, h, w;    /* its output shape per step */
-    int64_t n;          /* neurons: c·h·w */
-    float threshold;    /* v_threshold */
-    float *spikes;      /* [T, n] */
-    float *membrane;    /* [T, n]: the potential h before the reset */
+    int32_t layer;   /* index of the [lif] section in the config (numbered from 0) */
+    int32_t c, h, w; /* its output shape per step */
+    int64_t n;       /* neurons: c·h·w */
+    float threshold; /* v_threshold */
+    float *spikes;   /* [T, n] */
+    float *membrane; /* [T, n]: the potential h before the reset */
 } sf_trace_layer;
 
 typedef struct sf_trace {
     int64_t sample, T;
     int32_t label, predicted;
     sf_encoding encoding;
-    int32_t c, h, w;       /* input shape per step */
-    float *input;          /* [T, c·h·w]: what the network received at each step */
+    int32_t c, h, w; /* input shape per step */
+    float *input;    /* [T, c·h·w]: what the network received at each step */
     int32_t n_lif;
     sf_trace_layer *lif;
     int32_t classes;
-    float *output;         /* [T, classes]: the last layer's output at each step */
-    int32_t out_layer;     /* index of the last layer */
+    float *output;     /* [T, classes]: the last layer's output at each step */
+    int32_t out_layer; /* index of the last layer */
     sf_layer_kind out_kind;
     sf_readout readout;
-    int64_t ckpt_epoch;    /* epochs the checkpoint had completed */
-    char ckpt_name[64];    /* its file name */
+    int64_t ckpt_epoch; /* epochs the checkpoint had completed */
+    char ckpt_name[64]; /* its file name */
 } sf_trace;
 
 /* Runs test sample `sample` through the run's checkpoint on the CPU (batch 1, evaluation mode) and reads every

@@ -22,12 +22,12 @@ typedef struct sf_rgb {
     double r, g, b;
 } sf_rgb;
 
-extern const sf_rgb sf_ink;        /* text, frame */
-extern const sf_rgb sf_muted;      /* subtitles, tick labels */
-extern const sf_rgb sf_grid;       /* grid lines */
-extern const sf_rgb sf_paper;      /* the background */
-extern const sf_rgb sf_spike;      /* a spike in a raster */
-extern const sf_rgb sf_threshold;  /* the firing threshold line */
+extern const sf_rgb sf_ink;       /* text, frame */
+extern const sf_rgb sf_muted;     /* subtitles, tick labels */
+extern const sf_rgb sf_grid;      /* grid lines */
+extern const sf_rgb sf_paper;     /* the background */
+extern const sf_rgb sf_spike;     /* a spike in a raster */
+extern const sf_rgb sf_threshold; /* the firing threshold line */
 /* The i-th colour of the series palette (10 distinct hues, repeating). */
 sf_rgb sf_palette(int i);
 /* The colour at t in [0, 1] between `a` and `b`. */

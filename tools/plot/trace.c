@@ -18,7 +18,7 @@ static sf_status plot_config(const sf_run *run, const sf_checkpoint_info *info, 
     SF_TRY(sf_config_parse_string(info->config, name, cfg));
     (*cfg)->net.device = (sf_device){.kind = SF_DEVICE_CPU};
     (*cfg)->net.precision = SF_PRECISION_FP32; /* the CPU computes in fp32 only */
-    if (run->cfg) memcpy((*cfg)->train.data_dir, run->cfg->train.data_dir, sizeof (*cfg)->train.data_dir);
+    if (run->cfg) memcpy((*cfg)->train.data_dir, run->cfg->train.data_dir, sizeof(*cfg)->train.data_dir);
     return SF_OK;
 }
 
@@ -32,7 +32,10 @@ static sf_status read_lif_layers(const sf_net *net, const sf_config *cfg, sf_tra
         sf_trace_layer *l = &tr->lif[k++];
         int32_t chw[3];
         SF_TRY(sf_net_tensor_shape(net, i + 1, chw));
-        *l = (sf_trace_layer){.layer = i, .c = chw[0], .h = chw[1], .w = chw[2],
+        *l = (sf_trace_layer){.layer = i,
+                              .c = chw[0],
+                              .h = chw[1],
+                              .w = chw[2],
                               .n = (int64_t)chw[0] * chw[1] * chw[2],
                               .threshold = cfg->layers[i].desc.lif.v_threshold};
         l->spikes = malloc((size_t)(tr->T * l->n) * sizeof(float));
