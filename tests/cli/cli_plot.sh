@@ -99,6 +99,23 @@ mkdir -p empty
 sf 1 empty plot empty
 has "an empty directory is no run" empty.err "not a spikefuse run directory"
 
+# a run in progress: plot while the trainer (with --report) still appends to metrics.jsonl, then stop it with Ctrl-C
+"$SF" train "$HERE/tiny_mlp.ini" --set train.data_dir="$WORK/data" --set train.epochs=400 --out live --report \
+    >live.out 2>live.err &
+pid=$!
+for _ in $(seq 600); do grep -q '"type":"epoch"' live/metrics.jsonl 2>/dev/null && break; sleep 0.1; done
+sf 0 plot_live plot live
+png_ok "plot of a live run" live/plots/accuracy.png
+png_ok "plot of a live run" live/plots/sample_spikes_layer2.png
+# the trainer's next epoch rewrites the page as a live one
+for _ in $(seq 300); do grep -q 'http-equiv="refresh"' live/report.html && break; sleep 0.1; done
+has "the page of a run in training reloads itself" live/report.html 'http-equiv="refresh"'
+has "the page says training goes on" live/report.html "Training: "
+kill -INT $pid
+wait $pid
+rc=$?
+check "the trainer stopped on Ctrl-C (exit $rc, expected 130)" test $rc -eq 130
+
 # a run whose first epoch is still going: metrics only, the last line cut mid-write
 mkdir -p young
 cp run1/config.ini young/

@@ -9,22 +9,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One field of every step / epoch line as a malloc'd array (NULL for none). */
-static double *step_field(const sf_metrics_log *log, size_t offset)
+/* The double at `offset` of each of n records of `size` bytes, times `scale`, as a malloc'd array (NULL: no memory). */
+static double *field(const void *records, int64_t n, size_t size, size_t offset, double scale)
 {
-    double *v = malloc((size_t)(log->n_steps ? log->n_steps : 1) * sizeof *v);
-    for (int64_t i = 0; v && i < log->n_steps; i++) memcpy(&v[i], (const char *)&log->steps[i] + offset, sizeof *v);
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    for (int64_t i = 0; v && i < n; i++) {
+        memcpy(&v[i], (const char *)records + (size_t)i * size + offset, sizeof *v);
+        v[i] *= scale;
+    }
     return v;
+}
+
+static double *step_field(const sf_metrics_log *log, size_t offset, double scale)
+{
+    return field(log->steps, log->n_steps, sizeof *log->steps, offset, scale);
 }
 
 static double *epoch_field(const sf_metrics_log *log, size_t offset, double scale)
 {
-    double *v = malloc((size_t)(log->n_epochs ? log->n_epochs : 1) * sizeof *v);
-    for (int64_t i = 0; v && i < log->n_epochs; i++) {
-        memcpy(&v[i], (const char *)&log->epochs[i] + offset, sizeof *v);
-        v[i] *= scale;
-    }
-    return v;
+    return field(log->epochs, log->n_epochs, sizeof *log->epochs, offset, scale);
 }
 
 /* The middle of each epoch's steps: where a mean over the epoch belongs on a step axis. */
@@ -164,8 +167,8 @@ static void finish_step_plot(cairo_t *cr, sf_axes *ax, const sf_metrics_log *log
 static void draw_loss(cairo_t *cr, const sf_figure *f)
 {
     const sf_metrics_log *log = &f->data->run->log;
-    double *a[] = {step_field(log, offsetof(sf_step_point, step)), step_field(log, offsetof(sf_step_point, loss)),
-                   step_field(log, offsetof(sf_step_point, loss)), epoch_middles(log),
+    double *a[] = {step_field(log, offsetof(sf_step_point, step), 1), step_field(log, offsetof(sf_step_point, loss), 1),
+                   step_field(log, offsetof(sf_step_point, loss), 1), epoch_middles(log),
                    epoch_field(log, offsetof(sf_epoch_point, train_loss), 1)};
     if (!all_present(a, 5)) goto done;
     /* a moving mean over about a tenth of the points (odd, 3 to 51); none for fewer than 10 points */
@@ -213,14 +216,13 @@ static void label_last(cairo_t *cr, const sf_axes *ax, const sf_series *s)
 static void draw_accuracy(cairo_t *cr, const sf_figure *f)
 {
     const sf_metrics_log *log = &f->data->run->log;
-    double *a[] = {step_field(log, offsetof(sf_step_point, step)),
-                   step_field(log, offsetof(sf_step_point, accuracy)),
+    double *a[] = {step_field(log, offsetof(sf_step_point, step), 1),
+                   step_field(log, offsetof(sf_step_point, accuracy), 100),
                    epoch_field(log, offsetof(sf_epoch_point, step), 1),
                    epoch_field(log, offsetof(sf_epoch_point, train_accuracy), 100),
                    epoch_field(log, offsetof(sf_epoch_point, test_accuracy), 100),
                    epoch_middles(log)};
     if (!all_present(a, 6)) goto done;
-    for (int64_t i = 0; i < log->n_steps; i++) a[1][i] *= 100;
     char raw[96];
     describe_logged(log, "train, ", raw, sizeof raw);
     sf_series s[] = {
@@ -257,9 +259,9 @@ static void draw_lr(cairo_t *cr, const sf_figure *f)
 {
     const sf_metrics_log *log = &f->data->run->log;
     int from_steps = log->n_steps > 0;
-    double *a[] = {from_steps ? step_field(log, offsetof(sf_step_point, step))
+    double *a[] = {from_steps ? step_field(log, offsetof(sf_step_point, step), 1)
                               : epoch_field(log, offsetof(sf_epoch_point, step), 1),
-                   from_steps ? step_field(log, offsetof(sf_step_point, lr))
+                   from_steps ? step_field(log, offsetof(sf_step_point, lr), 1)
                               : epoch_field(log, offsetof(sf_epoch_point, lr), 1)};
     if (!all_present(a, 2)) goto done;
     sf_series s[] = {{.x = a[0],
