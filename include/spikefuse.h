@@ -271,8 +271,16 @@ SF_API sf_status sf_net_update(sf_net *net);
 /* Copies the readout logits of the last forward, averaged over T, to host [B, classes]. */
 SF_API sf_status sf_net_logits(const sf_net *net, float *out);
 /* Copies tensor `id` of the last forward to host [T, B, C, H, W] (only while it is still held: the output of the
- * last layer always is; others only right after a forward in SF_MEMORY_FULL). */
+ * last layer always is; others where the memory plan keeps them for the backward, or all of them with
+ * sf_net_set_keep_activations). */
 SF_API sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *out);
+/* For looking inside a network (plots, debugging): from the next sf_net_compile on, every tensor and every LIF
+ * layer's membrane potential stay held after each forward, training or evaluation, at the cost of a float per
+ * activation; results are unchanged. A compiled network must be compiled again. */
+SF_API sf_status sf_net_set_keep_activations(sf_net *net, int32_t on);
+/* Copies the membrane potential h (before reset) of the LIF layer that produces tensor `id` in the last forward to
+ * host [T, B, C, H, W]: after any forward with keep_activations, or after a training forward in SF_MEMORY_FULL. */
+SF_API sf_status sf_net_read_membrane(const sf_net *net, int32_t id, float *out);
 
 /* Firing rate (mean spikes per neuron and step) of each LIF layer in the last forward, in layer order.
  * Returns the number of LIF layers; writes at most `cap` rates. */

@@ -22,7 +22,7 @@ progs="$progs bench_events spikefuse_cli" # the data loader's side of the event 
 if [ -n "${SF_GPU_BIN:-}" ] && [ -d "$SF_GPU_BIN" ]; then
     say "== using the programs in $SF_GPU_BIN (tests/gpu_bundle.sh)"
     BIN=$SF_GPU_BIN
-elif cmake -S . -B "$BIN" -DSF_CUDA=ON -DSF_TESTS=OFF -DSF_WERROR=ON >>"$LOG" 2>&1 &&
+elif cmake -S . -B "$BIN" -DSF_CUDA=ON -DSF_TESTS=OFF -DSF_CLI=OFF -DSF_WERROR=ON >>"$LOG" 2>&1 &&
     cmake --build "$BIN" -j"$(nproc)" --target $progs >>"$LOG" 2>&1; then
     say "== built in $BIN"
 else

@@ -29,6 +29,7 @@ int sf_cmd_train(int argc, char **argv);
 int sf_cmd_eval(int argc, char **argv);
 int sf_cmd_bench(int argc, char **argv);
 int sf_cmd_info(int argc, char **argv);
+int sf_cmd_plot(int argc, char **argv);
 
 /* Prints "spikefuse <cmd>: error: <message>" to stderr and returns `code`. */
 int sf_cli_error(const char *cmd, int code, const char *fmt, ...)

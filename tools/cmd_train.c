@@ -1,6 +1,7 @@
 /* cmd_train.c — `spikefuse train`: argument handling, the run directory's name, resume checks, and the summary. */
 #include "cli.h"
 #include "io/files.h"
+#include "plot/plot.h"
 #include "progress.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
@@ -12,8 +13,8 @@
 #include <time.h>
 
 static const char *train_help =
-    "usage: spikefuse train CONFIG [--set section.key=value ...] [--out DIR] [--device D]\n"
-    "       spikefuse train [CONFIG] --resume DIR [--set ...] [--out DIR] [--device D]\n\n"
+    "usage: spikefuse train CONFIG [--set section.key=value ...] [--out DIR] [--device D] [--report]\n"
+    "       spikefuse train [CONFIG] --resume DIR [--set ...] [--out DIR] [--device D] [--report]\n\n"
     "Trains the network that CONFIG (an INI file, see examples/) describes. Progress goes to stderr: a live bar\n"
     "on a terminal, one line per epoch otherwise. The final test accuracy goes to stdout.\n\n"
     "options:\n"
@@ -29,6 +30,9 @@ static const char *train_help =
     "                           in DIR unless --out names a new one.\n"
     "  --device D               cpu, cuda, cuda:N, or auto (a GPU when one is usable, else the CPU);\n"
     "                           overrides [train] device\n"
+    "  --report                 write DIR/report.html when training starts and again after every epoch: one\n"
+    "                           page with the curves so far, test sample 0 through the best checkpoint and the\n"
+    "                           config, reloading itself while training goes on (spikefuse plot draws the same)\n"
     "  -h, --help               this text\n\n"
     "The run directory receives last.safetensors (the initial state first, then after every epoch, or where\n"
     "Ctrl-C stopped the run), best.safetensors (the epoch with the best test accuracy), config.ini (the\n"
@@ -41,6 +45,7 @@ typedef struct train_args {
     const char *config, *out, *resume, *device;
     char *sets[SF_CLI_MAX_SETS];
     int nsets;
+    int report;
 } train_args;
 
 static int parse_args(int argc, char **argv, train_args *a, int *help)
@@ -67,8 +72,10 @@ static int parse_args(int argc, char **argv, train_args *a, int *help)
         } else if ((m = sf_cli_value("train", argc, argv, &i, "--device", &v)) != 0) {
             if (m < 0) return SF_EXIT_USAGE;
             a->device = v;
+        } else if (strcmp(argv[i], "--report") == 0) {
+            a->report = 1;
         } else if (argv[i][0] == '-' && argv[i][1] != 0) {
-            return sf_cli_unknown("train", argv[i], "--set, --out, --resume, --device, --help");
+            return sf_cli_unknown("train", argv[i], "--set, --out, --resume, --device, --report, --help");
         } else if (!a->config) {
             a->config = argv[i];
         } else {
@@ -133,6 +140,34 @@ static int resume_config(const train_args *a, sf_config **out)
     return SF_EXIT_OK;
 }
 
+/* What the trainer's callback serves: the progress display, and the report page when --report asked for it. */
+typedef struct train_watch {
+    sf_progress progress;
+    const char *run_dir;
+    int report;
+    int report_failed; /* warned once already */
+} train_watch;
+
+/* Rewrites the report page; a failure is a warning, never a reason to stop training. */
+static void refresh_report(train_watch *w, const sf_train_event *ev)
+{
+    sf_plot_request req = {.run_dir = w->run_dir,
+                           .sample = 0,
+                           .live = ev->kind == SF_TRAIN_EV_START ? ev->epoch <= ev->epochs : ev->epoch < ev->epochs};
+    sf_plot_result res;
+    if (sf_plot_run(&req, &res) == SF_OK || w->report_failed) return;
+    w->report_failed = 1;
+    fprintf(stderr, "spikefuse train: warning: %s/%s not written: %s\n", w->run_dir, SF_REPORT_FILE, sf_last_error());
+}
+
+static int on_event(const sf_train_event *ev, void *user)
+{
+    train_watch *w = user;
+    int stop = sf_progress_event(ev, &w->progress);
+    if (w->report && (ev->kind == SF_TRAIN_EV_START || ev->kind == SF_TRAIN_EV_EPOCH)) refresh_report(w, ev);
+    return stop;
+}
+
 static int report(const sf_train_summary *sum, sf_status s, const char *run_dir)
 {
     if (s != SF_OK) return sf_cli_status("train", s);
@@ -180,10 +215,9 @@ int sf_cmd_train(int argc, char **argv)
     else
         default_run_dir(a.config, run_dir, sizeof run_dir);
 
-    sf_progress progress;
-    sf_progress_init(&progress, cfg, run_dir);
-    sf_train_options opt = {.run_dir = run_dir, .resume_dir = a.resume, .callback = sf_progress_event,
-                            .user = &progress};
+    train_watch watch = {.run_dir = run_dir, .report = a.report};
+    sf_progress_init(&watch.progress, cfg, run_dir);
+    sf_train_options opt = {.run_dir = run_dir, .resume_dir = a.resume, .callback = on_event, .user = &watch};
     sf_train_summary sum;
     sf_cli_catch_signals();
     sf_status s = sf_train_run(cfg, &opt, &sum);

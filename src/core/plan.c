@@ -202,6 +202,11 @@ static void decide_keeps(sf_net *net)
             }
         }
     }
+    /* Kept for reading after the forward (plots, debugging): as float in the saved arena, which the backward can
+     * always use directly. */
+    if (net->keep_all)
+        for (int32_t t = 0; t <= net->n_layers; t++)
+            if (net->tensors[t].alias_of == t) net->tensors[t].keep = SF_KEEP_FLOAT;
 }
 
 /* Forward lifetimes of activations and what the forward saves. */
@@ -235,7 +240,8 @@ static void plan_forward(sf_net *net, planner *pl)
             want_saved(pl, &l->mean, (size_t)net->tensors[l->in].c * sizeof(float));
             want_saved(pl, &l->var, (size_t)net->tensors[l->in].c * sizeof(float));
         }
-        if (l->d.kind == SF_LAYER_LIF && net->p.memory == SF_MEMORY_FULL && backward_runs(net, i))
+        bool h_for_backward = net->p.memory == SF_MEMORY_FULL && backward_runs(net, i);
+        if (l->d.kind == SF_LAYER_LIF && (h_for_backward || net->keep_all))
             want_saved(pl, &l->h, tensor_bytes(net, l->out, sizeof(float)));
         if (l->d.kind == SF_LAYER_MAXPOOL2D) want_saved(pl, &l->argmax, per_t * (size_t)o->per_sample);
         if (l->d.kind == SF_LAYER_CONV2D) {
