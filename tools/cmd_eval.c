@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char *eval_help =
     "usage: spikefuse eval CHECKPOINT [--data DIR] [--device D] [--batch N] [--json]\n\n"
@@ -158,12 +157,7 @@ int sf_cmd_eval(int argc, char **argv)
     }
     if (rc != SF_EXIT_OK) return rc;
     char path[4096];
-    struct stat sb;
-    if (stat(a.checkpoint, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        if (sf_path_join(path, sizeof path, a.checkpoint, SF_RUN_BEST) != SF_OK) return sf_cli_status("eval", SF_ERR_INVALID);
-    } else {
-        snprintf(path, sizeof path, "%s", a.checkpoint);
-    }
+    if ((rc = sf_cli_checkpoint_path("eval", a.checkpoint, path, sizeof path)) != SF_EXIT_OK) return rc;
     sf_config *cfg = NULL;
     rc = eval_config(&a, path, &cfg);
     if (rc == SF_EXIT_OK) rc = run_eval(&a, path, cfg);

@@ -13,6 +13,8 @@ static const struct {
     {"train", sf_cmd_train, "train a network from a config file"},
     {"eval", sf_cmd_eval, "test accuracy and per-layer firing rates of a checkpoint"},
     {"bench", sf_cmd_bench, "time training steps of a config: samples/s, phases, per-layer time, memory"},
+    {"export", sf_cmd_export, "write a checkpoint's network as a NIR graph (for hardware and other simulators)"},
+    {"import", sf_cmd_import, "a config and checkpoint from a NIR graph, to train or evaluate it"},
     {"info", sf_cmd_info, "version and build features (OpenMP, BLAS, CUDA devices)"},
 };
 #define NCOMMANDS (int)(sizeof commands / sizeof commands[0])
@@ -52,6 +54,6 @@ int main(int argc, char **argv)
             setvbuf(stdout, NULL, _IOLBF, 0);
             exit(commands[i].run(argc - 1, argv + 1));
         }
-    sf_cli_error(NULL, 0, "unknown command '%s' (commands: train, eval, bench, info; see spikefuse --help)", argv[1]);
+    sf_cli_error(NULL, 0, "unknown command '%s' (commands: train, eval, bench, export, import, info; see spikefuse --help)", argv[1]);
     return SF_EXIT_USAGE;
 }
