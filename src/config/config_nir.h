@@ -27,10 +27,7 @@ typedef struct sf_nir_neuron {
 /* spikefuse's discrete LIF as NIR's continuous one, discretised with time step dt (> 0). A soft reset has no NIR
  * form: SF_ERR_UNSUPPORTED. */
 sf_status sf_lif_to_nir(const sf_lif_params *p, double dt, sf_nir_neuron *out);
-/* The LIF whose spikes are NIR's forward-Euler steps of n with time step dt: sets tau or decay, decay_input,
- * v_threshold, v_reset and the hard reset of *p, keeping its other fields (surrogate, ...). SF_ERR_UNSUPPORTED for
- * what no spikefuse LIF computes (tau < dt, a non-positive input scale). */
-sf_status sf_lif_from_nir(const sf_nir_neuron *n, double dt, sf_lif_params *p);
+/* The other direction is public: sf_lif_params_from_nir (include/spikefuse.h). */
 
 /* ---------------------------------------------------------------- export (nir_export.c) */
 

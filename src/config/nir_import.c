@@ -249,7 +249,7 @@ static sf_status import_neuron(importer *im, const sf_nir_node *n, const value *
     SF_TRY(uniform(n, "v_reset", in, 0, 1, &nn.v_reset));
     sf_lif_params p;
     sf_lif_default_params(&p);
-    sf_status s = sf_lif_from_nir(&nn, im->dt, &p);
+    sf_status s = sf_lif_params_from_nir(is_if, nn.tau, nn.r, nn.v_leak, nn.v_threshold, nn.v_reset, im->dt, &p);
     if (s != SF_OK) return refuse(n, sf_last_error(), NULL);
     section(im, "lif", in->tensor, n->name);
     if (p.decay > 0.0f) fprintf(im->text, "decay = %.9g\n", (double)p.decay);

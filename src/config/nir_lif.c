@@ -51,39 +51,44 @@ static void set_leak(double tau_steps, sf_lif_params *p)
     }
 }
 
-sf_status sf_lif_from_nir(const sf_nir_neuron *n, double dt, sf_lif_params *p)
+SF_API sf_status sf_lif_params_from_nir(int32_t is_if, double tau, double r, double v_leak, double v_threshold,
+                                        double v_reset, double dt, sf_lif_params *p)
 {
-    const double values[] = {n->tau, n->r, n->v_leak, n->v_threshold, n->v_reset};
-    for (int i = n->is_if ? 1 : 0; i < 5; i++)
-        if (!isfinite(values[i])) return sf_fail(SF_ERR_UNSUPPORTED, "a neuron parameter is not finite");
+    if (!p) return sf_fail(SF_ERR_INVALID, "sf_lif_params_from_nir: NULL parameters");
+    if (!(dt > 0.0) || !isfinite(dt)) return sf_fail(SF_ERR_INVALID, "dt = %g: must be > 0", dt);
+    const double values[] = {tau, r, v_leak, v_threshold, v_reset};
+    for (int i = is_if ? 1 : 0; i < 5; i++)
+        if (!isfinite(values[i]) || fabs(values[i]) > 3e38)
+            return sf_fail(SF_ERR_UNSUPPORTED, "a neuron parameter is not a finite float");
     double k, theta, reset;
     p->soft_reset = 0;
-    if (n->is_if) {
-        k = n->r * dt;
-        theta = n->v_threshold;
-        reset = n->v_reset;
+    if (is_if) {
+        k = r * dt;
+        theta = v_threshold;
+        reset = v_reset;
         p->decay = 1.0f;
         p->decay_input = 0;
     } else {
-        double tau_steps = n->tau / dt;
-        if (!(tau_steps >= 1.0))
+        double tau_steps = tau / dt;
+        if (!(tau_steps >= 1.0) || !(tau_steps <= 1e9))
             return sf_fail(SF_ERR_UNSUPPORTED, "tau = %g is shorter than the time step dt = %g (the Euler step would "
-                                               "overshoot); import with a smaller --dt", n->tau, dt);
+                                               "overshoot) or absurdly long; import with another --dt", tau, dt);
         double a = 1.0 - 1.0 / tau_steps;
-        k = n->r / tau_steps;
-        theta = n->v_threshold - n->v_leak;
-        reset = n->v_reset - n->v_leak;
+        k = r / tau_steps;
+        theta = v_threshold - v_leak;
+        reset = v_reset - v_leak;
         set_leak(tau_steps, p);
         /* tau = 1 exactly cannot take decay_input (c would be 0): such a neuron goes through the scaling below */
         p->decay_input = a > 0.0 && close_to(k, 1.0 - a) && !close_to(k, 1.0) && !(p->decay == 0.0f && p->tau <= 1.0f);
     }
-    if (!(k > 0.0))
-        return sf_fail(SF_ERR_UNSUPPORTED, "the input scale r·dt/tau = %g is not positive", k);
+    if (!(k > 0.0)) return sf_fail(SF_ERR_UNSUPPORTED, "the input scale r·dt/tau = %g is not positive", k);
     if (!p->decay_input && !close_to(k, 1.0)) { /* measure v in units of k: same spikes */
         theta /= k;
         reset /= k;
     }
+    if (!(fabs(theta) <= 3e38 && fabs(reset) <= 3e38))
+        return sf_fail(SF_ERR_UNSUPPORTED, "the threshold or reset is out of float range after scaling");
     p->v_threshold = (float)theta;
     p->v_reset = (float)reset;
-    return SF_OK;
+    return sf_lif_params_check(p);
 }

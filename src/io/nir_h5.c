@@ -452,9 +452,9 @@ static sf_status write_graph(hid_t loc, const void *arg);
 static sf_status write_node(hid_t loc, const void *arg)
 {
     const sf_nir_node *n = arg;
-    SF_TRY(write_strings(loc, "type", 0, NULL, (const char *const *)&n->type));
     SF_TRY(write_fields(loc, &n->fields));
-    return n->subgraph ? write_graph(loc, n->subgraph) : SF_OK;
+    if (n->subgraph) return write_graph(loc, n->subgraph); /* it writes the type, "NIRGraph" */
+    return write_strings(loc, "type", 0, NULL, (const char *const *)&n->type);
 }
 
 static sf_status write_nodes(hid_t loc, const void *arg)
