@@ -199,14 +199,9 @@ static sf_status visit_metadata(hid_t obj, H5I_type_t kind, const char *path, co
     return read_field(obj, path, name, ctx);
 }
 
-typedef struct node_ctx {
-    sf_nir_node *node;
-    int depth;
-} node_ctx;
-
 static sf_status visit_node_member(hid_t obj, H5I_type_t kind, const char *path, const char *name, void *ctx)
 {
-    node_ctx *c = ctx;
+    sf_nir_node *node = ctx;
     if (kind == H5I_GROUP) {
         if (strcmp(name, "metadata") == 0) return SF_OK;
         if (strcmp(name, "nodes") == 0) return SF_OK; /* a subgraph's: read_graph reads it */
@@ -214,29 +209,45 @@ static sf_status visit_node_member(hid_t obj, H5I_type_t kind, const char *path,
     }
     if (kind != H5I_DATASET) return bad(path, "neither a group nor a dataset");
     if (strcmp(name, "type") == 0 || strcmp(name, "edges") == 0) return SF_OK;
-    return read_field(obj, path, name, &c->node->fields);
+    return read_field(obj, path, name, &node->fields);
+}
+
+/* A dataset that must exist: member `name` of gid, opened with its shape and type (the caller closes both). */
+typedef struct dataset {
+    char path[PATH_CAP];
+    hid_t obj, type;
+    int32_t ndim;
+    int64_t shape[SF_NIR_MAX_DIMS], numel;
+} dataset;
+
+static sf_status open_dataset(hid_t gid, const char *path, const char *name, dataset *d)
+{
+    join(d->path, path, name);
+    d->obj = d->type = -1;
+    if (H5Lexists(gid, name, H5P_DEFAULT) <= 0) return bad(d->path, "missing");
+    H5I_type_t kind;
+    SF_TRY(open_member(gid, path, name, &d->obj, &kind));
+    if (kind != H5I_DATASET) return bad(d->path, "must be a dataset");
+    SF_TRY(dataset_shape(d->obj, d->path, &d->ndim, d->shape, &d->numel));
+    d->type = H5Dget_type(d->obj);
+    return d->type >= 0 ? SF_OK : bad(d->path, "unreadable type");
+}
+
+static void close_dataset(dataset *d)
+{
+    if (d->type >= 0) H5Tclose(d->type);
+    if (d->obj >= 0) H5Oclose(d->obj);
 }
 
 /* A scalar string dataset `name` of gid (e.g. a node's type). */
 static sf_status read_text(hid_t gid, const char *path, const char *name, char **out)
 {
-    char sub[PATH_CAP];
-    join(sub, path, name);
     *out = NULL;
-    if (H5Lexists(gid, name, H5P_DEFAULT) <= 0) return bad(sub, "missing");
-    hid_t obj;
-    H5I_type_t kind;
-    SF_TRY(open_member(gid, path, name, &obj, &kind));
-    sf_status s = kind == H5I_DATASET ? SF_OK : bad(sub, "must be a dataset");
-    int32_t ndim = 0;
-    int64_t shape[SF_NIR_MAX_DIMS], numel = 0;
-    if (s == SF_OK) s = dataset_shape(obj, sub, &ndim, shape, &numel);
-    hid_t ftype = s == SF_OK ? H5Dget_type(obj) : -1;
-    if (s == SF_OK && (ftype < 0 || H5Tget_class(ftype) != H5T_STRING || ndim != 0))
-        s = bad(sub, "must be a scalar string");
-    if (s == SF_OK) s = read_strings(obj, ftype, sub, 1, out);
-    if (ftype >= 0) H5Tclose(ftype);
-    H5Oclose(obj);
+    dataset d;
+    sf_status s = open_dataset(gid, path, name, &d);
+    if (s == SF_OK && (H5Tget_class(d.type) != H5T_STRING || d.ndim != 0)) s = bad(d.path, "must be a scalar string");
+    if (s == SF_OK) s = read_strings(d.obj, d.type, d.path, 1, out);
+    close_dataset(&d);
     return s;
 }
 
@@ -256,8 +267,7 @@ static sf_status visit_node(hid_t obj, H5I_type_t kind, const char *path, const 
     if (s != SF_OK) s = sf_fail_context(SF_ERR_FORMAT, "%s: ", path);
     free(type);
     SF_TRY(s);
-    node_ctx nc = {node, c->depth};
-    SF_TRY(for_each_member(obj, path, visit_node_member, &nc));
+    SF_TRY(for_each_member(obj, path, visit_node_member, node));
     if (strcmp(node->type, "NIRGraph") != 0) return SF_OK;
     if (c->depth + 1 > SF_NIR_MAX_DEPTH) return bad(path, "subgraphs nested too deeply");
     SF_TRY(sf_nir_graph_create(&node->subgraph));
@@ -267,32 +277,23 @@ static sf_status visit_node(hid_t obj, H5I_type_t kind, const char *path, const 
 /* The edges dataset: [n, 2] node names (an empty numeric array stands for no edges, as h5py writes []). */
 static sf_status read_edges(hid_t gid, const char *path, sf_nir_graph *g)
 {
-    char sub[PATH_CAP];
-    join(sub, path, "edges");
-    if (H5Lexists(gid, "edges", H5P_DEFAULT) <= 0) return bad(sub, "missing");
-    hid_t obj;
-    H5I_type_t kind;
-    SF_TRY(open_member(gid, path, "edges", &obj, &kind));
-    int32_t ndim = 0;
-    int64_t shape[SF_NIR_MAX_DIMS], numel = 0;
-    sf_status s = kind == H5I_DATASET ? dataset_shape(obj, sub, &ndim, shape, &numel) : bad(sub, "must be a dataset");
-    hid_t ftype = s == SF_OK ? H5Dget_type(obj) : -1;
-    int is_string = ftype >= 0 && H5Tget_class(ftype) == H5T_STRING;
+    dataset d;
+    sf_status s = open_dataset(gid, path, "edges", &d);
     char **names = NULL;
-    if (s == SF_OK && !(numel == 0 && ndim == 1) && (!is_string || ndim != 2 || shape[1] != 2))
-        s = bad(sub, "must be an [n, 2] array of node names");
-    if (s == SF_OK && numel > 0) {
-        names = calloc((size_t)numel, sizeof *names);
-        s = names ? read_strings(obj, ftype, sub, numel, names) : sf_fail(SF_ERR_NOMEM, "out of memory");
+    if (s == SF_OK && !(d.numel == 0 && d.ndim == 1) &&
+        (H5Tget_class(d.type) != H5T_STRING || d.ndim != 2 || d.shape[1] != 2))
+        s = bad(d.path, "must be an [n, 2] array of node names");
+    if (s == SF_OK && d.numel > 0) {
+        names = calloc((size_t)d.numel, sizeof *names);
+        s = names ? read_strings(d.obj, d.type, d.path, d.numel, names) : sf_fail(SF_ERR_NOMEM, "out of memory");
     }
-    for (int64_t i = 0; s == SF_OK && i + 1 < numel; i += 2) {
+    for (int64_t i = 0; s == SF_OK && i + 1 < d.numel; i += 2) {
         s = sf_nir_add_edge(g, names[i], names[i + 1]);
-        if (s != SF_OK) s = sf_fail_context(s, "%s: ", sub);
+        if (s != SF_OK) s = sf_fail_context(s, "%s: ", d.path);
     }
-    if (names) free_strings(names, numel);
+    if (names) free_strings(names, d.numel);
     free(names);
-    if (ftype >= 0) H5Tclose(ftype);
-    H5Oclose(obj);
+    close_dataset(&d);
     return s;
 }
 
