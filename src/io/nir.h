@@ -19,11 +19,12 @@
 
 #define SF_NIR_MAX_DIMS 8
 /* What a file may hold before it is refused as implausible (each is far above any real network). */
-#define SF_NIR_MAX_NODES 100000
+#define SF_NIR_MAX_NODES 4096
+#define SF_NIR_MAX_EDGES 16384
 #define SF_NIR_MAX_FIELDS 64
 #define SF_NIR_MAX_NAME 256
 #define SF_NIR_MAX_DEPTH 8
-#define SF_NIR_MAX_ELEMENTS (INT64_C(1) << 31)
+#define SF_NIR_MAX_ELEMENTS (INT64_C(1) << 30)
 
 /* How a numeric field is stored in the file; in memory every number is a double (exact for float32 and for
  * integers up to 2^53). */

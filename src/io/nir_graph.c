@@ -84,6 +84,7 @@ sf_status sf_nir_add_edge(sf_nir_graph *g, const char *from, const char *to)
     int32_t a = sf_nir_find_node(g, from), b = sf_nir_find_node(g, to);
     if (a < 0 || b < 0)
         return sf_fail(SF_ERR_FORMAT, "edge %s -> %s names a node that is not in the graph", from, to);
+    if (g->num_edges >= SF_NIR_MAX_EDGES) return sf_fail(SF_ERR_FORMAT, "more than %d NIR edges", SF_NIR_MAX_EDGES);
     for (int32_t i = 0; i < g->num_edges; i++)
         if (g->edges[i].from == a && g->edges[i].to == b)
             return sf_fail(SF_ERR_FORMAT, "edge %s -> %s is given twice", from, to);

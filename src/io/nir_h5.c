@@ -37,7 +37,16 @@ static void quiet_end(h5_quiet q) { H5Eset_auto2(H5E_DEFAULT, q.func, q.data); }
 
 /* ================================================================ reading */
 
-static sf_status read_graph(hid_t gid, const char *path, int depth, sf_nir_graph *g);
+/* What one file may make us read in all, however its groups are linked (a group linked from many places is read
+ * each time): NIR graphs are small, and a file must not make the reader work or allocate without bound. */
+typedef struct budget {
+    int64_t nodes, edges, elements;
+} budget;
+#define BUDGET_NODES SF_NIR_MAX_NODES
+#define BUDGET_EDGES (2 * SF_NIR_MAX_EDGES)
+#define BUDGET_ELEMENTS SF_NIR_MAX_ELEMENTS
+
+static sf_status read_graph(hid_t gid, const char *path, int depth, sf_nir_graph *g, budget *b);
 
 static sf_status bad(const char *path, const char *what) { return sf_fail(SF_ERR_FORMAT, "%s: %s", path, what); }
 
@@ -119,8 +128,9 @@ static sf_status read_strings(hid_t ds, hid_t ftype, const char *path, int64_t c
         free(ptrs);
     } else {
         size_t len = H5Tget_size(ftype);
-        char *buf = len && len < (1u << 20) ? malloc((size_t)(count ? count : 1) * len) : NULL;
-        if (!buf) s = len && len < (1u << 20) ? sf_fail(SF_ERR_NOMEM, "out of memory") : bad(path, "string size");
+        int fits = len && len <= ((size_t)64 << 20) / (size_t)(count ? count : 1);
+        char *buf = fits ? malloc((size_t)(count ? count : 1) * len) : NULL;
+        if (!buf) s = fits ? sf_fail(SF_ERR_NOMEM, "out of memory") : bad(path, "implausibly long strings");
         if (s == SF_OK && (H5Tset_size(mtype, len) < 0 || H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0))
             s = bad(path, "unreadable strings");
         for (int64_t i = 0; s == SF_OK && i < count; i++) {
@@ -141,11 +151,12 @@ static void free_strings(char **s, int64_t n)
 }
 
 /* One dataset of a node (or of metadata) as a field. */
-static sf_status read_field(hid_t ds, const char *path, const char *name, sf_nir_fields *f)
+static sf_status read_field(hid_t ds, const char *path, const char *name, sf_nir_fields *f, budget *b)
 {
     int32_t ndim = 0;
     int64_t shape[SF_NIR_MAX_DIMS], numel = 0;
     SF_TRY(dataset_shape(ds, path, &ndim, shape, &numel));
+    if ((b->elements -= numel) < 0) return bad(path, "the file holds more numbers than any network needs");
     hid_t ftype = H5Dget_type(ds);
     if (ftype < 0) return bad(path, "unreadable type");
     H5T_class_t cls = H5Tget_class(ftype);
@@ -193,15 +204,21 @@ static sf_status for_each_member(hid_t gid, const char *path, member_visitor vis
     return SF_OK;
 }
 
+typedef struct fields_ctx {
+    sf_nir_fields *fields;
+    budget *b;
+} fields_ctx;
+
 static sf_status visit_metadata(hid_t obj, H5I_type_t kind, const char *path, const char *name, void *ctx)
 {
+    fields_ctx *c = ctx;
     if (kind != H5I_DATASET) return SF_OK; /* nested metadata is not ours to interpret */
-    return read_field(obj, path, name, ctx);
+    return read_field(obj, path, name, c->fields, c->b);
 }
 
 static sf_status visit_node_member(hid_t obj, H5I_type_t kind, const char *path, const char *name, void *ctx)
 {
-    sf_nir_node *node = ctx;
+    fields_ctx *c = ctx;
     if (kind == H5I_GROUP) {
         if (strcmp(name, "metadata") == 0) return SF_OK;
         if (strcmp(name, "nodes") == 0) return SF_OK; /* a subgraph's: read_graph reads it */
@@ -209,7 +226,7 @@ static sf_status visit_node_member(hid_t obj, H5I_type_t kind, const char *path,
     }
     if (kind != H5I_DATASET) return bad(path, "neither a group nor a dataset");
     if (strcmp(name, "type") == 0 || strcmp(name, "edges") == 0) return SF_OK;
-    return read_field(obj, path, name, &node->fields);
+    return read_field(obj, path, name, c->fields, c->b);
 }
 
 /* A dataset that must exist: member `name` of gid, opened with its shape and type (the caller closes both). */
@@ -254,12 +271,14 @@ static sf_status read_text(hid_t gid, const char *path, const char *name, char *
 typedef struct nodes_ctx {
     sf_nir_graph *g;
     int depth;
+    budget *b;
 } nodes_ctx;
 
 static sf_status visit_node(hid_t obj, H5I_type_t kind, const char *path, const char *name, void *ctx)
 {
     nodes_ctx *c = ctx;
     if (kind != H5I_GROUP) return bad(path, "a node must be a group");
+    if (--c->b->nodes < 0) return bad(path, "the file holds more nodes than any network needs");
     char *type = NULL;
     SF_TRY(read_text(obj, path, "type", &type));
     sf_nir_node *node = NULL;
@@ -267,15 +286,16 @@ static sf_status visit_node(hid_t obj, H5I_type_t kind, const char *path, const 
     if (s != SF_OK) s = sf_fail_context(SF_ERR_FORMAT, "%s: ", path);
     free(type);
     SF_TRY(s);
-    SF_TRY(for_each_member(obj, path, visit_node_member, node));
+    fields_ctx fc = {&node->fields, c->b};
+    SF_TRY(for_each_member(obj, path, visit_node_member, &fc));
     if (strcmp(node->type, "NIRGraph") != 0) return SF_OK;
     if (c->depth + 1 > SF_NIR_MAX_DEPTH) return bad(path, "subgraphs nested too deeply");
     SF_TRY(sf_nir_graph_create(&node->subgraph));
-    return read_graph(obj, path, c->depth + 1, node->subgraph);
+    return read_graph(obj, path, c->depth + 1, node->subgraph, c->b);
 }
 
 /* The edges dataset: [n, 2] node names (an empty numeric array stands for no edges, as h5py writes []). */
-static sf_status read_edges(hid_t gid, const char *path, sf_nir_graph *g)
+static sf_status read_edges(hid_t gid, const char *path, sf_nir_graph *g, budget *b)
 {
     dataset d;
     sf_status s = open_dataset(gid, path, "edges", &d);
@@ -283,6 +303,8 @@ static sf_status read_edges(hid_t gid, const char *path, sf_nir_graph *g)
     if (s == SF_OK && !(d.numel == 0 && d.ndim == 1) &&
         (H5Tget_class(d.type) != H5T_STRING || d.ndim != 2 || d.shape[1] != 2))
         s = bad(d.path, "must be an [n, 2] array of node names");
+    if (s == SF_OK && (d.numel > 2 * (int64_t)SF_NIR_MAX_EDGES || (b->edges -= d.numel / 2) < 0))
+        s = bad(d.path, "more edges than any network needs");
     if (s == SF_OK && d.numel > 0) {
         names = calloc((size_t)d.numel, sizeof *names);
         s = names ? read_strings(d.obj, d.type, d.path, d.numel, names) : sf_fail(SF_ERR_NOMEM, "out of memory");
@@ -297,7 +319,7 @@ static sf_status read_edges(hid_t gid, const char *path, sf_nir_graph *g)
     return s;
 }
 
-static sf_status read_graph(hid_t gid, const char *path, int depth, sf_nir_graph *g)
+static sf_status read_graph(hid_t gid, const char *path, int depth, sf_nir_graph *g, budget *b)
 {
     char sub[PATH_CAP];
     join(sub, path, "nodes");
@@ -305,15 +327,16 @@ static sf_status read_graph(hid_t gid, const char *path, int depth, sf_nir_graph
     hid_t obj;
     H5I_type_t kind;
     SF_TRY(open_member(gid, path, "nodes", &obj, &kind));
-    nodes_ctx c = {g, depth};
+    nodes_ctx c = {g, depth, b};
     sf_status s = kind == H5I_GROUP ? for_each_member(obj, sub, visit_node, &c) : bad(sub, "must be a group");
     H5Oclose(obj);
     SF_TRY(s);
-    SF_TRY(read_edges(gid, path, g));
+    SF_TRY(read_edges(gid, path, g, b));
     if (H5Lexists(gid, "metadata", H5P_DEFAULT) <= 0) return SF_OK;
     join(sub, path, "metadata");
     SF_TRY(open_member(gid, path, "metadata", &obj, &kind));
-    s = kind == H5I_GROUP ? for_each_member(obj, sub, visit_metadata, &g->metadata) : SF_OK;
+    fields_ctx fc = {&g->metadata, b};
+    s = kind == H5I_GROUP ? for_each_member(obj, sub, visit_metadata, &fc) : SF_OK;
     H5Oclose(obj);
     return s;
 }
@@ -333,7 +356,8 @@ static sf_status read_root(hid_t file, sf_nir_graph *g)
     SF_TRY(open_member(file, "", "node", &obj, &kind));
     sf_status s = kind == H5I_GROUP ? read_text(obj, "node", "type", &type) : bad("node", "must be a group");
     if (s == SF_OK && strcmp(type, "NIRGraph") != 0) s = sf_fail(SF_ERR_FORMAT, "node/type is '%s', not NIRGraph", type);
-    if (s == SF_OK) s = read_graph(obj, "node", 0, g);
+    budget b = {BUDGET_NODES, BUDGET_EDGES, BUDGET_ELEMENTS};
+    if (s == SF_OK) s = read_graph(obj, "node", 0, g, &b);
     free(type);
     H5Oclose(obj);
     return s;
