@@ -113,6 +113,37 @@ class TestEngineGraphs(unittest.TestCase):
 
 
 @unittest.skipIf(nir is None, "the nir package is not installed (pip install nir)")
+class TestForeignGraphs(unittest.TestCase):
+    def test_snntorch_export(self):
+        """A network snnTorch exports (Leaky with beta, its convention r = tau/dt) runs in spikefuse with its spikes.
+        snnTorch's exporter writes no reset mechanism, so the network uses the reset NIR describes: to zero, at once."""
+        try:
+            import snntorch as snn
+            from snntorch.export_nir import export_to_nir
+        except Exception as e:
+            self.skipTest(f"snntorch not usable here: {e!r}"[:200])
+        from spikefuse.torch import from_nir
+        torch.manual_seed(0)
+        leaky = lambda n, beta: snn.Leaky(beta=torch.full((n,), beta), threshold=torch.ones(n), init_hidden=True,
+                                          reset_mechanism="zero", reset_delay=False)
+        net = torch.nn.Sequential(torch.nn.Linear(784, 64), leaky(64, 0.9), torch.nn.Linear(64, 10), leaky(10, 0.8))
+        g = quietly(export_to_nir, net, torch.randn(1, 784), ignore_dims=[0])
+        T, B = 8, 4
+        x = 6 * torch.randn(T, B, 784)
+        with torch.no_grad():
+            for m in net.modules():
+                if isinstance(m, snn.Leaky):
+                    m.reset_mem()
+            want = torch.stack([net(x[t]) for t in range(T)])
+            got = from_nir(g)(x)
+        flips = int((want != got).sum())
+        print(f"snnTorch export_to_nir -> spikefuse.torch.from_nir: {flips} of {want.numel()} output spikes differ "
+              f"({int(want.sum())} spikes)")
+        self.assertLessEqual(flips, FLIP_TOLERANCE * want.numel())
+        self.assertGreater(int(want.sum()), 0)
+
+
+@unittest.skipIf(nir is None, "the nir package is not installed (pip install nir)")
 class TestTorchModules(unittest.TestCase):
     def round_trip(self, net, x):
         from spikefuse.torch import from_nir, to_nir
