@@ -342,6 +342,13 @@ static const char *const conv_ini =
     "[conv]\nfilters = 6\nsize = 7\n"                                                   /* 6: 6x1x1 */
     "[lif]\n[linear]\nout = 10\n";                                                      /* 7, 8 */
 
+/* Max pooling of spikes (SumPool2d + Threshold in NIR), after a LIF layer and after dropout, and of Poisson input. */
+static const char *const maxpool_ini =
+    "[train]\ndataset = fashion-mnist\nencoding = poisson\n"
+    "[maxpool]\nsize = 2\n"                                                   /* 0: of the (binary) input */
+    "[conv]\nfilters = 4\nsize = 3\npad = 1\n[bn]\n[lif]\n[dropout]\n[maxpool]\nsize = 3\nstride = 2\n"
+    "[flatten]\n[linear]\nout = 10\n";
+
 /* Batch norm after a conv, after an average pool, and after a linear layer without bias. */
 static const char *const bn_ini =
     "[train]\ndataset = cifar10\n"
@@ -395,6 +402,36 @@ static void test_round_trip_exact(void)
         free(text2);
         built_free(&a);
     }
+}
+
+static void test_maxpool_of_spikes(void)
+{
+    built a, b;
+    char *text = NULL;
+    if (!build(maxpool_ini, 12, &a)) return;
+    if (round_trip(&a, "maxpool.nir", &b, &text)) {
+        CHECK(strstr(text, "[maxpool]") && strstr(strstr(text, "[maxpool]") + 1, "[maxpool]"),
+              "both max pools come back:\n%s", text);
+        /* the input of a Poisson-encoded net is spikes: feed 0/1 values */
+        int32_t chw[3];
+        CHECK_OK(sf_net_tensor_shape(a.net, 0, chw));
+        const int64_t n_in = T * B * chw[0] * chw[1] * chw[2];
+        float *x = malloc((size_t)n_in * sizeof *x);
+        tu_randn(x, n_in, 0.0f, 1.0f, 5);
+        for (int64_t i = 0; i < n_in; i++) x[i] = x[i] > 0.5f;
+        int64_t na = 0, nb = 0;
+        float *ya = run_net(a.net, x, &na), *yb = run_net(b.net, x, &nb);
+        int64_t diff = na == nb ? 0 : 1;
+        for (int64_t i = 0; na == nb && i < na; i++) diff += ya[i] != yb[i];
+        printf("maxpool.nir: %lld of %lld outputs differ (BN folded)\n", (long long)diff, (long long)na);
+        CHECK(diff <= na / 50, "max pools of spikes: %lld of %lld outputs differ", (long long)diff, (long long)na);
+        free(x);
+        free(ya);
+        free(yb);
+        built_free(&b);
+    }
+    free(text);
+    built_free(&a);
 }
 
 static void test_batchnorm_folded(void)
@@ -606,6 +643,7 @@ int main(void)
     test_lif_against_euler();
     test_round_trip_exact();
     test_batchnorm_folded();
+    test_maxpool_of_spikes();
     test_export_refusals();
     test_import_refusals();
     const char *samples = getenv("SF_NIR_SAMPLES");

@@ -181,6 +181,18 @@ class TestTorchModules(unittest.TestCase):
         self.assertLessEqual(int((want != got).sum()), FLIP_TOLERANCE * want.numel())
         self.assertGreater(int(want.sum()), 0)
 
+    def test_max_pool_of_spikes(self):
+        from spikefuse.torch import LIF
+        torch.manual_seed(2)
+        T, B = 4, 3
+        net = torch.nn.Sequential(
+            torch.nn.Flatten(0, 1), torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.Unflatten(0, (T, B)), LIF(),
+            torch.nn.Flatten(0, 1), torch.nn.MaxPool2d(2), torch.nn.Unflatten(0, (T, B)), torch.nn.Flatten(2),
+            torch.nn.Linear(4 * 4 * 4, 10), LIF(decay_input=False, v_threshold=0.1))
+        want, got = self.round_trip(net, 4 * torch.randn(T, B, 1, 8, 8))
+        self.assertTrue(torch.equal(want, got), "a max pool of spikes is SumPool2d + Threshold exactly")
+        self.assertGreater(int(want.sum()), 0)
+
     def test_refusals(self):
         from spikefuse.torch import LIF, to_nir
         x = torch.randn(2, 2, 1, 8, 8)

@@ -22,6 +22,7 @@ typedef struct tensor_view {
     int32_t affine_node;        /* the conv/linear node whose output this is, directly or through an average pool or
                                  * dropout that alone read it (-1: none) */
     int32_t readers;            /* layers reading this tensor */
+    int binary;                 /* every value is 0 or 1 (spikes) */
 } tensor_view;
 
 typedef struct exporter {
@@ -110,6 +111,7 @@ static void view_of_node(tensor_view *v, int32_t node, int32_t ndim, const int64
     v->ndim = ndim;
     for (int32_t d = 0; d < ndim; d++) v->shape[d] = shape[d];
     v->affine_node = -1;
+    v->binary = 0;
 }
 
 /* A [C,1,1] image read by a linear layer becomes a [C] vector through a Flatten node. */
@@ -122,7 +124,9 @@ static sf_status flatten_node(exporter *e, const char *name, const tensor_view *
     SF_TRY(set_int(f, "start_dim", 0));
     SF_TRY(set_int(f, "end_dim", -1));
     const int64_t n = numel_of(in);
+    const int binary = in->binary;
     view_of_node(out, idx, 1, &n);
+    out->binary = binary;
     return SF_OK;
 }
 
@@ -187,23 +191,52 @@ static sf_status export_conv(exporter *e, int32_t i, const tensor_view *in, tens
     return s == SF_ERR_NOMEM ? sf_fail(s, "out of memory") : s;
 }
 
-static sf_status export_avgpool(exporter *e, int32_t i, const tensor_view *in, tensor_view *out)
+/* A pooling node: AvgPool2d, or SumPool2d for a max pool of spikes. */
+static sf_status pool_node(exporter *e, int32_t i, const char *name, const char *type, const tensor_view *in,
+                           tensor_view *out)
 {
     const sf_layer_desc *d = &e->cfg->layers[i].desc;
     int32_t chw[3];
     SF_TRY(sf_net_tensor_shape(e->net, i + 1, chw));
-    char name[64];
-    snprintf(name, sizeof name, "avgpool%d", i);
     int32_t idx;
-    SF_TRY(add_node(e, name, "AvgPool2d", in, &idx));
+    SF_TRY(add_node(e, name, type, in, &idx));
     sf_nir_fields *f = &e->g->nodes[idx].fields;
     SF_TRY(set_pair(f, "kernel_size", d->kernel));
     SF_TRY(set_pair(f, "stride", d->stride ? d->stride : d->kernel));
     SF_TRY(set_pair(f, "padding", 0));
     const int64_t shape[3] = {chw[0], chw[1], chw[2]};
     view_of_node(out, idx, 3, shape);
+    return SF_OK;
+}
+
+static sf_status export_avgpool(exporter *e, int32_t i, const tensor_view *in, tensor_view *out)
+{
+    char name[64];
+    snprintf(name, sizeof name, "avgpool%d", i);
+    SF_TRY(pool_node(e, i, name, "AvgPool2d", in, out));
     /* BN after the pool folds into the conv before it (a per-channel affine map commutes with averaging) */
     out->affine_node = in->readers == 1 ? in->affine_node : -1;
+    return SF_OK;
+}
+
+/* NIR has no max pooling, but over spikes the maximum of a window is 1 exactly when its sum exceeds 0.5: a
+ * SumPool2d node followed by a Threshold node at 0.5 computes it exactly. Over other values it is refused. */
+static sf_status export_maxpool(exporter *e, int32_t i, const tensor_view *in, tensor_view *out)
+{
+    if (!in->binary)
+        return sf_fail(SF_ERR_UNSUPPORTED, "NIR has no max pooling; a max pool of spikes (after a LIF layer) is "
+                                           "written as sum pooling and a threshold, but this one pools other values: "
+                                           "move it after the LIF layer, or use [avgpool]");
+    char name[64];
+    tensor_view sum;
+    snprintf(name, sizeof name, "maxpool%d_sum", i);
+    SF_TRY(pool_node(e, i, name, "SumPool2d", in, &sum));
+    snprintf(name, sizeof name, "maxpool%d", i);
+    int32_t idx;
+    SF_TRY(add_node(e, name, "Threshold", &sum, &idx));
+    SF_TRY(set_uniform(&e->g->nodes[idx].fields, "threshold", &sum, 0.5));
+    view_of_node(out, idx, 3, sum.shape);
+    out->binary = 1;
     return SF_OK;
 }
 
@@ -266,6 +299,7 @@ static sf_status export_lif(exporter *e, int32_t i, const tensor_view *in, tenso
     SF_TRY(set_uniform(f, "v_threshold", in, n.v_threshold));
     SF_TRY(set_uniform(f, "v_reset", in, n.v_reset));
     view_of_node(out, idx, in->ndim, in->shape);
+    out->binary = 1;
     return SF_OK;
 }
 
@@ -274,6 +308,7 @@ static sf_status export_add(const tensor_view *in, const tensor_view *in2, tenso
 {
     *out = *in;
     out->affine_node = -1;
+    out->binary = 0;
     for (int32_t k = 0; k < in2->num_nodes; k++) {
         for (int32_t j = 0; j < out->num_nodes; j++)
             if (out->nodes[j] == in2->nodes[k])
@@ -299,6 +334,7 @@ static sf_status export_layer(exporter *e, int32_t i)
     case SF_LAYER_BATCHNORM:
         SF_TRY(fold_batchnorm(e, i, in));
         *out = *in;
+        out->binary = 0;
         return SF_OK;
     case SF_LAYER_DROPOUT: /* an identity at eval */
         *out = *in;
@@ -313,8 +349,7 @@ static sf_status export_layer(exporter *e, int32_t i)
         snprintf(name, sizeof name, "flatten%d", i);
         return flatten_node(e, name, in, out);
     }
-    case SF_LAYER_MAXPOOL2D:
-        return sf_fail(SF_ERR_UNSUPPORTED, "NIR has no max pooling (only sum and average pooling): use [avgpool]");
+    case SF_LAYER_MAXPOOL2D: return export_maxpool(e, i, in, out);
     }
     return sf_fail(SF_ERR_UNSUPPORTED, "no NIR form");
 }
@@ -352,6 +387,7 @@ static sf_status export_graph(exporter *e)
     const int64_t in_shape[3] = {cfg->net.in_channels, cfg->net.in_height, cfg->net.in_width};
     SF_TRY(set_ints(&e->g->nodes[idx].fields, "shape", 3, in_shape));
     view_of_node(&e->t[0], idx, 3, in_shape);
+    e->t[0].binary = cfg->train.encoding != SF_ENCODING_DIRECT; /* Poisson and latency inputs are spikes */
     for (int32_t i = 0; i < cfg->num_layers; i++) {
         int32_t readers = e->t[i + 1].readers;
         sf_status s = export_layer(e, i);
@@ -362,6 +398,8 @@ static sf_status export_graph(exporter *e)
     char source[64];
     snprintf(source, sizeof source, "spikefuse %s", sf_version());
     SF_TRY(sf_nir_set(&e->g->metadata, "dt", SF_NIR_F64, 0, NULL, &e->dt));
+    /* what the input is (spikes or not) is the dataset encoding's, which NIR has no word for */
+    SF_TRY(sf_nir_set_text(&e->g->metadata, "input_encoding", sf_encoding_name(cfg->train.encoding)));
     return sf_nir_set_text(&e->g->metadata, "source", source);
 }
 

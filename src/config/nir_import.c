@@ -14,6 +14,7 @@ typedef struct value {
     int32_t tensor; /* -1: not computed yet */
     int32_t ndim;   /* 1 (a vector) or 3 (an image) */
     int64_t shape[3];
+    int binary;     /* spikes: every value is 0 or 1 */
 } value;
 
 typedef struct importer {
@@ -23,10 +24,12 @@ typedef struct importer {
     FILE *text;          /* the config being written (open_memstream) */
     int32_t layers;      /* layers written so far */
     value *v;            /* per node */
+    char *absorbed;      /* per node: a Threshold node already written as part of a max pool */
     int32_t readout;     /* the LI node that is the leaky readout (-1: none) */
     double readout_tau;
     sf_tensor_list *params;
     int32_t dataset;
+    int32_t encoding; /* from the graph's metadata "input_encoding" (spikefuse writes it), else direct */
 } importer;
 
 static int64_t numel_of(const value *v) { return v->ndim == 1 ? v->shape[0] : v->shape[0] * v->shape[1] * v->shape[2]; }
@@ -60,7 +63,8 @@ static sf_status square(const sf_nir_node *n, const char *name, int64_t lo, int6
     return SF_OK;
 }
 
-/* The single value of a neuron parameter array (every neuron must have the same one). */
+/* The single value of a neuron parameter array (every neuron must have the same one; `in`, when given, is the
+ * layer's input, whose size the array must have). */
 static sf_status uniform(const sf_nir_node *n, const char *name, const value *in, double dflt, int optional, double *out)
 {
     const sf_nir_field *f = sf_nir_field_of(&n->fields, name);
@@ -69,7 +73,7 @@ static sf_status uniform(const sf_nir_node *n, const char *name, const value *in
         return SF_OK;
     }
     SF_TRY(need(n, name, &f));
-    if (f->numel != 1 && f->numel != numel_of(in))
+    if (in && f->numel != 1 && f->numel != numel_of(in))
         return refuse(n, "a parameter's size differs from the number of neurons: ", name);
     for (int64_t i = 1; i < f->numel; i++)
         if (f->values[i] != f->values[0])
@@ -135,6 +139,7 @@ static sf_status node_input(importer *im, int32_t node, value *out)
         section(im, "add", im->layers, NULL);
         fprintf(im->text, p->tensor == 0 ? "from = input\n" : "from = %d\n", p->tensor - 1);
         out->tensor = layer_done(im);
+        out->binary = 0;
     }
     if (count == 0) return refuse(n, "has no input", NULL);
     return SF_OK;
@@ -202,18 +207,44 @@ static sf_status import_conv(importer *im, const sf_nir_node *n, const value *in
     return SF_OK;
 }
 
-static sf_status import_avgpool(importer *im, const sf_nir_node *n, const value *in, value *out)
+static sf_status import_pool(importer *im, const sf_nir_node *n, const value *in, value *out, const char *section_name)
 {
-    int64_t k, stride, pad;
+    int64_t k = 1, stride = 1, pad = 0;
     SF_TRY(square(n, "kernel_size", 1, 15, &k));
     SF_TRY(square(n, "stride", 1, 64, &stride));
     SF_TRY(square(n, "padding", 0, 64, &pad));
     if (pad != 0) return refuse(n, "spikefuse's pooling has no padding", NULL);
     if (in->ndim != 3 || in->shape[1] < k || in->shape[2] < k) return refuse(n, "the window does not fit the input", NULL);
-    section(im, "avgpool", in->tensor, n->name);
+    section(im, section_name, in->tensor, n->name);
     fprintf(im->text, "size = %lld\nstride = %lld\n", (long long)k, (long long)stride);
     *out = (value){.tensor = layer_done(im), .ndim = 3,
                    .shape = {in->shape[0], (in->shape[1] - k) / stride + 1, (in->shape[2] - k) / stride + 1}};
+    return SF_OK;
+}
+
+/* A SumPool2d of spikes whose only reader is a Threshold in [0, 1) computes a max pool (the window holds a spike
+ * exactly when its sum exceeds the threshold): one [maxpool] layer for both nodes. Other sum pools are refused. */
+static sf_status import_sumpool(importer *im, int32_t node, const value *in, value *out)
+{
+    const sf_nir_graph *g = im->g;
+    const sf_nir_node *n = &g->nodes[node];
+    int32_t thr = -1, readers = 0;
+    for (int32_t k = 0; k < g->num_edges; k++)
+        if (g->edges[k].from == node) {
+            readers++;
+            thr = g->edges[k].to;
+        }
+    int thr_inputs = 0;
+    for (int32_t k = 0; thr >= 0 && k < g->num_edges; k++) thr_inputs += g->edges[k].to == thr;
+    double theta = -1;
+    if (readers == 1 && thr_inputs == 1 && strcmp(g->nodes[thr].type, "Threshold") == 0)
+        SF_TRY(uniform(&g->nodes[thr], "threshold", NULL, 0, 0, &theta));
+    if (!in->binary || !(theta >= 0.0 && theta < 1.0))
+        return refuse(n, "spikefuse has average and max pooling, not sum pooling: only a sum pool of spikes read by "
+                         "a Threshold node alone (threshold in [0, 1), a max pool) is imported", NULL);
+    SF_TRY(import_pool(im, n, in, out, "maxpool"));
+    out->binary = 1;
+    im->absorbed[thr] = 1;
     return SF_OK;
 }
 
@@ -231,7 +262,7 @@ static sf_status import_flatten(importer *im, const sf_nir_node *n, const value 
         return refuse(n, "only flattening every dimension (start_dim 0, end_dim -1, without the batch) is supported",
                       NULL);
     section(im, "flatten", in->tensor, n->name);
-    *out = (value){.tensor = layer_done(im), .ndim = 1, .shape = {numel_of(in)}};
+    *out = (value){.tensor = layer_done(im), .ndim = 1, .shape = {numel_of(in)}, .binary = in->binary};
     return SF_OK;
 }
 
@@ -258,6 +289,7 @@ static sf_status import_neuron(importer *im, const sf_nir_node *n, const value *
             (double)p.v_threshold, (double)p.v_reset);
     *out = *in;
     out->tensor = layer_done(im);
+    out->binary = 1;
     return SF_OK;
 }
 
@@ -306,7 +338,12 @@ static sf_status import_node(importer *im, int32_t node)
     if (strcmp(t, "Affine") == 0) return import_affine(im, n, &in, out, 1);
     if (strcmp(t, "Linear") == 0) return import_affine(im, n, &in, out, 0);
     if (strcmp(t, "Conv2d") == 0) return import_conv(im, n, &in, out);
-    if (strcmp(t, "AvgPool2d") == 0) return import_avgpool(im, n, &in, out);
+    if (strcmp(t, "AvgPool2d") == 0) return import_pool(im, n, &in, out, "avgpool");
+    if (strcmp(t, "SumPool2d") == 0) return import_sumpool(im, node, &in, out);
+    if (im->absorbed[node]) { /* the Threshold of a max pool */
+        *out = in;
+        return SF_OK;
+    }
     if (strcmp(t, "Flatten") == 0) return import_flatten(im, n, &in, out);
     if (strcmp(t, "LIF") == 0) return import_neuron(im, n, &in, out, 0);
     if (strcmp(t, "IF") == 0) return import_neuron(im, n, &in, out, 1);
@@ -323,8 +360,7 @@ static sf_status import_node(importer *im, int32_t node)
         {"CubaLI", "spikefuse has no current-based leaky integrator"},
         {"I", "spikefuse has no non-leaky integrator layer"},
         {"Conv1d", "spikefuse has 2-d convolutions only"},
-        {"SumPool2d", "spikefuse has average and max pooling, not sum pooling"},
-        {"Threshold", "spikefuse has no stateless threshold layer"},
+        {"Threshold", "spikefuse has no stateless threshold layer (only as the max pool of a SumPool2d of spikes)"},
         {"Delay", "spikefuse has no delays"},
         {"NIRGraph", "subgraphs (snnTorch's recurrent layers are written as one) are not supported: spikefuse has no "
                      "recurrent layer yet"},
@@ -363,10 +399,10 @@ static sf_status import_input(importer *im, int32_t node)
         }
         im->dataset = k;
         value *v = &im->v[node];
-        *v = (value){.tensor = 0, .ndim = 3, .shape = {c, h, w}};
+        *v = (value){.tensor = 0, .ndim = 3, .shape = {c, h, w}, .binary = im->encoding != SF_ENCODING_DIRECT};
         if (f->numel == 1) {
             section(im, "flatten", 0, n->name);
-            *v = (value){.tensor = layer_done(im), .ndim = 1, .shape = {numel}};
+            *v = (value){.tensor = layer_done(im), .ndim = 1, .shape = {numel}, .binary = v->binary};
         }
         return SF_OK;
     }
@@ -445,6 +481,8 @@ static sf_status assemble(importer *im, const char *layers, char **out)
     fprintf(f, "; spikefuse config imported from the NIR graph %s (dt = %g s)\n; training settings are defaults: "
                "edit them before training\n[train]\ndataset = %s\n",
             im->o->source ? im->o->source : "", im->dt, sf_dataset_kind_name((sf_dataset_kind)im->dataset));
+    if (im->encoding != SF_ENCODING_DIRECT)
+        fprintf(f, "encoding = %s\n", sf_encoding_name((sf_encoding)im->encoding));
     if (im->o->init) fprintf(f, "init = %s\n", im->o->init);
     fputs(layers, f);
     if (im->readout >= 0)
@@ -483,14 +521,19 @@ sf_status sf_config_from_nir(const sf_nir_graph *g, const sf_nir_import_options 
 {
     *config_text = NULL;
     memset(params, 0, sizeof *params);
-    const sf_nir_field *meta_dt = sf_nir_field_of(&g->metadata, "dt");
-    importer im = {.g = g, .o = o, .readout = -1, .params = params, .dataset = -1};
+    const sf_nir_field *meta_dt = sf_nir_field_of(&g->metadata, "dt"),
+                       *meta_enc = sf_nir_field_of(&g->metadata, "input_encoding");
+    sf_encoding enc = SF_ENCODING_DIRECT;
+    if (meta_enc && meta_enc->dtype == SF_NIR_STRING && sf_encoding_parse(meta_enc->text, &enc) != SF_OK)
+        enc = SF_ENCODING_DIRECT;
+    importer im = {.g = g, .o = o, .readout = -1, .params = params, .dataset = -1, .encoding = (int32_t)enc};
     im.dt = o->dt > 0 ? o->dt : meta_dt && meta_dt->numel == 1 && meta_dt->values ? meta_dt->values[0] : SF_NIR_DEFAULT_DT;
     if (!(im.dt > 0.0) || !isfinite(im.dt)) return sf_fail(SF_ERR_INVALID, "dt = %g: must be > 0", im.dt);
     char *layers = NULL;
     size_t len = 0;
     im.v = calloc((size_t)g->num_nodes + 1, sizeof *im.v);
-    im.text = im.v ? open_memstream(&layers, &len) : NULL;
+    im.absorbed = calloc((size_t)g->num_nodes + 1, 1);
+    im.text = im.v && im.absorbed ? open_memstream(&layers, &len) : NULL;
     sf_status s = im.text ? SF_OK : sf_fail(SF_ERR_NOMEM, "out of memory");
     for (int32_t i = 0; s == SF_OK && i < g->num_nodes; i++) im.v[i].tensor = -1;
     if (s == SF_OK) s = import_graph(&im);
@@ -499,6 +542,7 @@ sf_status sf_config_from_nir(const sf_nir_graph *g, const sf_nir_import_options 
     if (s == SF_OK) s = verify(*config_text, o->source ? o->source : "imported", params);
     free(layers);
     free(im.v);
+    free(im.absorbed);
     if (s != SF_OK) {
         free(*config_text);
         *config_text = NULL;

@@ -53,6 +53,13 @@ def _fold_batchnorm(node, bn, name):
     return node
 
 
+def _max_pool_of_spikes(m, prev_node):
+    """A MaxPool2d (no padding, dilation or ceil mode) right after a spiking node."""
+    nir = _nir()
+    return (isinstance(m, torch.nn.MaxPool2d) and isinstance(prev_node, (nir.LIF, nir.IF, nir.Threshold))
+            and not np.any(m.padding) and np.all(np.asarray(m.dilation) == 1) and not m.ceil_mode)
+
+
 def _node_of(m, name, in_shape, out_shape, dt):
     """The NIR node of one leaf module (None: no node, the module is an identity at inference)."""
     nir = _nir()
@@ -93,7 +100,8 @@ def _node_of(m, name, in_shape, out_shape, dt):
         raise ValueError(f"to_nir: {name}: reshapes a sample from {tuple(in_shape)} to {tuple(out_shape)}; NIR's "
                          "Flatten makes vectors only")
     if isinstance(m, (nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d)):
-        raise ValueError(f"to_nir: {name} ({type(m).__name__}): NIR has no max pooling (use AvgPool2d)")
+        raise ValueError(f"to_nir: {name} ({type(m).__name__}): NIR has no max pooling; a MaxPool2d of spikes (right "
+                         "after a LIF layer) is written as SumPool2d + Threshold, but this one pools other values")
     raise ValueError(f"to_nir: {name} ({type(m).__name__}) has no NIR counterpart here")
 
 
@@ -134,10 +142,18 @@ def to_nir(module, sample, dt=1e-4):
                 raise ValueError(f"to_nir: {name}: a batch norm on the input has nothing to fold into")
             nodes[prev] = _fold_batchnorm(nodes[prev], m, name)
             continue
+        key = name.replace(".", "_")
+        if _max_pool_of_spikes(m, nodes[prev]):
+            # over spikes a window's maximum is 1 exactly when its sum exceeds 0.5
+            nodes[key + "_sum"] = nir.SumPool2d(kernel_size=_pair(m.kernel_size), stride=_pair(m.stride),
+                                                padding=_pair(0))
+            nodes[key] = nir.Threshold(threshold=np.full(out_shape, 0.5))
+            edges += [(prev, key + "_sum"), (key + "_sum", key)]
+            prev = key
+            continue
         node = _node_of(m, name, in_shape, out_shape, dt)
         if node is None:
             continue
-        key = name.replace(".", "_")
         nodes[key] = node
         edges.append((prev, key))
         prev = key
