@@ -533,6 +533,15 @@ static void test_import_refusals(void)
     CHECK(text && strstr(text, "[flatten]") && strstr(text, "dataset = fashion-mnist"), "a vector input is flattened:\n%s",
           text ? text : "");
     free(text);
+    /* node names cannot inject config lines */
+    free(g->nodes[1].name);
+    g->nodes[1].name = strdup("fc\n[train]\nlr = 5 ; #");
+    CHECK_OK(import(g, &text));
+    CHECK(text && !strstr(text, "\n[train]\nlr") && strstr(text, "NIR node fc__train__lr _ 5 _ _\n"), "%s",
+          text ? text : "");
+    free(text);
+    free(g->nodes[1].name);
+    g->nodes[1].name = strdup("fc");
     /* a second reader of fc: the sum Output = tail + fc needs an [add] */
     CHECK_OK(sf_nir_add_edge(g, "fc", "output"));
     CHECK_OK(import(g, &text));

@@ -102,10 +102,20 @@ static sf_status add_param(importer *im, const char *name, const double *v, int6
     return SF_OK;
 }
 
+/* Text from the file (node names, its path) as it may stand in a config comment: on one line, with nothing inih
+ * or the reader would take for syntax. */
+static void put_comment_text(FILE *f, const char *text)
+{
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++)
+        fputc(*c < 0x20 || *c == 0x7f || strchr(";#[]=", *c) ? '_' : *c, f);
+}
+
 /* Opens the section of the next layer, reading tensor `from` (the previous layer's output needs no `from`). */
 static void section(importer *im, const char *name, int32_t from, const char *node)
 {
-    fprintf(im->text, "\n[%s]%s%s\n", name, node ? " ; NIR node " : "", node ? node : "");
+    fprintf(im->text, "\n[%s]%s", name, node ? " ; NIR node " : "");
+    if (node) put_comment_text(im->text, node);
+    fputc('\n', im->text);
     if (from != im->layers) fprintf(im->text, from == 0 ? "from = input\n" : "from = %d\n", from - 1);
 }
 
@@ -478,16 +488,19 @@ static sf_status assemble(importer *im, const char *layers, char **out)
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     if (!f) return sf_fail(SF_ERR_NOMEM, "out of memory");
-    fprintf(f, "; spikefuse config imported from the NIR graph %s (dt = %g s)\n; training settings are defaults: "
-               "edit them before training\n[train]\ndataset = %s\n",
-            im->o->source ? im->o->source : "", im->dt, sf_dataset_kind_name((sf_dataset_kind)im->dataset));
+    fputs("; spikefuse config imported from the NIR graph ", f);
+    put_comment_text(f, im->o->source ? im->o->source : "");
+    fprintf(f, " (dt = %g s)\n; training settings are defaults: edit them before training\n[train]\ndataset = %s\n",
+            im->dt, sf_dataset_kind_name((sf_dataset_kind)im->dataset));
     if (im->encoding != SF_ENCODING_DIRECT)
         fprintf(f, "encoding = %s\n", sf_encoding_name((sf_encoding)im->encoding));
     if (im->o->init) fprintf(f, "init = %s\n", im->o->init);
     fputs(layers, f);
-    if (im->readout >= 0)
-        fprintf(f, "\n[readout] ; NIR node %s\ntype = leaky\ntau = %.9g\n", im->g->nodes[im->readout].name,
-                im->readout_tau);
+    if (im->readout >= 0) {
+        fputs("\n[readout] ; NIR node ", f);
+        put_comment_text(f, im->g->nodes[im->readout].name);
+        fprintf(f, "\ntype = leaky\ntau = %.9g\n", im->readout_tau);
+    }
     if (fclose(f) != 0 || !text) {
         free(text);
         return sf_fail(SF_ERR_NOMEM, "out of memory");
@@ -529,6 +542,10 @@ sf_status sf_config_from_nir(const sf_nir_graph *g, const sf_nir_import_options 
     importer im = {.g = g, .o = o, .readout = -1, .params = params, .dataset = -1, .encoding = (int32_t)enc};
     im.dt = o->dt > 0 ? o->dt : meta_dt && meta_dt->numel == 1 && meta_dt->values ? meta_dt->values[0] : SF_NIR_DEFAULT_DT;
     if (!(im.dt > 0.0) || !isfinite(im.dt)) return sf_fail(SF_ERR_INVALID, "dt = %g: must be > 0", im.dt);
+    for (const char *c = o->init ? o->init : ""; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == ';' || *c == '#')
+            return sf_fail(SF_ERR_INVALID, "the checkpoint path '%s' cannot stand in a config (a control character, "
+                           "';' or '#')", o->init);
     char *layers = NULL;
     size_t len = 0;
     im.v = calloc((size_t)g->num_nodes + 1, sizeof *im.v);
