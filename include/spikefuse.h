@@ -106,6 +106,14 @@ SF_API sf_status sf_lif_params_check(const sf_lif_params *p);
 SF_API sf_status sf_surrogate_parse(const char *name, sf_surrogate *out);
 SF_API const char *sf_surrogate_name(sf_surrogate s);
 
+/* The LIF whose spikes are the forward-Euler steps (time step dt > 0) of a neuron of the Neuromorphic Intermediate
+ * Representation (NIR): LIF  tau·dv/dt = (v_leak - v) + r·I, or IF (is_if)  dv/dt = r·I, spiking when v reaches
+ * v_threshold and then reset to v_reset, starting at v_reset (docs/nir.md). Sets tau or decay, decay_input,
+ * v_threshold, v_reset and the hard reset of *p, keeping its other fields (surrogate, ...). tau of an IF is
+ * ignored. SF_ERR_UNSUPPORTED where no LIF computes it (tau < dt, a non-positive input scale r·dt/tau). */
+SF_API sf_status sf_lif_params_from_nir(int32_t is_if, double tau, double r, double v_leak, double v_threshold,
+                                        double v_reset, double dt, sf_lif_params *p);
+
 /* The low-level fused kernels: all T steps of N independent neurons in one pass.
  * x, s, ds, dx are [T, N] float32 on `device` (host memory for the CPU, device memory for CUDA).
  * `stream` is a cudaStream_t for CUDA (NULL: the default stream) and ignored on the CPU; CUDA calls are

@@ -30,6 +30,8 @@ int sf_cmd_eval(int argc, char **argv);
 int sf_cmd_bench(int argc, char **argv);
 int sf_cmd_info(int argc, char **argv);
 int sf_cmd_plot(int argc, char **argv);
+int sf_cmd_export(int argc, char **argv);
+int sf_cmd_import(int argc, char **argv);
 
 /* Prints "spikefuse <cmd>: error: <message>" to stderr and returns `code`. */
 int sf_cli_error(const char *cmd, int code, const char *fmt, ...)
@@ -58,6 +60,11 @@ int sf_cli_unknown(const char *cmd, const char *arg, const char *accepted);
  * process at once). */
 void sf_cli_catch_signals(void);
 int sf_cli_stop_requested(void);
+
+/* Parses a positive finite number (a time step); on failure prints what is accepted and returns 0. */
+int sf_cli_positive(const char *cmd, const char *flag, const char *text, double *out);
+/* The checkpoint file a CHECKPOINT argument names: the file itself, or a run directory's best.safetensors. */
+int sf_cli_checkpoint_path(const char *cmd, const char *arg, char *path, size_t cap);
 
 /* Formats a byte count as "12.3 MiB" into buf. */
 const char *sf_cli_bytes(double bytes, char *buf, int cap);

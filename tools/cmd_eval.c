@@ -9,11 +9,9 @@
 #include "train/trainer.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char *eval_help =
     "usage: spikefuse eval CHECKPOINT [--data DIR] [--device D] [--batch N] [--json]\n\n"
@@ -150,16 +148,6 @@ static int run_eval(const eval_args *a, const char *path, const sf_config *cfg)
     return rc;
 }
 
-/* The error for a run directory without best.safetensors, naming what can be evaluated instead if anything. */
-static int no_best(const char *dir)
-{
-    char last[4096];
-    if (sf_path_join(last, sizeof last, dir, SF_RUN_LAST) == SF_OK && sf_file_exists(last))
-        return sf_cli_error("eval", SF_EXIT_FAILURE, "%s has no %s yet (no epoch of its run has ended): evaluate %s",
-                            dir, SF_RUN_BEST, last);
-    return sf_cli_error("eval", SF_EXIT_FAILURE, "%s holds no run (it has no %s)", dir, SF_RUN_BEST);
-}
-
 int sf_cmd_eval(int argc, char **argv)
 {
     eval_args a;
@@ -170,14 +158,7 @@ int sf_cmd_eval(int argc, char **argv)
     }
     if (rc != SF_EXIT_OK) return rc;
     char path[4096];
-    struct stat sb;
-    if (stat(a.checkpoint, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        sf_status s = sf_path_join(path, sizeof path, a.checkpoint, SF_RUN_BEST);
-        if (s != SF_OK) return sf_cli_status("eval", s);
-        if (stat(path, &sb) != 0 && errno == ENOENT) return no_best(a.checkpoint);
-    } else {
-        snprintf(path, sizeof path, "%s", a.checkpoint);
-    }
+    if ((rc = sf_cli_checkpoint_path("eval", a.checkpoint, path, sizeof path)) != SF_EXIT_OK) return rc;
     sf_config *cfg = NULL;
     rc = eval_config(&a, path, &cfg);
     if (rc == SF_EXIT_OK) rc = run_eval(&a, path, cfg);

@@ -14,6 +14,8 @@ static const struct {
     {"eval", sf_cmd_eval, "test accuracy and per-layer firing rates of a checkpoint"},
     {"bench", sf_cmd_bench, "time training steps of a config: samples/s, phases, per-layer time, memory"},
     {"plot", sf_cmd_plot, "figures of a run (curves, spike rasters, membrane traces) and its report page"},
+    {"export", sf_cmd_export, "write a checkpoint's network as a NIR graph (for hardware and other simulators)"},
+    {"import", sf_cmd_import, "a config and checkpoint from a NIR graph, to train or evaluate it"},
     {"info", sf_cmd_info, "version and build features (OpenMP, BLAS, CUDA devices)"},
 };
 #define NCOMMANDS (int)(sizeof commands / sizeof commands[0])
@@ -56,7 +58,8 @@ int main(int argc, char **argv)
             setvbuf(stdout, NULL, _IOLBF, 0);
             exit(commands[i].run(argc - 1, argv + 1));
         }
-    sf_cli_error(NULL, 0, "unknown command '%s' (commands: train, eval, bench, plot, info; see spikefuse --help)",
+    sf_cli_error(NULL, 0,
+                 "unknown command '%s' (commands: train, eval, bench, plot, export, import, info; see spikefuse --help)",
                  argv[1]);
     return SF_EXIT_USAGE;
 }

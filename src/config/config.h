@@ -34,6 +34,7 @@ typedef struct sf_config_train {
     sf_dataset_kind dataset;           /* required */
     char data_dir[SF_CONFIG_PATH_MAX]; /* "": sf_dataset_default_dir(dataset) */
     char data_cache[SF_CONFIG_PATH_MAX]; /* event datasets: where binned splits are cached; "": no cache */
+    char init[SF_CONFIG_PATH_MAX];     /* a checkpoint whose parameters start the training ("": none) */
     int64_t epochs;                    /* default 10 */
     int64_t batch;                     /* default 64 */
     int64_t timesteps;                 /* default 4 */

@@ -30,6 +30,7 @@ const sf_key_spec sf_train_keys[] = {
     {.name = "dataset", .type = SF_V_DATASET, .offset = TRAIN(train.dataset)},
     {.name = "data_dir", .type = SF_V_STRING, .offset = TRAIN(train.data_dir)},
     {.name = "data_cache", .type = SF_V_STRING, .offset = TRAIN(train.data_cache)},
+    {.name = "init", .type = SF_V_STRING, .offset = TRAIN(train.init)},
     {.name = "epochs", .type = SF_V_INT64, .offset = TRAIN(train.epochs), .min = 1, .max = 1e6},
     {.name = "batch", .type = SF_V_INT64, .offset = TRAIN(train.batch), .min = 1, .max = 65536},
     {.name = "timesteps", .type = SF_V_INT64, .offset = TRAIN(train.timesteps), .min = 1, .max = 100000},

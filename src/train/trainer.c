@@ -195,6 +195,18 @@ static sf_status resume(run *r)
     return s == SF_OK ? s : sf_fail_context(s, "resuming from %s: ", path);
 }
 
+/* A fresh run starts from the parameters (and BN statistics) of the checkpoint train.init names, e.g. one that
+ * `spikefuse import` wrote from a NIR graph. */
+static sf_status init_from(run *r, const char *path)
+{
+    sf_safetensors *st = NULL;
+    sf_checkpoint_info info;
+    sf_status s = sf_checkpoint_open(path, &st, &info);
+    if (s == SF_OK) s = sf_checkpoint_restore(st, r->net, 0);
+    sf_safetensors_free(st);
+    return s == SF_OK ? s : sf_fail_context(s, "train.init: ");
+}
+
 /* ---------------------------------------------------------------- metrics */
 
 static sf_status log_step_line(run *r, float lr)
@@ -334,6 +346,7 @@ static sf_status setup(run *r)
     SF_TRY(sf_net_compile(r->net, cfg->train.timesteps, cfg->train.batch));
     SF_TRY(lock_dir(r));
     if (r->opt->resume_dir) SF_TRY(resume(r));
+    else if (cfg->train.init[0]) SF_TRY(init_from(r, cfg->train.init));
     return prepare_dir(r);
 }
 
