@@ -78,11 +78,14 @@ sf_status sf_net_compile(sf_net *net, int64_t T, int64_t B)
         return sf_fail(SF_ERR_INVALID, "compile: T=%lld and B=%lld must be >= 1", (long long)T, (long long)B);
     SF_TRY(ensure_params(net));
     sf_net_drop_graph(net); /* the plan below moves the arenas its kernels point into */
-    net->T = T;
+    net->compiled = false;
+    net->T_all = T;
+    net->T = T / net->hooks.nseg;
     net->B = B;
+    SF_TRY(sf_net_plan_memory(net)); /* fuses BN→LIF, which the check below looks at */
+    SF_TRY(sf_net_pipeline_check(net, T));
     net->compiled = false;
     net->have_forward = net->have_loss = net->have_backward = false;
-    SF_TRY(sf_net_plan_memory(net));
     size_t f = sizeof(float);
     net->plan.params = (size_t)net->n_params * f;
     net->plan.grads = (size_t)net->n_params * f;
