@@ -120,12 +120,27 @@ struct sf_net {
     bool graph_failed;   /* recording failed once for this compile: stay on the plain path */
 };
 
+/* Address of a sf_slot in its arena (NULL for none). Inline: every file of the engine asks. */
+static inline void *sf_net_slot_ptr(const sf_net *net, sf_slot s)
+{
+    switch (s.where) {
+    case SF_ARENA_SAVED: return (char *)net->saved_mem + s.offset;
+    case SF_ARENA_WORK: return (char *)net->work_mem + s.offset;
+    case SF_ARENA_NONE: break;
+    }
+    return NULL;
+}
 /* Storage of a tensor's forward values (follows flatten aliases). */
-float *sf_net_act(sf_net *net, int32_t id);
-/* Address of a sf_slot in its arena. */
-void *sf_net_slot_ptr(const sf_net *net, sf_slot s);
+static inline float *sf_net_act(sf_net *net, int32_t id)
+{
+    return sf_net_slot_ptr(net, net->tensors[net->tensors[id].alias_of].act);
+}
 /* Classes of the loss: the per-sample size of the last tensor. */
-int32_t sf_net_classes(const sf_net *net);
+static inline int32_t sf_net_classes(const sf_net *net)
+{
+    const sf_net_layer *l = &net->layers[net->n_layers - 1];
+    return l->out_c * l->out_h * l->out_w;
+}
 
 /* net_run.c: readout and loss; `out` (optional) gets the loss read back to the host. */
 sf_status sf_net_run_loss(sf_net *net, const int32_t *labels, sf_step_result *out);
