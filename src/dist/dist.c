@@ -190,6 +190,11 @@ sf_status sf_dist_sum_data(sf_dist *d, double *v, int32_t n)
     return d->data_size == 1 ? SF_OK : sf_mpi_sum_f64(d, SF_GROUP_DATA, v, n);
 }
 
+sf_status sf_dist_sum_all(sf_dist *d, double *v, int32_t n)
+{
+    return d->size == 1 ? SF_OK : sf_mpi_sum_f64(d, SF_GROUP_WORLD, v, n);
+}
+
 sf_status sf_dist_average_buffers(sf_dist *d, sf_net *net)
 {
     if (d->data_size == 1) return SF_OK;

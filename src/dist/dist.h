@@ -58,8 +58,10 @@ sf_status sf_dist_attach(sf_dist *d, sf_net *net);
 /* Checks that every process holds the same `hash` of `what` (a resolved config, a binary): SF_ERR_INVALID naming
  * the first rank that differs from rank 0. */
 sf_status sf_dist_check_same(sf_dist *d, const char *what, uint64_t hash);
-/* Sums n doubles over the data ranks, in place (host memory; the trainer's loss and accuracy sums). */
+/* Sums n doubles in place (host memory) over the data ranks (the trainer's loss and accuracy sums: every time
+ * segment has the same) or over every process. */
 sf_status sf_dist_sum_data(sf_dist *d, double *v, int32_t n);
+sf_status sf_dist_sum_all(sf_dist *d, double *v, int32_t n);
 /* Averages the attached network's buffers (BN running statistics) over the data ranks. */
 sf_status sf_dist_average_buffers(sf_dist *d, sf_net *net);
 /* Waits until every process has arrived. */
