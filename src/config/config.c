@@ -290,6 +290,7 @@ static void init_defaults(sf_config *cfg)
     t->normalize = 1;
     for (int i = 0; i < SF_DATASET_MAX_CHANNELS; i++) t->mean[i] = t->std[i] = NAN;
     t->log_every = 100;
+    t->time_parallel = 1;
     sf_net_default_params(&cfg->net);
     sf_optim_default_params(&cfg->optim);
     sf_schedule_default_params(&cfg->schedule);
