@@ -27,6 +27,10 @@ static const char *train_help =
     "  --device D               cpu, cuda, cuda:N, or auto (a GPU when one is usable, else the CPU);\n"
     "                           overrides [train] device\n"
     "  -h, --help               this text\n\n"
+    "Several processes (GPUs, hosts): start one process per device with mpirun or srun, e.g.\n"
+    "  mpirun -np 4 spikefuse train cfg.ini --device cuda\n"
+    "Each takes the GPU of its local rank; [train] time_parallel splits T between processes, the rest split each\n"
+    "global batch ([train] global_batch, or batch × data ranks). Rank 0 prints and writes the run directory.\n\n"
     "The run directory receives config.ini (the resolved config), metrics.jsonl (one JSON object per\n"
     "log_every steps and per epoch), last.safetensors (after every epoch, or where Ctrl-C stopped the run) and\n"
     "best.safetensors (the epoch with the best test accuracy).\n\n"
@@ -122,9 +126,22 @@ static int resume_config(const train_args *a, sf_config **out)
     return SF_EXIT_OK;
 }
 
-static int report(const sf_train_summary *sum, sf_status s, const char *run_dir)
+/* The other processes of a job: no console, but Ctrl-C / SIGTERM still asks the job to stop. */
+static int quiet_event(const sf_train_event *ev, void *user)
 {
-    if (s != SF_OK) return sf_cli_status("train", s);
+    (void)ev, (void)user;
+    return sf_cli_stop_requested();
+}
+
+static int report(const sf_train_summary *sum, sf_status s, const char *run_dir, sf_dist *dist)
+{
+    if (s != SF_OK) {
+        int rc = sf_cli_status("train", s);
+        /* a failure the others did not share would leave them waiting for this process */
+        if (!sum->failed_together) sf_dist_abort(dist, rc, sf_last_error());
+        return rc;
+    }
+    if (sf_dist_rank(dist) != 0) return SF_EXIT_OK; /* rank 0 reports */
     if (sum->interrupted) {
         fprintf(stderr, "spikefuse train: interrupted after %lld steps; continue with: spikefuse train --resume %s\n",
                 (long long)sum->steps, run_dir);
@@ -169,14 +186,26 @@ int sf_cmd_train(int argc, char **argv)
     else
         default_run_dir(a.config, run_dir, sizeof run_dir);
 
+    sf_dist *dist = NULL;
+    sf_dist_params dp;
+    sf_dist_default_params(&dp);
+    dp.time_parallel = cfg->train.time_parallel;
+    dp.sync_bn = cfg->train.sync_bn;
+    if (sf_dist_init(&dp, &dist) != SF_OK) {
+        rc = sf_cli_error("train", SF_EXIT_FAILURE, "%s", sf_last_error());
+        sf_config_free(cfg);
+        return rc;
+    }
     sf_progress progress;
     sf_progress_init(&progress, cfg, run_dir);
-    sf_train_options opt = {.run_dir = run_dir, .resume_dir = a.resume, .callback = sf_progress_event,
-                            .user = &progress};
+    const int root = sf_dist_rank(dist) == 0;
+    sf_train_options opt = {.run_dir = run_dir, .resume_dir = a.resume, .callback = root ? sf_progress_event : quiet_event,
+                            .user = &progress, .dist = dist};
     sf_train_summary sum;
     sf_cli_catch_signals();
     sf_status s = sf_train_run(cfg, &opt, &sum);
-    rc = report(&sum, s, run_dir);
+    rc = report(&sum, s, run_dir, dist);
+    sf_dist_free(dist);
     sf_config_free(cfg);
     return rc;
 }
