@@ -20,15 +20,15 @@ void sf_dist_default_params(sf_dist_params *p)
 sf_status sf_dist_init(const sf_dist_params *p, sf_dist **out)
 {
     *out = NULL;
-    if (p->time_parallel < 1 || p->bucket_mib < 0)
-        return sf_fail(SF_ERR_INVALID, "time_parallel = %d, bucket_mib = %d: need >= 1 and >= 0", p->time_parallel,
+    if (p->time_parallel < 0 || p->bucket_mib < 0)
+        return sf_fail(SF_ERR_INVALID, "time_parallel = %d, bucket_mib = %d: need >= 0 and >= 0", p->time_parallel,
                        p->bucket_mib);
     sf_dist *d = calloc(1, sizeof *d);
     if (!d) return sf_fail(SF_ERR_NOMEM, "out of memory");
     d->p = *p;
     if (!d->p.bucket_mib) d->p.bucket_mib = SF_DIST_DEFAULT_BUCKET_MIB;
     d->size = 1;
-    d->nseg = p->time_parallel;
+    d->nseg = p->time_parallel ? p->time_parallel : sf_mpi_world_size();
     sf_status s = SF_OK;
     if (sf_mpi_launched()) s = sf_mpi_start(d);
     if (s == SF_OK && d->size % d->nseg != 0)

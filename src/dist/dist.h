@@ -22,7 +22,7 @@
 typedef struct sf_dist sf_dist;
 
 typedef struct sf_dist_params {
-    int32_t time_parallel; /* processes per time group (the segments of T); 1: no time pipeline */
+    int32_t time_parallel; /* processes per time group (the segments of T); 1: no time pipeline; 0: all of them */
     int32_t sync_bn;       /* 1: BN batch statistics over every data rank's part of the global batch */
     int32_t bucket_mib;    /* gradient all-reduce bucket; 0: 25 MiB (PyTorch DDP's default) */
 } sf_dist_params;

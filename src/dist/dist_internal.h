@@ -47,6 +47,8 @@ struct sf_dist {
 /* ---- mpi.c / mpi_none.c */
 /* Whether a launcher (mpirun, srun) started this process as one of several. */
 bool sf_mpi_launched(void);
+/* The processes the launcher started (1 without one), known before MPI_Init from the launcher's environment. */
+int32_t sf_mpi_world_size(void);
 /* MPI_Init and the groups of d's grid (d->nseg set); fills rank, size, local_rank. */
 sf_status sf_mpi_start(sf_dist *d);
 void sf_mpi_stop(sf_dist *d);

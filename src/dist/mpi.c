@@ -32,6 +32,16 @@ bool sf_mpi_launched(void)
     return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
 }
 
+int32_t sf_mpi_world_size(void)
+{
+    const char *names[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "SLURM_NTASKS"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const char *v = getenv(names[i]);
+        if (v && atoi(v) > 0) return atoi(v);
+    }
+    return 1;
+}
+
 sf_status sf_mpi_start(sf_dist *d)
 {
     int provided = 0, inited = 0;

@@ -15,6 +15,12 @@ bool sf_mpi_launched(void)
     return n && atoi(n) > 1;
 }
 
+int32_t sf_mpi_world_size(void)
+{
+    const char *n = getenv("OMPI_COMM_WORLD_SIZE");
+    return n && atoi(n) > 0 ? atoi(n) : 1;
+}
+
 sf_status sf_mpi_start(sf_dist *d)
 {
     (void)d;
