@@ -14,16 +14,6 @@ static float *alloc_f(int64_t n) { return calloc((size_t)(n ? n : 1), sizeof(flo
 
 static int bits_equal(const float *a, const float *b, int64_t n) { return memcmp(a, b, (size_t)n * sizeof *a) == 0; }
 
-static double max_rel(const float *got, const float *ref, int64_t n)
-{
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < n; i++) {
-        num += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]);
-        den += (double)ref[i] * ref[i];
-    }
-    return sqrt(num) / (den > 0 ? sqrt(den) : 1e-30);
-}
-
 /* One LIF layer of N neurons over T steps, whole and in pieces ending at cuts[0] < cuts[1] < ... = T. */
 static void check_lif_pieces(const sf_lif_params *p, int64_t T, int64_t N, const int64_t *cuts, int ncuts,
                              int keep_h)
@@ -133,7 +123,7 @@ static void check_bn_lif_pieces(int parts, int keep_h)
     for (int k = 0; k < parts; k++)
         CHECK_OK(sf_cpu_op_bn_stats(NULL, psh, x + k * Tp * N, ps + k * 2 * C, ps + k * 2 * C + C));
     CHECK_OK(sf_cpu_op_bn_stats_merge(NULL, parts, (int32_t)C, ps, pm, pv));
-    CHECK(max_rel(pm, mean, C) < 1e-6 && max_rel(pv, var, C) < 1e-6, "%d parts: merged statistics differ", parts);
+    CHECK(tu_rel_err_f32(pm, mean, C) < 1e-6 && tu_rel_err_f32(pv, var, C) < 1e-6, "%d parts: merged statistics differ", parts);
 
     /* forward and backward in pieces with the whole's statistics (so that spikes must match bitwise) */
     float *s2 = alloc_f(n), *h2 = alloc_f(n), *dx2 = alloc_f(n), *v = alloc_f((int64_t)(parts + 1) * N);
@@ -162,9 +152,9 @@ static void check_bn_lif_pieces(int parts, int keep_h)
                                            var, eps, gamma, beta, ds + k * Tp * N, dx2 + k * Tp * N, NULL, NULL, &st,
                                            &two));
     }
-    CHECK(max_rel(sum_g, dg, C) < 1e-6 && max_rel(sum_b, db, C) < 1e-6, "%d parts: dgamma/dbeta differ (%g, %g)",
-          parts, max_rel(sum_g, dg, C), max_rel(sum_b, db, C));
-    CHECK(max_rel(dx2, dx, n) < 1e-5, "%d parts keep_h %d: dx differs by %g", parts, keep_h, max_rel(dx2, dx, n));
+    CHECK(tu_rel_err_f32(sum_g, dg, C) < 1e-6 && tu_rel_err_f32(sum_b, db, C) < 1e-6, "%d parts: dgamma/dbeta differ (%g, %g)",
+          parts, tu_rel_err_f32(sum_g, dg, C), tu_rel_err_f32(sum_b, db, C));
+    CHECK(tu_rel_err_f32(dx2, dx, n) < 1e-5, "%d parts keep_h %d: dx differs by %g", parts, keep_h, tu_rel_err_f32(dx2, dx, n));
     CHECK(bits_equal(dv, dv0, N), "%d parts: dL/dv before the first step differs", parts);
 
     /* bad input is refused */

@@ -26,7 +26,8 @@ typedef struct sf_transport {
     /* all-reduce grads[0, n) over the world, scaled by 1/data ranks, started now and complete by grad_wait */
     sf_status (*grad_start)(void *ctx, float *grads, int64_t n);
     sf_status (*grad_wait)(void *ctx);
-    sf_status (*busbw)(void *ctx, size_t bytes, int32_t reps, double *gbps);
+    /* seconds[r] = the time of all-reduce r of `bytes` over the world (after warm-ups), r < reps */
+    sf_status (*allreduce_times)(void *ctx, size_t bytes, int32_t reps, double *seconds);
     void (*destroy)(void *ctx);
 } sf_transport;
 

@@ -148,18 +148,10 @@ static sf_status nccl_grad_wait(void *ctx)
     return SF_OK;
 }
 
-static int by_value(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-static sf_status nccl_busbw(void *ctx, size_t bytes, int32_t reps, double *gbps)
+static sf_status nccl_allreduce_times(void *ctx, size_t bytes, int32_t reps, double *seconds)
 {
     nccl_ctx *c = ctx;
-    if (reps < 1 || reps > 1000) return sf_fail(SF_ERR_INVALID, "all-reduce bandwidth: reps %d not in 1..1000", reps);
     void *buf = NULL;
-    float ms[1000];
     cudaEvent_t a = NULL, b = NULL;
     sf_status s = SF_OK;
     if (cudaMalloc(&buf, bytes) != cudaSuccess || cudaEventCreate(&a) != cudaSuccess ||
@@ -168,18 +160,14 @@ static sf_status nccl_busbw(void *ctx, size_t bytes, int32_t reps, double *gbps)
     if (s == SF_OK && cudaMemsetAsync(buf, 0, bytes, c->grad_stream) != cudaSuccess)
         s = sf_fail(SF_ERR_DEVICE, "all-reduce bandwidth: cudaMemsetAsync failed");
     for (int32_t r = -2; s == SF_OK && r < reps; r++) { /* two warm-ups */
+        float ms = 0;
         cudaEventRecord(a, c->grad_stream);
         if (ncclAllReduce(buf, buf, bytes / sizeof(float), ncclFloat, ncclSum, c->world, c->grad_stream) != ncclSuccess)
             s = sf_fail(SF_ERR_DEVICE, "all-reduce bandwidth: ncclAllReduce failed");
         cudaEventRecord(b, c->grad_stream);
-        if (s == SF_OK && cudaEventSynchronize(b) != cudaSuccess)
+        if (s == SF_OK && (cudaEventSynchronize(b) != cudaSuccess || cudaEventElapsedTime(&ms, a, b) != cudaSuccess))
             s = sf_fail(SF_ERR_DEVICE, "all-reduce bandwidth: the all-reduce failed");
-        if (s == SF_OK && r >= 0) cudaEventElapsedTime(&ms[r], a, b);
-    }
-    if (s == SF_OK) {
-        qsort(ms, (size_t)reps, sizeof *ms, by_value);
-        const double P = c->d->size;
-        *gbps = (double)bytes * 2.0 * (P - 1) / P / (ms[reps / 2] * 1e-3) / 1e9;
+        if (r >= 0) seconds[r] = ms * 1e-3;
     }
     if (a) cudaEventDestroy(a);
     if (b) cudaEventDestroy(b);
@@ -196,7 +184,7 @@ static const sf_transport nccl_transport = {
     .bn_allreduce = nccl_bn_allreduce,
     .grad_start = nccl_grad_start,
     .grad_wait = nccl_grad_wait,
-    .busbw = nccl_busbw,
+    .allreduce_times = nccl_allreduce_times,
     .destroy = destroy,
 };
 

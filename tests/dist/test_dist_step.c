@@ -21,16 +21,6 @@
 static sf_dist *g_dist;
 static sf_device g_dev;
 
-static double rel_err(const float *got, const float *ref, int64_t n)
-{
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < n; i++) {
-        num += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]);
-        den += (double)ref[i] * ref[i];
-    }
-    return sqrt(num) / (den > 0 ? sqrt(den) : 1e-30);
-}
-
 typedef enum { NET_MLP, NET_MLP_LEAKY, NET_CONV_BN } net_kind;
 static const char *const net_names[] = {"mlp", "mlp-leaky", "conv-bn"};
 
@@ -152,8 +142,8 @@ static void compare_run(net_kind kind, int64_t T, int64_t B)
               loss, (double)rr.loss);
         int64_t n_ref, n_got;
         float *gr = tu_net_read_role(ref, SF_ROLE_GRAD, &n_ref), *gd = tu_net_read_role(net, SF_ROLE_GRAD, &n_got);
-        CHECK(n_ref == n_got && rel_err(gd, gr, n_ref) < TOL, "%s step %d: gradients differ by %g", net_names[kind],
-              step, rel_err(gd, gr, n_ref));
+        CHECK(n_ref == n_got && tu_rel_err_f32(gd, gr, n_ref) < TOL, "%s step %d: gradients differ by %g", net_names[kind],
+              step, tu_rel_err_f32(gd, gr, n_ref));
         free(gr);
         free(gd);
         /* spikes: every process's count of each LIF layer, summed over the world, equals the reference's */
@@ -171,16 +161,16 @@ static void compare_run(net_kind kind, int64_t T, int64_t B)
         float *want = malloc((size_t)(Tl * Bl * K) * sizeof(float));
         for (int64_t t = 0; t < Tl; t++)
             memcpy(want + t * Bl * K, out_ref + ((g * Tl + t) * B + d * Bl) * K, (size_t)(Bl * K) * sizeof(float));
-        CHECK(rel_err(out, want, Tl * Bl * K) < TOL, "%s step %d: the output of segment %d, rank %d differs by %g",
-              net_names[kind], step, g, d, rel_err(out, want, Tl * Bl * K));
+        CHECK(tu_rel_err_f32(out, want, Tl * Bl * K) < TOL, "%s step %d: the output of segment %d, rank %d differs by %g",
+              net_names[kind], step, g, d, tu_rel_err_f32(out, want, Tl * Bl * K));
         free(out_ref);
         free(out);
         free(want);
     }
     int64_t n_ref, n_got;
     float *pr = tu_net_read_role(ref, SF_ROLE_PARAM, &n_ref), *pd = tu_net_read_role(net, SF_ROLE_PARAM, &n_got);
-    CHECK(n_ref == n_got && rel_err(pd, pr, n_ref) < TOL, "%s: parameters after 3 steps differ by %g", net_names[kind],
-          rel_err(pd, pr, n_ref));
+    CHECK(n_ref == n_got && tu_rel_err_f32(pd, pr, n_ref) < TOL, "%s: parameters after 3 steps differ by %g", net_names[kind],
+          tu_rel_err_f32(pd, pr, n_ref));
     free(pr);
     free(pd);
     free(x);

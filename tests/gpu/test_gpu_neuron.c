@@ -7,6 +7,7 @@
  * differs by an ulp); BN+LIF dx, dγ, dβ < 1e-4 (float sums in a different order); full == recompute bitwise. */
 #include "cuda/cuda_backend.h"
 #include "core/lif_math.h"
+#include "gpu_copies.h"
 #include "testutil.h"
 
 #include <cuda_runtime.h>
@@ -14,29 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CU(call) CHECK((call) == cudaSuccess, "%s", #call)
-
-static float *dev_from(const float *h, size_t n)
-{
-    float *d = NULL;
-    CU(cudaMalloc((void **)&d, 4 * (n ? n : 1)));
-    if (n) CU(cudaMemcpy(d, h, 4 * n, cudaMemcpyHostToDevice));
-    return d;
-}
-
 static float *dev_poison(size_t n)
 {
     float *d = NULL;
     CU(cudaMalloc((void **)&d, 4 * (n ? n : 1)));
     CU(cudaMemset(d, 0xff, 4 * (n ? n : 1))); /* NaN: an unwritten element fails the comparison */
     return d;
-}
-
-static float *host_from(const float *d, size_t n)
-{
-    float *h = malloc(4 * (n ? n : 1));
-    if (n) CU(cudaMemcpy(h, d, 4 * n, cudaMemcpyDeviceToHost));
-    return h;
 }
 
 static double *to_f64(const float *x, size_t n)

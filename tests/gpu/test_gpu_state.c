@@ -7,39 +7,13 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_neuron.h"
 #include "cuda/cuda_backend.h"
+#include "gpu_copies.h"
 #include "testutil.h"
 
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CU(call) CHECK((call) == cudaSuccess, "%s", #call)
-
-static float *dev_from(const float *h, size_t n)
-{
-    float *d = NULL;
-    CU(cudaMalloc((void **)&d, 4 * (n ? n : 1)));
-    if (n) CU(cudaMemcpy(d, h, 4 * n, cudaMemcpyHostToDevice));
-    return d;
-}
-
-static float *host_from(const float *d, size_t n)
-{
-    float *h = malloc(4 * (n ? n : 1));
-    if (n) CU(cudaMemcpy(h, d, 4 * n, cudaMemcpyDeviceToHost));
-    return h;
-}
-
-static double rel(const float *got, const float *ref, int64_t n)
-{
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < n; i++) {
-        num += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]);
-        den += (double)ref[i] * ref[i];
-    }
-    return sqrt(num) / (den > 0 ? sqrt(den) : 1e-30);
-}
 
 static float *randn(int64_t n, float mean, float std, uint64_t seed)
 {
@@ -77,8 +51,8 @@ static void test_lif_state(sf_backend *be, sf_surrogate sur, int64_t T, int64_t 
     float *gs = host_from(ds_, n), *gdx = host_from(ddx, n), *gv = host_from(dvout_, N), *gdv = host_from(ddvout, N);
     CHECK(memcmp(gs, s, 4 * n) == 0 && memcmp(gv, vout, 4 * N) == 0,
           "LIF %s T=%lld N=%lld: spikes or v_out differ from the CPU", sf_surrogate_name(sur), (long long)T, (long long)N);
-    CHECK(rel(gdx, dx, n) < 1e-5 && rel(gdv, dvout, N) < 1e-5, "LIF %s T=%lld keep_h %d: dx %g, dv_out %g",
-          sf_surrogate_name(sur), (long long)T, keep_h, rel(gdx, dx, n), rel(gdv, dvout, N));
+    CHECK(tu_rel_err_f32(gdx, dx, n) < 1e-5 && tu_rel_err_f32(gdv, dvout, N) < 1e-5, "LIF %s T=%lld keep_h %d: dx %g, dv_out %g",
+          sf_surrogate_name(sur), (long long)T, keep_h, tu_rel_err_f32(gdx, dx, n), tu_rel_err_f32(gdv, dvout, N));
     float *devs[] = {dx_, dds, dvin_, ddvin, ds_, dh, ddx, dvout_, ddvout};
     for (size_t i = 0; i < sizeof devs / sizeof *devs; i++) cudaFree(devs[i]);
     free(x), free(ds), free(vin), free(dvin), free(s), free(h), free(dx), free(vout), free(dvout), free(gs), free(gdx),
@@ -126,10 +100,10 @@ static void test_bn_lif_split(sf_backend *be, int64_t T, int keep_h)
     float *gs = host_from(ds_, n), *gdx = host_from(ddx, n), *gdv = host_from(ddvout, N), *gpg = host_from(dpg, C);
     float *gpb = host_from(dpb, C);
     CHECK(memcmp(gs, s, 4 * n) == 0, "BN-LIF T=%lld with v_in: spikes differ from the CPU", (long long)T);
-    CHECK(rel(gpg, pg, C) < 1e-4 && rel(gpb, pb, C) < 1e-4, "BN-LIF phase 1 T=%lld: sums differ (%g, %g)",
-          (long long)T, rel(gpg, pg, C), rel(gpb, pb, C));
-    CHECK(rel(gdx, dx, n) < 1e-4 && rel(gdv, dvout, N) < 1e-5, "BN-LIF phase 2 T=%lld keep_h %d: dx %g, dv_out %g",
-          (long long)T, keep_h, rel(gdx, dx, n), rel(gdv, dvout, N));
+    CHECK(tu_rel_err_f32(gpg, pg, C) < 1e-4 && tu_rel_err_f32(gpb, pb, C) < 1e-4, "BN-LIF phase 1 T=%lld: sums differ (%g, %g)",
+          (long long)T, tu_rel_err_f32(gpg, pg, C), tu_rel_err_f32(gpb, pb, C));
+    CHECK(tu_rel_err_f32(gdx, dx, n) < 1e-4 && tu_rel_err_f32(gdv, dvout, N) < 1e-5, "BN-LIF phase 2 T=%lld keep_h %d: dx %g, dv_out %g",
+          (long long)T, keep_h, tu_rel_err_f32(gdx, dx, n), tu_rel_err_f32(gdv, dvout, N));
 
     /* the merge of three parts' statistics */
     float parts[3 * 12], mm[6], mv[6];
