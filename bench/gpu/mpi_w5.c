@@ -5,6 +5,8 @@
  *                                   buckets during the backward
  *   mpi_w5 time [steps]             W5time: 784 → Linear → LIF(4096) → Linear → LIF(4096) → Linear(10), T=1024,
  *                                   B=32, the time axis split over the G GPUs (time_parallel = G), recompute mode
+ *   mpi_w5 curve [steps]            W5dp's loss curve on G GPUs (synchronised BN) against one GPU training on the
+ *                                   whole global batch (default 100 steps): how close fp32 reduction order leaves them
  *   mpi_w5 busbw [MiB]              NCCL all-reduce bus bandwidth over the G GPUs (default 256 MiB)
  * Rank 0 prints one line per run: median ms per step (host clock around sf_net_train_step, which ends in a
  * synchronising read of the loss; every rank steps together through the collectives), the loss, the largest
@@ -86,12 +88,74 @@ static void run(sf_dist *d, sf_net *net, const char *what, int64_t T, int64_t B,
     free(x);
 }
 
+/* W5dp's loss curve on G GPUs against one GPU with the whole global batch (64·G, synchronised BN), same inputs:
+ * the largest relative difference of the loss over `steps` SGD steps and of the parameters at the end. */
+static void curve(sf_dist *d, int steps)
+{
+    const int G = sf_dist_size(d), r = sf_dist_rank(d);
+    const int64_t T = 10, B = 64, Bg = B * G, in = 3 * 32 * 32;
+    sf_net *net = create(d, SF_PRECISION_FP32, 3, 32, 32), *ref = NULL;
+    gb_vgg9_layers(net);
+    GB_OK(sf_dist_attach(d, net));
+    gb_compile_sgd(net, T, B);
+    if (r == 0) { /* the reference: one GPU, the whole global batch */
+        ref = create(d, SF_PRECISION_FP32, 3, 32, 32);
+        gb_vgg9_layers(ref);
+        gb_compile_sgd(ref, T, Bg);
+    }
+    float *x = malloc(sizeof(float) * (size_t)(T * Bg * in)), *xl = malloc(sizeof(float) * (size_t)(T * B * in));
+    int32_t *labels = malloc(sizeof(int32_t) * (size_t)Bg);
+    double worst = 0, first = 0, last = 0;
+    for (int i = 0; i < steps; i++) {
+        gb_randn(x, (size_t)(Bg * in), 0.5f, 1.0f, 100 + (uint64_t)i); /* direct encoding: the same at every step */
+        for (int64_t t = 1; t < T; t++) memcpy(x + t * Bg * in, x, sizeof(float) * (size_t)(Bg * in));
+        for (int64_t b = 0; b < Bg; b++) labels[b] = (int32_t)((b * 7 + i) % 10);
+        for (int64_t t = 0; t < T; t++) memcpy(xl + t * B * in, x + (t * Bg + r * B) * in, sizeof(float) * (size_t)(B * in));
+        sf_step_result rd, rr = {0};
+        GB_OK(sf_net_train_step(net, xl, labels + r * B, &rd));
+        double loss = rd.loss;
+        GB_OK(sf_dist_sum_all(d, &loss, 1));
+        loss /= G;
+        if (ref) {
+            GB_OK(sf_net_train_step(ref, x, labels, &rr));
+            double e = fabs(loss - rr.loss) / fabs(rr.loss);
+            worst = e > worst ? e : worst;
+            if (i == 0) first = rr.loss;
+            last = rr.loss;
+        }
+    }
+    if (ref) {
+        double num = 0, den = 0;
+        for (int32_t k = 0; k < sf_net_tensor_count(ref, SF_ROLE_PARAM); k++) {
+            sf_tensor_info ti;
+            GB_OK(sf_net_tensor_info(ref, SF_ROLE_PARAM, k, &ti));
+            float *a = malloc(sizeof(float) * (size_t)ti.numel), *b = malloc(sizeof(float) * (size_t)ti.numel);
+            GB_OK(sf_net_tensor_read(net, SF_ROLE_PARAM, k, a));
+            GB_OK(sf_net_tensor_read(ref, SF_ROLE_PARAM, k, b));
+            for (int64_t j = 0; j < ti.numel; j++) num += ((double)a[j] - b[j]) * ((double)a[j] - b[j]), den += (double)b[j] * b[j];
+            free(a);
+            free(b);
+        }
+        char lib[256];
+        sf_dist_describe(lib, sizeof lib);
+        printf("W5dp loss curve fp32, global batch %lld, sync BN, %d steps: G=%d vs 1 GPU: loss %.4f -> %.4f, largest "
+               "relative loss difference %.2e, parameters at the end %.2e  [%s]\n",
+               (long long)Bg, steps, G, first, last, worst, sqrt(num / (den > 0 ? den : 1)), lib);
+        sf_net_free(ref);
+    }
+    free(x);
+    free(xl);
+    free(labels);
+    sf_net_free(net);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "dp";
     sf_dist_params dp;
     sf_dist_default_params(&dp);
     if (strcmp(mode, "time") == 0) dp.time_parallel = 0; /* every process is one segment of T */
+    if (strcmp(mode, "curve") == 0) dp.sync_bn = 1;      /* statistics of the whole global batch, as one GPU's */
     sf_dist *d;
     GB_OK(sf_dist_init(&dp, &d));
     GB_CHECK(cudaSetDevice(sf_dist_device(d, (sf_device){SF_DEVICE_CUDA, 0}).index));
@@ -115,6 +179,8 @@ int main(int argc, char **argv)
         gb_add(net, SF_LAYER_LINEAR, 10, 0);
         run(d, net, "W5time T=1024 B=32 fp32", 1024, 32, 784, steps > 0 ? steps : 10, base);
         sf_net_free(net);
+    } else if (strcmp(mode, "curve") == 0) {
+        curve(d, argc > 2 ? atoi(argv[2]) : 100);
     } else if (strcmp(mode, "busbw") == 0) {
         size_t mib = argc > 2 ? (size_t)atoi(argv[2]) : 256;
         sf_net *net = create(d, SF_PRECISION_FP32, 1, 1, 1); /* a network gives the transport its device */
@@ -130,7 +196,7 @@ int main(int argc, char **argv)
         }
         sf_net_free(net);
     } else {
-        fprintf(stderr, "usage: mpi_w5 dp [fp32|bf16] [steps] | time [steps] | busbw [MiB]\n");
+        fprintf(stderr, "usage: mpi_w5 dp [fp32|bf16] [steps] | time [steps] | curve [steps] | busbw [MiB]\n");
         sf_dist_free(d);
         return 2;
     }

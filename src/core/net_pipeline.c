@@ -1,6 +1,6 @@
 /* net_pipeline.c — the engine's side of a step that spans several processes (net_hooks.h): the checks at compile
- * time, and the exchanges the forward, the loss and the backward make through them (neuron
- * state between time segments, the gathered output, BN statistics and sums, gradients as they become final). */
+ * time, and the exchanges the forward, the loss and the backward make through the hooks (neuron state between time
+ * segments, the gathered output, BN statistics and sums, gradients as they become final). */
 #include "core/error.h"
 #include "core/net_internal.h"
 
@@ -33,10 +33,10 @@ sf_status sf_net_state_forward(sf_net *net, const sf_net_layer *l, sf_lif_state 
     memset(st, 0, sizeof *st);
     if (!sf_net_pipelined(net)) return SF_OK;
     const sf_net_hooks *h = &net->hooks;
-    const int64_t n = l->v_in.bytes / sizeof(float);
-    st->v_in = sf_net_slot_ptr(net, l->v_in);
+    float *v_in = sf_net_slot_ptr(net, l->v_in);
+    if (v_in) SF_TRY(h->recv(h->ctx, h->seg - 1, v_in, l->v_in.bytes / sizeof(float)));
+    st->v_in = v_in;
     st->v_out = sf_net_slot_ptr(net, l->v_out);
-    if (st->v_in) SF_TRY(h->recv(h->ctx, h->seg - 1, (float *)st->v_in, n));
     *out = st;
     return SF_OK;
 }
@@ -56,9 +56,10 @@ sf_status sf_net_state_backward(sf_net *net, const sf_net_layer *l, bool recompu
     if (!sf_net_pipelined(net)) return SF_OK;
     const sf_net_hooks *h = &net->hooks;
     if (recompute) st->v_in = sf_net_slot_ptr(net, l->v_in);
-    st->dv_in = sf_net_slot_ptr(net, l->dv_in);
+    float *dv_in = sf_net_slot_ptr(net, l->dv_in);
+    if (dv_in) SF_TRY(h->recv(h->ctx, h->seg + 1, dv_in, l->dv_in.bytes / sizeof(float)));
+    st->dv_in = dv_in;
     st->dv_out = sf_net_slot_ptr(net, l->dv_out);
-    if (st->dv_in) SF_TRY(h->recv(h->ctx, h->seg + 1, (float *)st->dv_in, l->dv_in.bytes / sizeof(float)));
     *out = st;
     return SF_OK;
 }

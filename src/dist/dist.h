@@ -50,9 +50,10 @@ void sf_dist_describe(char *buf, size_t cap);
  * devices> for CUDA otherwise. */
 sf_device sf_dist_device(const sf_dist *d, sf_device dev);
 
-/* Makes `net` (created on this process's device, not yet compiled) take part in the job: registers its hooks
- * (core/net_hooks.h) and, on a GPU, creates the NCCL communicators and streams. The network must outlive neither
- * the dist nor a later attach: one network per dist at a time. A world of one registers nothing. */
+/* Makes `net` (created on this process's device, compiled after this call) take part in the job: registers its
+ * hooks (core/net_hooks.h) and, on a GPU, creates the NCCL communicators and streams. One network at a time: a later
+ * attach, or sf_dist_free, releases what this one set up (the network may be freed before). Every process attaches
+ * its network at the same point (a collective on a GPU). A world of one registers nothing. */
 sf_status sf_dist_attach(sf_dist *d, sf_net *net);
 
 /* Checks that every process holds the same `hash` of `what` (a resolved config, a binary): SF_ERR_INVALID naming

@@ -49,7 +49,10 @@ static void destroy(void *p)
 {
     nccl_ctx *c = p;
     if (!c) return;
-    if (c->compute) cudaStreamSynchronize(c->compute);
+    /* our own streams only: the network, and with it the backend's stream, may already be gone */
+    if (c->grad_stream) cudaStreamSynchronize(c->grad_stream);
+    for (int k = 0; k < 2; k++)
+        if (c->link_stream[k]) cudaStreamSynchronize(c->link_stream[k]);
     if (c->grad_op_created) ncclRedOpDestroy(c->grad_op, c->world);
     for (int k = 0; k < 2; k++)
         if (c->link[k]) ncclCommDestroy(c->link[k]);

@@ -4,6 +4,7 @@
 #   the NCCL all-reduce bus bandwidth (256 MiB and 1 GiB);
 #   exactness: test_dist_step with G time segments and with G data ranks (synchronised BN) on the GPUs, every step
 #     against one process alone on the whole batch and T (loss, gradients, parameters <= 1e-5, spike counts exact);
+#     W5dp's loss curve over 100 steps on G GPUs against one GPU with the whole global batch (mpi_w5 curve);
 #   W5dp: VGG9 with 64 samples per GPU, fp32 and bf16, G = 1 and G (scaling efficiency t1 / tG);
 #   W5time: the T=1024 Linear-LIF net split over time, G = 1 and G (speedup, peak memory per GPU against G = 1);
 #   W5weak: not run (W4rec needs the recurrent layer, which is not in this branch).
@@ -67,13 +68,14 @@ run() {
     cat "$OUT/.run" >>"$LOG"
     grep -vE '^(--|\[|$)' "$OUT/.run" | tail -3
     [ $rc -eq 0 ] || { status=1; say "   (exit $rc)"; }
-    results+=("$name|$rc|$(grep -E 'ms/step|bus bandwidth|passed' "$OUT/.run" | tail -1)")
+    results+=("$name|$rc|$(grep -E 'ms/step|bus bandwidth|passed|loss curve' "$OUT/.run" | tail -1)")
 }
 
 run busbw256 "$G" mpi_w5 busbw 256
 run busbw1g "$G" mpi_w5 busbw 1024
 run exact_time "$G" test_dist_step "$G" 0 cuda
 run exact_data "$G" test_dist_step 1 1 cuda
+run curve "$G" mpi_w5 curve 100
 for p in fp32 bf16; do
     run "dp_${p}_1" 1 mpi_w5 dp "$p" 20
     run "dp_${p}_$G" "$G" mpi_w5 dp "$p" 20
