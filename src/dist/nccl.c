@@ -191,6 +191,16 @@ static const sf_transport nccl_transport = {
     .destroy = destroy,
 };
 
+/* The communicators besides the gradients' carry little (neuron state, the gathered output, BN statistics): a
+ * couple of channels each, so that their buffers do not eat the memory a time split saves. */
+static ncclConfig_t side_config(void)
+{
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.minCTAs = 1;
+    cfg.maxCTAs = 2;
+    return cfg;
+}
+
 /* The pair communicators of neighbouring segments: pairs (0,1), (2,3), ... from one split and (1,2), (3,4), ... from
  * another, so that each process is in one pair with each neighbour. Colours are unique per time group. */
 static sf_status split_links(nccl_ctx *c)
@@ -203,7 +213,8 @@ static sf_status split_links(nccl_ctx *c)
         const int alone = partner < 0 || partner > last;
         const int color = alone ? NCCL_SPLIT_NOCOLOR : base + (g < partner ? g : partner) / 2;
         ncclComm_t comm = NULL;
-        NCCL_TRY(ncclCommSplit(c->time, color, g, &comm, NULL));
+        ncclConfig_t cfg = side_config();
+        NCCL_TRY(ncclCommSplit(c->time, color, g, &comm, &cfg));
         if (alone) continue;
         const int k = partner > g ? LINK_NEXT : LINK_PREV;
         c->link[k] = comm;
@@ -224,8 +235,10 @@ static sf_status setup(nccl_ctx *c, sf_net *net)
     if (d->rank == 0) NCCL_TRY(ncclGetUniqueId(&id));
     SF_TRY(sf_mpi_bcast(d, &id, sizeof id));
     NCCL_TRY(ncclCommInitRank(&c->world, d->size, id, d->rank));
-    NCCL_TRY(ncclCommSplit(c->world, d->data_rank, d->seg, &c->time, NULL));
-    if (d->p.sync_bn && d->data_size > 1) NCCL_TRY(ncclCommSplit(c->world, 0, d->rank, &c->bn, NULL));
+    ncclConfig_t side = side_config();
+    NCCL_TRY(ncclCommSplit(c->world, d->data_rank, d->seg, &c->time, &side));
+    side = side_config();
+    if (d->p.sync_bn && d->data_size > 1) NCCL_TRY(ncclCommSplit(c->world, 0, d->rank, &c->bn, &side));
     else c->bn = c->time;
     if (d->nseg > 1) SF_TRY(split_links(c));
     if (d->data_size > 1) {
