@@ -52,7 +52,10 @@ else
     fi
 fi
 command -v mpirun >/dev/null || { say "== no mpirun here and none in the bundle"; exit 1; }
-MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH -x PATH)
+# one host: shared memory between the processes (no fabric probing; single-copy off, as in containers), no binding
+# to cores (each process runs OpenMP and the loader's threads)
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader
+    --mca btl_vader_single_copy_mechanism none -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH -x PATH)
 [ -n "${OPAL_PREFIX:-}" ] && MPIRUN+=(-x OPAL_PREFIX -x PMIX_INSTALL_PREFIX -x PMIX_MCA_mca_base_component_path)
 say "== $(mpirun --version 2>&1 | head -1)"
 
