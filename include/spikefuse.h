@@ -146,6 +146,27 @@ SF_API sf_status sf_lif_forward_state(const sf_lif_params *p, int64_t T, int64_t
 SF_API sf_status sf_lif_backward_state(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds,
                                        float *dx, const sf_lif_state *st, sf_device device, void *stream);
 
+/* Fused batch norm → LIF (Liang et al.'s kernels, which the engine runs for a [bn] layer directly before its [lif]):
+ * x is [T, B, C, hw] float32 on `device`; the LIF input current of channel c is
+ *   y = (x - mean[c])·gamma[c] / sqrt(var[c] + eps) + beta[c],
+ * normalised inside the time-fused loop, so y is never stored. mean, var, gamma, beta are [C] on `device`; in
+ * training the caller passes x's batch statistics over (T, B, hw) (biased var), in evaluation the running ones. s
+ * is [T, B, C, hw]; st as for sf_lif_forward_state, [B·C·hw] per pointer. */
+SF_API sf_status sf_bn_lif_forward(const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int64_t hw, const float *x,
+                                   const float *mean, const float *var, float eps, const float *gamma,
+                                   const float *beta, float *s, const sf_lif_state *st, sf_device device,
+                                   void *stream);
+/* The backward of the forward above with mean and var the batch statistics of x (the gradient runs through them,
+ * as in training-mode batch norm): dx [T, B, C, hw], dgamma and dbeta [C], recomputing y and h from x. `workspace`
+ * is scratch memory on `device` of sf_bn_lif_workspace_bytes bytes (0 on the CPU, where NULL is fine; for CUDA
+ * the size depends on the current device). */
+SF_API size_t sf_bn_lif_workspace_bytes(int64_t T, int64_t B, int32_t C, int64_t hw, sf_device device);
+SF_API sf_status sf_bn_lif_backward(const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int64_t hw,
+                                    const float *x, const float *mean, const float *var, float eps,
+                                    const float *gamma, const float *beta, const float *ds, float *dx, float *dgamma,
+                                    float *dbeta, const sf_lif_state *st, void *workspace, size_t workspace_bytes,
+                                    sf_device device, void *stream);
+
 /* ---------------------------------------------------------------- networks */
 typedef enum sf_layer_kind {
     SF_LAYER_LINEAR = 0,
@@ -236,6 +257,10 @@ SF_API void sf_net_free(sf_net *net);
 /* Appends a layer; *out_id (optional) receives the id of its output tensor. Shapes are checked here. */
 SF_API sf_status sf_net_add(sf_net *net, const sf_layer_desc *d, int32_t *out_id);
 SF_API int32_t sf_net_num_layers(const sf_net *net);
+/* Layer i's description as added, with `input` and `input2` as resolved tensor ids (never -1). */
+SF_API sf_status sf_net_layer_desc(const sf_net *net, int32_t i, sf_layer_desc *out);
+/* The parameters the net was created with. */
+SF_API void sf_net_get_params(const sf_net *net, sf_net_params *out);
 /* The output shape of tensor `id` per sample and step: C, H, W (1×1 for vectors). */
 SF_API sf_status sf_net_tensor_shape(const sf_net *net, int32_t id, int32_t chw[3]);
 /* A multi-line human-readable summary (layers, shapes, parameter counts); owned by the net. */
@@ -348,6 +373,12 @@ typedef struct sf_net_state {
 } sf_net_state;
 SF_API sf_status sf_net_get_state(const sf_net *net, sf_net_state *out);
 SF_API sf_status sf_net_set_state(sf_net *net, const sf_net_state *st);
+
+/* A trained network from a checkpoint that `spikefuse train` wrote (its best.safetensors or last.safetensors): the
+ * network its stored config describes, created on `device` with the checkpoint's parameters and batch norm
+ * statistics (no optimizer state), not compiled. For programs that run or convert a trained network
+ * (spikefuse.torch.load_run reads it through sf_net_layer_desc and sf_net_tensor_read). */
+SF_API sf_status sf_checkpoint_load_net(const char *path, sf_device device, sf_net **out);
 
 /* ---------------------------------------------------------------- profiling */
 typedef struct sf_layer_timing {

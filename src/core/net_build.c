@@ -107,6 +107,18 @@ void sf_net_free(sf_net *net)
 
 int32_t sf_net_num_layers(const sf_net *net) { return net->n_layers; }
 
+sf_status sf_net_layer_desc(const sf_net *net, int32_t i, sf_layer_desc *out)
+{
+    if (i < 0 || i >= net->n_layers)
+        return sf_fail(SF_ERR_INVALID, "layer %d out of range (the net has %d)", i, net->n_layers);
+    *out = net->layers[i].d;
+    out->input = net->layers[i].in; /* resolved: -1 (the previous layer) becomes its tensor id */
+    out->input2 = net->layers[i].in2;
+    return SF_OK;
+}
+
+void sf_net_get_params(const sf_net *net, sf_net_params *out) { *out = net->p; }
+
 /* Output shape of tensor `id` as the layers so far define it. */
 static void shape_of(const sf_net *net, int32_t id, int32_t chw[3])
 {

@@ -2,6 +2,7 @@
  * integrate in one pass per neuron. Backward: pass 1 recomputes y and h, runs the reverse time loop and keeps only Σ_t
  * dy and Σ_t dy·x̂ per neuron ([B, C, hw], T times smaller than x); a deterministic reduction turns them into dbeta,
  * dgamma; pass 2 recomputes again and writes dx. dy ([T, B, C, hw]) is never stored. */
+#include "cuda/cuda_backend.h"
 #include "cuda/neuron.cuh"
 #include "cuda/ops.cuh"
 #include "cuda/reduce.cuh"
@@ -38,10 +39,7 @@ sf_status sf_cuda_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int6
                                     const float *mean, const float *var, float eps, const float *gamma,
                                     const float *beta, const sf_lif_out *out, const sf_lif_state *st)
 {
-    SF_TRY(check_rows(T, sh));
-    sf_cuda_neuron a = bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta);
-    if (st) a.st = *st;
-    return sf_cuda_neuron_forward_launch(a, true, out, sf_cuda_ctx_of(be)->stream);
+    return sf_cuda_bn_lif_forward(p, T, sh, x, mean, var, eps, gamma, beta, out, st, sf_cuda_ctx_of(be)->stream);
 }
 
 /* Adds the per-neuron sums of pass 1 over the batch: sums is [2][B, C, hw]. */
@@ -60,10 +58,11 @@ struct NeuronSumsF {
     }
 };
 
-sf_status sf_cuda_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
-                                     const float *h, const float *mean, const float *var, float eps, const float *gamma,
-                                     const float *beta, const float *ds, float *dx, float *dgamma, float *dbeta,
-                                     const sf_lif_state *st, const sf_bn_split *split)
+/* The backward on context c: its stream, SM count and scratch slots 0 (per-neuron sums) and 1 (partials). */
+static sf_status bn_lif_backward_on(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
+                                    const float *h, const float *mean, const float *var, float eps, const float *gamma,
+                                    const float *beta, const float *ds, float *dx, float *dgamma, float *dbeta,
+                                    const sf_lif_state *st, const sf_bn_split *split)
 {
     SF_TRY(check_rows(T, sh));
     const int phase = split ? split->phase : 0; /* 0: both passes here */
@@ -73,7 +72,6 @@ sf_status sf_cuda_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int
         return sf_fail(SF_ERR_INVALID, "BN+LIF backward: dgamma and dbeta are needed (the sums pass writes them)");
     if (phase == 2 && (!split->sum_dy || !split->sum_dyx || split->rows < 1))
         return sf_fail(SF_ERR_INVALID, "BN+LIF backward: phase 2 needs the sums of every part and their rows");
-    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     sf_cuda_neuron a = bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta);
     if (st) a.st = *st;
     if (a.N == 0) return SF_OK;
@@ -93,4 +91,67 @@ sf_status sf_cuda_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int
                                               c->stream);
     }
     return sf_cuda_neuron_backward_launch(a, true, SF_DY_BN_DX, h, ds, dx, NULL, dgamma, dbeta, c->stream);
+}
+
+sf_status sf_cuda_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
+                                     const float *h, const float *mean, const float *var, float eps, const float *gamma,
+                                     const float *beta, const float *ds, float *dx, float *dgamma, float *dbeta,
+                                     const sf_lif_state *st, const sf_bn_split *split)
+{
+    return bn_lif_backward_on(sf_cuda_ctx_of(be), p, T, sh, x, h, mean, var, eps, gamma, beta, ds, dx, dgamma, dbeta,
+                              st, split);
+}
+
+/* The caller's workspace, cut into the two scratch slots the backward uses: the per-neuron sums (2·N floats) and
+ * the channel reduction's partials (at most 2·C·P doubles with P <= (4·SMs + C - 1) / C, see reduce.cuh). */
+static size_t sums_bytes(sf_bn_shape sh, int64_t T)
+{
+    return (sizeof(float) * 2 * (size_t)(sh.rows / T * sh.c * sh.hw) + 255) & ~(size_t)255; /* partials 256-aligned */
+}
+
+static sf_status current_sms(int *device, int *sms)
+{
+    SF_CUDA_CHECK(cudaGetDevice(device));
+    SF_CUDA_CHECK(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, *device));
+    return SF_OK;
+}
+
+static size_t partial_bytes(int sms, int32_t C) { return sizeof(double) * 2 * (4 * (size_t)sms + (size_t)C); }
+
+size_t sf_cuda_bn_lif_workspace(int64_t T, sf_bn_shape sh)
+{
+    int device, sms;
+    if (T <= 0 || sh.rows % T != 0 || current_sms(&device, &sms) != SF_OK) return 0;
+    return sums_bytes(sh, T) + partial_bytes(sms, sh.c);
+}
+
+sf_status sf_cuda_bn_lif_forward(const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x, const float *mean,
+                                 const float *var, float eps, const float *gamma, const float *beta,
+                                 const sf_lif_out *out, const sf_lif_state *st, void *stream)
+{
+    SF_TRY(check_rows(T, sh));
+    sf_cuda_neuron a = bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta);
+    if (st) a.st = *st;
+    return sf_cuda_neuron_forward_launch(a, true, out, (cudaStream_t)stream);
+}
+
+sf_status sf_cuda_bn_lif_backward(const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x, const float *mean,
+                                  const float *var, float eps, const float *gamma, const float *beta, const float *ds,
+                                  float *dx, float *dgamma, float *dbeta, const sf_lif_state *st, void *workspace,
+                                  size_t workspace_bytes, void *stream)
+{
+    SF_TRY(check_rows(T, sh));
+    sf_cuda_ctx c;
+    memset(&c, 0, sizeof c);
+    SF_TRY(current_sms(&c.device, &c.num_sms));
+    const size_t need = sums_bytes(sh, T) + partial_bytes(c.num_sms, sh.c);
+    if (!workspace || workspace_bytes < need)
+        return sf_fail(SF_ERR_INVALID, "BN+LIF backward: the workspace has %zu bytes, %zu are needed "
+                                       "(sf_bn_lif_workspace_bytes)", workspace ? workspace_bytes : 0, need);
+    c.stream = (cudaStream_t)stream;
+    c.scratch[0] = workspace; /* preset slots: sf_cuda_scratch hands them out and never allocates */
+    c.scratch_bytes[0] = sums_bytes(sh, T);
+    c.scratch[1] = (char *)workspace + c.scratch_bytes[0];
+    c.scratch_bytes[1] = partial_bytes(c.num_sms, sh.c);
+    return bn_lif_backward_on(&c, p, T, sh, x, NULL, mean, var, eps, gamma, beta, ds, dx, dgamma, dbeta, st, NULL);
 }

@@ -20,6 +20,18 @@ sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, cons
 sf_status sf_cuda_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
                                const float *ds, float *dx, const sf_lif_state *st, void *stream);
 
+/* Fused BN → LIF on a caller's stream without a backend (the public sf_bn_lif_* calls): the op table's
+ * bn_lif_forward / bn_lif_backward (recompute, no split), the backward's scratch in the caller's `workspace` of
+ * sf_cuda_bn_lif_workspace bytes (for the current device). */
+size_t sf_cuda_bn_lif_workspace(int64_t T, sf_bn_shape sh);
+sf_status sf_cuda_bn_lif_forward(const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x, const float *mean,
+                                 const float *var, float eps, const float *gamma, const float *beta,
+                                 const sf_lif_out *out, const sf_lif_state *st, void *stream);
+sf_status sf_cuda_bn_lif_backward(const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x, const float *mean,
+                                  const float *var, float eps, const float *gamma, const float *beta, const float *ds,
+                                  float *dx, float *dgamma, float *dbeta, const sf_lif_state *st, void *workspace,
+                                  size_t workspace_bytes, void *stream);
+
 /* Usable CUDA devices now (0 when the driver finds none). */
 int32_t sf_cuda_count_devices(void);
 
