@@ -1,0 +1,163 @@
+"""_kernels.py — libspikefuse's fused kernels on torch tensors: the eager implementations behind the autograd ops of
+_ops.py (custom ops on torch >= 2.4, autograd.Function before). Each takes contiguous tensors, allocates its
+outputs with torch (so they live in torch's caching allocator and count in its memory statistics), launches on the
+tensor's device and current CUDA stream, and raises the library's message on failure.
+
+Params travel as a tuple of 11 floats (the fields of sf_lif_params in order: a hashable value that torch.library
+schemas and torch.compile carry as a constant); lif_params_of turns it back into the ctypes struct."""
+import ctypes
+import functools
+
+import torch
+
+from .. import _lib
+
+# 16-bit inputs are widened to fp32 here and the results narrowed back to the input's dtype; the membrane
+# potential is fp32 either way.
+HALF_DTYPES = (torch.float16, torch.bfloat16)
+INPUT_DTYPES = (torch.float32,) + HALF_DTYPES
+
+
+def params_tuple(p):
+    """The hashable form of an sf_lif_params (see the module docstring)."""
+    return tuple(float(getattr(p, name)) for name, _ in _lib.LifParams._fields_)
+
+
+@functools.lru_cache(maxsize=256)
+def lif_params_of(pvec):
+    p = _lib.LifParams()
+    for (name, ctype), v in zip(_lib.LifParams._fields_, pvec):
+        setattr(p, name, v if ctype is ctypes.c_float else int(v))
+    return p
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda_devices_in_library():
+    return _lib.cuda_device_count()
+
+
+def _stream_by_object(index):
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+# The hot path runs once per layer and direction, and on a GPU its host time is exposed wherever the queue runs dry,
+# so it uses the cheapest accessors: torch's private ones where they exist (torch's generated code uses them too),
+# the public ones otherwise.
+_current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", _stream_by_object)
+_current_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
+_CPU = (_lib.DEVICE_CPU, 0, _lib.Device(_lib.DEVICE_CPU, 0), 0)
+_CUDA_DEVICES = {}  # CUDA index -> its sf_device struct, built once the library has been found to have CUDA
+
+
+def launch_target(t):
+    """(device kind, device index, sf_device, stream handle) for a kernel call on tensor t's memory."""
+    if not t.is_cuda:
+        return _CPU
+    index = t.get_device()
+    device = _CUDA_DEVICES.get(index)
+    if device is None:
+        if _cuda_devices_in_library() == 0:
+            raise RuntimeError(f"spikefuse: got a CUDA tensor ({t.device}) but {_lib.LIBRARY_PATH} has no usable "
+                               f"CUDA device (build: {_lib.build_info()}); reinstall spikefuse where nvcc is present, "
+                               "or move the tensor to the CPU")
+        device = _CUDA_DEVICES.setdefault(index, _lib.Device(_lib.DEVICE_CUDA, index))
+    return _lib.DEVICE_CUDA, index, device, _current_raw_stream(index)
+
+
+def run(kernel, name, target, *args):
+    """Calls a kernel entry point (a ctypes function) with the tensor's CUDA device current, since the library
+    launches on the current device, and raises the library's error if it fails."""
+    kind, index, device, stream = target
+    if kind == _lib.DEVICE_CUDA and index != _current_device():
+        with torch.cuda.device(index):
+            status = kernel(*args, device, stream)
+    else:
+        status = kernel(*args, device, stream)
+    if status:
+        _lib.check(status, name)
+
+
+def _ptr(t):
+    return t.data_ptr() if t is not None else None
+
+
+def _state(v_in=None, v_out=None, dv_in=None, dv_out=None):
+    """An sf_lif_state for the given tensors, or None when none is given (the one-call kernels)."""
+    if v_in is None and v_out is None and dv_in is None and dv_out is None:
+        return None
+    return ctypes.byref(_lib.LifState(_ptr(v_in), _ptr(v_out), _ptr(dv_in), _ptr(dv_out)))
+
+
+def as_fp32(t):
+    return t.float().contiguous() if t.dtype in HALF_DTYPES else t.contiguous()
+
+
+def state_out(x, keep):
+    """v_out [*x.shape[1:]] fp32 when the state is kept, else an empty placeholder."""
+    return torch.empty(x.shape[1:] if keep else (0,), dtype=torch.float32, device=x.device)
+
+
+def lif_forward(x, v_in, pvec, keep_state):
+    """(spikes in x's dtype, v after the last step or an empty tensor) of x [T, ...] from v_in (None: v_reset)."""
+    xf = as_fp32(x)
+    s = torch.empty_like(xf)
+    v_out = state_out(x, keep_state)
+    T = x.shape[0]
+    run(_lib.sf_lif_forward_state, "sf_lif_forward_state", launch_target(xf), lif_params_of(pvec), T,
+        xf.numel() // T, xf.data_ptr(), s.data_ptr(), _state(v_in, v_out if keep_state else None))
+    return s.to(x.dtype), v_out
+
+
+def lif_backward(x, v_in, ds, dv_in, pvec, want_dv):
+    """(dx in x's dtype, ∂L/∂v_in or an empty tensor), recomputing the membrane from x and v_in."""
+    xf, dsf = as_fp32(x), as_fp32(ds)
+    dx = torch.empty_like(xf)
+    dv_out = state_out(x, want_dv)
+    T = x.shape[0]
+    run(_lib.sf_lif_backward_state, "sf_lif_backward_state", launch_target(xf), lif_params_of(pvec), T,
+        xf.numel() // T, xf.data_ptr(), dsf.data_ptr(), dx.data_ptr(),
+        _state(v_in, None, dv_in, dv_out if want_dv else None))
+    return dx.to(x.dtype), dv_out
+
+
+def _bn_shape(x):
+    """(T, B, C, hw) of x [T, B, C, *spatial]."""
+    T, B, C = x.shape[0], x.shape[1], x.shape[2]
+    return T, B, C, x[0, 0, 0].numel()
+
+
+def _need_bn_lif():
+    if _lib.sf_bn_lif_forward is None:
+        raise _lib.SpikefuseError("sf_bn_lif_forward", 5, f"{_lib.LIBRARY_PATH} predates the fused BN+LIF calls: "
+                                  "rebuild it")
+
+
+def bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
+    """(spikes in x's dtype, v after the last step or empty) of BN(x) → LIF, x [T, B, C, *spatial]."""
+    _need_bn_lif()
+    xf = as_fp32(x)
+    s = torch.empty_like(xf)
+    v_out = state_out(x, keep_state)
+    T, B, C, hw = _bn_shape(x)
+    run(_lib.sf_bn_lif_forward, "sf_bn_lif_forward", launch_target(xf), lif_params_of(pvec), T, B, C, hw,
+        xf.data_ptr(), mean.data_ptr(), var.data_ptr(), eps, gamma.data_ptr(), beta.data_ptr(), s.data_ptr(),
+        _state(v_in, v_out if keep_state else None))
+    return s.to(x.dtype), v_out
+
+
+def bn_lif_backward(x, mean, var, gamma, beta, v_in, ds, dv_in, eps, pvec, want_dv):
+    """(dx in x's dtype, dgamma, dbeta, ∂L/∂v_in or empty) with mean, var x's batch statistics."""
+    _need_bn_lif()
+    xf, dsf = as_fp32(x), as_fp32(ds)
+    dx = torch.empty_like(xf)
+    dgamma, dbeta = torch.empty_like(gamma), torch.empty_like(beta)
+    dv_out = state_out(x, want_dv)
+    T, B, C, hw = _bn_shape(x)
+    target = launch_target(xf)
+    ws_bytes = _lib.sf_bn_lif_workspace_bytes(T, B, C, hw, target[2])
+    workspace = torch.empty(ws_bytes, dtype=torch.uint8, device=x.device) if ws_bytes else None
+    run(_lib.sf_bn_lif_backward, "sf_bn_lif_backward", target, lif_params_of(pvec), T, B, C, hw, xf.data_ptr(),
+        mean.data_ptr(), var.data_ptr(), eps, gamma.data_ptr(), beta.data_ptr(), dsf.data_ptr(), dx.data_ptr(),
+        dgamma.data_ptr(), dbeta.data_ptr(), _state(v_in, None, dv_in, dv_out if want_dv else None),
+        _ptr(workspace), ws_bytes)
+    return dx.to(x.dtype), dgamma, dbeta, dv_out
