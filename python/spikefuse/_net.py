@@ -65,7 +65,7 @@ def _bind():
                                                                ctypes.POINTER(TensorInfo)]),
             tensor_read=b("sf_net_tensor_read", ctypes.c_int, [_H, ctypes.c_int, ctypes.c_int32, ctypes.c_void_p]),
             compile=b("sf_net_compile", ctypes.c_int, [_H, ctypes.c_int64, ctypes.c_int64]),
-            forward=b("sf_net_forward", ctypes.c_int, [_H, ctypes.c_void_p, ctypes.c_int32]),
+            eval_step=b("sf_net_eval_step", ctypes.c_int, [_H, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]),
             logits=b("sf_net_logits", ctypes.c_int, [_H, ctypes.c_void_p]),
         )
         missing = [n for n, f in names.items() if f is None]
@@ -101,6 +101,7 @@ class TrainedNet:
     """A network of libspikefuse loaded from a checkpoint (on the CPU); closes its handle when collected."""
 
     def __init__(self, path):
+        self._h = None
         f = _bind()
         handle = _H()
         _lib.check(f["load"](str(path).encode(), Device(_lib.DEVICE_CPU, 0), ctypes.byref(handle)),
@@ -147,5 +148,6 @@ class TrainedNet:
         """The library's evaluation-mode logits (T-mean of the readout): x_ptr the address of a host float32
         [T, B, C, H, W] input, out_ptr of B·classes floats."""
         _lib.check(self._f["compile"](self._h, T, B), "sf_net_compile")
-        _lib.check(self._f["forward"](self._h, x_ptr, 0), "sf_net_forward")
+        result = (ctypes.c_ubyte * 64)()  # sf_step_result, with room for fields added later
+        _lib.check(self._f["eval_step"](self._h, x_ptr, None, result), "sf_net_eval_step")
         _lib.check(self._f["logits"](self._h, out_ptr), "sf_net_logits")
