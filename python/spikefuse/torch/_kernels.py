@@ -93,30 +93,30 @@ def as_fp32(t):
 
 
 def state_out(x, keep):
-    """v_out [*x.shape[1:]] fp32 when the state is kept, else an empty placeholder."""
-    return torch.empty(x.shape[1:] if keep else (0,), dtype=torch.float32, device=x.device)
+    """v_out [*x.shape[1:]] fp32 when the state is kept, else None."""
+    return torch.empty(x.shape[1:], dtype=torch.float32, device=x.device) if keep else None
 
 
 def lif_forward(x, v_in, pvec, keep_state):
-    """(spikes in x's dtype, v after the last step or an empty tensor) of x [T, ...] from v_in (None: v_reset)."""
+    """(spikes in x's dtype, v after the last step or None) of x [T, ...] from v_in (None: v_reset)."""
     xf = as_fp32(x)
     s = torch.empty_like(xf)
     v_out = state_out(x, keep_state)
     T = x.shape[0]
     run(_lib.sf_lif_forward_state, "sf_lif_forward_state", launch_target(xf), lif_params_of(pvec), T,
-        xf.numel() // T, xf.data_ptr(), s.data_ptr(), _state(v_in, v_out if keep_state else None))
+        xf.numel() // T, xf.data_ptr(), s.data_ptr(), _state(v_in, v_out))
     return s.to(x.dtype), v_out
 
 
 def lif_backward(x, v_in, ds, dv_in, pvec, want_dv):
-    """(dx in x's dtype, ∂L/∂v_in or an empty tensor), recomputing the membrane from x and v_in."""
+    """(dx in x's dtype, ∂L/∂v_in or None), recomputing the membrane from x and v_in."""
     xf, dsf = as_fp32(x), as_fp32(ds)
     dx = torch.empty_like(xf)
     dv_out = state_out(x, want_dv)
     T = x.shape[0]
     run(_lib.sf_lif_backward_state, "sf_lif_backward_state", launch_target(xf), lif_params_of(pvec), T,
         xf.numel() // T, xf.data_ptr(), dsf.data_ptr(), dx.data_ptr(),
-        _state(v_in, None, dv_in, dv_out if want_dv else None))
+        _state(v_in, None, dv_in, dv_out))
     return dx.to(x.dtype), dv_out
 
 
@@ -133,7 +133,7 @@ def _need_bn_lif():
 
 
 def bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
-    """(spikes in x's dtype, v after the last step or empty) of BN(x) → LIF, x [T, B, C, *spatial]."""
+    """(spikes in x's dtype, v after the last step or None) of BN(x) → LIF, x [T, B, C, *spatial]."""
     _need_bn_lif()
     xf = as_fp32(x)
     s = torch.empty_like(xf)
@@ -141,12 +141,12 @@ def bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
     T, B, C, hw = _bn_shape(x)
     run(_lib.sf_bn_lif_forward, "sf_bn_lif_forward", launch_target(xf), lif_params_of(pvec), T, B, C, hw,
         xf.data_ptr(), mean.data_ptr(), var.data_ptr(), eps, gamma.data_ptr(), beta.data_ptr(), s.data_ptr(),
-        _state(v_in, v_out if keep_state else None))
+        _state(v_in, v_out))
     return s.to(x.dtype), v_out
 
 
 def bn_lif_backward(x, mean, var, gamma, beta, v_in, ds, dv_in, eps, pvec, want_dv):
-    """(dx in x's dtype, dgamma, dbeta, ∂L/∂v_in or empty) with mean, var x's batch statistics."""
+    """(dx in x's dtype, dgamma, dbeta, ∂L/∂v_in or None) with mean, var x's batch statistics."""
     _need_bn_lif()
     xf, dsf = as_fp32(x), as_fp32(ds)
     dx = torch.empty_like(xf)
@@ -158,6 +158,6 @@ def bn_lif_backward(x, mean, var, gamma, beta, v_in, ds, dv_in, eps, pvec, want_
     workspace = torch.empty(ws_bytes, dtype=torch.uint8, device=x.device) if ws_bytes else None
     run(_lib.sf_bn_lif_backward, "sf_bn_lif_backward", target, lif_params_of(pvec), T, B, C, hw, xf.data_ptr(),
         mean.data_ptr(), var.data_ptr(), eps, gamma.data_ptr(), beta.data_ptr(), dsf.data_ptr(), dx.data_ptr(),
-        dgamma.data_ptr(), dbeta.data_ptr(), _state(v_in, None, dv_in, dv_out if want_dv else None),
+        dgamma.data_ptr(), dbeta.data_ptr(), _state(v_in, None, dv_in, dv_out),
         _ptr(workspace), ws_bytes)
     return dx.to(x.dtype), dgamma, dbeta, dv_out

@@ -1,23 +1,32 @@
-"""_ops.py — the differentiable fused ops over _kernels.py, in one of two forms with the same signatures:
-- torch >= 2.4: operators registered with torch.library.custom_op ("spikefuse::lif_forward", ...) with fake
-  kernels (shapes and dtypes only) and registered autograd, so torch.compile(fullgraph=True) keeps them in its
-  graph without a break and torch.export writes them out;
-- older torch (Debian's 1.13) or SPIKEFUSE_CUSTOM_OPS=0: torch.autograd.Function.
+"""_ops.py — the differentiable fused ops over _kernels.py, in two forms with the same semantics:
+- eager (every torch): torch.autograd.Function, with the forward kernel launched before Function.apply so that
+  autograd's bookkeeping overlaps it on a GPU (each microsecond of host time shows in a single pass);
+- traced (torch >= 2.4, unless SPIKEFUSE_CUSTOM_OPS=0): operators registered with torch.library.custom_op
+  ("spikefuse::lif_forward", ...) with fake kernels (shapes and dtypes only) and registered autograd, which
+  torch.compile(fullgraph=True) keeps in its graph without a break and torch.export writes out. They are used while
+  torch.compile / torch.export trace (torch.compiler.is_compiling()), and may be called directly as
+  torch.ops.spikefuse.*.
 
 lif(x, v_in, pvec, keep_state) -> (s, v_out) and bn_lif(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state)
--> (s, v_out): v_in (None: the sequence starts at v_reset) and v_out ([*x.shape[1:]] fp32, or an empty tensor
-without keep_state) carry the membrane across calls, and the gradient flows through them from one call to the
-previous one. mean and var are treated as x's batch statistics (the backward differentiates through them), so
-pass them detached."""
+-> (s, v_out): v_in (None: the sequence starts at v_reset) and v_out ([*x.shape[1:]] fp32; None in eager mode
+and an empty tensor in traced mode without keep_state) carry the membrane across calls, and the gradient flows
+through them from one call to the previous one. mean and var are taken as x's batch statistics (the backward
+differentiates through them), so pass them detached."""
 import os
 from typing import List, Optional, Tuple
 
 import torch
+from torch.autograd.function import once_differentiable
 
 from . import _kernels
 
 CUSTOM_OPS = hasattr(torch, "library") and hasattr(torch.library, "custom_op") and \
     os.environ.get("SPIKEFUSE_CUSTOM_OPS", "1") != "0"
+
+
+def _is_compiling():
+    compiler = getattr(torch, "compiler", None)
+    return bool(compiler is not None and compiler.is_compiling())
 
 
 def _dv_in(dv, keep_state):
@@ -29,12 +38,73 @@ def _wants_dv(v_in, needs_grad):
     return v_in is not None and needs_grad
 
 
+def _needs_graph(*tensors):
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+class LIFFunction(torch.autograd.Function):
+    """The fused LIF's autograd node in eager mode: apply(x, v_in, pvec, keep_state, (s, v_out)) with the outputs
+    already computed by _kernels.lif_forward (inside a tuple, so autograd does not see inputs returned as outputs,
+    which it would turn into views)."""
+
+    @staticmethod
+    def forward(ctx, x, v_in, pvec, keep_state, computed):
+        ctx.save_for_backward(x, v_in)
+        ctx.pvec, ctx.keep_state = pvec, keep_state
+        return computed
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, ds, dv):
+        x, v_in = ctx.saved_tensors
+        want_dv = _wants_dv(v_in, ctx.needs_input_grad[1])
+        dx, dv_out = _kernels.lif_backward(x, v_in, ds.contiguous(), _dv_in(dv, ctx.keep_state), ctx.pvec, want_dv)
+        return dx, dv_out, None, None, None
+
+
+class BNLIFFunction(torch.autograd.Function):
+    """The fused BN+LIF's autograd node in eager mode (as LIFFunction)."""
+
+    @staticmethod
+    def forward(ctx, x, mean, var, gamma, beta, v_in, eps, pvec, keep_state, computed):
+        ctx.save_for_backward(x, mean, var, gamma, beta, v_in)
+        ctx.eps, ctx.pvec, ctx.keep_state = eps, pvec, keep_state
+        return computed
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, ds, dv):
+        x, mean, var, gamma, beta, v_in = ctx.saved_tensors
+        want_dv = _wants_dv(v_in, ctx.needs_input_grad[5])
+        dx, dgamma, dbeta, dv_out = _kernels.bn_lif_backward(x, mean, var, gamma, beta, v_in, ds.contiguous(),
+                                                             _dv_in(dv, ctx.keep_state), ctx.eps, ctx.pvec, want_dv)
+        return dx, None, None, dgamma, dbeta, dv_out, None, None, None, None
+
+
+def _eager_lif(x, v_in, pvec, keep_state):
+    out = _kernels.lif_forward(x, v_in, pvec, keep_state)
+    return LIFFunction.apply(x, v_in, pvec, keep_state, out) if _needs_graph(x, v_in) else out
+
+
+def _eager_bn_lif(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
+    out = _kernels.bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state)
+    if _needs_graph(x, gamma, beta, v_in):
+        return BNLIFFunction.apply(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state, out)
+    return out
+
+
+def _or_empty(t, x):
+    """Custom ops return tensors only: an absent state is an empty one."""
+    return t if t is not None else x.new_empty((0,), dtype=torch.float32)
+
+
 if CUSTOM_OPS:
     Tensor = torch.Tensor
 
     @torch.library.custom_op("spikefuse::lif_forward", mutates_args=())
     def _lif_forward(x: Tensor, v_in: Optional[Tensor], pvec: List[float], keep_state: bool) -> Tuple[Tensor, Tensor]:
-        return _kernels.lif_forward(x, v_in, tuple(pvec), keep_state)
+        s, v_out = _kernels.lif_forward(x, v_in, tuple(pvec), keep_state)
+        return s, _or_empty(v_out, x)
 
     @_lif_forward.register_fake
     def _(x, v_in, pvec, keep_state):
@@ -43,7 +113,8 @@ if CUSTOM_OPS:
     @torch.library.custom_op("spikefuse::lif_backward", mutates_args=())
     def _lif_backward(x: Tensor, v_in: Optional[Tensor], ds: Tensor, dv_in: Optional[Tensor], pvec: List[float],
                       want_dv: bool) -> Tuple[Tensor, Tensor]:
-        return _kernels.lif_backward(x, v_in, ds.contiguous(), dv_in, tuple(pvec), want_dv)
+        dx, dv_out = _kernels.lif_backward(x, v_in, ds.contiguous(), dv_in, tuple(pvec), want_dv)
+        return dx, _or_empty(dv_out, x)
 
     @_lif_backward.register_fake
     def _(x, v_in, ds, dv_in, pvec, want_dv):
@@ -65,7 +136,8 @@ if CUSTOM_OPS:
     @torch.library.custom_op("spikefuse::bn_lif_forward", mutates_args=())
     def _bn_lif_forward(x: Tensor, mean: Tensor, var: Tensor, gamma: Tensor, beta: Tensor, v_in: Optional[Tensor],
                         eps: float, pvec: List[float], keep_state: bool) -> Tuple[Tensor, Tensor]:
-        return _kernels.bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, tuple(pvec), keep_state)
+        s, v_out = _kernels.bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, tuple(pvec), keep_state)
+        return s, _or_empty(v_out, x)
 
     @_bn_lif_forward.register_fake
     def _(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
@@ -75,8 +147,9 @@ if CUSTOM_OPS:
     def _bn_lif_backward(x: Tensor, mean: Tensor, var: Tensor, gamma: Tensor, beta: Tensor, v_in: Optional[Tensor],
                          ds: Tensor, dv_in: Optional[Tensor], eps: float, pvec: List[float],
                          want_dv: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
-        return _kernels.bn_lif_backward(x, mean, var, gamma, beta, v_in, ds.contiguous(), dv_in, eps, tuple(pvec),
-                                        want_dv)
+        dx, dgamma, dbeta, dv_out = _kernels.bn_lif_backward(x, mean, var, gamma, beta, v_in, ds.contiguous(), dv_in,
+                                                             eps, tuple(pvec), want_dv)
+        return dx, dgamma, dbeta, _or_empty(dv_out, x)
 
     @_bn_lif_backward.register_fake
     def _(x, mean, var, gamma, beta, v_in, ds, dv_in, eps, pvec, want_dv):
@@ -97,58 +170,14 @@ if CUSTOM_OPS:
 
     _bn_lif_forward.register_autograd(_bn_lif_grad, setup_context=_bn_lif_setup)
 
-    def lif(x, v_in, pvec, keep_state):
+
+def lif(x, v_in, pvec, keep_state):
+    if CUSTOM_OPS and _is_compiling():
         return _lif_forward(x, v_in, list(pvec), keep_state)
+    return _eager_lif(x, v_in, pvec, keep_state)
 
-    def bn_lif(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
+
+def bn_lif(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
+    if CUSTOM_OPS and _is_compiling():
         return _bn_lif_forward(x, mean, var, gamma, beta, v_in, float(eps), list(pvec), keep_state)
-
-else:
-    from torch.autograd.function import once_differentiable
-
-    class LIFFunction(torch.autograd.Function):
-        """The fused LIF's autograd node where torch has no custom ops (see the module docstring)."""
-
-        @staticmethod
-        def forward(ctx, x, v_in, pvec, keep_state):
-            s, v_out = _kernels.lif_forward(x, v_in, pvec, keep_state)
-            ctx.save_for_backward(x, v_in)
-            ctx.pvec, ctx.keep_state = pvec, keep_state
-            return s, v_out
-
-        @staticmethod
-        @once_differentiable
-        def backward(ctx, ds, dv):
-            x, v_in = ctx.saved_tensors
-            want_dv = _wants_dv(v_in, ctx.needs_input_grad[1])
-            dx, dv_out = _kernels.lif_backward(x, v_in, ds.contiguous(), _dv_in(dv, ctx.keep_state), ctx.pvec,
-                                               want_dv)
-            return dx, dv_out if want_dv else None, None, None
-
-    class BNLIFFunction(torch.autograd.Function):
-        """The fused BN+LIF's autograd node where torch has no custom ops."""
-
-        @staticmethod
-        def forward(ctx, x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
-            s, v_out = _kernels.bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state)
-            ctx.save_for_backward(x, mean, var, gamma, beta, v_in)
-            ctx.eps, ctx.pvec, ctx.keep_state = eps, pvec, keep_state
-            return s, v_out
-
-        @staticmethod
-        @once_differentiable
-        def backward(ctx, ds, dv):
-            x, mean, var, gamma, beta, v_in = ctx.saved_tensors
-            want_dv = _wants_dv(v_in, ctx.needs_input_grad[5])
-            dx, dgamma, dbeta, dv_out = _kernels.bn_lif_backward(x, mean, var, gamma, beta, v_in, ds.contiguous(),
-                                                                 _dv_in(dv, ctx.keep_state), ctx.eps, ctx.pvec,
-                                                                 want_dv)
-            return dx, None, None, dgamma, dbeta, dv_out if want_dv else None, None, None, None
-
-    def lif(x, v_in, pvec, keep_state):
-        if torch.is_grad_enabled() and (x.requires_grad or (v_in is not None and v_in.requires_grad)):
-            return LIFFunction.apply(x, v_in, pvec, keep_state)
-        return _kernels.lif_forward(x, v_in, pvec, keep_state)
-
-    def bn_lif(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
-        return BNLIFFunction.apply(x, mean, var, gamma, beta, v_in, float(eps), pvec, keep_state)
+    return _eager_bn_lif(x, mean, var, gamma, beta, v_in, float(eps), pvec, keep_state)
