@@ -92,6 +92,11 @@ def as_fp32(t):
     return t.float().contiguous() if t.dtype in HALF_DTYPES else t.contiguous()
 
 
+def as_dtype(t, dtype):
+    """t in dtype (Tensor.to costs microseconds even when there is nothing to do)."""
+    return t if t.dtype is dtype else t.to(dtype)
+
+
 def state_out(x, keep):
     """v_out [*x.shape[1:]] fp32 when the state is kept, else None."""
     return torch.empty(x.shape[1:], dtype=torch.float32, device=x.device) if keep else None
@@ -105,7 +110,7 @@ def lif_forward(x, v_in, pvec, keep_state):
     T = x.shape[0]
     run(_lib.sf_lif_forward_state, "sf_lif_forward_state", launch_target(xf), lif_params_of(pvec), T,
         xf.numel() // T, xf.data_ptr(), s.data_ptr(), _state(v_in, v_out))
-    return s.to(x.dtype), v_out
+    return as_dtype(s, x.dtype), v_out
 
 
 def lif_backward(x, v_in, ds, dv_in, pvec, want_dv):
@@ -117,7 +122,7 @@ def lif_backward(x, v_in, ds, dv_in, pvec, want_dv):
     run(_lib.sf_lif_backward_state, "sf_lif_backward_state", launch_target(xf), lif_params_of(pvec), T,
         xf.numel() // T, xf.data_ptr(), dsf.data_ptr(), dx.data_ptr(),
         _state(v_in, None, dv_in, dv_out))
-    return dx.to(x.dtype), dv_out
+    return as_dtype(dx, x.dtype), dv_out
 
 
 def _bn_shape(x):
@@ -142,7 +147,7 @@ def bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
     run(_lib.sf_bn_lif_forward, "sf_bn_lif_forward", launch_target(xf), lif_params_of(pvec), T, B, C, hw,
         xf.data_ptr(), mean.data_ptr(), var.data_ptr(), eps, gamma.data_ptr(), beta.data_ptr(), s.data_ptr(),
         _state(v_in, v_out))
-    return s.to(x.dtype), v_out
+    return as_dtype(s, x.dtype), v_out
 
 
 def bn_lif_backward(x, mean, var, gamma, beta, v_in, ds, dv_in, eps, pvec, want_dv):
@@ -160,4 +165,4 @@ def bn_lif_backward(x, mean, var, gamma, beta, v_in, ds, dv_in, eps, pvec, want_
         mean.data_ptr(), var.data_ptr(), eps, gamma.data_ptr(), beta.data_ptr(), dsf.data_ptr(), dx.data_ptr(),
         dgamma.data_ptr(), dbeta.data_ptr(), _state(v_in, None, dv_in, dv_out),
         _ptr(workspace), ws_bytes)
-    return dx.to(x.dtype), dgamma, dbeta, dv_out
+    return as_dtype(dx, x.dtype), dgamma, dbeta, dv_out

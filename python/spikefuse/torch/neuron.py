@@ -123,7 +123,8 @@ class _Neuron(torch.nn.Module):
         if self.store_v_seq and self.step_mode == "m":
             return self._sequence_with_v_seq(x_seq)
         s, u = self._run(x_seq, self._u, keep)
-        self._u = u if keep else None
+        if keep or self._u is not None:  # a Module attribute write costs microseconds: only when it changes
+            self._u = u if keep else None
         return s
 
     def _sequence_with_v_seq(self, x_seq):
