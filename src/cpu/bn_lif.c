@@ -70,7 +70,7 @@ SF_CPU_CLONES static int64_t forward_block(const bn_lif_geom *g, const sf_lif_co
     gather(g, n0, nb, shift, sh);
     float *s = out->s ? out->s + n0 : NULL, *h = out->h ? out->h + n0 : NULL;
     uint8_t *s8 = out->s_u8 ? out->s_u8 + n0 : NULL;
-#define SF_FWD(soft, bytes) sf_block_forward(k, soft, 1, bytes, g->T, g->N, nb, x + n0, sc, sh, NULL, 0, s, h, s8)
+#define SF_FWD(soft, bytes) sf_block_forward(k, soft, 1, bytes, g->T, g->N, nb, x + n0, sc, sh, NULL, 0, s, h, s8, NULL)
     if (s8) return soft ? SF_FWD(1, 1) : SF_FWD(0, 1);
     return soft ? SF_FWD(1, 0) : SF_FWD(0, 0);
 #undef SF_FWD
