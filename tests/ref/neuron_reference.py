@@ -64,6 +64,25 @@ def lif(x_seq, a, c, v_threshold=1.0, v_reset=0.0, soft_reset=False, detach_rese
     return torch.stack(spikes), torch.stack(hs)
 
 
+def rlif(x_seq, V, a, c, v_threshold=1.0, v_reset=0.0, soft_reset=False, detach_reset=False, surrogate="sigmoid",
+         alpha=None, grad_threshold=None):
+    """The recurrent LIF layer (spikefuse's rlif): the input current at step t is x_t + V·s_{t-1} (s_0 = 0), then the
+    LIF step as lif() takes it; the recurrent path carries gradient (detach_reset detaches only the reset).
+    x_seq [T, B, n], V [n, n]. Returns (spikes, h)."""
+    alpha = DEFAULT_ALPHA[surrogate] if alpha is None else alpha
+    v = torch.full_like(x_seq[0], 0.0 if soft_reset else v_reset)
+    s = torch.zeros_like(x_seq[0])
+    spikes, hs = [], []
+    for t in range(x_seq.shape[0]):
+        h = a * v + c * (x_seq[t] + s @ V.T)
+        s = Spike.apply(h, v_threshold, surrogate, alpha, grad_threshold)
+        r = s.detach() if detach_reset else s
+        v = h - v_threshold * r if soft_reset else h * (1 - r) + v_reset * r
+        spikes.append(s)
+        hs.append(h)
+    return torch.stack(spikes), torch.stack(hs)
+
+
 def lif_node(x_seq, tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=False,
              surrogate="sigmoid", alpha=None, grad_threshold=None):
     """Spikes of x_seq [T, *] with SpikingJelly's LIFNode parameters and equations (v_reset=None: soft reset)."""
