@@ -158,6 +158,8 @@ typedef struct sf_layer_desc {
     sf_lif_params lif;    /* LIF, RLIF */
     int32_t sparse;       /* LINEAR, RLIF: -1 follows sf_net_params.sparse (default), else an sf_sparse_mode; ON
                            * for a layer whose input is not spikes is an error */
+    float init_gain;      /* LINEAR, CONV2D, RLIF: the weights of PyTorch's default initialisation times this (the
+                           * bias stays as drawn); default 1 */
 } sf_layer_desc;
 
 SF_API void sf_layer_default_desc(sf_layer_kind kind, sf_layer_desc *d);

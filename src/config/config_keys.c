@@ -111,6 +111,8 @@ const sf_key_spec sf_layer_keys[] = {
      .kinds = K(SF_LAYER_DROPOUT)},
     {.name = "sparse", .type = SF_V_ENUM_OR_DEFAULT, .offset = DESC(sparse), .choices = sparse_names,
      .kinds = K(SF_LAYER_LINEAR) | K(SF_LAYER_RLIF)},
+    {.name = "init_gain", .type = SF_V_FLOAT, .offset = DESC(init_gain), .min = 0, .max = 1e6, .open_min = 1,
+     .kinds = K(SF_LAYER_LINEAR) | K(SF_LAYER_CONV2D) | K(SF_LAYER_RLIF)},
 };
 const int sf_num_layer_keys = (int)(sizeof sf_layer_keys / sizeof sf_layer_keys[0]);
 

@@ -2,6 +2,7 @@
 #include "core/error.h"
 #include "core/net_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@ void sf_layer_default_desc(sf_layer_kind kind, sf_layer_desc *d)
     d->bn_momentum = 0.1f;
     sf_lif_default_params(&d->lif);
     d->sparse = -1;
+    d->init_gain = 1.0f;
 }
 
 void sf_net_default_params(sf_net_params *p)
@@ -216,6 +218,9 @@ static sf_status infer_shape(sf_net *net, sf_net_layer *l, int32_t index)
     }
     default: return sf_fail(SF_ERR_INVALID, "layer %d: unknown kind %d", index, (int)d->kind);
     }
+    if (!(d->init_gain > 0.0f) || isinf(d->init_gain))
+        return sf_fail(SF_ERR_INVALID, "layer %d (%s): init_gain = %g must be a finite number > 0", index, name,
+                       (double)d->init_gain);
     if (d->sparse < -1 || d->sparse > SF_SPARSE_ON)
         return sf_fail(SF_ERR_INVALID, "layer %d (%s): sparse = %d is not -1 (the net's), off, auto or on", index,
                        name, (int)d->sparse);

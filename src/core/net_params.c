@@ -48,7 +48,8 @@ static sf_status init_params(sf_net *net)
         double bound = 1.0 / sqrt((double)(l->w_numel / fan_out));
         uint64_t stream = INIT_STREAM + (uint64_t)i;
         for (int64_t k = 0; k < l->w_numel; k++)
-            hp[l->w_off + k] = (float)((2.0 * sf_uniform(net->p.seed, stream, (uint64_t)k) - 1.0) * bound);
+            hp[l->w_off + k] =
+                (float)((2.0 * sf_uniform(net->p.seed, stream, (uint64_t)k) - 1.0) * bound) * l->d.init_gain;
         for (int64_t k = 0; k < l->b_numel; k++)
             hp[l->b_off + k] =
                 (float)((2.0 * sf_uniform(net->p.seed, stream, (uint64_t)(l->w_numel + k)) - 1.0) * bound);
