@@ -74,7 +74,8 @@ SF_API const char *sf_build_info(void);
  *   atan          (alpha/2) / (1 + (π/2·alpha·z)²)
  *   fast_sigmoid  1 / (alpha·|z| + 1)²
  *   rect          alpha if |z| < 1/(2·alpha) else 0
- * and is 0 where h < grad_threshold when use_grad_threshold is set (the sparse backward of Finkbeiner & Neftci). */
+ * and is 0 where h < grad_threshold when use_grad_threshold is set (the sparse backward of Finkbeiner & Neftci);
+ * with grad_cut, dL/dh is 0 there as well. */
 typedef enum sf_surrogate {
     SF_SURROGATE_SIGMOID = 0,
     SF_SURROGATE_ATAN,
@@ -94,6 +95,10 @@ typedef struct sf_lif_params {
     float alpha;                /* surrogate sharpness; default 4 (sigmoid) */
     int32_t use_grad_threshold; /* default 0 */
     float grad_threshold;       /* θ_grad, used when use_grad_threshold is set */
+    int32_t grad_cut;           /* with use_grad_threshold: dL/dh itself is 0 where h < grad_threshold, so no gradient
+                                 * flows through the membrane of a neuron below it at that step either (Perez-Nieves &
+                                 * Goodman's sparse gradient, as Finkbeiner & Neftci train): the backward becomes
+                                 * sparse; default 0 */
 } sf_lif_params;
 
 /* SpikingJelly's LIFNode defaults: tau=2, decay_input, θ=1, hard reset to 0, sigmoid alpha=4. */

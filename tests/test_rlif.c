@@ -1,6 +1,7 @@
 /* test_rlif.c — networks with a recurrent LIF layer against PyTorch float64 (tests/ref/gen_rlif.py): the loss,
  * every parameter gradient (BPTT through the recurrence) and a 10-step SGD trajectory, with the recurrence dense
- * and event-driven, in both memory modes. Full and recompute must agree bitwise. */
+ * and event-driven, in both memory modes; one of them with grad_cut's sparse gradient in a recurrent and a plain
+ * LIF layer. Full and recompute must agree bitwise. */
 #include "testutil.h"
 
 #include <math.h>
@@ -12,9 +13,11 @@ typedef struct rlif_case {
     int32_t T, B, in, hidden, classes;
     int first_is_rlif; /* rlif_c: the recurrent layer reads the network input */
     sf_lif_params lif;
+    int32_t hidden2;   /* rlif_e: then linear -> lif (the same neuron) of this size -> linear */
 } rlif_case;
 
-static sf_lif_params neuron(float tau, int soft, int detach, sf_surrogate sg, float alpha, float grad_threshold)
+static sf_lif_params neuron(float tau, int soft, int detach, sf_surrogate sg, float alpha, float grad_threshold,
+                            int grad_cut)
 {
     sf_lif_params p;
     sf_lif_default_params(&p);
@@ -25,6 +28,7 @@ static sf_lif_params neuron(float tau, int soft, int detach, sf_surrogate sg, fl
     p.alpha = alpha;
     p.use_grad_threshold = grad_threshold > 0.0f;
     p.grad_threshold = grad_threshold;
+    p.grad_cut = grad_cut;
     return p;
 }
 
@@ -47,6 +51,14 @@ static sf_net *make(const rlif_case *c, const sf_safetensors *fx, sf_memory_mode
     sf_layer_default_desc(SF_LAYER_RLIF, &d);
     d.lif = c->lif;
     CHECK_OK(sf_net_add(net, &d, NULL));
+    if (c->hidden2) {
+        sf_layer_default_desc(SF_LAYER_LINEAR, &d);
+        d.out_features = c->hidden2;
+        CHECK_OK(sf_net_add(net, &d, NULL));
+        sf_layer_default_desc(SF_LAYER_LIF, &d);
+        d.lif = c->lif;
+        CHECK_OK(sf_net_add(net, &d, NULL));
+    }
     sf_layer_default_desc(SF_LAYER_LINEAR, &d);
     d.out_features = c->classes;
     CHECK_OK(sf_net_add(net, &d, NULL));
@@ -94,9 +106,9 @@ static void check_step(const rlif_case *c, const sf_safetensors *fx, sf_net *net
         free(g);
         free(ref);
     }
-    float rate;
-    CHECK(sf_net_firing_rates(net, &rate, 1) == 1 && rate > 0.0f && rate < 1.0f, "%s %s: firing rate %g", c->fixture,
-          mode, rate);
+    float rate[2];
+    CHECK(sf_net_firing_rates(net, rate, 2) == 1 + (c->hidden2 > 0) && rate[0] > 0.0f && rate[0] < 1.0f,
+          "%s %s: firing rate %g", c->fixture, mode, rate[0]);
     free(x);
     free(loss);
 }
@@ -120,10 +132,11 @@ static void check_trajectory(const rlif_case *c, const sf_safetensors *fx, sf_ne
 int main(void)
 {
     const rlif_case cases[] = {
-        {"rlif_a.safetensors", 6, 3, 10, 24, 5, 0, neuron(2.0f, 0, 1, SF_SURROGATE_FAST_SIGMOID, 10.0f, 0.0f)},
-        {"rlif_b.safetensors", 5, 2, 10, 16, 4, 0, neuron(2.0f, 1, 0, SF_SURROGATE_SIGMOID, 4.0f, 0.3f)},
-        {"rlif_c.safetensors", 4, 2, 12, 12, 3, 1, neuron(4.0f, 0, 0, SF_SURROGATE_ATAN, 2.0f, 0.0f)},
-        {"rlif_d.safetensors", 1, 1, 5, 7, 3, 0, neuron(2.0f, 0, 1, SF_SURROGATE_FAST_SIGMOID, 10.0f, 0.0f)},
+        {"rlif_a.safetensors", 6, 3, 10, 24, 5, 0, neuron(2.0f, 0, 1, SF_SURROGATE_FAST_SIGMOID, 10.0f, 0.0f, 0), 0},
+        {"rlif_b.safetensors", 5, 2, 10, 16, 4, 0, neuron(2.0f, 1, 0, SF_SURROGATE_SIGMOID, 4.0f, 0.3f, 0), 0},
+        {"rlif_c.safetensors", 4, 2, 12, 12, 3, 1, neuron(4.0f, 0, 0, SF_SURROGATE_ATAN, 2.0f, 0.0f, 0), 0},
+        {"rlif_d.safetensors", 1, 1, 5, 7, 3, 0, neuron(2.0f, 0, 1, SF_SURROGATE_FAST_SIGMOID, 10.0f, 0.0f, 0), 0},
+        {"rlif_e.safetensors", 6, 3, 10, 20, 4, 0, neuron(2.0f, 0, 1, SF_SURROGATE_FAST_SIGMOID, 10.0f, 0.5f, 1), 18},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const rlif_case *c = &cases[k];

@@ -1,6 +1,6 @@
 /* test_sparse_net.c — whole networks with event-driven layers against the same networks run dense, on the CPU:
  * an MLP on input spikes, a conv → LIF → max-pool → linear net and a recurrent net, in both memory modes, with and
- * without grad_threshold. Sparse and dense must give the same firing rates (identical spikes), losses within
+ * without grad_threshold (and with grad_cut). Sparse and dense must give the same firing rates (identical spikes), losses within
  * 1e-6 and every gradient within 1e-5 (relative), and follow each other over ten Adam steps. Also: the plan keeps
  * spikes as bits (fewer saved bytes than dense's bytes); auto takes the dense path at full activity and the sparse
  * one at a fixed crossover above the density; a silent layer; bad input (spikes promised but not given, sparse on
@@ -20,8 +20,8 @@ typedef struct setup {
     int net;
     sf_sparse_mode mode;
     sf_memory_mode memory;
-    int grad_threshold;
-    float threshold; /* v_threshold of every neuron layer */
+    int grad_threshold; /* 0 off, 1 on, 2 on with grad_cut */
+    float threshold;    /* v_threshold of every neuron layer */
     float crossover;
 } setup;
 
@@ -39,8 +39,9 @@ static sf_layer_desc neuron(sf_layer_kind kind, const setup *s)
     d.lif.alpha = 10.0f;
     d.lif.detach_reset = 1;
     d.lif.v_threshold = s->threshold;
-    d.lif.use_grad_threshold = s->grad_threshold;
+    d.lif.use_grad_threshold = s->grad_threshold > 0;
     d.lif.grad_threshold = 0.5f;
+    d.lif.grad_cut = s->grad_threshold == 2;
     return d;
 }
 
@@ -195,6 +196,11 @@ static void compare(setup s)
     }
     CHECK(eligible >= 2 && sparse_paths == eligible, "%s: %d eligible layers, %d ran sparse", what, eligible,
           sparse_paths);
+    /* with grad_cut the gradient below a layer is nonzero at the neuron-steps above θ_grad only: sparse */
+    for (int32_t i = 0; i < L && s.grad_threshold == 2; i++)
+        if (info[i].eligible && i + 1 < L)
+            CHECK(info[i].grad_density >= 0.0f && info[i].grad_density < 0.5f, "%s: layer %d gradient density %g",
+                  what, i, info[i].grad_density);
     for (int k = 0; k < 10; k++) {
         batch bk = make_batch(s.net, 0.15f, 100 + (uint64_t)k);
         sf_step_result a, c;
@@ -340,7 +346,7 @@ int main(void)
 {
     for (int net = 0; net < NET_COUNT; net++)
         for (int memory = 0; memory < 2; memory++)
-            for (int g = 0; g < 2; g++) compare((setup){net, SF_SPARSE_ON, (sf_memory_mode)memory, g, 1.0f, 0});
+            for (int g = 0; g < 3; g++) compare((setup){net, SF_SPARSE_ON, (sf_memory_mode)memory, g, 1.0f, 0});
     test_plan();
     test_auto();
     test_silent();

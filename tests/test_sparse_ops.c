@@ -4,7 +4,8 @@
  *   and counts that say the same (and equal spikes_compact's of the dense spikes); spikes_expand inverts them;
  *   the event-driven linear forward and backward equal linear_forward / linear_backward within 1e-5 (sums in
  *   another order), with and without a mask of the nonzero output gradient;
- *   the masked LIF backward writes the dense backward's dx bitwise and a mask that marks exactly its nonzeros;
+ *   the masked LIF backward writes the dense backward's dx bitwise and a mask that marks exactly its nonzeros
+ *   (grad_threshold off, on, and with grad_cut);
  *   the recurrent LIF: event-driven and dense recurrence give the same spikes and, within 1e-5, the same h and
  *   gradients; recomputing from x gives what the saved h gives, bitwise. */
 #include "cpu/cpu_backend.h"
@@ -210,8 +211,9 @@ static void test_lif_masked(const shape *sh, int grad_threshold, int full)
     p.surrogate = SF_SURROGATE_FAST_SIGMOID;
     p.alpha = 10.0f;
     p.detach_reset = 1;
-    p.use_grad_threshold = grad_threshold;
+    p.use_grad_threshold = grad_threshold > 0;
     p.grad_threshold = 0.6f;
+    p.grad_cut = grad_threshold == 2;
     sf_lif_out out = {.h = h};
     CHECK_OK(be->lif_forward(be, &p, sh->T, N, x, &out));
     const float *hh = full ? h : NULL;
@@ -251,8 +253,9 @@ static void test_rlif(int64_t T, int64_t B, int64_t n, int grad_threshold)
     p.surrogate = SF_SURROGATE_FAST_SIGMOID;
     p.alpha = 10.0f;
     p.detach_reset = 1;
-    p.use_grad_threshold = grad_threshold;
+    p.use_grad_threshold = grad_threshold > 0;
     p.grad_threshold = 0.5f;
+    p.grad_cut = grad_threshold == 2;
     void *ws = malloc(be->rlif_workspace(be, T, B, n));
     sf_spikes c[2] = {alloc_spikes(rows, n), alloc_spikes(rows, n)};
     for (int k = 0; k < 2; k++) { /* k = 0 dense, 1 event-driven */
@@ -266,11 +269,20 @@ static void test_rlif(int64_t T, int64_t B, int64_t n, int grad_threshold)
     CHECK(cnt[0] == cnt[1] && cnt[0] > 0 && cnt[0] < total, "%s: spike counts %g, %g of %lld", what, cnt[0], cnt[1],
           (long long)total);
     const int flags[3] = {0, SF_RLIF_SPARSE_DV | SF_RLIF_SPARSE_DY, SF_RLIF_SPARSE_DV | SF_RLIF_SPARSE_DY};
+    sf_spikes m = alloc_spikes(rows, n);
+    free(m.idx);
+    m.idx = NULL;
     for (int k = 0; k < 3; k++) { /* dense; event-driven from the saved h; event-driven recomputing h */
         dx[k] = zalloc(4 * (size_t)total), dv[k] = zalloc(4 * (size_t)(n * n));
         CHECK_OK(be->rlif_backward(be, &p, T, B, n, x, k == 2 ? NULL : h[k > 0], v, ds, k > 0, flags[k], dx[k],
-                                   dv[k], &gc[k], ws));
+                                   dv[k], k == 1 ? &m : NULL, &gc[k], ws));
     }
+    sf_spikes ref = mask_of(dx[1], rows, n);
+    CHECK(memcmp(m.bits, ref.bits, (size_t)(rows * sf_spike_words(n)) * 4) == 0 &&
+              memcmp(m.cnt, ref.cnt, (size_t)(rows * sf_spike_segs(n)) * 4) == 0,
+          "%s: the mask does not mark the nonzero dx", what);
+    free_spikes(&m);
+    free_spikes(&ref);
     CHECK(rel_ff(dx[1], dx[0], total) <= 1e-5, "%s: dx relative error %.3g", what, rel_ff(dx[1], dx[0], total));
     CHECK(rel_ff(dv[1], dv[0], n * n) <= 1e-5 || T == 1, "%s: dV relative error %.3g", what, rel_ff(dv[1], dv[0], n * n));
     CHECK(memcmp(dx[1], dx[2], 4 * (size_t)total) == 0 && memcmp(dv[1], dv[2], 4 * (size_t)(n * n)) == 0,
@@ -296,12 +308,13 @@ int main(void)
         for (size_t d = 0; d < sizeof densities / sizeof densities[0]; d++)
             test_linear(lin[i].rows, lin[i].in, lin[i].out, (int)d);
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        for (int g = 0; g < 2; g++)
+        for (int g = 0; g < 3; g++)
             for (int full = 0; full < 2; full++) test_lif_masked(&shapes[i], g, full);
     test_rlif(6, 3, 40, 0);
     test_rlif(6, 3, 40, 1);
     test_rlif(1, 1, 9, 0);
     test_rlif(9, 2, 300, 1);
+    test_rlif(8, 3, 70, 2);
     test_rlif(4, 1, 65, 0);
     sf_backend_free(be);
     return tu_finish("test_sparse_ops");

@@ -85,6 +85,7 @@ const sf_key_spec sf_lif_keys[] = {
     {.name = "alpha", .type = SF_V_FLOAT, .offset = LIF(alpha), .min = 0, .max = 1e9, .open_min = 1},
     {.name = "grad_threshold", .type = SF_V_OPT_FLOAT, .offset = LIF(grad_threshold), .min = -BIG, .max = BIG,
      .flag_offset = LIF(use_grad_threshold)},
+    {.name = "grad_cut", .type = SF_V_BOOL, .offset = LIF(grad_cut)},
 };
 const int sf_num_lif_keys = (int)(sizeof sf_lif_keys / sizeof sf_lif_keys[0]);
 

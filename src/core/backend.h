@@ -187,11 +187,12 @@ struct sf_backend {
     /* BPTT through the recurrence: ds is dL/ds from the layers above; writes dx = dL/dy (the input's gradient) and
      * dv = dL/dV. h: the forward's membrane potentials, or NULL to rerun the forward from x (with fwd_sparse as the
      * forward ran, so h is bitwise the same). bwd_sparse: SF_RLIF_SPARSE_DV takes dV from the spike bits,
-     * SF_RLIF_SPARSE_DY sums Vᵀ·dy_{t+1} over the nonzero entries of dy_{t+1} only. *grad_count += number of
-     * nonzero dx entries (may be NULL). */
+     * SF_RLIF_SPARSE_DY sums Vᵀ·dy_{t+1} over the nonzero entries of dy_{t+1} only. mask (may be NULL): where dx is
+     * nonzero, as lif_backward_masked writes it; *grad_count += their number (may be NULL). */
     sf_status (*rlif_backward)(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
                                const float *x, const float *h, const float *v, const float *ds, int32_t fwd_sparse,
-                               int32_t bwd_sparse, float *dx, float *dv, float *grad_count, void *ws);
+                               int32_t bwd_sparse, float *dx, float *dv, const sf_spikes *mask, float *grad_count,
+                               void *ws);
 
     /* Optional (NULL where a backend has none, e.g. the CPU): record the ops issued between graph_begin and
      * graph_end instead of running them, then replay them all with one graph_launch. Recorded ops keep their

@@ -157,9 +157,12 @@ static sf_status layer_backward(sf_net *net, int32_t i)
         if (!h) SF_TRY(input_value(net, l, l->in, &x));
         float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc); /* dx_tmp also when the input needs none: the
                                                                  * recurrence runs on dy */
+        const sf_net_tensor *in = &net->tensors[root(net, l->in)];
+        sf_spikes mask = {sf_net_slot_ptr(net, in->gbits), NULL, sf_net_slot_ptr(net, in->gcnt)};
         SF_TRY(be->rlif_backward(be, &l->d.lif, net->T, net->B, net->tensors[l->out].per_sample, x, h,
                                  param(net, l->w_off), dy, l->fwd_sparse, l->bwd_flags, dx, pgrad(net, l->w_off),
-                                 sf_net_grad_count(net, l->out), sf_net_slot_ptr(net, l->sws_b)));
+                                 in->gmask ? &mask : NULL, sf_net_grad_count(net, l->in),
+                                 sf_net_slot_ptr(net, l->sws_b)));
         return accumulate(net, acc, l->in, dx);
     }
     case SF_LAYER_ADD: {

@@ -64,14 +64,14 @@ void sf_net_sparse_mark(sf_net *net)
             if (reads && l->d.kind != SF_LAYER_FLATTEN && !is_sparse_linear(l)) x->need_float = true;
         }
     }
-    /* A sparse linear layer whose output only a θ_grad LIF reads gets that LIF's mask of nonzero gradients. */
+    /* A sparse linear layer whose output only a θ_grad LIF or RLIF reads gets its mask of nonzero gradients. */
     for (int32_t i = 0; i + 1 < L; i++) {
         const sf_net_layer *l = &net->layers[i];
         if (!is_sparse_linear(l) || net->tensors[l->out].consumers != 1) continue;
         for (int32_t c = i + 1; c < L; c++) {
             const sf_net_layer *r = &net->layers[c];
-            if (r->in == l->out && r->d.kind == SF_LAYER_LIF && !r->fused_bn && r->d.lif.use_grad_threshold)
-                net->tensors[l->out].gmask = true;
+            bool neuron = (r->d.kind == SF_LAYER_LIF && !r->fused_bn) || r->d.kind == SF_LAYER_RLIF;
+            if (r->in == l->out && neuron && r->d.lif.use_grad_threshold) net->tensors[l->out].gmask = true;
         }
     }
 }
@@ -149,7 +149,7 @@ static void update_densities(sf_net *net)
         sf_net_layer *l = &net->layers[i];
         if (l->d.kind == SF_LAYER_RLIF) {
             l->density = density_now(net, ones_index(net, l->out), l->out);
-            if (net->have_backward) l->grad_density = density_now(net, grad_index(net, l->out), l->out);
+            if (net->have_backward) l->grad_density = density_now(net, grad_index(net, l->in), l->in);
         } else if (l->d.kind == SF_LAYER_LINEAR && l->sparse != SF_SPARSE_OFF) {
             l->density = density_now(net, ones_index(net, l->in), l->in);
             if (net->have_backward && net->tensors[l->out].gmask)

@@ -66,12 +66,23 @@ static void sparse_product(int64_t n, const sf_spikes *c, int64_t r, const float
     }
 }
 
+/* The compact row r of v [n] (where it is nonzero) into c: bits, and lists and counts where c has them. */
+static void emit_row(const sf_spikes *c, int64_t n, int64_t r, const float *v)
+{
+    const int64_t words = sf_spike_words(n), segs = sf_spike_segs(n);
+    for (int64_t first = 0; first < n; first += SF_CPU_BLOCK) {
+        const int64_t g = first / SF_SPIKE_SEG;
+        sf_block_emit e = {c->bits + r * words + first / 32, c->idx ? c->idx + r * n + g * SF_SPIKE_SEG : NULL,
+                           c->cnt ? c->cnt + r * segs + g : NULL, 0, 0, 0, (int32_t)(first % SF_SPIKE_SEG)};
+        sf_block_emit_row(&e, 0, v + first, (int)(n - first < SF_CPU_BLOCK ? n - first : SF_CPU_BLOCK));
+    }
+}
+
 /* One step of one sample: y = x + rec, the LIF step for its n neurons, its outputs and the compact row r. */
 static int64_t step_row(const sf_lif_coeffs *k, int soft, int64_t n, int64_t r, const float *x, const float *rec,
                         float *v, float *sprev, const sf_lif_out *out)
 {
     const sf_lif_coeffs kc = *k;
-    const int64_t words = sf_spike_words(n), segs = sf_spike_segs(n);
     int64_t spikes = 0;
     for (int64_t first = 0; first < n; first += SF_CPU_BLOCK) {
         const int nb = (int)(n - first < SF_CPU_BLOCK ? n - first : SF_CPU_BLOCK);
@@ -87,14 +98,8 @@ static int64_t step_row(const sf_lif_coeffs *k, int soft, int64_t n, int64_t r, 
         memcpy(sprev + first, s_row, sizeof(float) * (size_t)nb);
         if (out->s) memcpy(out->s + r * n + first, s_row, sizeof(float) * (size_t)nb);
         if (out->h) memcpy(out->h + r * n + first, h_row, sizeof(float) * (size_t)nb);
-        if (out->c.bits) {
-            const int64_t g = first / SF_SPIKE_SEG;
-            sf_block_emit e = {out->c.bits + r * words + first / 32, out->c.idx ? out->c.idx + r * n + g * SF_SPIKE_SEG : NULL,
-                               out->c.cnt ? out->c.cnt + r * segs + g : NULL, 0, 0, 0,
-                               (int32_t)(first % SF_SPIKE_SEG)};
-            sf_block_emit_row(&e, 0, s_row, nb);
-        }
     }
+    if (out->c.bits) emit_row(&out->c, n, r, sprev);
     return spikes;
 }
 
@@ -149,7 +154,8 @@ static void bits_from_h(const sf_lif_params *p, int64_t rows, int64_t n, const f
 
 sf_status sf_cpu_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
                                   const float *x, const float *h, const float *v, const float *ds, int32_t fwd_sparse,
-                                  int32_t bwd_sparse, float *dx, float *dv, float *grad_count, void *ws)
+                                  int32_t bwd_sparse, float *dx, float *dv, const sf_spikes *mask, float *grad_count,
+                                  void *ws)
 {
     SF_TRY(check("recurrent LIF backward", p, T, B, n));
     rlif_ws w;
@@ -193,6 +199,7 @@ sf_status sf_cpu_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_
                 dx[o + i] = dy;
                 nonzero += dy != 0.0f;
             }
+            if (mask) emit_row(mask, n, t * B + b, dx + o);
         }
     }
     if (grad_count) *grad_count += (float)nonzero;

@@ -5,7 +5,8 @@ same networks, loads the same parameters and must follow, with the recurrence ru
 rlif_a: linear -> rlif (hard reset, detach_reset, fast_sigmoid) -> linear, mean readout, CE on the T-mean.
 rlif_b: linear -> rlif (soft reset, sigmoid, grad_threshold 0.3) -> linear.
 rlif_c: rlif on the network input (no gradient below it), atan -> linear; T = 4, B = 2.
-rlif_d: T = 1, B = 1: the recurrence never acts."""
+rlif_d: T = 1, B = 1: the recurrence never acts.
+rlif_e: linear -> rlif (grad_threshold 0.5 with grad_cut) -> linear -> lif (the same) -> linear: the sparse gradient."""
 import math
 import os
 import sys
@@ -14,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from fixture_io import save
-from neuron_reference import rlif
+from neuron_reference import lif, rlif
 
 torch.set_default_dtype(torch.float64)
 
@@ -40,6 +41,8 @@ NEURONS = {
     "rlif_b": dict(a=0.5, c=0.5, soft_reset=True, surrogate="sigmoid", alpha=4.0, grad_threshold=0.3),
     "rlif_c": dict(a=0.75, c=0.25, surrogate="atan", alpha=2.0),
     "rlif_d": dict(a=0.5, c=0.5, detach_reset=True, surrogate="fast_sigmoid", alpha=10.0),
+    "rlif_e": dict(a=0.5, c=0.5, detach_reset=True, surrogate="fast_sigmoid", alpha=10.0, grad_threshold=0.5,
+                   grad_cut=True),
 }
 
 
@@ -48,6 +51,10 @@ def forward(name, x, p):
     if name == "rlif_c":
         s, _ = rlif(x, p["0.weight"], **kw)
         return s @ p["1.weight"].T + p["1.bias"]
+    if name == "rlif_e":
+        s, _ = rlif(x @ p["0.weight"].T + p["0.bias"], p["1.weight"], **kw)
+        s, _ = lif(s @ p["2.weight"].T + p["2.bias"], **kw)
+        return s @ p["4.weight"].T + p["4.bias"]
     y = x @ p["0.weight"].T + p["0.bias"]
     s, _ = rlif(y, p["1.weight"], **kw)
     return s @ p["2.weight"].T + p["2.bias"]
@@ -87,6 +94,8 @@ def main():
           0.5, 2)
     write(out, "rlif_c", [("0", (12, 12), False), ("1", (3, 12), True)], (4, 2, 12), 3, 1.5, 0.5, 3)
     write(out, "rlif_d", [("0", (7, 5), True), ("1", (7, 7), False), ("2", (3, 7), True)], (1, 1, 5), 3, 2.0, 0.5, 4)
+    write(out, "rlif_e", [("0", (20, 10), True), ("1", (20, 20), False), ("2", (18, 20), True), ("4", (4, 18), True)],
+          (6, 3, 10), 4, 2.5, 0.5, 5)
 
 
 if __name__ == "__main__":
