@@ -1,5 +1,6 @@
 /* bench_cpu_w4.c — workload W4 (docs/perf.md) on the CPU at batch 16, the size for a 2-core machine: W4ff and W4rec
- * at natural and fixed activity, each dense (sparse = off), event-driven (on) and auto. Prints per run the median
+ * at natural and fixed activity, each dense (sparse = off), event-driven (on), auto, and event-driven with seed paper
+ * 000's sparse gradient (grad_threshold 0.5 with grad_cut; the others keep the exact one). Prints per run the median
  * ms per training step (forward, loss, backward, Adam) and samples/s, the compile time (auto measures its
  * crossovers then), the hidden layers' firing rates, the path every event-driven layer took (forward/backward), and
  * the saved bytes of the memory plan; then the speedup of sparse and auto over dense.
@@ -45,7 +46,7 @@ static double run(const w4_options *o, int steps, const float *x, const int32_t 
         if (q[i].eligible)
             n += snprintf(paths + n, sizeof paths - (size_t)n, " L%d %.3f %s/%s", i, q[i].density,
                           q[i].forward_sparse ? "S" : "D", q[i].backward_sparse ? "S" : "D");
-    printf("W4%-3s %-7s %-6s %9.1f ms/step %8.1f samples/s  compile %7.0f ms  rates %.4f %.4f  saved %7.2f MiB  "
+    printf("W4%-3s %-7s %-10s %9.1f ms/step %8.1f samples/s  compile %7.0f ms  rates %.4f %.4f  saved %7.2f MiB  "
            "paths:%s  loss %.4f\n",
            o->rec ? "rec" : "ff", o->fixed ? "fixed" : "natural", w4_mode_name(o), med, (double)o->B / med * 1e3,
            compile_ms, rates[0], rates[1], plan.saved / 1048576.0, paths, r.loss);
@@ -70,17 +71,17 @@ int main(int argc, char **argv)
     float *x = malloc((size_t)(T * B * W4_IN) * sizeof *x);
     int32_t *y = malloc((size_t)B * sizeof *y);
     w4_batch(T, B, x, y);
-    const sf_sparse_mode modes[] = {SF_SPARSE_OFF, SF_SPARSE_ON, SF_SPARSE_AUTO};
+    const sf_sparse_mode modes[] = {SF_SPARSE_OFF, SF_SPARSE_ON, SF_SPARSE_AUTO, SF_SPARSE_ON};
     for (int rec = 0; rec < 2; rec++) {
         if ((rec && strcmp(which, "ff") == 0) || (!rec && strcmp(which, "rec") == 0)) continue;
         for (int fixed = 0; fixed < 2; fixed++) {
-            double ms[3];
-            for (int m = 0; m < 3; m++) {
-                w4_options o = {rec, fixed, modes[m], {SF_DEVICE_CPU, 0}, T, B};
+            double ms[4];
+            for (int m = 0; m < 4; m++) { /* dense, sparse, auto, sparse with the cut gradient */
+                w4_options o = {rec, fixed, modes[m], {SF_DEVICE_CPU, 0}, T, B, m == 3, 0};
                 ms[m] = run(&o, steps, x, y);
             }
-            printf("W4%-3s %-7s speedup over dense: sparse %.2fx, auto %.2fx\n", rec ? "rec" : "ff",
-                   fixed ? "fixed" : "natural", ms[0] / ms[1], ms[0] / ms[2]);
+            printf("W4%-3s %-7s speedup over dense: sparse %.2fx, auto %.2fx, sparse+cut %.2fx\n", rec ? "rec" : "ff",
+                   fixed ? "fixed" : "natural", ms[0] / ms[1], ms[0] / ms[2], ms[0] / ms[3]);
         }
     }
     free(x);

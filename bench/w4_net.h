@@ -3,7 +3,8 @@
  * two hidden layers of 1472 LIF neurons (W4ff) or recurrent LIF neurons (W4rec), a linear readout of 20 classes,
  * cross-entropy on the T-mean of its output, Adam. LIF: tau 2, decay_input, θ 1, hard reset to 0, detach_reset,
  * fast_sigmoid β = 10. Natural activity: PyTorch's default initialisation with the hidden layers' feed-forward
- * weights times 7; fixed activity: every hidden neuron fires at every step (θ = -1e9). Header-only. */
+ * weights times 7; fixed activity: every hidden neuron fires at every step (θ = -1e9). Optionally the hidden layers
+ * train with seed paper 000's sparse gradient (grad_threshold 0.5, grad_cut). Header-only. */
 #ifndef SF_BENCH_W4_NET_H
 #define SF_BENCH_W4_NET_H
 
@@ -22,9 +23,11 @@ typedef struct w4_options {
     sf_sparse_mode sparse;
     sf_device device;
     int64_t T, B;
+    int cut;              /* hidden layers with grad_threshold 0.5 and grad_cut (seed paper 000's sparse gradient) */
+    int graph;            /* CUDA: replay each step as a CUDA graph */
 } w4_options;
 
-static inline sf_status w4_add(sf_net *net, sf_layer_kind kind, int32_t out, float gain, int fixed)
+static inline sf_status w4_add(sf_net *net, sf_layer_kind kind, int32_t out, float gain, const w4_options *o)
 {
     sf_layer_desc d;
     sf_layer_default_desc(kind, &d);
@@ -33,7 +36,9 @@ static inline sf_status w4_add(sf_net *net, sf_layer_kind kind, int32_t out, flo
     d.lif.surrogate = SF_SURROGATE_FAST_SIGMOID;
     d.lif.alpha = 10.0f;
     d.lif.detach_reset = 1;
-    if (fixed) d.lif.v_threshold = -1e9f;
+    if (o->fixed) d.lif.v_threshold = -1e9f;
+    d.lif.use_grad_threshold = d.lif.grad_cut = o->cut;
+    d.lif.grad_threshold = 0.5f;
     return sf_net_add(net, &d, NULL);
 }
 
@@ -46,14 +51,15 @@ static inline sf_status w4_build(const w4_options *o, sf_net **out)
     p.in_channels = W4_IN;
     p.sparse = o->sparse;
     p.input_spikes = 1;
+    p.cuda.graph = o->graph;
     sf_net *net = NULL;
     sf_status s = sf_net_create(&p, &net);
     sf_layer_kind neuron = o->rec ? SF_LAYER_RLIF : SF_LAYER_LIF;
     for (int k = 0; k < 2 && s == SF_OK; k++) {
-        s = w4_add(net, SF_LAYER_LINEAR, W4_HIDDEN, W4_GAIN, 0);
-        if (s == SF_OK) s = w4_add(net, neuron, 0, 1.0f, o->fixed);
+        s = w4_add(net, SF_LAYER_LINEAR, W4_HIDDEN, W4_GAIN, o);
+        if (s == SF_OK) s = w4_add(net, neuron, 0, 1.0f, o);
     }
-    if (s == SF_OK) s = w4_add(net, SF_LAYER_LINEAR, W4_OUT, 1.0f, 0);
+    if (s == SF_OK) s = w4_add(net, SF_LAYER_LINEAR, W4_OUT, 1.0f, o);
     if (s == SF_OK) s = sf_net_compile(net, o->T, o->B);
     sf_optim_params opt;
     sf_optim_default_params(&opt);
@@ -77,6 +83,7 @@ static inline void w4_batch(int64_t T, int64_t B, float *x, int32_t *labels)
 
 static inline const char *w4_mode_name(const w4_options *o)
 {
+    if (o->cut) return o->sparse == SF_SPARSE_OFF ? "dense+cut" : o->sparse == SF_SPARSE_ON ? "sparse+cut" : "auto+cut";
     return o->sparse == SF_SPARSE_OFF ? "dense" : o->sparse == SF_SPARSE_ON ? "sparse" : "auto";
 }
 
