@@ -27,7 +27,8 @@ static const char *bench_help =
     "  --warmup N     untimed steps first (default 3)\n"
     "  --set k=v      override a config value (repeatable), e.g. --set train.batch=128\n"
     "  --device D     cpu, cuda, cuda:N or auto\n"
-    "  --synthetic    uniform random inputs and labels instead of the dataset (no data files needed)\n"
+    "  --synthetic    random inputs (spikes at 10% where the encoding makes spikes) and labels instead of the\n"
+    "                 dataset (no data files needed)\n"
     "  --fixed-activity  every spiking layer fires at every step (threshold -1e9): the slowest case for the\n"
     "                 event-driven layers (workload W4's fixed activity)\n"
     "  --json         print one JSON object instead of text\n"
@@ -109,7 +110,10 @@ static sf_status source_open(batch_source *src, const sf_config *cfg, int synthe
     src->x = malloc(n * sizeof *src->x);
     src->labels = malloc((size_t)cfg->train.batch * sizeof *src->labels);
     if (!src->x || !src->labels) return sf_fail(SF_ERR_NOMEM, "out of memory for a synthetic batch");
-    for (size_t i = 0; i < n; i++) src->x[i] = sf_uniform(cfg->net.seed, 1, i);
+    for (size_t i = 0; i < n; i++) { /* spikes (10%) where the net takes spikes, else uniform values */
+        float u = sf_uniform(cfg->net.seed, 1, i);
+        src->x[i] = cfg->net.input_spikes ? (float)(u < 0.1f) : u;
+    }
     for (int64_t i = 0; i < cfg->train.batch; i++) src->labels[i] = (int32_t)(sf_hash3(cfg->net.seed, 2, (uint64_t)i) % (uint64_t)classes);
     return SF_OK;
 }
