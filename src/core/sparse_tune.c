@@ -14,7 +14,14 @@
 #include <time.h>
 
 #define SF_SPARSE_MAX_CROSSOVER 0.5f
-#define TUNE_ROWS_MAX 4096 /* both paths' times grow with the rows alike; more rows only make tuning slower */
+
+/* Both paths' times grow with the rows alike, so more rows only make tuning slower; a GPU needs a few thousand to
+ * be busy, a CPU core a few hundred. */
+static int64_t tune_rows(const sf_backend *be, int64_t rows)
+{
+    const int64_t cap = be->host_memory ? 512 : 4096;
+    return rows < cap ? rows : cap;
+}
 #define TUNE_CACHE 256
 
 typedef struct tune_key {
@@ -68,13 +75,13 @@ static sf_status run_op(bench *b, op o)
     return SF_OK;
 }
 
-/* The best of three runs after a warm-up, in seconds. */
+/* The best of two runs after a warm-up, in seconds. */
 static sf_status time_op(bench *b, op o, double *best)
 {
     SF_TRY(run_op(b, o));
     SF_TRY(b->be->sync(b->be));
     *best = 1e30;
-    for (int r = 0; r < 3; r++) {
+    for (int r = 0; r < 2; r++) {
         double t0 = now_s();
         SF_TRY(run_op(b, o));
         SF_TRY(b->be->sync(b->be));
@@ -117,7 +124,7 @@ static sf_status alloc_all(bench *b, void **mem, size_t *sizes, int n)
 
 static sf_status measure(sf_backend *be, int64_t rows, int32_t in, int32_t out, float *xfwd, float *xbwd)
 {
-    bench b = {.be = be, .rows = rows < TUNE_ROWS_MAX ? rows : TUNE_ROWS_MAX, .in = in, .out = out};
+    bench b = {.be = be, .rows = tune_rows(be, rows), .in = in, .out = out};
     const size_t f = sizeof(float), r = (size_t)b.rows;
     size_t sizes[] = {(size_t)out * (size_t)in * f, r * (size_t)in * f, r * (size_t)out * f, r * (size_t)out * f,
                       r * (size_t)in * f, (size_t)out * (size_t)in * f,
@@ -165,7 +172,7 @@ static sf_status crossovers(const sf_net *net, int64_t rows, int32_t in, int32_t
     strncpy(k.backend, net->be->name, sizeof k.backend - 1);
     k.device = net->p.device.index;
     k.precision = (int32_t)net->p.precision;
-    k.rows = rows < TUNE_ROWS_MAX ? rows : TUNE_ROWS_MAX;
+    k.rows = tune_rows(net->be, rows);
     k.in = in;
     k.out = out;
     pthread_mutex_lock(&cache_lock);

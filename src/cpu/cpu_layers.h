@@ -46,8 +46,11 @@ sf_status sf_cpu_op_spike_linear_backward(sf_backend *be, int64_t rows, int32_t 
  * NULL); scratch: sf_cpu_op_spike_linear_workspace bytes. */
 void sf_cpu_spike_weight_grad(int64_t rows, int32_t in, int32_t out, const uint32_t *x, const float *dy,
                               const sf_spikes *dy_mask, float *dw, float *scratch);
-/* at [cols, rows] = aᵀ for a [rows, cols]. */
-void sf_cpu_transpose(int64_t rows, int64_t cols, const float *a, float *at);
+/* wt = Wᵀ of W [out, in] by tiles of 64 output columns (sf_cpu_op_spike_linear_workspace bytes), and with it
+ * y[r] = b + Σ over the active inputs i of row r of x of Wᵀ[i, :] (b may be NULL): the event-driven forward. */
+void sf_cpu_tiled_transpose(int32_t in, int32_t out, const float *w, float *wt);
+void sf_cpu_spike_product(int64_t rows, int32_t in, int32_t out, const sf_spikes *x, const float *wt, const float *b,
+                          float *y);
 
 /* spikes.c */
 sf_status sf_cpu_op_spikes_compact(sf_backend *be, int64_t rows, int64_t n, const float *x, const sf_spikes *out,

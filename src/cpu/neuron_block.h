@@ -40,17 +40,8 @@ static inline float sf_cpu_expf(float x)
 #define SF_EXPF sf_cpu_expf
 #include "core/lif_math.h"
 
-/* The block loops are compiled for AVX-512, AVX2 and baseline x86-64 and picked at load time (ifunc). Every
- * operation is element-wise IEEE arithmetic without contraction, so all versions give the same bits. `flatten`
- * inlines the lif_math.h helpers whatever gcc's unit-growth limits say: a call left in the loop stops
- * vectorisation (seen: the sigmoid backward became 8× slower when the file grew). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SF_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), flatten))
-#elif defined(__GNUC__)
-#define SF_CPU_CLONES __attribute__((flatten))
-#else
-#define SF_CPU_CLONES
-#endif
+/* The block loops are compiled for AVX-512, AVX2 and baseline x86-64 (SF_CPU_CLONES, cpu/clones.h). */
+#include "cpu/clones.h"
 
 /* 64 neurons: the per-row working set of a block (x, h, s rows, state, counts: 256 bytes each) stays in L1 and the
  * backward's [T × 64] scratch is 64 KiB at T = 256. Wider blocks (128 to 1024) measured slower here, the forward

@@ -15,7 +15,7 @@
 /* Per-step work is B·n neurons; below this the other threads cost more to wake than they save (parallel.h). */
 #define RLIF_PARALLEL_MIN 16384
 
-/* The workspace: Vᵀ (and dV's tiles), the neuron state, the per-step product, s_{t-1} as floats, and for the
+/* The workspace: Vᵀ by tiles (and dV's tiles), the neuron state, the per-step product, s_{t-1} as floats, and for the
  * backward's recompute h over all steps with the compact spikes. */
 typedef struct rlif_ws {
     float *vt, *state, *rec, *sprev, *h;
@@ -49,21 +49,6 @@ static sf_status check(const char *op, const sf_lif_params *p, int64_t T, int64_
     if (T < 1 || B < 1 || n < 1 || n > SF_CPU_BLAS_MAX || B > SF_CPU_BLAS_MAX || T * B > SF_CPU_BLAS_MAX)
         return sf_fail(SF_ERR_INVALID, "%s: shape T=%lld B=%lld n=%lld", op, (long long)T, (long long)B, (long long)n);
     return SF_OK;
-}
-
-/* rb = Σ Vᵀ[i, :] over the neurons i active in row r of c (ascending). */
-static void sparse_product(int64_t n, const sf_spikes *c, int64_t r, const float *vt, float *rb)
-{
-    const int64_t segs = sf_spike_segs(n);
-    memset(rb, 0, sizeof(float) * (size_t)n);
-    for (int64_t g = 0; g < segs; g++) {
-        const uint8_t *ix = c->idx + r * n + g * SF_SPIKE_SEG;
-        for (int32_t m = 0, k = c->cnt[r * segs + g]; m < k; m++) {
-            const float *vr = vt + (g * SF_SPIKE_SEG + ix[m]) * n;
-#pragma omp simd
-            for (int64_t j = 0; j < n; j++) rb[j] += vr[j];
-        }
-    }
 }
 
 /* The compact row r of v [n] (where it is nonzero) into c: bits, and lists and counts where c has them. */
@@ -110,21 +95,24 @@ static sf_status forward(const sf_lif_params *p, int64_t T, int64_t B, int64_t n
         return sf_fail(SF_ERR_INVALID, "recurrent LIF forward: the event-driven recurrence needs the compact output");
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
     const int64_t N = B * n;
-    if (sparse) sf_cpu_transpose(n, n, v, w->vt);
+    if (sparse) sf_cpu_tiled_transpose((int32_t)n, (int32_t)n, v, w->vt);
     for (int64_t i = 0; i < N; i++) w->state[i] = k.v0;
+    memset(w->rec, 0, sizeof(float) * (size_t)N);
     int64_t spikes = 0;
     for (int64_t t = 0; t < T; t++) {
         if (t > 0 && !sparse)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)B, (int)n, (int)n, 1.0f, w->sprev, (int)n, v,
                         (int)n, 0.0f, w->rec, (int)n);
-#pragma omp parallel for schedule(static) reduction(+ : spikes) if (B > 1 && N >= RLIF_PARALLEL_MIN)
-        for (int64_t b = 0; b < B; b++) {
-            float *rb = w->rec + b * n;
-            if (t == 0) memset(rb, 0, sizeof(float) * (size_t)n);
-            else if (sparse) sparse_product(n, &out->c, (t - 1) * B + b, w->vt, rb);
-            spikes += step_row(&k, p->soft_reset, n, t * B + b, x + (t * B + b) * n, rb, w->state + b * n,
-                               w->sprev + b * n, out);
+        if (t > 0 && sparse) { /* the B rows of step t-1, against Vᵀ tile by tile */
+            const int64_t r0 = (t - 1) * B;
+            sf_spikes prev = {out->c.bits + r0 * sf_spike_words(n), out->c.idx + r0 * n,
+                              out->c.cnt + r0 * sf_spike_segs(n)};
+            sf_cpu_spike_product(B, (int32_t)n, (int32_t)n, &prev, w->vt, NULL, w->rec);
         }
+#pragma omp parallel for schedule(static) reduction(+ : spikes) if (B > 1 && N >= RLIF_PARALLEL_MIN)
+        for (int64_t b = 0; b < B; b++)
+            spikes += step_row(&k, p->soft_reset, n, t * B + b, x + (t * B + b) * n, w->rec + b * n, w->state + b * n,
+                               w->sprev + b * n, out);
     }
     if (out->spike_count) *out->spike_count += (float)spikes;
     return SF_OK;

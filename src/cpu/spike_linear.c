@@ -2,6 +2,7 @@
  * forward adds up the weight columns of the inputs that spiked and the weight gradient touches only their rows of
  * Wᵀ; with a mask of the nonzero output gradient (grad_threshold) dx sums only those weight rows. Every element is a
  * sum in ascending order of the index it runs over, by one thread: the results do not depend on the thread count. */
+#include "cpu/clones.h"
 #include "cpu/cpu_layers.h"
 #include "cpu/parallel.h"
 
@@ -12,7 +13,7 @@
 #include <string.h>
 
 /* Output columns per tile: a tile's accumulators stay in vector registers, and Wᵀ's tile (in × TILE floats) in L2. */
-enum { TILE = 64, ROW_CHUNK = 32 };
+enum { TILE = 64, ROW_CHUNK = 256 };
 
 static sf_status check_shape(const char *op, int64_t rows, int32_t in, int32_t out)
 {
@@ -24,47 +25,59 @@ static sf_status check_shape(const char *op, int64_t rows, int32_t in, int32_t o
 
 size_t sf_cpu_op_spike_linear_workspace(sf_backend *be, int64_t rows, int32_t in, int32_t out)
 {
-    /* Wᵀ in the forward; dWᵀ by whole tiles of TILE columns in the backward */
-    return (size_t)in * (size_t)((out + TILE - 1) / TILE * TILE) * sizeof(float);
+    /* Wᵀ in the forward, dWᵀ in the backward, both by whole tiles of TILE columns; then W by tiles for dx */
+    size_t wt = (size_t)in * (size_t)((out + TILE - 1) / TILE * TILE), w = (size_t)out * (size_t)((in + TILE - 1) / TILE * TILE);
+    return (wt > w ? wt : w) * sizeof(float);
 }
 
-void sf_cpu_transpose(int64_t rows, int64_t cols, const float *a, float *at)
+/* Wᵀ [in, out] by tiles of TILE output columns: tile k holds Wᵀ[i, k·TILE + j] at (k·in + i)·TILE + j, so the rows a tile's sums
+ * read are 256 contiguous bytes each and the whole tile a few dozen pages (TLB misses cost more than the adds). */
+void sf_cpu_tiled_transpose(int32_t in, int32_t out, const float *w, float *wt)
 {
-    enum { B = 32 };
-#pragma omp parallel for collapse(2) schedule(static) if (rows * cols >= SF_CPU_PARALLEL_MIN)
-    for (int64_t r0 = 0; r0 < rows; r0 += B)
-        for (int64_t c0 = 0; c0 < cols; c0 += B)
-            for (int64_t r = r0; r < r0 + B && r < rows; r++)
-                for (int64_t c = c0; c < c0 + B && c < cols; c++) at[c * rows + r] = a[r * cols + c];
-}
-
-/* The active inputs of row r, ascending, from the segment lists; returns their number. */
-static int32_t row_list(const sf_spikes *x, int64_t n, int64_t r, int32_t *list)
-{
-    const int64_t segs = sf_spike_segs(n);
-    int32_t k = 0;
-    for (int64_t g = 0; g < segs; g++) {
-        const uint8_t *ix = x->idx + r * n + g * SF_SPIKE_SEG;
-        for (int32_t m = 0, c = x->cnt[r * segs + g]; m < c; m++) list[k++] = (int32_t)(g * SF_SPIKE_SEG + ix[m]);
+#pragma omp parallel for schedule(static) if ((int64_t)in * out >= SF_CPU_PARALLEL_MIN)
+    for (int32_t j0 = 0; j0 < out; j0 += TILE) {
+        float *t = wt + (int64_t)j0 * in;
+        const int32_t jn = out - j0 < TILE ? out - j0 : TILE;
+        for (int32_t i = 0; i < in; i++) /* contiguous writes; TILE read streams */
+            for (int32_t j = 0; j < jn; j++) t[(int64_t)i * TILE + j] = w[(int64_t)(j0 + j) * in + i];
     }
-    return k;
 }
 
-/* y[r, j0 .. j0+jn) = b + Σ_i Wᵀ[i, j0 ..] over the row's list; jn == TILE in the loop the compiler unrolls. */
-static inline void tile_sum(int32_t out, int32_t j0, int32_t jn, const float *wt, const float *b, const int32_t *list,
-                            int32_t nl, float *y)
+/* Sixteen floats as one vector (GCC's vector extension: AVX-512 registers in that clone, four SSE ones in the baseline;
+ * the same IEEE additions in each). */
+typedef float v16 __attribute__((vector_size(64)));
+
+/* y[r, j0 .. j0+jn) = b + Σ over the row's active inputs i (its segment lists, ascending) of Wᵀ[i, j0 ..]; wt is
+ * this tile's block of Wᵀ (in × TILE, see tiled_transpose). A whole tile sums into four vector registers (each
+ * element still a plain sequence of additions). */
+SF_CPU_CLONES static void row_tile(int32_t in, int32_t out, int32_t j0, int32_t jn, const sf_spikes *x, int64_t r,
+                                   const float *wt, const float *b, float *y)
 {
-    float acc[TILE] = {0};
-    for (int32_t m = 0; m < nl; m++) {
-        const float *wr = wt + (int64_t)list[m] * out + j0;
-        if (jn == TILE) {
-#pragma omp simd
-            for (int32_t j = 0; j < TILE; j++) acc[j] += wr[j];
-        } else {
-            for (int32_t j = 0; j < jn; j++) acc[j] += wr[j];
+    const int64_t segs = sf_spike_segs(in);
+    float acc[TILE];
+    if (jn == TILE) {
+        v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        for (int64_t g = 0; g < segs; g++) {
+            const uint8_t *ix = x->idx + r * in + g * SF_SPIKE_SEG;
+            for (int32_t m = 0, k = x->cnt[r * segs + g]; m < k; m++) {
+                const float *wr = wt + (g * SF_SPIKE_SEG + ix[m]) * (int64_t)TILE;
+                v16 w0, w1, w2, w3;
+                memcpy(&w0, wr, 64), memcpy(&w1, wr + 16, 64), memcpy(&w2, wr + 32, 64), memcpy(&w3, wr + 48, 64);
+                a0 += w0, a1 += w1, a2 += w2, a3 += w3;
+            }
+        }
+        memcpy(acc, &a0, 64), memcpy(acc + 16, &a1, 64), memcpy(acc + 32, &a2, 64), memcpy(acc + 48, &a3, 64);
+    } else {
+        for (int32_t j = 0; j < jn; j++) acc[j] = 0.0f;
+        for (int64_t g = 0; g < segs; g++) {
+            const uint8_t *ix = x->idx + r * in + g * SF_SPIKE_SEG;
+            for (int32_t m = 0, k = x->cnt[r * segs + g]; m < k; m++) {
+                const float *wr = wt + (g * SF_SPIKE_SEG + ix[m]) * (int64_t)TILE;
+                for (int32_t j = 0; j < jn; j++) acc[j] += wr[j];
+            }
         }
     }
-    for (int32_t j = 0; j < jn; j++) y[j0 + j] = b ? acc[j] + b[j0 + j] : acc[j];
+    for (int32_t j = 0; j < jn; j++) y[r * out + j0 + j] = b ? acc[j] + b[j0 + j] : acc[j];
 }
 
 sf_status sf_cpu_op_spike_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const sf_spikes *x,
@@ -73,86 +86,117 @@ sf_status sf_cpu_op_spike_linear_forward(sf_backend *be, int64_t rows, int32_t i
     SF_TRY(check_shape("spike linear forward", rows, in, out));
     if (!x->idx || !x->cnt) return sf_fail(SF_ERR_INVALID, "spike linear forward: the input has no active lists");
     if (rows == 0) return SF_OK;
-    float *wt = ws;
-    sf_cpu_transpose(out, in, w, wt);
-    const int nt = omp_get_max_threads();
-    int32_t *lists = malloc((size_t)nt * ROW_CHUNK * (size_t)in * sizeof *lists);
-    if (!lists) return sf_fail(SF_ERR_NOMEM, "spike linear forward: out of memory for the active lists");
-    const int64_t chunks = (rows + ROW_CHUNK - 1) / ROW_CHUNK;
-#pragma omp parallel if (rows * out >= SF_CPU_PARALLEL_MIN)
-    {
-        int32_t *mine = lists + (size_t)omp_get_thread_num() * ROW_CHUNK * (size_t)in;
-        int32_t len[ROW_CHUNK];
-#pragma omp for schedule(static)
-        for (int64_t ch = 0; ch < chunks; ch++) {
-            /* A chunk of rows against one tile of Wᵀ at a time, so the tile is reused from L2 across the rows. */
-            const int64_t r0 = ch * ROW_CHUNK, r1 = r0 + ROW_CHUNK < rows ? r0 + ROW_CHUNK : rows;
-            for (int64_t r = r0; r < r1; r++) len[r - r0] = row_list(x, in, r, mine + (r - r0) * in);
-            for (int32_t j0 = 0; j0 < out; j0 += TILE) {
-                const int32_t jn = out - j0 < TILE ? out - j0 : TILE;
-                for (int64_t r = r0; r < r1; r++)
-                    tile_sum(out, j0, jn, wt, b, mine + (r - r0) * in, len[r - r0], y + r * out);
-            }
-        }
-    }
-    free(lists);
+    sf_cpu_tiled_transpose(in, out, w, ws);
+    sf_cpu_spike_product(rows, in, out, x, ws, b, y);
     return SF_OK;
 }
 
-/* dW = dyᵀ·x over the active inputs: each thread owns a tile of TILE output columns of dWᵀ (contiguous in the
- * scratch, in × TILE floats) and adds dy[r, tile] to row i for every active input i of every row r, in row order;
- * rows whose dy tile the mask says is zero are skipped. Then the tile is written into dW [out, in]. */
-void sf_cpu_spike_weight_grad(int64_t rows, int32_t in, int32_t out, const uint32_t *x, const float *dy,
-                              const sf_spikes *dy_mask, float *dw, float *scratch)
+void sf_cpu_spike_product(int64_t rows, int32_t in, int32_t out, const sf_spikes *x, const float *wt, const float *b,
+                          float *y)
 {
-    const int64_t wi = sf_spike_words(in), wo = sf_spike_words(out), tiles = (out + TILE - 1) / TILE;
-#pragma omp parallel for schedule(static) if (rows * (int64_t)out >= SF_CPU_PARALLEL_MIN)
-    for (int64_t tl = 0; tl < tiles; tl++) {
-        const int32_t j0 = (int32_t)(tl * TILE), jn = out - j0 < TILE ? out - j0 : TILE;
-        float *acc = scratch + (int64_t)j0 * in; /* this tile's in × TILE block */
-        memset(acc, 0, sizeof(float) * (size_t)in * TILE);
-        for (int64_t r = 0; r < rows; r++) {
-            if (dy_mask) { /* the tile spans words j0/32 .. (j0+jn-1)/32 of the mask row */
-                const uint32_t *m = dy_mask->bits + r * wo;
-                uint32_t any = 0;
-                for (int64_t q = j0 / 32; q <= (j0 + jn - 1) / 32; q++) any |= m[q];
-                if (!any) continue;
-            }
-            const float *d = dy + r * out + j0;
-            const uint32_t *xr = x + r * wi;
-            for (int64_t q = 0; q < wi; q++)
-                for (uint32_t m = xr[q]; m; m &= m - 1) {
-                    float *a = acc + (32 * q + __builtin_ctz(m)) * TILE;
-                    if (jn == TILE) {
-#pragma omp simd
-                        for (int32_t j = 0; j < TILE; j++) a[j] += d[j];
-                    } else {
-                        for (int32_t j = 0; j < jn; j++) a[j] += d[j];
-                    }
-                }
-        }
-        for (int32_t j = 0; j < jn; j++)
-            for (int32_t i = 0; i < in; i++) dw[(int64_t)(j0 + j) * in + i] = acc[(int64_t)i * TILE + j];
+    const int64_t tiles = (out + TILE - 1) / TILE, chunks = (rows + ROW_CHUNK - 1) / ROW_CHUNK;
+    /* Work items tile-major: a thread's consecutive items share a tile of Wᵀ (in × TILE floats), kept in L2. Each
+     * output element costs a few additions per active input, so fewer of them than an element-wise op warrant the
+     * threads (the recurrent layer's per-step products). */
+#pragma omp parallel for schedule(static) if (tiles * chunks > 1 && rows * out >= SF_CPU_PARALLEL_MIN / 4)
+    for (int64_t it = 0; it < tiles * chunks; it++) {
+        const int32_t j0 = (int32_t)(it / chunks * TILE), jn = out - j0 < TILE ? out - j0 : TILE;
+        const int64_t r0 = it % chunks * ROW_CHUNK, r1 = r0 + ROW_CHUNK < rows ? r0 + ROW_CHUNK : rows;
+        for (int64_t r = r0; r < r1; r++) row_tile(in, out, j0, jn, x, r, wt + (int64_t)j0 * in, b, y);
     }
 }
 
-/* dx[r, :] = Σ over the nonzero dy[r, j] (the mask's bits) of dy[r, j]·W[j, :], j ascending. */
-static void masked_input_grad(int64_t rows, int32_t in, int32_t out, const float *w, const float *dy,
-                              const sf_spikes *dy_mask, float *dx)
+/* One tile of dW = dyᵀ·x over the active inputs: the thread that owns output columns [j0, j0 + jn) adds dy[r, tile]
+ * into row i of its block of dWᵀ (in × TILE floats of the scratch) for every active input i of every row r, in row
+ * order, skipping rows whose dy tile the mask says is zero; then writes the block into dW [out, in]. */
+SF_CPU_CLONES static void wgrad_tile(int64_t rows, int32_t in, int32_t out, int32_t j0, int32_t jn, const uint32_t *x,
+                                     const float *dy, const sf_spikes *dy_mask, float *dw, float *acc)
 {
-    const int64_t wo = sf_spike_words(out);
-#pragma omp parallel for schedule(static) if (rows * (int64_t)in >= SF_CPU_PARALLEL_MIN)
+    const int64_t wi = sf_spike_words(in), wo = sf_spike_words(out);
+    memset(acc, 0, sizeof(float) * (size_t)in * TILE);
     for (int64_t r = 0; r < rows; r++) {
-        float *dxr = dx + r * in;
-        memset(dxr, 0, sizeof(float) * (size_t)in);
-        const uint32_t *m = dy_mask->bits + r * wo;
-        for (int64_t q = 0; q < wo; q++)
-            for (uint32_t bitsq = m[q]; bitsq; bitsq &= bitsq - 1) {
-                const int64_t j = 32 * q + __builtin_ctz(bitsq);
-                const float g = dy[r * out + j], *wr = w + j * in;
+        if (dy_mask) { /* the tile spans words j0/32 .. (j0+jn-1)/32 of the mask row */
+            const uint32_t *m = dy_mask->bits + r * wo;
+            uint32_t any = 0;
+            for (int64_t q = j0 / 32; q <= (j0 + jn - 1) / 32; q++) any |= m[q];
+            if (!any) continue;
+        }
+        const float *d = dy + r * out + j0;
+        const uint32_t *xr = x + r * wi;
+        for (int64_t q = 0; q < wi; q++)
+            for (uint32_t m = xr[q]; m; m &= m - 1) {
+                float *a = acc + (32 * q + __builtin_ctz(m)) * TILE;
+                if (jn == TILE) {
 #pragma omp simd
-                for (int32_t i = 0; i < in; i++) dxr[i] += g * wr[i];
+                    for (int32_t j = 0; j < TILE; j++) a[j] += d[j];
+                } else {
+                    for (int32_t j = 0; j < jn; j++) a[j] += d[j];
+                }
             }
+    }
+    for (int32_t i0 = 0; i0 < in; i0 += 16) /* blocks of 16 inputs: whole cache lines of dW, acc rows in L1 */
+        for (int32_t j = 0; j < jn; j++)
+            for (int32_t i = i0; i < in && i < i0 + 16; i++) dw[(int64_t)(j0 + j) * in + i] = acc[(int64_t)i * TILE + j];
+}
+
+void sf_cpu_spike_weight_grad(int64_t rows, int32_t in, int32_t out, const uint32_t *x, const float *dy,
+                              const sf_spikes *dy_mask, float *dw, float *scratch)
+{
+    const int64_t tiles = (out + TILE - 1) / TILE;
+#pragma omp parallel for schedule(static) if (rows * (int64_t)out >= SF_CPU_PARALLEL_MIN)
+    for (int64_t tl = 0; tl < tiles; tl++) {
+        const int32_t j0 = (int32_t)(tl * TILE), jn = out - j0 < TILE ? out - j0 : TILE;
+        wgrad_tile(rows, in, out, j0, jn, x, dy, dy_mask, dw, scratch + (int64_t)j0 * in);
+    }
+}
+
+/* dx[r, i0 .. i0+in_n) = Σ over the nonzero dy[r, j] (the mask's bits, j ascending) of dy[r, j]·W[j, i0 ..]; wtile is
+ * W's tile of those input columns (out × TILE, see tile_columns): four vector accumulators, as row_tile. */
+SF_CPU_CLONES static void masked_tile(int32_t in, int32_t out, int32_t i0, int32_t n, const float *wtile,
+                                      const float *dyr, const uint32_t *m, float *dxr)
+{
+    float acc[TILE];
+    v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    for (int j = 0; j < TILE; j++) acc[j] = 0.0f;
+    for (int64_t q = 0; q < sf_spike_words(out); q++)
+        for (uint32_t bitsq = m[q]; bitsq; bitsq &= bitsq - 1) {
+            const int64_t j = 32 * q + __builtin_ctz(bitsq);
+            const float g = dyr[j], *wr = wtile + j * TILE;
+            if (n == TILE) {
+                v16 w0, w1, w2, w3;
+                memcpy(&w0, wr, 64), memcpy(&w1, wr + 16, 64), memcpy(&w2, wr + 32, 64), memcpy(&w3, wr + 48, 64);
+                a0 += g * w0, a1 += g * w1, a2 += g * w2, a3 += g * w3;
+            } else {
+                for (int32_t i = 0; i < n; i++) acc[i] += g * wr[i];
+            }
+        }
+    if (n == TILE) memcpy(acc, &a0, 64), memcpy(acc + 16, &a1, 64), memcpy(acc + 32, &a2, 64), memcpy(acc + 48, &a3, 64);
+    memcpy(dxr + i0, acc, sizeof(float) * (size_t)n);
+}
+
+/* t holds a [rows_n, cols] by tiles of TILE columns: t[(k·rows_n + r)·TILE + c] = a[r, k·TILE + c]. */
+static void tile_columns(int64_t rows_n, int32_t cols, const float *a, float *t)
+{
+#pragma omp parallel for schedule(static) if (rows_n * cols >= SF_CPU_PARALLEL_MIN)
+    for (int32_t c0 = 0; c0 < cols; c0 += TILE) {
+        const int32_t cn = cols - c0 < TILE ? cols - c0 : TILE;
+        for (int64_t r = 0; r < rows_n; r++) memcpy(t + ((int64_t)c0 * rows_n + r * TILE), a + r * cols + c0, 4 * (size_t)cn);
+    }
+}
+
+/* dx = dy·W over the nonzero entries of dy: W by tiles of input columns (in the scratch), rows against one tile at
+ * a time, as the forward. */
+static void masked_input_grad(int64_t rows, int32_t in, int32_t out, const float *w, const float *dy,
+                              const sf_spikes *dy_mask, float *dx, float *scratch)
+{
+    tile_columns(out, in, w, scratch);
+    const int64_t wo = sf_spike_words(out), tiles = (in + TILE - 1) / TILE, chunks = (rows + ROW_CHUNK - 1) / ROW_CHUNK;
+#pragma omp parallel for schedule(static) if (tiles * chunks > 1 && rows * (int64_t)in >= SF_CPU_PARALLEL_MIN / 4)
+    for (int64_t it = 0; it < tiles * chunks; it++) {
+        const int32_t i0 = (int32_t)(it / chunks * TILE), n = in - i0 < TILE ? in - i0 : TILE;
+        const int64_t r0 = it % chunks * ROW_CHUNK, r1 = r0 + ROW_CHUNK < rows ? r0 + ROW_CHUNK : rows;
+        for (int64_t r = r0; r < r1; r++)
+            masked_tile(in, out, i0, n, scratch + (int64_t)i0 * out, dy + r * out, dy_mask->bits + r * wo, dx + r * in);
     }
 }
 
@@ -165,7 +209,7 @@ sf_status sf_cpu_op_spike_linear_backward(sf_backend *be, int64_t rows, int32_t 
     if (db) sf_cpu_column_sums(rows, out, dy, db);
     if (!dx || rows == 0) return SF_OK;
     if (dy_mask)
-        masked_input_grad(rows, in, out, w, dy, dy_mask, dx);
+        masked_input_grad(rows, in, out, w, dy, dy_mask, dx, ws);
     else
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, in, out, 1.0f, dy, out, w, in, 0.0f, dx,
                     in);
