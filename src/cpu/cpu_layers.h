@@ -43,9 +43,9 @@ sf_status sf_cpu_op_spike_linear_backward(sf_backend *be, int64_t rows, int32_t 
                                           const float *w, const float *dy, const sf_spikes *dy_mask, float *dx,
                                           float *dw, float *db, void *ws);
 /* dw [out, in] = dyᵀ·x over the set bits of x [rows, words(in)] (rows whose dy the mask zeroes skipped; mask may be
- * NULL); scratch: sf_cpu_op_spike_linear_workspace bytes. */
-void sf_cpu_spike_weight_grad(int64_t rows, int32_t in, int32_t out, const uint32_t *x, const float *dy,
-                              const sf_spikes *dy_mask, float *dw, float *scratch);
+ * NULL), through per-input row lists. */
+sf_status sf_cpu_spike_weight_grad(int64_t rows, int32_t in, int32_t out, const uint32_t *x, const float *dy,
+                                   const sf_spikes *dy_mask, float *dw);
 /* wt = Wᵀ of W [out, in] by tiles of 64 output columns (sf_cpu_op_spike_linear_workspace bytes), and with it
  * y[r] = b + Σ over the active inputs i of row r of x of Wᵀ[i, :] (b may be NULL): the event-driven forward. */
 void sf_cpu_tiled_transpose(int32_t in, int32_t out, const float *w, float *wt);

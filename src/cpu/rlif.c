@@ -194,7 +194,7 @@ sf_status sf_cpu_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_
     if (T == 1) {
         memset(dv, 0, sizeof(float) * (size_t)(n * n));
     } else if (bwd_sparse & SF_RLIF_SPARSE_DV) { /* dV = Σ_{t >= 1} dy_tᵀ·s_{t-1}: the spike rows shifted by one step */
-        sf_cpu_spike_weight_grad((T - 1) * B, (int32_t)n, (int32_t)n, w.c.bits, dx + N, NULL, dv, w.vt);
+        SF_TRY(sf_cpu_spike_weight_grad((T - 1) * B, (int32_t)n, (int32_t)n, w.c.bits, dx + N, NULL, dv));
     } else {
         SF_TRY(sf_cpu_op_spikes_expand(be, (T - 1) * B, n, w.c.bits, w.h));
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)n, (int)n, (int)((T - 1) * B), 1.0f, dx + N, (int)n,

@@ -9,6 +9,7 @@
 #include "core/error.h"
 
 #include <cblas.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +26,7 @@ static sf_status check_shape(const char *op, int64_t rows, int32_t in, int32_t o
 
 size_t sf_cpu_op_spike_linear_workspace(sf_backend *be, int64_t rows, int32_t in, int32_t out)
 {
-    /* Wᵀ in the forward, dWᵀ in the backward, both by whole tiles of TILE columns; then W by tiles for dx */
+    /* Wᵀ in the forward, and W in the backward's masked dx, by whole tiles of TILE columns */
     size_t wt = (size_t)in * (size_t)((out + TILE - 1) / TILE * TILE), w = (size_t)out * (size_t)((in + TILE - 1) / TILE * TILE);
     return (wt > w ? wt : w) * sizeof(float);
 }
@@ -106,48 +107,89 @@ void sf_cpu_spike_product(int64_t rows, int32_t in, int32_t out, const sf_spikes
     }
 }
 
-/* One tile of dW = dyᵀ·x over the active inputs: the thread that owns output columns [j0, j0 + jn) adds dy[r, tile]
- * into row i of its block of dWᵀ (in × TILE floats of the scratch) for every active input i of every row r, in row
- * order, skipping rows whose dy tile the mask says is zero; then writes the block into dW [out, in]. */
-SF_CPU_CLONES static void wgrad_tile(int64_t rows, int32_t in, int32_t out, int32_t j0, int32_t jn, const uint32_t *x,
-                                     const float *dy, const sf_spikes *dy_mask, float *dw, float *acc)
+/* Does the mask say row r of dy is zero over columns [j0, j0 + jn)? */
+static inline bool tile_is_zero(const sf_spikes *dy_mask, int64_t wo, int64_t r, int32_t j0, int32_t jn)
 {
-    const int64_t wi = sf_spike_words(in), wo = sf_spike_words(out);
-    memset(acc, 0, sizeof(float) * (size_t)in * TILE);
-    for (int64_t r = 0; r < rows; r++) {
-        if (dy_mask) { /* the tile spans words j0/32 .. (j0+jn-1)/32 of the mask row */
-            const uint32_t *m = dy_mask->bits + r * wo;
-            uint32_t any = 0;
-            for (int64_t q = j0 / 32; q <= (j0 + jn - 1) / 32; q++) any |= m[q];
-            if (!any) continue;
-        }
-        const float *d = dy + r * out + j0;
-        const uint32_t *xr = x + r * wi;
-        for (int64_t q = 0; q < wi; q++)
-            for (uint32_t m = xr[q]; m; m &= m - 1) {
-                float *a = acc + (32 * q + __builtin_ctz(m)) * TILE;
-                if (jn == TILE) {
-#pragma omp simd
-                    for (int32_t j = 0; j < TILE; j++) a[j] += d[j];
-                } else {
-                    for (int32_t j = 0; j < jn; j++) a[j] += d[j];
-                }
-            }
-    }
-    for (int32_t i0 = 0; i0 < in; i0 += 16) /* blocks of 16 inputs: whole cache lines of dW, acc rows in L1 */
-        for (int32_t j = 0; j < jn; j++)
-            for (int32_t i = i0; i < in && i < i0 + 16; i++) dw[(int64_t)(j0 + j) * in + i] = acc[(int64_t)i * TILE + j];
+    const uint32_t *m = dy_mask->bits + r * wo;
+    uint32_t any = 0;
+    for (int64_t q = j0 / 32; q <= (j0 + jn - 1) / 32; q++) any |= m[q];
+    return any == 0;
 }
 
-void sf_cpu_spike_weight_grad(int64_t rows, int32_t in, int32_t out, const uint32_t *x, const float *dy,
-                              const sf_spikes *dy_mask, float *dw, float *scratch)
+/* One tile of output columns of dW = dyᵀ·x: for each input i, the sum of dy[r, tile] over the rows of its list
+ * (ascending; rows whose tile the mask says is zero skipped), in four vector registers; blocks of 16 inputs are
+ * written into dW [out, in] as whole cache lines. */
+SF_CPU_CLONES static void wgrad_tile(int32_t in, int32_t out, int32_t j0, int32_t jn, const int64_t *colptr,
+                                     const int32_t *rowidx, const float *dy, const sf_spikes *dy_mask, float *dw)
 {
+    const int64_t wo = sf_spike_words(out);
+    float blk[16][TILE];
+    for (int32_t i0 = 0; i0 < in; i0 += 16) {
+        const int32_t ni = in - i0 < 16 ? in - i0 : 16;
+        for (int32_t i = 0; i < ni; i++) {
+            v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+            float *acc = blk[i];
+            if (jn != TILE)
+                for (int32_t j = 0; j < jn; j++) acc[j] = 0.0f;
+            for (int64_t k = colptr[i0 + i]; k < colptr[i0 + i + 1]; k++) {
+                const int64_t r = rowidx[k];
+                if (dy_mask && tile_is_zero(dy_mask, wo, r, j0, jn)) continue;
+                const float *d = dy + r * out + j0;
+                if (jn == TILE) {
+                    v16 w0, w1, w2, w3;
+                    memcpy(&w0, d, 64), memcpy(&w1, d + 16, 64), memcpy(&w2, d + 32, 64), memcpy(&w3, d + 48, 64);
+                    a0 += w0, a1 += w1, a2 += w2, a3 += w3;
+                } else {
+                    for (int32_t j = 0; j < jn; j++) acc[j] += d[j];
+                }
+            }
+            if (jn == TILE)
+                memcpy(acc, &a0, 64), memcpy(acc + 16, &a1, 64), memcpy(acc + 32, &a2, 64), memcpy(acc + 48, &a3, 64);
+        }
+        for (int32_t j = 0; j < jn; j++)
+            for (int32_t i = 0; i < ni; i++) dw[(int64_t)(j0 + j) * in + i0 + i] = blk[i][j];
+    }
+}
+
+/* The per-input row lists of x [rows, words(in)] (its CSC): the rows where input i spiked, ascending, at
+ * rowidx[colptr[i] .. colptr[i+1]). */
+static sf_status column_lists(int64_t rows, int32_t in, const uint32_t *x, int64_t **colptr, int32_t **rowidx)
+{
+    const int64_t wi = sf_spike_words(in);
+    int64_t *cp = calloc((size_t)in + 2, sizeof *cp);
+    if (!cp) return sf_fail(SF_ERR_NOMEM, "spike weight gradient: out of memory for the input lists");
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t q = 0; q < wi; q++)
+            for (uint32_t m = x[r * wi + q]; m; m &= m - 1) cp[32 * q + __builtin_ctz(m) + 2]++;
+    for (int32_t i = 0; i < in; i++) cp[i + 2] += cp[i + 1]; /* cp[i + 1]: start of input i's list */
+    int32_t *ri = malloc(sizeof *ri * (size_t)(cp[in + 1] + 1));
+    if (!ri) {
+        free(cp);
+        return sf_fail(SF_ERR_NOMEM, "spike weight gradient: out of memory for the input lists");
+    }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t q = 0; q < wi; q++)
+            for (uint32_t m = x[r * wi + q]; m; m &= m - 1) ri[cp[32 * q + __builtin_ctz(m) + 1]++] = (int32_t)r;
+    *colptr = cp; /* the fill moved each start to the next one's: cp[i] is now input i's start */
+    *rowidx = ri;
+    return SF_OK;
+}
+
+sf_status sf_cpu_spike_weight_grad(int64_t rows, int32_t in, int32_t out, const uint32_t *x, const float *dy,
+                                   const sf_spikes *dy_mask, float *dw)
+{
+    int64_t *colptr;
+    int32_t *rowidx;
+    SF_TRY(column_lists(rows, in, x, &colptr, &rowidx));
     const int64_t tiles = (out + TILE - 1) / TILE;
 #pragma omp parallel for schedule(static) if (rows * (int64_t)out >= SF_CPU_PARALLEL_MIN)
     for (int64_t tl = 0; tl < tiles; tl++) {
         const int32_t j0 = (int32_t)(tl * TILE), jn = out - j0 < TILE ? out - j0 : TILE;
-        wgrad_tile(rows, in, out, j0, jn, x, dy, dy_mask, dw, scratch + (int64_t)j0 * in);
+        wgrad_tile(in, out, j0, jn, colptr, rowidx, dy, dy_mask, dw);
     }
+    free(colptr);
+    free(rowidx);
+    return SF_OK;
 }
 
 /* dx[r, i0 .. i0+in_n) = Σ over the nonzero dy[r, j] (the mask's bits, j ascending) of dy[r, j]·W[j, i0 ..]; wtile is
@@ -205,7 +247,7 @@ sf_status sf_cpu_op_spike_linear_backward(sf_backend *be, int64_t rows, int32_t 
                                           float *dw, float *db, void *ws)
 {
     SF_TRY(check_shape("spike linear backward", rows, in, out));
-    sf_cpu_spike_weight_grad(rows, in, out, x, dy, dy_mask, dw, ws);
+    SF_TRY(sf_cpu_spike_weight_grad(rows, in, out, x, dy, dy_mask, dw));
     if (db) sf_cpu_column_sums(rows, out, dy, db);
     if (!dx || rows == 0) return SF_OK;
     if (dy_mask)
