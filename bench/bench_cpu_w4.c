@@ -37,15 +37,10 @@ static double run(const w4_options *o, int steps, const float *x, const int32_t 
     double med = sf_bench_median(ms, steps);
     float rates[2];
     sf_net_firing_rates(net, rates, 2);
-    sf_layer_sparsity q[5];
-    sf_net_layer_sparsity(net, q, 5);
     sf_memory_plan plan;
     die(sf_net_memory_plan(net, &plan), "plan");
-    char paths[128] = "";
-    for (int i = 0, n = 0; i < 5; i++)
-        if (q[i].eligible)
-            n += snprintf(paths + n, sizeof paths - (size_t)n, " L%d %.3f %s/%s", i, q[i].density,
-                          q[i].forward_sparse ? "S" : "D", q[i].backward_sparse ? "S" : "D");
+    char paths[160];
+    w4_paths(net, paths, sizeof paths);
     printf("W4%-3s %-7s %-10s %9.1f ms/step %8.1f samples/s  compile %7.0f ms  rates %.4f %.4f  saved %7.2f MiB  "
            "paths:%s  loss %.4f\n",
            o->rec ? "rec" : "ff", o->fixed ? "fixed" : "natural", w4_mode_name(o), med, (double)o->B / med * 1e3,

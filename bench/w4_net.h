@@ -12,6 +12,7 @@
 #include "spikefuse.h"
 
 #include <stdint.h>
+#include <stdio.h>
 
 enum { W4_IN = 700, W4_HIDDEN = 1472, W4_OUT = 20, W4_T = 100 };
 #define W4_DENSITY 0.05f
@@ -79,6 +80,18 @@ static inline void w4_batch(int64_t T, int64_t B, float *x, int32_t *labels)
 {
     for (int64_t i = 0; i < T * B * W4_IN; i++) x[i] = sf_uniform(4, 1, (uint64_t)i) < W4_DENSITY ? 1.0f : 0.0f;
     for (int64_t b = 0; b < B; b++) labels[b] = (int32_t)(sf_hash3(4, 2, (uint64_t)b) % W4_OUT);
+}
+
+/* " L<i> <density> S|D/S|D" for each event-driven layer: its input density and the paths of the last step. */
+static inline void w4_paths(const sf_net *net, char *buf, size_t cap)
+{
+    sf_layer_sparsity q[5];
+    sf_net_layer_sparsity(net, q, 5);
+    buf[0] = 0;
+    for (int i = 0, n = 0; i < 5 && (size_t)n < cap; i++)
+        if (q[i].eligible)
+            n += snprintf(buf + n, cap - (size_t)n, " L%d %.3f %s/%s", i, q[i].density, q[i].forward_sparse ? "S" : "D",
+                          q[i].backward_sparse ? "S" : "D");
 }
 
 static inline const char *w4_mode_name(const w4_options *o)

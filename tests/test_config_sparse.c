@@ -27,18 +27,7 @@ static const char *const rec_config = HEAD /* 1-2 */
     "[linear]\n"                           /* 15 layer 3 */
     "out = 10\n";                          /* 16 */
 
-static void expect_error(const char *text, int line, const char *needle)
-{
-    sf_config *cfg = NULL;
-    sf_status s = sf_config_parse_string(text, "bad.ini", &cfg);
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, "bad.ini:%d: ", line);
-    CHECK(s == SF_ERR_INVALID && cfg == NULL, "status %s for:\n%s", sf_status_str(s), text);
-    CHECK(strncmp(sf_last_error(), prefix, strlen(prefix)) == 0, "message '%s' does not start with '%s'",
-          sf_last_error(), prefix);
-    CHECK(strstr(sf_last_error(), needle) != NULL, "message '%s' lacks '%s'", sf_last_error(), needle);
-    sf_config_free(cfg);
-}
+#define expect_error tu_expect_config_error
 
 /* Parses, then building the network fails at file:line. */
 static void expect_build_error(const char *text, int line, const char *needle)

@@ -32,6 +32,16 @@ static sf_lif_params neuron(float tau, int soft, int detach, sf_surrogate sg, fl
     return p;
 }
 
+/* A layer: linear with `out` features, or a neuron layer with the case's neuron. */
+static void add(sf_net *net, sf_layer_kind kind, int32_t out, const sf_lif_params *lif)
+{
+    sf_layer_desc d;
+    sf_layer_default_desc(kind, &d);
+    d.out_features = out;
+    d.lif = *lif;
+    CHECK_OK(sf_net_add(net, &d, NULL));
+}
+
 static sf_net *make(const rlif_case *c, const sf_safetensors *fx, sf_memory_mode memory, sf_sparse_mode sparse)
 {
     sf_net_params p;
@@ -42,34 +52,15 @@ static sf_net *make(const rlif_case *c, const sf_safetensors *fx, sf_memory_mode
     sf_net *net = NULL;
     CHECK_OK(sf_net_create(&p, &net));
     if (!net) exit(tu_finish("test_rlif"));
-    sf_layer_desc d;
-    if (!c->first_is_rlif) {
-        sf_layer_default_desc(SF_LAYER_LINEAR, &d);
-        d.out_features = c->hidden;
-        CHECK_OK(sf_net_add(net, &d, NULL));
-    }
-    sf_layer_default_desc(SF_LAYER_RLIF, &d);
-    d.lif = c->lif;
-    CHECK_OK(sf_net_add(net, &d, NULL));
+    if (!c->first_is_rlif) add(net, SF_LAYER_LINEAR, c->hidden, &c->lif);
+    add(net, SF_LAYER_RLIF, 0, &c->lif);
     if (c->hidden2) {
-        sf_layer_default_desc(SF_LAYER_LINEAR, &d);
-        d.out_features = c->hidden2;
-        CHECK_OK(sf_net_add(net, &d, NULL));
-        sf_layer_default_desc(SF_LAYER_LIF, &d);
-        d.lif = c->lif;
-        CHECK_OK(sf_net_add(net, &d, NULL));
+        add(net, SF_LAYER_LINEAR, c->hidden2, &c->lif);
+        add(net, SF_LAYER_LIF, 0, &c->lif);
     }
-    sf_layer_default_desc(SF_LAYER_LINEAR, &d);
-    d.out_features = c->classes;
-    CHECK_OK(sf_net_add(net, &d, NULL));
+    add(net, SF_LAYER_LINEAR, c->classes, &c->lif);
     CHECK_OK(sf_net_compile(net, c->T, c->B));
-    for (int32_t i = 0; i < sf_net_tensor_count(net, SF_ROLE_PARAM); i++) {
-        sf_tensor_info info;
-        CHECK_OK(sf_net_tensor_info(net, SF_ROLE_PARAM, i, &info));
-        float *v = tu_get_f32(fx, info.name, info.numel);
-        CHECK_OK(sf_net_tensor_write(net, SF_ROLE_PARAM, i, v));
-        free(v);
-    }
+    tu_load_params(net, fx);
     sf_optim_params o;
     sf_optim_default_params(&o);
     o.lr = (float)atof(sf_safetensors_meta(fx, "lr"));
@@ -115,18 +106,9 @@ static void check_step(const rlif_case *c, const sf_safetensors *fx, sf_net *net
 
 static void check_trajectory(const rlif_case *c, const sf_safetensors *fx, sf_net *net, const char *mode)
 {
-    float *x = tu_get_f32(fx, "x", (int64_t)c->T * c->B * c->in);
-    int32_t labels[8];
-    labels_of(fx, labels);
-    double *losses = tu_get_f64(fx, "losses", 10);
-    for (int k = 0; k < 10; k++) {
-        sf_step_result r;
-        CHECK_OK(sf_net_train_step(net, x, labels, &r));
-        CHECK(fabs(r.loss - losses[k]) <= 1e-4 * fabs(losses[k]) + 1e-6, "%s %s step %d: loss %.7f vs %.7f",
-              c->fixture, mode, k, r.loss, losses[k]);
-    }
-    free(x);
-    free(losses);
+    char what[128];
+    snprintf(what, sizeof what, "%s %s", c->fixture, mode);
+    tu_check_losses(net, fx, (int64_t)c->T * c->B * c->in, what);
 }
 
 int main(void)

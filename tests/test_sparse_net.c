@@ -35,13 +35,8 @@ static sf_layer_desc layer(sf_layer_kind kind)
 static sf_layer_desc neuron(sf_layer_kind kind, const setup *s)
 {
     sf_layer_desc d = layer(kind);
-    d.lif.surrogate = SF_SURROGATE_FAST_SIGMOID;
-    d.lif.alpha = 10.0f;
-    d.lif.detach_reset = 1;
+    tu_seed_neuron(&d.lif, s->grad_threshold, 0.5f);
     d.lif.v_threshold = s->threshold;
-    d.lif.use_grad_threshold = s->grad_threshold > 0;
-    d.lif.grad_threshold = 0.5f;
-    d.lif.grad_cut = s->grad_threshold == 2;
     return d;
 }
 

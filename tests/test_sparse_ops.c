@@ -207,13 +207,7 @@ static void test_lif_masked(const shape *sh, int grad_threshold, int full)
     tu_randn(x, total, 0.6f, 1.0f, 21);
     tu_randn(ds, total, 0.0f, 1.0f, 22);
     sf_lif_params p;
-    sf_lif_default_params(&p);
-    p.surrogate = SF_SURROGATE_FAST_SIGMOID;
-    p.alpha = 10.0f;
-    p.detach_reset = 1;
-    p.use_grad_threshold = grad_threshold > 0;
-    p.grad_threshold = 0.6f;
-    p.grad_cut = grad_threshold == 2;
+    tu_seed_neuron(&p, grad_threshold, 0.6f);
     sf_lif_out out = {.h = h};
     CHECK_OK(be->lif_forward(be, &p, sh->T, N, x, &out));
     const float *hh = full ? h : NULL;
@@ -249,13 +243,7 @@ static void test_rlif(int64_t T, int64_t B, int64_t n, int grad_threshold)
     tu_randn(v, n * n, 0.0f, 1.5f / sqrtf((float)n), 32);
     tu_randn(ds, total, 0.0f, 1.0f, 33);
     sf_lif_params p;
-    sf_lif_default_params(&p);
-    p.surrogate = SF_SURROGATE_FAST_SIGMOID;
-    p.alpha = 10.0f;
-    p.detach_reset = 1;
-    p.use_grad_threshold = grad_threshold > 0;
-    p.grad_threshold = 0.5f;
-    p.grad_cut = grad_threshold == 2;
+    tu_seed_neuron(&p, grad_threshold, 0.5f);
     void *ws = malloc(be->rlif_workspace(be, T, B, n));
     sf_spikes c[2] = {alloc_spikes(rows, n), alloc_spikes(rows, n)};
     for (int k = 0; k < 2; k++) { /* k = 0 dense, 1 event-driven */

@@ -34,15 +34,10 @@ static float run(const w4_options *o, const float *x, const int32_t *y)
     double peak = sf_net_peak_bytes(net) / 1048576.0;
     float rates[2];
     sf_net_firing_rates(net, rates, 2);
-    sf_layer_sparsity q[5];
-    sf_net_layer_sparsity(net, q, 5);
     sf_memory_plan plan;
     GB_OK(sf_net_memory_plan(net, &plan));
-    char paths[160] = "";
-    for (int i = 0, n = 0; i < 5; i++)
-        if (q[i].eligible)
-            n += snprintf(paths + n, sizeof paths - (size_t)n, " L%d %.3f %s/%s", i, q[i].density,
-                          q[i].forward_sparse ? "S" : "D", q[i].backward_sparse ? "S" : "D");
+    char paths[160];
+    w4_paths(net, paths, sizeof paths);
     printf("W4%-3s %-7s %-10s graph %d %8.2f ms/step %8.0f samples/s  rates %.4f %.4f  saved %7.1f MiB  device %7.0f "
            "MiB  paths:%s\n",
            o->rec ? "rec" : "ff", o->fixed ? "fixed" : "natural", w4_mode_name(o), o->graph, ms,

@@ -8,18 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-void *sf_net_slot_ptr(const sf_net *net, sf_slot s)
-{
-    switch (s.where) {
-    case SF_ARENA_SAVED: return (char *)net->saved_mem + s.offset;
-    case SF_ARENA_WORK: return (char *)net->work_mem + s.offset;
-    case SF_ARENA_NONE: break;
-    }
-    return NULL;
-}
-
-float *sf_net_act(sf_net *net, int32_t id) { return sf_net_slot_ptr(net, net->tensors[net->tensors[id].alias_of].act); }
-
 static float *grad_of(sf_net *net, int32_t id) { return sf_net_slot_ptr(net, net->tensors[net->tensors[id].alias_of].grad); }
 
 int32_t sf_net_classes(const sf_net *net)

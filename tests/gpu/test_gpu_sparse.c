@@ -254,13 +254,7 @@ static void test_lif_masked(int64_t T, int64_t B, int64_t n, int g)
     pair cnt = mk(NULL, 4);
     cpair m = mkc(rows, n, false);
     sf_lif_params p;
-    sf_lif_default_params(&p);
-    p.surrogate = SF_SURROGATE_FAST_SIGMOID;
-    p.alpha = 10.0f;
-    p.detach_reset = 1;
-    p.use_grad_threshold = g > 0;
-    p.grad_threshold = 0.6f;
-    p.grad_cut = g == 2;
+    tu_seed_neuron(&p, g, 0.6f);
     RUN(be->lif_backward_masked(be, &p, T, B, n, S(x), NULL, S(ds), S(dx), SC(m, false), S(cnt)));
     cmp(what, &dx, 1e-4);
     cmpc(what, &m);
@@ -281,13 +275,7 @@ static void test_rlif(int64_t T, int64_t B, int64_t n, int g)
     size_t wb = gpu->rlif_workspace(gpu, T, B, n), wc = cpu->rlif_workspace(cpu, T, B, n);
     pair ws = mk(NULL, wb > wc ? wb : wc);
     sf_lif_params p;
-    sf_lif_default_params(&p);
-    p.surrogate = SF_SURROGATE_FAST_SIGMOID;
-    p.alpha = 10.0f;
-    p.detach_reset = 1;
-    p.use_grad_threshold = g > 0;
-    p.grad_threshold = 0.5f;
-    p.grad_cut = g == 2;
+    tu_seed_neuron(&p, g, 0.5f);
     for (int sparse = 0; sparse < 2; sparse++) {
         pair s = mk(NULL, 4 * (size_t)total), h = mk(NULL, 4 * (size_t)total), cnt = mk(NULL, 4), gc = mk(NULL, 4);
         pair dx = mk(NULL, 4 * (size_t)total), dv = mk(NULL, 4 * (size_t)(n * n));
@@ -359,9 +347,7 @@ static void test_nets(void)
                 sf_layer_default_desc(l % 2 ? (rec && l == 1 ? SF_LAYER_RLIF : SF_LAYER_LIF) : SF_LAYER_LINEAR, &d);
                 d.out_features = sizes[l];
                 d.init_gain = l % 2 ? 1.0f : 5.0f;
-                d.lif.use_grad_threshold = 1;
-                d.lif.grad_threshold = 0.4f;
-                d.lif.grad_cut = 1;
+                tu_seed_neuron(&d.lif, 2, 0.4f);
                 CHECK_OK(sf_net_add(net, &d, NULL));
             }
             CHECK_OK(sf_net_compile(net, T, B));
