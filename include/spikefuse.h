@@ -111,6 +111,14 @@ SF_API sf_status sf_lif_params_check(const sf_lif_params *p);
 SF_API sf_status sf_surrogate_parse(const char *name, sf_surrogate *out);
 SF_API const char *sf_surrogate_name(sf_surrogate s);
 
+/* The LIF whose spikes are the forward-Euler steps (time step dt > 0) of a neuron of the Neuromorphic Intermediate
+ * Representation (NIR): LIF  tau·dv/dt = (v_leak - v) + r·I, or IF (is_if)  dv/dt = r·I, spiking when v reaches
+ * v_threshold and then reset to v_reset, starting at v_reset (docs/nir.md). Sets tau or decay, decay_input,
+ * v_threshold, v_reset and the hard reset of *p, keeping its other fields (surrogate, ...). tau of an IF is
+ * ignored. SF_ERR_UNSUPPORTED where no LIF computes it (tau < dt, a non-positive input scale r·dt/tau). */
+SF_API sf_status sf_lif_params_from_nir(int32_t is_if, double tau, double r, double v_leak, double v_threshold,
+                                        double v_reset, double dt, sf_lif_params *p);
+
 /* The low-level fused kernels: all T steps of N independent neurons in one pass.
  * x, s, ds, dx are [T, N] float32 on `device` (host memory for the CPU, device memory for CUDA).
  * `stream` is a cudaStream_t for CUDA (NULL: the default stream) and ignored on the CPU; CUDA calls are
@@ -201,6 +209,9 @@ typedef struct sf_cuda_options {
     int32_t conv_workspace_mib; /* the most scratch memory cuDNN's convolution algorithms may use, shared by all
                                  * layers (faster algorithms need more); default 512 */
     sf_conv_algo conv_algo;     /* default auto */
+    int32_t deterministic;      /* 1: deterministic algorithms and reductions only, chosen without timing them, so a
+                                 * run repeats to the bit on the same GPU and software, and a resumed run equals an
+                                 * uninterrupted one (the CPU always is); costs step time; default 0 */
 } sf_cuda_options;
 
 typedef struct sf_net_params {
@@ -296,8 +307,16 @@ SF_API sf_status sf_net_update(sf_net *net);
 /* Copies the readout logits of the last forward, averaged over T, to host [B, classes]. */
 SF_API sf_status sf_net_logits(const sf_net *net, float *out);
 /* Copies tensor `id` of the last forward to host [T, B, C, H, W] (only while it is still held: the output of the
- * last layer always is; others only right after a forward in SF_MEMORY_FULL). */
+ * last layer always is; others where the memory plan keeps them for the backward, or all of them with
+ * sf_net_set_keep_activations). */
 SF_API sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *out);
+/* For looking inside a network (plots, debugging): from the next sf_net_compile on, every tensor and every LIF
+ * layer's membrane potential stay held after each forward, training or evaluation, at the cost of a float per
+ * activation; results are unchanged. A compiled network must be compiled again. */
+SF_API sf_status sf_net_set_keep_activations(sf_net *net, int32_t on);
+/* Copies the membrane potential h (before reset) of the LIF layer that produces tensor `id` in the last forward to
+ * host [T, B, C, H, W]: after any forward with keep_activations, or after a training forward in SF_MEMORY_FULL. */
+SF_API sf_status sf_net_read_membrane(const sf_net *net, int32_t id, float *out);
 
 /* Firing rate (mean spikes per neuron and step) of each LIF and RLIF layer in the last forward, in layer order.
  * Returns the number of such layers; writes at most `cap` rates. */

@@ -10,13 +10,14 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 out=.carry/gpu
 rm -rf "$out" && mkdir -p "$out/bin" "$out/lib"
-progs=$(ls tests/gpu/*.c bench/gpu/*.c | xargs -n1 basename | sed 's/\.c$//')
+progs="$(ls tests/gpu/*.c bench/gpu/*.c | xargs -n1 basename | sed 's/\.c$//') bench_events"
 cmake --build "$build" -j"$(nproc)" --target $progs spikefuse_cli spikefuse >/dev/null
 for p in $progs; do cp "$build/$p" "$out/bin/"; done
 cp "$build/spikefuse" "$build/libspikefuse.so" "$out/bin/"
-# libraries from Debian that the GPU image lacks; CUDA's (cudart, cuBLAS, cuDNN, NCCL) and glibc's are there
+# libraries from Debian that the GPU image lacks (libhdf5 brings curl's and TLS libraries along); CUDA's
+# (cudart, cuBLAS, cuDNN, NCCL) and glibc's (libresolv included) are there
 ldd "$out"/bin/* | awk '/=> \//{print $3}' | sort -u |
-    grep -vE '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so|/libcu|/libnccl|/libnv' |
+    grep -vE '/(libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so|/libcu|/libnccl|/libnv' |
     while read -r lib; do cp -L "$lib" "$out/lib/"; done
 tar -C .carry -cf - gpu | xz -9 -T"$(nproc)" >.carry/gpu.tar.xz
 rm -rf "$out"

@@ -6,7 +6,8 @@
 static const char *info_help =
     "usage: spikefuse info\n\n"
     "Prints the version, what the build has (OpenMP, the BLAS library, CUDA with its cuBLAS and cuDNN versions),\n"
-    "the number of OpenMP threads (set OMP_NUM_THREADS to change it) and the CUDA devices that are usable now.\n";
+    "the number of OpenMP threads (set OMP_NUM_THREADS to change it) and the CUDA devices that are usable now.\n\n"
+    SF_CLI_EXIT_CODES;
 
 int sf_cmd_info(int argc, char **argv)
 {

@@ -6,7 +6,7 @@
  * net's peak bytes and the device memory in use, for both memory modes, then a per-layer breakdown (profiling mode
  * synchronises after each layer). Usage: bench_w3_vgg9 [steps [fp32|tf32|bf16 [option=value ...]]]: the GEMM/conv
  * precision (default fp32, TF32 off) and CUDA options (gb_cuda_options: graph=0, conv_workspace_mib=N,
- * conv_algo=auto|cudnn|gemm). */
+ * conv_algo=auto|cudnn|gemm, deterministic=1). */
 #include "core/net_internal.h"
 #include "cuda/cuda_backend.h"
 #include "gpu_bench.h"
@@ -100,9 +100,9 @@ int main(int argc, char **argv)
     sf_precision prec = gb_precision(argc > 2 ? argv[2] : NULL);
     const sf_cuda_options cuda = gb_cuda_options(argc, argv, 3);
     printf("W3 cifar-vgg9 train step T=%lld B=%lld  precision: %s  conv workspace cap: %d MiB  conv: %s  CUDA graph: "
-           "%s  card: %s  copy bandwidth: %.0f GB/s\n",
+           "%s  deterministic: %s  card: %s  copy bandwidth: %.0f GB/s\n",
            (long long)T, (long long)B, sf_precision_name(prec), (int)cuda.conv_workspace_mib,
-           sf_conv_algo_name(cuda.conv_algo), cuda.graph ? "on" : "off", card, bw);
+           sf_conv_algo_name(cuda.conv_algo), cuda.graph ? "on" : "off", cuda.deterministic ? "on" : "off", card, bw);
     /* CIFAR-like input: one image per sample, the same at every step (direct encoding) */
     size_t img = 3 * 32 * 32;
     float *x = malloc(sizeof(float) * (size_t)(T * B) * img);

@@ -52,7 +52,7 @@ static inline sf_precision gb_precision(const char *name)
 }
 
 /* CUDA options from a benchmark's trailing "key=value" arguments: graph=0|1, conv_workspace_mib=N,
- * conv_algo=auto|cudnn|gemm (the sf_cuda_options fields; the rest keep their defaults). */
+ * conv_algo=auto|cudnn|gemm, deterministic=0|1 (the sf_cuda_options fields; the rest keep their defaults). */
 static inline sf_cuda_options gb_cuda_options(int argc, char **argv, int first)
 {
     sf_net_params p;
@@ -62,9 +62,12 @@ static inline sf_cuda_options gb_cuda_options(int argc, char **argv, int first)
         size_t k = v ? (size_t)(v - argv[i]) : 0;
         if (k == 5 && strncmp(argv[i], "graph", k) == 0) p.cuda.graph = atoi(v + 1);
         else if (k == 18 && strncmp(argv[i], "conv_workspace_mib", k) == 0) p.cuda.conv_workspace_mib = atoi(v + 1);
+        else if (k == 13 && strncmp(argv[i], "deterministic", k) == 0) p.cuda.deterministic = atoi(v + 1);
         else if (!(k == 9 && strncmp(argv[i], "conv_algo", k) == 0 &&
                    sf_conv_algo_parse(v + 1, &p.cuda.conv_algo) == SF_OK)) {
-            fprintf(stderr, "option '%s': expected graph=0|1, conv_workspace_mib=N or conv_algo=auto|cudnn|gemm\n",
+            fprintf(stderr,
+                    "option '%s': expected graph=0|1, conv_workspace_mib=N, conv_algo=auto|cudnn|gemm or "
+                    "deterministic=0|1\n",
                     argv[i]);
             exit(2);
         }

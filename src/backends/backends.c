@@ -25,8 +25,8 @@ sf_status sf_backend_create(sf_device dev, sf_precision precision, const sf_cuda
         return sf_cuda_backend_create(dev.index, precision, cuda, out);
 #else
         (void)cuda;
-        return sf_fail(SF_ERR_UNSUPPORTED, "this build of spikefuse has no CUDA backend (rebuild with nvcc present "
-                                           "and -DSF_CUDA=ON)");
+        return sf_fail(SF_ERR_UNSUPPORTED, "this build of spikefuse has no CUDA backend (use device cpu, or rebuild "
+                                           "with nvcc present and -DSF_CUDA=ON)");
 #endif
     }
     return sf_fail(SF_ERR_INVALID, "unknown device kind %d", (int)dev.kind);

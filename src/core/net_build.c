@@ -50,6 +50,7 @@ void sf_net_default_params(sf_net_params *p)
     p->cuda.graph = 1;
     p->cuda.conv_workspace_mib = 512;
     p->cuda.conv_algo = SF_CONV_ALGO_AUTO;
+    p->cuda.deterministic = 0;
 }
 
 sf_status sf_net_params_check(const sf_net_params *p)

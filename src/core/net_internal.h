@@ -121,6 +121,7 @@ struct sf_net {
     float *host_counts;
     size_t peak_bytes;
     bool profiling;
+    bool keep_all; /* sf_net_set_keep_activations: every tensor and LIF membrane potential stays readable */
     char *summary;
     /* the training step recorded as a backend graph (net_step.c) */
     void *graph;

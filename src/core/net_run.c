@@ -106,7 +106,7 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
         sf_lif_out out = {.s = y, .spike_count = net->spike_counts + l->lif_index};
         if (training && out_t->keep == SF_KEEP_BYTES && l->d.kind == SF_LAYER_LIF)
             out.s_u8 = sf_net_slot_ptr(net, out_t->bytes);
-        if (training) out.h = sf_net_slot_ptr(net, l->h);
+        if (training || net->keep_all) out.h = sf_net_slot_ptr(net, l->h);
         if (out_t->compact && !l->fused_bn) { /* the kernel writes the compact form itself */
             out.c = sf_net_compact_of(net, l->out);
             out.row = out_t->per_sample;
@@ -266,6 +266,30 @@ sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *out)
         return sf_fail(SF_ERR_STATE, "tensor %d is not held after the forward (only kept tensors and the output are)", id);
     return net->be->copy_to_host(net->be, out, sf_net_slot_ptr(net, x->act),
                                  (size_t)(rows(net) * x->per_sample) * sizeof(float));
+}
+
+sf_status sf_net_set_keep_activations(sf_net *net, int32_t on)
+{
+    net->keep_all = on != 0;
+    net->compiled = false; /* the plan changes */
+    return SF_OK;
+}
+
+sf_status sf_net_read_membrane(const sf_net *net, int32_t id, float *out)
+{
+    if (!net->have_forward) return sf_fail(SF_ERR_STATE, "read_membrane: run a forward first");
+    if (id < 1 || id > net->n_layers) return sf_fail(SF_ERR_INVALID, "tensor id %d out of range", id);
+    const sf_net_layer *l = &net->layers[id - 1];
+    if (l->d.kind != SF_LAYER_LIF)
+        return sf_fail(SF_ERR_INVALID, "tensor %d is not the output of a LIF layer: it has no membrane potential", id);
+    /* A training forward writes h where the plan keeps it; an evaluation forward only with keep_all. */
+    if (l->h.where == SF_ARENA_NONE || !(net->last_training || net->keep_all))
+        return sf_fail(SF_ERR_STATE,
+                       "the membrane potential of tensor %d is not held after this forward (call "
+                       "sf_net_set_keep_activations before sf_net_compile)",
+                       id);
+    return net->be->copy_to_host(net->be, out, sf_net_slot_ptr(net, l->h),
+                                 (size_t)(rows(net) * net->tensors[id].per_sample) * sizeof(float));
 }
 
 int32_t sf_net_firing_rates(const sf_net *net, float *rates, int32_t cap)

@@ -205,6 +205,11 @@ static void decide_keeps(sf_net *net)
         }
         if (x->compact) x->keep = SF_KEEP_BITS; /* its bits exist anyway: 1 bit per neuron and step */
     }
+    /* Kept for reading after the forward (plots, debugging): as float in the saved arena, which the backward can
+     * always use directly. */
+    if (net->keep_all)
+        for (int32_t t = 0; t <= net->n_layers; t++)
+            if (net->tensors[t].alias_of == t) net->tensors[t].keep = SF_KEEP_FLOAT;
 }
 
 /* Forward lifetimes of activations and what the forward saves. */
@@ -232,7 +237,8 @@ static void plan_forward(sf_net *net, planner *pl)
         if (x->compact) {
             const size_t r = (size_t)(net->T * net->B);
             const size_t bits = r * (size_t)sf_spike_words(x->per_sample) * sizeof(uint32_t);
-            if (x->keep == SF_KEEP_BITS) want_saved(pl, &x->cbits, bits);
+            /* the backward of a linear layer reading them takes their bits (kept also when keep_all keeps floats) */
+            if (x->keep != SF_KEEP_NONE) want_saved(pl, &x->cbits, bits);
             else want_work(pl, &x->cbits, bits, first, lastuse);
             want_work(pl, &x->cidx, r * (size_t)x->per_sample, first, lastuse);
             want_work(pl, &x->ccnt, r * (size_t)sf_spike_segs(x->per_sample) * sizeof(int32_t), first, lastuse);
@@ -246,8 +252,8 @@ static void plan_forward(sf_net *net, planner *pl)
             want_saved(pl, &l->mean, (size_t)net->tensors[l->in].c * sizeof(float));
             want_saved(pl, &l->var, (size_t)net->tensors[l->in].c * sizeof(float));
         }
-        if ((l->d.kind == SF_LAYER_LIF || l->d.kind == SF_LAYER_RLIF) && net->p.memory == SF_MEMORY_FULL &&
-            backward_runs(net, i))
+        bool h_for_backward = net->p.memory == SF_MEMORY_FULL && backward_runs(net, i);
+        if ((l->d.kind == SF_LAYER_LIF || l->d.kind == SF_LAYER_RLIF) && (h_for_backward || net->keep_all))
             want_saved(pl, &l->h, tensor_bytes(net, l->out, sizeof(float)));
         size_t sws = 0;
         if (l->d.kind == SF_LAYER_LINEAR && l->sparse != SF_SPARSE_OFF)

@@ -57,7 +57,7 @@ void sf_net_sparse_mark(sf_net *net)
     for (int32_t t = 0; t <= L; t++) {
         sf_net_tensor *x = &net->tensors[t];
         if (!x->compact) continue;
-        x->need_float = t == root(net, L);
+        x->need_float = t == root(net, L) || net->keep_all; /* keep_all: every tensor readable */
         for (int32_t c = 0; c < L; c++) {
             const sf_net_layer *l = &net->layers[c];
             bool reads = root(net, l->in) == t || (l->d.kind == SF_LAYER_ADD && root(net, l->in2) == t);

@@ -215,6 +215,10 @@ static sf_status init_ctx(sf_cuda_ctx *c, int32_t device, sf_precision prec, con
     c->prec = prec;
     c->conv_ws_cap = (size_t)opt->conv_workspace_mib << 20;
     c->conv_algo = opt->conv_algo;
+    c->deterministic = opt->deterministic != 0;
+    /* No atomics in cuBLAS's sums (its default, made explicit: deterministic runs rely on it, as on the fixed
+     * workspace above and the one stream). */
+    SF_CUBLAS_CHECK(cublasSetAtomicsMode(c->cublas, CUBLAS_ATOMICS_NOT_ALLOWED));
     /* fp32 stays fp32 unless opted in: no TF32 tensor-op math behind the caller's back. bf16 needs no mode: its
      * GEMMs name bf16 operand types (linear.cu). */
     SF_CUBLAS_CHECK(

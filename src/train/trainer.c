@@ -1,5 +1,6 @@
 /* trainer.c — the training loop: epochs of training steps, a test pass, checkpoints and metrics after each epoch,
- * and an exact continuation from a checkpoint (model, optimizer, RNG, data position and the epoch's running sums). */
+ * and an exact continuation from a checkpoint (model, optimizer, RNG, data position and the epoch's running sums);
+ * the run directory is locked while a run writes it, and every state an interruption can leave it in continues. */
 #include "train/trainer.h"
 
 #include "core/error.h"
@@ -10,12 +11,14 @@
 #include "train/metrics.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 /* Running sums of the current epoch and of the current logging interval: part of the resumable state, so an
  * interrupted epoch reports the same figures as an uninterrupted one. */
@@ -36,9 +39,12 @@ typedef struct run {
     sf_metrics *metrics;
     char *config_text;
     char last_path[4096], best_path[4096];
+    int lock_fd;  /* the run directory's lock (-1: not held) */
+    int in_place; /* continuing the run in its own directory */
     int32_t classes;
     int64_t step, epochs_done;
     double best, last_test;
+    int64_t best_step; /* the step best.safetensors holds (-1: none yet) */
     int64_t ckpt_epoch, ckpt_step; /* of the last checkpoint written or resumed (-1: none) */
     char ckpt_path[4096];
     epoch_sums sums;
@@ -114,28 +120,57 @@ static sf_status restore_loader_state(run *r, const char *text)
     }
     cJSON_Delete(o);
     if (!ok) return sf_fail(SF_ERR_FORMAT, "the checkpoint's loader_state is missing or malformed");
-    SF_TRY(sf_loader_set_state(r->train_ld, &ls));
+    if (sf_loader_set_state(r->train_ld, &ls) != SF_OK)
+        return sf_fail_context(SF_ERR_FORMAT, "the checkpoint's loader_state does not fit this data set: ");
     r->sums = sums;
     return SF_OK;
 }
 
 /* ---------------------------------------------------------------- checkpoints */
 
-static sf_status save_checkpoint(run *r, int also_best)
+/* Writes last.safetensors, and when this is the best state so far, best.safetensors as a copy of it made after it.
+ * last records the step best holds, so an interruption between the two (or a failed copy) leaves a last whose
+ * best_step is its own step: restore_best() then makes the copy again. */
+static sf_status save_checkpoint(run *r, int is_best)
 {
     char *ls = loader_state_json(r);
     if (!ls) return sf_fail(SF_ERR_NOMEM, "out of memory");
+    if (is_best) r->best_step = r->step;
     sf_checkpoint_info info = {.config = r->config_text, .epoch = r->epochs_done, .step = r->step,
-                               .loader_state = ls, .best_metric = r->best};
+                               .loader_state = ls, .best_metric = r->best, .best_step = r->best_step};
     sf_status s = sf_checkpoint_save(r->net, &info, r->last_path);
-    if (s == SF_OK && also_best) s = sf_checkpoint_save(r->net, &info, r->best_path);
     free(ls);
     if (s == SF_OK) {
         r->ckpt_epoch = r->epochs_done;
         r->ckpt_step = r->step;
         snprintf(r->ckpt_path, sizeof r->ckpt_path, "%s", r->last_path);
     }
+    if (s == SF_OK && is_best) s = sf_copy_file_atomic(r->last_path, r->best_path);
     return s;
+}
+
+/* The step of the checkpoint at `path`, or -1 when it is missing or unreadable. */
+static int64_t checkpoint_step(const char *path)
+{
+    sf_safetensors *st = NULL;
+    sf_checkpoint_info info;
+    int64_t step = sf_checkpoint_open(path, &st, &info) == SF_OK ? info.step : -1;
+    sf_safetensors_free(st);
+    return step;
+}
+
+/* Makes this run's best.safetensors the checkpoint of step best_step, from the run being continued (in `dir`): its
+ * best.safetensors when that holds the step, else its last.safetensors when that is the best state (the run was
+ * stopped between writing last and copying it). A best removed or damaged by hand has no source and stays so. */
+static sf_status restore_best(run *r, const char *dir)
+{
+    if (r->best_step < 0) return SF_OK;
+    char best[4096], last[4096];
+    SF_TRY(sf_path_join(best, sizeof best, dir, SF_RUN_BEST));
+    SF_TRY(sf_path_join(last, sizeof last, dir, SF_RUN_LAST));
+    if (checkpoint_step(best) == r->best_step) return r->in_place ? SF_OK : sf_copy_file_atomic(best, r->best_path);
+    if (r->best_step == r->step) return sf_copy_file_atomic(last, r->best_path);
+    return SF_OK;
 }
 
 static sf_status resume(run *r)
@@ -151,12 +186,25 @@ static sf_status resume(run *r)
         r->epochs_done = info.epoch;
         r->step = info.step;
         r->best = info.best_metric;
+        r->best_step = info.best_step;
         r->ckpt_epoch = info.epoch;
         r->ckpt_step = info.step;
         snprintf(r->ckpt_path, sizeof r->ckpt_path, "%s", path);
     }
     sf_safetensors_free(st);
     return s == SF_OK ? s : sf_fail_context(s, "resuming from %s: ", path);
+}
+
+/* A fresh run starts from the parameters (and BN statistics) of the checkpoint train.init names, e.g. one that
+ * `spikefuse import` wrote from a NIR graph. */
+static sf_status init_from(run *r, const char *path)
+{
+    sf_safetensors *st = NULL;
+    sf_checkpoint_info info;
+    sf_status s = sf_checkpoint_open(path, &st, &info);
+    if (s == SF_OK) s = sf_checkpoint_restore(st, r->net, 0);
+    sf_safetensors_free(st);
+    return s == SF_OK ? s : sf_fail_context(s, "train.init: ");
 }
 
 /* ---------------------------------------------------------------- metrics */
@@ -211,9 +259,8 @@ static sf_status log_epoch_line(run *r, const sf_eval_result *test)
 static sf_status open_data(run *r)
 {
     const sf_config *cfg = r->cfg;
-    const char *dir = cfg->train.data_dir[0] ? cfg->train.data_dir : NULL;
-    SF_TRY(sf_dataset_load(cfg->train.dataset, dir, SF_SPLIT_TRAIN, &r->train_ds));
-    SF_TRY(sf_dataset_load(cfg->train.dataset, dir, SF_SPLIT_TEST, &r->test_ds));
+    SF_TRY(sf_config_load_split(cfg, SF_SPLIT_TRAIN, &r->train_ds));
+    SF_TRY(sf_config_load_split(cfg, SF_SPLIT_TEST, &r->test_ds));
     r->classes = r->train_ds->classes;
     sf_loader_params lp;
     sf_config_loader_params(cfg, 1, &lp);
@@ -225,28 +272,67 @@ static sf_status open_data(run *r)
     return sf_loader_create(r->test_ds, &lp, &r->test_ld);
 }
 
+/* What a run stopped before its first checkpoint may leave in its directory: the lock file and temporaries of
+ * its files. A directory holding nothing else has no run in it. */
+static int run_leftover(const char *name)
+{
+    static const char *const files[] = {SF_RUN_LAST, SF_RUN_BEST, SF_RUN_CONFIG, SF_RUN_METRICS};
+    if (strcmp(name, SF_RUN_LOCK) == 0) return 1;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        if (sf_is_temp_of(name, files[i])) return 1;
+    return 0;
+}
+
+int sf_run_dir_is_free(const char *dir)
+{
+    struct stat sb;
+    if (stat(dir, &sb) != 0) return errno == ENOENT;
+    return S_ISDIR(sb.st_mode) && sf_dir_check_empty(dir, run_leftover) == SF_OK;
+}
+
+/* Creates and locks the run directory; a new run (not one continued in place) needs it free of any run. */
+static sf_status lock_dir(run *r)
+{
+    const sf_train_options *o = r->opt;
+    r->in_place = o->resume_dir && sf_same_dir(o->resume_dir, o->run_dir);
+    SF_TRY(sf_dir_create(o->run_dir));
+    char path[4096];
+    SF_TRY(sf_path_join(path, sizeof path, o->run_dir, SF_RUN_LOCK));
+    sf_status s = sf_lock_acquire(path, &r->lock_fd);
+    if (s == SF_ERR_STATE)
+        return sf_fail_context(s, "the run directory %s is in use by another spikefuse train: ", o->run_dir);
+    SF_TRY(s);
+    if (r->in_place) return SF_OK;
+    s = sf_dir_check_empty(o->run_dir, run_leftover);
+    if (s != SF_ERR_STATE) return s;
+    SF_TRY(sf_path_join(path, sizeof path, o->run_dir, SF_RUN_LAST));
+    if (!sf_file_exists(path))
+        return sf_fail_context(s, "refusing to write a new run over a directory that is not empty (choose another "
+                                  "--out): ");
+    return sf_fail(s,
+                   "%s holds a run: refusing to write a new run over it (choose another --out, or continue that run "
+                   "with --resume %s)",
+                   o->run_dir, o->run_dir);
+}
+
+/* Writes the run directory's files in an order that leaves no dead end: a new run's first checkpoint (its initial
+ * state, or the state it continues) comes first, so a directory without last.safetensors holds no run and a new
+ * run may take it; a continued run's best goes before its last, which records best's step. */
 static sf_status prepare_dir(run *r)
 {
     const sf_train_options *o = r->opt;
-    int in_place = o->resume_dir && sf_same_dir(o->resume_dir, o->run_dir);
-    sf_status s = sf_dir_prepare(o->run_dir, !in_place);
-    if (s == SF_ERR_STATE)
-        return sf_fail(s,
-                       "%s is not empty: refusing to write a new run over it (choose another --out, or continue "
-                       "that run with --resume %s)",
-                       o->run_dir, o->run_dir);
-    SF_TRY(s);
     SF_TRY(sf_path_join(r->last_path, sizeof r->last_path, o->run_dir, SF_RUN_LAST));
     SF_TRY(sf_path_join(r->best_path, sizeof r->best_path, o->run_dir, SF_RUN_BEST));
+    /* Saves killed midway leave temporaries. */
+    SF_TRY(sf_remove_stale_temps(o->run_dir));
+    if (o->resume_dir) SF_TRY(restore_best(r, o->resume_dir));
+    if (!r->in_place) SF_TRY(save_checkpoint(r, 0));
     char path[4096];
     SF_TRY(sf_path_join(path, sizeof path, o->run_dir, SF_RUN_CONFIG));
     SF_TRY(sf_write_file_atomic(path, r->config_text, strlen(r->config_text)));
     SF_TRY(sf_path_join(path, sizeof path, o->run_dir, SF_RUN_METRICS));
-    if (in_place) {
-        /* Saves killed midway leave temporaries; lines logged after the checkpoint would be logged again. */
-        SF_TRY(sf_remove_stale_temps(o->run_dir));
-        SF_TRY(sf_metrics_truncate(path, r->step));
-    }
+    /* Lines logged after the checkpoint would be logged again. */
+    if (r->in_place) SF_TRY(sf_metrics_truncate(path, r->step));
     return sf_metrics_open(path, &r->metrics);
 }
 
@@ -258,7 +344,9 @@ static sf_status setup(run *r)
     SF_TRY(open_data(r));
     SF_TRY(sf_config_build_net(cfg, &r->net));
     SF_TRY(sf_net_compile(r->net, cfg->train.timesteps, cfg->train.batch));
+    SF_TRY(lock_dir(r));
     if (r->opt->resume_dir) SF_TRY(resume(r));
+    else if (cfg->train.init[0]) SF_TRY(init_from(r, cfg->train.init));
     return prepare_dir(r);
 }
 
@@ -277,6 +365,7 @@ static void fill_progress(run *r, sf_train_event_kind kind, float lr)
     ev->batch_size = r->cfg->train.batch;
     ev->train_samples = r->train_ds->count;
     ev->test_samples = r->test_ds->count;
+    ev->skipped_samples = r->train_ds->skipped + r->test_ds->skipped;
     ev->epoch_seconds = e->train_seconds;
     ev->samples_per_s = e->train_seconds > 0 ? (double)e->seen / e->train_seconds : 0;
     ev->loss = e->batches ? e->loss_sum / (double)e->batches : 0;
@@ -353,6 +442,10 @@ static sf_status finish_epoch(run *r, float lr)
 {
     fill_progress(r, SF_TRAIN_EV_TEST, lr);
     notify(r);
+    /* Every test pass sees the same draws (Poisson encoding): accuracies compare across epochs, a resumed run
+     * picks the same best, and `spikefuse eval` of a checkpoint reproduces its accuracy. */
+    const sf_loader_state first = {.epoch = 0, .index = 0};
+    SF_TRY(sf_loader_set_state(r->test_ld, &first));
     sf_eval_result test;
     SF_TRY(sf_evaluate(r->net, r->test_ld, r->classes, &test));
     fill_progress(r, SF_TRAIN_EV_EPOCH, lr);
@@ -402,7 +495,8 @@ sf_status sf_train_run(const sf_config *cfg, const sf_train_options *opt, sf_tra
     memset(out, 0, sizeof *out);
     if (!opt->run_dir) return sf_fail(SF_ERR_INVALID, "no run directory given");
     double t0 = sf_now_seconds();
-    run r = {.cfg = cfg, .opt = opt, .best = -1.0, .last_test = -1.0, .ckpt_epoch = -1, .ckpt_step = -1};
+    run r = {.cfg = cfg, .opt = opt, .lock_fd = -1, .best = -1.0, .last_test = -1.0, .best_step = -1,
+             .ckpt_epoch = -1, .ckpt_step = -1};
     sf_status s = setup(&r);
     if (s == SF_OK) s = train_loop(&r, out);
     out->epochs_done = r.epochs_done;
@@ -417,5 +511,6 @@ sf_status sf_train_run(const sf_config *cfg, const sf_train_options *opt, sf_tra
     sf_dataset_free(r.train_ds);
     sf_dataset_free(r.test_ds);
     free(r.config_text);
+    sf_lock_release(r.lock_fd);
     return s;
 }
