@@ -571,10 +571,20 @@ static void test_import_refusals(void)
     CHECK(import(g, &text) == SF_ERR_UNSUPPORTED && strstr(sf_last_error(), "differs between neurons: tau"), "%s",
           sf_last_error());
     sf_nir_graph_free(g);
-    /* an input no dataset has */
+    /* an input no dataset of fixed shape has: the synthetic source of that shape, with the Output's class count;
+     * its weights must still fit */
     g = base_graph("LIF");
-    set_vec(&g->nodes[0], "shape", 1, 700);
-    CHECK(import(g, &text) == SF_ERR_UNSUPPORTED && strstr(sf_last_error(), "no dataset"), "%s", sf_last_error());
+    set_vec(&g->nodes[0], "shape", 1, 123);
+    CHECK(import(g, &text) == SF_ERR_UNSUPPORTED && strstr(sf_last_error(), "weight does not fit"), "%s",
+          sf_last_error());
+    float *w123 = calloc(1230, sizeof *w123);
+    CHECK_OK(sf_nir_set_f32(&g->nodes[1].fields, "weight", 2, (const int64_t[]){10, 123}, w123));
+    free(w123);
+    CHECK_OK(import(g, &text));
+    CHECK(text && strstr(text, "dataset = synthetic\ninput_shape = 123\nclasses = 10\n"), "synthetic input: %s",
+          text ? text : "(none)");
+    free(text);
+    text = NULL;
     sf_nir_graph_free(g);
     /* a grouped convolution */
     g = NULL;
@@ -633,7 +643,7 @@ static void write_sample(const char *dir, const char *name, const char *ini, uin
  * net in snnTorch's (no decay_input), with batch norm folded. */
 static void write_samples(const char *dir)
 {
-    CHECK_OK(sf_dir_prepare(dir, 0));
+    CHECK_OK(sf_dir_create(dir));
     write_sample(dir, "mlp", "[train]\ndataset = fashion-mnist\n[flatten]\n[linear]\nout = 64\n[lif]\n"
                              "[linear]\nout = 10\n[lif]\ntau = 4\n", 21);
     write_sample(dir, "csnn", "[train]\ndataset = fashion-mnist\n[neuron]\ndecay = 0.75\ndecay_input = off\n"

@@ -136,12 +136,12 @@ int sf_cli_checkpoint_path(const char *cmd, const char *arg, char *path, size_t 
     struct stat sb;
     if (stat(arg, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         if (sf_path_join(path, cap, arg, SF_RUN_BEST) != SF_OK) return sf_cli_status(cmd, SF_ERR_IO);
-        if (!sf_file_exists(path)) {
+        if (stat(path, &sb) != 0 && errno == ENOENT) {
             /* a run directory without best.safetensors: say what can be used instead, if anything */
             char last[4096];
             if (sf_path_join(last, sizeof last, arg, SF_RUN_LAST) == SF_OK && sf_file_exists(last))
-                return sf_cli_error(cmd, SF_EXIT_FAILURE, "%s has no %s yet (no epoch of its run has ended): use %s",
-                                    arg, SF_RUN_BEST, last);
+                return sf_cli_error(cmd, SF_EXIT_FAILURE, "%s has no %s yet (no epoch of its run has ended): %s %s",
+                                    arg, SF_RUN_BEST, strcmp(cmd, "eval") == 0 ? "evaluate" : cmd, last);
             return sf_cli_error(cmd, SF_EXIT_FAILURE, "%s holds no run (it has no %s)", arg, SF_RUN_BEST);
         }
     } else if ((size_t)snprintf(path, cap, "%s", arg) >= cap) {

@@ -29,6 +29,8 @@ typedef struct importer {
     double readout_tau;
     sf_tensor_list *params;
     int32_t dataset;
+    int32_t synthetic_shape[3]; /* dataset = synthetic: the Input node's shape, for input_shape */
+    int64_t classes;            /* the Output node's size (the synthetic source's class count) */
     int32_t encoding; /* from the graph's metadata "input_encoding" (spikefuse writes it), else direct */
 } importer;
 
@@ -361,6 +363,7 @@ static sf_status import_node(importer *im, int32_t node)
     if (strcmp(t, "Scale") == 0) return import_scale(n, &in, out);
     if (strcmp(t, "Output") == 0) {
         *out = in;
+        im->classes = numel_of(&in);
         return SF_OK;
     }
     static const struct {
@@ -383,6 +386,21 @@ static sf_status import_node(importer *im, int32_t node)
 
 /* ---------------------------------------------------------------- the graph */
 
+/* The network input: dataset k's [c, h, w], flattened first when the NIR Input is a vector. */
+static sf_status take_input(importer *im, const sf_nir_node *n, int32_t k, int32_t c, int32_t h, int32_t w, int64_t numel)
+{
+    im->dataset = k;
+    const sf_nir_field *f;
+    SF_TRY(need(n, "shape", &f));
+    value *v = &im->v[n - im->g->nodes];
+    *v = (value){.tensor = 0, .ndim = 3, .shape = {c, h, w}, .binary = im->encoding != SF_ENCODING_DIRECT};
+    if (f->numel == 1) {
+        section(im, "flatten", 0, n->name);
+        *v = (value){.tensor = layer_done(im), .ndim = 1, .shape = {numel}, .binary = v->binary};
+    }
+    return SF_OK;
+}
+
 /* The Input node: the dataset whose input has its size; a vector input gets a [flatten] first. */
 static sf_status import_input(importer *im, int32_t node)
 {
@@ -397,9 +415,13 @@ static sf_status import_input(importer *im, int32_t node)
         if (!(f->values[i] >= 1 && f->values[i] <= (1 << 24))) return refuse(n, "a dimension is out of range", NULL);
         numel *= (int64_t)f->values[i];
     }
+    sf_data_params defaults;
+    sf_data_default_params(&defaults);
     for (int32_t k = 0; k < SF_DATASET_NUM_KINDS; k++) {
-        int32_t c, h, w, classes;
-        sf_dataset_kind_shape((sf_dataset_kind)k, &c, &h, &w, &classes);
+        int32_t shape[3], classes;
+        if (k == SF_DATASET_SYNTHETIC) continue; /* any shape: the fallback below */
+        sf_data_input_shape((sf_dataset_kind)k, &defaults, shape, &classes);
+        const int32_t c = shape[0], h = shape[1], w = shape[2];
         int fits = f->numel == 3 ? f->values[0] == c && f->values[1] == h && f->values[2] == w : numel == (int64_t)c * h * w;
         if (im->o->dataset >= 0 && k != im->o->dataset) continue;
         if (!fits) {
@@ -407,14 +429,16 @@ static sf_status import_input(importer *im, int32_t node)
                 return refuse(n, "its shape is not the chosen dataset's input shape: ", sf_dataset_kind_name((sf_dataset_kind)k));
             continue;
         }
-        im->dataset = k;
-        value *v = &im->v[node];
-        *v = (value){.tensor = 0, .ndim = 3, .shape = {c, h, w}, .binary = im->encoding != SF_ENCODING_DIRECT};
-        if (f->numel == 1) {
-            section(im, "flatten", 0, n->name);
-            *v = (value){.tensor = layer_done(im), .ndim = 1, .shape = {numel}, .binary = v->binary};
-        }
-        return SF_OK;
+        return take_input(im, n, k, c, h, w, numel);
+    }
+    /* no dataset of fixed shape fits (or synthetic was asked for): the synthetic source takes any shape */
+    if (im->o->dataset < 0 || im->o->dataset == SF_DATASET_SYNTHETIC) {
+        int32_t c = 1, h = 1, w = 1;
+        if (f->numel == 3) c = (int32_t)f->values[0], h = (int32_t)f->values[1], w = (int32_t)f->values[2];
+        else if (numel <= 16384) c = (int32_t)numel;
+        else return refuse(n, "a vector input longer than 16384 has no dataset here", NULL);
+        im->synthetic_shape[0] = c, im->synthetic_shape[1] = h, im->synthetic_shape[2] = w;
+        return take_input(im, n, SF_DATASET_SYNTHETIC, c, h, w, numel);
     }
     return refuse(n, "no dataset of this build has inputs of this shape", NULL);
 }
@@ -492,6 +516,12 @@ static sf_status assemble(importer *im, const char *layers, char **out)
     put_comment_text(f, im->o->source ? im->o->source : "");
     fprintf(f, " (dt = %g s)\n; training settings are defaults: edit them before training\n[train]\ndataset = %s\n",
             im->dt, sf_dataset_kind_name((sf_dataset_kind)im->dataset));
+    if (im->dataset == SF_DATASET_SYNTHETIC) {
+        const int32_t *sh = im->synthetic_shape;
+        if (sh[1] == 1 && sh[2] == 1) fprintf(f, "input_shape = %d\n", sh[0]);
+        else fprintf(f, "input_shape = %d, %d, %d\n", sh[0], sh[1], sh[2]);
+        fprintf(f, "classes = %lld\n", (long long)im->classes);
+    }
     if (im->encoding != SF_ENCODING_DIRECT)
         fprintf(f, "encoding = %s\n", sf_encoding_name((sf_encoding)im->encoding));
     if (im->o->init) fprintf(f, "init = %s\n", im->o->init);

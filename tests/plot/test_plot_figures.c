@@ -337,7 +337,7 @@ static void test_not_a_run(void)
           "a missing directory: %s", sf_last_error());
     make_dir("empty", dir, sizeof dir);
     req.run_dir = dir;
-    CHECK(sf_plot_run(&req, &res) == SF_ERR_INVALID && strstr(sf_last_error(), "not a spikefuse run directory"),
+    CHECK(sf_plot_run(&req, &res) == SF_ERR_IO && strstr(sf_last_error(), "not a spikefuse run directory"),
           "an empty directory: %s", sf_last_error());
     char file[400];
     make_dir("with_a_file", dir, sizeof dir);

@@ -27,7 +27,7 @@ static sf_status draw_all(const sf_plot_request *req, const sf_run *run, const s
     if (s == SF_OK) {
         sf_curve_figures(&d, figs, &res->notes);
         sf_sample_figures(&d, figs);
-        if (req->fig_dir) s = sf_dir_prepare(req->fig_dir, 0);
+        if (req->fig_dir) s = sf_dir_create(req->fig_dir);
     }
     for (int i = 0; s == SF_OK && i < figs->n; i++) {
         s = sf_figure_svg(&figs->fig[i], &svgs[i]);

@@ -61,7 +61,7 @@ sf_status sf_run_open(const char *dir, sf_run *run, sf_notes *notes)
     }
     if (!run->config_text && !run->have_metrics && !run->checkpoint[0]) {
         sf_run_close(run);
-        return sf_fail(SF_ERR_INVALID, "%s holds no %s, %s or checkpoint: not a spikefuse run directory", dir,
+        return sf_fail(SF_ERR_IO, "%s holds no %s, %s or checkpoint: not a spikefuse run directory", dir,
                        SF_RUN_CONFIG, SF_RUN_METRICS);
     }
     if (!run->cfg && run->checkpoint[0] && sf_checkpoint_config(run->checkpoint, &run->cfg) == SF_OK) {

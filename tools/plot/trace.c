@@ -97,10 +97,7 @@ sf_status sf_trace_run(const sf_run *run, int64_t sample, sf_trace *tr, int *hav
     sf_dataset *ds = NULL;
     sf_status s = sf_checkpoint_open(run->checkpoint, &st, &info);
     if (s == SF_OK) s = plot_config(run, &info, &cfg);
-    if (s == SF_OK) {
-        const char *dir = cfg->train.data_dir[0] ? cfg->train.data_dir : NULL;
-        s = sf_dataset_load(cfg->train.dataset, dir, SF_SPLIT_TEST, &ds);
-    }
+    if (s == SF_OK) s = sf_config_load_split(cfg, SF_SPLIT_TEST, &ds);
     if (s == SF_OK && (sample < 0 || sample >= ds->count)) {
         s = sf_fail(SF_ERR_INVALID, "test sample %lld does not exist: the %s test set has %lld samples (0 to %lld)",
                     (long long)sample, sf_dataset_kind_name(cfg->train.dataset), (long long)ds->count,
