@@ -149,7 +149,8 @@ typedef enum sf_layer_kind {
  * same function (sums in another order: equal within float rounding). */
 typedef enum sf_sparse_mode {
     SF_SPARSE_OFF = 0, /* dense everywhere: the engine as it was */
-    SF_SPARSE_AUTO,    /* per layer and step, sparse when the measured spike density is below the crossover */
+    SF_SPARSE_AUTO,    /* per layer and step, sparse when the measured spike density is below the crossover (with
+                        * sf_cuda_options.deterministic on a GPU: as ON, neither timed nor following the last step) */
     SF_SPARSE_ON       /* sparse wherever the input is spikes */
 } sf_sparse_mode;
 SF_API const char *sf_sparse_mode_name(sf_sparse_mode m); /* "off", "auto", "on" */
@@ -224,7 +225,7 @@ typedef struct sf_net_params {
     sf_loss loss;          /* CE on the T-mean of the readout, or CE at every step averaged over T */
     sf_precision precision; /* GEMM/conv arithmetic; default fp32 (the CPU backend accepts only fp32) */
     sf_cuda_options cuda;   /* how the CUDA backend runs (ignored on the CPU) */
-    sf_sparse_mode sparse;  /* event-driven layers; default off (configs default to auto) */
+    sf_sparse_mode sparse;  /* event-driven layers; default off */
     float sparse_crossover; /* AUTO: 0 measures, per layer shape, the density where sparse and dense take equally
                              * long on the device when the net is compiled (cached per shape in the process); a
                              * value in (0, 1] uses that density instead (reproducible across processes) */

@@ -324,7 +324,6 @@ static void init_defaults(sf_config *cfg)
     t->synthetic = dp.synthetic;
     t->events = dp.events;
     sf_net_default_params(&cfg->net);
-    cfg->net.sparse = SF_SPARSE_AUTO; /* configs run event-driven where it measures faster */
     sf_optim_default_params(&cfg->optim);
     sf_schedule_default_params(&cfg->schedule);
     sf_lif_default_params(&cfg->neuron);

@@ -221,10 +221,6 @@ static void plan_forward(sf_net *net, planner *pl)
         if (x->alias_of != t) continue;
         if (t > 0 && net->layers[t - 1].absorbed) continue; /* never materialised */
         size_t bytes = tensor_bytes(net, t, sizeof(float));
-        if (x->keep == SF_KEEP_FLOAT) {
-            want_saved(pl, &x->act, bytes);
-            continue;
-        }
         int32_t first = t == 0 ? 0 : t_fwd(pl, t - 1), lastuse = first;
         for (int32_t c = 0; c < L; c++) {
             const sf_net_layer *l = &net->layers[c];
@@ -232,7 +228,8 @@ static void plan_forward(sf_net *net, planner *pl)
                 if (t_fwd(pl, c) > lastuse) lastuse = t_fwd(pl, c);
         }
         if (t == last) lastuse = t_end(pl); /* the output stays readable */
-        want_work(pl, &x->act, bytes, first, lastuse);
+        if (x->keep == SF_KEEP_FLOAT) want_saved(pl, &x->act, bytes);
+        else want_work(pl, &x->act, bytes, first, lastuse);
         if (x->keep == SF_KEEP_BYTES) want_saved(pl, &x->bytes, tensor_bytes(net, t, 1));
         if (x->compact) {
             const size_t r = (size_t)(net->T * net->B);

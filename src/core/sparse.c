@@ -41,6 +41,10 @@ void sf_net_sparse_mark(sf_net *net)
     for (int32_t i = 0; i < L; i++) {
         sf_net_layer *l = &net->layers[i];
         sf_sparse_mode mode = l->d.sparse < 0 ? net->p.sparse : (sf_sparse_mode)l->d.sparse;
+        /* A GPU asked to be deterministic may neither time nor follow the previous step (a resumed run has none):
+         * auto runs event-driven wherever it can. */
+        if (mode == SF_SPARSE_AUTO && net->p.device.kind == SF_DEVICE_CUDA && net->p.cuda.deterministic)
+            mode = SF_SPARSE_ON;
         l->sparse = SF_SPARSE_OFF;
         l->density = l->grad_density = -1.0f;
         l->fwd_sparse = false;
