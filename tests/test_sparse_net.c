@@ -337,6 +337,28 @@ static void test_bad_input(void)
     expect_fail(sf_net_create(&p, &net), SF_ERR_INVALID, "sparse_crossover", "crossover NaN");
 }
 
+/* Every tensor kept readable (sf_net_set_keep_activations, as spikefuse plot asks): the spikes event-driven layers
+ * read are readable as floats, and equal the dense net's; the backward still runs. */
+static void test_keep_all(void)
+{
+    float *act[2];
+    int64_t n = (int64_t)T * B * 70;
+    batch b = make_batch(NET_MLP, 0.15f, 12);
+    for (int k = 0; k < 2; k++) {
+        setup s = {NET_MLP, k ? SF_SPARSE_ON : SF_SPARSE_OFF, SF_MEMORY_RECOMPUTE, 0, 1.0f, 0};
+        sf_net *net = build(&s);
+        CHECK_OK(sf_net_set_keep_activations(net, 1));
+        CHECK_OK(sf_net_compile(net, T, B));
+        result r = one_step(net, &b);
+        act[k] = malloc(sizeof(float) * (size_t)n);
+        CHECK_OK(sf_net_read_activation(net, 2, act[k]));
+        free(r.grads);
+        sf_net_free(net);
+    }
+    CHECK(memcmp(act[0], act[1], sizeof(float) * (size_t)n) == 0, "keep_all: the hidden spikes differ");
+    free(act[0]), free(act[1]), free(b.x);
+}
+
 int main(void)
 {
     for (int net = 0; net < NET_COUNT; net++)
@@ -345,6 +367,7 @@ int main(void)
     test_plan();
     test_auto();
     test_silent();
+    test_keep_all();
     test_bad_input();
     return tu_finish("test_sparse_net");
 }
