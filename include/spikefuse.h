@@ -119,6 +119,23 @@ SF_API const char *sf_surrogate_name(sf_surrogate s);
 SF_API sf_status sf_lif_params_from_nir(int32_t is_if, double tau, double r, double v_leak, double v_threshold,
                                         double v_reset, double dt, sf_lif_params *p);
 
+/* Neuron state carried across calls: a sequence cut into consecutive pieces of time (a stateful layer that is fed
+ * step by step, or the time pipeline's segments on several devices). Each pointer is optional, [N] float32 on the
+ * kernel's device; NULL keeps the one-call behaviour bitwise (v starts at v_reset for a hard reset or 0 for a soft
+ * one, no state is returned, ∂L/∂v after the last step is 0). Running pieces in order with v_out fed to the next
+ * piece's v_in, and their backwards in reverse order with dv_out fed to the previous piece's dv_in, gives the spikes
+ * and gradients of one call over the whole sequence, bitwise.
+ *   v_in    forward (and the backward's recompute of h): v before this piece's first step
+ *   v_out   forward: v after this piece's last step; may be v_in itself
+ *   dv_in   backward: ∂L/∂v after this piece's last step (the later piece's dv_out)
+ *   dv_out  backward: ∂L/∂v before this piece's first step (∂L/∂v_in); may be dv_in itself */
+typedef struct sf_lif_state {
+    const float *v_in;
+    float *v_out;
+    const float *dv_in;
+    float *dv_out;
+} sf_lif_state;
+
 /* The low-level fused kernels: all T steps of N independent neurons in one pass.
  * x, s, ds, dx are [T, N] float32 on `device` (host memory for the CPU, device memory for CUDA).
  * `stream` is a cudaStream_t for CUDA (NULL: the default stream) and ignored on the CPU; CUDA calls are
@@ -127,6 +144,12 @@ SF_API sf_status sf_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, co
                                 sf_device device, void *stream);
 SF_API sf_status sf_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds,
                                  float *dx, sf_device device, void *stream);
+/* The same with the neuron state carried across calls (st: see sf_lif_state; NULL is the calls above). The backward
+ * recomputes h from x and st->v_in, so a piece's backward needs the v_in its forward had. */
+SF_API sf_status sf_lif_forward_state(const sf_lif_params *p, int64_t T, int64_t N, const float *x, float *s,
+                                      const sf_lif_state *st, sf_device device, void *stream);
+SF_API sf_status sf_lif_backward_state(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds,
+                                       float *dx, const sf_lif_state *st, sf_device device, void *stream);
 
 /* ---------------------------------------------------------------- networks */
 typedef enum sf_layer_kind {

@@ -643,6 +643,69 @@ static void test_loader_eval(void)
     sf_dataset_free(ds);
 }
 
+/* Data-parallel shards: two loaders taking halves of each global batch see, together, what one loader with the whole
+ * batch sees (training: the same shuffled order; evaluation: the partial last batch split, one shard possibly
+ * empty), and a shard outside the batch is refused. */
+static void test_loader_shards(void)
+{
+    sf_dataset *ds = synthetic(21, 1, 2, 2);
+    for (int training = 0; training < 2; training++) {
+        sf_loader_params p;
+        sf_loader_default_params(&p);
+        p.batch = 8;
+        p.timesteps = 2;
+        p.training = training;
+        p.normalize = 0;
+        p.prefetch = training; /* both paths */
+        sf_loader *whole = NULL, *part[2] = {NULL, NULL};
+        CHECK_OK(sf_loader_create(ds, &p, &whole));
+        p.batch = 4;
+        p.shards = 2;
+        for (int k = 0; k < 2; k++) {
+            p.shard = k;
+            CHECK_OK(sf_loader_create(ds, &p, &part[k]));
+        }
+        if (!whole || !part[0] || !part[1]) return;
+        CHECK(sf_loader_batches_per_epoch(part[0]) == sf_loader_batches_per_epoch(whole),
+              "training %d: %lld shard batches per epoch, %lld whole", training,
+              (long long)sf_loader_batches_per_epoch(part[0]), (long long)sf_loader_batches_per_epoch(whole));
+        int ok = 1, batches = 0, valid_sum = 0, whole_valid = 0;
+        for (;;) {
+            const sf_batch *w, *a, *b;
+            CHECK_OK(sf_loader_next(whole, &w));
+            CHECK_OK(sf_loader_next(part[0], &a));
+            CHECK_OK(sf_loader_next(part[1], &b));
+            if (!w || !a || !b) {
+                ok &= !w && !a && !b;
+                break;
+            }
+            batches++;
+            whole_valid += w->valid;
+            valid_sum += a->valid + b->valid;
+            const sf_batch *half[2] = {a, b};
+            for (int k = 0; k < 2; k++)
+                for (int i = 0; i < half[k]->valid; i++) {
+                    ok &= half[k]->labels[i] == w->labels[k * 4 + i];
+                    for (int t = 0; t < 2; t++)
+                        ok &= memcmp(half[k]->x + (t * 4 + i) * 4, w->x + (t * 8 + k * 4 + i) * 4, 4 * sizeof(float)) == 0;
+                }
+        }
+        CHECK(ok && batches == (training ? 2 : 3) && valid_sum == whole_valid,
+              "training %d: shards differ from the whole batch (%d batches, %d vs %d valid samples)", training, batches,
+              valid_sum, whole_valid);
+        for (int k = 0; k < 2; k++) sf_loader_free(part[k]);
+        sf_loader_free(whole);
+    }
+    sf_loader_params p;
+    sf_loader_default_params(&p);
+    p.batch = 2;
+    p.shards = 2;
+    p.shard = 2;
+    sf_loader *bad = NULL;
+    expect_fail(sf_loader_create(ds, &p, &bad), SF_ERR_INVALID, "shard", "shard 2 of 2");
+    sf_dataset_free(ds);
+}
+
 static void test_real_fashion_mnist(void)
 {
     const char *dir = sf_dataset_default_dir(SF_DATASET_FASHION_MNIST);
@@ -691,6 +754,7 @@ int main(void)
     test_shuffle();
     test_loader_training();
     test_loader_eval();
+    test_loader_shards();
     test_real_fashion_mnist();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

@@ -101,10 +101,10 @@ static void test_lif_compact(const shape *sh, int dk)
     sf_lif_default_params(&p);
     float c1 = 0, c2 = 0, c3 = 0, flag = 0;
     sf_lif_out dense = {.s = s1, .h = h1, .spike_count = &c1};
-    CHECK_OK(be->lif_forward(be, &p, sh->T, N, x, &dense));
+    CHECK_OK(be->lif_forward(be, &p, sh->T, N, x, &dense, NULL));
     sf_spikes c = alloc_spikes(rows, n), d = alloc_spikes(rows, n);
     sf_lif_out comp = {.s = s2, .h = h2, .spike_count = &c2, .c = c, .row = n};
-    CHECK_OK(be->lif_forward(be, &p, sh->T, N, x, &comp));
+    CHECK_OK(be->lif_forward(be, &p, sh->T, N, x, &comp, NULL));
     CHECK(memcmp(s1, s2, 4 * (size_t)total) == 0 && memcmp(h1, h2, 4 * (size_t)total) == 0,
           "%s: spikes or h differ from the dense forward", what);
     CHECK(c1 == c2, "%s: spike counts %g and %g", what, c1, c2);
@@ -209,14 +209,14 @@ static void test_lif_masked(const shape *sh, int grad_threshold, int full)
     sf_lif_params p;
     tu_seed_neuron(&p, grad_threshold, 0.6f);
     sf_lif_out out = {.h = h};
-    CHECK_OK(be->lif_forward(be, &p, sh->T, N, x, &out));
+    CHECK_OK(be->lif_forward(be, &p, sh->T, N, x, &out, NULL));
     const float *hh = full ? h : NULL;
-    CHECK_OK(be->lif_backward(be, &p, sh->T, N, x, hh, ds, dx1));
+    CHECK_OK(be->lif_backward(be, &p, sh->T, N, x, hh, ds, dx1, NULL));
     sf_spikes m = alloc_spikes(rows, n);
     free(m.idx);
     m.idx = NULL;
     float count = 0;
-    CHECK_OK(be->lif_backward_masked(be, &p, sh->T, sh->B, n, x, hh, ds, dx2, &m, &count));
+    CHECK_OK(be->lif_backward_masked(be, &p, sh->T, sh->B, n, x, hh, ds, dx2, &m, &count, NULL));
     CHECK(memcmp(dx1, dx2, 4 * (size_t)total) == 0, "%s: dx differs from lif_backward", what);
     sf_spikes ref = mask_of(dx1, rows, n);
     int64_t nz = 0;

@@ -34,6 +34,10 @@ static const char *train_help =
     "                           page with the curves so far, test sample 0 through the best checkpoint and the\n"
     "                           config, reloading itself while training goes on (spikefuse plot draws the same)\n"
     "  -h, --help               this text\n\n"
+    "Several processes (GPUs, hosts): start one process per device with mpirun or srun, e.g.\n"
+    "  mpirun -np 4 spikefuse train cfg.ini --device cuda\n"
+    "Each takes the GPU of its local rank; [train] time_parallel splits T between processes, the rest split each\n"
+    "global batch ([train] global_batch, or batch × data ranks). Rank 0 prints and writes the run directory.\n\n"
     "The run directory receives last.safetensors (the initial state first, then after every epoch, or where\n"
     "Ctrl-C stopped the run), best.safetensors (the epoch with the best test accuracy), config.ini (the\n"
     "resolved config) and metrics.jsonl (one JSON object per log_every steps and per epoch). One process at a\n"
@@ -168,9 +172,22 @@ static int on_event(const sf_train_event *ev, void *user)
     return stop;
 }
 
-static int report(const sf_train_summary *sum, sf_status s, const char *run_dir)
+/* The other processes of a job: no console, but Ctrl-C / SIGTERM still asks the job to stop. */
+static int quiet_event(const sf_train_event *ev, void *user)
 {
-    if (s != SF_OK) return sf_cli_status("train", s);
+    (void)ev, (void)user;
+    return sf_cli_stop_requested();
+}
+
+static int report(const sf_train_summary *sum, sf_status s, const char *run_dir, sf_dist *dist)
+{
+    if (s != SF_OK) {
+        int rc = sf_cli_status("train", s);
+        /* a failure the others did not share would leave them waiting for this process */
+        if (!sum->failed_together) sf_dist_abort(dist, rc, sf_last_error());
+        return rc;
+    }
+    if (sf_dist_rank(dist) != 0) return SF_EXIT_OK; /* rank 0 reports */
     if (sum->interrupted) {
         fprintf(stderr, "spikefuse train: interrupted after %lld steps; continue with: spikefuse train --resume %s\n",
                 (long long)sum->steps, run_dir);
@@ -215,13 +232,26 @@ int sf_cmd_train(int argc, char **argv)
     else
         default_run_dir(a.config, run_dir, sizeof run_dir);
 
-    train_watch watch = {.run_dir = run_dir, .report = a.report};
+    sf_dist *dist = NULL;
+    sf_dist_params dp;
+    sf_dist_default_params(&dp);
+    dp.time_parallel = cfg->train.time_parallel;
+    dp.sync_bn = cfg->train.sync_bn;
+    if (sf_dist_init(&dp, &dist) != SF_OK) {
+        rc = sf_cli_error("train", SF_EXIT_FAILURE, "%s", sf_last_error());
+        sf_config_free(cfg);
+        return rc;
+    }
+    const int root = sf_dist_rank(dist) == 0;
+    train_watch watch = {.run_dir = run_dir, .report = a.report && root};
     sf_progress_init(&watch.progress, cfg, run_dir);
-    sf_train_options opt = {.run_dir = run_dir, .resume_dir = a.resume, .callback = on_event, .user = &watch};
+    sf_train_options opt = {.run_dir = run_dir, .resume_dir = a.resume, .callback = root ? on_event : quiet_event,
+                            .user = &watch, .dist = dist};
     sf_train_summary sum;
     sf_cli_catch_signals();
     sf_status s = sf_train_run(cfg, &opt, &sum);
-    rc = report(&sum, s, run_dir);
+    rc = report(&sum, s, run_dir, dist);
+    sf_dist_free(dist);
     sf_config_free(cfg);
     return rc;
 }

@@ -20,39 +20,6 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-static void add(sf_net *net, sf_layer_desc *d)
-{
-    GB_OK(sf_net_add(net, d, NULL));
-}
-
-static void conv(sf_net *net, int32_t cout, int32_t stride)
-{
-    sf_layer_desc d;
-    sf_layer_default_desc(SF_LAYER_CONV2D, &d);
-    d.out_channels = cout;
-    d.kernel = 3;
-    d.stride = stride;
-    d.padding = 1;
-    add(net, &d);
-}
-
-static void bn_lif(sf_net *net)
-{
-    sf_layer_desc d;
-    sf_layer_default_desc(SF_LAYER_BATCHNORM, &d);
-    add(net, &d);
-    sf_layer_default_desc(SF_LAYER_LIF, &d); /* tau=2, θ=1, hard reset to 0, sigmoid α=4 */
-    add(net, &d);
-}
-
-static void linear(sf_net *net, int32_t out)
-{
-    sf_layer_desc d;
-    sf_layer_default_desc(SF_LAYER_LINEAR, &d);
-    d.out_features = out;
-    add(net, &d);
-}
-
 static sf_net *vgg9(sf_memory_mode mode, sf_precision prec, const sf_cuda_options *cuda, int64_t T, int64_t B)
 {
     sf_net_params p;
@@ -64,21 +31,7 @@ static sf_net *vgg9(sf_memory_mode mode, sf_precision prec, const sf_cuda_option
     p.in_channels = 3, p.in_height = 32, p.in_width = 32;
     sf_net *net;
     GB_OK(sf_net_create(&p, &net));
-    conv(net, 128, 1);
-    const int32_t ch[8] = {128, 128, 256, 256, 256, 512, 512, 512}, st[8] = {1, 2, 1, 1, 2, 1, 1, 2};
-    for (int i = 0; i < 8; i++) {
-        bn_lif(net);
-        conv(net, ch[i], st[i]);
-    }
-    bn_lif(net);
-    sf_layer_desc d;
-    sf_layer_default_desc(SF_LAYER_FLATTEN, &d);
-    add(net, &d);
-    linear(net, 1024);
-    bn_lif(net);
-    linear(net, 512);
-    bn_lif(net);
-    linear(net, 10);
+    gb_vgg9_layers(net);
     gb_compile_sgd(net, T, B);
     return net;
 }

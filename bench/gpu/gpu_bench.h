@@ -180,4 +180,38 @@ static inline double gb_used_mib(void)
     return (double)(t - f) / 1048576.0;
 }
 
+/* Appends layer d (kind's defaults with the given size) to a benchmark net. */
+static inline void gb_add(sf_net *net, sf_layer_kind kind, int32_t size, int32_t stride)
+{
+    sf_layer_desc d;
+    sf_layer_default_desc(kind, &d); /* LIF: tau=2, θ=1, hard reset to 0, sigmoid α=4 */
+    d.out_features = d.out_channels = size;
+    if (kind == SF_LAYER_CONV2D) d.kernel = 3, d.stride = stride, d.padding = 1;
+    GB_OK(sf_net_add(net, &d, NULL));
+}
+
+/* W3's layers (Liang et al.'s CIFAR-10 VGG9) on a net with a 3×32×32 input: Conv(3→128), eight [BN → LIF → Conv]
+ * blocks, BN → LIF → Flatten → Linear(8192→1024) → BN → LIF → Linear(1024→512) → BN → LIF → Linear(512→10). */
+static inline void gb_vgg9_layers(sf_net *net)
+{
+    gb_add(net, SF_LAYER_CONV2D, 128, 1);
+    const int32_t ch[8] = {128, 128, 256, 256, 256, 512, 512, 512}, st[8] = {1, 2, 1, 1, 2, 1, 1, 2};
+    for (int i = 0; i < 8; i++) {
+        gb_add(net, SF_LAYER_BATCHNORM, 0, 0);
+        gb_add(net, SF_LAYER_LIF, 0, 0);
+        gb_add(net, SF_LAYER_CONV2D, ch[i], st[i]);
+    }
+    const int32_t fc[3] = {1024, 512, 10};
+    gb_add(net, SF_LAYER_BATCHNORM, 0, 0);
+    gb_add(net, SF_LAYER_LIF, 0, 0);
+    gb_add(net, SF_LAYER_FLATTEN, 0, 0);
+    for (int i = 0; i < 3; i++) {
+        gb_add(net, SF_LAYER_LINEAR, fc[i], 0);
+        if (i < 2) {
+            gb_add(net, SF_LAYER_BATCHNORM, 0, 0);
+            gb_add(net, SF_LAYER_LIF, 0, 0);
+        }
+    }
+}
+
 #endif

@@ -323,6 +323,7 @@ static void init_defaults(sf_config *cfg)
     sf_data_default_params(&dp);
     t->synthetic = dp.synthetic;
     t->events = dp.events;
+    t->time_parallel = 1;
     sf_net_default_params(&cfg->net);
     sf_optim_default_params(&cfg->optim);
     sf_schedule_default_params(&cfg->schedule);

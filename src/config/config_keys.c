@@ -81,6 +81,9 @@ const sf_key_spec sf_train_keys[] = {
     {.name = "sparse_crossover", .type = SF_V_FLOAT, .offset = TRAIN(net.sparse_crossover), .min = 0, .max = 1},
     {.name = "threads", .type = SF_V_INT32, .offset = TRAIN(train.threads), .min = 0, .max = 4096},
     {.name = "log_every", .type = SF_V_INT64, .offset = TRAIN(train.log_every), .min = 0, .max = 1e12},
+    {.name = "time_parallel", .type = SF_V_INT32, .offset = TRAIN(train.time_parallel), .min = 1, .max = 4096},
+    {.name = "global_batch", .type = SF_V_INT64, .offset = TRAIN(train.global_batch), .min = 0, .max = 1 << 24},
+    {.name = "sync_bn", .type = SF_V_BOOL, .offset = TRAIN(train.sync_bn)},
 };
 const int sf_num_train_keys = (int)(sizeof sf_train_keys / sizeof sf_train_keys[0]);
 

@@ -18,21 +18,26 @@
 #include <stdlib.h>
 
 SF_CPU_CLONES void sf_block_recompute_h(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N, int nb,
-                                        const float *x, const float *sc, const float *sh, float *scratch, int64_t hs)
+                                        const float *x, const float *sc, const float *sh, const float *v_in,
+                                        float *scratch, int64_t hs)
 {
+#define SF_RECOMPUTE(soft, sc, sh)                                                                                 \
+    sf_block_forward(k, soft, 0, 0, T, N, nb, x, sc, sh, v_in, NULL, scratch, hs, NULL, NULL, NULL, NULL)
     if (sc) {
-        if (soft) sf_block_forward(k, 1, 0, 0, T, N, nb, x, sc, sh, scratch, hs, NULL, NULL, NULL, NULL);
-        else sf_block_forward(k, 0, 0, 0, T, N, nb, x, sc, sh, scratch, hs, NULL, NULL, NULL, NULL);
+        if (soft) SF_RECOMPUTE(1, sc, sh);
+        else SF_RECOMPUTE(0, sc, sh);
     } else {
-        if (soft) sf_block_forward(k, 1, 0, 0, T, N, nb, x, NULL, NULL, scratch, hs, NULL, NULL, NULL, NULL);
-        else sf_block_forward(k, 0, 0, 0, T, N, nb, x, NULL, NULL, scratch, hs, NULL, NULL, NULL, NULL);
+        if (soft) SF_RECOMPUTE(1, NULL, NULL);
+        else SF_RECOMPUTE(0, NULL, NULL);
     }
+#undef SF_RECOMPUTE
 }
 
 /* The generic reverse-time loop; every caller passes constants for the surrogate and flags. */
 SF_ALWAYS_INLINE void block_backward(const sf_lif_params *p, const sf_lif_coeffs *k, int64_t T, int64_t N, int nb,
                                      const float *h, int64_t hs, const float *ds, float *dy, int64_t dys,
-                                     sf_surrogate kind, int soft, int detach, int grad_threshold)
+                                     const float *dv_in, float *dv_out, sf_surrogate kind, int soft, int detach,
+                                     int grad_threshold)
 {
     const sf_lif_coeffs kc = *k; /* local copies: nothing the loop stores can alias them */
     sf_lif_params q = *p;
@@ -42,7 +47,7 @@ SF_ALWAYS_INLINE void block_backward(const sf_lif_params *p, const sf_lif_coeffs
     q.use_grad_threshold = grad_threshold;
     const float c = kc.c;
     float dv[SF_CPU_BLOCK];
-    for (int i = 0; i < nb; i++) dv[i] = 0.0f;
+    for (int i = 0; i < nb; i++) dv[i] = dv_in ? dv_in[i] : 0.0f;
     for (int64_t t = T - 1; t >= 0; t--) {
         const float *ht = h + t * hs, *dst = ds + t * N;
         float *dyt = dy + t * dys;
@@ -54,14 +59,17 @@ SF_ALWAYS_INLINE void block_backward(const sf_lif_params *p, const sf_lif_coeffs
             dyt[i] = c * dh;
         }
     }
+    if (dv_out)
+        for (int i = 0; i < nb; i++) dv_out[i] = dv[i];
 }
 
 #define SF_BACK_VARIANT(kind, soft, detach, gt)                                                                     \
     SF_CPU_CLONES static void back_##kind##_##soft##detach##gt(const sf_lif_params *p, const sf_lif_coeffs *k,     \
                                                                int64_t T, int64_t N, int nb, const float *h,       \
-                                                               int64_t hs, const float *ds, float *dy, int64_t dys) \
+                                                               int64_t hs, const float *ds, float *dy, int64_t dys, \
+                                                               const float *dv_in, float *dv_out)                  \
     {                                                                                                               \
-        block_backward(p, k, T, N, nb, h, hs, ds, dy, dys, SF_SURROGATE_##kind, soft, detach, gt);                \
+        block_backward(p, k, T, N, nb, h, hs, ds, dy, dys, dv_in, dv_out, SF_SURROGATE_##kind, soft, detach, gt);  \
     }
 #define SF_BACK_FLAGS(kind)                                                                                         \
     SF_BACK_VARIANT(kind, 0, 0, 0) SF_BACK_VARIANT(kind, 0, 0, 1) SF_BACK_VARIANT(kind, 0, 1, 0)                    \
@@ -141,11 +149,15 @@ static int64_t work_items(int64_t N, int64_t n)
     } while (0)
 
 SF_CPU_CLONES static int64_t forward_block(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N, int64_t n0, int nb,
-                                           const float *x, const sf_lif_out *out, const sf_block_emit *e)
+                                           const float *x, const sf_lif_out *out, const sf_lif_state *st,
+                                           const sf_block_emit *e)
 {
     float *s = out->s ? out->s + n0 : NULL, *h = out->h ? out->h + n0 : NULL;
     uint8_t *s8 = out->s_u8 ? out->s_u8 + n0 : NULL;
-#define SF_FWD(soft, bytes) sf_block_forward(k, soft, 1, bytes, T, N, nb, x + n0, NULL, NULL, NULL, 0, s, h, s8, e)
+    const float *v_in = st ? sf_state_at(st->v_in, n0) : NULL;
+    float *v_out = st ? sf_state_at_mut(st->v_out, n0) : NULL;
+#define SF_FWD(soft, bytes)                                                                                        \
+    sf_block_forward(k, soft, 1, bytes, T, N, nb, x + n0, NULL, NULL, v_in, v_out, NULL, 0, s, h, s8, e)
     if (s8) return soft ? SF_FWD(1, 1) : SF_FWD(0, 1);
     return soft ? SF_FWD(1, 0) : SF_FWD(0, 0);
 #undef SF_FWD
@@ -160,7 +172,8 @@ static sf_status check_rows(const char *op, int64_t N, int64_t n)
     return SF_OK;
 }
 
-sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out)
+sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out,
+                             const sf_lif_state *st)
 {
     SF_TRY(check_shape("LIF forward", p, T, N));
     const int64_t n = out->c.bits ? out->row : 0;
@@ -172,7 +185,7 @@ sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const
     {
 #pragma omp for schedule(static) reduction(+ : spikes)
         for (int64_t i = 0; i < items; i++) {
-#define SF_BLOCK(n0, nb, e) spikes += forward_block(&k, p->soft_reset, T, N, n0, nb, x, out, e)
+#define SF_BLOCK(n0, nb, e) spikes += forward_block(&k, p->soft_reset, T, N, n0, nb, x, out, st, e)
             SF_FOR_BLOCKS(N, n, &out->c, i, SF_BLOCK);
 #undef SF_BLOCK
         }
@@ -182,18 +195,21 @@ sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const
     return SF_OK;
 }
 
-/* One block of the backward: h (given, or recomputed into the scratch rows) → dy rows → streamed out to dx, with the
- * nonzero pattern of each step's row emitted where e is given; returns the number of nonzero dy. */
+/* One block of the backward: h (given, or recomputed into the scratch rows from st's v_in) → dy rows → streamed out
+ * to dx, with the nonzero pattern of each step's row emitted where e is given; returns the number of nonzero dy. */
 static int64_t backward_block(const sf_lif_params *p, const sf_lif_coeffs *k, sf_block_backward_fn back, int64_t T,
                               int64_t N, int64_t n0, int nb, const float *x, const float *h, const float *ds, float *dx,
-                              float *rows, const sf_block_emit *e)
+                              const sf_lif_state *st, float *rows, const sf_block_emit *e)
 {
     const int w = SF_CPU_BLOCK;
+    const float *dv_in = st ? sf_state_at(st->dv_in, n0) : NULL;
+    float *dv_out = st ? sf_state_at_mut(st->dv_out, n0) : NULL;
     if (h) {
-        back(p, k, T, N, nb, h + n0, N, ds + n0, rows, w);
+        back(p, k, T, N, nb, h + n0, N, ds + n0, rows, w, dv_in, dv_out);
     } else {
-        sf_block_recompute_h(k, p->soft_reset, T, N, nb, x + n0, NULL, NULL, rows, w);
-        back(p, k, T, N, nb, rows, w, ds + n0, rows, w);
+        sf_block_recompute_h(k, p->soft_reset, T, N, nb, x + n0, NULL, NULL, st ? sf_state_at(st->v_in, n0) : NULL,
+                             rows, w);
+        back(p, k, T, N, nb, rows, w, ds + n0, rows, w, dv_in, dv_out);
     }
     int64_t nonzero = 0;
     for (int64_t t = 0; t < T; t++) {
@@ -205,7 +221,7 @@ static int64_t backward_block(const sf_lif_params *p, const sf_lif_coeffs *k, sf
 
 /* The backward over rows of n neurons (n = 0: plain blocks) writing dx and, with a mask, where dx is nonzero. */
 static sf_status backward(const sf_lif_params *p, int64_t T, int64_t N, int64_t n, const float *x, const float *h,
-                          const float *ds, float *dx, const sf_spikes *mask, float *count)
+                          const float *ds, float *dx, const sf_lif_state *st, const sf_spikes *mask, float *count)
 {
     if (N == 0) return SF_OK;
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
@@ -219,7 +235,7 @@ static sf_status backward(const sf_lif_params *p, int64_t T, int64_t N, int64_t 
         float *rows = scratch + omp_get_thread_num() * per_thread;
 #pragma omp for schedule(static) reduction(+ : nonzero)
         for (int64_t i = 0; i < items; i++) {
-#define SF_BLOCK(n0, nb, e) nonzero += backward_block(p, &k, back, T, N, n0, nb, x, h, ds, dx, rows, e)
+#define SF_BLOCK(n0, nb, e) nonzero += backward_block(p, &k, back, T, N, n0, nb, x, h, ds, dx, st, rows, e)
             SF_FOR_BLOCKS(N, n, mask, i, SF_BLOCK);
 #undef SF_BLOCK
         }
@@ -231,31 +247,31 @@ static sf_status backward(const sf_lif_params *p, int64_t T, int64_t N, int64_t 
 }
 
 sf_status sf_cpu_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
-                              const float *ds, float *dx)
+                              const float *ds, float *dx, const sf_lif_state *st)
 {
     SF_TRY(check_shape("LIF backward", p, T, N));
-    return backward(p, T, N, 0, x, h, ds, dx, NULL, NULL);
+    return backward(p, T, N, 0, x, h, ds, dx, st, NULL, NULL);
 }
 
 sf_status sf_cpu_op_lif_backward_masked(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
                                         const float *x, const float *h, const float *ds, float *dx,
-                                        const sf_spikes *mask, float *count)
+                                        const sf_spikes *mask, float *count, const sf_lif_state *st)
 {
     SF_TRY(check_shape("LIF backward", p, T, B * n));
     SF_TRY(check_rows("LIF backward", B * n, n));
-    return backward(p, T, B * n, n, x, h, ds, dx, mask, count);
+    return backward(p, T, B * n, n, x, h, ds, dx, st, mask, count);
 }
 
 sf_status sf_cpu_op_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
-                                const sf_lif_out *out)
+                                const sf_lif_out *out, const sf_lif_state *st)
 {
     (void)be;
-    return sf_cpu_lif_forward(p, T, N, x, out);
+    return sf_cpu_lif_forward(p, T, N, x, out, st);
 }
 
 sf_status sf_cpu_op_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
-                                 const float *h, const float *ds, float *dx)
+                                 const float *h, const float *ds, float *dx, const sf_lif_state *st)
 {
     (void)be;
-    return sf_cpu_lif_backward(p, T, N, x, h, ds, dx);
+    return sf_cpu_lif_backward(p, T, N, x, h, ds, dx, st);
 }

@@ -16,9 +16,9 @@ sf_status sf_cuda_backend_create(int32_t device, sf_precision precision, const s
 /* The time-fused LIF over [T, N] device arrays on a caller's stream (a cudaStream_t; NULL: the default stream),
  * asynchronous: the op table's lif_forward / lif_backward without a backend. */
 sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out,
-                              void *stream);
+                              const sf_lif_state *st, void *stream);
 sf_status sf_cuda_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
-                               const float *ds, float *dx, void *stream);
+                               const float *ds, float *dx, const sf_lif_state *st, void *stream);
 
 /* Usable CUDA devices now (0 when the driver finds none). */
 int32_t sf_cuda_count_devices(void);

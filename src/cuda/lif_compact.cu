@@ -1,7 +1,8 @@
 /* lif_compact.cu — the LIF forward that writes the compact form of its spikes (core/spikes.h) in the same pass: one
  * block per segment of one sample's row runs all T steps of its SF_SPIKE_SEG neurons, and each step's spikes
  * become a bits word per warp and the segment's list and count (spikes.cuh). s, h and bytes are written where
- * asked, as the plain forward writes them, with the same arithmetic: the spikes are bitwise the same. */
+ * asked, as the plain forward writes them, with the same arithmetic and the same carried state (v_in, v_out): the
+ * spikes are bitwise the same. */
 #include "cuda/neuron.cuh"
 #include "cuda/spikes.cuh"
 
@@ -16,7 +17,7 @@ __global__ void __launch_bounds__(SF_SPIKE_SEG)
     const int64_t nf = b * n + (valid ? j : 0); /* lanes past the row's end integrate a real neuron, write nothing */
     const sf_lif_coeffs k = a.k;
     const int soft = a.p.soft_reset;
-    float v = k.v0, spikes = 0.0f;
+    float v = sf_cuda_v0(a, k, nf), spikes = 0.0f;
     for (int64_t t0 = 0; t0 < a.T; t0 += U) {
         float xs[U];
 #pragma unroll
@@ -37,6 +38,7 @@ __global__ void __launch_bounds__(SF_SPIKE_SEG)
             spikes += (float)sf_cuda_emit_row(c, n, t * B + b, j, valid, st != 0.0f, wc[t & 1]);
         }
     }
+    if (valid && a.st.v_out) a.st.v_out[nf] = v;
     if (count) sf_cuda_add_count(count, spikes);
 }
 

@@ -224,6 +224,11 @@ typedef struct sf_loader_params {
     float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS]; /* std[0] == 0: the dataset's values */
     int32_t prefetch;    /* 1: a background thread encodes the next batch while the current one is used */
     sf_event_params events; /* event datasets: binning and augmentation */
+    int32_t shards;      /* data-parallel processes (0 or 1: this loader sees every sample): a global batch is
+                          * batch × shards samples of the epoch's order, and this loader takes part `shard` of each
+                          * (samples shard·batch .. (shard+1)·batch − 1 of it); an evaluation epoch's last global
+                          * batch may leave a shard fewer real samples than others, even none (valid = 0) */
+    int32_t shard;
 } sf_loader_params;
 
 /* batch 64, T 1, direct, seed 0, training, no augmentation, normalised with the dataset's values, prefetch on. */

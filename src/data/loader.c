@@ -71,6 +71,8 @@ void sf_shuffle_order(uint64_t seed, int64_t epoch, int64_t n, int64_t *order)
     }
 }
 
+static int64_t shards_of(const sf_loader_params *p) { return p->shards > 1 ? p->shards : 1; }
+
 /* Prepares batch `pos` into slot s (producer side; touches only the producer's state and that slot). */
 static void produce(sf_loader *l, sf_loader_state pos, slot *s)
 {
@@ -79,10 +81,12 @@ static void produce(sf_loader *l, sf_loader_state pos, slot *s)
         sf_shuffle_order(l->p.seed, pos.epoch, n, l->order);
         l->order_epoch = pos.epoch;
     }
-    int64_t first = pos.index * B, valid = n - first < B ? n - first : B;
+    const int64_t first = (pos.index * shards_of(&l->p) + l->p.shard) * B;
+    const int64_t valid = n - first < B ? (n - first > 0 ? n - first : 0) : B;
     for (int64_t b = 0; b < B; b++) {
-        /* Slots past the end of an evaluation epoch repeat its real samples, so every input stays in range. */
-        int64_t k = first + (b < valid ? b : b % valid);
+        /* Slots past the end of an evaluation epoch repeat its real samples (the epoch's first when this shard
+         * has none), so every input stays in range. */
+        int64_t k = valid ? first + (b < valid ? b : b % valid) : b % n;
         l->idx[b] = l->p.training ? l->order[k] : k;
         s->labels[b] = l->ds->labels[l->idx[b]];
     }
@@ -142,6 +146,8 @@ sf_status sf_loader_create(const sf_dataset *ds, const sf_loader_params *p, sf_l
         return sf_fail(SF_ERR_INVALID, "loader: timesteps %lld is not in 1..2^20", (long long)p->timesteps);
     if ((unsigned)p->encoding > SF_ENCODING_LATENCY)
         return sf_fail(SF_ERR_INVALID, "loader: unknown encoding %d", (int)p->encoding);
+    if (p->shards < 0 || p->shard < 0 || p->shard >= shards_of(p))
+        return sf_fail(SF_ERR_INVALID, "loader: shard %d of %d is not a part of the batch", p->shard, p->shards);
     const float *stdv = p->std[0] != 0.0f ? p->std : ds->std;
     for (int c = 0; ds->type == SF_SAMPLES_IMAGES && c < ds->channels; c++)
         if (p->normalize && !(stdv[c] > 0.0f))
@@ -164,10 +170,11 @@ sf_status sf_loader_create(const sf_dataset *ds, const sf_loader_params *p, sf_l
         sf_event_frame_shape(ds->channels, ds->height, ds->width, ep, frame);
         sf_event_input_shape(frame, shape);
     }
-    const int64_t per_epoch = p->training ? ds->count / p->batch : (ds->count + p->batch - 1) / p->batch;
+    const int64_t global = p->batch * shards_of(p);
+    const int64_t per_epoch = p->training ? ds->count / global : (ds->count + global - 1) / global;
     if (per_epoch < 1)
         return sf_fail(SF_ERR_INVALID, "loader: the dataset has %lld samples, fewer than one batch of %lld",
-                       (long long)ds->count, (long long)p->batch);
+                       (long long)ds->count, (long long)global);
     const size_t chw = (size_t)shape[0] * shape[1] * shape[2];
     if ((size_t)p->timesteps > SIZE_MAX / sizeof(float) / (size_t)p->batch / chw)
         return sf_fail(SF_ERR_INVALID, "loader: a batch of %lld×%lld samples is too large", (long long)p->timesteps,

@@ -8,6 +8,7 @@
 #include "train/checkpoint.h"
 #include "train/clock.h"
 #include "train/evaluate.h"
+#include "train/job.h"
 #include "train/metrics.h"
 
 #include <cjson/cJSON.h>
@@ -49,6 +50,8 @@ typedef struct run {
     char ckpt_path[4096];
     epoch_sums sums;
     sf_train_event ev;
+    sf_job job;
+    int stop_wish; /* a callback here asked to stop; the other processes hear of it with the next step's sums */
 } run;
 
 static size_t peak_rss_bytes(void)
@@ -81,6 +84,7 @@ static char *loader_state_json(const run *r)
     if (!o) return NULL;
     cJSON_AddNumberToObject(o, "epoch", (double)ls.epoch);
     cJSON_AddNumberToObject(o, "index", (double)ls.index);
+    cJSON_AddNumberToObject(o, "global_batch", (double)r->job.global_batch);
     for (size_t i = 0; i < NUM_SUM_FIELDS; i++) {
         const char *field = (const char *)&r->sums + sum_fields[i].offset;
         double v;
@@ -103,7 +107,17 @@ static sf_status restore_loader_state(run *r, const char *text)
     cJSON *o = text ? cJSON_Parse(text) : NULL;
     const cJSON *epoch = cJSON_GetObjectItemCaseSensitive(o, "epoch");
     const cJSON *index = cJSON_GetObjectItemCaseSensitive(o, "index");
+    const cJSON *global = cJSON_GetObjectItemCaseSensitive(o, "global_batch");
     int ok = cJSON_IsNumber(epoch) && cJSON_IsNumber(index);
+    /* the batch index counts global batches: the same position needs the same global batch (absent: one process) */
+    if (ok && cJSON_IsNumber(global) && (int64_t)global->valuedouble != r->job.global_batch) {
+        int64_t was = (int64_t)global->valuedouble;
+        cJSON_Delete(o);
+        return sf_fail(SF_ERR_INVALID,
+                       "the run trained with a global batch of %" PRId64 " samples, this job has %" PRId64 " (%d "
+                       "data-parallel ranks × %" PRId64 "): start as many ranks as before, or set train.global_batch",
+                       was, r->job.global_batch, r->job.data_ranks, r->job.batch);
+    }
     sf_loader_state ls = {.epoch = ok ? (int64_t)epoch->valuedouble : 0, .index = ok ? (int64_t)index->valuedouble : 0};
     epoch_sums sums;
     for (size_t i = 0; ok && i < NUM_SUM_FIELDS; i++) {
@@ -133,6 +147,7 @@ static sf_status restore_loader_state(run *r, const char *text)
  * best_step is its own step: restore_best() then makes the copy again. */
 static sf_status save_checkpoint(run *r, int is_best)
 {
+    if (!r->job.root) return SF_OK;
     char *ls = loader_state_json(r);
     if (!ls) return sf_fail(SF_ERR_NOMEM, "out of memory");
     if (is_best) r->best_step = r->step;
@@ -221,7 +236,7 @@ static sf_status log_step_line(run *r, float lr)
     cJSON_AddNumberToObject(o, "accuracy", (double)e->log_correct / (double)e->log_seen);
     sf_json_add_float(o, "lr", lr);
     cJSON_AddNumberToObject(o, "samples_per_s", e->train_seconds > 0 ? (double)e->seen / e->train_seconds : 0);
-    sf_status s = sf_metrics_write(r->metrics, o);
+    sf_status s = r->metrics ? sf_metrics_write(r->metrics, o) : SF_OK; /* rank 0 writes */
     cJSON_Delete(o);
     e->log_loss_sum = 0;
     e->log_correct = e->log_seen = e->log_steps = 0;
@@ -249,7 +264,7 @@ static sf_status log_epoch_line(run *r, const sf_eval_result *test)
     cJSON_AddNumberToObject(o, "peak_bytes", (double)ev->peak_bytes);
     cJSON_AddNumberToObject(o, "peak_rss_bytes", (double)ev->peak_rss_bytes);
     cJSON_AddBoolToObject(o, "best", ev->is_best);
-    sf_status s = sf_metrics_write(r->metrics, o);
+    sf_status s = r->metrics ? sf_metrics_write(r->metrics, o) : SF_OK; /* rank 0 writes */
     cJSON_Delete(o);
     return s;
 }
@@ -264,11 +279,13 @@ static sf_status open_data(run *r)
     r->classes = r->train_ds->classes;
     sf_loader_params lp;
     sf_config_loader_params(cfg, 1, &lp);
+    sf_job_shard(&r->job, &lp);
     SF_TRY(sf_loader_create(r->train_ds, &lp, &r->train_ld));
     if (sf_loader_batches_per_epoch(r->train_ld) == 0)
         return sf_fail(SF_ERR_INVALID, "the training set has %" PRId64 " samples, fewer than one batch of %" PRId64,
-                       r->train_ds->count, cfg->train.batch);
+                       r->train_ds->count, r->job.global_batch);
     sf_config_loader_params(cfg, 0, &lp);
+    sf_job_shard(&r->job, &lp);
     return sf_loader_create(r->test_ds, &lp, &r->test_ld);
 }
 
@@ -294,7 +311,6 @@ int sf_run_dir_is_free(const char *dir)
 static sf_status lock_dir(run *r)
 {
     const sf_train_options *o = r->opt;
-    r->in_place = o->resume_dir && sf_same_dir(o->resume_dir, o->run_dir);
     SF_TRY(sf_dir_create(o->run_dir));
     char path[4096];
     SF_TRY(sf_path_join(path, sizeof path, o->run_dir, SF_RUN_LOCK));
@@ -321,6 +337,7 @@ static sf_status lock_dir(run *r)
 static sf_status prepare_dir(run *r)
 {
     const sf_train_options *o = r->opt;
+    if (!r->job.root) return SF_OK; /* rank 0 writes the run directory */
     SF_TRY(sf_path_join(r->last_path, sizeof r->last_path, o->run_dir, SF_RUN_LAST));
     SF_TRY(sf_path_join(r->best_path, sizeof r->best_path, o->run_dir, SF_RUN_BEST));
     /* Saves killed midway leave temporaries. */
@@ -336,18 +353,26 @@ static sf_status prepare_dir(run *r)
     return sf_metrics_open(path, &r->metrics);
 }
 
+/* Each part that may fail on one process alone ends with every process agreeing, so that none waits in a
+ * collective for one that gave up. */
 static sf_status setup(run *r)
 {
     const sf_config *cfg = r->cfg;
+    const sf_job *j = &r->job;
     SF_TRY(sf_config_write(cfg, &r->config_text));
+    /* the plan fills the job before it judges the config; the same-run check comes first, so that a process with
+     * another config cannot fail alone */
+    sf_status plan = sf_job_plan(r->opt->dist, cfg, &r->job);
+    SF_TRY(sf_job_check_same(j, r->config_text));
+    SF_TRY(plan);
     if (cfg->train.threads > 0) sf_set_num_threads(cfg->train.threads);
-    SF_TRY(open_data(r));
-    SF_TRY(sf_config_build_net(cfg, &r->net));
-    SF_TRY(sf_net_compile(r->net, cfg->train.timesteps, cfg->train.batch));
-    SF_TRY(lock_dir(r));
-    if (r->opt->resume_dir) SF_TRY(resume(r));
-    else if (cfg->train.init[0]) SF_TRY(init_from(r, cfg->train.init));
-    return prepare_dir(r);
+    SF_TRY(sf_job_agree(j, open_data(r), "loading the data"));
+    SF_TRY(sf_job_agree(j, sf_job_build_net(j, cfg, &r->net), "building the network"));
+    r->in_place = r->opt->resume_dir && sf_same_dir(r->opt->resume_dir, r->opt->run_dir);
+    SF_TRY(sf_job_agree(j, r->job.root ? lock_dir(r) : SF_OK, "locking the run directory"));
+    if (r->opt->resume_dir) SF_TRY(sf_job_agree(j, resume(r), "resuming"));
+    else if (cfg->train.init[0]) SF_TRY(sf_job_agree(j, init_from(r, cfg->train.init), "loading the initial state"));
+    return sf_job_agree(j, prepare_dir(r), "preparing the run directory");
 }
 
 /* ---------------------------------------------------------------- the loop */
@@ -362,7 +387,7 @@ static void fill_progress(run *r, sf_train_event_kind kind, float lr)
     ev->step = r->step;
     ev->batch = e->batches;
     ev->batches = sf_loader_batches_per_epoch(r->train_ld);
-    ev->batch_size = r->cfg->train.batch;
+    ev->batch_size = r->job.global_batch;
     ev->train_samples = r->train_ds->count;
     ev->test_samples = r->test_ds->count;
     ev->skipped_samples = r->train_ds->skipped + r->test_ds->skipped;
@@ -389,7 +414,7 @@ static sf_status numeric_stop(run *r, float lr)
         cJSON_AddNumberToObject(o, "epoch", (double)(r->epochs_done + 1));
         cJSON_AddNumberToObject(o, "step", (double)(r->step + 1));
         sf_json_add_float(o, "lr", lr);
-        sf_metrics_write(r->metrics, o); /* best effort: the error below is what matters */
+        if (r->metrics) sf_metrics_write(r->metrics, o); /* best effort: the error below is what matters */
         cJSON_Delete(o);
     }
     char kept[4200];
@@ -406,6 +431,8 @@ static sf_status numeric_stop(run *r, float lr)
 
 /* Trains until the loader reports the end of the epoch. Returns SF_OK with *stopped set when the callback asked
  * to stop. */
+/* Trains until the loader reports the end of the epoch. Returns SF_OK with *stopped set when a callback asked to
+ * stop: at once for a process alone, else after the next step's sums have told every process. */
 static sf_status train_epoch(run *r, float lr, int *stopped)
 {
     epoch_sums *e = &r->sums;
@@ -419,19 +446,23 @@ static sf_status train_epoch(run *r, float lr, int *stopped)
         sf_status s = sf_net_train_step(r->net, b->x, b->labels, &res);
         if (s == SF_ERR_NUMERIC) return numeric_stop(r, lr);
         SF_TRY(s);
+        double loss = res.loss, correct = res.correct;
+        int agreed = r->stop_wish;
+        SF_TRY(sf_job_step_sums(&r->job, &loss, &correct, &agreed));
         e->train_seconds += sf_now_seconds() - t0;
         r->step++;
         e->batches++;
-        e->loss_sum += res.loss;
-        e->correct += res.correct;
-        e->seen += b->B;
-        e->log_loss_sum += res.loss;
-        e->log_correct += res.correct;
-        e->log_seen += b->B;
+        e->loss_sum += loss;
+        e->correct += (int64_t)correct;
+        e->seen += r->job.global_batch;
+        e->log_loss_sum += loss;
+        e->log_correct += (int64_t)correct;
+        e->log_seen += r->job.global_batch;
         e->log_steps++;
         if (log_every > 0 && r->step % log_every == 0) SF_TRY(log_step_line(r, lr));
         fill_progress(r, SF_TRAIN_EV_STEP, lr);
-        if (notify(r)) {
+        if (notify(r)) r->stop_wish = 1;
+        if (agreed || (r->job.size == 1 && r->stop_wish)) {
             *stopped = 1;
             return SF_OK;
         }
@@ -446,8 +477,15 @@ static sf_status finish_epoch(run *r, float lr)
      * picks the same best, and `spikefuse eval` of a checkpoint reproduces its accuracy. */
     const sf_loader_state first = {.epoch = 0, .index = 0};
     SF_TRY(sf_loader_set_state(r->test_ld, &first));
+    /* every data rank's BN running statistics saw its own part of the data: the model keeps their mean */
+    if (r->job.dist) SF_TRY(sf_dist_average_buffers(r->job.dist, r->net));
     sf_eval_result test;
     SF_TRY(sf_evaluate(r->net, r->test_ld, r->classes, &test));
+    sf_status m = sf_job_merge_eval(&r->job, &test);
+    if (m != SF_OK) {
+        sf_eval_result_free(&test);
+        return m;
+    }
     fill_progress(r, SF_TRAIN_EV_EPOCH, lr);
     r->epochs_done++;
     r->last_test = test.accuracy;
@@ -464,6 +502,7 @@ static sf_status finish_epoch(run *r, float lr)
     /* The line goes first: if the save is killed, resuming cuts the line (its step is past the checkpoint). */
     sf_status s = log_epoch_line(r, &test);
     if (s == SF_OK) s = save_checkpoint(r, is_best);
+    s = sf_job_agree(&r->job, s, "writing the epoch's metrics and checkpoint");
     if (s == SF_OK) notify(r);
     r->ev.firing_rates = NULL;
     sf_eval_result_free(&test);
@@ -498,7 +537,9 @@ sf_status sf_train_run(const sf_config *cfg, const sf_train_options *opt, sf_tra
     run r = {.cfg = cfg, .opt = opt, .lock_fd = -1, .best = -1.0, .last_test = -1.0, .best_step = -1,
              .ckpt_epoch = -1, .ckpt_step = -1};
     sf_status s = setup(&r);
+    out->failed_together = s != SF_OK; /* setup agrees before it fails */
     if (s == SF_OK) s = train_loop(&r, out);
+    if (s == SF_ERR_NUMERIC) out->failed_together = 1; /* the gradients were summed: every process saw the NaN */
     out->epochs_done = r.epochs_done;
     out->steps = r.step;
     out->test_accuracy = r.last_test;

@@ -14,6 +14,7 @@
 #define SF_TRAIN_TRAINER_H
 
 #include "config/config.h"
+#include "dist/dist.h"
 #include "spikefuse.h"
 
 #include <stddef.h>
@@ -55,8 +56,12 @@ typedef int (*sf_train_callback)(const sf_train_event *ev, void *user);
 typedef struct sf_train_options {
     const char *run_dir;    /* created; must be free (sf_run_dir_is_free) unless it is resume_dir */
     const char *resume_dir; /* NULL, or a run directory whose last.safetensors this run continues */
-    sf_train_callback callback;
+    sf_train_callback callback; /* called on every process; its answer to stop counts from any of them */
     void *user;
+    /* NULL: this process trains alone. Else one process of a job (src/dist): every process calls sf_train_run with
+     * the same config; rank 0 alone writes the run directory (metrics, checkpoints), which every process reads to
+     * resume (a file system they share, for several hosts); the events report the whole job's figures. */
+    sf_dist *dist;
 } sf_train_options;
 
 typedef struct sf_train_summary {
@@ -66,6 +71,8 @@ typedef struct sf_train_summary {
     double best_test_accuracy;
     double seconds;         /* wall time of this invocation */
     int32_t interrupted;    /* the callback asked to stop */
+    int32_t failed_together; /* a job's failure that every process met at the same point (setup, NaN): none waits
+                              * for another; other failures may leave processes waiting (sf_dist_abort them) */
 } sf_train_summary;
 
 /* Trains `cfg` (already resolved: the caller has applied overrides; on resume it is the checkpoint's config with

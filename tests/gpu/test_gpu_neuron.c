@@ -7,6 +7,7 @@
  * differs by an ulp); BN+LIF dx, dγ, dβ < 1e-4 (float sums in a different order); full == recompute bitwise. */
 #include "cuda/cuda_backend.h"
 #include "core/lif_math.h"
+#include "gpu_copies.h"
 #include "testutil.h"
 
 #include <cuda_runtime.h>
@@ -14,29 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CU(call) CHECK((call) == cudaSuccess, "%s", #call)
-
-static float *dev_from(const float *h, size_t n)
-{
-    float *d = NULL;
-    CU(cudaMalloc((void **)&d, 4 * (n ? n : 1)));
-    if (n) CU(cudaMemcpy(d, h, 4 * n, cudaMemcpyHostToDevice));
-    return d;
-}
-
 static float *dev_poison(size_t n)
 {
     float *d = NULL;
     CU(cudaMalloc((void **)&d, 4 * (n ? n : 1)));
     CU(cudaMemset(d, 0xff, 4 * (n ? n : 1))); /* NaN: an unwritten element fails the comparison */
     return d;
-}
-
-static float *host_from(const float *d, size_t n)
-{
-    float *h = malloc(4 * (n ? n : 1));
-    if (n) CU(cudaMemcpy(h, d, 4 * n, cudaMemcpyDeviceToHost));
-    return h;
 }
 
 static double *to_f64(const float *x, size_t n)
@@ -72,9 +56,9 @@ static void test_lif(const sf_lif_params *p, int64_t T, int64_t N, uint64_t seed
     uint8_t *du8 = NULL;
     CU(cudaMalloc((void **)&du8, n ? n : 1));
     sf_lif_out out = {.s = ds_, .s_u8 = du8, .h = dh, .spike_count = dcount};
-    CHECK_OK(sf_cuda_lif_forward(p, T, N, dx_, &out, NULL));
-    CHECK_OK(sf_cuda_lif_backward(p, T, N, dx_, NULL, dds, ddx, NULL));
-    CHECK_OK(sf_cuda_lif_backward(p, T, N, dx_, dh, dds, ddx_full, NULL));
+    CHECK_OK(sf_cuda_lif_forward(p, T, N, dx_, &out, NULL, NULL));
+    CHECK_OK(sf_cuda_lif_backward(p, T, N, dx_, NULL, dds, ddx, NULL, NULL));
+    CHECK_OK(sf_cuda_lif_backward(p, T, N, dx_, dh, dds, ddx_full, NULL, NULL));
     CU(cudaDeviceSynchronize());
     float *gs = host_from(ds_, n), *gh = host_from(dh, n), *gdx = host_from(ddx, n), *gfull = host_from(ddx_full, n);
     float *gcount = host_from(dcount, 1);
@@ -198,8 +182,8 @@ static void test_bn_lif(sf_backend *be, const sf_lif_params *p, int64_t T, int64
     CU(cudaMemcpy(dmean, mean, 4 * (size_t)C, cudaMemcpyHostToDevice));
     CU(cudaMemcpy(dvar, var, 4 * (size_t)C, cudaMemcpyHostToDevice));
     sf_lif_out out = {.s = ds_, .h = dh};
-    CHECK_OK(be->bn_lif_forward(be, p, T, sh, dx_, dmean, dvar, eps, dg, db, &out));
-    CHECK_OK(be->bn_lif_backward(be, p, T, sh, dx_, dh, dmean, dvar, eps, dg, db, dds, ddx, ddg, ddb));
+    CHECK_OK(be->bn_lif_forward(be, p, T, sh, dx_, dmean, dvar, eps, dg, db, &out, NULL));
+    CHECK_OK(be->bn_lif_backward(be, p, T, sh, dx_, dh, dmean, dvar, eps, dg, db, dds, ddx, ddg, ddb, NULL, NULL));
     CHECK_OK(be->sync(be));
     float *gs = host_from(ds_, n), *gdx = host_from(ddx, n), *gdg = host_from(ddg, (size_t)C);
     float *gdb = host_from(ddb, (size_t)C);

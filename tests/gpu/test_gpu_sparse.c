@@ -181,7 +181,7 @@ static void test_lif_and_compact(int64_t T, int64_t B, int64_t n, int dk)
     sf_lif_params p;
     sf_lif_default_params(&p);
     RUN(be->lif_forward(be, &p, T, B * n, S(x),
-                        &(sf_lif_out){.s = S(s), .h = S(h), .spike_count = S(cnt), .c = *SC(c, true), .row = n}));
+                        &(sf_lif_out){.s = S(s), .h = S(h), .spike_count = S(cnt), .c = *SC(c, true), .row = n}, NULL));
     cmp(what, &s, -1);
     cmp(what, &h, -1);
     cmp(what, &cnt, -1);
@@ -255,7 +255,7 @@ static void test_lif_masked(int64_t T, int64_t B, int64_t n, int g)
     cpair m = mkc(rows, n, false);
     sf_lif_params p;
     tu_seed_neuron(&p, g, 0.6f);
-    RUN(be->lif_backward_masked(be, &p, T, B, n, S(x), NULL, S(ds), S(dx), SC(m, false), S(cnt)));
+    RUN(be->lif_backward_masked(be, &p, T, B, n, S(x), NULL, S(ds), S(dx), SC(m, false), S(cnt), NULL));
     cmp(what, &dx, 1e-4);
     cmpc(what, &m);
     cmp("nonzero count", &cnt, -1);
