@@ -283,6 +283,45 @@ static void test_rlif(int64_t T, int64_t B, int64_t n, int grad_threshold)
     free(x), free(v), free(ds), free(ws);
 }
 
+/* With carried state (a time segment of a longer run: v_in, v_out, dv_in, dv_out), the compact forward and the
+ * masked backward give the plain ops' spikes, dx and states bitwise. */
+static void test_lif_state(const shape *sh, int grad_threshold)
+{
+    char what[96];
+    snprintf(what, sizeof what, "LIF state T=%lld B=%lld n=%lld g=%d", (long long)sh->T, (long long)sh->B,
+             (long long)sh->n, grad_threshold);
+    const int64_t n = sh->n, rows = sh->T * sh->B, N = sh->B * n, total = rows * n;
+    float *x = malloc(4 * (size_t)total), *ds = malloc(4 * (size_t)total), *vin = malloc(4 * (size_t)N);
+    float *dvin = malloc(4 * (size_t)N), *s1 = zalloc(4 * (size_t)total), *s2 = zalloc(4 * (size_t)total);
+    float *dx1 = zalloc(4 * (size_t)total), *dx2 = zalloc(4 * (size_t)total);
+    float *v1 = zalloc(4 * (size_t)N), *v2 = zalloc(4 * (size_t)N), *dv1 = zalloc(4 * (size_t)N), *dv2 = zalloc(4 * (size_t)N);
+    tu_randn(x, total, 0.6f, 1.0f, 41);
+    tu_randn(ds, total, 0.0f, 1.0f, 42);
+    tu_randn(vin, N, 0.3f, 0.4f, 43);
+    tu_randn(dvin, N, 0.0f, 1.0f, 44);
+    sf_lif_params p;
+    tu_seed_neuron(&p, grad_threshold, 0.6f);
+    float c1 = 0, c2 = 0, count = 0;
+    sf_lif_state a = {.v_in = vin, .v_out = v1}, b = {.v_in = vin, .v_out = v2};
+    CHECK_OK(be->lif_forward(be, &p, sh->T, N, x, &(sf_lif_out){.s = s1, .spike_count = &c1}, &a));
+    sf_spikes c = alloc_spikes(rows, n), m = alloc_spikes(rows, n);
+    CHECK_OK(be->lif_forward(be, &p, sh->T, N, x, &(sf_lif_out){.s = s2, .spike_count = &c2, .c = c, .row = n}, &b));
+    CHECK(memcmp(s1, s2, 4 * (size_t)total) == 0 && c1 == c2, "%s: compact spikes differ", what);
+    CHECK(memcmp(v1, v2, 4 * (size_t)N) == 0, "%s: compact v_out differs", what);
+    check_compact(what, rows, n, s1, &c);
+    sf_lif_state ga = {.v_in = vin, .dv_in = dvin, .dv_out = dv1}, gb = {.v_in = vin, .dv_in = dvin, .dv_out = dv2};
+    CHECK_OK(be->lif_backward(be, &p, sh->T, N, x, NULL, ds, dx1, &ga));
+    free(m.idx);
+    m.idx = NULL;
+    CHECK_OK(be->lif_backward_masked(be, &p, sh->T, sh->B, n, x, NULL, ds, dx2, &m, &count, &gb));
+    CHECK(memcmp(dx1, dx2, 4 * (size_t)total) == 0, "%s: masked dx differs", what);
+    CHECK(memcmp(dv1, dv2, 4 * (size_t)N) == 0, "%s: masked dv_out differs", what);
+    free_spikes(&c);
+    free_spikes(&m);
+    free(x), free(ds), free(vin), free(dvin), free(s1), free(s2), free(dx1), free(dx2), free(v1), free(v2), free(dv1);
+    free(dv2);
+}
+
 int main(void)
 {
     CHECK_OK(sf_cpu_backend_create(&be));
@@ -298,6 +337,8 @@ int main(void)
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int g = 0; g < 3; g++)
             for (int full = 0; full < 2; full++) test_lif_masked(&shapes[i], g, full);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int g = 0; g < 3; g++) test_lif_state(&shapes[i], g);
     test_rlif(6, 3, 40, 0);
     test_rlif(6, 3, 40, 1);
     test_rlif(1, 1, 9, 0);

@@ -4,7 +4,8 @@
  *   bitwise: compact spikes (bits, lists, counts), spikes_expand, the LIF forward with compact output (s, h), the
  *     masks of nonzero gradients, the event-driven linear forward and weight gradient, the masked dx, the
  *     event-driven recurrent forward (spikes, h): the CUDA kernels sum in the CPU's order without FMA;
- *   1e-6: db (float partials on the GPU, double on the CPU); 1e-5: dx through cuBLAS; the dense recurrence's h;
+ *   1e-6: db (float partials on the GPU, double on the CPU), a carried v_out; 1e-5: dx through cuBLAS; the dense
+ *     recurrence's h;
  *   1e-4: LIF and recurrent gradients (surrogate arithmetic differs, as in test_gpu_ops), net losses and gradients. */
 #include "cpu/cpu_backend.h"
 #include "cuda/cuda_backend.h"
@@ -264,6 +265,36 @@ static void test_lif_masked(int64_t T, int64_t B, int64_t n, int g)
     dropc(&m);
 }
 
+/* A time segment of a longer run (carried state v_in, v_out, dv_in, dv_out): the compact forward and the masked
+ * backward on both sides. */
+static void test_lif_state(int64_t T, int64_t B, int64_t n, int g)
+{
+    char what[128];
+    snprintf(what, sizeof what, "LIF state T=%lld B=%lld n=%lld θ_grad %d", (long long)T, (long long)B, (long long)n, g);
+    const int64_t rows = T * B, total = rows * n, N = B * n;
+    float *hx = spike_input(rows, n, 0.3, 2, (uint64_t)(n + 77)), *hds = randn_host(total, 0.0f, 1.0f, 45);
+    float *hv = randn_host(N, 0.3f, 0.4f, 46), *hdv = randn_host(N, 0.0f, 1.0f, 47);
+    pair x = mk(hx, 4 * (size_t)total), ds = mk(hds, 4 * (size_t)total), vin = mk(hv, 4 * (size_t)N);
+    pair dvin = mk(hdv, 4 * (size_t)N), vout = mk(NULL, 4 * (size_t)N), dvout = mk(NULL, 4 * (size_t)N);
+    pair s = mk(NULL, 4 * (size_t)total), dx = mk(NULL, 4 * (size_t)total), cnt = mk(NULL, 4), gcnt = mk(NULL, 4);
+    cpair c = mkc(rows, n, true), m = mkc(rows, n, false);
+    sf_lif_params p;
+    tu_seed_neuron(&p, g, 0.6f);
+    RUN(be->lif_forward(be, &p, T, N, S(x), &(sf_lif_out){.s = S(s), .spike_count = S(cnt), .c = *SC(c, true), .row = n},
+                        &(sf_lif_state){.v_in = S(vin), .v_out = S(vout)}));
+    cmp(what, &s, -1);
+    cmp("state v_out", &vout, 1e-6);
+    cmpc(what, &c);
+    cmp_lists(what, &c, rows, n);
+    RUN(be->lif_backward_masked(be, &p, T, B, n, S(x), NULL, S(ds), S(dx), SC(m, false), S(gcnt),
+                                &(sf_lif_state){.v_in = S(vin), .dv_in = S(dvin), .dv_out = S(dvout)}));
+    cmp("state masked dx", &dx, 1e-4);
+    cmp("state dv_out", &dvout, 1e-4);
+    free(hx), free(hds), free(hv), free(hdv);
+    drop(&x), drop(&ds), drop(&vin), drop(&dvin), drop(&vout), drop(&dvout), drop(&s), drop(&dx), drop(&cnt), drop(&gcnt);
+    dropc(&c), dropc(&m);
+}
+
 static void test_rlif(int64_t T, int64_t B, int64_t n, int g)
 {
     char what[128];
@@ -393,6 +424,8 @@ int main(void)
         test_lif_masked(4, 3, 1000, g);
         test_lif_masked(1, 1, 7, g);
         test_lif_masked(20, 2, 300, g);
+        test_lif_state(5, 3, 300, g);
+        test_lif_state(1, 1, 7, g);
     }
     test_rlif(6, 3, 40, 0);
     test_rlif(6, 3, 40, 2);
