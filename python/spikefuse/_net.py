@@ -6,7 +6,7 @@ import ctypes
 from . import _lib
 from ._lib import Device, LifParams
 
-LAYER_KINDS = ("linear", "conv2d", "avgpool2d", "maxpool2d", "flatten", "dropout", "batchnorm", "lif", "add")
+LAYER_KINDS = ("linear", "conv2d", "avgpool2d", "maxpool2d", "flatten", "dropout", "batchnorm", "lif", "add", "rlif")
 READOUTS = ("mean", "leaky")
 ROLE_PARAM, ROLE_BUFFER = 0, 2
 
@@ -17,7 +17,7 @@ class LayerDesc(ctypes.Structure):
                 ("out_features", ctypes.c_int32), ("out_channels", ctypes.c_int32), ("kernel", ctypes.c_int32),
                 ("stride", ctypes.c_int32), ("padding", ctypes.c_int32), ("bias", ctypes.c_int32),
                 ("dropout_p", ctypes.c_float), ("bn_eps", ctypes.c_float), ("bn_momentum", ctypes.c_float),
-                ("lif", LifParams)]
+                ("lif", LifParams), ("sparse", ctypes.c_int32), ("init_gain", ctypes.c_float)]
 
     @property
     def kind_name(self):
@@ -34,7 +34,8 @@ class NetParams(ctypes.Structure):
     _fields_ = [("device", Device), ("memory", ctypes.c_int), ("seed", ctypes.c_uint64),
                 ("in_channels", ctypes.c_int32), ("in_height", ctypes.c_int32), ("in_width", ctypes.c_int32),
                 ("readout", ctypes.c_int), ("readout_tau", ctypes.c_float), ("loss", ctypes.c_int),
-                ("precision", ctypes.c_int), ("cuda", CudaOptions)]
+                ("precision", ctypes.c_int), ("cuda", CudaOptions), ("sparse", ctypes.c_int),
+                ("sparse_crossover", ctypes.c_float), ("input_spikes", ctypes.c_int32)]
 
 
 class TensorInfo(ctypes.Structure):
@@ -88,8 +89,9 @@ def _poisoned(struct, fill):
 
 def _check_layouts(f):
     d, tail_ok = _poisoned(LayerDesc, lambda buf: f["default_desc"](1, buf))
-    got = (d.kind, d.input, d.input2, d.kernel, d.stride, d.bias, d.bn_momentum, d.lif.tau, d.lif.alpha)
-    ok = tail_ok and got == (1, -1, -1, 3, 1, 1, ctypes.c_float(0.1).value, 2.0, 4.0)
+    got = (d.kind, d.input, d.input2, d.kernel, d.stride, d.bias, d.bn_momentum, d.lif.tau, d.lif.alpha, d.sparse,
+           d.init_gain)
+    ok = tail_ok and got == (1, -1, -1, 3, 1, 1, ctypes.c_float(0.1).value, 2.0, 4.0, -1, 1.0)
     p, tail_ok = _poisoned(NetParams, f["default_params"])
     got_p = (p.memory, p.in_channels, p.in_width, p.readout_tau, p.cuda.graph, p.cuda.conv_workspace_mib)
     if not (ok and tail_ok and got_p == (1, 1, 1, 2.0, 1, 512)):

@@ -32,7 +32,8 @@ seed = 5
 log_every = 0
 """
 # Convolutions, batch norm fused into the LIF after it and one that is not (a residual add reads it), both pools,
-# dropout, a leaky readout, and LIF layers with the soft reset, a nonzero hard reset and a direct decay.
+# dropout, a leaky readout, and LIF layers with the soft reset, a nonzero hard reset and a direct decay. The MLP
+# has a recurrent LIF layer ([rlif]).
 CONV_NET = TRAIN + """
 [neuron]
 surrogate = atan
@@ -79,6 +80,9 @@ out = 16
 [bn]
 [lif]
 tau = 3
+[linear]
+out = 12
+[rlif]
 [linear]
 out = 4
 """

@@ -53,6 +53,29 @@ class TimeDropout(torch.nn.Module):
         return f"p={self.p}"
 
 
+class RecurrentLIF(torch.nn.Module):
+    """The engine's [rlif]: LIF neurons whose input current at step t is x_t + V·s_{t-1} (s_0 = 0), with their own
+    recurrent weight V [N, N] (no bias), stepped through time with a single-step LIF carrying the membrane. Input
+    and output [T, B, N, 1, 1]; every call is a fresh sequence."""
+
+    def __init__(self, n, params):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(n, n))
+        self.lif = LIF.from_params(params)
+        self.lif.step_mode = "s"
+
+    def forward(self, x):
+        x = x.flatten(2)
+        self.lif.reset()
+        s = torch.zeros_like(x[0])
+        spikes = []
+        for t in range(x.shape[0]):
+            s = self.lif(x[t] + torch.nn.functional.linear(s, self.weight))
+            spikes.append(s)
+        self.lif.reset()
+        return torch.stack(spikes)[..., None, None]
+
+
 class _Identity(torch.nn.Module):
     """The batch norm's place when BNLIF runs it inside the LIF layer after it (keeps the layer numbering)."""
 
@@ -134,6 +157,8 @@ def _module_of(d, in_chw):
         return LIF.from_params(d.lif, keep_state=False)
     if kind == "add":
         return _Identity()
+    if kind == "rlif":
+        return RecurrentLIF(C * in_chw[1] * in_chw[2], d.lif)
     return None
 
 
