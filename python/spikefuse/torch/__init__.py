@@ -8,6 +8,9 @@ except ImportError as e:
     raise ImportError("spikefuse.torch needs PyTorch: install torch for your platform (or `pip install "
                       "'./python[torch]'`)") from e
 
+import warnings
+
+from .. import _lib
 from . import functional
 from ._ops import CUSTOM_OPS
 from .functional import lif_params
@@ -16,5 +19,11 @@ from .run import load_run
 
 # NIR exchange (needs the `nir` package, imported on first use)
 from .nir_exchange import from_nir, to_nir  # noqa: E402
+
+if torch.cuda.is_available() and _lib.cuda_device_count() == 0:
+    warnings.warn(f"spikefuse: torch sees a CUDA device but {_lib.LIBRARY_PATH} has none it can use "
+                  f"({_lib.build_info()}): CUDA tensors will be refused. Reinstall spikefuse where nvcc is present "
+                  "(pip install ./python builds the CUDA kernels when it finds nvcc), or run on the CPU.",
+                  RuntimeWarning, stacklevel=2)
 
 __all__ = ["BNLIF", "CUSTOM_OPS", "LIF", "functional", "from_nir", "lif_params", "load_run", "to_nir"]
