@@ -151,24 +151,37 @@ SF_API sf_status sf_lif_forward_state(const sf_lif_params *p, int64_t T, int64_t
 SF_API sf_status sf_lif_backward_state(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds,
                                        float *dx, const sf_lif_state *st, sf_device device, void *stream);
 
+/* Storage type of the activations the low-level calls read and write (x, s, ds, dx): 16 bits halve the bytes of
+ * these memory-bound kernels. The membrane, the carried state (sf_lif_state), the BN statistics and parameters stay
+ * fp32 in every type, and spikes are exactly 0 and 1. */
+typedef enum sf_scalar { SF_SCALAR_F32 = 0, SF_SCALAR_BF16, SF_SCALAR_F16 } sf_scalar;
+/* sf_lif_forward_state / sf_lif_backward_state with x, s, ds, dx stored in `dtype`: 16-bit types on CUDA devices
+ * (SF_ERR_UNSUPPORTED where the build or device has no 16-bit kernels, e.g. the CPU). */
+SF_API sf_status sf_lif_forward_typed(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar dtype, const void *x,
+                                      void *s, const sf_lif_state *st, sf_device device, void *stream);
+SF_API sf_status sf_lif_backward_typed(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar dtype, const void *x,
+                                       const void *ds, void *dx, const sf_lif_state *st, sf_device device,
+                                       void *stream);
+
 /* Fused batch norm → LIF (Liang et al.'s kernels, which the engine runs for a [bn] layer directly before its [lif]):
- * x is [T, B, C, hw] float32 on `device`; the LIF input current of channel c is
+ * x is [T, B, C, hw] on `device`, stored in `dtype` as s, ds and dx are (see sf_scalar); the LIF input current of
+ * channel c is
  *   y = (x - mean[c])·gamma[c] / sqrt(var[c] + eps) + beta[c],
- * normalised inside the time-fused loop, so y is never stored. mean, var, gamma, beta are [C] on `device`; in
+ * normalised inside the time-fused loop, so y is never stored. mean, var, gamma, beta are fp32 [C] on `device`; in
  * training the caller passes x's batch statistics over (T, B, hw) (biased var), in evaluation the running ones. s
  * is [T, B, C, hw]; st as for sf_lif_forward_state, [B·C·hw] per pointer. */
-SF_API sf_status sf_bn_lif_forward(const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int64_t hw, const float *x,
-                                   const float *mean, const float *var, float eps, const float *gamma,
-                                   const float *beta, float *s, const sf_lif_state *st, sf_device device,
+SF_API sf_status sf_bn_lif_forward(const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int64_t hw, sf_scalar dtype,
+                                   const void *x, const float *mean, const float *var, float eps, const float *gamma,
+                                   const float *beta, void *s, const sf_lif_state *st, sf_device device,
                                    void *stream);
 /* The backward of the forward above with mean and var the batch statistics of x (the gradient runs through them,
- * as in training-mode batch norm): dx [T, B, C, hw], dgamma and dbeta [C], recomputing y and h from x. `workspace`
- * is scratch memory on `device` of sf_bn_lif_workspace_bytes bytes (0 on the CPU, where NULL is fine; for CUDA
- * the size depends on the current device). */
+ * as in training-mode batch norm): dx [T, B, C, hw], dgamma and dbeta [C] (fp32), recomputing y and h from x.
+ * `workspace` is scratch memory on `device` of sf_bn_lif_workspace_bytes bytes (0 on the CPU, where NULL is fine;
+ * for CUDA the size depends on the current device). */
 SF_API size_t sf_bn_lif_workspace_bytes(int64_t T, int64_t B, int32_t C, int64_t hw, sf_device device);
 SF_API sf_status sf_bn_lif_backward(const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int64_t hw,
-                                    const float *x, const float *mean, const float *var, float eps,
-                                    const float *gamma, const float *beta, const float *ds, float *dx, float *dgamma,
+                                    sf_scalar dtype, const void *x, const float *mean, const float *var, float eps,
+                                    const float *gamma, const float *beta, const void *ds, void *dx, float *dgamma,
                                     float *dbeta, const sf_lif_state *st, void *workspace, size_t workspace_bytes,
                                     sf_device device, void *stream);
 

@@ -1,6 +1,6 @@
 /* test_public_calls.c — the public calls the PyTorch interface uses beyond the LIF kernels, on the CPU:
- * sf_bn_lif_forward / sf_bn_lif_backward (argument checks; the state carried across calls gives one call's spikes
- * bitwise; a backward writes dx, dγ, dβ), and sf_checkpoint_load_net with sf_net_layer_desc / sf_net_get_params
+ * sf_bn_lif_forward / sf_bn_lif_backward and the typed LIF calls (argument and type checks; the state carried
+ * across calls gives one call's spikes bitwise; a backward writes dx, dγ, dβ), and sf_checkpoint_load_net with sf_net_layer_desc / sf_net_get_params
  * (a saved network comes back with its layers, parameters and statistics; bad paths and files fail naming them).
  * The values themselves are checked against PyTorch in python/tests (test_bnlif.py, test_load_run.py). */
 #include "config/config.h"
@@ -19,23 +19,37 @@ static void test_bn_lif_arguments(void)
     sf_lif_params p;
     sf_lif_default_params(&p);
     float x[8] = {0}, stat[2] = {0.0f, 1.0f}, s[8];
-    CHECK(sf_bn_lif_forward(&p, 2, 2, 1, 2, NULL, stat, stat + 1, 1e-5f, stat + 1, stat, s, NULL, CPU, NULL) ==
+    CHECK(sf_bn_lif_forward(&p, 2, 2, 1, 2, SF_SCALAR_F32, NULL, stat, stat + 1, 1e-5f, stat + 1, stat, s, NULL, CPU, NULL) ==
               SF_ERR_INVALID && strstr(sf_last_error(), "NULL"),
           "a NULL x: %s", sf_last_error());
-    CHECK(sf_bn_lif_forward(&p, 2, 2, 1, 2, x, stat, stat + 1, 0.0f, stat + 1, stat, s, NULL, CPU, NULL) ==
+    CHECK(sf_bn_lif_forward(&p, 2, 2, 1, 2, SF_SCALAR_F32, x, stat, stat + 1, 0.0f, stat + 1, stat, s, NULL, CPU, NULL) ==
               SF_ERR_INVALID && strstr(sf_last_error(), "eps"),
           "eps = 0: %s", sf_last_error());
-    CHECK(sf_bn_lif_forward(&p, 0, 2, 1, 2, x, stat, stat + 1, 1e-5f, stat + 1, stat, s, NULL, CPU, NULL) ==
+    CHECK(sf_bn_lif_forward(&p, 0, 2, 1, 2, SF_SCALAR_F32, x, stat, stat + 1, 1e-5f, stat + 1, stat, s, NULL, CPU, NULL) ==
               SF_ERR_INVALID && strstr(sf_last_error(), "T=0"),
           "T = 0: %s", sf_last_error());
-    CHECK(sf_bn_lif_forward(&p, 2, 2, 0, 2, x, stat, stat + 1, 1e-5f, stat + 1, stat, s, NULL, CPU, NULL) ==
+    CHECK(sf_bn_lif_forward(&p, 2, 2, 0, 2, SF_SCALAR_F32, x, stat, stat + 1, 1e-5f, stat + 1, stat, s, NULL, CPU, NULL) ==
               SF_ERR_INVALID,
           "C = 0");
     p.tau = 0.5f;
-    CHECK(sf_bn_lif_forward(&p, 2, 2, 1, 2, x, stat, stat + 1, 1e-5f, stat + 1, stat, s, NULL, CPU, NULL) ==
+    CHECK(sf_bn_lif_forward(&p, 2, 2, 1, 2, SF_SCALAR_F32, x, stat, stat + 1, 1e-5f, stat + 1, stat, s, NULL, CPU, NULL) ==
               SF_ERR_INVALID && strstr(sf_last_error(), "tau"),
           "bad LIF parameters: %s", sf_last_error());
     CHECK(sf_bn_lif_workspace_bytes(2, 2, 1, 2, CPU) == 0, "the CPU needs no workspace");
+    p.tau = 2.0f;
+    CHECK(sf_bn_lif_forward(&p, 2, 2, 1, 2, SF_SCALAR_BF16, x, stat, stat + 1, 1e-5f, stat + 1, stat, s, NULL, CPU,
+                            NULL) == SF_ERR_UNSUPPORTED && strstr(sf_last_error(), "bfloat16"),
+          "bf16 on the CPU: %s", sf_last_error());
+    CHECK(sf_lif_forward_typed(&p, 2, 4, (sf_scalar)7, x, s, NULL, CPU, NULL) == SF_ERR_INVALID &&
+              strstr(sf_last_error(), "unknown activation type"),
+          "an unknown type: %s", sf_last_error());
+    CHECK(sf_lif_backward_typed(&p, 2, 4, SF_SCALAR_F16, x, x, s, NULL, CPU, NULL) == SF_ERR_UNSUPPORTED &&
+              strstr(sf_last_error(), "float16"),
+          "fp16 on the CPU: %s", sf_last_error());
+    float y[8] = {0.5f, 1.5f, 3.0f, -1.0f, 2.0f, 0.0f, 1.0f, 4.0f}, s_typed[8], s_plain[8];
+    CHECK_OK(sf_lif_forward_typed(&p, 2, 4, SF_SCALAR_F32, y, s_typed, NULL, CPU, NULL));
+    CHECK_OK(sf_lif_forward(&p, 2, 4, y, s_plain, CPU, NULL));
+    CHECK(memcmp(s_typed, s_plain, sizeof s_plain) == 0, "float32 through the typed call differs");
 }
 
 /* Two pieces of time with v_out fed to v_in give one call's spikes and final state, bitwise. */
@@ -51,9 +65,9 @@ static void test_bn_lif_state(void)
     tu_randn(ds, T * N, 0.0f, 1.0f, 4);
     for (int c = 0; c < C; c++) mean[c] = 0.4f, var[c] = 2.0f, gamma[c] = 1.0f + 0.1f * c, beta[c] = 0.1f;
     sf_lif_state one = {.v_out = v_one}, first = {.v_out = v_mid}, second = {.v_in = v_mid, .v_out = v_two};
-    CHECK_OK(sf_bn_lif_forward(&p, T, B, C, HW, x, mean, var, 1e-5f, gamma, beta, s_one, &one, CPU, NULL));
-    CHECK_OK(sf_bn_lif_forward(&p, T1, B, C, HW, x, mean, var, 1e-5f, gamma, beta, s_two, &first, CPU, NULL));
-    CHECK_OK(sf_bn_lif_forward(&p, T - T1, B, C, HW, x + T1 * N, mean, var, 1e-5f, gamma, beta, s_two + T1 * N,
+    CHECK_OK(sf_bn_lif_forward(&p, T, B, C, HW, SF_SCALAR_F32, x, mean, var, 1e-5f, gamma, beta, s_one, &one, CPU, NULL));
+    CHECK_OK(sf_bn_lif_forward(&p, T1, B, C, HW, SF_SCALAR_F32, x, mean, var, 1e-5f, gamma, beta, s_two, &first, CPU, NULL));
+    CHECK_OK(sf_bn_lif_forward(&p, T - T1, B, C, HW, SF_SCALAR_F32, x + T1 * N, mean, var, 1e-5f, gamma, beta, s_two + T1 * N,
                                &second, CPU, NULL));
     CHECK(memcmp(s_one, s_two, sizeof s_one) == 0, "two pieces give other spikes than one call");
     CHECK(memcmp(v_one, v_two, sizeof v_one) == 0, "two pieces end in another state than one call");
@@ -62,7 +76,7 @@ static void test_bn_lif_state(void)
     CHECK(spikes > 0 && spikes < T * N, "%d spikes: the check would be weak", spikes);
     for (int i = 0; i < T * N; i++) dx[i] = NAN;
     dg[0] = db[0] = NAN;
-    CHECK_OK(sf_bn_lif_backward(&p, T, B, C, HW, x, mean, var, 1e-5f, gamma, beta, ds, dx, dg, db, NULL, NULL, 0, CPU,
+    CHECK_OK(sf_bn_lif_backward(&p, T, B, C, HW, SF_SCALAR_F32, x, mean, var, 1e-5f, gamma, beta, ds, dx, dg, db, NULL, NULL, 0, CPU,
                                 NULL));
     int finite = 1;
     for (int i = 0; i < T * N; i++) finite &= isfinite(dx[i]) != 0;

@@ -117,8 +117,15 @@ _P, _I64, _PTR, _STATE = ctypes.POINTER(LifParams), ctypes.c_int64, ctypes.c_voi
 sf_lif_forward_state = _bind("sf_lif_forward_state", ctypes.c_int, [_P, _I64, _I64, _PTR, _PTR, _STATE, Device, _PTR])
 sf_lif_backward_state = _bind("sf_lif_backward_state", ctypes.c_int,
                               [_P, _I64, _I64, _PTR, _PTR, _PTR, _STATE, Device, _PTR])
-# Fused BN -> LIF: (params, T, B, C, hw, x, mean, var, eps, gamma, beta, ...); optional in a library that predates it.
-_BN_HEAD = [_P, _I64, _I64, ctypes.c_int32, _I64, _PTR, _PTR, _PTR, ctypes.c_float, _PTR, _PTR]
+# Activations stored in a sf_scalar type: (params, T, N, dtype, x, ...); fused BN -> LIF: (params, T, B, C, hw, dtype,
+# x, mean, var, eps, gamma, beta, ...). Optional: a library that predates them lacks them.
+SCALAR_F32, SCALAR_BF16, SCALAR_F16 = 0, 1, 2
+SF_ERR_UNSUPPORTED = 5
+sf_lif_forward_typed = _bind_optional("sf_lif_forward_typed", ctypes.c_int,
+                                      [_P, _I64, _I64, ctypes.c_int, _PTR, _PTR, _STATE, Device, _PTR])
+sf_lif_backward_typed = _bind_optional("sf_lif_backward_typed", ctypes.c_int,
+                                       [_P, _I64, _I64, ctypes.c_int, _PTR, _PTR, _PTR, _STATE, Device, _PTR])
+_BN_HEAD = [_P, _I64, _I64, ctypes.c_int32, _I64, ctypes.c_int, _PTR, _PTR, _PTR, ctypes.c_float, _PTR, _PTR]
 sf_bn_lif_forward = _bind_optional("sf_bn_lif_forward", ctypes.c_int, _BN_HEAD + [_PTR, _STATE, Device, _PTR])
 sf_bn_lif_backward = _bind_optional("sf_bn_lif_backward", ctypes.c_int,
                                     _BN_HEAD + [_PTR, _PTR, _PTR, _PTR, _STATE, _PTR, ctypes.c_size_t, Device, _PTR])

@@ -1,6 +1,7 @@
 """test_precision.py — 16-bit inputs (bfloat16, float16) to LIF, given directly and under torch.autocast: the
 membrane is fp32, so spikes (exactly 0/1, in the input's dtype) equal those of the fp32 input widened from the
-same values, and gradients (in the input's dtype) are the fp32 gradients rounded once."""
+same values, and gradients (in the input's dtype) are the fp32 gradients rounded once (within one unit in the last
+place: 16-bit kernels may sum in another order)."""
 import unittest
 
 import torch
@@ -10,6 +11,13 @@ from lif_cases import make_input
 from spikefuse.torch import LIF
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() and spikefuse.cuda_device_count() > 0 else [])
+
+
+def assert_rounded(test, got, ref):
+    """got (16-bit) is ref (fp32) rounded once: within one unit in the last place of its type."""
+    ulp = torch.finfo(got.dtype).eps * ref.abs().clamp_min(torch.finfo(got.dtype).tiny)
+    bad = int(((got.float() - ref).abs() > ulp).sum())
+    test.assertEqual(bad, 0, f"{bad} gradients are not the fp32 ones rounded to {got.dtype}")
 
 
 def spikes_and_grad(x, ds, **kw):
@@ -32,7 +40,7 @@ class TestHalfInputs(unittest.TestCase):
                         self.assertEqual((s.dtype, dx.dtype), (dtype, dtype))
                         self.assertTrue(bool(((s == 0) | (s == 1)).all()))
                         self.assertTrue(torch.equal(s.float(), s32))
-                        self.assertTrue(torch.equal(dx, dx32.to(dtype)))
+                        assert_rounded(self, dx, dx32)
 
     def test_chunks_keep_an_fp32_state(self):
         node = LIF()

@@ -89,6 +89,30 @@ sf_status sf_lif_backward_state(const sf_lif_params *p, int64_t T, int64_t N, co
     return sf_fail(SF_ERR_UNSUPPORTED, "LIF backward: device not available in this build");
 }
 
+sf_status sf_backend_dtype_check(sf_scalar dtype, sf_device device, const char *op)
+{
+    static const char *const names[] = {"float32", "bfloat16", "float16"};
+    if ((unsigned)dtype > SF_SCALAR_F16) return sf_fail(SF_ERR_INVALID, "%s: unknown activation type %d", op, (int)dtype);
+    if (dtype == SF_SCALAR_F32) return SF_OK;
+    (void)device; /* no device has 16-bit low-level kernels in this build yet */
+    return sf_fail(SF_ERR_UNSUPPORTED, "%s: no %s kernels on %s in this build (the CPU's are float32 only)", op,
+                   names[dtype], device.kind == SF_DEVICE_CUDA ? "CUDA" : "the CPU");
+}
+
+sf_status sf_lif_forward_typed(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar dtype, const void *x, void *s,
+                               const sf_lif_state *st, sf_device device, void *stream)
+{
+    SF_TRY(sf_backend_dtype_check(dtype, device, "LIF forward"));
+    return sf_lif_forward_state(p, T, N, x, s, st, device, stream);
+}
+
+sf_status sf_lif_backward_typed(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar dtype, const void *x,
+                                const void *ds, void *dx, const sf_lif_state *st, sf_device device, void *stream)
+{
+    SF_TRY(sf_backend_dtype_check(dtype, device, "LIF backward"));
+    return sf_lif_backward_state(p, T, N, x, ds, dx, st, device, stream);
+}
+
 sf_status sf_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, float *s, sf_device device,
                          void *stream)
 {

@@ -1,5 +1,6 @@
 /* bn_lif_calls.c — the low-level public fused BN → LIF entry points (sf_bn_lif_*), which dispatch on the device to
  * the backends' kernels without a backend object. */
+#include "backends/backends.h"
 #include "core/error.h"
 #include "cpu/cpu_neuron.h"
 #ifdef SF_HAVE_CUDA
@@ -22,13 +23,14 @@ static sf_status check_bn_lif_call(const sf_lif_params *p, int64_t T, int64_t B,
     return SF_OK;
 }
 
-sf_status sf_bn_lif_forward(const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int64_t hw, const float *x,
-                            const float *mean, const float *var, float eps, const float *gamma, const float *beta,
-                            float *s, const sf_lif_state *st, sf_device device, void *stream)
+sf_status sf_bn_lif_forward(const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int64_t hw, sf_scalar dtype,
+                            const void *x, const float *mean, const float *var, float eps, const float *gamma,
+                            const float *beta, void *s, const sf_lif_state *st, sf_device device, void *stream)
 {
     sf_bn_shape sh;
     const void *tensors[] = {x, mean, var, gamma, beta, s};
     SF_TRY(check_bn_lif_call(p, T, B, C, hw, eps, tensors, B * hw > 0 ? 6 : 0, &sh));
+    SF_TRY(sf_backend_dtype_check(dtype, device, "BN+LIF forward"));
     if (B * hw == 0) return SF_OK;
     sf_lif_out out = {.s = s};
     if (device.kind == SF_DEVICE_CPU)
@@ -49,14 +51,16 @@ size_t sf_bn_lif_workspace_bytes(int64_t T, int64_t B, int32_t C, int64_t hw, sf
     return 0;
 }
 
-sf_status sf_bn_lif_backward(const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int64_t hw, const float *x,
-                             const float *mean, const float *var, float eps, const float *gamma, const float *beta,
-                             const float *ds, float *dx, float *dgamma, float *dbeta, const sf_lif_state *st,
-                             void *workspace, size_t workspace_bytes, sf_device device, void *stream)
+sf_status sf_bn_lif_backward(const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int64_t hw, sf_scalar dtype,
+                             const void *x, const float *mean, const float *var, float eps, const float *gamma,
+                             const float *beta, const void *ds, void *dx, float *dgamma, float *dbeta,
+                             const sf_lif_state *st, void *workspace, size_t workspace_bytes, sf_device device,
+                             void *stream)
 {
     sf_bn_shape sh;
     const void *tensors[] = {x, mean, var, gamma, beta, ds, dx, dgamma, dbeta};
     SF_TRY(check_bn_lif_call(p, T, B, C, hw, eps, tensors, 9, &sh));
+    SF_TRY(sf_backend_dtype_check(dtype, device, "BN+LIF backward"));
     if (device.kind == SF_DEVICE_CPU)
         return sf_cpu_op_bn_lif_backward(NULL, p, T, sh, x, NULL, mean, var, eps, gamma, beta, ds, dx, dgamma, dbeta,
                                          st, NULL);

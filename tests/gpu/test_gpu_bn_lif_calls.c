@@ -49,8 +49,8 @@ static void compare(const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int
         beta[c] = 0.05f * (float)(c % 3);
     }
     sf_lif_state st = {v_in, v_out, dv_in, dv_out};
-    CHECK_OK(sf_bn_lif_forward(p, T, B, C, hw, x, mean, var, 1e-5f, gamma, beta, s, state ? &st : NULL, CPU, NULL));
-    CHECK_OK(sf_bn_lif_backward(p, T, B, C, hw, x, mean, var, 1e-5f, gamma, beta, ds, dx, dg, db,
+    CHECK_OK(sf_bn_lif_forward(p, T, B, C, hw, SF_SCALAR_F32, x, mean, var, 1e-5f, gamma, beta, s, state ? &st : NULL, CPU, NULL));
+    CHECK_OK(sf_bn_lif_backward(p, T, B, C, hw, SF_SCALAR_F32, x, mean, var, 1e-5f, gamma, beta, ds, dx, dg, db,
                                 state ? &st : NULL, NULL, 0, CPU, NULL));
 
     float *d_x = dev_from(x, n), *d_ds = dev_from(ds, n), *d_s = dev_from(x, n), *d_dx = dev_from(x, n);
@@ -63,9 +63,9 @@ static void compare(const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int
     CHECK(ws_bytes >= 8 * N, "workspace %zu bytes for N = %zu", ws_bytes, N);
     void *ws = NULL;
     CU(cudaMalloc(&ws, ws_bytes));
-    CHECK_OK(sf_bn_lif_forward(p, T, B, C, hw, d_x, d_stat, d_stat + C, 1e-5f, d_stat + 2 * C, d_stat + 3 * C, d_s,
+    CHECK_OK(sf_bn_lif_forward(p, T, B, C, hw, SF_SCALAR_F32, d_x, d_stat, d_stat + C, 1e-5f, d_stat + 2 * C, d_stat + 3 * C, d_s,
                                state ? &d_st : NULL, GPU, stream));
-    CHECK_OK(sf_bn_lif_backward(p, T, B, C, hw, d_x, d_stat, d_stat + C, 1e-5f, d_stat + 2 * C, d_stat + 3 * C, d_ds,
+    CHECK_OK(sf_bn_lif_backward(p, T, B, C, hw, SF_SCALAR_F32, d_x, d_stat, d_stat + C, 1e-5f, d_stat + 2 * C, d_stat + 3 * C, d_ds,
                                 d_dx, d_g, d_b, state ? &d_st : NULL, ws, ws_bytes, GPU, stream));
     CU(cudaStreamSynchronize(stream));
     float *gs = host_from(d_s, n), *gdx = host_from(d_dx, n), *gg = host_from(d_g, (size_t)C);
@@ -82,11 +82,11 @@ static void compare(const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int
         CHECK(max_rel(gdv, dv_out, N) < 1e-4, "dv_out error %g", max_rel(gdv, dv_out, N));
     }
     /* A workspace that is too small, or none, is refused before anything runs. */
-    CHECK(sf_bn_lif_backward(p, T, B, C, hw, d_x, d_stat, d_stat + C, 1e-5f, d_stat + 2 * C, d_stat + 3 * C, d_ds,
+    CHECK(sf_bn_lif_backward(p, T, B, C, hw, SF_SCALAR_F32, d_x, d_stat, d_stat + C, 1e-5f, d_stat + 2 * C, d_stat + 3 * C, d_ds,
                              d_dx, d_g, d_b, NULL, ws, ws_bytes - 1, GPU, stream) == SF_ERR_INVALID,
           "a short workspace must fail");
     CHECK(strstr(sf_last_error(), "workspace") != NULL, "message: %s", sf_last_error());
-    CHECK(sf_bn_lif_backward(p, T, B, C, hw, d_x, d_stat, d_stat + C, 1e-5f, d_stat + 2 * C, d_stat + 3 * C, d_ds,
+    CHECK(sf_bn_lif_backward(p, T, B, C, hw, SF_SCALAR_F32, d_x, d_stat, d_stat + C, 1e-5f, d_stat + 2 * C, d_stat + 3 * C, d_ds,
                              d_dx, d_g, d_b, NULL, NULL, 0, GPU, stream) == SF_ERR_INVALID,
           "no workspace must fail");
     CU(cudaStreamDestroy(stream));

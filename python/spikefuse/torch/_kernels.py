@@ -64,9 +64,10 @@ def launch_target(t):
     return _lib.DEVICE_CUDA, index, device, _current_raw_stream(index)
 
 
-def run(kernel, name, target, *args):
+def run(kernel, name, target, *args, unsupported_ok=False):
     """Calls a kernel entry point (a ctypes function) with the tensor's CUDA device current, since the library
-    launches on the current device, and raises the library's error if it fails."""
+    launches on the current device, and raises the library's error if it fails; with unsupported_ok, returns False
+    instead when the library has no such kernel there (SF_ERR_UNSUPPORTED)."""
     kind, index, device, stream = target
     if kind == _lib.DEVICE_CUDA and index != _current_device():
         with torch.cuda.device(index):
@@ -74,7 +75,10 @@ def run(kernel, name, target, *args):
     else:
         status = kernel(*args, device, stream)
     if status:
+        if unsupported_ok and status == _lib.SF_ERR_UNSUPPORTED:
+            return False
         _lib.check(status, name)
+    return True
 
 
 def _ptr(t):
@@ -102,27 +106,59 @@ def state_out(x, keep):
     return torch.empty(x.shape[1:], dtype=torch.float32, device=x.device) if keep else None
 
 
+_SCALAR = {torch.float32: _lib.SCALAR_F32, torch.bfloat16: _lib.SCALAR_BF16, torch.float16: _lib.SCALAR_F16}
+_NO_16_BIT = set()  # (device kind, dtype) where the library said it has no 16-bit kernels: widened to fp32 there
+
+
+def _in_16_bits(kernel, target, x, launch):
+    """For a 16-bit x: runs launch(dtype code) where the library has 16-bit kernels on that device and says whether
+    it did (it remembers where the library answered that it has none); False means: widen x to fp32."""
+    key = (target[0], x.dtype)
+    if x.dtype is torch.float32 or kernel is None or key in _NO_16_BIT:
+        return False
+    if launch(_SCALAR[x.dtype]):
+        return True
+    _NO_16_BIT.add(key)
+    return False
+
+
 def lif_forward(x, v_in, pvec, keep_state):
     """(spikes in x's dtype, v after the last step or None) of x [T, ...] from v_in (None: v_reset)."""
-    xf = as_fp32(x)
-    s = torch.empty_like(xf)
+    target, p, T = launch_target(x), lif_params_of(pvec), x.shape[0]
     v_out = state_out(x, keep_state)
-    T = x.shape[0]
-    run(_lib.sf_lif_forward_state, "sf_lif_forward_state", launch_target(xf), lif_params_of(pvec), T,
-        xf.numel() // T, xf.data_ptr(), s.data_ptr(), _state(v_in, v_out))
-    return as_dtype(s, x.dtype), v_out
+    st = _state(v_in, v_out)
+    s = torch.empty_like(x)
+
+    def launch(kernel, code, t, out, unsupported_ok=False):
+        return run(kernel, "sf_lif_forward", target, p, T, x.numel() // T, *code, t.data_ptr(), out.data_ptr(), st,
+                   unsupported_ok=unsupported_ok)
+    if _in_16_bits(_lib.sf_lif_forward_typed, target, x,
+                   lambda code: launch(_lib.sf_lif_forward_typed, (code,), x, s, True)):
+        return s, v_out
+    xf = as_fp32(x)
+    sf = s if xf is x else torch.empty_like(xf)
+    launch(_lib.sf_lif_forward_state, (), xf, sf)
+    return as_dtype(sf, x.dtype), v_out
 
 
 def lif_backward(x, v_in, ds, dv_in, pvec, want_dv):
     """(dx in x's dtype, ∂L/∂v_in or None), recomputing the membrane from x and v_in."""
-    xf, dsf = as_fp32(x), as_fp32(ds)
-    dx = torch.empty_like(xf)
+    target, p, T = launch_target(x), lif_params_of(pvec), x.shape[0]
     dv_out = state_out(x, want_dv)
-    T = x.shape[0]
-    run(_lib.sf_lif_backward_state, "sf_lif_backward_state", launch_target(xf), lif_params_of(pvec), T,
-        xf.numel() // T, xf.data_ptr(), dsf.data_ptr(), dx.data_ptr(),
-        _state(v_in, None, dv_in, dv_out))
-    return as_dtype(dx, x.dtype), dv_out
+    st = _state(v_in, None, dv_in, dv_out)
+    ds = as_dtype(ds, x.dtype).contiguous()
+    dx = torch.empty_like(x)
+
+    def launch(kernel, code, t, g, out, unsupported_ok=False):
+        return run(kernel, "sf_lif_backward", target, p, T, x.numel() // T, *code, t.data_ptr(), g.data_ptr(),
+                   out.data_ptr(), st, unsupported_ok=unsupported_ok)
+    if _in_16_bits(_lib.sf_lif_backward_typed, target, x,
+                   lambda code: launch(_lib.sf_lif_backward_typed, (code,), x, ds, dx, True)):
+        return dx, dv_out
+    xf, dsf = as_fp32(x), as_fp32(ds)
+    dxf = dx if xf is x else torch.empty_like(xf)
+    launch(_lib.sf_lif_backward_state, (), xf, dsf, dxf)
+    return as_dtype(dxf, x.dtype), dv_out
 
 
 def _bn_shape(x):
@@ -140,29 +176,45 @@ def _need_bn_lif():
 def bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
     """(spikes in x's dtype, v after the last step or None) of BN(x) → LIF, x [T, B, C, *spatial]."""
     _need_bn_lif()
-    xf = as_fp32(x)
-    s = torch.empty_like(xf)
+    target, p, shape = launch_target(x), lif_params_of(pvec), _bn_shape(x)
     v_out = state_out(x, keep_state)
-    T, B, C, hw = _bn_shape(x)
-    run(_lib.sf_bn_lif_forward, "sf_bn_lif_forward", launch_target(xf), lif_params_of(pvec), T, B, C, hw,
-        xf.data_ptr(), mean.data_ptr(), var.data_ptr(), eps, gamma.data_ptr(), beta.data_ptr(), s.data_ptr(),
-        _state(v_in, v_out))
+    st = _state(v_in, v_out)
+    stats = (mean.data_ptr(), var.data_ptr(), eps, gamma.data_ptr(), beta.data_ptr())
+
+    def call(t, code, unsupported_ok=False):
+        return run(_lib.sf_bn_lif_forward, "sf_bn_lif_forward", target, p, *shape, code, t.data_ptr(), *stats,
+                   s.data_ptr(), st, unsupported_ok=unsupported_ok)
+    s = torch.empty_like(x)
+    if _in_16_bits(_lib.sf_bn_lif_forward, target, x, lambda code: call(x, code, True)):
+        return s, v_out
+    xf = as_fp32(x)
+    if xf is not x:
+        s = torch.empty_like(xf)
+    call(xf, _lib.SCALAR_F32)
     return as_dtype(s, x.dtype), v_out
 
 
 def bn_lif_backward(x, mean, var, gamma, beta, v_in, ds, dv_in, eps, pvec, want_dv):
     """(dx in x's dtype, dgamma, dbeta, ∂L/∂v_in or None) with mean, var x's batch statistics."""
     _need_bn_lif()
-    xf, dsf = as_fp32(x), as_fp32(ds)
-    dx = torch.empty_like(xf)
-    dgamma, dbeta = torch.empty_like(gamma), torch.empty_like(beta)
+    target, p, shape = launch_target(x), lif_params_of(pvec), _bn_shape(x)
     dv_out = state_out(x, want_dv)
-    T, B, C, hw = _bn_shape(x)
-    target = launch_target(xf)
-    ws_bytes = _lib.sf_bn_lif_workspace_bytes(T, B, C, hw, target[2])
+    st = _state(v_in, None, dv_in, dv_out)
+    dgamma, dbeta = torch.empty_like(gamma), torch.empty_like(beta)
+    ws_bytes = _lib.sf_bn_lif_workspace_bytes(*shape, target[2])
     workspace = torch.empty(ws_bytes, dtype=torch.uint8, device=x.device) if ws_bytes else None
-    run(_lib.sf_bn_lif_backward, "sf_bn_lif_backward", target, lif_params_of(pvec), T, B, C, hw, xf.data_ptr(),
-        mean.data_ptr(), var.data_ptr(), eps, gamma.data_ptr(), beta.data_ptr(), dsf.data_ptr(), dx.data_ptr(),
-        dgamma.data_ptr(), dbeta.data_ptr(), _state(v_in, None, dv_in, dv_out),
-        _ptr(workspace), ws_bytes)
+    stats = (mean.data_ptr(), var.data_ptr(), eps, gamma.data_ptr(), beta.data_ptr())
+
+    def call(t, g, code, unsupported_ok=False):
+        return run(_lib.sf_bn_lif_backward, "sf_bn_lif_backward", target, p, *shape, code, t.data_ptr(), *stats,
+                   g.data_ptr(), dx.data_ptr(), dgamma.data_ptr(), dbeta.data_ptr(), st, _ptr(workspace), ws_bytes,
+                   unsupported_ok=unsupported_ok)
+    ds = as_dtype(ds, x.dtype).contiguous()
+    dx = torch.empty_like(x)
+    if _in_16_bits(_lib.sf_bn_lif_backward, target, x, lambda code: call(x, ds, code, True)):
+        return dx, dgamma, dbeta, dv_out
+    xf, dsf = as_fp32(x), as_fp32(ds)
+    if xf is not x:
+        dx = torch.empty_like(xf)
+    call(xf, dsf, _lib.SCALAR_F32)
     return as_dtype(dx, x.dtype), dgamma, dbeta, dv_out
