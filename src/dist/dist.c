@@ -119,32 +119,35 @@ static sf_status hook_recv(void *ctx, int32_t peer, float *buf, int64_t n)
     return timer_end(d, state_timer(d, peer, false), d->tr->recv(d->tr_ctx, peer, buf, n));
 }
 
+/* A collective of n floats in place (the output and BN exchanges, the parameters' all-gather), timed as `what`. */
+static sf_status timed(sf_dist *d, int what, sf_status (*fn)(void *, float *, int64_t), float *buf, int64_t n)
+{
+    SF_TRY(timer_begin(d));
+    return timer_end(d, what, fn(d->tr_ctx, buf, n));
+}
+
 static sf_status hook_time_allgather(void *ctx, float *buf, int64_t n)
 {
     sf_dist *d = ctx;
-    SF_TRY(timer_begin(d));
-    return timer_end(d, SF_DIST_TIMER_OUTPUT, d->tr->time_allgather(d->tr_ctx, buf, n));
+    return timed(d, SF_DIST_TIMER_OUTPUT, d->tr->time_allgather, buf, n);
 }
 
 static sf_status hook_bn_allgather(void *ctx, float *buf, int64_t n)
 {
     sf_dist *d = ctx;
-    SF_TRY(timer_begin(d));
-    return timer_end(d, SF_DIST_TIMER_BN, d->tr->bn_allgather(d->tr_ctx, buf, n));
+    return timed(d, SF_DIST_TIMER_BN, d->tr->bn_allgather, buf, n);
 }
 
 static sf_status hook_bn_allreduce(void *ctx, float *buf, int64_t n)
 {
     sf_dist *d = ctx;
-    SF_TRY(timer_begin(d));
-    return timer_end(d, SF_DIST_TIMER_BN, d->tr->bn_allreduce(d->tr_ctx, buf, n));
+    return timed(d, SF_DIST_TIMER_BN, d->tr->bn_allreduce, buf, n);
 }
 
 static sf_status hook_params_allgather(void *ctx, float *buf, int64_t n)
 {
     sf_dist *d = ctx;
-    SF_TRY(timer_begin(d));
-    return timer_end(d, SF_DIST_TIMER_PARAMS, d->tr->params_allgather(d->tr_ctx, buf, n));
+    return timed(d, SF_DIST_TIMER_PARAMS, d->tr->params_allgather, buf, n);
 }
 
 /* Gradients [first, n) are final: start the all-reduce of what is final and not yet started once it fills a

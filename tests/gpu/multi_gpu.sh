@@ -162,38 +162,33 @@ for r in "${results[@]}"; do
     say "$(printf '%-16s rc=%-3s %s' "$name" "$rc" "$line")"
 done
 say ""
-for p in fp32 bf16; do
-    t1=$(field "dp_${p}_1")
-    line="W5dp $p: G=1 $t1 ms"
+# scaling GET PREFIX UNIT: the runs PREFIX_1, PREFIX_G, ... against G = 1, their values from GET NAME: for times (ms)
+# the efficiency t1 / tG, for rates tG / t1
+scaling() {
+    local v1 vg line
+    v1=$($1 "${2}_1")
+    line="G=1 $v1 $3"
     for G in "${GS[@]}"; do
-        tg=$(field "dp_${p}_$G")
-        line+="; G=$G $tg ms, efficiency $(ratio "$t1" "$tg")"
+        vg=$($1 "${2}_$G")
+        if [ "$3" = ms ]; then
+            line+="; G=$G $vg ms, efficiency $(ratio "$v1" "$vg")"
+        else
+            line+="; G=$G $vg $3 ($(ratio "$vg" "$v1") of G=1)"
+        fi
     done
-    say "$line (targets: fp32 >= 0.97 at 2, >= 0.95 at 4; bf16 >= 0.95 at 2, >= 0.90 at 4)"
-done
+    echo "$line"
+}
+say "W5dp fp32: $(scaling field dp_fp32 ms) (targets: >= 0.97 at 2, >= 0.95 at 4)"
+say "W5dp bf16: $(scaling field dp_bf16 ms) (targets: >= 0.95 at 2, >= 0.90 at 4)"
 t1=$(field time_1) m1=$(field time_1 'plan [0-9]+') d1=$(field time_1 'device [0-9]+')
 for name in $(for r in "${results[@]}"; do echo "${r%%|*}"; done | grep -E '^time_' | grep -v '^time_1$'); do
     tg=$(field "$name") mg=$(field "$name" 'plan [0-9]+') dg=$(field "$name" 'device [0-9]+')
     say "W5time $name: G=1 $t1 ms, $tg ms, speedup $(ratio "$t1" "$tg"); peak per GPU: plan $(ratio "$mg" "$m1") of G=1, device $(ratio "$dg" "$d1") (targets: 1.8x and 0.55 at 2, 3.2x and 0.30 at 4)"
 done
 grep -E '^time_' "$OUT/.breakdown" | tee -a "$LOG"
-per_gpu() { grep "^weak_$1:" "$OUT/.weak" | grep -oE '[0-9.]+ samples/s' | grep -oE '[0-9.]+' | head -1; }
-s1=$(per_gpu 1)
-line="W5weak (W4rec natural, hidden 1472·G, data parallel): G=1 $s1 samples/s per GPU"
-for G in "${GS[@]}"; do
-    sg=$(per_gpu "$G")
-    line+="; G=$G $sg ($(ratio "$sg" "$s1") of G=1)"
-done
-say "$line (targets: >= 0.90 at 2, >= 0.80 at 4)"
+per_gpu() { grep "^${1}:" "$OUT/.weak" | grep -oE '[0-9.]+ samples/s' | grep -oE '[0-9.]+' | head -1; }
+say "W5weak (W4rec natural, hidden 1472·G, data parallel): $(scaling per_gpu weak 'samples/s per GPU') (targets: >= 0.90 at 2, >= 0.80 at 4)"
 tee -a "$LOG" <"$OUT/.weak"
-if [ -n "$(field peer_1)" ]; then
-    t1=$(field peer_1)
-    line="peer SpikingJelly cupy under torch DDP, W5dp fp32: G=1 $t1 ms"
-    for G in "${GS[@]}"; do
-        tg=$(field "peer_$G")
-        line+="; G=$G $tg ms, efficiency $(ratio "$t1" "$tg")"
-    done
-    say "$line"
-fi
+[ -n "$(field peer_1)" ] && say "peer SpikingJelly cupy under torch DDP, W5dp fp32: $(scaling field peer ms)"
 rm -f "$OUT/.breakdown" "$OUT/.weak"
 exit $status
