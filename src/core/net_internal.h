@@ -101,6 +101,9 @@ struct sf_net {
     /* parameters */
     int64_t n_params, n_buffers;
     float *params, *grads, *opt_a, *opt_b, *buffers; /* backend memory */
+    /* the optimizer state covers parameters [opt_lo, opt_lo + opt_n): part opt_part of opt_parts (net_hooks.h) */
+    int64_t opt_lo, opt_n;
+    int32_t opt_part, opt_parts;
     bool params_ready;
     sf_optim_params opt;
     bool opt_set;
