@@ -40,6 +40,18 @@ def gradients(net, x, y):
     return [p.grad.detach().clone() for p in net.parameters()]
 
 
+def compiler_backend(use_cuda):
+    """Inductor, except on GPUs without Triton (inductor generates Triton kernels there): AOT autograd then, which
+    still traces the ops through their fake kernels and registered autograd."""
+    if use_cuda:
+        try:
+            from torch.utils._triton import has_triton
+        except ImportError:
+            return "aot_eager"
+        return "inductor" if has_triton() else "aot_eager"
+    return "inductor"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--compile", action="store_true", help="wrap the model in torch.compile as well")
@@ -56,7 +68,7 @@ def main():
     reference = gradients(make_net().to(device), x, y)  # one process, the whole batch
     net = make_net().to(device)
     ddp = torch.nn.parallel.DistributedDataParallel(net, device_ids=[rank] if use_cuda else None)
-    model = torch.compile(ddp) if args.compile else ddp
+    model = torch.compile(ddp, backend=compiler_backend(use_cuda)) if args.compile else ddp
     part = GLOBAL_BATCH // world
     sl = slice(rank * part, (rank + 1) * part)
     got = gradients(model, x[:, sl], y[sl])

@@ -7,6 +7,7 @@ import unittest
 import torch
 
 import spikefuse
+from ddp_check import compiler_backend
 from spikefuse.torch import BNLIF, CUSTOM_OPS, LIF, functional
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() and spikefuse.cuda_device_count() > 0 else [])
@@ -69,7 +70,7 @@ class TestCustomOps(unittest.TestCase):
                         for t, e in zip(net.state_dict().values(), eager):
                             t.copy_(e)
                     reset(net)
-                    compiled = torch.compile(net, fullgraph=True)
+                    compiled = torch.compile(net, fullgraph=True, backend=compiler_backend(device == "cuda"))
                     out = compiled(x)
                     out.square().sum().backward()
                     self.assertTrue(torch.allclose(out, out_eager, atol=1e-5))
