@@ -8,8 +8,10 @@ Per implementation: median step time (CUDA events around zero_grad, forward, cro
 the input is repeated over T as direct encoding, as the peers' script does) and peak device memory
 (torch.cuda.max_memory_allocated over the timed steps, parameters and optimizer state included). TF32 is off
 everywhere (fp32 convolutions), as in the C benchmark. Rows: spikefuse.torch eager and torch.compile'd (where torch
-has custom ops), and under autocast bf16; SpikingJelly cupy / torch (0.0.0.0.x) or its own choice (2.x)."""
+has custom ops), with the spikes the convolutions save kept as bytes (spikes_saved_as_bytes), and under autocast
+bf16; SpikingJelly cupy / torch (0.0.0.0.x) or its own choice (2.x)."""
 import argparse
+import contextlib
 import inspect
 import json
 import os
@@ -17,7 +19,7 @@ import os
 import torch
 from torch import nn
 
-from spikefuse.torch import BNLIF, CUSTOM_OPS
+from spikefuse.torch import BNLIF, CUSTOM_OPS, spikes_saved_as_bytes
 
 T, B, CLASSES = 10, 64, 10
 LIF_KW = dict(tau=2.0, v_threshold=1.0, v_reset=0.0, detach_reset=True)
@@ -73,7 +75,7 @@ class Net(nn.Module):
         return self.fc(self.body(x.unsqueeze(0).expand(T, *x.shape)).mean(0))
 
 
-def measure(net, reps, amp=None, compile_model=False):
+def measure(net, reps, amp=None, compile_model=False, compact=False):
     torch.manual_seed(0)
     net = net.cuda()
     model = torch.compile(net) if compile_model else net
@@ -83,7 +85,8 @@ def measure(net, reps, amp=None, compile_model=False):
 
     def step():
         opt.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=amp, enabled=amp is not None):
+        with torch.autocast("cuda", dtype=amp, enabled=amp is not None), \
+                (spikes_saved_as_bytes() if compact else contextlib.nullcontext()):
             loss = nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
@@ -133,7 +136,9 @@ def main():
     rows = [("spikefuse.torch", spikefuse_vgg9, {})]
     if CUSTOM_OPS and hasattr(torch, "compile"):
         rows.append(("spikefuse.torch compiled", spikefuse_vgg9, dict(compile_model=True)))
+    rows.append(("spikefuse.torch spikes as bytes", spikefuse_vgg9, dict(compact=True)))
     rows.append(("spikefuse.torch bf16 autocast", spikefuse_vgg9, dict(amp=torch.bfloat16)))
+    rows.append(("spikefuse.torch bf16, spikes as bytes", spikefuse_vgg9, dict(amp=torch.bfloat16, compact=True)))
     rows += [(name, make, {}) for name, make in peers().items()]
     print(f"W3 VGG9 T={T} B={B}, one SGD step; {torch.cuda.get_device_name()}, torch {torch.__version__}")
     results = []
@@ -148,7 +153,7 @@ def main():
         results.append(dict(impl=name, ms=ms, peak_mib=peak))
         print(f"{name:36s} {ms:9.2f} ms/step  peak {peak:8.0f} MiB", flush=True)
     by = {r["impl"]: r for r in results}
-    for ours in ("spikefuse.torch", "spikefuse.torch compiled", "spikefuse.torch bf16 autocast"):
+    for ours in (r for r in by if r.startswith("spikefuse")):
         for peer in (r for r in by if r.startswith("spikingjelly")):
             if ours in by:
                 a, b = by[ours], by[peer]

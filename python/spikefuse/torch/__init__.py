@@ -13,6 +13,7 @@ import warnings
 from .. import _lib
 from . import functional
 from ._ops import CUSTOM_OPS
+from .compact import spikes_saved_as_bytes
 from .functional import lif_params
 from .neuron import BNLIF, LIF
 from .run import load_run
@@ -26,4 +27,5 @@ if torch.cuda.is_available() and _lib.cuda_device_count() == 0:
                   "(pip install ./python builds the CUDA kernels when it finds nvcc), or run on the CPU.",
                   RuntimeWarning, stacklevel=2)
 
-__all__ = ["BNLIF", "CUSTOM_OPS", "LIF", "functional", "from_nir", "lif_params", "load_run", "to_nir"]
+__all__ = ["BNLIF", "CUSTOM_OPS", "LIF", "functional", "from_nir", "lif_params", "load_run", "spikes_saved_as_bytes",
+           "to_nir"]

@@ -24,7 +24,7 @@ CUSTOM_OPS = hasattr(torch, "library") and hasattr(torch.library, "custom_op") a
     os.environ.get("SPIKEFUSE_CUSTOM_OPS", "1") != "0"
 
 
-def _is_compiling():
+def is_compiling():
     compiler = getattr(torch, "compiler", None)
     return bool(compiler is not None and compiler.is_compiling())
 
@@ -172,12 +172,12 @@ if CUSTOM_OPS:
 
 
 def lif(x, v_in, pvec, keep_state):
-    if CUSTOM_OPS and _is_compiling():
+    if CUSTOM_OPS and is_compiling():
         return _lif_forward(x, v_in, list(pvec), keep_state)
     return _eager_lif(x, v_in, pvec, keep_state)
 
 
 def bn_lif(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
-    if CUSTOM_OPS and _is_compiling():
+    if CUSTOM_OPS and is_compiling():
         return _bn_lif_forward(x, mean, var, gamma, beta, v_in, float(eps), list(pvec), keep_state)
     return _eager_bn_lif(x, mean, var, gamma, beta, v_in, float(eps), pvec, keep_state)

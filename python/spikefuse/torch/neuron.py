@@ -4,7 +4,7 @@ after the last step is kept and the next call continues from it until reset().""
 import torch
 
 from .. import _lib
-from . import _kernels, functional
+from . import _kernels, _ops, compact, functional
 
 _SPIKINGJELLY_SURROGATES = {"Sigmoid": "sigmoid", "ATan": "atan", "Rect": "rect"}
 
@@ -125,7 +125,12 @@ class _Neuron(torch.nn.Module):
         s, u = self._run(x_seq, self._u, keep)
         if keep or self._u is not None:  # a Module attribute write costs microseconds: only when it changes
             self._u = u if keep else None
-        return s
+        return self._spikes(s)
+
+    @staticmethod
+    def _spikes(s):
+        """Marks the output as spikes for compact.spikes_saved_as_bytes (eager mode: a tracer needs no mark)."""
+        return s if _ops.is_compiling() else compact.mark_spikes(s)
 
     def _sequence_with_v_seq(self, x_seq):
         """One kernel call per step, each continuing from the previous one's state: the same spikes and gradients
@@ -138,7 +143,7 @@ class _Neuron(torch.nn.Module):
             us.append(u)
         self._u = u
         self.v_seq = torch.stack(us) + self._shift
-        return torch.cat(spikes)
+        return self._spikes(torch.cat(spikes))
 
     def extra_repr(self):
         alpha = _kernels.lif_params_of(self.lif_params()).alpha if self.alpha is None else self.alpha
