@@ -11,7 +11,7 @@
 sf_status sf_backend_create(sf_device dev, sf_precision precision, const sf_cuda_options *cuda, sf_backend **out)
 {
     *out = NULL;
-    if ((unsigned)precision > SF_PRECISION_BF16) return sf_fail(SF_ERR_INVALID, "unknown precision %d", (int)precision);
+    if ((unsigned)precision > SF_PRECISION_FP16) return sf_fail(SF_ERR_INVALID, "unknown precision %d", (int)precision);
     switch (dev.kind) {
     case SF_DEVICE_CPU:
         if (precision != SF_PRECISION_FP32)
@@ -72,7 +72,7 @@ sf_status sf_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const flo
     if (N == 0) return SF_OK;
     if (device.kind == SF_DEVICE_CPU) return sf_cpu_lif_forward(p, T, N, x, &out);
 #ifdef SF_HAVE_CUDA
-    if (device.kind == SF_DEVICE_CUDA) return sf_cuda_lif_forward(p, T, N, x, &out, stream);
+    if (device.kind == SF_DEVICE_CUDA) return sf_cuda_lif_forward(p, T, N, SF_ACT_F32, x, &out, stream);
 #endif
     return sf_fail(SF_ERR_UNSUPPORTED, "LIF forward: device not available in this build");
 }
@@ -84,7 +84,7 @@ sf_status sf_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const fl
     if (N == 0) return SF_OK;
     if (device.kind == SF_DEVICE_CPU) return sf_cpu_lif_backward(p, T, N, x, NULL, ds, dx);
 #ifdef SF_HAVE_CUDA
-    if (device.kind == SF_DEVICE_CUDA) return sf_cuda_lif_backward(p, T, N, x, NULL, ds, dx, stream);
+    if (device.kind == SF_DEVICE_CUDA) return sf_cuda_lif_backward(p, T, N, SF_ACT_F32, x, NULL, ds, dx, stream);
 #endif
     return sf_fail(SF_ERR_UNSUPPORTED, "LIF backward: device not available in this build");
 }

@@ -1,9 +1,16 @@
 /* backend.h — the op table a compute backend (CPU, CUDA) implements; the network engine calls only these.
  *
- * Every pointer argument is memory of that backend (host for the CPU, device for CUDA), float32 unless the name
- * or type says otherwise, contiguous, and its shape is written beside it. "rows" folds time and batch: T·B.
- * Ops are asynchronous on a GPU; results become visible to the host only through copy_to_host.
- * Ops that produce parameter gradients overwrite them (the engine never accumulates across ops). */
+ * Every pointer argument is memory of that backend (host for the CPU, device for CUDA), contiguous, and its shape is
+ * written beside it. "rows" folds time and batch: T·B. Ops are asynchronous on a GPU; results become visible to the
+ * host only through copy_to_host. Ops that produce parameter gradients overwrite them (the engine never accumulates
+ * across ops).
+ *
+ * Element types. Activations — every [T, B, ...] tensor: layer inputs and outputs, spikes, their gradients, the
+ * readout (x, y, s, o, r and their d- names) — and the weights w that linear and conv layers read are stored in the
+ * backend's `act` type: float on the CPU, bf16 or fp16 on a GPU under those precisions. They keep the `float *` type
+ * in the signatures below (the engine never dereferences them); a backend whose act type is 16-bit reads them as
+ * such. Everything else is float always: biases, BN parameters and statistics, parameter gradients (dw, db,
+ * dgamma, dbeta), optimizer state, h, spike counts, logits and loss statistics. Kernels compute in float. */
 #ifndef SF_CORE_BACKEND_H
 #define SF_CORE_BACKEND_H
 
@@ -33,16 +40,22 @@ typedef struct sf_bn_shape {
 
 /* Where a neuron layer writes its forward outputs; each may be NULL. */
 typedef struct sf_lif_out {
-    float *s;        /* [T, N] spikes as float (the next layer's input) */
+    float *s;        /* [T, N] spikes in the act type (the next layer's input) */
     uint8_t *s_u8;   /* [T, N] spikes as bytes (kept for a weight gradient) */
     float *h;        /* [T, N] membrane potential before reset (SF_MEMORY_FULL keeps it) */
     float *spike_count; /* one float: += number of spikes (firing rates) */
 } sf_lif_out;
 
+/* Storage types of activations (see above). */
+typedef enum sf_act_type { SF_ACT_F32 = 0, SF_ACT_BF16, SF_ACT_F16 } sf_act_type;
+
+static inline size_t sf_act_type_size(sf_act_type t) { return t == SF_ACT_F32 ? 4 : 2; }
+
 typedef struct sf_backend sf_backend;
 struct sf_backend {
     const char *name;
-    void *ctx; /* backend-private state (streams, library handles) */
+    void *ctx;    /* backend-private state (streams, library handles) */
+    sf_act_type act; /* how activations and the weights GEMMs read are stored; the CPU's is always SF_ACT_F32 */
 
     /* memory */
     sf_status (*alloc)(sf_backend *be, size_t bytes, void **out);
@@ -118,8 +131,8 @@ struct sf_backend {
     /* Element-wise helpers. */
     sf_status (*add)(sf_backend *be, int64_t n, const float *a, const float *b, float *y);   /* y = a + b */
     sf_status (*axpy)(sf_backend *be, int64_t n, float alpha, const float *x, float *y);     /* y += alpha·x */
-    sf_status (*u8_to_f32)(sf_backend *be, int64_t n, const uint8_t *x, float *y);
-    sf_status (*f32_to_u8)(sf_backend *be, int64_t n, const float *x, uint8_t *y);           /* x is 0/1 */
+    sf_status (*u8_to_act)(sf_backend *be, int64_t n, const uint8_t *x, float *y);
+    sf_status (*act_to_u8)(sf_backend *be, int64_t n, const float *x, uint8_t *y);           /* x is 0/1 */
 
     /* Readout over [T, B, K]: r_t = a·r_{t-1} + c·o_t (a = 0, c = 1 is the identity; the engine uses that
      * for the mean readout and skips the op). The backward runs in reverse time. */
@@ -144,6 +157,13 @@ struct sf_backend {
                            int32_t decoupled, int64_t step, float *p, const float *g, float *m, float *v);
     /* flag[0] = 1 if any of x[0..n) is NaN or Inf (flag is one float on the backend, set, never cleared). */
     sf_status (*check_finite)(sf_backend *be, int64_t n, const float *x, float *flag);
+
+    /* Needed only where act is 16-bit (NULL on the CPU): y = x converted between two storage types (to nearest,
+     * ties to even), for the input upload, the weights' 16-bit copy and reading activations back; and x *= factor[0]
+     * over n elements of type t, the factor read from backend memory when the op runs (a recorded graph sees its
+     * later values): fp16's loss scaling. */
+    sf_status (*convert)(sf_backend *be, int64_t n, sf_act_type from, const void *x, sf_act_type to, void *y);
+    sf_status (*scale)(sf_backend *be, int64_t n, sf_act_type t, const float *factor, void *x);
 
     /* Optional (NULL where a backend has none, e.g. the CPU): record the ops issued between graph_begin and
      * graph_end instead of running them, then replay them all with one graph_launch. Recorded ops keep their

@@ -60,6 +60,7 @@ sf_status sf_net_params_check(const sf_net_params *p)
         return sf_fail(SF_ERR_INVALID, "conv_workspace_mib = %d: must be >= 0", (int)p->cuda.conv_workspace_mib);
     if ((unsigned)p->cuda.conv_algo > SF_CONV_ALGO_GEMM)
         return sf_fail(SF_ERR_INVALID, "unknown conv algorithm %d", (int)p->cuda.conv_algo);
+    if ((unsigned)p->precision > SF_PRECISION_FP16) return sf_fail(SF_ERR_INVALID, "unknown precision %d", p->precision);
     return SF_OK;
 }
 
@@ -75,6 +76,7 @@ sf_status sf_net_create_on(const sf_net_params *p, sf_backend *be, sf_net **out)
     }
     net->p = *p;
     net->be = be;
+    net->loss_scale = sf_net_initial_loss_scale(net);
     *out = net;
     return SF_OK;
 }
@@ -89,6 +91,7 @@ void sf_net_free(sf_net *net)
     if (!net) return;
     sf_net_drop_graph(net);
     release(net, net->params);
+    release(net, net->params_act);
     release(net, net->grads);
     release(net, net->opt_a);
     release(net, net->opt_b);

@@ -17,8 +17,8 @@
 /* How the backward obtains a tensor that a consumer's backward needs (e.g. a linear layer's input). */
 typedef enum sf_keep_kind {
     SF_KEEP_NONE = 0, /* no backward reads it */
-    SF_KEEP_FLOAT,    /* its forward buffer lives in the saved arena */
-    SF_KEEP_BYTES,    /* binary spikes, copied to uint8 in the saved arena, expanded to float when needed */
+    SF_KEEP_FLOAT,    /* its forward buffer (in the backend's act type) lives in the saved arena */
+    SF_KEEP_BYTES,    /* binary spikes, copied to uint8 in the saved arena, expanded to the act type when needed */
     SF_KEEP_RECOMPUTE /* produced by a neuron layer whose input is kept: rerun that layer's forward */
 } sf_keep_kind;
 
@@ -40,9 +40,9 @@ typedef struct sf_net_tensor {
     bool binary;        /* values are 0/1 spikes */
     bool requires_grad; /* some parameter lies upstream */
     sf_keep_kind keep;
-    sf_slot act;               /* forward values, float [T, B, per_sample] */
+    sf_slot act;               /* forward values [T, B, per_sample] in the act type */
     sf_slot bytes;             /* SF_KEEP_BYTES: uint8 copy */
-    sf_slot grad;              /* backward gradient, float */
+    sf_slot grad;              /* backward gradient, act type */
     int32_t first_grad_writer; /* the layer whose backward writes grad first (the others accumulate) */
 } sf_net_tensor;
 
@@ -62,7 +62,7 @@ typedef struct sf_net_layer {
     sf_slot h;                        /* LIF in full mode: membrane potential (saved) */
     sf_slot argmax;                   /* maxpool (saved) */
     sf_slot fwd_scratch, bwd_scratch; /* conv workspace in the forward and in the backward */
-    sf_slot in_float;         /* backward: where the layer's input is rebuilt as float when kept as bytes/recompute */
+    sf_slot in_float;         /* backward: where the layer's input is rebuilt (act type) when kept as bytes/recompute */
     sf_slot dx_tmp;           /* backward: gradient for an input whose grad buffer another layer already wrote */
     sf_slot dx_tmp2;          /* ADD: the same for the second input */
     uint64_t dropout_counter; /* RNG counter of the last training forward */
@@ -81,6 +81,8 @@ struct sf_net {
     /* parameters */
     int64_t n_params, n_buffers;
     float *params, *grads, *opt_a, *opt_b, *buffers; /* backend memory */
+    void *params_act; /* the parameters in a 16-bit act type, which linear and conv layers read (NULL under fp32):
+                       * rewritten from params after every change of them */
     bool params_ready;
     sf_optim_params opt;
     bool opt_set;
@@ -96,9 +98,10 @@ struct sf_net {
     float *readout;      /* [T, B, K] leaky readout (NULL for the mean readout: the output itself) */
     float *dreadout;     /* [T, B, K] */
     float *logits;       /* [B, K] */
-    float *stats;        /* [4]: loss, correct, nonfinite flag, spare */
+    float *stats;        /* [SF_STATS], indexed by sf_stat */
     float *spike_counts; /* one per LIF layer */
     int32_t *labels;     /* [B] */
+    float *input_f32;    /* [T, B, C, H, W]: the upload's float input before it becomes the act type (16-bit only) */
     int32_t n_lif;
     bool have_forward, have_loss, have_backward, last_training;
     float *host_counts;
@@ -109,10 +112,36 @@ struct sf_net {
     void *graph;
     int32_t plain_steps; /* training steps run without a graph since the compile */
     bool graph_failed;   /* recording failed once for this compile: stay on the plain path */
+    /* fp16's dynamic loss scale (GradScaler's rule; net_step.c) */
+    float loss_scale;
+    int64_t loss_scale_steps; /* good steps since the scale last changed */
 };
 
-/* Storage of a tensor's forward values (follows flatten aliases). */
+/* The device-side step statistics: what the softmax writes, the finite flags and fp16's loss scale. */
+typedef enum sf_stat {
+    SF_STAT_LOSS = 0,
+    SF_STAT_CORRECT,
+    SF_STAT_LOSS_BAD,   /* 1 when the loss is NaN/Inf */
+    SF_STAT_GRAD_BAD,   /* 1 when a parameter gradient is */
+    SF_STAT_SCALE,      /* the loss scale the loss gradient is multiplied by (fp16) */
+    SF_STAT_UNSCALE,    /* its reciprocal, applied to the parameter gradients before the update */
+    SF_STATS
+} sf_stat;
+
+/* Storage of a tensor's forward values (follows flatten aliases), in the backend's act type. */
 float *sf_net_act(sf_net *net, int32_t id);
+/* The weights at parameter offset `off` as linear and conv layers read them: in the act type (params_act where
+ * there is one), NULL for off < 0. */
+float *sf_net_weight(sf_net *net, int64_t off);
+/* Bytes of one activation element (the backend's act type). */
+size_t sf_net_act_size(const sf_net *net);
+/* net_step.c: whether the net scales its loss (fp16 activations), the scale it starts from, and writing the scale
+ * to the backend (once compiled). */
+bool sf_net_scales_loss(const sf_net *net);
+float sf_net_initial_loss_scale(const sf_net *net);
+sf_status sf_net_put_loss_scale(sf_net *net);
+/* Rewrites params_act[off, off + n) from the fp32 parameters (nothing when act is fp32). */
+sf_status sf_net_refresh_params_act(sf_net *net, int64_t off, int64_t n);
 /* Address of a sf_slot in its arena. */
 void *sf_net_slot_ptr(const sf_net *net, sf_slot s);
 /* Classes of the loss: the per-sample size of the last tensor. */

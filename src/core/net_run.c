@@ -20,6 +20,8 @@ void *sf_net_slot_ptr(const sf_net *net, sf_slot s)
 
 float *sf_net_act(sf_net *net, int32_t id) { return sf_net_slot_ptr(net, net->tensors[net->tensors[id].alias_of].act); }
 
+size_t sf_net_act_size(const sf_net *net) { return sf_act_type_size(net->be->act); }
+
 static float *grad_of(sf_net *net, int32_t id) { return sf_net_slot_ptr(net, net->tensors[net->tensors[id].alias_of].grad); }
 
 int32_t sf_net_classes(const sf_net *net)
@@ -29,6 +31,12 @@ int32_t sf_net_classes(const sf_net *net)
 }
 
 static float *param(sf_net *net, int64_t off) { return off >= 0 ? net->params + off : NULL; }
+
+float *sf_net_weight(sf_net *net, int64_t off)
+{
+    if (!net->params_act) return param(net, off);
+    return (float *)((char *)net->params_act + (size_t)off * sf_net_act_size(net));
+}
 
 static double now_ms(void)
 {
@@ -83,10 +91,10 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
     switch (l->d.kind) {
     case SF_LAYER_LINEAR:
         SF_TRY(be->linear_forward(be, rows(net), (int32_t)net->tensors[l->in].per_sample, l->d.out_features, x,
-                                  param(net, l->w_off), param(net, l->b_off), y));
+                                  sf_net_weight(net, l->w_off), param(net, l->b_off), y));
         break;
     case SF_LAYER_CONV2D:
-        SF_TRY(be->conv_forward(be, &l->conv, x, param(net, l->w_off), param(net, l->b_off), y,
+        SF_TRY(be->conv_forward(be, &l->conv, x, sf_net_weight(net, l->w_off), param(net, l->b_off), y,
                                 sf_net_slot_ptr(net, l->fwd_scratch)));
         break;
     case SF_LAYER_AVGPOOL2D: SF_TRY(be->avgpool_forward(be, &l->pool, x, y)); break;
@@ -97,7 +105,7 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
             l->dropout_counter = net->rng_counter++;
             SF_TRY(be->dropout_forward(be, net->T, n_in / net->T, l->d.dropout_p, net->p.seed, l->dropout_counter, x, y));
         } else {
-            SF_TRY(be->copy(be, y, x, (size_t)n_in * sizeof(float)));
+            SF_TRY(be->copy(be, y, x, (size_t)n_in * sf_net_act_size(net)));
         }
         break;
     case SF_LAYER_BATCHNORM:
@@ -122,7 +130,7 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
     }
     /* Binary outputs of other layers (a max-pool of spikes) are kept as bytes too. */
     if (training && l->d.kind != SF_LAYER_LIF && l->d.kind != SF_LAYER_FLATTEN && out_t->keep == SF_KEEP_BYTES)
-        SF_TRY(be->f32_to_u8(be, rows(net) * out_t->per_sample, y, sf_net_slot_ptr(net, out_t->bytes)));
+        SF_TRY(be->act_to_u8(be, rows(net) * out_t->per_sample, y, sf_net_slot_ptr(net, out_t->bytes)));
     return SF_OK;
 }
 
@@ -146,8 +154,11 @@ sf_status sf_net_upload_input(sf_net *net, const float *x)
 {
     SF_TRY(require_compiled(net));
     if (!x) return sf_fail(SF_ERR_INVALID, "forward: input is NULL");
-    size_t in_bytes = (size_t)(rows(net) * net->tensors[0].per_sample) * sizeof(float);
-    return net->be->copy_from_host(net->be, sf_net_act(net, 0), x, in_bytes);
+    sf_backend *be = net->be;
+    int64_t n = rows(net) * net->tensors[0].per_sample;
+    if (be->act == SF_ACT_F32) return be->copy_from_host(be, sf_net_act(net, 0), x, (size_t)n * sizeof(float));
+    SF_TRY(be->copy_from_host(be, net->input_f32, x, (size_t)n * sizeof(float)));
+    return be->convert(be, n, SF_ACT_F32, net->input_f32, be->act, sf_net_act(net, 0));
 }
 
 sf_status sf_net_run_forward(sf_net *net, bool training)
@@ -202,6 +213,9 @@ sf_status sf_net_loss_ops(sf_net *net, bool labelled)
         dr = net->p.readout == SF_READOUT_LEAKY ? net->dreadout : grad_of(net, net->n_layers);
     SF_TRY(be->softmax_xent(be, net->T, net->B, K, net->p.loss == SF_LOSS_CE_PER_STEP, r, net->labels, dr,
                             net->logits, net->stats));
+    /* fp16: the backward runs on the loss times the scale, so that small gradients stay above fp16's underflow */
+    if (dr && sf_net_scales_loss(net))
+        SF_TRY(be->scale(be, net->T * net->B * K, be->act, net->stats + SF_STAT_SCALE, dr));
     net->have_loss = labelled && net->last_training;
     return SF_OK;
 }
@@ -242,8 +256,16 @@ sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *out)
                 net->tensors[id].alias_of == net->tensors[net->n_layers].alias_of;
     if (!held || x->act.where == SF_ARENA_NONE)
         return sf_fail(SF_ERR_STATE, "tensor %d is not held after the forward (only kept tensors and the output are)", id);
-    return net->be->copy_to_host(net->be, out, sf_net_slot_ptr(net, x->act),
-                                 (size_t)(rows(net) * x->per_sample) * sizeof(float));
+    sf_backend *be = net->be;
+    int64_t n = rows(net) * x->per_sample;
+    const void *src = sf_net_slot_ptr(net, x->act);
+    if (be->act == SF_ACT_F32) return be->copy_to_host(be, out, src, (size_t)n * sizeof(float));
+    void *wide = NULL; /* a rare query: its own allocation rather than planned workspace */
+    SF_TRY(be->alloc(be, (size_t)n * sizeof(float), &wide));
+    sf_status s = be->convert(be, n, be->act, src, SF_ACT_F32, wide);
+    if (s == SF_OK) s = be->copy_to_host(be, out, wide, (size_t)n * sizeof(float));
+    be->release(be, wide);
+    return s;
 }
 
 int32_t sf_net_firing_rates(const sf_net *net, float *rates, int32_t cap)

@@ -1,20 +1,38 @@
 /* net_step.c — one training or evaluation step: the backend-only body of a training step (forward, loss, backward,
- * finite check), its replay as one recorded backend graph (a CUDA graph) where every op of the body repeats with the
- * same arguments from step to step, the optimizer update, and the one-call train and eval steps. */
+ * finite checks), its replay as one recorded backend graph (a CUDA graph) where every op of the body repeats with
+ * the same arguments from step to step, the optimizer update, fp16's dynamic loss scale, and the one-call train and
+ * eval steps. */
 #include "core/error.h"
 #include "core/net_internal.h"
 
-/* Forward, loss, backward and the finite check of the loss and every gradient into stats[2]: the input and the
- * labels are already on the backend; nothing here reads host memory or returns values to the host. */
+/* GradScaler's defaults: start at 2^16, halve on an overflow, double after 2000 steps without one. Below 2^-24
+ * (fp16's smallest step) scaling cannot help any more: the step fails as a NaN would. */
+#define SF_LOSS_SCALE_INIT 65536.0f
+#define SF_LOSS_SCALE_GROWTH_STEPS 2000
+#define SF_LOSS_SCALE_MIN 0x1p-24f
+
+bool sf_net_scales_loss(const sf_net *net) { return net->be->act == SF_ACT_F16; }
+
+float sf_net_initial_loss_scale(const sf_net *net) { return sf_net_scales_loss(net) ? SF_LOSS_SCALE_INIT : 1.0f; }
+
+sf_status sf_net_put_loss_scale(sf_net *net)
+{
+    if (!net->compiled || !sf_net_scales_loss(net)) return SF_OK;
+    const float v[2] = {net->loss_scale, 1.0f / net->loss_scale}; /* powers of two: the reciprocal is exact */
+    return net->be->copy_from_host(net->be, net->stats + SF_STAT_SCALE, v, sizeof v);
+}
+
+/* Forward, loss, backward and the finite checks of the loss and of every gradient: the input and the labels are
+ * already on the backend; nothing here reads host memory or returns values to the host. */
 static sf_status body_ops(sf_net *net)
 {
     sf_backend *be = net->be;
     SF_TRY(sf_net_run_forward(net, true));
     SF_TRY(sf_net_loss_ops(net, true));
     SF_TRY(sf_net_backward(net));
-    SF_TRY(be->zero(be, net->stats + 2, sizeof(float)));
-    SF_TRY(be->check_finite(be, 1, net->stats, net->stats + 2));
-    if (net->n_params) SF_TRY(be->check_finite(be, net->n_params, net->grads, net->stats + 2));
+    SF_TRY(be->zero(be, net->stats + SF_STAT_LOSS_BAD, 2 * sizeof(float)));
+    SF_TRY(be->check_finite(be, 1, net->stats + SF_STAT_LOSS, net->stats + SF_STAT_LOSS_BAD));
+    if (net->n_params) SF_TRY(be->check_finite(be, net->n_params, net->grads, net->stats + SF_STAT_GRAD_BAD));
     return SF_OK;
 }
 
@@ -86,6 +104,8 @@ sf_status sf_net_update(sf_net *net)
     if (net->n_params == 0) return SF_OK;
     sf_backend *be = net->be;
     const sf_optim_params *o = &net->opt;
+    if (sf_net_scales_loss(net))
+        SF_TRY(be->scale(be, net->n_params, SF_ACT_F32, net->stats + SF_STAT_UNSCALE, net->grads));
     int64_t step = ++net->opt_steps;
     if (o->kind == SF_OPT_SGD)
         SF_TRY(be->sgd_step(be, net->n_params, o->lr, o->momentum, o->nesterov, o->weight_decay, step, net->params,
@@ -94,7 +114,27 @@ sf_status sf_net_update(sf_net *net)
         SF_TRY(be->adam_step(be, net->n_params, o->lr, o->beta1, o->beta2, o->eps, o->weight_decay,
                              o->kind == SF_OPT_ADAMW, step, net->params, net->grads, net->opt_a, net->opt_b));
     net->have_backward = false;
-    return SF_OK;
+    return sf_net_refresh_params_act(net, 0, net->n_params);
+}
+
+/* fp16: the gradients overflowed at this scale, so the update is skipped and the scale halves. */
+static sf_status back_off(sf_net *net)
+{
+    net->have_backward = false;
+    if (net->loss_scale * 0.5f < SF_LOSS_SCALE_MIN)
+        return sf_fail(SF_ERR_NUMERIC, "fp16: a gradient is NaN or Inf even with the loss scaled by %g; parameters "
+                                       "were not updated", (double)net->loss_scale);
+    net->loss_scale *= 0.5f;
+    net->loss_scale_steps = 0;
+    return sf_net_put_loss_scale(net);
+}
+
+static sf_status count_good_step(sf_net *net)
+{
+    if (!sf_net_scales_loss(net) || ++net->loss_scale_steps < SF_LOSS_SCALE_GROWTH_STEPS) return SF_OK;
+    net->loss_scale *= 2.0f;
+    net->loss_scale_steps = 0;
+    return sf_net_put_loss_scale(net);
 }
 
 sf_status sf_net_train_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out)
@@ -104,16 +144,26 @@ sf_status sf_net_train_step(sf_net *net, const float *x, const int32_t *labels, 
     SF_TRY(sf_net_upload_input(net, x));
     SF_TRY(sf_net_put_labels(net, labels));
     SF_TRY(step_body(net));
-    /* One read-back per step: the loss, the correct count and a finite-check over every gradient. */
+    /* One read-back per step: the loss, the correct count and the finite checks. */
     sf_backend *be = net->be;
-    float st[3];
+    float st[SF_STAT_GRAD_BAD + 1];
     SF_TRY(be->copy_to_host(be, st, net->stats, sizeof st));
-    sf_step_result r = {.loss = st[0], .correct = (int32_t)st[1]};
+    sf_step_result r = {.loss = st[SF_STAT_LOSS], .correct = (int32_t)st[SF_STAT_CORRECT]};
     if (out) *out = r;
-    if (st[2] != 0.0f)
-        return sf_fail(SF_ERR_NUMERIC, "the loss (%g) or a gradient is NaN or Inf; parameters were not updated",
-                       (double)st[0]);
-    return sf_net_update(net);
+    if (st[SF_STAT_LOSS_BAD] != 0.0f)
+        return sf_fail(SF_ERR_NUMERIC, "the loss (%g) is NaN or Inf; parameters were not updated",
+                       (double)st[SF_STAT_LOSS]);
+    if (st[SF_STAT_GRAD_BAD] != 0.0f) {
+        if (!sf_net_scales_loss(net))
+            return sf_fail(SF_ERR_NUMERIC, "a gradient is NaN or Inf (the loss is %g); parameters were not updated",
+                           (double)st[SF_STAT_LOSS]);
+        SF_TRY(back_off(net));
+        r.skipped = 1;
+        if (out) *out = r;
+        return SF_OK;
+    }
+    SF_TRY(sf_net_update(net));
+    return count_good_step(net);
 }
 
 sf_status sf_net_eval_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out)

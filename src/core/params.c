@@ -130,14 +130,19 @@ sf_status sf_device_parse(const char *text, sf_device *out)
     return sf_fail(SF_ERR_INVALID, "bad device '%s' (expected cpu, cuda or cuda:N)", text);
 }
 
-const char *sf_precision_name(sf_precision p)
+static const char *const precision_names[] = {"fp32", "tf32", "bf16", "fp16"}; /* sf_precision order */
+#define SF_PRECISION_COUNT ((int)(sizeof precision_names / sizeof precision_names[0]))
+
+const char *sf_precision_name(sf_precision p) { return (unsigned)p < SF_PRECISION_COUNT ? precision_names[p] : "unknown"; }
+
+sf_status sf_precision_parse(const char *name, sf_precision *out)
 {
-    switch (p) {
-    case SF_PRECISION_FP32: return "fp32";
-    case SF_PRECISION_TF32: return "tf32";
-    case SF_PRECISION_BF16: return "bf16";
-    }
-    return "unknown";
+    for (int i = 0; i < SF_PRECISION_COUNT; i++)
+        if (name && strcmp(name, precision_names[i]) == 0) {
+            *out = (sf_precision)i;
+            return SF_OK;
+        }
+    return sf_fail(SF_ERR_INVALID, "unknown precision '%s' (expected fp32, tf32, bf16 or fp16)", name ? name : "(null)");
 }
 
 static const char *const conv_algo_names[] = {"auto", "cudnn", "gemm"};

@@ -1,12 +1,13 @@
 /* bn_lif.cu — fused BN → LIF (Liang et al., Alg. 1–3; docs/architecture.md, References). Forward: normalise and
  * integrate in one pass per neuron. Backward: pass 1 recomputes y and h, runs the reverse time loop and keeps only Σ_t
  * dy and Σ_t dy·x̂ per neuron ([B, C, hw], T times smaller than x); a deterministic reduction turns them into dbeta,
- * dgamma; pass 2 recomputes again and writes dx. dy ([T, B, C, hw]) is never stored. */
+ * dgamma; pass 2 recomputes again and writes dx. dy ([T, B, C, hw]) is never stored. x, s, ds and dx are in the
+ * backend's activation type; the sums and statistics are float. */
 #include "cuda/neuron.cuh"
 #include "cuda/ops.cuh"
 #include "cuda/reduce.cuh"
 
-static sf_cuda_neuron bn_neuron(const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x, const float *mean,
+static sf_cuda_neuron bn_neuron(const sf_lif_params *p, int64_t T, sf_bn_shape sh, const void *x, const float *mean,
                                 const float *var, float eps, const float *gamma, const float *beta)
 {
     sf_cuda_neuron a;
@@ -39,8 +40,11 @@ sf_status sf_cuda_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int6
                                     const float *beta, const sf_lif_out *out)
 {
     SF_TRY(check_rows(T, sh));
-    return sf_cuda_neuron_forward_launch(bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta), true, out,
-                                         sf_cuda_ctx_of(be)->stream);
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    return sf_cuda_with_act(c->act, [&](auto tag) {
+        return sf_cuda_neuron_forward_launch<decltype(tag)>(bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta), true,
+                                                            out, c->stream);
+    });
 }
 
 /* Adds the per-neuron sums of pass 1 over the batch: sums is [2][B, C, hw]. */
@@ -68,10 +72,13 @@ sf_status sf_cuda_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int
     sf_cuda_neuron a = bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta);
     if (a.N == 0) return SF_OK;
     void *sums;
-    SF_TRY(sf_cuda_scratch(c, 0, sizeof(float) * 2 * (size_t)a.N, &sums));
+    SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SUMS, sizeof(float) * 2 * (size_t)a.N, &sums));
     float *s = (float *)sums;
-    SF_TRY(sf_cuda_neuron_backward_launch(a, true, SF_DY_SUMS, h, ds, NULL, s, NULL, NULL, c->stream));
-    NeuronSumsF f = {s, s + a.N, dgamma, dbeta};
-    SF_TRY(sf_cuda_channel_reduce(c, f, sh.rows / T, sh.c, sh.hw));
-    return sf_cuda_neuron_backward_launch(a, true, SF_DY_BN_DX, h, ds, dx, NULL, dgamma, dbeta, c->stream);
+    return sf_cuda_with_act(c->act, [&](auto tag) -> sf_status {
+        using Act = decltype(tag);
+        SF_TRY(sf_cuda_neuron_backward_launch<Act>(a, true, SF_DY_SUMS, h, ds, NULL, s, NULL, NULL, c->stream));
+        NeuronSumsF f = {s, s + a.N, dgamma, dbeta};
+        SF_TRY(sf_cuda_channel_reduce(c, f, sh.rows / T, sh.c, sh.hw));
+        return sf_cuda_neuron_backward_launch<Act>(a, true, SF_DY_BN_DX, h, ds, dx, NULL, dgamma, dbeta, c->stream);
+    });
 }

@@ -10,15 +10,17 @@
 extern "C" {
 #endif
 
-/* The backend on CUDA device `device` with the given GEMM/conv precision; `opt` NULL takes the defaults. */
+/* The backend on CUDA device `device` with the given precision (bf16 and fp16: 16-bit activations, be->act);
+ * `opt` NULL takes the defaults. */
 sf_status sf_cuda_backend_create(int32_t device, sf_precision precision, const sf_cuda_options *opt, sf_backend **out);
 
 /* The time-fused LIF over [T, N] device arrays on a caller's stream (a cudaStream_t; NULL: the default stream),
- * asynchronous: the op table's lif_forward / lif_backward without a backend. */
-sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out,
-                              void *stream);
-sf_status sf_cuda_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
-                               const float *ds, float *dx, void *stream);
+ * asynchronous: the op table's lif_forward / lif_backward without a backend. x, the spikes out->s, ds and dx are
+ * stored in type t; h is float. */
+sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
+                              const sf_lif_out *out, void *stream);
+sf_status sf_cuda_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
+                               const float *h, const void *ds, void *dx, void *stream);
 
 /* Usable CUDA devices now (0 when the driver finds none). */
 int32_t sf_cuda_count_devices(void);

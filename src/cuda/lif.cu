@@ -1,10 +1,10 @@
-/* lif.cu — the LIF layer on CUDA: the raw entry points on a caller's stream (low-level public API) and the
- * backend's lif_forward / lif_backward on the backend's stream. */
+/* lif.cu — the LIF layer on CUDA: the raw entry points on a caller's stream (low-level public API, benchmarks) and
+ * the backend's lif_forward / lif_backward on the backend's stream, in its activation type. */
 #include "cuda/neuron.cuh"
 #include "cuda/cuda_backend.h"
 #include "cuda/ops.cuh"
 
-static sf_cuda_neuron plain(const sf_lif_params *p, int64_t T, int64_t N, const float *x)
+static sf_cuda_neuron plain(const sf_lif_params *p, int64_t T, int64_t N, const void *x)
 {
     sf_cuda_neuron a;
     memset(&a, 0, sizeof a);
@@ -16,27 +16,33 @@ static sf_cuda_neuron plain(const sf_lif_params *p, int64_t T, int64_t N, const 
     return a;
 }
 
-sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out,
-                              void *stream)
+sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
+                              const sf_lif_out *out, void *stream)
 {
-    return sf_cuda_neuron_forward_launch(plain(p, T, N, x), false, out, (cudaStream_t)stream);
+    return sf_cuda_with_act(t, [&](auto tag) {
+        return sf_cuda_neuron_forward_launch<decltype(tag)>(plain(p, T, N, x), false, out, (cudaStream_t)stream);
+    });
 }
 
-sf_status sf_cuda_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
-                               const float *ds, float *dx, void *stream)
+sf_status sf_cuda_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
+                               const float *h, const void *ds, void *dx, void *stream)
 {
-    return sf_cuda_neuron_backward_launch(plain(p, T, N, x), false, SF_DY_WRITE, h, ds, dx, NULL, NULL, NULL,
-                                          (cudaStream_t)stream);
+    return sf_cuda_with_act(t, [&](auto tag) {
+        return sf_cuda_neuron_backward_launch<decltype(tag)>(plain(p, T, N, x), false, SF_DY_WRITE, h, ds, dx, NULL,
+                                                             NULL, NULL, (cudaStream_t)stream);
+    });
 }
 
 sf_status sf_cuda_op_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
                                  const sf_lif_out *out)
 {
-    return sf_cuda_lif_forward(p, T, N, x, out, sf_cuda_ctx_of(be)->stream);
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    return sf_cuda_lif_forward(p, T, N, c->act, x, out, c->stream);
 }
 
 sf_status sf_cuda_op_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
                                   const float *h, const float *ds, float *dx)
 {
-    return sf_cuda_lif_backward(p, T, N, x, h, ds, dx, sf_cuda_ctx_of(be)->stream);
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    return sf_cuda_lif_backward(p, T, N, c->act, x, h, ds, dx, c->stream);
 }

@@ -1,20 +1,22 @@
-/* pool.cu — average and max pooling (no padding) over n planes of h×w. Backwards gather over the windows that
- * cover an input pixel, so overlapping windows need no atomics and results are deterministic. */
+/* pool.cu — average and max pooling (no padding) over n planes of h×w, in the backend's activation type. Backwards
+ * gather over the windows that cover an input pixel, so overlapping windows need no atomics and results are
+ * deterministic. */
+#include "cuda/act.cuh"
 #include "cuda/ops.cuh"
 
-template <bool MAX> __global__ void pool_forward_kernel(sf_pool_shape sh, const float *x, float *y, uint8_t *argmax)
+template <bool MAX, class T> __global__ void pool_forward_kernel(sf_pool_shape sh, const T *x, T *y, uint8_t *argmax)
 {
     int64_t total = sh.n * sh.oh * sh.ow;
     SF_CUDA_GRID_STRIDE(i, total)
     {
         int32_t ox = (int32_t)(i % sh.ow), oy = (int32_t)((i / sh.ow) % sh.oh);
         int64_t p = i / ((int64_t)sh.oh * sh.ow);
-        const float *in = x + p * sh.h * sh.w + (int64_t)oy * sh.stride * sh.w + (int64_t)ox * sh.stride;
-        float acc = MAX ? in[0] : 0.0f;
+        const T *in = x + p * sh.h * sh.w + (int64_t)oy * sh.stride * sh.w + (int64_t)ox * sh.stride;
+        float acc = MAX ? sf_widen(in[0]) : 0.0f;
         int best = 0;
         for (int ky = 0; ky < sh.k; ky++)
             for (int kx = 0; kx < sh.k; kx++) {
-                float v = in[ky * sh.w + kx];
+                float v = sf_widen(in[ky * sh.w + kx]);
                 if (MAX) {
                     if (v > acc || (isnan(v) && !isnan(acc))) { /* first maximum wins; NaN propagates (PyTorch) */
                         acc = v;
@@ -25,16 +27,16 @@ template <bool MAX> __global__ void pool_forward_kernel(sf_pool_shape sh, const 
                 }
             }
         if (MAX) {
-            y[i] = acc;
+            y[i] = sf_narrow<T>(acc);
             argmax[i] = (uint8_t)best;
         } else {
-            y[i] = acc / (float)(sh.k * sh.k);
+            y[i] = sf_narrow<T>(acc / (float)(sh.k * sh.k));
         }
     }
 }
 
-template <bool MAX>
-__global__ void pool_backward_kernel(sf_pool_shape sh, const uint8_t *argmax, const float *dy, float *dx)
+template <bool MAX, class T>
+__global__ void pool_backward_kernel(sf_pool_shape sh, const uint8_t *argmax, const T *dy, T *dx)
 {
     int64_t total = sh.n * sh.h * sh.w;
     SF_CUDA_GRID_STRIDE(i, total)
@@ -48,9 +50,9 @@ __global__ void pool_backward_kernel(sf_pool_shape sh, const uint8_t *argmax, co
         for (int32_t oy = oy0; oy <= oy1; oy++)
             for (int32_t ox = ox0; ox <= ox1; ox++) {
                 int64_t o = (p * sh.oh + oy) * sh.ow + ox;
-                if (!MAX || argmax[o] == (iy - oy * sh.stride) * sh.k + (ix - ox * sh.stride)) acc += dy[o];
+                if (!MAX || argmax[o] == (iy - oy * sh.stride) * sh.k + (ix - ox * sh.stride)) acc += sf_widen(dy[o]);
             }
-        dx[i] = MAX ? acc : acc / (float)(sh.k * sh.k);
+        dx[i] = sf_narrow<T>(MAX ? acc : acc / (float)(sh.k * sh.k));
     }
 }
 
@@ -70,9 +72,13 @@ static sf_status forward(sf_backend *be, const sf_pool_shape *sh, const float *x
     SF_TRY(check(sh));
     int64_t total = sh->n * sh->oh * sh->ow;
     if (total == 0) return SF_OK;
-    pool_forward_kernel<MAX><<<sf_cuda_blocks(total, 256), 256, 0, sf_cuda_ctx_of(be)->stream>>>(*sh, x, y, am);
-    SF_CUDA_LAUNCHED();
-    return SF_OK;
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    return sf_cuda_with_act(c->act, [&](auto tag) {
+        using T = decltype(tag);
+        pool_forward_kernel<MAX, T><<<sf_cuda_blocks(total, 256), 256, 0, c->stream>>>(*sh, (const T *)x, (T *)y, am);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    });
 }
 
 template <bool MAX>
@@ -81,9 +87,14 @@ static sf_status backward(sf_backend *be, const sf_pool_shape *sh, const uint8_t
     SF_TRY(check(sh));
     int64_t total = sh->n * sh->h * sh->w;
     if (total == 0) return SF_OK;
-    pool_backward_kernel<MAX><<<sf_cuda_blocks(total, 256), 256, 0, sf_cuda_ctx_of(be)->stream>>>(*sh, am, dy, dx);
-    SF_CUDA_LAUNCHED();
-    return SF_OK;
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    return sf_cuda_with_act(c->act, [&](auto tag) {
+        using T = decltype(tag);
+        pool_backward_kernel<MAX, T>
+            <<<sf_cuda_blocks(total, 256), 256, 0, c->stream>>>(*sh, am, (const T *)dy, (T *)dx);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    });
 }
 
 sf_status sf_cuda_op_avgpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y)

@@ -60,7 +60,7 @@ template <class F> sf_status sf_cuda_channel_reduce(sf_cuda_ctx *ctx, F f, int64
     if (P < 1) P = 1;
     if (P > 65535) P = 65535;
     void *part;
-    SF_TRY(sf_cuda_scratch(ctx, 1, sizeof(double) * 2 * (size_t)C * (size_t)P, &part));
+    SF_TRY(sf_cuda_scratch(ctx, SF_CUDA_SCRATCH_PARTIALS, sizeof(double) * 2 * (size_t)C * (size_t)P, &part));
     sf_cuda_channel_partials<F>
         <<<dim3((unsigned)C, (unsigned)P), SF_RED_THREADS, 0, ctx->stream>>>(f, R, C, hw, (int)P, (double *)part);
     SF_CUDA_LAUNCHED();
