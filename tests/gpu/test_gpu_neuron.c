@@ -72,9 +72,9 @@ static void test_lif(const sf_lif_params *p, int64_t T, int64_t N, uint64_t seed
     uint8_t *du8 = NULL;
     CU(cudaMalloc((void **)&du8, n ? n : 1));
     sf_lif_out out = {.s = ds_, .s_u8 = du8, .h = dh, .spike_count = dcount};
-    CHECK_OK(sf_cuda_lif_forward(p, T, N, dx_, &out, NULL));
-    CHECK_OK(sf_cuda_lif_backward(p, T, N, dx_, NULL, dds, ddx, NULL));
-    CHECK_OK(sf_cuda_lif_backward(p, T, N, dx_, dh, dds, ddx_full, NULL));
+    CHECK_OK(sf_cuda_lif_forward(p, T, N, SF_ACT_F32, dx_, &out, NULL));
+    CHECK_OK(sf_cuda_lif_backward(p, T, N, SF_ACT_F32, dx_, NULL, dds, ddx, NULL));
+    CHECK_OK(sf_cuda_lif_backward(p, T, N, SF_ACT_F32, dx_, dh, dds, ddx_full, NULL));
     CU(cudaDeviceSynchronize());
     float *gs = host_from(ds_, n), *gh = host_from(dh, n), *gdx = host_from(ddx, n), *gfull = host_from(ddx_full, n);
     float *gcount = host_from(dcount, 1);

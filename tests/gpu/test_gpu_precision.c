@@ -1,0 +1,688 @@
+/* test_gpu_precision.c — the CUDA backend with 16-bit activations (bf16, then fp16) against the CPU backend's fp32
+ * ops, the reference. Every input is rounded to the 16-bit type on the host first and the CPU op gets the rounded
+ * values, so what is measured is the op's own error: its 16-bit outputs (rounding: relative error up to 2^-8 for
+ * bf16, 2^-11 for fp16) and sums in another order. Bounds (relative L2 error unless said):
+ *   exact: the conversion op (against a host rounding to nearest even, ties, subnormals and overflow included),
+ *     spikes, spike bytes and counts, max-pool values and argmax, byte conversions;
+ *   1e-6 / 1e-5: float outputs computed from the same rounded inputs (LIF h, BN statistics and dγ, dβ, biases'
+ *     gradients, logits and loss);
+ *   1e-4: weight gradients the tensor cores accumulate in fp32 (linear), BN+LIF's dγ, dβ (as in test_gpu_ops);
+ *   16-bit outputs (LIF and BN+LIF dx, BN, linear, conv, pools, dropout, add, axpy, readout, loss gradient, and a
+ *     convolution's weight gradient, which cuDNN writes in 16 bits): 1e-2 for bf16, 2e-3 for fp16 (about 4× the
+ *     rounding error of one step on random data);
+ * then whole networks: a small conv net's loss within 2% (bf16) / 0.5% (fp16) of the CPU's fp32 loss, its output
+ * and gradients within 10% / 5% relative L2 (spikes near the threshold may flip when their input is rounded), fp16's
+ * loss scaling (overflowing steps skipped and the scale halved, parameters untouched, growth after 2000 good steps,
+ * a NaN loss still fails the step), and 16-bit plans smaller than fp32's. The errors seen are printed. */
+#include "cpu/cpu_backend.h"
+#include "cuda/cuda_backend.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+static sf_backend *cpu, *gpu;
+static sf_act_type act;      /* the GPU backend's storage type */
+static const char *prec;     /* its precision's name */
+static double tol;           /* the bound of 16-bit outputs */
+static double worst;         /* the largest error of a 16-bit output seen */
+
+/* x rounded to `act` (to nearest, ties to even), in double: p significant bits, a smallest step of 2^qmin
+ * (subnormals), infinity from half an ulp above the largest finite value. */
+static float round16(float x)
+{
+    const int p = act == SF_ACT_BF16 ? 8 : 11, qmin = act == SF_ACT_BF16 ? -133 : -24;
+    const double inf_at = act == SF_ACT_BF16 ? ldexp(2.0 - ldexp(1.0, -8), 127) : 65520.0;
+    if (!isfinite(x) || x == 0.0f) return x;
+    double a = fabs((double)x);
+    if (a >= inf_at) return copysignf(INFINITY, x);
+    int e;
+    frexp(a, &e);
+    int q = e - p < qmin ? qmin : e - p;
+    return copysignf((float)ldexp(nearbyint(ldexp(a, -q)), q), x);
+}
+
+/* A tensor on both backends: float on the CPU, `act` (or float when wide) on the GPU. */
+typedef struct {
+    size_t n;
+    bool wide;
+    float *c;
+    void *g;
+} ten;
+
+static size_t gbytes(const ten *t) { return t->n * (t->wide ? 4 : sf_act_type_size(act)); }
+
+static void *gpu_alloc(size_t bytes)
+{
+    void *p = NULL;
+    CHECK_OK(gpu->alloc(gpu, bytes ? bytes : 4, &p));
+    return p;
+}
+
+/* Host floats (representable in the GPU's type) into both sides: the GPU's converted on the device. */
+static void put(ten *t, const float *h)
+{
+    memcpy(t->c, h, 4 * t->n);
+    if (t->wide || !t->n) {
+        CHECK_OK(gpu->copy_from_host(gpu, t->g, h, 4 * t->n));
+        return;
+    }
+    float *tmp = gpu_alloc(4 * t->n);
+    CHECK_OK(gpu->copy_from_host(gpu, tmp, h, 4 * t->n));
+    CHECK_OK(gpu->convert(gpu, (int64_t)t->n, SF_ACT_F32, tmp, act, t->g));
+    gpu->release(gpu, tmp);
+}
+
+/* The GPU side as host floats (malloc'd). */
+static float *get(const ten *t)
+{
+    float *h = malloc(4 * (t->n + 1));
+    if (t->wide || !t->n) {
+        CHECK_OK(gpu->copy_to_host(gpu, h, t->g, 4 * t->n));
+        return h;
+    }
+    float *tmp = gpu_alloc(4 * t->n);
+    CHECK_OK(gpu->convert(gpu, (int64_t)t->n, act, t->g, SF_ACT_F32, tmp));
+    CHECK_OK(gpu->copy_to_host(gpu, h, tmp, 4 * t->n));
+    gpu->release(gpu, tmp);
+    return h;
+}
+
+/* An output: NaN on both sides (0xff bytes are NaN in float, bf16 and fp16), so an unwritten element fails. */
+static ten out_of(size_t n, bool wide)
+{
+    ten t = {n, wide, NULL, NULL};
+    CHECK_OK(cpu->alloc(cpu, 4 * (n ? n : 1), (void **)&t.c));
+    t.g = gpu_alloc(gbytes(&t));
+    memset(t.c, 0xff, 4 * n);
+    void *nan = malloc(gbytes(&t) + 1);
+    memset(nan, 0xff, gbytes(&t));
+    CHECK_OK(gpu->copy_from_host(gpu, t.g, nan, gbytes(&t)));
+    free(nan);
+    return t;
+}
+static ten out(size_t n) { return out_of(n, false); }
+static ten out_f32(size_t n) { return out_of(n, true); }
+
+static ten in_of(size_t n, float mean, float std, uint64_t seed, bool wide)
+{
+    ten t = out_of(n, wide);
+    float *h = malloc(4 * (n + 1));
+    tu_randn(h, (int64_t)n, mean, std, seed);
+    for (size_t i = 0; !wide && i < n; i++) h[i] = round16(h[i]);
+    put(&t, h);
+    free(h);
+    return t;
+}
+static ten in(size_t n, float mean, float std, uint64_t seed) { return in_of(n, mean, std, seed, false); }
+static ten in_f32(size_t n, float mean, float std, uint64_t seed) { return in_of(n, mean, std, seed, true); }
+
+static void drop(ten *t)
+{
+    cpu->release(cpu, t->c);
+    gpu->release(gpu, t->g);
+}
+
+/* Bytes on both sides (spike bytes, argmax, labels). */
+typedef struct {
+    size_t n;
+    void *c, *g;
+} raw;
+
+static raw raw_of(const void *host, size_t n)
+{
+    raw r = {n, NULL, gpu_alloc(n)};
+    CHECK_OK(cpu->alloc(cpu, n ? n : 4, &r.c));
+    void *fill = malloc(n + 1);
+    if (host) memcpy(fill, host, n);
+    else memset(fill, 0xff, n);
+    memcpy(r.c, fill, n);
+    CHECK_OK(gpu->copy_from_host(gpu, r.g, fill, n));
+    free(fill);
+    return r;
+}
+
+static void drop_raw(raw *r)
+{
+    cpu->release(cpu, r->c);
+    gpu->release(gpu, r->g);
+}
+
+static void cmp_raw(const char *what, const raw *r)
+{
+    uint8_t *g = malloc(r->n + 1);
+    CHECK_OK(gpu->copy_to_host(gpu, g, r->g, r->n));
+    size_t bad = 0;
+    for (size_t i = 0; i < r->n; i++) bad += ((const uint8_t *)r->c)[i] != g[i];
+    CHECK(bad == 0, "%s %s: %zu of %zu bytes differ", prec, what, bad, r->n);
+    free(g);
+}
+
+/* The GPU result against the CPU's: relative L2 error within `bound` (0: equal, NaN matching NaN). */
+static double cmp(const char *what, const ten *t, double bound)
+{
+    float *g = get(t);
+    double e = 0.0;
+    if (bound == 0.0) {
+        size_t bad = 0;
+        for (size_t i = 0; i < t->n; i++) bad += g[i] != t->c[i] && !(isnan(g[i]) && isnan(t->c[i]));
+        CHECK(bad == 0, "%s %s: %zu of %zu elements differ", prec, what, bad, t->n);
+    } else {
+        double *r = malloc(8 * (t->n + 1));
+        for (size_t i = 0; i < t->n; i++) r[i] = t->c[i];
+        e = tu_rel_err(g, r, (int64_t)t->n);
+        CHECK(e <= bound, "%s %s: rel err %.3e > %.0e", prec, what, e, bound);
+        free(r);
+    }
+    free(g);
+    return e;
+}
+
+/* A 16-bit output, against the precision's bound. */
+static void cmp16(const char *what, const ten *t)
+{
+    double e = cmp(what, t, tol);
+    if (e > worst) worst = e;
+}
+
+#define RUN(expr)                                                                                                      \
+    do {                                                                                                               \
+        for (int side_ = 0; side_ < 2; side_++) {                                                                      \
+            sf_backend *be = side_ ? gpu : cpu;                                                                        \
+            CHECK_OK(expr);                                                                                            \
+        }                                                                                                              \
+    } while (0)
+#define S(t) (side_ ? (float *)(t).g : (t).c)
+#define SR(r) (side_ ? (r).g : (r).c)
+
+static void test_convert(void)
+{
+    /* ties between neighbours, subnormals, overflow, signed zero, infinities and ordinary values */
+    const float special[] = {1.0f + 0x1p-8f,  1.0f + 3 * 0x1p-8f, 1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 0x1p-20f,
+                             0x1p-24f,        0x1p-25f,          3 * 0x1p-26f,    0x1p-130f,          0x1p-134f,
+                             65504.0f,        65519.0f,          65520.0f,        3.4e38f,            -0.0f,
+                             INFINITY,        -INFINITY,         -2.5f,           1e-3f,              123456.0f};
+    const size_t ns = sizeof special / sizeof special[0], n = 4096;
+    float *h = malloc(4 * n), *want = malloc(4 * n);
+    tu_randn(h, (int64_t)n, 0.0f, 1.0f, 5);
+    for (size_t i = 0; i < n; i++) h[i] *= ldexpf(1.0f, (int)(i % 40) - 20);
+    memcpy(h, special, sizeof special);
+    for (size_t i = 0; i < n; i++) want[i] = round16(h[i]);
+    float *src = gpu_alloc(4 * n), *back = gpu_alloc(4 * n);
+    void *mid = gpu_alloc(2 * n), *mid2 = gpu_alloc(2 * n);
+    CHECK_OK(gpu->copy_from_host(gpu, src, h, 4 * n));
+    CHECK_OK(gpu->convert(gpu, (int64_t)n, SF_ACT_F32, src, act, mid));
+    CHECK_OK(gpu->convert(gpu, (int64_t)n, act, mid, act, mid2)); /* same type: a copy */
+    CHECK_OK(gpu->convert(gpu, (int64_t)n, act, mid2, SF_ACT_F32, back));
+    float *got = malloc(4 * n);
+    CHECK_OK(gpu->copy_to_host(gpu, got, back, 4 * n));
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&got[i], &want[i], 4) != 0) {
+            if (bad++ < 5) fprintf(stderr, "convert %a: device %a, host rounding %a\n", h[i], got[i], want[i]);
+        }
+    CHECK(bad == 0, "convert: %zu of %zu values differ from rounding to nearest even (%zu special ones first)", bad, n,
+          ns);
+    /* scale: x *= f with f in device memory, in the 16-bit type and in float */
+    const float f = 0.375f;
+    float *fd = gpu_alloc(4);
+    CHECK_OK(gpu->copy_from_host(gpu, fd, &f, 4));
+    CHECK_OK(gpu->scale(gpu, (int64_t)n, act, fd, mid));
+    CHECK_OK(gpu->convert(gpu, (int64_t)n, act, mid, SF_ACT_F32, back));
+    CHECK_OK(gpu->copy_to_host(gpu, got, back, 4 * n));
+    bad = 0;
+    for (size_t i = ns; i < n; i++) bad += got[i] != round16(want[i] * f);
+    CHECK(bad == 0, "scale (16-bit): %zu values differ", bad);
+    CHECK_OK(gpu->scale(gpu, (int64_t)n, SF_ACT_F32, fd, src));
+    CHECK_OK(gpu->copy_to_host(gpu, got, src, 4 * n));
+    bad = 0;
+    for (size_t i = ns; i < n; i++) bad += got[i] != h[i] * f;
+    CHECK(bad == 0, "scale (float): %zu values differ", bad);
+    gpu->release(gpu, src), gpu->release(gpu, back), gpu->release(gpu, mid), gpu->release(gpu, mid2);
+    gpu->release(gpu, fd);
+    free(h), free(want), free(got);
+}
+
+static void test_lif(void)
+{
+    const int64_t sizes[][2] = {{1, 1}, {5, 333}, {16, 4096}, {70, 129}};
+    for (int k = 0; k < 16; k++) {
+        sf_lif_params p;
+        sf_lif_default_params(&p);
+        p.surrogate = (sf_surrogate)(k % 4);
+        p.alpha = sf_surrogate_default_alpha(p.surrogate);
+        p.soft_reset = (k / 4) & 1;
+        p.detach_reset = (k / 8) & 1;
+        p.use_grad_threshold = k == 5;
+        p.grad_threshold = 0.3f;
+        int64_t T = sizes[k % 4][0], N = sizes[k % 4][1];
+        size_t n = (size_t)(T * N);
+        ten x = in(n, 0.5f, 1.0f, 100 + (uint64_t)k), ds = in(n, 0.0f, 1.0f, 200 + (uint64_t)k);
+        ten s = out(n), h = out_f32(n), dx = out(n), dxr = out(n), cnt = out_f32(1);
+        raw u8 = raw_of(NULL, n);
+        RUN(be->zero(be, S(cnt), 4));
+        sf_lif_out oc = {.s = s.c, .s_u8 = u8.c, .h = h.c, .spike_count = cnt.c};
+        sf_lif_out og = {.s = s.g, .s_u8 = u8.g, .h = h.g, .spike_count = cnt.g};
+        RUN(be->lif_forward(be, &p, T, N, S(x), side_ ? &og : &oc));
+        RUN(be->lif_backward(be, &p, T, N, S(x), S(h), S(ds), S(dx)));
+        RUN(be->lif_backward(be, &p, T, N, S(x), NULL, S(ds), S(dxr)));
+        char w[128];
+        snprintf(w, sizeof w, "lif %s soft=%d detach=%d thr=%d T=%lld N=%lld", sf_surrogate_name(p.surrogate),
+                 p.soft_reset, p.detach_reset, p.use_grad_threshold, (long long)T, (long long)N);
+        cmp(w, &s, 0.0);
+        cmp_raw(w, &u8);
+        cmp(w, &cnt, 0.0);
+        cmp(w, &h, 1e-6);
+        cmp16(w, &dx);
+        cmp16(w, &dxr);
+        drop(&x), drop(&ds), drop(&s), drop(&h), drop(&dx), drop(&dxr), drop(&cnt), drop_raw(&u8);
+    }
+}
+
+static void test_bn(int64_t rows, int32_t C, int64_t hw, uint64_t seed)
+{
+    sf_bn_shape sh = {rows, C, hw};
+    size_t n = (size_t)(rows * C * hw), c = (size_t)C;
+    ten x = in(n, 0.3f, 2.0f, seed), dy = in(n, 0.0f, 1.0f, seed + 1), g = in_f32(c, 1.0f, 0.2f, seed + 2);
+    ten b = in_f32(c, 0.1f, 0.2f, seed + 3), mean = out_f32(c), var = out_f32(c), y = out(n), dx = out(n);
+    ten dg = out_f32(c), db = out_f32(c);
+    RUN(be->bn_stats(be, sh, S(x), S(mean), S(var)));
+    cmp("bn_stats mean", &mean, 1e-5);
+    cmp("bn_stats var", &var, 1e-5);
+    /* the rest from the CPU's statistics on both sides */
+    CHECK_OK(gpu->copy_from_host(gpu, mean.g, mean.c, 4 * c));
+    CHECK_OK(gpu->copy_from_host(gpu, var.g, var.c, 4 * c));
+    RUN(be->bn_forward(be, sh, S(x), S(mean), S(var), 1e-5f, S(g), S(b), S(y)));
+    cmp16("bn_forward", &y);
+    RUN(be->bn_backward(be, sh, S(x), S(mean), S(var), 1e-5f, S(g), S(dy), S(dx), S(dg), S(db)));
+    cmp16("bn_backward dx", &dx);
+    cmp("bn_backward dgamma", &dg, 1e-5);
+    cmp("bn_backward dbeta", &db, 1e-5);
+    for (int keep = 0; keep < 2; keep++) {
+        int64_t T = rows % 4 == 0 ? 4 : 1;
+        sf_lif_params p;
+        sf_lif_default_params(&p);
+        p.surrogate = keep ? SF_SURROGATE_ATAN : SF_SURROGATE_SIGMOID;
+        p.alpha = sf_surrogate_default_alpha(p.surrogate);
+        ten s = out(n), h = out_f32(keep ? n : 0), ds = in(n, 0.0f, 1.0f, seed + 9);
+        sf_lif_out oc = {.s = s.c, .h = keep ? h.c : NULL}, og = {.s = s.g, .h = keep ? h.g : NULL};
+        RUN(be->bn_lif_forward(be, &p, T, sh, S(x), S(mean), S(var), 1e-5f, S(g), S(b), side_ ? &og : &oc));
+        RUN(be->bn_lif_backward(be, &p, T, sh, S(x), keep ? S(h) : NULL, S(mean), S(var), 1e-5f, S(g), S(b), S(ds),
+                                S(dx), S(dg), S(db)));
+        char w[128];
+        snprintf(w, sizeof w, "bn_lif rows=%lld C=%d hw=%lld T=%lld keep_h=%d", (long long)rows, C, (long long)hw,
+                 (long long)T, keep);
+        cmp(w, &s, 0.0);
+        cmp16(w, &dx);
+        cmp(w, &dg, 1e-4);
+        cmp(w, &db, 1e-4);
+        drop(&s), drop(&h), drop(&ds);
+    }
+    drop(&x), drop(&dy), drop(&g), drop(&b), drop(&mean), drop(&var), drop(&y), drop(&dx), drop(&dg), drop(&db);
+}
+
+static void test_linear(int64_t rows, int32_t in_f, int32_t o, int bias)
+{
+    ten x = in((size_t)(rows * in_f), 0.0f, 1.0f, 31), w = in((size_t)o * in_f, 0.0f, 0.3f, 32);
+    ten b = in_f32((size_t)o, 0.0f, 0.3f, 33), y = out((size_t)(rows * o)), dy = in((size_t)(rows * o), 0, 1, 34);
+    ten dx = out((size_t)(rows * in_f)), dw = out_f32((size_t)o * in_f), db = out_f32((size_t)o);
+    RUN(be->linear_forward(be, rows, in_f, o, S(x), S(w), bias ? S(b) : NULL, S(y)));
+    RUN(be->linear_backward(be, rows, in_f, o, S(x), S(w), S(dy), S(dx), S(dw), bias ? S(db) : NULL));
+    char t[96];
+    snprintf(t, sizeof t, "linear rows=%lld in=%d out=%d bias=%d", (long long)rows, in_f, o, bias);
+    cmp16(t, &y);
+    cmp16(t, &dx);
+    cmp(t, &dw, 1e-4);
+    if (bias) cmp(t, &db, 1e-5);
+    drop(&x), drop(&w), drop(&b), drop(&y), drop(&dy), drop(&dx), drop(&dw), drop(&db);
+}
+
+static void test_conv(int64_t n, int32_t cin, int32_t hgt, int32_t wid, int32_t cout, int32_t k, int32_t stride,
+                      int32_t pad, int bias)
+{
+    sf_conv_shape sh = {
+        n, cin, hgt, wid, cout, k, stride, pad, (hgt + 2 * pad - k) / stride + 1, (wid + 2 * pad - k) / stride + 1};
+    size_t nx = (size_t)(n * cin * hgt * wid), ny = (size_t)(n * cout * sh.oh * sh.ow), nw = (size_t)(cout * cin * k * k);
+    ten x = in(nx, 0.0f, 1.0f, 41), w = in(nw, 0.0f, 0.2f, 42), b = in_f32((size_t)cout, 0.0f, 0.2f, 43);
+    ten y = out(ny), dy = in(ny, 0.0f, 1.0f, 44), dx = out(nx), dw = out_f32(nw), db = out_f32((size_t)cout);
+    void *wsc = NULL, *wsg = NULL;
+    size_t bc = cpu->conv_workspace(cpu, &sh), bg = gpu->conv_workspace(gpu, &sh);
+    CHECK_OK(cpu->alloc(cpu, bc ? bc : 4, &wsc));
+    wsg = gpu_alloc(bg);
+    RUN(be->conv_forward(be, &sh, S(x), S(w), bias ? S(b) : NULL, S(y), side_ ? wsg : wsc));
+    RUN(be->conv_backward(be, &sh, S(x), S(w), S(dy), S(dx), S(dw), bias ? S(db) : NULL, side_ ? wsg : wsc));
+    char t[128];
+    snprintf(t, sizeof t, "conv n=%lld %dx%dx%d -> %d k=%d s=%d p=%d", (long long)n, cin, hgt, wid, cout, k, stride,
+             pad);
+    cmp16(t, &y);
+    cmp16(t, &dx);
+    cmp16(t, &dw); /* through cuDNN it is written in 16 bits */
+    if (bias) cmp(t, &db, 1e-5);
+    cpu->release(cpu, wsc);
+    gpu->release(gpu, wsg);
+    drop(&x), drop(&w), drop(&b), drop(&y), drop(&dy), drop(&dx), drop(&dw), drop(&db);
+}
+
+static void test_gemm_ops(void)
+{
+    test_linear(37, 33, 17, 1);
+    test_linear(1, 1, 1, 0);
+    test_linear(640, 512, 10, 1);
+    test_conv(3, 3, 9, 7, 5, 3, 1, 1, 1);
+    test_conv(2, 4, 8, 8, 6, 3, 2, 1, 0);
+    test_conv(1, 5, 5, 5, 3, 1, 1, 0, 1);
+    test_conv(20, 16, 16, 16, 32, 3, 1, 1, 0);
+    test_conv(7, 5, 13, 11, 9, 3, 2, 1, 1);
+    test_conv(5, 3, 10, 9, 4, 3, 2, 0, 0);
+    test_conv(3, 6, 9, 9, 8, 5, 3, 2, 1);
+    test_conv(35, 32, 15, 15, 64, 3, 2, 1, 1);
+}
+
+static void test_pool(int64_t n, int32_t h, int32_t w, int32_t k, int32_t s)
+{
+    sf_pool_shape sh = {n, h, w, k, s, (h - k) / s + 1, (w - k) / s + 1};
+    size_t nx = (size_t)(n * h * w), ny = (size_t)(n * sh.oh * sh.ow);
+    float *hx = malloc(4 * nx);
+    tu_randn(hx, (int64_t)nx, 0.0f, 1.0f, 51);
+    for (size_t i = 0; i < nx; i++) hx[i] = i % 2 ? round16(hx[i]) : hx[i] > 0.0f; /* spikes: exact ties */
+    ten x = out(nx), y = out(ny), ym = out(ny), dy = in(ny, 0.0f, 1.0f, 52), dx = out(nx), dxm = out(nx);
+    put(&x, hx);
+    free(hx);
+    raw am = raw_of(NULL, ny);
+    RUN(be->avgpool_forward(be, &sh, S(x), S(y)));
+    RUN(be->avgpool_backward(be, &sh, S(dy), S(dx)));
+    RUN(be->maxpool_forward(be, &sh, S(x), S(ym), SR(am)));
+    RUN(be->maxpool_backward(be, &sh, SR(am), S(dy), S(dxm)));
+    char t[96];
+    snprintf(t, sizeof t, "pool n=%lld %dx%d k=%d s=%d", (long long)n, h, w, k, s);
+    cmp16(t, &y);
+    cmp16(t, &dx);
+    cmp(t, &ym, 0.0);
+    cmp_raw(t, &am);
+    cmp16(t, &dxm);
+    drop(&x), drop(&y), drop(&ym), drop(&dy), drop(&dx), drop(&dxm), drop_raw(&am);
+}
+
+static void test_elementwise(void)
+{
+    const int64_t T = 3, n = 1001;
+    size_t m = (size_t)(T * n);
+    ten x = in(m, 0.0f, 1.0f, 61), y = out(m), dx = out(m), a = in(m, 0, 1, 62), s = out(m);
+    RUN(be->dropout_forward(be, T, n, 0.3f, 7, 11, S(x), S(y)));
+    RUN(be->dropout_backward(be, T, n, 0.3f, 7, 11, S(x), S(dx)));
+    cmp16("dropout forward", &y);
+    cmp16("dropout backward", &dx);
+    RUN(be->add(be, (int64_t)m, S(x), S(a), S(s)));
+    cmp16("add", &s);
+    RUN(be->axpy(be, (int64_t)m, 0.37f, S(x), S(a)));
+    cmp16("axpy", &a);
+    float *hs = malloc(4 * m);
+    for (size_t i = 0; i < m; i++) hs[i] = (float)(i % 3 == 0);
+    ten sp = out(m), back = out(m);
+    put(&sp, hs);
+    free(hs);
+    raw u8 = raw_of(NULL, m);
+    RUN(be->act_to_u8(be, (int64_t)m, S(sp), SR(u8)));
+    RUN(be->u8_to_act(be, (int64_t)m, SR(u8), S(back)));
+    cmp_raw("act_to_u8", &u8);
+    cmp("u8_to_act", &back, 0.0);
+    drop(&x), drop(&y), drop(&dx), drop(&a), drop(&s), drop(&sp), drop(&back), drop_raw(&u8);
+}
+
+static void test_readout_loss(int64_t T, int64_t B, int32_t K)
+{
+    size_t m = (size_t)(T * B * K);
+    ten o = in(m, 0.0f, 1.0f, 71), r = out(m), dr = in(m, 0, 1, 72), doo = out(m);
+    RUN(be->leaky_forward(be, T, B * K, 0.9f, 0.1f, S(o), S(r)));
+    RUN(be->leaky_backward(be, T, B * K, 0.9f, 0.1f, S(dr), S(doo)));
+    cmp16("leaky forward", &r);
+    cmp16("leaky backward", &doo);
+    int32_t *lab = malloc(4 * (size_t)B);
+    for (int64_t b = 0; b < B; b++) lab[b] = (int32_t)((b * 7 + 3) % K);
+    raw labels = raw_of(lab, 4 * (size_t)B);
+    free(lab);
+    for (int per_step = 0; per_step < 2; per_step++) {
+        ten g = out(m), lm = out_f32((size_t)(B * K)), st = out_f32(2);
+        RUN(be->softmax_xent(be, T, B, K, per_step, S(o), (const int32_t *)SR(labels), S(g), S(lm), S(st)));
+        char t[96];
+        snprintf(t, sizeof t, "softmax_xent T=%lld B=%lld K=%d per_step=%d", (long long)T, (long long)B, K, per_step);
+        cmp16(t, &g);
+        cmp(t, &lm, 1e-6);
+        cmp(t, &st, 1e-6);
+        drop(&g), drop(&lm), drop(&st);
+    }
+    drop(&o), drop(&r), drop(&dr), drop(&doo), drop_raw(&labels);
+}
+
+/* ---------------------------------------------------------------- whole networks */
+
+enum { NT = 4, NB = 8, NC = 2, NHW = 8, NK = 5 };
+
+static void add(sf_net *net, sf_layer_kind kind, int32_t n)
+{
+    sf_layer_desc d;
+    sf_layer_default_desc(kind, &d);
+    if (kind == SF_LAYER_CONV2D) d.out_channels = n, d.kernel = 3, d.padding = 1;
+    if (kind == SF_LAYER_LINEAR) d.out_features = n;
+    if (kind == SF_LAYER_MAXPOOL2D) d.kernel = 2, d.stride = 2;
+    CHECK_OK(sf_net_add(net, &d, NULL));
+}
+
+/* conv → BN → LIF → maxpool → conv → BN → LIF → flatten → linear → LIF → linear, mean readout, SGD. */
+static sf_net *small_net(sf_device dev, sf_precision precision)
+{
+    sf_net_params p;
+    sf_net_default_params(&p);
+    p.device = dev;
+    p.precision = precision;
+    p.in_channels = NC, p.in_height = NHW, p.in_width = NHW;
+    sf_net *net = NULL;
+    CHECK_OK(sf_net_create(&p, &net));
+    if (!net) return NULL;
+    add(net, SF_LAYER_CONV2D, 8);
+    add(net, SF_LAYER_BATCHNORM, 0);
+    add(net, SF_LAYER_LIF, 0);
+    add(net, SF_LAYER_MAXPOOL2D, 0);
+    add(net, SF_LAYER_CONV2D, 8);
+    add(net, SF_LAYER_BATCHNORM, 0);
+    add(net, SF_LAYER_LIF, 0);
+    add(net, SF_LAYER_FLATTEN, 0);
+    add(net, SF_LAYER_LINEAR, 32);
+    add(net, SF_LAYER_LIF, 0);
+    add(net, SF_LAYER_LINEAR, NK);
+    CHECK_OK(sf_net_compile(net, NT, NB));
+    sf_optim_params o;
+    sf_optim_default_params(&o);
+    o.lr = 0.1f;
+    o.momentum = 0.9f;
+    CHECK_OK(sf_net_set_optimizer(net, &o));
+    return net;
+}
+
+static void batch(int step, float *x, int32_t *labels)
+{
+    tu_randn(x, NT * NB * NC * NHW * NHW, 0.5f, 1.0f, 300 + (uint64_t)step);
+    for (int b = 0; b < NB; b++) labels[b] = (b * 3 + step) % NK;
+}
+
+static double rel_l2(const float *a, const float *b, int64_t n, double scale)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = (double)a[i] / scale - (double)b[i];
+        num += d * d;
+        den += (double)b[i] * (double)b[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* One forward, loss and backward of the same net (same seed: same initial parameters) on the CPU in fp32 and on the
+ * GPU in precision p: loss, output and gradients close; the 16-bit plan keeps fewer bytes. fp16 runs this at a loss
+ * scale of 256, where the weight gradients cuDNN writes in fp16 cannot overflow (the split step has no skipping). */
+static void test_net(sf_precision p, double loss_tol, double grad_tol)
+{
+    sf_net *c = small_net((sf_device){SF_DEVICE_CPU, 0}, SF_PRECISION_FP32);
+    sf_net *g = small_net((sf_device){SF_DEVICE_CUDA, 0}, p);
+    if (!c || !g) return;
+    sf_net_state st;
+    CHECK_OK(sf_net_get_state(g, &st));
+    st.loss_scale = p == SF_PRECISION_FP16 ? 256.0f : 1.0f;
+    CHECK_OK(sf_net_set_state(g, &st));
+    static float x[NT * NB * NC * NHW * NHW];
+    int32_t labels[NB];
+    batch(0, x, labels);
+    sf_step_result rc, rg;
+    CHECK_OK(sf_net_forward(c, x, 1));
+    CHECK_OK(sf_net_forward(g, x, 1));
+    CHECK_OK(sf_net_loss(c, labels, &rc));
+    CHECK_OK(sf_net_loss(g, labels, &rg));
+    CHECK_OK(sf_net_backward(c));
+    CHECK_OK(sf_net_backward(g));
+    double le = fabs((double)rg.loss - rc.loss) / fabs((double)rc.loss);
+    CHECK(le <= loss_tol, "%s net: loss %.6g on the GPU, %.6g on the CPU (fp32): rel %.3g > %g", prec, rg.loss,
+          rc.loss, le, loss_tol);
+    int32_t L = sf_net_num_layers(c);
+    float oc[NT * NB * NK], og[NT * NB * NK];
+    CHECK_OK(sf_net_read_activation(c, L, oc));
+    CHECK_OK(sf_net_read_activation(g, L, og));
+    double oe = rel_l2(og, oc, NT * NB * NK, 1.0);
+    CHECK(oe <= grad_tol, "%s net: output rel L2 %.3g > %g", prec, oe, grad_tol);
+    int64_t nc, ng; /* fp16: the gradients are those of the scaled loss until the update */
+    float *gc = tu_net_read_role(c, SF_ROLE_GRAD, &nc), *gg = tu_net_read_role(g, SF_ROLE_GRAD, &ng);
+    double ge = nc == ng ? rel_l2(gg, gc, nc, st.loss_scale) : INFINITY;
+    CHECK(ge <= grad_tol, "%s net: gradients rel L2 %.3g > %g", prec, ge, grad_tol);
+    sf_memory_plan pc, pg;
+    CHECK_OK(sf_net_memory_plan(c, &pc));
+    CHECK_OK(sf_net_memory_plan(g, &pg));
+    CHECK(pg.saved < pc.saved, "%s plan keeps %zu bytes, fp32's %zu", prec, pg.saved, pc.saved);
+    printf("%s net vs CPU fp32: loss %.6g vs %.6g (rel %.2e), output rel %.2e, gradients rel %.2e; saved %zu vs %zu "
+           "bytes\n",
+           prec, rg.loss, rc.loss, le, oe, ge, pg.saved, pc.saved);
+    free(gc), free(gg);
+    /* a few training steps: the 16-bit net learns as the fp32 one does */
+    float first = 0, last = 0;
+    for (int s = 1; s <= 30; s++) {
+        batch(s % 3, x, labels);
+        CHECK_OK(sf_net_train_step(g, x, labels, &rg));
+        if (s == 1) first = rg.loss;
+        last = rg.loss;
+    }
+    CHECK(last < first, "%s net: loss %.4g after 30 steps on 3 batches, %.4g at the first", prec, last, first);
+    sf_net_free(c);
+    sf_net_free(g);
+}
+
+static bool params_equal(sf_net *net, const float *ref, int64_t n)
+{
+    int64_t m;
+    float *p = tu_net_read_role(net, SF_ROLE_PARAM, &m);
+    bool same = m == n && memcmp(p, ref, (size_t)n * sizeof *p) == 0;
+    free(p);
+    return same;
+}
+
+/* fp16: a step whose gradients overflow is skipped (parameters untouched) and halves the scale, until steps go
+ * through; 2000 good steps double it; a NaN loss still fails. */
+static void test_loss_scale(void)
+{
+    sf_net *net = small_net((sf_device){SF_DEVICE_CUDA, 0}, SF_PRECISION_FP16);
+    if (!net) return;
+    sf_net_state st;
+    CHECK_OK(sf_net_get_state(net, &st));
+    CHECK(st.loss_scale == 65536.0f && st.loss_scale_steps == 0, "initial scale %g, %lld steps", st.loss_scale,
+          (long long)st.loss_scale_steps);
+    st.loss_scale = 0x1p40f; /* the loss gradient alone overflows fp16 */
+    CHECK_OK(sf_net_set_state(net, &st));
+    static float x[NT * NB * NC * NHW * NHW];
+    int32_t labels[NB];
+    int64_t n;
+    float *before = tu_net_read_role(net, SF_ROLE_PARAM, &n);
+    sf_step_result r = {0};
+    int skipped = 0, step = 0;
+    for (; step < 60; step++) {
+        batch(step, x, labels);
+        CHECK_OK(sf_net_train_step(net, x, labels, &r));
+        CHECK(isfinite(r.loss), "step %d: loss %g", step, r.loss);
+        if (!r.skipped) break;
+        skipped++;
+        CHECK(params_equal(net, before, n), "a skipped step changed the parameters");
+        CHECK_OK(sf_net_get_state(net, &st));
+        CHECK(st.loss_scale == ldexpf(1.0f, 40 - skipped), "after %d skips the scale is %g", skipped, st.loss_scale);
+    }
+    CHECK(skipped >= 19 && !r.skipped, "%d steps skipped from a scale of 2^40, the last %s", skipped,
+          r.skipped ? "skipped too" : "went through");
+    CHECK(!params_equal(net, before, n), "the step that went through left the parameters as they were");
+    printf("fp16 loss scaling: %d steps skipped from 2^40, then a step at scale 2^%d\n", skipped, 40 - skipped);
+    CHECK_OK(sf_net_get_state(net, &st));
+    st.loss_scale_steps = 1999;
+    float scale = st.loss_scale;
+    CHECK_OK(sf_net_set_state(net, &st));
+    CHECK_OK(sf_net_train_step(net, x, labels, &r));
+    CHECK_OK(sf_net_get_state(net, &st));
+    CHECK(r.skipped || (st.loss_scale == 2 * scale && st.loss_scale_steps == 0),
+          "after 2000 good steps the scale is %g (was %g), %lld steps", st.loss_scale, scale,
+          (long long)st.loss_scale_steps);
+    x[0] = NAN;
+    CHECK(sf_net_train_step(net, x, labels, &r) == SF_ERR_NUMERIC, "a NaN input did not fail the step");
+    free(before);
+    sf_net_free(net);
+}
+
+/* Every op on a backend of precision p, then the linear and conv cases on each conv path. */
+static void run_ops(sf_precision p, double bound)
+{
+    act = p == SF_PRECISION_BF16 ? SF_ACT_BF16 : SF_ACT_F16;
+    prec = sf_precision_name(p);
+    tol = bound;
+    gpu = NULL;
+    CHECK_OK(sf_cuda_backend_create(0, p, NULL, &gpu));
+    if (!gpu) return;
+    CHECK(gpu->act == act, "%s backend stores activations as type %d", prec, (int)gpu->act);
+    worst = 0.0;
+    test_convert();
+    test_lif();
+    test_bn(1, 1, 1, 300);
+    test_bn(8, 5, 7, 310);
+    test_bn(40, 16, 64, 320);
+    test_gemm_ops();
+    test_pool(7, 9, 9, 2, 2);
+    test_pool(3, 9, 9, 3, 2);
+    test_elementwise();
+    test_readout_loss(4, 5, 10);
+    test_readout_loss(10, 64, 10);
+    printf("%s ops, default conv choice: worst 16-bit output rel err %.2e (bound %.0e)\n", prec, worst, tol);
+    sf_backend_free(gpu);
+    /* the convolutions once more through each path, whole batch and in chunks (1 MiB cap) */
+    const sf_conv_algo algos[] = {SF_CONV_ALGO_CUDNN, SF_CONV_ALGO_GEMM, SF_CONV_ALGO_AUTO};
+    for (int a = 0; a < 3; a++)
+        for (int32_t ws = 1; ws <= 512; ws *= 512) {
+            sf_cuda_options opt = {.graph = 1, .conv_workspace_mib = ws, .conv_algo = algos[a]};
+            gpu = NULL;
+            CHECK_OK(sf_cuda_backend_create(0, p, &opt, &gpu));
+            if (!gpu) continue;
+            worst = 0.0;
+            test_gemm_ops();
+            printf("%s linear/conv, conv %s, workspace %d MiB: worst rel err %.2e\n", prec, sf_conv_algo_name(algos[a]),
+                   (int)ws, worst);
+            sf_backend_free(gpu);
+        }
+}
+
+int main(void)
+{
+    if (sf_cuda_device_count() == 0) {
+        fprintf(stderr, "test_gpu_precision: no CUDA device\n");
+        return 1;
+    }
+    CHECK_OK(sf_cpu_backend_create(&cpu));
+    if (!cpu) return tu_finish("test_gpu_precision");
+    run_ops(SF_PRECISION_BF16, 1e-2);
+    test_net(SF_PRECISION_BF16, 2e-2, 0.1);
+    run_ops(SF_PRECISION_FP16, 2e-3);
+    test_net(SF_PRECISION_FP16, 5e-3, 0.05);
+    test_loss_scale();
+    sf_backend_free(cpu);
+    return tu_finish("test_gpu_precision");
+}
