@@ -4,7 +4,8 @@
  * statistics, spike bytes and argmax keep their size, so the saved bytes drop by exactly half the act-typed kept
  * bytes; parameters gain their 16-bit copy (params 1.5×, gradients and optimizer state unchanged); a 16-bit upload
  * stages its float input; writing a parameter rewrites exactly its range of the 16-bit copy; fp16 starts at loss
- * scale 2^16 and writes it (and its reciprocal) for the device, other precisions keep 1. */
+ * scale 2^16 and writes it (and its reciprocal) for the device, other precisions keep 1. Also: a conv that writes
+ * its input's gradient first gets that input rebuilt in the gradient's buffer (no buffer of its own). */
 #include "core/net_internal.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_layers.h"
@@ -130,6 +131,8 @@ static void compare_plans(sf_act_type act, sf_memory_mode mode)
         CHECK(y->in_float.bytes * 2 == x->in_float.bytes, "%s: layer %d: rebuilt input %zu bytes, fp32 %zu", m, i,
               y->in_float.bytes, x->in_float.bytes);
     }
+    CHECK(a->layers[3].rebuild_in_grad && b->layers[3].rebuild_in_grad && a->layers[3].in_float.bytes == 0,
+          "%s: the second conv's input is not rebuilt in its gradient's buffer", m);
     sf_memory_plan pa, pb;
     CHECK_OK(sf_net_memory_plan(a, &pa));
     CHECK_OK(sf_net_memory_plan(b, &pb));

@@ -108,7 +108,8 @@ struct sf_backend {
     size_t (*conv_workspace)(sf_backend *be, const sf_conv_shape *sh);
     sf_status (*conv_forward)(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
                               const float *b, float *y, void *ws);
-    /* dx may be NULL (first layer); db may be NULL (no bias). */
+    /* dx may be NULL (first layer); db may be NULL (no bias). dx may be x itself: each image of x is read before
+     * that image of dx is written. */
     sf_status (*conv_backward)(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
                                const float *dy, float *dx, float *dw, float *db, void *ws);
 

@@ -18,7 +18,7 @@ static float *grad_of(sf_net *net, int32_t id) { return sf_net_slot_ptr(net, net
 static sf_status input_value(sf_net *net, const sf_net_layer *l, int32_t id, const float **out)
 {
     const sf_net_tensor *x = &net->tensors[root(net, id)];
-    float *buf = sf_net_slot_ptr(net, l->in_float);
+    float *buf = l->rebuild_in_grad ? grad_of(net, id) : sf_net_slot_ptr(net, l->in_float);
     switch (x->keep) {
     case SF_KEEP_FLOAT: *out = sf_net_slot_ptr(net, x->act); return SF_OK;
     case SF_KEEP_BYTES:

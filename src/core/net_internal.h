@@ -63,6 +63,7 @@ typedef struct sf_net_layer {
     sf_slot argmax;                   /* maxpool (saved) */
     sf_slot fwd_scratch, bwd_scratch; /* conv workspace in the forward and in the backward */
     sf_slot in_float;         /* backward: where the layer's input is rebuilt (act type) when kept as bytes/recompute */
+    bool rebuild_in_grad;     /* conv: rebuilt into its input's gradient buffer instead, which its dx then overwrites */
     sf_slot dx_tmp;           /* backward: gradient for an input whose grad buffer another layer already wrote */
     sf_slot dx_tmp2;          /* ADD: the same for the second input */
     uint64_t dropout_counter; /* RNG counter of the last training forward */

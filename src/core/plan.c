@@ -283,7 +283,12 @@ static void plan_backward(sf_net *net, planner *pl)
         int32_t in = root(net, l->in);
         sf_keep_kind k = net->tensors[in].keep;
         bool rebuild = (k == SF_KEEP_BYTES || k == SF_KEEP_RECOMPUTE) && needs_input_value(net, i);
-        if (rebuild) want_work(pl, &l->in_float, tensor_bytes(net, in, sf_net_act_size(net)), t, t);
+        /* A conv reads its input before it writes dx (backend.h), so when it writes its input's gradient first the
+         * input can be rebuilt right there: one activation-sized buffer less at the backward's peak. */
+        l->rebuild_in_grad = rebuild && l->d.kind == SF_LAYER_CONV2D && net->tensors[in].requires_grad &&
+                             net->tensors[in].first_grad_writer == w;
+        if (rebuild && !l->rebuild_in_grad)
+            want_work(pl, &l->in_float, tensor_bytes(net, in, sf_net_act_size(net)), t, t);
         /* A gradient for an input that another layer writes first, or one nobody needs (a BN's dx argument). */
         bool dx_to_tmp = net->tensors[in].requires_grad ? net->tensors[in].first_grad_writer != w
                                                         : (l->d.kind == SF_LAYER_BATCHNORM);

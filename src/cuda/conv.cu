@@ -408,10 +408,15 @@ sf_status sf_cuda_op_conv_backward(sf_backend *be, const sf_conv_shape *sh, cons
     sf_cuda_conv_entry *e;
     SF_TRY(lookup(c, sh, &e));
     const sf_cuda_conv_op *f = &e->op[SF_CONV_BWD_FILTER], *d = &e->op[SF_CONV_BWD_DATA];
-    if (f->gemm || (dx && d->gemm))
-        SF_TRY(sf_cuda_conv_gemm_backward(c, sh, e->gemm_chunk, x, w, dy, d->gemm ? dx : NULL, f->gemm ? dw : NULL,
-                                          ws));
-    if (!f->gemm || (dx && !d->gemm)) SF_TRY(cudnn_backward(c, e, x, f->gemm ? NULL : dw, d->gemm ? NULL : dx, w, dy, ws));
+    /* dx may be x itself (backend.h): the path that reads x for dw runs first (the GEMM path image chunk by chunk,
+     * cuDNN all of dw before any dx), the other path then writes only dx. */
+    if (f->gemm) {
+        SF_TRY(sf_cuda_conv_gemm_backward(c, sh, e->gemm_chunk, x, w, dy, d->gemm ? dx : NULL, dw, ws));
+        if (dx && !d->gemm) SF_TRY(cudnn_backward(c, e, x, NULL, dx, w, dy, ws));
+    } else {
+        SF_TRY(cudnn_backward(c, e, x, dw, d->gemm ? NULL : dx, w, dy, ws));
+        if (dx && d->gemm) SF_TRY(sf_cuda_conv_gemm_backward(c, sh, e->gemm_chunk, x, w, dy, dx, NULL, ws));
+    }
     return db ? bias_grad(c, sh, dy, db) : SF_OK;
 }
 
