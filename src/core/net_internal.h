@@ -135,13 +135,13 @@ float *sf_net_act(sf_net *net, int32_t id);
  * there is one), NULL for off < 0. */
 float *sf_net_weight(sf_net *net, int64_t off);
 /* Bytes of one activation element (the backend's act type). */
-size_t sf_net_act_size(const sf_net *net);
-/* net_step.c: whether the net scales its loss (fp16 activations), the scale it starts from, and writing the scale
- * to the backend (once compiled). */
-bool sf_net_scales_loss(const sf_net *net);
+static inline size_t sf_net_act_size(const sf_net *net) { return sf_act_type_size(net->be->act); }
+/* Whether the net scales its loss: fp16 activations do. */
+static inline bool sf_net_scales_loss(const sf_net *net) { return net->be->act == SF_ACT_F16; }
+/* net_step.c: the loss scale a net starts from, writing the scale to the backend (once compiled), and rewriting
+ * params_act[off, off + n) from the fp32 parameters (nothing when act is fp32) after they change. */
 float sf_net_initial_loss_scale(const sf_net *net);
 sf_status sf_net_put_loss_scale(sf_net *net);
-/* Rewrites params_act[off, off + n) from the fp32 parameters (nothing when act is fp32). */
 sf_status sf_net_refresh_params_act(sf_net *net, int64_t off, int64_t n);
 /* Address of a sf_slot in its arena. */
 void *sf_net_slot_ptr(const sf_net *net, sf_slot s);

@@ -59,14 +59,6 @@ static sf_status init_params(sf_net *net)
     return s;
 }
 
-sf_status sf_net_refresh_params_act(sf_net *net, int64_t off, int64_t n)
-{
-    if (!net->params_act || n == 0) return SF_OK;
-    sf_backend *be = net->be;
-    return be->convert(be, n, SF_ACT_F32, net->params + off, be->act,
-                       (char *)net->params_act + (size_t)off * sf_net_act_size(net));
-}
-
 /* Allocates and initialises parameters on first need; from then on the layer list is fixed. Under a 16-bit act
  * type the GEMMs and convolutions read a copy of the parameters in that type (the fp32 ones are the master
  * weights the optimizer updates), made here and after every change. */

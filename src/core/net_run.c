@@ -20,8 +20,6 @@ void *sf_net_slot_ptr(const sf_net *net, sf_slot s)
 
 float *sf_net_act(sf_net *net, int32_t id) { return sf_net_slot_ptr(net, net->tensors[net->tensors[id].alias_of].act); }
 
-size_t sf_net_act_size(const sf_net *net) { return sf_act_type_size(net->be->act); }
-
 static float *grad_of(sf_net *net, int32_t id) { return sf_net_slot_ptr(net, net->tensors[net->tensors[id].alias_of].grad); }
 
 int32_t sf_net_classes(const sf_net *net)

@@ -1,7 +1,7 @@
 /* net_step.c — one training or evaluation step: the backend-only body of a training step (forward, loss, backward,
  * finite checks), its replay as one recorded backend graph (a CUDA graph) where every op of the body repeats with
- * the same arguments from step to step, the optimizer update, fp16's dynamic loss scale, and the one-call train and
- * eval steps. */
+ * the same arguments from step to step, the optimizer update and the 16-bit weight copy it refreshes, fp16's dynamic
+ * loss scale, and the one-call train and eval steps. */
 #include "core/error.h"
 #include "core/net_internal.h"
 
@@ -11,9 +11,15 @@
 #define SF_LOSS_SCALE_GROWTH_STEPS 2000
 #define SF_LOSS_SCALE_MIN 0x1p-24f
 
-bool sf_net_scales_loss(const sf_net *net) { return net->be->act == SF_ACT_F16; }
-
 float sf_net_initial_loss_scale(const sf_net *net) { return sf_net_scales_loss(net) ? SF_LOSS_SCALE_INIT : 1.0f; }
+
+sf_status sf_net_refresh_params_act(sf_net *net, int64_t off, int64_t n)
+{
+    if (!net->params_act || n == 0) return SF_OK;
+    sf_backend *be = net->be;
+    return be->convert(be, n, SF_ACT_F32, net->params + off, be->act,
+                       (char *)net->params_act + (size_t)off * sf_net_act_size(net));
+}
 
 sf_status sf_net_put_loss_scale(sf_net *net)
 {
