@@ -66,15 +66,6 @@ static sf_backend *stub_backend(sf_act_type act)
 
 /* ---------------------------------------------------------------- nets */
 
-static void add(sf_net *net, sf_layer_kind kind, int32_t n, int32_t stride)
-{
-    sf_layer_desc d;
-    sf_layer_default_desc(kind, &d);
-    if (kind == SF_LAYER_CONV2D) d.out_channels = n, d.kernel = 3, d.padding = 1, d.stride = stride;
-    if (kind == SF_LAYER_LINEAR) d.out_features = n;
-    if (kind == SF_LAYER_MAXPOOL2D) d.kernel = 2, d.stride = 2;
-    CHECK_OK(sf_net_add(net, &d, NULL));
-}
 
 /* conv → BN → LIF → conv(stride 2) → BN → LIF → maxpool → flatten → linear → LIF → linear, T = 4, B = 4: every
  * buffer a multiple of 512 bytes, so halving keeps the plan's 256-byte alignment exact. */
@@ -87,17 +78,17 @@ static sf_net *make(sf_backend *be, sf_memory_mode mode)
     sf_net *net = NULL;
     CHECK_OK(sf_net_create_on(&p, be, &net));
     if (!net) return NULL;
-    add(net, SF_LAYER_CONV2D, 8, 1);
-    add(net, SF_LAYER_BATCHNORM, 0, 0);
-    add(net, SF_LAYER_LIF, 0, 0);
-    add(net, SF_LAYER_CONV2D, 16, 2);
-    add(net, SF_LAYER_BATCHNORM, 0, 0);
-    add(net, SF_LAYER_LIF, 0, 0);
-    add(net, SF_LAYER_MAXPOOL2D, 0, 0);
-    add(net, SF_LAYER_FLATTEN, 0, 0);
-    add(net, SF_LAYER_LINEAR, 64, 0);
-    add(net, SF_LAYER_LIF, 0, 0);
-    add(net, SF_LAYER_LINEAR, 16, 0);
+    tu_add_layer(net, SF_LAYER_CONV2D, 8, 1);
+    tu_add_layer(net, SF_LAYER_BATCHNORM, 0, 0);
+    tu_add_layer(net, SF_LAYER_LIF, 0, 0);
+    tu_add_layer(net, SF_LAYER_CONV2D, 16, 2);
+    tu_add_layer(net, SF_LAYER_BATCHNORM, 0, 0);
+    tu_add_layer(net, SF_LAYER_LIF, 0, 0);
+    tu_add_layer(net, SF_LAYER_MAXPOOL2D, 0, 0);
+    tu_add_layer(net, SF_LAYER_FLATTEN, 0, 0);
+    tu_add_layer(net, SF_LAYER_LINEAR, 64, 0);
+    tu_add_layer(net, SF_LAYER_LIF, 0, 0);
+    tu_add_layer(net, SF_LAYER_LINEAR, 16, 0);
     CHECK_OK(sf_net_compile(net, 4, 4));
     sf_optim_params o;
     sf_optim_default_params(&o);

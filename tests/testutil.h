@@ -43,6 +43,9 @@ void tu_randn(float *x, int64_t n, float mean, float std, uint64_t seed);
 /* LIF parameters from a fixture's 11-number vector (tests/ref/gen_neuron.py: tau, decay, decay_input, v_threshold,
  * v_reset, soft_reset, detach_reset, surrogate, alpha, use_grad_threshold, grad_threshold). */
 void tu_lif_params_of(const double *v, sf_lif_params *p);
+/* Appends a layer of the small test nets: conv 3×3 (padding 1, stride `stride`, 0 meaning 1) with n filters,
+ * linear with n outputs, max-pool 2×2, dropout p = 0.2, or any other kind with its defaults. */
+void tu_add_layer(sf_net *net, sf_layer_kind kind, int32_t n, int32_t stride);
 /* Every tensor of a role of a network, concatenated in order, as a malloc'd array of *n floats. */
 float *tu_net_read_role(sf_net *net, sf_tensor_role role, int64_t *n);
 /* Prints "<name>: N passed, N failed" and returns the process exit code. */

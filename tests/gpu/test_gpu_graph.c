@@ -16,16 +16,7 @@
 
 enum { T = 4, B_MAX = 8, C_IN = 2, HW = 8, K = 5 };
 
-static void add(sf_net *net, sf_layer_kind kind, int32_t n)
-{
-    sf_layer_desc d;
-    sf_layer_default_desc(kind, &d);
-    if (kind == SF_LAYER_CONV2D) d.out_channels = n, d.kernel = 3, d.padding = 1;
-    if (kind == SF_LAYER_LINEAR) d.out_features = n;
-    if (kind == SF_LAYER_MAXPOOL2D) d.kernel = 2, d.stride = 2;
-    if (kind == SF_LAYER_DROPOUT) d.dropout_p = 0.2f;
-    CHECK_OK(sf_net_add(net, &d, NULL));
-}
+static void add(sf_net *net, sf_layer_kind kind, int32_t n) { tu_add_layer(net, kind, n, 1); }
 
 static sf_net *make(bool graphs, sf_optimizer opt, bool dropout, sf_precision prec)
 {

@@ -10,6 +10,7 @@
  * activations in 16 bits: test_gpu_precision.c tests every op under them. */
 #include "cpu/cpu_backend.h"
 #include "cuda/cuda_backend.h"
+#include "gemm_cases.h"
 #include "testutil.h"
 
 #include <math.h>
@@ -259,22 +260,7 @@ static void test_conv(int64_t n, int32_t cin, int32_t hgt, int32_t wid, int32_t 
 }
 
 /* The linear and conv cases, at the precision of the current GPU backend. */
-static void test_gemm_ops(void)
-{
-    test_linear(37, 33, 17, 1, 1);
-    test_linear(1, 1, 1, 0, 1);
-    test_linear(640, 512, 10, 1, 0);
-    test_conv(3, 3, 9, 7, 5, 3, 1, 1, 1);
-    test_conv(2, 4, 8, 8, 6, 3, 2, 1, 0);
-    test_conv(1, 5, 5, 5, 3, 1, 1, 0, 1);
-    test_conv(20, 16, 16, 16, 32, 3, 1, 1, 0);
-    /* strided, odd sizes, with and without padding; the last one runs in chunks of 9, 9, 9, 8 images on the
-     * im2col + SGEMM path under a 1 MiB workspace cap (main runs these with conv_algo = gemm too) */
-    test_conv(7, 5, 13, 11, 9, 3, 2, 1, 1);
-    test_conv(5, 3, 10, 9, 4, 3, 2, 0, 0);
-    test_conv(3, 6, 9, 9, 8, 5, 3, 2, 1);
-    test_conv(35, 32, 15, 15, 64, 3, 2, 1, 1);
-}
+static void test_gemm_ops(void) { gemm_cases_run(test_linear, test_conv); }
 
 static void test_pool(int64_t n, int32_t h, int32_t w, int32_t k, int32_t s)
 {
