@@ -106,7 +106,7 @@ int main(int argc, char **argv)
     /* CIFAR-like input: one image per sample, the same at every step (direct encoding) */
     size_t img = 3 * 32 * 32;
     float *x = malloc(sizeof(float) * (size_t)(T * B) * img);
-    gb_randn(x, (size_t)B * img, 0.0f, 1.0f, 3);
+    sf_bench_randn(x, (size_t)B * img, 0.0f, 1.0f, 3);
     for (int64_t t = 1; t < T; t++) memcpy(x + (size_t)(t * B) * img, x, sizeof(float) * (size_t)B * img);
     int32_t labels[64];
     for (int b = 0; b < B; b++) labels[b] = (b * 7) % 10;

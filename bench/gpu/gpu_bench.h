@@ -4,7 +4,7 @@
 #ifndef SF_GPU_BENCH_H
 #define SF_GPU_BENCH_H
 
-#include "core/rng.h"
+#include "../bench_randn.h"
 #include "spikefuse.h"
 
 #include <cuda_runtime.h>
@@ -145,15 +145,6 @@ static inline void gb_card(char *name, size_t cap)
     snprintf(name, cap, "%.64s (%d SMs, %.0f GiB)", nm, p.multiProcessorCount, p.totalGlobalMem / 1073741824.0);
 }
 
-/* N(mean, std) from the counter hash (Box-Muller), so every run draws the same inputs. */
-static inline void gb_randn(float *x, size_t n, float mean, float std, uint64_t seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        float u1 = sf_uniform(seed, 1, i) + 1.0f / 33554432.0f, u2 = sf_uniform(seed, 2, i);
-        x[i] = mean + std * sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2);
-    }
-}
-
 /* Device buffer filled with N(mean, std). */
 static inline float *gb_device_randn(size_t n, float mean, float std, uint64_t seed)
 {
@@ -162,7 +153,7 @@ static inline float *gb_device_randn(size_t n, float mean, float std, uint64_t s
         fprintf(stderr, "out of host memory\n");
         exit(1);
     }
-    gb_randn(h, n, mean, std, seed);
+    sf_bench_randn(h, n, mean, std, seed);
     GB_CHECK(cudaMalloc((void **)&d, sizeof(float) * n));
     GB_CHECK(cudaMemcpy(d, h, sizeof(float) * n, cudaMemcpyHostToDevice));
     free(h);

@@ -96,7 +96,8 @@ const sf_key_spec sf_layer_keys[] = {
     {.name = "stride", .type = SF_V_INT32, .offset = DESC(stride), .min = 1, .max = 64, .kinds = K(SF_LAYER_CONV2D)},
     /* pools: 0 means the pool's size */
     {.name = "stride", .type = SF_V_INT32, .offset = DESC(stride), .min = 0, .max = 64, .kinds = POOLS},
-    {.name = "pad", .type = SF_V_INT32, .offset = DESC(padding), .min = 0, .max = 64, .kinds = K(SF_LAYER_CONV2D)},
+    {.name = "pad", .type = SF_V_INT32, .offset = DESC(padding), .min = 0, .max = 64,
+     .kinds = K(SF_LAYER_CONV2D) | POOLS},
     {.name = "bias", .type = SF_V_BOOL, .offset = DESC(bias), .kinds = K(SF_LAYER_CONV2D) | K(SF_LAYER_LINEAR)},
     {.name = "out", .type = SF_V_INT32, .offset = DESC(out_features), .min = 1, .max = 1 << 24,
      .kinds = K(SF_LAYER_LINEAR), .required = K(SF_LAYER_LINEAR)},

@@ -22,6 +22,8 @@ typedef struct sf_conv_shape {
 typedef struct sf_pool_shape {
     int64_t n;         /* T·B·C planes */
     int32_t h, w, k, stride, oh, ow;
+    int32_t pad;       /* implicit border on each side, at most k/2 (PyTorch's rule): -inf for max, 0 for avg, which
+                        * divides by k·k (count_include_pad); oh = (h + 2·pad - k) / stride + 1 */
 } sf_pool_shape;
 
 /* BN over (T, B, H, W) per channel: x is [rows, C, hw]. */

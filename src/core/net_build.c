@@ -160,14 +160,17 @@ static sf_status infer_shape(sf_net *net, sf_net_layer *l, int32_t index)
         break;
     case SF_LAYER_AVGPOOL2D:
     case SF_LAYER_MAXPOOL2D: {
-        int32_t k = d->kernel, s = d->stride ? d->stride : d->kernel;
-        if (k <= 0 || s <= 0 || k > h || k > w)
+        int32_t k = d->kernel, s = d->stride ? d->stride : d->kernel, p = d->padding;
+        if (k > 0 && (p < 0 || 2 * p > k))
+            return sf_fail(SF_ERR_INVALID, "layer %d (%s): padding %d must be in [0, kernel/2] (kernel %d)", index,
+                           name, p, k);
+        if (k <= 0 || s <= 0 || k > h + 2 * p || k > w + 2 * p)
             return sf_fail(SF_ERR_INVALID, "layer %d (%s): kernel %d, stride %d do not fit the %dx%d input", index,
                            name, k, s, h, w);
         if (k * k > 255) return sf_fail(SF_ERR_INVALID, "layer %d (%s): kernel %d too large (max 15)", index, name, k);
-        l->pool = (sf_pool_shape){.h = h, .w = w, .k = k, .stride = s};
-        h = (h - k) / s + 1;
-        w = (w - k) / s + 1;
+        l->pool = (sf_pool_shape){.h = h, .w = w, .k = k, .stride = s, .pad = p};
+        h = (h + 2 * p - k) / s + 1;
+        w = (w + 2 * p - k) / s + 1;
         l->pool.oh = h;
         l->pool.ow = w;
         break;

@@ -276,9 +276,9 @@ static void test_gemm_ops(void)
     test_conv(35, 32, 15, 15, 64, 3, 2, 1, 1);
 }
 
-static void test_pool(int64_t n, int32_t h, int32_t w, int32_t k, int32_t s)
+static void test_pool(int64_t n, int32_t h, int32_t w, int32_t k, int32_t s, int32_t pad)
 {
-    sf_pool_shape sh = {n, h, w, k, s, (h - k) / s + 1, (w - k) / s + 1};
+    sf_pool_shape sh = {n, h, w, k, s, (h + 2 * pad - k) / s + 1, (w + 2 * pad - k) / s + 1, pad};
     size_t nx = (size_t)(n * h * w), ny = (size_t)(n * sh.oh * sh.ow);
     /* spikes as pool input: many exact ties, which the first-maximum rule must break alike */
     float *hx = malloc(4 * nx);
@@ -292,7 +292,7 @@ static void test_pool(int64_t n, int32_t h, int32_t w, int32_t k, int32_t s)
     RUN(be->maxpool_forward(be, &sh, S(x), S(ym), S(am)));
     RUN(be->maxpool_backward(be, &sh, S(am), S(dy), S(dxm)));
     char t[96];
-    snprintf(t, sizeof t, "pool n=%lld %dx%d k=%d s=%d", (long long)n, h, w, k, s);
+    snprintf(t, sizeof t, "pool n=%lld %dx%d k=%d s=%d pad=%d", (long long)n, h, w, k, s, pad);
     cmp(t, &y, 1e-6);
     cmp(t, &dx, 1e-6);
     cmp(t, &ym, 0.0);
@@ -415,9 +415,12 @@ int main(void)
     test_bn(40, 16, 64, 320);
     test_bn(30, 33, 1, 330);
     test_gemm_ops();
-    test_pool(7, 9, 9, 2, 2);
-    test_pool(3, 9, 9, 3, 2);
-    test_pool(1, 5, 6, 3, 1);
+    test_pool(7, 9, 9, 2, 2, 0);
+    test_pool(3, 9, 9, 3, 2, 0);
+    test_pool(1, 5, 6, 3, 1, 0);
+    test_pool(6, 16, 16, 3, 2, 1); /* SpikingJelly's ResNet stem */
+    test_pool(5, 7, 6, 3, 2, 1);
+    test_pool(2, 5, 4, 2, 1, 1);
     test_elementwise();
     test_readout_loss(4, 5, 10);
     test_readout_loss(1, 1, 3);
