@@ -1,0 +1,398 @@
+"""seed_torch.py — the baselines of workloads W6 and W7 (docs/perf.md): the networks of bench/seed_nets.h, layer for
+layer, in PyTorch, one full training step (forward, cross-entropy on the mean over T, backward, SGD with momentum
+0.9) at a time, with the spiking neuron of each implementation:
+  torch       plain PyTorch BPTT, Liang et al.'s reference: LIF stepped through time in Python under autograd
+              (h = v/2 + x/2, a Heaviside spike with the sigmoid surrogate α 4, hard reset to 0 with the reset
+              detached), BN over (T, B, H, W)
+  sj_<impl>   SpikingJelly's multi-step LIFNode (same parameters): 0.0.0.0.x by backend name (cupy, torch), 2.x the
+              implementation it selects itself (named as it reports it, e.g. sj_triton)
+  snntorch    snnTorch's Leaky (β 0.5 on half the input, reset to zero, sigmoid surrogate slope 4) stepped in Python
+The other layers are PyTorch's, run over T·B images at once (SpikingJelly's multi-step layers do the same). fp32 with
+TF32 off, or the step under torch.autocast(bfloat16). Timing as the peers': CUDA events around one step after
+warm-up, median of the repeats (fewer repeats where one step takes long: `reps` in the JSON); peak =
+torch.cuda.max_memory_allocated over the timed steps. On the CPU (CI's smoke run) a host clock.
+Checks: the loss of every step is finite.
+
+Usage: seed_torch.py [--device cuda|cpu] [--impls torch,sj_cupy,..] [--workload W6|W7|all] [--nets a,b]
+                     [--T 2,4] [--precision fp32,bf16] [--reps N] [--warmup N] [--json FILE]
+                     [--skip-done FILE ...] [--smoke]
+--skip-done: points (impl, net, T, precision) that ran without error in those JSON files are not run again (one
+process per SpikingJelly version). --smoke: the CI-sized run, as bench_seed --smoke (widths / 4, B 2, T 2,
+ImageNet-shaped nets on 64×64, 2 steps). Exit status 1 if a point failed its check; a point that cannot run (a
+backend missing, out of memory) is recorded with its error and does not fail the run."""
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class SigmoidSpike(torch.autograd.Function):
+    """Θ(z) forward, α·σ(αz)(1 − σ(αz)) backward, α = 4."""
+
+    @staticmethod
+    def forward(ctx, z):
+        ctx.save_for_backward(z)
+        return (z >= 0).to(z.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (z,) = ctx.saved_tensors
+        sg = torch.sigmoid(4.0 * z)
+        return grad * 4.0 * sg * (1.0 - sg)
+
+
+class PlainLIF(nn.Module):
+    def forward(self, x):
+        v = torch.zeros_like(x[0])
+        out = []
+        for t in range(x.shape[0]):
+            h = 0.5 * v + 0.5 * x[t]
+            s = SigmoidSpike.apply(h - 1.0)
+            v = h * (1.0 - s.detach())
+            out.append(s)
+        return torch.stack(out)
+
+
+class SnnTorchLIF(nn.Module):
+    def __init__(self):
+        super().__init__()
+        import snntorch
+        from snntorch import surrogate
+        self.lif = snntorch.Leaky(beta=0.5, threshold=1.0, spike_grad=surrogate.sigmoid(slope=4),
+                                  reset_mechanism="zero")
+
+    def forward(self, x):
+        mem = self.lif.init_leaky()
+        out = []
+        for t in range(x.shape[0]):
+            spk, mem = self.lif(0.5 * x[t], mem)
+            out.append(spk)
+        return torch.stack(out)
+
+
+def spikingjelly_neurons(device):
+    """({impl: make LIFNode}, version, reset_net) for the SpikingJelly installed, or ({}, None, None)."""
+    try:
+        import importlib.metadata
+        import inspect
+        from spikingjelly.activation_based import functional, neuron, surrogate
+        version = importlib.metadata.version("spikingjelly")
+    except Exception as e:
+        print(f"spikingjelly: unavailable ({e!r})"[:300], flush=True)
+        return {}, None, None
+    kw = dict(tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=True,
+              surrogate_function=surrogate.Sigmoid(alpha=4.0), step_mode="m")
+    makers = {}
+    if "backend" in inspect.signature(neuron.LIFNode.__init__).parameters:  # 0.0.0.0.x: backends by name
+        import numpy
+        if not hasattr(numpy, "int"):  # its cupy backend still uses np.int, gone since NumPy 1.24 (peer only)
+            numpy.int = int
+        for backend in (("cupy", "torch") if device == "cuda" else ("torch",)):
+            makers["sj_" + backend] = lambda backend=backend: neuron.LIFNode(**kw, backend=backend)
+    else:  # 2.x picks the implementation itself
+        impl = "torch"
+        if device == "cuda":
+            impl = functional.neuron_implementation("lif", torch.device("cuda"))["implementation"]
+        makers["sj_" + impl] = lambda: neuron.LIFNode(**kw)
+    return makers, version, functional.reset_net
+
+
+class Net(nn.Module):
+    """Layers in the order bench/seed_nets.h adds them; each node reads earlier tensors by index (0: the input)."""
+
+    def __init__(self, neuron, div, image):
+        super().__init__()
+        self.neuron, self.div = neuron, div
+        self.mods = nn.ModuleList()
+        self.nodes = []  # (kind, module index or -1, input tensor ids)
+        self.shapes = [(3, image, image)]
+        self.vectors = set()  # tensors that are [T, B, features] (after flatten): their BN is BatchNorm1d
+
+    def width(self, w):
+        return max(w // self.div, 1)
+
+    def node(self, kind, module, ins, shape):
+        if module is not None:
+            self.mods.append(module)
+        self.nodes.append((kind, len(self.mods) - 1 if module is not None else -1, ins))
+        self.shapes.append(shape)
+        if kind == "flat" or ins[0] in self.vectors:
+            self.vectors.add(len(self.shapes) - 1)
+        return len(self.shapes) - 1
+
+    def conv(self, src, cout, k, stride, bias):
+        c, h, w = self.shapes[src]
+        cout = self.width(cout)
+        m = nn.Conv2d(c, cout, k, stride, k // 2, bias=bool(bias))
+        return self.node("layer", m, [src], (cout, (h + 2 * (k // 2) - k) // stride + 1,
+                                             (w + 2 * (k // 2) - k) // stride + 1))
+
+    def bn(self, src):
+        c = self.shapes[src][0]
+        return self.node("layer", nn.BatchNorm1d(c) if src in self.vectors else nn.BatchNorm2d(c), [src],
+                         self.shapes[src])
+
+    def lif(self, src):
+        return self.node("lif", self.neuron(), [src], self.shapes[src])
+
+    def bn_lif(self, src, bn):
+        return self.lif(self.bn(src) if bn else src)
+
+    def pool(self, src, kind, k, stride, pad):
+        c, h, w = self.shapes[src]
+        m = nn.MaxPool2d(k, stride, pad) if kind == "max" else nn.AvgPool2d(k, stride, pad)
+        return self.node("layer", m, [src], (c, (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1))
+
+    def flatten(self, src):
+        c, h, w = self.shapes[src]
+        return self.node("flat", None, [src], (c * h * w, 1, 1))
+
+    def linear(self, src, out):
+        return self.node("layer", nn.Linear(self.shapes[src][0], out), [src], (out, 1, 1))
+
+    def add(self, a, b):
+        return self.node("add", None, [a, b], self.shapes[a])
+
+    def head(self, src, classes):
+        k = self.shapes[src][1]
+        self.linear(self.flatten(self.pool(src, "avg", k, k, 0)), classes)
+
+    def forward(self, x):
+        vals = [x]
+        for kind, mi, ins in self.nodes:
+            a = vals[ins[0]]
+            if kind == "lif":
+                y = self.mods[mi](a)
+            elif kind == "add":
+                y = a + vals[ins[1]]
+            elif kind == "flat":
+                y = a.flatten(2)
+            else:  # a layer over T·B images at once
+                y = self.mods[mi](a.flatten(0, 1)).unflatten(0, a.shape[:2])
+            vals.append(y)
+        return vals[-1]
+
+
+def vgg(n, bn, ch, st):
+    t = n.conv(0, ch[0], 3, st[0], 1)
+    for c, s in zip(ch[1:], st[1:]):
+        t = n.conv(n.bn_lif(t, bn), c, 3, s, 1)
+    t = n.linear(n.flatten(n.bn_lif(t, bn)), n.width(1024))
+    t = n.linear(n.bn_lif(t, bn), n.width(512))
+    n.linear(n.bn_lif(t, bn), 10)
+
+
+def small(n, bn):
+    vgg(n, bn, [128, 256, 512], [2, 2, 2])
+
+
+def medium(n, bn):
+    vgg(n, bn, [128, 128, 128, 256, 256, 512, 512], [1, 1, 2, 1, 2, 1, 2])
+
+
+def large(n, bn):
+    vgg(n, bn, [128, 128, 128, 256, 256, 256, 512, 512, 512], [1, 1, 2, 1, 1, 2, 1, 1, 2])
+
+
+def alexnet(n, bn):
+    ch, st = [64, 128, 256, 256, 384, 256, 256], [2, 2, 2, 2, 1, 1, 2]
+    t = n.conv(0, ch[0], 3, st[0], 1)
+    for c, s in zip(ch[1:], st[1:]):
+        t = n.conv(n.bn_lif(t, bn), c, 3, s, 1)
+    t = n.linear(n.flatten(n.bn_lif(t, bn)), n.width(4096))
+    t = n.linear(n.bn_lif(t, bn), n.width(4096))
+    n.linear(n.lif(t), 1000)
+
+
+def resnet34_liang(n, bn):
+    r = n.bn(n.conv(0, 64, 7, 2, 0))
+    for width, blocks in zip([64, 128, 256, 512], [3, 4, 6, 3]):
+        for i in range(blocks):
+            a = n.lif(r)
+            y = n.bn(n.conv(a, width, 3, 2 if i == 0 else 1, 0))
+            y = n.bn(n.conv(n.lif(y), width, 3, 1, 0))
+            r = n.add(y, n.bn(n.conv(a, width, 1, 2, 0)) if i == 0 else r)
+    n.head(n.lif(r), 1000)
+
+
+def sj_resnet(n, blocks):
+    x = n.pool(n.lif(n.bn(n.conv(0, 64, 7, 2, 0))), "max", 3, 2, 1)
+    for s, (width, count) in enumerate(zip([64, 128, 256, 512], blocks)):
+        for i in range(count):
+            stride = 2 if s > 0 and i == 0 else 1
+            y = n.lif(n.bn(n.conv(x, width, 3, stride, 0)))
+            y = n.bn(n.conv(y, width, 3, 1, 0))
+            x = n.lif(n.add(y, n.bn(n.conv(x, width, 1, 2, 0)) if s > 0 and i == 0 else x))
+    n.head(x, 10)
+
+
+# name: (workload, build, bn, image, batch, T) — bench/seed_nets.h's sb_nets
+NETS = {
+    "small": ("W6", small, 1, 32, 64, [2, 4, 6, 8, 10]),
+    "small_nobn": ("W6", small, 0, 32, 64, [2, 4, 6, 8, 10]),
+    "medium": ("W6", medium, 1, 32, 64, [2, 4, 6, 8, 10]),
+    "medium_nobn": ("W6", medium, 0, 32, 64, [2, 4, 6, 8, 10]),
+    "large": ("W6", large, 1, 32, 64, [2, 4, 6, 8, 10]),
+    "large_nobn": ("W6", large, 0, 32, 64, [2, 4, 6, 8, 10]),
+    "alexnet": ("W6", alexnet, 1, 224, 16, [6]),
+    "resnet34": ("W6", resnet34_liang, 1, 224, 16, [6]),
+    "sj_resnet18": ("W7", lambda n, bn: sj_resnet(n, [2, 2, 2, 2]), 1, 32, 64, [4, 8, 16, 32]),
+    "sj_resnet34": ("W7", lambda n, bn: sj_resnet(n, [3, 4, 6, 3]), 1, 32, 64, [4, 8, 16, 32]),
+}
+
+
+def listed(arg, name):
+    return arg is None or name in arg.split(",")
+
+
+def sync(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def measure(net, reset, x, y, amp, reps, warmup, device):
+    """(median ms, p10, p90, reps run, peak MiB, first loss, last loss) of full training steps."""
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    losses = []
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        if reset:
+            reset(net)
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=amp):
+            loss = F.cross_entropy(net(x).mean(0), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.detach())
+
+    t0 = time.perf_counter()
+    for _ in range(max(warmup, 1)):
+        step()
+    sync(device)
+    per_step = (time.perf_counter() - t0) / max(warmup, 1)
+    reps = max(3, min(reps, int(20.0 / per_step))) if per_step > 2.0 else reps  # keep a slow point under ~20 s
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    ts = []
+    for _ in range(reps):
+        if device == "cuda":
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            step()
+            b.record()
+            torch.cuda.synchronize()
+            ts.append(a.elapsed_time(b))
+        else:
+            t = time.perf_counter()
+            step()
+            ts.append((time.perf_counter() - t) * 1e3)
+    peak = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else 0.0
+    ts.sort()
+    return ts[len(ts) // 2], ts[len(ts) // 10], ts[-1 - len(ts) // 10], reps, peak, [float(v) for v in losses]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--impls", default="torch")
+    ap.add_argument("--workload", default="all", choices=["W6", "W7", "all"])
+    ap.add_argument("--nets")
+    ap.add_argument("--T")
+    ap.add_argument("--precision")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--json")
+    ap.add_argument("--skip-done", nargs="*", default=[])
+    ap.add_argument("--smoke", action="store_true")
+    a = ap.parse_args()
+    for name in (a.nets or "").split(",") if a.nets else []:
+        if name not in NETS:
+            sys.exit(f"network '{name}' is not known: {', '.join(NETS)}")
+    if a.smoke:
+        a.T, a.reps, a.warmup = a.T or "2", 2, 0
+    precisions = (a.precision or ("fp32,bf16" if a.device == "cuda" else "fp32")).split(",")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(0)
+
+    makers = {"torch": PlainLIF, "snntorch": SnnTorchLIF}
+    sj, sj_version, sj_reset = ({}, None, None)
+    if any(i.startswith("sj_") for i in a.impls.split(",")):
+        sj, sj_version, sj_reset = spikingjelly_neurons(a.device)
+    makers.update(sj)
+    done = set()
+    for f in a.skip_done:
+        if os.path.exists(f):
+            for p in json.load(open(f))["points"]:
+                if p.get("ok"):
+                    done.add((p["impl"], p["net"], p["T"], p["precision"]))
+    snn_version = None
+    if listed(a.impls, "snntorch"):
+        try:
+            import importlib.metadata
+            snn_version = importlib.metadata.version("snntorch")
+        except Exception as e:
+            print(f"snntorch: unavailable ({e!r})"[:300], flush=True)
+    meta = dict(program="seed_torch", torch=torch.__version__, spikingjelly=sj_version, snntorch=snn_version,
+                device=torch.cuda.get_device_name() if a.device == "cuda" else "cpu", smoke=a.smoke,
+                warmup=a.warmup, points=[])
+    print(f"seed_torch: torch {torch.__version__}, spikingjelly {sj_version}, snntorch {snn_version}, "
+          f"{meta['device']}", flush=True)
+    print(f"{'wl':4s} {'net':12s} {'T':>4s} {'B':>3s} {'prec':5s} {'impl':10s} {'ms/step':>9s} {'p10':>8s} "
+          f"{'p90':>8s} {'reps':>4s} {'peak_MiB':>9s} {'loss':>8s}  check", flush=True)
+    bad = False
+    for impl in a.impls.split(","):
+        if impl not in makers:
+            print(f"{impl}: not available here", flush=True)
+            continue
+        for name, (wl, build, bn, image, batch, Ts) in NETS.items():
+            if not listed(a.nets, name) or a.workload not in ("all", wl):
+                continue
+            for T in ([int(t) for t in a.T.split(",")] if a.T else Ts):
+                for prec in precisions:
+                    if (impl, name, T, prec) in done:
+                        continue
+                    B, img = (2, 64 if image > 64 else image) if a.smoke else (batch, image)
+                    r = dict(workload=wl, net=name, bn=bool(bn), T=T, B=B, image=img, width_div=4 if a.smoke else 1,
+                             impl=impl, precision=prec, ok=False)
+                    line = f"{wl:4s} {name:12s} {T:4d} {B:3d} {prec:5s} {impl:10s}"
+                    try:
+                        torch.manual_seed(0)
+                        net = Net(makers[impl], r["width_div"], img)
+                        build(net, bn)
+                        net = net.to(a.device)
+                        g = torch.Generator().manual_seed(3)
+                        x = torch.randn(B, 3, img, img, generator=g).to(a.device).unsqueeze(0).repeat(T, 1, 1, 1, 1)
+                        y = (torch.arange(B) * 7 % net.shapes[-1][0]).to(a.device)
+                        ms, p10, p90, reps, peak, losses = measure(net, sj_reset if impl.startswith("sj_") else None,
+                                                                   x, y, prec == "bf16", a.reps, a.warmup, a.device)
+                        r.update(ms=ms, ms_p10=p10, ms_p90=p90, reps=reps, peak_mib=peak, first_loss=losses[0],
+                                 last_loss=losses[-1])
+                        r["ok"] = all(math.isfinite(v) for v in losses)
+                        if not r["ok"]:
+                            r["error"] = "a loss is not finite"
+                            bad = True
+                        line += f" {ms:9.2f} {p10:8.2f} {p90:8.2f} {reps:4d} {peak:9.0f} {losses[-1]:8.4f}  " + \
+                                ("ok" if r["ok"] else r["error"])
+                    except Exception as e:  # a backend that cannot run this point: recorded, not fatal
+                        r["error"] = repr(e)[:300]
+                        line += "  " + r["error"]
+                    print(line, flush=True)
+                    meta["points"].append(r)
+                    net = x = None
+                    if a.device == "cuda":
+                        torch.cuda.empty_cache()
+                    if a.json:
+                        with open(a.json, "w") as f:
+                            json.dump(meta, f, indent=1)
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
