@@ -9,9 +9,10 @@
  * ImageNet-shaped nets on 64×64).
  *
  * Usage: bench_seed [--device cpu|cuda[:N]] [--workload W6|W7|all] [--nets a,b,..] [--T 2,4,..]
- *                   [--precision fp32,tf32,bf16] [--steps N] [--warmup N] [--json FILE] [--smoke] [--list]
- * Defaults: cuda, all, every net, each net's workload T, fp32 and bf16 on CUDA (fp32 on the CPU), 10 steps after
- * 2 warm-up steps. Exit status 1 if any point failed to run or failed a check (the others still run). */
+ *                   [--precision fp32,tf32,bf16] [--batch N] [--steps N] [--warmup N] [--json FILE] [--smoke]
+ *                   [--list]
+ * Defaults: cuda, all, every net, each net's workload T and batch, fp32 and bf16 on CUDA (fp32 on the CPU), 10 steps
+ * after 2 warm-up steps. Exit status 1 if any point failed to run or failed a check (the others still run). */
 #include "bench_clock.h"
 #include "bench_randn.h"
 #include "seed_nets.h"
@@ -25,7 +26,7 @@
 typedef struct options {
     sf_device device;
     const char *workload, *nets, *Ts, *precisions, *json;
-    int steps, warmup, smoke;
+    int steps, warmup, smoke, batch;
 } options;
 
 typedef struct point {
@@ -44,7 +45,8 @@ typedef struct point {
 static void usage(void)
 {
     fputs("usage: bench_seed [--device cpu|cuda[:N]] [--workload W6|W7|all] [--nets a,b,..] [--T 2,4,..]\n"
-          "                  [--precision fp32,tf32,bf16] [--steps N] [--warmup N] [--json FILE] [--smoke] [--list]\n",
+          "                  [--precision fp32,tf32,bf16] [--batch N] [--steps N] [--warmup N] [--json FILE]\n"
+          "                  [--smoke] [--list]\n",
           stderr);
     exit(2);
 }
@@ -94,7 +96,7 @@ static int T_valid(const char *s)
 
 static options parse(int argc, char **argv)
 {
-    options o = {{SF_DEVICE_CUDA, 0}, "all", NULL, NULL, NULL, NULL, 10, 2, 0};
+    options o = {{SF_DEVICE_CUDA, 0}, "all", NULL, NULL, NULL, NULL, 10, 2, 0, 0};
     int device_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -123,6 +125,9 @@ static options parse(int argc, char **argv)
             o.steps = atoi(v);
         } else if (!strcmp(a, "--warmup")) {
             o.warmup = atoi(v);
+        } else if (!strcmp(a, "--batch")) {
+            o.batch = atoi(v);
+            if (o.batch < 1) usage();
         } else if (!strcmp(a, "--json")) {
             o.json = v;
         } else {
@@ -165,8 +170,7 @@ static void check_point(point *pt, const sf_net *net, int lifs)
             snprintf(pt->error, sizeof pt->error, "firing rate of LIF layer %d is %g", i, rates[i]);
         sum += rates[i];
     }
-    if (n != lifs && !pt->error[0])
-        snprintf(pt->error, sizeof pt->error, "%d firing rates for %d LIF layers", n, lifs);
+    if (n != lifs && !pt->error[0]) snprintf(pt->error, sizeof pt->error, "%d firing rates for %d LIF layers", n, lifs);
     pt->mean_rate = n > 0 ? sum / n : 0;
 }
 
@@ -270,6 +274,7 @@ static cJSON *point_json(const point *pt)
         cJSON_AddNumberToObject(o, "peak_mib", mib(pt->peak));
         cJSON_AddNumberToObject(o, "plan_mib", mib(pt->plan.total));
         cJSON_AddNumberToObject(o, "saved_mib", mib(pt->plan.saved));
+        cJSON_AddNumberToObject(o, "params", (double)(pt->plan.params / sizeof(float)));
         cJSON_AddNumberToObject(o, "first_loss", pt->first_loss);
         cJSON_AddNumberToObject(o, "last_loss", pt->last_loss);
         cJSON_AddNumberToObject(o, "mean_firing_rate", pt->mean_rate);
@@ -322,8 +327,14 @@ static int plan_points(const options *o, point *pts, int cap)
         for (int t = 0; t < nT; t++)
             for (int q = 0; q < 3; q++) {
                 if (!listed(o->precisions, sf_precision_name(precs[q])) || n == cap) continue;
-                pts[n] = (point){.kind = kind, .T = Ts[t], .B = o->smoke ? 2 : kind->batch, .prec = precs[q],
-                                 .div = o->smoke ? 4 : 1, .image = o->smoke && kind->image > 64 ? 64 : kind->image};
+                pts[n] = (point){.kind = kind,
+                                 .T = Ts[t],
+                                 .B = o->batch   ? o->batch
+                                      : o->smoke ? 2
+                                                 : kind->batch,
+                                 .prec = precs[q],
+                                 .div = o->smoke ? 4 : 1,
+                                 .image = o->smoke && kind->image > 64 ? 64 : kind->image};
                 n++;
             }
     }
@@ -336,8 +347,8 @@ int main(int argc, char **argv)
     point pts[512];
     int n = plan_points(&o, pts, 512);
     printf("bench_seed: %d points on %s%s, %d steps after %d warm-up  (%s)\n", n,
-           o.device.kind == SF_DEVICE_CUDA ? "cuda" : "cpu", o.smoke ? " (smoke: widths / 4, B = 2, 64x64 for ImageNet)" : "", o.steps,
-           o.warmup, sf_build_info());
+           o.device.kind == SF_DEVICE_CUDA ? "cuda" : "cpu",
+           o.smoke ? " (smoke: widths / 4, B = 2, 64x64 for ImageNet)" : "", o.steps, o.warmup, sf_build_info());
     printf("%-4s %-12s %4s %3s %-5s %9s %8s %8s %10s %9s %9s %8s %6s  %s\n", "wl", "net", "T", "B", "prec", "ms/step",
            "p10", "p90", "compile_ms", "peak_MiB", "plan_MiB", "loss", "rate", "check");
     int bad = 0;
@@ -355,6 +366,7 @@ int main(int argc, char **argv)
         bad |= pt->error[0] != 0;
         write_json(&o, pts, i + 1);
     }
-    printf("bench_seed: %d points in %.1f s, %s\n", n, sf_bench_now_s() - t0, bad ? "SOME FAILED" : "all checks passed");
+    printf("bench_seed: %d points in %.1f s, %s\n", n, sf_bench_now_s() - t0,
+           bad ? "SOME FAILED" : "all checks passed");
     return bad || n == 0;
 }

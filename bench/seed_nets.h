@@ -26,10 +26,10 @@
 /* The network being built, and where the next layer reads from. */
 typedef struct sb_builder {
     sf_net *net;
-    int32_t div;   /* width divisor */
-    int32_t lifs;  /* LIF layers added (the firing-rate count a step must report) */
+    int32_t div;  /* width divisor */
+    int32_t lifs; /* LIF layers added (the firing-rate count a step must report) */
     sf_status status;
-    int32_t last;  /* the last layer's output tensor */
+    int32_t last; /* the last layer's output tensor */
 } sb_builder;
 
 static int32_t sb_add(sb_builder *b, sf_layer_desc *d, int32_t from)
@@ -168,11 +168,10 @@ static void sb_sj_resnet(sb_builder *b, const int32_t *blocks)
     for (int s = 0; s < 4; s++)
         for (int i = 0; i < blocks[s]; i++) {
             int32_t stride = s > 0 && i == 0 ? 2 : 1;
-            int32_t y = sb_simple(b, SF_LAYER_LIF, sb_simple(b, SF_LAYER_BATCHNORM, sb_conv(b, x, width[s], 3,
-                                                                                            stride, 0)));
+            int32_t y =
+                sb_simple(b, SF_LAYER_LIF, sb_simple(b, SF_LAYER_BATCHNORM, sb_conv(b, x, width[s], 3, stride, 0)));
             y = sb_simple(b, SF_LAYER_BATCHNORM, sb_conv(b, y, width[s], 3, 1, 0));
-            int32_t shortcut = s > 0 && i == 0 ? sb_simple(b, SF_LAYER_BATCHNORM, sb_conv(b, x, width[s], 1, 2, 0))
-                                               : x;
+            int32_t shortcut = s > 0 && i == 0 ? sb_simple(b, SF_LAYER_BATCHNORM, sb_conv(b, x, width[s], 1, 2, 0)) : x;
             x = sb_simple(b, SF_LAYER_LIF, sb_sum(b, y, shortcut));
         }
     sb_head(b, x, 10);

@@ -6,7 +6,8 @@ Usage: seed_report.py FILE.json ... [--markdown OUT.md] [--plot DIR]
 The table goes to stdout (and OUT.md); W6 rows also say whether Liang et al.'s ratios over plain PyTorch (≥2.13×
 speed at ≤0.41× memory without BN, ≥1.94× at ≤0.33× with BN) and 1.8× SpikingJelly cupy are met. --plot needs
 matplotlib (Debian python3-matplotlib): it is imported only then, so the table runs anywhere (CI's smoke test).
-Exit status 1 if a file holds no points or a spikefuse point has no peer to compare with."""
+Exit status 1 if a file holds no points, a spikefuse point has no peer to compare with, or a peer's network has
+another parameter count than spikefuse's (then they did not build the same layers)."""
 import argparse
 import json
 import os
@@ -36,12 +37,12 @@ def ratios(ours, peer):
     """(speed, memory) of spikefuse against one peer point, None where either did not run."""
     if not (ours.get("ok") and peer.get("ok")):
         return None
-    mem = ours["peak_mib"] / peer["peak_mib"] if peer.get("peak_mib") else float("nan")
+    mem = ours["peak_mib"] / peer["peak_mib"] if peer.get("peak_mib") else float("nan")  # none on the CPU
     return peer["ms"] / ours["ms"], mem
 
 
 def verdict(p, impl, r):
-    if r is None or p["workload"] != "W6":
+    if r is None or p["workload"] != "W6" or p.get("width_div", 1) != 1:  # the targets are for the real sizes
         return ""
     if impl == "torch" and p["precision"] == "fp32":
         speed, mem = PAPER[p["bn"]]
@@ -49,6 +50,16 @@ def verdict(p, impl, r):
     if impl == "sj_cupy":
         return " met" if r[0] >= SJ_CUPY_TARGET else " MISSED"
     return ""
+
+
+def mismatches(ours, peers):
+    """Points where a peer's network has another parameter count than spikefuse's: not the same network."""
+    out = []
+    for key, p in ours.items():
+        for impl, q in peers.get(key, {}).items():
+            if "params" in p and "params" in q and p["params"] != q["params"]:
+                out.append(f"{'/'.join(map(str, key))} {impl}: {q['params']} parameters, spikefuse {p['params']}")
+    return out
 
 
 def table(ours, peers):
@@ -126,7 +137,10 @@ def main():
         plot(ours, peers, a.plot)
     if lonely:
         print(f"{lonely} spikefuse points have no peer point", file=sys.stderr)
-    sys.exit(1 if lonely or not ours else 0)
+    wrong = mismatches(ours, peers)
+    for m in wrong:
+        print("not the same network: " + m, file=sys.stderr)
+    sys.exit(1 if lonely or wrong or not ours else 0)
 
 
 if __name__ == "__main__":

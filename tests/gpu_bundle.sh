@@ -11,8 +11,9 @@ build=${1:-build}
 out=.carry/gpu
 rm -rf "$out" && mkdir -p "$out/bin" "$out/lib"
 progs=$(ls tests/gpu/*.c bench/gpu/*.c | xargs -n1 basename | sed 's/\.c$//')
-cmake --build "$build" -j"$(nproc)" --target $progs spikefuse_cli spikefuse >/dev/null
-for p in $progs; do cp "$build/$p" "$out/bin/"; done
+# bench_seed (bench/, runs on either device) for bench/run_seed_benchmarks.sh
+cmake --build "$build" -j"$(nproc)" --target $progs bench_seed spikefuse_cli spikefuse >/dev/null
+for p in $progs bench_seed; do cp "$build/$p" "$out/bin/"; done
 cp "$build/spikefuse" "$build/libspikefuse.so" "$out/bin/"
 # libraries from Debian that the GPU image lacks; CUDA's (cudart, cuBLAS, cuDNN, NCCL) and glibc's are there
 ldd "$out"/bin/* | awk '/=> \//{print $3}' | sort -u |

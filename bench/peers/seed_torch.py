@@ -13,9 +13,11 @@ warm-up, median of the repeats (fewer repeats where one step takes long: `reps` 
 torch.cuda.max_memory_allocated over the timed steps. On the CPU (CI's smoke run) a host clock.
 Checks: the loss of every step is finite.
 
-Usage: seed_torch.py [--device cuda|cpu] [--impls torch,sj_cupy,..] [--workload W6|W7|all] [--nets a,b]
-                     [--T 2,4] [--precision fp32,bf16] [--reps N] [--warmup N] [--json FILE]
-                     [--skip-done FILE ...] [--smoke]
+Usage: seed_torch.py [--device cuda|cpu] [--impls torch,sj_cupy,..] [--impls-w6 ..] [--impls-w7 ..]
+                     [--workload W6|W7|all] [--nets a,b] [--T 2,4] [--precision fp32,bf16] [--reps N]
+                     [--warmup N] [--json FILE] [--skip-done FILE ...] [--smoke]
+--impls (or per workload --impls-w6, --impls-w7): torch, snntorch, sj_<impl>, or sj for every SpikingJelly
+implementation the installed version has.
 --skip-done: points (impl, net, T, precision) that ran without error in those JSON files are not run again (one
 process per SpikingJelly version). --smoke: the CI-sized run, as bench_seed --smoke (widths / 4, B 2, T 2,
 ImageNet-shaped nets on 64×64, 2 steps). Exit status 1 if a point failed its check; a point that cannot run (a
@@ -301,6 +303,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--impls", default="torch")
+    ap.add_argument("--impls-w6", help="W6's implementations instead of --impls")
+    ap.add_argument("--impls-w7", help="W7's implementations instead of --impls")
     ap.add_argument("--workload", default="all", choices=["W6", "W7", "all"])
     ap.add_argument("--nets")
     ap.add_argument("--T")
@@ -321,11 +325,14 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)
 
+    wanted = {"W6": (a.impls_w6 or a.impls).split(","), "W7": (a.impls_w7 or a.impls).split(",")}
     makers = {"torch": PlainLIF, "snntorch": SnnTorchLIF}
     sj, sj_version, sj_reset = ({}, None, None)
-    if any(i.startswith("sj_") for i in a.impls.split(",")):
+    if any(i.startswith("sj") for impls in wanted.values() for i in impls):
         sj, sj_version, sj_reset = spikingjelly_neurons(a.device)
     makers.update(sj)
+    for wl, impls in wanted.items():  # "sj": every SpikingJelly implementation this version has
+        wanted[wl] = [j for i in impls for j in (sorted(sj) if i == "sj" else [i])]
     done = set()
     for f in a.skip_done:
         if os.path.exists(f):
@@ -333,7 +340,7 @@ def main():
                 if p.get("ok"):
                     done.add((p["impl"], p["net"], p["T"], p["precision"]))
     snn_version = None
-    if listed(a.impls, "snntorch"):
+    if any("snntorch" in impls for impls in wanted.values()):
         try:
             import importlib.metadata
             snn_version = importlib.metadata.version("snntorch")
@@ -347,12 +354,12 @@ def main():
     print(f"{'wl':4s} {'net':12s} {'T':>4s} {'B':>3s} {'prec':5s} {'impl':10s} {'ms/step':>9s} {'p10':>8s} "
           f"{'p90':>8s} {'reps':>4s} {'peak_MiB':>9s} {'loss':>8s}  check", flush=True)
     bad = False
-    for impl in a.impls.split(","):
+    for impl in dict.fromkeys(wanted["W6"] + wanted["W7"]):
         if impl not in makers:
             print(f"{impl}: not available here", flush=True)
             continue
         for name, (wl, build, bn, image, batch, Ts) in NETS.items():
-            if not listed(a.nets, name) or a.workload not in ("all", wl):
+            if not listed(a.nets, name) or a.workload not in ("all", wl) or impl not in wanted[wl]:
                 continue
             for T in ([int(t) for t in a.T.split(",")] if a.T else Ts):
                 for prec in precisions:
@@ -373,7 +380,7 @@ def main():
                         ms, p10, p90, reps, peak, losses = measure(net, sj_reset if impl.startswith("sj_") else None,
                                                                    x, y, prec == "bf16", a.reps, a.warmup, a.device)
                         r.update(ms=ms, ms_p10=p10, ms_p90=p90, reps=reps, peak_mib=peak, first_loss=losses[0],
-                                 last_loss=losses[-1])
+                                 last_loss=losses[-1], params=sum(p.numel() for p in net.parameters()))
                         r["ok"] = all(math.isfinite(v) for v in losses)
                         if not r["ok"]:
                             r["error"] = "a loss is not finite"

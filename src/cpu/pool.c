@@ -21,8 +21,8 @@ static sf_status check_pool(const char *op, const sf_pool_shape *sh)
     if (sh->k > 16) return sf_fail(SF_ERR_INVALID, "%s: window %d: at most 16 (the argmax is one byte)", op, sh->k);
     int32_t oh = (sh->h + 2 * p - sh->k) / sh->stride + 1, ow = (sh->w + 2 * p - sh->k) / sh->stride + 1;
     if (oh != sh->oh || ow != sh->ow)
-        return sf_fail(SF_ERR_INVALID, "%s: output %dx%d does not match (h + 2·pad - k)/stride + 1 = %dx%d", op,
-                       sh->oh, sh->ow, oh, ow);
+        return sf_fail(SF_ERR_INVALID, "%s: output %dx%d does not match (h + 2·pad - k)/stride + 1 = %dx%d", op, sh->oh,
+                       sh->ow, oh, ow);
     return SF_OK;
 }
 
@@ -82,8 +82,7 @@ sf_status sf_cpu_op_avgpool_backward(sf_backend *be, const sf_pool_shape *sh, co
     return SF_OK;
 }
 
-sf_status sf_cpu_op_maxpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y,
-                                    uint8_t *argmax)
+sf_status sf_cpu_op_maxpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y, uint8_t *argmax)
 {
     SF_TRY(check_pool("maxpool", sh));
     const int32_t k = sh->k;
@@ -112,8 +111,8 @@ sf_status sf_cpu_op_maxpool_forward(sf_backend *be, const sf_pool_shape *sh, con
     return SF_OK;
 }
 
-sf_status sf_cpu_op_maxpool_backward(sf_backend *be, const sf_pool_shape *sh, const uint8_t *argmax,
-                                     const float *dy, float *dx)
+sf_status sf_cpu_op_maxpool_backward(sf_backend *be, const sf_pool_shape *sh, const uint8_t *argmax, const float *dy,
+                                     float *dx)
 {
     SF_TRY(check_pool("maxpool backward", sh));
     const int32_t k = sh->k, s = sh->stride;
