@@ -90,7 +90,8 @@ def plot(ours, peers, outdir):
     nets = sorted({(k[0], k[1]) for k in ours})
     for wl in sorted({n[0] for n in nets}):
         names = [n[1] for n in nets if n[0] == wl]
-        fig, axes = plt.subplots(2, len(names), figsize=(3.2 * len(names), 6), squeeze=False)
+        fig, axes = plt.subplots(2, len(names), figsize=(max(8.0, 3.2 * len(names)), 6.5), squeeze=False)
+        colors = {}  # one colour per peer, solid fp32, dashed bf16
         for col, name in enumerate(names):
             series = {}
             for key, p in ours.items():
@@ -103,9 +104,15 @@ def plot(ours, peers, outdir):
             for label, pts in sorted(series.items()):
                 pts.sort()
                 Ts = [t for t, _ in pts]
-                style = "--" if label.endswith("bf16") else "-"
-                axes[0][col].plot(Ts, [r[0] for _, r in pts], style, marker="o", label=label)
-                axes[1][col].plot(Ts, [r[1] for _, r in pts], style, marker="o", label=label)
+                impl = label.split()[0]
+                c = colors.setdefault(impl, f"C{len(colors)}")
+                style = dict(color=c, linestyle="--" if label.endswith("bf16") else "-", marker="o", label=label)
+                axes[0][col].plot(Ts, [r[0] for _, r in pts], **style)
+                axes[1][col].plot(Ts, [r[1] for _, r in pts], **style)
+            bn = next(p["bn"] for k, p in ours.items() if k[:2] == (wl, name))
+            if wl == "W6":  # Liang et al.'s own ratios over plain PyTorch
+                axes[0][col].axhline(PAPER[bn][0], color="black", linestyle=":", linewidth=1)
+                axes[1][col].axhline(PAPER[bn][1], color="black", linestyle=":", linewidth=1)
             axes[0][col].set_title(name)
             axes[0][col].axhline(1.0, color="grey", linewidth=0.5)
             axes[1][col].axhline(1.0, color="grey", linewidth=0.5)
@@ -113,8 +120,10 @@ def plot(ours, peers, outdir):
         axes[0][0].set_ylabel("speed: peer ms / spikefuse ms")
         axes[1][0].set_ylabel("memory: spikefuse / peer peak")
         handles, labels = axes[0][0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="lower center", ncol=4, fontsize="small")
-        fig.tight_layout(rect=(0, 0.08, 1, 1))
+        fig.legend(handles, labels, loc="lower center", ncol=3, fontsize="small")
+        fig.suptitle(f"{wl}: spikefuse against each peer (solid fp32, dashed bf16 autocast"
+                     + ("; dotted: Liang et al.'s ratios)" if wl == "W6" else ")"))
+        fig.tight_layout(rect=(0, 0.12, 1, 1))
         path = os.path.join(outdir, f"seed_{wl.lower()}.png")
         fig.savefig(path, dpi=110)
         print(f"wrote {path}")
