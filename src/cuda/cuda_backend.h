@@ -20,6 +20,19 @@ sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, cons
 sf_status sf_cuda_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
                                const float *ds, float *dx, void *stream);
 
+/* A forced configuration of those kernels, for benchmarks and tests that compare configurations; 0 in a field is
+ * the automatic choice (neuron.cu says how it chooses). */
+typedef struct sf_cuda_lif_tuning {
+    int32_t fwd_vec;   /* neurons per forward thread: 1, or 4 where N and the alignment allow */
+    int32_t fwd_ahead; /* forward steps loaded ahead: 8, or 32 with one neuron per thread */
+    int32_t bwd_seg;   /* recompute segment of the backward, in steps (-1: as long as shared memory allows) */
+    int32_t bwd_ahead; /* backward steps loaded ahead: 4, 8, or 32 when h is recomputed */
+} sf_cuda_lif_tuning;
+sf_status sf_cuda_lif_forward_tuned(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out,
+                                    const sf_cuda_lif_tuning *tune, void *stream);
+sf_status sf_cuda_lif_backward_tuned(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
+                                     const float *ds, float *dx, const sf_cuda_lif_tuning *tune, void *stream);
+
 /* Usable CUDA devices now (0 when the driver finds none). */
 int32_t sf_cuda_count_devices(void);
 

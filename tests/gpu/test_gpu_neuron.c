@@ -60,7 +60,8 @@ static void host_lif(const sf_lif_params *p, int64_t T, int64_t N, const float *
     }
 }
 
-static void test_lif(const sf_lif_params *p, int64_t T, int64_t N, uint64_t seed, const char *what)
+static void test_lif_tuned(const sf_lif_params *p, int64_t T, int64_t N, uint64_t seed, const sf_cuda_lif_tuning *tune,
+                           const char *what)
 {
     size_t n = (size_t)(T * N);
     float *x = malloc(4 * n), *ds = malloc(4 * n), *s = malloc(4 * n), *h = malloc(4 * n), *dx = malloc(4 * n);
@@ -72,8 +73,8 @@ static void test_lif(const sf_lif_params *p, int64_t T, int64_t N, uint64_t seed
     uint8_t *du8 = NULL;
     CU(cudaMalloc((void **)&du8, n ? n : 1));
     sf_lif_out out = {.s = ds_, .s_u8 = du8, .h = dh, .spike_count = dcount};
-    CHECK_OK(sf_cuda_lif_forward(p, T, N, dx_, &out, NULL));
-    CHECK_OK(sf_cuda_lif_backward(p, T, N, dx_, NULL, dds, ddx, NULL));
+    CHECK_OK(sf_cuda_lif_forward_tuned(p, T, N, dx_, &out, tune, NULL));
+    CHECK_OK(sf_cuda_lif_backward_tuned(p, T, N, dx_, NULL, dds, ddx, tune, NULL));
     CHECK_OK(sf_cuda_lif_backward(p, T, N, dx_, dh, dds, ddx_full, NULL));
     CU(cudaDeviceSynchronize());
     float *gs = host_from(ds_, n), *gh = host_from(dh, n), *gdx = host_from(ddx, n), *gfull = host_from(ddx_full, n);
@@ -98,6 +99,42 @@ static void test_lif(const sf_lif_params *p, int64_t T, int64_t N, uint64_t seed
     free(gu8), free(rs), free(rdx), free(rh);
     cudaFree(dx_), cudaFree(dds), cudaFree(ds_), cudaFree(dh), cudaFree(ddx), cudaFree(ddx_full), cudaFree(dcount);
     cudaFree(du8);
+}
+
+static void test_lif(const sf_lif_params *p, int64_t T, int64_t N, uint64_t seed, const char *what)
+{
+    test_lif_tuned(p, T, N, seed, NULL, what);
+}
+
+/* Every launch configuration a benchmark may force gives the same spikes and dx as the host, on sizes where segments
+ * and batches do not divide T and N is no multiple of 4 (T = 300: a 76-step first segment at the automatic 224). */
+static void lif_tunings(void)
+{
+    const sf_cuda_lif_tuning tunes[] = {{0, 0, 0, 0},   {1, 32, 0, 0},  {1, 8, 0, 0},  {4, 8, 32, 8},
+                                        {0, 0, 32, 32}, {0, 0, 96, 32}, {0, 0, -1, 8}, {0, 0, 40, 4}};
+    const int64_t sizes[][2] = {{300, 97}, {1024, 64}, {257, 1028}, {65, 3}};
+    sf_lif_params p;
+    sf_lif_default_params(&p);
+    p.detach_reset = 1;
+    for (int i = 0; i < (int)(sizeof tunes / sizeof tunes[0]); i++)
+        for (int j = 0; j < 4; j++) {
+            char what[160];
+            const sf_cuda_lif_tuning *t = &tunes[i];
+            snprintf(what, sizeof what, "LIF T=%lld N=%lld tuning fwd %d/%d bwd seg %d ahead %d",
+                     (long long)sizes[j][0], (long long)sizes[j][1], t->fwd_vec, t->fwd_ahead, t->bwd_seg,
+                     t->bwd_ahead);
+            test_lif_tuned(&p, sizes[j][0], sizes[j][1], 300 + (uint64_t)(4 * i + j), t, what);
+        }
+    /* what cannot run is refused, not run wrongly */
+    const sf_cuda_lif_tuning bad[] = {{3, 8, 0, 0}, {4, 32, 0, 0}, {0, 0, 0, 16}, {0, 0, 100000, 8}};
+    float *d = dev_poison(64 * 300);
+    sf_lif_out out = {.s = d};
+    for (int i = 0; i < 4; i++) {
+        sf_status s = i < 2 ? sf_cuda_lif_forward_tuned(&p, 300, 64, d, &out, &bad[i], NULL)
+                            : sf_cuda_lif_backward_tuned(&p, 300, 64, d, NULL, d, d, &bad[i], NULL);
+        CHECK(s == SF_ERR_INVALID, "tuning %d accepted: %s", i, sf_status_str(s));
+    }
+    cudaFree(d);
 }
 
 static void lif_option_grid(void)
@@ -223,6 +260,7 @@ int main(void)
         return 1;
     }
     lif_option_grid();
+    lif_tunings();
     sf_backend *be;
     CHECK_OK(sf_cuda_backend_create(0, SF_PRECISION_FP32, NULL, &be));
     sf_lif_params p;
@@ -235,6 +273,8 @@ int main(void)
     p.soft_reset = 1;
     test_bn_lif(be, &p, 4, 3, 16, 64, 0, 53);
     test_bn_lif(be, &p, 10, 2, 33, 1, 1, 54);
+    test_bn_lif(be, &p, 100, 2, 3, 20, 0, 55); /* past 32 steps: one long segment at 32 steps ahead */
+    test_bn_lif(be, &p, 300, 1, 2, 33, 0, 56); /* segments that end at T, a short first one */
     be->destroy(be);
     return tu_finish("test_gpu_neuron");
 }
