@@ -5,7 +5,7 @@
  * dataflow). Input: one N(0, 1) image per sample repeated over T (direct encoding). Each point is also checked: every
  * step's loss finite, the plan's parts adding up to its total, the peak at least the plan, one firing rate in [0, 1]
  * per LIF layer. Results go to stdout as a table and, with --json, to a file rewritten after every point (a crash
- * keeps what was measured). Runs on the CPU too: --smoke is the CI-sized run (widths / 4, B = 2, T = 2, 2 steps,
+ * keeps what was measured). Runs on the CPU too: --smoke is the CI-sized run (widths / 8, B = 2, T = 2, 2 steps,
  * ImageNet-shaped nets on 64×64).
  *
  * Usage: bench_seed [--device cpu|cuda[:N]] [--workload W6|W7|all] [--nets a,b,..] [--T 2,4,..]
@@ -333,7 +333,7 @@ static int plan_points(const options *o, point *pts, int cap)
                                       : o->smoke ? 2
                                                  : kind->batch,
                                  .prec = precs[q],
-                                 .div = o->smoke ? 4 : 1,
+                                 .div = o->smoke ? 8 : 1,
                                  .image = o->smoke && kind->image > 64 ? 64 : kind->image};
                 n++;
             }
@@ -348,7 +348,7 @@ int main(int argc, char **argv)
     int n = plan_points(&o, pts, 512);
     printf("bench_seed: %d points on %s%s, %d steps after %d warm-up  (%s)\n", n,
            o.device.kind == SF_DEVICE_CUDA ? "cuda" : "cpu",
-           o.smoke ? " (smoke: widths / 4, B = 2, 64x64 for ImageNet)" : "", o.steps, o.warmup, sf_build_info());
+           o.smoke ? " (smoke: widths / 8, B = 2, 64x64 for ImageNet)" : "", o.steps, o.warmup, sf_build_info());
     printf("%-4s %-12s %4s %3s %-5s %9s %8s %8s %10s %9s %9s %8s %6s  %s\n", "wl", "net", "T", "B", "prec", "ms/step",
            "p10", "p90", "compile_ms", "peak_MiB", "plan_MiB", "loss", "rate", "check");
     int bad = 0;

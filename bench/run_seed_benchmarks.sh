@@ -8,7 +8,7 @@
 #   tar -C .carry -xJf .carry/gpu.tar.xz
 #   SEED_WHEELS=<folder>:<folder> LD_LIBRARY_PATH=$PWD/.carry/gpu/lib SF_GPU_BIN=$PWD/.carry/gpu/bin \
 #     bench/run_seed_benchmarks.sh
-# --smoke: the CI-sized run on the CPU (ctest bench_seed_smoke): every network at widths / 4, batch 2, T 2, against
+# --smoke: the CI-sized run on the CPU (ctest bench_seed_smoke): every network at widths / 8, batch 2, T 2, against
 #   plain PyTorch only; it checks that everything runs, passes its checks and builds the same networks on both sides.
 # Environment:
 #   OUT           where results go (default ./seed-out)

@@ -3,7 +3,7 @@
  *
  * Every LIF: tau 2, decay_input, θ 1, hard reset to 0, detach_reset, sigmoid α 4. Readout: mean over T of the last
  * linear layer, cross-entropy. `div` divides every channel and hidden width (1 for the workloads; the CPU smoke run
- * uses 4). The layers, as our reading of the papers:
+ * uses 8). The layers, as our reading of the papers:
  * - W6 (Liang et al., Table I and their CIFAR code): Small 128-256-512, Medium 128-128-128-256-256-512-512, Large
  *   128-128-128-256-256-256-512-512-512 (= W3) 3×3 convs, the last conv of each width with stride 2 (32 → 4), each
  *   conv after the first preceded by [BN →] LIF; then [BN →] LIF → FC 1024 → [BN →] LIF → FC 512 → [BN →] LIF →

@@ -19,7 +19,7 @@ Usage: seed_torch.py [--device cuda|cpu] [--impls torch,sj_cupy,..] [--impls-w6 
 --impls (or per workload --impls-w6, --impls-w7): torch, snntorch, sj_<impl>, or sj for every SpikingJelly
 implementation the installed version has.
 --skip-done: points (impl, net, T, precision) that ran without error in those JSON files are not run again (one
-process per SpikingJelly version). --smoke: the CI-sized run, as bench_seed --smoke (widths / 4, B 2, T 2,
+process per SpikingJelly version). --smoke: the CI-sized run, as bench_seed --smoke (widths / 8, B 2, T 2,
 ImageNet-shaped nets on 64×64, 2 steps). Exit status 1 if a point failed its check; a point that cannot run (a
 backend missing, out of memory) is recorded with its error and does not fail the run."""
 import argparse
@@ -278,7 +278,8 @@ def measure(net, reset, x, y, amp, reps, warmup, device):
         step()
     sync(device)
     per_step = (time.perf_counter() - t0) / max(warmup, 1)
-    reps = max(3, min(reps, int(20.0 / per_step))) if per_step > 2.0 else reps  # keep a slow point under ~20 s
+    if per_step > 2.0:  # keep a slow point under ~20 s, with at least 3 repeats where more were asked for
+        reps = min(reps, max(3, int(20.0 / per_step)))
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     ts = []
@@ -319,7 +320,7 @@ def main():
         if name not in NETS:
             sys.exit(f"network '{name}' is not known: {', '.join(NETS)}")
     if a.smoke:
-        a.T, a.reps, a.warmup = a.T or "2", 2, 0
+        a.T, a.reps, a.warmup = a.T or "2", 1, 1
     precisions = (a.precision or ("fp32,bf16" if a.device == "cuda" else "fp32")).split(",")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -366,7 +367,7 @@ def main():
                     if (impl, name, T, prec) in done:
                         continue
                     B, img = (2, 64 if image > 64 else image) if a.smoke else (batch, image)
-                    r = dict(workload=wl, net=name, bn=bool(bn), T=T, B=B, image=img, width_div=4 if a.smoke else 1,
+                    r = dict(workload=wl, net=name, bn=bool(bn), T=T, B=B, image=img, width_div=8 if a.smoke else 1,
                              impl=impl, precision=prec, ok=False)
                     line = f"{wl:4s} {name:12s} {T:4d} {B:3d} {prec:5s} {impl:10s}"
                     try:
