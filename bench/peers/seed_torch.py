@@ -33,6 +33,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from seed_nets import NETS, Net
+
 
 class SigmoidSpike(torch.autograd.Function):
     """Θ(z) forward, α·σ(αz)(1 − σ(αz)) backward, α = 4."""
@@ -105,150 +107,6 @@ def spikingjelly_neurons(device):
     return makers, version, functional.reset_net
 
 
-class Net(nn.Module):
-    """Layers in the order bench/seed_nets.h adds them; each node reads earlier tensors by index (0: the input)."""
-
-    def __init__(self, neuron, div, image):
-        super().__init__()
-        self.neuron, self.div = neuron, div
-        self.mods = nn.ModuleList()
-        self.nodes = []  # (kind, module index or -1, input tensor ids)
-        self.shapes = [(3, image, image)]
-        self.vectors = set()  # tensors that are [T, B, features] (after flatten): their BN is BatchNorm1d
-
-    def width(self, w):
-        return max(w // self.div, 1)
-
-    def node(self, kind, module, ins, shape):
-        if module is not None:
-            self.mods.append(module)
-        self.nodes.append((kind, len(self.mods) - 1 if module is not None else -1, ins))
-        self.shapes.append(shape)
-        if kind == "flat" or ins[0] in self.vectors:
-            self.vectors.add(len(self.shapes) - 1)
-        return len(self.shapes) - 1
-
-    def conv(self, src, cout, k, stride, bias):
-        c, h, w = self.shapes[src]
-        cout = self.width(cout)
-        m = nn.Conv2d(c, cout, k, stride, k // 2, bias=bool(bias))
-        return self.node("layer", m, [src], (cout, (h + 2 * (k // 2) - k) // stride + 1,
-                                             (w + 2 * (k // 2) - k) // stride + 1))
-
-    def bn(self, src):
-        c = self.shapes[src][0]
-        return self.node("layer", nn.BatchNorm1d(c) if src in self.vectors else nn.BatchNorm2d(c), [src],
-                         self.shapes[src])
-
-    def lif(self, src):
-        return self.node("lif", self.neuron(), [src], self.shapes[src])
-
-    def bn_lif(self, src, bn):
-        return self.lif(self.bn(src) if bn else src)
-
-    def pool(self, src, kind, k, stride, pad):
-        c, h, w = self.shapes[src]
-        m = nn.MaxPool2d(k, stride, pad) if kind == "max" else nn.AvgPool2d(k, stride, pad)
-        return self.node("layer", m, [src], (c, (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1))
-
-    def flatten(self, src):
-        c, h, w = self.shapes[src]
-        return self.node("flat", None, [src], (c * h * w, 1, 1))
-
-    def linear(self, src, out):
-        return self.node("layer", nn.Linear(self.shapes[src][0], out), [src], (out, 1, 1))
-
-    def add(self, a, b):
-        return self.node("add", None, [a, b], self.shapes[a])
-
-    def head(self, src, classes):
-        k = self.shapes[src][1]
-        self.linear(self.flatten(self.pool(src, "avg", k, k, 0)), classes)
-
-    def forward(self, x):
-        vals = [x]
-        for kind, mi, ins in self.nodes:
-            a = vals[ins[0]]
-            if kind == "lif":
-                y = self.mods[mi](a)
-            elif kind == "add":
-                y = a + vals[ins[1]]
-            elif kind == "flat":
-                y = a.flatten(2)
-            else:  # a layer over T·B images at once
-                y = self.mods[mi](a.flatten(0, 1)).unflatten(0, a.shape[:2])
-            vals.append(y)
-        return vals[-1]
-
-
-def vgg(n, bn, ch, st):
-    t = n.conv(0, ch[0], 3, st[0], 1)
-    for c, s in zip(ch[1:], st[1:]):
-        t = n.conv(n.bn_lif(t, bn), c, 3, s, 1)
-    t = n.linear(n.flatten(n.bn_lif(t, bn)), n.width(1024))
-    t = n.linear(n.bn_lif(t, bn), n.width(512))
-    n.linear(n.bn_lif(t, bn), 10)
-
-
-def small(n, bn):
-    vgg(n, bn, [128, 256, 512], [2, 2, 2])
-
-
-def medium(n, bn):
-    vgg(n, bn, [128, 128, 128, 256, 256, 512, 512], [1, 1, 2, 1, 2, 1, 2])
-
-
-def large(n, bn):
-    vgg(n, bn, [128, 128, 128, 256, 256, 256, 512, 512, 512], [1, 1, 2, 1, 1, 2, 1, 1, 2])
-
-
-def alexnet(n, bn):
-    ch, st = [64, 128, 256, 256, 384, 256, 256], [2, 2, 2, 2, 1, 1, 2]
-    t = n.conv(0, ch[0], 3, st[0], 1)
-    for c, s in zip(ch[1:], st[1:]):
-        t = n.conv(n.bn_lif(t, bn), c, 3, s, 1)
-    t = n.linear(n.flatten(n.bn_lif(t, bn)), n.width(4096))
-    t = n.linear(n.bn_lif(t, bn), n.width(4096))
-    n.linear(n.lif(t), 1000)
-
-
-def resnet34_liang(n, bn):
-    r = n.bn(n.conv(0, 64, 7, 2, 0))
-    for width, blocks in zip([64, 128, 256, 512], [3, 4, 6, 3]):
-        for i in range(blocks):
-            a = n.lif(r)
-            y = n.bn(n.conv(a, width, 3, 2 if i == 0 else 1, 0))
-            y = n.bn(n.conv(n.lif(y), width, 3, 1, 0))
-            r = n.add(y, n.bn(n.conv(a, width, 1, 2, 0)) if i == 0 else r)
-    n.head(n.lif(r), 1000)
-
-
-def sj_resnet(n, blocks):
-    x = n.pool(n.lif(n.bn(n.conv(0, 64, 7, 2, 0))), "max", 3, 2, 1)
-    for s, (width, count) in enumerate(zip([64, 128, 256, 512], blocks)):
-        for i in range(count):
-            stride = 2 if s > 0 and i == 0 else 1
-            y = n.lif(n.bn(n.conv(x, width, 3, stride, 0)))
-            y = n.bn(n.conv(y, width, 3, 1, 0))
-            x = n.lif(n.add(y, n.bn(n.conv(x, width, 1, 2, 0)) if s > 0 and i == 0 else x))
-    n.head(x, 10)
-
-
-# name: (workload, build, bn, image, batch, T) — bench/seed_nets.h's sb_nets
-NETS = {
-    "small": ("W6", small, 1, 32, 64, [2, 4, 6, 8, 10]),
-    "small_nobn": ("W6", small, 0, 32, 64, [2, 4, 6, 8, 10]),
-    "medium": ("W6", medium, 1, 32, 64, [2, 4, 6, 8, 10]),
-    "medium_nobn": ("W6", medium, 0, 32, 64, [2, 4, 6, 8, 10]),
-    "large": ("W6", large, 1, 32, 64, [2, 4, 6, 8, 10]),
-    "large_nobn": ("W6", large, 0, 32, 64, [2, 4, 6, 8, 10]),
-    "alexnet": ("W6", alexnet, 1, 224, 16, [6]),
-    "resnet34": ("W6", resnet34_liang, 1, 224, 16, [6]),
-    "sj_resnet18": ("W7", lambda n, bn: sj_resnet(n, [2, 2, 2, 2]), 1, 32, 64, [4, 8, 16, 32]),
-    "sj_resnet34": ("W7", lambda n, bn: sj_resnet(n, [3, 4, 6, 3]), 1, 32, 64, [4, 8, 16, 32]),
-}
-
-
 def listed(arg, name):
     return arg is None or name in arg.split(",")
 
@@ -300,7 +158,7 @@ def measure(net, reset, x, y, amp, reps, warmup, device):
     return ts[len(ts) // 2], ts[len(ts) // 10], ts[-1 - len(ts) // 10], reps, peak, [float(v) for v in losses]
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--impls", default="torch")
@@ -316,16 +174,68 @@ def main():
     ap.add_argument("--skip-done", nargs="*", default=[])
     ap.add_argument("--smoke", action="store_true")
     a = ap.parse_args()
-    for name in (a.nets or "").split(",") if a.nets else []:
+    for name in a.nets.split(",") if a.nets else []:
         if name not in NETS:
             sys.exit(f"network '{name}' is not known: {', '.join(NETS)}")
     if a.smoke:
         a.T, a.reps, a.warmup = a.T or "2", 1, 1
+    return a
+
+
+def done_points(files):
+    """(impl, net, T, precision) of the points that ran without error in earlier JSON files."""
+    done = set()
+    for f in files:
+        if os.path.exists(f):
+            for p in json.load(open(f))["points"]:
+                if p.get("ok"):
+                    done.add((p["impl"], p["net"], p["T"], p["precision"]))
+    return done
+
+
+def package_version(name):
+    try:
+        import importlib.metadata
+        return importlib.metadata.version(name)
+    except Exception as e:
+        print(f"{name}: unavailable ({e!r})"[:300], flush=True)
+        return None
+
+
+def run_point(a, make, reset, spec, r):
+    """Builds net r["net"] with neuron maker `make`, times it into record r; returns the table line's tail."""
+    wl, build, bn, image, batch, Ts = spec
+    B, img, T = r["B"], r["image"], r["T"]
+    try:
+        torch.manual_seed(0)
+        net = Net(make, r["width_div"], img)
+        build(net, bn)
+        net = net.to(a.device)
+        g = torch.Generator().manual_seed(3)
+        x = torch.randn(B, 3, img, img, generator=g).to(a.device).unsqueeze(0).repeat(T, 1, 1, 1, 1)
+        y = (torch.arange(B) * 7 % net.shapes[-1][0]).to(a.device)
+        ms, p10, p90, reps, peak, losses = measure(net, reset, x, y, r["precision"] == "bf16", a.reps, a.warmup,
+                                                   a.device)
+        r.update(ms=ms, ms_p10=p10, ms_p90=p90, reps=reps, peak_mib=peak, first_loss=losses[0],
+                 last_loss=losses[-1], params=sum(p.numel() for p in net.parameters()))
+        r["ok"] = all(math.isfinite(v) for v in losses)
+        if not r["ok"]:
+            r["error"] = "a loss is not finite"
+        return f" {ms:9.2f} {p10:8.2f} {p90:8.2f} {reps:4d} {peak:9.0f} {losses[-1]:8.4f}  " + r.get("error", "ok")
+    except Exception as e:  # a backend that cannot run this point: recorded, not a failed check
+        r["error"] = repr(e)[:300]
+        r["cannot_run"] = True
+        return "  " + r["error"]
+    finally:
+        if a.device == "cuda":
+            torch.cuda.empty_cache()
+
+
+def main():
+    a = parse_args()
     precisions = (a.precision or ("fp32,bf16" if a.device == "cuda" else "fp32")).split(",")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    torch.manual_seed(0)
-
     wanted = {"W6": (a.impls_w6 or a.impls).split(","), "W7": (a.impls_w7 or a.impls).split(",")}
     makers = {"torch": PlainLIF, "snntorch": SnnTorchLIF}
     sj, sj_version, sj_reset = ({}, None, None)
@@ -334,19 +244,8 @@ def main():
     makers.update(sj)
     for wl, impls in wanted.items():  # "sj": every SpikingJelly implementation this version has
         wanted[wl] = [j for i in impls for j in (sorted(sj) if i == "sj" else [i])]
-    done = set()
-    for f in a.skip_done:
-        if os.path.exists(f):
-            for p in json.load(open(f))["points"]:
-                if p.get("ok"):
-                    done.add((p["impl"], p["net"], p["T"], p["precision"]))
-    snn_version = None
-    if any("snntorch" in impls for impls in wanted.values()):
-        try:
-            import importlib.metadata
-            snn_version = importlib.metadata.version("snntorch")
-        except Exception as e:
-            print(f"snntorch: unavailable ({e!r})"[:300], flush=True)
+    done = done_points(a.skip_done)
+    snn_version = package_version("snntorch") if any("snntorch" in i for i in wanted.values()) else None
     meta = dict(program="seed_torch", torch=torch.__version__, spikingjelly=sj_version, snntorch=snn_version,
                 device=torch.cuda.get_device_name() if a.device == "cuda" else "cpu", smoke=a.smoke,
                 warmup=a.warmup, points=[])
@@ -354,52 +253,28 @@ def main():
           f"{meta['device']}", flush=True)
     print(f"{'wl':4s} {'net':12s} {'T':>4s} {'B':>3s} {'prec':5s} {'impl':10s} {'ms/step':>9s} {'p10':>8s} "
           f"{'p90':>8s} {'reps':>4s} {'peak_MiB':>9s} {'loss':>8s}  check", flush=True)
-    bad = False
     for impl in dict.fromkeys(wanted["W6"] + wanted["W7"]):
         if impl not in makers:
             print(f"{impl}: not available here", flush=True)
             continue
-        for name, (wl, build, bn, image, batch, Ts) in NETS.items():
+        for name, spec in NETS.items():
+            wl, image, Ts = spec[0], spec[3], spec[5]
             if not listed(a.nets, name) or a.workload not in ("all", wl) or impl not in wanted[wl]:
                 continue
-            for T in ([int(t) for t in a.T.split(",")] if a.T else Ts):
+            for T in [int(t) for t in a.T.split(",")] if a.T else Ts:
                 for prec in precisions:
                     if (impl, name, T, prec) in done:
                         continue
-                    B, img = (2, 64 if image > 64 else image) if a.smoke else (batch, image)
-                    r = dict(workload=wl, net=name, bn=bool(bn), T=T, B=B, image=img, width_div=8 if a.smoke else 1,
-                             impl=impl, precision=prec, ok=False)
-                    line = f"{wl:4s} {name:12s} {T:4d} {B:3d} {prec:5s} {impl:10s}"
-                    try:
-                        torch.manual_seed(0)
-                        net = Net(makers[impl], r["width_div"], img)
-                        build(net, bn)
-                        net = net.to(a.device)
-                        g = torch.Generator().manual_seed(3)
-                        x = torch.randn(B, 3, img, img, generator=g).to(a.device).unsqueeze(0).repeat(T, 1, 1, 1, 1)
-                        y = (torch.arange(B) * 7 % net.shapes[-1][0]).to(a.device)
-                        ms, p10, p90, reps, peak, losses = measure(net, sj_reset if impl.startswith("sj_") else None,
-                                                                   x, y, prec == "bf16", a.reps, a.warmup, a.device)
-                        r.update(ms=ms, ms_p10=p10, ms_p90=p90, reps=reps, peak_mib=peak, first_loss=losses[0],
-                                 last_loss=losses[-1], params=sum(p.numel() for p in net.parameters()))
-                        r["ok"] = all(math.isfinite(v) for v in losses)
-                        if not r["ok"]:
-                            r["error"] = "a loss is not finite"
-                            bad = True
-                        line += f" {ms:9.2f} {p10:8.2f} {p90:8.2f} {reps:4d} {peak:9.0f} {losses[-1]:8.4f}  " + \
-                                ("ok" if r["ok"] else r["error"])
-                    except Exception as e:  # a backend that cannot run this point: recorded, not fatal
-                        r["error"] = repr(e)[:300]
-                        line += "  " + r["error"]
-                    print(line, flush=True)
+                    r = dict(workload=wl, net=name, bn=bool(spec[2]), T=T, B=2 if a.smoke else spec[4],
+                             image=64 if a.smoke and image > 64 else image, width_div=8 if a.smoke else 1, impl=impl,
+                             precision=prec, ok=False)
+                    tail = run_point(a, makers[impl], sj_reset if impl.startswith("sj_") else None, spec, r)
+                    print(f"{wl:4s} {name:12s} {T:4d} {r['B']:3d} {prec:5s} {impl:10s}" + tail, flush=True)
                     meta["points"].append(r)
-                    net = x = None
-                    if a.device == "cuda":
-                        torch.cuda.empty_cache()
                     if a.json:
                         with open(a.json, "w") as f:
                             json.dump(meta, f, indent=1)
-    sys.exit(1 if bad else 0)
+    sys.exit(1 if any(not p["ok"] and not p.get("cannot_run") for p in meta["points"]) else 0)
 
 
 if __name__ == "__main__":
