@@ -19,7 +19,7 @@ static const struct config {
     {"old", {4, 8, 32, 8}}, /* the automatic choice before long segments: 32-step segments at 32 warps per SM */
     {"fwd_v1u8", {1, 8, 0, 0}},
     {"bwd_s32u32", {0, 0, 32, 32}},
-    {"bwd_s96u32", {0, 0, 96, 32}}, /* two blocks of columns per SM */
+    {"bwd_s96u8", {0, 0, 96, 8}},   /* two blocks of columns per SM (at 32 steps ahead, 178 registers allow one) */
     {"bwd_longu8", {0, 0, -1, 8}},  /* long segments, 8 steps ahead */
 };
 
