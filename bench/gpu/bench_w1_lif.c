@@ -35,13 +35,13 @@ static void fwd(void *arg)
 {
     struct w1 *w = arg;
     sf_lif_out out = {.s = w->s};
-    GB_OK(sf_cuda_lif_forward_tuned(&w->p, w->T, w->M, w->x, &out, &w->tune, w->st));
+    GB_OK(sf_cuda_lif_forward_tuned(&w->p, w->T, w->M, w->x, &out, NULL, &w->tune, w->st));
 }
 
 static void bwd(void *arg)
 {
     struct w1 *w = arg;
-    GB_OK(sf_cuda_lif_backward_tuned(&w->p, w->T, w->M, w->x, NULL, w->ds, w->dx, &w->tune, w->st));
+    GB_OK(sf_cuda_lif_backward_tuned(&w->p, w->T, w->M, w->x, NULL, w->ds, w->dx, NULL, &w->tune, w->st));
 }
 
 static void fwd_bwd(void *arg)

@@ -43,6 +43,7 @@ void sf_net_default_params(sf_net_params *p)
     p->cuda.graph = 1;
     p->cuda.conv_workspace_mib = 512;
     p->cuda.conv_algo = SF_CONV_ALGO_AUTO;
+    p->cuda.deterministic = 0;
 }
 
 sf_status sf_net_params_check(const sf_net_params *p)
@@ -75,6 +76,7 @@ sf_status sf_net_create_on(const sf_net_params *p, sf_backend *be, sf_net **out)
     }
     net->p = *p;
     net->be = be;
+    net->hooks.nseg = net->hooks.bn_parts = 1;
     *out = net;
     return SF_OK;
 }

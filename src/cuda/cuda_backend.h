@@ -16,12 +16,12 @@ sf_status sf_cuda_backend_create(int32_t device, sf_precision precision, const s
 /* The time-fused LIF over [T, N] device arrays on a caller's stream (a cudaStream_t; NULL: the default stream),
  * asynchronous: the op table's lif_forward / lif_backward without a backend. */
 sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out,
-                              void *stream);
+                              const sf_lif_state *st, void *stream);
 sf_status sf_cuda_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
-                               const float *ds, float *dx, void *stream);
+                               const float *ds, float *dx, const sf_lif_state *st, void *stream);
 
 /* A forced configuration of those kernels, for benchmarks and tests that compare configurations; 0 in a field is
- * the automatic choice (neuron.cu says how it chooses). */
+ * the automatic choice (neuron.cu says how it chooses). The _tuned calls are the calls above with it (st as there). */
 typedef struct sf_cuda_lif_tuning {
     int32_t fwd_vec;   /* neurons per forward thread: 1, or 4 where N and the alignment allow */
     int32_t fwd_ahead; /* forward steps loaded ahead: 8, or 32 with one neuron per thread */
@@ -29,9 +29,10 @@ typedef struct sf_cuda_lif_tuning {
     int32_t bwd_ahead; /* backward steps loaded ahead: 4, 8, or 32 when h is recomputed */
 } sf_cuda_lif_tuning;
 sf_status sf_cuda_lif_forward_tuned(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out,
-                                    const sf_cuda_lif_tuning *tune, void *stream);
+                                    const sf_lif_state *st, const sf_cuda_lif_tuning *tune, void *stream);
 sf_status sf_cuda_lif_backward_tuned(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
-                                     const float *ds, float *dx, const sf_cuda_lif_tuning *tune, void *stream);
+                                     const float *ds, float *dx, const sf_lif_state *st,
+                                     const sf_cuda_lif_tuning *tune, void *stream);
 
 /* Usable CUDA devices now (0 when the driver finds none). */
 int32_t sf_cuda_count_devices(void);

@@ -52,7 +52,15 @@ struct sf_cuda_neuron {
     const float *x; /* [T, N] */
     sf_cuda_bn_in bn; /* used when the kernel's BN flag is set */
     sf_cuda_lif_tuning tune; /* a forced launch configuration (zeros: the automatic one) */
+    sf_lif_state st;         /* [N] each, optional: the state carried across calls (spikefuse.h) */
+    int64_t bn_rows;         /* SF_DY_BN_DX: T·B of the whole batch when it spans several processes (0: this one's) */
 };
+
+/* v before the first step of neuron n: the carried state or the model's start value. */
+__device__ __forceinline__ float sf_cuda_v0(const sf_cuda_neuron &a, const sf_lif_coeffs &k, int64_t n)
+{
+    return a.st.v_in ? a.st.v_in[n] : k.v0;
+}
 
 /* What the backward does with dy_t = ∂L/∂y_t. */
 enum sf_cuda_dy_mode {
@@ -163,7 +171,7 @@ __global__ void __launch_bounds__(256)
         const sf_cuda_affine f = sf_cuda_affine_of<BN>(a, n);
         float v[V];
 #pragma unroll
-        for (int j = 0; j < V; j++) v[j] = k.v0;
+        for (int j = 0; j < V; j++) v[j] = sf_cuda_v0(a, k, n + j);
         auto step = [&](int64_t t, const float *xv) {
             int64_t i = t * a.N + n;
             float st[V], h[V];
@@ -197,6 +205,9 @@ __global__ void __launch_bounds__(256)
                     if (t0 + u < a.T) step(t0 + u, xs[u]);
             }
         }
+        if (a.st.v_out)
+#pragma unroll
+            for (int j = 0; j < V; j++) a.st.v_out[n + j] = v[j];
     }
     if (count) { /* exact: per-warp counts are small integers */
         for (int o = 16; o > 0; o >>= 1) spikes += __shfl_down_sync(0xffffffffu, spikes, o);
@@ -282,7 +293,7 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
     float v[V];
     if (!SAVED && nseg > 1) { /* v at each segment start (slot g for segment g >= 1), x streamed in batches */
 #pragma unroll
-        for (int j = 0; j < V; j++) v[j] = k.v0;
+        for (int j = 0; j < V; j++) v[j] = sf_cuda_v0(a, k, n + j);
         const int64_t tend = a.T - S; /* the last segment's start: no further */
         int64_t next_ck = a.T - (nseg - 1) * S;
         int ck = 1;
@@ -312,14 +323,17 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
     }
     float mdy = 0.0f, mdyx = 0.0f;
     if (MODE == SF_DY_BN_DX) {
-        float cnt = (float)(a.T * (a.N / a.bn.C));
+        float cnt = (float)((a.bn_rows ? a.bn_rows : a.T * (a.N / a.bn.C / a.bn.hw)) * a.bn.hw);
         int32_t ch = (int32_t)((n / a.bn.hw) % a.bn.C);
         mdy = dbeta[ch] / cnt;
         mdyx = dgamma[ch] / cnt;
     }
     float dv[V], sdy[V], sdyx[V];
 #pragma unroll
-    for (int j = 0; j < V; j++) dv[j] = sdy[j] = sdyx[j] = 0.0f;
+    for (int j = 0; j < V; j++) {
+        dv[j] = a.st.dv_in ? a.st.dv_in[n + j] : 0.0f;
+        sdy[j] = sdyx[j] = 0.0f;
+    }
     for (int64_t seg = nseg - 1; seg >= 0; seg--) {
         int64_t t1 = SAVED ? a.T : a.T - (nseg - 1 - seg) * S, t0 = SAVED ? 0 : max(t1 - S, (int64_t)0);
         sf_cuda_batch<V, U> nds, nx, cds, cx;
@@ -327,7 +341,7 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
         if (BN && SAVED) sf_cuda_load_batch<V, U, false>(nx, a.x, a.N, n, t1 - 1, -1, t0, t1);
         if (!SAVED) {
 #pragma unroll
-            for (int j = 0; j < V; j++) v[j] = seg > 0 ? SF_COL(ckpt, seg)[j] : k.v0;
+            for (int j = 0; j < V; j++) v[j] = seg > 0 ? SF_COL(ckpt, seg)[j] : sf_cuda_v0(a, k, n + j);
             sf_cuda_recompute<BN, V, U>(a, p.soft_reset, k, f, n, t0, t1, v, smem, xsm);
         }
         /* dx at step t - u: walks back one row per step (one add instead of a 64-bit multiply-add per element) */
@@ -388,6 +402,9 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
             sums[n + j] = sdy[j];
             sums[a.N + n + j] = sdyx[j];
         }
+    if (a.st.dv_out)
+#pragma unroll
+        for (int j = 0; j < V; j++) a.st.dv_out[n + j] = dv[j];
 }
 
 #undef SF_COL

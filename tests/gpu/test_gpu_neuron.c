@@ -2,11 +2,13 @@
  * core/lif_math.h: LIF forward/backward for every option combination (4 surrogates × hard/soft reset × detach_reset
  * × decay_input × θ_grad, plus v_reset ≠ 0 and an explicit decay) on awkward sizes (T=1, N=1, odd N, T long enough
  * for the segmented recompute), the full mode (h kept) against the recompute mode, and fused BN→LIF forward and
- * backward with batch statistics against a double-precision host reference.
+ * backward with batch statistics against a double-precision host reference; every LIF case and forced configuration
+ * again in two pieces with the state carried across (sf_lif_state), which must give the same bits.
  * Bounds: spikes exact (both sides round the same float operations); LIF dx relative error < 1e-5 (only expf
  * differs by an ulp); BN+LIF dx, dγ, dβ < 1e-4 (float sums in a different order); full == recompute bitwise. */
 #include "cuda/cuda_backend.h"
 #include "core/lif_math.h"
+#include "gpu_copies.h"
 #include "testutil.h"
 
 #include <cuda_runtime.h>
@@ -14,29 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CU(call) CHECK((call) == cudaSuccess, "%s", #call)
-
-static float *dev_from(const float *h, size_t n)
-{
-    float *d = NULL;
-    CU(cudaMalloc((void **)&d, 4 * (n ? n : 1)));
-    if (n) CU(cudaMemcpy(d, h, 4 * n, cudaMemcpyHostToDevice));
-    return d;
-}
-
 static float *dev_poison(size_t n)
 {
     float *d = NULL;
     CU(cudaMalloc((void **)&d, 4 * (n ? n : 1)));
     CU(cudaMemset(d, 0xff, 4 * (n ? n : 1))); /* NaN: an unwritten element fails the comparison */
     return d;
-}
-
-static float *host_from(const float *d, size_t n)
-{
-    float *h = malloc(4 * (n ? n : 1));
-    if (n) CU(cudaMemcpy(h, d, 4 * n, cudaMemcpyDeviceToHost));
-    return h;
 }
 
 static double *to_f64(const float *x, size_t n)
@@ -60,6 +45,33 @@ static void host_lif(const sf_lif_params *p, int64_t T, int64_t N, const float *
     }
 }
 
+/* The sequence cut after T1 steps and run as two calls in the same configuration, the state carried (v_out -> v_in
+ * forward; backward in reverse order, dv_out -> dv_in, the first piece's dv_out written over its dv_in), gives the one
+ * call's spikes, h and dx (gs, gh, gdx: host copies) bitwise. */
+static void check_pieces(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds,
+                         const sf_cuda_lif_tuning *tune, const float *gs, const float *gh, const float *gdx,
+                         const char *what)
+{
+    size_t n = (size_t)(T * N);
+    const int64_t T1 = T / 3 + 1, off = T1 * N;
+    float *s = dev_poison(n), *h = dev_poison(n), *dx = dev_poison(n), *v1 = dev_poison((size_t)N);
+    float *dv = dev_poison((size_t)N);
+    sf_lif_out o1 = {.s = s, .h = h}, o2 = {.s = s + off, .h = h + off};
+    sf_lif_state st1 = {.v_out = v1}, st2 = {.v_in = v1, .dv_out = dv}, back1 = {.dv_in = dv, .dv_out = dv};
+    CHECK_OK(sf_cuda_lif_forward_tuned(p, T1, N, x, &o1, &st1, tune, NULL));
+    CHECK_OK(sf_cuda_lif_forward_tuned(p, T - T1, N, x + off, &o2, &st2, tune, NULL));
+    CHECK_OK(sf_cuda_lif_backward_tuned(p, T - T1, N, x + off, NULL, ds + off, dx + off, &st2, tune, NULL));
+    CHECK_OK(sf_cuda_lif_backward_tuned(p, T1, N, x, NULL, ds, dx, &back1, tune, NULL));
+    CU(cudaDeviceSynchronize());
+    float *ps = host_from(s, n), *ph = host_from(h, n), *pdx = host_from(dx, n);
+    CHECK(memcmp(ps, gs, 4 * n) == 0 && memcmp(ph, gh, 4 * n) == 0 && memcmp(pdx, gdx, 4 * n) == 0,
+          "%s: in pieces of %lld and %lld steps with the state carried, spikes %d h %d dx %d differ from one call",
+          what, (long long)T1, (long long)(T - T1), memcmp(ps, gs, 4 * n) != 0, memcmp(ph, gh, 4 * n) != 0,
+          memcmp(pdx, gdx, 4 * n) != 0);
+    free(ps), free(ph), free(pdx);
+    cudaFree(s), cudaFree(h), cudaFree(dx), cudaFree(v1), cudaFree(dv);
+}
+
 static void test_lif_tuned(const sf_lif_params *p, int64_t T, int64_t N, uint64_t seed, const sf_cuda_lif_tuning *tune,
                            const char *what)
 {
@@ -73,9 +85,9 @@ static void test_lif_tuned(const sf_lif_params *p, int64_t T, int64_t N, uint64_
     uint8_t *du8 = NULL;
     CU(cudaMalloc((void **)&du8, n ? n : 1));
     sf_lif_out out = {.s = ds_, .s_u8 = du8, .h = dh, .spike_count = dcount};
-    CHECK_OK(sf_cuda_lif_forward_tuned(p, T, N, dx_, &out, tune, NULL));
-    CHECK_OK(sf_cuda_lif_backward_tuned(p, T, N, dx_, NULL, dds, ddx, tune, NULL));
-    CHECK_OK(sf_cuda_lif_backward(p, T, N, dx_, dh, dds, ddx_full, NULL));
+    CHECK_OK(sf_cuda_lif_forward_tuned(p, T, N, dx_, &out, NULL, tune, NULL));
+    CHECK_OK(sf_cuda_lif_backward_tuned(p, T, N, dx_, NULL, dds, ddx, NULL, tune, NULL));
+    CHECK_OK(sf_cuda_lif_backward(p, T, N, dx_, dh, dds, ddx_full, NULL, NULL));
     CU(cudaDeviceSynchronize());
     float *gs = host_from(ds_, n), *gh = host_from(dh, n), *gdx = host_from(ddx, n), *gfull = host_from(ddx_full, n);
     float *gcount = host_from(dcount, 1);
@@ -95,6 +107,7 @@ static void test_lif_tuned(const sf_lif_params *p, int64_t T, int64_t N, uint64_
     CHECK(eh == 0.0, "%s: h differs (rel %.2e)", what, eh);
     CHECK(edx < 1e-5, "%s: dx rel err %.2e", what, edx);
     CHECK(memcmp(gdx, gfull, 4 * n) == 0, "%s: backward from saved h differs from the recompute", what);
+    if (T > 1) check_pieces(p, T, N, dx_, dds, tune, gs, gh, gdx, what);
     free(x), free(ds), free(s), free(h), free(dx), free(gs), free(gh), free(gdx), free(gfull), free(gcount);
     free(gu8), free(rs), free(rdx), free(rh);
     cudaFree(dx_), cudaFree(dds), cudaFree(ds_), cudaFree(dh), cudaFree(ddx), cudaFree(ddx_full), cudaFree(dcount);
@@ -130,8 +143,8 @@ static void lif_tunings(void)
     float *d = dev_poison(64 * 300);
     sf_lif_out out = {.s = d};
     for (int i = 0; i < 4; i++) {
-        sf_status s = i < 2 ? sf_cuda_lif_forward_tuned(&p, 300, 64, d, &out, &bad[i], NULL)
-                            : sf_cuda_lif_backward_tuned(&p, 300, 64, d, NULL, d, d, &bad[i], NULL);
+        sf_status s = i < 2 ? sf_cuda_lif_forward_tuned(&p, 300, 64, d, &out, NULL, &bad[i], NULL)
+                            : sf_cuda_lif_backward_tuned(&p, 300, 64, d, NULL, d, d, NULL, &bad[i], NULL);
         CHECK(s == SF_ERR_INVALID, "tuning %d accepted: %s", i, sf_status_str(s));
     }
     cudaFree(d);
@@ -235,8 +248,8 @@ static void test_bn_lif(sf_backend *be, const sf_lif_params *p, int64_t T, int64
     CU(cudaMemcpy(dmean, mean, 4 * (size_t)C, cudaMemcpyHostToDevice));
     CU(cudaMemcpy(dvar, var, 4 * (size_t)C, cudaMemcpyHostToDevice));
     sf_lif_out out = {.s = ds_, .h = dh};
-    CHECK_OK(be->bn_lif_forward(be, p, T, sh, dx_, dmean, dvar, eps, dg, db, &out));
-    CHECK_OK(be->bn_lif_backward(be, p, T, sh, dx_, dh, dmean, dvar, eps, dg, db, dds, ddx, ddg, ddb));
+    CHECK_OK(be->bn_lif_forward(be, p, T, sh, dx_, dmean, dvar, eps, dg, db, &out, NULL));
+    CHECK_OK(be->bn_lif_backward(be, p, T, sh, dx_, dh, dmean, dvar, eps, dg, db, dds, ddx, ddg, ddb, NULL, NULL));
     CHECK_OK(be->sync(be));
     float *gs = host_from(ds_, n), *gdx = host_from(ddx, n), *gdg = host_from(ddg, (size_t)C);
     float *gdb = host_from(ddb, (size_t)C);

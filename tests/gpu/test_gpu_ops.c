@@ -139,9 +139,9 @@ static void test_lif(void)
             RUN(be->zero(be, S(cnt), 4));
             sf_lif_out oc = {.s = s.c, .s_u8 = u8.c, .h = h.c, .spike_count = cnt.c};
             sf_lif_out og = {.s = s.g, .s_u8 = u8.g, .h = h.g, .spike_count = cnt.g};
-            RUN(be->lif_forward(be, &p, T, N, S(x), side_ ? &og : &oc));
-            RUN(be->lif_backward(be, &p, T, N, S(x), S(h), S(ds), S(dx)));
-            RUN(be->lif_backward(be, &p, T, N, S(x), NULL, S(ds), S(dxr)));
+            RUN(be->lif_forward(be, &p, T, N, S(x), side_ ? &og : &oc, NULL));
+            RUN(be->lif_backward(be, &p, T, N, S(x), S(h), S(ds), S(dx), NULL));
+            RUN(be->lif_backward(be, &p, T, N, S(x), NULL, S(ds), S(dxr), NULL));
             char w[160];
             snprintf(w, sizeof w, "lif %s soft=%d detach=%d thr=%d decay_input=%d T=%lld N=%lld",
                      sf_surrogate_name(p.surrogate), p.soft_reset, p.detach_reset, p.use_grad_threshold, p.decay_input,
@@ -197,9 +197,9 @@ static void test_bn(int64_t rows, int32_t C, int64_t hw, uint64_t seed)
             p.alpha = sf_surrogate_default_alpha(p.surrogate);
             pair s = out(n), h = keep ? out(n) : (pair){0, NULL, NULL}, ds = randn(n, 0.0f, 1.0f, seed + 9);
             sf_lif_out oc = {.s = s.c, .h = h.c}, og = {.s = s.g, .h = h.g};
-            RUN(be->bn_lif_forward(be, &p, T, sh, S(x), S(mean), S(var), 1e-5f, S(g), S(b), side_ ? &og : &oc));
+            RUN(be->bn_lif_forward(be, &p, T, sh, S(x), S(mean), S(var), 1e-5f, S(g), S(b), side_ ? &og : &oc, NULL));
             RUN(be->bn_lif_backward(be, &p, T, sh, S(x), keep ? S(h) : NULL, S(mean), S(var), 1e-5f, S(g), S(b), S(ds),
-                                    S(dx), S(dg), S(db)));
+                                    S(dx), S(dg), S(db), NULL, NULL));
             char w[128];
             snprintf(w, sizeof w, "bn_lif rows=%lld C=%d hw=%lld T=%lld keep_h=%d", (long long)rows, C, (long long)hw,
                      (long long)T, keep);
