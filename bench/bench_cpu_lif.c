@@ -105,9 +105,9 @@ int main(int argc, char **argv)
             sf_lif_out out = {.s = s, .spike_count = r < 0 ? &spikes : NULL};
             const double copy = copy_gbs(&probe);
             double t0 = sf_bench_now_s();
-            sf_status st = sf_cpu_lif_forward(&p, T, M, x, &out);
+            sf_status st = sf_cpu_lif_forward(&p, T, M, x, &out, NULL);
             double t1 = sf_bench_now_s();
-            if (st == SF_OK) st = sf_cpu_lif_backward(&p, T, M, x, NULL, ds, dx);
+            if (st == SF_OK) st = sf_cpu_lif_backward(&p, T, M, x, NULL, ds, dx, NULL);
             double t2 = sf_bench_now_s();
             if (st != SF_OK) {
                 fprintf(stderr, "bench_cpu_lif: %s\n", sf_last_error());

@@ -106,6 +106,31 @@ SF_API sf_status sf_lif_params_check(const sf_lif_params *p);
 SF_API sf_status sf_surrogate_parse(const char *name, sf_surrogate *out);
 SF_API const char *sf_surrogate_name(sf_surrogate s);
 
+/* The LIF whose spikes are the forward-Euler steps (time step dt > 0) of a neuron of the Neuromorphic Intermediate
+ * Representation (NIR): LIF  tau·dv/dt = (v_leak - v) + r·I, or IF (is_if)  dv/dt = r·I, spiking when v reaches
+ * v_threshold and then reset to v_reset, starting at v_reset (docs/nir.md). Sets tau or decay, decay_input,
+ * v_threshold, v_reset and the hard reset of *p, keeping its other fields (surrogate, ...). tau of an IF is
+ * ignored. SF_ERR_UNSUPPORTED where no LIF computes it (tau < dt, a non-positive input scale r·dt/tau). */
+SF_API sf_status sf_lif_params_from_nir(int32_t is_if, double tau, double r, double v_leak, double v_threshold,
+                                        double v_reset, double dt, sf_lif_params *p);
+
+/* Neuron state carried across calls: a sequence cut into consecutive pieces of time (a stateful layer that is fed
+ * step by step, or the time pipeline's segments on several devices). Each pointer is optional, [N] float32 on the
+ * kernel's device; NULL keeps the one-call behaviour bitwise (v starts at v_reset for a hard reset or 0 for a soft
+ * one, no state is returned, ∂L/∂v after the last step is 0). Running pieces in order with v_out fed to the next
+ * piece's v_in, and their backwards in reverse order with dv_out fed to the previous piece's dv_in, gives the spikes
+ * and gradients of one call over the whole sequence, bitwise.
+ *   v_in    forward (and the backward's recompute of h): v before this piece's first step
+ *   v_out   forward: v after this piece's last step; may be v_in itself
+ *   dv_in   backward: ∂L/∂v after this piece's last step (the later piece's dv_out)
+ *   dv_out  backward: ∂L/∂v before this piece's first step (∂L/∂v_in); may be dv_in itself */
+typedef struct sf_lif_state {
+    const float *v_in;
+    float *v_out;
+    const float *dv_in;
+    float *dv_out;
+} sf_lif_state;
+
 /* The low-level fused kernels: all T steps of N independent neurons in one pass.
  * x, s, ds, dx are [T, N] float32 on `device` (host memory for the CPU, device memory for CUDA).
  * `stream` is a cudaStream_t for CUDA (NULL: the default stream) and ignored on the CPU; CUDA calls are
@@ -114,6 +139,12 @@ SF_API sf_status sf_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, co
                                 sf_device device, void *stream);
 SF_API sf_status sf_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds,
                                  float *dx, sf_device device, void *stream);
+/* The same with the neuron state carried across calls (st: see sf_lif_state; NULL is the calls above). The backward
+ * recomputes h from x and st->v_in, so a piece's backward needs the v_in its forward had. */
+SF_API sf_status sf_lif_forward_state(const sf_lif_params *p, int64_t T, int64_t N, const float *x, float *s,
+                                      const sf_lif_state *st, sf_device device, void *stream);
+SF_API sf_status sf_lif_backward_state(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds,
+                                       float *dx, const sf_lif_state *st, sf_device device, void *stream);
 
 /* ---------------------------------------------------------------- networks */
 typedef enum sf_layer_kind {
@@ -137,7 +168,7 @@ typedef struct sf_layer_desc {
     int32_t out_channels; /* CONV2D */
     int32_t kernel;       /* CONV2D, pools: square kernel size */
     int32_t stride;       /* CONV2D, pools (pools: 0 means = kernel) */
-    int32_t padding;      /* CONV2D */
+    int32_t padding;      /* CONV2D; pools: at most kernel/2, as PyTorch's (max: -inf border, avg: zeros counted) */
     int32_t bias;         /* LINEAR, CONV2D: 1 to learn a bias; default 1 */
     float dropout_p;      /* DROPOUT: probability of zeroing; one mask for all time steps */
     float bn_eps;         /* BATCHNORM: default 1e-5 */
@@ -185,6 +216,9 @@ typedef struct sf_cuda_options {
     int32_t conv_workspace_mib; /* the most scratch memory cuDNN's convolution algorithms may use, shared by all
                                  * layers (faster algorithms need more); default 512 */
     sf_conv_algo conv_algo;     /* default auto */
+    int32_t deterministic;      /* 1: deterministic algorithms and reductions only, chosen without timing them, so a
+                                 * run repeats to the bit on the same GPU and software, and a resumed run equals an
+                                 * uninterrupted one (the CPU always is); costs step time; default 0 */
 } sf_cuda_options;
 
 typedef struct sf_net_params {
@@ -277,8 +311,16 @@ SF_API sf_status sf_net_update(sf_net *net);
 /* Copies the readout logits of the last forward, averaged over T, to host [B, classes]. */
 SF_API sf_status sf_net_logits(const sf_net *net, float *out);
 /* Copies tensor `id` of the last forward to host [T, B, C, H, W] (only while it is still held: the output of the
- * last layer always is; others only right after a forward in SF_MEMORY_FULL). */
+ * last layer always is; others where the memory plan keeps them for the backward, or all of them with
+ * sf_net_set_keep_activations). */
 SF_API sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *out);
+/* For looking inside a network (plots, debugging): from the next sf_net_compile on, every tensor and every LIF
+ * layer's membrane potential stay held after each forward, training or evaluation, at the cost of a float per
+ * activation; results are unchanged. A compiled network must be compiled again. */
+SF_API sf_status sf_net_set_keep_activations(sf_net *net, int32_t on);
+/* Copies the membrane potential h (before reset) of the LIF layer that produces tensor `id` in the last forward to
+ * host [T, B, C, H, W]: after any forward with keep_activations, or after a training forward in SF_MEMORY_FULL. */
+SF_API sf_status sf_net_read_membrane(const sf_net *net, int32_t id, float *out);
 
 /* Firing rate (mean spikes per neuron and step) of each LIF layer in the last forward, in layer order.
  * Returns the number of LIF layers; writes at most `cap` rates. */

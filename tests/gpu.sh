@@ -18,10 +18,11 @@ say "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 
 BIN=build-gpu
 progs=$(ls tests/gpu/*.c bench/gpu/*.c | xargs -n1 basename | sed 's/\.c$//')
+progs="$progs bench_events spikefuse_cli" # the data loader's side of the event examples (below)
 if [ -n "${SF_GPU_BIN:-}" ] && [ -d "$SF_GPU_BIN" ]; then
     say "== using the programs in $SF_GPU_BIN (tests/gpu_bundle.sh)"
     BIN=$SF_GPU_BIN
-elif cmake -S . -B "$BIN" -DSF_CUDA=ON -DSF_TESTS=OFF -DSF_WERROR=ON >>"$LOG" 2>&1 &&
+elif cmake -S . -B "$BIN" -DSF_CUDA=ON -DSF_TESTS=OFF -DSF_CLI=OFF -DSF_WERROR=ON >>"$LOG" 2>&1 &&
     cmake --build "$BIN" -j"$(nproc)" --target $progs >>"$LOG" 2>&1; then
     say "== built in $BIN"
 else
@@ -67,6 +68,13 @@ if [ "$MODE" != --tests-only ]; then
     run bench_w3_vgg9 table 10 bf16 conv_workspace_mib=128
     # the step without its CUDA graph (bench_mlp_step measures both itself)
     run bench_w3_vgg9 table 10 fp32 graph=0
+    # event datasets: one loader's samples/s on this host's CPU against the GPU step of each event example
+    run bench_events table 20
+    for c in shd_ff nmnist_csnn dvsgesture_csnn; do
+        run spikefuse table bench examples/$c.ini --synthetic --device cuda --steps 20
+    done
+    # deterministic algorithms and reductions only ([train] deterministic): the cost against the first W3 line
+    run bench_w3_vgg9 table 10 fp32 deterministic=1
 fi
 rm -f "$OUT/.run"
 say ""

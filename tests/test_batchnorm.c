@@ -109,7 +109,7 @@ static void check_case(const sf_safetensors *st, int idx)
     /* Fused forward: spikes exact, h close, and bitwise what BN followed by LIF gives. */
     float count = 0;
     sf_lif_out out = {.s = s, .h = h, .spike_count = &count};
-    CHECK_OK(sf_cpu_op_bn_lif_forward(NULL, &k.p, k.T, k.sh, k.x, mean, var, k.eps, k.gamma, k.beta, &out));
+    CHECK_OK(sf_cpu_op_bn_lif_forward(NULL, &k.p, k.T, k.sh, k.x, mean, var, k.eps, k.gamma, k.beta, &out, NULL));
     CHECK(tu_count_diff(s, k.s, n) == 0, "%s", WHAT("spikes differ"));
     tu_expect_close(WHAT("h"), h, k.h, n, TOL_STAT);
     double ref_count = 0;
@@ -117,24 +117,24 @@ static void check_case(const sf_safetensors *st, int idx)
     CHECK(count == (float)ref_count, "%s: %g vs %g", WHAT("spike_count"), count, ref_count);
     const int64_t N = n / k.T;
     sf_lif_out out2 = {.s = s2, .h = h2};
-    CHECK_OK(sf_cpu_op_lif_forward(NULL, &k.p, k.T, N, y, &out2));
+    CHECK_OK(sf_cpu_op_lif_forward(NULL, &k.p, k.T, N, y, &out2, NULL));
     CHECK(memcmp(s, s2, n * sizeof *s) == 0 && memcmp(h, h2, n * sizeof *h) == 0, "%s",
           WHAT("fused forward differs bitwise from BN then LIF"));
 
     /* Fused backward, recompute and full: close to the reference, and bitwise equal to each other. */
     CHECK_OK(sf_cpu_op_bn_lif_backward(NULL, &k.p, k.T, k.sh, k.x, NULL, mean, var, k.eps, k.gamma, k.beta, k.ds,
-                                       dx, dg, db));
+                                       dx, dg, db, NULL, NULL));
     tu_expect_close(WHAT("BN-LIF dx"), dx, k.dx, n, TOL_GRAD);
     tu_expect_close(WHAT("BN-LIF dgamma"), dg, k.dgamma, C, TOL_GRAD);
     tu_expect_close(WHAT("BN-LIF dbeta"), db, k.dbeta, C, TOL_GRAD);
     CHECK_OK(sf_cpu_op_bn_lif_backward(NULL, &k.p, k.T, k.sh, k.x, h, mean, var, k.eps, k.gamma, k.beta, k.ds,
-                                       dx_full, dg_full, db_full));
+                                       dx_full, dg_full, db_full, NULL, NULL));
     CHECK(memcmp(dx, dx_full, n * sizeof *dx) == 0 && memcmp(dg, dg_full, C * sizeof *dg) == 0 &&
               memcmp(db, db_full, C * sizeof *db) == 0,
           "%s", WHAT("full and recompute gradients are not bitwise equal"));
 
     /* The unfused path (LIF backward, then BN backward) computes the same function. */
-    CHECK_OK(sf_cpu_op_lif_backward(NULL, &k.p, k.T, N, y, NULL, k.ds, dy));
+    CHECK_OK(sf_cpu_op_lif_backward(NULL, &k.p, k.T, N, y, NULL, k.ds, dy, NULL));
     CHECK_OK(sf_cpu_op_bn_backward(NULL, k.sh, k.x, mean, var, k.eps, k.gamma, dy, dx2, dg2, db2));
     tu_expect_close(WHAT("unfused dx"), dx2, k.dx, n, TOL_GRAD);
     tu_expect_close(WHAT("unfused dgamma"), dg2, k.dgamma, C, TOL_GRAD);
@@ -168,9 +168,9 @@ static void check_threads(int64_t T, int64_t B, int64_t hw)
         float *sums = malloc(4 * C * sizeof(float)); /* BN-LIF dgamma, dbeta, then BN dgamma, dbeta */
         CHECK_OK(sf_cpu_op_bn_stats(NULL, sh, x, mean, var));
         sf_lif_out o = {.s = s};
-        CHECK_OK(sf_cpu_op_bn_lif_forward(NULL, &p, T, sh, x, mean, var, 1e-5f, gamma, beta, &o));
+        CHECK_OK(sf_cpu_op_bn_lif_forward(NULL, &p, T, sh, x, mean, var, 1e-5f, gamma, beta, &o, NULL));
         CHECK_OK(sf_cpu_op_bn_lif_backward(NULL, &p, T, sh, x, NULL, mean, var, 1e-5f, gamma, beta, ds, dx, sums,
-                                           sums + C));
+                                           sums + C, NULL, NULL));
         CHECK_OK(sf_cpu_op_bn_backward(NULL, sh, x, mean, var, 1e-5f, gamma, ds, bdx, sums + 2 * C, sums + 3 * C));
         out[k][0] = mean;
         out[k][1] = var;
@@ -210,9 +210,9 @@ static void check_streaming(void)
         s[k] = aligned_alloc(64, (n + 16) * sizeof(float));
         dx[k] = aligned_alloc(64, (n + 16) * sizeof(float));
         sf_lif_out o = {.s = s[k] + k};
-        CHECK_OK(sf_cpu_op_bn_lif_forward(NULL, &p, T, sh, x, mean, var, 1e-5f, gamma, beta, &o));
+        CHECK_OK(sf_cpu_op_bn_lif_forward(NULL, &p, T, sh, x, mean, var, 1e-5f, gamma, beta, &o, NULL));
         CHECK_OK(sf_cpu_op_bn_lif_backward(NULL, &p, T, sh, x, NULL, mean, var, 1e-5f, gamma, beta, ds, dx[k] + k,
-                                           dg[k], db[k]));
+                                           dg[k], db[k], NULL, NULL));
     }
     CHECK(memcmp(s[0], s[1] + 1, n * sizeof(float)) == 0 && memcmp(dx[0], dx[1] + 1, n * sizeof(float)) == 0,
           "BN-LIF: streamed and plain outputs differ");
@@ -257,7 +257,7 @@ static void check_errors(void)
     sf_lif_out o = {.s = x};
     m[0] = 0;
     v[0] = 1;
-    CHECK(sf_cpu_op_bn_lif_forward(NULL, &p, 2, sh, x, m, v, 1e-5f, NULL, NULL, &o) == SF_ERR_INVALID,
+    CHECK(sf_cpu_op_bn_lif_forward(NULL, &p, 2, sh, x, m, v, 1e-5f, NULL, NULL, &o, NULL) == SF_ERR_INVALID,
           "rows = 3 with T = 2 must be rejected");
 }
 

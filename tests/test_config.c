@@ -206,7 +206,22 @@ static void test_errors(void)
     long_line[399] = 0;
     char text[600];
     snprintf(text, sizeof text, HEAD "%s" MLP, long_line);
-    expect_error(text, 3, "longer than");
+    expect_error(text, 3, "longer than 198 characters");
+    /* A comment line of any length is a comment (inih's line limit would cut it into a bogus line). */
+    long_line[0] = ';';
+    snprintf(text, sizeof text, HEAD "%s" "epochs = 3\n" MLP, long_line);
+    sf_config *commented = NULL;
+    CHECK_OK(sf_config_parse_string(text, "long_comment.ini", &commented));
+    if (commented) CHECK(commented->train.epochs == 3, "the line after a long comment is read");
+    sf_config_free(commented);
+    long_line[0] = ' ';
+    long_line[1] = '#';
+    snprintf(text, sizeof text, HEAD "%s" MLP, long_line);
+    CHECK_OK(sf_config_parse_string(text, "long_comment.ini", &commented));
+    sf_config_free(commented);
+    /* Ranges are printed as the tables hold them. */
+    expect_error(HEAD "[flatten]\n[linear]\nout = 20000000\n", 5, "must be in [1, 16777216]");
+    expect_error(HEAD "log_every = -1\n" MLP, 3, "must be in [0, 1000000000000]");
     /* Checks of the LIF parameters as a whole locate the section that made them. */
     expect_error(HEAD MLP "[lif]\ndecay = 1\n", 6, "[lif] (layer 2) LIF decay = 1 with decay_input");
     expect_error(HEAD "[neuron]\ndecay = 1\n" MLP, 3, "[neuron] LIF decay = 1 with decay_input");
@@ -237,19 +252,20 @@ static void test_cuda_options(void)
     CHECK_OK(sf_config_parse_string(HEAD MLP, "plain.ini", &cfg));
     if (cfg)
         CHECK(cfg->net.cuda.graph == 1 && cfg->net.cuda.conv_workspace_mib == 512 &&
-                  cfg->net.cuda.conv_algo == SF_CONV_ALGO_AUTO,
-              "CUDA options default to graph on, 512 MiB, auto");
+                  cfg->net.cuda.conv_algo == SF_CONV_ALGO_AUTO && cfg->net.cuda.deterministic == 0,
+              "CUDA options default to graph on, 512 MiB, auto, not deterministic");
     sf_config_free(cfg);
     cfg = NULL;
-    CHECK_OK(sf_config_parse_string(HEAD "cuda_graph = off\nconv_workspace_mib = 64\nconv_algo = gemm\n" MLP,
-                                    "cuda.ini", &cfg));
+    CHECK_OK(sf_config_parse_string(
+        HEAD "cuda_graph = off\nconv_workspace_mib = 64\nconv_algo = gemm\ndeterministic = on\n" MLP, "cuda.ini", &cfg));
     if (cfg)
         CHECK(cfg->net.cuda.graph == 0 && cfg->net.cuda.conv_workspace_mib == 64 &&
-                  cfg->net.cuda.conv_algo == SF_CONV_ALGO_GEMM,
-              "cuda_graph = off, conv_workspace_mib = 64, conv_algo = gemm");
+                  cfg->net.cuda.conv_algo == SF_CONV_ALGO_GEMM && cfg->net.cuda.deterministic == 1,
+              "cuda_graph = off, conv_workspace_mib = 64, conv_algo = gemm, deterministic = on");
     sf_config_free(cfg);
     expect_error(HEAD "conv_algo = winograd\n" MLP, 3, "[train] conv_algo = winograd: expects auto, cudnn or gemm");
     expect_error(HEAD "conv_workspace_mib = -1\n" MLP, 3, "[train] conv_workspace_mib = -1: must be in [0, 65536]");
+    expect_error(HEAD "deterministic = mostly\n" MLP, 3, "[train] deterministic = mostly: expects on or off");
 }
 
 /* [readout]: optional, the last section, at most once; its keys left [train]. */
@@ -277,7 +293,7 @@ static void test_readout(void)
 
     /* HEAD MLP spans lines 1-5, so [readout] is line 6. */
     expect_error(HEAD MLP "[readout]\ntype = sum\n", 7, "[readout] type = sum: expects mean or leaky");
-    expect_error(HEAD MLP "[readout]\ntau = 0.5\n", 7, "[readout] tau = 0.5: must be in [1, 1e+06]");
+    expect_error(HEAD MLP "[readout]\ntau = 0.5\n", 7, "[readout] tau = 0.5: must be in [1, 1000000]");
     expect_error(HEAD MLP "[readout]\ntau = fast\n", 7, "[readout] tau = fast: expects a number");
     expect_error(HEAD MLP "[readout]\nloss = mse\n", 7, "[readout] loss = mse: expects ce_mean or ce_per_step");
     expect_error(HEAD MLP "[readout]\ntau = 3\ntau = 4\n", 8, "[readout] tau given twice");
@@ -308,7 +324,7 @@ static void test_readout_overrides(void)
         const char *arg, *needle;
     } bad[] = {
         {"readout.type=sum", "override readout.type=sum: expects mean or leaky"},
-        {"readout.tau=0.5", "override readout.tau=0.5: must be in [1, 1e+06]"},
+        {"readout.tau=0.5", "override readout.tau=0.5: must be in [1, 1000000]"},
         {"readout.tau=", "override readout.tau=: expects a number"},
         {"readout.loss=mse", "override readout.loss=mse: expects ce_mean or ce_per_step"},
         {"readout.readout_tau=3", "unknown key 'readout_tau' in [readout]"},

@@ -101,8 +101,8 @@ static void test_idx_files(void)
         char dir[512];
         path_in(dir, sizeof dir, sub, "");
         sf_dataset *tr = NULL, *te = NULL;
-        CHECK_OK(sf_dataset_load(SF_DATASET_MNIST, dir, SF_SPLIT_TRAIN, &tr));
-        CHECK_OK(sf_dataset_load(SF_DATASET_MNIST, dir, SF_SPLIT_TEST, &te));
+        CHECK_OK(sf_dataset_load(SF_DATASET_MNIST, dir, SF_SPLIT_TRAIN, NULL, &tr));
+        CHECK_OK(sf_dataset_load(SF_DATASET_MNIST, dir, SF_SPLIT_TEST, NULL, &te));
         if (!tr || !te) return;
         CHECK(tr->count == 23 && te->count == 9, "counts %lld %lld", (long long)tr->count, (long long)te->count);
         CHECK(tr->channels == 1 && tr->height == 28 && tr->width == 28 && tr->classes == 10, "shape");
@@ -182,13 +182,13 @@ static void test_missing_and_broken_files(void)
     char dir[512], path[600];
     sf_dataset *ds = NULL;
     path_in(dir, sizeof dir, "nowhere", "");
-    expect_fail(sf_dataset_load(SF_DATASET_FASHION_MNIST, dir, SF_SPLIT_TRAIN, &ds), SF_ERR_IO,
+    expect_fail(sf_dataset_load(SF_DATASET_FASHION_MNIST, dir, SF_SPLIT_TRAIN, NULL, &ds), SF_ERR_IO,
                 "apt-get install dataset-fashion-mnist", "missing Fashion-MNIST names the package");
     CHECK(strstr(sf_last_error(), dir) != NULL, "missing dataset names the path: %s", sf_last_error());
-    expect_fail(sf_dataset_load(SF_DATASET_MNIST, dir, SF_SPLIT_TEST, &ds), SF_ERR_IO, "t10k-images-idx3-ubyte.gz",
-                "missing MNIST names the file");
-    expect_fail(sf_dataset_load(SF_DATASET_CIFAR10, dir, SF_SPLIT_TRAIN, &ds), SF_ERR_IO, "cifar-10-binary.tar.gz",
-                "missing CIFAR-10 names the download");
+    expect_fail(sf_dataset_load(SF_DATASET_MNIST, dir, SF_SPLIT_TEST, NULL, &ds), SF_ERR_IO,
+                "t10k-images-idx3-ubyte.gz", "missing MNIST names the file");
+    expect_fail(sf_dataset_load(SF_DATASET_CIFAR10, dir, SF_SPLIT_TRAIN, NULL, &ds), SF_ERR_IO,
+                "cifar-10-binary.tar.gz", "missing CIFAR-10 names the download");
 
     /* A gzip file cut short, and a labels file that belongs to another dataset size. */
     write_mnist_split("broken-gz", "train", 12, 1);
@@ -199,7 +199,7 @@ static void test_missing_and_broken_files(void)
     size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
     if (f) fclose(f);
     write_file(path, buf, n / 2, 0);
-    expect_fail(sf_dataset_load(SF_DATASET_MNIST, dir, SF_SPLIT_TRAIN, &ds), SF_ERR_FORMAT, "train-images",
+    expect_fail(sf_dataset_load(SF_DATASET_MNIST, dir, SF_SPLIT_TRAIN, NULL, &ds), SF_ERR_FORMAT, "train-images",
                 "truncated gzip");
     write_mnist_split("mismatch", "train", 12, 0);
     write_mnist_split("mismatch-labels", "train", 13, 0);
@@ -209,8 +209,8 @@ static void test_missing_and_broken_files(void)
     snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
     CHECK(system(cmd) == 0, "%s", cmd);
     path_in(dir, sizeof dir, "mismatch", "");
-    expect_fail(sf_dataset_load(SF_DATASET_MNIST, dir, SF_SPLIT_TRAIN, &ds), SF_ERR_FORMAT, "12 images, 13 labels",
-                "images and labels disagree");
+    expect_fail(sf_dataset_load(SF_DATASET_MNIST, dir, SF_SPLIT_TRAIN, NULL, &ds), SF_ERR_FORMAT,
+                "12 images, 13 labels", "images and labels disagree");
     /* Images of the wrong size for the dataset kind. */
     uint32_t idims[3] = {3, 5, 5}, ldims[1] = {3};
     uint8_t *im, *lb;
@@ -220,7 +220,7 @@ static void test_missing_and_broken_files(void)
     path_in(dir, sizeof dir, "mismatch", "train-labels-idx1-ubyte");
     write_file(dir, lb, llen, 0);
     path_in(dir, sizeof dir, "mismatch", "");
-    expect_fail(sf_dataset_load(SF_DATASET_MNIST, dir, SF_SPLIT_TRAIN, &ds), SF_ERR_FORMAT, "expected 1×28×28",
+    expect_fail(sf_dataset_load(SF_DATASET_MNIST, dir, SF_SPLIT_TRAIN, NULL, &ds), SF_ERR_FORMAT, "expected 1×28×28",
                 "wrong image size for MNIST");
     free(im);
     free(lb);
@@ -259,8 +259,8 @@ static void test_cifar(void)
         free(b);
     }
     sf_dataset *tr = NULL, *te = NULL;
-    CHECK_OK(sf_dataset_load(SF_DATASET_CIFAR10, dir, SF_SPLIT_TRAIN, &tr)); /* the parent of the .bin folder */
-    CHECK_OK(sf_dataset_load(SF_DATASET_CIFAR10, sub, SF_SPLIT_TEST, &te));  /* the .bin folder itself */
+    CHECK_OK(sf_dataset_load(SF_DATASET_CIFAR10, dir, SF_SPLIT_TRAIN, NULL, &tr)); /* the parent of the .bin folder */
+    CHECK_OK(sf_dataset_load(SF_DATASET_CIFAR10, sub, SF_SPLIT_TEST, NULL, &te));  /* the .bin folder itself */
     if (!tr || !te) return;
     CHECK(tr->count == 4 + 5 + 6 + 7 + 8 && te->count == 3, "CIFAR counts %lld %lld", (long long)tr->count,
           (long long)te->count);
@@ -285,11 +285,11 @@ static void test_cifar(void)
     CHECK(samples.count == 0 && samples.images == NULL, "no samples on failure");
     snprintf(path, sizeof path, "%s/test_batch.bin", sub);
     write_file(path, b, len, 0); /* with a bad label */
-    expect_fail(sf_dataset_load(SF_DATASET_CIFAR10, dir, SF_SPLIT_TEST, &te), SF_ERR_FORMAT, "test_batch.bin",
+    expect_fail(sf_dataset_load(SF_DATASET_CIFAR10, dir, SF_SPLIT_TEST, NULL, &te), SF_ERR_FORMAT, "test_batch.bin",
                 "corrupt CIFAR file named");
     snprintf(path, sizeof path, "%s/data_batch_4.bin", sub);
     CHECK(unlink(path) == 0, "unlink %s", path);
-    expect_fail(sf_dataset_load(SF_DATASET_CIFAR10, dir, SF_SPLIT_TRAIN, &tr), SF_ERR_IO, "data_batch_4.bin",
+    expect_fail(sf_dataset_load(SF_DATASET_CIFAR10, dir, SF_SPLIT_TRAIN, NULL, &tr), SF_ERR_IO, "data_batch_4.bin",
                 "missing CIFAR batch named");
     free(b);
 }
@@ -643,6 +643,69 @@ static void test_loader_eval(void)
     sf_dataset_free(ds);
 }
 
+/* Data-parallel shards: two loaders taking halves of each global batch see, together, what one loader with the whole
+ * batch sees (training: the same shuffled order; evaluation: the partial last batch split, one shard possibly
+ * empty), and a shard outside the batch is refused. */
+static void test_loader_shards(void)
+{
+    sf_dataset *ds = synthetic(21, 1, 2, 2);
+    for (int training = 0; training < 2; training++) {
+        sf_loader_params p;
+        sf_loader_default_params(&p);
+        p.batch = 8;
+        p.timesteps = 2;
+        p.training = training;
+        p.normalize = 0;
+        p.prefetch = training; /* both paths */
+        sf_loader *whole = NULL, *part[2] = {NULL, NULL};
+        CHECK_OK(sf_loader_create(ds, &p, &whole));
+        p.batch = 4;
+        p.shards = 2;
+        for (int k = 0; k < 2; k++) {
+            p.shard = k;
+            CHECK_OK(sf_loader_create(ds, &p, &part[k]));
+        }
+        if (!whole || !part[0] || !part[1]) return;
+        CHECK(sf_loader_batches_per_epoch(part[0]) == sf_loader_batches_per_epoch(whole),
+              "training %d: %lld shard batches per epoch, %lld whole", training,
+              (long long)sf_loader_batches_per_epoch(part[0]), (long long)sf_loader_batches_per_epoch(whole));
+        int ok = 1, batches = 0, valid_sum = 0, whole_valid = 0;
+        for (;;) {
+            const sf_batch *w, *a, *b;
+            CHECK_OK(sf_loader_next(whole, &w));
+            CHECK_OK(sf_loader_next(part[0], &a));
+            CHECK_OK(sf_loader_next(part[1], &b));
+            if (!w || !a || !b) {
+                ok &= !w && !a && !b;
+                break;
+            }
+            batches++;
+            whole_valid += w->valid;
+            valid_sum += a->valid + b->valid;
+            const sf_batch *half[2] = {a, b};
+            for (int k = 0; k < 2; k++)
+                for (int i = 0; i < half[k]->valid; i++) {
+                    ok &= half[k]->labels[i] == w->labels[k * 4 + i];
+                    for (int t = 0; t < 2; t++)
+                        ok &= memcmp(half[k]->x + (t * 4 + i) * 4, w->x + (t * 8 + k * 4 + i) * 4, 4 * sizeof(float)) == 0;
+                }
+        }
+        CHECK(ok && batches == (training ? 2 : 3) && valid_sum == whole_valid,
+              "training %d: shards differ from the whole batch (%d batches, %d vs %d valid samples)", training, batches,
+              valid_sum, whole_valid);
+        for (int k = 0; k < 2; k++) sf_loader_free(part[k]);
+        sf_loader_free(whole);
+    }
+    sf_loader_params p;
+    sf_loader_default_params(&p);
+    p.batch = 2;
+    p.shards = 2;
+    p.shard = 2;
+    sf_loader *bad = NULL;
+    expect_fail(sf_loader_create(ds, &p, &bad), SF_ERR_INVALID, "shard", "shard 2 of 2");
+    sf_dataset_free(ds);
+}
+
 static void test_real_fashion_mnist(void)
 {
     const char *dir = sf_dataset_default_dir(SF_DATASET_FASHION_MNIST);
@@ -653,8 +716,8 @@ static void test_real_fashion_mnist(void)
         return;
     }
     sf_dataset *tr = NULL, *te = NULL;
-    CHECK_OK(sf_dataset_load(SF_DATASET_FASHION_MNIST, NULL, SF_SPLIT_TRAIN, &tr));
-    CHECK_OK(sf_dataset_load(SF_DATASET_FASHION_MNIST, NULL, SF_SPLIT_TEST, &te));
+    CHECK_OK(sf_dataset_load(SF_DATASET_FASHION_MNIST, NULL, SF_SPLIT_TRAIN, NULL, &tr));
+    CHECK_OK(sf_dataset_load(SF_DATASET_FASHION_MNIST, NULL, SF_SPLIT_TEST, NULL, &te));
     if (!tr || !te) return;
     CHECK(tr->count == 60000 && te->count == 10000, "Fashion-MNIST has 60000 + 10000 samples");
     int64_t per_class[10] = {0};
@@ -691,6 +754,7 @@ int main(void)
     test_shuffle();
     test_loader_training();
     test_loader_eval();
+    test_loader_shards();
     test_real_fashion_mnist();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

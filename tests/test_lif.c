@@ -44,7 +44,7 @@ static void check_case(const sf_safetensors *st, int idx)
     uint8_t *s8 = malloc(n);
     float count = 3.0f; /* the kernel adds to it */
     sf_lif_out out = {.s = s, .s_u8 = s8, .h = h, .spike_count = &count};
-    CHECK_OK(sf_cpu_op_lif_forward(NULL, &p, T, N, x, &out));
+    CHECK_OK(sf_cpu_op_lif_forward(NULL, &p, T, N, x, &out, NULL));
 
     int64_t bad = tu_count_diff(s, s_ref, n), bad8 = 0;
     double ref_count = 0;
@@ -60,14 +60,14 @@ static void check_case(const sf_safetensors *st, int idx)
 
     /* Only s requested: the same spikes. */
     sf_lif_out only = {.s = s_only};
-    CHECK_OK(sf_cpu_lif_forward(&p, T, N, x, &only));
+    CHECK_OK(sf_cpu_lif_forward(&p, T, N, x, &only, NULL));
     CHECK(memcmp(s_only, s, n * sizeof *s) == 0, "%s: spikes differ when only s is requested", name);
 
-    CHECK_OK(sf_cpu_op_lif_backward(NULL, &p, T, N, x, NULL, ds, dx));
+    CHECK_OK(sf_cpu_op_lif_backward(NULL, &p, T, N, x, NULL, ds, dx, NULL));
     snprintf(key, sizeof key, "%s dx (recompute, surrogate %s, soft %d, detach %d, decay_input %d, gt %d)", name,
              sf_surrogate_name(p.surrogate), p.soft_reset, p.detach_reset, p.decay_input, p.use_grad_threshold);
     tu_expect_close(key, dx, dx_ref, n, TOL_DX);
-    CHECK_OK(sf_cpu_lif_backward(&p, T, N, x, h, ds, dx_full));
+    CHECK_OK(sf_cpu_lif_backward(&p, T, N, x, h, ds, dx_full, NULL));
     CHECK(memcmp(dx, dx_full, n * sizeof *dx) == 0, "%s: full and recompute dx are not bitwise equal", name);
 
     free(pv);
@@ -104,8 +104,8 @@ static void check_threads(sf_surrogate sur, int soft, int64_t T, int64_t N)
         dx[k] = malloc(n * sizeof(float));
         omp_set_num_threads(k + 1);
         sf_lif_out out = {.s = s[k], .h = h[k]};
-        CHECK_OK(sf_cpu_lif_forward(&p, T, N, x, &out));
-        CHECK_OK(sf_cpu_lif_backward(&p, T, N, x, NULL, ds, dx[k]));
+        CHECK_OK(sf_cpu_lif_forward(&p, T, N, x, &out, NULL));
+        CHECK_OK(sf_cpu_lif_backward(&p, T, N, x, NULL, ds, dx[k], NULL));
     }
     omp_set_num_threads(2);
     CHECK(memcmp(s[0], s[1], n * sizeof(float)) == 0 && memcmp(h[0], h[1], n * sizeof(float)) == 0 &&
@@ -143,8 +143,8 @@ static void check_position_independence(void)
         memcpy(xs + t * (N + 1) + 1, x + t * N, N * sizeof *x);
         memcpy(dss + t * (N + 1) + 1, ds + t * N, N * sizeof *ds);
     }
-    CHECK_OK(sf_cpu_lif_backward(&p, T, N, x, NULL, ds, dx));
-    CHECK_OK(sf_cpu_lif_backward(&p, T, N + 1, xs, NULL, dss, dxs));
+    CHECK_OK(sf_cpu_lif_backward(&p, T, N, x, NULL, ds, dx, NULL));
+    CHECK_OK(sf_cpu_lif_backward(&p, T, N + 1, xs, NULL, dss, dxs, NULL));
     int64_t diff = 0;
     for (int64_t t = 0; t < T; t++) diff += memcmp(dx + t * N, dxs + t * (N + 1) + 1, N * sizeof *dx) != 0;
     CHECK(diff == 0, "dx depends on the neuron's position in its block (%lld rows differ)", (long long)diff);
@@ -173,8 +173,8 @@ static void check_streaming(void)
         s8[k] = aligned_alloc(64, n + 64);
         float *s = buf[k][0] + k, *h = buf[k][1] + k, *dx = buf[k][2] + k; /* k = 1: not aligned */
         sf_lif_out out = {.s = s, .h = h, .s_u8 = s8[k] + k};
-        CHECK_OK(sf_cpu_lif_forward(&p, T, N, x, &out));
-        CHECK_OK(sf_cpu_lif_backward(&p, T, N, x, k ? h : NULL, ds, dx));
+        CHECK_OK(sf_cpu_lif_forward(&p, T, N, x, &out, NULL));
+        CHECK_OK(sf_cpu_lif_backward(&p, T, N, x, k ? h : NULL, ds, dx, NULL));
     }
     for (int j = 0; j < 3; j++)
         CHECK(memcmp(buf[0][j], buf[1][j] + 1, n * sizeof(float)) == 0, "output %d: streamed and plain differ", j);
@@ -193,12 +193,12 @@ static void check_errors(void)
     sf_lif_default_params(&p);
     float x = 0, s = 0;
     sf_lif_out out = {.s = &s};
-    CHECK(sf_cpu_lif_forward(&p, 0, 1, &x, &out) == SF_ERR_INVALID, "T = 0 must be rejected");
+    CHECK(sf_cpu_lif_forward(&p, 0, 1, &x, &out, NULL) == SF_ERR_INVALID, "T = 0 must be rejected");
     CHECK(strstr(sf_last_error(), "T=0") != NULL, "message should name the shape: %s", sf_last_error());
     p.tau = 0.5f;
-    CHECK(sf_cpu_lif_backward(&p, 1, 1, &x, NULL, &x, &s) == SF_ERR_INVALID, "tau < 1 must be rejected");
+    CHECK(sf_cpu_lif_backward(&p, 1, 1, &x, NULL, &x, &s, NULL) == SF_ERR_INVALID, "tau < 1 must be rejected");
     sf_lif_default_params(&p);
-    CHECK_OK(sf_cpu_lif_forward(&p, 3, 0, NULL, &out)); /* no neurons: nothing to do */
+    CHECK_OK(sf_cpu_lif_forward(&p, 3, 0, NULL, &out, NULL)); /* no neurons: nothing to do */
 }
 
 int main(void)

@@ -1,5 +1,5 @@
-/* test_safetensors.c — the safetensors parser on hostile headers (the cases fuzzing found or that border them)
- * and a write/read round trip. */
+/* test_safetensors.c — the safetensors parser on hostile headers (the cases fuzzing found or that border them),
+ * a write/read round trip, and the CRC-32 record that every load checks. */
 #include "io/safetensors.h"
 #include "testutil.h"
 
@@ -82,12 +82,43 @@ static void test_round_trip(void)
     CHECK(sf_safetensors_get_f32(st, "w", back, 5) == SF_ERR_FORMAT, "a wrong element count is refused");
     const char *m = sf_safetensors_meta(st, "config");
     CHECK(m && strcmp(m, "[train]\ndataset = mnist\n") == 0, "metadata reads back");
+    m = sf_safetensors_meta(st, SF_ST_CRC_KEY);
+    CHECK(m && strstr(m, "\"w\":\"") && strstr(m, "\"u\":\""), "the writer records a CRC-32 per tensor: %s", m ? m : "none");
     sf_safetensors_free(st);
+}
+
+/* Data bytes 0..3 have CRC-32 8bb98613 (zlib.crc32(bytes(range(4)))). */
+static void test_crc(void)
+{
+#define T4 "\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}"
+    size_t len;
+    uint8_t *b = file_of("{\"__metadata__\":{\"crc32\":\"{\\\"a\\\":\\\"8bb98613\\\"}\"}," T4 "}", 4, &len);
+    sf_safetensors *st = NULL;
+    CHECK_OK(sf_safetensors_parse(b, len, &st));
+    sf_safetensors_free(st);
+    b[len - 1] ^= 1;
+    CHECK(sf_safetensors_parse(b, len, &st) == SF_ERR_FORMAT && !st &&
+              strstr(sf_last_error(), "tensor 'a' is damaged"),
+          "a changed byte fails the CRC-32: %s", sf_last_error());
+    free(b);
+    expect_format_error("{\"__metadata__\":{\"crc32\":\"[1]\"}," T4 "}", 4, "is not a JSON object of CRC-32s");
+    expect_format_error("{\"__metadata__\":{\"crc32\":\"{}\"}," T4 "}", 4, "lists 0 tensors, the file holds 1");
+    expect_format_error("{\"__metadata__\":{\"crc32\":\"{\\\"b\\\":\\\"8bb98613\\\"}\"}," T4 "}", 4,
+                        "tensor 'a' has no CRC-32");
+    expect_format_error("{\"__metadata__\":{\"crc32\":\"{\\\"a\\\":\\\"8bb9861\\\"}\"}," T4 "}", 4,
+                        "tensor 'a' has no CRC-32");
+#undef T4
+    sf_st_writer *w = NULL;
+    CHECK_OK(sf_st_writer_create(&w));
+    if (!w) return;
+    CHECK(sf_st_writer_meta(w, SF_ST_CRC_KEY, "{}") == SF_ERR_INVALID, "the CRC-32 key is the writer's own");
+    sf_st_writer_free(w);
 }
 
 int main(void)
 {
     test_hostile_headers();
     test_round_trip();
+    test_crc();
     return tu_finish("test_safetensors");
 }

@@ -83,7 +83,7 @@ static void check_kernel(sf_surrogate kind, float alpha)
         x[i] = 1.0f + (float)(i - N / 2) * (6.0f / alpha) / (float)N; /* z in ±3/α */
         ds[i] = 1.0f;
     }
-    CHECK_OK(sf_cpu_lif_backward(&p, 1, N, x, NULL, ds, dx));
+    CHECK_OK(sf_cpu_lif_backward(&p, 1, N, x, NULL, ds, dx, NULL));
     int bad = 0, nonzero = 0;
     for (int64_t i = 0; i < N; i++) {
         const double z = (double)x[i] - 1.0;
@@ -115,9 +115,9 @@ static void check_grad_threshold(sf_surrogate kind)
         x[i] = 0.7f + 0.5f * (float)i / (float)N; /* spans θ_grad = 0.9 and θ = 1 */
         ds[i] = 1.0f;
     }
-    CHECK_OK(sf_cpu_lif_backward(&p, 1, N, x, NULL, ds, dx_open));
+    CHECK_OK(sf_cpu_lif_backward(&p, 1, N, x, NULL, ds, dx_open, NULL));
     p.use_grad_threshold = 1;
-    CHECK_OK(sf_cpu_lif_backward(&p, 1, N, x, NULL, ds, dx));
+    CHECK_OK(sf_cpu_lif_backward(&p, 1, N, x, NULL, ds, dx, NULL));
     int wrong = 0, masked = 0;
     for (int64_t i = 0; i < N; i++) {
         if (x[i] < p.grad_threshold) {
@@ -136,13 +136,13 @@ static void check_grad_threshold(sf_surrogate kind)
     tu_randn(xs, n, 0.6f, 1.0f, 41);
     tu_randn(dss, n, 0.0f, 1.0f, 42);
     p.use_grad_threshold = 0;
-    CHECK_OK(sf_cpu_lif_backward(&p, T, M, xs, NULL, dss, a));
+    CHECK_OK(sf_cpu_lif_backward(&p, T, M, xs, NULL, dss, a, NULL));
     p.use_grad_threshold = 1;
     p.grad_threshold = -1e30f;
-    CHECK_OK(sf_cpu_lif_backward(&p, T, M, xs, NULL, dss, b));
+    CHECK_OK(sf_cpu_lif_backward(&p, T, M, xs, NULL, dss, b, NULL));
     CHECK(memcmp(a, b, n * sizeof *a) == 0, "%s: θ_grad below every h must change nothing", sf_surrogate_name(kind));
     p.grad_threshold = 1e30f;
-    CHECK_OK(sf_cpu_lif_backward(&p, T, M, xs, NULL, dss, b));
+    CHECK_OK(sf_cpu_lif_backward(&p, T, M, xs, NULL, dss, b, NULL));
     int nz = 0;
     for (int64_t i = 0; i < n; i++) nz += b[i] != 0.0f;
     CHECK(nz == 0, "%s: θ_grad above every h must zero dx (%d nonzero)", sf_surrogate_name(kind), nz);

@@ -65,6 +65,15 @@ double tu_rel_err(const float *got, const double *ref, int64_t n)
     return sqrt(num) / fmax(sqrt(den), 1e-30);
 }
 
+double tu_rel_err_f32(const float *got, const float *ref, int64_t n)
+{
+    double *r = malloc((size_t)(n > 0 ? n : 1) * sizeof *r);
+    for (int64_t i = 0; i < n; i++) r[i] = ref[i];
+    double e = tu_rel_err(got, r, n);
+    free(r);
+    return e;
+}
+
 void tu_expect_close(const char *what, const float *got, const double *ref, int64_t n, double tol)
 {
     double e = tu_rel_err(got, ref, n);

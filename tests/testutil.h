@@ -34,6 +34,8 @@ float *tu_get_f32(const sf_safetensors *st, const char *name, int64_t numel);
 double *tu_get_f64(const sf_safetensors *st, const char *name, int64_t numel);
 /* ‖got − ref‖₂ / max(‖ref‖₂, tiny); NaN in got gives +inf. */
 double tu_rel_err(const float *got, const double *ref, int64_t n);
+/* The same against a float reference (one float computation against another). */
+double tu_rel_err_f32(const float *got, const float *ref, int64_t n);
 /* Compares and records one check: relative error within tol. */
 void tu_expect_close(const char *what, const float *got, const double *ref, int64_t n, double tol);
 /* Counts positions where got and ref differ (for spikes, which must match exactly). */

@@ -1,13 +1,18 @@
 /* cli.c — error reporting, option scanning and signal handling shared by the subcommands. */
 #include "cli.h"
 
+#include "io/files.h"
+#include "train/trainer.h"
+
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int sf_cli_error(const char *cmd, int code, const char *fmt, ...)
 {
@@ -20,15 +25,21 @@ int sf_cli_error(const char *cmd, int code, const char *fmt, ...)
     return code;
 }
 
+int sf_cli_exit_code(sf_status s)
+{
+    switch (s) {
+    case SF_OK: return SF_EXIT_OK;
+    case SF_ERR_NUMERIC: return SF_EXIT_NUMERIC;
+    case SF_ERR_INVALID: return SF_EXIT_CONFIG;
+    default: return SF_EXIT_FAILURE;
+    }
+}
+
 int sf_cli_status(const char *cmd, sf_status s)
 {
     const char *msg = sf_last_error();
     sf_cli_error(cmd, 0, "%s", *msg ? msg : sf_status_str(s));
-    switch (s) {
-    case SF_OK: return SF_EXIT_OK;
-    case SF_ERR_NUMERIC: return SF_EXIT_NUMERIC;
-    default: return SF_EXIT_FAILURE;
-    }
+    return sf_cli_exit_code(s);
 }
 
 int sf_cli_is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
@@ -105,4 +116,36 @@ const char *sf_cli_bytes(double bytes, char *buf, int cap)
     }
     snprintf(buf, (size_t)cap, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
     return buf;
+}
+
+int sf_cli_positive(const char *cmd, const char *flag, const char *text, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end || errno || !isfinite(v) || !(v > 0)) {
+        sf_cli_error(cmd, 0, "%s '%s': expected a positive number", flag, text);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+int sf_cli_checkpoint_path(const char *cmd, const char *arg, char *path, size_t cap)
+{
+    struct stat sb;
+    if (stat(arg, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        if (sf_path_join(path, cap, arg, SF_RUN_BEST) != SF_OK) return sf_cli_status(cmd, SF_ERR_IO);
+        if (stat(path, &sb) != 0 && errno == ENOENT) {
+            /* a run directory without best.safetensors: say what can be used instead, if anything */
+            char last[4096];
+            if (sf_path_join(last, sizeof last, arg, SF_RUN_LAST) == SF_OK && sf_file_exists(last))
+                return sf_cli_error(cmd, SF_EXIT_FAILURE, "%s has no %s yet (no epoch of its run has ended): %s %s",
+                                    arg, SF_RUN_BEST, strcmp(cmd, "eval") == 0 ? "evaluate" : cmd, last);
+            return sf_cli_error(cmd, SF_EXIT_FAILURE, "%s holds no run (it has no %s)", arg, SF_RUN_BEST);
+        }
+    } else if ((size_t)snprintf(path, cap, "%s", arg) >= cap) {
+        return sf_cli_error(cmd, SF_EXIT_USAGE, "the checkpoint path is too long");
+    }
+    return SF_EXIT_OK;
 }

@@ -43,7 +43,7 @@ int sf_cli_build_net(const char *cmd, const sf_config *cfg, sf_net **out)
     *out = NULL;
     if (cfg->train.threads > 0) sf_set_num_threads(cfg->train.threads);
     sf_status s = sf_config_build_net(cfg, out);
-    if (s != SF_OK) return sf_cli_error(cmd, SF_EXIT_CONFIG, "%s", sf_last_error());
+    if (s != SF_OK) return sf_cli_status(cmd, s);
     s = sf_net_compile(*out, cfg->train.timesteps, cfg->train.batch);
     if (s != SF_OK) {
         sf_net_free(*out);

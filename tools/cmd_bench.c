@@ -12,28 +12,30 @@
 
 static const char *bench_help =
     "usage: spikefuse bench CONFIG [--steps N] [--warmup N] [--set section.key=value ...] [--device D]\n"
-    "                       [--synthetic] [--json]\n\n"
+    "                       [--synthetic] [--data] [--json]\n\n"
     "Times training steps of the network CONFIG describes, at its batch size and time steps:\n"
     "  - samples/s and ms per step over N plain steps (sf_net_train_step);\n"
     "  - ms per phase (forward with the loss, backward, optimizer update) and ms per layer from N more steps\n"
     "    with per-layer profiling on (which synchronises a GPU after each layer, so those steps run slower);\n"
     "  - the memory plan (parameters, gradients, optimizer state, saved activations, workspace), the peak bytes\n"
     "    the network allocated, and the process's peak resident memory.\n"
-    "Batches come from the config's dataset (real spike densities) unless --synthetic is given.\n\n"
+    "Batches come from the config's dataset (real spike densities) unless --synthetic is given. With --data, the\n"
+    "data loader alone is timed too: samples/s of a synchronous training loader (encoding or binning and\n"
+    "augmentation on its OpenMP threads, as the prefetch thread does beside training), printed beside the step's.\n\n"
     "options:\n"
     "  --steps N      timed steps per pass (default 20)\n"
     "  --warmup N     untimed steps first (default 3)\n"
     "  --set k=v      override a config value (repeatable), e.g. --set train.batch=128\n"
     "  --device D     cpu, cuda, cuda:N or auto\n"
     "  --synthetic    uniform random inputs and labels instead of the dataset (no data files needed)\n"
+    "  --data         also time the data loader alone (samples/s)\n"
     "  --json         print one JSON object instead of text\n"
-    "  -h, --help     this text\n\n"
-    "exit codes: 0 done, 1 failed, 2 bad command line, 3 bad config, 4 NaN/Inf in a step.\n";
+    "  -h, --help     this text\n\n" SF_CLI_EXIT_CODES;
 
 typedef struct bench_args {
     const char *config, *device;
     int64_t steps, warmup;
-    int synthetic, json;
+    int synthetic, data, json;
     char *sets[SF_CLI_MAX_SETS];
     int nsets;
 } bench_args;
@@ -64,10 +66,13 @@ static int parse_args(int argc, char **argv, bench_args *a, int *help)
             a->device = v;
         } else if (strcmp(argv[i], "--synthetic") == 0) {
             a->synthetic = 1;
+        } else if (strcmp(argv[i], "--data") == 0) {
+            a->data = 1;
         } else if (strcmp(argv[i], "--json") == 0) {
             a->json = 1;
         } else if (argv[i][0] == '-' && argv[i][1] != 0) {
-            return sf_cli_unknown("bench", argv[i], "--steps, --warmup, --set, --device, --synthetic, --json, --help");
+            return sf_cli_unknown("bench", argv[i],
+                                  "--steps, --warmup, --set, --device, --synthetic, --data, --json, --help");
         } else if (!a->config) {
             a->config = argv[i];
         } else {
@@ -90,20 +95,20 @@ static sf_status source_open(batch_source *src, const sf_config *cfg, int synthe
 {
     memset(src, 0, sizeof *src);
     if (!synthetic) {
-        const char *dir = cfg->train.data_dir[0] ? cfg->train.data_dir : NULL;
-        SF_TRY(sf_dataset_load(cfg->train.dataset, dir, SF_SPLIT_TRAIN, &src->ds));
+        SF_TRY(sf_config_load_split(cfg, SF_SPLIT_TRAIN, &src->ds));
         sf_loader_params lp;
         sf_config_loader_params(cfg, 1, &lp);
         return sf_loader_create(src->ds, &lp, &src->ld);
     }
-    int32_t c, h, w, classes;
-    sf_dataset_kind_shape(cfg->train.dataset, &c, &h, &w, &classes);
-    size_t n = (size_t)cfg->train.timesteps * (size_t)cfg->train.batch * (size_t)c * (size_t)h * (size_t)w;
+    const sf_net_params *np = &cfg->net;
+    size_t n = (size_t)cfg->train.timesteps * (size_t)cfg->train.batch * (size_t)np->in_channels *
+               (size_t)np->in_height * (size_t)np->in_width;
     src->x = malloc(n * sizeof *src->x);
     src->labels = malloc((size_t)cfg->train.batch * sizeof *src->labels);
     if (!src->x || !src->labels) return sf_fail(SF_ERR_NOMEM, "out of memory for a synthetic batch");
     for (size_t i = 0; i < n; i++) src->x[i] = sf_uniform(cfg->net.seed, 1, i);
-    for (int64_t i = 0; i < cfg->train.batch; i++) src->labels[i] = (int32_t)(sf_hash3(cfg->net.seed, 2, (uint64_t)i) % (uint64_t)classes);
+    for (int64_t i = 0; i < cfg->train.batch; i++)
+        src->labels[i] = (int32_t)(sf_hash3(cfg->net.seed, 2, (uint64_t)i) % (uint64_t)cfg->classes);
     return SF_OK;
 }
 
@@ -137,6 +142,7 @@ typedef struct bench_result {
     int32_t num_layers;
     sf_memory_plan plan;
     size_t peak_bytes, peak_rss_bytes;
+    double loader_samples_per_s; /* --data: the data loader alone; 0 when not measured */
 } bench_result;
 
 static sf_status timed_steps(sf_net *net, batch_source *src, int64_t n)
@@ -200,6 +206,31 @@ static sf_status run_bench(const bench_args *a, sf_net *net, batch_source *src, 
     return SF_OK;
 }
 
+/* Samples/s of a synchronous training loader of the config's dataset over `n` batches after one untimed one. */
+static sf_status time_loader(const sf_config *cfg, int64_t n, double *out)
+{
+    sf_dataset *ds = NULL;
+    sf_loader *ld = NULL;
+    sf_loader_params lp;
+    sf_config_loader_params(cfg, 1, &lp);
+    lp.prefetch = 0;
+    sf_status s = sf_config_load_split(cfg, SF_SPLIT_TRAIN, &ds);
+    if (s == SF_OK) s = sf_loader_create(ds, &lp, &ld);
+    int64_t samples = 0;
+    double t0 = 0.0;
+    for (int64_t i = 0; s == SF_OK && i <= n;) {
+        const sf_batch *b = NULL;
+        s = sf_loader_next(ld, &b);
+        if (s != SF_OK || !b) continue; /* an epoch ended: the next one starts */
+        if (i++ == 0) t0 = sf_now_seconds();
+        else samples += b->B;
+    }
+    if (s == SF_OK) *out = (double)samples / (sf_now_seconds() - t0);
+    sf_loader_free(ld);
+    sf_dataset_free(ds);
+    return s;
+}
+
 static const char *layer_label(const sf_config *cfg, const sf_net *net, int32_t i, char *buf, size_t cap)
 {
     int32_t chw[3] = {0, 0, 0};
@@ -219,6 +250,9 @@ static void print_text(const bench_args *a, const sf_config *cfg, const sf_net *
            (long long)a->steps, (long long)a->warmup,
            a->synthetic ? "synthetic" : "dataset");
     printf("throughput:   %.1f samples/s (%.3f ms per step)\n", 1e3 * B / r->step_ms, r->step_ms);
+    if (a->data)
+        printf("data loader:  %.1f samples/s (synchronous, %s; the step above: %.1f samples/s)\n",
+               r->loader_samples_per_s, sf_dataset_kind_name(cfg->train.dataset), 1e3 * B / r->step_ms);
     printf("phases (profiled steps, ms): forward+loss %.3f  backward %.3f  update %.3f\n", r->forward_ms,
            r->backward_ms, r->update_ms);
     printf("memory plan:  params %s", sf_cli_bytes((double)r->plan.params, b, sizeof b));
@@ -249,6 +283,7 @@ static void print_json(const bench_args *a, const sf_config *cfg, const sf_net *
     cJSON_AddStringToObject(o, "precision", sf_precision_name(cfg->net.precision));
     cJSON_AddNumberToObject(o, "samples_per_s", 1e3 * (double)cfg->train.batch / r->step_ms);
     cJSON_AddNumberToObject(o, "step_ms", r->step_ms);
+    if (a->data) cJSON_AddNumberToObject(o, "loader_samples_per_s", r->loader_samples_per_s);
     cJSON_AddNumberToObject(o, "forward_ms", r->forward_ms);
     cJSON_AddNumberToObject(o, "backward_ms", r->backward_ms);
     cJSON_AddNumberToObject(o, "update_ms", r->update_ms);
@@ -295,14 +330,13 @@ int sf_cmd_bench(int argc, char **argv)
         sf_config_free(cfg);
         return rc;
     }
-    int32_t c, h, w, classes;
-    sf_dataset_kind_shape(cfg->train.dataset, &c, &h, &w, &classes);
     batch_source src = {0};
     bench_result r = {.num_layers = sf_net_num_layers(net)};
     r.layers = calloc((size_t)r.num_layers + 1, sizeof *r.layers);
-    float *logits = malloc((size_t)cfg->train.batch * (size_t)classes * sizeof *logits);
+    float *logits = malloc((size_t)cfg->train.batch * (size_t)cfg->classes * sizeof *logits);
     sf_status s = r.layers && logits ? source_open(&src, cfg, a.synthetic) : sf_fail(SF_ERR_NOMEM, "out of memory");
     if (s == SF_OK) s = run_bench(&a, net, &src, logits, &r);
+    if (s == SF_OK && a.data) s = time_loader(cfg, a.steps, &r.loader_samples_per_s);
     if (s == SF_OK) {
         if (a.json) print_json(&a, cfg, net, &r);
         else print_text(&a, cfg, net, &r);

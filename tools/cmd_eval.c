@@ -1,5 +1,6 @@
 /* cmd_eval.c — `spikefuse eval`: test accuracy and per-layer firing rates of a checkpoint. */
 #include "cli.h"
+#include "core/error.h"
 #include "io/files.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
@@ -11,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char *eval_help =
     "usage: spikefuse eval CHECKPOINT [--data DIR] [--device D] [--batch N] [--json]\n\n"
@@ -24,7 +24,8 @@ static const char *eval_help =
     "  --batch N     evaluation batch size (default: the checkpoint's train.batch)\n"
     "  --json        print one JSON object instead of text\n"
     "  -h, --help    this text\n\n"
-    "exit codes: 0 done, 1 failed (unreadable checkpoint or dataset), 2 bad command line, 3 bad saved config.\n";
+    "A run trained on a GPU evaluates on the CPU (--device cpu) and back: checkpoints are the same on every device.\n\n"
+    SF_CLI_EXIT_CODES;
 
 typedef struct eval_args {
     const char *checkpoint, *data, *device;
@@ -68,7 +69,8 @@ static int parse_args(int argc, char **argv, eval_args *a, int *help)
 /* The config with the command line's changes; returns an exit code. */
 static int eval_config(const eval_args *a, const char *path, sf_config **cfg)
 {
-    if (sf_checkpoint_config(path, cfg) != SF_OK) return sf_cli_error("eval", SF_EXIT_FAILURE, "%s", sf_last_error());
+    sf_status s = sf_checkpoint_config(path, cfg);
+    if (s != SF_OK) return sf_cli_status("eval", s);
     if (a->data) {
         if (strlen(a->data) >= sizeof (*cfg)->train.data_dir)
             return sf_cli_error("eval", SF_EXIT_USAGE, "--data: the path is too long");
@@ -125,10 +127,8 @@ static int run_eval(const eval_args *a, const char *path, const sf_config *cfg)
     int rc = sf_cli_build_net("eval", cfg, &net);
     if (rc != SF_EXIT_OK) return rc;
     sf_status s = sf_checkpoint_open(path, &st, &info);
-    if (s == SF_OK) s = sf_checkpoint_restore(st, net, 0);
-    if (s == SF_OK)
-        s = sf_dataset_load(cfg->train.dataset, cfg->train.data_dir[0] ? cfg->train.data_dir : NULL, SF_SPLIT_TEST,
-                            &ds);
+    if (s == SF_OK && (s = sf_checkpoint_restore(st, net, 0)) != SF_OK) s = sf_fail_context(s, "%s: ", path);
+    if (s == SF_OK) s = sf_config_load_split(cfg, SF_SPLIT_TEST, &ds);
     if (s == SF_OK) {
         sf_config_loader_params(cfg, 0, &lp);
         s = sf_loader_create(ds, &lp, &ld);
@@ -158,12 +158,7 @@ int sf_cmd_eval(int argc, char **argv)
     }
     if (rc != SF_EXIT_OK) return rc;
     char path[4096];
-    struct stat sb;
-    if (stat(a.checkpoint, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        if (sf_path_join(path, sizeof path, a.checkpoint, SF_RUN_BEST) != SF_OK) return sf_cli_status("eval", SF_ERR_INVALID);
-    } else {
-        snprintf(path, sizeof path, "%s", a.checkpoint);
-    }
+    if ((rc = sf_cli_checkpoint_path("eval", a.checkpoint, path, sizeof path)) != SF_EXIT_OK) return rc;
     sf_config *cfg = NULL;
     rc = eval_config(&a, path, &cfg);
     if (rc == SF_EXIT_OK) rc = run_eval(&a, path, cfg);

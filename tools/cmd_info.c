@@ -1,12 +1,14 @@
 /* cmd_info.c — `spikefuse info`: version and build features, so a bug report can say what was running. */
 #include "cli.h"
+#include "dist/dist.h"
 
 #include <stdio.h>
 
 static const char *info_help =
     "usage: spikefuse info\n\n"
     "Prints the version, what the build has (OpenMP, the BLAS library, CUDA with its cuBLAS and cuDNN versions),\n"
-    "the number of OpenMP threads (set OMP_NUM_THREADS to change it) and the CUDA devices that are usable now.\n";
+    "the number of OpenMP threads (set OMP_NUM_THREADS to change it), the CUDA devices that are usable now, and\n"
+    "what several processes would use (MPI, NCCL).\n\n" SF_CLI_EXIT_CODES;
 
 int sf_cmd_info(int argc, char **argv)
 {
@@ -29,5 +31,8 @@ int sf_cmd_info(int argc, char **argv)
     printf("CUDA devices:   %d (this build has no CUDA backend)\n", (int)n);
     printf("precision:      fp32 (tf32, bf16 and fp16 need the CUDA backend)\n");
 #endif
+    char dist[256];
+    sf_dist_describe(dist, sizeof dist);
+    printf("processes:      %s\n", dist);
     return SF_EXIT_OK;
 }

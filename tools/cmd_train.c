@@ -1,6 +1,7 @@
 /* cmd_train.c — `spikefuse train`: argument handling, the run directory's name, resume checks, and the summary. */
 #include "cli.h"
 #include "io/files.h"
+#include "plot/plot.h"
 #include "progress.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
@@ -8,11 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static const char *train_help =
-    "usage: spikefuse train CONFIG [--set section.key=value ...] [--out DIR] [--device D]\n"
-    "       spikefuse train [CONFIG] --resume DIR [--set ...] [--out DIR] [--device D]\n\n"
+    "usage: spikefuse train CONFIG [--set section.key=value ...] [--out DIR] [--device D] [--report]\n"
+    "       spikefuse train [CONFIG] --resume DIR [--set ...] [--out DIR] [--device D] [--report]\n\n"
     "Trains the network that CONFIG (an INI file, see examples/) describes. Progress goes to stderr: a live bar\n"
     "on a terminal, one line per epoch otherwise. The final test accuracy goes to stdout.\n\n"
     "options:\n"
@@ -21,22 +23,33 @@ static const char *train_help =
     "  --out DIR                the run directory (default runs/<config name>-<date>-<time>); it must be new\n"
     "                           or empty: spikefuse never writes over an earlier run\n"
     "  --resume DIR             continue the run in DIR from DIR/last.safetensors, bitwise as if never stopped\n"
-    "                           (on the CPU). The run's saved config is used; CONFIG, if given, must describe\n"
-    "                           the same run. Only train.epochs, train.data_dir, train.log_every, train.threads\n"
-    "                           and the device may change. Results go on in DIR unless --out names a new one.\n"
+    "                           (on the CPU, and on a GPU with [train] deterministic = on). The run's saved\n"
+    "                           config is used; CONFIG, if given, must describe the same run. Only train.epochs,\n"
+    "                           train.data_dir, train.log_every, train.threads and the device may change (a run\n"
+    "                           trained on a GPU goes on on the CPU with --device cpu, and back). Results go on\n"
+    "                           in DIR unless --out names a new one.\n"
     "  --device D               cpu, cuda, cuda:N, or auto (a GPU when one is usable, else the CPU);\n"
     "                           overrides [train] device\n"
+    "  --report                 write DIR/report.html when training starts and again after every epoch: one\n"
+    "                           page with the curves so far, test sample 0 through the best checkpoint and the\n"
+    "                           config, reloading itself while training goes on (spikefuse plot draws the same)\n"
     "  -h, --help               this text\n\n"
-    "The run directory receives config.ini (the resolved config), metrics.jsonl (one JSON object per\n"
-    "log_every steps and per epoch), last.safetensors (after every epoch, or where Ctrl-C stopped the run) and\n"
-    "best.safetensors (the epoch with the best test accuracy).\n\n"
-    "exit codes: 0 done, 1 run failed, 2 bad command line, 3 bad config, 4 NaN/Inf stopped training,\n"
-    "130 interrupted (continue with --resume).\n";
+    "Several processes (GPUs, hosts): start one process per device with mpirun or srun, e.g.\n"
+    "  mpirun -np 4 spikefuse train cfg.ini --device cuda\n"
+    "Each takes the GPU of its local rank; [train] time_parallel splits T between processes, the rest split each\n"
+    "global batch ([train] global_batch, or batch × data ranks). Rank 0 prints and writes the run directory.\n\n"
+    "The run directory receives last.safetensors (the initial state first, then after every epoch, or where\n"
+    "Ctrl-C stopped the run), best.safetensors (the epoch with the best test accuracy), config.ini (the\n"
+    "resolved config) and metrics.jsonl (one JSON object per log_every steps and per epoch). One process at a\n"
+    "time writes it: train.lock names the one that does, and a second is refused. A run stopped at any moment,\n"
+    "kill -9 included, continues with --resume; one stopped before its first checkpoint leaves a directory that\n"
+    "a new run may take.\n\n" SF_CLI_EXIT_CODES;
 
 typedef struct train_args {
     const char *config, *out, *resume, *device;
     char *sets[SF_CLI_MAX_SETS];
     int nsets;
+    int report;
 } train_args;
 
 static int parse_args(int argc, char **argv, train_args *a, int *help)
@@ -63,8 +76,10 @@ static int parse_args(int argc, char **argv, train_args *a, int *help)
         } else if ((m = sf_cli_value("train", argc, argv, &i, "--device", &v)) != 0) {
             if (m < 0) return SF_EXIT_USAGE;
             a->device = v;
+        } else if (strcmp(argv[i], "--report") == 0) {
+            a->report = 1;
         } else if (argv[i][0] == '-' && argv[i][1] != 0) {
-            return sf_cli_unknown("train", argv[i], "--set, --out, --resume, --device, --help");
+            return sf_cli_unknown("train", argv[i], "--set, --out, --resume, --device, --report, --help");
         } else if (!a->config) {
             a->config = argv[i];
         } else {
@@ -96,10 +111,17 @@ static int resume_config(const train_args *a, sf_config **out)
 {
     *out = NULL;
     char path[4096];
-    if (sf_path_join(path, sizeof path, a->resume, SF_RUN_LAST) != SF_OK) return sf_cli_status("train", SF_ERR_INVALID);
+    sf_status s = sf_path_join(path, sizeof path, a->resume, SF_RUN_LAST);
+    if (s != SF_OK) return sf_cli_status("train", s);
+    struct stat sb;
+    if (!sf_file_exists(path) && stat(a->resume, &sb) == 0 && sf_run_dir_is_free(a->resume))
+        return sf_cli_error("train", SF_EXIT_FAILURE,
+                            "cannot resume: %s holds no checkpoint (its run stopped before writing the first one); "
+                            "start it anew with: spikefuse train CONFIG --out %s",
+                            a->resume, a->resume);
     sf_config *saved = NULL, *wanted = NULL;
-    sf_status s = sf_checkpoint_config(path, &saved);
-    if (s != SF_OK) return sf_cli_error("train", SF_EXIT_FAILURE, "cannot resume: %s", sf_last_error());
+    s = sf_checkpoint_config(path, &saved);
+    if (s != SF_OK) return sf_cli_error("train", sf_cli_exit_code(s), "cannot resume: %s", sf_last_error());
     int rc;
     if (a->config) {
         rc = sf_cli_load_config("train", a->config, a->sets, a->nsets, &wanted);
@@ -122,9 +144,50 @@ static int resume_config(const train_args *a, sf_config **out)
     return SF_EXIT_OK;
 }
 
-static int report(const sf_train_summary *sum, sf_status s, const char *run_dir)
+/* What the trainer's callback serves: the progress display, and the report page when --report asked for it. */
+typedef struct train_watch {
+    sf_progress progress;
+    const char *run_dir;
+    int report;
+    int report_failed; /* warned once already */
+} train_watch;
+
+/* Rewrites the report page; a failure is a warning, never a reason to stop training. */
+static void refresh_report(train_watch *w, const sf_train_event *ev)
 {
-    if (s != SF_OK) return sf_cli_status("train", s);
+    sf_plot_request req = {.run_dir = w->run_dir,
+                           .sample = 0,
+                           .live = ev->kind == SF_TRAIN_EV_START ? ev->epoch <= ev->epochs : ev->epoch < ev->epochs};
+    sf_plot_result res;
+    if (sf_plot_run(&req, &res) == SF_OK || w->report_failed) return;
+    w->report_failed = 1;
+    fprintf(stderr, "spikefuse train: warning: %s/%s not written: %s\n", w->run_dir, SF_REPORT_FILE, sf_last_error());
+}
+
+static int on_event(const sf_train_event *ev, void *user)
+{
+    train_watch *w = user;
+    int stop = sf_progress_event(ev, &w->progress);
+    if (w->report && (ev->kind == SF_TRAIN_EV_START || ev->kind == SF_TRAIN_EV_EPOCH)) refresh_report(w, ev);
+    return stop;
+}
+
+/* The other processes of a job: no console, but Ctrl-C / SIGTERM still asks the job to stop. */
+static int quiet_event(const sf_train_event *ev, void *user)
+{
+    (void)ev, (void)user;
+    return sf_cli_stop_requested();
+}
+
+static int report(const sf_train_summary *sum, sf_status s, const char *run_dir, sf_dist *dist)
+{
+    if (s != SF_OK) {
+        int rc = sf_cli_status("train", s);
+        /* a failure the others did not share would leave them waiting for this process */
+        if (!sum->failed_together) sf_dist_abort(dist, rc, sf_last_error());
+        return rc;
+    }
+    if (sf_dist_rank(dist) != 0) return SF_EXIT_OK; /* rank 0 reports */
     if (sum->interrupted) {
         fprintf(stderr, "spikefuse train: interrupted after %lld steps; continue with: spikefuse train --resume %s\n",
                 (long long)sum->steps, run_dir);
@@ -169,14 +232,26 @@ int sf_cmd_train(int argc, char **argv)
     else
         default_run_dir(a.config, run_dir, sizeof run_dir);
 
-    sf_progress progress;
-    sf_progress_init(&progress, cfg, run_dir);
-    sf_train_options opt = {.run_dir = run_dir, .resume_dir = a.resume, .callback = sf_progress_event,
-                            .user = &progress};
+    sf_dist *dist = NULL;
+    sf_dist_params dp;
+    sf_dist_default_params(&dp);
+    dp.time_parallel = cfg->train.time_parallel;
+    dp.sync_bn = cfg->train.sync_bn;
+    if (sf_dist_init(&dp, &dist) != SF_OK) {
+        rc = sf_cli_error("train", SF_EXIT_FAILURE, "%s", sf_last_error());
+        sf_config_free(cfg);
+        return rc;
+    }
+    const int root = sf_dist_rank(dist) == 0;
+    train_watch watch = {.run_dir = run_dir, .report = a.report && root};
+    sf_progress_init(&watch.progress, cfg, run_dir);
+    sf_train_options opt = {.run_dir = run_dir, .resume_dir = a.resume, .callback = root ? on_event : quiet_event,
+                            .user = &watch, .dist = dist};
     sf_train_summary sum;
     sf_cli_catch_signals();
     sf_status s = sf_train_run(cfg, &opt, &sum);
-    rc = report(&sum, s, run_dir);
+    rc = report(&sum, s, run_dir, dist);
+    sf_dist_free(dist);
     sf_config_free(cfg);
     return rc;
 }

@@ -13,6 +13,9 @@ static const struct {
     {"train", sf_cmd_train, "train a network from a config file"},
     {"eval", sf_cmd_eval, "test accuracy and per-layer firing rates of a checkpoint"},
     {"bench", sf_cmd_bench, "time training steps of a config: samples/s, phases, per-layer time, memory"},
+    {"plot", sf_cmd_plot, "figures of a run (curves, spike rasters, membrane traces) and its report page"},
+    {"export", sf_cmd_export, "write a checkpoint's network as a NIR graph (for hardware and other simulators)"},
+    {"import", sf_cmd_import, "a config and checkpoint from a NIR graph, to train or evaluate it"},
     {"info", sf_cmd_info, "version and build features (OpenMP, BLAS, CUDA devices)"},
 };
 #define NCOMMANDS (int)(sizeof commands / sizeof commands[0])
@@ -23,11 +26,14 @@ static void usage(FILE *f)
                "Trains spiking neural networks with BPTT and surrogate gradients.\n\ncommands:\n");
     for (int i = 0; i < NCOMMANDS; i++) fprintf(f, "  %-6s  %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n`spikefuse <command> --help` describes each.\n\n"
-               "exit codes:\n"
+               "exit codes (the same for every command):\n"
                "  0    success\n"
-               "  1    the run failed (file, dataset or device problem; the message says which)\n"
+               "  1    the run failed on this machine: a file, data set, checkpoint, run directory, device or\n"
+               "       memory problem (the message says which)\n"
                "  2    bad command line (unknown command or option, bad value)\n"
-               "  3    invalid config file or --set (the message names file:line)\n"
+               "  3    the config is wrong: the file cannot be read or is invalid, a --set, the network it\n"
+               "       describes, the config saved in a checkpoint, or a resume that would change the run\n"
+               "       (the message names file:line where there is one)\n"
                "  4    training stopped on a NaN/Inf loss or gradient (the last good checkpoint is kept)\n"
                "  130  interrupted by Ctrl-C or SIGTERM\n");
 }
@@ -52,6 +58,8 @@ int main(int argc, char **argv)
             setvbuf(stdout, NULL, _IOLBF, 0);
             exit(commands[i].run(argc - 1, argv + 1));
         }
-    sf_cli_error(NULL, 0, "unknown command '%s' (commands: train, eval, bench, info; see spikefuse --help)", argv[1]);
+    sf_cli_error(NULL, 0,
+                 "unknown command '%s' (commands: train, eval, bench, plot, export, import, info; see spikefuse --help)",
+                 argv[1]);
     return SF_EXIT_USAGE;
 }

@@ -88,6 +88,8 @@ static void print_start(sf_progress *p, const sf_train_event *ev)
             " per epoch, T=%" PRId64 "\n",
             p->cfg->source, sf_dataset_kind_name(p->cfg->train.dataset), ev->train_samples, ev->test_samples,
             ev->batches, ev->batch_size, p->cfg->train.timesteps);
+    if (ev->skipped_samples > 0)
+        fprintf(p->out, "skipped %" PRId64 " empty samples (no events) of the dataset files\n", ev->skipped_samples);
     if (ev->epoch > 1 || ev->batch > 0)
         fprintf(p->out, "resuming at epoch %" PRId64 ", batch %" PRId64 " (step %" PRId64 ")\n", ev->epoch,
                 ev->batch, ev->step);

@@ -1,18 +1,35 @@
 /* bench_w1_lif.c — workload W1 (docs/perf.md, Workloads): one LIF layer, forward + backward, x[T, M] ~ N(0.6, 1),
- * T·M = 2^25, T in {4, 16, 64, 256}; tau=2, decay_input, θ=1, hard reset to 0, detach_reset, sigmoid α=4.
+ * T·M = 2^25, T in {4, 16, 64, 256} and 1024; tau=2, decay_input, θ=1, hard reset to 0, detach_reset, sigmoid α=4.
  * The backward gets ds ~ N(0, 1) and recomputes h from x (nothing else is kept). x, s, ds and dx are stored in the
  * precision's activation type: fp32 (the workload as defined) or, for bf16 / fp16, 16 bits as a network under that
  * precision stores them. Floor: the bytes per element (fp32 20: the forward reads x, writes s; the backward reads ds
- * and x, writes dx; 16-bit 10) over the copy bandwidth measured in this run; "x floor" is the time over it. Each size
- * is also checked against a serial host reference on a sample of neurons, on the same (rounded) inputs, so a fast
- * wrong kernel cannot report a time. Usage: bench_w1_lif [T [fp32|bf16|fp16]] (T 0: all sizes). */
+ * and x, writes dx; 16-bit 10) over the copy bandwidth measured in this run; "x floor" is the time over it. From
+ * T = 256 on, every launch configuration of `configs` is timed (the automatic one first), so that they compare in
+ * one run. Each size and configuration is also checked against a serial host reference on a sample of neurons, on
+ * the same (rounded) inputs, so a fast wrong kernel cannot report a time.
+ * Usage: bench_w1_lif [T [fp32|bf16|fp16 [config]]] (T 0: all sizes; a config: that one only, for profilers). */
 #include "cuda/cuda_backend.h"
 #include "core/lif_math.h"
 #include "gpu_bench.h"
 
+/* Launch configurations (sf_cuda_lif_tuning: forward neurons per thread and steps ahead, backward segment and steps
+ * ahead; 0 automatic, -1 as long as shared memory allows). */
+static const struct config {
+    const char *name;
+    sf_cuda_lif_tuning tune;
+} configs[] = {
+    {"auto", {0, 0, 0, 0}},
+    {"old", {4, 8, 32, 8}}, /* the automatic choice before long segments: 32-step segments at 32 warps per SM */
+    {"fwd_v1u8", {1, 8, 0, 0}},
+    {"bwd_s32u32", {0, 0, 32, 32}},
+    {"bwd_s96u8", {0, 0, 96, 8}},   /* two blocks of columns per SM (at 32 steps ahead, 178 registers allow one) */
+    {"bwd_longu8", {0, 0, -1, 8}},  /* long segments, 8 steps ahead */
+};
+
 struct w1 {
     sf_lif_params p;
     sf_act_type t;
+    sf_cuda_lif_tuning tune;
     int64_t T, M;
     void *x, *s, *ds, *dx; /* in type t */
     cudaStream_t st;
@@ -22,13 +39,13 @@ static void fwd(void *arg)
 {
     struct w1 *w = arg;
     sf_lif_out out = {.s = w->s};
-    GB_OK(sf_cuda_lif_forward(&w->p, w->T, w->M, w->t, w->x, &out, w->st));
+    GB_OK(sf_cuda_lif_forward_tuned(&w->p, w->T, w->M, w->t, w->x, &out, NULL, &w->tune, w->st));
 }
 
 static void bwd(void *arg)
 {
     struct w1 *w = arg;
-    GB_OK(sf_cuda_lif_backward(&w->p, w->T, w->M, w->t, w->x, NULL, w->ds, w->dx, w->st));
+    GB_OK(sf_cuda_lif_backward_tuned(&w->p, w->T, w->M, w->t, w->x, NULL, w->ds, w->dx, NULL, &w->tune, w->st));
 }
 
 static void fwd_bwd(void *arg)
@@ -99,6 +116,7 @@ int main(int argc, char **argv)
     GB_OK(sf_cuda_backend_create(0, prec, NULL, &be));
     const sf_act_type t = be->act;
     const double bytes_el = 5.0 * (double)sf_act_type_size(t);
+    const char *only_config = argc > 3 ? argv[3] : NULL;
     char card[256];
     cudaStream_t st;
     GB_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
@@ -107,13 +125,14 @@ int main(int argc, char **argv)
     printf("W1 lif fwd+bwd  activations: %s (%.0f bytes per element)  card: %s  copy bandwidth: %.0f GB/s (read+write, "
            "1 GiB cudaMemcpy D2D)\n",
            t == SF_ACT_F32 ? "fp32" : sf_precision_name(prec), bytes_el, card, bw);
-    printf("%5s %9s %9s %9s %10s %9s %8s %8s %8s %10s %9s\n", "T", "M", "fwd_ms", "bwd_ms", "fwdbwd_ms", "floor_ms",
-           "x_floor", "GB/s", "%copy", "spike_err", "dx_relerr");
-    const int64_t Ts[] = {4, 16, 64, 256};
+    printf("%5s %9s %-11s %9s %9s %10s %9s %8s %8s %8s %10s %9s\n", "T", "M", "config", "fwd_ms", "bwd_ms",
+           "fwdbwd_ms", "floor_ms", "x_floor", "GB/s", "%copy", "spike_err", "dx_relerr");
+    const int64_t Ts[] = {4, 16, 64, 256, 1024};
+    const int nconfigs = (int)(sizeof configs / sizeof configs[0]);
     /* dx is rounded to the activation type: about 2^-9 (bf16) or 2^-12 (fp16) relative on average */
     const double dx_bound = t == SF_ACT_BF16 ? 1e-2 : t == SF_ACT_F16 ? 2e-3 : 1e-5;
     int bad = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         if (only && Ts[i] != only) continue;
         struct w1 w;
         sf_lif_default_params(&w.p);
@@ -127,20 +146,25 @@ int main(int argc, char **argv)
         w.ds = device_randn(be, t, n, 0.0f, 1.0f, 23 + (uint64_t)i);
         GB_CHECK(cudaMalloc(&w.s, es * n));
         GB_CHECK(cudaMalloc(&w.dx, es * n));
-        GB_CHECK(cudaMemset(w.s, 0xff, es * n)); /* poison: unwritten outputs show as NaN */
-        GB_CHECK(cudaMemset(w.dx, 0xff, es * n));
-        float tf = gb_time_ms(fwd, &w, st, 3, 20);
-        float tb = gb_time_ms(bwd, &w, st, 3, 20);
-        float tfb = gb_time_ms(fwd_bwd, &w, st, 3, 20);
-        GB_CHECK(cudaStreamSynchronize(st));
-        int64_t mism;
-        double rel;
-        check(be, &w, 97, &mism, &rel);
-        double floor_ms = bytes_el * (double)n / (bw * 1e9) * 1e3;
-        double gbs = bytes_el * (double)n / (tfb * 1e-3) / 1e9;
-        printf("%5lld %9lld %9.3f %9.3f %10.3f %9.3f %8.2f %8.0f %7.1f%% %10lld %9.1e\n", (long long)w.T,
-               (long long)w.M, tf, tb, tfb, floor_ms, tfb / floor_ms, gbs, 100.0 * gbs / bw, (long long)mism, rel);
-        bad |= mism != 0 || !(rel < dx_bound);
+        for (int c = 0; c < (w.T >= 256 || only_config ? nconfigs : 1); c++) {
+            if (only_config && strcmp(only_config, configs[c].name) != 0) continue;
+            w.tune = configs[c].tune;
+            GB_CHECK(cudaMemset(w.s, 0xff, es * n)); /* poison: unwritten outputs show as NaN */
+            GB_CHECK(cudaMemset(w.dx, 0xff, es * n));
+            float tf = gb_time_ms(fwd, &w, st, 3, 20);
+            float tb = gb_time_ms(bwd, &w, st, 3, 20);
+            float tfb = gb_time_ms(fwd_bwd, &w, st, 3, 20);
+            GB_CHECK(cudaStreamSynchronize(st));
+            int64_t mism;
+            double rel;
+            check(be, &w, 97, &mism, &rel);
+            double floor_ms = bytes_el * (double)n / (bw * 1e9) * 1e3;
+            double gbs = bytes_el * (double)n / (tfb * 1e-3) / 1e9;
+            printf("%5lld %9lld %-11s %9.3f %9.3f %10.3f %9.3f %8.2f %8.0f %7.1f%% %10lld %9.1e\n", (long long)w.T,
+                   (long long)w.M, configs[c].name, tf, tb, tfb, floor_ms, tfb / floor_ms, gbs, 100.0 * gbs / bw,
+                   (long long)mism, rel);
+            bad |= mism != 0 || !(rel < dx_bound);
+        }
         cudaFree(w.x), cudaFree(w.ds), cudaFree(w.s), cudaFree(w.dx);
     }
     cudaStreamDestroy(st);

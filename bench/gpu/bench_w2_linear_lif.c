@@ -35,7 +35,7 @@ static void step(void *arg)
     GB_OK(be->linear_forward(be, rows, q->n, q->n, q->x, w, q->b, q->y));
     sf_lif_out out = {.s = q->s, .spike_count = q->count};
     GB_OK(be->zero(be, q->count, sizeof(float)));
-    GB_OK(be->lif_forward(be, &q->p, q->T, N, q->y, &out));
+    GB_OK(be->lif_forward(be, &q->p, q->T, N, q->y, &out, NULL));
     /* ∂(Σ s)/∂s = 1, written over the spikes, which the loss has consumed */
     union {
         float f;
@@ -48,7 +48,7 @@ static void step(void *arg)
         fprintf(stderr, "cuMemsetD*Async failed\n");
         exit(1);
     }
-    GB_OK(be->lif_backward(be, &q->p, q->T, N, q->y, NULL, q->s, q->y));
+    GB_OK(be->lif_backward(be, &q->p, q->T, N, q->y, NULL, q->s, q->y, NULL));
     GB_OK(be->linear_backward(be, rows, q->n, q->n, q->x, w, q->y, NULL, q->dw, q->db));
 }
 

@@ -6,7 +6,7 @@
  * net's peak bytes and the device memory in use, for both memory modes, then a per-layer breakdown (profiling mode
  * synchronises after each layer). Usage: bench_w3_vgg9 [steps [fp32|tf32|bf16|fp16 [option=value ...]]]: the
  * precision (default fp32, TF32 off; bf16 and fp16 keep activations in 16 bits) and CUDA options (gb_cuda_options:
- * graph=0, conv_workspace_mib=N, conv_algo=auto|cudnn|gemm).
+ * graph=0, conv_workspace_mib=N, conv_algo=auto|cudnn|gemm, deterministic=1).
  * Floor: the convolutions' and linear layers' multiply-adds (forward, backward-data except the first layer's,
  * backward-filter; as direct convolution, so Winograd can run under it) at the GEMM rate of the precision measured
  * in this run, plus the bytes the BN and LIF layers must move in the recompute mode (per element of a BN+LIF input:
@@ -26,39 +26,6 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-static void add(sf_net *net, sf_layer_desc *d)
-{
-    GB_OK(sf_net_add(net, d, NULL));
-}
-
-static void conv(sf_net *net, int32_t cout, int32_t stride)
-{
-    sf_layer_desc d;
-    sf_layer_default_desc(SF_LAYER_CONV2D, &d);
-    d.out_channels = cout;
-    d.kernel = 3;
-    d.stride = stride;
-    d.padding = 1;
-    add(net, &d);
-}
-
-static void bn_lif(sf_net *net)
-{
-    sf_layer_desc d;
-    sf_layer_default_desc(SF_LAYER_BATCHNORM, &d);
-    add(net, &d);
-    sf_layer_default_desc(SF_LAYER_LIF, &d); /* tau=2, θ=1, hard reset to 0, sigmoid α=4 */
-    add(net, &d);
-}
-
-static void linear(sf_net *net, int32_t out)
-{
-    sf_layer_desc d;
-    sf_layer_default_desc(SF_LAYER_LINEAR, &d);
-    d.out_features = out;
-    add(net, &d);
-}
-
 static sf_net *vgg9(sf_memory_mode mode, sf_precision prec, const sf_cuda_options *cuda, int64_t T, int64_t B)
 {
     sf_net_params p;
@@ -70,21 +37,7 @@ static sf_net *vgg9(sf_memory_mode mode, sf_precision prec, const sf_cuda_option
     p.in_channels = 3, p.in_height = 32, p.in_width = 32;
     sf_net *net;
     GB_OK(sf_net_create(&p, &net));
-    conv(net, 128, 1);
-    const int32_t ch[8] = {128, 128, 256, 256, 256, 512, 512, 512}, st[8] = {1, 2, 1, 1, 2, 1, 1, 2};
-    for (int i = 0; i < 8; i++) {
-        bn_lif(net);
-        conv(net, ch[i], st[i]);
-    }
-    bn_lif(net);
-    sf_layer_desc d;
-    sf_layer_default_desc(SF_LAYER_FLATTEN, &d);
-    add(net, &d);
-    linear(net, 1024);
-    bn_lif(net);
-    linear(net, 512);
-    bn_lif(net);
-    linear(net, 10);
+    gb_vgg9_layers(net);
     gb_compile_sgd(net, T, B);
     return net;
 }
@@ -124,13 +77,14 @@ int main(int argc, char **argv)
     const sf_cuda_options cuda = gb_cuda_options(argc, argv, 3);
     double rate = gb_gemm_rate(prec, NULL);
     printf("W3 cifar-vgg9 train step T=%lld B=%lld  precision: %s  conv workspace cap: %d MiB  conv: %s  CUDA graph: "
-           "%s  card: %s  copy bandwidth: %.0f GB/s  GEMM rate: %.0f TFLOP/s\n",
+           "%s  deterministic: %s  card: %s  copy bandwidth: %.0f GB/s  GEMM rate: %.0f TFLOP/s\n",
            (long long)T, (long long)B, sf_precision_name(prec), (int)cuda.conv_workspace_mib,
-           sf_conv_algo_name(cuda.conv_algo), cuda.graph ? "on" : "off", card, bw, rate / 1e12);
+           sf_conv_algo_name(cuda.conv_algo), cuda.graph ? "on" : "off", cuda.deterministic ? "on" : "off", card, bw,
+           rate / 1e12);
     /* CIFAR-like input: one image per sample, the same at every step (direct encoding) */
     size_t img = 3 * 32 * 32;
     float *x = malloc(sizeof(float) * (size_t)(T * B) * img);
-    gb_randn(x, (size_t)B * img, 0.0f, 1.0f, 3);
+    sf_bench_randn(x, (size_t)B * img, 0.0f, 1.0f, 3);
     for (int64_t t = 1; t < T; t++) memcpy(x + (size_t)(t * B) * img, x, sizeof(float) * (size_t)B * img);
     int32_t labels[64];
     for (int b = 0; b < B; b++) labels[b] = (b * 7) % 10;

@@ -4,7 +4,7 @@
 #ifndef SF_GPU_BENCH_H
 #define SF_GPU_BENCH_H
 
-#include "core/rng.h"
+#include "../bench_randn.h"
 #include "spikefuse.h"
 
 #include <cublas_v2.h>
@@ -55,7 +55,7 @@ static inline sf_precision gb_precision(const char *name)
 }
 
 /* CUDA options from a benchmark's trailing "key=value" arguments: graph=0|1, conv_workspace_mib=N,
- * conv_algo=auto|cudnn|gemm (the sf_cuda_options fields; the rest keep their defaults). */
+ * conv_algo=auto|cudnn|gemm, deterministic=0|1 (the sf_cuda_options fields; the rest keep their defaults). */
 static inline sf_cuda_options gb_cuda_options(int argc, char **argv, int first)
 {
     sf_net_params p;
@@ -65,9 +65,12 @@ static inline sf_cuda_options gb_cuda_options(int argc, char **argv, int first)
         size_t k = v ? (size_t)(v - argv[i]) : 0;
         if (k == 5 && strncmp(argv[i], "graph", k) == 0) p.cuda.graph = atoi(v + 1);
         else if (k == 18 && strncmp(argv[i], "conv_workspace_mib", k) == 0) p.cuda.conv_workspace_mib = atoi(v + 1);
+        else if (k == 13 && strncmp(argv[i], "deterministic", k) == 0) p.cuda.deterministic = atoi(v + 1);
         else if (!(k == 9 && strncmp(argv[i], "conv_algo", k) == 0 &&
                    sf_conv_algo_parse(v + 1, &p.cuda.conv_algo) == SF_OK)) {
-            fprintf(stderr, "option '%s': expected graph=0|1, conv_workspace_mib=N or conv_algo=auto|cudnn|gemm\n",
+            fprintf(stderr,
+                    "option '%s': expected graph=0|1, conv_workspace_mib=N, conv_algo=auto|cudnn|gemm or "
+                    "deterministic=0|1\n",
                     argv[i]);
             exit(2);
         }
@@ -215,15 +218,6 @@ static inline void gb_card(char *name, size_t cap)
     snprintf(name, cap, "%.64s (%d SMs, %.0f GiB)", nm, p.multiProcessorCount, p.totalGlobalMem / 1073741824.0);
 }
 
-/* N(mean, std) from the counter hash (Box-Muller), so every run draws the same inputs. */
-static inline void gb_randn(float *x, size_t n, float mean, float std, uint64_t seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        float u1 = sf_uniform(seed, 1, i) + 1.0f / 33554432.0f, u2 = sf_uniform(seed, 2, i);
-        x[i] = mean + std * sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2);
-    }
-}
-
 /* Device buffer filled with N(mean, std). */
 static inline float *gb_device_randn(size_t n, float mean, float std, uint64_t seed)
 {
@@ -232,7 +226,7 @@ static inline float *gb_device_randn(size_t n, float mean, float std, uint64_t s
         fprintf(stderr, "out of host memory\n");
         exit(1);
     }
-    gb_randn(h, n, mean, std, seed);
+    sf_bench_randn(h, n, mean, std, seed);
     GB_CHECK(cudaMalloc((void **)&d, sizeof(float) * n));
     GB_CHECK(cudaMemcpy(d, h, sizeof(float) * n, cudaMemcpyHostToDevice));
     free(h);
@@ -245,6 +239,40 @@ static inline double gb_used_mib(void)
     size_t f, t;
     GB_CHECK(cudaMemGetInfo(&f, &t));
     return (double)(t - f) / 1048576.0;
+}
+
+/* Appends layer d (kind's defaults with the given size) to a benchmark net. */
+static inline void gb_add(sf_net *net, sf_layer_kind kind, int32_t size, int32_t stride)
+{
+    sf_layer_desc d;
+    sf_layer_default_desc(kind, &d); /* LIF: tau=2, θ=1, hard reset to 0, sigmoid α=4 */
+    d.out_features = d.out_channels = size;
+    if (kind == SF_LAYER_CONV2D) d.kernel = 3, d.stride = stride, d.padding = 1;
+    GB_OK(sf_net_add(net, &d, NULL));
+}
+
+/* W3's layers (Liang et al.'s CIFAR-10 VGG9) on a net with a 3×32×32 input: Conv(3→128), eight [BN → LIF → Conv]
+ * blocks, BN → LIF → Flatten → Linear(8192→1024) → BN → LIF → Linear(1024→512) → BN → LIF → Linear(512→10). */
+static inline void gb_vgg9_layers(sf_net *net)
+{
+    gb_add(net, SF_LAYER_CONV2D, 128, 1);
+    const int32_t ch[8] = {128, 128, 256, 256, 256, 512, 512, 512}, st[8] = {1, 2, 1, 1, 2, 1, 1, 2};
+    for (int i = 0; i < 8; i++) {
+        gb_add(net, SF_LAYER_BATCHNORM, 0, 0);
+        gb_add(net, SF_LAYER_LIF, 0, 0);
+        gb_add(net, SF_LAYER_CONV2D, ch[i], st[i]);
+    }
+    const int32_t fc[3] = {1024, 512, 10};
+    gb_add(net, SF_LAYER_BATCHNORM, 0, 0);
+    gb_add(net, SF_LAYER_LIF, 0, 0);
+    gb_add(net, SF_LAYER_FLATTEN, 0, 0);
+    for (int i = 0; i < 3; i++) {
+        gb_add(net, SF_LAYER_LINEAR, fc[i], 0);
+        if (i < 2) {
+            gb_add(net, SF_LAYER_BATCHNORM, 0, 0);
+            gb_add(net, SF_LAYER_LIF, 0, 0);
+        }
+    }
 }
 
 #endif

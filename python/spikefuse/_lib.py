@@ -96,6 +96,8 @@ _get_num_threads = _bind("sf_get_num_threads", ctypes.c_int32, [])
 _lif_default_params = _bind("sf_lif_default_params", None, [ctypes.c_void_p])
 _lif_params_check = _bind("sf_lif_params_check", ctypes.c_int, [ctypes.POINTER(LifParams)])
 _surrogate_default_alpha = _bind("sf_surrogate_default_alpha", ctypes.c_float, [ctypes.c_int])
+_lif_params_from_nir = _bind_optional("sf_lif_params_from_nir", ctypes.c_int,
+                                      [ctypes.c_int32] + [ctypes.c_double] * 6 + [ctypes.POINTER(LifParams)])
 # The kernel entry points themselves (spikefuse.torch calls them directly: each Python layer costs microseconds).
 # A LifParams instance may be passed where the pointer is expected: ctypes passes it by reference.
 sf_lif_forward = _bind("sf_lif_forward", ctypes.c_int,
@@ -196,6 +198,20 @@ def lif_params(tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_r
     p.use_grad_threshold = 0 if grad_threshold is None else 1
     p.grad_threshold = 0.0 if grad_threshold is None else float(grad_threshold) - shift
     check(_lif_params_check(ctypes.byref(p)), "sf_lif_params_check")
+    return p
+
+
+def lif_params_from_nir(is_if, tau, r, v_leak, v_threshold, v_reset, dt, surrogate="sigmoid", alpha=None):
+    """The sf_lif_params whose spikes are NIR's LIF (or IF) neuron stepped by forward Euler with time step dt
+    (the library's sf_lif_params_from_nir: the mapping docs/nir.md writes down)."""
+    if _lif_params_from_nir is None:
+        raise SpikefuseError("sf_lif_params_from_nir", 5, f"{LIBRARY_PATH} predates NIR support: rebuild it")
+    p = LifParams()
+    _lif_default_params(ctypes.byref(p))
+    p.surrogate = surrogate_index(surrogate)
+    p.alpha = float(_surrogate_default_alpha(p.surrogate)) if alpha is None else float(alpha)
+    check(_lif_params_from_nir(1 if is_if else 0, float(tau), float(r), float(v_leak), float(v_threshold),
+                               float(v_reset), float(dt), ctypes.byref(p)), "sf_lif_params_from_nir")
     return p
 
 

@@ -25,8 +25,8 @@ sf_status sf_backend_create(sf_device dev, sf_precision precision, const sf_cuda
         return sf_cuda_backend_create(dev.index, precision, cuda, out);
 #else
         (void)cuda;
-        return sf_fail(SF_ERR_UNSUPPORTED, "this build of spikefuse has no CUDA backend (rebuild with nvcc present "
-                                           "and -DSF_CUDA=ON)");
+        return sf_fail(SF_ERR_UNSUPPORTED, "this build of spikefuse has no CUDA backend (use device cpu, or rebuild "
+                                           "with nvcc present and -DSF_CUDA=ON)");
 #endif
     }
     return sf_fail(SF_ERR_INVALID, "unknown device kind %d", (int)dev.kind);
@@ -64,27 +64,39 @@ static sf_status check_lif_call(const sf_lif_params *p, int64_t T, int64_t N, co
     return SF_OK;
 }
 
-sf_status sf_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, float *s, sf_device device,
-                         void *stream)
+sf_status sf_lif_forward_state(const sf_lif_params *p, int64_t T, int64_t N, const float *x, float *s,
+                               const sf_lif_state *st, sf_device device, void *stream)
 {
     SF_TRY(check_lif_call(p, T, N, x, s, s));
     sf_lif_out out = {.s = s};
     if (N == 0) return SF_OK;
-    if (device.kind == SF_DEVICE_CPU) return sf_cpu_lif_forward(p, T, N, x, &out);
+    if (device.kind == SF_DEVICE_CPU) return sf_cpu_lif_forward(p, T, N, x, &out, st);
 #ifdef SF_HAVE_CUDA
-    if (device.kind == SF_DEVICE_CUDA) return sf_cuda_lif_forward(p, T, N, SF_ACT_F32, x, &out, stream);
+    if (device.kind == SF_DEVICE_CUDA) return sf_cuda_lif_forward(p, T, N, SF_ACT_F32, x, &out, st, stream);
 #endif
     return sf_fail(SF_ERR_UNSUPPORTED, "LIF forward: device not available in this build");
+}
+
+sf_status sf_lif_backward_state(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds,
+                                float *dx, const sf_lif_state *st, sf_device device, void *stream)
+{
+    SF_TRY(check_lif_call(p, T, N, x, ds, dx));
+    if (N == 0) return SF_OK;
+    if (device.kind == SF_DEVICE_CPU) return sf_cpu_lif_backward(p, T, N, x, NULL, ds, dx, st);
+#ifdef SF_HAVE_CUDA
+    if (device.kind == SF_DEVICE_CUDA) return sf_cuda_lif_backward(p, T, N, SF_ACT_F32, x, NULL, ds, dx, st, stream);
+#endif
+    return sf_fail(SF_ERR_UNSUPPORTED, "LIF backward: device not available in this build");
+}
+
+sf_status sf_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, float *s, sf_device device,
+                         void *stream)
+{
+    return sf_lif_forward_state(p, T, N, x, s, NULL, device, stream);
 }
 
 sf_status sf_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds, float *dx,
                           sf_device device, void *stream)
 {
-    SF_TRY(check_lif_call(p, T, N, x, ds, dx));
-    if (N == 0) return SF_OK;
-    if (device.kind == SF_DEVICE_CPU) return sf_cpu_lif_backward(p, T, N, x, NULL, ds, dx);
-#ifdef SF_HAVE_CUDA
-    if (device.kind == SF_DEVICE_CUDA) return sf_cuda_lif_backward(p, T, N, SF_ACT_F32, x, NULL, ds, dx, stream);
-#endif
-    return sf_fail(SF_ERR_UNSUPPORTED, "LIF backward: device not available in this build");
+    return sf_lif_backward_state(p, T, N, x, ds, dx, NULL, device, stream);
 }

@@ -95,7 +95,12 @@ static char *reader(char *str, int num, void *stream)
     c->line++;
     map_push(c, c->line);
     if (n + 1 > (size_t)num) {
-        ctx_fail(c, c->line, SF_ERR_INVALID, "line is longer than %d characters", num - 2);
+        /* inih's line buffer: a longer comment is dropped whole (inih would read its tail as a line of its own),
+         * a longer line of any other kind is an error. */
+        const char *q = p + strspn(p, " \t");
+        if (*q != ';' && *q != '#')
+            ctx_fail(c, c->line, SF_ERR_INVALID, "line is longer than %d characters (comment lines may be longer)",
+                     num - 2);
         snprintf(str, (size_t)num, "\n");
         return str;
     }
@@ -258,13 +263,15 @@ static sf_status located(sf_status s, const char *where, int line, const char *w
 static sf_status finish(sf_config *cfg, const char *where, int train_line, int neuron_line)
 {
     resolve_lif(cfg);
-    int32_t c, h, w, classes;
-    sf_dataset_kind_shape(cfg->train.dataset, &c, &h, &w, &classes);
-    cfg->net.in_channels = c;
-    cfg->net.in_height = h;
-    cfg->net.in_width = w;
-    sf_status s = check_channels(cfg->train.mean, "mean", c);
-    if (s == SF_OK) s = check_channels(cfg->train.std, "std", c);
+    sf_data_params dp;
+    int32_t shape[3];
+    sf_config_data_params(cfg, &dp);
+    sf_data_input_shape(cfg->train.dataset, &dp, shape, &cfg->classes);
+    cfg->net.in_channels = shape[0];
+    cfg->net.in_height = shape[1];
+    cfg->net.in_width = shape[2];
+    sf_status s = check_channels(cfg->train.mean, "mean", shape[0]);
+    if (s == SF_OK) s = check_channels(cfg->train.std, "std", shape[0]);
     if (s != SF_OK) return located(s, where, train_line, "");
     s = sf_lif_params_check(&cfg->neuron);
     if (s != SF_OK) return located(s, where, neuron_line, "[neuron] ");
@@ -290,6 +297,11 @@ static void init_defaults(sf_config *cfg)
     t->normalize = 1;
     for (int i = 0; i < SF_DATASET_MAX_CHANNELS; i++) t->mean[i] = t->std[i] = NAN;
     t->log_every = 100;
+    sf_data_params dp;
+    sf_data_default_params(&dp);
+    t->synthetic = dp.synthetic;
+    t->events = dp.events;
+    t->time_parallel = 1;
     sf_net_default_params(&cfg->net);
     sf_optim_default_params(&cfg->optim);
     sf_schedule_default_params(&cfg->schedule);

@@ -2,7 +2,9 @@
  * the spirit of darknet's cfg, their command-line overrides, a writer of the resolved config, and building the
  * sf_net they describe through the public API.
  *
- *   [train]    dataset, data_dir, epochs, batch, timesteps, encoding, optimizer, lr, ... (see sf_config_train)
+ *   [train]    dataset, data_dir, epochs, batch, timesteps, encoding, optimizer, lr, ... (see sf_config_train);
+ *              dataset = synthetic takes input_shape, classes, samples, input_density; event datasets
+ *              time_window_us, frame, downsample, polarity and the aug_* keys
  *   [neuron]   defaults for every LIF layer: tau, decay, decay_input, v_threshold, v_reset, reset, detach_reset,
  *              surrogate, alpha, grad_threshold
  *   then one section per layer, numbered from 0 in file order:
@@ -31,16 +33,24 @@
 typedef struct sf_config_train {
     sf_dataset_kind dataset;           /* required */
     char data_dir[SF_CONFIG_PATH_MAX]; /* "": sf_dataset_default_dir(dataset) */
+    char data_cache[SF_CONFIG_PATH_MAX]; /* event datasets: where binned splits are cached; "": no cache */
+    char init[SF_CONFIG_PATH_MAX];     /* a checkpoint whose parameters start the training ("": none) */
     int64_t epochs;                    /* default 10 */
     int64_t batch;                     /* default 64 */
     int64_t timesteps;                 /* default 4 */
     sf_encoding encoding;              /* default direct */
-    int32_t augment;                   /* random crop + flip: 1 on, 0 off, -1 auto (default: on for cifar10) */
+    int32_t augment;                   /* training augmentation: 1 on, 0 off, -1 auto (default: on for cifar10 and
+                                        * the event datasets) */
     int32_t normalize;                 /* direct encoding: per-channel (x - mean) / std; default on */
     float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS]; /* one value per channel; NaN
                                                                          * ("default"): the dataset's values */
+    sf_synthetic_params synthetic;     /* dataset = synthetic: input_shape, classes, samples, input_density */
+    sf_event_params events;            /* event datasets: time_window_us, frame, downsample, polarity, aug_* */
     int32_t threads;                   /* OpenMP threads; 0: the default */
     int64_t log_every;                 /* steps between metric lines; default 100, 0: per epoch only */
+    int32_t time_parallel;             /* processes that split T (src/dist); default 1 */
+    int64_t global_batch;              /* samples per step over every data rank; 0: batch × data ranks */
+    int32_t sync_bn;                   /* BN statistics over the whole global batch; default off */
 } sf_config_train;
 
 /* One layer section. `desc` is fully resolved: LIF layers carry the [neuron] defaults with their own keys
@@ -56,6 +66,7 @@ typedef struct sf_config {
     char source[SF_CONFIG_PATH_MAX]; /* the file name (or the name given to the string parser) used in messages */
     sf_config_train train;
     sf_net_params net;           /* [train] device, memory, seed; [readout] type, tau, loss; input shape from dataset */
+    int32_t classes;             /* the dataset's class count (resolved, like the input shape) */
     sf_optim_params optim;       /* optimizer, lr, momentum, nesterov, weight_decay (Adam betas/eps: defaults) */
     sf_schedule_params schedule; /* schedule, step_size, gamma */
     sf_lif_params neuron;        /* the [neuron] defaults, resolved */
@@ -80,6 +91,10 @@ sf_status sf_config_set_arg(sf_config *cfg, const char *assignment);
  * written out, LIF layers with their own keys only). *text is malloc'd; the caller frees it. */
 sf_status sf_config_write(const sf_config *cfg, char **text);
 
+/* The data parameters of this config (sf_dataset_load's). */
+void sf_config_data_params(const sf_config *cfg, sf_data_params *out);
+/* Loads one split of the config's dataset from train.data_dir (or the dataset's default directory). */
+sf_status sf_config_load_split(const sf_config *cfg, sf_split split, sf_dataset **out);
 /* Loader parameters for the training (training = 1) or evaluation split of this config. */
 void sf_config_loader_params(const sf_config *cfg, int32_t training, sf_loader_params *out);
 

@@ -19,6 +19,8 @@ static const char *const conv_algo_names[] = {"auto", "cudnn", "gemm", NULL}; /*
 static const char *const readout_names[] = {"mean", "leaky", NULL};
 static const char *const loss_names[] = {"ce_mean", "ce_per_step", NULL};
 static const char *const reset_names[] = {"hard", "soft", NULL};
+static const char *const frame_names[] = {"count", "binary", NULL};     /* sf_frame_mode order */
+static const char *const polarity_names[] = {"keep", "merge", NULL};    /* merge_polarity 0, 1 */
 static const char *const surrogate_names[] = {"sigmoid", "atan", "fast_sigmoid", "rect", NULL};
 
 #define BIG 1e30
@@ -27,6 +29,8 @@ static const char *const surrogate_names[] = {"sigmoid", "atan", "fast_sigmoid",
 const sf_key_spec sf_train_keys[] = {
     {.name = "dataset", .type = SF_V_DATASET, .offset = TRAIN(train.dataset)},
     {.name = "data_dir", .type = SF_V_STRING, .offset = TRAIN(train.data_dir)},
+    {.name = "data_cache", .type = SF_V_STRING, .offset = TRAIN(train.data_cache)},
+    {.name = "init", .type = SF_V_STRING, .offset = TRAIN(train.init)},
     {.name = "epochs", .type = SF_V_INT64, .offset = TRAIN(train.epochs), .min = 1, .max = 1e6},
     {.name = "batch", .type = SF_V_INT64, .offset = TRAIN(train.batch), .min = 1, .max = 65536},
     {.name = "timesteps", .type = SF_V_INT64, .offset = TRAIN(train.timesteps), .min = 1, .max = 100000},
@@ -35,6 +39,22 @@ const sf_key_spec sf_train_keys[] = {
     {.name = "normalize", .type = SF_V_BOOL, .offset = TRAIN(train.normalize)},
     {.name = "mean", .type = SF_V_CHANNELS, .offset = TRAIN(train.mean), .min = -BIG, .max = BIG},
     {.name = "std", .type = SF_V_CHANNELS, .offset = TRAIN(train.std), .min = 0, .max = BIG, .open_min = 1},
+    {.name = "input_shape", .type = SF_V_SHAPE, .offset = TRAIN(train.synthetic.shape), .min = 1, .max = 16384},
+    {.name = "classes", .type = SF_V_INT32, .offset = TRAIN(train.synthetic.classes), .min = 1, .max = 256},
+    {.name = "samples", .type = SF_V_INT64, .offset = TRAIN(train.synthetic.samples), .min = 1, .max = 1e9},
+    {.name = "input_density", .type = SF_V_FLOAT, .offset = TRAIN(train.synthetic.density), .min = 0, .max = 1,
+     .open_min = 1},
+    {.name = "time_window_us", .type = SF_V_INT64, .offset = TRAIN(train.events.time_window_us), .min = 0,
+     .max = 1e12},
+    {.name = "frame", .type = SF_V_ENUM, .offset = TRAIN(train.events.frame), .choices = frame_names},
+    {.name = "downsample", .type = SF_V_INT32, .offset = TRAIN(train.events.downsample), .min = 1, .max = 1024},
+    {.name = "polarity", .type = SF_V_ENUM, .offset = TRAIN(train.events.merge_polarity), .choices = polarity_names},
+    {.name = "aug_time_jitter_us", .type = SF_V_INT64, .offset = TRAIN(train.events.time_jitter_us), .min = 0,
+     .max = 1e9},
+    {.name = "aug_drop_event", .type = SF_V_FLOAT, .offset = TRAIN(train.events.drop_event), .min = 0,
+     .max = 0.999999},
+    {.name = "aug_shift", .type = SF_V_INT32, .offset = TRAIN(train.events.shift), .min = 0, .max = 4096},
+    {.name = "aug_flip", .type = SF_V_BOOL, .offset = TRAIN(train.events.flip)},
     {.name = "optimizer", .type = SF_V_ENUM, .offset = TRAIN(optim.kind), .choices = optimizer_names},
     {.name = "lr", .type = SF_V_FLOAT, .offset = TRAIN(optim.lr), .min = 0, .max = 1e3, .open_min = 1},
     {.name = "momentum", .type = SF_V_FLOAT, .offset = TRAIN(optim.momentum), .min = 0, .max = 0.999999},
@@ -55,8 +75,12 @@ const sf_key_spec sf_train_keys[] = {
     {.name = "conv_workspace_mib", .type = SF_V_INT32, .offset = TRAIN(net.cuda.conv_workspace_mib), .min = 0,
      .max = 65536},
     {.name = "conv_algo", .type = SF_V_ENUM, .offset = TRAIN(net.cuda.conv_algo), .choices = conv_algo_names},
+    {.name = "deterministic", .type = SF_V_BOOL, .offset = TRAIN(net.cuda.deterministic)},
     {.name = "threads", .type = SF_V_INT32, .offset = TRAIN(train.threads), .min = 0, .max = 4096},
     {.name = "log_every", .type = SF_V_INT64, .offset = TRAIN(train.log_every), .min = 0, .max = 1e12},
+    {.name = "time_parallel", .type = SF_V_INT32, .offset = TRAIN(train.time_parallel), .min = 1, .max = 4096},
+    {.name = "global_batch", .type = SF_V_INT64, .offset = TRAIN(train.global_batch), .min = 0, .max = 1 << 24},
+    {.name = "sync_bn", .type = SF_V_BOOL, .offset = TRAIN(train.sync_bn)},
 };
 const int sf_num_train_keys = (int)(sizeof sf_train_keys / sizeof sf_train_keys[0]);
 
@@ -96,7 +120,8 @@ const sf_key_spec sf_layer_keys[] = {
     {.name = "stride", .type = SF_V_INT32, .offset = DESC(stride), .min = 1, .max = 64, .kinds = K(SF_LAYER_CONV2D)},
     /* pools: 0 means the pool's size */
     {.name = "stride", .type = SF_V_INT32, .offset = DESC(stride), .min = 0, .max = 64, .kinds = POOLS},
-    {.name = "pad", .type = SF_V_INT32, .offset = DESC(padding), .min = 0, .max = 64, .kinds = K(SF_LAYER_CONV2D)},
+    {.name = "pad", .type = SF_V_INT32, .offset = DESC(padding), .min = 0, .max = 64,
+     .kinds = K(SF_LAYER_CONV2D) | POOLS},
     {.name = "bias", .type = SF_V_BOOL, .offset = DESC(bias), .kinds = K(SF_LAYER_CONV2D) | K(SF_LAYER_LINEAR)},
     {.name = "out", .type = SF_V_INT32, .offset = DESC(out_features), .min = 1, .max = 1 << 24,
      .kinds = K(SF_LAYER_LINEAR), .required = K(SF_LAYER_LINEAR)},
@@ -151,6 +176,7 @@ static size_t value_size(sf_value_type t)
     case SF_V_DEVICE: return sizeof(sf_device);
     case SF_V_DATASET: return sizeof(sf_dataset_kind);
     case SF_V_CHANNELS: return SF_DATASET_MAX_CHANNELS * sizeof(float);
+    case SF_V_SHAPE: return 3 * sizeof(int32_t);
     }
     return 0;
 }
@@ -167,9 +193,10 @@ void sf_key_copy(const sf_key_spec *k, void *dst, const void *src)
 static sf_status range_error(const sf_key_spec *k)
 {
     if (k->max >= BIG && k->min <= -BIG) return sf_fail(SF_ERR_INVALID, "must be a finite number");
+    /* %.15g: every bound in the tables exactly as written (16777216, not 1.67772e+07) */
     if (k->max >= BIG)
-        return sf_fail(SF_ERR_INVALID, "must be %s %g", k->open_min ? ">" : ">=", k->min);
-    return sf_fail(SF_ERR_INVALID, "must be in %s%g, %g]", k->open_min ? "(" : "[", k->min, k->max);
+        return sf_fail(SF_ERR_INVALID, "must be %s %.15g", k->open_min ? ">" : ">=", k->min);
+    return sf_fail(SF_ERR_INVALID, "must be in %s%.15g, %.15g]", k->open_min ? "(" : "[", k->min, k->max);
 }
 
 static int in_range(const sf_key_spec *k, double v)
@@ -306,6 +333,26 @@ sf_status sf_key_parse(const sf_key_spec *k, const char *text, void *base)
         memcpy(field, v, sizeof v);
         return SF_OK;
     }
+    case SF_V_SHAPE: {
+        /* "N" or "C, H, W"; two values would leave unclear which side is missing. */
+        int32_t v[3] = {1, 1, 1};
+        const char *q = text;
+        int n = 0;
+        for (;;) {
+            char *end;
+            errno = 0;
+            long long d = strtoll(q, &end, 10);
+            if (end == q || errno == ERANGE || !in_range(k, (double)d)) break;
+            v[n++] = (int32_t)d;
+            for (q = end; *q == ' ' || *q == '\t'; q++) {}
+            if (*q != ',' || n == 3) break;
+            q++;
+        }
+        if (*q || (n != 1 && n != 3))
+            return sf_fail(SF_ERR_INVALID, "expects N or C, H, W (integers in [%g, %g])", k->min, k->max);
+        memcpy(field, v, sizeof v);
+        return SF_OK;
+    }
     case SF_V_OPT_FLOAT: {
         int32_t on = strcmp(text, "off") != 0;
         float v = 0;
@@ -390,6 +437,12 @@ int sf_key_format(const sf_key_spec *k, const void *base, char *out, size_t cap)
             if ((size_t)n < cap) n += format_float(v[i], out + n, cap - (size_t)n);
         }
         return n;
+    }
+    case SF_V_SHAPE: {
+        int32_t v[3];
+        memcpy(v, field, sizeof v);
+        if (v[1] == 1 && v[2] == 1) return snprintf(out, cap, "%d", v[0]);
+        return snprintf(out, cap, "%d, %d, %d", v[0], v[1], v[2]);
     }
     case SF_V_OPT_FLOAT: {
         int32_t on;

@@ -21,7 +21,8 @@ typedef enum sf_value_type {
     SF_V_DATASET,   /* sf_dataset_kind, by the names of src/data's format table */
     SF_V_CHANNELS,  /* float[SF_DATASET_MAX_CHANNELS]: comma-separated per-channel values, then NaN; or "default"
                      * (all NaN) */
-    SF_V_OPT_FLOAT  /* a float at `offset` enabled by the int32 flag at `flag_offset`, or "off" */
+    SF_V_OPT_FLOAT, /* a float at `offset` enabled by the int32 flag at `flag_offset`, or "off" */
+    SF_V_SHAPE      /* int32[3] C, H, W: "C, H, W", or "N" for N, 1, 1; each in [min, max] */
 } sf_value_type;
 
 typedef struct sf_key_spec {

@@ -6,6 +6,27 @@
 
 #include <math.h>
 
+void sf_config_data_params(const sf_config *cfg, sf_data_params *p)
+{
+    sf_data_default_params(p);
+    p->synthetic = cfg->train.synthetic;
+    p->events = cfg->train.events;
+    p->seed = cfg->net.seed;
+    p->cache_dir = cfg->train.data_cache;
+    p->timesteps = cfg->train.timesteps;
+    if (cfg->train.augment == 0) { /* no augmentation: the training split can be cached too */
+        p->events.time_jitter_us = p->events.shift = p->events.flip = 0;
+        p->events.drop_event = 0.0f;
+    }
+}
+
+sf_status sf_config_load_split(const sf_config *cfg, sf_split split, sf_dataset **out)
+{
+    sf_data_params p;
+    sf_config_data_params(cfg, &p);
+    return sf_dataset_load(cfg->train.dataset, cfg->train.data_dir[0] ? cfg->train.data_dir : NULL, split, &p, out);
+}
+
 void sf_config_loader_params(const sf_config *cfg, int32_t training, sf_loader_params *p)
 {
     const sf_config_train *t = &cfg->train;
@@ -15,7 +36,7 @@ void sf_config_loader_params(const sf_config *cfg, int32_t training, sf_loader_p
     p->encoding = t->encoding;
     p->seed = cfg->net.seed;
     p->training = training != 0;
-    p->augment = training && (t->augment < 0 ? t->dataset == SF_DATASET_CIFAR10 : t->augment != 0);
+    p->augment = training && (t->augment < 0 ? sf_dataset_kind_augments(t->dataset) : t->augment != 0);
     p->normalize = t->normalize;
     float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS];
     sf_dataset_kind_stats(t->dataset, mean, std);
@@ -24,6 +45,7 @@ void sf_config_loader_params(const sf_config *cfg, int32_t training, sf_loader_p
         p->std[c] = isnan(t->std[0]) || isnan(t->std[c]) ? std[c] : t->std[c];
     }
     p->prefetch = 1;
+    p->events = t->events;
 }
 
 sf_status sf_config_build_net(const sf_config *cfg, sf_net **out)
@@ -40,8 +62,7 @@ sf_status sf_config_build_net(const sf_config *cfg, sf_net **out)
                                 sf_config_section_name(L->desc.kind), i);
     }
     if (s == SF_OK) {
-        int32_t chw[3], c, h, w, classes;
-        sf_dataset_kind_shape(cfg->train.dataset, &c, &h, &w, &classes);
+        int32_t chw[3], classes = cfg->classes;
         s = sf_net_tensor_shape(net, cfg->num_layers, chw);
         const sf_config_layer *last = &cfg->layers[cfg->num_layers - 1];
         if (s == SF_OK && (int64_t)chw[0] * chw[1] * chw[2] != classes)

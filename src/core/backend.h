@@ -10,7 +10,8 @@
  * backend's `act` type: float on the CPU, bf16 or fp16 on a GPU under those precisions. They keep the `float *` type
  * in the signatures below (the engine never dereferences them); a backend whose act type is 16-bit reads them as
  * such. Everything else is float always: biases, BN parameters and statistics, parameter gradients (dw, db,
- * dgamma, dbeta), optimizer state, h, spike counts, logits and loss statistics. Kernels compute in float. */
+ * dgamma, dbeta), optimizer state, h, the neuron state carried across calls (sf_lif_state), spike counts, logits and
+ * loss statistics. Kernels compute in float. */
 #ifndef SF_CORE_BACKEND_H
 #define SF_CORE_BACKEND_H
 
@@ -29,6 +30,8 @@ typedef struct sf_conv_shape {
 typedef struct sf_pool_shape {
     int64_t n;         /* T·B·C planes */
     int32_t h, w, k, stride, oh, ow;
+    int32_t pad;       /* implicit border on each side, at most k/2 (PyTorch's rule): -inf for max, 0 for avg, which
+                        * divides by k·k (count_include_pad); oh = (h + 2·pad - k) / stride + 1 */
 } sf_pool_shape;
 
 /* BN over (T, B, H, W) per channel: x is [rows, C, hw]. */
@@ -51,6 +54,18 @@ typedef enum sf_act_type { SF_ACT_F32 = 0, SF_ACT_BF16, SF_ACT_F16 } sf_act_type
 
 static inline size_t sf_act_type_size(sf_act_type t) { return t == SF_ACT_F32 ? 4 : 2; }
 
+/* A BN→LIF backward whose batch statistics span several processes (the time pipeline's segments, synchronised BN):
+ * dx needs Σdy and Σdy·x̂ over the whole batch, so the backward runs twice with a sum over the processes between.
+ *   phase 1: the reverse-time pass of this part; writes its own Σdy into dbeta and Σdy·x̂ into dgamma (and
+ *            st->dv_out); dx is not written (may be NULL)
+ *   phase 2: dx from the sums over all parts (sum_dy, sum_dyx: [C]) and the rows (T·B) of all parts; dgamma,
+ *            dbeta and st->dv_out are not written (may be NULL) */
+typedef struct sf_bn_split {
+    int32_t phase;
+    const float *sum_dy, *sum_dyx;
+    int64_t rows;
+} sf_bn_split;
+
 typedef struct sf_backend sf_backend;
 struct sf_backend {
     const char *name;
@@ -67,11 +82,12 @@ struct sf_backend {
     sf_status (*sync)(sf_backend *be);
     void (*destroy)(sf_backend *be);
 
-    /* LIF over [T, N]. The backward takes h (full mode) or, when h is NULL, recomputes it from x. */
+    /* LIF over [T, N]. The backward takes h (full mode) or, when h is NULL, recomputes it from x (and st->v_in).
+     * st (NULL: none) carries the neuron state across calls, see sf_lif_state in spikefuse.h. */
     sf_status (*lif_forward)(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
-                             const sf_lif_out *out);
+                             const sf_lif_out *out, const sf_lif_state *st);
     sf_status (*lif_backward)(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
-                              const float *h, const float *ds, float *dx);
+                              const float *h, const float *ds, float *dx, const sf_lif_state *st);
 
     /* Batch norm. Statistics: mean and biased var per channel over (rows, hw). */
     sf_status (*bn_stats)(sf_backend *be, sf_bn_shape sh, const float *x, float *mean, float *var);
@@ -87,15 +103,24 @@ struct sf_backend {
                                    const float *var, float *running_mean, float *running_var);
     /* Fused BN → LIF (Liang et al., Alg. 1–3; docs/architecture.md, References); x is [T, B, C, hw] with rows = T·B.
      * The LIF recurrence runs over T for each of the B·C·hw neurons. The backward recomputes y = BN(x) and h (or uses h
-     * when given), reduces dgamma and dbeta per channel and writes dx, without materialising dy. `training` selects
-     * batch statistics (dx includes the terms through mean and var) or fixed statistics. */
+     * when given), reduces dgamma and dbeta per channel and writes dx, without materialising dy. The backward always
+     * treats mean/var as the batch statistics of x (dx includes the terms through mean and var). st as for the LIF
+     * ops ([B·C·hw] per pointer). split (NULL: none) runs the backward in two phases for statistics that span
+     * several processes, see sf_bn_split. */
     sf_status (*bn_lif_forward)(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
                                 const float *x, const float *mean, const float *var, float eps,
-                                const float *gamma, const float *beta, const sf_lif_out *out);
+                                const float *gamma, const float *beta, const sf_lif_out *out,
+                                const sf_lif_state *st);
     sf_status (*bn_lif_backward)(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
                                  const float *x, const float *h, const float *mean, const float *var, float eps,
                                  const float *gamma, const float *beta, const float *ds, float *dx,
-                                 float *dgamma, float *dbeta);
+                                 float *dgamma, float *dbeta, const sf_lif_state *st, const sf_bn_split *split);
+    /* Statistics of `parts` equal-sized parts of one batch (time segments or data shards on several processes)
+     * merged into those of the whole: part_stats is [parts][2][C] (each part's mean, then its biased var, as
+     * bn_stats writes them); mean = Σ mean_p / parts, var = Σ (var_p + (mean_p − mean)²) / parts, in double, parts in
+     * order, so every process that merges the same parts gets the same bits. */
+    sf_status (*bn_stats_merge)(sf_backend *be, int32_t parts, int32_t C, const float *part_stats, float *mean,
+                                float *var);
 
     /* Linear: y[rows, out] = x[rows, in]·W[out, in]ᵀ + b[out] (b may be NULL). */
     sf_status (*linear_forward)(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,

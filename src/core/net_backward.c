@@ -29,16 +29,19 @@ static sf_status input_value(sf_net *net, const sf_net_layer *l, int32_t id, con
         const sf_net_layer *p = &net->layers[x->producer];
         const sf_net_layer *src = p->fused_bn ? &net->layers[p->bn] : p;
         sf_lif_out o = {.s = buf};
+        /* a time segment starts from the v its forward received */
+        const sf_lif_state from = {.v_in = sf_net_slot_ptr(net, p->v_in)};
+        const sf_lif_state *st = sf_net_pipelined(net) ? &from : NULL;
         sf_backend *be = net->be;
         if (!p->fused_bn) {
             SF_TRY(be->lif_forward(be, &p->d.lif, net->T, net->B * net->tensors[p->in].per_sample,
-                                   sf_net_slot_ptr(net, net->tensors[root(net, p->in)].act), &o));
+                                   sf_net_slot_ptr(net, net->tensors[root(net, p->in)].act), &o, st));
         } else {
             const sf_net_tensor *xin = &net->tensors[src->in];
             sf_bn_shape sh = {.rows = rows(net), .c = xin->c, .hw = (int64_t)xin->h * xin->w};
             SF_TRY(be->bn_lif_forward(be, &p->d.lif, net->T, sh, sf_net_slot_ptr(net, net->tensors[root(net, src->in)].act),
                                       sf_net_slot_ptr(net, src->mean), sf_net_slot_ptr(net, src->var), src->d.bn_eps,
-                                      param(net, src->w_off), param(net, src->b_off), &o));
+                                      param(net, src->w_off), param(net, src->b_off), &o, st));
         }
         *out = buf;
         return SF_OK;
@@ -117,12 +120,16 @@ static sf_status layer_backward(sf_net *net, int32_t i)
     }
     case SF_LAYER_LIF: {
         const float *h = net->p.memory == SF_MEMORY_FULL ? sf_net_slot_ptr(net, l->h) : NULL;
+        sf_lif_state state;
+        const sf_lif_state *st;
         if (!l->fused_bn) {
             float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc);
             if (!dx) return SF_OK;
             const float *x = NULL;
             if (!h) SF_TRY(input_value(net, l, l->in, &x));
-            SF_TRY(be->lif_backward(be, &l->d.lif, net->T, net->B * net->tensors[l->in].per_sample, x, h, dy, dx));
+            SF_TRY(sf_net_state_backward(net, l, !h, &state, &st));
+            SF_TRY(be->lif_backward(be, &l->d.lif, net->T, net->B * net->tensors[l->in].per_sample, x, h, dy, dx, st));
+            SF_TRY(sf_net_state_backward_done(net, l));
             return accumulate(net, acc, l->in, dx);
         }
         sf_net_layer *bn = &net->layers[l->bn];
@@ -131,9 +138,8 @@ static sf_status layer_backward(sf_net *net, int32_t i)
         float *dx = dx_target(net, i, bn->in, bn->dx_tmp, &acc);
         const sf_net_tensor *xin = &net->tensors[bn->in];
         sf_bn_shape sh = {.rows = rows(net), .c = xin->c, .hw = (int64_t)xin->h * xin->w};
-        SF_TRY(be->bn_lif_backward(be, &l->d.lif, net->T, sh, x, h, sf_net_slot_ptr(net, bn->mean),
-                                   sf_net_slot_ptr(net, bn->var), bn->d.bn_eps, param(net, bn->w_off),
-                                   param(net, bn->b_off), dy, dx, pgrad(net, bn->w_off), pgrad(net, bn->b_off)));
+        SF_TRY(sf_net_state_backward(net, l, !h, &state, &st));
+        SF_TRY(sf_net_bn_lif_backward(net, l, bn, sh, x, h, dy, dx, st));
         return accumulate(net, acc, bn->in, dx);
     }
     case SF_LAYER_ADD: {
@@ -167,23 +173,28 @@ sf_status sf_net_backward(sf_net *net)
 {
     if (!net->have_loss) return sf_fail(SF_ERR_STATE, "backward: run a training forward and the loss first");
     sf_backend *be = net->be;
+    float *g = grad_of(net, net->n_layers);
     if (net->p.readout == SF_READOUT_LEAKY) {
         int32_t K = sf_net_classes(net);
         float a = 1.0f - 1.0f / net->p.readout_tau;
-        float *g = grad_of(net, net->n_layers);
-        if (g) SF_TRY(be->leaky_backward(be, net->T, net->B * K, a, 1.0f - a, net->dreadout, g));
+        float *dout = sf_net_pipelined(net) ? net->dout_all : g;
+        if (dout) SF_TRY(be->leaky_backward(be, net->T_all, net->B * K, a, 1.0f - a, net->dreadout, dout));
     }
+    SF_TRY(sf_net_scatter_output_grad(net, g));
+    int64_t final_from = net->n_params;
     for (int32_t i = net->n_layers - 1; i >= 0; i--) {
         if (!net->profiling) {
             SF_TRY(layer_backward(net, i));
-            continue;
+        } else {
+            SF_TRY(be->sync(be));
+            double t0 = now_ms();
+            SF_TRY(layer_backward(net, i));
+            SF_TRY(be->sync(be));
+            net->layers[i].timing.backward_ms += now_ms() - t0;
         }
-        SF_TRY(be->sync(be));
-        double t0 = now_ms();
-        SF_TRY(layer_backward(net, i));
-        SF_TRY(be->sync(be));
-        net->layers[i].timing.backward_ms += now_ms() - t0;
+        SF_TRY(sf_net_grads_ready(net, i, &final_from));
     }
+    SF_TRY(sf_net_grads_done(net));
     net->have_backward = true;
     return SF_OK;
 }

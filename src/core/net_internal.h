@@ -11,6 +11,7 @@
 #define SF_CORE_NET_INTERNAL_H
 
 #include "core/backend.h"
+#include "core/net_hooks.h"
 
 #include <stdbool.h>
 
@@ -66,6 +67,11 @@ typedef struct sf_net_layer {
     bool rebuild_in_grad;     /* conv: rebuilt into its input's gradient buffer instead, which its dx then overwrites */
     sf_slot dx_tmp;           /* backward: gradient for an input whose grad buffer another layer already wrote */
     sf_slot dx_tmp2;          /* ADD: the same for the second input */
+    /* time pipeline (net_hooks.h), each [B·neurons] where this segment has such a neighbour: LIF state received
+     * from / sent to the neighbouring segments (saved: the backward's recompute reads v_in again) */
+    sf_slot v_in, v_out, dv_in, dv_out;
+    sf_slot bn_gather;        /* BN over several processes: every part's mean and var, [bn_parts][2][C] */
+    sf_slot bn_sums;          /* fused BN→LIF over several processes: Σdy·x̂ then Σdy, [2][C] */
     uint64_t dropout_counter; /* RNG counter of the last training forward */
     sf_conv_shape conv;
     sf_pool_shape pool;
@@ -90,14 +96,18 @@ struct sf_net {
     int64_t opt_steps;
     uint64_t rng_counter;
 
-    /* compiled shape and plan */
-    int64_t T, B;
+    /* compiled shape and plan: T is this process's steps (T_all / hooks.nseg) */
+    int64_t T, B, T_all;
+    sf_net_hooks hooks; /* nseg = bn_parts = 1 and no functions when the step is this process's alone */
     bool compiled;
     sf_memory_plan plan;
     void *saved_mem, *work_mem;
-    /* head: readout, loss and bookkeeping, allocated with the workspace but never reused */
-    float *readout;      /* [T, B, K] leaky readout (NULL for the mean readout: the output itself) */
-    float *dreadout;     /* [T, B, K] */
+    /* head: readout, loss and bookkeeping, allocated with the workspace but never reused; the [T_all, B, K] ones in
+     * the act type */
+    float *readout;      /* [T_all, B, K] leaky readout (NULL for the mean readout: the output itself) */
+    float *dreadout;     /* [T_all, B, K] */
+    float *out_all;      /* time pipeline: [T_all, B, K] the last layer's output of every segment */
+    float *dout_all;     /* time pipeline: [T_all, B, K] its gradient */
     float *logits;       /* [B, K] */
     float *stats;        /* [SF_STATS], indexed by sf_stat */
     float *spike_counts; /* one per LIF layer */
@@ -108,6 +118,7 @@ struct sf_net {
     float *host_counts;
     size_t peak_bytes;
     bool profiling;
+    bool keep_all; /* sf_net_set_keep_activations: every tensor and LIF membrane potential stays readable */
     char *summary;
     /* the training step recorded as a backend graph (net_step.c) */
     void *graph;
@@ -117,6 +128,22 @@ struct sf_net {
     float loss_scale;
     int64_t loss_scale_steps; /* good steps since the scale last changed */
 };
+
+/* Address of a sf_slot in its arena (NULL for none). Inline: every file of the engine asks. */
+static inline void *sf_net_slot_ptr(const sf_net *net, sf_slot s)
+{
+    switch (s.where) {
+    case SF_ARENA_SAVED: return (char *)net->saved_mem + s.offset;
+    case SF_ARENA_WORK: return (char *)net->work_mem + s.offset;
+    case SF_ARENA_NONE: break;
+    }
+    return NULL;
+}
+/* Storage of a tensor's forward values (follows flatten aliases), in the backend's act type. */
+static inline float *sf_net_act(sf_net *net, int32_t id)
+{
+    return sf_net_slot_ptr(net, net->tensors[net->tensors[id].alias_of].act);
+}
 
 /* The device-side step statistics: what the softmax writes, the finite flags and fp16's loss scale. */
 typedef enum sf_stat {
@@ -129,8 +156,6 @@ typedef enum sf_stat {
     SF_STATS
 } sf_stat;
 
-/* Storage of a tensor's forward values (follows flatten aliases), in the backend's act type. */
-float *sf_net_act(sf_net *net, int32_t id);
 /* The weights at parameter offset `off` as linear and conv layers read them: in the act type (params_act where
  * there is one), NULL for off < 0. */
 float *sf_net_weight(sf_net *net, int64_t off);
@@ -143,10 +168,12 @@ static inline bool sf_net_scales_loss(const sf_net *net) { return net->be->act =
 float sf_net_initial_loss_scale(const sf_net *net);
 sf_status sf_net_put_loss_scale(sf_net *net);
 sf_status sf_net_refresh_params_act(sf_net *net, int64_t off, int64_t n);
-/* Address of a sf_slot in its arena. */
-void *sf_net_slot_ptr(const sf_net *net, sf_slot s);
 /* Classes of the loss: the per-sample size of the last tensor. */
-int32_t sf_net_classes(const sf_net *net);
+static inline int32_t sf_net_classes(const sf_net *net)
+{
+    const sf_net_layer *l = &net->layers[net->n_layers - 1];
+    return l->out_c * l->out_h * l->out_w;
+}
 
 /* net_run.c: readout and loss; `out` (optional) gets the loss read back to the host. */
 sf_status sf_net_run_loss(sf_net *net, const int32_t *labels, sf_step_result *out);
@@ -159,6 +186,32 @@ sf_status sf_net_loss_ops(sf_net *net, bool labelled);
 
 /* net_step.c: forgets the recorded training step (a compile moves the memory its ops point into). */
 void sf_net_drop_graph(sf_net *net);
+
+/* net_pipeline.c: a step over several processes (net_hooks.h). Each is a no-op for a process alone. */
+sf_status sf_net_pipeline_check(const sf_net *net, int64_t T); /* at compile, T of the whole sequence */
+bool sf_net_pipelined(const sf_net *net);                      /* time segments: nseg > 1 */
+/* LIF state of layer l for its forward / backward (*out NULL when not pipelined); the first receives what the
+ * neighbouring segment sent, the _done calls send this segment's state on. */
+sf_status sf_net_state_forward(sf_net *net, const sf_net_layer *l, sf_lif_state *st, const sf_lif_state **out);
+sf_status sf_net_state_forward_done(sf_net *net, const sf_net_layer *l);
+sf_status sf_net_state_backward(sf_net *net, const sf_net_layer *l, bool recompute, sf_lif_state *st,
+                                const sf_lif_state **out);
+sf_status sf_net_state_backward_done(sf_net *net, const sf_net_layer *l);
+/* The last layer's output over all T (pipelined: gathered by sf_net_gather_output_ops into out_all), and this
+ * segment's slice of its gradient out of dout_all. */
+const float *sf_net_gather_output(sf_net *net);
+sf_status sf_net_gather_output_ops(sf_net *net);
+sf_status sf_net_scatter_output_grad(sf_net *net, float *grad);
+/* BN batch statistics over the BN group, the rows they count, and the fused BN→LIF backward over it (which also
+ * sends the LIF's ∂L/∂v on). */
+sf_status sf_net_bn_stats(sf_net *net, const sf_net_layer *l, sf_bn_shape sh, const float *x, float *mean, float *var);
+int64_t sf_net_bn_rows(const sf_net *net);
+sf_status sf_net_bn_lif_backward(sf_net *net, const sf_net_layer *lif, const sf_net_layer *bn, sf_bn_shape sh,
+                                 const float *x, const float *h, const float *ds, float *dx, const sf_lif_state *st);
+/* After layer i's backward: hands the gradients that became final to grads_ready (*final_from: the lowest final
+ * offset so far, n_params at the start of the backward); after the last layer, grads_done. */
+sf_status sf_net_grads_ready(sf_net *net, int32_t i, int64_t *final_from);
+sf_status sf_net_grads_done(sf_net *net);
 
 /* plan.c */
 sf_status sf_net_plan_memory(sf_net *net);

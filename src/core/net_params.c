@@ -1,5 +1,6 @@
 /* net_params.c — parameters, gradients, buffers and optimizer state: allocation, PyTorch-default
- * initialisation, the named-tensor view used by checkpoints and tests, and the resumable state. */
+ * initialisation, compiling, the hooks of a step over several processes, the named-tensor view used by checkpoints
+ * and tests, and the resumable state. */
 #include "core/error.h"
 #include "core/net_internal.h"
 #include "core/rng.h"
@@ -98,15 +99,39 @@ sf_status sf_net_compile(sf_net *net, int64_t T, int64_t B)
         return sf_fail(SF_ERR_INVALID, "compile: T=%lld and B=%lld must be >= 1", (long long)T, (long long)B);
     SF_TRY(ensure_params(net));
     sf_net_drop_graph(net); /* the plan below moves the arenas its kernels point into */
-    net->T = T;
+    net->compiled = false;
+    net->T_all = T;
+    net->T = T / net->hooks.nseg;
     net->B = B;
+    SF_TRY(sf_net_plan_memory(net)); /* fuses BN→LIF, which the check below looks at */
+    SF_TRY(sf_net_pipeline_check(net, T));
     net->compiled = false;
     net->have_forward = net->have_loss = net->have_backward = false;
-    SF_TRY(sf_net_plan_memory(net));
     plan_totals(net);
     net->compiled = true;
     return sf_net_put_loss_scale(net);
 }
+
+sf_status sf_net_set_hooks(sf_net *net, const sf_net_hooks *h)
+{
+    if (h && (h->nseg < 1 || h->seg < 0 || h->seg >= h->nseg || h->bn_parts < 1 || h->bn_part < 0 ||
+              h->bn_part >= h->bn_parts))
+        return sf_fail(SF_ERR_INVALID, "hooks: segment %d of %d, BN part %d of %d is not a valid place", h->seg,
+                       h->nseg, h->bn_part, h->bn_parts);
+    if (h && (h->nseg > 1 || h->bn_parts > 1) && !(h->send && h->recv && h->time_allgather && h->bn_allgather &&
+                                                    h->bn_allreduce))
+        return sf_fail(SF_ERR_INVALID, "hooks: a pipeline or merged BN statistics need every exchange hook");
+    sf_net_drop_graph(net);
+    memset(&net->hooks, 0, sizeof net->hooks);
+    if (h) net->hooks = *h;
+    else net->hooks.nseg = net->hooks.bn_parts = 1;
+    net->compiled = false; /* the plan depends on the segment */
+    return SF_OK;
+}
+
+sf_backend *sf_net_backend(sf_net *net) { return net->be; }
+
+int64_t sf_net_local_steps(const sf_net *net) { return net->T; }
 
 sf_status sf_net_memory_plan(const sf_net *net, sf_memory_plan *out)
 {

@@ -8,25 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-void *sf_net_slot_ptr(const sf_net *net, sf_slot s)
-{
-    switch (s.where) {
-    case SF_ARENA_SAVED: return (char *)net->saved_mem + s.offset;
-    case SF_ARENA_WORK: return (char *)net->work_mem + s.offset;
-    case SF_ARENA_NONE: break;
-    }
-    return NULL;
-}
-
-float *sf_net_act(sf_net *net, int32_t id) { return sf_net_slot_ptr(net, net->tensors[net->tensors[id].alias_of].act); }
-
 static float *grad_of(sf_net *net, int32_t id) { return sf_net_slot_ptr(net, net->tensors[net->tensors[id].alias_of].grad); }
-
-int32_t sf_net_classes(const sf_net *net)
-{
-    const sf_net_layer *l = &net->layers[net->n_layers - 1];
-    return l->out_c * l->out_h * l->out_w;
-}
 
 static float *param(sf_net *net, int64_t off) { return off >= 0 ? net->params + off : NULL; }
 
@@ -51,29 +33,35 @@ static sf_bn_shape bn_shape(const sf_net *net, const sf_net_layer *bn)
     return (sf_bn_shape){.rows = rows(net), .c = x->c, .hw = (int64_t)x->h * x->w};
 }
 
-/* Runs a LIF layer (with its fused BN, if any) forward from its kept input: in the forward proper, and again in
- * the backward when its spikes are recomputed. `out` says what to write. */
+/* Runs a LIF layer (with its fused BN, if any) forward, in time segments taking v from the previous segment and
+ * passing its last v on. `out` says what to write. */
 static sf_status neuron_forward(sf_net *net, const sf_net_layer *l, bool training, const sf_lif_out *out)
 {
     sf_backend *be = net->be;
+    sf_lif_state state;
+    const sf_lif_state *st;
+    SF_TRY(sf_net_state_forward(net, l, &state, &st));
     if (!l->fused_bn) {
         int64_t n = net->B * net->tensors[l->in].per_sample;
-        return be->lif_forward(be, &l->d.lif, net->T, n, sf_net_act(net, l->in), out);
+        SF_TRY(be->lif_forward(be, &l->d.lif, net->T, n, sf_net_act(net, l->in), out, st));
+    } else {
+        const sf_net_layer *bn = &net->layers[l->bn];
+        const float *mean = training ? sf_net_slot_ptr(net, bn->mean) : net->buffers + bn->rm_off;
+        const float *var = training ? sf_net_slot_ptr(net, bn->var) : net->buffers + bn->rv_off;
+        SF_TRY(be->bn_lif_forward(be, &l->d.lif, net->T, bn_shape(net, bn), sf_net_act(net, bn->in), mean, var,
+                                  bn->d.bn_eps, param(net, bn->w_off), param(net, bn->b_off), out, st));
     }
-    const sf_net_layer *bn = &net->layers[l->bn];
-    const float *mean = training ? sf_net_slot_ptr(net, bn->mean) : net->buffers + bn->rm_off;
-    const float *var = training ? sf_net_slot_ptr(net, bn->var) : net->buffers + bn->rv_off;
-    return be->bn_lif_forward(be, &l->d.lif, net->T, bn_shape(net, bn), sf_net_act(net, bn->in), mean, var,
-                              bn->d.bn_eps, param(net, bn->w_off), param(net, bn->b_off), out);
+    return sf_net_state_forward_done(net, l);
 }
 
-/* Batch statistics of a BN layer and the running-statistics update (training forward only). */
+/* Batch statistics of a BN layer (over its BN group) and the running-statistics update (training forward only). */
 static sf_status bn_batch_stats(sf_net *net, const sf_net_layer *l)
 {
     sf_backend *be = net->be;
     sf_bn_shape sh = bn_shape(net, l);
     float *mean = sf_net_slot_ptr(net, l->mean), *var = sf_net_slot_ptr(net, l->var);
-    SF_TRY(be->bn_stats(be, sh, sf_net_act(net, l->in), mean, var));
+    SF_TRY(sf_net_bn_stats(net, l, sh, sf_net_act(net, l->in), mean, var));
+    sh.rows = sf_net_bn_rows(net); /* the unbiased variance counts every value the statistics saw */
     return be->bn_update_running(be, sh, l->d.bn_momentum, mean, var, net->buffers + l->rm_off,
                                  net->buffers + l->rv_off);
 }
@@ -118,7 +106,7 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
     case SF_LAYER_LIF: {
         sf_lif_out out = {.s = y, .spike_count = net->spike_counts + l->lif_index};
         if (training && out_t->keep == SF_KEEP_BYTES) out.s_u8 = sf_net_slot_ptr(net, out_t->bytes);
-        if (training) out.h = sf_net_slot_ptr(net, l->h);
+        if (training || net->keep_all) out.h = sf_net_slot_ptr(net, l->h);
         SF_TRY(neuron_forward(net, l, training, &out));
         break;
     }
@@ -154,6 +142,7 @@ sf_status sf_net_upload_input(sf_net *net, const float *x)
     if (!x) return sf_fail(SF_ERR_INVALID, "forward: input is NULL");
     sf_backend *be = net->be;
     int64_t n = rows(net) * net->tensors[0].per_sample;
+    x += net->hooks.seg * n; /* x holds all T steps; a time segment takes its own (time-major: one contiguous block) */
     if (be->act == SF_ACT_F32) return be->copy_from_host(be, sf_net_act(net, 0), x, (size_t)n * sizeof(float));
     SF_TRY(be->copy_from_host(be, net->input_f32, x, (size_t)n * sizeof(float)));
     return be->convert(be, n, SF_ACT_F32, net->input_f32, be->act, sf_net_act(net, 0));
@@ -177,13 +166,13 @@ sf_status sf_net_forward(sf_net *net, const float *x, int32_t training)
     return sf_net_run_forward(net, training != 0);
 }
 
-/* The readout r_t from the last layer's output o_t: o itself (mean readout) or a leaky integrator. */
+/* The readout r_t from the last layer's output o_t over all T: o itself (mean readout) or a leaky integrator. */
 static const float *readout(sf_net *net, float *a_out, float *c_out)
 {
     float a = net->p.readout == SF_READOUT_LEAKY ? 1.0f - 1.0f / net->p.readout_tau : 0.0f;
     *a_out = a;
     *c_out = 1.0f - a;
-    return net->p.readout == SF_READOUT_LEAKY ? net->readout : sf_net_act(net, net->n_layers);
+    return net->p.readout == SF_READOUT_LEAKY ? net->readout : sf_net_gather_output(net);
 }
 
 sf_status sf_net_put_labels(sf_net *net, const int32_t *labels)
@@ -203,17 +192,19 @@ sf_status sf_net_loss_ops(sf_net *net, bool labelled)
     sf_backend *be = net->be;
     int32_t K = sf_net_classes(net);
     float a, c;
+    SF_TRY(sf_net_gather_output_ops(net));
     const float *r = readout(net, &a, &c);
     if (net->p.readout == SF_READOUT_LEAKY)
-        SF_TRY(be->leaky_forward(be, net->T, net->B * K, a, c, sf_net_act(net, net->n_layers), net->readout));
+        SF_TRY(be->leaky_forward(be, net->T_all, net->B * K, a, c, sf_net_gather_output(net), net->readout));
     float *dr = NULL;
     if (labelled && net->last_training)
-        dr = net->p.readout == SF_READOUT_LEAKY ? net->dreadout : grad_of(net, net->n_layers);
-    SF_TRY(be->softmax_xent(be, net->T, net->B, K, net->p.loss == SF_LOSS_CE_PER_STEP, r, net->labels, dr,
+        dr = net->p.readout == SF_READOUT_LEAKY ? net->dreadout
+                                                : (sf_net_pipelined(net) ? net->dout_all : grad_of(net, net->n_layers));
+    SF_TRY(be->softmax_xent(be, net->T_all, net->B, K, net->p.loss == SF_LOSS_CE_PER_STEP, r, net->labels, dr,
                             net->logits, net->stats));
     /* fp16: the backward runs on the loss times the scale, so that small gradients stay above fp16's underflow */
     if (dr && sf_net_scales_loss(net))
-        SF_TRY(be->scale(be, net->T * net->B * K, be->act, net->stats + SF_STAT_SCALE, dr));
+        SF_TRY(be->scale(be, net->T_all * net->B * K, be->act, net->stats + SF_STAT_SCALE, dr));
     net->have_loss = labelled && net->last_training;
     return SF_OK;
 }
@@ -264,6 +255,30 @@ sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *out)
     if (s == SF_OK) s = be->copy_to_host(be, out, wide, (size_t)n * sizeof(float));
     be->release(be, wide);
     return s;
+}
+
+sf_status sf_net_set_keep_activations(sf_net *net, int32_t on)
+{
+    net->keep_all = on != 0;
+    net->compiled = false; /* the plan changes */
+    return SF_OK;
+}
+
+sf_status sf_net_read_membrane(const sf_net *net, int32_t id, float *out)
+{
+    if (!net->have_forward) return sf_fail(SF_ERR_STATE, "read_membrane: run a forward first");
+    if (id < 1 || id > net->n_layers) return sf_fail(SF_ERR_INVALID, "tensor id %d out of range", id);
+    const sf_net_layer *l = &net->layers[id - 1];
+    if (l->d.kind != SF_LAYER_LIF)
+        return sf_fail(SF_ERR_INVALID, "tensor %d is not the output of a LIF layer: it has no membrane potential", id);
+    /* A training forward writes h where the plan keeps it; an evaluation forward only with keep_all. */
+    if (l->h.where == SF_ARENA_NONE || !(net->last_training || net->keep_all))
+        return sf_fail(SF_ERR_STATE,
+                       "the membrane potential of tensor %d is not held after this forward (call "
+                       "sf_net_set_keep_activations before sf_net_compile)",
+                       id);
+    return net->be->copy_to_host(net->be, out, sf_net_slot_ptr(net, l->h),
+                                 (size_t)(rows(net) * net->tensors[id].per_sample) * sizeof(float));
 }
 
 int32_t sf_net_firing_rates(const sf_net *net, float *rates, int32_t cap)

@@ -43,11 +43,14 @@ static sf_status body_ops(sf_net *net)
 }
 
 /* A recording is valid while the kernels' by-value arguments stay fixed: not with dropout (its counter moves every
- * step) nor profiling (it synchronises per layer), and only after one plain step since the compile, which makes
- * every lazy choice and allocation of the backend happen outside the recording. */
+ * step) nor profiling (it synchronises per layer) nor hooks that are not graph_safe (net_hooks.h), and only after
+ * one plain step since the compile, which makes every lazy choice and allocation of the backend happen outside the
+ * recording. */
 static bool graph_allowed(const sf_net *net)
 {
     if (!net->be->graph_begin || net->graph_failed || net->profiling || net->plain_steps < 1) return false;
+    const sf_net_hooks *h = &net->hooks;
+    if ((h->send || h->grads_ready) && !h->graph_safe) return false; /* hooks that do more than enqueue work */
     for (int32_t i = 0; i < net->n_layers; i++)
         if (net->layers[i].d.kind == SF_LAYER_DROPOUT) return false;
     return true;

@@ -202,6 +202,32 @@ static void decide_keeps(sf_net *net)
             }
         }
     }
+    /* Kept for reading after the forward (plots, debugging): as float in the saved arena, which the backward can
+     * always use directly. */
+    if (net->keep_all)
+        for (int32_t t = 0; t <= net->n_layers; t++)
+            if (net->tensors[t].alias_of == t) net->tensors[t].keep = SF_KEEP_FLOAT;
+}
+
+/* What layer i exchanges with other processes (net_hooks.h): a LIF's state at the ends of its time segment, a BN's
+ * statistics and sums over its group. Saved, so they outlive the transfers that read them. */
+static void plan_exchange(sf_net *net, planner *pl, int32_t i)
+{
+    sf_net_layer *l = &net->layers[i];
+    const sf_net_hooks *h = &net->hooks;
+    if (l->d.kind == SF_LAYER_LIF && h->nseg > 1) {
+        size_t n = (size_t)(net->B * net->tensors[l->out].per_sample) * sizeof(float);
+        bool first = h->seg == 0, last = h->seg == h->nseg - 1, back = backward_runs(net, i);
+        if (!first) want_saved(pl, &l->v_in, n);
+        if (!last) want_saved(pl, &l->v_out, n);
+        if (!last && back) want_saved(pl, &l->dv_in, n);
+        if (!first && back) want_saved(pl, &l->dv_out, n);
+    }
+    if (l->d.kind == SF_LAYER_BATCHNORM && h->bn_parts > 1) {
+        size_t c = (size_t)net->tensors[l->in].c * sizeof(float);
+        want_saved(pl, &l->bn_gather, (size_t)h->bn_parts * 2 * c);
+        if (backward_runs(net, i + 1)) want_saved(pl, &l->bn_sums, 2 * c);
+    }
 }
 
 /* Forward lifetimes of activations and what the forward saves. */
@@ -235,7 +261,8 @@ static void plan_forward(sf_net *net, planner *pl)
             want_saved(pl, &l->mean, (size_t)net->tensors[l->in].c * sizeof(float));
             want_saved(pl, &l->var, (size_t)net->tensors[l->in].c * sizeof(float));
         }
-        if (l->d.kind == SF_LAYER_LIF && net->p.memory == SF_MEMORY_FULL && backward_runs(net, i))
+        bool h_for_backward = net->p.memory == SF_MEMORY_FULL && backward_runs(net, i);
+        if (l->d.kind == SF_LAYER_LIF && (h_for_backward || net->keep_all))
             want_saved(pl, &l->h, tensor_bytes(net, l->out, sizeof(float)));
         if (l->d.kind == SF_LAYER_MAXPOOL2D) want_saved(pl, &l->argmax, per_t * (size_t)o->per_sample);
         if (l->d.kind == SF_LAYER_CONV2D) {
@@ -246,6 +273,7 @@ static void plan_forward(sf_net *net, planner *pl)
         }
         if (l->d.kind == SF_LAYER_AVGPOOL2D || l->d.kind == SF_LAYER_MAXPOOL2D)
             l->pool.n = (int64_t)per_t * net->tensors[l->in].c;
+        plan_exchange(net, pl, i);
     }
 }
 
@@ -304,17 +332,22 @@ static void plan_backward(sf_net *net, planner *pl)
 /* The readout, loss and bookkeeping buffers: small, alive for the whole step; and the float input of a 16-bit
  * upload, alive while it becomes tensor 0. */
 typedef struct head_slots {
-    sf_slot readout, dreadout, logits, stats, counts, labels, input_f32;
+    sf_slot readout, dreadout, out_all, dout_all, logits, stats, counts, labels, input_f32;
 } head_slots;
 
+/* Over all T_all steps: the loss sees every time segment's output. */
 static void plan_head(sf_net *net, planner *pl, head_slots *h)
 {
     int32_t K = sf_net_classes(net);
-    size_t tbk = (size_t)(net->T * net->B * K) * sf_net_act_size(net);
+    size_t tbk = (size_t)(net->T_all * net->B * K) * sf_net_act_size(net);
     memset(h, 0, sizeof *h);
     if (net->p.readout == SF_READOUT_LEAKY) {
         want_work(pl, &h->readout, tbk, 0, t_end(pl));
         want_work(pl, &h->dreadout, tbk, 0, t_end(pl));
+    }
+    if (net->hooks.nseg > 1) {
+        want_work(pl, &h->out_all, tbk, 0, t_end(pl));
+        want_work(pl, &h->dout_all, tbk, 0, t_end(pl));
     }
     if (net->be->act != SF_ACT_F32) want_work(pl, &h->input_f32, tensor_bytes(net, 0, sizeof(float)), 0, 0);
     want_work(pl, &h->logits, (size_t)(net->B * K) * sizeof(float), 0, t_end(pl));
@@ -349,6 +382,7 @@ sf_status sf_net_plan_memory(sf_net *net)
         sf_net_layer *l = &net->layers[i];
         l->mean = l->var = l->h = l->argmax = l->fwd_scratch = l->bwd_scratch = l->in_float = l->dx_tmp = l->dx_tmp2 =
             (sf_slot){0};
+        l->v_in = l->v_out = l->dv_in = l->dv_out = l->bn_gather = l->bn_sums = (sf_slot){0};
     }
     planner pl = {.L = L};
     head_slots head;
@@ -368,6 +402,8 @@ sf_status sf_net_plan_memory(sf_net *net)
     SF_TRY(allocate(net, &net->work_mem, work, "workspace"));
     net->readout = head.readout.where ? sf_net_slot_ptr(net, head.readout) : NULL;
     net->dreadout = head.dreadout.where ? sf_net_slot_ptr(net, head.dreadout) : NULL;
+    net->out_all = head.out_all.where ? sf_net_slot_ptr(net, head.out_all) : NULL;
+    net->dout_all = head.dout_all.where ? sf_net_slot_ptr(net, head.dout_all) : NULL;
     net->logits = sf_net_slot_ptr(net, head.logits);
     net->stats = sf_net_slot_ptr(net, head.stats);
     net->spike_counts = sf_net_slot_ptr(net, head.counts);

@@ -64,6 +64,7 @@ sf_status sf_cpu_backend_create(sf_backend **out)
     be->bn_update_running = sf_cpu_op_bn_update_running;
     be->bn_lif_forward = sf_cpu_op_bn_lif_forward;
     be->bn_lif_backward = sf_cpu_op_bn_lif_backward;
+    be->bn_stats_merge = sf_cpu_op_bn_stats_merge;
 
     be->linear_forward = sf_cpu_op_linear_forward;
     be->linear_backward = sf_cpu_op_linear_backward;

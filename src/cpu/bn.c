@@ -203,3 +203,23 @@ sf_status sf_cpu_op_bn_update_running(sf_backend *be, sf_bn_shape sh, float mome
     }
     return SF_OK;
 }
+
+sf_status sf_cpu_op_bn_stats_merge(sf_backend *be, int32_t parts, int32_t C, const float *part_stats, float *mean,
+                                   float *var)
+{
+    (void)be;
+    if (parts < 1 || C < 1)
+        return sf_fail(SF_ERR_INVALID, "BN statistics merge: %d parts of %d channels (each must be >= 1)", parts, C);
+    for (int32_t c = 0; c < C; c++) {
+        double m = 0.0, v = 0.0;
+        for (int32_t q = 0; q < parts; q++) m += part_stats[(int64_t)q * 2 * C + c];
+        m /= parts;
+        for (int32_t q = 0; q < parts; q++) {
+            const double d = part_stats[(int64_t)q * 2 * C + c] - m;
+            v += part_stats[(int64_t)q * 2 * C + C + c] + d * d;
+        }
+        mean[c] = (float)m;
+        var[c] = (float)(v / parts);
+    }
+    return SF_OK;
+}

@@ -6,7 +6,8 @@
  *           (dbeta and dgamma·std);
  *   pass 2: the same dy again, then dx = γ·invstd·(dy − mean(dy) − x̂·mean(dy·x̂)).
  * Channel sums are deterministic: each block adds its neurons over t in double lanes, then per (sample, channel) run
- * into its own slot; the slots are added in a fixed order. */
+ * into its own slot; the slots are added in a fixed order. With a split (sf_bn_split), phase 1 is pass 1 and phase 2
+ * is pass 2 with the sums of every process. */
 /* Same options as lif.c, so the inlined block loops (and thus h) are bitwise identical in both files. */
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
@@ -62,7 +63,7 @@ static void gather(const bn_lif_geom *g, int64_t n0, int nb, const float *per_ch
 
 SF_CPU_CLONES static int64_t forward_block(const bn_lif_geom *g, const sf_lif_coeffs *k, int soft, int64_t n0,
                                            const float *x, const float *scale, const float *shift,
-                                           const sf_lif_out *out)
+                                           const sf_lif_out *out, const sf_lif_state *st)
 {
     float sc[BLK], sh[BLK];
     const int nb = (int)(g->N - n0 < BLK ? g->N - n0 : BLK);
@@ -70,7 +71,10 @@ SF_CPU_CLONES static int64_t forward_block(const bn_lif_geom *g, const sf_lif_co
     gather(g, n0, nb, shift, sh);
     float *s = out->s ? out->s + n0 : NULL, *h = out->h ? out->h + n0 : NULL;
     uint8_t *s8 = out->s_u8 ? out->s_u8 + n0 : NULL;
-#define SF_FWD(soft, bytes) sf_block_forward(k, soft, 1, bytes, g->T, g->N, nb, x + n0, sc, sh, NULL, 0, s, h, s8)
+    const float *v_in = st ? sf_state_at(st->v_in, n0) : NULL;
+    float *v_out = st ? sf_state_at_mut(st->v_out, n0) : NULL;
+#define SF_FWD(soft, bytes)                                                                                        \
+    sf_block_forward(k, soft, 1, bytes, g->T, g->N, nb, x + n0, sc, sh, v_in, v_out, NULL, 0, s, h, s8)
     if (s8) return soft ? SF_FWD(1, 1) : SF_FWD(0, 1);
     return soft ? SF_FWD(1, 0) : SF_FWD(0, 0);
 #undef SF_FWD
@@ -78,7 +82,8 @@ SF_CPU_CLONES static int64_t forward_block(const bn_lif_geom *g, const sf_lif_co
 
 sf_status sf_cpu_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
                                    const float *x, const float *mean, const float *var, float eps,
-                                   const float *gamma, const float *beta, const sf_lif_out *out)
+                                   const float *gamma, const float *beta, const sf_lif_out *out,
+                                   const sf_lif_state *st)
 {
     (void)be;
     bn_lif_geom g;
@@ -92,7 +97,7 @@ sf_status sf_cpu_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64
     {
 #pragma omp for schedule(static) reduction(+ : spikes)
         for (int64_t b = 0; b < g.nblocks; b++)
-            spikes += forward_block(&g, &k, p->soft_reset, b * BLK, x, f + g.C, f + 2 * g.C, out);
+            spikes += forward_block(&g, &k, p->soft_reset, b * BLK, x, f + g.C, f + 2 * g.C, out, st);
         sf_stream_fence();
     }
     if (out->spike_count) *out->spike_count += (float)spikes;
@@ -100,16 +105,20 @@ sf_status sf_cpu_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64
     return SF_OK;
 }
 
-/* dy (= c·dh) of one block into scratch [T × BLK], from the given h or recomputed from x. */
+/* dy (= c·dh) of one block into scratch [T × BLK], from the given h or recomputed from x; st as in the LIF ops,
+ * dv_out written only when write_dv is set. */
 static void block_dy(const bn_lif_geom *g, const sf_lif_params *p, const sf_lif_coeffs *k, sf_block_backward_fn back,
                      int64_t n0, int nb, const float *x, const float *h, const float *sc, const float *sh,
-                     const float *ds, float *scratch)
+                     const float *ds, float *scratch, const sf_lif_state *st, int write_dv)
 {
+    const float *dv_in = st ? sf_state_at(st->dv_in, n0) : NULL;
+    float *dv_out = st && write_dv ? sf_state_at_mut(st->dv_out, n0) : NULL;
     if (h) {
-        back(p, k, g->T, g->N, nb, h + n0, g->N, ds + n0, scratch, BLK);
+        back(p, k, g->T, g->N, nb, h + n0, g->N, ds + n0, scratch, BLK, dv_in, dv_out);
     } else {
-        sf_block_recompute_h(k, p->soft_reset, g->T, g->N, nb, x + n0, sc, sh, scratch, BLK);
-        back(p, k, g->T, g->N, nb, scratch, BLK, ds + n0, scratch, BLK);
+        sf_block_recompute_h(k, p->soft_reset, g->T, g->N, nb, x + n0, sc, sh, st ? sf_state_at(st->v_in, n0) : NULL,
+                             scratch, BLK);
+        back(p, k, g->T, g->N, nb, scratch, BLK, ds + n0, scratch, BLK, dv_in, dv_out);
     }
 }
 
@@ -120,24 +129,39 @@ static int64_t slot_of(const bn_lif_geom *g, int64_t b) { return (b * BLK) / g->
 sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
                                     const float *x, const float *h, const float *mean, const float *var, float eps,
                                     const float *gamma, const float *beta, const float *ds, float *dx,
-                                    float *dgamma, float *dbeta)
+                                    float *dgamma, float *dbeta, const sf_lif_state *st, const sf_bn_split *split)
 {
     (void)be;
     bn_lif_geom g;
     SF_TRY(geom_of("BN-LIF backward", p, T, sh, &g));
+    const int phase = split ? split->phase : 0; /* 0: both passes here */
+    if (split && (phase < 1 || phase > 2))
+        return sf_fail(SF_ERR_INVALID, "BN-LIF backward: split phase %d (expected 1 or 2)", phase);
+    if (phase == 1 && (!dgamma || !dbeta))
+        return sf_fail(SF_ERR_INVALID, "BN-LIF backward: phase 1 writes its sums into dgamma and dbeta (NULL given)");
+    if (phase == 2 && (!split->sum_dy || !split->sum_dyx || split->rows < 1))
+        return sf_fail(SF_ERR_INVALID, "BN-LIF backward: phase 2 needs the sums of every part and their rows");
     const int64_t C = g.C, nslots = slot_of(&g, g.nblocks - 1) + BLK + 1;
     float *f = NULL, *scratch = NULL;
     double *part = calloc((size_t)nslots * 2, sizeof *part);
     double *sums = calloc((size_t)C * 2, sizeof *sums);
-    sf_status st = part && sums ? SF_OK : sf_fail(SF_ERR_NOMEM, "BN-LIF backward: cannot allocate partial sums");
-    if (st == SF_OK) st = sf_cpu_alloc_f32(5 * C, "BN-LIF backward", &f);
-    if (st == SF_OK) st = sf_thread_scratch(g.T * BLK, "BN-LIF backward", &scratch);
-    if (st != SF_OK) goto done;
+    sf_status status = part && sums ? SF_OK : sf_fail(SF_ERR_NOMEM, "BN-LIF backward: cannot allocate partial sums");
+    if (status == SF_OK) status = sf_cpu_alloc_f32(5 * C, "BN-LIF backward", &f);
+    if (status == SF_OK) status = sf_thread_scratch(g.T * BLK, "BN-LIF backward", &scratch);
+    if (status != SF_OK) goto done;
 
     float *invstd = f, *scale = f + C, *shift = f + 2 * C, *mdy = f + 3 * C, *mdyx = f + 4 * C;
     sf_bn_fold(g.C, mean, var, eps, gamma, beta, invstd, scale, shift);
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
     const sf_block_backward_fn back = sf_block_backward_for(p);
+    if (phase == 2) {
+        const double n_all = (double)split->rows * (double)sh.hw;
+        for (int64_t c = 0; c < C; c++) {
+            mdy[c] = (float)(split->sum_dy[c] / n_all);
+            mdyx[c] = (float)(split->sum_dyx[c] / n_all);
+        }
+        goto pass2;
+    }
 
 #pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < g.nblocks; b++) {
@@ -149,7 +173,7 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
         gather(&g, n0, nb, scale, sc);
         gather(&g, n0, nb, shift, sh_);
         gather(&g, n0, nb, mean, mu);
-        block_dy(&g, p, &k, back, n0, nb, x, h, sc, sh_, ds, dy);
+        block_dy(&g, p, &k, back, n0, nb, x, h, sc, sh_, ds, dy, st, 1);
         for (int i = 0; i < nb; i++) sdy[i] = sdyx[i] = 0.0;
         for (int64_t t = 0; t < g.T; t++) {
             const float *xt = x + t * g.N + n0, *dyt = dy + t * BLK;
@@ -184,7 +208,9 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
         mdy[c] = (float)(sums[2 * c] / n);
         mdyx[c] = (float)(sdyx / n);
     }
+    if (phase == 1) goto done;
 
+pass2:
 #pragma omp parallel
     {
         float *dy = scratch + omp_get_thread_num() * g.T * BLK;
@@ -199,7 +225,7 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
             gather(&g, n0, nb, invstd, is);
             gather(&g, n0, nb, mdy, m);
             gather(&g, n0, nb, mdyx, mx);
-            block_dy(&g, p, &k, back, n0, nb, x, h, sc, sh_, ds, dy);
+            block_dy(&g, p, &k, back, n0, nb, x, h, sc, sh_, ds, dy, st, 0);
             for (int64_t t = 0; t < g.T; t++) {
                 const float *xt = x + t * g.N + n0, *dyt = dy + t * BLK;
 #pragma omp simd
@@ -214,5 +240,5 @@ done:
     free(f);
     free(sums);
     free(part);
-    return st;
+    return status;
 }

@@ -8,9 +8,10 @@
 sf_status sf_cpu_backend_create(sf_backend **out);
 
 /* The time-fused LIF over [T, N] host arrays (the op table's lif_forward / lif_backward without a backend). */
-sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out);
+sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out,
+                             const sf_lif_state *st);
 sf_status sf_cpu_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
-                              const float *ds, float *dx);
+                              const float *ds, float *dx, const sf_lif_state *st);
 
 /* OpenMP threads of the CPU kernels and of OpenBLAS (one pool: the OpenMP build of OpenBLAS); n <= 0 keeps the
  * OpenMP default. */

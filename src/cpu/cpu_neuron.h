@@ -16,9 +16,9 @@
 #include "core/backend.h"
 
 sf_status sf_cpu_op_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
-                                const sf_lif_out *out);
+                                const sf_lif_out *out, const sf_lif_state *st);
 sf_status sf_cpu_op_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
-                                 const float *h, const float *ds, float *dx);
+                                 const float *h, const float *ds, float *dx, const sf_lif_state *st);
 
 sf_status sf_cpu_op_bn_stats(sf_backend *be, sf_bn_shape sh, const float *x, float *mean, float *var);
 sf_status sf_cpu_op_bn_forward(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var,
@@ -28,15 +28,19 @@ sf_status sf_cpu_op_bn_backward(sf_backend *be, sf_bn_shape sh, const float *x, 
                                 float *dgamma, float *dbeta);
 sf_status sf_cpu_op_bn_update_running(sf_backend *be, sf_bn_shape sh, float momentum, const float *mean,
                                       const float *var, float *running_mean, float *running_var);
+sf_status sf_cpu_op_bn_stats_merge(sf_backend *be, int32_t parts, int32_t C, const float *part_stats, float *mean,
+                                   float *var);
 
 /* x is [T, B, C, hw] with sh.rows = T·B; neuron n = (b·C + c)·hw + p of a step, step stride B·C·hw. */
 sf_status sf_cpu_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
                                    const float *x, const float *mean, const float *var, float eps,
-                                   const float *gamma, const float *beta, const sf_lif_out *out);
-/* h: [T, N] kept by the forward (full mode) or NULL (recompute). Writes dx [T, N], dgamma [C], dbeta [C]. */
+                                   const float *gamma, const float *beta, const sf_lif_out *out,
+                                   const sf_lif_state *st);
+/* h: [T, N] kept by the forward (full mode) or NULL (recompute). Writes dx [T, N], dgamma [C], dbeta [C] (or, with
+ * split, what its phase writes). */
 sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
                                     const float *x, const float *h, const float *mean, const float *var, float eps,
                                     const float *gamma, const float *beta, const float *ds, float *dx,
-                                    float *dgamma, float *dbeta);
+                                    float *dgamma, float *dbeta, const sf_lif_state *st, const sf_bn_split *split);
 
 #endif

@@ -18,21 +18,25 @@
 #include <stdlib.h>
 
 SF_CPU_CLONES void sf_block_recompute_h(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N, int nb,
-                                        const float *x, const float *sc, const float *sh, float *scratch, int64_t hs)
+                                        const float *x, const float *sc, const float *sh, const float *v_in,
+                                        float *scratch, int64_t hs)
 {
+#define SF_RECOMPUTE(soft, sc, sh) sf_block_forward(k, soft, 0, 0, T, N, nb, x, sc, sh, v_in, NULL, scratch, hs, NULL, NULL, NULL)
     if (sc) {
-        if (soft) sf_block_forward(k, 1, 0, 0, T, N, nb, x, sc, sh, scratch, hs, NULL, NULL, NULL);
-        else sf_block_forward(k, 0, 0, 0, T, N, nb, x, sc, sh, scratch, hs, NULL, NULL, NULL);
+        if (soft) SF_RECOMPUTE(1, sc, sh);
+        else SF_RECOMPUTE(0, sc, sh);
     } else {
-        if (soft) sf_block_forward(k, 1, 0, 0, T, N, nb, x, NULL, NULL, scratch, hs, NULL, NULL, NULL);
-        else sf_block_forward(k, 0, 0, 0, T, N, nb, x, NULL, NULL, scratch, hs, NULL, NULL, NULL);
+        if (soft) SF_RECOMPUTE(1, NULL, NULL);
+        else SF_RECOMPUTE(0, NULL, NULL);
     }
+#undef SF_RECOMPUTE
 }
 
 /* The generic reverse-time loop; every caller passes constants for the surrogate and flags. */
 SF_ALWAYS_INLINE void block_backward(const sf_lif_params *p, const sf_lif_coeffs *k, int64_t T, int64_t N, int nb,
                                      const float *h, int64_t hs, const float *ds, float *dy, int64_t dys,
-                                     sf_surrogate kind, int soft, int detach, int grad_threshold)
+                                     const float *dv_in, float *dv_out, sf_surrogate kind, int soft, int detach,
+                                     int grad_threshold)
 {
     const sf_lif_coeffs kc = *k; /* local copies: nothing the loop stores can alias them */
     sf_lif_params q = *p;
@@ -42,7 +46,7 @@ SF_ALWAYS_INLINE void block_backward(const sf_lif_params *p, const sf_lif_coeffs
     q.use_grad_threshold = grad_threshold;
     const float c = kc.c;
     float dv[SF_CPU_BLOCK];
-    for (int i = 0; i < nb; i++) dv[i] = 0.0f;
+    for (int i = 0; i < nb; i++) dv[i] = dv_in ? dv_in[i] : 0.0f;
     for (int64_t t = T - 1; t >= 0; t--) {
         const float *ht = h + t * hs, *dst = ds + t * N;
         float *dyt = dy + t * dys;
@@ -54,14 +58,17 @@ SF_ALWAYS_INLINE void block_backward(const sf_lif_params *p, const sf_lif_coeffs
             dyt[i] = c * dh;
         }
     }
+    if (dv_out)
+        for (int i = 0; i < nb; i++) dv_out[i] = dv[i];
 }
 
 #define SF_BACK_VARIANT(kind, soft, detach, gt)                                                                     \
     SF_CPU_CLONES static void back_##kind##_##soft##detach##gt(const sf_lif_params *p, const sf_lif_coeffs *k,     \
                                                                int64_t T, int64_t N, int nb, const float *h,       \
-                                                               int64_t hs, const float *ds, float *dy, int64_t dys) \
+                                                               int64_t hs, const float *ds, float *dy, int64_t dys, \
+                                                               const float *dv_in, float *dv_out)                  \
     {                                                                                                               \
-        block_backward(p, k, T, N, nb, h, hs, ds, dy, dys, SF_SURROGATE_##kind, soft, detach, gt);                \
+        block_backward(p, k, T, N, nb, h, hs, ds, dy, dys, dv_in, dv_out, SF_SURROGATE_##kind, soft, detach, gt);  \
     }
 #define SF_BACK_FLAGS(kind)                                                                                         \
     SF_BACK_VARIANT(kind, 0, 0, 0) SF_BACK_VARIANT(kind, 0, 0, 1) SF_BACK_VARIANT(kind, 0, 1, 0)                    \
@@ -102,18 +109,22 @@ static sf_status check_shape(const char *op, const sf_lif_params *p, int64_t T, 
 }
 
 SF_CPU_CLONES static int64_t forward_block(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N, int64_t n0,
-                                           const float *x, const sf_lif_out *out)
+                                           const float *x, const sf_lif_out *out, const sf_lif_state *st)
 {
     const int nb = (int)(N - n0 < SF_CPU_BLOCK ? N - n0 : SF_CPU_BLOCK);
     float *s = out->s ? out->s + n0 : NULL, *h = out->h ? out->h + n0 : NULL;
     uint8_t *s8 = out->s_u8 ? out->s_u8 + n0 : NULL;
-#define SF_FWD(soft, bytes) sf_block_forward(k, soft, 1, bytes, T, N, nb, x + n0, NULL, NULL, NULL, 0, s, h, s8)
+    const float *v_in = st ? sf_state_at(st->v_in, n0) : NULL;
+    float *v_out = st ? sf_state_at_mut(st->v_out, n0) : NULL;
+#define SF_FWD(soft, bytes)                                                                                        \
+    sf_block_forward(k, soft, 1, bytes, T, N, nb, x + n0, NULL, NULL, v_in, v_out, NULL, 0, s, h, s8)
     if (s8) return soft ? SF_FWD(1, 1) : SF_FWD(0, 1);
     return soft ? SF_FWD(1, 0) : SF_FWD(0, 0);
 #undef SF_FWD
 }
 
-sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out)
+sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out,
+                             const sf_lif_state *st)
 {
     SF_TRY(check_shape("LIF forward", p, T, N));
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
@@ -123,7 +134,7 @@ sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const
     {
 #pragma omp for schedule(static) reduction(+ : spikes)
         for (int64_t b = 0; b < nblocks; b++)
-            spikes += forward_block(&k, p->soft_reset, T, N, b * SF_CPU_BLOCK, x, out);
+            spikes += forward_block(&k, p->soft_reset, T, N, b * SF_CPU_BLOCK, x, out, st);
         sf_stream_fence();
     }
     if (out->spike_count) *out->spike_count += (float)spikes;
@@ -131,7 +142,7 @@ sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const
 }
 
 sf_status sf_cpu_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
-                              const float *ds, float *dx)
+                              const float *ds, float *dx, const sf_lif_state *st)
 {
     SF_TRY(check_shape("LIF backward", p, T, N));
     if (N == 0) return SF_OK;
@@ -149,11 +160,14 @@ sf_status sf_cpu_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, cons
         for (int64_t b = 0; b < nblocks; b++) {
             const int64_t n0 = b * w;
             const int nb = (int)(N - n0 < w ? N - n0 : w);
+            const float *dv_in = st ? sf_state_at(st->dv_in, n0) : NULL;
+            float *dv_out = st ? sf_state_at_mut(st->dv_out, n0) : NULL;
             if (h) {
-                back(p, &k, T, N, nb, h + n0, N, ds + n0, rows, w);
+                back(p, &k, T, N, nb, h + n0, N, ds + n0, rows, w, dv_in, dv_out);
             } else {
-                sf_block_recompute_h(&k, p->soft_reset, T, N, nb, x + n0, NULL, NULL, rows, w);
-                back(p, &k, T, N, nb, rows, w, ds + n0, rows, w);
+                sf_block_recompute_h(&k, p->soft_reset, T, N, nb, x + n0, NULL, NULL,
+                                     st ? sf_state_at(st->v_in, n0) : NULL, rows, w);
+                back(p, &k, T, N, nb, rows, w, ds + n0, rows, w, dv_in, dv_out);
             }
             for (int64_t t = 0; t < T; t++) sf_stream_row(dx + t * N + n0, rows + t * w, nb);
         }
@@ -164,15 +178,15 @@ sf_status sf_cpu_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, cons
 }
 
 sf_status sf_cpu_op_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
-                                const sf_lif_out *out)
+                                const sf_lif_out *out, const sf_lif_state *st)
 {
     (void)be;
-    return sf_cpu_lif_forward(p, T, N, x, out);
+    return sf_cpu_lif_forward(p, T, N, x, out, st);
 }
 
 sf_status sf_cpu_op_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
-                                 const float *h, const float *ds, float *dx)
+                                 const float *h, const float *ds, float *dx, const sf_lif_state *st)
 {
     (void)be;
-    return sf_cpu_lif_backward(p, T, N, x, h, ds, dx);
+    return sf_cpu_lif_backward(p, T, N, x, h, ds, dx, st);
 }

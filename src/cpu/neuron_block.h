@@ -88,13 +88,15 @@ static inline void sf_stream_fence(void)
 }
 
 /* Forward over one block of nb <= SF_CPU_BLOCK neurons for all T steps, x with row stride N. y_t = x_t
- * (sc == NULL) or x_t·sc + sh per neuron (BN folded into a scale and shift). h_t goes to the scratch rows h_rows
- * (stride hs) when given; with `spikes` set, s and h rows go to s_out and h_out (stride N) where those are not
- * NULL, byte spikes to s8_out when `bytes` is set, and the spikes are counted. Inlined with constant
+ * (sc == NULL) or x_t·sc + sh per neuron (BN folded into a scale and shift). v starts at v_in (the block's nb
+ * values) or at k->v0 when v_in is NULL, and ends in v_out when that is given (sf_lif_state). h_t goes to the scratch
+ * rows h_rows (stride hs) when given; with `spikes` set, s and h rows go to s_out and h_out (stride N) where those are
+ * not NULL, byte spikes to s8_out when `bytes` is set, and the spikes are counted. Inlined with constant
  * soft/spikes/bytes/sc so each caller gets a branch-free vector loop; h is bitwise the same for every caller. */
 SF_ALWAYS_INLINE int64_t sf_block_forward(const sf_lif_coeffs *k, int soft, int spikes, int bytes, int64_t T,
                                           int64_t N, int nb, const float *x, const float *sc, const float *sh,
-                                          float *h_rows, int64_t hs, float *s_out, float *h_out, uint8_t *s8_out)
+                                          const float *v_in, float *v_out, float *h_rows, int64_t hs, float *s_out,
+                                          float *h_out, uint8_t *s8_out)
 {
     /* A local copy: the stores below could alias *k for all gcc knows, and a conditional load of k->v_reset
      * inside the loop stops vectorisation. */
@@ -102,7 +104,7 @@ SF_ALWAYS_INLINE int64_t sf_block_forward(const sf_lif_coeffs *k, int soft, int 
     float v[SF_CPU_BLOCK], h_row[SF_CPU_BLOCK], s_row[SF_CPU_BLOCK];
     int32_t count[SF_CPU_BLOCK];
     for (int i = 0; i < nb; i++) {
-        v[i] = kc.v0;
+        v[i] = v_in ? v_in[i] : kc.v0;
         count[i] = 0;
     }
     for (int64_t t = 0; t < T; t++) {
@@ -126,22 +128,30 @@ SF_ALWAYS_INLINE int64_t sf_block_forward(const sf_lif_coeffs *k, int soft, int 
         if (spikes && s_out) sf_stream_row(s_out + t * N, s_row, nb);
         if (spikes && h_out) sf_stream_row(h_out + t * N, ht, nb);
     }
+    if (v_out)
+        for (int i = 0; i < nb; i++) v_out[i] = v[i];
     int64_t total = 0;
     for (int i = 0; i < nb; i++) total += count[i];
     return total;
 }
 
 /* Reverse-time pass over one block: from h (row stride hs) and ds (row stride N) writes dy_t = c·dh_t (row stride
- * dys). dy may be h itself (same stride): each h_t is read before dy_t overwrites it. */
+ * dys). dy may be h itself (same stride): each h_t is read before dy_t overwrites it. ∂L/∂v starts from dv_in (the
+ * block's nb values; NULL: 0) and its value before the first step goes to dv_out when given (sf_lif_state). */
 typedef void (*sf_block_backward_fn)(const sf_lif_params *p, const sf_lif_coeffs *k, int64_t T, int64_t N, int nb,
-                                     const float *h, int64_t hs, const float *ds, float *dy, int64_t dys);
+                                     const float *h, int64_t hs, const float *ds, float *dy, int64_t dys,
+                                     const float *dv_in, float *dv_out);
 
 /* The backward loop specialised for p's surrogate and flags (so the vector loop has no branches). */
 sf_block_backward_fn sf_block_backward_for(const sf_lif_params *p);
 
-/* Recomputes h of one block into scratch rows of stride hs (the recompute memory mode). */
+/* Recomputes h of one block into scratch rows of stride hs (the recompute memory mode), from v_in (NULL: k->v0). */
 void sf_block_recompute_h(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N, int nb, const float *x,
-                          const float *sc, const float *sh, float *scratch, int64_t hs);
+                          const float *sc, const float *sh, const float *v_in, float *scratch, int64_t hs);
+
+/* The block's slice of an optional per-neuron state array. */
+static inline const float *sf_state_at(const float *a, int64_t n0) { return a ? a + n0 : NULL; }
+static inline float *sf_state_at_mut(float *a, int64_t n0) { return a ? a + n0 : NULL; }
 
 /* Per-thread scratch of `per_thread` floats for every thread of the next parallel region (free with free()). */
 sf_status sf_thread_scratch(int64_t per_thread, const char *what, float **out);

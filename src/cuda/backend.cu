@@ -153,6 +153,7 @@ static void fill_table(sf_backend *be, bool graphs)
     be->bn_update_running = sf_cuda_op_bn_update_running;
     be->bn_lif_forward = sf_cuda_op_bn_lif_forward;
     be->bn_lif_backward = sf_cuda_op_bn_lif_backward;
+    be->bn_stats_merge = sf_cuda_op_bn_stats_merge;
     be->linear_forward = sf_cuda_op_linear_forward;
     be->linear_backward = sf_cuda_op_linear_backward;
     be->conv_workspace = sf_cuda_op_conv_workspace;
@@ -209,6 +210,10 @@ static sf_status init_ctx(sf_cuda_ctx *c, int32_t device, sf_precision prec, con
     c->act = prec == SF_PRECISION_BF16 ? SF_ACT_BF16 : prec == SF_PRECISION_FP16 ? SF_ACT_F16 : SF_ACT_F32;
     c->conv_ws_cap = (size_t)opt->conv_workspace_mib << 20;
     c->conv_algo = opt->conv_algo;
+    c->deterministic = opt->deterministic != 0;
+    /* No atomics in cuBLAS's sums (its default, made explicit: deterministic runs rely on it, as on the fixed
+     * workspace above and the one stream). */
+    SF_CUBLAS_CHECK(cublasSetAtomicsMode(c->cublas, CUBLAS_ATOMICS_NOT_ALLOWED));
     /* fp32 stays fp32 unless opted in: no TF32 tensor-op math behind the caller's back. bf16 and fp16 need no mode:
      * their GEMMs name 16-bit operand types (linear.cu). */
     SF_CUBLAS_CHECK(

@@ -140,3 +140,29 @@ sf_status sf_cuda_op_bn_update_running(sf_backend *be, sf_bn_shape sh, float mom
     SF_CUDA_LAUNCHED();
     return SF_OK;
 }
+
+/* One thread per channel, parts in order in double: the merge is the same bits on every process (and the CPU's). */
+__global__ void bn_merge_kernel(int32_t parts, int32_t C, const float *ps, float *mean, float *var)
+{
+    int32_t c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    double m = 0.0, v = 0.0;
+    for (int32_t q = 0; q < parts; q++) m += ps[(int64_t)q * 2 * C + c];
+    m /= parts;
+    for (int32_t q = 0; q < parts; q++) {
+        double d = ps[(int64_t)q * 2 * C + c] - m;
+        v += ps[(int64_t)q * 2 * C + C + c] + d * d;
+    }
+    mean[c] = (float)m;
+    var[c] = (float)(v / parts);
+}
+
+sf_status sf_cuda_op_bn_stats_merge(sf_backend *be, int32_t parts, int32_t C, const float *part_stats, float *mean,
+                                    float *var)
+{
+    if (parts < 1 || C < 1)
+        return sf_fail(SF_ERR_INVALID, "BN statistics merge: %d parts of %d channels (each must be >= 1)", parts, C);
+    bn_merge_kernel<<<sf_cuda_blocks(C, 128), 128, 0, sf_cuda_ctx_of(be)->stream>>>(parts, C, part_stats, mean, var);
+    SF_CUDA_LAUNCHED();
+    return SF_OK;
+}

@@ -37,13 +37,14 @@ static sf_status check_rows(int64_t T, sf_bn_shape sh)
 
 sf_status sf_cuda_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
                                     const float *mean, const float *var, float eps, const float *gamma,
-                                    const float *beta, const sf_lif_out *out)
+                                    const float *beta, const sf_lif_out *out, const sf_lif_state *st)
 {
     SF_TRY(check_rows(T, sh));
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    sf_cuda_neuron a = bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta);
+    if (st) a.st = *st;
     return sf_cuda_with_act(c->act, [&](auto tag) {
-        return sf_cuda_neuron_forward_launch<decltype(tag)>(bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta), true,
-                                                            out, c->stream);
+        return sf_cuda_neuron_forward_launch<decltype(tag)>(a, true, out, c->stream);
     });
 }
 
@@ -65,20 +66,38 @@ struct NeuronSumsF {
 
 sf_status sf_cuda_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
                                      const float *h, const float *mean, const float *var, float eps, const float *gamma,
-                                     const float *beta, const float *ds, float *dx, float *dgamma, float *dbeta)
+                                     const float *beta, const float *ds, float *dx, float *dgamma, float *dbeta,
+                                     const sf_lif_state *st, const sf_bn_split *split)
 {
     SF_TRY(check_rows(T, sh));
+    const int phase = split ? split->phase : 0; /* 0: both passes here */
+    if (split && (phase < 1 || phase > 2))
+        return sf_fail(SF_ERR_INVALID, "BN+LIF backward: split phase %d (expected 1 or 2)", phase);
+    if (phase != 2 && (!dgamma || !dbeta))
+        return sf_fail(SF_ERR_INVALID, "BN+LIF backward: dgamma and dbeta are needed (the sums pass writes them)");
+    if (phase == 2 && (!split->sum_dy || !split->sum_dyx || split->rows < 1))
+        return sf_fail(SF_ERR_INVALID, "BN+LIF backward: phase 2 needs the sums of every part and their rows");
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     sf_cuda_neuron a = bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta);
+    if (st) a.st = *st;
     if (a.N == 0) return SF_OK;
-    void *sums;
-    SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SUMS, sizeof(float) * 2 * (size_t)a.N, &sums));
-    float *s = (float *)sums;
     return sf_cuda_with_act(c->act, [&](auto tag) -> sf_status {
         using Act = decltype(tag);
-        SF_TRY(sf_cuda_neuron_backward_launch<Act>(a, true, SF_DY_SUMS, h, ds, NULL, s, NULL, NULL, c->stream));
-        NeuronSumsF f = {s, s + a.N, dgamma, dbeta};
-        SF_TRY(sf_cuda_channel_reduce(c, f, sh.rows / T, sh.c, sh.hw));
+        if (phase != 2) {
+            void *sums;
+            SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SUMS, sizeof(float) * 2 * (size_t)a.N, &sums));
+            float *s = (float *)sums;
+            SF_TRY(sf_cuda_neuron_backward_launch<Act>(a, true, SF_DY_SUMS, h, ds, NULL, s, NULL, NULL, c->stream));
+            NeuronSumsF f = {s, s + a.N, dgamma, dbeta};
+            SF_TRY(sf_cuda_channel_reduce(c, f, sh.rows / T, sh.c, sh.hw));
+            if (phase == 1) return SF_OK;
+        }
+        a.st.dv_out = NULL; /* written by the sums pass */
+        if (phase == 2) {
+            a.bn_rows = split->rows;
+            return sf_cuda_neuron_backward_launch<Act>(a, true, SF_DY_BN_DX, h, ds, dx, NULL, split->sum_dyx,
+                                                       split->sum_dy, c->stream);
+        }
         return sf_cuda_neuron_backward_launch<Act>(a, true, SF_DY_BN_DX, h, ds, dx, NULL, dgamma, dbeta, c->stream);
     });
 }

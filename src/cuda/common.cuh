@@ -32,6 +32,7 @@ typedef struct sf_cuda_ctx {
     size_t conv_ws_cap;     /* workspace a conv algorithm may use (sf_cuda_options.conv_workspace_mib) */
     sf_conv_algo conv_algo; /* im2col + SGEMM where it measures faster (auto), never (cudnn), or wherever it
                              * fits (gemm) */
+    bool deterministic;     /* sf_cuda_options.deterministic: deterministic algorithms only, chosen without timing */
     int num_sms;
     cudaStream_t stream;
     cublasHandle_t cublas;

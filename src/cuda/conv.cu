@@ -7,7 +7,11 @@
  * or 8 chunks (workspace shrinks with the chunk) and runs chunk by chunk if that is faster in total; the weight
  * gradient accumulates over the chunks. Each op is also timed as im2col + cuBLAS GEMM (conv_gemm.cu) over chunks
  * that fit the same cap, and runs that way where it beats cuDNN's best. The bias and its gradient are kernels of
- * this file in every precision (a per-channel add, and a deterministic per-channel sum in double). */
+ * this file in every precision (a per-channel add, and a deterministic per-channel sum in double).
+ * Deterministic mode (sf_cuda_options.deterministic) takes only algorithms cuDNN marks deterministic, and chooses
+ * without timing anything, so every process picks the same ones: the first of cuDNN's heuristic ranking
+ * (cudnnGetConvolution*Algorithm_v7) that fits the cap on the fewest chunks, im2col + GEMM where none fits (or where
+ * conv_algo = gemm asks for it); the bias gradient needs nothing more (it is always the fixed-order sum). */
 #include "cuda/act.cuh"
 #include "cuda/cuda_backend.h"
 #include "cuda/ops.cuh"
@@ -73,17 +77,20 @@ static bool math_ok(cudnnMathType_t m, sf_precision prec)
 
 /* Takes the fastest measured result that succeeded, uses an allowed math type and fits the workspace cap, if
  * `splits` calls of it beat what op already has. Returns whether the overall fastest allowed result did not fit
- * (then more chunks may pay). fp32: FMA only (cuDNN's DEFAULT_MATH may use TF32 on Ampere and later). Determinism
- * is not required: with deterministic algorithms only, the W3 step took 130 ms instead of 111 ms on an H200, so
- * convolution gradients may differ in the last bits from run to run. */
+ * (then more chunks may pay). fp32: FMA only (cuDNN's DEFAULT_MATH may use TF32 on Ampere and later). Outside
+ * deterministic mode determinism is not required (with deterministic algorithms only, the W3 step took 130 ms instead
+ * of 111 ms on an H200), so convolution gradients may differ in the last bits from run to run. In deterministic mode
+ * `perf` is cuDNN's heuristic ranking (no times): the first deterministic result that fits is taken, and a later
+ * (larger) `splits` never replaces it. */
 template <class Perf>
 static bool consider(const Perf *perf, int count, int64_t splits, int64_t chunk, sf_precision prec, size_t cap,
-                     sf_cuda_conv_op *op, bool *changed)
+                     bool deterministic, sf_cuda_conv_op *op, bool *changed)
 {
     bool fastest_too_big = false, first = true;
     *changed = false;
     for (int i = 0; i < count; i++) {
         if (perf[i].status != CUDNN_STATUS_SUCCESS || !math_ok(perf[i].mathType, prec)) continue;
+        if (deterministic && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
         if (first && splits == 1) {
             op->fastest_algo = (int)perf[i].algo;
             op->fastest_ms = perf[i].time;
@@ -95,7 +102,7 @@ static bool consider(const Perf *perf, int count, int64_t splits, int64_t chunk,
             continue;
         }
         float total = perf[i].time * (float)splits;
-        if (op->chunk == 0 || total < op->ms) {
+        if (op->chunk == 0 || (!deterministic && total < op->ms)) {
             op->algo = (int)perf[i].algo;
             op->chunk = chunk;
             op->ms = total;
@@ -137,29 +144,41 @@ static sf_status measure(sf_cuda_ctx *c, sf_cuda_conv_entry *e, int64_t splits, 
     if ((st = set_nchw(xd, dt, chunk, sh->cin, sh->h, sh->w)) != SF_OK) goto done;
     if ((st = set_nchw(yd, dt, chunk, sh->cout, sh->oh, sh->ow)) != SF_OK) goto done;
     for (int o = 0; o < SF_CONV_OPS; o++) {
+        /* Find measures every algorithm; Get_v7 ranks them by cuDNN's heuristics, the same in every process. */
+        const bool det = c->deterministic;
         if (o == SF_CONV_FWD)
-            cs = cudnnFindConvolutionForwardAlgorithm(c->cudnn, xd, e->wd, e->cd, yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                                      &got, pf);
+            cs = det ? cudnnGetConvolutionForwardAlgorithm_v7(c->cudnn, xd, e->wd, e->cd, yd,
+                                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, pf)
+                     : cudnnFindConvolutionForwardAlgorithm(c->cudnn, xd, e->wd, e->cd, yd,
+                                                            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, pf);
         else if (o == SF_CONV_BWD_DATA)
-            cs = cudnnFindConvolutionBackwardDataAlgorithm(c->cudnn, e->wd, yd, e->cd, xd,
-                                                           CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, pd);
+            cs = det ? cudnnGetConvolutionBackwardDataAlgorithm_v7(c->cudnn, e->wd, yd, e->cd, xd,
+                                                                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, pd)
+                     : cudnnFindConvolutionBackwardDataAlgorithm(c->cudnn, e->wd, yd, e->cd, xd,
+                                                                 CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, pd);
         else
-            cs = cudnnFindConvolutionBackwardFilterAlgorithm(c->cudnn, xd, yd, e->cd, e->wd,
-                                                             CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, pw);
+            cs = det ? cudnnGetConvolutionBackwardFilterAlgorithm_v7(c->cudnn, xd, yd, e->cd, e->wd,
+                                                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, pw)
+                     : cudnnFindConvolutionBackwardFilterAlgorithm(c->cudnn, xd, yd, e->cd, e->wd,
+                                                                   CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, pw);
         if (cs != CUDNN_STATUS_SUCCESS) {
-            st = sf_cuda_fail_cudnn(cs, __FILE__, __LINE__, "cudnnFindConvolution*Algorithm");
+            st = sf_cuda_fail_cudnn(cs, __FILE__, __LINE__,
+                                    det ? "cudnnGetConvolution*Algorithm_v7" : "cudnnFindConvolution*Algorithm");
             goto done;
         }
         sf_cuda_conv_op *op = &e->op[o];
-        big[o] = o == SF_CONV_FWD        ? consider(pf, got, splits, chunk, prec, c->conv_ws_cap, op, &changed)
-                 : o == SF_CONV_BWD_DATA ? consider(pd, got, splits, chunk, prec, c->conv_ws_cap, op, &changed)
-                                         : consider(pw, got, splits, chunk, prec, c->conv_ws_cap, op, &changed);
+        const size_t cap = c->conv_ws_cap;
+        big[o] = o == SF_CONV_FWD        ? consider(pf, got, splits, chunk, prec, cap, det, op, &changed)
+                 : o == SF_CONV_BWD_DATA ? consider(pd, got, splits, chunk, prec, cap, det, op, &changed)
+                                         : consider(pw, got, splits, chunk, prec, cap, det, op, &changed);
         if (changed) {
             if ((st = set_nchw(op->xd, dt, chunk, sh->cin, sh->h, sh->w)) != SF_OK) goto done;
             if ((st = set_nchw(op->yd, dt, chunk, sh->cout, sh->oh, sh->ow)) != SF_OK) goto done;
         }
     }
-    *more = big[0] || big[1] || big[2];
+    /* deterministic: more chunks only while an op has nothing that fits */
+    *more = c->deterministic ? e->op[0].chunk == 0 || e->op[1].chunk == 0 || e->op[2].chunk == 0
+                             : big[0] || big[1] || big[2];
 done:
     if (xd) cudnnDestroyTensorDescriptor(xd);
     if (yd) cudnnDestroyTensorDescriptor(yd);
@@ -200,6 +219,12 @@ static sf_status consider_gemm(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
     const size_t es = sf_act_type_size(c->act);
     const int64_t chunk = sf_cuda_conv_gemm_chunk(sh, c->conv_ws_cap, es);
     if (chunk == 0) return SF_OK;
+    if (c->deterministic) { /* no timing: cuDNN's deterministic choice, unless forced or missing */
+        e->gemm_chunk = chunk;
+        for (int o = 0; o < SF_CONV_OPS; o++)
+            e->op[o].gemm = c->conv_algo == SF_CONV_ALGO_GEMM || e->op[o].chunk == 0;
+        return SF_OK;
+    }
     const size_t nx = (size_t)(sh->n * sh->cin * sh->h * sh->w), ny = (size_t)(sh->n * sh->cout * sh->oh * sh->ow),
                  nw = (size_t)sh->cout * sh->cin * sh->k * sh->k;
     const size_t bytes[6] = {nx * es, nx * es, nw * es, nw * sizeof(float), ny * es, sf_cuda_conv_gemm_ws(sh, chunk, es)};
@@ -439,10 +464,11 @@ size_t sf_cuda_conv_report(sf_backend *be, char *buf, size_t cap)
     static const char *const names[SF_CONV_OPS] = {"fwd", "bwd_data", "bwd_filter"};
     size_t n = 0;
 #define PUT(...) n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, __VA_ARGS__)
-    PUT("conv algorithms (%s, workspace cap %zu MiB): shape | op: chosen algo x chunks, ms (Find or events), ws MiB | "
-        "fastest cuDNN allowed on the whole batch: algo, ms, ws MiB | cuDNN's choice ms, im2col+gemm x chunks ms "
+    PUT("conv algorithms (%s, workspace cap %zu MiB%s): shape | op: chosen algo x chunks, ms (Find or events), ws MiB "
+        "| fastest cuDNN allowed on the whole batch: algo, ms, ws MiB | cuDNN's choice ms, im2col+gemm x chunks ms "
         "(0: not measured)\n",
-        sf_precision_name(c->prec), c->conv_ws_cap >> 20);
+        sf_precision_name(c->prec), c->conv_ws_cap >> 20,
+        c->deterministic ? ", deterministic: cuDNN's heuristic rank, no times" : "");
     for (int i = 0; i < c->n_convs; i++) {
         const sf_cuda_conv_entry *e = &c->convs[i];
         const sf_conv_shape *sh = &e->sh;

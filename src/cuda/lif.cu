@@ -4,7 +4,8 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/ops.cuh"
 
-static sf_cuda_neuron plain(const sf_lif_params *p, int64_t T, int64_t N, const void *x)
+static sf_cuda_neuron plain(const sf_lif_params *p, int64_t T, int64_t N, const void *x, const sf_lif_state *st,
+                            const sf_cuda_lif_tuning *tune)
 {
     sf_cuda_neuron a;
     memset(&a, 0, sizeof a);
@@ -13,36 +14,53 @@ static sf_cuda_neuron plain(const sf_lif_params *p, int64_t T, int64_t N, const 
     a.T = T;
     a.N = N;
     a.x = x;
+    if (st) a.st = *st;
+    if (tune) a.tune = *tune;
     return a;
 }
 
-sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
-                              const sf_lif_out *out, void *stream)
+sf_status sf_cuda_lif_forward_tuned(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
+                                    const sf_lif_out *out, const sf_lif_state *st, const sf_cuda_lif_tuning *tune,
+                                    void *stream)
 {
     return sf_cuda_with_act(t, [&](auto tag) {
-        return sf_cuda_neuron_forward_launch<decltype(tag)>(plain(p, T, N, x), false, out, (cudaStream_t)stream);
+        return sf_cuda_neuron_forward_launch<decltype(tag)>(plain(p, T, N, x, st, tune), false, out,
+                                                            (cudaStream_t)stream);
     });
+}
+
+sf_status sf_cuda_lif_backward_tuned(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
+                                     const float *h, const void *ds, void *dx, const sf_lif_state *st,
+                                     const sf_cuda_lif_tuning *tune, void *stream)
+{
+    return sf_cuda_with_act(t, [&](auto tag) {
+        return sf_cuda_neuron_backward_launch<decltype(tag)>(plain(p, T, N, x, st, tune), false, SF_DY_WRITE, h, ds,
+                                                             dx, NULL, NULL, NULL, (cudaStream_t)stream);
+    });
+}
+
+sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
+                              const sf_lif_out *out, const sf_lif_state *st, void *stream)
+{
+    return sf_cuda_lif_forward_tuned(p, T, N, t, x, out, st, NULL, stream);
 }
 
 sf_status sf_cuda_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
-                               const float *h, const void *ds, void *dx, void *stream)
+                               const float *h, const void *ds, void *dx, const sf_lif_state *st, void *stream)
 {
-    return sf_cuda_with_act(t, [&](auto tag) {
-        return sf_cuda_neuron_backward_launch<decltype(tag)>(plain(p, T, N, x), false, SF_DY_WRITE, h, ds, dx, NULL,
-                                                             NULL, NULL, (cudaStream_t)stream);
-    });
+    return sf_cuda_lif_backward_tuned(p, T, N, t, x, h, ds, dx, st, NULL, stream);
 }
 
 sf_status sf_cuda_op_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
-                                 const sf_lif_out *out)
+                                 const sf_lif_out *out, const sf_lif_state *st)
 {
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
-    return sf_cuda_lif_forward(p, T, N, c->act, x, out, c->stream);
+    return sf_cuda_lif_forward(p, T, N, c->act, x, out, st, c->stream);
 }
 
 sf_status sf_cuda_op_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
-                                  const float *h, const float *ds, float *dx)
+                                  const float *h, const float *ds, float *dx, const sf_lif_state *st)
 {
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
-    return sf_cuda_lif_backward(p, T, N, c->act, x, h, ds, dx, c->stream);
+    return sf_cuda_lif_backward(p, T, N, c->act, x, h, ds, dx, st, c->stream);
 }

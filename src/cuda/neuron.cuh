@@ -7,18 +7,22 @@
  *
  * Backward without a saved h: a thread recomputes h_t forward into its own column of shared memory, then runs the
  * reverse time loop from there, so x is read once and h never touches device memory (20 bytes per element for
- * forward + backward, the W1 floor). Past 64 steps, time is cut into segments of S = 32 steps: a first forward
- * pass keeps v at each segment start (shared memory too) and each segment is recomputed from its checkpoint. That
- * reads x once more up to the last segment (T = 256: 23.5 instead of 20 bytes per element) but keeps the columns
- * small enough for several times more resident threads, which the issue-bound loop needs more.
+ * forward + backward, the W1 floor). Past 64 steps, time is cut into segments of S steps that end at T: a first
+ * forward pass keeps v at each segment start (shared memory too) and each segment is recomputed from its
+ * checkpoint. That reads x once more up to the last segment's start, T - S steps; long segments (one block of
+ * columns per SM, loads 32 steps ahead to keep enough bytes in flight with few threads) make that small where T is
+ * a few times S. A forward with one neuron per thread keeps its next batch of x in flight while it integrates one.
  * BN: the recompute also keeps each step's input x in a second column, so the reverse loop takes x̂ from shared
  * memory instead of reading x from device memory again (8 of the 28 bytes per element of the two passes); such
  * segments are at most 32 steps.
+ * The neuron state carried across calls (a.st, float [N] each) replaces v's start value in every pass that starts
+ * at step 0, gets v after the last step, and starts and ends ∂L/∂v; without it the kernels are the one-call ones.
  */
 #ifndef SF_CUDA_NEURON_CUH
 #define SF_CUDA_NEURON_CUH
 
 #include "cuda/act.cuh"
+#include "cuda/cuda_backend.h"
 
 /* The sigmoid surrogate's exp on the device as ex2.approx (__expf: a multiply and one MUFU instead of expf's
  * range-reduced polynomial, ~10 instructions in the issue-bound backward). Spikes never depend on it, only
@@ -51,7 +55,16 @@ struct sf_cuda_neuron {
     int64_t T, N;
     const void *x; /* [T, N] in the kernel's activation type */
     sf_cuda_bn_in bn; /* used when the kernel's BN flag is set */
+    sf_cuda_lif_tuning tune; /* a forced launch configuration (zeros: the automatic one) */
+    sf_lif_state st;         /* [N] each, optional: the state carried across calls (spikefuse.h) */
+    int64_t bn_rows;         /* SF_DY_BN_DX: T·B of the whole batch when it spans several processes (0: this one's) */
 };
+
+/* v before the first step of neuron n: the carried state or the model's start value. */
+__device__ __forceinline__ float sf_cuda_v0(const sf_cuda_neuron &a, const sf_lif_coeffs &k, int64_t n)
+{
+    return a.st.v_in ? a.st.v_in[n] : k.v0;
+}
 
 /* What the backward does with dy_t = ∂L/∂y_t. */
 enum sf_cuda_dy_mode {
@@ -91,55 +104,6 @@ template <int V> __device__ __forceinline__ void sf_cuda_st_u8(uint8_t *p, const
         *p = (uint8_t)r[0];
 }
 
-template <class T, bool BN, int V, int U>
-__global__ void __launch_bounds__(256)
-    sf_cuda_neuron_forward(sf_cuda_neuron a, T *s, uint8_t *s_u8, float *hout, float *count)
-{
-    int64_t n = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * V;
-    float spikes = 0.0f;
-    const T *x = (const T *)a.x;
-    if (n < a.N) {
-        const sf_lif_coeffs k = a.k;
-        const int soft = a.p.soft_reset;
-        const sf_cuda_affine f = sf_cuda_affine_of<BN>(a, n);
-        float v[V];
-#pragma unroll
-        for (int j = 0; j < V; j++) v[j] = k.v0;
-        for (int64_t t0 = 0; t0 < a.T; t0 += U) {
-            float xs[U][V];
-#pragma unroll
-            for (int u = 0; u < U; u++)
-                if (t0 + u < a.T) sf_ld<V, false>(x + (t0 + u) * a.N + n, xs[u]);
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                if (t0 + u < a.T) {
-                    int64_t i = (t0 + u) * a.N + n;
-                    float st[V], h[V];
-#pragma unroll
-                    for (int j = 0; j < V; j++) {
-                        st[j] = sf_lif_step(&k, soft, BN ? f(xs[u][j]) : xs[u][j], &v[j], &h[j]);
-                        spikes += st[j];
-                    }
-                    if (s) sf_st<V>(s + i, st);
-                    if (s_u8) sf_cuda_st_u8<V>(s_u8 + i, st);
-                    if (hout) sf_st<V>(hout + i, h);
-                }
-            }
-        }
-    }
-    if (count) { /* exact: per-warp counts are small integers */
-        for (int o = 16; o > 0; o >>= 1) spikes += __shfl_down_sync(0xffffffffu, spikes, o);
-        if ((threadIdx.x & 31) == 0 && spikes > 0.0f) atomicAdd(count, spikes);
-    }
-}
-
-/* Threads per block of the backward, a constant so that the column slots of a batch's steps are immediate offsets. */
-#define SF_CUDA_BWD_THREADS 256
-
-/* Shared-memory slot of step t (relative to its segment) for this thread's V neurons: 16-byte rows, conflict-free;
- * 32-bit arithmetic (a column area is at most the 227 KiB of shared memory). */
-#define SF_COL(base, t) ((base) + ((int)(t)*SF_CUDA_BWD_THREADS + (int)threadIdx.x) * V)
-
 /* U steps of V neurons, loaded together so that all are in flight at once. */
 template <int V, int U> struct sf_cuda_batch {
     float v[U][V];
@@ -163,6 +127,70 @@ __device__ __forceinline__ void sf_cuda_load_batch(sf_cuda_batch<V, U> &b, const
         if (tt >= lo && tt < hi) sf_ld<V, ONCE>(q + u * step, b.v[u]);
     }
 }
+
+template <class T, bool BN, int V, int U>
+__global__ void __launch_bounds__(256)
+    sf_cuda_neuron_forward(sf_cuda_neuron a, T *s, uint8_t *s_u8, float *hout, float *count)
+{
+    int64_t n = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * V;
+    float spikes = 0.0f;
+    const T *x = (const T *)a.x;
+    if (n < a.N) {
+        const sf_lif_coeffs k = a.k;
+        const int soft = a.p.soft_reset;
+        const sf_cuda_affine f = sf_cuda_affine_of<BN>(a, n);
+        float v[V];
+#pragma unroll
+        for (int j = 0; j < V; j++) v[j] = sf_cuda_v0(a, k, n + j);
+        auto step = [&](int64_t t, const float *xv) {
+            int64_t i = t * a.N + n;
+            float st[V], h[V];
+#pragma unroll
+            for (int j = 0; j < V; j++) {
+                st[j] = sf_lif_step(&k, soft, BN ? f(xv[j]) : xv[j], &v[j], &h[j]);
+                spikes += st[j];
+            }
+            if (s) sf_st<V>(s + i, st);
+            if (s_u8) sf_cuda_st_u8<V>(s_u8 + i, st);
+            if (hout) sf_st<V>(hout + i, h);
+        };
+        if (V == 1) { /* the next batch is in flight while this one is integrated (few threads: long T) */
+            sf_cuda_batch<V, U> next, cur;
+            sf_cuda_load_batch<V, U, false>(next, x, a.N, n, 0, 1, 0, a.T);
+            for (int64_t t0 = 0; t0 < a.T; t0 += U) {
+                cur = next;
+                if (t0 + U < a.T) sf_cuda_load_batch<V, U, false>(next, x, a.N, n, t0 + U, 1, 0, a.T);
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (t0 + u < a.T) step(t0 + u, cur.v[u]);
+            }
+        } else {
+            for (int64_t t0 = 0; t0 < a.T; t0 += U) {
+                float xs[U][V];
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (t0 + u < a.T) sf_ld<V, false>(x + (t0 + u) * a.N + n, xs[u]);
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (t0 + u < a.T) step(t0 + u, xs[u]);
+            }
+        }
+        if (a.st.v_out)
+#pragma unroll
+            for (int j = 0; j < V; j++) a.st.v_out[n + j] = v[j];
+    }
+    if (count) { /* exact: per-warp counts are small integers */
+        for (int o = 16; o > 0; o >>= 1) spikes += __shfl_down_sync(0xffffffffu, spikes, o);
+        if ((threadIdx.x & 31) == 0 && spikes > 0.0f) atomicAdd(count, spikes);
+    }
+}
+
+/* Threads per block of the backward, a constant so that the column slots of a batch's steps are immediate offsets. */
+#define SF_CUDA_BWD_THREADS 256
+
+/* Shared-memory slot of step t (relative to its segment) for this thread's V neurons: 16-byte rows, conflict-free;
+ * 32-bit arithmetic (a column area is at most the 227 KiB of shared memory). */
+#define SF_COL(base, t) ((base) + ((int)(t)*SF_CUDA_BWD_THREADS + (int)threadIdx.x) * V)
 
 /* Forward recompute of steps [t0, t1) from v into the thread's shared-memory column (and, BN, x into its column
  * in xsm); the next batch of x is in flight while the current one is integrated. */
@@ -231,26 +259,35 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
     /* [S steps of h][BN: S steps of x][checkpoints], each a column per thread */
     float *xsm = smem + (int)S * SF_CUDA_BWD_THREADS * V;
     float *ckpt = smem + (BN && !SAVED ? 2 : 1) * (int)S * SF_CUDA_BWD_THREADS * V;
+    /* Segments end at T: segment g >= 1 covers [T - (nseg - g)·S, T - (nseg - 1 - g)·S) and segment 0 the (shorter)
+     * rest, so the first pass, which stops where the last segment starts, reads x over T - S steps only. */
     int64_t nseg = SAVED ? 1 : (a.T + S - 1) / S;
     float v[V];
-    if (!SAVED && nseg > 1) { /* v at each segment start (S is a multiple of U), x streamed in batches */
+    if (!SAVED && nseg > 1) { /* v at each segment start (slot g for segment g >= 1), x streamed in batches */
 #pragma unroll
-        for (int j = 0; j < V; j++) v[j] = k.v0;
-        const int64_t tend = (nseg - 1) * S; /* the last segment's start: no further */
+        for (int j = 0; j < V; j++) v[j] = sf_cuda_v0(a, k, n + j);
+        const int64_t tend = a.T - S; /* the last segment's start: no further */
+        int64_t next_ck = a.T - (nseg - 1) * S;
+        int ck = 1;
         sf_cuda_batch<V, U> next, cur;
         sf_cuda_load_batch<V, U, false>(next, x, a.N, n, 0, 1, 0, tend);
         for (int64_t t = 0; t < tend; t += U) {
             cur = next;
             if (t + U < tend) sf_cuda_load_batch<V, U, false>(next, x, a.N, n, t + U, 1, 0, tend);
-            if (t % S == 0)
-#pragma unroll
-                for (int j = 0; j < V; j++) SF_COL(ckpt, t / S)[j] = v[j];
 #pragma unroll
             for (int u = 0; u < U; u++) {
-                float h;
+                if (t + u == next_ck && ck < nseg - 1) {
 #pragma unroll
-                for (int j = 0; j < V; j++)
-                    sf_lif_step(&k, p.soft_reset, BN ? f(cur.v[u][j]) : cur.v[u][j], &v[j], &h);
+                    for (int j = 0; j < V; j++) SF_COL(ckpt, ck)[j] = v[j];
+                    ck++;
+                    next_ck += S;
+                }
+                if (t + u < tend) {
+                    float h;
+#pragma unroll
+                    for (int j = 0; j < V; j++)
+                        sf_lif_step(&k, p.soft_reset, BN ? f(cur.v[u][j]) : cur.v[u][j], &v[j], &h);
+                }
             }
         }
 #pragma unroll
@@ -258,22 +295,25 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
     }
     float mdy = 0.0f, mdyx = 0.0f;
     if (MODE == SF_DY_BN_DX) {
-        float cnt = (float)(a.T * (a.N / a.bn.C));
+        float cnt = (float)((a.bn_rows ? a.bn_rows : a.T * (a.N / a.bn.C / a.bn.hw)) * a.bn.hw);
         int32_t ch = (int32_t)((n / a.bn.hw) % a.bn.C);
         mdy = dbeta[ch] / cnt;
         mdyx = dgamma[ch] / cnt;
     }
     float dv[V], sdy[V], sdyx[V];
 #pragma unroll
-    for (int j = 0; j < V; j++) dv[j] = sdy[j] = sdyx[j] = 0.0f;
+    for (int j = 0; j < V; j++) {
+        dv[j] = a.st.dv_in ? a.st.dv_in[n + j] : 0.0f;
+        sdy[j] = sdyx[j] = 0.0f;
+    }
     for (int64_t seg = nseg - 1; seg >= 0; seg--) {
-        int64_t t0 = SAVED ? 0 : seg * S, t1 = SAVED ? a.T : min(a.T, t0 + S);
+        int64_t t1 = SAVED ? a.T : a.T - (nseg - 1 - seg) * S, t0 = SAVED ? 0 : max(t1 - S, (int64_t)0);
         sf_cuda_batch<V, U> nds, nx, cds, cx;
         sf_cuda_load_batch<V, U, true>(nds, ds, a.N, n, t1 - 1, -1, t0, t1);
         if (BN && SAVED) sf_cuda_load_batch<V, U, false>(nx, x, a.N, n, t1 - 1, -1, t0, t1);
         if (!SAVED) {
 #pragma unroll
-            for (int j = 0; j < V; j++) v[j] = nseg > 1 ? SF_COL(ckpt, seg)[j] : k.v0;
+            for (int j = 0; j < V; j++) v[j] = seg > 0 ? SF_COL(ckpt, seg)[j] : sf_cuda_v0(a, k, n + j);
             sf_cuda_recompute<T, BN, V, U>(a, p.soft_reset, k, f, n, t0, t1, v, smem, xsm);
         }
         /* dx at step t - u: walks back one row per step (one add instead of a 64-bit multiply-add per element) */
@@ -334,6 +374,9 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
             sums[n + j] = sdy[j];
             sums[a.N + n + j] = sdyx[j];
         }
+    if (a.st.dv_out)
+#pragma unroll
+        for (int j = 0; j < V; j++) a.st.dv_out[n + j] = dv[j];
 }
 
 #undef SF_COL

@@ -8,9 +8,9 @@
 
 /* lif.cu */
 sf_status sf_cuda_op_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
-                                 const sf_lif_out *out);
+                                 const sf_lif_out *out, const sf_lif_state *st);
 sf_status sf_cuda_op_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
-                                  const float *h, const float *ds, float *dx);
+                                  const float *h, const float *ds, float *dx, const sf_lif_state *st);
 
 /* bn.cu */
 sf_status sf_cuda_op_bn_stats(sf_backend *be, sf_bn_shape sh, const float *x, float *mean, float *var);
@@ -21,14 +21,17 @@ sf_status sf_cuda_op_bn_backward(sf_backend *be, sf_bn_shape sh, const float *x,
                                  float *dbeta);
 sf_status sf_cuda_op_bn_update_running(sf_backend *be, sf_bn_shape sh, float momentum, const float *mean,
                                        const float *var, float *running_mean, float *running_var);
+sf_status sf_cuda_op_bn_stats_merge(sf_backend *be, int32_t parts, int32_t C, const float *part_stats, float *mean,
+                                    float *var);
 
 /* bn_lif.cu */
 sf_status sf_cuda_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
                                     const float *mean, const float *var, float eps, const float *gamma,
-                                    const float *beta, const sf_lif_out *out);
+                                    const float *beta, const sf_lif_out *out, const sf_lif_state *st);
 sf_status sf_cuda_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
                                      const float *h, const float *mean, const float *var, float eps, const float *gamma,
-                                     const float *beta, const float *ds, float *dx, float *dgamma, float *dbeta);
+                                     const float *beta, const float *ds, float *dx, float *dgamma, float *dbeta,
+                                     const sf_lif_state *st, const sf_bn_split *split);
 
 /* linear.cu */
 sf_status sf_cuda_op_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,

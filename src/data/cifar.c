@@ -44,7 +44,8 @@ static sf_status load_batch(const sf_dataset_format *f, const char *path, sf_dat
     return s == SF_OK ? s : sf_fail_context(s, "%s: ", path);
 }
 
-sf_status sf_cifar_load(const sf_dataset_format *f, const char *dir, sf_split split, sf_dataset **out)
+sf_status sf_cifar_load(const sf_dataset_format *f, const char *dir, sf_split split, const sf_data_params *p,
+                        sf_dataset **out)
 {
     char unpacked[4096], path[4096];
     /* Accept the directory of the .bin files or the one the tarball was unpacked in. */

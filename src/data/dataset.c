@@ -1,5 +1,5 @@
 /* dataset.c — datasets held in memory: creating one, filling it from the sample views the readers return (the one
- * place a dataset is built from a file's bytes), and freeing it. */
+ * place an image dataset is built from a file's bytes), and freeing it. */
 #include "data/dataset.h"
 
 #include "core/error.h"
@@ -17,35 +17,42 @@ static sf_status check_size(int64_t count, size_t sample)
     return SF_OK;
 }
 
-sf_status sf_dataset_create(int64_t count, int32_t channels, int32_t height, int32_t width, int32_t classes,
-                            sf_dataset **out)
+sf_status sf_dataset_create_of_type(sf_sample_type type, int64_t count, int32_t channels, int32_t height,
+                                    int32_t width, int32_t classes, sf_dataset **out)
 {
     *out = NULL;
-    if (count < 0 || channels < 1 || channels > SF_DATASET_MAX_CHANNELS || height < 1 ||
-        height > SF_DATASET_MAX_SIDE || width < 1 || width > SF_DATASET_MAX_SIDE || classes < 1 || classes > 256)
+    const int32_t max_channels = type == SF_SAMPLES_IMAGES ? SF_DATASET_MAX_CHANNELS : SF_DATASET_MAX_SIDE;
+    if (count < 0 || channels < 1 || channels > max_channels || height < 1 || height > SF_DATASET_MAX_SIDE ||
+        width < 1 || width > SF_DATASET_MAX_SIDE || classes < 1 || classes > 256)
         return sf_fail(SF_ERR_INVALID,
                        "dataset of %lld samples of %d×%d×%d with %d classes: channels must be 1..%d, sides 1..%d, "
                        "classes 1..256",
-                       (long long)count, channels, height, width, classes, SF_DATASET_MAX_CHANNELS,
-                       SF_DATASET_MAX_SIDE);
-    size_t sample = (size_t)channels * (size_t)height * (size_t)width;
-    SF_TRY(check_size(count, sample));
+                       (long long)count, channels, height, width, classes, max_channels, SF_DATASET_MAX_SIDE);
+    const size_t sample = (size_t)channels * (size_t)height * (size_t)width;
+    SF_TRY(check_size(count, type == SF_SAMPLES_IMAGES ? sample : 1));
     sf_dataset *ds = calloc(1, sizeof *ds);
     if (!ds) return sf_fail(SF_ERR_NOMEM, "out of memory");
+    ds->type = type;
     ds->count = count;
     ds->channels = channels;
     ds->height = height;
     ds->width = width;
     ds->classes = classes;
-    ds->images = calloc(count ? (size_t)count * sample : 1, 1);
+    if (type == SF_SAMPLES_IMAGES) ds->images = calloc(count ? (size_t)count * sample : 1, 1);
     ds->labels = calloc(count ? (size_t)count : 1, 1);
-    if (!ds->images || !ds->labels) {
+    if ((type == SF_SAMPLES_IMAGES && !ds->images) || !ds->labels) {
         sf_dataset_free(ds);
         return sf_fail(SF_ERR_NOMEM, "out of memory for %lld samples of %zu bytes", (long long)count, sample);
     }
     for (int c = 0; c < SF_DATASET_MAX_CHANNELS; c++) ds->std[c] = 1.0f;
     *out = ds;
     return SF_OK;
+}
+
+sf_status sf_dataset_create(int64_t count, int32_t channels, int32_t height, int32_t width, int32_t classes,
+                            sf_dataset **out)
+{
+    return sf_dataset_create_of_type(SF_SAMPLES_IMAGES, count, channels, height, width, classes, out);
 }
 
 static size_t sample_bytes(const sf_dataset *d)
@@ -72,6 +79,7 @@ sf_status sf_dataset_append(sf_dataset **ds, const sf_sample_view *v)
         *ds = d;
         return SF_OK;
     }
+    if (d->type != SF_SAMPLES_IMAGES) return sf_fail(SF_ERR_INVALID, "appending images to a dataset without images");
     if (d->channels != v->channels || d->height != v->height || d->width != v->width || d->classes != v->classes)
         return sf_fail(SF_ERR_INVALID,
                        "appending samples of %d×%d×%d with %d classes to a dataset of %d×%d×%d with %d classes",
@@ -98,5 +106,8 @@ void sf_dataset_free(sf_dataset *ds)
     if (!ds) return;
     free(ds->images);
     free(ds->labels);
+    free(ds->events);
+    free(ds->offsets);
+    free(ds->frames_block);
     free(ds);
 }

@@ -1,7 +1,7 @@
-/* dataset.h — image classification datasets held in memory (MNIST, Fashion-MNIST, CIFAR-10), their file readers
- * (IDX gzipped or plain, CIFAR-10 binary; each a memory-buffer parser that trusts nothing in the bytes and returns
- * a view of the samples it found), the spike encodings, and the batch loader that shuffles, augments, encodes and
- * prefetches on a background thread.
+/* dataset.h — classification datasets held in memory: images (MNIST, Fashion-MNIST, CIFAR-10), event streams
+ * (SHD, SSC, N-MNIST, DVS128 Gesture) and synthetic spike trains of any shape; their file readers (each a parser
+ * that trusts nothing in the bytes), the spike encodings, the binning of events into frames, and the batch loader
+ * that shuffles, augments, encodes or bins and prefetches on a background thread.
  *
  * Everything the trainer needs from src/data is declared here. */
 #ifndef SF_DATA_DATASET_H
@@ -20,33 +20,120 @@ typedef enum sf_dataset_kind {
     SF_DATASET_FASHION_MNIST = 0,
     SF_DATASET_MNIST,
     SF_DATASET_CIFAR10,
+    SF_DATASET_SYNTHETIC,
+    SF_DATASET_SHD,
+    SF_DATASET_SSC,
+    SF_DATASET_NMNIST,
+    SF_DATASET_DVSGESTURE,
     SF_DATASET_NUM_KINDS
 } sf_dataset_kind;
 typedef enum sf_split { SF_SPLIT_TRAIN = 0, SF_SPLIT_TEST } sf_split;
 
-/* "fashion-mnist", "mnist", "cifar10". A wrong name is SF_ERR_INVALID "expects fashion-mnist, mnist or cifar10". */
+/* "fashion-mnist", "mnist", "cifar10", "synthetic", "shd", "ssc", "nmnist", "dvsgesture". A wrong name is
+ * SF_ERR_INVALID "expects fashion-mnist, ...". */
 sf_status sf_dataset_kind_parse(const char *name, sf_dataset_kind *out);
 const char *sf_dataset_kind_name(sf_dataset_kind kind);
 /* The accepted names as "fashion-mnist, mnist or cifar10" into buf (truncated to cap). */
 void sf_dataset_kind_list(char *buf, size_t cap);
 /* Where the dataset is looked for when no directory is given: /usr/share/datasets/fashion-mnist (Debian package
- * dataset-fashion-mnist), data/mnist, data/cifar-10-batches-bin. */
+ * dataset-fashion-mnist), data/mnist, data/cifar-10-batches-bin ("" for synthetic). */
 const char *sf_dataset_default_dir(sf_dataset_kind kind);
-/* Per-sample shape and class count of a kind (1×28×28 or 3×32×32, 10 classes). */
-void sf_dataset_kind_shape(sf_dataset_kind kind, int32_t *channels, int32_t *height, int32_t *width,
-                           int32_t *classes);
-/* The standard per-channel mean and std of a kind on the [0, 1] scale (unused channels: 0 and 1). */
+/* Whether `augment = auto` augments a kind's training samples (CIFAR-10 and the event datasets). */
+int sf_dataset_kind_augments(sf_dataset_kind kind);
+/* The standard per-channel mean and std of a kind on the [0, 1] scale (unused channels, and kinds that are not
+ * images: 0 and 1). */
 void sf_dataset_kind_stats(sf_dataset_kind kind, float mean[SF_DATASET_MAX_CHANNELS],
                            float std[SF_DATASET_MAX_CHANNELS]);
 
+/* The synthetic source: spike trains drawn from the seed, so any input shape can be trained and benchmarked
+ * without files. Sample i has label i % classes; input q of a sample of class k spikes at each step with
+ * probability density·(1 + s·m), s = ±1 drawn per (class, q) from the seed and m = min(1/2, (1 - density) /
+ * density) (so no rate exceeds 1), so the mean density is `density` (1: every input spikes at every step) and the
+ * classes differ in which inputs fire more: a network can learn them. */
+typedef struct sf_synthetic_params {
+    int32_t shape[3]; /* C, H, W of one step's input ([N] inputs: N, 1, 1) */
+    int32_t classes;  /* 1..256 */
+    int64_t samples;  /* in the training split; the test split has samples / 4 (at least 1) */
+    float density;    /* in (0, 1] */
+} sf_synthetic_params;
+
+/* How event streams become T frames, in the loader's prefetch thread. A sample's events land in frame cells
+ * (polarity, y / downsample, x / downsample); sensors one pixel high (SHD, SSC) give [channels] inputs. */
+typedef enum sf_frame_mode {
+    SF_FRAME_COUNT = 0, /* a cell holds its event count */
+    SF_FRAME_BINARY     /* 1 where a cell has any event */
+} sf_frame_mode;
+
+typedef struct sf_event_params {
+    int64_t time_window_us; /* 0: the sample's span, first to last event, split into T equal bins (event at time t
+                             * in bin floor((t - first)·T / (last - first + 1)), as Tonic's ToFrame(n_time_bins)
+                             * without its rounding loss); > 0: bins of this many µs from the first event, the
+                             * sample cut or zero-padded to T bins */
+    sf_frame_mode frame;
+    int32_t downsample;     /* >= 1: cells of downsample×downsample pixels (sides rounded up) */
+    int32_t merge_polarity; /* 1: one channel for both polarities */
+    /* Augmentation of training samples (loader: training and augment), each draw a pure function of (seed, epoch,
+     * sample, event), so a resumed run sees the same events: */
+    int64_t time_jitter_us; /* each event's time moved by a uniform integer in [-j, j] µs */
+    float drop_event;       /* each event dropped with this probability, in [0, 1) */
+    int32_t shift;          /* the sample moved by uniform integers in [-shift, shift] along x (and y on sensors of
+                             * more than one row): spatial jitter for DVS, channel shift for SHD; events moved off
+                             * the sensor are dropped */
+    int32_t flip;           /* x mirrored with probability 1/2 */
+} sf_event_params;
+
+/* What a config says about its data beyond the kind and directory. */
+typedef struct sf_data_params {
+    sf_synthetic_params synthetic;
+    sf_event_params events;
+    uint64_t seed;          /* the synthetic draws */
+    const char *cache_dir;  /* event datasets: where binned splits are cached (NULL or "": no cache); a split is
+                             * cached when it is not augmented (the test split, or no aug_* amount is set) */
+    int64_t timesteps;      /* T of the cached frames */
+} sf_data_params;
+
+/* Synthetic 1×28×28 with 10 classes, 1024 samples, density 0.1, seed 0; events in T equal bins, counts, full
+ * resolution, polarities kept, no augmentation, no cache (timesteps 0: set it with a cache). */
+void sf_data_default_params(sf_data_params *p);
+/* The shape of one step's network input [C, H, W] and the class count a kind delivers with these parameters. */
+void sf_data_input_shape(sf_dataset_kind kind, const sf_data_params *p, int32_t shape[3], int32_t *classes);
+
+/* What a dataset holds per sample. */
+typedef enum sf_sample_type {
+    SF_SAMPLES_IMAGES = 0, /* uint8 images, turned into T steps by an encoding */
+    SF_SAMPLES_SYNTHETIC,  /* spike trains drawn when a batch is made; only the labels are stored */
+    SF_SAMPLES_EVENTS,     /* event streams, binned into T frames when a batch is made */
+    SF_SAMPLES_FRAMES      /* event streams binned already (read from or written to the frame cache) */
+} sf_sample_type;
+
+/* One event: time in µs from its sample's first event, position on the sensor, polarity. */
+typedef struct sf_event {
+    uint32_t t;
+    uint16_t x;
+    uint8_t y, p;
+} sf_event;
+
 typedef struct sf_dataset {
+    sf_sample_type type;
     int64_t count;                   /* samples */
-    int32_t channels, height, width; /* per sample */
+    int32_t channels, height, width; /* per sample (and step) */
     int32_t classes;                 /* labels are in [0, classes) */
-    uint8_t *images;                 /* [count, channels, height, width], intensity 0..255 */
+    uint8_t *images;                 /* images: [count, channels, height, width], intensity 0..255; else NULL */
     uint8_t *labels;                 /* [count] */
-    float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS]; /* standard per-channel statistics of the
-                                                                         * dataset on the [0, 1] scale */
+    float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS]; /* images: standard per-channel statistics
+                                                                         * of the dataset on the [0, 1] scale */
+    float density;                   /* synthetic: sf_synthetic_params.density */
+    uint64_t seed;                   /* synthetic: the draws' seed */
+    sf_split split;                  /* synthetic: the two splits draw from different streams */
+    sf_event *events;                /* events: sample i's are events[offsets[i] .. offsets[i + 1]), times
+                                      * nondecreasing; channels = polarities, height × width = the sensor */
+    int64_t *offsets;                /* events: [count + 1] */
+    int64_t skipped;                 /* events: empty samples the reader left out */
+    size_t events_cap, offsets_cap, labels_cap; /* events: allocated room while a reader fills the dataset */
+    const uint16_t *frames;          /* frames: [count, frames_T, channels, height, width] event counts, the
+                                      * channels × height × width being the network input (binned already) */
+    int64_t frames_T;
+    void *frames_block;              /* frames: the allocation `frames` points into */
 } sf_dataset;
 
 /* Labelled samples as a reader found them, viewed in place in the file's bytes: sample i's image is the
@@ -66,9 +153,27 @@ sf_status sf_dataset_create(int64_t count, int32_t channels, int32_t height, int
 sf_status sf_dataset_append(sf_dataset **ds, const sf_sample_view *v);
 void sf_dataset_free(sf_dataset *ds);
 
-/* Loads one split of a dataset from `dir` (NULL or "": sf_dataset_default_dir). A missing file is SF_ERR_IO with a
- * message naming the path looked at and the package or download that provides it; a malformed one SF_ERR_FORMAT. */
-sf_status sf_dataset_load(sf_dataset_kind kind, const char *dir, sf_split split, sf_dataset **out);
+/* Loads one split of a dataset from `dir` (NULL or "": sf_dataset_default_dir) with parameters p (NULL: the
+ * defaults). A missing file is SF_ERR_IO with a message naming the path looked at and the package or download that
+ * provides it; a malformed one SF_ERR_FORMAT. */
+sf_status sf_dataset_load(sf_dataset_kind kind, const char *dir, sf_split split, const sf_data_params *p,
+                          sf_dataset **out);
+
+/* ---------------------------------------------------------------- event streams */
+
+/* The frame [P, H, W] of a sensor of `polarities` × height × width after downsampling and merging. */
+void sf_event_frame_shape(int32_t polarities, int32_t height, int32_t width, const sf_event_params *p,
+                          int32_t frame[3]);
+/* The network input of a frame: the frame itself, or [P·W, 1, 1] for frames one row high (SHD: 700 inputs). */
+void sf_event_input_shape(const int32_t frame[3], int32_t shape[3]);
+
+/* An empty event dataset of a sensor (channels = polarities). */
+sf_status sf_events_create(int32_t polarities, int32_t height, int32_t width, int32_t classes, sf_dataset **out);
+/* Appends one sample: n events whose times (µs from any origin) must be nondecreasing, positions on the sensor
+ * (x < width, y < height, p < polarities), and the span below 2^32 µs; times are stored from the first event on.
+ * An empty sample is not added and counts in ds->skipped. Errors are SF_ERR_FORMAT naming the event (the reader
+ * adds file and sample). */
+sf_status sf_events_add_sample(sf_dataset *ds, const sf_event *events, int64_t n, int32_t label);
 
 /* ---------------------------------------------------------------- readers (memory-buffer entry points)
  * The buffers are the whole (decompressed) file; every header field is checked against `len`. Errors are
@@ -108,15 +213,22 @@ const char *sf_encoding_name(sf_encoding e);
 typedef struct sf_loader_params {
     int64_t batch;       /* B */
     int64_t timesteps;   /* T */
-    sf_encoding encoding;
+    sf_encoding encoding; /* images only (synthetic samples are spikes already) */
     uint64_t seed;       /* shuffling, augmentation and Poisson draws */
     int32_t training;    /* 1: shuffled order per (seed, epoch), augmentation when `augment`, the last incomplete
                           * batch dropped. 0 (evaluation): dataset order, no augmentation, the last batch may be
                           * partial (its `valid` count says how many samples are real) */
-    int32_t augment;     /* training only: random crop with zero padding 4 and horizontal flip with p = 1/2 */
+    int32_t augment;     /* training only: images get a random crop with zero padding 4 and a horizontal flip with
+                          * p = 1/2, events the augmentation of `events` */
     int32_t normalize;   /* direct encoding only: (x - mean) / std per channel */
     float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS]; /* std[0] == 0: the dataset's values */
     int32_t prefetch;    /* 1: a background thread encodes the next batch while the current one is used */
+    sf_event_params events; /* event datasets: binning and augmentation */
+    int32_t shards;      /* data-parallel processes (0 or 1: this loader sees every sample): a global batch is
+                          * batch × shards samples of the epoch's order, and this loader takes part `shard` of each
+                          * (samples shard·batch .. (shard+1)·batch − 1 of it); an evaluation epoch's last global
+                          * batch may leave a shard fewer real samples than others, even none (valid = 0) */
+    int32_t shard;
 } sf_loader_params;
 
 /* batch 64, T 1, direct, seed 0, training, no augmentation, normalised with the dataset's values, prefetch on. */
@@ -161,5 +273,15 @@ void sf_shuffle_order(uint64_t seed, int64_t epoch, int64_t n, int64_t *order);
  * applying augmentation when p->training && p->augment. Exposed for tests and custom pipelines. */
 void sf_encode_batch(const sf_dataset *ds, const sf_loader_params *p, int64_t epoch, const int64_t *idx,
                      int64_t count, float *x);
+/* Draws the spike trains of `count` samples of a synthetic dataset into x [T, B, C, H, W] at batch slots
+ * 0..count-1 (B = p->batch, T = p->timesteps). A sample is the same in every epoch. */
+void sf_synthetic_batch(const sf_dataset *ds, const sf_loader_params *p, const int64_t *idx, int64_t count,
+                        float *x);
+/* Bins `count` samples (dataset indices idx[0..count)) of an event dataset into x [T, B, C, H, W] at batch slots
+ * 0..count-1 as p->events says, augmenting when p->training && p->augment. */
+void sf_events_bin_batch(const sf_dataset *ds, const sf_loader_params *p, int64_t epoch, const int64_t *idx,
+                         int64_t count, float *x);
+/* Copies `count` samples of a frames dataset into x [T, B, C, H, W] (binary frames: 1 where a count is > 0). */
+void sf_frames_batch(const sf_dataset *ds, const sf_loader_params *p, const int64_t *idx, int64_t count, float *x);
 
 #endif

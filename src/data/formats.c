@@ -24,11 +24,40 @@ static const sf_dataset_format formats[] = {
          .load = sf_idx_load},
     [SF_DATASET_CIFAR10] =
         {.name = "cifar10", .pretty = "CIFAR-10", .default_dir = "data/cifar-10-batches-bin", .channels = 3,
-         .height = 32, .width = 32, .classes = 10, .mean = {0.4914f, 0.4822f, 0.4465f},
+         .height = 32, .width = 32, .classes = 10, .augment_auto = 1, .mean = {0.4914f, 0.4822f, 0.4465f},
          .std = {0.2470f, 0.2435f, 0.2616f},
          .provider = "download https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz and unpack it with tar xzf, "
                      "then set data_dir to the cifar-10-batches-bin directory (or the one holding it)",
          .load = sf_cifar_load},
+    [SF_DATASET_SYNTHETIC] =
+        {.name = "synthetic", .pretty = "synthetic", .default_dir = "",
+         .provider = "nothing: synthetic data is drawn from the seed", .load = sf_synthetic_load},
+    [SF_DATASET_SHD] =
+        {.name = "shd", .pretty = "SHD", .default_dir = "data/shd", .channels = 1, .height = 1, .width = 700,
+         .classes = 20, .events = 1, .augment_auto = 1,
+         .provider = "download shd_train.h5.gz and shd_test.h5.gz from https://zenkelab.org/datasets/ (Cramer et "
+                     "al. 2020, the Spiking Heidelberg Digits) into data_dir (they are read gzipped or not)",
+         .load = sf_shd_load},
+    [SF_DATASET_SSC] =
+        {.name = "ssc", .pretty = "SSC", .default_dir = "data/ssc", .channels = 1, .height = 1, .width = 700,
+         .classes = 35, .events = 1, .augment_auto = 1,
+         .provider = "download ssc_train.h5.gz and ssc_test.h5.gz from https://zenkelab.org/datasets/ (Cramer et "
+                     "al. 2020, the Spiking Speech Commands) into data_dir (they are read gzipped or not)",
+         .load = sf_shd_load},
+    [SF_DATASET_NMNIST] =
+        {.name = "nmnist", .pretty = "N-MNIST", .default_dir = "data/N-MNIST", .channels = 2, .height = 34,
+         .width = 34, .classes = 10, .events = 1, .augment_auto = 1,
+         .provider = "download Train.zip and Test.zip of N-MNIST (Orchard et al. 2015) from "
+                     "https://www.garrickorchard.com/datasets/n-mnist into data_dir (read as they are, or unzipped "
+                     "there: data_dir/Train/0 ... data_dir/Test/9)",
+         .load = sf_nmnist_load},
+    [SF_DATASET_DVSGESTURE] =
+        {.name = "dvsgesture", .pretty = "DVS128 Gesture", .default_dir = "data/DvsGesture", .channels = 2,
+         .height = 128, .width = 128, .classes = 11, .events = 1, .augment_auto = 1,
+         .provider = "download DvsGesture.tar.gz (Amir et al. 2017) from https://research.ibm.com/interactive/"
+                     "dvsgesture/ and unpack it with tar xzf into data_dir (the folder of the .aedat files, "
+                     "their _labels.csv files and trials_to_train.txt / trials_to_test.txt, or the one holding it)",
+         .load = sf_gesture_load},
 };
 _Static_assert(sizeof formats / sizeof formats[0] == SF_DATASET_NUM_KINDS, "one format row per sf_dataset_kind");
 
@@ -37,6 +66,13 @@ static const sf_dataset_format *format_of(sf_dataset_kind kind)
 {
     return &formats[(unsigned)kind < SF_DATASET_NUM_KINDS ? kind : 0];
 }
+
+const sf_dataset_format *sf_dataset_format_of(sf_dataset_kind kind)
+{
+    return (unsigned)kind < SF_DATASET_NUM_KINDS ? &formats[kind] : NULL;
+}
+
+int sf_dataset_kind_augments(sf_dataset_kind kind) { return format_of(kind)->augment_auto; }
 
 void sf_dataset_kind_list(char *buf, size_t cap)
 {
@@ -70,14 +106,30 @@ const char *sf_dataset_default_dir(sf_dataset_kind kind)
     return (unsigned)kind < SF_DATASET_NUM_KINDS ? formats[kind].default_dir : "";
 }
 
-void sf_dataset_kind_shape(sf_dataset_kind kind, int32_t *channels, int32_t *height, int32_t *width,
-                           int32_t *classes)
+void sf_data_default_params(sf_data_params *p)
+{
+    *p = (sf_data_params){.synthetic = {.shape = {1, 28, 28}, .classes = 10, .samples = 1024, .density = 0.1f},
+                          .events = {.downsample = 1}};
+}
+
+void sf_data_input_shape(sf_dataset_kind kind, const sf_data_params *p, int32_t shape[3], int32_t *classes)
 {
     const sf_dataset_format *f = format_of(kind);
-    *channels = f->channels;
-    *height = f->height;
-    *width = f->width;
+    if (f->channels == 0) {
+        for (int i = 0; i < 3; i++) shape[i] = p->synthetic.shape[i];
+        *classes = p->synthetic.classes;
+        return;
+    }
     *classes = f->classes;
+    if (f->events) {
+        int32_t frame[3];
+        sf_event_frame_shape(f->channels, f->height, f->width, &p->events, frame);
+        sf_event_input_shape(frame, shape);
+        return;
+    }
+    shape[0] = f->channels;
+    shape[1] = f->height;
+    shape[2] = f->width;
 }
 
 void sf_dataset_kind_stats(sf_dataset_kind kind, float mean[SF_DATASET_MAX_CHANNELS],
@@ -85,20 +137,36 @@ void sf_dataset_kind_stats(sf_dataset_kind kind, float mean[SF_DATASET_MAX_CHANN
 {
     const sf_dataset_format *f = format_of(kind);
     for (int c = 0; c < SF_DATASET_MAX_CHANNELS; c++) {
-        mean[c] = c < f->channels ? f->mean[c] : 0.0f;
-        std[c] = c < f->channels ? f->std[c] : 1.0f;
+        mean[c] = c < f->channels && f->std[c] > 0.0f ? f->mean[c] : 0.0f;
+        std[c] = c < f->channels && f->std[c] > 0.0f ? f->std[c] : 1.0f;
     }
 }
 
-sf_status sf_dataset_load(sf_dataset_kind kind, const char *dir, sf_split split, sf_dataset **out)
+sf_status sf_dataset_load(sf_dataset_kind kind, const char *dir, sf_split split, const sf_data_params *p,
+                          sf_dataset **out)
 {
     *out = NULL;
     if ((unsigned)kind >= SF_DATASET_NUM_KINDS) return sf_fail(SF_ERR_INVALID, "unknown dataset kind %d", (int)kind);
     const sf_dataset_format *f = &formats[kind];
+    sf_data_params defaults;
+    if (!p) {
+        sf_data_default_params(&defaults);
+        p = &defaults;
+    }
     if (!dir || !*dir) dir = f->default_dir;
-    SF_TRY(f->load(f, dir, split, out));
+    const sf_event_params *e = &p->events;
+    const int augmented =
+        split == SF_SPLIT_TRAIN && (e->time_jitter_us || e->drop_event > 0.0f || e->shift || e->flip);
+    if (f->events && p->cache_dir && *p->cache_dir && !augmented) {
+        if (p->timesteps < 1 || p->timesteps > (1 << 20))
+            return sf_fail(SF_ERR_INVALID, "frame cache: timesteps %lld is not in 1..2^20", (long long)p->timesteps);
+        SF_TRY(sf_frame_cache_load(f, dir, split, p, out));
+    } else {
+        SF_TRY(f->load(f, dir, split, p, out));
+    }
     sf_dataset *ds = *out;
-    if (ds->channels != f->channels || ds->height != f->height || ds->width != f->width) {
+    if (f->channels && ds->type != SF_SAMPLES_FRAMES &&
+        (ds->channels != f->channels || ds->height != f->height || ds->width != f->width)) {
         sf_status s = sf_fail(SF_ERR_FORMAT, "%s in %s holds %d×%d×%d images, expected %d×%d×%d", f->pretty, dir,
                               ds->channels, ds->height, ds->width, f->channels, f->height, f->width);
         sf_dataset_free(ds);

@@ -92,7 +92,8 @@ static sf_status find_idx(const sf_dataset_format *f, const char *dir, const cha
                    f->provider);
 }
 
-sf_status sf_idx_load(const sf_dataset_format *f, const char *dir, sf_split split, sf_dataset **out)
+sf_status sf_idx_load(const sf_dataset_format *f, const char *dir, sf_split split, const sf_data_params *p,
+                      sf_dataset **out)
 {
     const char *prefix = split == SF_SPLIT_TRAIN ? "train" : "t10k";
     char stem[64], img_path[4096], lbl_path[4096];

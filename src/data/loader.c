@@ -1,5 +1,6 @@
-/* loader.c — batches for training and evaluation: the sample order of each epoch, encoding into [T, B, C, H, W],
- * and a background thread that prepares the next batch while the caller trains on the current one.
+/* loader.c — batches for training and evaluation: the sample order of each epoch, encoding images, binning events
+ * or drawing synthetic spikes into [T, B, C, H, W], and a background thread that prepares the next batch while
+ * the caller trains on the current one.
  *
  * Every batch is a pure function of (params, epoch, index), so prefetching, synchronous loading and a loader
  * repositioned by sf_loader_set_state all deliver identical batches. */
@@ -54,6 +55,7 @@ void sf_loader_default_params(sf_loader_params *p)
     p->training = 1;
     p->normalize = 1;
     p->prefetch = 1;
+    p->events.downsample = 1;
 }
 
 void sf_shuffle_order(uint64_t seed, int64_t epoch, int64_t n, int64_t *order)
@@ -69,6 +71,8 @@ void sf_shuffle_order(uint64_t seed, int64_t epoch, int64_t n, int64_t *order)
     }
 }
 
+static int64_t shards_of(const sf_loader_params *p) { return p->shards > 1 ? p->shards : 1; }
+
 /* Prepares batch `pos` into slot s (producer side; touches only the producer's state and that slot). */
 static void produce(sf_loader *l, sf_loader_state pos, slot *s)
 {
@@ -77,14 +81,21 @@ static void produce(sf_loader *l, sf_loader_state pos, slot *s)
         sf_shuffle_order(l->p.seed, pos.epoch, n, l->order);
         l->order_epoch = pos.epoch;
     }
-    int64_t first = pos.index * B, valid = n - first < B ? n - first : B;
+    const int64_t first = (pos.index * shards_of(&l->p) + l->p.shard) * B;
+    const int64_t valid = n - first < B ? (n - first > 0 ? n - first : 0) : B;
     for (int64_t b = 0; b < B; b++) {
-        /* Slots past the end of an evaluation epoch repeat its real samples, so every input stays in range. */
-        int64_t k = first + (b < valid ? b : b % valid);
+        /* Slots past the end of an evaluation epoch repeat its real samples (the epoch's first when this shard
+         * has none), so every input stays in range. */
+        int64_t k = valid ? first + (b < valid ? b : b % valid) : b % n;
         l->idx[b] = l->p.training ? l->order[k] : k;
         s->labels[b] = l->ds->labels[l->idx[b]];
     }
-    sf_encode_batch(l->ds, &l->p, pos.epoch, l->idx, B, s->x);
+    switch (l->ds->type) {
+    case SF_SAMPLES_IMAGES: sf_encode_batch(l->ds, &l->p, pos.epoch, l->idx, B, s->x); break;
+    case SF_SAMPLES_SYNTHETIC: sf_synthetic_batch(l->ds, &l->p, l->idx, B, s->x); break;
+    case SF_SAMPLES_EVENTS: sf_events_bin_batch(l->ds, &l->p, pos.epoch, l->idx, B, s->x); break;
+    case SF_SAMPLES_FRAMES: sf_frames_batch(l->ds, &l->p, l->idx, B, s->x); break;
+    }
     s->batch.valid = (int32_t)valid;
     s->batch.epoch = pos.epoch;
     s->batch.index = pos.index;
@@ -135,15 +146,36 @@ sf_status sf_loader_create(const sf_dataset *ds, const sf_loader_params *p, sf_l
         return sf_fail(SF_ERR_INVALID, "loader: timesteps %lld is not in 1..2^20", (long long)p->timesteps);
     if ((unsigned)p->encoding > SF_ENCODING_LATENCY)
         return sf_fail(SF_ERR_INVALID, "loader: unknown encoding %d", (int)p->encoding);
+    if (p->shards < 0 || p->shard < 0 || p->shard >= shards_of(p))
+        return sf_fail(SF_ERR_INVALID, "loader: shard %d of %d is not a part of the batch", p->shard, p->shards);
     const float *stdv = p->std[0] != 0.0f ? p->std : ds->std;
-    for (int c = 0; c < ds->channels; c++)
+    for (int c = 0; ds->type == SF_SAMPLES_IMAGES && c < ds->channels; c++)
         if (p->normalize && !(stdv[c] > 0.0f))
             return sf_fail(SF_ERR_INVALID, "loader: normalisation std of channel %d is %g (must be > 0)", c, stdv[c]);
-    const int64_t per_epoch = p->training ? ds->count / p->batch : (ds->count + p->batch - 1) / p->batch;
+    const sf_event_params *ep = &p->events;
+    if (ds->type == SF_SAMPLES_EVENTS &&
+        (ep->downsample < 1 || ep->time_window_us < 0 || ep->time_jitter_us < 0 || ep->shift < 0 ||
+         !(ep->drop_event >= 0.0f && ep->drop_event < 1.0f) || (unsigned)ep->frame > SF_FRAME_BINARY))
+        return sf_fail(SF_ERR_INVALID,
+                       "loader: event parameters out of range (downsample %d >= 1, time_window_us %lld >= 0, "
+                       "time_jitter_us %lld >= 0, shift %d >= 0, drop_event %g in [0, 1))",
+                       ep->downsample, (long long)ep->time_window_us, (long long)ep->time_jitter_us, ep->shift,
+                       ep->drop_event);
+    if (ds->type == SF_SAMPLES_FRAMES && ds->frames_T != p->timesteps)
+        return sf_fail(SF_ERR_INVALID, "loader: the dataset was binned into %lld steps, the loader wants %lld",
+                       (long long)ds->frames_T, (long long)p->timesteps);
+    int32_t shape[3] = {ds->channels, ds->height, ds->width};
+    if (ds->type == SF_SAMPLES_EVENTS) {
+        int32_t frame[3];
+        sf_event_frame_shape(ds->channels, ds->height, ds->width, ep, frame);
+        sf_event_input_shape(frame, shape);
+    }
+    const int64_t global = p->batch * shards_of(p);
+    const int64_t per_epoch = p->training ? ds->count / global : (ds->count + global - 1) / global;
     if (per_epoch < 1)
         return sf_fail(SF_ERR_INVALID, "loader: the dataset has %lld samples, fewer than one batch of %lld",
-                       (long long)ds->count, (long long)p->batch);
-    const size_t chw = (size_t)ds->channels * ds->height * ds->width;
+                       (long long)ds->count, (long long)global);
+    const size_t chw = (size_t)shape[0] * shape[1] * shape[2];
     if ((size_t)p->timesteps > SIZE_MAX / sizeof(float) / (size_t)p->batch / chw)
         return sf_fail(SF_ERR_INVALID, "loader: a batch of %lld×%lld samples is too large", (long long)p->timesteps,
                        (long long)p->batch);
@@ -166,7 +198,7 @@ sf_status sf_loader_create(const sf_dataset *ds, const sf_loader_params *p, sf_l
         s->x = malloc(numel * sizeof *s->x);
         s->labels = malloc((size_t)p->batch * sizeof *s->labels);
         ok = s->x && s->labels;
-        s->batch = (sf_batch){s->x, s->labels, p->timesteps, p->batch, ds->channels, ds->height, ds->width, 0, 0, 0};
+        s->batch = (sf_batch){s->x, s->labels, p->timesteps, p->batch, shape[0], shape[1], shape[2], 0, 0, 0};
     }
     if (!ok) {
         sf_loader_free(l);

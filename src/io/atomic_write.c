@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,7 @@ static sf_status fsync_parent(const char *path)
     } else {
         size_t n = (size_t)(slash - path);
         if (n == 0) n = 1; /* "/file" lives in "/" */
-        if (n >= sizeof dir) return sf_fail(SF_ERR_INVALID, "path '%s' is too long", path);
+        if (n >= sizeof dir) return sf_fail(SF_ERR_IO, "path '%s' is too long", path);
         memcpy(dir, path, n);
         dir[n] = 0;
     }
@@ -56,7 +57,7 @@ sf_status sf_atomic_file_open(sf_atomic_file *f, const char *path)
     f->path = path;
     f->fd = -1;
     int n = snprintf(f->tmp, sizeof f->tmp, "%s" TEMP_SUFFIX, path);
-    if (n < 0 || (size_t)n >= sizeof f->tmp) return f->status = sf_fail(SF_ERR_INVALID, "path '%s' is too long", path);
+    if (n < 0 || (size_t)n >= sizeof f->tmp) return f->status = sf_fail(SF_ERR_IO, "path '%s' is too long", path);
     f->fd = mkstemp(f->tmp);
     if (f->fd < 0)
         return f->status = sf_fail(SF_ERR_IO, "cannot create a temporary file beside %s: %s", path, strerror(errno));
@@ -104,13 +105,33 @@ sf_status sf_write_file_atomic(const char *path, const void *data, size_t len)
     return sf_atomic_file_commit(&f);
 }
 
-/* A name that TEMP_SUFFIX makes: "<name>.tmp." and the random characters, none of them a dot. */
+/* The characters mkstemp put in place of the X's: as many, none of them a dot. */
+static int is_temp_random(const char *random)
+{
+    return strlen(random) == TEMP_RANDOM && !strchr(random, '.');
+}
+
+/* A name that TEMP_SUFFIX makes: "<name>.tmp." and the random characters. */
 static int is_stale_temp(const char *name)
 {
     const char *t = strstr(name, TEMP_MARK);
-    if (!t || t == name) return 0;
-    const char *random = t + strlen(TEMP_MARK);
-    return strlen(random) == TEMP_RANDOM && !strchr(random, '.');
+    return t && t != name && is_temp_random(t + strlen(TEMP_MARK));
+}
+
+int sf_is_temp_of(const char *entry, const char *name)
+{
+    const size_t n = strlen(name), m = strlen(TEMP_MARK);
+    return strncmp(entry, name, n) == 0 && strncmp(entry + n, TEMP_MARK, m) == 0 && is_temp_random(entry + n + m);
+}
+
+sf_status sf_copy_file_atomic(const char *src, const char *dst)
+{
+    char *bytes = NULL;
+    size_t len = 0;
+    SF_TRY(sf_read_file(src, SIZE_MAX, &bytes, &len));
+    sf_status s = sf_write_file_atomic(dst, bytes, len);
+    free(bytes);
+    return s;
 }
 
 sf_status sf_remove_stale_temps(const char *dir)

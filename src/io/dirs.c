@@ -1,4 +1,4 @@
-/* dirs.c — paths and directories: joining, creating with parents, checking emptiness and identity. */
+/* dirs.c — paths and directories: joining, creating with parents, listing, checking emptiness and identity. */
 #include "io/files.h"
 
 #include "core/error.h"
@@ -6,36 +6,22 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 sf_status sf_path_join(char *buf, size_t cap, const char *dir, const char *name)
 {
     int n = snprintf(buf, cap, "%s/%s", dir, name);
-    if (n < 0 || (size_t)n >= cap) return sf_fail(SF_ERR_INVALID, "path '%s/%s' is too long", dir, name);
+    if (n < 0 || (size_t)n >= cap) return sf_fail(SF_ERR_IO, "path '%s/%s' is too long", dir, name);
     return SF_OK;
 }
 
-static int dir_is_empty(const char *dir, int *empty)
-{
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    *empty = 1;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
-            *empty = 0;
-            break;
-        }
-    closedir(d);
-    return 0;
-}
-
-static sf_status make_dirs(const char *dir)
+sf_status sf_dir_create(const char *dir)
 {
     char path[4096];
     size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof path) return sf_fail(SF_ERR_INVALID, "bad directory name '%s'", dir);
+    if (n == 0 || n >= sizeof path) return sf_fail(SF_ERR_IO, "bad directory name '%s'", dir);
     memcpy(path, dir, n + 1);
     /* Create each prefix in turn; EEXIST is fine as long as the last one is a directory (checked below). */
     for (size_t i = 1; i <= n; i++) {
@@ -52,13 +38,75 @@ static sf_status make_dirs(const char *dir)
     return SF_OK;
 }
 
-sf_status sf_dir_prepare(const char *dir, int must_be_empty)
+sf_status sf_dir_check_empty(const char *dir, int (*ignore)(const char *name))
 {
-    SF_TRY(make_dirs(dir));
-    if (!must_be_empty) return SF_OK;
-    int empty = 0;
-    if (dir_is_empty(dir, &empty) != 0) return sf_fail(SF_ERR_IO, "cannot list %s: %s", dir, strerror(errno));
-    if (!empty) return sf_fail(SF_ERR_STATE, "%s is not empty", dir);
+    DIR *d = opendir(dir);
+    if (!d) return sf_fail(SF_ERR_IO, "cannot list %s: %s", dir, strerror(errno));
+    const char *found = NULL;
+    struct dirent *e;
+    while (!found && (e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && !(ignore && ignore(e->d_name)))
+            found = e->d_name;
+    sf_status s = found ? sf_fail(SF_ERR_STATE, "%s is not empty (it holds %s)", dir, found) : SF_OK;
+    closedir(d);
+    return s;
+}
+
+int sf_dir_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int has_suffix(const char *name, const char *suffix)
+{
+    const size_t n = strlen(name), k = strlen(suffix);
+    return n >= k && strcmp(name + n - k, suffix) == 0;
+}
+
+sf_status sf_dir_list(const char *dir, const char *suffix, char ***names, size_t *n)
+{
+    *names = NULL;
+    *n = 0;
+    /* Two passes over the directory: the count and bytes first, then the names into one block. */
+    DIR *d = opendir(dir);
+    if (!d) return sf_fail(SF_ERR_IO, "cannot list %s: %s", dir, strerror(errno));
+    size_t count = 0, bytes = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.' && has_suffix(e->d_name, suffix)) {
+            count++;
+            bytes += strlen(e->d_name) + 1;
+        }
+    char **list = malloc((count + 1) * sizeof *list + bytes);
+    if (!list) {
+        closedir(d);
+        return sf_fail(SF_ERR_NOMEM, "out of memory listing %s", dir);
+    }
+    char *text = (char *)(list + count + 1);
+    size_t got = 0, used = 0;
+    rewinddir(d);
+    /* Entries that appeared since the first pass are left out rather than overflow the block. */
+    while ((e = readdir(d)) != NULL && got < count) {
+        const size_t len = strlen(e->d_name) + 1;
+        if (e->d_name[0] == '.' || !has_suffix(e->d_name, suffix) || used + len > bytes) continue;
+        char path[4096];
+        struct stat st;
+        if (sf_path_join(path, sizeof path, dir, e->d_name) != SF_OK || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        memcpy(text + used, e->d_name, len);
+        list[got++] = text + used;
+        used += len;
+    }
+    closedir(d);
+    qsort(list, got, sizeof *list, compare_names);
+    *names = list;
+    *n = got;
     return SF_OK;
 }
 

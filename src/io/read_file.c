@@ -5,11 +5,13 @@
 #include "core/error.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define FIRST_CAPACITY ((size_t)1 << 16)
@@ -82,15 +84,36 @@ static sf_status read_all(source *src, size_t max_bytes, size_t capacity, char *
     return SF_OK;
 }
 
+/* Opens `path` for reading. A directory is refused by name: read() on one fails with a bare EISDIR, and some readers
+ * would take its st_size or ftell for a length. */
+static sf_status open_readable(const char *path, int *fd, struct stat *st)
+{
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0) return sf_fail(SF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    int err = fstat(*fd, st) != 0 ? errno : 0;
+    if (err || S_ISDIR(st->st_mode)) {
+        close(*fd);
+        *fd = -1;
+        return err ? sf_fail(SF_ERR_IO, "cannot stat %s: %s", path, strerror(err))
+                   : sf_fail(SF_ERR_IO, "%s is a directory, not a file", path);
+    }
+    return SF_OK;
+}
+
 sf_status sf_read_file(const char *path, size_t max_bytes, char **out, size_t *len)
 {
     *out = NULL;
     if (len) *len = 0;
-    source src = {.plain = fopen(path, "rb"), .path = path};
-    if (!src.plain) return sf_fail(SF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    int fd;
     struct stat st;
+    SF_TRY(open_readable(path, &fd, &st));
+    source src = {.plain = fdopen(fd, "rb"), .path = path};
+    if (!src.plain) {
+        close(fd);
+        return sf_fail(SF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    }
     size_t capacity = FIRST_CAPACITY;
-    if (fstat(fileno(src.plain), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+    if (S_ISREG(st.st_mode) && st.st_size > 0)
         capacity = (uint64_t)st.st_size < SIZE_MAX / 4 ? (size_t)st.st_size + 2 : SIZE_MAX / 4;
     sf_status s = read_all(&src, max_bytes, capacity, out, len);
     fclose(src.plain);
@@ -101,10 +124,15 @@ sf_status sf_read_file_gz(const char *path, size_t max_bytes, char **out, size_t
 {
     *out = NULL;
     if (len) *len = 0;
+    int fd;
+    struct stat st;
+    SF_TRY(open_readable(path, &fd, &st));
     errno = 0;
-    source src = {.gz = gzopen(path, "rb"), .path = path};
-    if (!src.gz)
+    source src = {.gz = gzdopen(fd, "rb"), .path = path};
+    if (!src.gz) {
+        close(fd);
         return sf_fail(SF_ERR_IO, "cannot open %s: %s", path, errno ? strerror(errno) : "zlib could not allocate");
+    }
     sf_status s = read_all(&src, max_bytes, FIRST_CAPACITY, out, len);
     gzclose(src.gz);
     return s;

@@ -7,8 +7,10 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 /* A header larger than this is refused before any allocation sized from it. */
 #define SF_ST_MAX_HEADER (100u << 20)
@@ -97,6 +99,38 @@ static sf_status check_unique_names(const sf_safetensors *st)
     return s;
 }
 
+static unsigned long tensor_crc(const void *bytes, size_t n)
+{
+    return crc32_z(crc32_z(0, Z_NULL, 0), bytes, n);
+}
+
+/* Every tensor against the CRC-32 table of __metadata__ (if the file has one): each tensor listed once, no more. */
+static sf_status verify_crcs(const sf_safetensors *st)
+{
+    const char *text = sf_safetensors_meta(st, SF_ST_CRC_KEY);
+    if (!text) return SF_OK;
+    cJSON *table = cJSON_Parse(text);
+    sf_status s = SF_OK;
+    if (!cJSON_IsObject(table))
+        s = sf_fail(SF_ERR_FORMAT, "__metadata__ '%s' is not a JSON object of CRC-32s", SF_ST_CRC_KEY);
+    else if (cJSON_GetArraySize(table) != st->count)
+        s = sf_fail(SF_ERR_FORMAT, "__metadata__ '%s' lists %d tensors, the file holds %d", SF_ST_CRC_KEY,
+                    cJSON_GetArraySize(table), (int)st->count);
+    for (int32_t i = 0; s == SF_OK && i < st->count; i++) {
+        const sf_st_entry *e = &st->entries[i];
+        const cJSON *want = cJSON_GetObjectItemCaseSensitive(table, e->name);
+        char *end = NULL;
+        unsigned long recorded = cJSON_IsString(want) ? strtoul(want->valuestring, &end, 16) : 0;
+        if (!end || *end || strlen(want->valuestring) != 8)
+            s = sf_fail(SF_ERR_FORMAT, "tensor '%s' has no CRC-32 in __metadata__ '%s'", e->name, SF_ST_CRC_KEY);
+        else if (tensor_crc(st->data + e->offset, e->nbytes) != recorded)
+            s = sf_fail(SF_ERR_FORMAT, "tensor '%s' is damaged: its bytes do not match the CRC-32 recorded for it (%s)",
+                        e->name, want->valuestring);
+    }
+    cJSON_Delete(table);
+    return s;
+}
+
 sf_status sf_safetensors_parse(const uint8_t *buf, size_t len, sf_safetensors **out)
 {
     *out = NULL;
@@ -142,6 +176,7 @@ sf_status sf_safetensors_parse(const uint8_t *buf, size_t len, sf_safetensors **
     }
     cJSON_Delete(root);
     if (status == SF_OK) status = check_unique_names(st);
+    if (status == SF_OK) status = verify_crcs(st);
     if (status != SF_OK) {
         sf_safetensors_free(st);
         return status;
@@ -290,15 +325,39 @@ sf_status sf_st_writer_add(sf_st_writer *w, const char *name, sf_dtype dtype, in
 
 sf_status sf_st_writer_meta(sf_st_writer *w, const char *key, const char *value)
 {
+    if (strcmp(key, SF_ST_CRC_KEY) == 0)
+        return sf_fail(SF_ERR_INVALID, "__metadata__ '%s' is written by the writer itself", SF_ST_CRC_KEY);
     cJSON_DeleteItemFromObjectCaseSensitive(w->meta, key);
     return cJSON_AddStringToObject(w->meta, key, value) ? SF_OK : sf_fail(SF_ERR_NOMEM, "out of memory");
+}
+
+/* The CRC-32 table of the writer's tensors as JSON text (see safetensors.h), or NULL when out of memory. */
+static char *crc_table(const sf_st_writer *w)
+{
+    cJSON *t = cJSON_CreateObject();
+    for (int32_t i = 0; t && i < w->count; i++) {
+        char hex[16];
+        snprintf(hex, sizeof hex, "%08lx", tensor_crc(w->blobs[i].bytes, w->blobs[i].nbytes));
+        cJSON_AddStringToObject(t, w->blobs[i].name, hex);
+    }
+    char *text = t ? cJSON_PrintUnformatted(t) : NULL;
+    cJSON_Delete(t);
+    return text;
 }
 
 static char *header_json(const sf_st_writer *w, size_t *len)
 {
     cJSON *root = cJSON_CreateObject();
-    if (!root) return NULL;
-    if (cJSON_GetArraySize(w->meta) > 0) cJSON_AddItemToObject(root, "__metadata__", cJSON_Duplicate(w->meta, 1));
+    cJSON *meta = cJSON_Duplicate(w->meta, 1);
+    char *crcs = crc_table(w);
+    if (!root || !meta || !crcs || !cJSON_AddStringToObject(meta, SF_ST_CRC_KEY, crcs)) {
+        cJSON_Delete(root);
+        cJSON_Delete(meta);
+        free(crcs);
+        return NULL;
+    }
+    free(crcs);
+    cJSON_AddItemToObject(root, "__metadata__", meta);
     size_t off = 0;
     for (int32_t i = 0; i < w->count; i++) {
         const st_blob *b = &w->blobs[i];

@@ -1,5 +1,9 @@
 /* safetensors.h — reading and atomically writing safetensors files (the format PyTorch users load with
- * safetensors.torch.load_file): an 8-byte little-endian header length, a JSON header, then raw tensor bytes. */
+ * safetensors.torch.load_file): an 8-byte little-endian header length, a JSON header, then raw tensor bytes.
+ *
+ * Integrity: the writer records the CRC-32 (zlib's) of every tensor's bytes in __metadata__ under SF_ST_CRC_KEY, as
+ * the text of a JSON object {"name": "8 hex digits", ...}; the reader verifies every tensor against it and refuses a
+ * damaged file naming the tensor. Files without that key (written by other tools) load unchecked. */
 #ifndef SF_IO_SAFETENSORS_H
 #define SF_IO_SAFETENSORS_H
 
@@ -11,6 +15,7 @@
 typedef enum sf_dtype { SF_DT_F32 = 0, SF_DT_F64, SF_DT_U8, SF_DT_I32, SF_DT_I64 } sf_dtype;
 
 #define SF_ST_MAX_DIMS 8
+#define SF_ST_CRC_KEY "crc32"
 
 typedef struct sf_st_entry {
     char *name;
@@ -29,7 +34,8 @@ typedef struct sf_safetensors {
     void *metadata; /* cJSON object of "__metadata__" (string values), or NULL */
 } sf_safetensors;
 
-/* Parses a whole file held in memory (copied); every offset, size and shape is checked against the buffer. */
+/* Parses a whole file held in memory (copied); every offset, size and shape is checked against the buffer, and the
+ * tensors against their recorded CRC-32s. */
 sf_status sf_safetensors_parse(const uint8_t *buf, size_t len, sf_safetensors **out);
 sf_status sf_safetensors_load(const char *path, sf_safetensors **out);
 void sf_safetensors_free(sf_safetensors *st);

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,7 @@ static sf_status fill_writer(sf_st_writer *w, const sf_net *net, const sf_checkp
     SF_TRY(sf_st_writer_meta(w, "loss_scale", scale));
     SF_TRY(meta_i64(w, "loss_scale_steps", st.loss_scale_steps));
     SF_TRY(sf_st_writer_meta(w, "loader_state", info->loader_state ? info->loader_state : ""));
+    SF_TRY(meta_i64(w, "best_step", info->best_step));
     return sf_st_writer_meta(w, "best_metric", best);
 }
 
@@ -100,7 +102,7 @@ static sf_status read_info(const sf_safetensors *st, sf_checkpoint_info *info)
     if (!fmt || strcmp(fmt, SF_CHECKPOINT_FORMAT) != 0)
         return sf_fail(SF_ERR_FORMAT, "not a spikefuse checkpoint (__metadata__ 'format' is %s%s%s)",
                        fmt ? "'" : "", fmt ? fmt : "missing", fmt ? "'" : "");
-    int64_t version = 0, epoch = 0, step = 0;
+    int64_t version = 0, epoch = 0, step = 0, best_step = -1;
     SF_TRY(meta_number(st, "format_version", 0, &version, NULL));
     if (version != SF_CHECKPOINT_VERSION)
         return sf_fail(SF_ERR_FORMAT, "checkpoint format version %" PRId64 " is not supported (this build reads %d)",
@@ -108,6 +110,10 @@ static sf_status read_info(const sf_safetensors *st, sf_checkpoint_info *info)
     SF_TRY(meta_number(st, "epoch", 0, &epoch, NULL));
     SF_TRY(meta_number(st, "step", 0, &step, NULL));
     if (epoch < 0 || step < 0) return sf_fail(SF_ERR_FORMAT, "negative epoch or step in __metadata__");
+    if (sf_safetensors_meta(st, "best_step")) SF_TRY(meta_number(st, "best_step", 0, &best_step, NULL));
+    if (best_step < -1 || best_step > step)
+        return sf_fail(SF_ERR_FORMAT, "__metadata__ 'best_step' = %" PRId64 " is not a step up to %" PRId64, best_step,
+                       step);
     const char *config = sf_safetensors_meta(st, "config");
     if (!config || !*config) return sf_fail(SF_ERR_FORMAT, "__metadata__ lacks the config");
     const char *best = sf_safetensors_meta(st, "best_metric");
@@ -119,6 +125,7 @@ static sf_status read_info(const sf_safetensors *st, sf_checkpoint_info *info)
     info->step = step;
     info->loader_state = sf_safetensors_meta(st, "loader_state");
     info->best_metric = best_metric;
+    info->best_step = best_step;
     return SF_OK;
 }
 
@@ -148,6 +155,10 @@ static sf_status restore_role(const sf_safetensors *st, sf_net *net, sf_tensor_r
         float *buf = malloc((size_t)(ti.numel ? ti.numel : 1) * sizeof *buf);
         if (!buf) return sf_fail(SF_ERR_NOMEM, "out of memory restoring %s", ti.name);
         sf_status s = sf_safetensors_get_f32(st, ti.name, buf, ti.numel);
+        for (int64_t k = 0; s == SF_OK && k < ti.numel; k++)
+            if (!isfinite(buf[k]))
+                s = sf_fail(SF_ERR_FORMAT, "tensor '%s' holds %g at element %" PRId64 ": not a trained value", ti.name,
+                            (double)buf[k], k);
         if (s == SF_OK) s = sf_net_tensor_write(net, role, i, buf);
         free(buf);
         SF_TRY(s);

@@ -1,5 +1,6 @@
 /* trainer.c — the training loop: epochs of training steps, a test pass, checkpoints and metrics after each epoch,
- * and an exact continuation from a checkpoint (model, optimizer, RNG, data position and the epoch's running sums). */
+ * and an exact continuation from a checkpoint (model, optimizer, RNG, data position and the epoch's running sums);
+ * the run directory is locked while a run writes it, and every state an interruption can leave it in continues. */
 #include "train/trainer.h"
 
 #include "core/error.h"
@@ -7,15 +8,19 @@
 #include "train/checkpoint.h"
 #include "train/clock.h"
 #include "train/evaluate.h"
+#include "train/job.h"
 #include "train/metrics.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 /* Running sums of the current epoch and of the current logging interval: part of the resumable state, so an
  * interrupted epoch reports the same figures as an uninterrupted one. */
@@ -37,13 +42,18 @@ typedef struct run {
     sf_metrics *metrics;
     char *config_text;
     char last_path[4096], best_path[4096];
+    int lock_fd;  /* the run directory's lock (-1: not held) */
+    int in_place; /* continuing the run in its own directory */
     int32_t classes;
     int64_t step, epochs_done;
     double best, last_test;
+    int64_t best_step; /* the step best.safetensors holds (-1: none yet) */
     int64_t ckpt_epoch, ckpt_step; /* of the last checkpoint written or resumed (-1: none) */
     char ckpt_path[4096];
     epoch_sums sums;
     sf_train_event ev;
+    sf_job job;
+    int stop_wish; /* a callback here asked to stop; the other processes hear of it with the next step's sums */
 } run;
 
 static size_t peak_rss_bytes(void)
@@ -77,6 +87,7 @@ static char *loader_state_json(const run *r)
     if (!o) return NULL;
     cJSON_AddNumberToObject(o, "epoch", (double)ls.epoch);
     cJSON_AddNumberToObject(o, "index", (double)ls.index);
+    cJSON_AddNumberToObject(o, "global_batch", (double)r->job.global_batch);
     for (size_t i = 0; i < NUM_SUM_FIELDS; i++) {
         const char *field = (const char *)&r->sums + sum_fields[i].offset;
         double v;
@@ -99,7 +110,17 @@ static sf_status restore_loader_state(run *r, const char *text)
     cJSON *o = text ? cJSON_Parse(text) : NULL;
     const cJSON *epoch = cJSON_GetObjectItemCaseSensitive(o, "epoch");
     const cJSON *index = cJSON_GetObjectItemCaseSensitive(o, "index");
+    const cJSON *global = cJSON_GetObjectItemCaseSensitive(o, "global_batch");
     int ok = cJSON_IsNumber(epoch) && cJSON_IsNumber(index);
+    /* the batch index counts global batches: the same position needs the same global batch (absent: one process) */
+    if (ok && cJSON_IsNumber(global) && (int64_t)global->valuedouble != r->job.global_batch) {
+        int64_t was = (int64_t)global->valuedouble;
+        cJSON_Delete(o);
+        return sf_fail(SF_ERR_INVALID,
+                       "the run trained with a global batch of %" PRId64 " samples, this job has %" PRId64 " (%d "
+                       "data-parallel ranks × %" PRId64 "): start as many ranks as before, or set train.global_batch",
+                       was, r->job.global_batch, r->job.data_ranks, r->job.batch);
+    }
     sf_loader_state ls = {.epoch = ok ? (int64_t)epoch->valuedouble : 0, .index = ok ? (int64_t)index->valuedouble : 0};
     epoch_sums sums;
     for (size_t i = 0; ok && i < NUM_SUM_FIELDS; i++) {
@@ -116,28 +137,58 @@ static sf_status restore_loader_state(run *r, const char *text)
     }
     cJSON_Delete(o);
     if (!ok) return sf_fail(SF_ERR_FORMAT, "the checkpoint's loader_state is missing or malformed");
-    SF_TRY(sf_loader_set_state(r->train_ld, &ls));
+    if (sf_loader_set_state(r->train_ld, &ls) != SF_OK)
+        return sf_fail_context(SF_ERR_FORMAT, "the checkpoint's loader_state does not fit this data set: ");
     r->sums = sums;
     return SF_OK;
 }
 
 /* ---------------------------------------------------------------- checkpoints */
 
-static sf_status save_checkpoint(run *r, int also_best)
+/* Writes last.safetensors, and when this is the best state so far, best.safetensors as a copy of it made after it.
+ * last records the step best holds, so an interruption between the two (or a failed copy) leaves a last whose
+ * best_step is its own step: restore_best() then makes the copy again. */
+static sf_status save_checkpoint(run *r, int is_best)
 {
+    if (!r->job.root) return SF_OK;
     char *ls = loader_state_json(r);
     if (!ls) return sf_fail(SF_ERR_NOMEM, "out of memory");
+    if (is_best) r->best_step = r->step;
     sf_checkpoint_info info = {.config = r->config_text, .epoch = r->epochs_done, .step = r->step,
-                               .loader_state = ls, .best_metric = r->best};
+                               .loader_state = ls, .best_metric = r->best, .best_step = r->best_step};
     sf_status s = sf_checkpoint_save(r->net, &info, r->last_path);
-    if (s == SF_OK && also_best) s = sf_checkpoint_save(r->net, &info, r->best_path);
     free(ls);
     if (s == SF_OK) {
         r->ckpt_epoch = r->epochs_done;
         r->ckpt_step = r->step;
         snprintf(r->ckpt_path, sizeof r->ckpt_path, "%s", r->last_path);
     }
+    if (s == SF_OK && is_best) s = sf_copy_file_atomic(r->last_path, r->best_path);
     return s;
+}
+
+/* The step of the checkpoint at `path`, or -1 when it is missing or unreadable. */
+static int64_t checkpoint_step(const char *path)
+{
+    sf_safetensors *st = NULL;
+    sf_checkpoint_info info;
+    int64_t step = sf_checkpoint_open(path, &st, &info) == SF_OK ? info.step : -1;
+    sf_safetensors_free(st);
+    return step;
+}
+
+/* Makes this run's best.safetensors the checkpoint of step best_step, from the run being continued (in `dir`): its
+ * best.safetensors when that holds the step, else its last.safetensors when that is the best state (the run was
+ * stopped between writing last and copying it). A best removed or damaged by hand has no source and stays so. */
+static sf_status restore_best(run *r, const char *dir)
+{
+    if (r->best_step < 0) return SF_OK;
+    char best[4096], last[4096];
+    SF_TRY(sf_path_join(best, sizeof best, dir, SF_RUN_BEST));
+    SF_TRY(sf_path_join(last, sizeof last, dir, SF_RUN_LAST));
+    if (checkpoint_step(best) == r->best_step) return r->in_place ? SF_OK : sf_copy_file_atomic(best, r->best_path);
+    if (r->best_step == r->step) return sf_copy_file_atomic(last, r->best_path);
+    return SF_OK;
 }
 
 static sf_status resume(run *r)
@@ -153,12 +204,25 @@ static sf_status resume(run *r)
         r->epochs_done = info.epoch;
         r->step = info.step;
         r->best = info.best_metric;
+        r->best_step = info.best_step;
         r->ckpt_epoch = info.epoch;
         r->ckpt_step = info.step;
         snprintf(r->ckpt_path, sizeof r->ckpt_path, "%s", path);
     }
     sf_safetensors_free(st);
     return s == SF_OK ? s : sf_fail_context(s, "resuming from %s: ", path);
+}
+
+/* A fresh run starts from the parameters (and BN statistics) of the checkpoint train.init names, e.g. one that
+ * `spikefuse import` wrote from a NIR graph. */
+static sf_status init_from(run *r, const char *path)
+{
+    sf_safetensors *st = NULL;
+    sf_checkpoint_info info;
+    sf_status s = sf_checkpoint_open(path, &st, &info);
+    if (s == SF_OK) s = sf_checkpoint_restore(st, r->net, 0);
+    sf_safetensors_free(st);
+    return s == SF_OK ? s : sf_fail_context(s, "train.init: ");
 }
 
 /* ---------------------------------------------------------------- metrics */
@@ -185,7 +249,7 @@ static sf_status log_step_line(run *r, float lr)
     sf_json_add_float(o, "lr", lr);
     cJSON_AddNumberToObject(o, "samples_per_s", e->train_seconds > 0 ? (double)e->seen / e->train_seconds : 0);
     add_loss_scaling(r, o, e->skipped);
-    sf_status s = sf_metrics_write(r->metrics, o);
+    sf_status s = r->metrics ? sf_metrics_write(r->metrics, o) : SF_OK; /* rank 0 writes */
     cJSON_Delete(o);
     e->log_loss_sum = 0;
     e->log_correct = e->log_seen = e->log_steps = 0;
@@ -214,7 +278,7 @@ static sf_status log_epoch_line(run *r, const sf_eval_result *test)
     cJSON_AddNumberToObject(o, "peak_rss_bytes", (double)ev->peak_rss_bytes);
     cJSON_AddBoolToObject(o, "best", ev->is_best);
     add_loss_scaling(r, o, ev->skipped);
-    sf_status s = sf_metrics_write(r->metrics, o);
+    sf_status s = r->metrics ? sf_metrics_write(r->metrics, o) : SF_OK; /* rank 0 writes */
     cJSON_Delete(o);
     return s;
 }
@@ -224,55 +288,105 @@ static sf_status log_epoch_line(run *r, const sf_eval_result *test)
 static sf_status open_data(run *r)
 {
     const sf_config *cfg = r->cfg;
-    const char *dir = cfg->train.data_dir[0] ? cfg->train.data_dir : NULL;
-    SF_TRY(sf_dataset_load(cfg->train.dataset, dir, SF_SPLIT_TRAIN, &r->train_ds));
-    SF_TRY(sf_dataset_load(cfg->train.dataset, dir, SF_SPLIT_TEST, &r->test_ds));
+    SF_TRY(sf_config_load_split(cfg, SF_SPLIT_TRAIN, &r->train_ds));
+    SF_TRY(sf_config_load_split(cfg, SF_SPLIT_TEST, &r->test_ds));
     r->classes = r->train_ds->classes;
     sf_loader_params lp;
     sf_config_loader_params(cfg, 1, &lp);
+    sf_job_shard(&r->job, &lp);
     SF_TRY(sf_loader_create(r->train_ds, &lp, &r->train_ld));
     if (sf_loader_batches_per_epoch(r->train_ld) == 0)
         return sf_fail(SF_ERR_INVALID, "the training set has %" PRId64 " samples, fewer than one batch of %" PRId64,
-                       r->train_ds->count, cfg->train.batch);
+                       r->train_ds->count, r->job.global_batch);
     sf_config_loader_params(cfg, 0, &lp);
+    sf_job_shard(&r->job, &lp);
     return sf_loader_create(r->test_ds, &lp, &r->test_ld);
 }
 
+/* What a run stopped before its first checkpoint may leave in its directory: the lock file and temporaries of
+ * its files. A directory holding nothing else has no run in it. */
+static int run_leftover(const char *name)
+{
+    static const char *const files[] = {SF_RUN_LAST, SF_RUN_BEST, SF_RUN_CONFIG, SF_RUN_METRICS};
+    if (strcmp(name, SF_RUN_LOCK) == 0) return 1;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        if (sf_is_temp_of(name, files[i])) return 1;
+    return 0;
+}
+
+int sf_run_dir_is_free(const char *dir)
+{
+    struct stat sb;
+    if (stat(dir, &sb) != 0) return errno == ENOENT;
+    return S_ISDIR(sb.st_mode) && sf_dir_check_empty(dir, run_leftover) == SF_OK;
+}
+
+/* Creates and locks the run directory; a new run (not one continued in place) needs it free of any run. */
+static sf_status lock_dir(run *r)
+{
+    const sf_train_options *o = r->opt;
+    SF_TRY(sf_dir_create(o->run_dir));
+    char path[4096];
+    SF_TRY(sf_path_join(path, sizeof path, o->run_dir, SF_RUN_LOCK));
+    sf_status s = sf_lock_acquire(path, &r->lock_fd);
+    if (s == SF_ERR_STATE)
+        return sf_fail_context(s, "the run directory %s is in use by another spikefuse train: ", o->run_dir);
+    SF_TRY(s);
+    if (r->in_place) return SF_OK;
+    s = sf_dir_check_empty(o->run_dir, run_leftover);
+    if (s != SF_ERR_STATE) return s;
+    SF_TRY(sf_path_join(path, sizeof path, o->run_dir, SF_RUN_LAST));
+    if (!sf_file_exists(path))
+        return sf_fail_context(s, "refusing to write a new run over a directory that is not empty (choose another "
+                                  "--out): ");
+    return sf_fail(s,
+                   "%s holds a run: refusing to write a new run over it (choose another --out, or continue that run "
+                   "with --resume %s)",
+                   o->run_dir, o->run_dir);
+}
+
+/* Writes the run directory's files in an order that leaves no dead end: a new run's first checkpoint (its initial
+ * state, or the state it continues) comes first, so a directory without last.safetensors holds no run and a new
+ * run may take it; a continued run's best goes before its last, which records best's step. */
 static sf_status prepare_dir(run *r)
 {
     const sf_train_options *o = r->opt;
-    int in_place = o->resume_dir && sf_same_dir(o->resume_dir, o->run_dir);
-    sf_status s = sf_dir_prepare(o->run_dir, !in_place);
-    if (s == SF_ERR_STATE)
-        return sf_fail(s,
-                       "%s is not empty: refusing to write a new run over it (choose another --out, or continue "
-                       "that run with --resume %s)",
-                       o->run_dir, o->run_dir);
-    SF_TRY(s);
+    if (!r->job.root) return SF_OK; /* rank 0 writes the run directory */
     SF_TRY(sf_path_join(r->last_path, sizeof r->last_path, o->run_dir, SF_RUN_LAST));
     SF_TRY(sf_path_join(r->best_path, sizeof r->best_path, o->run_dir, SF_RUN_BEST));
+    /* Saves killed midway leave temporaries. */
+    SF_TRY(sf_remove_stale_temps(o->run_dir));
+    if (o->resume_dir) SF_TRY(restore_best(r, o->resume_dir));
+    if (!r->in_place) SF_TRY(save_checkpoint(r, 0));
     char path[4096];
     SF_TRY(sf_path_join(path, sizeof path, o->run_dir, SF_RUN_CONFIG));
     SF_TRY(sf_write_file_atomic(path, r->config_text, strlen(r->config_text)));
     SF_TRY(sf_path_join(path, sizeof path, o->run_dir, SF_RUN_METRICS));
-    if (in_place) {
-        /* Saves killed midway leave temporaries; lines logged after the checkpoint would be logged again. */
-        SF_TRY(sf_remove_stale_temps(o->run_dir));
-        SF_TRY(sf_metrics_truncate(path, r->step));
-    }
+    /* Lines logged after the checkpoint would be logged again. */
+    if (r->in_place) SF_TRY(sf_metrics_truncate(path, r->step));
     return sf_metrics_open(path, &r->metrics);
 }
 
+/* Each part that may fail on one process alone ends with every process agreeing, so that none waits in a
+ * collective for one that gave up. */
 static sf_status setup(run *r)
 {
     const sf_config *cfg = r->cfg;
+    const sf_job *j = &r->job;
     SF_TRY(sf_config_write(cfg, &r->config_text));
+    /* the plan fills the job before it judges the config; the same-run check comes first, so that a process with
+     * another config cannot fail alone */
+    sf_status plan = sf_job_plan(r->opt->dist, cfg, &r->job);
+    SF_TRY(sf_job_check_same(j, r->config_text));
+    SF_TRY(plan);
     if (cfg->train.threads > 0) sf_set_num_threads(cfg->train.threads);
-    SF_TRY(open_data(r));
-    SF_TRY(sf_config_build_net(cfg, &r->net));
-    SF_TRY(sf_net_compile(r->net, cfg->train.timesteps, cfg->train.batch));
-    if (r->opt->resume_dir) SF_TRY(resume(r));
-    return prepare_dir(r);
+    SF_TRY(sf_job_agree(j, open_data(r), "loading the data"));
+    SF_TRY(sf_job_agree(j, sf_job_build_net(j, cfg, &r->net), "building the network"));
+    r->in_place = r->opt->resume_dir && sf_same_dir(r->opt->resume_dir, r->opt->run_dir);
+    SF_TRY(sf_job_agree(j, r->job.root ? lock_dir(r) : SF_OK, "locking the run directory"));
+    if (r->opt->resume_dir) SF_TRY(sf_job_agree(j, resume(r), "resuming"));
+    else if (cfg->train.init[0]) SF_TRY(sf_job_agree(j, init_from(r, cfg->train.init), "loading the initial state"));
+    return sf_job_agree(j, prepare_dir(r), "preparing the run directory");
 }
 
 /* ---------------------------------------------------------------- the loop */
@@ -287,9 +401,10 @@ static void fill_progress(run *r, sf_train_event_kind kind, float lr)
     ev->step = r->step;
     ev->batch = e->batches;
     ev->batches = sf_loader_batches_per_epoch(r->train_ld);
-    ev->batch_size = r->cfg->train.batch;
+    ev->batch_size = r->job.global_batch;
     ev->train_samples = r->train_ds->count;
     ev->test_samples = r->test_ds->count;
+    ev->skipped_samples = r->train_ds->skipped + r->test_ds->skipped;
     ev->epoch_seconds = e->train_seconds;
     ev->samples_per_s = e->train_seconds > 0 ? (double)e->seen / e->train_seconds : 0;
     ev->loss = e->batches ? e->loss_sum / (double)e->batches : 0;
@@ -315,7 +430,7 @@ static sf_status numeric_stop(run *r, float lr)
         cJSON_AddNumberToObject(o, "step", (double)(r->step + 1));
         sf_json_add_float(o, "lr", lr);
         add_loss_scaling(r, o, r->sums.skipped);
-        sf_metrics_write(r->metrics, o); /* best effort: the error below is what matters */
+        if (r->metrics) sf_metrics_write(r->metrics, o); /* best effort: the error below is what matters */
         cJSON_Delete(o);
     }
     char kept[4200];
@@ -332,6 +447,8 @@ static sf_status numeric_stop(run *r, float lr)
 
 /* Trains until the loader reports the end of the epoch. Returns SF_OK with *stopped set when the callback asked
  * to stop. */
+/* Trains until the loader reports the end of the epoch. Returns SF_OK with *stopped set when a callback asked to
+ * stop: at once for a process alone, else after the next step's sums have told every process. */
 static sf_status train_epoch(run *r, float lr, int *stopped)
 {
     epoch_sums *e = &r->sums;
@@ -343,22 +460,33 @@ static sf_status train_epoch(run *r, float lr, int *stopped)
         if (!b) return SF_OK;
         sf_step_result res;
         sf_status s = sf_net_train_step(r->net, b->x, b->labels, &res);
-        if (s == SF_ERR_NUMERIC) return numeric_stop(r, lr);
-        SF_TRY(s);
+        /* A NaN loss fails the step of its own data rank only; the gradients it spreads make the others' overflow,
+         * which fp16 merely skips. A process alone stops at once; in a job the step sums carry the failure to
+         * every process, so that all stop together (failed_together). */
+        if (s == SF_ERR_NUMERIC && r->job.size == 1) return numeric_stop(r, lr);
+        if (s != SF_ERR_NUMERIC) SF_TRY(s);
+        double loss = s == SF_ERR_NUMERIC ? NAN : res.loss, correct = res.correct;
+        int agreed = r->stop_wish;
+        SF_TRY(sf_job_step_sums(&r->job, &loss, &correct, &agreed));
+        if (!isfinite(loss)) {
+            if (s == SF_OK) sf_fail(SF_ERR_NUMERIC, "the loss of another process is NaN or Inf");
+            return numeric_stop(r, lr);
+        }
         e->train_seconds += sf_now_seconds() - t0;
         r->step++;
         e->batches++;
-        e->skipped += res.skipped;
-        e->loss_sum += res.loss;
-        e->correct += res.correct;
-        e->seen += b->B;
-        e->log_loss_sum += res.loss;
-        e->log_correct += res.correct;
-        e->log_seen += b->B;
+        e->skipped += res.skipped; /* the same on every process: the gradients it checked are the reduced ones */
+        e->loss_sum += loss;
+        e->correct += (int64_t)correct;
+        e->seen += r->job.global_batch;
+        e->log_loss_sum += loss;
+        e->log_correct += (int64_t)correct;
+        e->log_seen += r->job.global_batch;
         e->log_steps++;
         if (log_every > 0 && r->step % log_every == 0) SF_TRY(log_step_line(r, lr));
         fill_progress(r, SF_TRAIN_EV_STEP, lr);
-        if (notify(r)) {
+        if (notify(r)) r->stop_wish = 1;
+        if (agreed || (r->job.size == 1 && r->stop_wish)) {
             *stopped = 1;
             return SF_OK;
         }
@@ -369,8 +497,19 @@ static sf_status finish_epoch(run *r, float lr)
 {
     fill_progress(r, SF_TRAIN_EV_TEST, lr);
     notify(r);
+    /* Every test pass sees the same draws (Poisson encoding): accuracies compare across epochs, a resumed run
+     * picks the same best, and `spikefuse eval` of a checkpoint reproduces its accuracy. */
+    const sf_loader_state first = {.epoch = 0, .index = 0};
+    SF_TRY(sf_loader_set_state(r->test_ld, &first));
+    /* every data rank's BN running statistics saw its own part of the data: the model keeps their mean */
+    if (r->job.dist) SF_TRY(sf_dist_average_buffers(r->job.dist, r->net));
     sf_eval_result test;
     SF_TRY(sf_evaluate(r->net, r->test_ld, r->classes, &test));
+    sf_status m = sf_job_merge_eval(&r->job, &test);
+    if (m != SF_OK) {
+        sf_eval_result_free(&test);
+        return m;
+    }
     fill_progress(r, SF_TRAIN_EV_EPOCH, lr);
     r->epochs_done++;
     r->last_test = test.accuracy;
@@ -387,6 +526,7 @@ static sf_status finish_epoch(run *r, float lr)
     /* The line goes first: if the save is killed, resuming cuts the line (its step is past the checkpoint). */
     sf_status s = log_epoch_line(r, &test);
     if (s == SF_OK) s = save_checkpoint(r, is_best);
+    s = sf_job_agree(&r->job, s, "writing the epoch's metrics and checkpoint");
     if (s == SF_OK) notify(r);
     r->ev.firing_rates = NULL;
     sf_eval_result_free(&test);
@@ -418,9 +558,12 @@ sf_status sf_train_run(const sf_config *cfg, const sf_train_options *opt, sf_tra
     memset(out, 0, sizeof *out);
     if (!opt->run_dir) return sf_fail(SF_ERR_INVALID, "no run directory given");
     double t0 = sf_now_seconds();
-    run r = {.cfg = cfg, .opt = opt, .best = -1.0, .last_test = -1.0, .ckpt_epoch = -1, .ckpt_step = -1};
+    run r = {.cfg = cfg, .opt = opt, .lock_fd = -1, .best = -1.0, .last_test = -1.0, .best_step = -1,
+             .ckpt_epoch = -1, .ckpt_step = -1};
     sf_status s = setup(&r);
+    out->failed_together = s != SF_OK; /* setup agrees before it fails */
     if (s == SF_OK) s = train_loop(&r, out);
+    if (s == SF_ERR_NUMERIC) out->failed_together = 1; /* the gradients were summed: every process saw the NaN */
     out->epochs_done = r.epochs_done;
     out->steps = r.step;
     out->test_accuracy = r.last_test;
@@ -433,5 +576,6 @@ sf_status sf_train_run(const sf_config *cfg, const sf_train_options *opt, sf_tra
     sf_dataset_free(r.train_ds);
     sf_dataset_free(r.test_ds);
     free(r.config_text);
+    sf_lock_release(r.lock_fd);
     return s;
 }

@@ -23,10 +23,7 @@ out = 10
 INI
 "$SF" train big.ini --set train.data_dir="$WORK/data" --out run >first.out 2>first.err &
 pid=$!
-for _ in $(seq 1 1000); do
-    [ -s run/last.safetensors ] && break
-    sleep 0.01
-done
+wait_for run/last.safetensors
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 check "a first checkpoint was written" test -s run/last.safetensors

@@ -1,6 +1,7 @@
 # cli_resume.sh — --resume continues a run bitwise: 2 epochs in one go and 1 epoch + resume give identical
-# per-step losses, test accuracies and final tensors; so does a run stopped by SIGINT in the middle of an epoch.
-# A resumed run may not change what it computes.
+# per-step losses, test accuracies and final tensors; so does a run stopped by SIGINT in the middle of an epoch, and
+# one with Poisson encoding (whose test passes draw spikes too). A resumed run may not change what it computes. A run
+# trained on a GPU (its checkpoint says device = cuda:0) evaluates and continues on the CPU.
 . "$(dirname "$0")/lib.sh"
 
 data data
@@ -55,5 +56,47 @@ if [ "$rc" -eq 130 ]; then
 else
     bad "SIGINT: expected exit 130, got $rc: $(tail -c 300 e1.err)"
 fi
+
+# Poisson encoding: every random stream continues, the test pass's included, so test accuracies, firing rates and
+# the choice of the best checkpoint are those of the uninterrupted run; eval of a checkpoint reproduces them.
+P=("${common[@]}" --set train.encoding=poisson --set train.lr=0.0005 --set train.timesteps=4)
+sf 0 pa train "$HERE/tiny_mlp.ini" "${P[@]}" --set train.epochs=3 --out PA
+sf 0 pb1 train "$HERE/tiny_mlp.ini" "${P[@]}" --set train.epochs=1 --out PB
+sf 0 pb2 train --resume PB --set train.epochs=2
+sf 0 pb3 train --resume PB --set train.epochs=3
+for field in test_accuracy firing_rates best; do
+    json_field PA/metrics.jsonl epoch $field >pa.$field
+    json_field PB/metrics.jsonl epoch $field >pb.$field
+    check "Poisson: $field identical after two resumes" cmp -s pa.$field pb.$field
+done
+check "Poisson: final tensors identical after two resumes" "$PY" "$HERE/st_check.py" --same PA/last.safetensors PB/last.safetensors
+sf 0 pa_eval eval PA --json
+"$PY" - pa_eval.out PA/metrics.jsonl <<'PYEOF' || bad "eval of the best checkpoint does not reproduce the run's test pass"
+import json, sys
+got = json.load(open(sys.argv[1]))
+best = [o for o in map(json.loads, open(sys.argv[2])) if o["type"] == "epoch" and o["best"]][-1]
+rates = [r["rate"] for r in got["firing_rates"]]
+sys.exit(0 if got["test_accuracy"] == best["test_accuracy"] and rates == best["firing_rates"] else 1)
+PYEOF
+
+# Across devices: a checkpoint is the same on every device. A GPU run's checkpoint differs from a CPU run's only in
+# its config's device, so this one stands in for it: on a machine without a usable GPU it needs --device cpu, and
+# with it evaluates and continues as the CPU run it is.
+cp -r B G
+"$PY" "$HERE/st_check.py" --edit-meta G/last.safetensors config "device = cpu" "device = cuda:0"
+"$PY" "$HERE/st_check.py" --edit-meta G/best.safetensors config "device = cpu" "device = cuda:0"
+sf 1 gpu_eval_here eval G
+has "without a GPU the message says what to do" gpu_eval_here.err "use device cpu"
+sf 0 gpu_eval_cpu eval G --device cpu --json
+sf 0 cpu_eval eval B --json
+"$PY" - gpu_eval_cpu.out cpu_eval.out <<'PYEOF' || bad "the GPU-labelled checkpoint evaluates differently on the CPU"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+sys.exit(0 if a["test_accuracy"] == b["test_accuracy"] and a["firing_rates"] == b["firing_rates"] else 1)
+PYEOF
+sf 1 gpu_resume_here train --resume G --set train.epochs=3
+sf 0 gpu_resume_cpu train --resume G --device cpu --set train.epochs=3
+check "continued on the CPU: the CPU run's tensors" "$PY" "$HERE/st_check.py" --same G/last.safetensors C/last.safetensors
+has "the continued run's config says where it runs now" G/config.ini "device = cpu"
 
 finish

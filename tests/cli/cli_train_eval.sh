@@ -49,11 +49,11 @@ for p in bf16 fp16; do
     has "$p on the CPU explains itself" cpu_$p.err "precision $p is a CUDA option: the CPU backend computes in fp32 only"
 done
 
-# A run directory is never reused: the user's files stay as they were.
-sum_before=$(cat run1/* | md5sum)
+# A run directory is never reused: the run's files stay as they were (the lock file records who last held it).
+sum_before=$(cat run1/*.safetensors run1/*.ini run1/*.jsonl | md5sum)
 sf 1 reuse train "$HERE/tiny_mlp.ini" --set train.data_dir="$WORK/data" --out run1
-has "refusal explains itself" reuse.err "not empty"
-check "files untouched after the refusal" test "$(cat run1/* | md5sum)" = "$sum_before"
+has "refusal explains itself" reuse.err "run1 holds a run: refusing to write a new run over it"
+check "files untouched after the refusal" test "$(cat run1/*.safetensors run1/*.ini run1/*.jsonl | md5sum)" = "$sum_before"
 
 # Default run directory name, plain (not gzipped) IDX files, the resolved config trains again.
 data plain

@@ -5,13 +5,13 @@
 sf 0 help --help
 has "top-level help lists commands" help.out "train"
 has "top-level help documents exit codes" help.out "exit codes"
-for cmd in train eval bench info; do
+for cmd in train eval bench plot info export import; do
     sf 0 "help_$cmd" "$cmd" --help
     has "$cmd --help" "help_$cmd.out" "usage: spikefuse $cmd"
 done
 sf 2 nocmd
 sf 2 badcmd fly
-has "unknown command names the commands" badcmd.err "commands: train, eval, bench, info"
+has "unknown command names the commands" badcmd.err "commands: train, eval, bench, plot, export, import, info"
 
 sf 0 info info
 has "info: version" info.out "spikefuse 0."

@@ -62,6 +62,15 @@ with open(path) as f:
 PYEOF
 }
 
+# wait_for PATH: waits (up to 10 s) until PATH exists and is not empty, e.g. for a run started in the background.
+wait_for() {
+    for _ in $(seq 1 1000); do
+        [ -s "$1" ] && return 0
+        sleep 0.01
+    done
+    return 1
+}
+
 finish() {
     echo "$TEST_NAME: $passed passed, $failed failed"
     [ "$failed" -eq 0 ]

@@ -1,13 +1,15 @@
 /* test_checkpoint.c — the trainer's file handling without the CLI: a checkpoint round trip continues training
- * bitwise, damaged or mismatched checkpoints are refused with a message, metrics.jsonl is cut back to a
- * checkpoint, run directories are never reused by accident, stale temporaries are removed, and whole-file reads
- * keep their size limit exactly. */
+ * bitwise, damaged (a flipped bit, a NaN) or mismatched checkpoints are refused with a message naming the tensor,
+ * metrics.jsonl is cut back to a checkpoint, run directories are never reused by accident, stale temporaries are
+ * removed, locks name their holder, and whole-file reads keep their size limit exactly and refuse directories. */
 #include "io/files.h"
 #include "testutil.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
+#include "train/trainer.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,7 +97,7 @@ static void test_round_trip(const char *dir)
     sf_net *a = make_net(SF_OPT_ADAM, CLASSES);
     train_steps(a, 3, 100);
     sf_checkpoint_info info = {.config = "[train]\ndataset = mnist\n", .epoch = 2, .step = 3,
-                               .loader_state = "{\"epoch\":2}", .best_metric = 0.5};
+                               .loader_state = "{\"epoch\":2}", .best_metric = 0.5, .best_step = 2};
     CHECK_OK(sf_checkpoint_save(a, &info, path));
     struct stat sb;
     CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0044) != 0, "checkpoint should be readable like other files");
@@ -104,7 +106,8 @@ static void test_round_trip(const char *dir)
     sf_checkpoint_info got;
     CHECK_OK(sf_checkpoint_open(path, &st, &got));
     if (!st) return;
-    CHECK(got.epoch == 2 && got.step == 3 && got.best_metric == 0.5, "metadata epoch/step/best");
+    CHECK(got.epoch == 2 && got.step == 3 && got.best_metric == 0.5 && got.best_step == 2,
+          "metadata epoch/step/best/best_step");
     CHECK(strcmp(got.config, info.config) == 0, "config text round trip");
     CHECK(got.loader_state && strcmp(got.loader_state, info.loader_state) == 0, "loader state round trip");
     CHECK(sf_safetensors_find(st, "0.weight") != NULL, "parameter 0.weight saved");
@@ -200,24 +203,28 @@ static void test_metrics(const char *dir)
     CHECK_OK(sf_metrics_truncate(missing, 3));
 }
 
+static int ignore_user_txt(const char *name) { return strcmp(name, "user.txt") == 0; }
+
 static void test_dirs(const char *dir)
 {
     char run[512], file[600];
     snprintf(run, sizeof run, "%s/runs/a/b", dir);
-    CHECK_OK(sf_dir_prepare(run, 1));
-    CHECK_OK(sf_dir_prepare(run, 1)); /* empty: fine */
+    CHECK_OK(sf_dir_create(run));
+    CHECK_OK(sf_dir_create(run)); /* existing: fine */
+    CHECK_OK(sf_dir_check_empty(run, NULL));
     snprintf(file, sizeof file, "%s/user.txt", run);
     write_bytes(file, "keep me", 7);
-    sf_status s = sf_dir_prepare(run, 1);
-    CHECK(s == SF_ERR_STATE && strstr(sf_last_error(), "not empty"), "non-empty dir accepted: %s", sf_last_error());
-    CHECK_OK(sf_dir_prepare(run, 0));
+    sf_status s = sf_dir_check_empty(run, NULL);
+    CHECK(s == SF_ERR_STATE && strstr(sf_last_error(), "not empty (it holds user.txt)"), "non-empty dir accepted: %s",
+          sf_last_error());
+    CHECK_OK(sf_dir_check_empty(run, ignore_user_txt));
     CHECK(access(file, F_OK) == 0, "the user's file must survive");
     char alias[600], other[600];
     snprintf(alias, sizeof alias, "%s/runs/./a/b/", dir);
     snprintf(other, sizeof other, "%s/runs/a", dir);
     CHECK(sf_same_dir(run, alias), "the same directory spelled another way");
     CHECK(!sf_same_dir(run, other), "different directories");
-    sf_status nd = sf_dir_prepare(file, 0);
+    sf_status nd = sf_dir_create(file);
     CHECK(nd != SF_OK, "a file is not a directory");
 
     char tmp[600], keep[600];
@@ -225,6 +232,10 @@ static void test_dirs(const char *dir)
     snprintf(keep, sizeof keep, "%s/notes.tmp.txt", run);
     write_bytes(tmp, "x", 1);
     write_bytes(keep, "x", 1);
+    CHECK(sf_is_temp_of("last.safetensors.tmp.AbC123", "last.safetensors"), "a temporary of last.safetensors");
+    CHECK(!sf_is_temp_of("best.safetensors.tmp.AbC123", "last.safetensors"), "another file's temporary");
+    CHECK(!sf_is_temp_of("last.safetensors.tmp.AbC", "last.safetensors"), "too few random characters");
+    CHECK(!sf_is_temp_of("last.safetensors", "last.safetensors"), "the file itself is no temporary");
     CHECK_OK(sf_remove_stale_temps(run));
     CHECK(access(tmp, F_OK) != 0, "stale temporary removed");
     CHECK(access(keep, F_OK) == 0, "other files kept");
@@ -277,6 +288,129 @@ static void test_read_file(const char *dir)
     CHECK(s == SF_ERR_IO && strstr(sf_last_error(), "none.txt"), "a missing file is named: %s", sf_last_error());
 }
 
+/* The byte offset of tensor `name`'s data in a safetensors file held in memory. */
+static size_t tensor_offset(const char *buf, size_t len, const char *name)
+{
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | (uint8_t)buf[i];
+    sf_safetensors *st = NULL;
+    CHECK_OK(sf_safetensors_parse((const uint8_t *)buf, len, &st));
+    const sf_st_entry *e = st ? sf_safetensors_find(st, name) : NULL;
+    size_t off = e ? 8 + (size_t)hlen + e->offset : 0;
+    sf_safetensors_free(st);
+    return off;
+}
+
+/* A flipped bit in a tensor fails its CRC-32 and a NaN weight is refused, both naming the tensor. */
+static void test_integrity(const char *dir)
+{
+    char path[512], bad[512];
+    snprintf(path, sizeof path, "%s/ck.safetensors", dir);
+    snprintf(bad, sizeof bad, "%s/flipped.safetensors", dir);
+    char *buf = NULL;
+    size_t len = 0;
+    CHECK_OK(sf_read_file(path, SIZE_MAX, &buf, &len));
+    size_t off = buf ? tensor_offset(buf, len, "5.bias") : 0;
+    CHECK(off > 0, "5.bias found");
+    if (!off) return;
+    buf[off + 2] ^= 0x10;
+    write_bytes(bad, buf, len);
+    free(buf);
+    sf_safetensors *st = NULL;
+    sf_checkpoint_info info;
+    sf_status s = sf_checkpoint_open(bad, &st, &info);
+    CHECK(s == SF_ERR_FORMAT && strstr(sf_last_error(), "tensor '5.bias' is damaged") && strstr(sf_last_error(), bad),
+          "a flipped bit is found and named: %s", sf_last_error());
+    sf_safetensors_free(st);
+
+    sf_net *net = make_net(SF_OPT_ADAM, CLASSES);
+    float w[3 * C * 3 * 3];
+    CHECK_OK(sf_net_tensor_read(net, SF_ROLE_PARAM, 0, w));
+    w[4] = NAN;
+    CHECK_OK(sf_net_tensor_write(net, SF_ROLE_PARAM, 0, w));
+    sf_checkpoint_info nan_info = {.config = "[train]\n", .best_metric = -1, .best_step = -1};
+    snprintf(bad, sizeof bad, "%s/nan.safetensors", dir);
+    CHECK_OK(sf_checkpoint_save(net, &nan_info, bad));
+    CHECK_OK(sf_checkpoint_open(bad, &st, &info)); /* the file itself is intact */
+    sf_net *other = make_net(SF_OPT_ADAM, CLASSES);
+    if (st) {
+        s = sf_checkpoint_restore(st, other, 0);
+        CHECK(s == SF_ERR_FORMAT && strstr(sf_last_error(), "tensor '0.weight' holds nan at element 4"),
+              "a NaN weight is refused: %s", sf_last_error());
+    }
+    sf_safetensors_free(st);
+    sf_net_free(other);
+    sf_net_free(net);
+}
+
+/* One holder at a time, named by its pid; the lock is free again once released. */
+static void test_lock(const char *dir)
+{
+    char path[512], pid[64];
+    snprintf(path, sizeof path, "%s/train.lock", dir);
+    snprintf(pid, sizeof pid, "locked by process %ld", (long)getpid());
+    int a = -1, b = -1;
+    CHECK_OK(sf_lock_acquire(path, &a));
+    sf_status s = sf_lock_acquire(path, &b);
+    CHECK(s == SF_ERR_STATE && b == -1 && strstr(sf_last_error(), pid), "a second holder is refused: %s",
+          sf_last_error());
+    sf_lock_release(a);
+    CHECK_OK(sf_lock_acquire(path, &b));
+    sf_lock_release(b);
+}
+
+/* A directory is free for a new run when it holds nothing but what a run killed before its first checkpoint
+ * leaves. */
+static void test_run_dir_free(const char *dir)
+{
+    char run[512], file[600];
+    snprintf(run, sizeof run, "%s/fresh", dir);
+    CHECK(sf_run_dir_is_free(run), "a missing directory is free");
+    CHECK_OK(sf_dir_create(run));
+    snprintf(file, sizeof file, "%s/%s", run, SF_RUN_LOCK);
+    write_bytes(file, "1\n", 2);
+    snprintf(file, sizeof file, "%s/last.safetensors.tmp.Zq81xA", run);
+    write_bytes(file, "x", 1);
+    CHECK(sf_run_dir_is_free(run), "a lock file and a temporary of last.safetensors leave the directory free");
+    snprintf(file, sizeof file, "%s/%s", run, SF_RUN_LAST);
+    write_bytes(file, "x", 1);
+    CHECK(!sf_run_dir_is_free(run), "a directory with a checkpoint holds a run");
+    unlink(file);
+    snprintf(file, sizeof file, "%s/notes.txt", run);
+    write_bytes(file, "x", 1);
+    CHECK(!sf_run_dir_is_free(run), "a directory with the user's files is not free");
+    CHECK(!sf_run_dir_is_free(file), "a file is not a free directory");
+}
+
+/* A directory where a file should be is refused by name by every whole-file reader. */
+static void test_read_directory(const char *dir)
+{
+    char *text = NULL;
+    size_t len = 0;
+    sf_status s = sf_read_file(dir, SIZE_MAX, &text, &len);
+    CHECK(s == SF_ERR_IO && strstr(sf_last_error(), "is a directory, not a file") && !text, "plain: %s",
+          sf_last_error());
+    s = sf_read_file_gz(dir, SIZE_MAX, &text, &len);
+    CHECK(s == SF_ERR_IO && strstr(sf_last_error(), "is a directory, not a file") && !text, "gz: %s", sf_last_error());
+    sf_safetensors *st = NULL;
+    sf_checkpoint_info info;
+    s = sf_checkpoint_open(dir, &st, &info);
+    CHECK(s == SF_ERR_IO && strstr(sf_last_error(), "is a directory, not a file") && !st, "checkpoint: %s",
+          sf_last_error());
+    char copy[512];
+    snprintf(copy, sizeof copy, "%s/copy.safetensors", dir);
+    char src[512];
+    snprintf(src, sizeof src, "%s/ck.safetensors", dir);
+    CHECK_OK(sf_copy_file_atomic(src, copy));
+    char *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    CHECK_OK(sf_read_file(src, SIZE_MAX, &a, &na));
+    CHECK_OK(sf_read_file(copy, SIZE_MAX, &b, &nb));
+    CHECK(a && b && na == nb && memcmp(a, b, na) == 0, "an atomic copy has the same bytes");
+    free(a);
+    free(b);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/sf_test_checkpoint.XXXXXX";
@@ -286,6 +420,10 @@ int main(void)
     test_metrics(dir);
     test_dirs(dir);
     test_read_file(dir);
+    test_integrity(dir);
+    test_lock(dir);
+    test_run_dir_free(dir);
+    test_read_directory(dir);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

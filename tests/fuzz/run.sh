@@ -12,7 +12,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 command -v clang >/dev/null || { echo "fuzz: clang not found (apt-get install clang)" >&2; exit 1; }
 CC=clang cmake -S "$root" -B "$build" -DSF_FUZZ=ON -DSF_CUDA=OFF -DSF_TESTS=OFF -DSF_BENCH=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-if ! cmake --build "$build" -j"$jobs" --target fuzz_idx fuzz_cifar fuzz_safetensors fuzz_config \
+if ! cmake --build "$build" -j"$jobs" --target fuzz_idx fuzz_cifar fuzz_safetensors fuzz_config fuzz_nmnist fuzz_gesture fuzz_shd fuzz_nir \
      >"$build/build.log" 2>&1; then
   tail -40 "$build/build.log" >&2
   exit 1
@@ -48,6 +48,11 @@ put("safetensors", "f32", st([("w", "F32", [2, 2], struct.pack("<4f", 1, 2, 3, 4
                               ("n", "I64", [1], struct.pack("<q", 5))], {"config": "[train]", "epoch": "1"}))
 put("safetensors", "mixed", st([("a", "U8", [3], b"abc"), ("b", "F64", [1], struct.pack("<d", 0.5)),
                                 ("c", "I32", [0], b"")]))
+# with the CRC-32 table spikefuse writes (io/safetensors.h), so the fuzzer reaches its check
+import zlib
+w, n = struct.pack("<4f", 1, 2, 3, 4), struct.pack("<q", 5)
+crc = json.dumps({"w": "%08x" % zlib.crc32(w), "n": "%08x" % zlib.crc32(n)})
+put("safetensors", "crc", st([("w", "F32", [2, 2], w), ("n", "I64", [1], n)], {"crc32": crc}))
 for path in sorted(glob.glob(os.path.join(root, "examples", "*.ini"))):
     put("config", os.path.basename(path), open(path, "rb").read())
 put("config", "residual", "[train]\ndataset = cifar10\nmean = 0.5,0.5,0.5\n[neuron]\ntau = 3\nsurrogate = atan\n"
@@ -57,10 +62,46 @@ put("config", "residual", "[train]\ndataset = cifar10\nmean = 0.5,0.5,0.5\n[neur
     "[linear]\nout = 10\nbias = off\n[readout]\ntype = leaky\ntau = 3\nloss = ce_per_step\n")
 put("config", "overrides", "[train]\ndataset = mnist\n[flatten]\n[linear]\nout = 10\n\0train.lr=0.5\n"
     "neuron.surrogate=rect\nlayer1.out=7\ntrain.device=cuda:2\nreadout.type=leaky\nreadout.tau=4\n")
+def nm(x, y, p, t):
+    return bytes([x, y, (p << 7) | ((t >> 16) & 0x7f), (t >> 8) & 255, t & 255])
+put("nmnist", "three", nm(1, 2, 1, 100) + nm(0, 240, 0, 0) + nm(33, 33, 0, 90))
+put("nmnist", "back", nm(1, 2, 1, 100) + nm(3, 4, 0, 50)); put("nmnist", "cut", nm(1, 2, 1, 100)[:3])
+def packet(kind, size, overflow, events, number=None):
+    n = len(events) if number is None else number
+    return struct.pack("<hhiiiiii", kind, 0, size, 4, overflow, len(events), n, n) + b"".join(events)
+pol = lambda x, y, p, t: struct.pack("<II", (x << 17) | (y << 2) | (p << 1) | 1, t)
+aedat = (b"#!AER-DAT3.1\r\n#!END-HEADER\r\n" + packet(1, 8, 0, [pol(i, 2 * i, i & 1, 1000 + 10 * i) for i in range(20)])
+         + packet(0, 8, 0, [struct.pack("<II", 0, 1200)]) + packet(1, 8, 1, [pol(5, 5, 0, 7)]))
+csv = b"class,startTime_usec,endTime_usec\r\n3,1000,1100\r\n11,1100,1300\r\n"
+trials = b"user01_led.aedat\r\nuser02_fluorescent.aedat\n"
+put("gesture", "one", struct.pack("<H", len(aedat)) + aedat + csv + trials[:len(csv)])
+put("gesture", "plain", struct.pack("<H", len(aedat)) + aedat + b"1,1000,1050\n2,1050,1200\n" + b"a.aedat\nb.aedat\n")
+put("shd", "arrays", bytes([3, 3]) + struct.pack("<3d", 0.01, 0.02, 0.5) + struct.pack("<3I", 0, 699, 12))
+put("shd", "backwards", bytes([2, 2]) + struct.pack("<2d", 0.5, 0.25) + struct.pack("<2I", 1, 2))
+# NIR: programs of fuzz_nir.c's file builder (ops: 0 group, 1 up, 2 numbers, 3 strings) for small graphs.
+names = ["node", "nodes", "type", "edges", "version", "metadata", "input", "output", "fc", "lif", "conv", "shape",
+         "weight", "bias", "tau", "r", "v_leak", "v_threshold", "v_reset", "stride", "padding", "dilation", "groups",
+         "kernel_size", "start_dim", "end_dim", "input_type", "scale", "dt", "x"]
+texts = ["NIRGraph", "Input", "Output", "Affine", "Linear", "Conv2d", "AvgPool2d", "Flatten", "LIF", "IF", "LI",
+         "Scale", "CubaLIF", "SumPool2d", "same", "valid", "input", "output", "fc", "lif", "conv", "1.0.8", ""]
+G = lambda n: [0, names.index(n)]
+U = [1, 0]
+S = lambda n, t: [3, names.index(n), 128, 0, texts.index(t)]
+N = lambda n, kind, dims, vals: [2, names.index(n), kind, len(dims)] + dims + vals
+def nir_program(neuron, neuron_fields):
+    edges = [3, names.index("edges"), 3, 0] + [texts.index(t) for t in ("input", "fc", "fc", "lif", "lif", "output")]
+    p = S("version", "1.0.8") + G("node") + S("type", "NIRGraph") + edges + G("nodes")
+    p += G("input") + S("type", "Input") + N("shape", 2, [1], [255]) + U
+    p += G("output") + S("type", "Output") + N("shape", 2, [1], [110]) + U
+    p += G("lif") + S("type", neuron) + sum((N(f, 1, [10], [v] * 10) for f, v in neuron_fields), []) + U
+    return bytes(p + G("fc") + S("type", "Affine") + N("bias", 0, [10], [0] * 10) + N("weight", 0, [10, 255], []))
+put("nir", "lif", nir_program("LIF", [("tau", 241), ("r", 1), ("v_leak", 0), ("v_threshold", 1)]))
+put("nir", "if", nir_program("IF", [("r", 1), ("v_threshold", 2), ("v_reset", 0)]))
+put("nir", "readout", nir_program("LI", [("tau", 242), ("r", 1), ("v_leak", 0)]))
 PY
 
 status=0
-for t in idx cifar safetensors config; do
+for t in idx cifar safetensors config nmnist gesture shd nir; do
   mkdir -p "$corpus/$t.run"
   echo "fuzz_$t: ${seconds}s"
   if ! "$build/tests/fuzz/fuzz_$t" "$corpus/$t.run" "$corpus/$t" -max_total_time="$seconds" -max_len=16384 -timeout=10 \

@@ -140,9 +140,9 @@ static void test_lif(void)
             RUN(be->zero(be, S(cnt), 4));
             sf_lif_out oc = {.s = s.c, .s_u8 = u8.c, .h = h.c, .spike_count = cnt.c};
             sf_lif_out og = {.s = s.g, .s_u8 = u8.g, .h = h.g, .spike_count = cnt.g};
-            RUN(be->lif_forward(be, &p, T, N, S(x), side_ ? &og : &oc));
-            RUN(be->lif_backward(be, &p, T, N, S(x), S(h), S(ds), S(dx)));
-            RUN(be->lif_backward(be, &p, T, N, S(x), NULL, S(ds), S(dxr)));
+            RUN(be->lif_forward(be, &p, T, N, S(x), side_ ? &og : &oc, NULL));
+            RUN(be->lif_backward(be, &p, T, N, S(x), S(h), S(ds), S(dx), NULL));
+            RUN(be->lif_backward(be, &p, T, N, S(x), NULL, S(ds), S(dxr), NULL));
             char w[160];
             snprintf(w, sizeof w, "lif %s soft=%d detach=%d thr=%d decay_input=%d T=%lld N=%lld",
                      sf_surrogate_name(p.surrogate), p.soft_reset, p.detach_reset, p.use_grad_threshold, p.decay_input,
@@ -198,9 +198,9 @@ static void test_bn(int64_t rows, int32_t C, int64_t hw, uint64_t seed)
             p.alpha = sf_surrogate_default_alpha(p.surrogate);
             pair s = out(n), h = keep ? out(n) : (pair){0, NULL, NULL}, ds = randn(n, 0.0f, 1.0f, seed + 9);
             sf_lif_out oc = {.s = s.c, .h = h.c}, og = {.s = s.g, .h = h.g};
-            RUN(be->bn_lif_forward(be, &p, T, sh, S(x), S(mean), S(var), 1e-5f, S(g), S(b), side_ ? &og : &oc));
+            RUN(be->bn_lif_forward(be, &p, T, sh, S(x), S(mean), S(var), 1e-5f, S(g), S(b), side_ ? &og : &oc, NULL));
             RUN(be->bn_lif_backward(be, &p, T, sh, S(x), keep ? S(h) : NULL, S(mean), S(var), 1e-5f, S(g), S(b), S(ds),
-                                    S(dx), S(dg), S(db)));
+                                    S(dx), S(dg), S(db), NULL, NULL));
             char w[128];
             snprintf(w, sizeof w, "bn_lif rows=%lld C=%d hw=%lld T=%lld keep_h=%d", (long long)rows, C, (long long)hw,
                      (long long)T, keep);
@@ -262,9 +262,9 @@ static void test_conv(int64_t n, int32_t cin, int32_t hgt, int32_t wid, int32_t 
 /* The linear and conv cases, at the precision of the current GPU backend. */
 static void test_gemm_ops(void) { gemm_cases_run(test_linear, test_conv); }
 
-static void test_pool(int64_t n, int32_t h, int32_t w, int32_t k, int32_t s)
+static void test_pool(int64_t n, int32_t h, int32_t w, int32_t k, int32_t s, int32_t pad)
 {
-    sf_pool_shape sh = {n, h, w, k, s, (h - k) / s + 1, (w - k) / s + 1};
+    sf_pool_shape sh = {n, h, w, k, s, (h + 2 * pad - k) / s + 1, (w + 2 * pad - k) / s + 1, pad};
     size_t nx = (size_t)(n * h * w), ny = (size_t)(n * sh.oh * sh.ow);
     /* spikes as pool input: many exact ties, which the first-maximum rule must break alike */
     float *hx = malloc(4 * nx);
@@ -278,7 +278,7 @@ static void test_pool(int64_t n, int32_t h, int32_t w, int32_t k, int32_t s)
     RUN(be->maxpool_forward(be, &sh, S(x), S(ym), S(am)));
     RUN(be->maxpool_backward(be, &sh, S(am), S(dy), S(dxm)));
     char t[96];
-    snprintf(t, sizeof t, "pool n=%lld %dx%d k=%d s=%d", (long long)n, h, w, k, s);
+    snprintf(t, sizeof t, "pool n=%lld %dx%d k=%d s=%d pad=%d", (long long)n, h, w, k, s, pad);
     cmp(t, &y, 1e-6);
     cmp(t, &dx, 1e-6);
     cmp(t, &ym, 0.0);
@@ -401,9 +401,12 @@ int main(void)
     test_bn(40, 16, 64, 320);
     test_bn(30, 33, 1, 330);
     test_gemm_ops();
-    test_pool(7, 9, 9, 2, 2);
-    test_pool(3, 9, 9, 3, 2);
-    test_pool(1, 5, 6, 3, 1);
+    test_pool(7, 9, 9, 2, 2, 0);
+    test_pool(3, 9, 9, 3, 2, 0);
+    test_pool(1, 5, 6, 3, 1, 0);
+    test_pool(6, 16, 16, 3, 2, 1); /* SpikingJelly's ResNet stem */
+    test_pool(5, 7, 6, 3, 2, 1);
+    test_pool(2, 5, 4, 2, 1, 1);
     test_elementwise();
     test_readout_loss(4, 5, 10);
     test_readout_loss(1, 1, 3);

@@ -10,6 +10,7 @@
  *   16-bit outputs (LIF and BN+LIF dx, BN, linear, conv, pools, dropout, add, axpy, readout, loss gradient, and a
  *     convolution's weight gradient, which cuDNN writes in 16 bits): 1e-2 for bf16, 2e-3 for fp16 (about 4× the
  *     rounding error of one step on random data);
+ * the LIF and BN+LIF kernels also at long T with the neuron state carried (spikes and v_out exact, ∂L/∂v 1e-5);
  * then whole networks: a small conv net's loss within 2% (bf16) / 0.5% (fp16) of the CPU's fp32 loss, its output
  * and gradients within 10% / 5% relative L2 (spikes near the threshold may flip when their input is rounded), fp16's
  * loss scaling (overflowing steps skipped and the scale halved, parameters untouched, growth after 2000 good steps,
@@ -266,9 +267,9 @@ static void test_lif(void)
         RUN(be->zero(be, S(cnt), 4));
         sf_lif_out oc = {.s = s.c, .s_u8 = u8.c, .h = h.c, .spike_count = cnt.c};
         sf_lif_out og = {.s = s.g, .s_u8 = u8.g, .h = h.g, .spike_count = cnt.g};
-        RUN(be->lif_forward(be, &p, T, N, S(x), side_ ? &og : &oc));
-        RUN(be->lif_backward(be, &p, T, N, S(x), S(h), S(ds), S(dx)));
-        RUN(be->lif_backward(be, &p, T, N, S(x), NULL, S(ds), S(dxr)));
+        RUN(be->lif_forward(be, &p, T, N, S(x), side_ ? &og : &oc, NULL));
+        RUN(be->lif_backward(be, &p, T, N, S(x), S(h), S(ds), S(dx), NULL));
+        RUN(be->lif_backward(be, &p, T, N, S(x), NULL, S(ds), S(dxr), NULL));
         char w[128];
         snprintf(w, sizeof w, "lif %s soft=%d detach=%d thr=%d T=%lld N=%lld", sf_surrogate_name(p.surrogate),
                  p.soft_reset, p.detach_reset, p.use_grad_threshold, (long long)T, (long long)N);
@@ -309,9 +310,9 @@ static void test_bn(int64_t rows, int32_t C, int64_t hw, uint64_t seed)
         p.alpha = sf_surrogate_default_alpha(p.surrogate);
         ten s = out(n), h = out_f32(keep ? n : 0), ds = in(n, 0.0f, 1.0f, seed + 9);
         sf_lif_out oc = {.s = s.c, .h = keep ? h.c : NULL}, og = {.s = s.g, .h = keep ? h.g : NULL};
-        RUN(be->bn_lif_forward(be, &p, T, sh, S(x), S(mean), S(var), 1e-5f, S(g), S(b), side_ ? &og : &oc));
+        RUN(be->bn_lif_forward(be, &p, T, sh, S(x), S(mean), S(var), 1e-5f, S(g), S(b), side_ ? &og : &oc, NULL));
         RUN(be->bn_lif_backward(be, &p, T, sh, S(x), keep ? S(h) : NULL, S(mean), S(var), 1e-5f, S(g), S(b), S(ds),
-                                S(dx), S(dg), S(db)));
+                                S(dx), S(dg), S(db), NULL, NULL));
         char w[128];
         snprintf(w, sizeof w, "bn_lif rows=%lld C=%d hw=%lld T=%lld keep_h=%d", (long long)rows, C, (long long)hw,
                  (long long)T, keep);
@@ -322,6 +323,71 @@ static void test_bn(int64_t rows, int32_t C, int64_t hw, uint64_t seed)
         drop(&s), drop(&h), drop(&ds);
     }
     drop(&x), drop(&dy), drop(&g), drop(&b), drop(&mean), drop(&var), drop(&y), drop(&dx), drop(&dg), drop(&db);
+}
+
+/* Long T with the neuron state carried (sf_lif_state: float on both sides) through the 16-bit kernels: LIF at
+ * T = 300 (the backward recomputes in segments that end at T, a short one first; the forward runs one neuron per
+ * thread, 32 steps ahead) and BN+LIF at T = 100, in one backward call and in two phases (sf_bn_split, the phase-2
+ * sums this part's own: the same result). */
+static void test_state(void)
+{
+    sf_lif_params p;
+    sf_lif_default_params(&p);
+    const int64_t T = 300, N = 97, n = T * N;
+    ten x = in((size_t)n, 0.5f, 1.0f, 400), ds = in((size_t)n, 0.0f, 1.0f, 401);
+    ten s = out((size_t)n), dx = out((size_t)n);
+    ten vin = in_f32((size_t)N, 0.3f, 0.3f, 402), dvin = in_f32((size_t)N, 0.0f, 0.5f, 403);
+    ten vout = out_f32((size_t)N), dvout = out_f32((size_t)N);
+    sf_lif_state sc = {vin.c, vout.c, dvin.c, dvout.c}, sg = {vin.g, vout.g, dvin.g, dvout.g};
+    sf_lif_out oc = {.s = s.c}, og = {.s = s.g};
+    RUN(be->lif_forward(be, &p, T, N, S(x), side_ ? &og : &oc, side_ ? &sg : &sc));
+    RUN(be->lif_backward(be, &p, T, N, S(x), NULL, S(ds), S(dx), side_ ? &sg : &sc));
+    cmp("lif T=300 with state: spikes", &s, 0.0);
+    cmp("lif T=300 with state: v_out", &vout, 0.0);
+    cmp16("lif T=300 with state: dx", &dx);
+    cmp("lif T=300 with state: dv_out", &dvout, 1e-5);
+    drop(&x), drop(&ds), drop(&s), drop(&dx), drop(&vin), drop(&dvin), drop(&vout), drop(&dvout);
+
+    const int64_t Tb = 100, B = 2, hw = 20;
+    const int32_t C = 3;
+    const int64_t nb = Tb * B * C * hw, Nb = B * C * hw;
+    sf_bn_shape sh = {Tb * B, C, hw};
+    ten bx = in((size_t)nb, 0.3f, 1.5f, 410), bds = in((size_t)nb, 0.0f, 1.0f, 411);
+    ten g = in_f32((size_t)C, 1.0f, 0.2f, 412), b = in_f32((size_t)C, 0.8f, 0.3f, 413);
+    ten mean = out_f32((size_t)C), var = out_f32((size_t)C);
+    ten bvin = in_f32((size_t)Nb, 0.2f, 0.3f, 414), bdvin = in_f32((size_t)Nb, 0.0f, 0.5f, 415);
+    RUN(be->bn_stats(be, sh, S(bx), S(mean), S(var)));
+    CHECK_OK(gpu->copy_from_host(gpu, mean.g, mean.c, 4 * (size_t)C)); /* the CPU's statistics on both sides */
+    CHECK_OK(gpu->copy_from_host(gpu, var.g, var.c, 4 * (size_t)C));
+    for (int split = 0; split < 2; split++) {
+        ten bs = out((size_t)nb), bdx = out((size_t)nb), dg = out_f32((size_t)C), db = out_f32((size_t)C);
+        ten bdvout = out_f32((size_t)Nb);
+        sf_lif_state bc = {.v_in = bvin.c, .dv_in = bdvin.c, .dv_out = bdvout.c};
+        sf_lif_state bg = {.v_in = bvin.g, .dv_in = bdvin.g, .dv_out = bdvout.g};
+        sf_lif_out boc = {.s = bs.c}, bog = {.s = bs.g};
+        RUN(be->bn_lif_forward(be, &p, Tb, sh, S(bx), S(mean), S(var), 1e-5f, S(g), S(b), side_ ? &bog : &boc,
+                               side_ ? &bg : &bc));
+        if (!split) {
+            RUN(be->bn_lif_backward(be, &p, Tb, sh, S(bx), NULL, S(mean), S(var), 1e-5f, S(g), S(b), S(bds), S(bdx),
+                                    S(dg), S(db), side_ ? &bg : &bc, NULL));
+        } else {
+            sf_bn_split one = {.phase = 1};
+            RUN(be->bn_lif_backward(be, &p, Tb, sh, S(bx), NULL, S(mean), S(var), 1e-5f, S(g), S(b), S(bds), NULL,
+                                    S(dg), S(db), side_ ? &bg : &bc, &one));
+            RUN(be->bn_lif_backward(be, &p, Tb, sh, S(bx), NULL, S(mean), S(var), 1e-5f, S(g), S(b), S(bds), S(bdx),
+                                    NULL, NULL, side_ ? &bg : &bc,
+                                    &(sf_bn_split){.phase = 2, .sum_dy = S(db), .sum_dyx = S(dg), .rows = Tb * B}));
+        }
+        char w[96];
+        snprintf(w, sizeof w, "bn_lif T=100 with state, %s", split ? "two phases" : "one call");
+        cmp(w, &bs, 0.0);
+        cmp16(w, &bdx);
+        cmp(w, &dg, 1e-4);
+        cmp(w, &db, 1e-4);
+        cmp(w, &bdvout, 1e-5);
+        drop(&bs), drop(&bdx), drop(&dg), drop(&db), drop(&bdvout);
+    }
+    drop(&bx), drop(&bds), drop(&g), drop(&b), drop(&mean), drop(&var), drop(&bvin), drop(&bdvin);
 }
 
 static void test_linear(int64_t rows, int32_t in_f, int32_t o, int bias, int want_dx)
@@ -368,9 +434,9 @@ static void test_conv(int64_t n, int32_t cin, int32_t hgt, int32_t wid, int32_t 
 
 static void test_gemm_ops(void) { gemm_cases_run(test_linear, test_conv); }
 
-static void test_pool(int64_t n, int32_t h, int32_t w, int32_t k, int32_t s)
+static void test_pool(int64_t n, int32_t h, int32_t w, int32_t k, int32_t s, int32_t pad)
 {
-    sf_pool_shape sh = {n, h, w, k, s, (h - k) / s + 1, (w - k) / s + 1};
+    sf_pool_shape sh = {n, h, w, k, s, (h + 2 * pad - k) / s + 1, (w + 2 * pad - k) / s + 1, pad};
     size_t nx = (size_t)(n * h * w), ny = (size_t)(n * sh.oh * sh.ow);
     float *hx = malloc(4 * nx);
     tu_randn(hx, (int64_t)nx, 0.0f, 1.0f, 51);
@@ -384,7 +450,7 @@ static void test_pool(int64_t n, int32_t h, int32_t w, int32_t k, int32_t s)
     RUN(be->maxpool_forward(be, &sh, S(x), S(ym), SR(am)));
     RUN(be->maxpool_backward(be, &sh, SR(am), S(dy), S(dxm)));
     char t[96];
-    snprintf(t, sizeof t, "pool n=%lld %dx%d k=%d s=%d", (long long)n, h, w, k, s);
+    snprintf(t, sizeof t, "pool n=%lld %dx%d k=%d s=%d pad=%d", (long long)n, h, w, k, s, pad);
     cmp16(t, &y);
     cmp16(t, &dx);
     cmp(t, &ym, 0.0);
@@ -630,12 +696,14 @@ static void run_ops(sf_precision p, double bound)
     worst = 0.0;
     test_convert();
     test_lif();
+    test_state();
     test_bn(1, 1, 1, 300);
     test_bn(8, 5, 7, 310);
     test_bn(40, 16, 64, 320);
     test_gemm_ops();
-    test_pool(7, 9, 9, 2, 2);
-    test_pool(3, 9, 9, 3, 2);
+    test_pool(7, 9, 9, 2, 2, 0);
+    test_pool(3, 9, 9, 3, 2, 0);
+    test_pool(3, 9, 9, 3, 2, 1); /* SpikingJelly's ResNet stem: a border of -inf (max) or counted zeros (avg) */
     test_elementwise();
     test_readout_loss(4, 5, 10);
     test_readout_loss(10, 64, 10);

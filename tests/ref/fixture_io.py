@@ -1,4 +1,4 @@
-"""Writes reference fixtures as safetensors files (JSON header + raw little-endian bytes) with only the
+"""Writes (and reads back) reference fixtures as safetensors files (JSON header + raw little-endian bytes) with only the
 standard library, so the generators need nothing beyond Debian's python3-torch; and draws their numbers in float32,
 so the C side reads exactly the values the float64 reference used."""
 import json
@@ -26,6 +26,23 @@ def save(path, tensors, metadata=None):
         f.write(h)
         for b in blobs:
             f.write(b)
+
+
+def load(path):
+    """The tensors of a safetensors file written by save() or by the C side, by name."""
+    with open(path, "rb") as f:
+        data = f.read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    header.pop("__metadata__", None)
+    types = {v: k for k, v in _DTYPES.items()}
+    out = {}
+    for name, e in header.items():
+        a, b = e["data_offsets"]
+        raw = bytearray(data[8 + n + a:8 + n + b])
+        out[name] = torch.frombuffer(raw, dtype=types[e["dtype"]]).reshape(e["shape"]) if raw else \
+            torch.zeros(e["shape"], dtype=types[e["dtype"]])
+    return out
 
 
 def f32(v):

@@ -75,4 +75,7 @@ class LIF(torch.nn.Module):
                    detach_reset=node.detach_reset, surrogate=name, alpha=sg.alpha)
 
 
-__all__ = ["LIF", "functional"]
+# NIR exchange (needs the `nir` package, imported on first use)
+from .nir_exchange import from_nir, to_nir  # noqa: E402
+
+__all__ = ["LIF", "functional", "to_nir", "from_nir"]

@@ -1,0 +1,52 @@
+/* net_hooks.h — how a training step spans several processes: the points where the engine calls out to the layer
+ * that owns the communication (src/dist registers the hooks; the engine knows no MPI or NCCL). Internal to the
+ * library: src/dist and the tests use it, the public header does not.
+ *
+ * The time pipeline (Li et al., §3.3): the nseg processes of a time group each run the steps
+ * [seg·T/nseg, (seg+1)·T/nseg) of every layer. A LIF layer receives v from segment seg−1 before its forward and
+ * sends its last v to segment seg+1 after it; the backward sends ∂L/∂v the other way. The readout and the loss run
+ * on the outputs of all T steps (gathered, a [T, B, classes] tensor), so every segment computes the same loss.
+ * Batch statistics of a BN layer are merged over the bn_parts processes of its BN group (the time group, times the
+ * data-parallel ranks with synchronised BN): the forward gathers each part's mean and var, the fused BN→LIF
+ * backward runs in two phases with a sum of Σdy, Σdy·x̂ between (sf_bn_split). Parameter gradients are partial
+ * sums over the processes; grads_ready hands them over as they become final, in backward order.
+ *
+ * Every hook returns sf_status; a failure stops the step. Buffers are backend memory (device memory on a GPU):
+ * a hook may only enqueue work on the backend's stream, so calls are asynchronous as the backend ops are. */
+#ifndef SF_CORE_NET_HOOKS_H
+#define SF_CORE_NET_HOOKS_H
+
+#include "core/backend.h"
+
+typedef struct sf_net_hooks {
+    void *ctx;
+    int32_t seg, nseg;         /* this process's time segment and the segments of the time group (1: all of T) */
+    int32_t bn_part, bn_parts; /* this process's place in the BN group and its size (1: local statistics) */
+    /* point to point within the time group, to / from segment `peer` */
+    sf_status (*send)(void *ctx, int32_t peer, const float *buf, int64_t n);
+    sf_status (*recv)(void *ctx, int32_t peer, float *buf, int64_t n);
+    /* in place: buf holds one block per process of the group, in group order, this one's filled; the time group's
+     * blocks are `bytes` bytes (the last layer's output, in the backend's activation type), the BN group's n floats */
+    sf_status (*time_allgather)(void *ctx, void *buf, size_t bytes);
+    sf_status (*bn_allgather)(void *ctx, float *buf, int64_t n);
+    /* in place: buf becomes the sum over the BN group */
+    sf_status (*bn_allreduce)(void *ctx, float *buf, int64_t n);
+    /* grads[first, n) are final for this step's backward; called with `first` decreasing */
+    sf_status (*grads_ready)(void *ctx, float *grads, int64_t first, int64_t n);
+    /* every gradient is produced: once the backend's stream reaches this point the reduced gradients are in place
+     * (before the finite check and the update) */
+    sf_status (*grads_done)(void *ctx, float *grads, int64_t n);
+    /* 1: every hook only enqueues work on the backend's stream, the same from step to step, so the step can be
+     * recorded once as a backend graph and replayed */
+    int32_t graph_safe;
+} sf_net_hooks;
+
+/* Registers the hooks (copied; NULL removes them). Call before sf_net_compile: with nseg > 1 the compiled T must be
+ * a multiple of nseg, and batch norms must be fused into the LIF after them when bn_parts > 1. */
+sf_status sf_net_set_hooks(sf_net *net, const sf_net_hooks *h);
+/* The backend a network runs on (its stream, for code that orders its own work after the network's). */
+sf_backend *sf_net_backend(sf_net *net);
+/* The steps of T this process runs (T / nseg after sf_net_compile). */
+int64_t sf_net_local_steps(const sf_net *net);
+
+#endif

@@ -1,0 +1,80 @@
+/* dist.h — training one network with several processes: MPI (OpenMPI; started by mpirun or Slurm's srun) for the
+ * processes, their bootstrap and collectives on host memory, NCCL for collectives on GPU memory. One process per
+ * device. The world of P processes is a grid of time_parallel × data ranks: process r runs time segment
+ * r mod time_parallel of the data shard r / time_parallel (a time group is P consecutive ranks, so on a multi-GPU
+ * host its segments talk over the host's links).
+ *
+ * Data parallel: each data rank trains on its own part of every global batch; gradients are averaged over the data
+ * ranks (summed over the time segments, whose gradients are partial sums of the same loss) in buckets, each
+ * started as soon as the backward has produced it (overlapping the backward of the layers below). BN statistics are
+ * those of the process's own part, or of the whole global batch with sync_bn; running statistics are averaged at
+ * the end of each epoch (sf_dist_average_buffers).
+ *
+ * A build without MPI (libopenmpi-dev missing) or NCCL has the same functions: they run a single process and refuse
+ * a world or a GPU collective they cannot serve, saying what to install. */
+#ifndef SF_DIST_DIST_H
+#define SF_DIST_DIST_H
+
+#include "spikefuse.h"
+
+#include <stdint.h>
+
+typedef struct sf_dist sf_dist;
+
+typedef struct sf_dist_params {
+    int32_t time_parallel; /* processes per time group (the segments of T); 1: no time pipeline; 0: all of them */
+    int32_t sync_bn;       /* 1: BN batch statistics over every data rank's part of the global batch */
+    int32_t bucket_mib;    /* gradient all-reduce bucket; 0: 25 MiB (PyTorch DDP's default) */
+} sf_dist_params;
+
+void sf_dist_default_params(sf_dist_params *p);
+
+/* Joins the job: initialises MPI when the process was started by mpirun or srun (else it is a world of one, and MPI
+ * is not touched), checks that the world divides into time groups. SF_ERR_INVALID when time_parallel does not
+ * divide the world size; SF_ERR_UNSUPPORTED when a launcher started several processes and this build has no MPI. */
+sf_status sf_dist_init(const sf_dist_params *p, sf_dist **out);
+/* Leaves the job (MPI_Finalize after every process has arrived); NULL is a no-op. */
+void sf_dist_free(sf_dist *d);
+
+int32_t sf_dist_rank(const sf_dist *d);       /* in the world */
+int32_t sf_dist_size(const sf_dist *d);       /* processes in the world */
+int32_t sf_dist_local_rank(const sf_dist *d); /* among the processes on this host */
+int32_t sf_dist_data_rank(const sf_dist *d);  /* which part of each global batch this process trains on */
+int32_t sf_dist_data_size(const sf_dist *d);  /* data-parallel ranks: size / time_parallel */
+int32_t sf_dist_segment(const sf_dist *d);    /* this process's time segment */
+int32_t sf_dist_time_parallel(const sf_dist *d);
+/* "MPI <library version>; NCCL x.y.z" (or what is not built in) into buf (snprintf semantics). */
+void sf_dist_describe(char *buf, size_t cap);
+
+/* The device of this process: `dev` itself for the CPU and for a world of one; cuda:<local rank mod the host's
+ * devices> for CUDA otherwise. */
+sf_device sf_dist_device(const sf_dist *d, sf_device dev);
+
+/* Makes `net` (created on this process's device, compiled after this call) take part in the job: registers its
+ * hooks (core/net_hooks.h) and, on a GPU, creates the NCCL communicators and streams. One network at a time: a later
+ * attach, or sf_dist_free, releases what this one set up (the network may be freed before). Every process attaches
+ * its network at the same point (a collective on a GPU). A world of one registers nothing. */
+sf_status sf_dist_attach(sf_dist *d, sf_net *net);
+
+/* Checks that every process holds the same `hash` of `what` (a resolved config, a binary): SF_ERR_INVALID naming
+ * the first rank that differs from rank 0. */
+sf_status sf_dist_check_same(sf_dist *d, const char *what, uint64_t hash);
+/* Sums n doubles in place (host memory) over the data ranks (the trainer's loss and accuracy sums: every time
+ * segment has the same) or over every process. */
+sf_status sf_dist_sum_data(sf_dist *d, double *v, int32_t n);
+sf_status sf_dist_sum_all(sf_dist *d, double *v, int32_t n);
+/* Averages the attached network's buffers (BN running statistics) over the data ranks. */
+sf_status sf_dist_average_buffers(sf_dist *d, sf_net *net);
+/* Waits until every process has arrived. */
+sf_status sf_dist_barrier(sf_dist *d);
+
+/* Ends every process of the job at once (MPI_Abort) after `message` went to stderr, for a process that cannot go on
+ * while the others wait in a collective for it. Only tools/ call it: it does not return when the world is larger
+ * than one; with one process it returns and the caller exits as usual. */
+void sf_dist_abort(sf_dist *d, int code, const char *message);
+
+/* Bus bandwidth of an all-reduce of `bytes` over the whole world on the attached network's device, NCCL's
+ * definition (bytes·2(P−1)/P over the median time of `reps`), in GB/s; for the benchmarks. */
+sf_status sf_dist_allreduce_busbw(sf_dist *d, size_t bytes, int32_t reps, double *gbps);
+
+#endif

@@ -1,0 +1,99 @@
+/* nir.h — graphs of the Neuromorphic Intermediate Representation (NIR, Pedersen et al. 2024) in memory, and their
+ * HDF5 files as the `nir` Python package writes and reads them (nir.write / nir.read), through libhdf5.
+ *
+ * A graph is a set of named nodes, each with a type ("Affine", "LIF", ...) and named fields (the node's parameters:
+ * numeric arrays or strings), and edges between node names; a node's input is the sum of its predecessors'
+ * outputs. This layer holds any node type and field: what the nodes mean is the config layer's business
+ * (config/config_nir.h).
+ *
+ * The file: a scalar string dataset "version" at the root and a group "node" holding the graph: a string "type" =
+ * "NIRGraph", a group "nodes" with one group per node (its "type" and one dataset per field; a nested "NIRGraph"
+ * node holds a subgraph the same way), a string array "edges" of shape [n, 2], and an optional group "metadata". */
+#ifndef SF_IO_NIR_H
+#define SF_IO_NIR_H
+
+#include "spikefuse.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SF_NIR_MAX_DIMS 8
+/* What a file may hold before it is refused as implausible (each is far above any real network). */
+#define SF_NIR_MAX_NODES 4096
+#define SF_NIR_MAX_EDGES 16384
+#define SF_NIR_MAX_FIELDS 64
+#define SF_NIR_MAX_NAME 256
+#define SF_NIR_MAX_DEPTH 8
+#define SF_NIR_MAX_ELEMENTS (INT64_C(1) << 30)
+
+/* How a numeric field is stored in the file; in memory every number is a double (exact for float32 and for
+ * integers up to 2^53). */
+typedef enum sf_nir_dtype { SF_NIR_F32 = 0, SF_NIR_F64, SF_NIR_I64, SF_NIR_STRING } sf_nir_dtype;
+
+typedef struct sf_nir_field {
+    char *name;
+    sf_nir_dtype dtype;
+    int32_t ndim; /* 0: a scalar */
+    int64_t shape[SF_NIR_MAX_DIMS];
+    int64_t numel;
+    double *values; /* numel numbers (NULL for a string) */
+    char *text;     /* SF_NIR_STRING: the string */
+} sf_nir_field;
+
+typedef struct sf_nir_fields {
+    sf_nir_field *items;
+    int32_t count;
+} sf_nir_fields;
+
+typedef struct sf_nir_graph sf_nir_graph;
+
+typedef struct sf_nir_node {
+    char *name;
+    char *type;
+    sf_nir_fields fields;
+    sf_nir_graph *subgraph; /* type "NIRGraph": the nested graph */
+} sf_nir_node;
+
+typedef struct sf_nir_edge {
+    int32_t from, to; /* node indices */
+} sf_nir_edge;
+
+struct sf_nir_graph {
+    sf_nir_node *nodes;
+    int32_t num_nodes;
+    sf_nir_edge *edges;
+    int32_t num_edges;
+    sf_nir_fields metadata; /* the graph's "metadata" group: scalars and strings */
+    char version[32];       /* the file's "version" (root graph only) */
+};
+
+sf_status sf_nir_graph_create(sf_nir_graph **out);
+void sf_nir_graph_free(sf_nir_graph *g);
+
+/* Appends a node; its name must be new and not empty. *out (optional) points at it until the next append. */
+sf_status sf_nir_add_node(sf_nir_graph *g, const char *name, const char *type, sf_nir_node **out);
+/* Appends the edge from -> to (node names); a repeated edge is refused, as NIR refuses it. */
+sf_status sf_nir_add_edge(sf_nir_graph *g, const char *from, const char *to);
+/* Sets (or replaces) a numeric field from `numel` doubles or floats, with the given shape. */
+sf_status sf_nir_set(sf_nir_fields *f, const char *name, sf_nir_dtype dtype, int32_t ndim, const int64_t *shape,
+                     const double *values);
+sf_status sf_nir_set_f32(sf_nir_fields *f, const char *name, int32_t ndim, const int64_t *shape, const float *values);
+sf_status sf_nir_set_text(sf_nir_fields *f, const char *name, const char *text);
+/* Removes a field if present. */
+void sf_nir_unset(sf_nir_fields *f, const char *name);
+
+/* Index of the node named `name`, or -1. */
+int32_t sf_nir_find_node(const sf_nir_graph *g, const char *name);
+/* The field named `name`, or NULL. */
+const sf_nir_field *sf_nir_field_of(const sf_nir_fields *f, const char *name);
+
+/* Writes the graph to `path` (atomically: a temporary beside it, then renamed), numeric arrays gzip-compressed as
+ * nir.write does. `version` is written as the file's format version. */
+sf_status sf_nir_write(const sf_nir_graph *g, const char *version, const char *path);
+/* Reads a NIR file, or a whole file held in memory. Every node's fields are read whatever its type; node groups
+ * named "metadata" are skipped; edges must name existing nodes. Malformed content is SF_ERR_FORMAT naming the HDF5
+ * path of what is wrong ("node/nodes/fc/weight: ..."). */
+sf_status sf_nir_read(const char *path, sf_nir_graph **out);
+sf_status sf_nir_read_memory(const void *data, size_t len, const char *name, sf_nir_graph **out);
+
+#endif

@@ -1,0 +1,251 @@
+/* test_dist_step.c — training steps over several processes against the same steps in one process, under
+ * `mpirun -np P test_dist_step TIME_PARALLEL SYNC_BN [DEVICE]`: every rank trains its time segment of its data rank's
+ * part of a global batch; every rank also trains a reference copy of the network alone on the whole batch and all T,
+ * and compares. Networks: an MLP (mean readout, recompute), the same with a leaky readout and the per-step loss
+ * (full memory mode), and a conv → BN → LIF → linear → BN → LIF → linear net (recompute, and BN statistics merged
+ * over the time segments, and over the data ranks with SYNC_BN).
+ * What must hold (≤ 1e-5 relative, float sums in another order): the loss of every step (averaged over the data
+ * ranks), every gradient after the all-reduce, the parameters after three SGD-momentum steps, this process's slice of
+ * the output; the spike count of every LIF layer summed over all processes equals the reference's exactly. Then bad
+ * input: T not divisible by the segments, a batch norm that cannot be fused, configs that differ across ranks. */
+#include "core/net_hooks.h"
+#include "dist/dist.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOL 1e-5
+
+static sf_dist *g_dist;
+static sf_device g_dev;
+
+typedef enum { NET_MLP, NET_MLP_LEAKY, NET_CONV_BN, NET_SPIKES_OUT } net_kind;
+static const char *const net_names[] = {"mlp", "mlp-leaky", "conv-bn", "spikes-out"};
+
+static void add(sf_net *net, sf_layer_kind kind, int32_t size)
+{
+    sf_layer_desc d;
+    sf_layer_default_desc(kind, &d);
+    d.out_features = d.out_channels = size;
+    d.kernel = 3;
+    d.padding = 1;
+    d.lif.v_threshold = 0.3f; /* the second LIF fires too, at every step of the test */
+    CHECK_OK(sf_net_add(net, &d, NULL));
+}
+
+static sf_net *build(net_kind kind)
+{
+    sf_net_params p;
+    sf_net_default_params(&p);
+    p.device = g_dev;
+    p.seed = 11;
+    if (kind == NET_CONV_BN) {
+        p.in_channels = 2, p.in_height = 5, p.in_width = 5;
+    } else {
+        p.in_channels = 12;
+    }
+    if (kind == NET_MLP_LEAKY) {
+        p.memory = SF_MEMORY_FULL;
+        p.readout = SF_READOUT_LEAKY;
+        p.loss = SF_LOSS_CE_PER_STEP;
+    }
+    sf_net *net = NULL;
+    CHECK_OK(sf_net_create(&p, &net));
+    if (!net) return NULL;
+    if (kind == NET_CONV_BN) {
+        add(net, SF_LAYER_CONV2D, 4);
+        add(net, SF_LAYER_BATCHNORM, 0);
+        add(net, SF_LAYER_LIF, 0);
+        add(net, SF_LAYER_FLATTEN, 0);
+        add(net, SF_LAYER_LINEAR, 24);
+        add(net, SF_LAYER_BATCHNORM, 0);
+        add(net, SF_LAYER_LIF, 0);
+        add(net, SF_LAYER_LINEAR, 4);
+    } else if (kind == NET_SPIKES_OUT) { /* the output is spikes: this segment's must equal the reference's exactly */
+        add(net, SF_LAYER_LINEAR, 32);
+        add(net, SF_LAYER_LIF, 0);
+        add(net, SF_LAYER_LINEAR, 4);
+        add(net, SF_LAYER_LIF, 0);
+    } else {
+        add(net, SF_LAYER_LINEAR, 32);
+        add(net, SF_LAYER_LIF, 0);
+        add(net, SF_LAYER_LINEAR, 32);
+        add(net, SF_LAYER_LIF, 0);
+        add(net, SF_LAYER_LINEAR, 4);
+    }
+    sf_optim_params o;
+    sf_optim_default_params(&o);
+    o.lr = 0.1f;
+    o.momentum = 0.9f;
+    CHECK_OK(sf_net_set_optimizer(net, &o));
+    return net;
+}
+
+/* Input [T, B, F] of global batch B: ~N(0.5, 1) so that the LIFs fire; labels b mod 4. */
+static void make_batch(int step, int64_t T, int64_t B, int64_t F, float *x, int32_t *labels)
+{
+    tu_randn(x, T * B * F, 0.5f, 1.0f, 1000 + (uint64_t)step);
+    for (int64_t b = 0; b < B; b++) labels[b] = (int32_t)((b + step) % 4);
+}
+
+/* The rows of data rank d: samples [d·Bl, (d+1)·Bl) of every step. */
+static void shard(const float *x, int64_t T, int64_t B, int64_t F, int d, int64_t Bl, float *out)
+{
+    for (int64_t t = 0; t < T; t++)
+        memcpy(out + t * Bl * F, x + (t * B + d * Bl) * F, (size_t)(Bl * F) * sizeof *out);
+}
+
+/* Spikes of each LIF layer in the last forward: rate · steps · batch · neurons (exact integers in float range). */
+static int spike_counts(sf_net *net, int64_t steps_times_batch, const int64_t *neurons, int n_lif, double *out)
+{
+    float rates[8];
+    int32_t n = sf_net_firing_rates(net, rates, 8);
+    for (int i = 0; i < n && i < n_lif; i++) out[i] = (double)llround((double)rates[i] * steps_times_batch * neurons[i]);
+    return n;
+}
+
+static void compare_run(net_kind kind, int64_t T, int64_t B)
+{
+    const int R = sf_dist_data_size(g_dist), d = sf_dist_data_rank(g_dist), G = sf_dist_time_parallel(g_dist);
+    const int g = sf_dist_segment(g_dist);
+    const int64_t Bl = B / R, Tl = T / G;
+    sf_net *ref = build(kind), *net = build(kind);
+    if (!ref || !net) return;
+    CHECK_OK(sf_dist_attach(g_dist, net));
+    CHECK_OK(sf_net_compile(ref, T, B));
+    CHECK_OK(sf_net_compile(net, T, Bl));
+    CHECK(sf_net_local_steps(net) == Tl, "%s: %lld local steps, expected %lld", net_names[kind],
+          (long long)sf_net_local_steps(net), (long long)Tl);
+    int32_t chw[3];
+    sf_net_tensor_shape(net, 0, chw);
+    const int64_t F = (int64_t)chw[0] * chw[1] * chw[2];
+    const int32_t L = sf_net_num_layers(net);
+    int64_t neurons[8];
+    int n_lif = 0;
+    for (int32_t id = 1; id <= L; id++) {
+        sf_net_tensor_shape(net, id, chw);
+        int64_t ns = (int64_t)chw[0] * chw[1] * chw[2];
+        if ((kind == NET_CONV_BN && (id == 3 || id == 7)) || (kind != NET_CONV_BN && (id == 2 || id == 4)))
+            neurons[n_lif++] = ns;
+    }
+    sf_net_tensor_shape(net, L, chw);
+    const int64_t K = chw[0];
+    float *x = malloc((size_t)(T * B * F) * sizeof *x), *xl = malloc((size_t)(T * Bl * F) * sizeof *xl);
+    int32_t labels[64];
+    for (int step = 0; step < 3; step++) {
+        make_batch(step, T, B, F, x, labels);
+        shard(x, T, B, F, d, Bl, xl);
+        sf_step_result rr, rd;
+        CHECK_OK(sf_net_train_step(ref, x, labels, &rr));
+        CHECK_OK(sf_net_train_step(net, xl, labels + d * Bl, &rd));
+        double loss = rd.loss;
+        CHECK_OK(sf_dist_sum_data(g_dist, &loss, 1));
+        loss /= R;
+        CHECK(fabs(loss - rr.loss) <= TOL * fabs(rr.loss), "%s step %d: loss %.8g, alone %.8g", net_names[kind], step,
+              loss, (double)rr.loss);
+        int64_t n_ref, n_got;
+        float *gr = tu_net_read_role(ref, SF_ROLE_GRAD, &n_ref), *gd = tu_net_read_role(net, SF_ROLE_GRAD, &n_got);
+        CHECK(n_ref == n_got && tu_rel_err_f32(gd, gr, n_ref) < TOL, "%s step %d: gradients differ by %g", net_names[kind],
+              step, tu_rel_err_f32(gd, gr, n_ref));
+        free(gr);
+        free(gd);
+        /* spikes: every process's count of each LIF layer, summed over the world, equals the reference's */
+        double cr[8] = {0}, cd[8] = {0};
+        spike_counts(ref, T * B, neurons, n_lif, cr);
+        spike_counts(net, Tl * Bl, neurons, n_lif, cd);
+        CHECK_OK(sf_dist_sum_all(g_dist, cd, n_lif));
+        for (int i = 0; i < n_lif; i++)
+            CHECK(cd[i] == cr[i] && (step > 0 || cr[i] > 0), /* it fires at least before training changes it */
+                  "%s step %d: LIF %d fired %.0f times over the processes, %.0f alone",
+                  net_names[kind], step, i, cd[i], cr[i]);
+        /* this segment's slice of the output, against the reference's rows of this data rank */
+        float *out_ref = malloc((size_t)(T * B * K) * sizeof(float)), *out = malloc((size_t)(Tl * Bl * K) * sizeof(float));
+        CHECK_OK(sf_net_read_activation(ref, L, out_ref));
+        CHECK_OK(sf_net_read_activation(net, L, out));
+        float *want = malloc((size_t)(Tl * Bl * K) * sizeof(float));
+        for (int64_t t = 0; t < Tl; t++)
+            memcpy(want + t * Bl * K, out_ref + ((g * Tl + t) * B + d * Bl) * K, (size_t)(Bl * K) * sizeof(float));
+        CHECK(tu_rel_err_f32(out, want, Tl * Bl * K) < TOL, "%s step %d: the output of segment %d, rank %d differs by %g",
+              net_names[kind], step, g, d, tu_rel_err_f32(out, want, Tl * Bl * K));
+        if (kind == NET_SPIKES_OUT)
+            CHECK(memcmp(out, want, (size_t)(Tl * Bl * K) * sizeof(float)) == 0, "%s step %d: spikes differ", net_names[kind],
+                  step);
+        free(out_ref);
+        free(out);
+        free(want);
+    }
+    int64_t n_ref, n_got;
+    float *pr = tu_net_read_role(ref, SF_ROLE_PARAM, &n_ref), *pd = tu_net_read_role(net, SF_ROLE_PARAM, &n_got);
+    CHECK(n_ref == n_got && tu_rel_err_f32(pd, pr, n_ref) < TOL, "%s: parameters after 3 steps differ by %g", net_names[kind],
+          tu_rel_err_f32(pd, pr, n_ref));
+    free(pr);
+    free(pd);
+    free(x);
+    free(xl);
+    sf_net_free(ref);
+    sf_net_free(net);
+}
+
+static void bad_input(void)
+{
+    const int G = sf_dist_time_parallel(g_dist);
+    sf_net *net = build(NET_MLP);
+    if (!net) return;
+    CHECK_OK(sf_dist_attach(g_dist, net));
+    if (G > 1) {
+        sf_status s = sf_net_compile(net, 2 * G + 1, 2);
+        CHECK(s == SF_ERR_INVALID && strstr(sf_last_error(), "does not divide"), "T = %d over %d segments: %s", 2 * G + 1,
+              G, sf_last_error());
+    }
+    sf_net_free(net);
+    if (G > 1) { /* a BN that no LIF follows cannot merge its statistics */
+        sf_net_params p;
+        sf_net_default_params(&p);
+        p.device = g_dev;
+        p.in_channels = 6;
+        CHECK_OK(sf_net_create(&p, &net));
+        add(net, SF_LAYER_LINEAR, 8);
+        add(net, SF_LAYER_BATCHNORM, 0);
+        add(net, SF_LAYER_LINEAR, 4);
+        CHECK_OK(sf_dist_attach(g_dist, net));
+        sf_status s = sf_net_compile(net, 2 * G, 2);
+        CHECK(s == SF_ERR_UNSUPPORTED && strstr(sf_last_error(), "fused"), "unfused BN over segments: %s",
+              sf_last_error());
+        sf_net_free(net);
+    }
+    /* the config check: the same hash passes, one that differs on the last rank is found on every rank */
+    CHECK_OK(sf_dist_check_same(g_dist, "config", 42));
+    const int last = sf_dist_size(g_dist) - 1;
+    sf_status s = sf_dist_check_same(g_dist, "config", sf_dist_rank(g_dist) == last ? 43 : 42);
+    CHECK(sf_dist_size(g_dist) == 1 || (s == SF_ERR_INVALID && strstr(sf_last_error(), "differs")),
+          "differing configs: %s", sf_last_error());
+}
+
+int main(int argc, char **argv)
+{
+    sf_dist_params dp;
+    sf_dist_default_params(&dp);
+    dp.time_parallel = argc > 1 ? atoi(argv[1]) : 1;
+    dp.sync_bn = argc > 2 ? atoi(argv[2]) : 0;
+    g_dev = (sf_device){SF_DEVICE_CPU, 0};
+    if (argc > 3) CHECK_OK(sf_device_parse(argv[3], &g_dev));
+    sf_set_num_threads(1);
+    CHECK_OK(sf_dist_init(&dp, &g_dist));
+    if (!g_dist) return tu_finish("test_dist_step");
+    g_dev = sf_dist_device(g_dist, g_dev);
+    const int R = sf_dist_data_size(g_dist), G = sf_dist_time_parallel(g_dist);
+    const int64_t T = 3 * G, B = 2 * R;
+    compare_run(NET_MLP, T, B);
+    compare_run(NET_MLP_LEAKY, T, B);
+    compare_run(NET_SPIKES_OUT, T, B);
+    /* BN over a data-parallel split matches one process only with synchronised statistics */
+    if (R == 1 || dp.sync_bn) compare_run(NET_CONV_BN, T, B);
+    bad_input();
+    char name[64];
+    snprintf(name, sizeof name, "test_dist_step rank %d/%d", sf_dist_rank(g_dist), sf_dist_size(g_dist));
+    int rc = tu_finish(name);
+    sf_dist_free(g_dist);
+    return rc;
+}
