@@ -63,6 +63,7 @@ if [ "$MODE" != --tests-only ]; then
     for p in bf16 fp16; do run bench_w1_lif table 0 $p; done
     for p in tf32 bf16 fp16; do run bench_w2_linear_lif table $p; done
     for p in tf32 bf16 fp16; do run bench_w3_vgg9 table 10 $p; done
+    run bench_w4 table all 64 bf16 # event-driven layers (linear, recurrent) on 16-bit activations
     # another workspace allowance for cuDNN's convolution algorithms (default 512 MiB): speed against peak memory
     run bench_w3_vgg9 table 10 fp32 conv_workspace_mib=${SF_GPU_WS_MIB:-256}
     run bench_w3_vgg9 table 10 bf16 conv_workspace_mib=128

@@ -5,10 +5,14 @@
  * bytes; parameters gain their 16-bit copy (params 1.5×, gradients and optimizer state unchanged); a 16-bit upload
  * stages its float input; writing a parameter rewrites exactly its range of the 16-bit copy; fp16 starts at loss
  * scale 2^16 and writes it (and its reciprocal) for the device, other precisions keep 1. Also: a conv that writes
- * its input's gradient first gets that input rebuilt in the gradient's buffer (no buffer of its own). */
+ * its input's gradient first gets that input rebuilt in the gradient's buffer (no buffer of its own). An
+ * event-driven net (input spikes → sparse linear → θ_grad LIF → sparse linear → RLIF → linear) halves the same
+ * buffers, and its compact spikes (bits, lists, counts), gradient masks and the sparse ops' workspaces keep their
+ * size. */
 #include "core/net_internal.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_layers.h"
+#include "cpu/cpu_neuron.h"
 #include "testutil.h"
 
 #include <stdlib.h>
@@ -59,7 +63,9 @@ static sf_backend *stub_backend(sf_act_type act)
     be->copy_from_host = be->copy_to_host = be->copy = stub_copy;
     be->zero = stub_zero;
     be->destroy = stub_destroy;
-    be->conv_workspace = sf_cpu_op_conv_workspace; /* a size only: the same on both sides */
+    be->conv_workspace = sf_cpu_op_conv_workspace; /* sizes only: the same on both sides */
+    be->spike_linear_workspace = sf_cpu_op_spike_linear_workspace;
+    be->rlif_workspace = sf_cpu_op_rlif_workspace;
     be->convert = stub_convert;
     return be;
 }
@@ -97,13 +103,67 @@ static sf_net *make(sf_backend *be, sf_memory_mode mode)
     return net;
 }
 
-static void compare_plans(sf_act_type act, sf_memory_mode mode)
+/* 128 input spikes → linear 64 → LIF (θ_grad: its input's gradient gets a mask) → linear 128 → RLIF → linear 16,
+ * sparse on, T = 4, B = 4 (every act-typed buffer a multiple of 512 bytes). */
+static sf_net *make_sparse(sf_backend *be, sf_memory_mode mode)
+{
+    sf_net_params p;
+    sf_net_default_params(&p);
+    p.memory = mode;
+    p.sparse = SF_SPARSE_ON;
+    p.input_spikes = 1;
+    p.in_channels = 128, p.in_height = 1, p.in_width = 1;
+    sf_net *net = NULL;
+    CHECK_OK(sf_net_create_on(&p, be, &net));
+    if (!net) return NULL;
+    sf_layer_desc lif, rlif;
+    sf_layer_default_desc(SF_LAYER_LIF, &lif);
+    lif.lif.use_grad_threshold = 1;
+    sf_layer_default_desc(SF_LAYER_RLIF, &rlif);
+    tu_add_layer(net, SF_LAYER_LINEAR, 64, 0);
+    CHECK_OK(sf_net_add(net, &lif, NULL));
+    tu_add_layer(net, SF_LAYER_LINEAR, 128, 0);
+    CHECK_OK(sf_net_add(net, &rlif, NULL));
+    tu_add_layer(net, SF_LAYER_LINEAR, 16, 0);
+    CHECK_OK(sf_net_compile(net, 4, 4));
+    return net;
+}
+
+static bool same_slot_bytes(sf_slot a, sf_slot b) { return a.bytes == b.bytes && a.where == b.where; }
+
+/* The event-driven bookkeeping of the sparse net: compact forms, masks and workspaces as in fp32. */
+static void compare_sparse_slots(const sf_net *a, const sf_net *b, const char *m)
+{
+    int compact = 0, masks = 0;
+    for (int32_t t = 0; t <= a->n_layers; t++) {
+        const sf_net_tensor *x = &a->tensors[t], *y = &b->tensors[t];
+        compact += x->compact, masks += x->gmask;
+        CHECK(x->compact == y->compact && x->gmask == y->gmask && same_slot_bytes(x->cbits, y->cbits) &&
+                  same_slot_bytes(x->cidx, y->cidx) && same_slot_bytes(x->ccnt, y->ccnt) &&
+                  same_slot_bytes(x->gbits, y->gbits) && same_slot_bytes(x->gcnt, y->gcnt),
+              "%s: tensor %d: compact spikes or gradient mask planned differently", m, t);
+    }
+    CHECK(compact == 3 && masks == 1, "%s: %d compact tensors, %d gradient masks (expected 3, 1)", m, compact, masks);
+    for (int32_t i = 0; i < a->n_layers; i++) {
+        const sf_net_layer *x = &a->layers[i], *y = &b->layers[i];
+        CHECK(x->sparse == y->sparse && same_slot_bytes(x->sws_f, y->sws_f) && same_slot_bytes(x->sws_b, y->sws_b),
+              "%s: layer %d: sparse workspaces differ", m, i);
+        CHECK(y->dx_tmp.bytes * 2 == x->dx_tmp.bytes, "%s: layer %d: dx scratch %zu bytes, fp32 %zu", m, i,
+              y->dx_tmp.bytes, x->dx_tmp.bytes);
+    }
+    CHECK(a->layers[2].sws_f.bytes > 0 && a->layers[3].sws_f.bytes > 0 && a->layers[2].in_float.bytes > 0,
+          "%s: the sparse linear and RLIF layers have no workspace, or no buffer to expand spikes into", m);
+}
+
+static void compare_plans(sf_act_type act, sf_memory_mode mode, bool sparse)
 {
     sf_backend *cpu = NULL;
     CHECK_OK(sf_cpu_backend_create(&cpu));
-    sf_net *a = make(cpu, mode), *b = make(stub_backend(act), mode);
+    sf_net *(*build)(sf_backend *, sf_memory_mode) = sparse ? make_sparse : make;
+    sf_net *a = build(cpu, mode), *b = build(stub_backend(act), mode);
     if (!a || !b) return;
-    const char *m = mode == SF_MEMORY_FULL ? "full" : "recompute";
+    const char *m = sparse ? (mode == SF_MEMORY_FULL ? "sparse, full" : "sparse, recompute")
+                           : (mode == SF_MEMORY_FULL ? "full" : "recompute");
     size_t kept_act = 0;
     for (int32_t t = 0; t <= a->n_layers; t++) {
         const sf_net_tensor *x = &a->tensors[t], *y = &b->tensors[t];
@@ -122,13 +182,17 @@ static void compare_plans(sf_act_type act, sf_memory_mode mode)
         CHECK(y->in_float.bytes * 2 == x->in_float.bytes, "%s: layer %d: rebuilt input %zu bytes, fp32 %zu", m, i,
               y->in_float.bytes, x->in_float.bytes);
     }
-    CHECK(a->layers[3].rebuild_in_grad && b->layers[3].rebuild_in_grad && a->layers[3].in_float.bytes == 0,
-          "%s: the second conv's input is not rebuilt in its gradient's buffer", m);
+    if (sparse)
+        compare_sparse_slots(a, b, m);
+    else
+        CHECK(a->layers[3].rebuild_in_grad && b->layers[3].rebuild_in_grad && a->layers[3].in_float.bytes == 0,
+              "%s: the second conv's input is not rebuilt in its gradient's buffer", m);
     sf_memory_plan pa, pb;
     CHECK_OK(sf_net_memory_plan(a, &pa));
     CHECK_OK(sf_net_memory_plan(b, &pb));
-    CHECK(kept_act > 0 && pb.saved + kept_act / 2 == pa.saved, "%s: saved %zu bytes, fp32 %zu, act-typed kept %zu", m,
-          pb.saved, pa.saved, kept_act);
+    /* (the sparse net in full mode keeps bits and h only) */
+    CHECK((kept_act > 0 || (sparse && mode == SF_MEMORY_FULL)) && pb.saved + kept_act / 2 == pa.saved,
+          "%s: saved %zu bytes, fp32 %zu, act-typed kept %zu", m, pb.saved, pa.saved, kept_act);
     CHECK(pb.params * 2 == pa.params * 3 && pb.grads == pa.grads && pb.optimizer == pa.optimizer &&
               pb.buffers == pa.buffers,
           "%s: params %zu / %zu, grads %zu / %zu, optimizer %zu / %zu", m, pb.params, pa.params, pb.grads, pa.grads,
@@ -201,9 +265,10 @@ static void test_loss_scale_state(void)
 
 int main(void)
 {
-    for (int a = 0; a < 2; a++)
-        for (int mode = 0; mode < 2; mode++)
-            compare_plans(a ? SF_ACT_F16 : SF_ACT_BF16, mode ? SF_MEMORY_RECOMPUTE : SF_MEMORY_FULL);
+    for (int sparse = 0; sparse < 2; sparse++)
+        for (int a = 0; a < 2; a++)
+            for (int mode = 0; mode < 2; mode++)
+                compare_plans(a ? SF_ACT_F16 : SF_ACT_BF16, mode ? SF_MEMORY_RECOMPUTE : SF_MEMORY_FULL, sparse);
     test_refresh();
     test_loss_scale_state();
     return tu_finish("test_plan_precision");

@@ -74,7 +74,7 @@ SF_CPU_CLONES static int64_t forward_block(const bn_lif_geom *g, const sf_lif_co
     const float *v_in = st ? sf_state_at(st->v_in, n0) : NULL;
     float *v_out = st ? sf_state_at_mut(st->v_out, n0) : NULL;
 #define SF_FWD(soft, bytes)                                                                                        \
-    sf_block_forward(k, soft, 1, bytes, g->T, g->N, nb, x + n0, sc, sh, v_in, v_out, NULL, 0, s, h, s8)
+    sf_block_forward(k, soft, 1, bytes, g->T, g->N, nb, x + n0, sc, sh, v_in, v_out, NULL, 0, s, h, s8, NULL)
     if (s8) return soft ? SF_FWD(1, 1) : SF_FWD(0, 1);
     return soft ? SF_FWD(1, 0) : SF_FWD(0, 0);
 #undef SF_FWD

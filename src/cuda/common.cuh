@@ -52,8 +52,9 @@ sf_cuda_ctx *sf_cuda_ctx_of(sf_backend *be);
  * training. */
 sf_status sf_cuda_scratch(sf_cuda_ctx *c, int slot, size_t bytes, void **out);
 
-/* Zeroes n floats on the backend's stream. */
+/* Zeroes n floats, or n elements of the backend's activation type, on the backend's stream. */
 sf_status sf_cuda_zero_f32(sf_cuda_ctx *c, float *p, int64_t n);
+sf_status sf_cuda_zero_act(sf_cuda_ctx *c, void *p, int64_t n);
 
 /* cudaMalloc of `bytes` (0: NULL), failing with the free and total device memory and what it was `what` for. */
 sf_status sf_cuda_device_alloc(size_t bytes, void **out, const char *what);

@@ -23,6 +23,7 @@ sf_status sf_cuda_lif_forward_tuned(const sf_lif_params *p, int64_t T, int64_t N
                                     const sf_lif_out *out, const sf_lif_state *st, const sf_cuda_lif_tuning *tune,
                                     void *stream)
 {
+    if (out->c.bits) return sf_cuda_lif_compact_forward(plain(p, T, N, x, st, tune), t, out, (cudaStream_t)stream);
     return sf_cuda_with_act(t, [&](auto tag) {
         return sf_cuda_neuron_forward_launch<decltype(tag)>(plain(p, T, N, x, st, tune), false, out,
                                                             (cudaStream_t)stream);
@@ -63,4 +64,15 @@ sf_status sf_cuda_op_lif_backward(sf_backend *be, const sf_lif_params *p, int64_
 {
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     return sf_cuda_lif_backward(p, T, N, c->act, x, h, ds, dx, st, c->stream);
+}
+
+/* The backward, then its mask from dx in a second, read-only pass (spikes_compact's kernel: bits and counts). */
+sf_status sf_cuda_op_lif_backward_masked(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
+                                         const float *x, const float *h, const float *ds, float *dx,
+                                         const sf_spikes *mask, float *count, const sf_lif_state *st)
+{
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    SF_TRY(sf_cuda_lif_backward(p, T, B * n, c->act, x, h, ds, dx, st, c->stream));
+    sf_spikes m = {mask->bits, NULL, mask->cnt};
+    return sf_cuda_spikes_compact(c, T * B, n, dx, &m, count, NULL);
 }

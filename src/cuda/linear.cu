@@ -60,6 +60,14 @@ template <class T> static sf_status column_sums(sf_cuda_ctx *c, int64_t rows, in
     return SF_OK;
 }
 
+sf_status sf_cuda_column_sums(sf_cuda_ctx *c, int64_t rows, int32_t out, const float *dy, float *db)
+{
+    return sf_cuda_with_act(c->act, [&](auto tag) {
+        using T = decltype(tag);
+        return column_sums<T>(c, rows, out, (const T *)dy, db);
+    });
+}
+
 static sf_status check_dims(int64_t rows, int32_t in, int32_t out)
 {
     if (rows < 0 || rows > INT_MAX || in < 0 || out < 0)
@@ -103,6 +111,13 @@ sf_status sf_cuda_op_linear_forward(sf_backend *be, int64_t rows, int32_t in, in
     return sf_cuda_gemm(c, CUBLAS_OP_T, CUBLAS_OP_N, out, (int)rows, in, w, in, x, in, beta, y, out, false);
 }
 
+/* dxᶜ[in, rows] = Wᶜ[in, out]·dyᶜ[out, rows] */
+static sf_status input_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *w, const float *dy,
+                            float *dx)
+{
+    return sf_cuda_gemm(c, CUBLAS_OP_N, CUBLAS_OP_N, in, (int)rows, out, w, in, dy, out, 0.0f, dx, in, false);
+}
+
 sf_status sf_cuda_op_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
                                      const float *w, const float *dy, float *dx, float *dw, float *db)
 {
@@ -111,16 +126,20 @@ sf_status sf_cuda_op_linear_backward(sf_backend *be, int64_t rows, int32_t in, i
     if (rows == 0 || out == 0 || in == 0) { /* degenerate: gradients are zero */
         if (dw) SF_TRY(sf_cuda_zero_f32(c, dw, (int64_t)out * in));
         if (db) SF_TRY(sf_cuda_zero_f32(c, db, out));
-        if (dx) SF_TRY(be->zero(be, dx, (size_t)(rows * in) * sf_act_type_size(c->act)));
+        if (dx) SF_TRY(sf_cuda_zero_act(c, dx, rows * in));
         return SF_OK;
     }
-    /* dxᶜ[in, rows] = Wᶜ[in, out]·dyᶜ[out, rows] */
-    if (dx) SF_TRY(sf_cuda_gemm(c, CUBLAS_OP_N, CUBLAS_OP_N, in, (int)rows, out, w, in, dy, out, 0.0f, dx, in, false));
+    if (dx) SF_TRY(input_grad(c, rows, in, out, w, dy, dx));
     /* dWᶜ[in, out] = xᶜ[in, rows]·dyᶜ[out, rows]ᵀ, in fp32 */
     SF_TRY(sf_cuda_gemm(c, CUBLAS_OP_N, CUBLAS_OP_T, in, out, (int)rows, x, in, dy, out, 0.0f, dw, in, true));
-    if (!db) return SF_OK;
-    return sf_cuda_with_act(c->act, [&](auto tag) {
-        using T = decltype(tag);
-        return column_sums<T>(c, rows, out, (const T *)dy, db);
-    });
+    return db ? sf_cuda_column_sums(c, rows, out, dy, db) : SF_OK;
+}
+
+sf_status sf_cuda_linear_input_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *w,
+                                    const float *dy, float *dx)
+{
+    SF_TRY(check_dims(rows, in, out));
+    if (rows == 0 || in == 0) return SF_OK;
+    if (out == 0) return sf_cuda_zero_act(c, dx, rows * in);
+    return input_grad(c, rows, in, out, w, dy, dx);
 }

@@ -407,4 +407,8 @@ extern template sf_status sf_cuda_neuron_backward_launch<__half>(const sf_cuda_n
                                                                  const void *, void *, float *, const float *,
                                                                  const float *, cudaStream_t);
 
+/* lif_compact.cu: the plain LIF forward with out->c (the compact spikes) written by the kernel itself; x and out->s
+ * of type t. */
+sf_status sf_cuda_lif_compact_forward(const sf_cuda_neuron &a, sf_act_type t, const sf_lif_out *out, cudaStream_t st);
+
 #endif

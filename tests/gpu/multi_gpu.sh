@@ -30,7 +30,9 @@ if [ -n "${SF_GPU_BIN:-}" ]; then
     BIN=$SF_GPU_BIN
     export LD_LIBRARY_PATH=$BIN/../lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     ompi=$BIN/../ompi/usr
-    if ! command -v mpirun >/dev/null && [ -x "$ompi/bin/mpirun" ]; then
+    # the bundle's programs link the bundle's OpenMPI (and its PMIx): a host mpirun of another build would load
+    # its own plugins against those libraries
+    if [ -x "$ompi/bin/mpirun" ]; then
         ompi=$(cd "$ompi" && pwd)
         export OPAL_PREFIX=$ompi PATH=$ompi/bin:$PATH
         export PMIX_INSTALL_PREFIX=$ompi/lib/x86_64-linux-gnu/pmix2

@@ -11,14 +11,25 @@
  *     convolution's weight gradient, which cuDNN writes in 16 bits): 1e-2 for bf16, 2e-3 for fp16 (about 4× the
  *     rounding error of one step on random data);
  * the LIF and BN+LIF kernels also at long T with the neuron state carried (spikes and v_out exact, ∂L/∂v 1e-5);
+ * the event-driven ops (core/spikes.h): compact spikes (bits, lists, counts), spikes_expand, the LIF forward with
+ *   compact output (s, h) and the recurrent layer's event-driven forward (s, h, compact output) exact; the
+ *   event-driven linear forward and masked dx exactly the CPU's float sums rounded once (same order, same
+ *   operations), its dW (float) exact, db 1e-6, the dense dx 16-bit; masks of nonzero gradients mark exactly the
+ *   nonzero entries of the GPU's 16-bit dx and the CPU's marks except where its value is below 2^-22; the LIF's
+ *   masked dx 16-bit; the recurrent layer's dx and dV 4× the 16-bit bound (each step reads back the 16-bit dx of
+ *   the step after), its dense forward's h 1e-5 (cuBLAS's order: spikes may flip, then gradients are skipped);
  * then whole networks: a small conv net's loss within 2% (bf16) / 0.5% (fp16) of the CPU's fp32 loss, its output
  * and gradients within 10% / 5% relative L2 (spikes near the threshold may flip when their input is rounded), fp16's
  * loss scaling (overflowing steps skipped and the scale halved, parameters untouched, growth after 2000 good steps,
- * a NaN loss still fails the step), and 16-bit plans smaller than fp32's. The errors seen are printed. */
+ * a NaN loss still fails the step), and 16-bit plans smaller than fp32's; event-driven nets (feed-forward and
+ * recurrent, sparse on) within the same bounds, on their sparse paths, fitting a batch; sparse = auto measuring its
+ * crossovers in 16 bits. The errors seen are printed. */
 #include "cpu/cpu_backend.h"
 #include "cuda/cuda_backend.h"
 #include "gemm_cases.h"
 #include "testutil.h"
+
+#include "core/rng.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -510,6 +521,249 @@ static void test_readout_loss(int64_t T, int64_t B, int32_t K)
     drop(&o), drop(&r), drop(&dr), drop(&doo), drop_raw(&labels);
 }
 
+/* ---------------------------------------------------------------- event-driven ops (core/spikes.h) */
+
+/* The compact form of a [rows, n] tensor on both sides, 0xff where nothing is written (lists past their counts). */
+typedef struct {
+    raw bits, idx, cnt;
+} craw;
+
+static craw craw_of(int64_t rows, int64_t n, bool lists)
+{
+    craw c = {raw_of(NULL, (size_t)(rows * sf_spike_words(n)) * 4), raw_of(NULL, lists ? (size_t)(rows * n) : 0),
+              raw_of(NULL, (size_t)(rows * sf_spike_segs(n)) * 4)};
+    return c;
+}
+
+#define SC(c, lists) (&(sf_spikes){SR((c).bits), (lists) ? SR((c).idx) : NULL, SR((c).cnt)})
+
+static void cmp_craw(const char *what, const craw *c)
+{
+    char w[160];
+    snprintf(w, sizeof w, "%.140s bits", what);
+    cmp_raw(w, &c->bits);
+    snprintf(w, sizeof w, "%.140s lists", what);
+    cmp_raw(w, &c->idx);
+    snprintf(w, sizeof w, "%.140s counts", what);
+    cmp_raw(w, &c->cnt);
+}
+
+static void drop_craw(craw *c) { drop_raw(&c->bits), drop_raw(&c->idx), drop_raw(&c->cnt); }
+
+/* A 16-bit output of a kernel that sums in the CPU op's order with its operations: the CPU's float result, rounded
+ * once to the type. */
+static void cmp_rounded(const char *what, const ten *t)
+{
+    float *g = get(t);
+    size_t bad = 0;
+    for (size_t i = 0; i < t->n; i++) bad += g[i] != round16(t->c[i]) && !(isnan(g[i]) && isnan(t->c[i]));
+    CHECK(bad == 0, "%s %s: %zu of %zu elements are not the CPU's value rounded", prec, what, bad, t->n);
+    free(g);
+}
+
+/* A mask of nonzero gradients ([rows, n] bits, with its count) on the GPU marks exactly the nonzero entries of its
+ * stored dx, and differs from the CPU's mask (of float values) only where the CPU's value is below 2^-22 in
+ * magnitude, which fp16 rounds to 0 or a subnormal that the GPU's own dx may not reach. */
+static void cmp_mask(const char *what, const raw *bits, const ten *dx, const ten *count, int64_t rows, int64_t n)
+{
+    const int64_t words = sf_spike_words(n);
+    uint32_t *gb = malloc(bits->n + 4);
+    const uint32_t *cb = bits->c;
+    CHECK_OK(gpu->copy_to_host(gpu, gb, bits->g, bits->n));
+    float *g = get(dx), *gc = get(count);
+    int64_t own = 0, other = 0, ones = 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t i = 0; i < n; i++) {
+            const int bg = (gb[r * words + i / 32] >> (i % 32)) & 1, bc = (cb[r * words + i / 32] >> (i % 32)) & 1;
+            ones += bg;
+            own += bg != (g[r * n + i] != 0.0f);
+            other += bg != bc && fabsf(dx->c[r * n + i]) >= 0x1p-22f;
+        }
+    CHECK(own == 0 && other == 0 && gc[0] == (float)ones,
+          "%s %s mask: %lld bits disagree with the GPU's dx, %lld with the CPU's; count %g of %lld ones", prec, what,
+          (long long)own, (long long)other, gc[0], (long long)ones);
+    free(gb), free(g), free(gc);
+}
+
+/* The LIF forward writing its compact spikes on inputs that fire (1000) or never (-1), at density d; the conversions
+ * of those spikes; the LIF backward with its mask of nonzero dx. */
+static void test_lif_compact(int64_t T, int64_t B, int64_t n, double d, int g)
+{
+    const int64_t rows = T * B, total = rows * n;
+    char w[128];
+    snprintf(w, sizeof w, "LIF compact T=%lld B=%lld n=%lld density %.2f θ_grad %d", (long long)T, (long long)B,
+             (long long)n, d, g);
+    float *hx = malloc(4 * (size_t)(total + 1));
+    for (int64_t i = 0; i < total; i++) hx[i] = sf_uniform(81, (uint64_t)n, (uint64_t)i) < d ? 1000.0f : -1.0f;
+    ten x = out((size_t)total), s = out((size_t)total), h = out_f32((size_t)total), back = out((size_t)total);
+    ten cnt = out_f32(1), cnt2 = out_f32(1), flag = out_f32(1), gcnt = out_f32(1), dx = out((size_t)total);
+    put(&x, hx);
+    free(hx);
+    RUN(be->zero(be, S(cnt), 4));
+    RUN(be->zero(be, S(cnt2), 4));
+    RUN(be->zero(be, S(flag), 4));
+    RUN(be->zero(be, S(gcnt), 4));
+    craw c = craw_of(rows, n, true), c2 = craw_of(rows, n, true), m = craw_of(rows, n, false);
+    sf_lif_params p;
+    tu_seed_neuron(&p, g, 0.6f);
+    RUN(be->lif_forward(be, &p, T, B * n, S(x),
+                        &(sf_lif_out){.s = S(s), .h = S(h), .spike_count = S(cnt), .c = *SC(c, true), .row = n}, NULL));
+    cmp(w, &s, 0.0);
+    cmp(w, &h, 0.0);
+    cmp(w, &cnt, 0.0);
+    cmp_craw(w, &c);
+    RUN(be->spikes_compact(be, rows, n, S(s), SC(c2, true), S(cnt2), S(flag)));
+    cmp_craw("spikes_compact", &c2);
+    cmp("spikes_compact count", &cnt2, 0.0);
+    cmp("spikes_compact flag", &flag, 0.0);
+    RUN(be->spikes_expand(be, rows, n, SR(c.bits), S(back)));
+    cmp("spikes_expand", &back, 0.0);
+    RUN(be->spikes_compact(be, rows, n, S(x), SC(c2, true), NULL, S(flag))); /* 1000 and -1: not spikes */
+    float *f = get(&flag);
+    CHECK(f[0] == 1.0f, "%s %s: a non-spike input was not flagged", prec, w);
+    free(f);
+    /* the backward with its mask of nonzero dx, on inputs near the threshold (1000 and -1 leave the surrogate's
+     * gradients below fp16's range) */
+    ten xb = in((size_t)total, 0.6f, 1.0f, 82), ds = in((size_t)total, 0.0f, 1.0f, 83);
+    RUN(be->lif_backward_masked(be, &p, T, B, n, S(xb), NULL, S(ds), S(dx), SC(m, false), S(gcnt), NULL));
+    cmp16(w, &dx);
+    cmp_mask(w, &m.bits, &dx, &gcnt, rows, n);
+    drop(&x), drop(&s), drop(&h), drop(&back), drop(&cnt), drop(&cnt2), drop(&flag), drop(&gcnt), drop(&dx);
+    drop(&xb), drop(&ds);
+    drop_craw(&c), drop_craw(&c2), drop_craw(&m);
+}
+
+/* The event-driven linear layer: y and the masked dx are the CPU's sums rounded once, dW (float, from the 16-bit
+ * dy) equals the CPU's; the dense dx (GEMM) as any 16-bit output. */
+static void test_spike_linear(int64_t rows, int32_t in_f, int32_t o, double d)
+{
+    char w[128];
+    snprintf(w, sizeof w, "spike linear %lldx%dx%d density %.2f", (long long)rows, in_f, o, d);
+    const size_t nx = (size_t)(rows * in_f), ny = (size_t)(rows * o), nw = (size_t)o * in_f;
+    float *hx = malloc(4 * nx + 4), *hdy = malloc(4 * ny + 4), *hind = malloc(4 * ny + 4);
+    for (size_t i = 0; i < nx; i++) hx[i] = sf_uniform(91, (uint64_t)in_f, i) < d;
+    ten x = out(nx), wt = in(nw, 0.0f, 0.3f, 92), b = in_f32((size_t)o, 0.1f, 0.2f, 93), y = out(ny);
+    ten dy = out(ny), dx = out(nx), dw = out_f32(nw), db = out_f32((size_t)o), ind = out(ny);
+    put(&x, hx);
+    tu_randn(hdy, (int64_t)ny, 0.0f, 1.0f, 94);
+    for (size_t i = 0; i < ny; i++) hdy[i] = round16(hdy[i]);
+    put(&dy, hdy);
+    void *wsc = NULL, *wsg = gpu_alloc(gpu->spike_linear_workspace(gpu, rows, in_f, o));
+    CHECK_OK(cpu->alloc(cpu, cpu->spike_linear_workspace(cpu, rows, in_f, o) + 4, &wsc));
+    craw c = craw_of(rows, in_f, true), m = craw_of(rows, o, false);
+    RUN(be->spikes_compact(be, rows, in_f, S(x), SC(c, true), NULL, NULL));
+    cmp_craw(w, &c);
+    RUN(be->spike_linear_forward(be, rows, in_f, o, SC(c, true), S(wt), S(b), S(y), side_ ? wsg : wsc));
+    cmp_rounded(w, &y);
+    RUN(be->spike_linear_backward(be, rows, in_f, o, SR(c.bits), S(wt), S(dy), NULL, S(dx), S(dw), S(db),
+                                  side_ ? wsg : wsc));
+    cmp(w, &dw, 0.0);
+    cmp(w, &db, 1e-6);
+    cmp16(w, &dx);
+    /* a gradient with zeros: the dx summed over its nonzero entries */
+    for (size_t i = 0; i < ny; i++) {
+        if (sf_uniform(95, 1, i) < 0.8) hdy[i] = 0.0f;
+        hind[i] = hdy[i] != 0.0f;
+    }
+    put(&dy, hdy);
+    put(&ind, hind);
+    RUN(be->spikes_compact(be, rows, o, S(ind), SC(m, false), NULL, NULL));
+    RUN(be->spike_linear_backward(be, rows, in_f, o, SR(c.bits), S(wt), S(dy), SC(m, false), S(dx), S(dw), NULL,
+                                  side_ ? wsg : wsc));
+    cmp_rounded(w, &dx);
+    cmp(w, &dw, 0.0);
+    free(hx), free(hdy), free(hind);
+    cpu->release(cpu, wsc);
+    gpu->release(gpu, wsg);
+    drop(&x), drop(&wt), drop(&b), drop(&y), drop(&dy), drop(&dx), drop(&dw), drop(&db), drop(&ind);
+    drop_craw(&c), drop_craw(&m);
+}
+
+/* How many spikes differ between the sides. */
+static int64_t spike_flips(const ten *s)
+{
+    float *g = get(s);
+    int64_t k = 0;
+    for (size_t i = 0; i < s->n; i++) k += g[i] != s->c[i];
+    free(g);
+    return k;
+}
+
+/* The recurrent layer. Event-driven forward: spikes, h and the compact output equal the CPU's (its sums run in the
+ * CPU's order over the same 16-bit V); the dense one sums V·s in cuBLAS's order (h within 1e-5; a potential within
+ * rounding of the threshold may fire on one side only, and then gradients are not compared). Gradients: dx and dV
+ * within 4× the 16-bit bound, since each step's Vᵀ·dy_{t+1} reads back the 16-bit dx of the step after. */
+static void test_rlif(int64_t T, int64_t B, int64_t n, int g)
+{
+    const int64_t rows = T * B, total = rows * n;
+    ten x = in((size_t)total, 0.7f, 1.0f, 101), v = in((size_t)(n * n), 0.0f, 1.5f / sqrtf((float)n), 102);
+    ten ds = in((size_t)total, 0.0f, 1.0f, 103);
+    void *wsc = NULL, *wsg = gpu_alloc(gpu->rlif_workspace(gpu, T, B, n));
+    CHECK_OK(cpu->alloc(cpu, cpu->rlif_workspace(cpu, T, B, n) + 4, &wsc));
+    sf_lif_params p;
+    tu_seed_neuron(&p, g, 0.5f);
+    for (int sparse = 0; sparse < 2; sparse++) {
+        char w[160];
+        snprintf(w, sizeof w, "RLIF T=%lld B=%lld n=%lld θ_grad %d %s", (long long)T, (long long)B, (long long)n, g,
+                 sparse ? "sparse" : "dense");
+        ten s = out((size_t)total), h = out_f32((size_t)total), cnt = out_f32(1);
+        craw c = craw_of(rows, n, true);
+        RUN(be->zero(be, S(cnt), 4));
+        RUN(be->rlif_forward(be, &p, T, B, n, S(x), S(v), sparse,
+                             &(sf_lif_out){.s = S(s), .h = S(h), .spike_count = S(cnt), .c = *SC(c, true), .row = n},
+                             side_ ? wsg : wsc));
+        const bool exact = sparse && n <= 8192; /* past 8192 neurons the GPU runs the dense loop */
+        const int64_t flips = spike_flips(&s);
+        CHECK(exact ? flips == 0 : flips <= total / 1000, "%s %s: %lld of %lld spikes differ", prec, w,
+              (long long)flips, (long long)total);
+        if (flips) {
+            printf("%s %s: %lld spikes differ (dense sums in another order); gradients not compared\n", prec, w,
+                   (long long)flips);
+        } else {
+            cmp(w, &h, exact ? 0.0 : 1e-5);
+            cmp(w, &cnt, 0.0);
+            cmp_craw(w, &c);
+            const int flags = sparse ? SF_RLIF_SPARSE_DV | SF_RLIF_SPARSE_DY : 0;
+            for (int recompute = 0; recompute < 2; recompute++) {
+                ten dx = out((size_t)total), dv = out_f32((size_t)(n * n)), gc = out_f32(1);
+                craw m = craw_of(rows, n, false);
+                RUN(be->zero(be, S(gc), 4));
+                RUN(be->rlif_backward(be, &p, T, B, n, S(x), recompute ? NULL : S(h), S(v), S(ds), sparse, flags,
+                                      S(dx), S(dv), SC(m, false), S(gc), side_ ? wsg : wsc));
+                char wb[200];
+                snprintf(wb, sizeof wb, "%.160s backward %s", w, recompute ? "recompute" : "saved h");
+                double ex = cmp(wb, &dx, 4 * tol), ev = cmp(wb, &dv, 4 * tol);
+                cmp_mask(wb, &m.bits, &dx, &gc, rows, n);
+                printf("%s %s: dx rel err %.2e, dV %.2e\n", prec, wb, ex, ev);
+                drop(&dx), drop(&dv), drop(&gc), drop_craw(&m);
+            }
+        }
+        drop(&s), drop(&h), drop(&cnt), drop_craw(&c);
+    }
+    cpu->release(cpu, wsc);
+    gpu->release(gpu, wsg);
+    drop(&x), drop(&v), drop(&ds);
+}
+
+static void test_sparse_ops(void)
+{
+    const int64_t lif[][3] = {{4, 3, 1000}, {1, 1, 7}, {3, 4, 300}, {2, 1, 513}};
+    const double dens[] = {0.0, 0.05, 0.5, 1.0};
+    for (int i = 0; i < 4; i++)
+        for (int d = 0; d < 4; d++) test_lif_compact(lif[i][0], lif[i][1], lif[i][2], dens[d], (i + d) % 3);
+    const struct {
+        int64_t rows;
+        int32_t in, out;
+    } lin[] = {{37, 300, 65}, {1, 1, 1}, {12, 513, 17}, {5, 33, 2100}, {640, 700, 1472}};
+    for (int i = 0; i < 5; i++)
+        for (int d = 0; d < 4; d++) test_spike_linear(lin[i].rows, lin[i].in, lin[i].out, dens[d]);
+    test_rlif(6, 3, 40, 0);
+    test_rlif(1, 1, 9, 2);
+    test_rlif(9, 2, 300, 1);
+    test_rlif(20, 4, 1472, 2);
+    test_rlif(3, 2, 8300, 0); /* more than the persistent kernel holds: the dense loop runs */
+}
+
 /* ---------------------------------------------------------------- whole networks */
 
 enum { NT = 4, NB = 8, NC = 2, NHW = 8, NK = 5 };
@@ -564,29 +818,42 @@ static double rel_l2(const float *a, const float *b, int64_t n, double scale)
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-/* One forward, loss and backward of the same net (same seed: same initial parameters) on the CPU in fp32 and on the
- * GPU in precision p: loss, output and gradients close; the 16-bit plan keeps fewer bytes. fp16 runs this at a loss
- * scale of 256, where the weight gradients cuDNN writes in fp16 cannot overflow (the split step has no skipping). */
+/* One forward, loss and backward of the same net (same seed: same initial parameters) on the CPU in fp32 (c) and on
+ * the GPU (g): the step results, the loss's relative difference (*le) and the gradients' relative L2 error (*ge).
+ * fp16 runs at a loss scale of 256, where the weight gradients cuDNN writes in fp16 cannot overflow (the split step
+ * has no skipping); its gradients are those of the scaled loss until the update. */
+static void step_both(sf_net *c, sf_net *g, sf_precision p, const float *x, const int32_t *labels, sf_step_result *rc,
+                      sf_step_result *rg, double *le, double *ge)
+{
+    sf_net_state st;
+    CHECK_OK(sf_net_get_state(g, &st));
+    st.loss_scale = p == SF_PRECISION_FP16 ? 256.0f : 1.0f;
+    CHECK_OK(sf_net_set_state(g, &st));
+    CHECK_OK(sf_net_forward(c, x, 1));
+    CHECK_OK(sf_net_forward(g, x, 1));
+    CHECK_OK(sf_net_loss(c, labels, rc));
+    CHECK_OK(sf_net_loss(g, labels, rg));
+    CHECK_OK(sf_net_backward(c));
+    CHECK_OK(sf_net_backward(g));
+    *le = fabs((double)rg->loss - rc->loss) / fabs((double)rc->loss);
+    int64_t nc, ng;
+    float *gc = tu_net_read_role(c, SF_ROLE_GRAD, &nc), *gg = tu_net_read_role(g, SF_ROLE_GRAD, &ng);
+    *ge = nc == ng ? rel_l2(gg, gc, nc, st.loss_scale) : INFINITY;
+    free(gc), free(gg);
+}
+
+/* The small conv net (step_both): loss, output and gradients close; the 16-bit plan keeps fewer bytes; it learns. */
 static void test_net(sf_precision p, double loss_tol, double grad_tol)
 {
     sf_net *c = small_net((sf_device){SF_DEVICE_CPU, 0}, SF_PRECISION_FP32);
     sf_net *g = small_net((sf_device){SF_DEVICE_CUDA, 0}, p);
     if (!c || !g) return;
-    sf_net_state st;
-    CHECK_OK(sf_net_get_state(g, &st));
-    st.loss_scale = p == SF_PRECISION_FP16 ? 256.0f : 1.0f;
-    CHECK_OK(sf_net_set_state(g, &st));
     static float x[NT * NB * NC * NHW * NHW];
     int32_t labels[NB];
     batch(0, x, labels);
     sf_step_result rc, rg;
-    CHECK_OK(sf_net_forward(c, x, 1));
-    CHECK_OK(sf_net_forward(g, x, 1));
-    CHECK_OK(sf_net_loss(c, labels, &rc));
-    CHECK_OK(sf_net_loss(g, labels, &rg));
-    CHECK_OK(sf_net_backward(c));
-    CHECK_OK(sf_net_backward(g));
-    double le = fabs((double)rg.loss - rc.loss) / fabs((double)rc.loss);
+    double le, ge;
+    step_both(c, g, p, x, labels, &rc, &rg, &le, &ge);
     CHECK(le <= loss_tol, "%s net: loss %.6g on the GPU, %.6g on the CPU (fp32): rel %.3g > %g", prec, rg.loss,
           rc.loss, le, loss_tol);
     int32_t L = sf_net_num_layers(c);
@@ -595,9 +862,6 @@ static void test_net(sf_precision p, double loss_tol, double grad_tol)
     CHECK_OK(sf_net_read_activation(g, L, og));
     double oe = rel_l2(og, oc, NT * NB * NK, 1.0);
     CHECK(oe <= grad_tol, "%s net: output rel L2 %.3g > %g", prec, oe, grad_tol);
-    int64_t nc, ng; /* fp16: the gradients are those of the scaled loss until the update */
-    float *gc = tu_net_read_role(c, SF_ROLE_GRAD, &nc), *gg = tu_net_read_role(g, SF_ROLE_GRAD, &ng);
-    double ge = nc == ng ? rel_l2(gg, gc, nc, st.loss_scale) : INFINITY;
     CHECK(ge <= grad_tol, "%s net: gradients rel L2 %.3g > %g", prec, ge, grad_tol);
     sf_memory_plan pc, pg;
     CHECK_OK(sf_net_memory_plan(c, &pc));
@@ -606,7 +870,6 @@ static void test_net(sf_precision p, double loss_tol, double grad_tol)
     printf("%s net vs CPU fp32: loss %.6g vs %.6g (rel %.2e), output rel %.2e, gradients rel %.2e; saved %zu vs %zu "
            "bytes\n",
            prec, rg.loss, rc.loss, le, oe, ge, pg.saved, pc.saved);
-    free(gc), free(gg);
     /* a few training steps: the 16-bit net learns as the fp32 one does */
     float first = 0, last = 0;
     for (int s = 1; s <= 30; s++) {
@@ -618,6 +881,88 @@ static void test_net(sf_precision p, double loss_tol, double grad_tol)
     CHECK(last < first, "%s net: loss %.4g after 30 steps on 3 batches, %.4g at the first", prec, last, first);
     sf_net_free(c);
     sf_net_free(g);
+}
+
+/* Event-driven nets: input spikes → linear 300 → LIF (or RLIF) → linear 260 → LIF → linear 4, sparse on, θ_grad
+ * with grad_cut, on the GPU in precision p against the CPU's fp32 (step_both): loss and gradients within test_net's
+ * bounds, every eligible layer on its event-driven paths; fifteen Adam steps on that batch (the step's
+ * CUDA graph recorded) fit it. A net with sparse = auto measures its crossovers in p at compile: each in [0, 0.5]. */
+enum { ST = 9, SB = 5, SIN = 37 };
+
+static sf_net *sparse_net(sf_device dev, sf_precision precision, sf_sparse_mode mode, bool rec)
+{
+    sf_net_params np;
+    sf_net_default_params(&np);
+    np.device = dev;
+    np.precision = precision;
+    np.in_channels = SIN;
+    np.sparse = mode;
+    np.input_spikes = 1;
+    sf_net *net = NULL;
+    CHECK_OK(sf_net_create(&np, &net));
+    if (!net) return NULL;
+    const int32_t sizes[] = {300, 0, 260, 0, 4};
+    for (int l = 0; l < 5; l++) {
+        sf_layer_desc d;
+        sf_layer_default_desc(l % 2 ? (rec && l == 1 ? SF_LAYER_RLIF : SF_LAYER_LIF) : SF_LAYER_LINEAR, &d);
+        d.out_features = sizes[l];
+        d.init_gain = l % 2 ? 1.0f : 5.0f;
+        tu_seed_neuron(&d.lif, 2, 0.4f);
+        CHECK_OK(sf_net_add(net, &d, NULL));
+    }
+    CHECK_OK(sf_net_compile(net, ST, SB));
+    sf_optim_params o;
+    sf_optim_default_params(&o);
+    o.kind = SF_OPT_ADAM;
+    o.lr = 0.01f;
+    CHECK_OK(sf_net_set_optimizer(net, &o));
+    return net;
+}
+
+static void test_sparse_nets(sf_precision p, double loss_tol, double grad_tol)
+{
+    static float x[ST * SB * SIN];
+    for (int i = 0; i < ST * SB * SIN; i++) x[i] = sf_uniform(141, 1, (uint64_t)i) < 0.2f ? 1.0f : 0.0f;
+    int32_t labels[SB] = {0, 1, 2, 3, 1};
+    for (int rec = 0; rec < 2; rec++) {
+        const char *kind = rec ? "recurrent" : "feed-forward";
+        sf_net *c = sparse_net((sf_device){SF_DEVICE_CPU, 0}, SF_PRECISION_FP32, SF_SPARSE_ON, rec);
+        sf_net *g = sparse_net((sf_device){SF_DEVICE_CUDA, 0}, p, SF_SPARSE_ON, rec);
+        if (!c || !g) return;
+        sf_step_result rc, rg;
+        double le, ge;
+        step_both(c, g, p, x, labels, &rc, &rg, &le, &ge);
+        CHECK(le <= loss_tol && ge <= grad_tol, "%s sparse %s net: loss %.6g vs CPU fp32 %.6g (rel %.3g > %g?), "
+              "gradients rel L2 %.3g (> %g?)", prec, kind, rg.loss, rc.loss, le, loss_tol, ge, grad_tol);
+        sf_layer_sparsity sp[5];
+        CHECK(sf_net_layer_sparsity(g, sp, 5) == 5, "layer count");
+        for (int l = 0; l < 5; l++)
+            CHECK(!sp[l].eligible || (sp[l].forward_sparse && sp[l].backward_sparse),
+                  "%s sparse %s net: layer %d ran forward %s, backward %s", prec, kind, l,
+                  sp[l].forward_sparse ? "sparse" : "dense", sp[l].backward_sparse ? "sparse" : "dense");
+        printf("%s sparse %s net vs CPU fp32: loss %.6g vs %.6g (rel %.2e), gradients rel %.2e\n", prec, kind, rg.loss,
+               rc.loss, le, ge);
+        float first = 0, last = 0;
+        for (int s = 0; s < 15; s++) {
+            CHECK_OK(sf_net_train_step(g, x, labels, &rg));
+            CHECK(isfinite(rg.loss), "%s sparse %s net: step %d loss %g", prec, kind, s, rg.loss);
+            if (s == 0) first = rg.loss;
+            last = rg.loss;
+        }
+        CHECK(last < first, "%s sparse %s net: loss %.4g after 15 steps on one batch, %.4g at the first", prec, kind,
+              last, first);
+        sf_net_free(c);
+        sf_net_free(g);
+    }
+    sf_net *a = sparse_net((sf_device){SF_DEVICE_CUDA, 0}, p, SF_SPARSE_AUTO, true);
+    if (!a) return;
+    sf_layer_sparsity sp[5];
+    sf_net_layer_sparsity(a, sp, 5);
+    for (int l = 0; l < 5; l++)
+        CHECK(!sp[l].eligible || (sp[l].crossover_forward >= 0.0f && sp[l].crossover_forward <= 0.5f &&
+                                  sp[l].crossover_backward >= 0.0f && sp[l].crossover_backward <= 0.5f),
+              "%s auto: layer %d crossovers %g, %g", prec, l, sp[l].crossover_forward, sp[l].crossover_backward);
+    sf_net_free(a);
 }
 
 static bool params_equal(sf_net *net, const float *ref, int64_t n)
@@ -707,6 +1052,7 @@ static void run_ops(sf_precision p, double bound)
     test_elementwise();
     test_readout_loss(4, 5, 10);
     test_readout_loss(10, 64, 10);
+    test_sparse_ops();
     printf("%s ops, default conv choice: worst 16-bit output rel err %.2e (bound %.0e)\n", prec, worst, tol);
     sf_backend_free(gpu);
     /* the convolutions once more through each path, whole batch and in chunks (1 MiB cap) */
@@ -735,8 +1081,10 @@ int main(void)
     if (!cpu) return tu_finish("test_gpu_precision");
     run_ops(SF_PRECISION_BF16, 1e-2);
     test_net(SF_PRECISION_BF16, 2e-2, 0.1);
+    test_sparse_nets(SF_PRECISION_BF16, 2e-2, 0.1);
     run_ops(SF_PRECISION_FP16, 2e-3);
     test_net(SF_PRECISION_FP16, 5e-3, 0.05);
+    test_sparse_nets(SF_PRECISION_FP16, 5e-3, 0.05);
     test_loss_scale();
     sf_backend_free(cpu);
     return tu_finish("test_gpu_precision");
