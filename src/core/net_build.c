@@ -89,7 +89,7 @@ sf_status sf_net_create_on(const sf_net_params *p, sf_backend *be, sf_net **out)
     net->p = *p;
     net->be = be;
     net->loss_scale = sf_net_initial_loss_scale(net);
-    net->hooks.nseg = net->hooks.bn_parts = 1;
+    net->hooks.nseg = net->hooks.bn_parts = net->hooks.opt_parts = net->opt_parts = 1;
     *out = net;
     return SF_OK;
 }

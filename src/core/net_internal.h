@@ -105,6 +105,9 @@ struct sf_net {
     float *params, *grads, *opt_a, *opt_b, *buffers; /* backend memory */
     void *params_act; /* the parameters in a 16-bit act type, which linear and conv layers read (NULL under fp32):
                        * rewritten from params after every change of them */
+    /* the optimizer state covers parameters [opt_lo, opt_lo + opt_n): part opt_part of opt_parts (net_hooks.h) */
+    int64_t opt_lo, opt_n;
+    int32_t opt_part, opt_parts;
     bool params_ready;
     sf_optim_params opt;
     bool opt_set;

@@ -83,14 +83,15 @@ static sf_status ensure_params(sf_net *net)
     return SF_OK;
 }
 
-/* The plan's parameter, gradient, buffer and optimizer bytes and its total. */
+/* The plan's parameter, gradient, buffer and optimizer bytes (this process's part of the optimizer state) and its
+ * total. */
 static void plan_totals(sf_net *net)
 {
     size_t f = sizeof(float);
     net->plan.params = (size_t)net->n_params * (f + (net->params_act ? sf_net_act_size(net) : 0));
     net->plan.grads = (size_t)net->n_params * f;
     net->plan.buffers = (size_t)net->n_buffers * f;
-    net->plan.optimizer = (size_t)net->n_params * f * (net->opt_b ? 2 : net->opt_a ? 1 : 0);
+    net->plan.optimizer = (size_t)net->opt_n * f * (net->opt_b ? 2 : net->opt_a ? 1 : 0);
     net->plan.total = net->plan.params + net->plan.grads + net->plan.buffers + net->plan.optimizer +
                       net->plan.saved + net->plan.workspace;
     if (net->plan.total > net->peak_bytes) net->peak_bytes = net->plan.total;
@@ -125,10 +126,27 @@ sf_status sf_net_set_hooks(sf_net *net, const sf_net_hooks *h)
     if (h && (h->nseg > 1 || h->bn_parts > 1) && !(h->send && h->recv && h->time_allgather && h->bn_allgather &&
                                                     h->bn_allreduce))
         return sf_fail(SF_ERR_INVALID, "hooks: a pipeline or merged BN statistics need every exchange hook");
+    const int32_t parts = h && h->opt_parts > 1 ? h->opt_parts : 1, part = parts > 1 ? h->opt_part : 0;
+    if (parts > 1 && (part < 0 || part >= parts || !h->params_allgather))
+        return sf_fail(SF_ERR_INVALID, "hooks: optimizer part %d of %d needs a valid part and params_allgather", part,
+                       parts);
+    if (net->opt_a && net->opt_steps > 0) {
+        int64_t lo, n;
+        sf_net_part(net->n_params, part, parts, &lo, &n);
+        if (lo < net->opt_lo || lo + n > net->opt_lo + net->opt_n)
+            return sf_fail(SF_ERR_STATE, "hooks: the optimizer state of this trained network is sharded over %d "
+                                         "processes: gather it whole before attaching the network to another job",
+                           net->opt_parts);
+    }
+    if (net->opt_a) SF_TRY(sf_net_optimizer_repartition(net, part, parts));
+    net->opt_part = part;
+    net->opt_parts = parts;
     sf_net_drop_graph(net);
     memset(&net->hooks, 0, sizeof net->hooks);
     if (h) net->hooks = *h;
     else net->hooks.nseg = net->hooks.bn_parts = 1;
+    net->hooks.opt_part = part;
+    net->hooks.opt_parts = parts;
     net->compiled = false; /* the plan depends on the segment */
     return SF_OK;
 }
@@ -162,11 +180,58 @@ sf_status sf_net_set_optimizer(sf_net *net, const sf_optim_params *p)
     if (net->opt_a) net->be->release(net->be, net->opt_a);
     if (net->opt_b) net->be->release(net->be, net->opt_b);
     net->opt_a = net->opt_b = NULL;
-    if (adam || p->momentum > 0.0f) SF_TRY(alloc_floats(net, net->n_params, &net->opt_a, "optimizer state"));
-    if (adam) SF_TRY(alloc_floats(net, net->n_params, &net->opt_b, "optimizer state"));
+    net->opt_n = 0;
+    int64_t lo, n;
+    sf_net_part(net->n_params, net->opt_part, net->opt_parts, &lo, &n);
+    /* a part may be empty (fewer parameters than processes): one float keeps the buffer's pointer meaningful */
+    if (adam || p->momentum > 0.0f) SF_TRY(alloc_floats(net, n ? n : 1, &net->opt_a, "optimizer state"));
+    if (adam) SF_TRY(alloc_floats(net, n ? n : 1, &net->opt_b, "optimizer state"));
+    net->opt_lo = lo;
+    net->opt_n = net->opt_a ? n : 0;
     net->opt = *p;
     net->opt_set = true;
     net->opt_steps = 0;
+    if (net->compiled) plan_totals(net);
+    return SF_OK;
+}
+
+int32_t sf_net_optimizer_state(sf_net *net, float *bufs[2], int64_t *lo, int64_t *n)
+{
+    bufs[0] = net->opt_a;
+    bufs[1] = net->opt_b;
+    *lo = net->opt_lo;
+    *n = net->opt_n;
+    return net->opt_b ? 2 : net->opt_a ? 1 : 0;
+}
+
+sf_status sf_net_optimizer_repartition(sf_net *net, int32_t part, int32_t parts)
+{
+    if (parts < 1 || part < 0 || part >= parts)
+        return sf_fail(SF_ERR_INVALID, "optimizer state: part %d of %d", part, parts);
+    int64_t lo, n;
+    sf_net_part(net->n_params, part, parts, &lo, &n);
+    net->opt_part = part;
+    net->opt_parts = parts;
+    if (!net->opt_a || (lo == net->opt_lo && n == net->opt_n)) return SF_OK;
+    /* what both parts hold is copied over; the rest of the new part starts at zero */
+    const int64_t from = lo > net->opt_lo ? lo : net->opt_lo;
+    const int64_t to = lo + n < net->opt_lo + net->opt_n ? lo + n : net->opt_lo + net->opt_n;
+    float **state[2] = {&net->opt_a, &net->opt_b};
+    for (int k = 0; k < 2 && *state[k]; k++) {
+        float *fresh = NULL;
+        SF_TRY(alloc_floats(net, n ? n : 1, &fresh, "optimizer state"));
+        sf_status s = to > from ? net->be->copy(net->be, fresh + (from - lo), *state[k] + (from - net->opt_lo),
+                                                (size_t)(to - from) * sizeof(float))
+                                : SF_OK;
+        if (s != SF_OK) {
+            net->be->release(net->be, fresh);
+            return s;
+        }
+        net->be->release(net->be, *state[k]);
+        *state[k] = fresh;
+    }
+    net->opt_lo = lo;
+    net->opt_n = n;
     if (net->compiled) plan_totals(net);
     return SF_OK;
 }
@@ -285,6 +350,13 @@ static sf_status resolve(const sf_net *net, sf_tensor_role role, int32_t i, tens
     param_shape(net, l, is_bias, &r->info);
     r->base = base;
     r->off = is_bias ? l->b_off : l->w_off;
+    if (role == SF_ROLE_OPTIMIZER) {
+        if (r->off < net->opt_lo || r->off + r->info.numel > net->opt_lo + net->opt_n)
+            return sf_fail(SF_ERR_STATE, "optimizer tensor %s: this process holds part %d of %d of the sharded "
+                                         "optimizer state, which does not cover it (gather the state whole first)",
+                           r->info.name, net->opt_part, net->opt_parts);
+        r->off -= net->opt_lo;
+    }
     return SF_OK;
 }
 

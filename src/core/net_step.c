@@ -133,12 +133,17 @@ sf_status sf_net_update(sf_net *net)
     if (sf_net_scales_loss(net))
         SF_TRY(be->scale(be, net->n_params, SF_ACT_F32, net->stats + SF_STAT_UNSCALE, net->grads));
     int64_t step = ++net->opt_steps;
+    /* with sharded state (net_hooks.h) the parameters this process holds the state of, then every part gathered */
+    const bool sharded = net->opt_a && net->opt_parts > 1;
+    const int64_t lo = sharded ? net->opt_lo : 0, n = sharded ? net->opt_n : net->n_params;
+    float *p = net->params + lo;
+    const float *g = net->grads + lo;
     if (o->kind == SF_OPT_SGD)
-        SF_TRY(be->sgd_step(be, net->n_params, o->lr, o->momentum, o->nesterov, o->weight_decay, step, net->params,
-                            net->grads, net->opt_a));
+        SF_TRY(be->sgd_step(be, n, o->lr, o->momentum, o->nesterov, o->weight_decay, step, p, g, net->opt_a));
     else
-        SF_TRY(be->adam_step(be, net->n_params, o->lr, o->beta1, o->beta2, o->eps, o->weight_decay,
-                             o->kind == SF_OPT_ADAMW, step, net->params, net->grads, net->opt_a, net->opt_b));
+        SF_TRY(be->adam_step(be, n, o->lr, o->beta1, o->beta2, o->eps, o->weight_decay, o->kind == SF_OPT_ADAMW,
+                             step, p, g, net->opt_a, net->opt_b));
+    if (sharded) SF_TRY(net->hooks.params_allgather(net->hooks.ctx, net->params, net->n_params));
     net->have_backward = false;
     return sf_net_refresh_params_act(net, 0, net->n_params);
 }

@@ -167,6 +167,18 @@ static sf_status save_checkpoint(run *r, int is_best)
     return s;
 }
 
+/* save_checkpoint at a point every process reaches, `before` the outcome of what came first on this process: the
+ * optimizer state is whole while rank 0 writes it (a collective where it is sharded, so it runs whatever `before`
+ * says). */
+static sf_status save_together(run *r, int is_best, sf_status before)
+{
+    sf_status s = sf_job_optimizer_whole(&r->job, r->net);
+    if (before != SF_OK) s = before;
+    if (s == SF_OK) s = save_checkpoint(r, is_best);
+    sf_status back = sf_job_optimizer_parts(&r->job, r->net);
+    return s != SF_OK ? s : back;
+}
+
 /* The step of the checkpoint at `path`, or -1 when it is missing or unreadable. */
 static int64_t checkpoint_step(const char *path)
 {
@@ -384,9 +396,12 @@ static sf_status setup(run *r)
     SF_TRY(sf_job_agree(j, sf_job_build_net(j, cfg, &r->net), "building the network"));
     r->in_place = r->opt->resume_dir && sf_same_dir(r->opt->resume_dir, r->opt->run_dir);
     SF_TRY(sf_job_agree(j, r->job.root ? lock_dir(r) : SF_OK, "locking the run directory"));
+    /* the resume and the run directory's first checkpoint see the whole optimizer state */
+    SF_TRY(sf_job_optimizer_whole(j, r->net));
     if (r->opt->resume_dir) SF_TRY(sf_job_agree(j, resume(r), "resuming"));
     else if (cfg->train.init[0]) SF_TRY(sf_job_agree(j, init_from(r, cfg->train.init), "loading the initial state"));
-    return sf_job_agree(j, prepare_dir(r), "preparing the run directory");
+    SF_TRY(sf_job_agree(j, prepare_dir(r), "preparing the run directory"));
+    return sf_job_optimizer_parts(j, r->net);
 }
 
 /* ---------------------------------------------------------------- the loop */
@@ -524,8 +539,7 @@ static sf_status finish_epoch(run *r, float lr)
     r->ev.peak_rss_bytes = peak_rss_bytes();
     memset(&r->sums, 0, sizeof r->sums);
     /* The line goes first: if the save is killed, resuming cuts the line (its step is past the checkpoint). */
-    sf_status s = log_epoch_line(r, &test);
-    if (s == SF_OK) s = save_checkpoint(r, is_best);
+    sf_status s = save_together(r, is_best, log_epoch_line(r, &test));
     s = sf_job_agree(&r->job, s, "writing the epoch's metrics and checkpoint");
     if (s == SF_OK) notify(r);
     r->ev.firing_rates = NULL;
@@ -546,7 +560,7 @@ static sf_status train_loop(run *r, sf_train_summary *out)
         SF_TRY(train_epoch(r, lr, &stopped));
         if (stopped) {
             out->interrupted = 1;
-            return save_checkpoint(r, 0);
+            return save_together(r, 0, SF_OK);
         }
         SF_TRY(finish_epoch(r, lr));
     }

@@ -2,7 +2,8 @@
 # - the same global batch on 1 process, on 2 data-parallel ranks (synchronised BN) and on 2 time segments gives the
 #   same per-step losses, test accuracies and final parameters (float sums in another order: ≤ 1e-4 relative after
 #   two epochs of SGD);
-# - a 2-process run resumes on 2 processes bitwise, and on 1 process within the same bound;
+# - a 2-process run resumes on 2 processes bitwise, and on 1 process within the same bound; so does a run over 2
+#   time segments (whose optimizer state is sharded between them) on 2 segments;
 # - bad input: a global batch the ranks do not divide, time_parallel not dividing T or the processes, configs that
 #   differ between ranks; a NaN stops every process at the same step;
 # - a rank killed mid-run: the others stop within seconds with a message, the last checkpoint stays valid.
@@ -47,6 +48,13 @@ mpi 0 r2 2 train --resume R --set train.epochs=2
 json_field R/metrics.jsonl step loss >r.loss
 check "a 2-process run resumed on 2 processes: the same losses bitwise" cmp -s r.loss two.loss
 check "... and the same tensors bitwise" "$PY" "$HERE/st_check.py" --same R/last.safetensors TWO/last.safetensors
+# 2 time segments keep half of the optimizer state each: the checkpoint holds all of it, and a resumed run takes
+# its own half back
+mpi 0 tr1 2 train "${cfg[@]}" --set train.time_parallel=2 --set train.epochs=1 --out TR
+mpi 0 tr2 2 train --resume TR --set train.epochs=2
+json_field TR/metrics.jsonl step loss >tr.loss
+check "a 2-segment run resumed on 2 segments: the same losses bitwise" cmp -s tr.loss time.loss
+check "... and the same tensors bitwise (momentum included)" "$PY" "$HERE/st_check.py" --same TR/last.safetensors TIME/last.safetensors
 mpi 0 s1 2 train "${cfg[@]}" --set train.epochs=1 --out S
 sf 0 s2 train --resume S --set train.epochs=2
 json_field S/metrics.jsonl step loss >s.loss
