@@ -26,6 +26,7 @@ typedef struct w4_options {
     int64_t T, B;
     int cut;              /* hidden layers with grad_threshold 0.5 and grad_cut (seed paper 000's sparse gradient) */
     int graph;            /* CUDA: replay each step as a CUDA graph */
+    sf_precision precision; /* CUDA: fp32 (0, the default), tf32, bf16 or fp16 */
 } w4_options;
 
 static inline sf_status w4_add(sf_net *net, sf_layer_kind kind, int32_t out, float gain, const w4_options *o)
@@ -54,6 +55,7 @@ static inline sf_status w4_create(const w4_options *o, int32_t hidden, sf_net **
     p.sparse = o->sparse;
     p.input_spikes = 1;
     p.cuda.graph = o->graph;
+    p.precision = o->precision;
     sf_net *net = NULL;
     sf_status s = sf_net_create(&p, &net);
     sf_layer_kind neuron = o->rec ? SF_LAYER_RLIF : SF_LAYER_LIF;

@@ -221,7 +221,7 @@ typedef struct sf_layer_desc {
     int32_t out_channels; /* CONV2D */
     int32_t kernel;       /* CONV2D, pools: square kernel size */
     int32_t stride;       /* CONV2D, pools (pools: 0 means = kernel) */
-    int32_t padding;      /* CONV2D */
+    int32_t padding;      /* CONV2D; pools: at most kernel/2, as PyTorch's (max: -inf border, avg: zeros counted) */
     int32_t bias;         /* LINEAR, CONV2D: 1 to learn a bias; default 1 */
     float dropout_p;      /* DROPOUT: probability of zeroing; one mask for all time steps */
     float bn_eps;         /* BATCHNORM: default 1e-5 */
@@ -243,15 +243,21 @@ typedef enum sf_memory_mode {
 
 typedef enum sf_readout { SF_READOUT_MEAN = 0, SF_READOUT_LEAKY } sf_readout;
 
-/* Arithmetic of the GEMM and convolution work (linear and conv layers); everything else is fp32 always.
- * Parameters, gradients, activations and optimizer state stay fp32 in every mode. */
+/* Arithmetic and storage. fp32 and tf32 keep every tensor in fp32. bf16 and fp16 (CUDA only) store the activations
+ * that pass between layers or are kept for the backward (layer outputs, spikes — exactly 0/1 —, their gradients)
+ * and a copy of the weights for the GEMMs and convolutions in 16 bits, as torch.autocast does; every kernel computes
+ * in fp32 registers (membrane potentials, BN statistics, GEMM and conv sums), and parameters, their gradients,
+ * optimizer state, BN statistics and the loss stay fp32 (master weights). fp16 scales the loss dynamically: a step
+ * whose gradients overflow is skipped (sf_step_result.skipped) and the scale halves; it doubles after 2000 good
+ * steps. */
 typedef enum sf_precision {
     SF_PRECISION_FP32 = 0, /* fp32 products and sums, no tensor cores (TF32 off): the reference */
     SF_PRECISION_TF32,     /* CUDA only: TF32 tensor cores (operands rounded to a 10-bit mantissa), fp32 sums */
-    SF_PRECISION_BF16      /* CUDA only: operands rounded to bf16 (spikes are exact), fp32 sums; conv outputs and
-                              weight gradients pass through bf16 before they return to fp32 */
+    SF_PRECISION_BF16,     /* CUDA only: bf16 activations and GEMM/conv operands (8-bit mantissa), fp32 sums */
+    SF_PRECISION_FP16      /* CUDA only: fp16 activations and operands (11-bit mantissa), fp32 sums, loss scaling */
 } sf_precision;
-SF_API const char *sf_precision_name(sf_precision p); /* "fp32", "tf32", "bf16" */
+SF_API const char *sf_precision_name(sf_precision p); /* "fp32", "tf32", "bf16", "fp16" */
+SF_API sf_status sf_precision_parse(const char *name, sf_precision *out);
 typedef enum sf_loss { SF_LOSS_CE_MEAN = 0, SF_LOSS_CE_PER_STEP } sf_loss;
 
 /* How each convolution op runs on a GPU: auto measures cuDNN's fastest algorithm and im2col + cuBLAS GEMM for every
@@ -280,7 +286,7 @@ typedef struct sf_net_params {
     sf_readout readout;    /* default mean */
     float readout_tau;     /* SF_READOUT_LEAKY: r_t = a·r_{t-1} + (1-a)·o_t with a = 1 - 1/tau; default 2 */
     sf_loss loss;          /* CE on the T-mean of the readout, or CE at every step averaged over T */
-    sf_precision precision; /* GEMM/conv arithmetic; default fp32 (the CPU backend accepts only fp32) */
+    sf_precision precision; /* arithmetic and storage; default fp32 (the CPU backend accepts only fp32) */
     sf_cuda_options cuda;   /* how the CUDA backend runs (ignored on the CPU) */
     sf_sparse_mode sparse;  /* event-driven layers; default off */
     float sparse_crossover; /* AUTO: 0 measures, per layer shape, the density where sparse and dense take equally
@@ -354,10 +360,13 @@ SF_API float sf_schedule_lr(const sf_schedule_params *p, float base_lr, int64_t 
 typedef struct sf_step_result {
     float loss;        /* mean over the batch */
     int32_t correct;   /* samples whose argmax of the T-mean readout equals the label */
+    int32_t skipped;   /* fp16: 1 when a gradient overflowed, so the update was skipped and the loss scale halved */
 } sf_step_result;
 
 /* Forward in training mode, loss, backward, optimizer update. Returns SF_ERR_NUMERIC (without updating) if the
- * loss or a gradient is NaN/Inf. */
+ * loss or a gradient is NaN/Inf — except under fp16, where non-finite gradients with a finite loss skip the update
+ * and halve the loss scale (SF_OK, skipped = 1) until the scale would fall below 2^-24. Under fp16 the split form
+ * below leaves the gradients multiplied by the loss scale after sf_net_backward; sf_net_update divides them. */
 SF_API sf_status sf_net_train_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out);
 /* Forward and loss only, in evaluation mode (BN running statistics, no dropout). labels may be NULL. */
 SF_API sf_status sf_net_eval_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out);
@@ -407,11 +416,14 @@ SF_API sf_status sf_net_tensor_info(const sf_net *net, sf_tensor_role role, int3
 SF_API sf_status sf_net_tensor_read(const sf_net *net, sf_tensor_role role, int32_t i, float *host_dst);
 SF_API sf_status sf_net_tensor_write(sf_net *net, sf_tensor_role role, int32_t i, const float *host_src);
 
-/* State beyond tensors that a bitwise-exact resume needs: optimizer step count and the RNG position. */
+/* State beyond tensors that a bitwise-exact resume needs: optimizer step count, the RNG position and fp16's loss
+ * scale (start with sf_net_get_state's values and change what is restored). */
 typedef struct sf_net_state {
     int64_t optimizer_steps;
     uint64_t rng_seed;
     uint64_t rng_counter;
+    float loss_scale;         /* the factor the loss gradient is multiplied by (fp16; 1 and ignored otherwise) */
+    int64_t loss_scale_steps; /* good steps since the scale last changed */
 } sf_net_state;
 SF_API sf_status sf_net_get_state(const sf_net *net, sf_net_state *out);
 SF_API sf_status sf_net_set_state(sf_net *net, const sf_net_state *st);

@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 out=.carry/gpu
 rm -rf "$out" && mkdir -p "$out/bin" "$out/lib"
-progs="$(ls tests/gpu/*.c bench/gpu/*.c tests/dist/*.c | xargs -n1 basename | sed 's/\.c$//') bench_events"
+# bench_events and bench_seed (bench/, run on either device; bench_seed for bench/run_seed_benchmarks.sh)
+progs="$(ls tests/gpu/*.c bench/gpu/*.c tests/dist/*.c | xargs -n1 basename | sed 's/\.c$//') bench_events bench_seed"
 cmake --build "$build" -j"$(nproc)" --target $progs spikefuse_cli spikefuse >/dev/null
 for p in $progs; do cp "$build/$p" "$out/bin/" 2>/dev/null || cp "$build/tests/$p" "$out/bin/"; done
 cp "$build/spikefuse" "$build/libspikefuse.so" "$out/bin/"

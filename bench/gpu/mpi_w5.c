@@ -1,9 +1,9 @@
 /* mpi_w5.c — workload W5 (docs/perf.md, Workloads) on G GPUs of one host, one process per GPU under mpirun
  * (tests/gpu/multi_gpu.sh runs it for G = 1 and the G asked for; NCCL_NVLS_ENABLE=0 in its environment):
- *   mpi_w5 dp [fp32|bf16] [steps]   W5dp: W3 (VGG9, T=10) with 64 samples per GPU (global batch 64·G), each GPU's
+ *   mpi_w5 dp [precision] [steps]   W5dp: W3 (VGG9, T=10) with 64 samples per GPU (global batch 64·G), each GPU's
  *                                   own BN statistics (as torch DDP), SGD momentum; gradients all-reduced in 25 MiB
  *                                   buckets during the backward
- *   mpi_w5 time [steps] [tp=N] [shard=0|1] [early=0|1]
+ *   mpi_w5 time [steps] [tp=N] [shard=0|1] [early=0|1] [precision=fp32|tf32|bf16|fp16]
  *                                   W5time: 784 → Linear → LIF(4096) → Linear → LIF(4096) → Linear(10), T=1024,
  *                                   global batch 32, recompute mode, the time axis split over tp GPUs (default G;
  *                                   tp < G adds G/tp data ranks, each with 32·tp/G samples: 2 × 2 at G = 4);
@@ -190,7 +190,7 @@ static void run_sgd(sf_dist *d, sf_net *net, const char *what, int64_t T, int64_
 {
     gb_compile_sgd(net, T, B);
     float *x = malloc(sizeof(float) * (size_t)(T * B * in));
-    gb_randn(x, (size_t)(T * B * in), 0.5f, 1.0f, 3 + (uint64_t)sf_dist_data_rank(d));
+    sf_bench_randn(x, (size_t)(T * B * in), 0.5f, 1.0f, 3 + (uint64_t)sf_dist_data_rank(d));
     int32_t labels[64];
     for (int b = 0; b < B; b++) labels[b] = (b * 7 + sf_dist_data_rank(d)) % 10;
     const int64_t Tl = T / sf_dist_time_parallel(d);
@@ -252,7 +252,7 @@ static void curve(sf_dist *d, int steps)
     int32_t *labels = malloc(sizeof(int32_t) * (size_t)Bg);
     double worst = 0, first = 0, last = 0;
     for (int i = 0; i < steps; i++) {
-        gb_randn(x, (size_t)(Bg * in), 0.5f, 1.0f, 100 + (uint64_t)i); /* direct encoding: the same at every step */
+        sf_bench_randn(x, (size_t)(Bg * in), 0.5f, 1.0f, 100 + (uint64_t)i); /* direct encoding: the same at every step */
         for (int64_t t = 1; t < T; t++) memcpy(x + t * Bg * in, x, sizeof(float) * (size_t)(Bg * in));
         for (int64_t b = 0; b < Bg; b++) labels[b] = (int32_t)((b * 7 + i) % 10);
         for (int64_t t = 0; t < T; t++) memcpy(xl + t * B * in, x + (t * Bg + r * B) * in, sizeof(float) * (size_t)(B * in));
@@ -294,16 +294,18 @@ static void curve(sf_dist *d, int steps)
     sf_net_free(net);
 }
 
-/* W5time's "key=value" options (tp, shard, early) into the job's parameters. */
-static void time_options(int argc, char **argv, sf_dist_params *dp)
+/* W5time's "key=value" options (tp, shard, early) into the job's parameters, and its precision (16-bit: the
+ * gathered output is too). */
+static void time_options(int argc, char **argv, sf_dist_params *dp, sf_precision *prec)
 {
     for (int i = 3; i < argc; i++) {
         const char *v = strchr(argv[i], '=');
         if (v && strncmp(argv[i], "tp=", 3) == 0) dp->time_parallel = atoi(v + 1);
         else if (v && strncmp(argv[i], "shard=", 6) == 0) dp->shard_optimizer = atoi(v + 1);
         else if (v && strncmp(argv[i], "early=", 6) == 0) dp->early_receive = atoi(v + 1);
+        else if (v && strncmp(argv[i], "precision=", 10) == 0) *prec = gb_precision(v + 1);
         else {
-            fprintf(stderr, "mpi_w5 time: option '%s': expected tp=N, shard=0|1 or early=0|1\n", argv[i]);
+            fprintf(stderr, "mpi_w5 time: option '%s': expected tp=N, shard=0|1, early=0|1 or precision=P\n", argv[i]);
             exit(2);
         }
     }
@@ -314,9 +316,10 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "dp";
     sf_dist_params dp;
     sf_dist_default_params(&dp);
+    sf_precision time_prec = SF_PRECISION_FP32;
     if (strcmp(mode, "time") == 0) {
         dp.time_parallel = 0; /* every process is one segment of T, unless tp says otherwise */
-        time_options(argc, argv, &dp);
+        time_options(argc, argv, &dp, &time_prec);
     }
     if (strcmp(mode, "curve") == 0) dp.sync_bn = 1; /* statistics of the whole global batch, as one GPU's */
     sf_dist *d;
@@ -341,7 +344,7 @@ int main(int argc, char **argv)
             sf_dist_free(d);
             return 2;
         }
-        sf_net *net = create(d, SF_PRECISION_FP32, 784, 1, 1);
+        sf_net *net = create(d, time_prec, 784, 1, 1);
         gb_add(net, SF_LAYER_LINEAR, 4096, 0);
         gb_add(net, SF_LAYER_LIF, 0, 0);
         gb_add(net, SF_LAYER_LINEAR, 4096, 0);
@@ -349,8 +352,9 @@ int main(int argc, char **argv)
         gb_add(net, SF_LAYER_LINEAR, 10, 0);
         GB_OK(sf_dist_attach(d, net));
         char what[128];
-        snprintf(what, sizeof what, "W5time T=1024 B=32 fp32 time %d x data %d, optimizer %s, receives %s", G, R,
-                 dp.shard_optimizer && G > 1 ? "sharded" : "whole", dp.early_receive ? "early" : "when needed");
+        snprintf(what, sizeof what, "W5time T=1024 B=32 %s time %d x data %d, optimizer %s, receives %s",
+                 sf_precision_name(time_prec), G, R, dp.shard_optimizer && G > 1 ? "sharded" : "whole",
+                 dp.early_receive ? "early" : "when needed");
         run_sgd(d, net, what, 1024, 32 / R, 784, steps > 0 ? steps : 10, base, 1);
         sf_net_free(net);
     } else if (strcmp(mode, "weak") == 0) {
@@ -373,8 +377,8 @@ int main(int argc, char **argv)
         }
         sf_net_free(net);
     } else {
-        fprintf(stderr, "usage: mpi_w5 dp [fp32|bf16] [steps] | time [steps] [tp=N] [shard=0|1] [early=0|1] | weak "
-                        "[steps] | curve [steps] | busbw [MiB]\n");
+        fprintf(stderr, "usage: mpi_w5 dp [fp32|tf32|bf16|fp16] [steps] | time [steps] [tp=N] [shard=0|1] [early=0|1] "
+                        "[precision=fp32|tf32|bf16|fp16] | weak [steps] | curve [steps] | busbw [MiB]\n");
         sf_dist_free(d);
         return 2;
     }

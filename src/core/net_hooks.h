@@ -30,8 +30,9 @@ typedef struct sf_net_hooks {
     /* point to point within the time group, to / from segment `peer` */
     sf_status (*send)(void *ctx, int32_t peer, const float *buf, int64_t n);
     sf_status (*recv)(void *ctx, int32_t peer, float *buf, int64_t n);
-    /* in place: buf holds one block of n floats per process of the group, in group order, this one's filled */
-    sf_status (*time_allgather)(void *ctx, float *buf, int64_t n);
+    /* in place: buf holds one block per process of the group, in group order, this one's filled; the time group's
+     * blocks are `bytes` bytes (the last layer's output, in the backend's activation type), the BN group's n floats */
+    sf_status (*time_allgather)(void *ctx, void *buf, size_t bytes);
     sf_status (*bn_allgather)(void *ctx, float *buf, int64_t n);
     /* in place: buf becomes the sum over the BN group */
     sf_status (*bn_allreduce)(void *ctx, float *buf, int64_t n);

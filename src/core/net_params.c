@@ -63,7 +63,9 @@ static sf_status init_params(sf_net *net)
     return s;
 }
 
-/* Allocates and initialises parameters on first need; from then on the layer list is fixed. */
+/* Allocates and initialises parameters on first need; from then on the layer list is fixed. Under a 16-bit act
+ * type the GEMMs and convolutions read a copy of the parameters in that type (the fp32 ones are the master
+ * weights the optimizer updates), made here and after every change. */
 static sf_status ensure_params(sf_net *net)
 {
     if (net->params_ready) return SF_OK;
@@ -71,15 +73,25 @@ static sf_status ensure_params(sf_net *net)
     SF_TRY(alloc_floats(net, net->n_params, &net->params, "parameters"));
     SF_TRY(alloc_floats(net, net->n_params, &net->grads, "gradients"));
     SF_TRY(alloc_floats(net, net->n_buffers, &net->buffers, "buffers"));
+    if (net->be->act != SF_ACT_F32 && net->n_params) {
+        sf_status s = net->be->alloc(net->be, (size_t)net->n_params * sf_net_act_size(net), &net->params_act);
+        if (s != SF_OK) return sf_fail_context(s, "allocating the parameters' 16-bit copy: ");
+    }
     SF_TRY(init_params(net));
+    SF_TRY(sf_net_refresh_params_act(net, 0, net->n_params));
     net->params_ready = true;
     return SF_OK;
 }
 
-/* The plan's optimizer state (this process's part of it) and the total and peak that follow. */
-static void plan_optimizer(sf_net *net)
+/* The plan's parameter, gradient, buffer and optimizer bytes (this process's part of the optimizer state) and its
+ * total. */
+static void plan_totals(sf_net *net)
 {
-    net->plan.optimizer = (size_t)net->opt_n * sizeof(float) * (net->opt_b ? 2 : net->opt_a ? 1 : 0);
+    size_t f = sizeof(float);
+    net->plan.params = (size_t)net->n_params * (f + (net->params_act ? sf_net_act_size(net) : 0));
+    net->plan.grads = (size_t)net->n_params * f;
+    net->plan.buffers = (size_t)net->n_buffers * f;
+    net->plan.optimizer = (size_t)net->opt_n * f * (net->opt_b ? 2 : net->opt_a ? 1 : 0);
     net->plan.total = net->plan.params + net->plan.grads + net->plan.buffers + net->plan.optimizer +
                       net->plan.saved + net->plan.workspace;
     if (net->plan.total > net->peak_bytes) net->peak_bytes = net->plan.total;
@@ -100,13 +112,9 @@ sf_status sf_net_compile(sf_net *net, int64_t T, int64_t B)
     net->compiled = false;
     net->have_forward = net->have_loss = net->have_backward = false;
     SF_TRY(sf_net_sparse_tune(net));
-    size_t f = sizeof(float);
-    net->plan.params = (size_t)net->n_params * f;
-    net->plan.grads = (size_t)net->n_params * f;
-    net->plan.buffers = (size_t)net->n_buffers * f;
-    plan_optimizer(net);
+    plan_totals(net);
     net->compiled = true;
-    return SF_OK;
+    return sf_net_put_loss_scale(net);
 }
 
 sf_status sf_net_set_hooks(sf_net *net, const sf_net_hooks *h)
@@ -183,7 +191,7 @@ sf_status sf_net_set_optimizer(sf_net *net, const sf_optim_params *p)
     net->opt = *p;
     net->opt_set = true;
     net->opt_steps = 0;
-    if (net->compiled) plan_optimizer(net);
+    if (net->compiled) plan_totals(net);
     return SF_OK;
 }
 
@@ -224,7 +232,7 @@ sf_status sf_net_optimizer_repartition(sf_net *net, int32_t part, int32_t parts)
     }
     net->opt_lo = lo;
     net->opt_n = n;
-    if (net->compiled) plan_optimizer(net);
+    if (net->compiled) plan_totals(net);
     return SF_OK;
 }
 
@@ -386,7 +394,8 @@ sf_status sf_net_tensor_write(sf_net *net, sf_tensor_role role, int32_t i, const
     SF_TRY(ensure_params(net));
     tensor_ref r;
     SF_TRY(resolve(net, role, i, &r));
-    return net->be->copy_from_host(net->be, r.base + r.off, host_src, (size_t)r.info.numel * sizeof(float));
+    SF_TRY(net->be->copy_from_host(net->be, r.base + r.off, host_src, (size_t)r.info.numel * sizeof(float)));
+    return role == SF_ROLE_PARAM ? sf_net_refresh_params_act(net, r.off, r.info.numel) : SF_OK;
 }
 
 sf_status sf_net_get_state(const sf_net *net, sf_net_state *out)
@@ -394,14 +403,22 @@ sf_status sf_net_get_state(const sf_net *net, sf_net_state *out)
     out->optimizer_steps = net->opt_steps;
     out->rng_seed = net->p.seed;
     out->rng_counter = net->rng_counter;
+    out->loss_scale = net->loss_scale;
+    out->loss_scale_steps = net->loss_scale_steps;
     return SF_OK;
 }
 
 sf_status sf_net_set_state(sf_net *net, const sf_net_state *st)
 {
     if (st->optimizer_steps < 0) return sf_fail(SF_ERR_INVALID, "state: negative optimizer step count");
+    if (!(st->loss_scale > 0.0f) || isinf(st->loss_scale) || st->loss_scale_steps < 0)
+        return sf_fail(SF_ERR_INVALID, "state: loss scale %g must be finite and > 0, with a step count >= 0",
+                       (double)st->loss_scale);
     net->opt_steps = st->optimizer_steps;
     net->p.seed = st->rng_seed;
     net->rng_counter = st->rng_counter;
-    return SF_OK;
+    if (!sf_net_scales_loss(net)) return SF_OK; /* the loss scale is fp16's alone */
+    net->loss_scale = st->loss_scale;
+    net->loss_scale_steps = st->loss_scale_steps;
+    return sf_net_put_loss_scale(net);
 }

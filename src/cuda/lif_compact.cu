@@ -2,14 +2,15 @@
  * block per segment of one sample's row runs all T steps of its SF_SPIKE_SEG neurons, and each step's spikes
  * become a bits word per warp and the segment's list and count (spikes.cuh). s, h and bytes are written where
  * asked, as the plain forward writes them, with the same arithmetic and the same carried state (v_in, v_out): the
- * spikes are bitwise the same. */
+ * spikes are bitwise the same. x and s are of the activation type T (act.cuh), h float. */
 #include "cuda/neuron.cuh"
 #include "cuda/spikes.cuh"
 
-template <int U>
+template <class T, int U>
 __global__ void __launch_bounds__(SF_SPIKE_SEG)
-    lif_compact_kernel(sf_cuda_neuron a, int64_t n, float *s, uint8_t *s_u8, float *hout, sf_spikes c, float *count)
+    lif_compact_kernel(sf_cuda_neuron a, int64_t n, T *s, uint8_t *s_u8, float *hout, sf_spikes c, float *count)
 {
+    const T *x = (const T *)a.x;
     __shared__ int wc[2][SF_SPIKE_SEG / 32];
     const int64_t B = a.N / n, segs = (n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG;
     const int64_t b = blockIdx.x / segs, j = blockIdx.x % segs * SF_SPIKE_SEG + threadIdx.x;
@@ -22,7 +23,7 @@ __global__ void __launch_bounds__(SF_SPIKE_SEG)
         float xs[U];
 #pragma unroll
         for (int u = 0; u < U; u++)
-            if (t0 + u < a.T) xs[u] = a.x[(t0 + u) * a.N + nf];
+            if (t0 + u < a.T) xs[u] = sf_widen(x[(t0 + u) * a.N + nf]);
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int64_t t = t0 + u;
@@ -31,7 +32,7 @@ __global__ void __launch_bounds__(SF_SPIKE_SEG)
             const float st = sf_lif_step(&k, soft, xs[u], &v, &h);
             const int64_t i = t * a.N + nf;
             if (valid) {
-                if (s) s[i] = st;
+                if (s) s[i] = sf_narrow<T>(st);
                 if (s_u8) s_u8[i] = (uint8_t)st;
                 if (hout) hout[i] = h;
             }
@@ -42,7 +43,7 @@ __global__ void __launch_bounds__(SF_SPIKE_SEG)
     if (count) sf_cuda_add_count(count, spikes);
 }
 
-sf_status sf_cuda_lif_compact_forward(const sf_cuda_neuron &a, const sf_lif_out *out, cudaStream_t st)
+sf_status sf_cuda_lif_compact_forward(const sf_cuda_neuron &a, sf_act_type t, const sf_lif_out *out, cudaStream_t st)
 {
     const int64_t n = out->row;
     if (n <= 0 || a.N % n != 0)
@@ -51,12 +52,16 @@ sf_status sf_cuda_lif_compact_forward(const sf_cuda_neuron &a, const sf_lif_out 
     const int64_t blocks = a.N / n * ((n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG);
     if (blocks == 0) return SF_OK;
     if (blocks > INT32_MAX) return sf_fail(SF_ERR_INVALID, "LIF forward: N = %lld is too large", (long long)a.N);
-    if (a.T < 8)
-        lif_compact_kernel<4><<<(unsigned)blocks, SF_SPIKE_SEG, 0, st>>>(a, n, out->s, out->s_u8, out->h, out->c,
-                                                                         out->spike_count);
-    else
-        lif_compact_kernel<8><<<(unsigned)blocks, SF_SPIKE_SEG, 0, st>>>(a, n, out->s, out->s_u8, out->h, out->c,
-                                                                         out->spike_count);
-    SF_CUDA_LAUNCHED();
-    return SF_OK;
+    return sf_cuda_with_act(t, [&](auto tag) {
+        using T = decltype(tag);
+        T *s = (T *)out->s;
+        if (a.T < 8)
+            lif_compact_kernel<T, 4><<<(unsigned)blocks, SF_SPIKE_SEG, 0, st>>>(a, n, s, out->s_u8, out->h, out->c,
+                                                                                out->spike_count);
+        else
+            lif_compact_kernel<T, 8><<<(unsigned)blocks, SF_SPIKE_SEG, 0, st>>>(a, n, s, out->s_u8, out->h, out->c,
+                                                                                out->spike_count);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    });
 }

@@ -8,6 +8,19 @@
 
 #define SF_RED_THREADS 512
 
+/* Adds the terms of elements k0 + threadIdx.x, k0 + threadIdx.x + blockDim.x, … < k1 of channel c, element k of a
+ * channel being (row k / hw, pixel k % hw). I is the index type of that division: 32-bit where a channel's count
+ * fits, because a 64-bit division per element made the loop issue-bound. */
+template <class I, class F>
+__device__ __forceinline__ void sf_cuda_channel_terms(const F &f, I k0, I k1, I hw, int32_t C, int32_t c, double *a,
+                                                      double *b)
+{
+    for (I k = k0 + threadIdx.x; k < k1; k += blockDim.x) {
+        I r = k / hw, j = k - r * hw;
+        f.term(((int64_t)r * C + c) * (int64_t)hw + (int64_t)j, c, a, b);
+    }
+}
+
 /* F provides: __device__ void term(int64_t i, int32_t c, double *a, double *b) (adds element i's two terms)
  * and __device__ void finish(int32_t c, double a, double b, double count) (writes the channel's results). */
 template <class F> __global__ void sf_cuda_channel_partials(F f, int64_t R, int32_t C, int64_t hw, int P, double *part)
@@ -17,10 +30,10 @@ template <class F> __global__ void sf_cuda_channel_partials(F f, int64_t R, int3
     int64_t total = R * hw, chunk = (total + P - 1) / P;
     int64_t k0 = blockIdx.y * chunk, k1 = min(total, k0 + chunk);
     double a = 0.0, b = 0.0;
-    for (int64_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) {
-        int64_t r = k / hw, j = k - r * hw;
-        f.term((r * C + c) * hw + j, c, &a, &b);
-    }
+    if (total + SF_RED_THREADS <= (int64_t)UINT32_MAX)
+        sf_cuda_channel_terms<uint32_t>(f, (uint32_t)k0, (uint32_t)k1, (uint32_t)hw, C, c, &a, &b);
+    else
+        sf_cuda_channel_terms<int64_t>(f, k0, k1, hw, C, c, &a, &b);
     sa[threadIdx.x] = a;
     sb[threadIdx.x] = b;
     __syncthreads();
@@ -60,7 +73,7 @@ template <class F> sf_status sf_cuda_channel_reduce(sf_cuda_ctx *ctx, F f, int64
     if (P < 1) P = 1;
     if (P > 65535) P = 65535;
     void *part;
-    SF_TRY(sf_cuda_scratch(ctx, 1, sizeof(double) * 2 * (size_t)C * (size_t)P, &part));
+    SF_TRY(sf_cuda_scratch(ctx, SF_CUDA_SCRATCH_PARTIALS, sizeof(double) * 2 * (size_t)C * (size_t)P, &part));
     sf_cuda_channel_partials<F>
         <<<dim3((unsigned)C, (unsigned)P), SF_RED_THREADS, 0, ctx->stream>>>(f, R, C, hw, (int)P, (double *)part);
     SF_CUDA_LAUNCHED();

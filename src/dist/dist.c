@@ -126,10 +126,11 @@ static sf_status timed(sf_dist *d, int what, sf_status (*fn)(void *, float *, in
     return timer_end(d, what, fn(d->tr_ctx, buf, n));
 }
 
-static sf_status hook_time_allgather(void *ctx, float *buf, int64_t n)
+static sf_status hook_time_allgather(void *ctx, void *buf, size_t bytes)
 {
     sf_dist *d = ctx;
-    return timed(d, SF_DIST_TIMER_OUTPUT, d->tr->time_allgather, buf, n);
+    SF_TRY(timer_begin(d));
+    return timer_end(d, SF_DIST_TIMER_OUTPUT, d->tr->time_allgather(d->tr_ctx, buf, bytes));
 }
 
 static sf_status hook_bn_allgather(void *ctx, float *buf, int64_t n)

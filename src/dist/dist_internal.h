@@ -20,7 +20,7 @@ typedef struct sf_transport {
     const char *name;
     sf_status (*send)(void *ctx, int32_t peer, const float *buf, int64_t n);
     sf_status (*recv)(void *ctx, int32_t peer, float *buf, int64_t n);
-    sf_status (*time_allgather)(void *ctx, float *buf, int64_t n);
+    sf_status (*time_allgather)(void *ctx, void *buf, size_t bytes);
     sf_status (*bn_allgather)(void *ctx, float *buf, int64_t n);
     sf_status (*bn_allreduce)(void *ctx, float *buf, int64_t n);
     /* all-reduce grads[0, n) over the world, scaled by 1/data ranks, started now and complete by grad_wait */

@@ -151,15 +151,21 @@ static sf_status host_recv(void *ctx, int32_t peer, float *buf, int64_t n)
                      "MPI_Recv");
 }
 
-static sf_status host_allgather(host_ctx *c, sf_group g, float *buf, int64_t n)
+static sf_status host_allgather(host_ctx *c, sf_group g, void *buf, int64_t n, MPI_Datatype type)
 {
-    return mpi_check(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, (int)n, MPI_FLOAT, comm_of(c->d, g)),
+    return mpi_check(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, (int)n, type, comm_of(c->d, g)),
                      "MPI_Allgather");
 }
 
-static sf_status host_time_allgather(void *ctx, float *buf, int64_t n) { return host_allgather(ctx, SF_GROUP_TIME, buf, n); }
+static sf_status host_time_allgather(void *ctx, void *buf, size_t bytes)
+{
+    return host_allgather(ctx, SF_GROUP_TIME, buf, (int64_t)bytes, MPI_BYTE);
+}
 
-static sf_status host_bn_allgather(void *ctx, float *buf, int64_t n) { return host_allgather(ctx, SF_GROUP_BN, buf, n); }
+static sf_status host_bn_allgather(void *ctx, float *buf, int64_t n)
+{
+    return host_allgather(ctx, SF_GROUP_BN, buf, n, MPI_FLOAT);
+}
 
 static sf_status host_bn_allreduce(void *ctx, float *buf, int64_t n)
 {

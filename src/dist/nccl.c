@@ -193,10 +193,10 @@ static sf_status nccl_recv(void *ctx, int32_t peer, float *buf, int64_t n)
     return compute_after(c, c->link_stream[k], k);
 }
 
-static sf_status nccl_time_allgather(void *ctx, float *buf, int64_t n)
+static sf_status nccl_time_allgather(void *ctx, void *buf, size_t bytes)
 {
     nccl_ctx *c = ctx;
-    NCCL_TRY(ncclAllGather(buf + (int64_t)c->d->seg * n, buf, (size_t)n, ncclFloat, c->time, c->compute));
+    NCCL_TRY(ncclAllGather((char *)buf + (size_t)c->d->seg * bytes, buf, bytes, ncclUint8, c->time, c->compute));
     return SF_OK;
 }
 

@@ -4,7 +4,10 @@ networks layer by layer, loads the same initial parameters and must follow.
 
 net_a: conv -> BN -> LIF -> maxpool -> flatten -> linear -> LIF, mean readout, CE on the T-mean (the issue's net).
 net_b: conv -> BN -> LIF -> conv -> BN -> add(LIF output) -> LIF -> avgpool -> flatten -> linear, leaky readout,
-       CE at every step; soft reset, atan surrogate, detach_reset (a residual block, unfused BN, shared input)."""
+       CE at every step; soft reset, atan surrogate, detach_reset (a residual block, unfused BN, shared input).
+net_c: T = 1, B = 1, a layer of a single neuron.
+net_d: conv -> BN -> LIF -> strided conv -> BN -> LIF -> flatten -> linear: W3's block, where the second conv is the
+       only reader of the spikes (the engine rebuilds them in their gradient's buffer)."""
 import math
 import os
 import sys
@@ -75,6 +78,14 @@ def net_c(x, p, state):
     return s @ p["2.weight"].T + p["2.bias"]
 
 
+def net_d(x, p, state):
+    y = per_image(lambda z: F.conv2d(z, p["0.weight"], p["0.bias"], padding=1), x)
+    s = lif_node(bn(y, p, "1", state))
+    y = per_image(lambda z: F.conv2d(z, p["3.weight"], p["3.bias"], stride=2, padding=1), s)
+    s = lif_node(bn(y, p, "4", state)).flatten(2)
+    return s @ p["7.weight"].T + p["7.bias"]
+
+
 def ce_mean(r, labels):
     return F.cross_entropy(r.mean(0), labels)
 
@@ -137,6 +148,10 @@ def main():
           (3, 2, 3, 6, 6), 6, 1.5, 0.2, 0.9, 0.0, 2)
     write(out, "net_c", net_c, ce_mean, [("0", "w", (1, 5)), ("2", "w", (3, 1))], (1, 1, 5, 1, 1), 3, 3.0, 0.5,
           0.0, 0.0, 3)
+    write(out, "net_d", net_d, ce_mean,
+          [("0", "w", (4, 2, 3, 3)), ("1", "bn", (4,)), ("3", "w", (4, 4, 3, 3)), ("4", "bn", (4,)),
+           ("7", "w", (5, 4 * 4 * 4))],
+          (3, 2, 2, 8, 8), 5, 1.5, 0.5, 0.9, 0.0, 4)
 
 
 if __name__ == "__main__":
