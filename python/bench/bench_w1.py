@@ -143,7 +143,40 @@ def spikefuse_impls():
             impls["spikefuse.torch compiled reduce-overhead"] = autograd_maker(
                 sequence(graphed, torch.compile(graphed, fullgraph=True, mode="reduce-overhead")))
     impls["spikefuse.torch bf16"] = cast_maker(autograd_maker(sequence(lif)), torch.bfloat16)
+    if torch.cuda.is_available() and _lib.sf_lif_forward_typed is not None:
+        impls["bare C kernels bf16"] = cast_maker(bare_typed_kernels, torch.bfloat16)
     return impls
+
+
+def bare_typed_kernels(x, g):
+    """The typed C entry points (sf_lif_forward_typed / backward) on x, g in their 16-bit type, no autograd."""
+    p = _lib.lif_params(**W1)
+    T, N = x.shape[0], x[0].numel()
+    code = {torch.bfloat16: _lib.SCALAR_BF16, torch.float16: _lib.SCALAR_F16}[x.dtype]
+    s, dx = torch.empty_like(x), torch.empty_like(x)
+    device = _lib.Device(_lib.DEVICE_CUDA, x.device.index or 0)
+    stream = torch.cuda.current_stream().cuda_stream
+
+    def fwd():
+        _lib.check(_lib.sf_lif_forward_typed(p, T, N, code, x.data_ptr(), s.data_ptr(), None, device, stream),
+                   "sf_lif_forward_typed")
+
+    def bwd():
+        _lib.check(_lib.sf_lif_backward_typed(p, T, N, code, x.data_ptr(), g.data_ptr(), dx.data_ptr(), None, device,
+                                              stream), "sf_lif_backward_typed")
+
+    def step(_keep_alive=(x, g, s, dx)):  # raw pointers: the tensors must outlive every call
+        fwd()
+        bwd()
+
+    def forward():
+        fwd()
+        return s.clone()
+
+    def grad():
+        bwd()
+        return dx.clone()
+    return step, forward, grad
 
 
 class _NoOp(torch.autograd.Function):
@@ -299,6 +332,9 @@ def main():
             over = f"{excess(r, bare, 'ms'):+6.1f}% ({excess(r, bare, 'pipelined_ms'):+.1f}%) vs bare" if bare else ""
             fp32 = by.get(("spikefuse.torch", T))
             speed = f", {fp32['ms'] / r['ms']:.2f}x the fp32 module's speed" if "bf16" in impl and fp32 else ""
+            bare16 = by.get(("bare C kernels bf16", T))
+            if "bf16" in impl and bare16:
+                speed += f", bare bf16 {pair(bare16)} = {bare['ms'] / bare16['ms']:.2f}x bare fp32" if bare else ""
             vs = ", ".join(f"{p.replace('spikingjelly ', 'sj ')} {by[(p, T)]['ms'] / r['ms']:.2f}x slower"
                            for p in peers if (p, T) in by)
             print(f"  {impl:36s} {pair(r):>17s} {over}{speed}{'; ' + vs if vs else ''}")
