@@ -1,7 +1,9 @@
 /* test_gpu_bn_lif_calls.c — the public fused BN → LIF calls (sf_bn_lif_forward / sf_bn_lif_backward, which
  * spikefuse.torch.BNLIF runs) on a CUDA device against the same calls on the CPU: spikes exact, dx, dγ, dβ within
  * 1e-4 (float sums in another order), on awkward shapes, with and without state carried across calls (v_in, v_out,
- * dv_in, dv_out), on a non-default stream; and the workspace check (too small or NULL: SF_ERR_INVALID). */
+ * dv_in, dv_out), on a non-default stream; the workspace check (too small or NULL: SF_ERR_INVALID); and the typed
+ * calls in bfloat16 (LIF and BN+LIF) against the CPU's fp32 on inputs bf16 holds exactly: spikes exact, dx the fp32
+ * value rounded to bf16 (within 2^-8 relative). */
 #include "gpu_copies.h"
 #include "testutil.h"
 
@@ -96,6 +98,85 @@ static void compare(const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
 }
 
+/* bf16 bits of a float that bf16 holds exactly (8 significant bits), and a float from bf16 bits. */
+static uint16_t bf16_of(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)(u >> 16);
+}
+
+static float float_of(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* LIF and BN+LIF through the typed calls with bf16 x, ds on the GPU against fp32 on the CPU. */
+static void compare_bf16(const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int64_t hw, uint64_t seed)
+{
+    const size_t n = (size_t)(T * B * C * hw);
+    float *x = malloc(4 * n), *ds = malloc(4 * n), *s = malloc(4 * n), *dx = malloc(4 * n), dg[64], db[64];
+    uint16_t *x16 = malloc(2 * n), *ds16 = malloc(2 * n), *s16 = malloc(2 * n), *dx16 = malloc(2 * n);
+    tu_randn(x, (int64_t)n, 0.4f, 1.5f, seed);
+    tu_randn(ds, (int64_t)n, 0.0f, 1.0f, seed + 1);
+    for (size_t i = 0; i < n; i++) { /* multiples of 1/64 within ±4: exact in bf16 */
+        x[i] = roundf(fmaxf(-4.0f, fminf(4.0f, x[i])) * 64.0f) / 64.0f;
+        ds[i] = roundf(fmaxf(-3.0f, fminf(3.0f, ds[i])) * 64.0f) / 64.0f;
+        x16[i] = bf16_of(x[i]);
+        ds16[i] = bf16_of(ds[i]);
+    }
+    float stat[4 * 64];
+    for (int32_t c = 0; c < C; c++) stat[c] = 0.3f, stat[C + c] = 1.7f, stat[2 * C + c] = 0.9f, stat[3 * C + c] = 0.1f;
+    uint16_t *d_x, *d_ds, *d_s, *d_dx;
+    CU(cudaMalloc((void **)&d_x, 2 * n));
+    CU(cudaMalloc((void **)&d_ds, 2 * n));
+    CU(cudaMalloc((void **)&d_s, 2 * n));
+    CU(cudaMalloc((void **)&d_dx, 2 * n));
+    CU(cudaMemcpy(d_x, x16, 2 * n, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(d_ds, ds16, 2 * n, cudaMemcpyHostToDevice));
+    float *d_stat = dev_from(stat, 4 * (size_t)C), *d_g = dev_from(stat, (size_t)C), *d_b = dev_from(stat, (size_t)C);
+    size_t ws_bytes = sf_bn_lif_workspace_bytes(T, B, C, hw, GPU);
+    void *ws = NULL;
+    CU(cudaMalloc(&ws, ws_bytes));
+    for (int bn = 0; bn < 2; bn++) {
+        if (bn) {
+            CHECK_OK(sf_bn_lif_forward(p, T, B, C, hw, SF_SCALAR_F32, x, stat, stat + C, 1e-5f, stat + 2 * C,
+                                       stat + 3 * C, s, NULL, CPU, NULL));
+            CHECK_OK(sf_bn_lif_backward(p, T, B, C, hw, SF_SCALAR_F32, x, stat, stat + C, 1e-5f, stat + 2 * C,
+                                        stat + 3 * C, ds, dx, dg, db, NULL, NULL, 0, CPU, NULL));
+            CHECK_OK(sf_bn_lif_forward(p, T, B, C, hw, SF_SCALAR_BF16, d_x, d_stat, d_stat + C, 1e-5f,
+                                       d_stat + 2 * C, d_stat + 3 * C, d_s, NULL, GPU, NULL));
+            CHECK_OK(sf_bn_lif_backward(p, T, B, C, hw, SF_SCALAR_BF16, d_x, d_stat, d_stat + C, 1e-5f,
+                                        d_stat + 2 * C, d_stat + 3 * C, d_ds, d_dx, d_g, d_b, NULL, ws, ws_bytes, GPU,
+                                        NULL));
+        } else {
+            const int64_t N = (int64_t)n / T;
+            CHECK_OK(sf_lif_forward_typed(p, T, N, SF_SCALAR_F32, x, s, NULL, CPU, NULL));
+            CHECK_OK(sf_lif_backward_typed(p, T, N, SF_SCALAR_F32, x, ds, dx, NULL, CPU, NULL));
+            CHECK_OK(sf_lif_forward_typed(p, T, N, SF_SCALAR_BF16, d_x, d_s, NULL, GPU, NULL));
+            CHECK_OK(sf_lif_backward_typed(p, T, N, SF_SCALAR_BF16, d_x, d_ds, d_dx, NULL, GPU, NULL));
+        }
+        CU(cudaMemcpy(s16, d_s, 2 * n, cudaMemcpyDeviceToHost));
+        CU(cudaMemcpy(dx16, d_dx, 2 * n, cudaMemcpyDeviceToHost));
+        size_t flips = 0, far = 0;
+        double scale = 0.0;
+        for (size_t i = 0; i < n; i++) scale = fabs(dx[i]) > scale ? fabs(dx[i]) : scale;
+        for (size_t i = 0; i < n; i++) {
+            flips += float_of(s16[i]) != s[i];
+            far += fabs(float_of(dx16[i]) - dx[i]) > fabs(dx[i]) / 256.0 + 1e-4 * scale;
+        }
+        CHECK(flips == 0, "bf16 %s: %zu spikes differ from fp32", bn ? "BN+LIF" : "LIF", flips);
+        CHECK(far == 0, "bf16 %s: %zu of dx are not fp32's rounded to bf16", bn ? "BN+LIF" : "LIF", far);
+    }
+    void *dev[] = {d_x, d_ds, d_s, d_dx, d_stat, d_g, d_b, ws};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) cudaFree(dev[i]);
+    void *host[] = {x, ds, s, dx, x16, ds16, s16, dx16};
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
+}
+
 int main(void)
 {
     if (sf_cuda_device_count() < 1) {
@@ -114,5 +195,7 @@ int main(void)
     p.alpha = 2.0f;
     compare(&p, 7, 5, 3, 49, 1, 14);
     compare(&p, 64, 2, 8, 16, 0, 15); /* past the 32-step segments of the recompute */
+    compare_bf16(&p, 4, 3, 5, 36, 16);
+    compare_bf16(&p, 40, 2, 7, 9, 17);
     return tu_finish("test_gpu_bn_lif_calls");
 }
