@@ -19,6 +19,7 @@ import os
 import torch
 from torch import nn
 
+from bench_w1 import median_ms  # the same timing (CUDA events, median) as W1's
 from spikefuse.torch import BNLIF, CUSTOM_OPS, spikes_saved_as_bytes
 
 T, B, CLASSES = 10, 64, 10
@@ -94,16 +95,8 @@ def measure(net, reps, amp=None, compile_model=False, compact=False):
         step()
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        step()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
-    return times[len(times) // 2], torch.cuda.max_memory_allocated() / 2**20
+    ms = median_ms(step, reps, "cuda", warmup=0)[0]
+    return ms, torch.cuda.max_memory_allocated() / 2**20
 
 
 def peers():
