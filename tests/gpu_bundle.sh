@@ -23,8 +23,9 @@ ldd "$out"/bin/* | awk '/=> \//{print $3}' | sort -u |
     grep -vE '/(libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so|/libcu|/libnccl|/libnv' |
     while read -r lib; do cp -L "$lib" "$out/lib/"; done
 # OpenMPI's runtime for tests/gpu/multi_gpu.sh where the GPU machine has none: mpirun, its plugins and help files
-# under ompi/usr (relocated there through OPAL_PREFIX), PMIx's plugins, and the libraries they load
-if command -v orterun >/dev/null; then
+# under ompi/usr (relocated there through OPAL_PREFIX), PMIx's plugins, and the libraries they load (SF_BUNDLE_MPI=0
+# leaves it out: a few MB less to carry to a one-GPU machine)
+if [ "${SF_BUNDLE_MPI:-1}" != 0 ] && command -v orterun >/dev/null; then
     o=$out/ompi/usr
     mkdir -p "$o/bin" "$o/lib/x86_64-linux-gnu" "$o/share"
     cp -L "$(command -v orterun)" "$(command -v orted)" "$o/bin/"
