@@ -457,6 +457,11 @@ typedef struct sf_layer_sparsity {
 } sf_layer_sparsity;
 /* Fills out[i] for layers i < cap (ineligible layers: zeros, densities -1); returns the number of layers. */
 SF_API int32_t sf_net_layer_sparsity(const sf_net *net, sf_layer_sparsity *out, int32_t cap);
+/* Sets the run state of layer `layer`, one that chooses its path (eligible, mode auto; the net compiled): its
+ * crossovers (s->crossover_forward, crossover_backward, in [0, 1]) and the densities its next choice may follow
+ * (density, grad_density: in [0, 1], or -1 for none yet); the other fields are ignored. Checkpoints record them, so
+ * a resumed run (and an evaluation) chooses as the run did instead of measuring again; compiling again measures. */
+SF_API sf_status sf_net_set_layer_sparsity(sf_net *net, int32_t layer, const sf_layer_sparsity *s);
 
 /* Peak bytes the net had allocated on its device (the plan's total plus library scratch). */
 SF_API size_t sf_net_peak_bytes(const sf_net *net);

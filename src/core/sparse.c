@@ -238,3 +238,31 @@ int32_t sf_net_layer_sparsity(const sf_net *net, sf_layer_sparsity *out, int32_t
     }
     return net->n_layers;
 }
+
+static bool is_density(float d, bool unmeasured_ok) { return (unmeasured_ok && d == -1.0f) || (d >= 0.0f && d <= 1.0f); }
+
+sf_status sf_net_set_layer_sparsity(sf_net *net, int32_t layer, const sf_layer_sparsity *s)
+{
+    if (!net || !s) return sf_fail(SF_ERR_INVALID, "set layer sparsity: net or state is NULL");
+    if (!net->compiled) return sf_fail(SF_ERR_INVALID, "set layer sparsity: the net is not compiled");
+    if (layer < 0 || layer >= net->n_layers)
+        return sf_fail(SF_ERR_INVALID, "set layer sparsity: layer %d is not one of the net's %d", layer, net->n_layers);
+    sf_net_layer *l = &net->layers[layer];
+    if (l->sparse != SF_SPARSE_AUTO)
+        return sf_fail(SF_ERR_INVALID,
+                       "set layer sparsity: layer %d (%s) does not choose its path (sparse = auto on a layer that "
+                       "reads spikes): its mode is %s",
+                       layer, sf_layer_kind_name(l->d.kind), sf_sparse_mode_name(l->sparse));
+    if (!is_density(s->crossover_forward, false) || !is_density(s->crossover_backward, false) ||
+        !is_density(s->density, true) || !is_density(s->grad_density, true))
+        return sf_fail(SF_ERR_INVALID,
+                       "set layer sparsity: layer %d: crossovers %g, %g must be in [0, 1] and densities %g, %g in "
+                       "[0, 1] or -1 (none yet)",
+                       layer, (double)s->crossover_forward, (double)s->crossover_backward, (double)s->density,
+                       (double)s->grad_density);
+    l->xfwd = s->crossover_forward;
+    l->xbwd = s->crossover_backward;
+    l->density = s->density;
+    l->grad_density = s->grad_density;
+    return SF_OK;
+}

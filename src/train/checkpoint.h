@@ -10,6 +10,9 @@
  *   loader_state      the data loader's position (opaque text)
  *   best_metric       best test accuracy so far (for best.safetensors on resume)
  *   best_step         the step of the checkpoint that best.safetensors holds (-1: none yet)
+ *   sparse_state      the layers choosing their path (sparse = auto): the device kind and precision, then per
+ *                     layer its crossovers and last densities (sf_net_set_layer_sparsity), so a resumed run and an
+ *                     evaluation choose as the run did; absent from older checkpoints (those measure again)
  *   crc32             the CRC-32 of every tensor (io/safetensors.h), verified by every load
  * Files are written atomically (temporary file, fsync, rename, fsync of the directory). Loading refuses a damaged
  * tensor (CRC-32) and a non-finite value, naming the tensor. */
