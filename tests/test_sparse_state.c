@@ -2,7 +2,7 @@
  * sets crossovers and densities (bad layers and values refused, naming them) and the next step chooses by them; a
  * checkpoint records them and a net restored from it gets them back bitwise (densities only when it continues the
  * run); a checkpoint without them (written before they were recorded) or from another precision keeps the net's
- * own, and one whose layers do not match is refused. */
+ * own, and one whose layers do not match is refused. deterministic = on fixes the crossovers without timing. */
 #include "testutil.h"
 #include "train/checkpoint.h"
 
@@ -15,7 +15,7 @@
 enum { T = 4, B = 3, IN = 24, HIDDEN = 16, CLASSES = 5, LAYERS = 3 };
 
 /* input spikes → linear (auto) → lif → linear (auto unless second_off) */
-static sf_net *make_net(int second_off)
+static sf_net *make_net_det(int second_off, int deterministic)
 {
     sf_net_params p;
     sf_net_default_params(&p);
@@ -23,6 +23,7 @@ static sf_net *make_net(int second_off)
     p.input_spikes = 1;
     p.sparse = SF_SPARSE_AUTO;
     p.seed = 5;
+    p.cuda.deterministic = deterministic;
     sf_net *net = NULL;
     CHECK_OK(sf_net_create(&p, &net));
     tu_add_layer(net, SF_LAYER_LINEAR, HIDDEN, 0);
@@ -38,6 +39,8 @@ static sf_net *make_net(int second_off)
     CHECK_OK(sf_net_compile(net, T, B));
     return net;
 }
+
+static sf_net *make_net(int second_off) { return make_net_det(second_off, 0); }
 
 /* One training step on input spikes of density about 1/4. */
 static void step(sf_net *net)
@@ -108,6 +111,25 @@ static void test_set(void)
     sf_net_free(net);
 }
 
+/* deterministic = on measures nothing: every auto layer gets the fixed crossover 1/8, so the input at density 1/4
+ * runs dense, and an all-silent hidden layer sparse. */
+static void test_deterministic(void)
+{
+    sf_net *net = make_net_det(0, 1);
+    step(net);
+    sf_layer_sparsity q[LAYERS];
+    sf_net_layer_sparsity(net, q, LAYERS);
+    for (int i = 0; i < LAYERS; i += 2)
+        CHECK(q[i].mode == SF_SPARSE_AUTO && q[i].crossover_forward == 0.125f && q[i].crossover_backward == 0.125f,
+              "deterministic, layer %d: mode %d, crossovers %g %g", i, (int)q[i].mode, q[i].crossover_forward,
+              q[i].crossover_backward);
+    CHECK(!q[0].forward_sparse && q[0].density > 0.125f, "deterministic: input at density %g ran sparse",
+          q[0].density);
+    CHECK(q[2].forward_sparse == (q[2].density < 0.125f), "deterministic: hidden spikes at %g, sparse %d",
+          q[2].density, q[2].forward_sparse);
+    sf_net_free(net);
+}
+
 static void save(sf_net *net, const char *path)
 {
     sf_checkpoint_info info = {.config = "[train]\n", .best_metric = -1.0, .best_step = -1};
@@ -121,6 +143,7 @@ static sf_status restore(sf_net *net, const char *path, int with_training_state)
     sf_checkpoint_info info;
     sf_status s = sf_checkpoint_open(path, &st, &info);
     if (s == SF_OK) s = sf_checkpoint_restore(st, net, with_training_state);
+    if (s == SF_OK) s = sf_checkpoint_restore_sparse(st, net, with_training_state);
     sf_safetensors_free(st);
     return s;
 }
@@ -217,6 +240,7 @@ int main(void)
     char dir[] = "/tmp/sf_test_sparse_state.XXXXXX";
     if (!mkdtemp(dir)) return 2;
     test_set();
+    test_deterministic();
     test_checkpoint(dir);
     rmdir(dir);
     return tu_finish("test_sparse_state");

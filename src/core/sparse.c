@@ -41,8 +41,9 @@ void sf_net_sparse_mark(sf_net *net)
     for (int32_t i = 0; i < L; i++) {
         sf_net_layer *l = &net->layers[i];
         sf_sparse_mode mode = l->d.sparse < 0 ? net->p.sparse : (sf_sparse_mode)l->d.sparse;
-        /* A GPU asked to be deterministic may neither time nor follow the previous step (a resumed run has none):
-         * auto runs event-driven wherever it can. */
+        /* A GPU asked to be deterministic may neither time nor follow the previous step (an evaluation of a
+         * checkpoint has none): auto runs event-driven wherever it can. The CPU chooses from the density it just
+         * counted, by a crossover fixed without a clock (sparse_tune.c). */
         if (mode == SF_SPARSE_AUTO && net->p.device.kind == SF_DEVICE_CUDA && net->p.cuda.deterministic)
             mode = SF_SPARSE_ON;
         l->sparse = SF_SPARSE_OFF;
@@ -217,7 +218,8 @@ sf_status sf_net_spike_linear_backward(sf_net *net, sf_net_layer *l, const float
                                          sf_net_slot_ptr(net, l->sws_b));
     }
     float *x = sf_net_slot_ptr(net, l->in_float);
-    SF_TRY(be->spikes_expand(be, rows(net), in, c.bits, x));
+    if (net->tensors[t].keep == SF_KEEP_FLOAT) x = sf_net_act(net, t); /* keep_all: kept as floats, nothing planned */
+    else SF_TRY(be->spikes_expand(be, rows(net), in, c.bits, x));
     return be->linear_backward(be, rows(net), in, l->d.out_features, x, sf_net_weight(net, l->w_off), dy, dx,
                                pgrad(net, l->w_off), pgrad(net, l->b_off));
 }

@@ -208,10 +208,7 @@ static sf_status next_number(const char **p, long *i, float *f)
     return SF_OK;
 }
 
-/* Gives the layers that choose their path the recorded crossovers (and, to continue a run, the densities their next
- * choice follows). A checkpoint written before they were recorded, or on another kind of device or precision, leaves
- * the ones the net measured. */
-static sf_status restore_sparse(const sf_safetensors *st, sf_net *net, int with_training_state)
+sf_status sf_checkpoint_restore_sparse(const sf_safetensors *st, sf_net *net, int with_densities)
 {
     const char *v = sf_safetensors_meta(st, "sparse_state");
     if (!v) return SF_OK;
@@ -245,7 +242,7 @@ static sf_status restore_sparse(const sf_safetensors *st, sf_net *net, int with_
         if (s == SF_OK) s = next_number(&at, NULL, &rec.crossover_backward);
         if (s == SF_OK) s = next_number(&at, NULL, &rec.density);
         if (s == SF_OK) s = next_number(&at, NULL, &rec.grad_density);
-        if (s == SF_OK && !with_training_state) rec.density = rec.grad_density = -1.0f; /* a new run has no last step */
+        if (s == SF_OK && !with_densities) rec.density = rec.grad_density = -1.0f; /* a new run has no last step */
         if (s == SF_OK) s = sf_net_set_layer_sparsity(net, (int32_t)layer, &rec);
     }
     if (s == SF_OK && *at) s = sf_fail(SF_ERR_FORMAT, "__metadata__ 'sparse_state' has more than %ld layers", n_rec);
@@ -257,7 +254,6 @@ sf_status sf_checkpoint_restore(const sf_safetensors *st, sf_net *net, int with_
 {
     SF_TRY(restore_role(st, net, SF_ROLE_PARAM));
     SF_TRY(restore_role(st, net, SF_ROLE_BUFFER));
-    SF_TRY(restore_sparse(st, net, with_training_state));
     if (!with_training_state) return SF_OK;
     SF_TRY(restore_role(st, net, SF_ROLE_OPTIMIZER));
     sf_net_state ns;

@@ -46,4 +46,10 @@ sf_status sf_checkpoint_open(const char *path, sf_safetensors **st, sf_checkpoin
  * with_training_state, the optimizer state and sf_net_state are restored too (the optimizer must be set). */
 sf_status sf_checkpoint_restore(const sf_safetensors *st, sf_net *net, int with_training_state);
 
+/* Gives the layers of the compiled `net` that choose their path (sparse = auto) the crossovers `st` recorded, and
+ * with with_densities (continuing the run) the densities their next choice follows, so they choose as the run did
+ * instead of measuring. A checkpoint written before they were recorded, or on another device kind or precision,
+ * leaves the net's own; one whose layers do not match is refused. */
+sf_status sf_checkpoint_restore_sparse(const sf_safetensors *st, sf_net *net, int with_densities);
+
 #endif
