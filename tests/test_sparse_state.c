@@ -70,7 +70,7 @@ static void test_set(void)
                            .grad_density = -1.0f};
     expect_refused(net, 3, s, "layer 3", "a layer past the last");
     expect_refused(net, -1, s, "layer -1", "a negative layer");
-    expect_refused(net, 1, s, "lif", "a layer that cannot run event-driven");
+    expect_refused(net, 1, s, "layer 1 does not choose", "a layer that cannot run event-driven");
     sf_layer_sparsity bad = s;
     bad.crossover_forward = 1.5f;
     expect_refused(net, 0, bad, "1.5", "a crossover above 1");

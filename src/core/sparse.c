@@ -252,9 +252,9 @@ sf_status sf_net_set_layer_sparsity(sf_net *net, int32_t layer, const sf_layer_s
     sf_net_layer *l = &net->layers[layer];
     if (l->sparse != SF_SPARSE_AUTO)
         return sf_fail(SF_ERR_INVALID,
-                       "set layer sparsity: layer %d (%s) does not choose its path (sparse = auto on a layer that "
-                       "reads spikes): its mode is %s",
-                       layer, sf_layer_kind_name(l->d.kind), sf_sparse_mode_name(l->sparse));
+                       "set layer sparsity: layer %d does not choose its path (sparse = auto on a linear layer that "
+                       "reads spikes, or an rlif layer): its mode is %s",
+                       layer, l->sparse == SF_SPARSE_ON ? "on" : "off");
     if (!is_density(s->crossover_forward, false) || !is_density(s->crossover_backward, false) ||
         !is_density(s->density, true) || !is_density(s->grad_density, true))
         return sf_fail(SF_ERR_INVALID,
