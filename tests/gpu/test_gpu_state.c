@@ -22,6 +22,21 @@ static float *randn(int64_t n, float mean, float std, uint64_t seed)
     return x;
 }
 
+/* Index of the first value that differs bitwise (-1: none), and how many do. */
+static int64_t first_difference(const float *a, const float *b, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (memcmp(a + i, b + i, 4) != 0) return i;
+    return -1;
+}
+
+static int64_t count_differences(const float *a, const float *b, int64_t n)
+{
+    int64_t c = 0;
+    for (int64_t i = 0; i < n; i++) c += memcmp(a + i, b + i, 4) != 0;
+    return c;
+}
+
 static void test_lif_state(sf_backend *be, sf_surrogate sur, int64_t T, int64_t N, int keep_h)
 {
     sf_lif_params p;
@@ -49,8 +64,14 @@ static void test_lif_state(sf_backend *be, sf_surrogate sur, int64_t T, int64_t 
     CHECK_OK(be->lif_backward(be, &p, T, N, dx_, keep_h ? dh : NULL, dds, ddx, &gst));
     CHECK_OK(be->sync(be));
     float *gs = host_from(ds_, n), *gdx = host_from(ddx, n), *gv = host_from(dvout_, N), *gdv = host_from(ddvout, N);
-    CHECK(memcmp(gs, s, 4 * n) == 0 && memcmp(gv, vout, 4 * N) == 0,
-          "LIF %s T=%lld N=%lld: spikes or v_out differ from the CPU", sf_surrogate_name(sur), (long long)T, (long long)N);
+    int64_t bad_s = first_difference(gs, s, n), bad_v = first_difference(gv, vout, N);
+    CHECK(bad_s < 0 && bad_v < 0,
+          "LIF %s T=%lld N=%lld keep_h %d: %lld spikes differ from the CPU (first t=%lld n=%lld: %g, CPU %g), %lld v_out "
+          "(first n=%lld: %.9g, CPU %.9g)",
+          sf_surrogate_name(sur), (long long)T, (long long)N, keep_h, (long long)count_differences(gs, s, n),
+          (long long)(bad_s < 0 ? -1 : bad_s / N), (long long)(bad_s < 0 ? -1 : bad_s % N), bad_s < 0 ? 0.0 : gs[bad_s],
+          bad_s < 0 ? 0.0 : s[bad_s], (long long)count_differences(gv, vout, N), (long long)bad_v,
+          bad_v < 0 ? 0.0 : gv[bad_v], bad_v < 0 ? 0.0 : vout[bad_v]);
     CHECK(tu_rel_err_f32(gdx, dx, n) < 1e-5 && tu_rel_err_f32(gdv, dvout, N) < 1e-5, "LIF %s T=%lld keep_h %d: dx %g, dv_out %g",
           sf_surrogate_name(sur), (long long)T, keep_h, tu_rel_err_f32(gdx, dx, n), tu_rel_err_f32(gdv, dvout, N));
     float *devs[] = {dx_, dds, dvin_, ddvin, ds_, dh, ddx, dvout_, ddvout};
