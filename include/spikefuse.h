@@ -207,7 +207,8 @@ typedef enum sf_layer_kind {
 typedef enum sf_sparse_mode {
     SF_SPARSE_OFF = 0, /* dense everywhere: the engine as it was */
     SF_SPARSE_AUTO,    /* per layer and step, sparse when the measured spike density is below the crossover (with
-                        * sf_cuda_options.deterministic on a GPU: as ON, neither timed nor following the last step) */
+                        * sf_cuda_options.deterministic on a GPU: as ON, neither timed nor following the last step;
+                        * on the CPU: a crossover fixed without timing, 1/8); checkpoints record the crossovers */
     SF_SPARSE_ON       /* sparse wherever the input is spikes */
 } sf_sparse_mode;
 SF_API const char *sf_sparse_mode_name(sf_sparse_mode m); /* "off", "auto", "on" */
@@ -275,7 +276,8 @@ typedef struct sf_cuda_options {
     sf_conv_algo conv_algo;     /* default auto */
     int32_t deterministic;      /* 1: deterministic algorithms and reductions only, chosen without timing them, so a
                                  * run repeats to the bit on the same GPU and software, and a resumed run equals an
-                                 * uninterrupted one (the CPU always is); costs step time; default 0 */
+                                 * uninterrupted one (the CPU always is, but for sparse = auto's measured
+                                 * crossovers, which this fixes too: see sf_sparse_mode); costs step time; default 0 */
 } sf_cuda_options;
 
 typedef struct sf_net_params {
@@ -288,10 +290,11 @@ typedef struct sf_net_params {
     sf_loss loss;          /* CE on the T-mean of the readout, or CE at every step averaged over T */
     sf_precision precision; /* arithmetic and storage; default fp32 (the CPU backend accepts only fp32) */
     sf_cuda_options cuda;   /* how the CUDA backend runs (ignored on the CPU) */
-    sf_sparse_mode sparse;  /* event-driven layers; default off */
+    sf_sparse_mode sparse;  /* event-driven layers; default auto */
     float sparse_crossover; /* AUTO: 0 measures, per layer shape, the density where sparse and dense take equally
                              * long on the device when the net is compiled (cached per shape in the process); a
-                             * value in (0, 1] uses that density instead (reproducible across processes) */
+                             * value in (0, 1] uses that density instead (reproducible across processes, as is
+                             * deterministic); a resumed run takes its checkpoint's */
     int32_t input_spikes;   /* 1: the input holds 0/1 spikes (Poisson or latency encoding, event data), so layers
                              * reading it can run event-driven; a step fails if it holds other values */
 } sf_net_params;
@@ -457,6 +460,11 @@ typedef struct sf_layer_sparsity {
 } sf_layer_sparsity;
 /* Fills out[i] for layers i < cap (ineligible layers: zeros, densities -1); returns the number of layers. */
 SF_API int32_t sf_net_layer_sparsity(const sf_net *net, sf_layer_sparsity *out, int32_t cap);
+/* Sets the run state of layer `layer`, one that chooses its path (eligible, mode auto; the net compiled): its
+ * crossovers (s->crossover_forward, crossover_backward, in [0, 1]) and the densities its next choice may follow
+ * (density, grad_density: in [0, 1], or -1 for none yet); the other fields are ignored. Checkpoints record them, so
+ * a resumed run (and an evaluation) chooses as the run did instead of measuring again; compiling again measures. */
+SF_API sf_status sf_net_set_layer_sparsity(sf_net *net, int32_t layer, const sf_layer_sparsity *s);
 
 /* Peak bytes the net had allocated on its device (the plan's total plus library scratch). */
 SF_API size_t sf_net_peak_bytes(const sf_net *net);

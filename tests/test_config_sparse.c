@@ -52,9 +52,11 @@ static void test_parse(void)
     sf_config *cfg = NULL;
     CHECK_OK(sf_config_parse_string(rec_config, "rec.ini", &cfg));
     if (!cfg) return;
-    CHECK(cfg->net.sparse == SF_SPARSE_OFF && cfg->net.sparse_crossover == 0.2f && cfg->net.input_spikes == 1,
-          "[train]: sparse %d (off unless asked), crossover %g, input spikes %d", cfg->net.sparse,
+    CHECK(cfg->net.sparse == SF_SPARSE_AUTO && cfg->net.sparse_crossover == 0.2f && cfg->net.input_spikes == 1,
+          "[train]: sparse %d (auto unless asked), crossover %g, input spikes %d", cfg->net.sparse,
           cfg->net.sparse_crossover, cfg->net.input_spikes);
+    CHECK_OK(sf_config_set_arg(cfg, "train.sparse=off"));
+    CHECK(cfg->net.sparse == SF_SPARSE_OFF, "--set train.sparse=off: %d", cfg->net.sparse);
     CHECK_OK(sf_config_set_arg(cfg, "train.sparse=auto"));
     CHECK(cfg->num_layers == 4 && cfg->layers[2].desc.kind == SF_LAYER_RLIF, "layer 2 is an rlif");
     CHECK(cfg->layers[1].desc.sparse == SF_SPARSE_ON && cfg->layers[2].desc.sparse == SF_SPARSE_OFF &&

@@ -127,7 +127,11 @@ static int run_eval(const eval_args *a, const char *path, const sf_config *cfg)
     int rc = sf_cli_build_net("eval", cfg, &net);
     if (rc != SF_EXIT_OK) return rc;
     sf_status s = sf_checkpoint_open(path, &st, &info);
-    if (s == SF_OK && (s = sf_checkpoint_restore(st, net, 0)) != SF_OK) s = sf_fail_context(s, "%s: ", path);
+    if (s == SF_OK) {
+        s = sf_checkpoint_restore(st, net, 0);
+        if (s == SF_OK) s = sf_checkpoint_restore_sparse(st, net, 0); /* the paths the run chose */
+        if (s != SF_OK) s = sf_fail_context(s, "%s: ", path);
+    }
     if (s == SF_OK) s = sf_config_load_split(cfg, SF_SPLIT_TEST, &ds);
     if (s == SF_OK) {
         sf_config_loader_params(cfg, 0, &lp);

@@ -51,6 +51,7 @@ void sf_net_default_params(sf_net_params *p)
     p->cuda.conv_workspace_mib = 512;
     p->cuda.conv_algo = SF_CONV_ALGO_AUTO;
     p->cuda.deterministic = 0;
+    p->sparse = SF_SPARSE_AUTO;
 }
 
 sf_status sf_net_params_check(const sf_net_params *p)

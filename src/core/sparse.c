@@ -41,8 +41,9 @@ void sf_net_sparse_mark(sf_net *net)
     for (int32_t i = 0; i < L; i++) {
         sf_net_layer *l = &net->layers[i];
         sf_sparse_mode mode = l->d.sparse < 0 ? net->p.sparse : (sf_sparse_mode)l->d.sparse;
-        /* A GPU asked to be deterministic may neither time nor follow the previous step (a resumed run has none):
-         * auto runs event-driven wherever it can. */
+        /* A GPU asked to be deterministic may neither time nor follow the previous step (an evaluation of a
+         * checkpoint has none): auto runs event-driven wherever it can. The CPU chooses from the density it just
+         * counted, by a crossover fixed without a clock (sparse_tune.c). */
         if (mode == SF_SPARSE_AUTO && net->p.device.kind == SF_DEVICE_CUDA && net->p.cuda.deterministic)
             mode = SF_SPARSE_ON;
         l->sparse = SF_SPARSE_OFF;
@@ -217,7 +218,8 @@ sf_status sf_net_spike_linear_backward(sf_net *net, sf_net_layer *l, const float
                                          sf_net_slot_ptr(net, l->sws_b));
     }
     float *x = sf_net_slot_ptr(net, l->in_float);
-    SF_TRY(be->spikes_expand(be, rows(net), in, c.bits, x));
+    if (net->tensors[t].keep == SF_KEEP_FLOAT) x = sf_net_act(net, t); /* keep_all: kept as floats, nothing planned */
+    else SF_TRY(be->spikes_expand(be, rows(net), in, c.bits, x));
     return be->linear_backward(be, rows(net), in, l->d.out_features, x, sf_net_weight(net, l->w_off), dy, dx,
                                pgrad(net, l->w_off), pgrad(net, l->b_off));
 }
@@ -237,4 +239,32 @@ int32_t sf_net_layer_sparsity(const sf_net *net, sf_layer_sparsity *out, int32_t
                                      .backward_sparse = eligible && l->bwd_flags != 0};
     }
     return net->n_layers;
+}
+
+static bool is_density(float d, bool unmeasured_ok) { return (unmeasured_ok && d == -1.0f) || (d >= 0.0f && d <= 1.0f); }
+
+sf_status sf_net_set_layer_sparsity(sf_net *net, int32_t layer, const sf_layer_sparsity *s)
+{
+    if (!net || !s) return sf_fail(SF_ERR_INVALID, "set layer sparsity: net or state is NULL");
+    if (!net->compiled) return sf_fail(SF_ERR_INVALID, "set layer sparsity: the net is not compiled");
+    if (layer < 0 || layer >= net->n_layers)
+        return sf_fail(SF_ERR_INVALID, "set layer sparsity: layer %d is not one of the net's %d", layer, net->n_layers);
+    sf_net_layer *l = &net->layers[layer];
+    if (l->sparse != SF_SPARSE_AUTO)
+        return sf_fail(SF_ERR_INVALID,
+                       "set layer sparsity: layer %d does not choose its path (sparse = auto on a linear layer that "
+                       "reads spikes, or an rlif layer): its mode is %s",
+                       layer, l->sparse == SF_SPARSE_ON ? "on" : "off");
+    if (!is_density(s->crossover_forward, false) || !is_density(s->crossover_backward, false) ||
+        !is_density(s->density, true) || !is_density(s->grad_density, true))
+        return sf_fail(SF_ERR_INVALID,
+                       "set layer sparsity: layer %d: crossovers %g, %g must be in [0, 1] and densities %g, %g in "
+                       "[0, 1] or -1 (none yet)",
+                       layer, (double)s->crossover_forward, (double)s->crossover_backward, (double)s->density,
+                       (double)s->grad_density);
+    l->xfwd = s->crossover_forward;
+    l->xbwd = s->crossover_backward;
+    l->density = s->density;
+    l->grad_density = s->grad_density;
+    return SF_OK;
 }

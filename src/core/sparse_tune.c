@@ -3,7 +3,8 @@
  * each layer shape; the event-driven time grows about linearly with the density, and the crossover is where the
  * line meets the dense time. Results are cached per backend, precision and shape for the life of the process, so
  * every net of a process chooses alike. The crossover is at most SF_SPARSE_MAX_CROSSOVER: at high activity the
- * dense path is taken whatever the measurement said. */
+ * dense path is taken whatever the measurement said. A fixed sparse_crossover, or deterministic = on, measures
+ * nothing, so that every process chooses alike. */
 #include "core/error.h"
 #include "core/net_internal.h"
 #include "core/rng.h"
@@ -14,6 +15,10 @@
 #include <time.h>
 
 #define SF_SPARSE_MAX_CROSSOVER 0.5f
+/* deterministic = on may not time (sparse.c makes a GPU's auto run as on): the crossover is then the higher of the
+ * two densities the measurement times the event-driven path at, a choice without a clock: W4's natural activity
+ * (about 5%) runs event-driven, full activity dense. */
+#define SF_SPARSE_FIXED_CROSSOVER 0.125f
 
 /* Both paths' times grow with the rows alike, so more rows only make tuning slower; a GPU needs a few thousand to
  * be busy, a CPU core a few hundred. */
@@ -155,7 +160,7 @@ static sf_status measure(sf_backend *be, int64_t rows, int32_t in, int32_t out, 
         s = upload_uniform(&b, b.dy, r * (size_t)out, 8, host);
     }
     if (s == SF_OK) s = upload_uniform(&b, b.w, (size_t)out * (size_t)in, 9, host);
-    const float d1 = 1.0f / 32, d2 = 1.0f / 8;
+    const float d1 = 1.0f / 32, d2 = SF_SPARSE_FIXED_CROSSOVER;
     double dense_f = 0, dense_b = 0, f1 = 0, f2 = 0, b1 = 0, b2 = 0;
     if (s == SF_OK) s = set_density(&b, d1, host);
     if (s == SF_OK) s = time_op(&b, OP_DENSE_FWD, &dense_f);
@@ -213,8 +218,8 @@ sf_status sf_net_sparse_tune(sf_net *net)
         sf_net_layer *l = &net->layers[i];
         l->xfwd = l->xbwd = l->sparse == SF_SPARSE_ON ? 1.0f : 0.0f;
         if (l->sparse != SF_SPARSE_AUTO) continue;
-        if (net->p.sparse_crossover > 0.0f) {
-            l->xfwd = l->xbwd = net->p.sparse_crossover;
+        if (net->p.sparse_crossover > 0.0f || net->p.cuda.deterministic) {
+            l->xfwd = l->xbwd = net->p.sparse_crossover > 0.0f ? net->p.sparse_crossover : SF_SPARSE_FIXED_CROSSOVER;
             continue;
         }
         const int32_t n = (int32_t)net->tensors[l->out].per_sample;

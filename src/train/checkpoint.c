@@ -44,6 +44,34 @@ static sf_status meta_u64(sf_st_writer *w, const char *key, uint64_t v)
     return sf_st_writer_meta(w, key, buf);
 }
 
+/* The run state of the layers that choose their path (sparse = auto), so that a resumed run chooses as the
+ * uninterrupted one did: "DEVICE PRECISION N", then per layer "LAYER XFWD XBWD DENSITY GRAD_DENSITY". */
+static sf_status meta_sparse(sf_st_writer *w, const sf_net *net)
+{
+    int32_t n = sf_net_num_layers(net), k = 0;
+    sf_layer_sparsity *q = malloc((size_t)(n ? n : 1) * sizeof *q);
+    char *text = malloc((size_t)n * 96 + 64);
+    if (!q || !text) {
+        free(q);
+        free(text);
+        return sf_fail(SF_ERR_NOMEM, "out of memory saving the sparse state");
+    }
+    sf_net_layer_sparsity(net, q, n);
+    for (int32_t i = 0; i < n; i++) k += q[i].eligible && q[i].mode == SF_SPARSE_AUTO;
+    sf_net_params p;
+    sf_net_get_params(net, &p);
+    int len = sprintf(text, "%s %s %d", p.device.kind == SF_DEVICE_CUDA ? "cuda" : "cpu", sf_precision_name(p.precision),
+                      (int)k);
+    for (int32_t i = 0; i < n; i++)
+        if (q[i].eligible && q[i].mode == SF_SPARSE_AUTO)
+            len += sprintf(text + len, " %d %.9g %.9g %.9g %.9g", (int)i, (double)q[i].crossover_forward,
+                           (double)q[i].crossover_backward, (double)q[i].density, (double)q[i].grad_density);
+    sf_status s = sf_st_writer_meta(w, "sparse_state", text);
+    free(q);
+    free(text);
+    return s;
+}
+
 static sf_status fill_writer(sf_st_writer *w, const sf_net *net, const sf_checkpoint_info *info)
 {
     for (size_t r = 0; r < sizeof saved_roles / sizeof saved_roles[0]; r++) SF_TRY(add_role(w, net, saved_roles[r]));
@@ -66,6 +94,7 @@ static sf_status fill_writer(sf_st_writer *w, const sf_net *net, const sf_checkp
     SF_TRY(meta_i64(w, "loss_scale_steps", st.loss_scale_steps));
     SF_TRY(sf_st_writer_meta(w, "loader_state", info->loader_state ? info->loader_state : ""));
     SF_TRY(meta_i64(w, "best_step", info->best_step));
+    SF_TRY(meta_sparse(w, net));
     return sf_st_writer_meta(w, "best_metric", best);
 }
 
@@ -164,6 +193,61 @@ static sf_status restore_role(const sf_safetensors *st, sf_net *net, sf_tensor_r
         SF_TRY(s);
     }
     return SF_OK;
+}
+
+/* The next number of the sparse state at *p, as a long (integer) or a float. */
+static sf_status next_number(const char **p, long *i, float *f)
+{
+    char *end;
+    errno = 0;
+    if (i) *i = strtol(*p, &end, 10);
+    else *f = strtof(*p, &end);
+    if (end == *p || errno || (*end && *end != ' '))
+        return sf_fail(SF_ERR_FORMAT, "__metadata__ 'sparse_state' is malformed near '%.20s'", *p);
+    *p = end;
+    return SF_OK;
+}
+
+sf_status sf_checkpoint_restore_sparse(const sf_safetensors *st, sf_net *net, int with_densities)
+{
+    const char *v = sf_safetensors_meta(st, "sparse_state");
+    if (!v) return SF_OK;
+    sf_net_params p;
+    sf_net_get_params(net, &p);
+    char here[48];
+    snprintf(here, sizeof here, "%s %s ", p.device.kind == SF_DEVICE_CUDA ? "cuda" : "cpu",
+             sf_precision_name(p.precision));
+    if (strncmp(v, here, strlen(here)) != 0) return SF_OK;
+    const char *at = v + strlen(here);
+    long n_rec;
+    SF_TRY(next_number(&at, &n_rec, NULL));
+    int32_t n = sf_net_num_layers(net), n_auto = 0;
+    sf_layer_sparsity *q = malloc((size_t)(n ? n : 1) * sizeof *q);
+    if (!q) return sf_fail(SF_ERR_NOMEM, "out of memory restoring the sparse state");
+    sf_net_layer_sparsity(net, q, n);
+    for (int32_t i = 0; i < n; i++) n_auto += q[i].eligible && q[i].mode == SF_SPARSE_AUTO;
+    sf_status s = n_rec == n_auto ? SF_OK
+                                  : sf_fail(SF_ERR_FORMAT,
+                                            "the checkpoint records the crossovers of %ld layers choosing their path "
+                                            "(sparse = auto), the network has %d such layers",
+                                            n_rec, (int)n_auto);
+    for (long r = 0; s == SF_OK && r < n_rec; r++) {
+        long layer;
+        sf_layer_sparsity rec;
+        s = next_number(&at, &layer, NULL);
+        if (s == SF_OK && (layer < 0 || layer >= n || !q[layer].eligible || q[layer].mode != SF_SPARSE_AUTO))
+            s = sf_fail(SF_ERR_FORMAT, "the checkpoint records crossovers for layer %ld, which in this network does "
+                                       "not choose its path (sparse = auto)", layer);
+        if (s == SF_OK) s = next_number(&at, NULL, &rec.crossover_forward);
+        if (s == SF_OK) s = next_number(&at, NULL, &rec.crossover_backward);
+        if (s == SF_OK) s = next_number(&at, NULL, &rec.density);
+        if (s == SF_OK) s = next_number(&at, NULL, &rec.grad_density);
+        if (s == SF_OK && !with_densities) rec.density = rec.grad_density = -1.0f; /* a new run has no last step */
+        if (s == SF_OK) s = sf_net_set_layer_sparsity(net, (int32_t)layer, &rec);
+    }
+    if (s == SF_OK && *at) s = sf_fail(SF_ERR_FORMAT, "__metadata__ 'sparse_state' has more than %ld layers", n_rec);
+    free(q);
+    return s;
 }
 
 sf_status sf_checkpoint_restore(const sf_safetensors *st, sf_net *net, int with_training_state)

@@ -10,6 +10,9 @@
  *   loader_state      the data loader's position (opaque text)
  *   best_metric       best test accuracy so far (for best.safetensors on resume)
  *   best_step         the step of the checkpoint that best.safetensors holds (-1: none yet)
+ *   sparse_state      the layers choosing their path (sparse = auto): the device kind and precision, then per
+ *                     layer its crossovers and last densities (sf_net_set_layer_sparsity), so a resumed run and an
+ *                     evaluation choose as the run did; absent from older checkpoints (those measure again)
  *   crc32             the CRC-32 of every tensor (io/safetensors.h), verified by every load
  * Files are written atomically (temporary file, fsync, rename, fsync of the directory). Loading refuses a damaged
  * tensor (CRC-32) and a non-finite value, naming the tensor. */
@@ -42,5 +45,11 @@ sf_status sf_checkpoint_open(const char *path, sf_safetensors **st, sf_checkpoin
  * be finite). With
  * with_training_state, the optimizer state and sf_net_state are restored too (the optimizer must be set). */
 sf_status sf_checkpoint_restore(const sf_safetensors *st, sf_net *net, int with_training_state);
+
+/* Gives the layers of the compiled `net` that choose their path (sparse = auto) the crossovers `st` recorded, and
+ * with with_densities (continuing the run) the densities their next choice follows, so they choose as the run did
+ * instead of measuring. A checkpoint written before they were recorded, or on another device kind or precision,
+ * leaves the net's own; one whose layers do not match is refused. */
+sf_status sf_checkpoint_restore_sparse(const sf_safetensors *st, sf_net *net, int with_densities);
 
 #endif

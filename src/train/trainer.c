@@ -219,6 +219,7 @@ static sf_status resume(run *r)
     sf_checkpoint_info info;
     SF_TRY(sf_checkpoint_open(path, &st, &info));
     sf_status s = sf_checkpoint_restore(st, r->net, 1);
+    if (s == SF_OK) s = sf_checkpoint_restore_sparse(st, r->net, 1);
     if (s == SF_OK) s = restore_loader_state(r, info.loader_state);
     if (s == SF_OK) {
         r->epochs_done = info.epoch;

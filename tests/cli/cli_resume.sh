@@ -59,7 +59,10 @@ fi
 
 # Poisson encoding: every random stream continues, the test pass's included, so test accuracies, firing rates and
 # the choice of the best checkpoint are those of the uninterrupted run; eval of a checkpoint reproduces them.
-P=("${common[@]}" --set train.encoding=poisson --set train.lr=0.0005 --set train.timesteps=4)
+# The first linear layer reads the spikes (sparse = auto); PA and PB are separate fresh runs, which would measure
+# their crossovers separately: a fixed one makes them choose alike (cli_sparse_resume.sh tests measured ones).
+P=("${common[@]}" --set train.encoding=poisson --set train.lr=0.0005 --set train.timesteps=4
+   --set train.sparse_crossover=0.25)
 sf 0 pa train "$HERE/tiny_mlp.ini" "${P[@]}" --set train.epochs=3 --out PA
 sf 0 pb1 train "$HERE/tiny_mlp.ini" "${P[@]}" --set train.epochs=1 --out PB
 sf 0 pb2 train --resume PB --set train.epochs=2

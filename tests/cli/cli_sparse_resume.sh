@@ -1,0 +1,79 @@
+# cli_sparse_resume.sh — sparse = auto (the default) with crossovers measured by the run itself: a checkpoint
+# records every auto layer's crossovers and last densities, so a run continued from it chooses the paths the
+# uninterrupted continuation chose and matches it bitwise (fresh runs measure separately, so the two compared runs
+# fork from one checkpoint); an evaluation of the checkpoint reproduces the run's test accuracy; deterministic = on
+# makes two fresh runs bitwise alike, at the fixed crossover 1/8.
+. "$(dirname "$0")/lib.sh"
+
+data data
+cat >net.ini <<INI
+[train]
+dataset = fashion-mnist
+data_dir = $WORK/data
+epochs = 1
+batch = 32
+timesteps = 4
+encoding = latency
+optimizer = adam
+lr = 0.005
+seed = 3
+log_every = 1
+[neuron]
+tau = 2
+[flatten]
+[linear]
+out = 32
+[lif]
+[linear]
+out = 10
+INI
+
+# sparse_state NAME FILE: the checkpoint's __metadata__ 'sparse_state' into NAME.state
+sparse_state() {
+    "$PY" - "$2" >"$1.state" <<'PYEOF'
+import json, struct, sys
+with open(sys.argv[1], "rb") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    print(json.loads(f.read(n))["__metadata__"].get("sparse_state", "none"))
+PYEOF
+}
+
+sf 0 x train net.ini --out X
+sparse_state x X/last.safetensors
+# "cpu fp32 2" then per layer: index, crossovers, densities — both linear layers (1 and 3) read spikes: the latency
+# input and the LIF's
+check "the checkpoint records both auto layers' crossovers: $(cat x.state)" \
+    "$PY" -c "import sys; t = open('x.state').read().split(); sys.exit(0 if t[:3] == ['cpu', 'fp32', '2'] and
+[t[3], t[8]] == ['1', '3'] and all(0 <= float(v) <= 0.5 for v in t[4:6] + t[9:11]) else 1)"
+
+sf 0 y train --resume X --set train.epochs=3 --out Y
+sf 0 z1 train --resume X --set train.epochs=2 --out Z
+sf 0 z2 train --resume Z --set train.epochs=3
+json_field Y/metrics.jsonl step loss >y.loss
+json_field Z/metrics.jsonl step loss >z.loss
+check "two epochs of step losses logged" test "$(wc -l <y.loss)" -eq 32
+check "per-step losses bitwise identical after a resumption" cmp -s y.loss z.loss
+check "final tensors bitwise identical after a resumption" "$PY" "$HERE/st_check.py" --same Y/last.safetensors Z/last.safetensors
+sparse_state y Y/last.safetensors
+sparse_state z Z/last.safetensors
+check "the crossovers measured by the first run carry on" \
+    "$PY" -c "import sys; a, b, c = (open(f).read().split() for f in ('x.state', 'y.state', 'z.state'));
+sys.exit(0 if a[4:6] == b[4:6] == c[4:6] and a[9:11] == b[9:11] == c[9:11] and b == c else 1)"
+
+sf 0 eval eval Y --json
+check "eval of the best checkpoint reproduces the run's test accuracy" "$PY" - eval.out Y/metrics.jsonl <<'PYEOF'
+import json, sys
+got = json.load(open(sys.argv[1]))
+best = [o for o in map(json.loads, open(sys.argv[2])) if o["type"] == "epoch" and o["best"]][-1]
+sys.exit(0 if got["test_accuracy"] == best["test_accuracy"] else 1)
+PYEOF
+
+sf 0 d1 train net.ini --set train.deterministic=on --out D1
+sf 0 d2 train net.ini --set train.deterministic=on --out D2
+json_field D1/metrics.jsonl step loss >d1.loss
+json_field D2/metrics.jsonl step loss >d2.loss
+check "deterministic: two fresh runs bitwise alike" cmp -s d1.loss d2.loss
+sparse_state d D1/last.safetensors
+check "deterministic: the fixed crossover 1/8, not measured: $(cat d.state)" \
+    "$PY" -c "import sys; t = open('d.state').read().split(); sys.exit(0 if t[4:6] == t[9:11] == ['0.125', '0.125'] else 1)"
+finish
