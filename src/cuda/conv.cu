@@ -23,9 +23,13 @@
 
 enum { SF_CONV_FWD, SF_CONV_BWD_DATA, SF_CONV_BWD_FILTER, SF_CONV_OPS };
 
-/* One of the three ops: its algorithm, and the batch chunk (images per call) with descriptors of that size. */
+/* One of the three ops: its algorithm with the math type cuDNN measured it in (the descriptor it runs with must carry
+ * that type: a 16-bit algorithm measured in FMA math and run in tensor-op math fails with CUDNN_STATUS_BAD_PARAM on
+ * shapes tensor ops cannot take), and the batch chunk (images per call) with descriptors of that size. */
 typedef struct sf_cuda_conv_op {
     int algo;
+    cudnnMathType_t math;
+    cudnnConvolutionDescriptor_t cd;
     int64_t chunk;
     float ms; /* measured time of all chunks */
     size_t ws;
@@ -57,6 +61,7 @@ static void entry_destroy(sf_cuda_conv_entry *e)
     for (int i = 0; i < SF_CONV_OPS; i++) {
         if (e->op[i].xd) cudnnDestroyTensorDescriptor(e->op[i].xd);
         if (e->op[i].yd) cudnnDestroyTensorDescriptor(e->op[i].yd);
+        if (e->op[i].cd) cudnnDestroyConvolutionDescriptor(e->op[i].cd);
     }
     if (e->wd) cudnnDestroyFilterDescriptor(e->wd);
     if (e->cd) cudnnDestroyConvolutionDescriptor(e->cd);
@@ -104,6 +109,7 @@ static bool consider(const Perf *perf, int count, int64_t splits, int64_t chunk,
         float total = perf[i].time * (float)splits;
         if (op->chunk == 0 || (!deterministic && total < op->ms)) {
             op->algo = (int)perf[i].algo;
+            op->math = perf[i].mathType;
             op->chunk = chunk;
             op->ms = total;
             op->ws = perf[i].memory;
@@ -112,6 +118,16 @@ static bool consider(const Perf *perf, int count, int64_t splits, int64_t chunk,
         break;
     }
     return fastest_too_big;
+}
+
+/* The convolution of sh in math type m (fp32 accumulation in every precision). */
+static sf_status conv_desc(const sf_conv_shape *sh, cudnnMathType_t m, cudnnConvolutionDescriptor_t *cd)
+{
+    SF_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(cd));
+    SF_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(*cd, sh->pad, sh->pad, sh->stride, sh->stride, 1, 1,
+                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    SF_CUDNN_CHECK(cudnnSetConvolutionMathType(*cd, m));
+    return SF_OK;
 }
 
 static sf_status set_nchw(cudnnTensorDescriptor_t d, cudnnDataType_t t, int64_t n, int32_t c, int32_t h, int32_t w)
@@ -269,18 +285,14 @@ static sf_status setup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_ent
                        (long long)sh->n, sh->cin, sh->h, sh->w, sh->cout, sh->k, sh->stride, sh->pad, sh->oh, sh->ow);
     e->sh = *sh;
     SF_CUDNN_CHECK(cudnnCreateFilterDescriptor(&e->wd));
-    SF_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&e->cd));
     for (int o = 0; o < SF_CONV_OPS; o++) {
         SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&e->op[o].xd));
         SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&e->op[o].yd));
     }
     SF_CUDNN_CHECK(
         cudnnSetFilter4dDescriptor(e->wd, sf_cudnn_type(c->act), CUDNN_TENSOR_NCHW, sh->cout, sh->cin, sh->k, sh->k));
-    SF_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(e->cd, sh->pad, sh->pad, sh->stride, sh->stride, 1, 1,
-                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    /* fp32: FMA only; tf32, bf16 and fp16: tensor ops (fp32 accumulation in all) */
-    SF_CUDNN_CHECK(cudnnSetConvolutionMathType(
-        e->cd, c->prec == SF_PRECISION_FP32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+    /* measured under fp32: FMA only; tf32, bf16 and fp16: tensor ops allowed (cuDNN also measures FMA there) */
+    SF_TRY(conv_desc(sh, c->prec == SF_PRECISION_FP32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH, &e->cd));
     bool more = true;
     for (int64_t splits = 1; splits <= 8 && more && sh->n % splits == 0; splits *= 2) SF_TRY(measure(c, e, splits, &more));
     SF_TRY(consider_gemm(c, e));
@@ -299,6 +311,7 @@ static sf_status setup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_ent
                            sf_precision_name(c->prec), names[o], c->conv_ws_cap >> 20, (long long)sh->n, sh->cin, sh->h,
                            sh->w, sh->cout, sh->k, sh->stride);
         if (e->op[o].ws > e->ws) e->ws = e->op[o].ws;
+        SF_TRY(conv_desc(sh, e->op[o].math, &e->op[o].cd));
     }
     return SF_OK;
 }
@@ -391,7 +404,7 @@ sf_status sf_cuda_op_conv_forward(sf_backend *be, const sf_conv_shape *sh, const
     const int64_t xs = op->chunk * sh->cin * sh->h * sh->w, ys = op->chunk * sh->cout * sh->oh * sh->ow;
     float one = 1.0f, zero = 0.0f;
     for (int64_t i = 0; i < sh->n / op->chunk; i++)
-        SF_CUDNN_CHECK(cudnnConvolutionForward(c->cudnn, &one, op->xd, AT(x, i * xs), e->wd, w, e->cd,
+        SF_CUDNN_CHECK(cudnnConvolutionForward(c->cudnn, &one, op->xd, AT(x, i * xs), e->wd, w, op->cd,
                                                (cudnnConvolutionFwdAlgo_t)op->algo, ws, op->ws, &zero, op->yd,
                                                AT(y, i * ys)));
     return b ? bias_add(c, sh, b, y) : SF_OK;
@@ -413,7 +426,7 @@ static sf_status cudnn_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, con
     if (dw && narrow_dw) SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_CONV_DW, (size_t)nw * es, &dwt));
     for (int64_t i = 0; dw && i < sh->n / f->chunk; i++) {
         SF_CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->cudnn, &one, f->xd, AT(x, i * f->chunk * img_x), f->yd,
-                                                      AT(dy, i * f->chunk * img_y), e->cd,
+                                                      AT(dy, i * f->chunk * img_y), f->cd,
                                                       (cudnnConvolutionBwdFilterAlgo_t)f->algo, ws, f->ws,
                                                       i && !narrow_dw ? &one : &zero, e->wd, dwt));
         if (narrow_dw) SF_TRY(sf_cuda_widen(c, nw, dwt, dw, i > 0));
@@ -421,7 +434,7 @@ static sf_status cudnn_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, con
     const sf_cuda_conv_op *d = &e->op[SF_CONV_BWD_DATA];
     for (int64_t i = 0; dx && i < sh->n / d->chunk; i++)
         SF_CUDNN_CHECK(cudnnConvolutionBackwardData(c->cudnn, &one, e->wd, w, d->yd, AT(dy, i * d->chunk * img_y),
-                                                    e->cd, (cudnnConvolutionBwdDataAlgo_t)d->algo, ws, d->ws, &zero,
+                                                    d->cd, (cudnnConvolutionBwdDataAlgo_t)d->algo, ws, d->ws, &zero,
                                                     d->xd, AT(dx, i * d->chunk * img_x)));
     return SF_OK;
 }
