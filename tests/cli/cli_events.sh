@@ -29,6 +29,8 @@ aug_shift = 1
 optimizer = adam
 lr = 0.01
 seed = 1
+# run1 and run3 are compared bitwise: a measured crossover (sparse = auto) may differ between the two processes
+sparse_crossover = 0.25
 [flatten]
 [linear]
 out = 64
