@@ -92,7 +92,7 @@ class TestModule(unittest.TestCase):
         self.assertTrue(spikefuse.version())
         self.assertTrue(spikefuse.build_info())
         self.assertGreaterEqual(spikefuse.cuda_device_count(), 0)
-        self.assertEqual(ctypes.sizeof(_lib.LifParams), 44)
+        self.assertEqual(ctypes.sizeof(_lib.LifParams), 64)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-/* lif.c — the time-fused LIF kernels on the CPU: OpenMP over blocks of neurons, all T steps inside one block,
- * and the backward as one reverse-time pass (recomputing h per block when the forward did not keep it). */
+/* lif.c — the time-fused neuron kernels on the CPU (every model): OpenMP over blocks of neurons, all T steps inside
+ * one block (neuron_call.c), and the backward as one reverse-time pass per block (recomputing h when the forward did
+ * not keep it), with a PLIF's dw summed over the blocks in a fixed order. */
 /* No FP-exception semantics here (results are unchanged): it lets gcc turn the surrogate's branches into selects
  * and vectorise. No FMA contraction (also under -std=gnu11): the AVX-512, AVX2 and baseline clones then give the
  * same bits. It must precede the includes so the inlined lif_math.h functions carry the same options. */
@@ -10,86 +11,12 @@
 #endif
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_neuron.h"
-#include "cpu/neuron_block.h"
+#include "cpu/neuron_call.h"
 #include "cpu/parallel.h"
 #include "core/error.h"
 
 #include <omp.h>
 #include <stdlib.h>
-
-SF_CPU_CLONES void sf_block_recompute_h(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N, int nb,
-                                        const float *x, const float *sc, const float *sh, const float *v_in,
-                                        float *scratch, int64_t hs)
-{
-#define SF_RECOMPUTE(soft, sc, sh) sf_block_forward(k, soft, 0, 0, T, N, nb, x, sc, sh, v_in, NULL, scratch, hs, NULL, NULL, NULL)
-    if (sc) {
-        if (soft) SF_RECOMPUTE(1, sc, sh);
-        else SF_RECOMPUTE(0, sc, sh);
-    } else {
-        if (soft) SF_RECOMPUTE(1, NULL, NULL);
-        else SF_RECOMPUTE(0, NULL, NULL);
-    }
-#undef SF_RECOMPUTE
-}
-
-/* The generic reverse-time loop; every caller passes constants for the surrogate and flags. */
-SF_ALWAYS_INLINE void block_backward(const sf_lif_params *p, const sf_lif_coeffs *k, int64_t T, int64_t N, int nb,
-                                     const float *h, int64_t hs, const float *ds, float *dy, int64_t dys,
-                                     const float *dv_in, float *dv_out, sf_surrogate kind, int soft, int detach,
-                                     int grad_threshold)
-{
-    const sf_lif_coeffs kc = *k; /* local copies: nothing the loop stores can alias them */
-    sf_lif_params q = *p;
-    q.surrogate = kind;
-    q.soft_reset = soft;
-    q.detach_reset = detach;
-    q.use_grad_threshold = grad_threshold;
-    const float c = kc.c;
-    float dv[SF_CPU_BLOCK];
-    for (int i = 0; i < nb; i++) dv[i] = dv_in ? dv_in[i] : 0.0f;
-    for (int64_t t = T - 1; t >= 0; t--) {
-        const float *ht = h + t * hs, *dst = ds + t * N;
-        float *dyt = dy + t * dys;
-#pragma omp simd
-        for (int i = 0; i < nb; i++) {
-            float d = dv[i];
-            float dh = sf_lif_step_back(&q, &kc, ht[i], dst[i], &d);
-            dv[i] = d;
-            dyt[i] = c * dh;
-        }
-    }
-    if (dv_out)
-        for (int i = 0; i < nb; i++) dv_out[i] = dv[i];
-}
-
-#define SF_BACK_VARIANT(kind, soft, detach, gt)                                                                     \
-    SF_CPU_CLONES static void back_##kind##_##soft##detach##gt(const sf_lif_params *p, const sf_lif_coeffs *k,     \
-                                                               int64_t T, int64_t N, int nb, const float *h,       \
-                                                               int64_t hs, const float *ds, float *dy, int64_t dys, \
-                                                               const float *dv_in, float *dv_out)                  \
-    {                                                                                                               \
-        block_backward(p, k, T, N, nb, h, hs, ds, dy, dys, dv_in, dv_out, SF_SURROGATE_##kind, soft, detach, gt);  \
-    }
-#define SF_BACK_FLAGS(kind)                                                                                         \
-    SF_BACK_VARIANT(kind, 0, 0, 0) SF_BACK_VARIANT(kind, 0, 0, 1) SF_BACK_VARIANT(kind, 0, 1, 0)                    \
-    SF_BACK_VARIANT(kind, 0, 1, 1) SF_BACK_VARIANT(kind, 1, 0, 0) SF_BACK_VARIANT(kind, 1, 0, 1)                    \
-    SF_BACK_VARIANT(kind, 1, 1, 0) SF_BACK_VARIANT(kind, 1, 1, 1)
-SF_BACK_FLAGS(SIGMOID)
-SF_BACK_FLAGS(ATAN)
-SF_BACK_FLAGS(FAST_SIGMOID)
-SF_BACK_FLAGS(RECT)
-
-#define SF_BACK_ROW(kind)                                                                                           \
-    {back_##kind##_000, back_##kind##_001, back_##kind##_010, back_##kind##_011,                                   \
-     back_##kind##_100, back_##kind##_101, back_##kind##_110, back_##kind##_111}
-static const sf_block_backward_fn back_table[4][8] = {SF_BACK_ROW(SIGMOID), SF_BACK_ROW(ATAN),
-                                                        SF_BACK_ROW(FAST_SIGMOID), SF_BACK_ROW(RECT)};
-
-sf_block_backward_fn sf_block_backward_for(const sf_lif_params *p)
-{
-    int flags = (p->soft_reset ? 4 : 0) | (p->detach_reset ? 2 : 0) | (p->use_grad_threshold ? 1 : 0);
-    return back_table[p->surrogate][flags];
-}
 
 sf_status sf_thread_scratch(int64_t per_thread, const char *what, float **out)
 {
@@ -99,44 +26,20 @@ sf_status sf_thread_scratch(int64_t per_thread, const char *what, float **out)
     return SF_OK;
 }
 
-static sf_status check_shape(const char *op, const sf_lif_params *p, int64_t T, int64_t N)
-{
-    SF_TRY(sf_lif_params_check(p));
-    if (T < 1 || N < 0)
-        return sf_fail(SF_ERR_INVALID, "%s: shape T=%lld N=%lld (need T >= 1, N >= 0)", op, (long long)T,
-                       (long long)N);
-    return SF_OK;
-}
-
-SF_CPU_CLONES static int64_t forward_block(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N, int64_t n0,
-                                           const float *x, const sf_lif_out *out, const sf_lif_state *st)
-{
-    const int nb = (int)(N - n0 < SF_CPU_BLOCK ? N - n0 : SF_CPU_BLOCK);
-    float *s = out->s ? out->s + n0 : NULL, *h = out->h ? out->h + n0 : NULL;
-    uint8_t *s8 = out->s_u8 ? out->s_u8 + n0 : NULL;
-    const float *v_in = st ? sf_state_at(st->v_in, n0) : NULL;
-    float *v_out = st ? sf_state_at_mut(st->v_out, n0) : NULL;
-#define SF_FWD(soft, bytes)                                                                                        \
-    sf_block_forward(k, soft, 1, bytes, T, N, nb, x + n0, NULL, NULL, v_in, v_out, NULL, 0, s, h, s8)
-    if (s8) return soft ? SF_FWD(1, 1) : SF_FWD(0, 1);
-    return soft ? SF_FWD(1, 0) : SF_FWD(0, 0);
-#undef SF_FWD
-}
-
 sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out,
                              const sf_lif_state *st)
 {
-    SF_TRY(check_shape("LIF forward", p, T, N));
-    const sf_lif_coeffs k = sf_lif_coeffs_of(p);
+    sf_neuron_call nc;
+    SF_TRY(sf_neuron_call_init(&nc, "LIF forward", p, T, N, st, 0, 0));
     const int64_t nblocks = (N + SF_CPU_BLOCK - 1) / SF_CPU_BLOCK;
     int64_t spikes = 0;
 #pragma omp parallel if (T * N >= SF_CPU_PARALLEL_MIN)
     {
 #pragma omp for schedule(static) reduction(+ : spikes)
-        for (int64_t b = 0; b < nblocks; b++)
-            spikes += forward_block(&k, p->soft_reset, T, N, b * SF_CPU_BLOCK, x, out, st);
+        for (int64_t b = 0; b < nblocks; b++) spikes += sf_neuron_block_forward(&nc, b * SF_CPU_BLOCK, x, NULL, NULL, out);
         sf_stream_fence();
     }
+    sf_neuron_call_free(&nc);
     if (out->spike_count) *out->spike_count += (float)spikes;
     return SF_OK;
 }
@@ -144,14 +47,20 @@ sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const
 sf_status sf_cpu_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
                               const float *ds, float *dx, const sf_lif_state *st)
 {
-    SF_TRY(check_shape("LIF backward", p, T, N));
-    if (N == 0) return SF_OK;
-    const sf_lif_coeffs k = sf_lif_coeffs_of(p);
-    const sf_block_backward_fn back = sf_block_backward_for(p);
+    sf_neuron_call nc;
+    SF_TRY(sf_neuron_call_init(&nc, "LIF backward", p, T, N, st, 0, 0));
+    const int plif = sf_neuron_is_plif(&nc), want_dw = plif && st->dw;
+    sf_status status = SF_OK;
+    if (plif && !x)
+        status = sf_fail(SF_ERR_INVALID, "LIF backward: a PLIF's backward reads its input x (for ∂h/∂k), also "
+                                         "when h is given");
     const int w = SF_CPU_BLOCK;
-    const int64_t nblocks = (N + w - 1) / w, per_thread = T * w;
+    const int64_t nblocks = (N + w - 1) / w, per_thread = sf_neuron_scratch_floats(&nc);
     float *scratch = NULL;
-    SF_TRY(sf_thread_scratch(per_thread, "LIF backward", &scratch));
+    sf_channel_sums dk_sums = {0};
+    if (status == SF_OK) status = sf_thread_scratch(per_thread, "LIF backward", &scratch);
+    if (status == SF_OK && want_dw) status = sf_neuron_plif_sums_init(&nc, &dk_sums);
+    if (status != SF_OK) goto done;
 #pragma omp parallel if (T * N >= SF_CPU_PARALLEL_MIN)
     {
         /* h (recomputed or given) → dy rows in the scratch → streamed out to dx. */
@@ -160,21 +69,19 @@ sf_status sf_cpu_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, cons
         for (int64_t b = 0; b < nblocks; b++) {
             const int64_t n0 = b * w;
             const int nb = (int)(N - n0 < w ? N - n0 : w);
-            const float *dv_in = st ? sf_state_at(st->dv_in, n0) : NULL;
-            float *dv_out = st ? sf_state_at_mut(st->dv_out, n0) : NULL;
-            if (h) {
-                back(p, &k, T, N, nb, h + n0, N, ds + n0, rows, w, dv_in, dv_out);
-            } else {
-                sf_block_recompute_h(&k, p->soft_reset, T, N, nb, x + n0, NULL, NULL,
-                                     st ? sf_state_at(st->v_in, n0) : NULL, rows, w);
-                back(p, &k, T, N, nb, rows, w, ds + n0, rows, w, dv_in, dv_out);
-            }
+            double dk[SF_CPU_BLOCK] = {0}, *dkp = dk;
+            sf_neuron_block_dy(&nc, n0, x, h, NULL, NULL, ds, rows, 1, plif ? dk : NULL);
+            if (want_dw) sf_channel_sums_add(&dk_sums, b, nb, &dkp);
             for (int64_t t = 0; t < T; t++) sf_stream_row(dx + t * N + n0, rows + t * w, nb);
         }
         sf_stream_fence();
     }
+    if (want_dw) status = sf_neuron_plif_dw(&nc, &dk_sums);
+done:
+    sf_channel_sums_free(&dk_sums);
     free(scratch);
-    return SF_OK;
+    sf_neuron_call_free(&nc);
+    return status;
 }
 
 sf_status sf_cpu_op_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
