@@ -39,8 +39,17 @@ template <bool BN, int V> static sf_status forward(const sf_cuda_neuron &a, cons
     return SF_OK;
 }
 
+/* The models these kernels run: the LIF and the IF (the LIF with a = c = 1, from sf_lif_coeffs_of). */
+static sf_status check_model(const sf_cuda_neuron &a)
+{
+    if (a.p.model == SF_NEURON_LIF || a.p.model == SF_NEURON_IF) return SF_OK;
+    return sf_fail(SF_ERR_UNSUPPORTED, "the CUDA neuron kernels do not run the %s yet (use device cpu)",
+                   sf_neuron_model_name(a.p.model));
+}
+
 sf_status sf_cuda_neuron_forward_launch(const sf_cuda_neuron &a, bool bn, const sf_lif_out *out, cudaStream_t st)
 {
+    SF_TRY(check_model(a));
     if (a.N == 0) return SF_OK;
     const void *ptrs[] = {out->s, out->h};
     bool v4 = vec4_ok(a, bn, ptrs, 2, out->s_u8);
@@ -109,6 +118,7 @@ sf_status sf_cuda_neuron_backward_launch(const sf_cuda_neuron &a, bool bn, int m
                                          float *dx, float *sums, const float *dgamma, const float *dbeta,
                                          cudaStream_t st)
 {
+    SF_TRY(check_model(a));
     if (a.N == 0) return SF_OK;
     bwd_args b = {h, ds, dx, sums, dgamma, dbeta};
     if (!bn) return backward_config<false, SF_DY_WRITE>(a, b, st);
