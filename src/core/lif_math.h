@@ -41,6 +41,9 @@ SF_HD sf_lif_coeffs sf_lif_coeffs_of(const sf_lif_params *p)
     return k;
 }
 
+/* Floats of state per neuron carried across calls (sf_lif_state): v, and the ALIF's b. */
+SF_HD int sf_neuron_state_count(const sf_lif_params *p) { return p->model == SF_NEURON_ALIF ? 2 : 1; }
+
 /* k = sigmoid(w), the PLIF's 1/tau, with a = 1 - k and c = k (decay_input) or 1. expf, not SF_EXPF: once per layer
  * or channel, so the exact one. */
 SF_HD float sf_plif_k(float w) { return 1.0f / (1.0f + expf(-w)); }

@@ -245,6 +245,8 @@ sf_status sf_net_add(sf_net *net, const sf_layer_desc *d, int32_t *out_id)
         bn = d->bias ? d->out_channels : 0;
     } else if (d->kind == SF_LAYER_BATCHNORM) {
         wn = bn = rn = in[0];
+    } else if (d->kind == SF_LAYER_LIF && d->lif.model == SF_NEURON_PLIF) {
+        wn = d->lif.per_channel ? in[0] : 1; /* w, one per layer or per channel */
     }
     if (wn) {
         l->w_off = net->n_params;
@@ -280,7 +282,8 @@ const char *sf_net_summary(sf_net *net)
         int32_t o[3];
         shape_of(net, l->out, o);
         int64_t np = (l->w_off >= 0 ? l->w_numel : 0) + (l->b_off >= 0 ? l->b_numel : 0);
-        len += (size_t)snprintf(s + len, cap - len, "%3d %-10s in=%-3d", i, sf_layer_kind_name(l->d.kind), l->in);
+        const char *kind = l->d.kind == SF_LAYER_LIF ? sf_neuron_model_name(l->d.lif.model) : sf_layer_kind_name(l->d.kind);
+        len += (size_t)snprintf(s + len, cap - len, "%3d %-10s in=%-3d", i, kind, l->in);
         if (l->d.kind == SF_LAYER_ADD) len += (size_t)snprintf(s + len, cap - len, " +%-3d", l->in2);
         len += (size_t)snprintf(s + len, cap - len, " -> %dx%dx%d  params %lld%s\n", o[0], o[1], o[2],
                                 (long long)np, l->fused_bn ? "  (fused with the batchnorm before)" : "");
