@@ -228,7 +228,10 @@ typedef enum sf_precision {
                               weight gradients pass through bf16 before they return to fp32 */
 } sf_precision;
 SF_API const char *sf_precision_name(sf_precision p); /* "fp32", "tf32", "bf16" */
-typedef enum sf_loss { SF_LOSS_CE_MEAN = 0, SF_LOSS_CE_PER_STEP } sf_loss;
+/* The loss on the readout r_t: softmax cross-entropy of its T-mean, or at every step averaged over T; or the mean
+ * squared error between its T-mean (the output's firing rate, for a spiking last layer) and the one-hot label over
+ * the B·classes values (SpikingJelly's examples' F.mse_loss(rate, one_hot)). Accuracy: the argmax of the T-mean. */
+typedef enum sf_loss { SF_LOSS_CE_MEAN = 0, SF_LOSS_CE_PER_STEP, SF_LOSS_MSE_RATE } sf_loss;
 
 /* How each convolution op runs on a GPU: auto measures cuDNN's fastest algorithm and im2col + cuBLAS GEMM for every
  * conv shape and op at plan time and takes the faster; cudnn and gemm force one (gemm where the shape allows it). */
@@ -255,7 +258,7 @@ typedef struct sf_net_params {
     int32_t in_channels, in_height, in_width; /* per-sample, per-step input shape; [N] inputs use 1×1 images */
     sf_readout readout;    /* default mean */
     float readout_tau;     /* SF_READOUT_LEAKY: r_t = a·r_{t-1} + (1-a)·o_t with a = 1 - 1/tau; default 2 */
-    sf_loss loss;          /* CE on the T-mean of the readout, or CE at every step averaged over T */
+    sf_loss loss;          /* default CE on the T-mean of the readout */
     sf_precision precision; /* GEMM/conv arithmetic; default fp32 (the CPU backend accepts only fp32) */
     sf_cuda_options cuda;   /* how the CUDA backend runs (ignored on the CPU) */
 } sf_net_params;

@@ -291,7 +291,7 @@ static void test_readout(void)
     expect_error(HEAD MLP "[readout]\ntype = sum\n", 7, "[readout] type = sum: expects mean or leaky");
     expect_error(HEAD MLP "[readout]\ntau = 0.5\n", 7, "[readout] tau = 0.5: must be in [1, 1000000]");
     expect_error(HEAD MLP "[readout]\ntau = fast\n", 7, "[readout] tau = fast: expects a number");
-    expect_error(HEAD MLP "[readout]\nloss = mse\n", 7, "[readout] loss = mse: expects ce_mean or ce_per_step");
+    expect_error(HEAD MLP "[readout]\nloss = mse\n", 7, "[readout] loss = mse: expects ce_mean, ce_per_step or mse_rate");
     expect_error(HEAD MLP "[readout]\ntau = 3\ntau = 4\n", 8, "[readout] tau given twice");
     expect_error(HEAD MLP "[readout]\nreadout_tau = 3\n", 7,
                  "unknown key 'readout_tau' in [readout] (accepted: type, tau, loss)");
@@ -322,7 +322,7 @@ static void test_readout_overrides(void)
         {"readout.type=sum", "override readout.type=sum: expects mean or leaky"},
         {"readout.tau=0.5", "override readout.tau=0.5: must be in [1, 1000000]"},
         {"readout.tau=", "override readout.tau=: expects a number"},
-        {"readout.loss=mse", "override readout.loss=mse: expects ce_mean or ce_per_step"},
+        {"readout.loss=mse", "override readout.loss=mse: expects ce_mean, ce_per_step or mse_rate"},
         {"readout.readout_tau=3", "unknown key 'readout_tau' in [readout]"},
         {"train.readout=leaky", "unknown key 'readout' in [train]: moved to [readout] as type"},
         {"train.loss=ce_mean", "unknown key 'loss' in [train]: moved to [readout] as loss"},

@@ -129,12 +129,39 @@ static void build_alif(sf_net *net)
     add(net, fc);
 }
 
+/* SpikingJelly's conv_fashion_mnist, small: (conv no bias -> BN -> IF (atan) -> maxpool) × 2 -> flatten ->
+ * linear no bias -> IF -> linear no bias -> IF */
+static void build_sj(sf_net *net)
+{
+    sf_layer_desc n = neuron(SF_NEURON_IF);
+    n.lif.surrogate = SF_SURROGATE_ATAN;
+    n.lif.alpha = 2.0f;
+    for (int k = 0; k < 2; k++) {
+        sf_layer_desc c = conv(4);
+        c.bias = 0;
+        add(net, c);
+        add(net, layer(SF_LAYER_BATCHNORM));
+        add(net, n);
+        add(net, layer(SF_LAYER_MAXPOOL2D));
+    }
+    add(net, layer(SF_LAYER_FLATTEN));
+    sf_layer_desc fc = layer(SF_LAYER_LINEAR);
+    fc.bias = 0;
+    fc.out_features = 8;
+    add(net, fc);
+    add(net, n);
+    fc.out_features = 5;
+    add(net, fc);
+    add(net, n);
+}
+
 static const net_case cases[] = {
     {"net_a.safetensors", 4, 3, 2, 8, 8, SF_READOUT_MEAN, SF_LOSS_CE_MEAN, build_a},
     {"net_b.safetensors", 3, 2, 3, 6, 6, SF_READOUT_LEAKY, SF_LOSS_CE_PER_STEP, build_b},
     {"net_c.safetensors", 1, 1, 5, 1, 1, SF_READOUT_MEAN, SF_LOSS_CE_MEAN, build_c},
     {"net_plif.safetensors", 4, 3, 2, 6, 6, SF_READOUT_MEAN, SF_LOSS_CE_MEAN, build_plif},
     {"net_alif.safetensors", 6, 3, 12, 1, 1, SF_READOUT_LEAKY, SF_LOSS_CE_PER_STEP, build_alif},
+    {"net_sj.safetensors", 4, 3, 1, 8, 8, SF_READOUT_MEAN, SF_LOSS_MSE_RATE, build_sj},
 };
 
 static sf_net *make(const net_case *c, const sf_safetensors *fx, sf_memory_mode mode)

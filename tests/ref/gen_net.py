@@ -5,7 +5,8 @@ networks layer by layer, loads the same initial parameters and must follow.
 net_a: conv -> BN -> LIF -> maxpool -> flatten -> linear -> LIF, mean readout, CE on the T-mean (the issue's net).
 net_b: conv -> BN -> LIF -> conv -> BN -> add(LIF output) -> LIF -> avgpool -> flatten -> linear, leaky readout,
        CE at every step; soft reset, atan surrogate, detach_reset (a residual block, unfused BN, shared input).
-net_plif, net_alif: the other neuron models in networks, a PLIF's w learned with the weights (plif_specs)."""
+net_plif, net_alif: the other neuron models in networks, a PLIF's w learned with the weights.
+net_sj: SpikingJelly's conv_fashion_mnist network (IF neurons, no biases), small, with the MSE on the firing rate."""
 import math
 import os
 import sys
@@ -43,6 +44,8 @@ def init(specs, g):
             fan_in = math.prod(shape[1:])
             p[name + ".weight"] = uniform(shape, 1 / math.sqrt(fan_in), g)
             p[name + ".bias"] = uniform(shape[:1], 1 / math.sqrt(fan_in), g)
+        elif kind == "w0":  # no bias
+            p[name + ".weight"] = uniform(shape, 1 / math.sqrt(math.prod(shape[1:])), g)
         elif kind == "plif":  # w near -ln(tau - 1) = 0 (tau = 2), channels apart
             p[name + ".w"] = 0.4 * torch.randn(shape, generator=g)
         else:
@@ -101,6 +104,26 @@ def net_alif(x, p, state):
     s = lif(s @ p["2.weight"].T + p["2.bias"], 1.0, 1.0, v_reset=-0.1)[0]
     o = s @ p["4.weight"].T + p["4.bias"]
     return leaky_readout(o, a, 1 - a)
+
+
+def if_node(x):
+    """SpikingJelly's IFNode(surrogate_function=ATan()): no leak, hard reset to 0."""
+    return lif(x, 1.0, 1.0, surrogate="atan", alpha=2.0)[0]
+
+
+def net_sj(x, p, state):
+    """SpikingJelly's conv_fashion_mnist network, small: (conv 3x3 no bias -> BN -> IF -> maxpool) twice -> flatten
+    -> linear (no bias) -> IF -> linear (no bias) -> IF; its loss is mse_rate."""
+    s = x
+    for conv, norm in (("0", "1"), ("4", "5")):
+        y = per_image(lambda z: F.conv2d(z, p[conv + ".weight"], padding=1), s)
+        s = per_image(lambda z: F.max_pool2d(z, 2), if_node(bn(y, p, norm, state)))
+    s = if_node(s.flatten(2) @ p["9.weight"].T)
+    return if_node(s @ p["11.weight"].T)
+
+
+def mse_rate(r, labels):
+    return F.mse_loss(r.mean(0), F.one_hot(labels, r.shape[-1]).to(r.dtype))
 
 
 def ce_mean(r, labels):
@@ -169,6 +192,10 @@ def main():
           [("0", "w", (4, 2, 3, 3)), ("1", "bn", (4,)), ("2", "plif", (4,)), ("5", "w", (6, 4 * 3 * 3)),
            ("6", "plif", (1,))],
           (4, 3, 2, 6, 6), 6, 1.5, 0.5, 0.9, 1e-3, 4)
+    write(out, "net_sj", net_sj, mse_rate,
+          [("0", "w0", (4, 1, 3, 3)), ("1", "bn", (4,)), ("4", "w0", (4, 4, 3, 3)), ("5", "bn", (4,)),
+           ("9", "w0", (8, 4 * 2 * 2)), ("11", "w0", (5, 8))],
+          (4, 3, 1, 8, 8), 5, 1.5, 0.5, 0.9, 0.0, 6)
     write(out, "net_alif", net_alif, ce_per_step,
           [("0", "w", (10, 12)), ("2", "w", (8, 10)), ("4", "w", (4, 8))], (6, 3, 12, 1, 1), 4, 1.5, 0.5, 0.9,
           0.0, 5)
