@@ -74,7 +74,8 @@ SF_API const char *sf_build_info(void);
  *   atan          (alpha/2) / (1 + (π/2·alpha·z)²)
  *   fast_sigmoid  1 / (alpha·|z| + 1)²
  *   rect          alpha if |z| < 1/(2·alpha) else 0
- * and is 0 where h < grad_threshold when use_grad_threshold is set (the sparse backward of Finkbeiner & Neftci). */
+ * and is 0 where h < grad_threshold when use_grad_threshold is set (the sparse backward of Finkbeiner & Neftci);
+ * with grad_cut, dL/dh is 0 there as well. */
 typedef enum sf_surrogate {
     SF_SURROGATE_SIGMOID = 0,
     SF_SURROGATE_ATAN,
@@ -109,6 +110,10 @@ typedef struct sf_lif_params {
     float alpha;                /* surrogate sharpness; default 4 (sigmoid) */
     int32_t use_grad_threshold; /* default 0 */
     float grad_threshold;       /* θ_grad, used when use_grad_threshold is set */
+    int32_t grad_cut;           /* with use_grad_threshold: dL/dh itself is 0 where h < grad_threshold, so no gradient
+                                 * flows through the membrane of a neuron below it at that step either (Perez-Nieves &
+                                 * Goodman's sparse gradient, as Finkbeiner & Neftci train): the backward becomes
+                                 * sparse; default 0 */
     sf_neuron_model model;      /* default lif */
     int32_t per_channel;        /* PLIF: one w per channel instead of one per layer; default 0 */
     float rho;                  /* ALIF: the decay of b, in [0, 1); default 0.95 */
@@ -189,8 +194,22 @@ typedef enum sf_layer_kind {
     SF_LAYER_DROPOUT,
     SF_LAYER_BATCHNORM,
     SF_LAYER_LIF,
-    SF_LAYER_ADD
+    SF_LAYER_ADD,
+    SF_LAYER_RLIF /* a LIF layer with its own recurrent weight V [N, N] (no bias): its input current at step t is
+                   * x_t + V·s_{t-1} (s_0 = 0), so it steps through time; V is "<layer>.weight" */
 } sf_layer_kind;
+
+/* Event-driven (sparse) execution of layers whose input is spikes (Finkbeiner & Neftci): a linear layer sums the
+ * weight columns of the inputs that spiked, a recurrent LIF layer does the same for V·s_{t-1}, and their backward
+ * touches only the active inputs (and, with grad_threshold, only nonzero gradients). Sparse and dense compute the
+ * same function (sums in another order: equal within float rounding). */
+typedef enum sf_sparse_mode {
+    SF_SPARSE_OFF = 0, /* dense everywhere: the engine as it was */
+    SF_SPARSE_AUTO,    /* per layer and step, sparse when the measured spike density is below the crossover (with
+                        * sf_cuda_options.deterministic on a GPU: as ON, neither timed nor following the last step) */
+    SF_SPARSE_ON       /* sparse wherever the input is spikes */
+} sf_sparse_mode;
+SF_API const char *sf_sparse_mode_name(sf_sparse_mode m); /* "off", "auto", "on" */
 
 /* Tensor ids: 0 is the network input, layer i (counted from 0) produces tensor i + 1. */
 typedef struct sf_layer_desc {
@@ -206,7 +225,12 @@ typedef struct sf_layer_desc {
     float dropout_p;      /* DROPOUT: probability of zeroing; one mask for all time steps */
     float bn_eps;         /* BATCHNORM: default 1e-5 */
     float bn_momentum;    /* BATCHNORM: running-statistics momentum, PyTorch convention; default 0.1 */
-    sf_lif_params lif;    /* LIF: the neuron, of any model (a PLIF layer learns its w, see sf_lif_params) */
+    sf_lif_params lif;    /* LIF: the neuron, of any model (a PLIF layer learns its w, see sf_lif_params); RLIF: the
+                           * LIF or IF */
+    int32_t sparse;       /* LINEAR, RLIF: -1 follows sf_net_params.sparse (default), else an sf_sparse_mode; ON
+                           * for a layer whose input is not spikes is an error */
+    float init_gain;      /* LINEAR, CONV2D, RLIF: the weights of PyTorch's default initialisation times this (the
+                           * bias stays as drawn); default 1 */
 } sf_layer_desc;
 
 SF_API void sf_layer_default_desc(sf_layer_kind kind, sf_layer_desc *d);
@@ -261,6 +285,12 @@ typedef struct sf_net_params {
     sf_loss loss;          /* default CE on the T-mean of the readout */
     sf_precision precision; /* GEMM/conv arithmetic; default fp32 (the CPU backend accepts only fp32) */
     sf_cuda_options cuda;   /* how the CUDA backend runs (ignored on the CPU) */
+    sf_sparse_mode sparse;  /* event-driven layers; default off */
+    float sparse_crossover; /* AUTO: 0 measures, per layer shape, the density where sparse and dense take equally
+                             * long on the device when the net is compiled (cached per shape in the process); a
+                             * value in (0, 1] uses that density instead (reproducible across processes) */
+    int32_t input_spikes;   /* 1: the input holds 0/1 spikes (Poisson or latency encoding, event data), so layers
+                             * reading it can run event-driven; a step fails if it holds other values */
 } sf_net_params;
 
 SF_API void sf_net_default_params(sf_net_params *p);
@@ -349,8 +379,8 @@ SF_API sf_status sf_net_set_keep_activations(sf_net *net, int32_t on);
  * host [T, B, C, H, W]: after any forward with keep_activations, or after a training forward in SF_MEMORY_FULL. */
 SF_API sf_status sf_net_read_membrane(const sf_net *net, int32_t id, float *out);
 
-/* Firing rate (mean spikes per neuron and step) of each LIF layer in the last forward, in layer order.
- * Returns the number of LIF layers; writes at most `cap` rates. */
+/* Firing rate (mean spikes per neuron and step) of each LIF and RLIF layer in the last forward, in layer order.
+ * Returns the number of such layers; writes at most `cap` rates. */
 SF_API int32_t sf_net_firing_rates(const sf_net *net, float *rates, int32_t cap);
 
 /* ---------------------------------------------------------------- named tensors (checkpoints, tests)
@@ -393,6 +423,22 @@ typedef struct sf_layer_timing {
 /* Enables per-layer timing (synchronises after each layer on a GPU, so only for `bench`). */
 SF_API sf_status sf_net_set_profiling(sf_net *net, int32_t on);
 SF_API sf_status sf_net_layer_timings(const sf_net *net, sf_layer_timing *out, int32_t cap);
+/* Event-driven execution per layer (see sf_sparse_mode). */
+typedef struct sf_layer_sparsity {
+    int32_t eligible;          /* the layer can run event-driven: a linear layer reading spikes, or an RLIF layer */
+    sf_sparse_mode mode;       /* its resolved mode */
+    float density;             /* active fraction of its spike input in the last forward (RLIF: of its own spikes,
+                                * whose previous step drives the recurrence); -1 before the first */
+    float grad_density;        /* nonzero fraction of the gradient of its output in the last backward where a
+                                * grad_threshold makes it sparse and it was measured; -1 otherwise */
+    float crossover_forward;   /* AUTO: sparse below these densities (measured or sf_net_params.sparse_crossover) */
+    float crossover_backward;
+    int32_t forward_sparse;    /* the paths the last forward and backward took (1 sparse, 0 dense) */
+    int32_t backward_sparse;
+} sf_layer_sparsity;
+/* Fills out[i] for layers i < cap (ineligible layers: zeros, densities -1); returns the number of layers. */
+SF_API int32_t sf_net_layer_sparsity(const sf_net *net, sf_layer_sparsity *out, int32_t cap);
+
 /* Peak bytes the net had allocated on its device (the plan's total plus library scratch). */
 SF_API size_t sf_net_peak_bytes(const sf_net *net);
 

@@ -147,18 +147,7 @@ static void test_full_config(void)
 }
 
 /* Parses `text` as "bad.ini" and expects SF_ERR_INVALID with "bad.ini:<line>: " and `needle` in the message. */
-static void expect_error(const char *text, int line, const char *needle)
-{
-    sf_config *cfg = NULL;
-    sf_status s = sf_config_parse_string(text, "bad.ini", &cfg);
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, "bad.ini:%d: ", line);
-    CHECK(s == SF_ERR_INVALID && cfg == NULL, "status %s for:\n%s", sf_status_str(s), text);
-    CHECK(strncmp(sf_last_error(), prefix, strlen(prefix)) == 0, "message '%s' does not start with '%s'",
-          sf_last_error(), prefix);
-    CHECK(strstr(sf_last_error(), needle) != NULL, "message '%s' lacks '%s'", sf_last_error(), needle);
-    sf_config_free(cfg);
-}
+#define expect_error tu_expect_config_error
 
 #define HEAD "[train]\ndataset = fashion-mnist\n" /* lines 1-2 */
 #define MLP "[flatten]\n[linear]\nout = 10\n"

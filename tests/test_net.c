@@ -179,13 +179,7 @@ static sf_net *make(const net_case *c, const sf_safetensors *fx, sf_memory_mode 
     if (!net) exit(tu_finish("test_net"));
     c->build(net);
     CHECK_OK(sf_net_compile(net, c->T, c->B));
-    for (int32_t i = 0; i < sf_net_tensor_count(net, SF_ROLE_PARAM); i++) {
-        sf_tensor_info info;
-        CHECK_OK(sf_net_tensor_info(net, SF_ROLE_PARAM, i, &info));
-        float *v = tu_get_f32(fx, info.name, info.numel);
-        CHECK_OK(sf_net_tensor_write(net, SF_ROLE_PARAM, i, v));
-        free(v);
-    }
+    tu_load_params(net, fx);
     sf_optim_params o;
     sf_optim_default_params(&o);
     o.lr = (float)atof(sf_safetensors_meta(fx, "lr"));
@@ -249,20 +243,9 @@ static void check_one_step(const net_case *c, const sf_safetensors *fx, sf_net *
 static float *check_trajectory(const net_case *c, const sf_safetensors *fx, sf_net *net, const char *mode,
                                int64_t *n_params)
 {
-    int64_t nx = (int64_t)c->T * c->B * c->C * c->H * c->W;
-    float *x = tu_get_f32(fx, "x", nx);
-    const sf_st_entry *le = sf_safetensors_find(fx, "labels");
-    int32_t labels[64];
-    memcpy(labels, fx->data + le->offset, le->nbytes);
-    double *losses = tu_get_f64(fx, "losses", 10);
-    for (int k = 0; k < 10; k++) {
-        sf_step_result r;
-        CHECK_OK(sf_net_train_step(net, x, labels, &r));
-        CHECK(fabs(r.loss - losses[k]) <= 1e-4 * fabs(losses[k]) + 1e-6, "%s %s step %d: loss %.7f vs %.7f",
-              c->fixture, mode, k, r.loss, losses[k]);
-    }
-    free(x);
-    free(losses);
+    char what[128];
+    snprintf(what, sizeof what, "%s %s", c->fixture, mode);
+    tu_check_losses(net, fx, (int64_t)c->T * c->B * c->C * c->H * c->W, what);
     return tu_net_read_role(net, SF_ROLE_PARAM, n_params);
 }
 

@@ -1,6 +1,8 @@
 /* testutil.c — implementation of the test helpers. */
 #include "testutil.h"
 
+#include "config/config.h"
+
 #include "core/rng.h"
 
 #include <math.h>
@@ -114,6 +116,7 @@ void tu_lif_params_of(const double *v, sf_lif_params *p)
     p->rho = (float)v[13];
     p->tau_adapt = (float)v[14];
     p->beta = (float)v[15];
+    p->grad_cut = (int32_t)v[16];
 }
 
 float *tu_net_read_role(sf_net *net, sf_tensor_role role, int64_t *n)
@@ -131,6 +134,60 @@ float *tu_net_read_role(sf_net *net, sf_tensor_role role, int64_t *n)
         at += info.numel;
     }
     return all;
+}
+
+void tu_seed_neuron(sf_lif_params *p, int grad_mode, float theta)
+{
+    sf_lif_default_params(p);
+    p->surrogate = SF_SURROGATE_FAST_SIGMOID;
+    p->alpha = 10.0f;
+    p->detach_reset = 1;
+    p->use_grad_threshold = grad_mode > 0;
+    p->grad_threshold = theta;
+    p->grad_cut = grad_mode == 2;
+}
+
+void tu_check_losses(sf_net *net, const sf_safetensors *fx, int64_t nx, const char *what)
+{
+    float *x = tu_get_f32(fx, "x", nx);
+    const sf_st_entry *le = sf_safetensors_find(fx, "labels");
+    int32_t labels[64];
+    CHECK(le && le->nbytes <= sizeof labels, "%s: fixture labels", what);
+    if (!le || le->nbytes > sizeof labels) return;
+    memcpy(labels, fx->data + le->offset, le->nbytes);
+    double *losses = tu_get_f64(fx, "losses", 10);
+    for (int k = 0; k < 10; k++) {
+        sf_step_result r;
+        CHECK_OK(sf_net_train_step(net, x, labels, &r));
+        CHECK(fabs(r.loss - losses[k]) <= 1e-4 * fabs(losses[k]) + 1e-6, "%s step %d: loss %.7f vs %.7f", what, k,
+              r.loss, losses[k]);
+    }
+    free(x);
+    free(losses);
+}
+
+void tu_load_params(sf_net *net, const sf_safetensors *fx)
+{
+    for (int32_t i = 0; i < sf_net_tensor_count(net, SF_ROLE_PARAM); i++) {
+        sf_tensor_info info;
+        CHECK_OK(sf_net_tensor_info(net, SF_ROLE_PARAM, i, &info));
+        float *v = tu_get_f32(fx, info.name, info.numel);
+        CHECK_OK(sf_net_tensor_write(net, SF_ROLE_PARAM, i, v));
+        free(v);
+    }
+}
+
+void tu_expect_config_error(const char *text, int line, const char *needle)
+{
+    sf_config *cfg = NULL;
+    sf_status s = sf_config_parse_string(text, "bad.ini", &cfg);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "bad.ini:%d: ", line);
+    CHECK(s == SF_ERR_INVALID && cfg == NULL, "status %s for:\n%s", sf_status_str(s), text);
+    CHECK(strncmp(sf_last_error(), prefix, strlen(prefix)) == 0, "message '%s' does not start with '%s'",
+          sf_last_error(), prefix);
+    CHECK(strstr(sf_last_error(), needle) != NULL, "message '%s' lacks '%s'", sf_last_error(), needle);
+    sf_config_free(cfg);
 }
 
 int tu_finish(const char *name)

@@ -44,9 +44,20 @@ int64_t tu_count_diff(const float *got, const double *ref, int64_t n);
 void tu_randn(float *x, int64_t n, float mean, float std, uint64_t seed);
 /* Neuron parameters from a fixture's TU_LIF_PARAMS-number vector (tests/ref/gen_neuron.py: tau, decay, decay_input,
  * v_threshold, v_reset, soft_reset, detach_reset, surrogate, alpha, use_grad_threshold, grad_threshold, model,
- * per_channel, rho, tau_adapt, beta). */
-#define TU_LIF_PARAMS 16
+ * per_channel, rho, tau_adapt, beta, grad_cut). */
+#define TU_LIF_PARAMS 17
 void tu_lif_params_of(const double *v, sf_lif_params *p);
+/* Seed paper 000's neuron (tau 2, hard reset, detach_reset, fast_sigmoid β 10) with grad_mode 0: the exact
+ * gradient, 1: grad_threshold θ, 2: grad_threshold θ with grad_cut. */
+void tu_seed_neuron(sf_lif_params *p, int grad_mode, float theta);
+/* Ten training steps of net on a fixture's batch ("x", nx floats, and "labels") follow its "losses" within 1e-4
+ * (relative); `what` names the case in messages. */
+void tu_check_losses(sf_net *net, const sf_safetensors *fx, int64_t nx, const char *what);
+/* Every parameter of a net from a fixture, by name ("0.weight", ...). */
+void tu_load_params(sf_net *net, const sf_safetensors *fx);
+/* Parsing `text` as config file "bad.ini" fails with SF_ERR_INVALID and a message that starts "bad.ini:line: "
+ * and contains needle. */
+void tu_expect_config_error(const char *text, int line, const char *needle);
 /* Every tensor of a role of a network, concatenated in order, as a malloc'd array of *n floats. */
 float *tu_net_read_role(sf_net *net, sf_tensor_role role, int64_t *n);
 /* Prints "<name>: N passed, N failed" and returns the process exit code. */

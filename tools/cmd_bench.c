@@ -12,13 +12,15 @@
 
 static const char *bench_help =
     "usage: spikefuse bench CONFIG [--steps N] [--warmup N] [--set section.key=value ...] [--device D]\n"
-    "                       [--synthetic] [--data] [--json]\n\n"
+    "                       [--synthetic] [--fixed-activity] [--data] [--json]\n\n"
     "Times training steps of the network CONFIG describes, at its batch size and time steps:\n"
     "  - samples/s and ms per step over N plain steps (sf_net_train_step);\n"
     "  - ms per phase (forward with the loss, backward, optimizer update) and ms per layer from N more steps\n"
     "    with per-layer profiling on (which synchronises a GPU after each layer, so those steps run slower);\n"
     "  - the memory plan (parameters, gradients, optimizer state, saved activations, workspace), the peak bytes\n"
-    "    the network allocated, and the process's peak resident memory.\n"
+    "    the network allocated, and the process's peak resident memory;\n"
+    "  - the firing rate of every spiking layer, and for the layers that can run event-driven (sparse) the\n"
+    "    spike density they saw and the path (sparse or dense) their forward and backward took.\n"
     "Batches come from the config's dataset (real spike densities) unless --synthetic is given. With --data, the\n"
     "data loader alone is timed too: samples/s of a synchronous training loader (encoding or binning and\n"
     "augmentation on its OpenMP threads, as the prefetch thread does beside training), printed beside the step's.\n\n"
@@ -27,7 +29,10 @@ static const char *bench_help =
     "  --warmup N     untimed steps first (default 3)\n"
     "  --set k=v      override a config value (repeatable), e.g. --set train.batch=128\n"
     "  --device D     cpu, cuda, cuda:N or auto\n"
-    "  --synthetic    uniform random inputs and labels instead of the dataset (no data files needed)\n"
+    "  --synthetic    random inputs (spikes at 10% where the input is spikes) and labels instead of the dataset\n"
+    "                 (no data files needed)\n"
+    "  --fixed-activity  every spiking layer fires at every step (threshold -1e9): the slowest case for the\n"
+    "                 event-driven layers (workload W4's fixed activity)\n"
     "  --data         also time the data loader alone (samples/s)\n"
     "  --json         print one JSON object instead of text\n"
     "  -h, --help     this text\n\n" SF_CLI_EXIT_CODES;
@@ -35,7 +40,7 @@ static const char *bench_help =
 typedef struct bench_args {
     const char *config, *device;
     int64_t steps, warmup;
-    int synthetic, data, json;
+    int synthetic, data, json, fixed_activity;
     char *sets[SF_CLI_MAX_SETS];
     int nsets;
 } bench_args;
@@ -70,9 +75,12 @@ static int parse_args(int argc, char **argv, bench_args *a, int *help)
             a->data = 1;
         } else if (strcmp(argv[i], "--json") == 0) {
             a->json = 1;
+        } else if (strcmp(argv[i], "--fixed-activity") == 0) {
+            a->fixed_activity = 1;
         } else if (argv[i][0] == '-' && argv[i][1] != 0) {
             return sf_cli_unknown("bench", argv[i],
-                                  "--steps, --warmup, --set, --device, --synthetic, --data, --json, --help");
+                                  "--steps, --warmup, --set, --device, --synthetic, --fixed-activity, --data, --json, "
+                                  "--help");
         } else if (!a->config) {
             a->config = argv[i];
         } else {
@@ -106,7 +114,10 @@ static sf_status source_open(batch_source *src, const sf_config *cfg, int synthe
     src->x = malloc(n * sizeof *src->x);
     src->labels = malloc((size_t)cfg->train.batch * sizeof *src->labels);
     if (!src->x || !src->labels) return sf_fail(SF_ERR_NOMEM, "out of memory for a synthetic batch");
-    for (size_t i = 0; i < n; i++) src->x[i] = sf_uniform(cfg->net.seed, 1, i);
+    for (size_t i = 0; i < n; i++) { /* spikes (10%) where the net takes spikes, else uniform values */
+        float u = sf_uniform(cfg->net.seed, 1, i);
+        src->x[i] = cfg->net.input_spikes ? (float)(u < 0.1f) : u;
+    }
     for (int64_t i = 0; i < cfg->train.batch; i++)
         src->labels[i] = (int32_t)(sf_hash3(cfg->net.seed, 2, (uint64_t)i) % (uint64_t)cfg->classes);
     return SF_OK;
@@ -139,7 +150,9 @@ typedef struct bench_result {
     double step_ms;                        /* plain steps */
     double forward_ms, backward_ms, update_ms; /* profiled steps */
     sf_layer_timing *layers;               /* [num_layers], per step */
-    int32_t num_layers;
+    sf_layer_sparsity *sparsity;           /* [num_layers], after the plain steps */
+    float *rates;                          /* [num_layers]: firing rates of the spiking layers, in order */
+    int32_t num_layers, num_rates;
     sf_memory_plan plan;
     size_t peak_bytes, peak_rss_bytes;
     double loader_samples_per_s; /* --data: the data loader alone; 0 when not measured */
@@ -190,6 +203,8 @@ static sf_status run_bench(const bench_args *a, sf_net *net, batch_source *src, 
     SF_TRY(timed_steps(net, src, a->steps));
     SF_TRY(sf_net_logits(net, logits)); /* waits for a GPU to finish the last step */
     r->step_ms = 1e3 * (sf_now_seconds() - t0) / (double)a->steps;
+    sf_net_layer_sparsity(net, r->sparsity, r->num_layers);
+    r->num_rates = sf_net_firing_rates(net, r->rates, r->num_layers);
 
     SF_TRY(sf_net_set_profiling(net, 1));
     SF_TRY(phase_steps(net, src, a->steps, r, logits));
@@ -264,11 +279,19 @@ static void print_text(const bench_args *a, const sf_config *cfg, const sf_net *
     printf("  total %s\n", sf_cli_bytes((double)r->plan.total, b, sizeof b));
     printf("peak memory:  %s allocated by the network", sf_cli_bytes((double)r->peak_bytes, b, sizeof b));
     printf(", %s resident (process)\n", sf_cli_bytes((double)r->peak_rss_bytes, b, sizeof b));
-    printf("per layer (ms per step):\n  %-32s %10s %10s\n", "layer", "forward", "backward");
-    for (int32_t i = 0; i < r->num_layers; i++) {
+    printf("per layer (ms per step; spiking layers: firing rate; event-driven layers: input density, path of the "
+           "forward/backward):\n  %-32s %10s %10s\n", "layer", "forward", "backward");
+    for (int32_t i = 0, k = 0; i < r->num_layers; i++) {
         char label[96];
-        printf("  %-32s %10.3f %10.3f\n", layer_label(cfg, net, i, label, sizeof label), r->layers[i].forward_ms,
+        printf("  %-32s %10.3f %10.3f", layer_label(cfg, net, i, label, sizeof label), r->layers[i].forward_ms,
                r->layers[i].backward_ms);
+        sf_layer_kind kind = cfg->layers[i].desc.kind;
+        if ((kind == SF_LAYER_LIF || kind == SF_LAYER_RLIF) && k < r->num_rates) printf("  rate %.4f", r->rates[k++]);
+        const sf_layer_sparsity *q = &r->sparsity[i];
+        if (q->eligible)
+            printf("  density %.4f %s/%s (%s)", q->density, q->forward_sparse ? "sparse" : "dense",
+                   q->backward_sparse ? "sparse" : "dense", sf_sparse_mode_name(q->mode));
+        putchar('\n');
     }
 }
 
@@ -297,6 +320,10 @@ static void print_json(const bench_args *a, const sf_config *cfg, const sf_net *
     cJSON_AddNumberToObject(plan, "total", (double)r->plan.total);
     cJSON_AddNumberToObject(o, "peak_bytes", (double)r->peak_bytes);
     cJSON_AddNumberToObject(o, "peak_rss_bytes", (double)r->peak_rss_bytes);
+    cJSON_AddBoolToObject(o, "fixed_activity", a->fixed_activity);
+    cJSON *rates = cJSON_AddArrayToObject(o, "firing_rates");
+    for (int32_t k = 0; k < r->num_rates && k < r->num_layers; k++)
+        cJSON_AddItemToArray(rates, cJSON_CreateNumber(r->rates[k]));
     cJSON *layers = cJSON_AddArrayToObject(o, "layers");
     for (int32_t i = 0; i < r->num_layers; i++) {
         char label[96];
@@ -304,12 +331,36 @@ static void print_json(const bench_args *a, const sf_config *cfg, const sf_net *
         cJSON_AddStringToObject(l, "layer", layer_label(cfg, net, i, label, sizeof label));
         cJSON_AddNumberToObject(l, "forward_ms", r->layers[i].forward_ms);
         cJSON_AddNumberToObject(l, "backward_ms", r->layers[i].backward_ms);
+        const sf_layer_sparsity *q = &r->sparsity[i];
+        if (q->eligible) {
+            cJSON_AddStringToObject(l, "sparse_mode", sf_sparse_mode_name(q->mode));
+            cJSON_AddNumberToObject(l, "input_density", q->density);
+            if (q->grad_density >= 0.0f) cJSON_AddNumberToObject(l, "grad_density", q->grad_density);
+            cJSON_AddStringToObject(l, "forward_path", q->forward_sparse ? "sparse" : "dense");
+            cJSON_AddStringToObject(l, "backward_path", q->backward_sparse ? "sparse" : "dense");
+            cJSON_AddNumberToObject(l, "crossover_forward", q->crossover_forward);
+            cJSON_AddNumberToObject(l, "crossover_backward", q->crossover_backward);
+        }
         cJSON_AddItemToArray(layers, l);
     }
     char *text = cJSON_PrintUnformatted(o);
     if (text) puts(text);
     free(text);
     cJSON_Delete(o);
+}
+
+/* W4's fixed activity: every LIF and RLIF layer fires at every step (a threshold no potential stays below). */
+static int force_activity(sf_config *cfg)
+{
+    for (int32_t i = 0; i < cfg->num_layers; i++) {
+        sf_layer_kind kind = cfg->layers[i].desc.kind;
+        if (kind != SF_LAYER_LIF && kind != SF_LAYER_RLIF) continue;
+        char key[64];
+        snprintf(key, sizeof key, "layer%d.v_threshold", (int)i);
+        sf_status s = sf_config_set(cfg, key, "-1e9");
+        if (s != SF_OK) return sf_cli_status("bench", s);
+    }
+    return SF_EXIT_OK;
 }
 
 int sf_cmd_bench(int argc, char **argv)
@@ -324,6 +375,7 @@ int sf_cmd_bench(int argc, char **argv)
     sf_config *cfg = NULL;
     sf_net *net = NULL;
     rc = sf_cli_load_config("bench", a.config, a.sets, a.nsets, &cfg);
+    if (rc == SF_EXIT_OK && a.fixed_activity) rc = force_activity(cfg);
     if (rc == SF_EXIT_OK && a.device) rc = sf_cli_apply_device("bench", cfg, a.device);
     if (rc == SF_EXIT_OK) rc = sf_cli_build_net("bench", cfg, &net);
     if (rc != SF_EXIT_OK) {
@@ -333,8 +385,11 @@ int sf_cmd_bench(int argc, char **argv)
     batch_source src = {0};
     bench_result r = {.num_layers = sf_net_num_layers(net)};
     r.layers = calloc((size_t)r.num_layers + 1, sizeof *r.layers);
+    r.sparsity = calloc((size_t)r.num_layers + 1, sizeof *r.sparsity);
+    r.rates = calloc((size_t)r.num_layers + 1, sizeof *r.rates);
     float *logits = malloc((size_t)cfg->train.batch * (size_t)cfg->classes * sizeof *logits);
-    sf_status s = r.layers && logits ? source_open(&src, cfg, a.synthetic) : sf_fail(SF_ERR_NOMEM, "out of memory");
+    sf_status s = r.layers && r.sparsity && r.rates && logits ? source_open(&src, cfg, a.synthetic)
+                                                              : sf_fail(SF_ERR_NOMEM, "out of memory");
     if (s == SF_OK) s = run_bench(&a, net, &src, logits, &r);
     if (s == SF_OK && a.data) s = time_loader(cfg, a.steps, &r.loader_samples_per_s);
     if (s == SF_OK) {
@@ -346,6 +401,8 @@ int sf_cmd_bench(int argc, char **argv)
     source_close(&src);
     free(logits);
     free(r.layers);
+    free(r.sparsity);
+    free(r.rates);
     sf_net_free(net);
     sf_config_free(cfg);
     return rc;

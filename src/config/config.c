@@ -22,6 +22,7 @@
 #define SF_CONFIG_MAX_LAYERS 4096
 #define SF_CONFIG_MAX_BYTES (16u << 20)
 #define FROM_BIT 31 /* the `from` key's bit in a section's given-mask */
+#define RLIF_LAYER_BITS 32 /* [rlif] holds neuron keys (bits from 0) and layer keys (bits from here) */
 
 enum section { SEC_NONE = 0, SEC_TRAIN, SEC_NEURON, SEC_READOUT, SEC_LAYER, SEC_COUNT };
 
@@ -175,7 +176,10 @@ static sf_status apply_lif(sf_lif_params *dst, uint32_t *own, const char *sectio
                            const char *value, int *bit)
 {
     const sf_key_spec *k = find_key(sf_lif_keys, sf_num_lif_keys, name, 0, bit);
-    if (!k) return unknown_key(name, section, sf_lif_keys, sf_num_lif_keys, 0, strcmp(section, "lif") == 0, NULL);
+    if (!k && strcmp(name, "recurrent") == 0)
+        return sf_fail(SF_ERR_INVALID, "unknown key 'recurrent' in [%s]: a recurrent spiking layer is an [rlif] "
+                       "section (after a [linear] that gives its input current)", section);
+    if (!k) return unknown_key(name, section, sf_lif_keys, sf_num_lif_keys, 0, strcmp(section, "neuron") != 0, NULL);
     SF_TRY(sf_key_parse(k, value, dst));
     *own |= 1u << *bit;
     return SF_OK;
@@ -217,7 +221,10 @@ static sf_status apply_layer(sf_config *cfg, int32_t li, const char *name, const
         return SF_OK;
     }
     if (kind == SF_LAYER_LIF) return apply_lif(&L->lif_own_values, &L->lif_own, section, name, value, bit);
+    if (kind == SF_LAYER_RLIF && sf_key_index(sf_layer_keys, sf_num_layer_keys, name, 1u << kind) < 0)
+        return apply_lif(&L->lif_own_values, &L->lif_own, section, name, value, bit);
     const sf_key_spec *k = find_key(sf_layer_keys, sf_num_layer_keys, name, 1u << kind, bit);
+    if (k && kind == SF_LAYER_RLIF) *bit += RLIF_LAYER_BITS; /* past the neuron keys' bits of the given-mask */
     if (!k) return unknown_key(name, section, sf_layer_keys, sf_num_layer_keys, 1u << kind, 1, NULL);
     return sf_key_parse(k, value, &L->desc);
 }
@@ -260,7 +267,7 @@ static void resolve_lif(sf_config *cfg)
     if (!(cfg->neuron_own & alpha)) cfg->neuron.alpha = sf_surrogate_default_alpha(cfg->neuron.surrogate);
     for (int32_t i = 0; i < cfg->num_layers; i++) {
         sf_config_layer *L = &cfg->layers[i];
-        if (L->desc.kind != SF_LAYER_LIF) continue;
+        if (L->desc.kind != SF_LAYER_LIF && L->desc.kind != SF_LAYER_RLIF) continue;
         sf_lif_params p = cfg->neuron;
         for (int b = 0; b < sf_num_lif_keys; b++)
             if (L->lif_own & (1u << b)) sf_key_copy(&sf_lif_keys[b], &p, &L->lif_own_values);
@@ -288,6 +295,19 @@ static sf_status located(sf_status s, const char *where, int line, const char *w
     return sf_fail_context(s, "%s: %s", where, what);
 }
 
+/* Does the input, as configured, hold 0/1 spikes (so layers reading it may run event-driven)? Images under Poisson
+ * or latency encoding, the synthetic source, and event frames of kind binary. */
+static int input_is_spikes(const sf_config *cfg)
+{
+    switch (cfg->train.dataset) {
+    case SF_DATASET_FASHION_MNIST:
+    case SF_DATASET_MNIST:
+    case SF_DATASET_CIFAR10: return cfg->train.encoding != SF_ENCODING_DIRECT;
+    case SF_DATASET_SYNTHETIC: return 1;
+    default: return cfg->train.events.frame == SF_FRAME_BINARY;
+    }
+}
+
 /* Everything that depends on more than one key; `where` locates messages (the file, or "override x=y"). */
 static sf_status finish(sf_config *cfg, const char *where, int train_line, int neuron_line)
 {
@@ -299,6 +319,7 @@ static sf_status finish(sf_config *cfg, const char *where, int train_line, int n
     cfg->net.in_channels = shape[0];
     cfg->net.in_height = shape[1];
     cfg->net.in_width = shape[2];
+    cfg->net.input_spikes = input_is_spikes(cfg);
     sf_status s = check_channels(cfg->train.mean, "mean", shape[0]);
     if (s == SF_OK) s = check_channels(cfg->train.std, "std", shape[0]);
     if (s != SF_OK) return located(s, where, train_line, "");
@@ -308,12 +329,12 @@ static sf_status finish(sf_config *cfg, const char *where, int train_line, int n
     if (s != SF_OK) return located(s, where, neuron_line, "[neuron] ");
     for (int32_t i = 0; i < cfg->num_layers; i++) {
         const sf_config_layer *L = &cfg->layers[i];
-        if (L->desc.kind != SF_LAYER_LIF) continue;
+        if (L->desc.kind != SF_LAYER_LIF && L->desc.kind != SF_LAYER_RLIF) continue;
         s = check_neuron_keys(L->desc.lif.model, L->lif_own, &bad);
         if (s == SF_OK) s = sf_lif_params_check(&L->desc.lif);
         if (s != SF_OK) {
             char what[64];
-            snprintf(what, sizeof what, "[lif] (layer %d) ", i);
+            snprintf(what, sizeof what, "[%s] (layer %d) ", sf_config_section_name(L->desc.kind), i);
             return located(s, where, where == cfg->source ? L->line : 0, what);
         }
     }
@@ -392,8 +413,8 @@ static int open_section(parse_ctx *c, const char *section, int line)
                             section, section);
     if (sec == SEC_NONE && kind < 0)
         return ctx_fail(c, line, SF_ERR_INVALID,
-                        "unknown section [%s] (expected train, neuron, conv, bn, lif, avgpool, maxpool, flatten, "
-                        "linear, dropout, add or readout)",
+                        "unknown section [%s] (expected train, neuron, conv, bn, lif, rlif, avgpool, maxpool, "
+                        "flatten, linear, dropout, add or readout)",
                         section);
     if (sec != SEC_NONE && c->seen[sec])
         return ctx_fail(c, line, SF_ERR_INVALID, "[%s] given twice (first at line %d)", section, c->seen[sec]);

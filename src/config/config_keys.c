@@ -22,6 +22,7 @@ static const char *const reset_names[] = {"hard", "soft", NULL};
 static const char *const frame_names[] = {"count", "binary", NULL};     /* sf_frame_mode order */
 static const char *const polarity_names[] = {"keep", "merge", NULL};    /* merge_polarity 0, 1 */
 static const char *const surrogate_names[] = {"sigmoid", "atan", "fast_sigmoid", "rect", NULL};
+static const char *const sparse_names[] = {"off", "auto", "on", NULL}; /* sf_sparse_mode order */
 static const char *const model_names[] = {"lif", "plif", "if", "alif", NULL}; /* sf_neuron_model order */
 
 #define BIG 1e30
@@ -77,6 +78,8 @@ const sf_key_spec sf_train_keys[] = {
      .max = 65536},
     {.name = "conv_algo", .type = SF_V_ENUM, .offset = TRAIN(net.cuda.conv_algo), .choices = conv_algo_names},
     {.name = "deterministic", .type = SF_V_BOOL, .offset = TRAIN(net.cuda.deterministic)},
+    {.name = "sparse", .type = SF_V_ENUM, .offset = TRAIN(net.sparse), .choices = sparse_names},
+    {.name = "sparse_crossover", .type = SF_V_FLOAT, .offset = TRAIN(net.sparse_crossover), .min = 0, .max = 1},
     {.name = "threads", .type = SF_V_INT32, .offset = TRAIN(train.threads), .min = 0, .max = 4096},
     {.name = "log_every", .type = SF_V_INT64, .offset = TRAIN(train.log_every), .min = 0, .max = 1e12},
     {.name = "time_parallel", .type = SF_V_INT32, .offset = TRAIN(train.time_parallel), .min = 1, .max = 4096},
@@ -110,6 +113,7 @@ const sf_key_spec sf_lif_keys[] = {
     {.name = "alpha", .type = SF_V_FLOAT, .offset = LIF(alpha), .min = 0, .max = 1e9, .open_min = 1},
     {.name = "grad_threshold", .type = SF_V_OPT_FLOAT, .offset = LIF(grad_threshold), .min = -BIG, .max = BIG,
      .flag_offset = LIF(use_grad_threshold)},
+    {.name = "grad_cut", .type = SF_V_BOOL, .offset = LIF(grad_cut)},
     {.name = "neuron", .type = SF_V_ENUM, .offset = LIF(model), .choices = model_names},
     {.name = "per_channel", .type = SF_V_BOOL, .offset = LIF(per_channel), .models = M(PLIF)},
     {.name = "rho", .type = SF_V_FLOAT, .offset = LIF(rho), .min = 0, .max = 1, .models = M(ALIF)},
@@ -139,6 +143,10 @@ const sf_key_spec sf_layer_keys[] = {
      .kinds = K(SF_LAYER_BATCHNORM)},
     {.name = "p", .type = SF_V_FLOAT, .offset = DESC(dropout_p), .min = 0, .max = 0.999999,
      .kinds = K(SF_LAYER_DROPOUT)},
+    {.name = "sparse", .type = SF_V_ENUM_OR_DEFAULT, .offset = DESC(sparse), .choices = sparse_names,
+     .kinds = K(SF_LAYER_LINEAR) | K(SF_LAYER_RLIF)},
+    {.name = "init_gain", .type = SF_V_FLOAT, .offset = DESC(init_gain), .min = 0, .max = 1e6, .open_min = 1,
+     .kinds = K(SF_LAYER_LINEAR) | K(SF_LAYER_CONV2D) | K(SF_LAYER_RLIF)},
 };
 const int sf_num_layer_keys = (int)(sizeof sf_layer_keys / sizeof sf_layer_keys[0]);
 
@@ -146,6 +154,7 @@ static const char *const section_names[] = {
     [SF_LAYER_LINEAR] = "linear", [SF_LAYER_CONV2D] = "conv",  [SF_LAYER_AVGPOOL2D] = "avgpool",
     [SF_LAYER_MAXPOOL2D] = "maxpool", [SF_LAYER_FLATTEN] = "flatten", [SF_LAYER_DROPOUT] = "dropout",
     [SF_LAYER_BATCHNORM] = "bn",  [SF_LAYER_LIF] = "lif",      [SF_LAYER_ADD] = "add",
+    [SF_LAYER_RLIF] = "rlif",
 };
 #define NUM_SECTIONS ((int)(sizeof section_names / sizeof section_names[0]))
 
@@ -174,7 +183,8 @@ static size_t value_size(sf_value_type t)
     switch (t) {
     case SF_V_INT32:
     case SF_V_BOOL:
-    case SF_V_AUTO_BOOL: return sizeof(int32_t);
+    case SF_V_AUTO_BOOL:
+    case SF_V_ENUM_OR_DEFAULT: return sizeof(int32_t);
     case SF_V_INT64: return sizeof(int64_t);
     case SF_V_U64: return sizeof(uint64_t);
     case SF_V_FLOAT:
@@ -304,6 +314,19 @@ sf_status sf_key_parse(const sf_key_spec *k, const char *text, void *base)
                 return SF_OK;
             }
         return choices_error(k->choices);
+    case SF_V_ENUM_OR_DEFAULT: {
+        int32_t v = -1;
+        for (int i = 0; k->choices[i] && v < 0; i++)
+            if (strcmp(text, k->choices[i]) == 0) v = i;
+        if (v < 0 && strcmp(text, "default") != 0) {
+            char msg[300];
+            sf_status s = choices_error(k->choices);
+            snprintf(msg, sizeof msg, "%s", sf_last_error());
+            return sf_fail(s, "%s, or default", msg);
+        }
+        memcpy(field, &v, sizeof v);
+        return SF_OK;
+    }
     case SF_V_STRING:
         /* What the writer emits must read back the same: no control characters or edge blanks. */
         for (const char *q = text; *q; q++)
@@ -423,6 +446,13 @@ int sf_key_format(const sf_key_spec *k, const void *base, char *out, size_t cap)
         int n = 0;
         while (k->choices[n]) n++;
         return snprintf(out, cap, "%s", v >= 0 && v < n ? k->choices[v] : "?");
+    }
+    case SF_V_ENUM_OR_DEFAULT: {
+        int32_t v;
+        memcpy(&v, field, sizeof v);
+        int n = 0;
+        while (k->choices[n]) n++;
+        return snprintf(out, cap, "%s", v >= 0 && v < n ? k->choices[v] : "default");
     }
     case SF_V_STRING: return snprintf(out, cap, "%s", field);
     case SF_V_DEVICE: {

@@ -22,7 +22,8 @@ typedef enum sf_value_type {
     SF_V_CHANNELS,  /* float[SF_DATASET_MAX_CHANNELS]: comma-separated per-channel values, then NaN; or "default"
                      * (all NaN) */
     SF_V_OPT_FLOAT, /* a float at `offset` enabled by the int32 flag at `flag_offset`, or "off" */
-    SF_V_SHAPE      /* int32[3] C, H, W: "C, H, W", or "N" for N, 1, 1; each in [min, max] */
+    SF_V_SHAPE,     /* int32[3] C, H, W: "C, H, W", or "N" for N, 1, 1; each in [min, max] */
+    SF_V_ENUM_OR_DEFAULT /* an int32: an index in `choices`, or "default" (-1: what a wider setting says) */
 } sf_value_type;
 
 typedef struct sf_key_spec {

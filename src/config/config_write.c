@@ -79,11 +79,9 @@ sf_status sf_config_write(const sf_config *cfg, char **text)
             put_from(&b, li, L->desc.input2);
         else if (L->desc.input >= 0)
             put_from(&b, li, L->desc.input);
-        if (kind == SF_LAYER_LIF) {
+        if (kind == SF_LAYER_LIF || kind == SF_LAYER_RLIF)
             for (int i = 0; i < sf_num_lif_keys; i++)
                 if (L->lif_own & (1u << i)) put_key(&b, &sf_lif_keys[i], &L->lif_own_values);
-            continue;
-        }
         for (int i = 0; i < sf_num_layer_keys; i++)
             if (sf_layer_keys[i].kinds & (1u << kind)) put_key(&b, &sf_layer_keys[i], &L->desc);
     }

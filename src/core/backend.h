@@ -7,6 +7,7 @@
 #ifndef SF_CORE_BACKEND_H
 #define SF_CORE_BACKEND_H
 
+#include "core/spikes.h"
 #include "spikefuse.h"
 
 #include <stddef.h>
@@ -37,7 +38,13 @@ typedef struct sf_lif_out {
     uint8_t *s_u8;   /* [T, N] spikes as bytes (kept for a weight gradient) */
     float *h;        /* [T, N] membrane potential before reset (SF_MEMORY_FULL keeps it) */
     float *spike_count; /* one float: += number of spikes (firing rates) */
+    sf_spikes c;     /* compact spikes (bits; idx and cnt where given) of rows of `row` neurons, N = rows·row:
+                      * written by the LIF kernel itself (event-driven consumers, 1-bit keep); bits NULL: none */
+    int64_t row;
 } sf_lif_out;
+
+/* rlif_backward's bwd_sparse flags */
+enum { SF_RLIF_SPARSE_DV = 1, SF_RLIF_SPARSE_DY = 2 };
 
 /* A BN→LIF backward whose batch statistics span several processes (the time pipeline's segments, synchronised BN):
  * dx needs Σdy and Σdy·x̂ over the whole batch, so the backward runs twice with a sum over the processes between.
@@ -171,6 +178,48 @@ struct sf_backend {
                            int32_t decoupled, int64_t step, float *p, const float *g, float *m, float *v);
     /* flag[0] = 1 if any of x[0..n) is NaN or Inf (flag is one float on the backend, set, never cleared). */
     sf_status (*check_finite)(sf_backend *be, int64_t n, const float *x, float *flag);
+
+    /* ---- Event-driven execution (core/spikes.h's compact form; Finkbeiner & Neftci). Sums over active inputs run
+     * in ascending input order, so every op is deterministic; results equal the dense ops' within float rounding. */
+    int32_t host_memory; /* 1: backend memory is host memory (a spike count can be read as soon as it is written) */
+    /* x [rows, n] of 0/1 floats → compact form (bits; idx and cnt where out gives them); *count += number of ones;
+     * flag[0] = 1 where an element is neither 0 nor 1 (flag may be NULL; never cleared). */
+    sf_status (*spikes_compact)(sf_backend *be, int64_t rows, int64_t n, const float *x, const sf_spikes *out,
+                                float *count, float *flag);
+    /* bits [rows, words] → y [rows, n] of 0/1 floats. */
+    sf_status (*spikes_expand)(sf_backend *be, int64_t rows, int64_t n, const uint32_t *bits, float *y);
+    /* Scratch bytes that spike_linear_forward and _backward need for this shape. */
+    size_t (*spike_linear_workspace)(sf_backend *be, int64_t rows, int32_t in, int32_t out);
+    /* y[r, :] = b + Σ_{i active in row r of x} W[:, i] (x: idx and cnt; b may be NULL). */
+    sf_status (*spike_linear_forward)(sf_backend *be, int64_t rows, int32_t in, int32_t out, const sf_spikes *x,
+                                      const float *w, const float *b, float *y, void *ws);
+    /* The linear backward with a spike input x (its bits): dW[j, i] = Σ over rows where x_i is active of dy[r, j];
+     * dx (may be NULL) = dy·W, summed over the nonzero entries of dy when dy_mask (their bits and cnt, from
+     * lif_backward_masked) is given, else dense; db (may be NULL) as linear_backward. */
+    sf_status (*spike_linear_backward)(sf_backend *be, int64_t rows, int32_t in, int32_t out, const uint32_t *x,
+                                       const float *w, const float *dy, const sf_spikes *dy_mask, float *dx,
+                                       float *dw, float *db, void *ws);
+    /* lif_backward over T steps of B rows of n neurons (N = B·n) that also writes where dx is nonzero (mask bits and
+     * cnt) and adds their number to *count: with grad_threshold, dL/dh is zero wherever the surrogate and the
+     * membrane path are both zero, and the linear layer before uses that. */
+    sf_status (*lif_backward_masked)(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
+                                     const float *x, const float *h, const float *ds, float *dx,
+                                     const sf_spikes *mask, float *count, const sf_lif_state *st);
+    /* Recurrent LIF (SF_LAYER_RLIF) over x [T, B, n] with V [n, n]: y_t = x_t + V·s_{t-1}, then the LIF step on y_t.
+     * `sparse`: V·s_{t-1} sums the columns of V of the neurons that spiked (out->c must then hold idx and cnt: the
+     * lists the next step reads), else a dense product per step. out: as lif_forward (s, h, c, spike_count). */
+    size_t (*rlif_workspace)(sf_backend *be, int64_t T, int64_t B, int64_t n);
+    sf_status (*rlif_forward)(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
+                              const float *x, const float *v, int32_t sparse, const sf_lif_out *out, void *ws);
+    /* BPTT through the recurrence: ds is dL/ds from the layers above; writes dx = dL/dy (the input's gradient) and
+     * dv = dL/dV. h: the forward's membrane potentials, or NULL to rerun the forward from x (with fwd_sparse as the
+     * forward ran, so h is bitwise the same). bwd_sparse: SF_RLIF_SPARSE_DV takes dV from the spike bits,
+     * SF_RLIF_SPARSE_DY sums Vᵀ·dy_{t+1} over the nonzero entries of dy_{t+1} only. mask (may be NULL): where dx is
+     * nonzero, as lif_backward_masked writes it; *grad_count += their number (may be NULL). */
+    sf_status (*rlif_backward)(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
+                               const float *x, const float *h, const float *v, const float *ds, int32_t fwd_sparse,
+                               int32_t bwd_sparse, float *dx, float *dv, const sf_spikes *mask, float *grad_count,
+                               void *ws);
 
     /* Optional (NULL where a backend has none, e.g. the CPU): record the ops issued between graph_begin and
      * graph_end instead of running them, then replay them all with one graph_launch. Recorded ops keep their

@@ -122,7 +122,7 @@ SF_HD float sf_alif_step(const sf_lif_coeffs *k, int soft_reset, float x, float 
  * dv to ∂L/∂v_{t-1} = a·dh_t. With z = h - θ, σ' = surrogate:
  *   hard:  v_t = h(1-s) + v_reset·s   →  ∂v/∂h = (1-s) + (v_reset - h)·σ'·[!detach]
  *   soft:  v_t = h - θ·s              →  ∂v/∂h = 1 - θ·σ'·[!detach]
- *   dh_t = ds_t·σ' + dv_t·∂v/∂h */
+ *   dh_t = ds_t·σ' + dv_t·∂v/∂h, and 0 where h < θ_grad under grad_cut */
 SF_HD float sf_lif_step_back(const sf_lif_params *p, const sf_lif_coeffs *k, float h, float ds, float *dv)
 {
     float sg = sf_lif_sg(p, h);
@@ -133,6 +133,7 @@ SF_HD float sf_lif_step_back(const sf_lif_params *p, const sf_lif_coeffs *k, flo
     else
         dvdh = (1.0f - s) + (p->detach_reset ? 0.0f : (k->v_reset - h) * sg);
     float dh = ds * sg + *dv * dvdh;
+    if (p->grad_cut && p->use_grad_threshold && h < p->grad_threshold) dh = 0.0f;
     *dv = k->a * dh;
     return dh;
 }
@@ -156,6 +157,7 @@ SF_HD float sf_alif_step_back(const sf_lif_params *p, const sf_lif_coeffs *k, fl
     float dsum = ds + *dv * dvds + *db * (1.0f - k->rho);
     float dh = dsum * sg + *dv * dvdh;
     float dtheta = *dv * dvdtheta - dsum * sg;
+    if (p->grad_cut && p->use_grad_threshold && h < p->grad_threshold) dh = 0.0f; /* as the LIF's */
     *db = k->beta * dtheta + k->rho * *db;
     *dv = k->a * dh;
     return dh;

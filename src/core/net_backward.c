@@ -25,6 +25,10 @@ static sf_status input_value(sf_net *net, const sf_net_layer *l, int32_t id, con
         SF_TRY(net->be->u8_to_f32(net->be, rows(net) * x->per_sample, sf_net_slot_ptr(net, x->bytes), buf));
         *out = buf;
         return SF_OK;
+    case SF_KEEP_BITS:
+        SF_TRY(net->be->spikes_expand(net->be, rows(net), x->per_sample, sf_net_slot_ptr(net, x->cbits), buf));
+        *out = buf;
+        return SF_OK;
     case SF_KEEP_RECOMPUTE: {
         const sf_net_layer *p = &net->layers[x->producer];
         const sf_net_layer *src = p->fused_bn ? &net->layers[p->bn] : p;
@@ -80,6 +84,11 @@ static sf_status layer_backward(sf_net *net, int32_t i)
     bool acc = false;
     switch (l->d.kind) {
     case SF_LAYER_LINEAR: {
+        if (l->sparse != SF_SPARSE_OFF) {
+            float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc);
+            SF_TRY(sf_net_spike_linear_backward(net, l, dy, dx));
+            return accumulate(net, acc, l->in, dx);
+        }
         const float *x;
         SF_TRY(input_value(net, l, l->in, &x));
         float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc);
@@ -129,7 +138,14 @@ static sf_status layer_backward(sf_net *net, int32_t i)
             const float *x = NULL; /* read when h is recomputed, and by a PLIF's dw */
             if (!h || l->d.lif.model == SF_NEURON_PLIF) SF_TRY(input_value(net, l, l->in, &x));
             SF_TRY(sf_net_state_backward(net, l, !h, &state, &st));
-            SF_TRY(be->lif_backward(be, &l->d.lif, net->T, net->B * net->tensors[l->in].per_sample, x, h, dy, dx, st));
+            const sf_net_tensor *in = &net->tensors[root(net, l->in)];
+            if (in->gmask) { /* the sparse linear layer below sums over the nonzero entries of this dx */
+                sf_spikes mask = {sf_net_slot_ptr(net, in->gbits), NULL, sf_net_slot_ptr(net, in->gcnt)};
+                SF_TRY(be->lif_backward_masked(be, &l->d.lif, net->T, net->B, in->per_sample, x, h, dy, dx, &mask,
+                                               sf_net_grad_count(net, l->in), st));
+            } else {
+                SF_TRY(be->lif_backward(be, &l->d.lif, net->T, net->B * in->per_sample, x, h, dy, dx, st));
+            }
             SF_TRY(sf_net_state_backward_done(net, l));
             return accumulate(net, acc, l->in, dx);
         }
@@ -142,6 +158,19 @@ static sf_status layer_backward(sf_net *net, int32_t i)
         SF_TRY(sf_net_state_backward(net, l, !h, &state, &st));
         SF_TRY(sf_net_bn_lif_backward(net, l, bn, sh, x, h, dy, dx, st));
         return accumulate(net, acc, bn->in, dx);
+    }
+    case SF_LAYER_RLIF: {
+        const float *h = net->p.memory == SF_MEMORY_FULL ? sf_net_slot_ptr(net, l->h) : NULL, *x = NULL;
+        if (!h) SF_TRY(input_value(net, l, l->in, &x));
+        float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc); /* dx_tmp also when the input needs none: the
+                                                                 * recurrence runs on dy */
+        const sf_net_tensor *in = &net->tensors[root(net, l->in)];
+        sf_spikes mask = {sf_net_slot_ptr(net, in->gbits), NULL, sf_net_slot_ptr(net, in->gcnt)};
+        SF_TRY(be->rlif_backward(be, &l->d.lif, net->T, net->B, net->tensors[l->out].per_sample, x, h,
+                                 param(net, l->w_off), dy, l->fwd_sparse, l->bwd_flags, dx, pgrad(net, l->w_off),
+                                 in->gmask ? &mask : NULL, sf_net_grad_count(net, l->in),
+                                 sf_net_slot_ptr(net, l->sws_b)));
+        return accumulate(net, acc, l->in, dx);
     }
     case SF_LAYER_ADD: {
         size_t bytes = (size_t)n_in * sizeof(float);
@@ -197,5 +226,6 @@ sf_status sf_net_backward(sf_net *net)
     }
     SF_TRY(sf_net_grads_done(net));
     net->have_backward = true;
+    if (be->host_memory) SF_TRY(sf_net_sparse_after_step(net));
     return SF_OK;
 }

@@ -2,17 +2,22 @@
 #include "core/error.h"
 #include "core/net_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char *const kind_names[] = {"linear", "conv2d", "avgpool2d", "maxpool2d", "flatten",
-                                         "dropout", "batchnorm", "lif", "add"};
+                                         "dropout", "batchnorm", "lif", "add", "rlif"};
 
 const char *sf_layer_kind_name(sf_layer_kind kind)
 {
-    return (unsigned)kind <= SF_LAYER_ADD ? kind_names[kind] : "?";
+    return (unsigned)kind <= SF_LAYER_RLIF ? kind_names[kind] : "?";
 }
+
+static const char *const sparse_names[] = {"off", "auto", "on"};
+
+const char *sf_sparse_mode_name(sf_sparse_mode m) { return (unsigned)m <= SF_SPARSE_ON ? sparse_names[m] : "?"; }
 
 void sf_layer_default_desc(sf_layer_kind kind, sf_layer_desc *d)
 {
@@ -28,6 +33,8 @@ void sf_layer_default_desc(sf_layer_kind kind, sf_layer_desc *d)
     d->bn_eps = 1e-5f;
     d->bn_momentum = 0.1f;
     sf_lif_default_params(&d->lif);
+    d->sparse = -1;
+    d->init_gain = 1.0f;
 }
 
 void sf_net_default_params(sf_net_params *p)
@@ -61,6 +68,10 @@ sf_status sf_net_params_check(const sf_net_params *p)
         return sf_fail(SF_ERR_INVALID, "conv_workspace_mib = %d: must be >= 0", (int)p->cuda.conv_workspace_mib);
     if ((unsigned)p->cuda.conv_algo > SF_CONV_ALGO_GEMM)
         return sf_fail(SF_ERR_INVALID, "unknown conv algorithm %d", (int)p->cuda.conv_algo);
+    if ((unsigned)p->sparse > SF_SPARSE_ON) return sf_fail(SF_ERR_INVALID, "unknown sparse mode %d", (int)p->sparse);
+    if (!(p->sparse_crossover >= 0.0f && p->sparse_crossover <= 1.0f))
+        return sf_fail(SF_ERR_INVALID, "sparse_crossover = %g: must be a density in (0, 1], or 0 to measure it",
+                       (double)p->sparse_crossover);
     return SF_OK;
 }
 
@@ -101,6 +112,7 @@ void sf_net_free(sf_net *net)
     free(net->layers);
     free(net->tensors);
     free(net->host_counts);
+    free(net->host_tcounts);
     free(net->summary);
     free(net);
 }
@@ -187,9 +199,17 @@ static sf_status infer_shape(sf_net *net, sf_net_layer *l, int32_t index)
         if (!(d->bn_momentum >= 0.0f && d->bn_momentum <= 1.0f))
             return sf_fail(SF_ERR_INVALID, "layer %d (batchnorm): momentum must be in [0, 1]", index);
         break;
-    case SF_LAYER_LIF: {
+    case SF_LAYER_LIF:
+    case SF_LAYER_RLIF: {
         sf_status s = sf_lif_params_check(&d->lif);
-        if (s != SF_OK) return sf_fail_context(s, "layer %d (lif): ", index);
+        if (s != SF_OK) return sf_fail_context(s, "layer %d (%s): ", index, name);
+        if (d->kind == SF_LAYER_RLIF && (h != 1 || w != 1))
+            return sf_fail(SF_ERR_INVALID, "layer %d (rlif): input is %dx%dx%d; a recurrent layer needs a vector "
+                           "(add a flatten layer, and a linear layer for its input current)", index, c, h, w);
+        if (d->kind == SF_LAYER_RLIF && d->lif.model != SF_NEURON_LIF && d->lif.model != SF_NEURON_IF)
+            return sf_fail(SF_ERR_INVALID, "layer %d (rlif): the recurrent layer runs the lif and if neurons, not the "
+                                           "%s",
+                           index, sf_neuron_model_name(d->lif.model));
         break;
     }
     case SF_LAYER_ADD: {
@@ -204,6 +224,18 @@ static sf_status infer_shape(sf_net *net, sf_net_layer *l, int32_t index)
     }
     default: return sf_fail(SF_ERR_INVALID, "layer %d: unknown kind %d", index, (int)d->kind);
     }
+    if (!(d->init_gain > 0.0f) || isinf(d->init_gain))
+        return sf_fail(SF_ERR_INVALID, "layer %d (%s): init_gain = %g must be a finite number > 0", index, name,
+                       (double)d->init_gain);
+    if (d->sparse < -1 || d->sparse > SF_SPARSE_ON)
+        return sf_fail(SF_ERR_INVALID, "layer %d (%s): sparse = %d is not -1 (the net's), off, auto or on", index,
+                       name, (int)d->sparse);
+    if (d->sparse > SF_SPARSE_OFF && d->kind != SF_LAYER_LINEAR && d->kind != SF_LAYER_RLIF)
+        return sf_fail(SF_ERR_INVALID, "layer %d (%s): sparse applies to linear and rlif layers only", index, name);
+    if (d->sparse == SF_SPARSE_ON && d->kind == SF_LAYER_LINEAR && !sf_net_tensor_is_spikes(net, l->in))
+        return sf_fail(SF_ERR_INVALID, "layer %d (linear): sparse = on needs spikes as its input (the output of a "
+                       "lif or rlif layer, possibly flattened or max-pooled, or an input of spikes), not the output "
+                       "of tensor %d", index, l->in);
     l->out_c = c;
     l->out_h = h;
     l->out_w = w;
@@ -247,6 +279,8 @@ sf_status sf_net_add(sf_net *net, const sf_layer_desc *d, int32_t *out_id)
         wn = bn = rn = in[0];
     } else if (d->kind == SF_LAYER_LIF && d->lif.model == SF_NEURON_PLIF) {
         wn = d->lif.per_channel ? in[0] : 1; /* w, one per layer or per channel */
+    } else if (d->kind == SF_LAYER_RLIF) {
+        wn = (int64_t)in[0] * in[0]; /* V [n, n], no bias */
     }
     if (wn) {
         l->w_off = net->n_params;

@@ -20,7 +20,8 @@ typedef enum sf_keep_kind {
     SF_KEEP_NONE = 0, /* no backward reads it */
     SF_KEEP_FLOAT,    /* its forward buffer lives in the saved arena */
     SF_KEEP_BYTES,    /* binary spikes, copied to uint8 in the saved arena, expanded to float when needed */
-    SF_KEEP_RECOMPUTE /* produced by a neuron layer whose input is kept: rerun that layer's forward */
+    SF_KEEP_RECOMPUTE, /* produced by a neuron layer whose input is kept: rerun that layer's forward */
+    SF_KEEP_BITS       /* spikes an event-driven layer reads: their compact form's bits stay in the saved arena */
 } sf_keep_kind;
 
 typedef enum sf_arena { SF_ARENA_NONE = 0, SF_ARENA_SAVED, SF_ARENA_WORK } sf_arena;
@@ -45,6 +46,12 @@ typedef struct sf_net_tensor {
     sf_slot bytes;             /* SF_KEEP_BYTES: uint8 copy */
     sf_slot grad;              /* backward gradient, float */
     int32_t first_grad_writer; /* the layer whose backward writes grad first (the others accumulate) */
+    /* event-driven execution (sparse.c) */
+    bool compact;              /* the forward also makes the compact form (core/spikes.h) of these spikes */
+    bool need_float;           /* compact: a reader needs the float values (else expanded only for a dense path) */
+    sf_slot cbits, cidx, ccnt; /* compact form: bits (saved arena when keep is SF_KEEP_BITS), lists, counts */
+    bool gmask;                /* the gradient's nonzero pattern is written by the θ_grad LIF that alone reads it */
+    sf_slot gbits, gcnt;
 } sf_net_tensor;
 
 typedef struct sf_net_layer {
@@ -75,6 +82,13 @@ typedef struct sf_net_layer {
     sf_conv_shape conv;
     sf_pool_shape pool;
     sf_layer_timing timing;
+    /* event-driven execution (sparse.c): LINEAR reading spikes, RLIF */
+    sf_sparse_mode sparse;      /* resolved; OFF where the layer cannot run event-driven */
+    float xfwd, xbwd;           /* AUTO: crossover densities of the forward and the backward */
+    float density, grad_density; /* of the last forward / backward; -1 before one was measured */
+    bool fwd_sparse;            /* the path of the last forward */
+    int32_t bwd_flags;          /* the last backward: LINEAR 1 = sparse; RLIF SF_RLIF_SPARSE_* */
+    sf_slot sws_f, sws_b;       /* the op's workspace in the forward and in the backward */
 } sf_net_layer;
 
 struct sf_net {
@@ -106,7 +120,10 @@ struct sf_net {
     float *dout_all;     /* time pipeline: [T_all, B, K] its gradient */
     float *logits;       /* [B, K] */
     float *stats;        /* [4]: loss, correct, nonfinite flag, spare */
-    float *spike_counts; /* one per LIF layer */
+    float *spike_counts; /* one per neuron (LIF, RLIF) layer */
+    float *tcounts;      /* [2, L+1]: ones in each compact tensor not made by a neuron layer, nonzero gradients */
+    float *host_tcounts; /* the last step's tcounts and spike counts on the host ([2, L+1] then [n_lif]) */
+    bool host_tcounts_valid;
     int32_t *labels;     /* [B] */
     int32_t n_lif;
     bool have_forward, have_loss, have_backward, last_training;
@@ -119,6 +136,7 @@ struct sf_net {
     void *graph;
     int32_t plain_steps; /* training steps run without a graph since the compile */
     bool graph_failed;   /* recording failed once for this compile: stay on the plain path */
+    uint64_t graph_paths; /* sf_net_sparse_signature when it was recorded */
 };
 
 /* Address of a sf_slot in its arena (NULL for none). Inline: every file of the engine asks. */
@@ -186,6 +204,28 @@ sf_status sf_net_grads_done(sf_net *net);
 
 /* plan.c */
 sf_status sf_net_plan_memory(sf_net *net);
+
+/* sparse.c: event-driven execution. Which tensors are compact and which layers may run sparse (at plan time). */
+void sf_net_sparse_mark(sf_net *net);
+/* Is tensor `id` 0/1 spikes, as far as the layers added so far tell? */
+bool sf_net_tensor_is_spikes(const sf_net *net, int32_t id);
+/* Crossovers of the AUTO layers: measured on the device once per shape (cached in the process), or the net's
+ * fixed sparse_crossover. Called by sf_net_compile once the memory is planned. */
+sf_status sf_net_sparse_tune(sf_net *net);
+/* The compact form of tensor id (bits, idx, cnt as planned). */
+sf_spikes sf_net_compact_of(sf_net *net, int32_t id);
+/* Where the number of ones of compact tensor id accumulates during a forward; of nonzero gradient entries of id. */
+float *sf_net_ones_count(sf_net *net, int32_t id);
+float *sf_net_grad_count(sf_net *net, int32_t id);
+/* Chooses layer l's paths for this step from the densities known now (sparse.c says which). */
+sf_status sf_net_sparse_decide(sf_net *net, sf_net_layer *l);
+/* After a step on a device backend: the counts of that step come to the host for the next step's choices. */
+sf_status sf_net_sparse_after_step(sf_net *net);
+/* The paths of all layers as one value: a recorded step graph is valid only while it stays the same. */
+uint64_t sf_net_sparse_signature(const sf_net *net);
+/* Forward of a linear layer reading spikes, and its backward (the layer's choices made). */
+sf_status sf_net_spike_linear_forward(sf_net *net, sf_net_layer *l, float *y);
+sf_status sf_net_spike_linear_backward(sf_net *net, sf_net_layer *l, const float *dy, float *dx);
 
 
 #endif

@@ -47,11 +47,14 @@ static sf_status init_params(sf_net *net)
             continue;
         }
         if (l->w_off < 0) continue;
-        int64_t fan_out = l->d.kind == SF_LAYER_LINEAR ? l->d.out_features : l->d.out_channels;
+        int64_t fan_out = l->d.kind == SF_LAYER_LINEAR ? l->d.out_features
+                          : l->d.kind == SF_LAYER_RLIF ? l->out_c
+                                                       : l->d.out_channels;
         double bound = 1.0 / sqrt((double)(l->w_numel / fan_out));
         uint64_t stream = INIT_STREAM + (uint64_t)i;
         for (int64_t k = 0; k < l->w_numel; k++)
-            hp[l->w_off + k] = (float)((2.0 * sf_uniform(net->p.seed, stream, (uint64_t)k) - 1.0) * bound);
+            hp[l->w_off + k] =
+                (float)((2.0 * sf_uniform(net->p.seed, stream, (uint64_t)k) - 1.0) * bound) * l->d.init_gain;
         for (int64_t k = 0; k < l->b_numel; k++)
             hp[l->b_off + k] =
                 (float)((2.0 * sf_uniform(net->p.seed, stream, (uint64_t)(l->w_numel + k)) - 1.0) * bound);
@@ -91,6 +94,7 @@ sf_status sf_net_compile(sf_net *net, int64_t T, int64_t B)
     SF_TRY(sf_net_pipeline_check(net, T));
     net->compiled = false;
     net->have_forward = net->have_loss = net->have_backward = false;
+    SF_TRY(sf_net_sparse_tune(net));
     size_t f = sizeof(float);
     net->plan.params = (size_t)net->n_params * f;
     net->plan.grads = (size_t)net->n_params * f;
@@ -216,10 +220,10 @@ static void param_shape(const sf_net *net, const sf_net_layer *l, bool is_bias, 
     if (is_bias || d->kind == SF_LAYER_BATCHNORM || d->kind == SF_LAYER_LIF) {
         info->ndim = 1;
         info->shape[0] = is_bias ? l->b_numel : l->w_numel;
-    } else if (d->kind == SF_LAYER_LINEAR) {
+    } else if (d->kind == SF_LAYER_LINEAR || d->kind == SF_LAYER_RLIF) {
         info->ndim = 2;
-        info->shape[0] = d->out_features;
-        info->shape[1] = l->w_numel / d->out_features;
+        info->shape[0] = d->kind == SF_LAYER_LINEAR ? d->out_features : l->out_c;
+        info->shape[1] = l->w_numel / info->shape[0];
     } else {
         info->ndim = 4;
         info->shape[0] = d->out_channels;

@@ -13,6 +13,11 @@ sf_status sf_net_pipeline_check(const sf_net *net, int64_t T)
         return sf_fail(SF_ERR_INVALID, "time_parallel = %d does not divide the %lld time steps (each process runs an "
                                        "equal segment of T)",
                        h->nseg, (long long)T);
+    for (int32_t i = 0; h->nseg > 1 && i < net->n_layers; i++)
+        if (net->layers[i].d.kind == SF_LAYER_RLIF)
+            return sf_fail(SF_ERR_UNSUPPORTED, "layer %d (rlif): a recurrent layer cannot be split over time_parallel "
+                                               "segments (each step needs the spikes of the step before)",
+                           i);
     if (h->bn_parts == 1) return SF_OK;
     for (int32_t i = 0; i < net->n_layers; i++)
         if (net->layers[i].d.kind == SF_LAYER_BATCHNORM && !net->layers[i].absorbed)

@@ -70,6 +70,10 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
     int64_t n_in = rows(net) * net->tensors[l->in].per_sample;
     switch (l->d.kind) {
     case SF_LAYER_LINEAR:
+        if (l->sparse != SF_SPARSE_OFF) {
+            SF_TRY(sf_net_spike_linear_forward(net, l, y));
+            break;
+        }
         SF_TRY(be->linear_forward(be, rows(net), (int32_t)net->tensors[l->in].per_sample, l->d.out_features, x,
                                   param(net, l->w_off), param(net, l->b_off), y));
         break;
@@ -97,20 +101,42 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
                                   param(net, l->b_off), y));
         }
         break;
-    case SF_LAYER_LIF: {
+    case SF_LAYER_LIF:
+    case SF_LAYER_RLIF: {
         sf_lif_out out = {.s = y, .spike_count = net->spike_counts + l->lif_index};
-        if (training && out_t->keep == SF_KEEP_BYTES) out.s_u8 = sf_net_slot_ptr(net, out_t->bytes);
+        if (training && out_t->keep == SF_KEEP_BYTES && l->d.kind == SF_LAYER_LIF)
+            out.s_u8 = sf_net_slot_ptr(net, out_t->bytes);
         if (training || net->keep_all) out.h = sf_net_slot_ptr(net, l->h);
-        SF_TRY(neuron_forward(net, l, training, &out));
+        if (out_t->compact && !l->fused_bn) { /* the kernel writes the compact form itself */
+            out.c = sf_net_compact_of(net, l->out);
+            out.row = out_t->per_sample;
+            if (!out_t->need_float) out.s = NULL;
+        }
+        if (l->d.kind == SF_LAYER_RLIF) {
+            SF_TRY(sf_net_sparse_decide(net, l));
+            SF_TRY(be->rlif_forward(be, &l->d.lif, net->T, net->B, out_t->per_sample, x, param(net, l->w_off),
+                                    l->fwd_sparse, &out, sf_net_slot_ptr(net, l->sws_f)));
+        } else {
+            SF_TRY(neuron_forward(net, l, training, &out));
+        }
+        if (out_t->compact && l->fused_bn) {
+            sf_spikes c = sf_net_compact_of(net, l->out);
+            SF_TRY(be->spikes_compact(be, rows(net), out_t->per_sample, y, &c, NULL, NULL));
+        }
         break;
     }
     case SF_LAYER_ADD:
         SF_TRY(be->add(be, n_in, x, sf_net_act(net, l->in2), y));
         break;
     }
-    /* Binary outputs of other layers (a max-pool of spikes) are kept as bytes too. */
+    /* Binary outputs of other layers (a max-pool of spikes) are kept as bytes too, or made compact. */
+    bool other = l->d.kind != SF_LAYER_LIF && l->d.kind != SF_LAYER_RLIF && l->d.kind != SF_LAYER_FLATTEN;
     if (training && l->d.kind != SF_LAYER_LIF && l->d.kind != SF_LAYER_FLATTEN && out_t->keep == SF_KEEP_BYTES)
         SF_TRY(be->f32_to_u8(be, rows(net) * out_t->per_sample, y, sf_net_slot_ptr(net, out_t->bytes)));
+    if (other && out_t->compact) {
+        sf_spikes c = sf_net_compact_of(net, l->out);
+        SF_TRY(be->spikes_compact(be, rows(net), out_t->per_sample, y, &c, sf_net_ones_count(net, l->out), NULL));
+    }
     return SF_OK;
 }
 
@@ -144,11 +170,19 @@ sf_status sf_net_run_forward(sf_net *net, bool training)
 {
     sf_backend *be = net->be;
     SF_TRY(be->zero(be, net->spike_counts, (size_t)(net->n_lif ? net->n_lif : 1) * sizeof(float)));
+    SF_TRY(be->zero(be, net->tcounts, (size_t)(2 * (net->n_layers + 1)) * sizeof(float)));
     net->have_forward = net->have_loss = net->have_backward = false;
+    if (net->tensors[0].compact) { /* the input's spikes; a value other than 0 or 1 flags stats[3] */
+        sf_spikes c = sf_net_compact_of(net, 0);
+        SF_TRY(be->zero(be, net->stats + 3, sizeof(float)));
+        SF_TRY(be->spikes_compact(be, rows(net), net->tensors[0].per_sample, sf_net_act(net, 0), &c,
+                                  sf_net_ones_count(net, 0), net->stats + 3));
+    }
     for (int32_t i = 0; i < net->n_layers; i++)
         SF_TRY(timed(net, &net->layers[i].timing.forward_ms, layer_forward, i, training));
     net->have_forward = true;
     net->last_training = training;
+    if (be->host_memory) SF_TRY(sf_net_sparse_after_step(net));
     return SF_OK;
 }
 
@@ -275,7 +309,7 @@ int32_t sf_net_firing_rates(const sf_net *net, float *rates, int32_t cap)
         return -1;
     for (int32_t i = 0; i < net->n_layers; i++) {
         const sf_net_layer *l = &net->layers[i];
-        if (l->d.kind != SF_LAYER_LIF || l->lif_index >= cap) continue;
+        if ((l->d.kind != SF_LAYER_LIF && l->d.kind != SF_LAYER_RLIF) || l->lif_index >= cap) continue;
         double n = (double)rows(net) * (double)net->tensors[l->out].per_sample;
         rates[l->lif_index] = (float)(net->host_counts[l->lif_index] / n);
     }

@@ -60,10 +60,27 @@ static void record(sf_net *net)
     net->graph = g;
 }
 
+/* On a device backend the event-driven layers choose their paths from the last step before the step runs, so a
+ * recorded step is replayed only while those choices are the ones it recorded. */
+static sf_status choose_paths(sf_net *net)
+{
+    if (net->be->host_memory) return SF_OK;
+    for (int32_t i = 0; i < net->n_layers; i++) SF_TRY(sf_net_sparse_decide(net, &net->layers[i]));
+    if (net->graph && net->graph_paths != sf_net_sparse_signature(net)) {
+        net->be->graph_free(net->be, net->graph);
+        net->graph = NULL;
+    }
+    return SF_OK;
+}
+
 static sf_status step_body(sf_net *net)
 {
+    SF_TRY(choose_paths(net));
     if (graph_allowed(net)) {
-        if (!net->graph) record(net);
+        if (!net->graph) {
+            record(net);
+            net->graph_paths = sf_net_sparse_signature(net);
+        }
         if (net->graph) {
             sf_status s = net->be->graph_launch(net->be, net->graph);
             if (s == SF_OK) {
@@ -100,6 +117,15 @@ sf_status sf_net_update(sf_net *net)
     return SF_OK;
 }
 
+/* flag: stats[3] of the step, set where the input of a net with input_spikes held a value other than 0 and 1. */
+static sf_status check_input_spikes(const sf_net *net, float flag)
+{
+    if (net->tensors[0].compact && flag != 0.0f)
+        return sf_fail(SF_ERR_INVALID, "the input holds values other than 0 and 1, but the network takes spikes "
+                                       "(input_spikes; use an encoding that makes spikes, or turn it off)");
+    return SF_OK;
+}
+
 sf_status sf_net_train_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out)
 {
     if (!labels) return sf_fail(SF_ERR_INVALID, "train step: labels are NULL");
@@ -107,23 +133,34 @@ sf_status sf_net_train_step(sf_net *net, const float *x, const int32_t *labels, 
     SF_TRY(sf_net_upload_input(net, x));
     SF_TRY(sf_net_put_labels(net, labels));
     SF_TRY(step_body(net));
-    /* One read-back per step: the loss, the correct count and a finite-check over every gradient. */
+    /* One read-back per step: the loss, the correct count, a finite-check over every gradient and whether the input
+     * held only spikes where it should. */
     sf_backend *be = net->be;
-    float st[3];
+    float st[4];
     SF_TRY(be->copy_to_host(be, st, net->stats, sizeof st));
     sf_step_result r = {.loss = st[0], .correct = (int32_t)st[1]};
     if (out) *out = r;
+    SF_TRY(check_input_spikes(net, st[3]));
     if (st[2] != 0.0f)
         return sf_fail(SF_ERR_NUMERIC, "the loss (%g) or a gradient is NaN or Inf; parameters were not updated",
                        (double)st[0]);
+    if (!be->host_memory) SF_TRY(sf_net_sparse_after_step(net));
     return sf_net_update(net);
 }
 
 sf_status sf_net_eval_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out)
 {
+    if (!net->compiled) return sf_fail(SF_ERR_STATE, "the network is not compiled (call sf_net_compile)");
+    SF_TRY(choose_paths(net));
     SF_TRY(sf_net_forward(net, x, 0));
     sf_step_result r = {0};
     SF_TRY(sf_net_run_loss(net, labels, &r));
     if (out) *out = r;
+    if (net->tensors[0].compact) {
+        float flag;
+        SF_TRY(net->be->copy_to_host(net->be, &flag, net->stats + 3, sizeof flag));
+        SF_TRY(check_input_spikes(net, flag));
+    }
+    if (!net->be->host_memory) SF_TRY(sf_net_sparse_after_step(net));
     return SF_OK;
 }

@@ -97,6 +97,9 @@ sf_status sf_lif_params_check(const sf_lif_params *p)
         return sf_fail(SF_ERR_INVALID, "LIF surrogate alpha = %g: must be a finite number > 0", p->alpha);
     if (p->use_grad_threshold && !isfinite(p->grad_threshold))
         return sf_fail(SF_ERR_INVALID, "LIF grad_threshold must be finite");
+    if ((unsigned)p->grad_cut > 1) return sf_fail(SF_ERR_INVALID, "LIF grad_cut = %d: must be 0 or 1", p->grad_cut);
+    if (p->grad_cut && !p->use_grad_threshold)
+        return sf_fail(SF_ERR_INVALID, "LIF grad_cut needs a grad_threshold (it zeroes dL/dh below it)");
     return SF_OK;
 }
 

@@ -120,6 +120,7 @@ static bool needs_input_value(const sf_net *net, int32_t c)
     case SF_LAYER_BATCHNORM: return true; /* absorbed BN: the fused LIF reads the BN input */
     /* a PLIF's dw reads its input in both modes */
     case SF_LAYER_LIF:
+    case SF_LAYER_RLIF:
         return !l->fused_bn && (net->p.memory == SF_MEMORY_RECOMPUTE || l->d.lif.model == SF_NEURON_PLIF);
     default: return false;
     }
@@ -146,7 +147,8 @@ static void build_tensors(sf_net *net)
         sf_net_tensor *o = &net->tensors[l->out];
         const sf_net_tensor *a = &net->tensors[l->in];
         switch (l->d.kind) {
-        case SF_LAYER_LIF: o->binary = true; break;
+        case SF_LAYER_LIF:
+        case SF_LAYER_RLIF: o->binary = true; break;
         case SF_LAYER_FLATTEN:
             o->alias_of = a->alias_of;
             o->binary = a->binary;
@@ -170,7 +172,7 @@ static void fuse_bn_lif(sf_net *net)
         sf_net_layer *l = &net->layers[i];
         l->fused_bn = l->absorbed = false;
         l->bn = -1;
-        if (l->d.kind == SF_LAYER_LIF) l->lif_index = lif++;
+        if (l->d.kind == SF_LAYER_LIF || l->d.kind == SF_LAYER_RLIF) l->lif_index = lif++;
     }
     net->n_lif = lif;
     for (int32_t i = 0; i + 1 < net->n_layers; i++) {
@@ -204,6 +206,7 @@ static void decide_keeps(sf_net *net)
                 if (net->tensors[root(net, src)].keep == SF_KEEP_FLOAT) x->keep = SF_KEEP_RECOMPUTE;
             }
         }
+        if (x->compact) x->keep = SF_KEEP_BITS; /* its bits exist anyway: 1 bit per neuron and step */
     }
     /* Kept for reading after the forward (plots, debugging): as float in the saved arena, which the backward can
      * always use directly. */
@@ -244,10 +247,6 @@ static void plan_forward(sf_net *net, planner *pl)
         if (x->alias_of != t) continue;
         if (t > 0 && net->layers[t - 1].absorbed) continue; /* never materialised */
         size_t bytes = tensor_bytes(net, t, sizeof(float));
-        if (x->keep == SF_KEEP_FLOAT) {
-            want_saved(pl, &x->act, bytes);
-            continue;
-        }
         int32_t first = t == 0 ? 0 : t_fwd(pl, t - 1), lastuse = first;
         for (int32_t c = 0; c < L; c++) {
             const sf_net_layer *l = &net->layers[c];
@@ -255,8 +254,18 @@ static void plan_forward(sf_net *net, planner *pl)
                 if (t_fwd(pl, c) > lastuse) lastuse = t_fwd(pl, c);
         }
         if (t == last) lastuse = t_end(pl); /* the output stays readable */
-        want_work(pl, &x->act, bytes, first, lastuse);
+        if (x->keep == SF_KEEP_FLOAT) want_saved(pl, &x->act, bytes);
+        else want_work(pl, &x->act, bytes, first, lastuse);
         if (x->keep == SF_KEEP_BYTES) want_saved(pl, &x->bytes, tensor_bytes(net, t, 1));
+        if (x->compact) {
+            const size_t r = (size_t)(net->T * net->B);
+            const size_t bits = r * (size_t)sf_spike_words(x->per_sample) * sizeof(uint32_t);
+            /* the backward of a linear layer reading them takes their bits (kept also when keep_all keeps floats) */
+            if (x->keep != SF_KEEP_NONE) want_saved(pl, &x->cbits, bits);
+            else want_work(pl, &x->cbits, bits, first, lastuse);
+            want_work(pl, &x->cidx, r * (size_t)x->per_sample, first, lastuse);
+            want_work(pl, &x->ccnt, r * (size_t)sf_spike_segs(x->per_sample) * sizeof(int32_t), first, lastuse);
+        }
     }
     for (int32_t i = 0; i < L; i++) {
         sf_net_layer *l = &net->layers[i];
@@ -267,8 +276,15 @@ static void plan_forward(sf_net *net, planner *pl)
             want_saved(pl, &l->var, (size_t)net->tensors[l->in].c * sizeof(float));
         }
         bool h_for_backward = net->p.memory == SF_MEMORY_FULL && backward_runs(net, i);
-        if (l->d.kind == SF_LAYER_LIF && (h_for_backward || net->keep_all))
+        if ((l->d.kind == SF_LAYER_LIF || l->d.kind == SF_LAYER_RLIF) && (h_for_backward || net->keep_all))
             want_saved(pl, &l->h, tensor_bytes(net, l->out, sizeof(float)));
+        size_t sws = 0;
+        if (l->d.kind == SF_LAYER_LINEAR && l->sparse != SF_SPARSE_OFF)
+            sws = net->be->spike_linear_workspace(net->be, (int64_t)per_t, (int32_t)net->tensors[l->in].per_sample,
+                                                  l->d.out_features);
+        if (l->d.kind == SF_LAYER_RLIF) sws = net->be->rlif_workspace(net->be, net->T, net->B, o->per_sample);
+        want_work(pl, &l->sws_f, sws, t_fwd(pl, i), t_fwd(pl, i));
+        if (backward_runs(net, i)) want_work(pl, &l->sws_b, sws, t_bwd(pl, i), t_bwd(pl, i));
         if (l->d.kind == SF_LAYER_MAXPOOL2D) want_saved(pl, &l->argmax, per_t * (size_t)o->per_sample);
         if (l->d.kind == SF_LAYER_CONV2D) {
             l->conv.n = (int64_t)per_t;
@@ -315,12 +331,24 @@ static void plan_backward(sf_net *net, planner *pl)
         int32_t t = t_bwd(pl, w);
         int32_t in = root(net, l->in);
         sf_keep_kind k = net->tensors[in].keep;
-        bool rebuild = (k == SF_KEEP_BYTES || k == SF_KEEP_RECOMPUTE) && needs_input_value(net, i);
+        bool rebuild = (k == SF_KEEP_BYTES || k == SF_KEEP_RECOMPUTE || k == SF_KEEP_BITS) && needs_input_value(net, i);
         if (rebuild) want_work(pl, &l->in_float, tensor_bytes(net, in, sizeof(float)), t, t);
         /* A gradient for an input that another layer writes first, or one nobody needs (a BN's dx argument). */
         bool dx_to_tmp = net->tensors[in].requires_grad ? net->tensors[in].first_grad_writer != w
-                                                        : (l->d.kind == SF_LAYER_BATCHNORM);
+                                                        : (l->d.kind == SF_LAYER_BATCHNORM ||
+                                                           l->d.kind == SF_LAYER_RLIF);
         if (dx_to_tmp) want_work(pl, &l->dx_tmp, tensor_bytes(net, in, sizeof(float)), t, t);
+        /* The nonzero pattern of a sparse linear layer's output gradient: from its LIF's backward to its own. */
+        const sf_net_tensor *o = &net->tensors[l->out];
+        if (o->gmask) {
+            const size_t r = (size_t)(net->T * net->B);
+            int32_t lif = i + 1;
+            while (net->layers[lif].in != l->out) lif++;
+            want_work(pl, &net->tensors[l->out].gbits, r * (size_t)sf_spike_words(o->per_sample) * sizeof(uint32_t),
+                      t_bwd(pl, lif), t);
+            want_work(pl, &net->tensors[l->out].gcnt, r * (size_t)sf_spike_segs(o->per_sample) * sizeof(int32_t),
+                      t_bwd(pl, lif), t);
+        }
         if (l->d.kind == SF_LAYER_ADD) {
             int32_t in2 = root(net, l->in2);
             if (net->tensors[in2].requires_grad && (net->tensors[in2].first_grad_writer != w || in2 == in))
@@ -331,7 +359,7 @@ static void plan_backward(sf_net *net, planner *pl)
 
 /* The readout, loss and bookkeeping buffers: small, alive for the whole step. */
 typedef struct head_slots {
-    sf_slot readout, dreadout, out_all, dout_all, logits, stats, counts, labels;
+    sf_slot readout, dreadout, out_all, dout_all, logits, stats, counts, labels, tcounts;
 } head_slots;
 
 /* Over all T_all steps: the loss sees every time segment's output. */
@@ -352,6 +380,7 @@ static void plan_head(sf_net *net, planner *pl, head_slots *h)
     want_work(pl, &h->stats, 4 * sizeof(float), 0, t_end(pl));
     want_work(pl, &h->counts, (size_t)(net->n_lif ? net->n_lif : 1) * sizeof(float), 0, t_end(pl));
     want_work(pl, &h->labels, (size_t)net->B * sizeof(int32_t), 0, t_end(pl));
+    want_work(pl, &h->tcounts, (size_t)(2 * (net->n_layers + 1)) * sizeof(float), 0, t_end(pl));
 }
 
 static sf_status allocate(sf_net *net, void **mem, size_t bytes, const char *what)
@@ -375,11 +404,12 @@ sf_status sf_net_plan_memory(sf_net *net)
     net->tensors = tensors;
     build_tensors(net);
     fuse_bn_lif(net);
+    sf_net_sparse_mark(net);
     decide_keeps(net);
     for (int32_t i = 0; i < L; i++) {
         sf_net_layer *l = &net->layers[i];
         l->mean = l->var = l->h = l->argmax = l->fwd_scratch = l->bwd_scratch = l->in_float = l->dx_tmp = l->dx_tmp2 =
-            (sf_slot){0};
+            l->sws_f = l->sws_b = (sf_slot){0};
         l->v_in = l->v_out = l->dv_in = l->dv_out = l->bn_gather = l->bn_sums = (sf_slot){0};
     }
     planner pl = {.L = L};
@@ -406,8 +436,13 @@ sf_status sf_net_plan_memory(sf_net *net)
     net->stats = sf_net_slot_ptr(net, head.stats);
     net->spike_counts = sf_net_slot_ptr(net, head.counts);
     net->labels = sf_net_slot_ptr(net, head.labels);
+    net->tcounts = sf_net_slot_ptr(net, head.tcounts);
     float *hc = realloc(net->host_counts, (size_t)(net->n_lif ? net->n_lif : 1) * sizeof(float));
     if (!hc) return sf_fail(SF_ERR_NOMEM, "out of memory");
     net->host_counts = hc;
+    float *ht = realloc(net->host_tcounts, (size_t)(2 * (L + 1) + net->n_lif) * sizeof(float));
+    if (!ht) return sf_fail(SF_ERR_NOMEM, "out of memory");
+    net->host_tcounts = ht;
+    net->host_tcounts_valid = false;
     return SF_OK;
 }

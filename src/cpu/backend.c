@@ -89,6 +89,17 @@ sf_status sf_cpu_backend_create(sf_backend **out)
     be->adam_step = sf_cpu_op_adam_step;
     be->check_finite = sf_cpu_op_check_finite;
 
+    be->host_memory = 1;
+    be->spikes_compact = sf_cpu_op_spikes_compact;
+    be->spikes_expand = sf_cpu_op_spikes_expand;
+    be->spike_linear_workspace = sf_cpu_op_spike_linear_workspace;
+    be->spike_linear_forward = sf_cpu_op_spike_linear_forward;
+    be->spike_linear_backward = sf_cpu_op_spike_linear_backward;
+    be->lif_backward_masked = sf_cpu_op_lif_backward_masked;
+    be->rlif_workspace = sf_cpu_op_rlif_workspace;
+    be->rlif_forward = sf_cpu_op_rlif_forward;
+    be->rlif_backward = sf_cpu_op_rlif_backward;
+
     *out = be;
     return SF_OK;
 }

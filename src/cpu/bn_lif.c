@@ -16,6 +16,7 @@
 #pragma GCC optimize("no-trapping-math", "fp-contract=off")
 #endif
 #include "cpu/cpu_neuron.h"
+#include "cpu/channel_sums.h"
 #include "cpu/neuron_call.h"
 #include "core/error.h"
 
@@ -79,7 +80,7 @@ sf_status sf_cpu_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64
             const int nb = (int)(g.N - n0 < BLK ? g.N - n0 : BLK);
             gather(&g, n0, nb, f + g.C, sc);
             gather(&g, n0, nb, f + 2 * g.C, sh_);
-            spikes += sf_neuron_block_forward(&nc, n0, x, sc, sh_, out);
+            spikes += sf_neuron_block_forward(&nc, n0, nb, x, sc, sh_, out, NULL);
         }
         sf_stream_fence();
     }
@@ -108,14 +109,14 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
     SF_TRY(sf_neuron_call_init(&nc, "BN-LIF backward", p, T, g.N, st, g.C, g.hw));
     const int64_t C = g.C, per_thread = sf_neuron_scratch_floats(&nc);
     /* a PLIF's dw comes with the reverse-time pass that writes the state: pass 1 (phase 1 or unsplit) */
-    const int plif = sf_neuron_is_plif(&nc), want_dw = plif && st->dw && phase != 2;
+    const int plif = sf_neuron_is_plif(&nc), want_dw = plif && phase != 2;
     float *f = NULL, *scratch = NULL;
-    double *sums = calloc((size_t)C * 2, sizeof *sums);
-    sf_channel_sums bn_sums = {0}, dk_sums = {0};
+    double *sums = calloc((size_t)C * 2, sizeof *sums), *dk = NULL; /* dk: a PLIF's per-neuron sums */
+    sf_channel_sums bn_sums = {0};
     sf_status status = sums ? SF_OK : sf_fail(SF_ERR_NOMEM, "BN-LIF backward: cannot allocate channel sums");
     if (status == SF_OK && phase != 2)
         status = sf_channel_sums_init(&bn_sums, g.N, g.C, g.hw, 2, BLK, "BN-LIF backward");
-    if (status == SF_OK && want_dw) status = sf_neuron_plif_sums_init(&nc, &dk_sums);
+    if (status == SF_OK && want_dw) status = sf_neuron_plif_sums(&nc, &dk);
     if (status == SF_OK) status = sf_cpu_alloc_f32(5 * C, "BN-LIF backward", &f);
     if (status == SF_OK) status = sf_thread_scratch(per_thread, "BN-LIF backward", &scratch);
     if (status != SF_OK) goto done;
@@ -134,15 +135,15 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
 #pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < g.nblocks; b++) {
         float sc[BLK], sh_[BLK], mu[BLK];
-        double sdy[BLK], sdyx[BLK], dk[BLK] = {0};
-        double *bn_vals[2] = {sdy, sdyx}, *dkp = dk;
+        double sdy[BLK], sdyx[BLK];
+        double *bn_vals[2] = {sdy, sdyx};
         const int64_t n0 = b * BLK;
         const int nb = (int)(g.N - n0 < BLK ? g.N - n0 : BLK);
         float *dy = scratch + omp_get_thread_num() * per_thread;
         gather(&g, n0, nb, scale, sc);
         gather(&g, n0, nb, shift, sh_);
         gather(&g, n0, nb, mean, mu);
-        sf_neuron_block_dy(&nc, n0, x, h, sc, sh_, ds, dy, 1, plif ? dk : NULL);
+        sf_neuron_block_dy(&nc, n0, nb, x, h, sc, sh_, ds, dy, 1, dk ? dk + n0 : NULL);
         for (int i = 0; i < nb; i++) sdy[i] = sdyx[i] = 0.0;
         for (int64_t t = 0; t < g.T; t++) {
             const float *xt = x + t * g.N + n0, *dyt = dy + t * BLK;
@@ -152,10 +153,9 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
             }
         }
         sf_channel_sums_add(&bn_sums, b, nb, bn_vals);
-        if (want_dw) sf_channel_sums_add(&dk_sums, b, nb, &dkp);
     }
     sf_channel_sums_total(&bn_sums, sums);
-    if (want_dw && (status = sf_neuron_plif_dw(&nc, &dk_sums)) != SF_OK) goto done;
+    if (want_dw && (status = sf_neuron_plif_dw(&nc, dk)) != SF_OK) goto done;
     const double n = (double)sh.rows * (double)sh.hw;
     for (int64_t c = 0; c < C; c++) {
         const double sdyx = sums[2 * c + 1] * invstd[c]; /* Σ dy·x̂ */
@@ -173,7 +173,7 @@ pass2:
 #pragma omp for schedule(static)
         for (int64_t b = 0; b < g.nblocks; b++) {
             float sc[BLK], sh_[BLK], mu[BLK], is[BLK], m[BLK], mx[BLK], row[BLK];
-            double dk[BLK] = {0};
+            double dk_unused[BLK] = {0}; /* phase 2's dk: dw comes from pass 1 */
             const int64_t n0 = b * BLK;
             const int nb = (int)(g.N - n0 < BLK ? g.N - n0 : BLK);
             gather(&g, n0, nb, scale, sc);
@@ -182,7 +182,7 @@ pass2:
             gather(&g, n0, nb, invstd, is);
             gather(&g, n0, nb, mdy, m);
             gather(&g, n0, nb, mdyx, mx);
-            sf_neuron_block_dy(&nc, n0, x, h, sc, sh_, ds, dy, 0, plif ? dk : NULL);
+            sf_neuron_block_dy(&nc, n0, nb, x, h, sc, sh_, ds, dy, 0, plif ? dk_unused : NULL);
             for (int64_t t = 0; t < g.T; t++) {
                 const float *xt = x + t * g.N + n0, *dyt = dy + t * BLK;
 #pragma omp simd
@@ -197,7 +197,7 @@ done:
     free(f);
     free(sums);
     sf_channel_sums_free(&bn_sums);
-    sf_channel_sums_free(&dk_sums);
+    free(dk);
     sf_neuron_call_free(&nc);
     return status;
 }

@@ -32,6 +32,31 @@ sf_status sf_cpu_op_linear_forward(sf_backend *be, int64_t rows, int32_t in, int
 sf_status sf_cpu_op_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
                                     const float *w, const float *dy, float *dx, float *dw, float *db);
 
+/* db[j] = Σ_r dy[r, j] for dy [rows, cols], each column in double, in row order (any thread count, same bits). */
+void sf_cpu_column_sums(int64_t rows, int32_t cols, const float *dy, float *db);
+
+/* spike_linear.c: the event-driven linear layer (core/backend.h), and its weight gradient for the recurrent layer. */
+size_t sf_cpu_op_spike_linear_workspace(sf_backend *be, int64_t rows, int32_t in, int32_t out);
+sf_status sf_cpu_op_spike_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const sf_spikes *x,
+                                         const float *w, const float *b, float *y, void *ws);
+sf_status sf_cpu_op_spike_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const uint32_t *x,
+                                          const float *w, const float *dy, const sf_spikes *dy_mask, float *dx,
+                                          float *dw, float *db, void *ws);
+/* dw [out, in] = dyᵀ·x over the set bits of x [rows, words(in)] (rows whose dy the mask zeroes skipped; mask may be
+ * NULL), through per-input row lists. */
+sf_status sf_cpu_spike_weight_grad(int64_t rows, int32_t in, int32_t out, const uint32_t *x, const float *dy,
+                                   const sf_spikes *dy_mask, float *dw);
+/* wt = Wᵀ of W [out, in] by tiles of 64 output columns (sf_cpu_op_spike_linear_workspace bytes), and with it
+ * y[r] = b + Σ over the active inputs i of row r of x of Wᵀ[i, :] (b may be NULL): the event-driven forward. */
+void sf_cpu_tiled_transpose(int32_t in, int32_t out, const float *w, float *wt);
+void sf_cpu_spike_product(int64_t rows, int32_t in, int32_t out, const sf_spikes *x, const float *wt, const float *b,
+                          float *y);
+
+/* spikes.c */
+sf_status sf_cpu_op_spikes_compact(sf_backend *be, int64_t rows, int64_t n, const float *x, const sf_spikes *out,
+                                   float *count, float *flag);
+sf_status sf_cpu_op_spikes_expand(sf_backend *be, int64_t rows, int64_t n, const uint32_t *bits, float *y);
+
 /* conv.c */
 size_t sf_cpu_op_conv_workspace(sf_backend *be, const sf_conv_shape *sh);
 sf_status sf_cpu_op_conv_forward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,

@@ -33,7 +33,7 @@ sf_status sf_cpu_op_linear_forward(sf_backend *be, int64_t rows, int32_t in, int
 
 /* db[j] = Σ_r dy[r, j]: each column is summed in double, in row order, by one thread, so the result does not
  * depend on the thread count. Columns are taken in blocks so a thread streams over contiguous row pieces. */
-static void column_sums(int64_t rows, int32_t cols, const float *dy, float *db)
+void sf_cpu_column_sums(int64_t rows, int32_t cols, const float *dy, float *db)
 {
     enum { BLOCK = 64 };
     const int64_t nblocks = (cols + BLOCK - 1) / BLOCK;
@@ -64,6 +64,6 @@ sf_status sf_cpu_op_linear_backward(sf_backend *be, int64_t rows, int32_t in, in
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, in, out, 1.0f, dy, out, w, in, 0.0f, dx,
                     in);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, (int)rows, 1.0f, dy, out, x, in, 0.0f, dw, in);
-    if (db) column_sums(rows, out, dy, db);
+    if (db) sf_cpu_column_sums(rows, out, dy, db);
     return SF_OK;
 }

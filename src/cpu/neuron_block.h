@@ -40,17 +40,8 @@ static inline float sf_cpu_expf(float x)
 #define SF_EXPF sf_cpu_expf
 #include "core/lif_math.h"
 
-/* The block loops are compiled for AVX-512, AVX2 and baseline x86-64 and picked at load time (ifunc). Every
- * operation is element-wise IEEE arithmetic without contraction, so all versions give the same bits. `flatten`
- * inlines the lif_math.h helpers whatever gcc's unit-growth limits say: a call left in the loop stops
- * vectorisation (seen: the sigmoid backward became 8× slower when the file grew). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SF_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), flatten))
-#elif defined(__GNUC__)
-#define SF_CPU_CLONES __attribute__((flatten))
-#else
-#define SF_CPU_CLONES
-#endif
+/* The block loops are compiled for AVX-512, AVX2 and baseline x86-64 (SF_CPU_CLONES, cpu/clones.h). */
+#include "cpu/clones.h"
 
 /* 64 neurons: the per-row working set of a block (x, h, s rows, state, counts: 256 bytes each) stays in L1 and the
  * backward's [T × 64] scratch is 64 KiB at T = 256. Wider blocks (128 to 1024) measured slower here, the forward
@@ -87,20 +78,54 @@ static inline void sf_stream_fence(void)
 #endif
 }
 
+/* Where a block of neurons writes the compact form (core/spikes.h) of a per-step row of values: the block lies in
+ * one row of a sample and one segment, starting `off` (a multiple of 64) neurons into the segment; the pointers
+ * are its first word, its segment's list and count at step 0, and each step adds its stride (rows of one step
+ * are B apart). idx NULL: bits and counts only (cnt may be NULL too). */
+typedef struct sf_block_emit {
+    uint32_t *bits;
+    uint8_t *idx;
+    int32_t *cnt;
+    int64_t bits_stride, idx_stride, cnt_stride;
+    int32_t off;
+} sf_block_emit;
+
+/* Emits step t of the block's row: bit i where v[i] != 0, and (with idx) the offsets of those neurons after the
+ * ones the segment's earlier blocks listed. Returns how many were set. */
+static inline int sf_block_emit_row(const sf_block_emit *e, int64_t t, const float *v, int nb)
+{
+    uint32_t w[2] = {0, 0};
+    for (int i = 0; i < nb; i++) w[i >> 5] |= (uint32_t)(v[i] != 0.0f) << (i & 31);
+    uint32_t *bw = e->bits + t * e->bits_stride;
+    bw[0] = w[0];
+    if (nb > 32) bw[1] = w[1];
+    const int set = __builtin_popcount(w[0]) + __builtin_popcount(w[1]);
+    if (!e->cnt) return set;
+    int32_t *c = e->cnt + t * e->cnt_stride;
+    const int32_t k = e->off ? *c : 0;
+    if (e->idx) {
+        uint8_t *ix = e->idx + t * e->idx_stride + k;
+        for (int h = 0; h < 2; h++)
+            for (uint32_t m = w[h]; m; m &= m - 1) *ix++ = (uint8_t)(e->off + 32 * h + __builtin_ctz(m));
+    }
+    *c = k + set;
+    return set;
+}
+
 /* Forward over one block of nb <= SF_CPU_BLOCK neurons for all T steps, x with row stride N. y_t = x_t
  * (sc == NULL) or x_t·sc + sh per neuron (BN folded into a scale and shift); a and c are k's, or each neuron's own
  * where av/cv are given (a PLIF with a w per channel); `alif` runs the ALIF (sf_alif_step). The state starts at v_in
  * (the block's nb values; the ALIF's b at v_in + N) or at k->v0 (b = 0) when v_in is NULL, and ends in v_out (b at
  * v_out + N) when that is given (sf_lif_state). h_t goes to the scratch rows h_rows (stride hs) when given, and the
  * ALIF's θ_t to the rows after them (h_rows + T·hs); with `spikes` set, s and h rows go to s_out and h_out (stride N)
- * where those are not NULL, byte spikes to s8_out when `bytes` is set, and the spikes are counted. Inlined with
- * constant soft/alif/spikes/bytes/sc/av so each caller gets a branch-free vector loop; h is bitwise the same for
- * every caller. */
+ * where those are not NULL, byte spikes to s8_out when `bytes` is set, the compact form through `emit` when it is
+ * not NULL, and the spikes are counted. Inlined with constant soft/alif/spikes/bytes/sc/av so each caller gets a
+ * branch-free vector loop; h is bitwise the same for every caller. */
 SF_ALWAYS_INLINE int64_t sf_block_forward(const sf_lif_coeffs *k, int soft, int alif, int spikes, int bytes,
                                           int64_t T, int64_t N, int nb, const float *x, const float *sc,
                                           const float *sh, const float *av, const float *cv, const float *v_in,
                                           float *v_out, float *h_rows, int64_t hs, float *s_out, float *h_out,
-                                          uint8_t *s8_out)
+                                          uint8_t *s8_out, const sf_block_emit *emit)
 {
     /* A local copy: the stores below could alias *k for all gcc knows, and a conditional load of k->v_reset
      * inside the loop stops vectorisation. */
@@ -143,6 +168,7 @@ SF_ALWAYS_INLINE int64_t sf_block_forward(const sf_lif_coeffs *k, int soft, int 
                 count[i] += (int32_t)sp;
             }
         }
+        if (spikes && emit) sf_block_emit_row(emit, t, s_row, nb);
         if (spikes && s_out) sf_stream_row(s_out + t * N, s_row, nb);
         if (spikes && h_out) sf_stream_row(h_out + t * N, ht, nb);
     }

@@ -9,6 +9,8 @@
 #endif
 #include "cpu/neuron_call.h"
 
+#include "cpu/channel_sums.h"
+
 #include "core/error.h"
 
 #include <math.h>
@@ -90,16 +92,17 @@ static int gather_coeffs(const sf_neuron_call *nc, int64_t n0, int nb, float *a,
 
 /* The forward's variants: soft, model and bytes as constants, BN's scale or none. */
 #define SF_FWD(soft, alif, bytes, sc, sh, av, cv)                                                                   \
-    sf_block_forward(k, soft, alif, 1, bytes, nc->T, nc->N, nb, x, sc, sh, av, cv, v_in, v_out, NULL, 0, s, h, s8)
+    sf_block_forward(k, soft, alif, 1, bytes, nc->T, nc->N, nb, x, sc, sh, av, cv, v_in, v_out, NULL, 0, s, h, s8,  \
+                     emit)
 #define SF_FWD_MODELS(bytes, sc, sh)                                                                                \
     (alif ? (soft ? SF_FWD(1, 1, bytes, sc, sh, NULL, NULL) : SF_FWD(0, 1, bytes, sc, sh, NULL, NULL))            \
      : per_neuron ? (soft ? SF_FWD(1, 0, bytes, sc, sh, a, c) : SF_FWD(0, 0, bytes, sc, sh, a, c))                 \
      : (soft ? SF_FWD(1, 0, bytes, sc, sh, NULL, NULL) : SF_FWD(0, 0, bytes, sc, sh, NULL, NULL)))
 
-SF_CPU_CLONES int64_t sf_neuron_block_forward(const sf_neuron_call *nc, int64_t n0, const float *x, const float *sc,
-                                              const float *sh, const sf_lif_out *out)
+SF_CPU_CLONES int64_t sf_neuron_block_forward(const sf_neuron_call *nc, int64_t n0, int nb, const float *x,
+                                              const float *sc, const float *sh, const sf_lif_out *out,
+                                              const sf_block_emit *emit)
 {
-    const int nb = (int)(nc->N - n0 < BLK ? nc->N - n0 : BLK);
     const sf_lif_coeffs *k = &nc->k;
     const int soft = nc->p->soft_reset, alif = nc->p->model == SF_NEURON_ALIF;
     float a[BLK], c[BLK];
@@ -118,7 +121,7 @@ SF_CPU_CLONES int64_t sf_neuron_block_forward(const sf_neuron_call *nc, int64_t 
 /* h (and the ALIF's θ after it) of one block recomputed into scratch rows of stride BLK. */
 #define SF_RECOMPUTE(soft, alif, sc, sh, av, cv)                                                                    \
     sf_block_forward(k, soft, alif, 0, 0, nc->T, nc->N, nb, x, sc, sh, av, cv, v_in, NULL, scratch, BLK, NULL,    \
-                     NULL, NULL)
+                     NULL, NULL, NULL)
 #define SF_RECOMPUTE_MODELS(sc, sh)                                                                                 \
     (alif ? (soft ? SF_RECOMPUTE(1, 1, sc, sh, NULL, NULL) : SF_RECOMPUTE(0, 1, sc, sh, NULL, NULL))              \
      : per_neuron ? (soft ? SF_RECOMPUTE(1, 0, sc, sh, a, c) : SF_RECOMPUTE(0, 0, sc, sh, a, c))                   \
@@ -136,10 +139,10 @@ SF_CPU_CLONES static void recompute(const sf_neuron_call *nc, int nb, const floa
 #undef SF_RECOMPUTE
 #undef SF_RECOMPUTE_MODELS
 
-void sf_neuron_block_dy(const sf_neuron_call *nc, int64_t n0, const float *x, const float *h, const float *sc,
-                        const float *sh, const float *ds, float *scratch, int write_state, double *dk)
+void sf_neuron_block_dy(const sf_neuron_call *nc, int64_t n0, int nb, const float *x, const float *h,
+                        const float *sc, const float *sh, const float *ds, float *scratch, int write_state,
+                        double *dk)
 {
-    const int nb = (int)(nc->N - n0 < BLK ? nc->N - n0 : BLK);
     const int64_t T = nc->T, N = nc->N;
     const sf_lif_state *st = nc->st;
     const float *v_in = st ? sf_state_at(st->v_in, n0) : NULL;
@@ -162,20 +165,29 @@ void sf_neuron_block_dy(const sf_neuron_call *nc, int64_t n0, const float *x, co
     nc->back(nc->p, &nc->k, T, N, nb, &io);
 }
 
-sf_status sf_neuron_plif_sums_init(const sf_neuron_call *nc, sf_channel_sums *cs)
+sf_status sf_neuron_plif_sums(const sf_neuron_call *nc, double **dk)
 {
-    return sf_channel_sums_init(cs, nc->N, nc->w_channels, nc->w_hw, 1, BLK, "PLIF backward");
+    *dk = calloc((size_t)(nc->N > 0 ? nc->N : 1), sizeof **dk);
+    if (!*dk) return sf_fail(SF_ERR_NOMEM, "PLIF backward: cannot allocate %lld sums", (long long)nc->N);
+    return SF_OK;
 }
 
-sf_status sf_neuron_plif_dw(const sf_neuron_call *nc, const sf_channel_sums *cs)
+sf_status sf_neuron_plif_dw(const sf_neuron_call *nc, const double *dk)
 {
-    double *all = malloc((size_t)nc->w_channels * sizeof *all);
-    if (!all) return sf_fail(SF_ERR_NOMEM, "PLIF backward: cannot allocate %d sums", (int)nc->w_channels);
-    sf_channel_sums_total(cs, all);
+    if (!nc->st->dw) return SF_OK;
+    double *sums = calloc((size_t)nc->w_channels, sizeof *sums);
+    if (!sums) return sf_fail(SF_ERR_NOMEM, "PLIF backward: cannot allocate %d sums", (int)nc->w_channels);
+    for (int64_t n = 0, c = 0, pos = 0; n < nc->N; n++) { /* c: the channel of neuron n */
+        sums[c] += dk[n];
+        if (++pos == nc->w_hw) {
+            pos = 0;
+            if (++c == nc->w_channels) c = 0;
+        }
+    }
     for (int32_t c = 0; c < nc->w_channels; c++) {
         double k = sf_plif_k(nc->st->w[c]);
-        nc->st->dw[c] = (float)(all[c] * k * (1.0 - k));
+        nc->st->dw[c] = (float)(sums[c] * k * (1.0 - k));
     }
-    free(all);
+    free(sums);
     return SF_OK;
 }

@@ -4,7 +4,6 @@
 #ifndef SF_CPU_NEURON_CALL_H
 #define SF_CPU_NEURON_CALL_H
 
-#include "cpu/channel_sums.h"
 #include "cpu/neuron_block.h"
 
 typedef struct sf_neuron_call {
@@ -28,21 +27,23 @@ void sf_neuron_call_free(sf_neuron_call *nc);
  * θ rows after them. */
 int64_t sf_neuron_scratch_floats(const sf_neuron_call *nc);
 
-/* Forward of the block of neurons from n0 (SF_CPU_BLOCK of them, fewer at the end) over all T steps: y = x, or
- * x·sc + sh with the block's own BN scale and shift (nb values each); writes what `out` asks for and the state's
- * v_out. Returns the number of spikes. */
-int64_t sf_neuron_block_forward(const sf_neuron_call *nc, int64_t n0, const float *x, const float *sc,
-                                const float *sh, const sf_lif_out *out);
+/* Forward of the block of nb <= SF_CPU_BLOCK neurons from n0 over all T steps: y = x, or x·sc + sh with the
+ * block's own BN scale and shift (nb values each); writes what `out` asks for, the state's v_out and, where emit is
+ * given, the compact form of the spikes. Returns the number of spikes. */
+int64_t sf_neuron_block_forward(const sf_neuron_call *nc, int64_t n0, int nb, const float *x, const float *sc,
+                                const float *sh, const sf_lif_out *out, const sf_block_emit *emit);
 
 /* The block's dy_t = c·dh_t into scratch rows [T × SF_CPU_BLOCK] (sf_neuron_scratch_floats per thread), from h (the
  * forward's, row stride N) or, when h is NULL, from h recomputed from x (and sc, sh as in the forward). The state's
  * dv_out is written when write_state is set. A PLIF adds Σ_t dh_t·∂h_t/∂k of each neuron to dk [nb]. */
-void sf_neuron_block_dy(const sf_neuron_call *nc, int64_t n0, const float *x, const float *h, const float *sc,
-                        const float *sh, const float *ds, float *scratch, int write_state, double *dk);
+void sf_neuron_block_dy(const sf_neuron_call *nc, int64_t n0, int nb, const float *x, const float *h,
+                        const float *sc, const float *sh, const float *ds, float *scratch, int write_state,
+                        double *dk);
 
-/* A PLIF's per-channel sums of dk (sf_channel_sums over w_channels and w_hw, width 1) → st->dw = Σ·k(1 - k). */
-sf_status sf_neuron_plif_sums_init(const sf_neuron_call *nc, sf_channel_sums *cs);
-sf_status sf_neuron_plif_dw(const sf_neuron_call *nc, const sf_channel_sums *cs);
+/* A PLIF's per-neuron sums: *dk = N zeroed doubles (free with free()); after every block's dy, st->dw = the sum
+ * over each channel's neurons, in neuron order (the same for any thread count), times k(1 - k). */
+sf_status sf_neuron_plif_sums(const sf_neuron_call *nc, double **dk);
+sf_status sf_neuron_plif_dw(const sf_neuron_call *nc, const double *dk);
 
 static inline int sf_neuron_is_plif(const sf_neuron_call *nc) { return nc->p->model == SF_NEURON_PLIF; }
 

@@ -175,6 +175,15 @@ static void fill_table(sf_backend *be, bool graphs)
     be->sgd_step = sf_cuda_op_sgd_step;
     be->adam_step = sf_cuda_op_adam_step;
     be->check_finite = sf_cuda_op_check_finite;
+    be->spikes_compact = sf_cuda_op_spikes_compact;
+    be->spikes_expand = sf_cuda_op_spikes_expand;
+    be->spike_linear_workspace = sf_cuda_op_spike_linear_workspace;
+    be->spike_linear_forward = sf_cuda_op_spike_linear_forward;
+    be->spike_linear_backward = sf_cuda_op_spike_linear_backward;
+    be->lif_backward_masked = sf_cuda_op_lif_backward_masked;
+    be->rlif_workspace = sf_cuda_op_rlif_workspace;
+    be->rlif_forward = sf_cuda_op_rlif_forward;
+    be->rlif_backward = sf_cuda_op_rlif_backward;
     if (graphs) {
         be->graph_begin = cu_graph_begin;
         be->graph_end = cu_graph_end;

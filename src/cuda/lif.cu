@@ -20,6 +20,7 @@ static sf_cuda_neuron plain(const sf_lif_params *p, int64_t T, int64_t N, const 
 sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out,
                               const sf_lif_state *st, void *stream)
 {
+    if (out->c.bits) return sf_cuda_lif_compact_forward(plain(p, T, N, x, st), out, (cudaStream_t)stream);
     return sf_cuda_neuron_forward_launch(plain(p, T, N, x, st), false, out, (cudaStream_t)stream);
 }
 
@@ -40,4 +41,15 @@ sf_status sf_cuda_op_lif_backward(sf_backend *be, const sf_lif_params *p, int64_
                                   const float *h, const float *ds, float *dx, const sf_lif_state *st)
 {
     return sf_cuda_lif_backward(p, T, N, x, h, ds, dx, st, sf_cuda_ctx_of(be)->stream);
+}
+
+/* The backward, then its mask from dx in a second, read-only pass (spikes_compact's kernel: bits and counts). */
+sf_status sf_cuda_op_lif_backward_masked(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
+                                         const float *x, const float *h, const float *ds, float *dx,
+                                         const sf_spikes *mask, float *count, const sf_lif_state *st)
+{
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    SF_TRY(sf_cuda_lif_backward(p, T, B * n, x, h, ds, dx, st, c->stream));
+    sf_spikes m = {mask->bits, NULL, mask->cnt};
+    return sf_cuda_spikes_compact(c, T * B, n, dx, &m, count, NULL);
 }

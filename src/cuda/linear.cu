@@ -38,7 +38,7 @@ __global__ void column_finish_kernel(int32_t out, int P, const float *part, floa
     db[j] = s;
 }
 
-static sf_status column_sums(sf_cuda_ctx *c, int64_t rows, int32_t out, const float *dy, float *db)
+sf_status sf_cuda_column_sums(sf_cuda_ctx *c, int64_t rows, int32_t out, const float *dy, float *db)
 {
     int64_t colblocks = (out + 31) / 32;
     int64_t P = (8 * (int64_t)c->num_sms + colblocks - 1) / colblocks;
@@ -111,6 +111,16 @@ sf_status sf_cuda_op_linear_forward(sf_backend *be, int64_t rows, int32_t in, in
     return gemm(c, CUBLAS_OP_T, CUBLAS_OP_N, out, (int)rows, in, wo, in, xo, in, beta, y, out, bf16);
 }
 
+/* dxᶜ[in, rows] = Wᶜ[in, out]·dyᶜ[out, rows], dy already as the GEMM takes it. */
+static sf_status input_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *w, const void *dyo,
+                            float *dx)
+{
+    const void *wo;
+    SF_TRY(operand(c, SF_CUDA_BF16_W, (int64_t)out * in, w, &wo));
+    return gemm(c, CUBLAS_OP_N, CUBLAS_OP_N, in, (int)rows, out, wo, in, dyo, out, 0.0f, dx, in,
+                c->prec == SF_PRECISION_BF16);
+}
+
 sf_status sf_cuda_op_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
                                      const float *w, const float *dy, float *dx, float *dw, float *db)
 {
@@ -123,14 +133,22 @@ sf_status sf_cuda_op_linear_backward(sf_backend *be, int64_t rows, int32_t in, i
         return SF_OK;
     }
     bool bf16 = c->prec == SF_PRECISION_BF16;
-    const void *dyo, *wo, *xo;
+    const void *dyo, *xo;
     SF_TRY(operand(c, SF_CUDA_BF16_OUT, rows * out, dy, &dyo));
-    if (dx) { /* dxᶜ[in, rows] = Wᶜ[in, out]·dyᶜ[out, rows] */
-        SF_TRY(operand(c, SF_CUDA_BF16_W, (int64_t)out * in, w, &wo));
-        SF_TRY(gemm(c, CUBLAS_OP_N, CUBLAS_OP_N, in, (int)rows, out, wo, in, dyo, out, 0.0f, dx, in, bf16));
-    }
+    if (dx) SF_TRY(input_grad(c, rows, in, out, w, dyo, dx));
     /* dWᶜ[in, out] = xᶜ[in, rows]·dyᶜ[out, rows]ᵀ */
     SF_TRY(operand(c, SF_CUDA_BF16_IN, rows * in, x, &xo));
     SF_TRY(gemm(c, CUBLAS_OP_N, CUBLAS_OP_T, in, out, (int)rows, xo, in, dyo, out, 0.0f, dw, in, bf16));
-    return db ? column_sums(c, rows, out, dy, db) : SF_OK;
+    return db ? sf_cuda_column_sums(c, rows, out, dy, db) : SF_OK;
+}
+
+sf_status sf_cuda_linear_input_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *w,
+                                    const float *dy, float *dx)
+{
+    SF_TRY(check_dims(rows, in, out));
+    if (rows == 0 || in == 0) return SF_OK;
+    if (out == 0) return sf_cuda_zero_f32(c, dx, rows * in);
+    const void *dyo;
+    SF_TRY(operand(c, SF_CUDA_BF16_OUT, rows * out, dy, &dyo));
+    return input_grad(c, rows, in, out, w, dyo, dx);
 }

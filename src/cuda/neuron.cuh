@@ -389,6 +389,8 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
  * pointers' alignment and the device's shared memory. dx may alias x (each element is read before it is written,
  * by the thread that writes it). */
 sf_status sf_cuda_neuron_forward_launch(const sf_cuda_neuron &a, bool bn, const sf_lif_out *out, cudaStream_t st);
+/* lif_compact.cu: the plain LIF forward with out->c (the compact spikes) written by the kernel itself. */
+sf_status sf_cuda_lif_compact_forward(const sf_cuda_neuron &a, const sf_lif_out *out, cudaStream_t st);
 sf_status sf_cuda_neuron_backward_launch(const sf_cuda_neuron &a, bool bn, int mode, const float *h, const float *ds,
                                          float *dx, float *sums, const float *dgamma, const float *dbeta,
                                          cudaStream_t st);

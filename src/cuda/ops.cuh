@@ -38,6 +38,47 @@ sf_status sf_cuda_op_linear_forward(sf_backend *be, int64_t rows, int32_t in, in
 sf_status sf_cuda_op_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
                                      const float *w, const float *dy, float *dx, float *dw, float *db);
 
+/* db[j] = Σ_r dy[r, j] (deterministic: fixed partials, then their sum in order), and the dense dx = dy·W with the
+ * backend's precision, as linear_backward computes them. */
+sf_status sf_cuda_column_sums(sf_cuda_ctx *c, int64_t rows, int32_t out, const float *dy, float *db);
+sf_status sf_cuda_linear_input_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *w,
+                                    const float *dy, float *dx);
+
+/* spikes.cu: the compact form (core/spikes.h). */
+sf_status sf_cuda_op_spikes_compact(sf_backend *be, int64_t rows, int64_t n, const float *x, const sf_spikes *out,
+                                    float *count, float *flag);
+sf_status sf_cuda_op_spikes_expand(sf_backend *be, int64_t rows, int64_t n, const uint32_t *bits, float *y);
+sf_status sf_cuda_spikes_compact(sf_cuda_ctx *c, int64_t rows, int64_t n, const float *x, const sf_spikes *out,
+                                 float *count, float *flag);
+
+/* spike_linear.cu: the event-driven linear layer; sf_cuda_spike_weight_grad is its dW (no mask), which the
+ * recurrent layer's dV uses too (scratch: sf_cuda_op_spike_linear_workspace bytes). */
+size_t sf_cuda_op_spike_linear_workspace(sf_backend *be, int64_t rows, int32_t in, int32_t out);
+sf_status sf_cuda_op_spike_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const sf_spikes *x,
+                                          const float *w, const float *b, float *y, void *ws);
+sf_status sf_cuda_op_spike_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const uint32_t *x,
+                                           const float *w, const float *dy, const sf_spikes *dy_mask, float *dx,
+                                           float *dw, float *db, void *ws);
+size_t sf_cuda_spike_linear_ws(int64_t rows, int32_t in, int32_t out);
+sf_status sf_cuda_spike_weight_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const uint32_t *x,
+                                    const float *dy, float *dw, void *ws);
+/* at [cols, rows] = aᵀ for a [rows, cols] */
+sf_status sf_cuda_transpose(sf_cuda_ctx *c, int64_t rows, int64_t cols, const float *a, float *at);
+
+/* lif.cu: the LIF backward that also writes where dx is nonzero. */
+sf_status sf_cuda_op_lif_backward_masked(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
+                                         const float *x, const float *h, const float *ds, float *dx,
+                                         const sf_spikes *mask, float *count, const sf_lif_state *st);
+
+/* rlif.cu: the recurrent LIF layer. */
+size_t sf_cuda_op_rlif_workspace(sf_backend *be, int64_t T, int64_t B, int64_t n);
+sf_status sf_cuda_op_rlif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
+                                  const float *x, const float *v, int32_t sparse, const sf_lif_out *out, void *ws);
+sf_status sf_cuda_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
+                                   const float *x, const float *h, const float *v, const float *ds, int32_t fwd_sparse,
+                                   int32_t bwd_sparse, float *dx, float *dv, const sf_spikes *mask,
+                                   float *grad_count, void *ws);
+
 /* conv.cu */
 size_t sf_cuda_op_conv_workspace(sf_backend *be, const sf_conv_shape *sh);
 sf_status sf_cuda_op_conv_forward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,

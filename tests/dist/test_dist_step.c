@@ -2,7 +2,8 @@
  * `mpirun -np P test_dist_step TIME_PARALLEL SYNC_BN [DEVICE]`: every rank trains its time segment of its data rank's
  * part of a global batch; every rank also trains a reference copy of the network alone on the whole batch and all T,
  * and compares. Networks: an MLP (mean readout, recompute), the same with a leaky readout and the per-step loss
- * (full memory mode), and a conv → BN → LIF → linear → BN → LIF → linear net (recompute, and BN statistics merged
+ * (full memory mode), the MLP with event-driven layers (sparse on: compact LIF outputs, spike-list products, masked
+ * LIF backward), and a conv → BN → LIF → linear → BN → LIF → linear net (recompute, and BN statistics merged
  * over the time segments, and over the data ranks with SYNC_BN).
  * What must hold (≤ 1e-5 relative, float sums in another order): the loss of every step (averaged over the data
  * ranks), every gradient after the all-reduce, the parameters after three SGD-momentum steps, this process's slice of
@@ -21,8 +22,8 @@
 static sf_dist *g_dist;
 static sf_device g_dev;
 
-typedef enum { NET_MLP, NET_MLP_LEAKY, NET_CONV_BN, NET_SPIKES_OUT } net_kind;
-static const char *const net_names[] = {"mlp", "mlp-leaky", "conv-bn", "spikes-out"};
+typedef enum { NET_MLP, NET_MLP_LEAKY, NET_CONV_BN, NET_SPIKES_OUT, NET_SPARSE } net_kind;
+static const char *const net_names[] = {"mlp", "mlp-leaky", "conv-bn", "spikes-out", "mlp-sparse"};
 
 static void add(sf_net *net, sf_layer_kind kind, int32_t size)
 {
@@ -51,6 +52,7 @@ static sf_net *build(net_kind kind)
         p.readout = SF_READOUT_LEAKY;
         p.loss = SF_LOSS_CE_PER_STEP;
     }
+    if (kind == NET_SPARSE) p.sparse = SF_SPARSE_ON; /* compact spikes carry the LIF state across segments */
     sf_net *net = NULL;
     CHECK_OK(sf_net_create(&p, &net));
     if (!net) return NULL;
@@ -175,6 +177,13 @@ static void compare_run(net_kind kind, int64_t T, int64_t B)
         free(out_ref);
         free(out);
         free(want);
+        if (kind == NET_SPARSE) { /* the second linear layer read the first LIF's spikes event-driven */
+            sf_layer_sparsity ls[8];
+            sf_net_layer_sparsity(net, ls, 8);
+            CHECK(ls[2].eligible && ls[2].forward_sparse && ls[2].backward_sparse,
+                  "%s step %d: layer 2 ran eligible %d, forward sparse %d, backward sparse %d", net_names[kind], step,
+                  ls[2].eligible, ls[2].forward_sparse, ls[2].backward_sparse);
+        }
     }
     int64_t n_ref, n_got;
     float *pr = tu_net_read_role(ref, SF_ROLE_PARAM, &n_ref), *pd = tu_net_read_role(net, SF_ROLE_PARAM, &n_got);
@@ -240,6 +249,7 @@ int main(int argc, char **argv)
     compare_run(NET_MLP, T, B);
     compare_run(NET_MLP_LEAKY, T, B);
     compare_run(NET_SPIKES_OUT, T, B);
+    compare_run(NET_SPARSE, T, B);
     /* BN over a data-parallel split matches one process only with synchronised statistics */
     if (R == 1 || dp.sync_bn) compare_run(NET_CONV_BN, T, B);
     bad_input();

@@ -46,16 +46,17 @@ def neuron(p, y, w=None, channel=None):
     """The model's recurrence over y [T, N] with the kernels' coefficients; returns spikes, membrane potentials h and
     the thresholds (the ALIF's adapt). A PLIF takes its w, [C] with neuron n in channel channel[n] (or [1])."""
     gt = p["grad_threshold"] if p["use_grad_threshold"] else None
+    cut = bool(p["grad_cut"])
     if p["model"] == "alif":
         a, c = coeffs(p)
         return neuron_reference.alif(y, a, c, p["v_threshold"], f32(p["beta"]), alif_rho(p), p["v_reset"],
-                                     p["soft_reset"], p["detach_reset"], p["surrogate"], p["alpha"], gt)
+                                     p["soft_reset"], p["detach_reset"], p["surrogate"], p["alpha"], gt, cut)
     if p["model"] == "plif":
         a, c = neuron_reference.plif_coeffs(w if channel is None else w[channel], p["decay_input"])
     else:
         a, c = coeffs(p)
     s, h = neuron_reference.lif(y, a, c, p["v_threshold"], p["v_reset"], p["soft_reset"], p["detach_reset"],
-                                p["surrogate"], p["alpha"], gt)
+                                p["surrogate"], p["alpha"], gt, grad_cut=cut)
     return s, h, torch.full_like(h, p["v_threshold"])
 
 
@@ -83,13 +84,13 @@ def param_vector(p):
     return torch.tensor([p["tau"], p["decay"], p["decay_input"], p["v_threshold"], p["v_reset"], p["soft_reset"],
                          p["detach_reset"], SURROGATES.index(p["surrogate"]), p["alpha"], p["use_grad_threshold"],
                          p["grad_threshold"], MODELS.index(p["model"]), p["per_channel"], p["rho"], p["tau_adapt"],
-                         p["beta"]])
+                         p["beta"], p["grad_cut"]])
 
 
 def make_params(**kw):
     p = dict(tau=2.0, decay=0.0, decay_input=1, v_threshold=1.0, v_reset=0.0, soft_reset=0, detach_reset=0,
              surrogate="sigmoid", alpha=None, use_grad_threshold=0, grad_threshold=0.5, model="lif", per_channel=0,
-             rho=0.95, tau_adapt=0.0, beta=1.8)
+             rho=0.95, tau_adapt=0.0, beta=1.8, grad_cut=0)
     p.update(kw)
     if p["alpha"] is None:
         p["alpha"] = DEFAULT_ALPHA[p["surrogate"]]
@@ -265,6 +266,9 @@ def neuron_cases():
         (make_params(model="alif", v_reset=-0.3, v_threshold=0.8, decay=0.8), 9, 19, None),
         (make_params(model="alif", soft_reset=1, beta=0.7, tau=3.0), 1, 37, None),       # T = 1
         (make_params(model="alif", detach_reset=1, rho=0.8), 5, 1100, None),
+        (make_params(model="alif", use_grad_threshold=1, grad_threshold=0.3, grad_cut=1), 8, 45, None),
+        (make_params(model="plif", use_grad_threshold=1, grad_threshold=0.3, grad_cut=1, surrogate="atan"), 8, 45,
+         None),
     ]
     for p, T, N, wshape in cases:
         names.append(f"n{len(names)}")

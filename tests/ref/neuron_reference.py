@@ -1,7 +1,7 @@
 """neuron_reference.py — the one float64 PyTorch reference of spikefuse's neurons (the equations of docs/config.md):
-the LIF recurrence with surrogate spikes, resets, detach_reset, decay_input and θ_grad, the PLIF (the LIF with a and
-c from a learned w), the IF (a = c = 1) and the ALIF (a threshold that adapts with the spikes), and the leaky
-readout.
+the LIF recurrence with surrogate spikes, resets, detach_reset, decay_input, θ_grad and grad_cut, the recurrent LIF
+layer, the PLIF (the LIF with a and c from a learned w), the IF (a = c = 1) and the ALIF (a threshold that adapts
+with the spikes), and the leaky readout.
 
 It lives in tests/ref/, with the other PyTorch references, beside the fixture generators that import it as a sibling
 (Python puts a script's own folder first on sys.path); the Python interface tests (python/tests) reach it through
@@ -68,16 +68,41 @@ class AdaptiveSpike(torch.autograd.Function):
         return ds * sg, -ds * sg, None, None, None
 
 
+class CutGrad(torch.autograd.Function):
+    """Identity forward; backward: the gradient of h is 0 where h < grad_threshold (grad_cut)."""
+
+    @staticmethod
+    def forward(ctx, h, grad_threshold):
+        ctx.save_for_backward(h)
+        ctx.grad_threshold = grad_threshold
+        return h.clone()
+
+    @staticmethod
+    def backward(ctx, dh):
+        (h,) = ctx.saved_tensors
+        return dh * (h >= ctx.grad_threshold).to(h.dtype), None
+
+
+def cut(h, grad_threshold, grad_cut):
+    """h as the neuron uses it: with grad_cut, no gradient reaches it where it is below grad_threshold."""
+    return CutGrad.apply(h, grad_threshold) if grad_cut else h
+
+
 def lif(x_seq, a, c, v_threshold=1.0, v_reset=0.0, soft_reset=False, detach_reset=False, surrogate="sigmoid",
-        alpha=None, grad_threshold=None, v_rest=0.0):
-    """The LIF recurrence over x_seq [T, ...], one step at a time: h = v_rest + a·(v - v_rest) + c·x, spike, reset
-    (to v_reset, or by subtracting v_threshold if soft_reset). The membrane starts at the reset value and leaks
-    towards v_rest: 0 in spikefuse's kernels, v_reset in SpikingJelly's LIFNode. Returns (spikes, h)."""
+        alpha=None, grad_threshold=None, v_rest=0.0, grad_cut=False, V=None):
+    """The LIF recurrence over x_seq [T, ...], one step at a time: h = v_rest + a·(v - v_rest) + c·y with y = x_t, or,
+    given a recurrent weight V [n, n] (spikefuse's rlif layer), y = x_t + V·s_{t-1} (s_0 = 0, the recurrent path
+    carrying gradient); spike, reset (to v_reset, or by subtracting v_threshold if soft_reset; detach_reset detaches
+    only the reset). The membrane starts at the reset value and leaks towards v_rest: 0 in spikefuse's kernels, v_reset
+    in SpikingJelly's LIFNode. With grad_cut, no gradient reaches h where it is below grad_threshold. Returns
+    (spikes, h)."""
     alpha = DEFAULT_ALPHA[surrogate] if alpha is None else alpha
     v = torch.full_like(x_seq[0], 0.0 if soft_reset else v_reset)
+    s = torch.zeros_like(x_seq[0])
     spikes, hs = [], []
     for t in range(x_seq.shape[0]):  # not `for x in x_seq`: unbind would turn some +0 gradients into -0
-        h = v_rest + a * (v - v_rest) + c * x_seq[t]
+        y = x_seq[t] if V is None else x_seq[t] + s @ V.T
+        h = cut(v_rest + a * (v - v_rest) + c * y, grad_threshold, grad_cut)
         s = Spike.apply(h, v_threshold, surrogate, alpha, grad_threshold)
         r = s.detach() if detach_reset else s
         v = h - v_threshold * r if soft_reset else h * (1 - r) + v_reset * r
@@ -93,7 +118,7 @@ def plif_coeffs(w, decay_input):
 
 
 def alif(x_seq, a, c, v_threshold=1.0, beta=1.8, rho=0.95, v_reset=0.0, soft_reset=False, detach_reset=False,
-         surrogate="sigmoid", alpha=None, grad_threshold=None):
+         surrogate="sigmoid", alpha=None, grad_threshold=None, grad_cut=False):
     """The ALIF (Bellec et al. 2018) over x_seq [T, ...]: theta_t = v_threshold + beta·b_t with b_t = rho·b_{t-1} +
     (1 - rho)·s_{t-1} and b_0 = 0; h = a·v + c·x, s = Θ(h - theta_t), reset to v_reset or by subtracting theta_t.
     detach_reset detaches the spike in the reset only (b and the soft reset's theta keep their gradients).
@@ -104,7 +129,7 @@ def alif(x_seq, a, c, v_threshold=1.0, beta=1.8, rho=0.95, v_reset=0.0, soft_res
     spikes, hs, thetas = [], [], []
     for t in range(x_seq.shape[0]):
         theta = v_threshold + beta * b
-        h = a * v + c * x_seq[t]
+        h = cut(a * v + c * x_seq[t], grad_threshold, grad_cut)
         s = AdaptiveSpike.apply(h, theta, surrogate, alpha, grad_threshold)
         r = s.detach() if detach_reset else s
         v = h - theta * r if soft_reset else h * (1 - r) + v_reset * r
@@ -113,6 +138,12 @@ def alif(x_seq, a, c, v_threshold=1.0, beta=1.8, rho=0.95, v_reset=0.0, soft_res
         hs.append(h)
         thetas.append(theta)
     return torch.stack(spikes), torch.stack(hs), torch.stack(thetas)
+
+
+
+def rlif(x_seq, V, a, c, **kw):
+    """The recurrent LIF layer: lif() with the recurrent weight V."""
+    return lif(x_seq, a, c, V=V, **kw)
 
 
 def lif_node(x_seq, tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=False,

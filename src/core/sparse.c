@@ -1,0 +1,239 @@
+/* sparse.c — event-driven execution in the engine (Finkbeiner & Neftci): which tensors get a compact form, the
+ * choice of the sparse or the dense path per layer and step from the measured spike density, and the calls of a
+ * linear layer that reads spikes.
+ *
+ * Where a density comes from: on a backend whose memory is host memory (the CPU) a linear layer reads the count its
+ * input just got; a GPU's counts arrive on the host only with the step's one read-back, so there the choice follows
+ * the previous step's density (the first step of AUTO runs dense). A recurrent layer's recurrence follows its own
+ * previous step everywhere, as it cannot know its spikes before it runs. */
+#include "core/error.h"
+#include "core/net_internal.h"
+
+#include <string.h>
+
+static int32_t root(const sf_net *net, int32_t t) { return net->tensors[t].alias_of; }
+static int64_t rows(const sf_net *net) { return net->T * net->B; }
+static float *param(sf_net *net, int64_t off) { return off >= 0 ? net->params + off : NULL; }
+static float *pgrad(sf_net *net, int64_t off) { return off >= 0 ? net->grads + off : NULL; }
+
+bool sf_net_tensor_is_spikes(const sf_net *net, int32_t id)
+{
+    if (id == 0) return net->p.input_spikes != 0;
+    const sf_net_layer *l = &net->layers[id - 1];
+    switch (l->d.kind) {
+    case SF_LAYER_LIF:
+    case SF_LAYER_RLIF: return true;
+    case SF_LAYER_FLATTEN:
+    case SF_LAYER_MAXPOOL2D: return sf_net_tensor_is_spikes(net, l->in);
+    default: return false;
+    }
+}
+
+static bool is_sparse_linear(const sf_net_layer *l)
+{
+    return l->d.kind == SF_LAYER_LINEAR && l->sparse != SF_SPARSE_OFF;
+}
+
+void sf_net_sparse_mark(sf_net *net)
+{
+    const int32_t L = net->n_layers;
+    for (int32_t t = 0; t <= L; t++) net->tensors[t].compact = net->tensors[t].need_float = net->tensors[t].gmask = false;
+    for (int32_t i = 0; i < L; i++) {
+        sf_net_layer *l = &net->layers[i];
+        sf_sparse_mode mode = l->d.sparse < 0 ? net->p.sparse : (sf_sparse_mode)l->d.sparse;
+        /* A GPU asked to be deterministic may neither time nor follow the previous step (a resumed run has none):
+         * auto runs event-driven wherever it can. */
+        if (mode == SF_SPARSE_AUTO && net->p.device.kind == SF_DEVICE_CUDA && net->p.cuda.deterministic)
+            mode = SF_SPARSE_ON;
+        l->sparse = SF_SPARSE_OFF;
+        l->density = l->grad_density = -1.0f;
+        l->fwd_sparse = false;
+        l->bwd_flags = 0;
+        if (l->d.kind == SF_LAYER_LINEAR && sf_net_tensor_is_spikes(net, l->in)) {
+            l->sparse = mode;
+            if (mode != SF_SPARSE_OFF) net->tensors[root(net, l->in)].compact = true;
+        } else if (l->d.kind == SF_LAYER_RLIF) {
+            l->sparse = mode;
+            if (mode != SF_SPARSE_OFF) net->tensors[l->out].compact = true;
+        }
+    }
+    /* Float values are written for readers other than event-driven linear layers, and for the output. */
+    for (int32_t t = 0; t <= L; t++) {
+        sf_net_tensor *x = &net->tensors[t];
+        if (!x->compact) continue;
+        x->need_float = t == root(net, L) || net->keep_all; /* keep_all: every tensor readable */
+        for (int32_t c = 0; c < L; c++) {
+            const sf_net_layer *l = &net->layers[c];
+            bool reads = root(net, l->in) == t || (l->d.kind == SF_LAYER_ADD && root(net, l->in2) == t);
+            if (reads && l->d.kind != SF_LAYER_FLATTEN && !is_sparse_linear(l)) x->need_float = true;
+        }
+    }
+    /* A sparse linear layer whose output only a θ_grad LIF or RLIF reads gets its mask of nonzero gradients. */
+    for (int32_t i = 0; i + 1 < L; i++) {
+        const sf_net_layer *l = &net->layers[i];
+        if (!is_sparse_linear(l) || net->tensors[l->out].consumers != 1) continue;
+        for (int32_t c = i + 1; c < L; c++) {
+            const sf_net_layer *r = &net->layers[c];
+            bool neuron = (r->d.kind == SF_LAYER_LIF && !r->fused_bn) || r->d.kind == SF_LAYER_RLIF;
+            if (r->in == l->out && neuron && r->d.lif.use_grad_threshold) net->tensors[l->out].gmask = true;
+        }
+    }
+}
+
+sf_spikes sf_net_compact_of(sf_net *net, int32_t id)
+{
+    const sf_net_tensor *x = &net->tensors[root(net, id)];
+    return (sf_spikes){sf_net_slot_ptr(net, x->cbits), sf_net_slot_ptr(net, x->cidx), sf_net_slot_ptr(net, x->ccnt)};
+}
+
+/* Counts live in two head arrays; an index k names one: tcounts[k] for k < 2(L+1), else spike_counts[k - 2(L+1)].
+ * A compact tensor made by a neuron layer counts its ones in that layer's firing-rate count. */
+static int32_t ones_index(const sf_net *net, int32_t id)
+{
+    int32_t t = root(net, id), p = net->tensors[t].producer;
+    if (p >= 0 && (net->layers[p].d.kind == SF_LAYER_LIF || net->layers[p].d.kind == SF_LAYER_RLIF))
+        return 2 * (net->n_layers + 1) + net->layers[p].lif_index;
+    return t;
+}
+
+static int32_t grad_index(const sf_net *net, int32_t id) { return net->n_layers + 1 + root(net, id); }
+
+static float *count_at(sf_net *net, int32_t k)
+{
+    int32_t nt = 2 * (net->n_layers + 1);
+    return k < nt ? net->tcounts + k : net->spike_counts + (k - nt);
+}
+
+float *sf_net_ones_count(sf_net *net, int32_t id) { return count_at(net, ones_index(net, id)); }
+float *sf_net_grad_count(sf_net *net, int32_t id) { return count_at(net, grad_index(net, id)); }
+
+/* Count k as a fraction of tensor id's elements: read now from host memory, or from the last step's copy. */
+static float density_now(sf_net *net, int32_t k, int32_t id)
+{
+    float c;
+    if (net->be->host_memory) {
+        if (net->be->copy_to_host(net->be, &c, count_at(net, k), sizeof c) != SF_OK) return -1.0f;
+    } else {
+        if (!net->host_tcounts_valid) return -1.0f;
+        c = net->host_tcounts[k];
+    }
+    return (float)((double)c / ((double)rows(net) * (double)net->tensors[root(net, id)].per_sample));
+}
+
+static bool below(sf_sparse_mode m, float density, float crossover)
+{
+    return m == SF_SPARSE_ON || (m == SF_SPARSE_AUTO && density >= 0.0f && density < crossover);
+}
+
+sf_status sf_net_sparse_decide(sf_net *net, sf_net_layer *l)
+{
+    if (l->sparse == SF_SPARSE_OFF) {
+        l->fwd_sparse = false;
+        l->bwd_flags = 0;
+        return SF_OK;
+    }
+    if (l->d.kind == SF_LAYER_LINEAR) {
+        if (net->be->host_memory || net->host_tcounts_valid)
+            l->density = density_now(net, ones_index(net, l->in), l->in);
+        l->fwd_sparse = below(l->sparse, l->density, l->xfwd);
+        l->bwd_flags = below(l->sparse, l->density, l->xbwd);
+        return SF_OK;
+    }
+    /* RLIF: its previous step's spike and gradient densities (l->density, l->grad_density) */
+    l->fwd_sparse = below(l->sparse, l->density, l->xfwd);
+    l->bwd_flags = (below(l->sparse, l->density, l->xbwd) ? SF_RLIF_SPARSE_DV : 0) |
+                   (l->d.lif.use_grad_threshold && below(l->sparse, l->grad_density, l->xfwd) ? SF_RLIF_SPARSE_DY : 0);
+    return SF_OK;
+}
+
+/* Densities of the step that just ended, for the next step's choices and for the queries. */
+static void update_densities(sf_net *net)
+{
+    for (int32_t i = 0; i < net->n_layers; i++) {
+        sf_net_layer *l = &net->layers[i];
+        if (l->d.kind == SF_LAYER_RLIF) {
+            l->density = density_now(net, ones_index(net, l->out), l->out);
+            if (net->have_backward) l->grad_density = density_now(net, grad_index(net, l->in), l->in);
+        } else if (l->d.kind == SF_LAYER_LINEAR && l->sparse != SF_SPARSE_OFF) {
+            l->density = density_now(net, ones_index(net, l->in), l->in);
+            if (net->have_backward && net->tensors[l->out].gmask)
+                l->grad_density = density_now(net, grad_index(net, l->out), l->out);
+        }
+    }
+}
+
+sf_status sf_net_sparse_after_step(sf_net *net)
+{
+    bool any = false;
+    for (int32_t i = 0; i < net->n_layers; i++) any |= net->layers[i].sparse != SF_SPARSE_OFF;
+    if (!any) return SF_OK;
+    if (!net->be->host_memory) {
+        int32_t L = net->n_layers;
+        SF_TRY(net->be->copy_to_host(net->be, net->host_tcounts, net->tcounts, sizeof(float) * (size_t)(2 * (L + 1))));
+        if (net->n_lif)
+            SF_TRY(net->be->copy_to_host(net->be, net->host_tcounts + 2 * (L + 1), net->spike_counts,
+                                         sizeof(float) * (size_t)net->n_lif));
+        net->host_tcounts_valid = true;
+    }
+    update_densities(net);
+    return SF_OK;
+}
+
+uint64_t sf_net_sparse_signature(const sf_net *net)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int32_t i = 0; i < net->n_layers; i++) {
+        const sf_net_layer *l = &net->layers[i];
+        h = (h ^ (uint64_t)(l->fwd_sparse | (l->bwd_flags << 1))) * 1099511628211ull;
+    }
+    return h;
+}
+
+sf_status sf_net_spike_linear_forward(sf_net *net, sf_net_layer *l, float *y)
+{
+    SF_TRY(sf_net_sparse_decide(net, l));
+    sf_backend *be = net->be;
+    const int32_t in = (int32_t)net->tensors[l->in].per_sample, t = root(net, l->in);
+    sf_spikes c = sf_net_compact_of(net, t);
+    if (l->fwd_sparse)
+        return be->spike_linear_forward(be, rows(net), in, l->d.out_features, &c, param(net, l->w_off),
+                                        param(net, l->b_off), y, sf_net_slot_ptr(net, l->sws_f));
+    float *x = sf_net_act(net, t);
+    if (!net->tensors[t].need_float && t != 0) SF_TRY(be->spikes_expand(be, rows(net), in, c.bits, x));
+    return be->linear_forward(be, rows(net), in, l->d.out_features, x, param(net, l->w_off), param(net, l->b_off), y);
+}
+
+sf_status sf_net_spike_linear_backward(sf_net *net, sf_net_layer *l, const float *dy, float *dx)
+{
+    sf_backend *be = net->be;
+    const int32_t in = (int32_t)net->tensors[l->in].per_sample, t = root(net, l->in);
+    sf_spikes c = sf_net_compact_of(net, t);
+    if (l->bwd_flags) {
+        const sf_net_tensor *o = &net->tensors[l->out];
+        sf_spikes mask = {sf_net_slot_ptr(net, o->gbits), NULL, sf_net_slot_ptr(net, o->gcnt)};
+        return be->spike_linear_backward(be, rows(net), in, l->d.out_features, c.bits, param(net, l->w_off), dy,
+                                         o->gmask ? &mask : NULL, dx, pgrad(net, l->w_off), pgrad(net, l->b_off),
+                                         sf_net_slot_ptr(net, l->sws_b));
+    }
+    float *x = sf_net_slot_ptr(net, l->in_float);
+    SF_TRY(be->spikes_expand(be, rows(net), in, c.bits, x));
+    return be->linear_backward(be, rows(net), in, l->d.out_features, x, param(net, l->w_off), dy, dx,
+                               pgrad(net, l->w_off), pgrad(net, l->b_off));
+}
+
+int32_t sf_net_layer_sparsity(const sf_net *net, sf_layer_sparsity *out, int32_t cap)
+{
+    for (int32_t i = 0; i < net->n_layers && i < cap; i++) {
+        const sf_net_layer *l = &net->layers[i];
+        bool eligible = net->compiled && (l->d.kind == SF_LAYER_RLIF ||
+                                          (l->d.kind == SF_LAYER_LINEAR && sf_net_tensor_is_spikes(net, l->in)));
+        out[i] = (sf_layer_sparsity){.eligible = eligible, .mode = eligible ? l->sparse : SF_SPARSE_OFF,
+                                     .density = eligible ? l->density : -1.0f,
+                                     .grad_density = eligible ? l->grad_density : -1.0f,
+                                     .crossover_forward = eligible ? l->xfwd : 0.0f,
+                                     .crossover_backward = eligible ? l->xbwd : 0.0f,
+                                     .forward_sparse = eligible && l->fwd_sparse,
+                                     .backward_sparse = eligible && l->bwd_flags != 0};
+    }
+    return net->n_layers;
+}

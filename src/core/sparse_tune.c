@@ -1,0 +1,219 @@
+/* sparse_tune.c — the crossover densities of event-driven layers (sparse = auto): when a net is compiled, a short
+ * measurement on its own backend times the dense linear op and the event-driven one at two spike densities for
+ * each layer shape; the event-driven time grows about linearly with the density, and the crossover is where the
+ * line meets the dense time. Results are cached per backend, precision and shape for the life of the process, so
+ * every net of a process chooses alike. The crossover is at most SF_SPARSE_MAX_CROSSOVER: at high activity the
+ * dense path is taken whatever the measurement said. */
+#include "core/error.h"
+#include "core/net_internal.h"
+#include "core/rng.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SF_SPARSE_MAX_CROSSOVER 0.5f
+
+/* Both paths' times grow with the rows alike, so more rows only make tuning slower; a GPU needs a few thousand to
+ * be busy, a CPU core a few hundred. */
+static int64_t tune_rows(const sf_backend *be, int64_t rows)
+{
+    const int64_t cap = be->host_memory ? 512 : 4096;
+    return rows < cap ? rows : cap;
+}
+#define TUNE_CACHE 256
+
+typedef struct tune_key {
+    char backend[16];
+    int32_t device, precision;
+    int64_t rows;
+    int32_t in, out;
+} tune_key;
+
+typedef struct tune_entry {
+    tune_key key;
+    float xfwd, xbwd;
+} tune_entry;
+
+static tune_entry cache[TUNE_CACHE];
+static int cache_n;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The buffers of one measurement, on the backend. */
+typedef struct bench {
+    sf_backend *be;
+    int64_t rows;
+    int32_t in, out;
+    float *w, *x, *y, *dy, *dx, *dw;
+    sf_spikes c;
+    void *ws;
+} bench;
+
+typedef enum op { OP_DENSE_FWD, OP_DENSE_BWD, OP_SPARSE_FWD, OP_SPARSE_BWD } op;
+
+static sf_status run_op(bench *b, op o)
+{
+    sf_backend *be = b->be;
+    switch (o) {
+    case OP_DENSE_FWD: return be->linear_forward(be, b->rows, b->in, b->out, b->x, b->w, NULL, b->y);
+    case OP_DENSE_BWD:
+        SF_TRY(be->spikes_expand(be, b->rows, b->in, b->c.bits, b->x));
+        return be->linear_backward(be, b->rows, b->in, b->out, b->x, b->w, b->dy, b->dx, b->dw, NULL);
+    case OP_SPARSE_FWD: return be->spike_linear_forward(be, b->rows, b->in, b->out, &b->c, b->w, NULL, b->y, b->ws);
+    case OP_SPARSE_BWD:
+        return be->spike_linear_backward(be, b->rows, b->in, b->out, b->c.bits, b->w, b->dy, NULL, b->dx, b->dw, NULL,
+                                         b->ws);
+    }
+    return SF_OK;
+}
+
+/* The best of two runs after a warm-up, in seconds. */
+static sf_status time_op(bench *b, op o, double *best)
+{
+    SF_TRY(run_op(b, o));
+    SF_TRY(b->be->sync(b->be));
+    *best = 1e30;
+    for (int r = 0; r < 2; r++) {
+        double t0 = now_s();
+        SF_TRY(run_op(b, o));
+        SF_TRY(b->be->sync(b->be));
+        double t = now_s() - t0;
+        if (t < *best) *best = t;
+    }
+    return SF_OK;
+}
+
+/* Spikes at density d (a fixed hash, so every process measures the same data), made compact on the backend. */
+static sf_status set_density(bench *b, float d, float *host)
+{
+    const int64_t n = b->rows * b->in;
+    for (int64_t i = 0; i < n; i++) host[i] = sf_uniform(0x5eed, 7, (uint64_t)i) < d ? 1.0f : 0.0f;
+    SF_TRY(b->be->copy_from_host(b->be, b->x, host, (size_t)n * sizeof(float)));
+    return b->be->spikes_compact(b->be, b->rows, b->in, b->x, &b->c, NULL, NULL);
+}
+
+/* Where the line through (d1, t1), (d2, t2) meets the dense time, clamped to [0, the maximum]. */
+static float crossover(double dense, float d1, double t1, float d2, double t2)
+{
+    double slope = (t2 - t1) / (double)(d2 - d1);
+    double x = slope > 0.0 ? d1 + (dense - t1) / slope : (t1 < dense ? 1.0 : 0.0);
+    if (x < 0.0) x = 0.0;
+    return x > SF_SPARSE_MAX_CROSSOVER ? SF_SPARSE_MAX_CROSSOVER : (float)x;
+}
+
+/* n values uniform in [-0.5, 0.5) from stream `stream` of a fixed hash, uploaded to dst. */
+static sf_status upload_uniform(sf_backend *be, float *dst, size_t n, uint64_t stream, float *host)
+{
+    for (size_t i = 0; i < n; i++) host[i] = sf_uniform(0x5eed, stream, i) - 0.5f;
+    return be->copy_from_host(be, dst, host, n * sizeof(float));
+}
+
+static sf_status alloc_all(bench *b, void **mem, size_t *sizes, int n)
+{
+    for (int i = 0; i < n; i++) SF_TRY(b->be->alloc(b->be, sizes[i] ? sizes[i] : 4, &mem[i]));
+    return SF_OK;
+}
+
+static sf_status measure(sf_backend *be, int64_t rows, int32_t in, int32_t out, float *xfwd, float *xbwd)
+{
+    bench b = {.be = be, .rows = tune_rows(be, rows), .in = in, .out = out};
+    const size_t f = sizeof(float), r = (size_t)b.rows;
+    size_t sizes[] = {(size_t)out * (size_t)in * f, r * (size_t)in * f, r * (size_t)out * f, r * (size_t)out * f,
+                      r * (size_t)in * f, (size_t)out * (size_t)in * f,
+                      r * (size_t)sf_spike_words(in) * sizeof(uint32_t), r * (size_t)in,
+                      r * (size_t)sf_spike_segs(in) * sizeof(int32_t), be->spike_linear_workspace(be, b.rows, in, out)};
+    enum { NBUF = sizeof sizes / sizeof sizes[0] };
+    void *mem[NBUF] = {0};
+    size_t host_n = r * (size_t)(in > out ? in : out);
+    if (host_n < (size_t)in * (size_t)out) host_n = (size_t)in * (size_t)out;
+    float *host = malloc(host_n * f);
+    sf_status s = host ? alloc_all(&b, mem, sizes, NBUF) : sf_fail(SF_ERR_NOMEM, "sparse tuning: out of memory");
+    if (s == SF_OK) {
+        b.w = mem[0], b.x = mem[1], b.y = mem[2], b.dy = mem[3], b.dx = mem[4], b.dw = mem[5];
+        b.c = (sf_spikes){mem[6], mem[7], mem[8]};
+        b.ws = mem[9];
+        s = upload_uniform(be, b.dy, r * (size_t)out, 8, host);
+    }
+    if (s == SF_OK) s = upload_uniform(be, b.w, (size_t)out * (size_t)in, 9, host);
+    const float d1 = 1.0f / 32, d2 = 1.0f / 8;
+    double dense_f = 0, dense_b = 0, f1 = 0, f2 = 0, b1 = 0, b2 = 0;
+    if (s == SF_OK) s = set_density(&b, d1, host);
+    if (s == SF_OK) s = time_op(&b, OP_DENSE_FWD, &dense_f);
+    if (s == SF_OK) s = time_op(&b, OP_DENSE_BWD, &dense_b);
+    if (s == SF_OK) s = time_op(&b, OP_SPARSE_FWD, &f1);
+    if (s == SF_OK) s = time_op(&b, OP_SPARSE_BWD, &b1);
+    if (s == SF_OK) s = set_density(&b, d2, host);
+    if (s == SF_OK) s = time_op(&b, OP_SPARSE_FWD, &f2);
+    if (s == SF_OK) s = time_op(&b, OP_SPARSE_BWD, &b2);
+    /* the dense backward above expanded the spikes of density d1; its time does not depend on them */
+    for (int i = 0; i < NBUF; i++)
+        if (mem[i]) be->release(be, mem[i]);
+    free(host);
+    if (s != SF_OK) return sf_fail_context(s, "measuring the sparse crossover of a %lldx%dx%d linear op: ",
+                                           (long long)rows, in, out);
+    *xfwd = crossover(dense_f, d1, f1, d2, f2);
+    *xbwd = crossover(dense_b, d1, b1, d2, b2);
+    return SF_OK;
+}
+
+/* The cached crossovers of a shape, measured on first need. */
+static sf_status crossovers(const sf_net *net, int64_t rows, int32_t in, int32_t out, float *xfwd, float *xbwd)
+{
+    tune_key k;
+    memset(&k, 0, sizeof k);
+    strncpy(k.backend, net->be->name, sizeof k.backend - 1);
+    k.device = net->p.device.index;
+    k.precision = (int32_t)net->p.precision;
+    k.rows = tune_rows(net->be, rows);
+    k.in = in;
+    k.out = out;
+    pthread_mutex_lock(&cache_lock);
+    sf_status s = SF_OK;
+    int i = 0;
+    while (i < cache_n && memcmp(&cache[i].key, &k, sizeof k) != 0) i++;
+    if (i == cache_n) {
+        tune_entry e = {.key = k};
+        s = measure(net->be, rows, in, out, &e.xfwd, &e.xbwd);
+        if (s == SF_OK) {
+            i = cache_n < TUNE_CACHE ? cache_n++ : TUNE_CACHE - 1; /* a full cache forgets its last entry */
+            cache[i] = e;
+        }
+    }
+    if (s == SF_OK) {
+        *xfwd = cache[i].xfwd;
+        *xbwd = cache[i].xbwd;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return s;
+}
+
+sf_status sf_net_sparse_tune(sf_net *net)
+{
+    for (int32_t i = 0; i < net->n_layers; i++) {
+        sf_net_layer *l = &net->layers[i];
+        l->xfwd = l->xbwd = l->sparse == SF_SPARSE_ON ? 1.0f : 0.0f;
+        if (l->sparse != SF_SPARSE_AUTO) continue;
+        if (net->p.sparse_crossover > 0.0f) {
+            l->xfwd = l->xbwd = net->p.sparse_crossover;
+            continue;
+        }
+        const int32_t n = (int32_t)net->tensors[l->out].per_sample;
+        if (l->d.kind == SF_LAYER_LINEAR) {
+            SF_TRY(crossovers(net, net->T * net->B, (int32_t)net->tensors[l->in].per_sample, n, &l->xfwd, &l->xbwd));
+        } else { /* RLIF: the per-step product V·s over B rows; dV over the (T-1)·B rows of one call */
+            float unused;
+            SF_TRY(crossovers(net, net->B, n, n, &l->xfwd, &unused));
+            if (net->T > 1) SF_TRY(crossovers(net, (net->T - 1) * net->B, n, n, &unused, &l->xbwd));
+            else l->xbwd = l->xfwd;
+        }
+    }
+    return SF_OK;
+}

@@ -1,0 +1,204 @@
+/* rlif.c — the recurrent LIF layer on the CPU: y_t = x_t + V·s_{t-1}, then the LIF step (core/lif_math.h), one
+ * time step after the other; V·s_{t-1} is one SGEMM per step (dense) or, event-driven, the sum of the rows of Vᵀ of
+ * the neurons that spiked (their lists come out of the step before). The backward runs BPTT in reverse time with
+ * Vᵀ·dy_{t+1} per step (SGEMM, or over the nonzero dy only) and dV = Σ_t dy_tᵀ·s_{t-1} in one pass at the end. */
+#include "cpu/cpu_layers.h"
+#include "cpu/cpu_neuron.h"
+#include "cpu/neuron_block.h"
+
+#include "core/error.h"
+
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Per-step work is B·n neurons; below this the other threads cost more to wake than they save (parallel.h). */
+#define RLIF_PARALLEL_MIN 16384
+
+/* The workspace: Vᵀ by tiles (and dV's tiles), the neuron state, the per-step product, s_{t-1} as floats, and for the
+ * backward's recompute h over all steps with the compact spikes. */
+typedef struct rlif_ws {
+    float *vt, *state, *rec, *sprev, *h;
+    sf_spikes c;
+} rlif_ws;
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+static size_t layout(int64_t T, int64_t B, int64_t n, void *base, rlif_ws *w)
+{
+    const size_t f = sizeof(float), N = (size_t)(B * n), rows = (size_t)(T * B);
+    const size_t sizes[] = {sf_cpu_op_spike_linear_workspace(NULL, 0, (int32_t)n, (int32_t)n), N * f, N * f, N * f,
+                            rows * (size_t)n * f, rows * (size_t)sf_spike_words(n) * 4, rows * (size_t)n,
+                            rows * (size_t)sf_spike_segs(n) * 4};
+    char *p = base;
+    void *ptr[8];
+    size_t total = 0;
+    for (int i = 0; i < 8; i++) {
+        ptr[i] = p ? p + total : NULL;
+        total += align64(sizes[i]);
+    }
+    if (w) *w = (rlif_ws){ptr[0], ptr[1], ptr[2], ptr[3], ptr[4], {ptr[5], ptr[6], ptr[7]}};
+    return total;
+}
+
+size_t sf_cpu_op_rlif_workspace(sf_backend *be, int64_t T, int64_t B, int64_t n) { return layout(T, B, n, NULL, NULL); }
+
+static sf_status check(const char *op, const sf_lif_params *p, int64_t T, int64_t B, int64_t n)
+{
+    SF_TRY(sf_lif_params_check(p));
+    if (T < 1 || B < 1 || n < 1 || n > SF_CPU_BLAS_MAX || B > SF_CPU_BLAS_MAX || T * B > SF_CPU_BLAS_MAX)
+        return sf_fail(SF_ERR_INVALID, "%s: shape T=%lld B=%lld n=%lld", op, (long long)T, (long long)B, (long long)n);
+    return SF_OK;
+}
+
+/* The compact row r of v [n] (where it is nonzero) into c: bits, and lists and counts where c has them. */
+static void emit_row(const sf_spikes *c, int64_t n, int64_t r, const float *v)
+{
+    const int64_t words = sf_spike_words(n), segs = sf_spike_segs(n);
+    for (int64_t first = 0; first < n; first += SF_CPU_BLOCK) {
+        const int64_t g = first / SF_SPIKE_SEG;
+        sf_block_emit e = {c->bits + r * words + first / 32, c->idx ? c->idx + r * n + g * SF_SPIKE_SEG : NULL,
+                           c->cnt ? c->cnt + r * segs + g : NULL, 0, 0, 0, (int32_t)(first % SF_SPIKE_SEG)};
+        sf_block_emit_row(&e, 0, v + first, (int)(n - first < SF_CPU_BLOCK ? n - first : SF_CPU_BLOCK));
+    }
+}
+
+/* One step of one sample: y = x + rec, the LIF step for its n neurons, its outputs and the compact row r. */
+static int64_t step_row(const sf_lif_coeffs *k, int soft, int64_t n, int64_t r, const float *x, const float *rec,
+                        float *v, float *sprev, const sf_lif_out *out)
+{
+    const sf_lif_coeffs kc = *k;
+    int64_t spikes = 0;
+    for (int64_t first = 0; first < n; first += SF_CPU_BLOCK) {
+        const int nb = (int)(n - first < SF_CPU_BLOCK ? n - first : SF_CPU_BLOCK);
+        float s_row[SF_CPU_BLOCK], h_row[SF_CPU_BLOCK];
+#pragma omp simd
+        for (int i = 0; i < nb; i++) {
+            float vv = v[first + i], hv;
+            s_row[i] = sf_lif_step(&kc, soft, x[first + i] + rec[first + i], &vv, &hv);
+            v[first + i] = vv;
+            h_row[i] = hv;
+        }
+        for (int i = 0; i < nb; i++) spikes += s_row[i] != 0.0f;
+        memcpy(sprev + first, s_row, sizeof(float) * (size_t)nb);
+        if (out->s) memcpy(out->s + r * n + first, s_row, sizeof(float) * (size_t)nb);
+        if (out->h) memcpy(out->h + r * n + first, h_row, sizeof(float) * (size_t)nb);
+    }
+    if (out->c.bits) emit_row(&out->c, n, r, sprev);
+    return spikes;
+}
+
+static sf_status forward(const sf_lif_params *p, int64_t T, int64_t B, int64_t n, const float *x, const float *v,
+                         int32_t sparse, const sf_lif_out *out, const rlif_ws *w)
+{
+    if (sparse && !(out->c.bits && out->c.idx && out->c.cnt))
+        return sf_fail(SF_ERR_INVALID, "recurrent LIF forward: the event-driven recurrence needs the compact output");
+    const sf_lif_coeffs k = sf_lif_coeffs_of(p);
+    const int64_t N = B * n;
+    if (sparse) sf_cpu_tiled_transpose((int32_t)n, (int32_t)n, v, w->vt);
+    for (int64_t i = 0; i < N; i++) w->state[i] = k.v0;
+    memset(w->rec, 0, sizeof(float) * (size_t)N);
+    int64_t spikes = 0;
+    for (int64_t t = 0; t < T; t++) {
+        if (t > 0 && !sparse)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)B, (int)n, (int)n, 1.0f, w->sprev, (int)n, v,
+                        (int)n, 0.0f, w->rec, (int)n);
+        if (t > 0 && sparse) { /* the B rows of step t-1, against Vᵀ tile by tile */
+            const int64_t r0 = (t - 1) * B;
+            sf_spikes prev = {out->c.bits + r0 * sf_spike_words(n), out->c.idx + r0 * n,
+                              out->c.cnt + r0 * sf_spike_segs(n)};
+            sf_cpu_spike_product(B, (int32_t)n, (int32_t)n, &prev, w->vt, NULL, w->rec);
+        }
+#pragma omp parallel for schedule(static) reduction(+ : spikes) if (B > 1 && N >= RLIF_PARALLEL_MIN)
+        for (int64_t b = 0; b < B; b++)
+            spikes += step_row(&k, p->soft_reset, n, t * B + b, x + (t * B + b) * n, w->rec + b * n, w->state + b * n,
+                               w->sprev + b * n, out);
+    }
+    if (out->spike_count) *out->spike_count += (float)spikes;
+    return SF_OK;
+}
+
+sf_status sf_cpu_op_rlif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
+                                 const float *x, const float *v, int32_t sparse, const sf_lif_out *out, void *ws)
+{
+    SF_TRY(check("recurrent LIF forward", p, T, B, n));
+    rlif_ws w;
+    layout(T, B, n, ws, &w);
+    return forward(p, T, B, n, x, v, sparse, out, &w);
+}
+
+/* The spikes of the forward as bits, from its membrane potentials (s = h >= θ). */
+static void bits_from_h(const sf_lif_params *p, int64_t rows, int64_t n, const float *h, uint32_t *bits)
+{
+    const int64_t words = sf_spike_words(n);
+#pragma omp parallel for schedule(static) if (rows * n >= RLIF_PARALLEL_MIN)
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t q = 0; q < words; q++) {
+            uint32_t word = 0;
+            for (int64_t i = 32 * q; i < n && i < 32 * q + 32; i++) word |= (uint32_t)(h[r * n + i] >= p->v_threshold) << (i & 31);
+            bits[r * words + q] = word;
+        }
+}
+
+sf_status sf_cpu_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
+                                  const float *x, const float *h, const float *v, const float *ds, int32_t fwd_sparse,
+                                  int32_t bwd_sparse, float *dx, float *dv, const sf_spikes *mask, float *grad_count,
+                                  void *ws)
+{
+    SF_TRY(check("recurrent LIF backward", p, T, B, n));
+    rlif_ws w;
+    layout(T, B, n, ws, &w);
+    const int64_t N = B * n, rows = T * B;
+    if (!h) { /* recompute: the forward again, the same way, keeping h and the spikes */
+        sf_lif_out o = {.h = w.h, .c = w.c, .row = n};
+        SF_TRY(forward(p, T, B, n, x, v, fwd_sparse, &o, &w));
+        h = w.h;
+    } else {
+        bits_from_h(p, rows, n, h, w.c.bits);
+    }
+    const sf_lif_coeffs k = sf_lif_coeffs_of(p);
+    const int dy_sparse = (bwd_sparse & SF_RLIF_SPARSE_DY) != 0;
+    memset(w.state, 0, sizeof(float) * (size_t)N);
+    int64_t nonzero = 0;
+    for (int64_t t = T - 1; t >= 0; t--) {
+        const float *dyn = dx + (t + 1) * N; /* dy_{t+1}, valid for t < T-1 */
+        if (t < T - 1 && !dy_sparse)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)B, (int)n, (int)n, 1.0f, dyn, (int)n, v,
+                        (int)n, 0.0f, w.rec, (int)n);
+#pragma omp parallel for schedule(static) reduction(+ : nonzero) if (B > 1 && N >= RLIF_PARALLEL_MIN)
+        for (int64_t b = 0; b < B; b++) {
+            float *g = w.rec + b * n, *dvb = w.state + b * n;
+            if (t == T - 1) {
+                memset(g, 0, sizeof(float) * (size_t)n);
+            } else if (dy_sparse) { /* Vᵀ·dy_{t+1} over the nonzero entries, j ascending */
+                memset(g, 0, sizeof(float) * (size_t)n);
+                for (int64_t j = 0; j < n; j++) {
+                    const float d = dyn[b * n + j], *vr = v + j * n;
+                    if (d == 0.0f) continue;
+#pragma omp simd
+                    for (int64_t i = 0; i < n; i++) g[i] += d * vr[i];
+                }
+            }
+            const int64_t o = (t * B + b) * n;
+            for (int64_t i = 0; i < n; i++) {
+                float d = dvb[i];
+                const float dy = k.c * sf_lif_step_back(p, &k, h[o + i], ds[o + i] + g[i], &d);
+                dvb[i] = d;
+                dx[o + i] = dy;
+                nonzero += dy != 0.0f;
+            }
+            if (mask) emit_row(mask, n, t * B + b, dx + o);
+        }
+    }
+    if (grad_count) *grad_count += (float)nonzero;
+    if (T == 1) {
+        memset(dv, 0, sizeof(float) * (size_t)(n * n));
+    } else if (bwd_sparse & SF_RLIF_SPARSE_DV) { /* dV = Σ_{t >= 1} dy_tᵀ·s_{t-1}: the spike rows shifted by one step */
+        SF_TRY(sf_cpu_spike_weight_grad((T - 1) * B, (int32_t)n, (int32_t)n, w.c.bits, dx + N, NULL, dv));
+    } else {
+        SF_TRY(sf_cpu_op_spikes_expand(be, (T - 1) * B, n, w.c.bits, w.h));
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)n, (int)n, (int)((T - 1) * B), 1.0f, dx + N, (int)n,
+                    w.h, (int)n, 0.0f, dv, (int)n);
+    }
+    return SF_OK;
+}

@@ -1,0 +1,259 @@
+/* spike_linear.c — the event-driven linear layer on the CPU (Finkbeiner & Neftci): with spikes as input, the
+ * forward adds up the weight columns of the inputs that spiked and the weight gradient touches only their rows of
+ * Wᵀ; with a mask of the nonzero output gradient (grad_threshold) dx sums only those weight rows. Every element is a
+ * sum in ascending order of the index it runs over, by one thread: the results do not depend on the thread count. */
+#include "cpu/clones.h"
+#include "cpu/cpu_layers.h"
+#include "cpu/parallel.h"
+
+#include "core/error.h"
+
+#include <cblas.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Output columns per tile: a tile's accumulators stay in vector registers, and Wᵀ's tile (in × TILE floats) in L2. */
+enum { TILE = 64, ROW_CHUNK = 256 };
+
+static sf_status check_shape(const char *op, int64_t rows, int32_t in, int32_t out)
+{
+    if (rows < 0 || in <= 0 || out <= 0 || rows > SF_CPU_BLAS_MAX)
+        return sf_fail(SF_ERR_INVALID, "%s: shape rows=%lld in=%d out=%d: need 0 <= rows <= %d, in, out >= 1", op,
+                       (long long)rows, in, out, INT_MAX);
+    return SF_OK;
+}
+
+size_t sf_cpu_op_spike_linear_workspace(sf_backend *be, int64_t rows, int32_t in, int32_t out)
+{
+    /* Wᵀ in the forward, and W in the backward's masked dx, by whole tiles of TILE columns */
+    size_t wt = (size_t)in * (size_t)((out + TILE - 1) / TILE * TILE), w = (size_t)out * (size_t)((in + TILE - 1) / TILE * TILE);
+    return (wt > w ? wt : w) * sizeof(float);
+}
+
+/* Wᵀ [in, out] by tiles of TILE output columns: tile k holds Wᵀ[i, k·TILE + j] at (k·in + i)·TILE + j, so the rows a tile's sums
+ * read are 256 contiguous bytes each and the whole tile a few dozen pages (TLB misses cost more than the adds). */
+void sf_cpu_tiled_transpose(int32_t in, int32_t out, const float *w, float *wt)
+{
+#pragma omp parallel for schedule(static) if ((int64_t)in * out >= SF_CPU_PARALLEL_MIN)
+    for (int32_t j0 = 0; j0 < out; j0 += TILE) {
+        float *t = wt + (int64_t)j0 * in;
+        const int32_t jn = out - j0 < TILE ? out - j0 : TILE;
+        for (int32_t i = 0; i < in; i++) /* contiguous writes; TILE read streams */
+            for (int32_t j = 0; j < jn; j++) t[(int64_t)i * TILE + j] = w[(int64_t)(j0 + j) * in + i];
+    }
+}
+
+/* Sixteen floats as one vector (GCC's vector extension: AVX-512 registers in that clone, four SSE ones in the baseline;
+ * the same IEEE additions in each). */
+typedef float v16 __attribute__((vector_size(64)));
+
+/* y[r, j0 .. j0+jn) = b + Σ over the row's active inputs i (its segment lists, ascending) of Wᵀ[i, j0 ..]; wt is
+ * this tile's block of Wᵀ (in × TILE, see tiled_transpose). A whole tile sums into four vector registers (each
+ * element still a plain sequence of additions). */
+SF_CPU_CLONES static void row_tile(int32_t in, int32_t out, int32_t j0, int32_t jn, const sf_spikes *x, int64_t r,
+                                   const float *wt, const float *b, float *y)
+{
+    const int64_t segs = sf_spike_segs(in);
+    float acc[TILE];
+    if (jn == TILE) {
+        v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        for (int64_t g = 0; g < segs; g++) {
+            const uint8_t *ix = x->idx + r * in + g * SF_SPIKE_SEG;
+            for (int32_t m = 0, k = x->cnt[r * segs + g]; m < k; m++) {
+                const float *wr = wt + (g * SF_SPIKE_SEG + ix[m]) * (int64_t)TILE;
+                v16 w0, w1, w2, w3;
+                memcpy(&w0, wr, 64), memcpy(&w1, wr + 16, 64), memcpy(&w2, wr + 32, 64), memcpy(&w3, wr + 48, 64);
+                a0 += w0, a1 += w1, a2 += w2, a3 += w3;
+            }
+        }
+        memcpy(acc, &a0, 64), memcpy(acc + 16, &a1, 64), memcpy(acc + 32, &a2, 64), memcpy(acc + 48, &a3, 64);
+    } else {
+        for (int32_t j = 0; j < jn; j++) acc[j] = 0.0f;
+        for (int64_t g = 0; g < segs; g++) {
+            const uint8_t *ix = x->idx + r * in + g * SF_SPIKE_SEG;
+            for (int32_t m = 0, k = x->cnt[r * segs + g]; m < k; m++) {
+                const float *wr = wt + (g * SF_SPIKE_SEG + ix[m]) * (int64_t)TILE;
+                for (int32_t j = 0; j < jn; j++) acc[j] += wr[j];
+            }
+        }
+    }
+    for (int32_t j = 0; j < jn; j++) y[r * out + j0 + j] = b ? acc[j] + b[j0 + j] : acc[j];
+}
+
+sf_status sf_cpu_op_spike_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const sf_spikes *x,
+                                         const float *w, const float *b, float *y, void *ws)
+{
+    SF_TRY(check_shape("spike linear forward", rows, in, out));
+    if (!x->idx || !x->cnt) return sf_fail(SF_ERR_INVALID, "spike linear forward: the input has no active lists");
+    if (rows == 0) return SF_OK;
+    sf_cpu_tiled_transpose(in, out, w, ws);
+    sf_cpu_spike_product(rows, in, out, x, ws, b, y);
+    return SF_OK;
+}
+
+void sf_cpu_spike_product(int64_t rows, int32_t in, int32_t out, const sf_spikes *x, const float *wt, const float *b,
+                          float *y)
+{
+    const int64_t tiles = (out + TILE - 1) / TILE, chunks = (rows + ROW_CHUNK - 1) / ROW_CHUNK;
+    /* Work items tile-major: a thread's consecutive items share a tile of Wᵀ (in × TILE floats), kept in L2. Each
+     * output element costs a few additions per active input, so fewer of them than an element-wise op warrant the
+     * threads (the recurrent layer's per-step products). */
+#pragma omp parallel for schedule(static) if (tiles * chunks > 1 && rows * out >= SF_CPU_PARALLEL_MIN / 4)
+    for (int64_t it = 0; it < tiles * chunks; it++) {
+        const int32_t j0 = (int32_t)(it / chunks * TILE), jn = out - j0 < TILE ? out - j0 : TILE;
+        const int64_t r0 = it % chunks * ROW_CHUNK, r1 = r0 + ROW_CHUNK < rows ? r0 + ROW_CHUNK : rows;
+        for (int64_t r = r0; r < r1; r++) row_tile(in, out, j0, jn, x, r, wt + (int64_t)j0 * in, b, y);
+    }
+}
+
+/* Does the mask say row r of dy is zero over columns [j0, j0 + jn)? */
+static inline bool tile_is_zero(const sf_spikes *dy_mask, int64_t wo, int64_t r, int32_t j0, int32_t jn)
+{
+    const uint32_t *m = dy_mask->bits + r * wo;
+    uint32_t any = 0;
+    for (int64_t q = j0 / 32; q <= (j0 + jn - 1) / 32; q++) any |= m[q];
+    return any == 0;
+}
+
+/* One tile of output columns of dW = dyᵀ·x: for each input i, the sum of dy[r, tile] over the rows of its list
+ * (ascending; rows whose tile the mask says is zero skipped), in four vector registers; blocks of 16 inputs are
+ * written into dW [out, in] as whole cache lines. */
+SF_CPU_CLONES static void wgrad_tile(int32_t in, int32_t out, int32_t j0, int32_t jn, const int64_t *colptr,
+                                     const int32_t *rowidx, const float *dy, const sf_spikes *dy_mask, float *dw)
+{
+    const int64_t wo = sf_spike_words(out);
+    float blk[16][TILE];
+    for (int32_t i0 = 0; i0 < in; i0 += 16) {
+        const int32_t ni = in - i0 < 16 ? in - i0 : 16;
+        for (int32_t i = 0; i < ni; i++) {
+            v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+            float *acc = blk[i];
+            if (jn != TILE)
+                for (int32_t j = 0; j < jn; j++) acc[j] = 0.0f;
+            for (int64_t k = colptr[i0 + i]; k < colptr[i0 + i + 1]; k++) {
+                const int64_t r = rowidx[k];
+                if (dy_mask && tile_is_zero(dy_mask, wo, r, j0, jn)) continue;
+                const float *d = dy + r * out + j0;
+                if (jn == TILE) {
+                    v16 w0, w1, w2, w3;
+                    memcpy(&w0, d, 64), memcpy(&w1, d + 16, 64), memcpy(&w2, d + 32, 64), memcpy(&w3, d + 48, 64);
+                    a0 += w0, a1 += w1, a2 += w2, a3 += w3;
+                } else {
+                    for (int32_t j = 0; j < jn; j++) acc[j] += d[j];
+                }
+            }
+            if (jn == TILE)
+                memcpy(acc, &a0, 64), memcpy(acc + 16, &a1, 64), memcpy(acc + 32, &a2, 64), memcpy(acc + 48, &a3, 64);
+        }
+        for (int32_t j = 0; j < jn; j++)
+            for (int32_t i = 0; i < ni; i++) dw[(int64_t)(j0 + j) * in + i0 + i] = blk[i][j];
+    }
+}
+
+/* The per-input row lists of x [rows, words(in)] (its CSC): the rows where input i spiked, ascending, at
+ * rowidx[colptr[i] .. colptr[i+1]). */
+static sf_status column_lists(int64_t rows, int32_t in, const uint32_t *x, int64_t **colptr, int32_t **rowidx)
+{
+    const int64_t wi = sf_spike_words(in);
+    int64_t *cp = calloc((size_t)in + 2, sizeof *cp);
+    if (!cp) return sf_fail(SF_ERR_NOMEM, "spike weight gradient: out of memory for the input lists");
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t q = 0; q < wi; q++)
+            for (uint32_t m = x[r * wi + q]; m; m &= m - 1) cp[32 * q + __builtin_ctz(m) + 2]++;
+    for (int32_t i = 0; i < in; i++) cp[i + 2] += cp[i + 1]; /* cp[i + 1]: start of input i's list */
+    int32_t *ri = malloc(sizeof *ri * (size_t)(cp[in + 1] + 1));
+    if (!ri) {
+        free(cp);
+        return sf_fail(SF_ERR_NOMEM, "spike weight gradient: out of memory for the input lists");
+    }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t q = 0; q < wi; q++)
+            for (uint32_t m = x[r * wi + q]; m; m &= m - 1) ri[cp[32 * q + __builtin_ctz(m) + 1]++] = (int32_t)r;
+    *colptr = cp; /* the fill moved each start to the next one's: cp[i] is now input i's start */
+    *rowidx = ri;
+    return SF_OK;
+}
+
+sf_status sf_cpu_spike_weight_grad(int64_t rows, int32_t in, int32_t out, const uint32_t *x, const float *dy,
+                                   const sf_spikes *dy_mask, float *dw)
+{
+    int64_t *colptr;
+    int32_t *rowidx;
+    SF_TRY(column_lists(rows, in, x, &colptr, &rowidx));
+    const int64_t tiles = (out + TILE - 1) / TILE;
+#pragma omp parallel for schedule(static) if (rows * (int64_t)out >= SF_CPU_PARALLEL_MIN)
+    for (int64_t tl = 0; tl < tiles; tl++) {
+        const int32_t j0 = (int32_t)(tl * TILE), jn = out - j0 < TILE ? out - j0 : TILE;
+        wgrad_tile(in, out, j0, jn, colptr, rowidx, dy, dy_mask, dw);
+    }
+    free(colptr);
+    free(rowidx);
+    return SF_OK;
+}
+
+/* dx[r, i0 .. i0+in_n) = Σ over the nonzero dy[r, j] (the mask's bits, j ascending) of dy[r, j]·W[j, i0 ..]; wtile is
+ * W's tile of those input columns (out × TILE, see tile_columns): four vector accumulators, as row_tile. */
+SF_CPU_CLONES static void masked_tile(int32_t in, int32_t out, int32_t i0, int32_t n, const float *wtile,
+                                      const float *dyr, const uint32_t *m, float *dxr)
+{
+    float acc[TILE];
+    v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    for (int j = 0; j < TILE; j++) acc[j] = 0.0f;
+    for (int64_t q = 0; q < sf_spike_words(out); q++)
+        for (uint32_t bitsq = m[q]; bitsq; bitsq &= bitsq - 1) {
+            const int64_t j = 32 * q + __builtin_ctz(bitsq);
+            const float g = dyr[j], *wr = wtile + j * TILE;
+            if (n == TILE) {
+                v16 w0, w1, w2, w3;
+                memcpy(&w0, wr, 64), memcpy(&w1, wr + 16, 64), memcpy(&w2, wr + 32, 64), memcpy(&w3, wr + 48, 64);
+                a0 += g * w0, a1 += g * w1, a2 += g * w2, a3 += g * w3;
+            } else {
+                for (int32_t i = 0; i < n; i++) acc[i] += g * wr[i];
+            }
+        }
+    if (n == TILE) memcpy(acc, &a0, 64), memcpy(acc + 16, &a1, 64), memcpy(acc + 32, &a2, 64), memcpy(acc + 48, &a3, 64);
+    memcpy(dxr + i0, acc, sizeof(float) * (size_t)n);
+}
+
+/* t holds a [rows_n, cols] by tiles of TILE columns: t[(k·rows_n + r)·TILE + c] = a[r, k·TILE + c]. */
+static void tile_columns(int64_t rows_n, int32_t cols, const float *a, float *t)
+{
+#pragma omp parallel for schedule(static) if (rows_n * cols >= SF_CPU_PARALLEL_MIN)
+    for (int32_t c0 = 0; c0 < cols; c0 += TILE) {
+        const int32_t cn = cols - c0 < TILE ? cols - c0 : TILE;
+        for (int64_t r = 0; r < rows_n; r++) memcpy(t + ((int64_t)c0 * rows_n + r * TILE), a + r * cols + c0, 4 * (size_t)cn);
+    }
+}
+
+/* dx = dy·W over the nonzero entries of dy: W by tiles of input columns (in the scratch), rows against one tile at
+ * a time, as the forward. */
+static void masked_input_grad(int64_t rows, int32_t in, int32_t out, const float *w, const float *dy,
+                              const sf_spikes *dy_mask, float *dx, float *scratch)
+{
+    tile_columns(out, in, w, scratch);
+    const int64_t wo = sf_spike_words(out), tiles = (in + TILE - 1) / TILE, chunks = (rows + ROW_CHUNK - 1) / ROW_CHUNK;
+#pragma omp parallel for schedule(static) if (tiles * chunks > 1 && rows * (int64_t)in >= SF_CPU_PARALLEL_MIN / 4)
+    for (int64_t it = 0; it < tiles * chunks; it++) {
+        const int32_t i0 = (int32_t)(it / chunks * TILE), n = in - i0 < TILE ? in - i0 : TILE;
+        const int64_t r0 = it % chunks * ROW_CHUNK, r1 = r0 + ROW_CHUNK < rows ? r0 + ROW_CHUNK : rows;
+        for (int64_t r = r0; r < r1; r++)
+            masked_tile(in, out, i0, n, scratch + (int64_t)i0 * out, dy + r * out, dy_mask->bits + r * wo, dx + r * in);
+    }
+}
+
+sf_status sf_cpu_op_spike_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const uint32_t *x,
+                                          const float *w, const float *dy, const sf_spikes *dy_mask, float *dx,
+                                          float *dw, float *db, void *ws)
+{
+    SF_TRY(check_shape("spike linear backward", rows, in, out));
+    SF_TRY(sf_cpu_spike_weight_grad(rows, in, out, x, dy, dy_mask, dw));
+    if (db) sf_cpu_column_sums(rows, out, dy, db);
+    if (!dx || rows == 0) return SF_OK;
+    if (dy_mask)
+        masked_input_grad(rows, in, out, w, dy, dy_mask, dx, ws);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, in, out, 1.0f, dy, out, w, in, 0.0f, dx,
+                    in);
+    return SF_OK;
+}

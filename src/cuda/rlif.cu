@@ -1,0 +1,343 @@
+/* rlif.cu — the recurrent LIF layer on CUDA: y_t = x_t + V·s_{t-1}, then the LIF step, one time step after the other.
+ *   Event-driven: one persistent kernel per call, a block per sample (the samples' recurrences are independent): its
+ *   neurons' v stay in registers for all T steps; each step adds the rows of Vᵀ of the neurons that spiked at the
+ *   step before (their list: this block's own compact output of that step), steps the neurons and writes the step's
+ *   compact row. The backward likewise runs the reverse time loop in one kernel, with Vᵀ·dy_{t+1} summed over the
+ *   nonzero entries of dy_{t+1}.
+ *   Dense: per step one cuBLAS SGEMM over the batch and one step kernel; a CUDA graph (the training step's) replays
+ *   those 2T launches as one.
+ * Sums run in the CPU op's order with the same operations, so the event-driven paths give the CPU's bits. */
+#include "cuda/neuron.cuh"
+#include "cuda/ops.cuh"
+#include "cuda/spikes.cuh"
+
+enum { RMAX = 8, MAX_THREADS = 1024 }; /* the persistent kernels hold RMAX neurons per thread: n <= 8192 */
+
+/* The workspace: Vᵀ, the neuron state and per-step product ([B, n] each), s_{t-1} as floats, h over all steps
+ * (recompute; then the spikes as floats for a dense dV), the recompute's compact spikes, and dV's scratch. */
+struct rl_ws {
+    float *vt, *state, *rec, *sprev, *h;
+    sf_spikes c;
+    void *sl;
+};
+
+static size_t up(size_t n) { return (n + 255) & ~(size_t)255; }
+
+static size_t layout(int64_t T, int64_t B, int64_t n, void *base, rl_ws *w)
+{
+    const size_t f = sizeof(float), N = (size_t)(B * n), rows = (size_t)(T * B);
+    const size_t sizes[] = {(size_t)(n * n) * f, N * f, N * f, N * f, rows * (size_t)n * f,
+                            rows * (size_t)((n + 31) / 32) * 4, rows * (size_t)n,
+                            rows * (size_t)((n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG) * 4,
+                            sf_cuda_spike_linear_ws(T > 1 ? (T - 1) * B : 1, (int32_t)n, (int32_t)n)};
+    char *p = (char *)base;
+    void *ptr[9];
+    size_t total = 0;
+    for (int i = 0; i < 9; i++) {
+        ptr[i] = p ? p + total : NULL;
+        total += up(sizes[i] ? sizes[i] : 4);
+    }
+    if (w)
+        *w = rl_ws{(float *)ptr[0], (float *)ptr[1], (float *)ptr[2], (float *)ptr[3], (float *)ptr[4],
+                   sf_spikes{(uint32_t *)ptr[5], (uint8_t *)ptr[6], (int32_t *)ptr[7]}, ptr[8]};
+    return total;
+}
+
+size_t sf_cuda_op_rlif_workspace(sf_backend *be, int64_t T, int64_t B, int64_t n) { return layout(T, B, n, NULL, NULL); }
+
+/* Threads of a persistent block: whole segments, up to 1024; the sample's n neurons in at most RMAX rounds. */
+static int persistent_threads(int64_t n)
+{
+    int64_t t = (n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG * SF_SPIKE_SEG;
+    return (int)(t < MAX_THREADS ? t : MAX_THREADS);
+}
+
+static bool persistent_ok(int64_t n) { return n <= (int64_t)RMAX * MAX_THREADS; }
+
+/* ---------------------------------------------------------------- event-driven: persistent kernels */
+
+__global__ void __launch_bounds__(MAX_THREADS)
+    forward_sparse_kernel(sf_lif_params p, sf_lif_coeffs k, int64_t T, int64_t B, int64_t n, const float *x,
+                          const float *vt, float *s, float *hout, sf_spikes c, float *count)
+{
+    __shared__ int list[SF_SPIKE_SEG];
+    __shared__ int wc[2][MAX_THREADS / 32];
+    const int64_t b = blockIdx.x, segs = (n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG;
+    const int Q = (int)((n + blockDim.x - 1) / blockDim.x);
+    float v[RMAX], spikes = 0.0f;
+#pragma unroll
+    for (int q = 0; q < RMAX; q++) v[q] = k.v0;
+    int e = 0; /* emits so far: their count buffers alternate */
+    for (int64_t t = 0; t < T; t++) {
+        float acc[RMAX];
+#pragma unroll
+        for (int q = 0; q < RMAX; q++) acc[q] = 0.0f;
+        for (int64_t g = 0; t > 0 && g < segs; g++) {
+            const int len = sf_cuda_stage_segment(c, n, (t - 1) * B + b, g, list);
+            __syncthreads();
+            for (int m = 0; m < len; m++) {
+                const float *vr = vt + (int64_t)list[m] * n + threadIdx.x;
+#pragma unroll
+                for (int q = 0; q < RMAX; q++)
+                    if (q < Q && threadIdx.x + (int64_t)q * blockDim.x < n) acc[q] += vr[q * blockDim.x];
+            }
+            __syncthreads();
+        }
+        const int64_t r = t * B + b;
+#pragma unroll
+        for (int q = 0; q < RMAX; q++) {
+            if (q >= Q) break; /* the same for the whole block */
+            const int64_t j = threadIdx.x + (int64_t)q * blockDim.x;
+            const bool valid = j < n;
+            float st = 0.0f, h;
+            if (valid) {
+                st = sf_lif_step(&k, p.soft_reset, x[r * n + j] + acc[q], &v[q], &h);
+                if (s) s[r * n + j] = st;
+                if (hout) hout[r * n + j] = h;
+            }
+            spikes += (float)sf_cuda_emit_row(c, n, r, j, valid, st != 0.0f, wc[e++ & 1]);
+        }
+        __syncthreads(); /* the step's lists, read by the next step's staging */
+    }
+    if (count) sf_cuda_add_count(count, spikes);
+}
+
+/* Lists the nonzero entries of segment g of row[0..n) (indices and values) for the whole block (blockDim >= one
+ * segment); returns their number. wc: SF_SPIKE_SEG/32 ints of shared memory. Synchronises; the caller does too
+ * before the next call. */
+__device__ __forceinline__ int stage_nonzero(const float *row, int64_t n, int64_t g, int *list, float *vals, int *wc,
+                                             int *len)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int64_t j = g * SF_SPIKE_SEG + threadIdx.x;
+    float d = 0.0f;
+    unsigned m = 0;
+    if (threadIdx.x < SF_SPIKE_SEG) {
+        d = j < n ? row[j] : 0.0f;
+        m = __ballot_sync(0xffffffffu, d != 0.0f);
+        if (lane == 0) wc[warp] = __popc(m);
+    }
+    __syncthreads();
+    if (threadIdx.x < SF_SPIKE_SEG && d != 0.0f) {
+        int before = 0;
+        for (int w = 0; w < warp; w++) before += wc[w];
+        const int pos = before + __popc(m & ((1u << lane) - 1u));
+        list[pos] = (int)j;
+        vals[pos] = d;
+    }
+    if (threadIdx.x == 0) {
+        int total = 0;
+        for (int w = 0; w < SF_SPIKE_SEG / 32; w++) total += wc[w];
+        *len = total;
+    }
+    __syncthreads();
+    return *len;
+}
+
+/* The reverse time loop with Vᵀ·dy_{t+1} over the nonzero entries of dy_{t+1} (read back from dx). */
+__global__ void __launch_bounds__(MAX_THREADS)
+    backward_sparse_kernel(sf_lif_params p, sf_lif_coeffs k, int64_t T, int64_t B, int64_t n, const float *h,
+                           const float *v, const float *ds, float *dx, sf_spikes mask, float *count)
+{
+    __shared__ int list[SF_SPIKE_SEG];
+    __shared__ float vals[SF_SPIKE_SEG];
+    __shared__ int nz_wc[SF_SPIKE_SEG / 32], len;
+    __shared__ int wc[2][MAX_THREADS / 32];
+    const int64_t b = blockIdx.x, segs = (n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG;
+    const int Q = (int)((n + blockDim.x - 1) / blockDim.x);
+    float dv[RMAX], nonzero = 0.0f;
+#pragma unroll
+    for (int q = 0; q < RMAX; q++) dv[q] = 0.0f;
+    int e = 0;
+    for (int64_t t = T - 1; t >= 0; t--) {
+        float g[RMAX];
+#pragma unroll
+        for (int q = 0; q < RMAX; q++) g[q] = 0.0f;
+        for (int64_t gg = 0; t < T - 1 && gg < segs; gg++) {
+            const int num = stage_nonzero(dx + ((t + 1) * B + b) * n, n, gg, list, vals, nz_wc, &len);
+            for (int m = 0; m < num; m++) {
+                const float d = vals[m], *vr = v + (int64_t)list[m] * n + threadIdx.x;
+#pragma unroll
+                for (int q = 0; q < RMAX; q++)
+                    if (q < Q && threadIdx.x + (int64_t)q * blockDim.x < n) g[q] += d * vr[q * blockDim.x];
+            }
+            __syncthreads();
+        }
+        const int64_t r = t * B + b;
+#pragma unroll
+        for (int q = 0; q < RMAX; q++) {
+            if (q >= Q) break;
+            const int64_t j = threadIdx.x + (int64_t)q * blockDim.x;
+            const bool valid = j < n;
+            float dy = 0.0f;
+            if (valid) {
+                float d = dv[q];
+                dy = k.c * sf_lif_step_back(&p, &k, h[r * n + j], ds[r * n + j] + g[q], &d);
+                dv[q] = d;
+                dx[r * n + j] = dy;
+            }
+            if (mask.bits)
+                nonzero += (float)sf_cuda_emit_row(mask, n, r, j, valid, dy != 0.0f, wc[e++ & 1]);
+            else
+                nonzero += (float)__popc(__ballot_sync(0xffffffffu, dy != 0.0f)) * ((threadIdx.x & 31) == 0);
+        }
+        __syncthreads(); /* the step's dx, read by the next step's staging */
+    }
+    if (count) sf_cuda_add_count(count, nonzero);
+}
+
+/* ---------------------------------------------------------------- dense: a product and a step kernel per step */
+
+/* One forward step for all samples: y = x_t + rec (t > 0), the neuron state in global memory. */
+__global__ void __launch_bounds__(SF_SPIKE_SEG)
+    forward_step_kernel(sf_lif_params p, sf_lif_coeffs k, int64_t t, int64_t B, int64_t n, const float *x,
+                        const float *rec, float *state, float *sprev, float *s, float *hout, sf_spikes c, float *count)
+{
+    __shared__ int wc[SF_SPIKE_SEG / 32];
+    const int64_t segs = (n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG, b = blockIdx.x / segs;
+    const int64_t j = blockIdx.x % segs * SF_SPIKE_SEG + threadIdx.x, r = t * B + b;
+    const bool valid = j < n;
+    float st = 0.0f;
+    if (valid) {
+        float v = t == 0 ? k.v0 : state[b * n + j], h;
+        st = sf_lif_step(&k, p.soft_reset, x[r * n + j] + (t == 0 ? 0.0f : rec[b * n + j]), &v, &h);
+        state[b * n + j] = v;
+        sprev[b * n + j] = st;
+        if (s) s[r * n + j] = st;
+        if (hout) hout[r * n + j] = h;
+    }
+    float ones;
+    if (c.bits) ones = (float)sf_cuda_emit_row(c, n, r, j, valid, st != 0.0f, wc);
+    else ones = (float)__popc(__ballot_sync(0xffffffffu, st != 0.0f)) * ((threadIdx.x & 31) == 0);
+    if (count) sf_cuda_add_count(count, ones);
+}
+
+/* One reverse step for all samples: dS = ds_t + g (t < T-1), dL/dv in global memory. */
+__global__ void __launch_bounds__(SF_SPIKE_SEG)
+    backward_step_kernel(sf_lif_params p, sf_lif_coeffs k, int64_t t, int64_t T, int64_t B, int64_t n, const float *h,
+                         const float *ds, const float *gsum, float *state, float *dx, sf_spikes mask, float *count)
+{
+    __shared__ int wc[SF_SPIKE_SEG / 32];
+    const int64_t segs = (n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG, b = blockIdx.x / segs;
+    const int64_t j = blockIdx.x % segs * SF_SPIKE_SEG + threadIdx.x, r = t * B + b;
+    const bool valid = j < n;
+    float dy = 0.0f;
+    if (valid) {
+        float d = t == T - 1 ? 0.0f : state[b * n + j];
+        dy = k.c * sf_lif_step_back(&p, &k, h[r * n + j], ds[r * n + j] + (t == T - 1 ? 0.0f : gsum[b * n + j]), &d);
+        state[b * n + j] = d;
+        dx[r * n + j] = dy;
+    }
+    float nz;
+    if (mask.bits) nz = (float)sf_cuda_emit_row(mask, n, r, j, valid, dy != 0.0f, wc);
+    else nz = (float)__popc(__ballot_sync(0xffffffffu, dy != 0.0f)) * ((threadIdx.x & 31) == 0);
+    if (count) sf_cuda_add_count(count, nz);
+}
+
+/* s = h >= θ as bits (the spikes of a forward whose h was kept). */
+__global__ void bits_from_h_kernel(int64_t rows, int64_t n, float theta, const float *h, uint32_t *bits)
+{
+    const int64_t words = (n + 31) / 32;
+    SF_CUDA_GRID_STRIDE(q, rows * words)
+    {
+        const int64_t r = q / words, w = q % words;
+        uint32_t word = 0;
+        for (int64_t i = 32 * w; i < n && i < 32 * w + 32; i++) word |= (uint32_t)(h[r * n + i] >= theta) << (i & 31);
+        bits[q] = word;
+    }
+}
+
+/* ---------------------------------------------------------------- the ops */
+
+static sf_status check(const char *op, const sf_lif_params *p, int64_t T, int64_t B, int64_t n)
+{
+    SF_TRY(sf_lif_params_check(p));
+    if (T < 1 || B < 1 || n < 1 || n > INT32_MAX || B > INT32_MAX || T * B * ((n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG) > INT32_MAX)
+        return sf_fail(SF_ERR_INVALID, "%s: shape T=%lld B=%lld n=%lld", op, (long long)T, (long long)B, (long long)n);
+    return SF_OK;
+}
+
+static unsigned step_blocks(int64_t B, int64_t n) { return (unsigned)(B * ((n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG)); }
+
+static sf_status forward(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, int64_t B, int64_t n, const float *x,
+                         const float *v, int32_t sparse, const sf_lif_out *out, const rl_ws &w)
+{
+    const sf_lif_coeffs k = sf_lif_coeffs_of(p);
+    if (sparse && persistent_ok(n)) {
+        if (!(out->c.bits && out->c.idx && out->c.cnt))
+            return sf_fail(SF_ERR_INVALID, "recurrent LIF forward: the event-driven recurrence needs the compact output");
+        SF_TRY(sf_cuda_transpose(c, n, n, v, w.vt));
+        forward_sparse_kernel<<<(unsigned)B, persistent_threads(n), 0, c->stream>>>(*p, k, T, B, n, x, w.vt, out->s,
+                                                                                   out->h, out->c, out->spike_count);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    for (int64_t t = 0; t < T; t++) {
+        if (t > 0) /* recᶜ[n, B] = (Vᶜ)ᵀ·sprevᶜ: rec[b, j] = Σ_i V[j, i]·s_{t-1}[b, i] */
+            SF_CUBLAS_CHECK(cublasSgemm(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)B, (int)n, &one, v, (int)n,
+                                        w.sprev, (int)n, &zero, w.rec, (int)n));
+        forward_step_kernel<<<step_blocks(B, n), SF_SPIKE_SEG, 0, c->stream>>>(*p, k, t, B, n, x, w.rec, w.state, w.sprev,
+                                                                              out->s, out->h, out->c, out->spike_count);
+        SF_CUDA_LAUNCHED();
+    }
+    return SF_OK;
+}
+
+sf_status sf_cuda_op_rlif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
+                                  const float *x, const float *v, int32_t sparse, const sf_lif_out *out, void *ws)
+{
+    SF_TRY(check("recurrent LIF forward", p, T, B, n));
+    rl_ws w;
+    layout(T, B, n, ws, &w);
+    return forward(sf_cuda_ctx_of(be), p, T, B, n, x, v, sparse, out, w);
+}
+
+sf_status sf_cuda_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
+                                   const float *x, const float *h, const float *v, const float *ds, int32_t fwd_sparse,
+                                   int32_t bwd_sparse, float *dx, float *dv, const sf_spikes *mask,
+                                   float *grad_count, void *ws)
+{
+    SF_TRY(check("recurrent LIF backward", p, T, B, n));
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    rl_ws w;
+    layout(T, B, n, ws, &w);
+    const int64_t rows = T * B;
+    if (!h) { /* recompute: the forward again, the same way, keeping h and the spikes */
+        sf_lif_out o = {};
+        o.h = w.h;
+        o.c = w.c;
+        o.row = n;
+        SF_TRY(forward(c, p, T, B, n, x, v, fwd_sparse, &o, w));
+        h = w.h;
+    } else {
+        bits_from_h_kernel<<<sf_cuda_blocks(rows * ((n + 31) / 32), 256), 256, 0, c->stream>>>(rows, n, p->v_threshold,
+                                                                                             h, w.c.bits);
+        SF_CUDA_LAUNCHED();
+    }
+    const sf_lif_coeffs k = sf_lif_coeffs_of(p);
+    const sf_spikes m = mask ? sf_spikes{mask->bits, NULL, mask->cnt} : sf_spikes{NULL, NULL, NULL};
+    if ((bwd_sparse & SF_RLIF_SPARSE_DY) && persistent_ok(n)) {
+        backward_sparse_kernel<<<(unsigned)B, persistent_threads(n), 0, c->stream>>>(*p, k, T, B, n, h, v, ds, dx, m,
+                                                                                    grad_count);
+        SF_CUDA_LAUNCHED();
+    } else {
+        const float one = 1.0f, zero = 0.0f;
+        for (int64_t t = T - 1; t >= 0; t--) {
+            if (t < T - 1) /* gᶜ[n, B] = Vᶜ·dy_{t+1}ᶜ: g[b, i] = Σ_j dy_{t+1}[b, j]·V[j, i] */
+                SF_CUBLAS_CHECK(cublasSgemm(c->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)B, (int)n, &one, v,
+                                            (int)n, dx + (t + 1) * B * n, (int)n, &zero, w.rec, (int)n));
+            backward_step_kernel<<<step_blocks(B, n), SF_SPIKE_SEG, 0, c->stream>>>(*p, k, t, T, B, n, h, ds, w.rec,
+                                                                                   w.state, dx, m, grad_count);
+            SF_CUDA_LAUNCHED();
+        }
+    }
+    if (T == 1) return sf_cuda_zero_f32(c, dv, n * n);
+    const int64_t r1 = (T - 1) * B; /* dV = Σ_{t >= 1} dy_tᵀ·s_{t-1}: the spike rows shifted by one step */
+    if (bwd_sparse & SF_RLIF_SPARSE_DV) return sf_cuda_spike_weight_grad(c, r1, (int32_t)n, (int32_t)n, w.c.bits, dx + B * n, dv, w.sl);
+    SF_TRY(sf_cuda_op_spikes_expand(be, r1, n, w.c.bits, w.h));
+    const float one = 1.0f, zero = 0.0f; /* dVᶜ[n, n] = sᶜ·dyᶜᵀ: dV[j, i] = Σ_r dy[r, j]·s[r, i] */
+    SF_CUBLAS_CHECK(cublasSgemm(c->cublas, CUBLAS_OP_N, CUBLAS_OP_T, (int)n, (int)n, (int)r1, &one, w.h, (int)n,
+                                dx + B * n, (int)n, &zero, dv, (int)n));
+    return SF_OK;
+}
