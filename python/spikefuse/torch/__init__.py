@@ -1,5 +1,5 @@
 """spikefuse.torch — PyTorch modules over libspikefuse's fused kernels: LIF, a drop-in for SpikingJelly's
-neuron.LIFNode(step_mode="m") on CPU and CUDA tensors."""
+neuron.LIFNode(step_mode="m") on CPU and CUDA tensors, and PLIF, IF (ParametricLIFNode, IFNode) and ALIF."""
 try:
     import torch
 except ImportError as e:
@@ -75,7 +75,10 @@ class LIF(torch.nn.Module):
                    detach_reset=node.detach_reset, surrogate=name, alpha=sg.alpha)
 
 
+# The other neuron models (PLIF, IF, ALIF)
+from .neurons import ALIF, IF, PLIF  # noqa: E402
+
 # NIR exchange (needs the `nir` package, imported on first use)
 from .nir_exchange import from_nir, to_nir  # noqa: E402
 
-__all__ = ["LIF", "functional", "to_nir", "from_nir"]
+__all__ = ["LIF", "PLIF", "IF", "ALIF", "functional", "to_nir", "from_nir"]
