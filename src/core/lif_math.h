@@ -44,6 +44,13 @@ SF_HD sf_lif_coeffs sf_lif_coeffs_of(const sf_lif_params *p)
 /* Floats of state per neuron carried across calls (sf_lif_state): v, and the ALIF's b. */
 SF_HD int sf_neuron_state_count(const sf_lif_params *p) { return p->model == SF_NEURON_ALIF ? 2 : 1; }
 
+/* Does the backward read the neuron's input x also when h was kept (the full memory mode)? The PLIF's dw needs y_t,
+ * and the ALIF's θ_t is not kept: a backend may recompute it from x (the CUDA kernels do). */
+SF_HD int sf_neuron_backward_reads_x(const sf_lif_params *p)
+{
+    return p->model == SF_NEURON_PLIF || p->model == SF_NEURON_ALIF;
+}
+
 /* k = sigmoid(w), the PLIF's 1/tau, with a = 1 - k and c = k (decay_input) or 1. expf, not SF_EXPF: once per layer
  * or channel, so the exact one. */
 SF_HD float sf_plif_k(float w) { return 1.0f / (1.0f + expf(-w)); }

@@ -1,6 +1,7 @@
 /* net_backward.c — the backward pass: layers in reverse order, rebuilding each input a backward needs from where
  * the plan kept it (float, bytes, or recomputed by rerunning the neuron layer that produced it). */
 #include "core/error.h"
+#include "core/lif_math.h"
 #include "core/net_internal.h"
 
 #include <math.h>
@@ -135,8 +136,8 @@ static sf_status layer_backward(sf_net *net, int32_t i)
         if (!l->fused_bn) {
             float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc);
             if (!dx) return SF_OK;
-            const float *x = NULL; /* read when h is recomputed, and by a PLIF's dw */
-            if (!h || l->d.lif.model == SF_NEURON_PLIF) SF_TRY(input_value(net, l, l->in, &x));
+            const float *x = NULL; /* read when h is recomputed, and by some models always */
+            if (!h || sf_neuron_backward_reads_x(&l->d.lif)) SF_TRY(input_value(net, l, l->in, &x));
             SF_TRY(sf_net_state_backward(net, l, !h, &state, &st));
             const sf_net_tensor *in = &net->tensors[root(net, l->in)];
             if (in->gmask) { /* the sparse linear layer below sums over the nonzero entries of this dx */

@@ -118,10 +118,9 @@ static bool needs_input_value(const sf_net *net, int32_t c)
     case SF_LAYER_LINEAR:
     case SF_LAYER_CONV2D:
     case SF_LAYER_BATCHNORM: return true; /* absorbed BN: the fused LIF reads the BN input */
-    /* a PLIF's dw reads its input in both modes */
     case SF_LAYER_LIF:
     case SF_LAYER_RLIF:
-        return !l->fused_bn && (net->p.memory == SF_MEMORY_RECOMPUTE || l->d.lif.model == SF_NEURON_PLIF);
+        return !l->fused_bn && (net->p.memory == SF_MEMORY_RECOMPUTE || sf_neuron_backward_reads_x(&l->d.lif));
     default: return false;
     }
 }

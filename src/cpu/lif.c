@@ -124,9 +124,9 @@ static sf_status backward(const sf_lif_params *p, int64_t T, int64_t N, int64_t 
     SF_TRY(sf_neuron_call_init(&nc, "LIF backward", p, T, N, st, 0, 0));
     const int plif = sf_neuron_is_plif(&nc);
     sf_status status = n ? check_rows("LIF backward", N, n) : SF_OK;
-    if (status == SF_OK && plif && !x)
-        status = sf_fail(SF_ERR_INVALID, "LIF backward: a PLIF's backward reads its input x (for ∂h/∂k), also "
-                                         "when h is given");
+    if (status == SF_OK && !x && (!h || sf_neuron_backward_reads_x(p)))
+        status = sf_fail(SF_ERR_INVALID, "LIF backward: x is NULL (the %s backward reads it%s)",
+                         sf_neuron_model_name(p->model), h ? ", also when h is given" : "");
     const int64_t items = work_items(N, n), per_thread = sf_neuron_scratch_floats(&nc);
     float *scratch = NULL;
     double *dk = NULL; /* a PLIF's Σ_t dh·∂h/∂k per neuron */
