@@ -681,6 +681,15 @@ static void test_neuron_models(void)
     expect_error(HEAD LAYERS "[plif]\ntau = 2\n", 6, "a neuron model is a key, neuron = plif");
     expect_error(HEAD LAYERS "[alif]\n", 6, "unknown section [alif]");
 #undef LAYERS
+    /* the recurrent layer runs the lif and if: another model is refused at its section when the net is built */
+    CHECK_OK(sf_config_parse_string(HEAD "[flatten]\n[linear]\nout = 32\n[rlif]\nneuron = alif\n[linear]\nout = 10\n",
+                                    "rlif.ini", &cfg));
+    if (!cfg) return;
+    sf_net *rnet = NULL;
+    CHECK(sf_config_build_net(cfg, &rnet) == SF_ERR_INVALID && rnet == NULL &&
+              strstr(sf_last_error(), "rlif.ini:6: [rlif] (layer 2)") && strstr(sf_last_error(), "not the alif"),
+          "[rlif] neuron = alif: %s", sf_last_error());
+    sf_config_free(cfg);
 }
 
 int main(void)
