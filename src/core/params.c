@@ -1,5 +1,6 @@
 /* params.c — default parameter structs, their validation and name parsing. */
 #include "error.h"
+#include "neuron_check.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -203,4 +204,25 @@ sf_status sf_conv_algo_parse(const char *name, sf_conv_algo *out)
         }
     return sf_fail(SF_ERR_INVALID, "unknown conv algorithm '%s' (expected auto, cudnn or gemm)",
                    name ? name : "(null)");
+}
+
+sf_status sf_plif_state_check(const char *op, const sf_lif_params *p, int64_t N, const sf_lif_state *st, int32_t bn_c,
+                              int64_t bn_hw)
+{
+    if (p->model != SF_NEURON_PLIF) return SF_OK;
+    if (!st || !st->w) return sf_fail(SF_ERR_INVALID, "%s: a PLIF needs its w (sf_lif_state.w)", op);
+    if (!p->per_channel) {
+        if (st->w_channels != 1)
+            return sf_fail(SF_ERR_INVALID, "%s: PLIF with one w per layer: w_channels = %d (expected 1)", op,
+                           (int)st->w_channels);
+        return SF_OK;
+    }
+    if (st->w_channels < 1 || st->w_hw < 1 || N % ((int64_t)st->w_channels * st->w_hw) != 0)
+        return sf_fail(SF_ERR_INVALID, "%s: PLIF w of %d channels of %lld neurons does not divide the %lld neurons of "
+                                       "a step",
+                       op, (int)st->w_channels, (long long)st->w_hw, (long long)N);
+    if (bn_c && (st->w_channels != bn_c || st->w_hw != bn_hw))
+        return sf_fail(SF_ERR_INVALID, "%s: PLIF w of %d channels × %lld differs from the batch norm's %d × %lld", op,
+                       (int)st->w_channels, (long long)st->w_hw, (int)bn_c, (long long)bn_hw);
+    return SF_OK;
 }

@@ -12,33 +12,12 @@
 #include "cpu/channel_sums.h"
 
 #include "core/error.h"
+#include "core/neuron_check.h"
 
 #include <math.h>
 #include <stdlib.h>
 
 enum { BLK = SF_CPU_BLOCK };
-
-/* A PLIF's w: present, with channels that fit the neurons (and the BN's channels when fused). */
-static sf_status check_plif(const char *op, const sf_lif_params *p, int64_t N, const sf_lif_state *st, int32_t bn_c,
-                            int64_t bn_hw)
-{
-    if (!st || !st->w)
-        return sf_fail(SF_ERR_INVALID, "%s: a PLIF needs its w (sf_lif_state.w)", op);
-    if (!p->per_channel) {
-        if (st->w_channels != 1)
-            return sf_fail(SF_ERR_INVALID, "%s: PLIF with one w per layer: w_channels = %d (expected 1)", op,
-                           (int)st->w_channels);
-        return SF_OK;
-    }
-    if (st->w_channels < 1 || st->w_hw < 1 || N % ((int64_t)st->w_channels * st->w_hw) != 0)
-        return sf_fail(SF_ERR_INVALID, "%s: PLIF w of %d channels of %lld neurons does not divide the %lld neurons of "
-                                       "a step",
-                       op, (int)st->w_channels, (long long)st->w_hw, (long long)N);
-    if (bn_c && (st->w_channels != bn_c || st->w_hw != bn_hw))
-        return sf_fail(SF_ERR_INVALID, "%s: PLIF w of %d channels × %lld differs from the batch norm's %d × %lld", op,
-                       (int)st->w_channels, (long long)st->w_hw, (int)bn_c, (long long)bn_hw);
-    return SF_OK;
-}
 
 sf_status sf_neuron_call_init(sf_neuron_call *nc, const char *op, const sf_lif_params *p, int64_t T, int64_t N,
                               const sf_lif_state *st, int32_t bn_c, int64_t bn_hw)
@@ -57,7 +36,7 @@ sf_status sf_neuron_call_init(sf_neuron_call *nc, const char *op, const sf_lif_p
     nc->w_hw = N > 0 ? N : 1;
     nc->back = sf_block_backward_for(p);
     if (p->model != SF_NEURON_PLIF) return SF_OK;
-    SF_TRY(check_plif(op, p, N, st, bn_c, bn_hw));
+    SF_TRY(sf_plif_state_check(op, p, N, st, bn_c, bn_hw));
     if (!p->per_channel) {
         sf_plif_coeffs(st->w[0], p->decay_input, &nc->k.a, &nc->k.c);
         return SF_OK;
