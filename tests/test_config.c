@@ -635,6 +635,8 @@ static void test_neuron_models(void)
     CHECK(plif->model == SF_NEURON_PLIF && plif->per_channel == 1 && plif->tau == 3.0f, "[lif] neuron = plif");
     CHECK(alif->model == SF_NEURON_ALIF && alif->rho == 0.9f && alif->beta == 0.5f, "[lif] inherits the ALIF");
     CHECK(iff->model == SF_NEURON_IF, "[lif] neuron = if");
+    CHECK(iff->rho == 0.95f && iff->beta == 1.8f, "[neuron]'s ALIF keys do not reach an IF layer (rho %g, beta %g)",
+          (double)iff->rho, (double)iff->beta);
     char *written = NULL;
     CHECK_OK(sf_config_write(cfg, &written));
     CHECK_OK(sf_config_parse_string(written ? written : "", "written.ini", &back));
@@ -668,6 +670,15 @@ static void test_neuron_models(void)
 
 #define LAYERS "[flatten]\n[linear]\nout = 10\n" /* lines 3-5 */
     expect_error(HEAD LAYERS "[lif]\nneuron = if\ntau = 3\n", 8, "[lif] (layer 2) tau does not apply to neuron = if");
+    /* a [neuron] default another model lacks is no error where a layer picks that model */
+    CHECK_OK(sf_config_parse_string(HEAD "[neuron]\nneuron = plif\nper_channel = on\n" LAYERS "[lif]\nneuron = alif\n",
+                                    "inherit.ini", &cfg));
+    CHECK(cfg && cfg->layers[2].desc.lif.per_channel == 0, "the alif layer does not take per_channel");
+    sf_config_free(cfg);
+    CHECK_OK(sf_config_parse_string(HEAD "[neuron]\ndecay = 0.8\n" LAYERS "[lif]\nneuron = plif\n", "inherit.ini",
+                                    &cfg));
+    CHECK(cfg && cfg->layers[2].desc.lif.decay == 0.0f, "the plif layer does not take [neuron]'s decay");
+    sf_config_free(cfg);
     expect_error(HEAD LAYERS "[lif]\ndecay = 0.5\nneuron = plif\n", 7, "decay does not apply to neuron = plif");
     expect_error(HEAD LAYERS "[lif]\nper_channel = on\n", 7, "per_channel does not apply to neuron = lif");
     expect_error(HEAD "[neuron]\nrho = 0.9\n" LAYERS "[lif]\n", 4, "[neuron] rho does not apply to neuron = lif");

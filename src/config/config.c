@@ -272,6 +272,12 @@ static void resolve_lif(sf_config *cfg)
         for (int b = 0; b < sf_num_lif_keys; b++)
             if (L->lif_own & (1u << b)) sf_key_copy(&sf_lif_keys[b], &p, &L->lif_own_values);
         if ((L->lif_own & surrogate) && !(L->lif_own & alpha)) p.alpha = sf_surrogate_default_alpha(p.surrogate);
+        /* [neuron]'s values reach a layer only for the keys its model takes (a plif default's per_channel is no
+         * concern of an alif layer); its own foreign keys are errors (check_neuron_keys) */
+        sf_lif_params defaults;
+        sf_lif_default_params(&defaults);
+        for (int b = 0; b < sf_num_lif_keys; b++)
+            if (!sf_key_applies(&sf_lif_keys[b], p.model)) sf_key_copy(&sf_lif_keys[b], &p, &defaults);
         L->desc.lif = p;
     }
 }
