@@ -72,7 +72,7 @@ int main(int argc, char **argv)
         for (int fixed = 0; fixed < 2; fixed++) {
             double ms[4];
             for (int m = 0; m < 4; m++) { /* dense, sparse, auto, sparse with the cut gradient */
-                w4_options o = {rec, fixed, modes[m], {SF_DEVICE_CPU, 0}, T, B, m == 3, 0};
+                w4_options o = {rec, fixed, modes[m], {SF_DEVICE_CPU, 0}, T, B, m == 3, 0, SF_PRECISION_FP32};
                 ms[m] = run(&o, steps, x, y);
             }
             printf("W4%-3s %-7s speedup over dense: sparse %.2fx, auto %.2fx, sparse+cut %.2fx\n", rec ? "rec" : "ff",

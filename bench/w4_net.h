@@ -26,6 +26,7 @@ typedef struct w4_options {
     int64_t T, B;
     int cut;              /* hidden layers with grad_threshold 0.5 and grad_cut (seed paper 000's sparse gradient) */
     int graph;            /* CUDA: replay each step as a CUDA graph */
+    sf_precision precision; /* CUDA: fp32 (0, the default), tf32, bf16 or fp16 */
 } w4_options;
 
 static inline sf_status w4_add(sf_net *net, sf_layer_kind kind, int32_t out, float gain, const w4_options *o)
@@ -43,8 +44,9 @@ static inline sf_status w4_add(sf_net *net, sf_layer_kind kind, int32_t out, flo
     return sf_net_add(net, &d, NULL);
 }
 
-/* The W4 net, compiled for (T, B), with its Adam optimizer (lr 1e-3). */
-static inline sf_status w4_build(const w4_options *o, sf_net **out)
+/* The W4 net's layers with `hidden` neurons in each hidden layer (W4_HIDDEN; W5weak grows it with the GPUs), not
+ * compiled yet (a job attaches it first: mpi_w5). */
+static inline sf_status w4_create(const w4_options *o, int32_t hidden, sf_net **out)
 {
     sf_net_params p;
     sf_net_default_params(&p);
@@ -53,25 +55,43 @@ static inline sf_status w4_build(const w4_options *o, sf_net **out)
     p.sparse = o->sparse;
     p.input_spikes = 1;
     p.cuda.graph = o->graph;
+    p.precision = o->precision;
     sf_net *net = NULL;
     sf_status s = sf_net_create(&p, &net);
     sf_layer_kind neuron = o->rec ? SF_LAYER_RLIF : SF_LAYER_LIF;
     for (int k = 0; k < 2 && s == SF_OK; k++) {
-        s = w4_add(net, SF_LAYER_LINEAR, W4_HIDDEN, W4_GAIN, o);
+        s = w4_add(net, SF_LAYER_LINEAR, hidden, W4_GAIN, o);
         if (s == SF_OK) s = w4_add(net, neuron, 0, 1.0f, o);
     }
     if (s == SF_OK) s = w4_add(net, SF_LAYER_LINEAR, W4_OUT, 1.0f, o);
-    if (s == SF_OK) s = sf_net_compile(net, o->T, o->B);
-    sf_optim_params opt;
-    sf_optim_default_params(&opt);
-    opt.kind = SF_OPT_ADAM;
-    opt.lr = 1e-3f;
-    if (s == SF_OK) s = sf_net_set_optimizer(net, &opt);
     if (s != SF_OK) {
         sf_net_free(net);
         net = NULL;
     }
     *out = net;
+    return s;
+}
+
+/* Compiles a W4 net for (T, B) and gives it W4's optimizer: Adam, lr 1e-3. */
+static inline sf_status w4_compile(sf_net *net, const w4_options *o)
+{
+    sf_status s = sf_net_compile(net, o->T, o->B);
+    sf_optim_params opt;
+    sf_optim_default_params(&opt);
+    opt.kind = SF_OPT_ADAM;
+    opt.lr = 1e-3f;
+    return s == SF_OK ? sf_net_set_optimizer(net, &opt) : s;
+}
+
+/* The W4 net, compiled for (T, B), with its Adam optimizer. */
+static inline sf_status w4_build(const w4_options *o, sf_net **out)
+{
+    sf_status s = w4_create(o, W4_HIDDEN, out);
+    if (s == SF_OK) s = w4_compile(*out, o);
+    if (s != SF_OK) {
+        sf_net_free(*out);
+        *out = NULL;
+    }
     return s;
 }
 

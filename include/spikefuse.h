@@ -184,6 +184,40 @@ SF_API sf_status sf_lif_forward_state(const sf_lif_params *p, int64_t T, int64_t
 SF_API sf_status sf_lif_backward_state(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds,
                                        float *dx, const sf_lif_state *st, sf_device device, void *stream);
 
+/* Storage type of the activations the low-level calls read and write (x, s, ds, dx): 16 bits halve the bytes of
+ * these memory-bound kernels. The membrane, the carried state (sf_lif_state), the BN statistics and parameters stay
+ * fp32 in every type, and spikes are exactly 0 and 1. */
+typedef enum sf_scalar { SF_SCALAR_F32 = 0, SF_SCALAR_BF16, SF_SCALAR_F16 } sf_scalar;
+/* sf_lif_forward_state / sf_lif_backward_state with x, s, ds, dx stored in `dtype`: 16-bit types on CUDA devices
+ * (SF_ERR_UNSUPPORTED where the build or device has no 16-bit kernels, e.g. the CPU). */
+SF_API sf_status sf_lif_forward_typed(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar dtype, const void *x,
+                                      void *s, const sf_lif_state *st, sf_device device, void *stream);
+SF_API sf_status sf_lif_backward_typed(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar dtype, const void *x,
+                                       const void *ds, void *dx, const sf_lif_state *st, sf_device device,
+                                       void *stream);
+
+/* Fused batch norm → LIF (Liang et al.'s kernels, which the engine runs for a [bn] layer directly before its [lif]):
+ * x is [T, B, C, hw] on `device`, stored in `dtype` as s, ds and dx are (see sf_scalar); the LIF input current of
+ * channel c is
+ *   y = (x - mean[c])·gamma[c] / sqrt(var[c] + eps) + beta[c],
+ * normalised inside the time-fused loop, so y is never stored. mean, var, gamma, beta are fp32 [C] on `device`; in
+ * training the caller passes x's batch statistics over (T, B, hw) (biased var), in evaluation the running ones. s
+ * is [T, B, C, hw]; st as for sf_lif_forward_state, [B·C·hw] per pointer. */
+SF_API sf_status sf_bn_lif_forward(const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int64_t hw, sf_scalar dtype,
+                                   const void *x, const float *mean, const float *var, float eps, const float *gamma,
+                                   const float *beta, void *s, const sf_lif_state *st, sf_device device,
+                                   void *stream);
+/* The backward of the forward above with mean and var the batch statistics of x (the gradient runs through them,
+ * as in training-mode batch norm): dx [T, B, C, hw], dgamma and dbeta [C] (fp32), recomputing y and h from x.
+ * `workspace` is scratch memory on `device` of sf_bn_lif_workspace_bytes bytes (0 on the CPU, where NULL is fine;
+ * for CUDA the size depends on the current device). */
+SF_API size_t sf_bn_lif_workspace_bytes(int64_t T, int64_t B, int32_t C, int64_t hw, sf_device device);
+SF_API sf_status sf_bn_lif_backward(const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int64_t hw,
+                                    sf_scalar dtype, const void *x, const float *mean, const float *var, float eps,
+                                    const float *gamma, const float *beta, const void *ds, void *dx, float *dgamma,
+                                    float *dbeta, const sf_lif_state *st, void *workspace, size_t workspace_bytes,
+                                    sf_device device, void *stream);
+
 /* ---------------------------------------------------------------- networks */
 typedef enum sf_layer_kind {
     SF_LAYER_LINEAR = 0,
@@ -220,7 +254,7 @@ typedef struct sf_layer_desc {
     int32_t out_channels; /* CONV2D */
     int32_t kernel;       /* CONV2D, pools: square kernel size */
     int32_t stride;       /* CONV2D, pools (pools: 0 means = kernel) */
-    int32_t padding;      /* CONV2D */
+    int32_t padding;      /* CONV2D; pools: at most kernel/2, as PyTorch's (max: -inf border, avg: zeros counted) */
     int32_t bias;         /* LINEAR, CONV2D: 1 to learn a bias; default 1 */
     float dropout_p;      /* DROPOUT: probability of zeroing; one mask for all time steps */
     float bn_eps;         /* BATCHNORM: default 1e-5 */
@@ -243,15 +277,21 @@ typedef enum sf_memory_mode {
 
 typedef enum sf_readout { SF_READOUT_MEAN = 0, SF_READOUT_LEAKY } sf_readout;
 
-/* Arithmetic of the GEMM and convolution work (linear and conv layers); everything else is fp32 always.
- * Parameters, gradients, activations and optimizer state stay fp32 in every mode. */
+/* Arithmetic and storage. fp32 and tf32 keep every tensor in fp32. bf16 and fp16 (CUDA only) store the activations
+ * that pass between layers or are kept for the backward (layer outputs, spikes — exactly 0/1 —, their gradients)
+ * and a copy of the weights for the GEMMs and convolutions in 16 bits, as torch.autocast does; every kernel computes
+ * in fp32 registers (membrane potentials, BN statistics, GEMM and conv sums), and parameters, their gradients,
+ * optimizer state, BN statistics and the loss stay fp32 (master weights). fp16 scales the loss dynamically: a step
+ * whose gradients overflow is skipped (sf_step_result.skipped) and the scale halves; it doubles after 2000 good
+ * steps. */
 typedef enum sf_precision {
     SF_PRECISION_FP32 = 0, /* fp32 products and sums, no tensor cores (TF32 off): the reference */
     SF_PRECISION_TF32,     /* CUDA only: TF32 tensor cores (operands rounded to a 10-bit mantissa), fp32 sums */
-    SF_PRECISION_BF16      /* CUDA only: operands rounded to bf16 (spikes are exact), fp32 sums; conv outputs and
-                              weight gradients pass through bf16 before they return to fp32 */
+    SF_PRECISION_BF16,     /* CUDA only: bf16 activations and GEMM/conv operands (8-bit mantissa), fp32 sums */
+    SF_PRECISION_FP16      /* CUDA only: fp16 activations and operands (11-bit mantissa), fp32 sums, loss scaling */
 } sf_precision;
-SF_API const char *sf_precision_name(sf_precision p); /* "fp32", "tf32", "bf16" */
+SF_API const char *sf_precision_name(sf_precision p); /* "fp32", "tf32", "bf16", "fp16" */
+SF_API sf_status sf_precision_parse(const char *name, sf_precision *out);
 /* The loss on the readout r_t: softmax cross-entropy of its T-mean, or at every step averaged over T; or the mean
  * squared error between its T-mean (the output's firing rate, for a spiking last layer) and the one-hot label over
  * the B·classes values (SpikingJelly's examples' F.mse_loss(rate, one_hot)). Accuracy: the argmax of the T-mean. */
@@ -283,7 +323,7 @@ typedef struct sf_net_params {
     sf_readout readout;    /* default mean */
     float readout_tau;     /* SF_READOUT_LEAKY: r_t = a·r_{t-1} + (1-a)·o_t with a = 1 - 1/tau; default 2 */
     sf_loss loss;          /* default CE on the T-mean of the readout */
-    sf_precision precision; /* GEMM/conv arithmetic; default fp32 (the CPU backend accepts only fp32) */
+    sf_precision precision; /* arithmetic and storage; default fp32 (the CPU backend accepts only fp32) */
     sf_cuda_options cuda;   /* how the CUDA backend runs (ignored on the CPU) */
     sf_sparse_mode sparse;  /* event-driven layers; default off */
     float sparse_crossover; /* AUTO: 0 measures, per layer shape, the density where sparse and dense take equally
@@ -302,6 +342,10 @@ SF_API void sf_net_free(sf_net *net);
 /* Appends a layer; *out_id (optional) receives the id of its output tensor. Shapes are checked here. */
 SF_API sf_status sf_net_add(sf_net *net, const sf_layer_desc *d, int32_t *out_id);
 SF_API int32_t sf_net_num_layers(const sf_net *net);
+/* Layer i's description as added, with `input` and `input2` as resolved tensor ids (never -1). */
+SF_API sf_status sf_net_layer_desc(const sf_net *net, int32_t i, sf_layer_desc *out);
+/* The parameters the net was created with. */
+SF_API void sf_net_get_params(const sf_net *net, sf_net_params *out);
 /* The output shape of tensor `id` per sample and step: C, H, W (1×1 for vectors). */
 SF_API sf_status sf_net_tensor_shape(const sf_net *net, int32_t id, int32_t chw[3]);
 /* A multi-line human-readable summary (layers, shapes, parameter counts); owned by the net. */
@@ -353,10 +397,13 @@ SF_API float sf_schedule_lr(const sf_schedule_params *p, float base_lr, int64_t 
 typedef struct sf_step_result {
     float loss;        /* mean over the batch */
     int32_t correct;   /* samples whose argmax of the T-mean readout equals the label */
+    int32_t skipped;   /* fp16: 1 when a gradient overflowed, so the update was skipped and the loss scale halved */
 } sf_step_result;
 
 /* Forward in training mode, loss, backward, optimizer update. Returns SF_ERR_NUMERIC (without updating) if the
- * loss or a gradient is NaN/Inf. */
+ * loss or a gradient is NaN/Inf — except under fp16, where non-finite gradients with a finite loss skip the update
+ * and halve the loss scale (SF_OK, skipped = 1) until the scale would fall below 2^-24. Under fp16 the split form
+ * below leaves the gradients multiplied by the loss scale after sf_net_backward; sf_net_update divides them. */
 SF_API sf_status sf_net_train_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out);
 /* Forward and loss only, in evaluation mode (BN running statistics, no dropout). labels may be NULL. */
 SF_API sf_status sf_net_eval_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out);
@@ -406,14 +453,23 @@ SF_API sf_status sf_net_tensor_info(const sf_net *net, sf_tensor_role role, int3
 SF_API sf_status sf_net_tensor_read(const sf_net *net, sf_tensor_role role, int32_t i, float *host_dst);
 SF_API sf_status sf_net_tensor_write(sf_net *net, sf_tensor_role role, int32_t i, const float *host_src);
 
-/* State beyond tensors that a bitwise-exact resume needs: optimizer step count and the RNG position. */
+/* State beyond tensors that a bitwise-exact resume needs: optimizer step count, the RNG position and fp16's loss
+ * scale (start with sf_net_get_state's values and change what is restored). */
 typedef struct sf_net_state {
     int64_t optimizer_steps;
     uint64_t rng_seed;
     uint64_t rng_counter;
+    float loss_scale;         /* the factor the loss gradient is multiplied by (fp16; 1 and ignored otherwise) */
+    int64_t loss_scale_steps; /* good steps since the scale last changed */
 } sf_net_state;
 SF_API sf_status sf_net_get_state(const sf_net *net, sf_net_state *out);
 SF_API sf_status sf_net_set_state(sf_net *net, const sf_net_state *st);
+
+/* A trained network from a checkpoint that `spikefuse train` wrote (its best.safetensors or last.safetensors): the
+ * network its stored config describes, created on `device` with the checkpoint's parameters and batch norm
+ * statistics (no optimizer state), not compiled. For programs that run or convert a trained network
+ * (spikefuse.torch.load_run reads it through sf_net_layer_desc and sf_net_tensor_read). */
+SF_API sf_status sf_checkpoint_load_net(const char *path, sf_device device, sf_net **out);
 
 /* ---------------------------------------------------------------- profiling */
 typedef struct sf_layer_timing {

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # run_gpu.sh — on a GPU machine without network, from a copy of the repository: installs the package from this
 # checkout (no build isolation: scikit-build-core, cmake, ninja and torch must be there), runs the Python tests
-# (CUDA cases included) and the W1 benchmark. Logs go to $OUT (default /tmp).
+# (CUDA cases, custom ops, torch.compile, torch.export, autocast), the DDP check on 2 GPUs where the host has them
+# (torchrun, eager and compiled), and the benchmarks: W1 (bench_w1.py) and W3 (bench_w3.py, VGG9 with BNLIF), once
+# per SpikingJelly version. Logs go to $OUT (default /tmp).
+# Usage: python/run_gpu.sh [tests] [ddp] [w1] [w3] — the stages to run (default: all). The library is built in
+# build-python/ (kept between calls, so a later call with other stages reinstalls without rebuilding).
 # SPIKEFUSE_WHEELS: optional folders of peer wheels, separated by ':' (e.g. SpikingJelly 2.x with loguru, and
 #   SpikingJelly 0.0.0.0.14, which still has the cupy backend); each goes into its own /tmp/site_N, the tests run
 #   with the first, and the benchmark runs once with each (one process per SpikingJelly version).
@@ -10,6 +14,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp}
+stages=" ${*:-tests ddp w1 w3} "
+want() { [[ $stages == *" $1 "* ]]; }
 [ -d /usr/local/cuda/bin ] && export PATH=/usr/local/cuda/bin:$PATH
 if [ -n "${SPIKEFUSE_DEBS:-}" ] && ! pkg-config --exists libcjson inih 2>/dev/null; then
   rm -rf /tmp/deps && for f in "$SPIKEFUSE_DEBS"/*.deb; do dpkg -x "$f" /tmp/deps; done
@@ -26,21 +32,39 @@ done
 [ ${#sites[@]} -gt 0 ] || sites=("")
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 start=$(date +%s)
-if ! python3 -m pip install -v --no-build-isolation --config-settings=cmake.define.SF_CUDA=ON ./python \
+if ! python3 -m pip install -v --no-build-isolation --config-settings=cmake.define.SF_CUDA=ON \
+    --config-settings=build-dir=build-python ./python \
     >"$OUT/pip_install.log" 2>&1; then
   tail -40 "$OUT/pip_install.log"; exit 1
 fi
 echo "pip install --no-build-isolation ./python: ok in $(( $(date +%s) - start )) s"
 python3 -c "import spikefuse; print(spikefuse.LIBRARY_PATH, spikefuse.build_info(), 'cuda devices:', spikefuse.cuda_device_count())"
-(cd python/tests && PYTHONPATH=${sites[0]}:../../tests/ref python3 -m unittest discover -v -s . \
-  >"$OUT/python_tests.log" 2>&1)
-rc=$?
-grep -E "skipped '|FAIL|ERROR" "$OUT/python_tests.log" | sort | uniq -c | head -20
-tail -3 "$OUT/python_tests.log"
+rc=0
+if want tests; then
+  (cd python/tests && PYTHONPATH=${sites[0]}:../../tests/ref python3 -m unittest discover -v -s . \
+    >"$OUT/python_tests.log" 2>&1)
+  rc=$?
+  grep -E "skipped '|FAIL|ERROR" "$OUT/python_tests.log" | sort | uniq -c | head -20
+  tail -3 "$OUT/python_tests.log"
+fi
+gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
+if ! want ddp; then
+  :
+elif [ "$gpus" -ge 2 ]; then
+  for flag in "" --compile; do
+    python3 -m torch.distributed.run --standalone --nproc_per_node=2 python/tests/ddp_check.py $flag \
+      >"$OUT/ddp_check$flag.log" 2>&1 || rc=1
+    grep "ddp_check:" "$OUT/ddp_check$flag.log" || tail -5 "$OUT/ddp_check$flag.log"
+  done
+else
+  echo "ddp_check: skipped ($gpus GPU; it needs 2)"
+fi
 n=0
 for site in "${sites[@]}"; do
   n=$((n + 1))
-  PYTHONPATH=$site PYTHONUNBUFFERED=1 python3 python/bench/bench_w1.py --reps 30 --json "$OUT/bench_w1_$n.json" \
-    2>&1 | tee "$OUT/bench_w1_$n.log"
+  want w1 && PYTHONPATH=$site PYTHONUNBUFFERED=1 python3 python/bench/bench_w1.py --reps 30 \
+    --json "$OUT/bench_w1_$n.json" 2>&1 | tee "$OUT/bench_w1_$n.log"
+  want w3 && PYTHONPATH=$site PYTHONUNBUFFERED=1 python3 python/bench/bench_w3.py --reps 10 \
+    --json "$OUT/bench_w3_$n.json" 2>&1 | tee "$OUT/bench_w3_$n.log"
 done
 exit $rc

@@ -59,11 +59,14 @@ if [ "$MODE" != --bench-only ]; then
 fi
 if [ "$MODE" != --tests-only ]; then
     for b in $(ls bench/gpu/bench_*.c 2>/dev/null | xargs -n1 basename | sed 's/\.c$//'); do run "$b" table; done
-    # the opt-in precisions of the GEMM/conv work (sf_net_params.precision, [train] precision)
-    for p in tf32 bf16; do run bench_w2_linear_lif table $p; done
-    for p in tf32 bf16; do run bench_w3_vgg9 table 10 $p; done
+    # the opt-in precisions (sf_net_params.precision, [train] precision): TF32 arithmetic, 16-bit activations
+    for p in bf16 fp16; do run bench_w1_lif table 0 $p; done
+    for p in tf32 bf16 fp16; do run bench_w2_linear_lif table $p; done
+    for p in tf32 bf16 fp16; do run bench_w3_vgg9 table 10 $p; done
+    run bench_w4 table all 64 bf16 # event-driven layers (linear, recurrent) on 16-bit activations
     # another workspace allowance for cuDNN's convolution algorithms (default 512 MiB): speed against peak memory
     run bench_w3_vgg9 table 10 fp32 conv_workspace_mib=${SF_GPU_WS_MIB:-256}
+    run bench_w3_vgg9 table 10 bf16 conv_workspace_mib=128
     # the step without its CUDA graph (bench_mlp_step measures both itself)
     run bench_w3_vgg9 table 10 fp32 graph=0
     # event datasets: one loader's samples/s on this host's CPU against the GPU step of each event example

@@ -17,7 +17,7 @@ static void test_table(sf_backend *be)
     FILLED(linear_forward); FILLED(linear_backward); FILLED(conv_workspace); FILLED(conv_forward);
     FILLED(conv_backward); FILLED(avgpool_forward); FILLED(avgpool_backward); FILLED(maxpool_forward);
     FILLED(maxpool_backward); FILLED(dropout_forward); FILLED(dropout_backward); FILLED(add); FILLED(axpy);
-    FILLED(u8_to_f32); FILLED(f32_to_u8); FILLED(leaky_forward); FILLED(leaky_backward); FILLED(softmax_xent);
+    FILLED(u8_to_act); FILLED(act_to_u8); FILLED(leaky_forward); FILLED(leaky_backward); FILLED(softmax_xent);
     FILLED(sgd_step); FILLED(adam_step); FILLED(check_finite);
 #undef FILLED
     CHECK(be->name && strcmp(be->name, "cpu") == 0, "backend name '%s'", be->name ? be->name : "(null)");
@@ -68,8 +68,8 @@ static void test_memory(sf_backend *be)
     CHECK_OK(be->alloc(be, N, (void **)&u8));
     for (int i = 0; i < N; i++) host[i] = (float)(i % 3 == 0);
     CHECK_OK(be->copy_from_host(be, a, host, sizeof host));
-    CHECK_OK(be->f32_to_u8(be, N, a, u8));
-    CHECK_OK(be->u8_to_f32(be, N, u8, b));
+    CHECK_OK(be->act_to_u8(be, N, a, u8));
+    CHECK_OK(be->u8_to_act(be, N, u8, b));
     CHECK_OK(be->copy_to_host(be, back, b, sizeof back));
     wrong = 0;
     for (int i = 0; i < N; i++) wrong += u8[i] != (i % 3 == 0) || back[i] != host[i];
@@ -99,8 +99,8 @@ int main(void)
     CHECK(viadev && viadev->linear_forward == sf_cpu_op_linear_forward, "sf_backend_create(cpu) is not the CPU table");
     sf_backend_free(viadev);
 
-    /* tf32/bf16 are CUDA options: the CPU refuses them with a message that says so */
-    for (sf_precision pr = SF_PRECISION_TF32; pr <= SF_PRECISION_BF16; pr++) {
+    /* tf32, bf16 and fp16 are CUDA options: the CPU refuses them with a message that says so */
+    for (sf_precision pr = SF_PRECISION_TF32; pr <= SF_PRECISION_FP16; pr++) {
         sf_backend *no = NULL;
         sf_status s = sf_backend_create((sf_device){.kind = SF_DEVICE_CPU, .index = 0}, pr, NULL, &no);
         CHECK(s == SF_ERR_UNSUPPORTED && !no, "CPU backend with precision %s: status %d", sf_precision_name(pr), s);

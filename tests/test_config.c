@@ -216,7 +216,8 @@ static void test_errors(void)
     expect_error(HEAD "[neuron]\ndecay = 1\n" MLP, 3, "[neuron] LIF decay = 1 with decay_input");
 }
 
-/* [train] precision: fp32 by default; tf32 and bf16 are parsed here (the CPU backend refuses them at creation). */
+/* [train] precision: fp32 by default; tf32, bf16 and fp16 are parsed here (the CPU backend refuses them at
+ * creation). */
 static void test_precision(void)
 {
     sf_config *cfg = NULL;
@@ -227,7 +228,10 @@ static void test_precision(void)
     CHECK_OK(sf_config_parse_string(HEAD "precision = bf16\n" MLP, "bf16.ini", &cfg));
     if (cfg) CHECK(cfg->net.precision == SF_PRECISION_BF16, "precision = bf16");
     sf_config_free(cfg);
-    expect_error(HEAD "precision = fp16\n" MLP, 3, "[train] precision = fp16: expects fp32, tf32 or bf16");
+    CHECK_OK(sf_config_parse_string(HEAD "precision = fp16\n" MLP, "fp16.ini", &cfg));
+    if (cfg) CHECK(cfg->net.precision == SF_PRECISION_FP16, "precision = fp16");
+    sf_config_free(cfg);
+    expect_error(HEAD "precision = fp8\n" MLP, 3, "[train] precision = fp8: expects fp32, tf32, bf16 or fp16");
 }
 
 /* [train] CUDA options: defaults, parsed values, and range or choice errors with file:line. */

@@ -155,6 +155,23 @@ static void build_sj(sf_net *net)
     add(net, n);
 }
 
+/* conv -> BN -> LIF -> conv (stride 2, the spikes' only reader) -> BN -> LIF -> flatten -> linear */
+static void build_d(sf_net *net)
+{
+    add(net, conv(4));
+    add(net, layer(SF_LAYER_BATCHNORM));
+    add(net, layer(SF_LAYER_LIF));
+    sf_layer_desc c2 = conv(4);
+    c2.stride = 2;
+    add(net, c2);
+    add(net, layer(SF_LAYER_BATCHNORM));
+    add(net, layer(SF_LAYER_LIF));
+    add(net, layer(SF_LAYER_FLATTEN));
+    sf_layer_desc fc = layer(SF_LAYER_LINEAR);
+    fc.out_features = 5;
+    add(net, fc);
+}
+
 static const net_case cases[] = {
     {"net_a.safetensors", 4, 3, 2, 8, 8, SF_READOUT_MEAN, SF_LOSS_CE_MEAN, build_a},
     {"net_b.safetensors", 3, 2, 3, 6, 6, SF_READOUT_LEAKY, SF_LOSS_CE_PER_STEP, build_b},
@@ -162,6 +179,7 @@ static const net_case cases[] = {
     {"net_plif.safetensors", 4, 3, 2, 6, 6, SF_READOUT_MEAN, SF_LOSS_CE_MEAN, build_plif},
     {"net_alif.safetensors", 6, 3, 12, 1, 1, SF_READOUT_LEAKY, SF_LOSS_CE_PER_STEP, build_alif},
     {"net_sj.safetensors", 4, 3, 1, 8, 8, SF_READOUT_MEAN, SF_LOSS_MSE_RATE, build_sj},
+    {"net_d.safetensors", 3, 2, 2, 8, 8, SF_READOUT_MEAN, SF_LOSS_CE_MEAN, build_d},
 };
 
 static sf_net *make(const net_case *c, const sf_safetensors *fx, sf_memory_mode mode)

@@ -41,8 +41,16 @@ static void test_shape_errors(void)
     pool.kernel = 9;
     s = sf_net_add(net, &pool, NULL);
     CHECK(s == SF_ERR_INVALID, "oversized pool accepted");
+    pool.kernel = 3, pool.stride = 2, pool.padding = 2;
+    s = sf_net_add(net, &pool, NULL);
+    CHECK(s == SF_ERR_INVALID && strstr(sf_last_error(), "padding"), "pool padding 2 > 3/2: %s", sf_last_error());
+    pool.padding = 1; /* SpikingJelly's ResNet stem: 6x6 -> 3x3 */
+    int32_t id, chw[3];
+    CHECK_OK(sf_net_add(net, &pool, &id));
+    CHECK(sf_net_tensor_shape(net, id, chw) == SF_OK && chw[0] == 4 && chw[1] == 3 && chw[2] == 3,
+          "bordered max-pool 3/2/1 of 4x6x6: %dx%dx%d", chw[0], chw[1], chw[2]);
     sf_layer_desc sum = layer(SF_LAYER_ADD);
-    sum.input2 = 0; /* 2x8x8 input vs 4x6x6 conv output */
+    sum.input2 = 0; /* 2x8x8 input vs 4x3x3 pool output */
     s = sf_net_add(net, &sum, NULL);
     CHECK(s == SF_ERR_INVALID && strstr(sf_last_error(), "differ"), "add of different shapes: %s", sf_last_error());
     sf_layer_desc lif = layer(SF_LAYER_LIF);

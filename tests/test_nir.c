@@ -342,21 +342,23 @@ static const char *const mlp_ini =
     "[dropout]\np = 0.3\n[linear]\nout = 10\n[lif]\ndecay = 1\ndecay_input = off\nv_threshold = 0.25\n"
     "[readout]\ntype = leaky\ntau = 3\n";
 
-/* Conv, average pooling, a residual sum whose operand is not the previous layer, flatten of a [C,1,1] image. */
+/* Conv, average pooling with a border, a residual sum whose operand is not the previous layer, flatten of a [C,1,1]
+ * image. */
 static const char *const conv_ini =
     "[train]\ndataset = fashion-mnist\n"
     "[conv]\nfilters = 4\nsize = 3\nstride = 2\npad = 1\nbias = off\n[lif]\ntau = 2\n"   /* 0, 1: 4x14x14 */
-    "[avgpool]\nsize = 2\n"                                                             /* 2: 4x7x7 */
+    "[avgpool]\nsize = 3\nstride = 2\npad = 1\n"                                        /* 2: 4x7x7 */
     "[conv]\nfilters = 4\nsize = 3\npad = 1\n[lif]\ndecay = 0.6\nv_threshold = 0.3\n"  /* 3, 4 */
     "[add]\nfrom = 2\n"                                                                 /* 5: 4 + 2 */
     "[conv]\nfilters = 6\nsize = 7\n"                                                   /* 6: 6x1x1 */
     "[lif]\n[linear]\nout = 10\n";                                                      /* 7, 8 */
 
-/* Max pooling of spikes (SumPool2d + Threshold in NIR), after a LIF layer and after dropout, and of Poisson input. */
+/* Max pooling of spikes (SumPool2d + Threshold in NIR), after a LIF layer and after dropout (with a border: zeros
+ * in the sum, -inf in the max, the same over spikes), and of Poisson input. */
 static const char *const maxpool_ini =
     "[train]\ndataset = fashion-mnist\nencoding = poisson\n"
     "[maxpool]\nsize = 2\n"                                                   /* 0: of the (binary) input */
-    "[conv]\nfilters = 4\nsize = 3\npad = 1\n[bn]\n[lif]\n[dropout]\n[maxpool]\nsize = 3\nstride = 2\n"
+    "[conv]\nfilters = 4\nsize = 3\npad = 1\n[bn]\n[lif]\n[dropout]\n[maxpool]\nsize = 3\nstride = 2\npad = 1\n"
     "[flatten]\n[linear]\nout = 10\n";
 
 /* Batch norm after a conv, after an average pool, and after a linear layer without bias. */
@@ -471,6 +473,9 @@ static void test_export_refusals(void)
         {"[train]\ndataset = mnist\n[bn]\n[flatten]\n[linear]\nout = 10\n", "layer 0 (batchnorm): NIR has no batch norm"},
         {"[train]\ndataset = mnist\n[conv]\nfilters = 2\nsize = 3\n[dropout]\n[bn]\n[conv]\nfrom = 0\nfilters = 2\nsize = 3\n"
          "[flatten]\n[linear]\nout = 10\n", "layer 2 (batchnorm)"},
+        /* an average pool's zero border is not scaled and shifted by a batch norm after it: nothing to fold into */
+        {"[train]\ndataset = mnist\n[conv]\nfilters = 2\nsize = 3\n[avgpool]\nsize = 3\nstride = 2\npad = 1\n[bn]\n"
+         "[flatten]\n[linear]\nout = 10\n", "layer 2 (batchnorm)"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         built a;
@@ -522,6 +527,21 @@ static sf_nir_graph *base_graph(const char *tail_type)
     CHECK_OK(sf_nir_add_edge(g, "input", "fc"));
     CHECK_OK(sf_nir_add_edge(g, "fc", "tail"));
     CHECK_OK(sf_nir_add_edge(g, "tail", "output"));
+    return g;
+}
+
+/* Input [1, 28, 28] -> one node of `type` -> Output: *layer is that node, for the case to give its fields. */
+static sf_nir_graph *image_graph(const char *type, sf_nir_node **layer)
+{
+    sf_nir_graph *g = NULL;
+    CHECK_OK(sf_nir_graph_create(&g));
+    CHECK_OK(sf_nir_set(&node(g, "input", "Input")->fields, "shape", SF_NIR_I64, 1, (const int64_t[]){3},
+                        (const double[]){1, 28, 28}));
+    node(g, "layer", type);
+    set_vec(node(g, "output", "Output"), "shape", 1, 10);
+    CHECK_OK(sf_nir_add_edge(g, "input", "layer"));
+    CHECK_OK(sf_nir_add_edge(g, "layer", "output"));
+    *layer = &g->nodes[1]; /* taken last: adding nodes may move the array */
     return g;
 }
 
@@ -596,22 +616,25 @@ static void test_import_refusals(void)
     free(text);
     text = NULL;
     sf_nir_graph_free(g);
-    /* a grouped convolution */
-    g = NULL;
-    CHECK_OK(sf_nir_graph_create(&g));
-    CHECK_OK(sf_nir_set(&node(g, "input", "Input")->fields, "shape", SF_NIR_I64, 1, (const int64_t[]){3},
-                        (const double[]){1, 28, 28}));
-    sf_nir_node *conv = node(g, "conv", "Conv2d");
+    /* a dilated convolution */
+    sf_nir_node *conv;
+    g = image_graph("Conv2d", &conv);
     float w[2 * 1 * 3 * 3] = {0};
     CHECK_OK(sf_nir_set_f32(&conv->fields, "weight", 4, (const int64_t[]){2, 1, 3, 3}, w));
     set_vec(conv, "bias", 2, 0);
     set_vec(conv, "stride", 2, 1);
     set_vec(conv, "padding", 2, 0);
     set_vec(conv, "dilation", 2, 2);
-    set_vec(node(g, "output", "Output"), "shape", 1, 10);
-    CHECK_OK(sf_nir_add_edge(g, "input", "conv"));
-    CHECK_OK(sf_nir_add_edge(g, "conv", "output"));
     CHECK(import(g, &text) == SF_ERR_UNSUPPORTED && strstr(sf_last_error(), "no dilation"), "%s", sf_last_error());
+    sf_nir_graph_free(g);
+    /* an average pool with a border wider than half its window */
+    sf_nir_node *pool;
+    g = image_graph("AvgPool2d", &pool);
+    set_vec(pool, "kernel_size", 2, 3);
+    set_vec(pool, "stride", 2, 2);
+    set_vec(pool, "padding", 2, 2);
+    CHECK(import(g, &text) == SF_ERR_UNSUPPORTED && strstr(sf_last_error(), "at most kernel_size/2"), "%s",
+          sf_last_error());
     sf_nir_graph_free(g);
 }
 

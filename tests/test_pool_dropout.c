@@ -16,9 +16,10 @@ static void run_pool_case(const sf_safetensors *st, const char *kind, int c)
     char name[64], what[128];
 #define GET32(field, n) (snprintf(name, sizeof name, "%s%d." field, kind, c), tu_get_f32(st, name, n))
 #define GET64(field, n) (snprintf(name, sizeof name, "%s%d." field, kind, c), tu_get_f64(st, name, n))
-    double *cfg = GET64("cfg", 7);
+    double *cfg = GET64("cfg", 8);
     sf_pool_shape sh = {.n = (int64_t)cfg[0], .h = (int32_t)cfg[1], .w = (int32_t)cfg[2], .k = (int32_t)cfg[3],
-                        .stride = (int32_t)cfg[4], .oh = (int32_t)cfg[5], .ow = (int32_t)cfg[6]};
+                        .stride = (int32_t)cfg[4], .oh = (int32_t)cfg[5], .ow = (int32_t)cfg[6],
+                        .pad = (int32_t)cfg[7]};
     const int64_t nx = sh.n * sh.h * sh.w, ny = sh.n * sh.oh * sh.ow;
     float *x = GET32("x", nx), *dy = GET32("dy", ny);
     double *y_ref = GET64("y", ny), *dx_ref = GET64("dx", nx);
@@ -36,8 +37,8 @@ static void run_pool_case(const sf_safetensors *st, const char *kind, int c)
         CHECK_OK(sf_cpu_op_avgpool_forward(NULL, &sh, x, y));
         CHECK_OK(sf_cpu_op_avgpool_backward(NULL, &sh, dy, dx));
     }
-    snprintf(what, sizeof what, "%spool %d (n=%lld %dx%d k=%d s=%d) y", kind, c, (long long)sh.n, sh.h, sh.w, sh.k,
-             sh.stride);
+    snprintf(what, sizeof what, "%spool %d (n=%lld %dx%d k=%d s=%d pad=%d) y", kind, c, (long long)sh.n, sh.h, sh.w,
+             sh.k, sh.stride, sh.pad);
     tu_expect_close(what, y, y_ref, ny, TOL);
     snprintf(what, sizeof what, "%spool %d dx", kind, c);
     tu_expect_close(what, dx, dx_ref, nx, TOL);
@@ -68,6 +69,16 @@ static void test_pool(void)
     CHECK(sf_cpu_op_avgpool_forward(NULL, &bad, tie, &y) == SF_ERR_INVALID, "wrong pool output size accepted");
     bad = (sf_pool_shape){.n = 1, .h = 20, .w = 20, .k = 17, .stride = 1, .oh = 4, .ow = 4};
     CHECK(sf_cpu_op_maxpool_forward(NULL, &bad, tie, &y, &a) == SF_ERR_INVALID, "17x17 window accepted");
+    /* a border wider than half the window would leave windows with no pixel in them */
+    bad = (sf_pool_shape){.n = 1, .h = 2, .w = 2, .k = 2, .stride = 2, .oh = 2, .ow = 2, .pad = 2};
+    CHECK(sf_cpu_op_maxpool_forward(NULL, &bad, tie, &y, &a) == SF_ERR_INVALID, "pad 2 on a 2x2 window accepted");
+    /* a window all in the border but one pixel: that pixel wins even when it is below zero */
+    sh = (sf_pool_shape){.n = 1, .h = 2, .w = 2, .k = 2, .stride = 2, .oh = 2, .ow = 2, .pad = 1};
+    float neg[4] = {-5, -1, -2, -3}, ym[4];
+    uint8_t am[4];
+    CHECK_OK(sf_cpu_op_maxpool_forward(NULL, &sh, neg, ym, am));
+    CHECK(ym[0] == -5 && am[0] == 3 && ym[3] == -3 && am[3] == 0, "bordered maxpool: %g@%d %g@%d, expected -5@3 -3@0",
+          ym[0], am[0], ym[3], am[3]);
 }
 
 static void test_dropout(void)

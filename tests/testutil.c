@@ -119,6 +119,17 @@ void tu_lif_params_of(const double *v, sf_lif_params *p)
     p->grad_cut = (int32_t)v[16];
 }
 
+void tu_add_layer(sf_net *net, sf_layer_kind kind, int32_t n, int32_t stride)
+{
+    sf_layer_desc d;
+    sf_layer_default_desc(kind, &d);
+    if (kind == SF_LAYER_CONV2D) d.out_channels = n, d.kernel = 3, d.padding = 1, d.stride = stride ? stride : 1;
+    if (kind == SF_LAYER_LINEAR) d.out_features = n;
+    if (kind == SF_LAYER_MAXPOOL2D) d.kernel = 2, d.stride = 2;
+    if (kind == SF_LAYER_DROPOUT) d.dropout_p = 0.2f;
+    CHECK_OK(sf_net_add(net, &d, NULL));
+}
+
 float *tu_net_read_role(sf_net *net, sf_tensor_role role, int64_t *n)
 {
     sf_tensor_info info;

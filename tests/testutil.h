@@ -47,6 +47,9 @@ void tu_randn(float *x, int64_t n, float mean, float std, uint64_t seed);
  * per_channel, rho, tau_adapt, beta, grad_cut). */
 #define TU_LIF_PARAMS 17
 void tu_lif_params_of(const double *v, sf_lif_params *p);
+/* Appends a layer of the small test nets: conv 3×3 (padding 1, stride `stride`, 0 meaning 1) with n filters,
+ * linear with n outputs, max-pool 2×2, dropout p = 0.2, or any other kind with its defaults. */
+void tu_add_layer(sf_net *net, sf_layer_kind kind, int32_t n, int32_t stride);
 /* Seed paper 000's neuron (tau 2, hard reset, detach_reset, fast_sigmoid β 10) with grad_mode 0: the exact
  * gradient, 1: grad_threshold θ, 2: grad_threshold θ with grad_cut. */
 void tu_seed_neuron(sf_lif_params *p, int grad_mode, float theta);

@@ -26,10 +26,10 @@ int sf_cmd_info(int argc, char **argv)
     int32_t n = sf_cuda_device_count();
 #ifdef SF_HAVE_CUDA
     printf("CUDA devices:   %d%s\n", (int)n, n ? "" : " (the CUDA backend is built in; no GPU is usable now)");
-    printf("precision:      fp32 (cpu, cuda), tf32 and bf16 (cuda): [train] precision=\n");
+    printf("precision:      fp32 (cpu, cuda), tf32, bf16 and fp16 (cuda): [train] precision=\n");
 #else
     printf("CUDA devices:   %d (this build has no CUDA backend)\n", (int)n);
-    printf("precision:      fp32 (tf32 and bf16 need the CUDA backend)\n");
+    printf("precision:      fp32 (tf32, bf16 and fp16 need the CUDA backend)\n");
 #endif
     char dist[256];
     sf_dist_describe(dist, sizeof dist);

@@ -109,6 +109,7 @@ static void print_epoch(sf_progress *p, const sf_train_event *ev)
             sf_cli_bytes((double)ev->peak_bytes, peak, sizeof peak),
             sf_cli_bytes((double)ev->peak_rss_bytes, rss, sizeof rss));
     for (int32_t i = 0; i < ev->num_rates; i++) fprintf(p->out, " %.3f", (double)ev->firing_rates[i]);
+    if (ev->skipped) fprintf(p->out, " | %" PRId64 " steps skipped (fp16 loss scaling)", ev->skipped);
     fputc('\n', p->out);
     fflush(p->out);
 }

@@ -42,7 +42,7 @@ int main(int argc, char **argv)
     gb_card(card, sizeof card);
     printf("fmnist MLP train step 784-512 LIF-10, T=%d B=%d, SGD momentum  card: %s\n", T, B, card);
     float *x = malloc(sizeof(float) * T * B * IN);
-    gb_randn(x, (size_t)T * B * IN, 0.3f, 1.0f, 5);
+    sf_bench_randn(x, (size_t)T * B * IN, 0.3f, 1.0f, 5);
     int32_t labels[B];
     for (int b = 0; b < B; b++) labels[b] = (b * 7) % K;
     printf("%-6s %9s %9s %9s %9s %10s\n", "graph", "ms/step", "p10_ms", "p90_ms", "loss", "recorded");

@@ -149,7 +149,7 @@ int main(int argc, char **argv)
             const size_t nx = (size_t)(rows * o.in), ny = (size_t)(rows * o.out), nw = (size_t)o.in * o.out;
             float *hx = malloc(sizeof(float) * nx), *hw = malloc(sizeof(float) * nw);
             for (size_t i = 0; i < nx; i++) hx[i] = sf_uniform(3, 1, i) < dens[d] ? 1.0f : 0.0f;
-            gb_randn(hw, nw, 0.0f, 0.03f, 4);
+            sf_bench_randn(hw, nw, 0.0f, 0.03f, 4);
             o.x = up(hx, sizeof(float) * nx);
             o.w = up(hw, sizeof(float) * nw);
             o.y = dev(sizeof(float) * ny);

@@ -4,9 +4,15 @@
  * Linear(512→10), cross-entropy, SGD with momentum 0.9. LIF: tau=2, θ=1, hard reset, sigmoid α=4. Reports the median
  * step time (host clock around sf_net_train_step, which ends in a synchronising read of the loss), the memory plan, the
  * net's peak bytes and the device memory in use, for both memory modes, then a per-layer breakdown (profiling mode
- * synchronises after each layer). Usage: bench_w3_vgg9 [steps [fp32|tf32|bf16 [option=value ...]]]: the GEMM/conv
- * precision (default fp32, TF32 off) and CUDA options (gb_cuda_options: graph=0, conv_workspace_mib=N,
- * conv_algo=auto|cudnn|gemm, deterministic=1). */
+ * synchronises after each layer). Usage: bench_w3_vgg9 [steps [fp32|tf32|bf16|fp16 [option=value ...]]]: the
+ * precision (default fp32, TF32 off; bf16 and fp16 keep activations in 16 bits) and CUDA options (gb_cuda_options:
+ * graph=0, conv_workspace_mib=N, conv_algo=auto|cudnn|gemm, deterministic=1).
+ * Floor: the convolutions' and linear layers' multiply-adds (forward, backward-data except the first layer's,
+ * backward-filter; as direct convolution, so Winograd can run under it) at the GEMM rate of the precision measured
+ * in this run, plus the bytes the BN and LIF layers must move in the recompute mode (per element of a BN+LIF input:
+ * the statistics read it; the forward reads it and writes spikes; the backward recomputes the spikes, then its two
+ * passes read the input and the spikes' gradient and write the input's gradient: 10 elements) at the copy
+ * bandwidth; "x floor" is the step over it. */
 #include "core/net_internal.h"
 #include "cuda/cuda_backend.h"
 #include "gpu_bench.h"
@@ -36,6 +42,23 @@ static sf_net *vgg9(sf_memory_mode mode, sf_precision prec, const sf_cuda_option
     return net;
 }
 
+/* FLOPs of the GEMM work of one training step, and the BN+LIF elements the floor's byte count is taken over. */
+static void floor_terms(const sf_net *net, double *flops, double *bn_lif_elems)
+{
+    *flops = *bn_lif_elems = 0.0;
+    const double rows = (double)(net->T * net->B);
+    for (int32_t i = 0; i < net->n_layers; i++) {
+        const sf_net_layer *l = &net->layers[i];
+        const sf_net_tensor *in = &net->tensors[l->in], *out = &net->tensors[l->out];
+        double mac = 0.0;
+        if (l->d.kind == SF_LAYER_CONV2D)
+            mac = (double)l->conv.n * l->conv.cout * l->conv.cin * l->conv.k * l->conv.k * l->conv.oh * l->conv.ow;
+        if (l->d.kind == SF_LAYER_LINEAR) mac = rows * (double)in->per_sample * (double)out->per_sample;
+        *flops += 2.0 * mac * (in->requires_grad ? 3.0 : 2.0);
+        if (l->d.kind == SF_LAYER_LIF && l->fused_bn) *bn_lif_elems += rows * (double)out->per_sample;
+    }
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -52,19 +75,21 @@ int main(int argc, char **argv)
     double bw = gb_copy_bandwidth(NULL);
     sf_precision prec = gb_precision(argc > 2 ? argv[2] : NULL);
     const sf_cuda_options cuda = gb_cuda_options(argc, argv, 3);
+    double rate = gb_gemm_rate(prec, NULL);
     printf("W3 cifar-vgg9 train step T=%lld B=%lld  precision: %s  conv workspace cap: %d MiB  conv: %s  CUDA graph: "
-           "%s  deterministic: %s  card: %s  copy bandwidth: %.0f GB/s\n",
+           "%s  deterministic: %s  card: %s  copy bandwidth: %.0f GB/s  GEMM rate: %.0f TFLOP/s\n",
            (long long)T, (long long)B, sf_precision_name(prec), (int)cuda.conv_workspace_mib,
-           sf_conv_algo_name(cuda.conv_algo), cuda.graph ? "on" : "off", cuda.deterministic ? "on" : "off", card, bw);
+           sf_conv_algo_name(cuda.conv_algo), cuda.graph ? "on" : "off", cuda.deterministic ? "on" : "off", card, bw,
+           rate / 1e12);
     /* CIFAR-like input: one image per sample, the same at every step (direct encoding) */
     size_t img = 3 * 32 * 32;
     float *x = malloc(sizeof(float) * (size_t)(T * B) * img);
-    gb_randn(x, (size_t)B * img, 0.0f, 1.0f, 3);
+    sf_bench_randn(x, (size_t)B * img, 0.0f, 1.0f, 3);
     for (int64_t t = 1; t < T; t++) memcpy(x + (size_t)(t * B) * img, x, sizeof(float) * (size_t)B * img);
     int32_t labels[64];
     for (int b = 0; b < B; b++) labels[b] = (b * 7) % 10;
-    printf("%-10s %9s %9s %12s %12s %12s %10s %9s\n", "memory", "ms/step", "loss", "plan_MiB", "peak_MiB",
-           "device_MiB", "saved_MiB", "recorded");
+    printf("%-10s %9s %9s %9s %8s %12s %12s %12s %10s %9s\n", "memory", "ms/step", "loss", "floor_ms", "x_floor",
+           "plan_MiB", "peak_MiB", "device_MiB", "saved_MiB", "recorded");
     for (int mode = 1; mode >= 0; mode--) {
         double base = gb_used_mib();
         sf_net *net = vgg9(mode ? SF_MEMORY_RECOMPUTE : SF_MEMORY_FULL, prec, &cuda, T, B);
@@ -79,9 +104,13 @@ int main(int argc, char **argv)
         qsort(ts, (size_t)steps, sizeof *ts, cmp_double);
         sf_memory_plan plan;
         GB_OK(sf_net_memory_plan(net, &plan));
-        printf("%-10s %9.2f %9.4f %12.0f %12.0f %12.0f %10.0f %9s\n", mode ? "recompute" : "full", ts[steps / 2],
-               r.loss, plan.total / 1048576.0, sf_net_peak_bytes(net) / 1048576.0, gb_used_mib() - base,
-               plan.saved / 1048576.0, net->graph ? "yes" : "no");
+        double flops, elems;
+        floor_terms(net, &flops, &elems);
+        double floor_ms = (flops / rate + 10.0 * elems * (double)sf_act_type_size(net->be->act) / (bw * 1e9)) * 1e3;
+        printf("%-10s %9.2f %9.4f %9.2f %8.2f %12.0f %12.0f %12.0f %10.0f %9s\n", mode ? "recompute" : "full",
+               ts[steps / 2], r.loss, floor_ms, ts[steps / 2] / floor_ms, plan.total / 1048576.0,
+               sf_net_peak_bytes(net) / 1048576.0, gb_used_mib() - base, plan.saved / 1048576.0,
+               net->graph ? "yes" : "no");
         if (mode) { /* where the time goes */
             GB_OK(sf_net_set_profiling(net, 1));
             for (int i = 0; i < 3; i++) GB_OK(sf_net_train_step(net, x, labels, &r));

@@ -5,7 +5,8 @@
  * (CUDA events, 10 steps after 3 of warm-up), samples/s, the hidden layers' firing rates, each event-driven layer's
  * input density and paths, the memory plan's saved bytes and the device memory the net allocated. Then the speedups
  * over dense.
- * Usage: bench_w4 [ff|rec|all] [B (64)]. The peers run in the same session: ../shared/peers/peers_w4.py. */
+ * Usage: bench_w4 [ff|rec|all] [B (64)] [fp32|tf32|bf16|fp16 (fp32)]. The peers run in the same session:
+ * ../shared/peers/peers_w4.py. */
 #include "../w4_net.h"
 #include "cuda/cuda_backend.h"
 #include "gpu_bench.h"
@@ -51,14 +52,16 @@ int main(int argc, char **argv)
 {
     const char *which = argc > 1 ? argv[1] : "all";
     const int64_t B = argc > 2 ? atoll(argv[2]) : 64;
+    const sf_precision prec = gb_precision(argc > 3 ? argv[3] : NULL);
     if ((strcmp(which, "ff") && strcmp(which, "rec") && strcmp(which, "all")) || B < 1) {
-        fprintf(stderr, "usage: bench_w4 [ff|rec|all] [B >= 1]\n");
+        fprintf(stderr, "usage: bench_w4 [ff|rec|all] [B >= 1] [fp32|tf32|bf16|fp16]\n");
         return 2;
     }
     char card[256];
     gb_card(card, sizeof card);
-    printf("W4  card: %s  copy bandwidth: %.0f GB/s  T=%d B=%lld in=%d hidden=2x%d out=%d input density %.2f\n", card,
-           gb_copy_bandwidth(NULL), W4_T, (long long)B, W4_IN, W4_HIDDEN, W4_OUT, W4_DENSITY);
+    printf("W4  card: %s  copy bandwidth: %.0f GB/s  T=%d B=%lld in=%d hidden=2x%d out=%d input density %.2f  %s\n",
+           card, gb_copy_bandwidth(NULL), W4_T, (long long)B, W4_IN, W4_HIDDEN, W4_OUT, W4_DENSITY,
+           sf_precision_name(prec));
     float *x = malloc(sizeof(float) * (size_t)(W4_T * B * W4_IN));
     int32_t *y = malloc(sizeof(int32_t) * (size_t)B);
     w4_batch(W4_T, B, x, y);
@@ -67,9 +70,12 @@ int main(int argc, char **argv)
         for (int fixed = 0; fixed < 2; fixed++) {
             const sf_device gpu = {SF_DEVICE_CUDA, 0};
             const w4_options runs[] = {
-                {rec, fixed, SF_SPARSE_OFF, gpu, W4_T, B, 0, 1}, {rec, fixed, SF_SPARSE_ON, gpu, W4_T, B, 0, 1},
-                {rec, fixed, SF_SPARSE_AUTO, gpu, W4_T, B, 0, 1}, {rec, fixed, SF_SPARSE_ON, gpu, W4_T, B, 1, 1},
-                {rec, fixed, SF_SPARSE_OFF, gpu, W4_T, B, 0, 0}, {rec, fixed, SF_SPARSE_ON, gpu, W4_T, B, 0, 0},
+                {rec, fixed, SF_SPARSE_OFF, gpu, W4_T, B, 0, 1, prec},
+                {rec, fixed, SF_SPARSE_ON, gpu, W4_T, B, 0, 1, prec},
+                {rec, fixed, SF_SPARSE_AUTO, gpu, W4_T, B, 0, 1, prec},
+                {rec, fixed, SF_SPARSE_ON, gpu, W4_T, B, 1, 1, prec},
+                {rec, fixed, SF_SPARSE_OFF, gpu, W4_T, B, 0, 0, prec},
+                {rec, fixed, SF_SPARSE_ON, gpu, W4_T, B, 0, 0, prec},
             };
             float ms[6];
             int nruns = rec ? 6 : 4; /* the recurrent loop's launches: with and without a graph */

@@ -1,14 +1,16 @@
 /* gpu_bench.h — shared pieces of the GPU benchmark programs: checked CUDA calls, the card's name, the measured
- * device-to-device copy bandwidth (the ceiling every number is set against), event timing (median of repeats) and
- * reproducible random inputs. Header-only: each benchmark is one program. */
+ * ceilings every number is set against (device-to-device copy bandwidth, cuBLAS's GEMM rate in a precision), event
+ * timing (median of repeats) and reproducible random inputs. Header-only: each benchmark is one program. */
 #ifndef SF_GPU_BENCH_H
 #define SF_GPU_BENCH_H
 
-#include "core/rng.h"
+#include "../bench_randn.h"
 #include "spikefuse.h"
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,14 +43,15 @@ static inline void gb_compile_sgd(sf_net *net, int64_t T, int64_t B)
     GB_OK(sf_net_set_optimizer(net, &o));
 }
 
-/* The GEMM/conv precision named by a benchmark's argument ("fp32", "tf32", "bf16"; NULL: fp32). */
+/* The precision named by a benchmark's argument ("fp32", "tf32", "bf16", "fp16"; NULL: fp32). */
 static inline sf_precision gb_precision(const char *name)
 {
-    if (!name || strcmp(name, "fp32") == 0) return SF_PRECISION_FP32;
-    if (strcmp(name, "tf32") == 0) return SF_PRECISION_TF32;
-    if (strcmp(name, "bf16") == 0) return SF_PRECISION_BF16;
-    fprintf(stderr, "precision '%s': expected fp32, tf32 or bf16\n", name);
-    exit(2);
+    sf_precision p = SF_PRECISION_FP32;
+    if (name && sf_precision_parse(name, &p) != SF_OK) {
+        fprintf(stderr, "%s\n", sf_last_error());
+        exit(2);
+    }
+    return p;
 }
 
 /* CUDA options from a benchmark's trailing "key=value" arguments: graph=0|1, conv_workspace_mib=N,
@@ -135,6 +138,73 @@ static inline double gb_copy_bandwidth(cudaStream_t st)
     return 2.0 * (double)c.bytes / (ms * 1e-3) / 1e9;
 }
 
+struct gb_gemm {
+    cublasHandle_t h;
+    sf_precision prec;
+    int n;
+    void *a, *b, *c;
+};
+static inline void gb_gemm_once(void *arg)
+{
+    struct gb_gemm *g = arg;
+    const float one = 1.0f, zero = 0.0f;
+    const cudaDataType_t t = g->prec == SF_PRECISION_BF16 ? CUDA_R_16BF
+                             : g->prec == SF_PRECISION_FP16 ? CUDA_R_16F
+                                                            : CUDA_R_32F;
+    const cublasComputeType_t ct = g->prec == SF_PRECISION_TF32   ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                   : g->prec == SF_PRECISION_FP32 ? CUBLAS_COMPUTE_32F_PEDANTIC
+                                                                  : CUBLAS_COMPUTE_32F;
+    if (cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->n, g->n, &one, g->a, t, g->n, g->b, t, g->n, &zero, g->c,
+                     t, g->n, ct, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "cublasGemmEx failed\n");
+        exit(1);
+    }
+}
+
+/* n random values of magnitude 1/4 to 2 with random signs and mantissas, as float, or as bf16 / fp16 bit patterns
+ * built directly (sign, exponent, mantissa). */
+static inline void *gb_host_random(size_t n, sf_precision prec, uint64_t seed)
+{
+    const bool half = prec == SF_PRECISION_BF16 || prec == SF_PRECISION_FP16;
+    void *h = malloc(n * (half ? 2 : 4));
+    if (!h) {
+        fprintf(stderr, "out of host memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = sf_hash3(seed, 7, i);
+        uint32_t sign = (uint32_t)(r & 1), e = (uint32_t)((r >> 1) & 3), m = (uint32_t)(r >> 3) & 0x7fffff;
+        if (prec == SF_PRECISION_BF16) ((uint16_t *)h)[i] = (uint16_t)(sign << 15 | (125 + e) << 7 | (m & 0x7f));
+        else if (prec == SF_PRECISION_FP16) ((uint16_t *)h)[i] = (uint16_t)(sign << 15 | (13 + e) << 10 | (m & 0x3ff));
+        else ((float *)h)[i] = (sign ? -1.0f : 1.0f) * ldexpf(1.0f + (float)m / 8388608.0f, (int)e - 2);
+    }
+    return h;
+}
+
+/* cuBLAS's rate in FLOP/s for a square 8192 GEMM of the precision's operand type (fp32: no tensor cores; tf32:
+ * TF32 tensor cores; bf16/fp16: 16-bit operands and output, fp32 accumulation), on random data (zeros run about
+ * 13% faster), median of 5: the ceiling of GEMM and convolution work. */
+static inline double gb_gemm_rate(sf_precision prec, cudaStream_t st)
+{
+    struct gb_gemm g = {NULL, prec, 8192, NULL, NULL, NULL};
+    const size_t n = (size_t)g.n * g.n, bytes = n * (prec == SF_PRECISION_BF16 || prec == SF_PRECISION_FP16 ? 2 : 4);
+    if (cublasCreate(&g.h) != CUBLAS_STATUS_SUCCESS || cublasSetStream(g.h, st) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "cublasCreate failed\n");
+        exit(1);
+    }
+    GB_CHECK(cudaMalloc(&g.a, bytes));
+    GB_CHECK(cudaMalloc(&g.b, bytes));
+    GB_CHECK(cudaMalloc(&g.c, bytes));
+    void *h = gb_host_random(n, prec, 1);
+    GB_CHECK(cudaMemcpy(g.a, h, bytes, cudaMemcpyHostToDevice));
+    GB_CHECK(cudaMemcpy(g.b, h, bytes, cudaMemcpyHostToDevice));
+    free(h);
+    float ms = gb_time_ms(gb_gemm_once, &g, st, 2, 5);
+    cudaFree(g.a), cudaFree(g.b), cudaFree(g.c);
+    cublasDestroy(g.h);
+    return 2.0 * (double)g.n * g.n * g.n / (ms * 1e-3);
+}
+
 static inline void gb_card(char *name, size_t cap)
 {
     struct cudaDeviceProp p;
@@ -148,15 +218,6 @@ static inline void gb_card(char *name, size_t cap)
     snprintf(name, cap, "%.64s (%d SMs, %.0f GiB)", nm, p.multiProcessorCount, p.totalGlobalMem / 1073741824.0);
 }
 
-/* N(mean, std) from the counter hash (Box-Muller), so every run draws the same inputs. */
-static inline void gb_randn(float *x, size_t n, float mean, float std, uint64_t seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        float u1 = sf_uniform(seed, 1, i) + 1.0f / 33554432.0f, u2 = sf_uniform(seed, 2, i);
-        x[i] = mean + std * sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2);
-    }
-}
-
 /* Device buffer filled with N(mean, std). */
 static inline float *gb_device_randn(size_t n, float mean, float std, uint64_t seed)
 {
@@ -165,7 +226,7 @@ static inline float *gb_device_randn(size_t n, float mean, float std, uint64_t s
         fprintf(stderr, "out of host memory\n");
         exit(1);
     }
-    gb_randn(h, n, mean, std, seed);
+    sf_bench_randn(h, n, mean, std, seed);
     GB_CHECK(cudaMalloc((void **)&d, sizeof(float) * n));
     GB_CHECK(cudaMemcpy(d, h, sizeof(float) * n, cudaMemcpyHostToDevice));
     free(h);

@@ -1,7 +1,9 @@
 """bench_w1.py — workload W1 (shared/workloads.md: one LIF layer, forward + backward, T·M = 2^25) through
-spikefuse.torch.LIF, side by side in one process with the bare C kernels called through ctypes on preallocated
+spikefuse.torch.LIF (eager; compiled with torch.compile(fullgraph=True) where torch has custom ops; with bfloat16
+input and gradient), side by side in one process with the bare C kernels called through ctypes on preallocated
 tensors (what the Python layer adds) and SpikingJelly's LIFNode implementations that the installed version offers
 (0.0.0.0.x: backend="cupy" and "torch"; 2.x: the implementation it selects, Triton without its native build).
+Every stateful module is reset before each sequence, as SpikingJelly's are (functional.reset_net).
 
 Usage: python3 bench_w1.py [--device cuda|cpu] [--log2-size 25] [--reps 30] [--json FILE]
 Two timings per implementation, both medians after warm-up, with CUDA events (GPU) or the host clock (CPU):
@@ -23,8 +25,7 @@ import torch
 
 import spikefuse
 from spikefuse import _lib
-from spikefuse.torch import LIF
-from spikefuse.torch.functional import lif_params
+from spikefuse.torch import CUSTOM_OPS, LIF
 
 TIME_STEPS = (4, 16, 64, 256)
 W1 = dict(tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=True, surrogate="sigmoid",
@@ -87,7 +88,7 @@ def autograd_maker(fn):
 
 def bare_kernels(x, g):
     """The C entry points on preallocated tensors, no autograd: what the Python layer adds is the difference."""
-    p = lif_params(**W1)
+    p = _lib.lif_params(**W1)
     T, N = x.shape[0], x[0].numel()
     s = torch.empty_like(x)
     dx = torch.empty_like(x)
@@ -107,6 +108,73 @@ def bare_kernels(x, g):
 
     def grad():
         _lib.lif_backward(p, T, N, xp, gp, dxp, *target)
+        return dx.clone()
+    return step, forward, grad
+
+
+def sequence(module, compiled=None):
+    """x -> spikes of a fresh sequence through a stateful module (reset first), optionally its compiled form."""
+    run = module if compiled is None else compiled
+
+    def fn(x):
+        module.reset()
+        return run(x)
+    return fn
+
+
+def cast_maker(make, dtype):
+    """The same implementation fed x and the incoming gradient in `dtype`."""
+    def wrapped(x, g):
+        return make(x.detach().to(dtype).requires_grad_(True), g.to(dtype))
+    return wrapped
+
+
+def spikefuse_impls():
+    """{name: make} of spikefuse.torch's rows (the compiled ones where torch has custom ops and torch.compile)."""
+    lif = LIF(**W1)
+    impls = {"spikefuse.torch": autograd_maker(sequence(lif))}
+    if CUSTOM_OPS and hasattr(torch, "compile"):
+        impls["spikefuse.torch compiled"] = autograd_maker(sequence(lif, torch.compile(lif, fullgraph=True)))
+        stateless = LIF(keep_state=False, **W1)
+        impls["spikefuse.torch compiled stateless"] = autograd_maker(
+            sequence(stateless, torch.compile(stateless, fullgraph=True)))
+        if torch.cuda.is_available():  # replayed as CUDA graphs: the host's per-call work leaves the timed path
+            graphed = LIF(keep_state=False, **W1)
+            impls["spikefuse.torch compiled reduce-overhead"] = autograd_maker(
+                sequence(graphed, torch.compile(graphed, fullgraph=True, mode="reduce-overhead")))
+    impls["spikefuse.torch bf16"] = cast_maker(autograd_maker(sequence(lif)), torch.bfloat16)
+    if torch.cuda.is_available() and _lib.sf_lif_forward_typed is not None:
+        impls["bare C kernels bf16"] = cast_maker(bare_typed_kernels, torch.bfloat16)
+    return impls
+
+
+def bare_typed_kernels(x, g):
+    """The typed C entry points (sf_lif_forward_typed / backward) on x, g in their 16-bit type, no autograd."""
+    p = _lib.lif_params(**W1)
+    T, N = x.shape[0], x[0].numel()
+    code = {torch.bfloat16: _lib.SCALAR_BF16, torch.float16: _lib.SCALAR_F16}[x.dtype]
+    s, dx = torch.empty_like(x), torch.empty_like(x)
+    device = _lib.Device(_lib.DEVICE_CUDA, x.device.index or 0)
+    stream = torch.cuda.current_stream().cuda_stream
+
+    def fwd():
+        _lib.check(_lib.sf_lif_forward_typed(p, T, N, code, x.data_ptr(), s.data_ptr(), None, device, stream),
+                   "sf_lif_forward_typed")
+
+    def bwd():
+        _lib.check(_lib.sf_lif_backward_typed(p, T, N, code, x.data_ptr(), g.data_ptr(), dx.data_ptr(), None, device,
+                                              stream), "sf_lif_backward_typed")
+
+    def step(_keep_alive=(x, g, s, dx)):  # raw pointers: the tensors must outlive every call
+        fwd()
+        bwd()
+
+    def forward():
+        fwd()
+        return s.clone()
+
+    def grad():
+        bwd()
         return dx.clone()
     return step, forward, grad
 
@@ -185,8 +253,8 @@ def main():
         raise SystemExit(f"bench_w1 needs a CUDA device and a CUDA build of libspikefuse ({spikefuse.build_info()})")
     log2 = args.log2_size or (25 if device == "cuda" else 22)
     shapes = [(T, (1 << log2) // T) for T in TIME_STEPS]
-    lif = LIF(**W1)
-    impls = {"spikefuse.torch": autograd_maker(lif), "bare C kernels": bare_kernels}
+    impls = spikefuse_impls()
+    impls["bare C kernels"] = bare_kernels
     impls.update(spikingjelly_impls(device))
     bw = copy_bandwidth(args.reps, device)
     name = torch.cuda.get_device_name() if device == "cuda" else \
@@ -246,8 +314,7 @@ def main():
 
     print(f"\nsummary at T·M = 2^{log2}: median ms, latency (pipelined); ratios from this run")
     peers = [impl for impl in impls if impl.startswith("spikingjelly")]
-    print(f"{'T':>4s} {'floor':>6s} {'bare':>15s} {'spikefuse.torch':>15s} {'overhead':>15s} " +
-          " ".join(f"{p.replace('spikingjelly ', 'sj '):>22s}" for p in peers))
+    ours = [impl for impl in impls if impl.startswith("spikefuse")]
     by = {(r["impl"], r["T"]): r for r in results["rows"]}
 
     def pair(r):
@@ -256,14 +323,21 @@ def main():
     def excess(a, b, key):
         return (a[key] / b[key] - 1) * 100
     for T, M in shapes:
-        bare, tor = by.get(("bare C kernels", T)), by.get(("spikefuse.torch", T))
-        over = f"{excess(tor, bare, 'ms'):5.1f}% ({excess(tor, bare, 'pipelined_ms'):.1f}%)" if bare and tor else "-"
-        cols = []
-        for p in peers:
-            r = by.get((p, T))
-            cols.append(f"{r['ms']:6.3f} = {r['ms'] / tor['ms']:5.2f}x" if r and tor else "-")
-        print(f"{T:4d} {T * M * 20 / bw * 1e3:6.3f} {pair(bare):>15s} {pair(tor):>15s} {over:>15s} " +
-              " ".join(f"{c:>22s}" for c in cols))
+        bare = by.get(("bare C kernels", T))
+        print(f"T={T}: floor {T * M * 20 / bw * 1e3:.3f} ms, bare C kernels {pair(bare)}")
+        for impl in ours:
+            r = by.get((impl, T))
+            if not r:
+                continue
+            over = f"{excess(r, bare, 'ms'):+6.1f}% ({excess(r, bare, 'pipelined_ms'):+.1f}%) vs bare" if bare else ""
+            fp32 = by.get(("spikefuse.torch", T))
+            speed = f", {fp32['ms'] / r['ms']:.2f}x the fp32 module's speed" if "bf16" in impl and fp32 else ""
+            bare16 = by.get(("bare C kernels bf16", T))
+            if "bf16" in impl and bare16:
+                speed += f", bare bf16 {pair(bare16)} = {bare['ms'] / bare16['ms']:.2f}x bare fp32" if bare else ""
+            vs = ", ".join(f"{p.replace('spikingjelly ', 'sj ')} {by[(p, T)]['ms'] / r['ms']:.2f}x slower"
+                           for p in peers if (p, T) in by)
+            print(f"  {impl:36s} {pair(r):>17s} {over}{speed}{'; ' + vs if vs else ''}")
     print("host time per forward + backward on [4, 1024]: " +
           ", ".join(f"{k} {v:.1f} us" for k, v in results["host_overhead_us"].items()))
     with open(args.json, "w") as f:

@@ -56,6 +56,14 @@ class Device(ctypes.Structure):
     _fields_ = [("kind", ctypes.c_int), ("index", ctypes.c_int32)]
 
 
+class LifState(ctypes.Structure):
+    """Mirror of sf_lif_state: the neuron state carried across calls ([N] float32 device addresses, [2, N] for the
+    ALIF, 0 for none), and a PLIF's w, dw and their channels (w_channels of w_hw neurons)."""
+    _fields_ = [("v_in", ctypes.c_void_p), ("v_out", ctypes.c_void_p), ("dv_in", ctypes.c_void_p),
+                ("dv_out", ctypes.c_void_p), ("w", ctypes.c_void_p), ("dw", ctypes.c_void_p),
+                ("w_channels", ctypes.c_int32), ("w_hw", ctypes.c_int64)]
+
+
 def _candidate_paths():
     env = os.environ.get("SPIKEFUSE_LIBRARY")
     if env:
@@ -112,6 +120,24 @@ sf_lif_forward = _bind("sf_lif_forward", ctypes.c_int,
 sf_lif_backward = _bind("sf_lif_backward", ctypes.c_int,
                       [ctypes.POINTER(LifParams), ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
                        ctypes.c_void_p, Device, ctypes.c_void_p])
+_P, _I64, _PTR, _STATE = ctypes.POINTER(LifParams), ctypes.c_int64, ctypes.c_void_p, ctypes.POINTER(LifState)
+sf_lif_forward_state = _bind("sf_lif_forward_state", ctypes.c_int, [_P, _I64, _I64, _PTR, _PTR, _STATE, Device, _PTR])
+sf_lif_backward_state = _bind("sf_lif_backward_state", ctypes.c_int,
+                              [_P, _I64, _I64, _PTR, _PTR, _PTR, _STATE, Device, _PTR])
+# Activations stored in a sf_scalar type: (params, T, N, dtype, x, ...); fused BN -> LIF: (params, T, B, C, hw, dtype,
+# x, mean, var, eps, gamma, beta, ...). Optional: a library that predates them lacks them.
+SCALAR_F32, SCALAR_BF16, SCALAR_F16 = 0, 1, 2
+SF_ERR_UNSUPPORTED = 5
+sf_lif_forward_typed = _bind_optional("sf_lif_forward_typed", ctypes.c_int,
+                                      [_P, _I64, _I64, ctypes.c_int, _PTR, _PTR, _STATE, Device, _PTR])
+sf_lif_backward_typed = _bind_optional("sf_lif_backward_typed", ctypes.c_int,
+                                       [_P, _I64, _I64, ctypes.c_int, _PTR, _PTR, _PTR, _STATE, Device, _PTR])
+_BN_HEAD = [_P, _I64, _I64, ctypes.c_int32, _I64, ctypes.c_int, _PTR, _PTR, _PTR, ctypes.c_float, _PTR, _PTR]
+sf_bn_lif_forward = _bind_optional("sf_bn_lif_forward", ctypes.c_int, _BN_HEAD + [_PTR, _STATE, Device, _PTR])
+sf_bn_lif_backward = _bind_optional("sf_bn_lif_backward", ctypes.c_int,
+                                    _BN_HEAD + [_PTR, _PTR, _PTR, _PTR, _STATE, _PTR, ctypes.c_size_t, Device, _PTR])
+sf_bn_lif_workspace_bytes = _bind_optional("sf_bn_lif_workspace_bytes", ctypes.c_size_t,
+                                           [_I64, _I64, ctypes.c_int32, _I64, Device])
 
 
 def _check_params_layout():

@@ -21,7 +21,7 @@ def make_input(shape, decay_input, seed, device):
 
 def run_spikefuse(x, ds, **kw):
     x = x.clone().requires_grad_(True)
-    s = LIF(**kw)(x)
+    s = LIF(keep_state=False, **kw)(x)
     s.backward(ds)
     return s.detach(), x.grad
 
@@ -74,13 +74,18 @@ class LifChecks:
             with self.subTest(**kw):
                 self.assert_matches_reference((7, 5, 9), seed=300 + i, **kw)
 
-    def test_functional_equals_module_and_is_stateless(self):
+    def test_functional_equals_module(self):
+        """functional.lif and LIF(keep_state=False) start every call afresh; LIF keeps its state until reset()."""
         x, _ = make_input((5, 6, 7), True, 7, self.device)
         kw = dict(tau=3.0, v_reset=None, surrogate="atan", detach_reset=True)
-        m = LIF(**kw)
+        m = LIF(keep_state=False, **kw)
         first = m(x)
         self.assertTrue(torch.equal(first, m(x)), "a second call must start from the same state")
         self.assertTrue(torch.equal(first, functional.lif(x, **kw)))
+        stateful = LIF(**kw)
+        self.assertTrue(torch.equal(first, stateful(x)))
+        stateful.reset()
+        self.assertTrue(torch.equal(first, stateful(x)))
 
     def test_non_contiguous_input(self):
         x, ds = make_input((9, 8, 5), True, 8, self.device)
@@ -108,7 +113,7 @@ class LifChecks:
         xg = x.clone().requires_grad_(True)
         s = LIF()(xg)
         self.assertFalse(s._is_view())
-        self.assertIn("LIFFunction", type(s.grad_fn).__name__)
+        self.assertRegex(type(s.grad_fn).__name__, "LIFFunction|spikefuse_lif_forward")
         s.mul_(2.0)
         s.backward(ds)
         self.assertTrue(torch.equal(xg.grad, dx_ref))

@@ -118,6 +118,38 @@ class NeuronChecks:
         opt.step()
         self.assertNotEqual(net[1].w.item(), before)
 
+    def test_plif_state_across_calls(self):
+        """SpikingJelly's state semantics: a sequence in two calls gives the whole call's spikes, dx and dw."""
+        x, ds = make_input((9, 3, 2, 5), True, 900, self.device)
+        m = PLIF(channels=2).to(self.device)
+        s, dx, dw = run(m, x, ds)
+        m.reset()
+        m.w.grad = None
+        xc = x.clone().requires_grad_(True)
+        s2 = torch.cat([m(xc[:4]), m(xc[4:])])
+        s2.backward(ds)
+        self.assertTrue(torch.equal(s, s2.detach()))
+        self.assertLess((dx - xc.grad).abs().max().item(), 1e-5 * max(1.0, dx.abs().max().item()))
+        self.assertLess((dw - m.w.grad).abs().max().item(), 1e-5 * max(1.0, dw.abs().max().item()))
+
+    def test_16_bit_inputs(self):
+        """float16 / bfloat16 in, spikes out in the same dtype, as the fp32 run of the same (rounded) values."""
+        x, ds = make_input((6, 4, 3, 7), True, 950, self.device)
+        for dtype in (torch.float16, torch.bfloat16):
+            for module in (PLIF(channels=3), IF(), ALIF(rho=0.8, beta=0.5)):
+                with self.subTest(dtype=dtype, module=type(module).__name__):
+                    module = module.to(self.device)
+                    xh = x.to(dtype).requires_grad_(True)
+                    s = module(xh)
+                    s.backward(ds.to(dtype))
+                    self.assertEqual(s.dtype, dtype)
+                    self.assertEqual(xh.grad.dtype, dtype)
+                    module.reset()
+                    s32, dx32, _ = run(module, x.to(dtype).float(), ds.to(dtype).float())
+                    self.assertTrue(torch.equal(s.float(), s32))
+                    self.assertLess((xh.grad.float() - dx32).abs().max().item(),
+                                    1e-2 * max(1.0, dx32.abs().max().item()))
+
     def test_bad_arguments(self):
         with self.assertRaises(ValueError):
             PLIF(init_tau=1.0)

@@ -6,10 +6,10 @@ import unittest
 import torch
 
 from lif_cases import make_input, run_spikefuse
-from spikefuse.torch import LIF
+from spikefuse.torch import BNLIF, LIF
 
 try:  # missing, or a version that does not run with this torch (2.x needs torch >= 2.6; 0.0.0.0.14 runs on 1.13)
-    from spikingjelly.activation_based import neuron, surrogate
+    from spikingjelly.activation_based import functional, layer, neuron, surrogate
     neuron.LIFNode(step_mode="m")(torch.zeros(2, 3))
 except Exception as e:
     neuron = None
@@ -52,6 +52,89 @@ class TestAgainstSpikingJelly(unittest.TestCase):
                 if flips == 0:
                     err = (dx - dx_sj).abs().max().item()
                     self.assertLess(err, 1e-4 * max(1.0, dx_sj.abs().max().item()))
+
+    def assert_same(self, s, s_sj, dx, dx_sj, max_flips=2):
+        flips = int((s != s_sj).sum())
+        self.assertLessEqual(flips, max_flips)
+        if flips == 0:
+            err = (dx - dx_sj).abs().max().item()
+            self.assertLess(err, 1e-4 * max(1.0, dx_sj.abs().max().item()))
+
+    def test_chunked_sequences(self):
+        """A sequence fed in chunks to a stateful node, one backward over all chunks: SpikingJelly's LIFNode keeps
+        v (and its gradient path) between calls, and so must LIF."""
+        for device, split, v_reset in itertools.product(self.devices, ((4, 4), (1, 3, 4), (2, 1, 1, 4)), (0.0, None)):
+            with self.subTest(device=device, split=split, v_reset=v_reset):
+                node = neuron.LIFNode(v_reset=v_reset, surrogate_function=surrogate.ATan(), step_mode="m").to(device)
+                lif = LIF.from_spikingjelly(node)
+                x, ds = make_input((8, 2, 3, 17), True, 600 + sum(split), device)
+                results = []
+                for m in (node, lif):
+                    xg = x.clone().requires_grad_(True)
+                    functional.reset_net(m)
+                    s = torch.cat([m(c) for c in xg.split(split)])
+                    s.backward(ds)
+                    results.append((s.detach(), xg.grad, m.v.detach()))
+                (s_sj, dx_sj, v_sj), (s, dx, v) = results
+                self.assert_same(s, s_sj, dx, dx_sj)
+                self.assertLess((v - v_sj).abs().max().item(), 1e-4)
+
+    def test_single_step(self):
+        for device in self.devices:
+            node = neuron.LIFNode(step_mode="s").to(device)
+            lif = LIF.from_spikingjelly(node)
+            self.assertEqual(lif.step_mode, "s")
+            x, ds = make_input((6, 3, 9), True, 700, device)
+            results = []
+            for m in (node, lif):
+                xg = x.clone().requires_grad_(True)
+                functional.reset_net(m)
+                s = torch.stack([m(xg[t]) for t in range(6)])
+                s.backward(ds)
+                results.append((s.detach(), xg.grad))
+            self.assert_same(results[1][0], results[0][0], results[1][1], results[0][1])
+
+    def test_store_v_seq(self):
+        node = neuron.LIFNode(step_mode="m", store_v_seq=True)
+        lif = LIF.from_spikingjelly(node)
+        x, _ = make_input((5, 2, 7), True, 710, "cpu")
+        node(x), lif(x)
+        self.assertLess((lif.v_seq - node.v_seq).abs().max().item(), 1e-5)
+
+    def test_bnlif_equals_batchnorm_then_lif_node(self):
+        """BNLIF against SpikingJelly's layer.BatchNorm2d(step_mode='m') followed by LIFNode: spikes, input and
+        affine gradients, running statistics after a few training steps, then evaluation."""
+        for device in self.devices:
+            with self.subTest(device=device):
+                torch.manual_seed(5)
+                bn = layer.BatchNorm2d(6, step_mode="m").to(device)
+                node = neuron.LIFNode(step_mode="m", detach_reset=True).to(device)
+                fused = BNLIF.from_spikingjelly(bn, node)
+                for step in range(3):
+                    x = (torch.randn(4, 3, 6, 5, 5, device=device) * 2 + 0.5)
+                    ds = torch.randn_like(x)
+                    results = []
+                    for run in (lambda t: node(bn(t)), fused):
+                        xg = x.clone().requires_grad_(True)
+                        functional.reset_net(node)
+                        fused.reset()
+                        s = run(xg)
+                        s.backward(ds)
+                        results.append((s.detach(), xg.grad))
+                    self.assert_same(results[1][0], results[0][0], results[1][1], results[0][1], max_flips=3)
+                for name in ("weight", "bias"):
+                    a, b = getattr(fused, name).grad, getattr(bn, name).grad
+                    self.assertLess((a - b).abs().max().item(), 2e-3 * max(1.0, b.abs().max().item()))
+                    getattr(fused, name).grad = getattr(bn, name).grad = None
+                self.assertLess((fused.running_mean - bn.running_mean).abs().max().item(), 1e-5)
+                self.assertLess((fused.running_var - bn.running_var).abs().max().item(), 1e-4)
+                self.assertEqual(int(fused.num_batches_tracked), int(bn.num_batches_tracked))
+                fused.eval(), bn.eval()
+                x = torch.randn(4, 3, 6, 5, 5, device=device) + 0.5
+                functional.reset_net(node)
+                fused.reset()
+                with torch.no_grad():
+                    self.assertLessEqual(int((fused(x) != node(bn(x))).sum()), 3)
 
 
 if __name__ == "__main__":

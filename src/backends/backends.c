@@ -11,7 +11,7 @@
 sf_status sf_backend_create(sf_device dev, sf_precision precision, const sf_cuda_options *cuda, sf_backend **out)
 {
     *out = NULL;
-    if ((unsigned)precision > SF_PRECISION_BF16) return sf_fail(SF_ERR_INVALID, "unknown precision %d", (int)precision);
+    if ((unsigned)precision > SF_PRECISION_FP16) return sf_fail(SF_ERR_INVALID, "unknown precision %d", (int)precision);
     switch (dev.kind) {
     case SF_DEVICE_CPU:
         if (precision != SF_PRECISION_FP32)
@@ -64,29 +64,64 @@ static sf_status check_lif_call(const sf_lif_params *p, int64_t T, int64_t N, co
     return SF_OK;
 }
 
-sf_status sf_lif_forward_state(const sf_lif_params *p, int64_t T, int64_t N, const float *x, float *s,
+sf_status sf_backend_dtype_check(sf_scalar dtype, sf_device device, const char *op)
+{
+    static const char *const names[] = {"float32", "bfloat16", "float16"};
+    if ((unsigned)dtype > SF_SCALAR_F16) return sf_fail(SF_ERR_INVALID, "%s: unknown activation type %d", op, (int)dtype);
+    if (dtype == SF_SCALAR_F32) return SF_OK;
+#ifdef SF_HAVE_CUDA
+    if (device.kind == SF_DEVICE_CUDA) return SF_OK; /* the CUDA kernels are built for every activation type */
+#endif
+    return sf_fail(SF_ERR_UNSUPPORTED, "%s: no %s kernels on %s in this build (16-bit activations are CUDA's)", op,
+                   names[dtype], device.kind == SF_DEVICE_CUDA ? "CUDA" : "the CPU");
+}
+
+#ifdef SF_HAVE_CUDA
+sf_act_type sf_backend_act_type(sf_scalar dtype)
+{
+    return dtype == SF_SCALAR_BF16 ? SF_ACT_BF16 : dtype == SF_SCALAR_F16 ? SF_ACT_F16 : SF_ACT_F32;
+}
+#endif
+
+sf_status sf_lif_forward_typed(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar dtype, const void *x, void *s,
                                const sf_lif_state *st, sf_device device, void *stream)
 {
     SF_TRY(check_lif_call(p, T, N, x, s, s));
+    SF_TRY(sf_backend_dtype_check(dtype, device, "LIF forward"));
     sf_lif_out out = {.s = s};
     if (N == 0) return SF_OK;
     if (device.kind == SF_DEVICE_CPU) return sf_cpu_lif_forward(p, T, N, x, &out, st);
 #ifdef SF_HAVE_CUDA
-    if (device.kind == SF_DEVICE_CUDA) return sf_cuda_lif_forward(p, T, N, x, &out, st, stream);
+    if (device.kind == SF_DEVICE_CUDA)
+        return sf_cuda_lif_forward(p, T, N, sf_backend_act_type(dtype), x, &out, st, stream);
 #endif
     return sf_fail(SF_ERR_UNSUPPORTED, "LIF forward: device not available in this build");
+}
+
+sf_status sf_lif_backward_typed(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar dtype, const void *x,
+                                const void *ds, void *dx, const sf_lif_state *st, sf_device device, void *stream)
+{
+    SF_TRY(check_lif_call(p, T, N, x, ds, dx));
+    SF_TRY(sf_backend_dtype_check(dtype, device, "LIF backward"));
+    if (N == 0) return SF_OK;
+    if (device.kind == SF_DEVICE_CPU) return sf_cpu_lif_backward(p, T, N, x, NULL, ds, dx, st);
+#ifdef SF_HAVE_CUDA
+    if (device.kind == SF_DEVICE_CUDA)
+        return sf_cuda_lif_backward(p, T, N, sf_backend_act_type(dtype), x, NULL, ds, dx, st, stream);
+#endif
+    return sf_fail(SF_ERR_UNSUPPORTED, "LIF backward: device not available in this build");
+}
+
+sf_status sf_lif_forward_state(const sf_lif_params *p, int64_t T, int64_t N, const float *x, float *s,
+                               const sf_lif_state *st, sf_device device, void *stream)
+{
+    return sf_lif_forward_typed(p, T, N, SF_SCALAR_F32, x, s, st, device, stream);
 }
 
 sf_status sf_lif_backward_state(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds,
                                 float *dx, const sf_lif_state *st, sf_device device, void *stream)
 {
-    SF_TRY(check_lif_call(p, T, N, x, ds, dx));
-    if (N == 0) return SF_OK;
-    if (device.kind == SF_DEVICE_CPU) return sf_cpu_lif_backward(p, T, N, x, NULL, ds, dx, st);
-#ifdef SF_HAVE_CUDA
-    if (device.kind == SF_DEVICE_CUDA) return sf_cuda_lif_backward(p, T, N, x, NULL, ds, dx, st, stream);
-#endif
-    return sf_fail(SF_ERR_UNSUPPORTED, "LIF backward: device not available in this build");
+    return sf_lif_backward_typed(p, T, N, SF_SCALAR_F32, x, ds, dx, st, device, stream);
 }
 
 sf_status sf_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, float *s, sf_device device,

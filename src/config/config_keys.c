@@ -14,7 +14,7 @@ static const char *const encoding_names[] = {"direct", "poisson", "latency", NUL
 static const char *const optimizer_names[] = {"sgd", "adam", "adamw", NULL};
 static const char *const schedule_names[] = {"constant", "step", "cosine", NULL};
 static const char *const memory_names[] = {"full", "recompute", NULL};
-static const char *const precision_names[] = {"fp32", "tf32", "bf16", NULL}; /* sf_precision order */
+static const char *const precision_names[] = {"fp32", "tf32", "bf16", "fp16", NULL}; /* sf_precision order */
 static const char *const conv_algo_names[] = {"auto", "cudnn", "gemm", NULL}; /* sf_conv_algo order */
 static const char *const readout_names[] = {"mean", "leaky", NULL};
 static const char *const loss_names[] = {"ce_mean", "ce_per_step", "mse_rate", NULL}; /* sf_loss order */
@@ -133,7 +133,8 @@ const sf_key_spec sf_layer_keys[] = {
     {.name = "stride", .type = SF_V_INT32, .offset = DESC(stride), .min = 1, .max = 64, .kinds = K(SF_LAYER_CONV2D)},
     /* pools: 0 means the pool's size */
     {.name = "stride", .type = SF_V_INT32, .offset = DESC(stride), .min = 0, .max = 64, .kinds = POOLS},
-    {.name = "pad", .type = SF_V_INT32, .offset = DESC(padding), .min = 0, .max = 64, .kinds = K(SF_LAYER_CONV2D)},
+    {.name = "pad", .type = SF_V_INT32, .offset = DESC(padding), .min = 0, .max = 64,
+     .kinds = K(SF_LAYER_CONV2D) | POOLS},
     {.name = "bias", .type = SF_V_BOOL, .offset = DESC(bias), .kinds = K(SF_LAYER_CONV2D) | K(SF_LAYER_LINEAR)},
     {.name = "out", .type = SF_V_INT32, .offset = DESC(out_features), .min = 1, .max = 1 << 24,
      .kinds = K(SF_LAYER_LINEAR), .required = K(SF_LAYER_LINEAR)},

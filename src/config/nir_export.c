@@ -203,7 +203,7 @@ static sf_status pool_node(exporter *e, int32_t i, const char *name, const char 
     sf_nir_fields *f = &e->g->nodes[idx].fields;
     SF_TRY(set_pair(f, "kernel_size", d->kernel));
     SF_TRY(set_pair(f, "stride", d->stride ? d->stride : d->kernel));
-    SF_TRY(set_pair(f, "padding", 0));
+    SF_TRY(set_pair(f, "padding", d->padding));
     const int64_t shape[3] = {chw[0], chw[1], chw[2]};
     view_of_node(out, idx, 3, shape);
     return SF_OK;
@@ -214,8 +214,9 @@ static sf_status export_avgpool(exporter *e, int32_t i, const tensor_view *in, t
     char name[64];
     snprintf(name, sizeof name, "avgpool%d", i);
     SF_TRY(pool_node(e, i, name, "AvgPool2d", in, out));
-    /* BN after the pool folds into the conv before it (a per-channel affine map commutes with averaging) */
-    out->affine_node = in->readers == 1 ? in->affine_node : -1;
+    /* BN after the pool folds into the conv before it (a per-channel affine map commutes with averaging, though not
+     * with a border of zeros, which it would leave unscaled and unshifted) */
+    out->affine_node = in->readers == 1 && e->cfg->layers[i].desc.padding == 0 ? in->affine_node : -1;
     return SF_OK;
 }
 

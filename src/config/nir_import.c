@@ -225,12 +225,16 @@ static sf_status import_pool(importer *im, const sf_nir_node *n, const value *in
     SF_TRY(square(n, "kernel_size", 1, 15, &k));
     SF_TRY(square(n, "stride", 1, 64, &stride));
     SF_TRY(square(n, "padding", 0, 64, &pad));
-    if (pad != 0) return refuse(n, "spikefuse's pooling has no padding", NULL);
-    if (in->ndim != 3 || in->shape[1] < k || in->shape[2] < k) return refuse(n, "the window does not fit the input", NULL);
+    if (2 * pad > k)
+        return refuse(n, "spikefuse's pooling pads at most kernel_size/2 on each side (PyTorch's rule)", NULL);
+    if (in->ndim != 3 || in->shape[1] + 2 * pad < k || in->shape[2] + 2 * pad < k)
+        return refuse(n, "the window does not fit the input", NULL);
     section(im, section_name, in->tensor, n->name);
     fprintf(im->text, "size = %lld\nstride = %lld\n", (long long)k, (long long)stride);
+    if (pad) fprintf(im->text, "pad = %lld\n", (long long)pad);
     *out = (value){.tensor = layer_done(im), .ndim = 3,
-                   .shape = {in->shape[0], (in->shape[1] - k) / stride + 1, (in->shape[2] - k) / stride + 1}};
+                   .shape = {in->shape[0], (in->shape[1] + 2 * pad - k) / stride + 1,
+                             (in->shape[2] + 2 * pad - k) / stride + 1}};
     return SF_OK;
 }
 

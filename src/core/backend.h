@@ -1,9 +1,18 @@
 /* backend.h — the op table a compute backend (CPU, CUDA) implements; the network engine calls only these.
  *
- * Every pointer argument is memory of that backend (host for the CPU, device for CUDA), float32 unless the name
- * or type says otherwise, contiguous, and its shape is written beside it. "rows" folds time and batch: T·B.
- * Ops are asynchronous on a GPU; results become visible to the host only through copy_to_host.
- * Ops that produce parameter gradients overwrite them (the engine never accumulates across ops). */
+ * Every pointer argument is memory of that backend (host for the CPU, device for CUDA), contiguous, and its shape is
+ * written beside it. "rows" folds time and batch: T·B. Ops are asynchronous on a GPU; results become visible to the
+ * host only through copy_to_host. Ops that produce parameter gradients overwrite them (the engine never accumulates
+ * across ops).
+ *
+ * Element types. Activations — every [T, B, ...] tensor: layer inputs and outputs, spikes, their gradients, the
+ * readout (x, y, s, o, r and their d- names) — and the weights that linear and conv layers read (w) and the
+ * recurrent layer's v are stored in the backend's `act` type: float on the CPU, bf16 or fp16 on a GPU under those
+ * precisions. They keep the `float *` type in the signatures below (the engine never dereferences them); a backend
+ * whose act type is 16-bit reads them as such. Everything else is float always: biases, BN parameters and
+ * statistics, parameter gradients (dw, db, dgamma, dbeta, dv), optimizer state, h, the neuron state carried across
+ * calls (sf_lif_state), spike counts, logits and loss statistics. The compact spike form (core/spikes.h: bits, lists,
+ * counts) is the same in every act type. Kernels compute in float. */
 #ifndef SF_CORE_BACKEND_H
 #define SF_CORE_BACKEND_H
 
@@ -23,6 +32,8 @@ typedef struct sf_conv_shape {
 typedef struct sf_pool_shape {
     int64_t n;         /* T·B·C planes */
     int32_t h, w, k, stride, oh, ow;
+    int32_t pad;       /* implicit border on each side, at most k/2 (PyTorch's rule): -inf for max, 0 for avg, which
+                        * divides by k·k (count_include_pad); oh = (h + 2·pad - k) / stride + 1 */
 } sf_pool_shape;
 
 /* BN over (T, B, H, W) per channel: x is [rows, C, hw]. */
@@ -34,7 +45,7 @@ typedef struct sf_bn_shape {
 
 /* Where a neuron layer writes its forward outputs; each may be NULL. */
 typedef struct sf_lif_out {
-    float *s;        /* [T, N] spikes as float (the next layer's input) */
+    float *s;        /* [T, N] spikes in the act type (the next layer's input) */
     uint8_t *s_u8;   /* [T, N] spikes as bytes (kept for a weight gradient) */
     float *h;        /* [T, N] membrane potential before reset (SF_MEMORY_FULL keeps it) */
     float *spike_count; /* one float: += number of spikes (firing rates) */
@@ -42,6 +53,11 @@ typedef struct sf_lif_out {
                       * written by the LIF kernel itself (event-driven consumers, 1-bit keep); bits NULL: none */
     int64_t row;
 } sf_lif_out;
+
+/* Storage types of activations (see above). */
+typedef enum sf_act_type { SF_ACT_F32 = 0, SF_ACT_BF16, SF_ACT_F16 } sf_act_type;
+
+static inline size_t sf_act_type_size(sf_act_type t) { return t == SF_ACT_F32 ? 4 : 2; }
 
 /* rlif_backward's bwd_sparse flags */
 enum { SF_RLIF_SPARSE_DV = 1, SF_RLIF_SPARSE_DY = 2 };
@@ -61,7 +77,8 @@ typedef struct sf_bn_split {
 typedef struct sf_backend sf_backend;
 struct sf_backend {
     const char *name;
-    void *ctx; /* backend-private state (streams, library handles) */
+    void *ctx;    /* backend-private state (streams, library handles) */
+    sf_act_type act; /* how activations and the weights GEMMs read are stored; the CPU's is always SF_ACT_F32 */
 
     /* memory */
     sf_status (*alloc)(sf_backend *be, size_t bytes, void **out);
@@ -124,7 +141,8 @@ struct sf_backend {
     size_t (*conv_workspace)(sf_backend *be, const sf_conv_shape *sh);
     sf_status (*conv_forward)(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
                               const float *b, float *y, void *ws);
-    /* dx may be NULL (first layer); db may be NULL (no bias). */
+    /* dx may be NULL (first layer); db may be NULL (no bias). dx may be x itself: each image of x is read before
+     * that image of dx is written. */
     sf_status (*conv_backward)(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
                                const float *dy, float *dx, float *dw, float *db, void *ws);
 
@@ -147,8 +165,8 @@ struct sf_backend {
     /* Element-wise helpers. */
     sf_status (*add)(sf_backend *be, int64_t n, const float *a, const float *b, float *y);   /* y = a + b */
     sf_status (*axpy)(sf_backend *be, int64_t n, float alpha, const float *x, float *y);     /* y += alpha·x */
-    sf_status (*u8_to_f32)(sf_backend *be, int64_t n, const uint8_t *x, float *y);
-    sf_status (*f32_to_u8)(sf_backend *be, int64_t n, const float *x, uint8_t *y);           /* x is 0/1 */
+    sf_status (*u8_to_act)(sf_backend *be, int64_t n, const uint8_t *x, float *y);
+    sf_status (*act_to_u8)(sf_backend *be, int64_t n, const float *x, uint8_t *y);           /* x is 0/1 */
 
     /* Readout over [T, B, K]: r_t = a·r_{t-1} + c·o_t (a = 0, c = 1 is the identity; the engine uses that
      * for the mean readout and skips the op). The backward runs in reverse time. */
@@ -179,14 +197,21 @@ struct sf_backend {
     /* flag[0] = 1 if any of x[0..n) is NaN or Inf (flag is one float on the backend, set, never cleared). */
     sf_status (*check_finite)(sf_backend *be, int64_t n, const float *x, float *flag);
 
+    /* Needed only where act is 16-bit (NULL on the CPU): y = x converted between two storage types (to nearest,
+     * ties to even), for the input upload, the weights' 16-bit copy and reading activations back; and x *= factor[0]
+     * over n elements of type t, the factor read from backend memory when the op runs (a recorded graph sees its
+     * later values): fp16's loss scaling. */
+    sf_status (*convert)(sf_backend *be, int64_t n, sf_act_type from, const void *x, sf_act_type to, void *y);
+    sf_status (*scale)(sf_backend *be, int64_t n, sf_act_type t, const float *factor, void *x);
+
     /* ---- Event-driven execution (core/spikes.h's compact form; Finkbeiner & Neftci). Sums over active inputs run
      * in ascending input order, so every op is deterministic; results equal the dense ops' within float rounding. */
     int32_t host_memory; /* 1: backend memory is host memory (a spike count can be read as soon as it is written) */
-    /* x [rows, n] of 0/1 floats → compact form (bits; idx and cnt where out gives them); *count += number of ones;
+    /* x [rows, n] of 0/1 values → compact form (bits; idx and cnt where out gives them); *count += number of ones;
      * flag[0] = 1 where an element is neither 0 nor 1 (flag may be NULL; never cleared). */
     sf_status (*spikes_compact)(sf_backend *be, int64_t rows, int64_t n, const float *x, const sf_spikes *out,
                                 float *count, float *flag);
-    /* bits [rows, words] → y [rows, n] of 0/1 floats. */
+    /* bits [rows, words] → y [rows, n] of 0/1 values. */
     sf_status (*spikes_expand)(sf_backend *be, int64_t rows, int64_t n, const uint32_t *bits, float *y);
     /* Scratch bytes that spike_linear_forward and _backward need for this shape. */
     size_t (*spike_linear_workspace)(sf_backend *be, int64_t rows, int32_t in, int32_t out);

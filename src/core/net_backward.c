@@ -1,5 +1,5 @@
 /* net_backward.c — the backward pass: layers in reverse order, rebuilding each input a backward needs from where
- * the plan kept it (float, bytes, or recomputed by rerunning the neuron layer that produced it). */
+ * the plan kept it (as it is, as bytes, or recomputed by rerunning the neuron layer that produced it). */
 #include "core/error.h"
 #include "core/lif_math.h"
 #include "core/net_internal.h"
@@ -14,16 +14,16 @@ static float *pgrad(sf_net *net, int64_t off) { return off >= 0 ? net->grads + o
 static int32_t root(const sf_net *net, int32_t t) { return net->tensors[t].alias_of; }
 static float *grad_of(sf_net *net, int32_t id) { return sf_net_slot_ptr(net, net->tensors[root(net, id)].grad); }
 
-/* The float value of tensor `id` for layer l's backward: kept as float, expanded from bytes, or recomputed by
+/* The value of tensor `id` for layer l's backward: kept as it is, expanded from bytes, or recomputed by
  * rerunning the neuron layer that produced it (Liang et al.: store the Conv/FC output only). */
 static sf_status input_value(sf_net *net, const sf_net_layer *l, int32_t id, const float **out)
 {
     const sf_net_tensor *x = &net->tensors[root(net, id)];
-    float *buf = sf_net_slot_ptr(net, l->in_float);
+    float *buf = l->rebuild_in_grad ? grad_of(net, id) : sf_net_slot_ptr(net, l->in_float);
     switch (x->keep) {
     case SF_KEEP_FLOAT: *out = sf_net_slot_ptr(net, x->act); return SF_OK;
     case SF_KEEP_BYTES:
-        SF_TRY(net->be->u8_to_f32(net->be, rows(net) * x->per_sample, sf_net_slot_ptr(net, x->bytes), buf));
+        SF_TRY(net->be->u8_to_act(net->be, rows(net) * x->per_sample, sf_net_slot_ptr(net, x->bytes), buf));
         *out = buf;
         return SF_OK;
     case SF_KEEP_BITS:
@@ -94,14 +94,14 @@ static sf_status layer_backward(sf_net *net, int32_t i)
         SF_TRY(input_value(net, l, l->in, &x));
         float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc);
         SF_TRY(be->linear_backward(be, rows(net), (int32_t)net->tensors[l->in].per_sample, l->d.out_features, x,
-                                   param(net, l->w_off), dy, dx, pgrad(net, l->w_off), pgrad(net, l->b_off)));
+                                   sf_net_weight(net, l->w_off), dy, dx, pgrad(net, l->w_off), pgrad(net, l->b_off)));
         return accumulate(net, acc, l->in, dx);
     }
     case SF_LAYER_CONV2D: {
         const float *x;
         SF_TRY(input_value(net, l, l->in, &x));
         float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc);
-        SF_TRY(be->conv_backward(be, &l->conv, x, param(net, l->w_off), dy, dx, pgrad(net, l->w_off),
+        SF_TRY(be->conv_backward(be, &l->conv, x, sf_net_weight(net, l->w_off), dy, dx, pgrad(net, l->w_off),
                                  pgrad(net, l->b_off), sf_net_slot_ptr(net, l->bwd_scratch)));
         return accumulate(net, acc, l->in, dx);
     }
@@ -168,13 +168,13 @@ static sf_status layer_backward(sf_net *net, int32_t i)
         const sf_net_tensor *in = &net->tensors[root(net, l->in)];
         sf_spikes mask = {sf_net_slot_ptr(net, in->gbits), NULL, sf_net_slot_ptr(net, in->gcnt)};
         SF_TRY(be->rlif_backward(be, &l->d.lif, net->T, net->B, net->tensors[l->out].per_sample, x, h,
-                                 param(net, l->w_off), dy, l->fwd_sparse, l->bwd_flags, dx, pgrad(net, l->w_off),
-                                 in->gmask ? &mask : NULL, sf_net_grad_count(net, l->in),
+                                 sf_net_weight(net, l->w_off), dy, l->fwd_sparse, l->bwd_flags, dx,
+                                 pgrad(net, l->w_off), in->gmask ? &mask : NULL, sf_net_grad_count(net, l->in),
                                  sf_net_slot_ptr(net, l->sws_b)));
         return accumulate(net, acc, l->in, dx);
     }
     case SF_LAYER_ADD: {
-        size_t bytes = (size_t)n_in * sizeof(float);
+        size_t bytes = (size_t)n_in * sf_net_act_size(net);
         int32_t ins[2] = {l->in, l->in2};
         sf_slot tmps[2] = {l->dx_tmp, l->dx_tmp2};
         for (int k = 0; k < 2; k++) {

@@ -68,6 +68,7 @@ sf_status sf_net_params_check(const sf_net_params *p)
         return sf_fail(SF_ERR_INVALID, "conv_workspace_mib = %d: must be >= 0", (int)p->cuda.conv_workspace_mib);
     if ((unsigned)p->cuda.conv_algo > SF_CONV_ALGO_GEMM)
         return sf_fail(SF_ERR_INVALID, "unknown conv algorithm %d", (int)p->cuda.conv_algo);
+    if ((unsigned)p->precision > SF_PRECISION_FP16) return sf_fail(SF_ERR_INVALID, "unknown precision %d", p->precision);
     if ((unsigned)p->sparse > SF_SPARSE_ON) return sf_fail(SF_ERR_INVALID, "unknown sparse mode %d", (int)p->sparse);
     if (!(p->sparse_crossover >= 0.0f && p->sparse_crossover <= 1.0f))
         return sf_fail(SF_ERR_INVALID, "sparse_crossover = %g: must be a density in (0, 1], or 0 to measure it",
@@ -87,7 +88,8 @@ sf_status sf_net_create_on(const sf_net_params *p, sf_backend *be, sf_net **out)
     }
     net->p = *p;
     net->be = be;
-    net->hooks.nseg = net->hooks.bn_parts = 1;
+    net->loss_scale = sf_net_initial_loss_scale(net);
+    net->hooks.nseg = net->hooks.bn_parts = net->hooks.opt_parts = net->opt_parts = 1;
     *out = net;
     return SF_OK;
 }
@@ -102,6 +104,7 @@ void sf_net_free(sf_net *net)
     if (!net) return;
     sf_net_drop_graph(net);
     release(net, net->params);
+    release(net, net->params_act);
     release(net, net->grads);
     release(net, net->opt_a);
     release(net, net->opt_b);
@@ -118,6 +121,18 @@ void sf_net_free(sf_net *net)
 }
 
 int32_t sf_net_num_layers(const sf_net *net) { return net->n_layers; }
+
+sf_status sf_net_layer_desc(const sf_net *net, int32_t i, sf_layer_desc *out)
+{
+    if (i < 0 || i >= net->n_layers)
+        return sf_fail(SF_ERR_INVALID, "layer %d out of range (the net has %d)", i, net->n_layers);
+    *out = net->layers[i].d;
+    out->input = net->layers[i].in; /* resolved: -1 (the previous layer) becomes its tensor id */
+    out->input2 = net->layers[i].in2;
+    return SF_OK;
+}
+
+void sf_net_get_params(const sf_net *net, sf_net_params *out) { *out = net->p; }
 
 /* Output shape of tensor `id` as the layers so far define it. */
 static void shape_of(const sf_net *net, int32_t id, int32_t chw[3])
@@ -174,14 +189,17 @@ static sf_status infer_shape(sf_net *net, sf_net_layer *l, int32_t index)
         break;
     case SF_LAYER_AVGPOOL2D:
     case SF_LAYER_MAXPOOL2D: {
-        int32_t k = d->kernel, s = d->stride ? d->stride : d->kernel;
-        if (k <= 0 || s <= 0 || k > h || k > w)
+        int32_t k = d->kernel, s = d->stride ? d->stride : d->kernel, p = d->padding;
+        if (k > 0 && (p < 0 || 2 * p > k))
+            return sf_fail(SF_ERR_INVALID, "layer %d (%s): padding %d must be in [0, kernel/2] (kernel %d)", index,
+                           name, p, k);
+        if (k <= 0 || s <= 0 || k > h + 2 * p || k > w + 2 * p)
             return sf_fail(SF_ERR_INVALID, "layer %d (%s): kernel %d, stride %d do not fit the %dx%d input", index,
                            name, k, s, h, w);
         if (k * k > 255) return sf_fail(SF_ERR_INVALID, "layer %d (%s): kernel %d too large (max 15)", index, name, k);
-        l->pool = (sf_pool_shape){.h = h, .w = w, .k = k, .stride = s};
-        h = (h - k) / s + 1;
-        w = (w - k) / s + 1;
+        l->pool = (sf_pool_shape){.h = h, .w = w, .k = k, .stride = s, .pad = p};
+        h = (h + 2 * p - k) / s + 1;
+        w = (w + 2 * p - k) / s + 1;
         l->pool.oh = h;
         l->pool.ow = w;
         break;

@@ -18,10 +18,11 @@
 /* How the backward obtains a tensor that a consumer's backward needs (e.g. a linear layer's input). */
 typedef enum sf_keep_kind {
     SF_KEEP_NONE = 0, /* no backward reads it */
-    SF_KEEP_FLOAT,    /* its forward buffer lives in the saved arena */
-    SF_KEEP_BYTES,    /* binary spikes, copied to uint8 in the saved arena, expanded to float when needed */
+    SF_KEEP_FLOAT,     /* its forward buffer (in the backend's act type) lives in the saved arena */
+    SF_KEEP_BYTES,     /* binary spikes, copied to uint8 in the saved arena, expanded to the act type when needed */
     SF_KEEP_RECOMPUTE, /* produced by a neuron layer whose input is kept: rerun that layer's forward */
-    SF_KEEP_BITS       /* spikes an event-driven layer reads: their compact form's bits stay in the saved arena */
+    SF_KEEP_BITS       /* spikes an event-driven layer reads: their compact form's bits stay in the saved arena
+                        * (the same bits in every act type), expanded to the act type when needed */
 } sf_keep_kind;
 
 typedef enum sf_arena { SF_ARENA_NONE = 0, SF_ARENA_SAVED, SF_ARENA_WORK } sf_arena;
@@ -42,9 +43,9 @@ typedef struct sf_net_tensor {
     bool binary;        /* values are 0/1 spikes */
     bool requires_grad; /* some parameter lies upstream */
     sf_keep_kind keep;
-    sf_slot act;               /* forward values, float [T, B, per_sample] */
+    sf_slot act;               /* forward values [T, B, per_sample] in the act type */
     sf_slot bytes;             /* SF_KEEP_BYTES: uint8 copy */
-    sf_slot grad;              /* backward gradient, float */
+    sf_slot grad;              /* backward gradient, act type */
     int32_t first_grad_writer; /* the layer whose backward writes grad first (the others accumulate) */
     /* event-driven execution (sparse.c) */
     bool compact;              /* the forward also makes the compact form (core/spikes.h) of these spikes */
@@ -70,7 +71,8 @@ typedef struct sf_net_layer {
     sf_slot h;                        /* LIF in full mode: membrane potential (saved) */
     sf_slot argmax;                   /* maxpool (saved) */
     sf_slot fwd_scratch, bwd_scratch; /* conv workspace in the forward and in the backward */
-    sf_slot in_float;         /* backward: where the layer's input is rebuilt as float when kept as bytes/recompute */
+    sf_slot in_float;         /* backward: where the layer's input is rebuilt (act type) when kept as bytes/recompute */
+    bool rebuild_in_grad;     /* conv: rebuilt into its input's gradient buffer instead, which its dx then overwrites */
     sf_slot dx_tmp;           /* backward: gradient for an input whose grad buffer another layer already wrote */
     sf_slot dx_tmp2;          /* ADD: the same for the second input */
     /* time pipeline (net_hooks.h), each [B·neurons] where this segment has such a neighbour: LIF state received
@@ -101,6 +103,11 @@ struct sf_net {
     /* parameters */
     int64_t n_params, n_buffers;
     float *params, *grads, *opt_a, *opt_b, *buffers; /* backend memory */
+    void *params_act; /* the parameters in a 16-bit act type, which linear and conv layers read (NULL under fp32):
+                       * rewritten from params after every change of them */
+    /* the optimizer state covers parameters [opt_lo, opt_lo + opt_n): part opt_part of opt_parts (net_hooks.h) */
+    int64_t opt_lo, opt_n;
+    int32_t opt_part, opt_parts;
     bool params_ready;
     sf_optim_params opt;
     bool opt_set;
@@ -113,18 +120,20 @@ struct sf_net {
     bool compiled;
     sf_memory_plan plan;
     void *saved_mem, *work_mem;
-    /* head: readout, loss and bookkeeping, allocated with the workspace but never reused */
+    /* head: readout, loss and bookkeeping, allocated with the workspace but never reused; the [T_all, B, K] ones in
+     * the act type */
     float *readout;      /* [T_all, B, K] leaky readout (NULL for the mean readout: the output itself) */
     float *dreadout;     /* [T_all, B, K] */
     float *out_all;      /* time pipeline: [T_all, B, K] the last layer's output of every segment */
     float *dout_all;     /* time pipeline: [T_all, B, K] its gradient */
     float *logits;       /* [B, K] */
-    float *stats;        /* [4]: loss, correct, nonfinite flag, spare */
+    float *stats;        /* [SF_STATS], indexed by sf_stat */
     float *spike_counts; /* one per neuron (LIF, RLIF) layer */
     float *tcounts;      /* [2, L+1]: ones in each compact tensor not made by a neuron layer, nonzero gradients */
     float *host_tcounts; /* the last step's tcounts and spike counts on the host ([2, L+1] then [n_lif]) */
     bool host_tcounts_valid;
     int32_t *labels;     /* [B] */
+    float *input_f32;    /* [T, B, C, H, W]: the upload's float input before it becomes the act type (16-bit only) */
     int32_t n_lif;
     bool have_forward, have_loss, have_backward, last_training;
     float *host_counts;
@@ -137,6 +146,9 @@ struct sf_net {
     int32_t plain_steps; /* training steps run without a graph since the compile */
     bool graph_failed;   /* recording failed once for this compile: stay on the plain path */
     uint64_t graph_paths; /* sf_net_sparse_signature when it was recorded */
+    /* fp16's dynamic loss scale (GradScaler's rule; net_step.c) */
+    float loss_scale;
+    int64_t loss_scale_steps; /* good steps since the scale last changed */
 };
 
 /* Address of a sf_slot in its arena (NULL for none). Inline: every file of the engine asks. */
@@ -149,11 +161,41 @@ static inline void *sf_net_slot_ptr(const sf_net *net, sf_slot s)
     }
     return NULL;
 }
-/* Storage of a tensor's forward values (follows flatten aliases). */
+/* Storage of a tensor's forward values (follows flatten aliases), in the backend's act type. */
 static inline float *sf_net_act(sf_net *net, int32_t id)
 {
     return sf_net_slot_ptr(net, net->tensors[net->tensors[id].alias_of].act);
 }
+
+/* The device-side step statistics: what the softmax writes, the finite flags and fp16's loss scale. */
+typedef enum sf_stat {
+    SF_STAT_LOSS = 0,
+    SF_STAT_CORRECT,
+    SF_STAT_LOSS_BAD,   /* 1 when the loss is NaN/Inf */
+    SF_STAT_GRAD_BAD,   /* 1 when a parameter gradient is */
+    SF_STAT_INPUT_BAD,  /* 1 when the input of a net with input_spikes holds a value other than 0 and 1 */
+    SF_STAT_SCALE,      /* the loss scale the loss gradient is multiplied by (fp16) */
+    SF_STAT_UNSCALE,    /* its reciprocal, applied to the parameter gradients before the update */
+    SF_STATS
+} sf_stat;
+
+/* Bytes of one activation element (the backend's act type). */
+static inline size_t sf_net_act_size(const sf_net *net) { return sf_act_type_size(net->be->act); }
+/* The weights at parameter offset `off` as linear, conv and event-driven layers read them: in the act type
+ * (params_act where there is one), NULL for off < 0. Inline: the layers' forward, backward and sparse.c ask. */
+static inline float *sf_net_weight(sf_net *net, int64_t off)
+{
+    if (off < 0) return NULL;
+    if (!net->params_act) return net->params + off;
+    return (float *)((char *)net->params_act + (size_t)off * sf_net_act_size(net));
+}
+/* Whether the net scales its loss: fp16 activations do. */
+static inline bool sf_net_scales_loss(const sf_net *net) { return net->be->act == SF_ACT_F16; }
+/* net_step.c: the loss scale a net starts from, writing the scale to the backend (once compiled), and rewriting
+ * params_act[off, off + n) from the fp32 parameters (nothing when act is fp32) after they change. */
+float sf_net_initial_loss_scale(const sf_net *net);
+sf_status sf_net_put_loss_scale(sf_net *net);
+sf_status sf_net_refresh_params_act(sf_net *net, int64_t off, int64_t n);
 /* Classes of the loss: the per-sample size of the last tensor. */
 static inline int32_t sf_net_classes(const sf_net *net)
 {

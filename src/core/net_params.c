@@ -67,7 +67,9 @@ static sf_status init_params(sf_net *net)
     return s;
 }
 
-/* Allocates and initialises parameters on first need; from then on the layer list is fixed. */
+/* Allocates and initialises parameters on first need; from then on the layer list is fixed. Under a 16-bit act
+ * type the GEMMs and convolutions read a copy of the parameters in that type (the fp32 ones are the master
+ * weights the optimizer updates), made here and after every change. */
 static sf_status ensure_params(sf_net *net)
 {
     if (net->params_ready) return SF_OK;
@@ -75,9 +77,28 @@ static sf_status ensure_params(sf_net *net)
     SF_TRY(alloc_floats(net, net->n_params, &net->params, "parameters"));
     SF_TRY(alloc_floats(net, net->n_params, &net->grads, "gradients"));
     SF_TRY(alloc_floats(net, net->n_buffers, &net->buffers, "buffers"));
+    if (net->be->act != SF_ACT_F32 && net->n_params) {
+        sf_status s = net->be->alloc(net->be, (size_t)net->n_params * sf_net_act_size(net), &net->params_act);
+        if (s != SF_OK) return sf_fail_context(s, "allocating the parameters' 16-bit copy: ");
+    }
     SF_TRY(init_params(net));
+    SF_TRY(sf_net_refresh_params_act(net, 0, net->n_params));
     net->params_ready = true;
     return SF_OK;
+}
+
+/* The plan's parameter, gradient, buffer and optimizer bytes (this process's part of the optimizer state) and its
+ * total. */
+static void plan_totals(sf_net *net)
+{
+    size_t f = sizeof(float);
+    net->plan.params = (size_t)net->n_params * (f + (net->params_act ? sf_net_act_size(net) : 0));
+    net->plan.grads = (size_t)net->n_params * f;
+    net->plan.buffers = (size_t)net->n_buffers * f;
+    net->plan.optimizer = (size_t)net->opt_n * f * (net->opt_b ? 2 : net->opt_a ? 1 : 0);
+    net->plan.total = net->plan.params + net->plan.grads + net->plan.buffers + net->plan.optimizer +
+                      net->plan.saved + net->plan.workspace;
+    if (net->plan.total > net->peak_bytes) net->peak_bytes = net->plan.total;
 }
 
 sf_status sf_net_compile(sf_net *net, int64_t T, int64_t B)
@@ -95,16 +116,9 @@ sf_status sf_net_compile(sf_net *net, int64_t T, int64_t B)
     net->compiled = false;
     net->have_forward = net->have_loss = net->have_backward = false;
     SF_TRY(sf_net_sparse_tune(net));
-    size_t f = sizeof(float);
-    net->plan.params = (size_t)net->n_params * f;
-    net->plan.grads = (size_t)net->n_params * f;
-    net->plan.buffers = (size_t)net->n_buffers * f;
-    net->plan.optimizer = (size_t)net->n_params * f * (net->opt_b ? 2 : net->opt_a ? 1 : 0);
-    net->plan.total = net->plan.params + net->plan.grads + net->plan.buffers + net->plan.optimizer +
-                      net->plan.saved + net->plan.workspace;
-    if (net->plan.total > net->peak_bytes) net->peak_bytes = net->plan.total;
+    plan_totals(net);
     net->compiled = true;
-    return SF_OK;
+    return sf_net_put_loss_scale(net);
 }
 
 sf_status sf_net_set_hooks(sf_net *net, const sf_net_hooks *h)
@@ -116,10 +130,27 @@ sf_status sf_net_set_hooks(sf_net *net, const sf_net_hooks *h)
     if (h && (h->nseg > 1 || h->bn_parts > 1) && !(h->send && h->recv && h->time_allgather && h->bn_allgather &&
                                                     h->bn_allreduce))
         return sf_fail(SF_ERR_INVALID, "hooks: a pipeline or merged BN statistics need every exchange hook");
+    const int32_t parts = h && h->opt_parts > 1 ? h->opt_parts : 1, part = parts > 1 ? h->opt_part : 0;
+    if (parts > 1 && (part < 0 || part >= parts || !h->params_allgather))
+        return sf_fail(SF_ERR_INVALID, "hooks: optimizer part %d of %d needs a valid part and params_allgather", part,
+                       parts);
+    if (net->opt_a && net->opt_steps > 0) {
+        int64_t lo, n;
+        sf_net_part(net->n_params, part, parts, &lo, &n);
+        if (lo < net->opt_lo || lo + n > net->opt_lo + net->opt_n)
+            return sf_fail(SF_ERR_STATE, "hooks: the optimizer state of this trained network is sharded over %d "
+                                         "processes: gather it whole before attaching the network to another job",
+                           net->opt_parts);
+    }
+    if (net->opt_a) SF_TRY(sf_net_optimizer_repartition(net, part, parts));
+    net->opt_part = part;
+    net->opt_parts = parts;
     sf_net_drop_graph(net);
     memset(&net->hooks, 0, sizeof net->hooks);
     if (h) net->hooks = *h;
     else net->hooks.nseg = net->hooks.bn_parts = 1;
+    net->hooks.opt_part = part;
+    net->hooks.opt_parts = parts;
     net->compiled = false; /* the plan depends on the segment */
     return SF_OK;
 }
@@ -153,17 +184,59 @@ sf_status sf_net_set_optimizer(sf_net *net, const sf_optim_params *p)
     if (net->opt_a) net->be->release(net->be, net->opt_a);
     if (net->opt_b) net->be->release(net->be, net->opt_b);
     net->opt_a = net->opt_b = NULL;
-    if (adam || p->momentum > 0.0f) SF_TRY(alloc_floats(net, net->n_params, &net->opt_a, "optimizer state"));
-    if (adam) SF_TRY(alloc_floats(net, net->n_params, &net->opt_b, "optimizer state"));
+    net->opt_n = 0;
+    int64_t lo, n;
+    sf_net_part(net->n_params, net->opt_part, net->opt_parts, &lo, &n);
+    /* a part may be empty (fewer parameters than processes): one float keeps the buffer's pointer meaningful */
+    if (adam || p->momentum > 0.0f) SF_TRY(alloc_floats(net, n ? n : 1, &net->opt_a, "optimizer state"));
+    if (adam) SF_TRY(alloc_floats(net, n ? n : 1, &net->opt_b, "optimizer state"));
+    net->opt_lo = lo;
+    net->opt_n = net->opt_a ? n : 0;
     net->opt = *p;
     net->opt_set = true;
     net->opt_steps = 0;
-    net->plan.optimizer = (size_t)net->n_params * sizeof(float) * (adam ? 2 : net->opt_a ? 1 : 0);
-    if (net->compiled) {
-        net->plan.total = net->plan.params + net->plan.grads + net->plan.buffers + net->plan.optimizer +
-                          net->plan.saved + net->plan.workspace;
-        if (net->plan.total > net->peak_bytes) net->peak_bytes = net->plan.total;
+    if (net->compiled) plan_totals(net);
+    return SF_OK;
+}
+
+int32_t sf_net_optimizer_state(sf_net *net, float *bufs[2], int64_t *lo, int64_t *n)
+{
+    bufs[0] = net->opt_a;
+    bufs[1] = net->opt_b;
+    *lo = net->opt_lo;
+    *n = net->opt_n;
+    return net->opt_b ? 2 : net->opt_a ? 1 : 0;
+}
+
+sf_status sf_net_optimizer_repartition(sf_net *net, int32_t part, int32_t parts)
+{
+    if (parts < 1 || part < 0 || part >= parts)
+        return sf_fail(SF_ERR_INVALID, "optimizer state: part %d of %d", part, parts);
+    int64_t lo, n;
+    sf_net_part(net->n_params, part, parts, &lo, &n);
+    net->opt_part = part;
+    net->opt_parts = parts;
+    if (!net->opt_a || (lo == net->opt_lo && n == net->opt_n)) return SF_OK;
+    /* what both parts hold is copied over; the rest of the new part starts at zero */
+    const int64_t from = lo > net->opt_lo ? lo : net->opt_lo;
+    const int64_t to = lo + n < net->opt_lo + net->opt_n ? lo + n : net->opt_lo + net->opt_n;
+    float **state[2] = {&net->opt_a, &net->opt_b};
+    for (int k = 0; k < 2 && *state[k]; k++) {
+        float *fresh = NULL;
+        SF_TRY(alloc_floats(net, n ? n : 1, &fresh, "optimizer state"));
+        sf_status s = to > from ? net->be->copy(net->be, fresh + (from - lo), *state[k] + (from - net->opt_lo),
+                                                (size_t)(to - from) * sizeof(float))
+                                : SF_OK;
+        if (s != SF_OK) {
+            net->be->release(net->be, fresh);
+            return s;
+        }
+        net->be->release(net->be, *state[k]);
+        *state[k] = fresh;
     }
+    net->opt_lo = lo;
+    net->opt_n = n;
+    if (net->compiled) plan_totals(net);
     return SF_OK;
 }
 
@@ -283,6 +356,13 @@ static sf_status resolve(const sf_net *net, sf_tensor_role role, int32_t i, tens
     param_shape(net, l, is_bias, &r->info);
     r->base = base;
     r->off = is_bias ? l->b_off : l->w_off;
+    if (role == SF_ROLE_OPTIMIZER) {
+        if (r->off < net->opt_lo || r->off + r->info.numel > net->opt_lo + net->opt_n)
+            return sf_fail(SF_ERR_STATE, "optimizer tensor %s: this process holds part %d of %d of the sharded "
+                                         "optimizer state, which does not cover it (gather the state whole first)",
+                           r->info.name, net->opt_part, net->opt_parts);
+        r->off -= net->opt_lo;
+    }
     return SF_OK;
 }
 
@@ -320,7 +400,8 @@ sf_status sf_net_tensor_write(sf_net *net, sf_tensor_role role, int32_t i, const
     SF_TRY(ensure_params(net));
     tensor_ref r;
     SF_TRY(resolve(net, role, i, &r));
-    return net->be->copy_from_host(net->be, r.base + r.off, host_src, (size_t)r.info.numel * sizeof(float));
+    SF_TRY(net->be->copy_from_host(net->be, r.base + r.off, host_src, (size_t)r.info.numel * sizeof(float)));
+    return role == SF_ROLE_PARAM ? sf_net_refresh_params_act(net, r.off, r.info.numel) : SF_OK;
 }
 
 sf_status sf_net_get_state(const sf_net *net, sf_net_state *out)
@@ -328,14 +409,22 @@ sf_status sf_net_get_state(const sf_net *net, sf_net_state *out)
     out->optimizer_steps = net->opt_steps;
     out->rng_seed = net->p.seed;
     out->rng_counter = net->rng_counter;
+    out->loss_scale = net->loss_scale;
+    out->loss_scale_steps = net->loss_scale_steps;
     return SF_OK;
 }
 
 sf_status sf_net_set_state(sf_net *net, const sf_net_state *st)
 {
     if (st->optimizer_steps < 0) return sf_fail(SF_ERR_INVALID, "state: negative optimizer step count");
+    if (!(st->loss_scale > 0.0f) || isinf(st->loss_scale) || st->loss_scale_steps < 0)
+        return sf_fail(SF_ERR_INVALID, "state: loss scale %g must be finite and > 0, with a step count >= 0",
+                       (double)st->loss_scale);
     net->opt_steps = st->optimizer_steps;
     net->p.seed = st->rng_seed;
     net->rng_counter = st->rng_counter;
-    return SF_OK;
+    if (!sf_net_scales_loss(net)) return SF_OK; /* the loss scale is fp16's alone */
+    net->loss_scale = st->loss_scale;
+    net->loss_scale_steps = st->loss_scale_steps;
+    return sf_net_put_loss_scale(net);
 }

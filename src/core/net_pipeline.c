@@ -101,17 +101,16 @@ sf_status sf_net_gather_output_ops(sf_net *net)
 {
     if (!sf_net_pipelined(net)) return SF_OK;
     const sf_net_hooks *h = &net->hooks;
-    const int64_t blk = net->T * net->B * sf_net_classes(net);
-    SF_TRY(net->be->copy(net->be, net->out_all + h->seg * blk, sf_net_act(net, net->n_layers),
-                         (size_t)blk * sizeof(float)));
+    const size_t blk = (size_t)(net->T * net->B * sf_net_classes(net)) * sf_net_act_size(net); /* bytes */
+    SF_TRY(net->be->copy(net->be, (char *)net->out_all + (size_t)h->seg * blk, sf_net_act(net, net->n_layers), blk));
     return h->time_allgather(h->ctx, net->out_all, blk);
 }
 
 sf_status sf_net_scatter_output_grad(sf_net *net, float *grad)
 {
     if (!sf_net_pipelined(net) || !grad) return SF_OK;
-    const int64_t blk = net->T * net->B * sf_net_classes(net);
-    return net->be->copy(net->be, grad, net->dout_all + net->hooks.seg * blk, (size_t)blk * sizeof(float));
+    const size_t blk = (size_t)(net->T * net->B * sf_net_classes(net)) * sf_net_act_size(net); /* bytes */
+    return net->be->copy(net->be, grad, (char *)net->dout_all + (size_t)net->hooks.seg * blk, blk);
 }
 
 /* --------------------------------------------------------------------------------------------- batch norm */

@@ -75,10 +75,10 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
             break;
         }
         SF_TRY(be->linear_forward(be, rows(net), (int32_t)net->tensors[l->in].per_sample, l->d.out_features, x,
-                                  param(net, l->w_off), param(net, l->b_off), y));
+                                  sf_net_weight(net, l->w_off), param(net, l->b_off), y));
         break;
     case SF_LAYER_CONV2D:
-        SF_TRY(be->conv_forward(be, &l->conv, x, param(net, l->w_off), param(net, l->b_off), y,
+        SF_TRY(be->conv_forward(be, &l->conv, x, sf_net_weight(net, l->w_off), param(net, l->b_off), y,
                                 sf_net_slot_ptr(net, l->fwd_scratch)));
         break;
     case SF_LAYER_AVGPOOL2D: SF_TRY(be->avgpool_forward(be, &l->pool, x, y)); break;
@@ -89,7 +89,7 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
             l->dropout_counter = net->rng_counter++;
             SF_TRY(be->dropout_forward(be, net->T, n_in / net->T, l->d.dropout_p, net->p.seed, l->dropout_counter, x, y));
         } else {
-            SF_TRY(be->copy(be, y, x, (size_t)n_in * sizeof(float)));
+            SF_TRY(be->copy(be, y, x, (size_t)n_in * sf_net_act_size(net)));
         }
         break;
     case SF_LAYER_BATCHNORM:
@@ -114,8 +114,8 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
         }
         if (l->d.kind == SF_LAYER_RLIF) {
             SF_TRY(sf_net_sparse_decide(net, l));
-            SF_TRY(be->rlif_forward(be, &l->d.lif, net->T, net->B, out_t->per_sample, x, param(net, l->w_off),
-                                    l->fwd_sparse, &out, sf_net_slot_ptr(net, l->sws_f)));
+            SF_TRY(be->rlif_forward(be, &l->d.lif, net->T, net->B, out_t->per_sample, x,
+                                    sf_net_weight(net, l->w_off), l->fwd_sparse, &out, sf_net_slot_ptr(net, l->sws_f)));
         } else {
             SF_TRY(neuron_forward(net, l, training, &out));
         }
@@ -132,7 +132,7 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
     /* Binary outputs of other layers (a max-pool of spikes) are kept as bytes too, or made compact. */
     bool other = l->d.kind != SF_LAYER_LIF && l->d.kind != SF_LAYER_RLIF && l->d.kind != SF_LAYER_FLATTEN;
     if (training && l->d.kind != SF_LAYER_LIF && l->d.kind != SF_LAYER_FLATTEN && out_t->keep == SF_KEEP_BYTES)
-        SF_TRY(be->f32_to_u8(be, rows(net) * out_t->per_sample, y, sf_net_slot_ptr(net, out_t->bytes)));
+        SF_TRY(be->act_to_u8(be, rows(net) * out_t->per_sample, y, sf_net_slot_ptr(net, out_t->bytes)));
     if (other && out_t->compact) {
         sf_spikes c = sf_net_compact_of(net, l->out);
         SF_TRY(be->spikes_compact(be, rows(net), out_t->per_sample, y, &c, sf_net_ones_count(net, l->out), NULL));
@@ -160,10 +160,12 @@ sf_status sf_net_upload_input(sf_net *net, const float *x)
 {
     SF_TRY(require_compiled(net));
     if (!x) return sf_fail(SF_ERR_INVALID, "forward: input is NULL");
-    size_t in_bytes = (size_t)(rows(net) * net->tensors[0].per_sample) * sizeof(float);
-    /* x holds all T steps; a time segment takes its own (time-major: one contiguous block) */
-    return net->be->copy_from_host(net->be, sf_net_act(net, 0), x + net->hooks.seg * rows(net) * net->tensors[0].per_sample,
-                                   in_bytes);
+    sf_backend *be = net->be;
+    int64_t n = rows(net) * net->tensors[0].per_sample;
+    x += net->hooks.seg * n; /* x holds all T steps; a time segment takes its own (time-major: one contiguous block) */
+    if (be->act == SF_ACT_F32) return be->copy_from_host(be, sf_net_act(net, 0), x, (size_t)n * sizeof(float));
+    SF_TRY(be->copy_from_host(be, net->input_f32, x, (size_t)n * sizeof(float)));
+    return be->convert(be, n, SF_ACT_F32, net->input_f32, be->act, sf_net_act(net, 0));
 }
 
 sf_status sf_net_run_forward(sf_net *net, bool training)
@@ -172,11 +174,11 @@ sf_status sf_net_run_forward(sf_net *net, bool training)
     SF_TRY(be->zero(be, net->spike_counts, (size_t)(net->n_lif ? net->n_lif : 1) * sizeof(float)));
     SF_TRY(be->zero(be, net->tcounts, (size_t)(2 * (net->n_layers + 1)) * sizeof(float)));
     net->have_forward = net->have_loss = net->have_backward = false;
-    if (net->tensors[0].compact) { /* the input's spikes; a value other than 0 or 1 flags stats[3] */
+    if (net->tensors[0].compact) { /* the input's spikes; a value other than 0 or 1 flags SF_STAT_INPUT_BAD */
         sf_spikes c = sf_net_compact_of(net, 0);
-        SF_TRY(be->zero(be, net->stats + 3, sizeof(float)));
+        SF_TRY(be->zero(be, net->stats + SF_STAT_INPUT_BAD, sizeof(float)));
         SF_TRY(be->spikes_compact(be, rows(net), net->tensors[0].per_sample, sf_net_act(net, 0), &c,
-                                  sf_net_ones_count(net, 0), net->stats + 3));
+                                  sf_net_ones_count(net, 0), net->stats + SF_STAT_INPUT_BAD));
     }
     for (int32_t i = 0; i < net->n_layers; i++)
         SF_TRY(timed(net, &net->layers[i].timing.forward_ms, layer_forward, i, training));
@@ -233,6 +235,9 @@ sf_status sf_net_loss_ops(sf_net *net, bool labelled)
         SF_TRY(be->softmax_xent(be, net->T_all, net->B, K, net->p.loss == SF_LOSS_CE_PER_STEP, r, net->labels, dr,
                                 net->logits, net->stats));
     }
+    /* fp16: the backward runs on the loss times the scale, so that small gradients stay above fp16's underflow */
+    if (dr && sf_net_scales_loss(net))
+        SF_TRY(be->scale(be, net->T_all * net->B * K, be->act, net->stats + SF_STAT_SCALE, dr));
     net->have_loss = labelled && net->last_training;
     return SF_OK;
 }
@@ -273,8 +278,16 @@ sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *out)
                 net->tensors[id].alias_of == net->tensors[net->n_layers].alias_of;
     if (!held || x->act.where == SF_ARENA_NONE)
         return sf_fail(SF_ERR_STATE, "tensor %d is not held after the forward (only kept tensors and the output are)", id);
-    return net->be->copy_to_host(net->be, out, sf_net_slot_ptr(net, x->act),
-                                 (size_t)(rows(net) * x->per_sample) * sizeof(float));
+    sf_backend *be = net->be;
+    int64_t n = rows(net) * x->per_sample;
+    const void *src = sf_net_slot_ptr(net, x->act);
+    if (be->act == SF_ACT_F32) return be->copy_to_host(be, out, src, (size_t)n * sizeof(float));
+    void *wide = NULL; /* a rare query: its own allocation rather than planned workspace */
+    SF_TRY(be->alloc(be, (size_t)n * sizeof(float), &wide));
+    sf_status s = be->convert(be, n, be->act, src, SF_ACT_F32, wide);
+    if (s == SF_OK) s = be->copy_to_host(be, out, wide, (size_t)n * sizeof(float));
+    be->release(be, wide);
+    return s;
 }
 
 sf_status sf_net_set_keep_activations(sf_net *net, int32_t on)

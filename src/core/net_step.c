@@ -1,20 +1,44 @@
 /* net_step.c — one training or evaluation step: the backend-only body of a training step (forward, loss, backward,
- * finite check), its replay as one recorded backend graph (a CUDA graph) where every op of the body repeats with the
- * same arguments from step to step, the optimizer update, and the one-call train and eval steps. */
+ * finite checks), its replay as one recorded backend graph (a CUDA graph) where every op of the body repeats with
+ * the same arguments from step to step, the optimizer update and the 16-bit weight copy it refreshes, fp16's dynamic
+ * loss scale, and the one-call train and eval steps. */
 #include "core/error.h"
 #include "core/net_internal.h"
 
-/* Forward, loss, backward and the finite check of the loss and every gradient into stats[2]: the input and the
- * labels are already on the backend; nothing here reads host memory or returns values to the host. */
+/* GradScaler's defaults: start at 2^16, halve on an overflow, double after 2000 steps without one. Below 2^-24
+ * (fp16's smallest step) scaling cannot help any more: the step fails as a NaN would. */
+#define SF_LOSS_SCALE_INIT 65536.0f
+#define SF_LOSS_SCALE_GROWTH_STEPS 2000
+#define SF_LOSS_SCALE_MIN 0x1p-24f
+
+float sf_net_initial_loss_scale(const sf_net *net) { return sf_net_scales_loss(net) ? SF_LOSS_SCALE_INIT : 1.0f; }
+
+sf_status sf_net_refresh_params_act(sf_net *net, int64_t off, int64_t n)
+{
+    if (!net->params_act || n == 0) return SF_OK;
+    sf_backend *be = net->be;
+    return be->convert(be, n, SF_ACT_F32, net->params + off, be->act,
+                       (char *)net->params_act + (size_t)off * sf_net_act_size(net));
+}
+
+sf_status sf_net_put_loss_scale(sf_net *net)
+{
+    if (!net->compiled || !sf_net_scales_loss(net)) return SF_OK;
+    const float v[2] = {net->loss_scale, 1.0f / net->loss_scale}; /* powers of two: the reciprocal is exact */
+    return net->be->copy_from_host(net->be, net->stats + SF_STAT_SCALE, v, sizeof v);
+}
+
+/* Forward, loss, backward and the finite checks of the loss and of every gradient: the input and the labels are
+ * already on the backend; nothing here reads host memory or returns values to the host. */
 static sf_status body_ops(sf_net *net)
 {
     sf_backend *be = net->be;
     SF_TRY(sf_net_run_forward(net, true));
     SF_TRY(sf_net_loss_ops(net, true));
     SF_TRY(sf_net_backward(net));
-    SF_TRY(be->zero(be, net->stats + 2, sizeof(float)));
-    SF_TRY(be->check_finite(be, 1, net->stats, net->stats + 2));
-    if (net->n_params) SF_TRY(be->check_finite(be, net->n_params, net->grads, net->stats + 2));
+    SF_TRY(be->zero(be, net->stats + SF_STAT_LOSS_BAD, 2 * sizeof(float)));
+    SF_TRY(be->check_finite(be, 1, net->stats + SF_STAT_LOSS, net->stats + SF_STAT_LOSS_BAD));
+    if (net->n_params) SF_TRY(be->check_finite(be, net->n_params, net->grads, net->stats + SF_STAT_GRAD_BAD));
     return SF_OK;
 }
 
@@ -106,18 +130,46 @@ sf_status sf_net_update(sf_net *net)
     if (net->n_params == 0) return SF_OK;
     sf_backend *be = net->be;
     const sf_optim_params *o = &net->opt;
+    if (sf_net_scales_loss(net))
+        SF_TRY(be->scale(be, net->n_params, SF_ACT_F32, net->stats + SF_STAT_UNSCALE, net->grads));
     int64_t step = ++net->opt_steps;
+    /* with sharded state (net_hooks.h) the parameters this process holds the state of, then every part gathered */
+    const bool sharded = net->opt_a && net->opt_parts > 1;
+    const int64_t lo = sharded ? net->opt_lo : 0, n = sharded ? net->opt_n : net->n_params;
+    float *p = net->params + lo;
+    const float *g = net->grads + lo;
     if (o->kind == SF_OPT_SGD)
-        SF_TRY(be->sgd_step(be, net->n_params, o->lr, o->momentum, o->nesterov, o->weight_decay, step, net->params,
-                            net->grads, net->opt_a));
+        SF_TRY(be->sgd_step(be, n, o->lr, o->momentum, o->nesterov, o->weight_decay, step, p, g, net->opt_a));
     else
-        SF_TRY(be->adam_step(be, net->n_params, o->lr, o->beta1, o->beta2, o->eps, o->weight_decay,
-                             o->kind == SF_OPT_ADAMW, step, net->params, net->grads, net->opt_a, net->opt_b));
+        SF_TRY(be->adam_step(be, n, o->lr, o->beta1, o->beta2, o->eps, o->weight_decay, o->kind == SF_OPT_ADAMW,
+                             step, p, g, net->opt_a, net->opt_b));
+    if (sharded) SF_TRY(net->hooks.params_allgather(net->hooks.ctx, net->params, net->n_params));
     net->have_backward = false;
-    return SF_OK;
+    return sf_net_refresh_params_act(net, 0, net->n_params);
 }
 
-/* flag: stats[3] of the step, set where the input of a net with input_spikes held a value other than 0 and 1. */
+/* fp16: the gradients overflowed at this scale, so the update is skipped and the scale halves. */
+static sf_status back_off(sf_net *net)
+{
+    net->have_backward = false;
+    if (net->loss_scale * 0.5f < SF_LOSS_SCALE_MIN)
+        return sf_fail(SF_ERR_NUMERIC, "fp16: a gradient is NaN or Inf even with the loss scaled by %g; parameters "
+                                       "were not updated", (double)net->loss_scale);
+    net->loss_scale *= 0.5f;
+    net->loss_scale_steps = 0;
+    return sf_net_put_loss_scale(net);
+}
+
+static sf_status count_good_step(sf_net *net)
+{
+    if (!sf_net_scales_loss(net) || ++net->loss_scale_steps < SF_LOSS_SCALE_GROWTH_STEPS) return SF_OK;
+    net->loss_scale *= 2.0f;
+    net->loss_scale_steps = 0;
+    return sf_net_put_loss_scale(net);
+}
+
+/* flag: SF_STAT_INPUT_BAD of the step, set where the input of a net with input_spikes held a value other than 0
+ * and 1. */
 static sf_status check_input_spikes(const sf_net *net, float flag)
 {
     if (net->tensors[0].compact && flag != 0.0f)
@@ -133,19 +185,30 @@ sf_status sf_net_train_step(sf_net *net, const float *x, const int32_t *labels, 
     SF_TRY(sf_net_upload_input(net, x));
     SF_TRY(sf_net_put_labels(net, labels));
     SF_TRY(step_body(net));
-    /* One read-back per step: the loss, the correct count, a finite-check over every gradient and whether the input
-     * held only spikes where it should. */
+    /* One read-back per step: the loss, the correct count, the finite checks and whether the input held only
+     * spikes where it should. */
     sf_backend *be = net->be;
-    float st[4];
+    float st[SF_STAT_INPUT_BAD + 1];
     SF_TRY(be->copy_to_host(be, st, net->stats, sizeof st));
-    sf_step_result r = {.loss = st[0], .correct = (int32_t)st[1]};
+    sf_step_result r = {.loss = st[SF_STAT_LOSS], .correct = (int32_t)st[SF_STAT_CORRECT]};
     if (out) *out = r;
-    SF_TRY(check_input_spikes(net, st[3]));
-    if (st[2] != 0.0f)
-        return sf_fail(SF_ERR_NUMERIC, "the loss (%g) or a gradient is NaN or Inf; parameters were not updated",
-                       (double)st[0]);
+    SF_TRY(check_input_spikes(net, st[SF_STAT_INPUT_BAD]));
+    if (st[SF_STAT_LOSS_BAD] != 0.0f)
+        return sf_fail(SF_ERR_NUMERIC, "the loss (%g) is NaN or Inf; parameters were not updated",
+                       (double)st[SF_STAT_LOSS]);
+    /* the forward ran whether or not the update does: its densities choose the next step's paths */
     if (!be->host_memory) SF_TRY(sf_net_sparse_after_step(net));
-    return sf_net_update(net);
+    if (st[SF_STAT_GRAD_BAD] != 0.0f) {
+        if (!sf_net_scales_loss(net))
+            return sf_fail(SF_ERR_NUMERIC, "a gradient is NaN or Inf (the loss is %g); parameters were not updated",
+                           (double)st[SF_STAT_LOSS]);
+        SF_TRY(back_off(net));
+        r.skipped = 1;
+        if (out) *out = r;
+        return SF_OK;
+    }
+    SF_TRY(sf_net_update(net));
+    return count_good_step(net);
 }
 
 sf_status sf_net_eval_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out)
@@ -158,7 +221,7 @@ sf_status sf_net_eval_step(sf_net *net, const float *x, const int32_t *labels, s
     if (out) *out = r;
     if (net->tensors[0].compact) {
         float flag;
-        SF_TRY(net->be->copy_to_host(net->be, &flag, net->stats + 3, sizeof flag));
+        SF_TRY(net->be->copy_to_host(net->be, &flag, net->stats + SF_STAT_INPUT_BAD, sizeof flag));
         SF_TRY(check_input_spikes(net, flag));
     }
     if (!net->be->host_memory) SF_TRY(sf_net_sparse_after_step(net));

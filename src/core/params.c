@@ -180,14 +180,27 @@ sf_status sf_device_parse(const char *text, sf_device *out)
     return sf_fail(SF_ERR_INVALID, "bad device '%s' (expected cpu, cuda or cuda:N)", text);
 }
 
-const char *sf_precision_name(sf_precision p)
+/* The position of `name` in names[0..n), -1 when it is not there. */
+static int name_index(const char *const *names, int n, const char *name)
 {
-    switch (p) {
-    case SF_PRECISION_FP32: return "fp32";
-    case SF_PRECISION_TF32: return "tf32";
-    case SF_PRECISION_BF16: return "bf16";
+    for (int i = 0; name && i < n; i++)
+        if (strcmp(name, names[i]) == 0) return i;
+    return -1;
+}
+
+static const char *const precision_names[] = {"fp32", "tf32", "bf16", "fp16"}; /* sf_precision order */
+#define SF_PRECISION_COUNT ((int)(sizeof precision_names / sizeof precision_names[0]))
+
+const char *sf_precision_name(sf_precision p) { return (unsigned)p < SF_PRECISION_COUNT ? precision_names[p] : "unknown"; }
+
+sf_status sf_precision_parse(const char *name, sf_precision *out)
+{
+    int i = name_index(precision_names, SF_PRECISION_COUNT, name);
+    if (i >= 0) {
+        *out = (sf_precision)i;
+        return SF_OK;
     }
-    return "unknown";
+    return sf_fail(SF_ERR_INVALID, "unknown precision '%s' (expected fp32, tf32, bf16 or fp16)", name ? name : "(null)");
 }
 
 static const char *const conv_algo_names[] = {"auto", "cudnn", "gemm"};
@@ -197,11 +210,11 @@ const char *sf_conv_algo_name(sf_conv_algo a) { return (unsigned)a < SF_CONV_ALG
 
 sf_status sf_conv_algo_parse(const char *name, sf_conv_algo *out)
 {
-    for (int i = 0; i < SF_CONV_ALGO_COUNT; i++)
-        if (name && strcmp(name, conv_algo_names[i]) == 0) {
-            *out = (sf_conv_algo)i;
-            return SF_OK;
-        }
+    int i = name_index(conv_algo_names, SF_CONV_ALGO_COUNT, name);
+    if (i >= 0) {
+        *out = (sf_conv_algo)i;
+        return SF_OK;
+    }
     return sf_fail(SF_ERR_INVALID, "unknown conv algorithm '%s' (expected auto, cudnn or gemm)",
                    name ? name : "(null)");
 }

@@ -245,7 +245,7 @@ static void plan_forward(sf_net *net, planner *pl)
         sf_net_tensor *x = &net->tensors[t];
         if (x->alias_of != t) continue;
         if (t > 0 && net->layers[t - 1].absorbed) continue; /* never materialised */
-        size_t bytes = tensor_bytes(net, t, sizeof(float));
+        size_t bytes = tensor_bytes(net, t, sf_net_act_size(net));
         int32_t first = t == 0 ? 0 : t_fwd(pl, t - 1), lastuse = first;
         for (int32_t c = 0; c < L; c++) {
             const sf_net_layer *l = &net->layers[c];
@@ -321,7 +321,7 @@ static void plan_backward(sf_net *net, planner *pl)
         if (x->alias_of != t || !x->requires_grad || net->layers[t - 1].absorbed) continue;
         int32_t first = t == last ? t_loss(pl) : (x->first_grad_writer >= 0 ? t_bwd(pl, x->first_grad_writer) : -1);
         if (first < 0) continue; /* nothing reads this tensor */
-        want_work(pl, &x->grad, tensor_bytes(net, t, sizeof(float)), first, t_bwd(pl, x->producer));
+        want_work(pl, &x->grad, tensor_bytes(net, t, sf_net_act_size(net)), first, t_bwd(pl, x->producer));
     }
     for (int32_t i = 0; i < L; i++) {
         sf_net_layer *l = &net->layers[i];
@@ -331,12 +331,17 @@ static void plan_backward(sf_net *net, planner *pl)
         int32_t in = root(net, l->in);
         sf_keep_kind k = net->tensors[in].keep;
         bool rebuild = (k == SF_KEEP_BYTES || k == SF_KEEP_RECOMPUTE || k == SF_KEEP_BITS) && needs_input_value(net, i);
-        if (rebuild) want_work(pl, &l->in_float, tensor_bytes(net, in, sizeof(float)), t, t);
+        /* A conv reads its input before it writes dx (backend.h), so when it writes its input's gradient first the
+         * input can be rebuilt right there: one activation-sized buffer less at the backward's peak. */
+        l->rebuild_in_grad = rebuild && l->d.kind == SF_LAYER_CONV2D && net->tensors[in].requires_grad &&
+                             net->tensors[in].first_grad_writer == w;
+        if (rebuild && !l->rebuild_in_grad)
+            want_work(pl, &l->in_float, tensor_bytes(net, in, sf_net_act_size(net)), t, t);
         /* A gradient for an input that another layer writes first, or one nobody needs (a BN's dx argument). */
         bool dx_to_tmp = net->tensors[in].requires_grad ? net->tensors[in].first_grad_writer != w
                                                         : (l->d.kind == SF_LAYER_BATCHNORM ||
                                                            l->d.kind == SF_LAYER_RLIF);
-        if (dx_to_tmp) want_work(pl, &l->dx_tmp, tensor_bytes(net, in, sizeof(float)), t, t);
+        if (dx_to_tmp) want_work(pl, &l->dx_tmp, tensor_bytes(net, in, sf_net_act_size(net)), t, t);
         /* The nonzero pattern of a sparse linear layer's output gradient: from its LIF's backward to its own. */
         const sf_net_tensor *o = &net->tensors[l->out];
         if (o->gmask) {
@@ -351,21 +356,22 @@ static void plan_backward(sf_net *net, planner *pl)
         if (l->d.kind == SF_LAYER_ADD) {
             int32_t in2 = root(net, l->in2);
             if (net->tensors[in2].requires_grad && (net->tensors[in2].first_grad_writer != w || in2 == in))
-                want_work(pl, &l->dx_tmp2, tensor_bytes(net, in2, sizeof(float)), t, t);
+                want_work(pl, &l->dx_tmp2, tensor_bytes(net, in2, sf_net_act_size(net)), t, t);
         }
     }
 }
 
-/* The readout, loss and bookkeeping buffers: small, alive for the whole step. */
+/* The readout, loss and bookkeeping buffers: small, alive for the whole step; and the float input of a 16-bit
+ * upload, alive while it becomes tensor 0. */
 typedef struct head_slots {
-    sf_slot readout, dreadout, out_all, dout_all, logits, stats, counts, labels, tcounts;
+    sf_slot readout, dreadout, out_all, dout_all, logits, stats, counts, labels, tcounts, input_f32;
 } head_slots;
 
 /* Over all T_all steps: the loss sees every time segment's output. */
 static void plan_head(sf_net *net, planner *pl, head_slots *h)
 {
     int32_t K = sf_net_classes(net);
-    size_t tbk = (size_t)(net->T_all * net->B * K) * sizeof(float);
+    size_t tbk = (size_t)(net->T_all * net->B * K) * sf_net_act_size(net);
     memset(h, 0, sizeof *h);
     if (net->p.readout == SF_READOUT_LEAKY) {
         want_work(pl, &h->readout, tbk, 0, t_end(pl));
@@ -375,8 +381,9 @@ static void plan_head(sf_net *net, planner *pl, head_slots *h)
         want_work(pl, &h->out_all, tbk, 0, t_end(pl));
         want_work(pl, &h->dout_all, tbk, 0, t_end(pl));
     }
+    if (net->be->act != SF_ACT_F32) want_work(pl, &h->input_f32, tensor_bytes(net, 0, sizeof(float)), 0, 0);
     want_work(pl, &h->logits, (size_t)(net->B * K) * sizeof(float), 0, t_end(pl));
-    want_work(pl, &h->stats, 4 * sizeof(float), 0, t_end(pl));
+    want_work(pl, &h->stats, SF_STATS * sizeof(float), 0, t_end(pl));
     want_work(pl, &h->counts, (size_t)(net->n_lif ? net->n_lif : 1) * sizeof(float), 0, t_end(pl));
     want_work(pl, &h->labels, (size_t)net->B * sizeof(int32_t), 0, t_end(pl));
     want_work(pl, &h->tcounts, (size_t)(2 * (net->n_layers + 1)) * sizeof(float), 0, t_end(pl));
@@ -436,6 +443,7 @@ sf_status sf_net_plan_memory(sf_net *net)
     net->spike_counts = sf_net_slot_ptr(net, head.counts);
     net->labels = sf_net_slot_ptr(net, head.labels);
     net->tcounts = sf_net_slot_ptr(net, head.tcounts);
+    net->input_f32 = sf_net_slot_ptr(net, head.input_f32);
     float *hc = realloc(net->host_counts, (size_t)(net->n_lif ? net->n_lif : 1) * sizeof(float));
     if (!hc) return sf_fail(SF_ERR_NOMEM, "out of memory");
     net->host_counts = hc;

@@ -196,11 +196,12 @@ sf_status sf_net_spike_linear_forward(sf_net *net, sf_net_layer *l, float *y)
     const int32_t in = (int32_t)net->tensors[l->in].per_sample, t = root(net, l->in);
     sf_spikes c = sf_net_compact_of(net, t);
     if (l->fwd_sparse)
-        return be->spike_linear_forward(be, rows(net), in, l->d.out_features, &c, param(net, l->w_off),
+        return be->spike_linear_forward(be, rows(net), in, l->d.out_features, &c, sf_net_weight(net, l->w_off),
                                         param(net, l->b_off), y, sf_net_slot_ptr(net, l->sws_f));
     float *x = sf_net_act(net, t);
     if (!net->tensors[t].need_float && t != 0) SF_TRY(be->spikes_expand(be, rows(net), in, c.bits, x));
-    return be->linear_forward(be, rows(net), in, l->d.out_features, x, param(net, l->w_off), param(net, l->b_off), y);
+    return be->linear_forward(be, rows(net), in, l->d.out_features, x, sf_net_weight(net, l->w_off),
+                              param(net, l->b_off), y);
 }
 
 sf_status sf_net_spike_linear_backward(sf_net *net, sf_net_layer *l, const float *dy, float *dx)
@@ -211,13 +212,13 @@ sf_status sf_net_spike_linear_backward(sf_net *net, sf_net_layer *l, const float
     if (l->bwd_flags) {
         const sf_net_tensor *o = &net->tensors[l->out];
         sf_spikes mask = {sf_net_slot_ptr(net, o->gbits), NULL, sf_net_slot_ptr(net, o->gcnt)};
-        return be->spike_linear_backward(be, rows(net), in, l->d.out_features, c.bits, param(net, l->w_off), dy,
-                                         o->gmask ? &mask : NULL, dx, pgrad(net, l->w_off), pgrad(net, l->b_off),
+        return be->spike_linear_backward(be, rows(net), in, l->d.out_features, c.bits, sf_net_weight(net, l->w_off),
+                                         dy, o->gmask ? &mask : NULL, dx, pgrad(net, l->w_off), pgrad(net, l->b_off),
                                          sf_net_slot_ptr(net, l->sws_b));
     }
     float *x = sf_net_slot_ptr(net, l->in_float);
     SF_TRY(be->spikes_expand(be, rows(net), in, c.bits, x));
-    return be->linear_backward(be, rows(net), in, l->d.out_features, x, param(net, l->w_off), dy, dx,
+    return be->linear_backward(be, rows(net), in, l->d.out_features, x, sf_net_weight(net, l->w_off), dy, dx,
                                pgrad(net, l->w_off), pgrad(net, l->b_off));
 }
 

@@ -47,12 +47,13 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The buffers of one measurement, on the backend. */
+/* The buffers of one measurement, on the backend: w, x, y, dy, dx in the backend's act type (dw is float), and
+ * where that type is 16-bit a float buffer the uploads are converted from. */
 typedef struct bench {
     sf_backend *be;
     int64_t rows;
     int32_t in, out;
-    float *w, *x, *y, *dy, *dx, *dw;
+    float *w, *x, *y, *dy, *dx, *dw, *stage;
     sf_spikes c;
     void *ws;
 } bench;
@@ -91,12 +92,21 @@ static sf_status time_op(bench *b, op o, double *best)
     return SF_OK;
 }
 
+/* n floats from the host into dst of the backend's act type. */
+static sf_status upload(bench *b, float *dst, size_t n, const float *host)
+{
+    sf_backend *be = b->be;
+    if (be->act == SF_ACT_F32) return be->copy_from_host(be, dst, host, n * sizeof(float));
+    SF_TRY(be->copy_from_host(be, b->stage, host, n * sizeof(float)));
+    return be->convert(be, (int64_t)n, SF_ACT_F32, b->stage, be->act, dst);
+}
+
 /* Spikes at density d (a fixed hash, so every process measures the same data), made compact on the backend. */
 static sf_status set_density(bench *b, float d, float *host)
 {
     const int64_t n = b->rows * b->in;
     for (int64_t i = 0; i < n; i++) host[i] = sf_uniform(0x5eed, 7, (uint64_t)i) < d ? 1.0f : 0.0f;
-    SF_TRY(b->be->copy_from_host(b->be, b->x, host, (size_t)n * sizeof(float)));
+    SF_TRY(upload(b, b->x, (size_t)n, host));
     return b->be->spikes_compact(b->be, b->rows, b->in, b->x, &b->c, NULL, NULL);
 }
 
@@ -110,10 +120,10 @@ static float crossover(double dense, float d1, double t1, float d2, double t2)
 }
 
 /* n values uniform in [-0.5, 0.5) from stream `stream` of a fixed hash, uploaded to dst. */
-static sf_status upload_uniform(sf_backend *be, float *dst, size_t n, uint64_t stream, float *host)
+static sf_status upload_uniform(bench *b, float *dst, size_t n, uint64_t stream, float *host)
 {
     for (size_t i = 0; i < n; i++) host[i] = sf_uniform(0x5eed, stream, i) - 0.5f;
-    return be->copy_from_host(be, dst, host, n * sizeof(float));
+    return upload(b, dst, n, host);
 }
 
 static sf_status alloc_all(bench *b, void **mem, size_t *sizes, int n)
@@ -125,24 +135,26 @@ static sf_status alloc_all(bench *b, void **mem, size_t *sizes, int n)
 static sf_status measure(sf_backend *be, int64_t rows, int32_t in, int32_t out, float *xfwd, float *xbwd)
 {
     bench b = {.be = be, .rows = tune_rows(be, rows), .in = in, .out = out};
-    const size_t f = sizeof(float), r = (size_t)b.rows;
-    size_t sizes[] = {(size_t)out * (size_t)in * f, r * (size_t)in * f, r * (size_t)out * f, r * (size_t)out * f,
-                      r * (size_t)in * f, (size_t)out * (size_t)in * f,
-                      r * (size_t)sf_spike_words(in) * sizeof(uint32_t), r * (size_t)in,
-                      r * (size_t)sf_spike_segs(in) * sizeof(int32_t), be->spike_linear_workspace(be, b.rows, in, out)};
-    enum { NBUF = sizeof sizes / sizeof sizes[0] };
-    void *mem[NBUF] = {0};
+    const size_t f = sizeof(float), a = sf_act_type_size(be->act), r = (size_t)b.rows;
     size_t host_n = r * (size_t)(in > out ? in : out);
     if (host_n < (size_t)in * (size_t)out) host_n = (size_t)in * (size_t)out;
+    size_t sizes[] = {(size_t)out * (size_t)in * a, r * (size_t)in * a, r * (size_t)out * a, r * (size_t)out * a,
+                      r * (size_t)in * a, (size_t)out * (size_t)in * f,
+                      r * (size_t)sf_spike_words(in) * sizeof(uint32_t), r * (size_t)in,
+                      r * (size_t)sf_spike_segs(in) * sizeof(int32_t), be->spike_linear_workspace(be, b.rows, in, out),
+                      be->act == SF_ACT_F32 ? 0 : host_n * f};
+    enum { NBUF = sizeof sizes / sizeof sizes[0] };
+    void *mem[NBUF] = {0};
     float *host = malloc(host_n * f);
     sf_status s = host ? alloc_all(&b, mem, sizes, NBUF) : sf_fail(SF_ERR_NOMEM, "sparse tuning: out of memory");
     if (s == SF_OK) {
         b.w = mem[0], b.x = mem[1], b.y = mem[2], b.dy = mem[3], b.dx = mem[4], b.dw = mem[5];
         b.c = (sf_spikes){mem[6], mem[7], mem[8]};
         b.ws = mem[9];
-        s = upload_uniform(be, b.dy, r * (size_t)out, 8, host);
+        b.stage = mem[10];
+        s = upload_uniform(&b, b.dy, r * (size_t)out, 8, host);
     }
-    if (s == SF_OK) s = upload_uniform(be, b.w, (size_t)out * (size_t)in, 9, host);
+    if (s == SF_OK) s = upload_uniform(&b, b.w, (size_t)out * (size_t)in, 9, host);
     const float d1 = 1.0f / 32, d2 = 1.0f / 8;
     double dense_f = 0, dense_b = 0, f1 = 0, f2 = 0, b1 = 0, b2 = 0;
     if (s == SF_OK) s = set_density(&b, d1, host);

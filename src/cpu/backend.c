@@ -79,8 +79,8 @@ sf_status sf_cpu_backend_create(sf_backend **out)
     be->dropout_backward = sf_cpu_op_dropout_backward;
     be->add = sf_cpu_op_add;
     be->axpy = sf_cpu_op_axpy;
-    be->u8_to_f32 = sf_cpu_op_u8_to_f32;
-    be->f32_to_u8 = sf_cpu_op_f32_to_u8;
+    be->u8_to_act = sf_cpu_op_u8_to_f32;
+    be->act_to_u8 = sf_cpu_op_f32_to_u8;
     be->leaky_forward = sf_cpu_op_leaky_forward;
     be->leaky_backward = sf_cpu_op_leaky_backward;
     be->softmax_xent = sf_cpu_op_softmax_xent;

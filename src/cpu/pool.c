@@ -1,5 +1,6 @@
-/* pool.c — average and max pooling over n planes (no padding) on the CPU; maxpool records the argmax position
- * inside each k×k window as one byte (ki·k + kj), which is all its backward needs. */
+/* pool.c — average and max pooling over n planes on the CPU, with an optional border (PyTorch's rules: -inf for
+ * max, zeros counted in the average); maxpool records the argmax position inside each k×k window (border
+ * included) as one byte (ki·k + kj), which is all its backward needs. */
 #include "cpu/cpu_layers.h"
 
 #include "core/error.h"
@@ -10,32 +11,51 @@
 static sf_status check_pool(const char *op, const sf_pool_shape *sh)
 {
     if (!sh) return sf_fail(SF_ERR_INVALID, "%s: shape is NULL", op);
-    if (sh->n < 0 || sh->h <= 0 || sh->w <= 0 || sh->k <= 0 || sh->stride <= 0 || sh->k > sh->h || sh->k > sh->w)
-        return sf_fail(SF_ERR_INVALID, "%s: shape n=%lld h=%d w=%d k=%d stride=%d: need positive sizes, k <= h, w",
-                       op, (long long)sh->n, sh->h, sh->w, sh->k, sh->stride);
+    const int32_t p = sh->pad;
+    if (sh->n < 0 || sh->h <= 0 || sh->w <= 0 || sh->k <= 0 || sh->stride <= 0 || p < 0 || 2 * p > sh->k ||
+        sh->k > sh->h + 2 * p || sh->k > sh->w + 2 * p)
+        return sf_fail(SF_ERR_INVALID,
+                       "%s: shape n=%lld h=%d w=%d k=%d stride=%d pad=%d: need positive sizes, pad <= k/2, "
+                       "k <= h + 2·pad, w + 2·pad",
+                       op, (long long)sh->n, sh->h, sh->w, sh->k, sh->stride, p);
     if (sh->k > 16) return sf_fail(SF_ERR_INVALID, "%s: window %d: at most 16 (the argmax is one byte)", op, sh->k);
-    int32_t oh = (sh->h - sh->k) / sh->stride + 1, ow = (sh->w - sh->k) / sh->stride + 1;
+    int32_t oh = (sh->h + 2 * p - sh->k) / sh->stride + 1, ow = (sh->w + 2 * p - sh->k) / sh->stride + 1;
     if (oh != sh->oh || ow != sh->ow)
-        return sf_fail(SF_ERR_INVALID, "%s: output %dx%d does not match (h - k)/stride + 1 = %dx%d", op, sh->oh,
+        return sf_fail(SF_ERR_INVALID, "%s: output %dx%d does not match (h + 2·pad - k)/stride + 1 = %dx%d", op, sh->oh,
                        sh->ow, oh, ow);
     return SF_OK;
+}
+
+/* The part of output (oy, ox)'s window inside the plane: rows [y0, y1), columns [x0, x1); (wy, wx) is the window's
+ * corner, which lies in the border where the window overhangs it. */
+typedef struct window {
+    int32_t wy, wx, y0, y1, x0, x1;
+} window;
+
+static window window_of(const sf_pool_shape *sh, int32_t oy, int32_t ox)
+{
+    window v = {oy * sh->stride - sh->pad, ox * sh->stride - sh->pad, 0, 0, 0, 0};
+    v.y0 = v.wy > 0 ? v.wy : 0;
+    v.x0 = v.wx > 0 ? v.wx : 0;
+    v.y1 = v.wy + sh->k < sh->h ? v.wy + sh->k : sh->h;
+    v.x1 = v.wx + sh->k < sh->w ? v.wx + sh->k : sh->w;
+    return v;
 }
 
 sf_status sf_cpu_op_avgpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y)
 {
     SF_TRY(check_pool("avgpool", sh));
-    const int32_t k = sh->k, s = sh->stride;
-    const float scale = 1.0f / (float)(k * k);
+    const float scale = 1.0f / (float)(sh->k * sh->k);
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < sh->n; p++) {
         const float *xp = x + p * sh->h * sh->w;
         float *yp = y + p * sh->oh * sh->ow;
         for (int32_t oy = 0; oy < sh->oh; oy++)
             for (int32_t ox = 0; ox < sh->ow; ox++) {
-                const float *win = xp + (int64_t)oy * s * sh->w + (int64_t)ox * s;
+                const window v = window_of(sh, oy, ox);
                 float acc = 0.0f;
-                for (int32_t ki = 0; ki < k; ki++)
-                    for (int32_t kj = 0; kj < k; kj++) acc += win[(int64_t)ki * sh->w + kj];
+                for (int32_t iy = v.y0; iy < v.y1; iy++)
+                    for (int32_t ix = v.x0; ix < v.x1; ix++) acc += xp[(int64_t)iy * sh->w + ix];
                 yp[(int64_t)oy * sh->ow + ox] = acc * scale;
             }
     }
@@ -45,8 +65,7 @@ sf_status sf_cpu_op_avgpool_forward(sf_backend *be, const sf_pool_shape *sh, con
 sf_status sf_cpu_op_avgpool_backward(sf_backend *be, const sf_pool_shape *sh, const float *dy, float *dx)
 {
     SF_TRY(check_pool("avgpool backward", sh));
-    const int32_t k = sh->k, s = sh->stride;
-    const float scale = 1.0f / (float)(k * k);
+    const float scale = 1.0f / (float)(sh->k * sh->k);
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < sh->n; p++) {
         float *dxp = dx + p * sh->h * sh->w;
@@ -54,36 +73,35 @@ sf_status sf_cpu_op_avgpool_backward(sf_backend *be, const sf_pool_shape *sh, co
         memset(dxp, 0, (size_t)sh->h * (size_t)sh->w * sizeof(float));
         for (int32_t oy = 0; oy < sh->oh; oy++)
             for (int32_t ox = 0; ox < sh->ow; ox++) {
-                float *win = dxp + (int64_t)oy * s * sh->w + (int64_t)ox * s;
+                const window v = window_of(sh, oy, ox);
                 const float g = dyp[(int64_t)oy * sh->ow + ox] * scale;
-                for (int32_t ki = 0; ki < k; ki++)
-                    for (int32_t kj = 0; kj < k; kj++) win[(int64_t)ki * sh->w + kj] += g;
+                for (int32_t iy = v.y0; iy < v.y1; iy++)
+                    for (int32_t ix = v.x0; ix < v.x1; ix++) dxp[(int64_t)iy * sh->w + ix] += g;
             }
     }
     return SF_OK;
 }
 
-sf_status sf_cpu_op_maxpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y,
-                                    uint8_t *argmax)
+sf_status sf_cpu_op_maxpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y, uint8_t *argmax)
 {
     SF_TRY(check_pool("maxpool", sh));
-    const int32_t k = sh->k, s = sh->stride;
+    const int32_t k = sh->k;
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < sh->n; p++) {
         const float *xp = x + p * sh->h * sh->w;
         const int64_t o0 = p * sh->oh * sh->ow;
         for (int32_t oy = 0; oy < sh->oh; oy++)
             for (int32_t ox = 0; ox < sh->ow; ox++) {
-                const float *win = xp + (int64_t)oy * s * sh->w + (int64_t)ox * s;
-                /* First maximum wins and a NaN propagates, as in PyTorch. */
-                float best = win[0];
-                int32_t at = 0;
-                for (int32_t ki = 0; ki < k; ki++)
-                    for (int32_t kj = 0; kj < k; kj++) {
-                        float v = win[(int64_t)ki * sh->w + kj];
-                        if (v > best || (isnan(v) && !isnan(best))) {
-                            best = v;
-                            at = ki * k + kj;
+                const window v = window_of(sh, oy, ox);
+                /* First maximum wins and a NaN propagates, as in PyTorch; the border never wins. */
+                float best = xp[(int64_t)v.y0 * sh->w + v.x0];
+                int32_t at = (v.y0 - v.wy) * k + (v.x0 - v.wx);
+                for (int32_t iy = v.y0; iy < v.y1; iy++)
+                    for (int32_t ix = v.x0; ix < v.x1; ix++) {
+                        float val = xp[(int64_t)iy * sh->w + ix];
+                        if (val > best || (isnan(val) && !isnan(best))) {
+                            best = val;
+                            at = (iy - v.wy) * k + (ix - v.wx);
                         }
                     }
                 y[o0 + (int64_t)oy * sh->ow + ox] = best;
@@ -93,8 +111,8 @@ sf_status sf_cpu_op_maxpool_forward(sf_backend *be, const sf_pool_shape *sh, con
     return SF_OK;
 }
 
-sf_status sf_cpu_op_maxpool_backward(sf_backend *be, const sf_pool_shape *sh, const uint8_t *argmax,
-                                     const float *dy, float *dx)
+sf_status sf_cpu_op_maxpool_backward(sf_backend *be, const sf_pool_shape *sh, const uint8_t *argmax, const float *dy,
+                                     float *dx)
 {
     SF_TRY(check_pool("maxpool backward", sh));
     const int32_t k = sh->k, s = sh->stride;
@@ -106,8 +124,8 @@ sf_status sf_cpu_op_maxpool_backward(sf_backend *be, const sf_pool_shape *sh, co
         for (int32_t oy = 0; oy < sh->oh; oy++)
             for (int32_t ox = 0; ox < sh->ow; ox++) {
                 const int64_t o = o0 + (int64_t)oy * sh->ow + ox;
-                const int32_t ki = argmax[o] / k, kj = argmax[o] % k;
-                dxp[(int64_t)(oy * s + ki) * sh->w + (int64_t)ox * s + kj] += dy[o];
+                const int32_t iy = oy * s - sh->pad + argmax[o] / k, ix = ox * s - sh->pad + argmax[o] % k;
+                dxp[(int64_t)iy * sh->w + ix] += dy[o];
             }
     }
     return SF_OK;

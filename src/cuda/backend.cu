@@ -167,14 +167,17 @@ static void fill_table(sf_backend *be, bool graphs)
     be->dropout_backward = sf_cuda_op_dropout_backward;
     be->add = sf_cuda_op_add;
     be->axpy = sf_cuda_op_axpy;
-    be->u8_to_f32 = sf_cuda_op_u8_to_f32;
-    be->f32_to_u8 = sf_cuda_op_f32_to_u8;
+    be->u8_to_act = sf_cuda_op_u8_to_act;
+    be->act_to_u8 = sf_cuda_op_act_to_u8;
     be->leaky_forward = sf_cuda_op_leaky_forward;
     be->leaky_backward = sf_cuda_op_leaky_backward;
     be->softmax_xent = sf_cuda_op_softmax_xent;
+    be->mse_rate = sf_cuda_op_mse_rate;
     be->sgd_step = sf_cuda_op_sgd_step;
     be->adam_step = sf_cuda_op_adam_step;
     be->check_finite = sf_cuda_op_check_finite;
+    be->convert = sf_cuda_op_convert;
+    be->scale = sf_cuda_op_scale;
     be->spikes_compact = sf_cuda_op_spikes_compact;
     be->spikes_expand = sf_cuda_op_spikes_expand;
     be->spike_linear_workspace = sf_cuda_op_spike_linear_workspace;
@@ -212,16 +215,17 @@ static sf_status init_ctx(sf_cuda_ctx *c, int32_t device, sf_precision prec, con
     const size_t cublas_ws = (size_t)32 << 20;
     SF_CUDA_CHECK(cudaMalloc(&c->cublas_ws, cublas_ws));
     SF_CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_ws, cublas_ws));
-    if ((unsigned)prec > SF_PRECISION_BF16) return sf_fail(SF_ERR_INVALID, "unknown precision %d", (int)prec);
+    if ((unsigned)prec > SF_PRECISION_FP16) return sf_fail(SF_ERR_INVALID, "unknown precision %d", (int)prec);
     c->prec = prec;
+    c->act = prec == SF_PRECISION_BF16 ? SF_ACT_BF16 : prec == SF_PRECISION_FP16 ? SF_ACT_F16 : SF_ACT_F32;
     c->conv_ws_cap = (size_t)opt->conv_workspace_mib << 20;
     c->conv_algo = opt->conv_algo;
     c->deterministic = opt->deterministic != 0;
     /* No atomics in cuBLAS's sums (its default, made explicit: deterministic runs rely on it, as on the fixed
      * workspace above and the one stream). */
     SF_CUBLAS_CHECK(cublasSetAtomicsMode(c->cublas, CUBLAS_ATOMICS_NOT_ALLOWED));
-    /* fp32 stays fp32 unless opted in: no TF32 tensor-op math behind the caller's back. bf16 needs no mode: its
-     * GEMMs name bf16 operand types (linear.cu). */
+    /* fp32 stays fp32 unless opted in: no TF32 tensor-op math behind the caller's back. bf16 and fp16 need no mode:
+     * their GEMMs name 16-bit operand types (linear.cu). */
     SF_CUBLAS_CHECK(
         cublasSetMathMode(c->cublas, prec == SF_PRECISION_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     SF_CUDNN_CHECK(cudnnCreate(&c->cudnn));
@@ -245,6 +249,7 @@ sf_status sf_cuda_backend_create(int32_t device, sf_precision precision, const s
     be->ctx = c;
     fill_table(be, opt->graph != 0);
     sf_status s = init_ctx(c, device, precision, opt);
+    be->act = c->act;
     if (s != SF_OK) {
         cu_destroy(be);
         return sf_fail_context(s, "creating the CUDA backend (%s) on device %d: ", sf_precision_name(precision), device);

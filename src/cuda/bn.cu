@@ -1,5 +1,7 @@
 /* bn.cu — batch norm over (T, B, H, W) per channel: statistics, normalisation, training-mode backward and the
- * running-statistics update. Layout x[rows, C, hw]. */
+ * running-statistics update. Layout x[rows, C, hw]; x, y, dy and dx in the backend's activation type, statistics
+ * and parameters float. */
+#include "cuda/act.cuh"
 #include "cuda/ops.cuh"
 #include "cuda/reduce.cuh"
 
@@ -8,12 +10,12 @@ __device__ __forceinline__ int32_t bn_channel(int64_t i, int64_t hw, int32_t C)
     return (int32_t)((i / hw) % C);
 }
 
-struct StatsF {
-    const float *x;
+template <class T> struct StatsF {
+    const T *x;
     float *mean, *var;
     __device__ void term(int64_t i, int32_t, double *a, double *b) const
     {
-        double v = x[i];
+        double v = sf_widen(x[i]);
         *a += v;
         *b += v * v;
     }
@@ -27,18 +29,22 @@ struct StatsF {
 
 sf_status sf_cuda_op_bn_stats(sf_backend *be, sf_bn_shape sh, const float *x, float *mean, float *var)
 {
-    StatsF f = {x, mean, var};
-    return sf_cuda_channel_reduce(sf_cuda_ctx_of(be), f, sh.rows, sh.c, sh.hw);
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    return sf_cuda_with_act(c->act, [&](auto tag) {
+        using T = decltype(tag);
+        return sf_cuda_channel_reduce(c, StatsF<T>{(const T *)x, mean, var}, sh.rows, sh.c, sh.hw);
+    });
 }
 
-__global__ void bn_forward_kernel(int64_t n, int64_t hw, int32_t C, const float *x, const float *mean, const float *var,
-                                  float eps, const float *gamma, const float *beta, float *y)
+template <class T>
+__global__ void bn_forward_kernel(int64_t n, int64_t hw, int32_t C, const T *x, const float *mean, const float *var,
+                                  float eps, const float *gamma, const float *beta, T *y)
 {
     SF_CUDA_GRID_STRIDE(i, n)
     {
         int32_t c = bn_channel(i, hw, C);
         float invstd = 1.0f / sqrtf(var[c] + eps);
-        y[i] = (x[i] - mean[c]) * invstd * gamma[c] + beta[c];
+        y[i] = sf_narrow<T>((sf_widen(x[i]) - mean[c]) * invstd * gamma[c] + beta[c]);
     }
 }
 
@@ -47,22 +53,27 @@ sf_status sf_cuda_op_bn_forward(sf_backend *be, sf_bn_shape sh, const float *x, 
 {
     int64_t n = sh.rows * sh.c * sh.hw;
     if (n == 0) return SF_OK;
-    bn_forward_kernel<<<sf_cuda_blocks(n, 256), 256, 0, sf_cuda_ctx_of(be)->stream>>>(n, sh.hw, sh.c, x, mean, var, eps,
-                                                                                      gamma, beta, y);
-    SF_CUDA_LAUNCHED();
-    return SF_OK;
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    return sf_cuda_with_act(c->act, [&](auto tag) {
+        using T = decltype(tag);
+        bn_forward_kernel<T><<<sf_cuda_blocks(n, 256), 256, 0, c->stream>>>(n, sh.hw, sh.c, (const T *)x, mean, var,
+                                                                            eps, gamma, beta, (T *)y);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    });
 }
 
 /* Σ dy and Σ dy·x̂ per channel: dbeta and dgamma. */
-struct BackF {
-    const float *x, *dy, *mean, *var;
+template <class T> struct BackF {
+    const T *x, *dy;
+    const float *mean, *var;
     float eps;
     float *dgamma, *dbeta;
     __device__ void term(int64_t i, int32_t c, double *a, double *b) const
     {
-        double g = dy[i];
+        double g = sf_widen(dy[i]);
         *a += g;
-        *b += g * (double)(x[i] - mean[c]);
+        *b += g * (double)(sf_widen(x[i]) - mean[c]);
     }
     __device__ void finish(int32_t c, double a, double b, double) const
     {
@@ -71,16 +82,18 @@ struct BackF {
     }
 };
 
-__global__ void bn_dx_kernel(int64_t n, int64_t hw, int32_t C, double count, const float *x, const float *mean,
-                             const float *var, float eps, const float *gamma, const float *dy, const float *dgamma,
-                             const float *dbeta, float *dx)
+template <class T>
+__global__ void bn_dx_kernel(int64_t n, int64_t hw, int32_t C, double count, const T *x, const float *mean,
+                             const float *var, float eps, const float *gamma, const T *dy, const float *dgamma,
+                             const float *dbeta, T *dx)
 {
     SF_CUDA_GRID_STRIDE(i, n)
     {
         int32_t c = bn_channel(i, hw, C);
         float invstd = 1.0f / sqrtf(var[c] + eps);
-        float xhat = (x[i] - mean[c]) * invstd;
-        dx[i] = gamma[c] * invstd * (dy[i] - (float)(dbeta[c] / count) - xhat * (float)(dgamma[c] / count));
+        float xhat = (sf_widen(x[i]) - mean[c]) * invstd;
+        dx[i] = sf_narrow<T>(gamma[c] * invstd *
+                             (sf_widen(dy[i]) - (float)(dbeta[c] / count) - xhat * (float)(dgamma[c] / count)));
     }
 }
 
@@ -90,12 +103,16 @@ sf_status sf_cuda_op_bn_backward(sf_backend *be, sf_bn_shape sh, const float *x,
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     int64_t n = sh.rows * sh.c * sh.hw;
     if (n == 0) return SF_OK;
-    BackF f = {x, dy, mean, var, eps, dgamma, dbeta};
-    SF_TRY(sf_cuda_channel_reduce(c, f, sh.rows, sh.c, sh.hw));
-    bn_dx_kernel<<<sf_cuda_blocks(n, 256), 256, 0, c->stream>>>(n, sh.hw, sh.c, (double)(sh.rows * sh.hw), x, mean, var,
-                                                                eps, gamma, dy, dgamma, dbeta, dx);
-    SF_CUDA_LAUNCHED();
-    return SF_OK;
+    return sf_cuda_with_act(c->act, [&](auto tag) -> sf_status {
+        using T = decltype(tag);
+        BackF<T> f = {(const T *)x, (const T *)dy, mean, var, eps, dgamma, dbeta};
+        SF_TRY(sf_cuda_channel_reduce(c, f, sh.rows, sh.c, sh.hw));
+        bn_dx_kernel<T><<<sf_cuda_blocks(n, 256), 256, 0, c->stream>>>(n, sh.hw, sh.c, (double)(sh.rows * sh.hw),
+                                                                       (const T *)x, mean, var, eps, gamma,
+                                                                       (const T *)dy, dgamma, dbeta, (T *)dx);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    });
 }
 
 __global__ void bn_running_kernel(int32_t C, float m, float unbias, const float *mean, const float *var, float *rm,

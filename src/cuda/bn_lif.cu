@@ -1,12 +1,16 @@
-/* bn_lif.cu — fused BN → LIF (Liang et al., Alg. 1–3; docs/architecture.md, References). Forward: normalise and
+/* bn_lif.cu — fused BN → neuron, every model (Liang et al., Alg. 1–3; docs/architecture.md, References). Forward: normalise and
  * integrate in one pass per neuron. Backward: pass 1 recomputes y and h, runs the reverse time loop and keeps only Σ_t
  * dy and Σ_t dy·x̂ per neuron ([B, C, hw], T times smaller than x); a deterministic reduction turns them into dbeta,
- * dgamma; pass 2 recomputes again and writes dx. dy ([T, B, C, hw]) is never stored. */
+ * dgamma; pass 2 recomputes again and writes dx. dy ([T, B, C, hw]) is never stored. x, s, ds and dx are in the
+ * backend's activation type; the sums and statistics are float. */
+#include "cuda/cuda_backend.h"
 #include "cuda/neuron.cuh"
 #include "cuda/ops.cuh"
 #include "cuda/reduce.cuh"
 
-static sf_cuda_neuron bn_neuron(const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x, const float *mean,
+#include "core/neuron_check.h"
+
+static sf_cuda_neuron bn_neuron(const sf_lif_params *p, int64_t T, sf_bn_shape sh, const void *x, const float *mean,
                                 const float *var, float eps, const float *gamma, const float *beta)
 {
     sf_cuda_neuron a;
@@ -34,14 +38,25 @@ static sf_status check_rows(int64_t T, sf_bn_shape sh)
     return SF_OK;
 }
 
+sf_status sf_cuda_bn_lif_forward(const sf_lif_params *p, int64_t T, sf_bn_shape sh, sf_act_type t, const void *x,
+                                 const float *mean, const float *var, float eps, const float *gamma, const float *beta,
+                                 const sf_lif_out *out, const sf_lif_state *st, void *stream)
+{
+    SF_TRY(check_rows(T, sh));
+    SF_TRY(sf_plif_state_check("BN+LIF forward", p, sh.rows / T * sh.c * sh.hw, st, sh.c, sh.hw));
+    sf_cuda_neuron a = bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta);
+    if (st) a.st = *st;
+    return sf_cuda_with_act(t, [&](auto tag) {
+        return sf_cuda_neuron_forward_launch<decltype(tag)>(a, true, out, (cudaStream_t)stream);
+    });
+}
+
 sf_status sf_cuda_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
                                     const float *mean, const float *var, float eps, const float *gamma,
                                     const float *beta, const sf_lif_out *out, const sf_lif_state *st)
 {
-    SF_TRY(check_rows(T, sh));
-    sf_cuda_neuron a = bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta);
-    if (st) a.st = *st;
-    return sf_cuda_neuron_forward_launch(a, true, out, sf_cuda_ctx_of(be)->stream);
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    return sf_cuda_bn_lif_forward(p, T, sh, c->act, x, mean, var, eps, gamma, beta, out, st, c->stream);
 }
 
 /* Adds the per-neuron sums of pass 1 over the batch: sums is [2][B, C, hw]. */
@@ -60,10 +75,11 @@ struct NeuronSumsF {
     }
 };
 
-sf_status sf_cuda_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
-                                     const float *h, const float *mean, const float *var, float eps, const float *gamma,
-                                     const float *beta, const float *ds, float *dx, float *dgamma, float *dbeta,
-                                     const sf_lif_state *st, const sf_bn_split *split)
+/* The backward on context c: its activation type, stream, SM count and scratch slots (per-neuron sums, partials). */
+static sf_status bn_lif_backward_on(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const void *x,
+                                    const float *h, const float *mean, const float *var, float eps, const float *gamma,
+                                    const float *beta, const void *ds, void *dx, float *dgamma, float *dbeta,
+                                    const sf_lif_state *st, const sf_bn_split *split)
 {
     SF_TRY(check_rows(T, sh));
     const int phase = split ? split->phase : 0; /* 0: both passes here */
@@ -73,24 +89,84 @@ sf_status sf_cuda_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int
         return sf_fail(SF_ERR_INVALID, "BN+LIF backward: dgamma and dbeta are needed (the sums pass writes them)");
     if (phase == 2 && (!split->sum_dy || !split->sum_dyx || split->rows < 1))
         return sf_fail(SF_ERR_INVALID, "BN+LIF backward: phase 2 needs the sums of every part and their rows");
-    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    SF_TRY(sf_plif_state_check("BN+LIF backward", p, sh.rows / T * sh.c * sh.hw, st, sh.c, sh.hw));
     sf_cuda_neuron a = bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta);
     if (st) a.st = *st;
     if (a.N == 0) return SF_OK;
-    if (phase != 2) {
-        void *sums;
-        SF_TRY(sf_cuda_scratch(c, 0, sizeof(float) * 2 * (size_t)a.N, &sums));
-        float *s = (float *)sums;
-        SF_TRY(sf_cuda_neuron_backward_launch(a, true, SF_DY_SUMS, h, ds, NULL, s, NULL, NULL, c->stream));
-        NeuronSumsF f = {s, s + a.N, dgamma, dbeta};
-        SF_TRY(sf_cuda_channel_reduce(c, f, sh.rows / T, sh.c, sh.hw));
-        if (phase == 1) return SF_OK;
-    }
-    a.st.dv_out = NULL; /* written by the sums pass */
-    if (phase == 2) {
-        a.bn_rows = split->rows;
-        return sf_cuda_neuron_backward_launch(a, true, SF_DY_BN_DX, h, ds, dx, NULL, split->sum_dyx, split->sum_dy,
-                                              c->stream);
-    }
-    return sf_cuda_neuron_backward_launch(a, true, SF_DY_BN_DX, h, ds, dx, NULL, dgamma, dbeta, c->stream);
+    return sf_cuda_with_act(c->act, [&](auto tag) -> sf_status {
+        using Act = decltype(tag);
+        if (phase != 2) { /* pass 1: Σdy, Σdy·x̂ per neuron, and a PLIF's sums for dw after them */
+            const bool plif = p->model == SF_NEURON_PLIF;
+            void *sums;
+            SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SUMS, sizeof(float) * (plif ? 3 : 2) * (size_t)a.N, &sums));
+            float *s = (float *)sums;
+            SF_TRY(sf_cuda_neuron_backward_launch<Act>(a, true, SF_DY_SUMS, h, ds, NULL, s, NULL, NULL, c->stream));
+            NeuronSumsF f = {s, s + a.N, dgamma, dbeta};
+            SF_TRY(sf_cuda_channel_reduce(c, f, sh.rows / T, sh.c, sh.hw));
+            if (plif) SF_TRY(sf_cuda_plif_dw(c, a, s + 2 * a.N));
+            if (phase == 1) return SF_OK;
+        }
+        a.st.dv_out = NULL; /* written by the sums pass */
+        if (phase == 2) {
+            a.bn_rows = split->rows;
+            return sf_cuda_neuron_backward_launch<Act>(a, true, SF_DY_BN_DX, h, ds, dx, NULL, split->sum_dyx,
+                                                       split->sum_dy, c->stream);
+        }
+        return sf_cuda_neuron_backward_launch<Act>(a, true, SF_DY_BN_DX, h, ds, dx, NULL, dgamma, dbeta, c->stream);
+    });
+}
+
+sf_status sf_cuda_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
+                                     const float *h, const float *mean, const float *var, float eps, const float *gamma,
+                                     const float *beta, const float *ds, float *dx, float *dgamma, float *dbeta,
+                                     const sf_lif_state *st, const sf_bn_split *split)
+{
+    return bn_lif_backward_on(sf_cuda_ctx_of(be), p, T, sh, x, h, mean, var, eps, gamma, beta, ds, dx, dgamma, dbeta,
+                              st, split);
+}
+
+/* The caller's workspace, cut into the two scratch slots the backward uses: the per-neuron sums (2·N floats, and N
+ * more for a PLIF's dw: the size does not depend on the model) and the channel reduction's partials (at most 2·C·P
+ * doubles with P <= (4·SMs + C - 1) / C, see reduce.cuh; a PLIF's w has 1 or C channels). */
+static size_t sums_bytes(sf_bn_shape sh, int64_t T)
+{
+    return (sizeof(float) * 3 * (size_t)(sh.rows / T * sh.c * sh.hw) + 255) & ~(size_t)255; /* partials 256-aligned */
+}
+
+static sf_status current_sms(int *device, int *sms)
+{
+    SF_CUDA_CHECK(cudaGetDevice(device));
+    SF_CUDA_CHECK(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, *device));
+    return SF_OK;
+}
+
+static size_t partial_bytes(int sms, int32_t C) { return sizeof(double) * 2 * (4 * (size_t)sms + (size_t)C); }
+
+size_t sf_cuda_bn_lif_workspace(int64_t T, sf_bn_shape sh)
+{
+    int device, sms;
+    if (T <= 0 || sh.rows % T != 0 || current_sms(&device, &sms) != SF_OK) return 0;
+    return sums_bytes(sh, T) + partial_bytes(sms, sh.c);
+}
+
+sf_status sf_cuda_bn_lif_backward(const sf_lif_params *p, int64_t T, sf_bn_shape sh, sf_act_type t, const void *x,
+                                  const float *mean, const float *var, float eps, const float *gamma, const float *beta,
+                                  const void *ds, void *dx, float *dgamma, float *dbeta, const sf_lif_state *st,
+                                  void *workspace, size_t workspace_bytes, void *stream)
+{
+    SF_TRY(check_rows(T, sh));
+    sf_cuda_ctx c;
+    memset(&c, 0, sizeof c);
+    SF_TRY(current_sms(&c.device, &c.num_sms));
+    const size_t need = sums_bytes(sh, T) + partial_bytes(c.num_sms, sh.c);
+    if (!workspace || workspace_bytes < need)
+        return sf_fail(SF_ERR_INVALID, "BN+LIF backward: the workspace has %zu bytes, %zu are needed "
+                                       "(sf_bn_lif_workspace_bytes)", workspace ? workspace_bytes : 0, need);
+    c.act = t;
+    c.stream = (cudaStream_t)stream;
+    c.scratch[SF_CUDA_SCRATCH_SUMS] = workspace; /* preset slots: sf_cuda_scratch hands them out, never allocates */
+    c.scratch_bytes[SF_CUDA_SCRATCH_SUMS] = sums_bytes(sh, T);
+    c.scratch[SF_CUDA_SCRATCH_PARTIALS] = (char *)workspace + sums_bytes(sh, T);
+    c.scratch_bytes[SF_CUDA_SCRATCH_PARTIALS] = partial_bytes(c.num_sms, sh.c);
+    return bn_lif_backward_on(&c, p, T, sh, x, NULL, mean, var, eps, gamma, beta, ds, dx, dgamma, dbeta, st, NULL);
 }

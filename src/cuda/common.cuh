@@ -21,13 +21,14 @@ extern "C" {
 
 struct sf_cuda_conv_entry; /* conv.cu */
 
-/* Scratch slots: [0] per-neuron sums (BN+LIF), [1] per-block partials (reductions), [2..5] bf16 copies of the
- * GEMM/conv operands under SF_PRECISION_BF16 (precision.cu says which holds what). */
-enum { SF_CUDA_SCRATCH_SLOTS = 6 };
+/* Scratch slots: per-neuron sums (BN+LIF), per-block partials (reductions), a convolution's weight gradient in a
+ * 16-bit act type (cuDNN writes it in its operands' type; conv.cu widens it into the fp32 gradient). */
+enum { SF_CUDA_SCRATCH_SUMS = 0, SF_CUDA_SCRATCH_PARTIALS, SF_CUDA_SCRATCH_CONV_DW, SF_CUDA_SCRATCH_SLOTS };
 
 typedef struct sf_cuda_ctx {
     int device;
-    sf_precision prec; /* GEMM/conv arithmetic, fixed at creation: fp32 (FMA only), tf32 or bf16 operands */
+    sf_precision prec; /* fixed at creation: fp32 (FMA only), tf32, bf16 or fp16 */
+    sf_act_type act;   /* storage of activations and GEMM/conv operands: 16-bit under bf16 and fp16 */
     size_t conv_ws_cap;     /* workspace a conv algorithm may use (sf_cuda_options.conv_workspace_mib) */
     sf_conv_algo conv_algo; /* im2col + SGEMM where it measures faster (auto), never (cudnn), or wherever it
                              * fits (gemm) */
@@ -51,8 +52,9 @@ sf_cuda_ctx *sf_cuda_ctx_of(sf_backend *be);
  * training. */
 sf_status sf_cuda_scratch(sf_cuda_ctx *c, int slot, size_t bytes, void **out);
 
-/* Zeroes n floats on the backend's stream. */
+/* Zeroes n floats, or n elements of the backend's activation type, on the backend's stream. */
 sf_status sf_cuda_zero_f32(sf_cuda_ctx *c, float *p, int64_t n);
+sf_status sf_cuda_zero_act(sf_cuda_ctx *c, void *p, int64_t n);
 
 /* cudaMalloc of `bytes` (0: NULL), failing with the free and total device memory and what it was `what` for. */
 sf_status sf_cuda_device_alloc(size_t bytes, void **out, const char *what);

@@ -1,16 +1,18 @@
 /* conv.cu — 2-D convolution through cuDNN, NCHW, with T·B images folded into the batch. Algorithms are chosen
  * once per shape by cudnnFind* (measured on the device), restricted to the backend's precision (fp32: FMA math
- * only, no TF32 tensor ops; tf32: tensor ops allowed; bf16: the ops run on bf16 copies of x, w and dy with fp32
- * accumulation — cuDNN's pseudo-bf16 configuration — and their bf16 outputs y, dx, dw are widened back to fp32)
- * and a bounded workspace, and cached with their descriptors. When the fastest algorithm
- * of an op needs more workspace than the cap, the op is also measured on the batch cut into 2, 4 or 8 chunks
- * (workspace shrinks with the chunk) and runs chunk by chunk if that is faster in total; the weight gradient
- * accumulates over the chunks. Under fp32 and tf32 each op is also timed as im2col + cuBLAS SGEMM (conv_gemm.cu)
- * over chunks that fit the same cap, and runs that way where it beats cuDNN's best.
+ * only, no TF32 tensor ops; tf32: tensor ops allowed; bf16 and fp16: x, w, y, dy and dx in that type on the tensor
+ * cores with fp32 accumulation — cuDNN's pseudo-bf16 and pseudo-half configurations —, the weight gradient written
+ * in that type and widened into the fp32 one) and a bounded workspace, and cached with their descriptors. When the
+ * fastest algorithm of an op needs more workspace than the cap, the op is also measured on the batch cut into 2, 4
+ * or 8 chunks (workspace shrinks with the chunk) and runs chunk by chunk if that is faster in total; the weight
+ * gradient accumulates over the chunks. Each op is also timed as im2col + cuBLAS GEMM (conv_gemm.cu) over chunks
+ * that fit the same cap, and runs that way where it beats cuDNN's best. The bias and its gradient are kernels of
+ * this file in every precision (a per-channel add, and a deterministic per-channel sum in double).
  * Deterministic mode (sf_cuda_options.deterministic) takes only algorithms cuDNN marks deterministic, and chooses
  * without timing anything, so every process picks the same ones: the first of cuDNN's heuristic ranking
- * (cudnnGetConvolution*Algorithm_v7) that fits the cap on the fewest chunks, im2col + SGEMM where none fits (or where
- * conv_algo = gemm asks for it); the bias gradient is then summed in a fixed order (reduce.cuh) instead of by cuDNN. */
+ * (cudnnGetConvolution*Algorithm_v7) that fits the cap on the fewest chunks, im2col + GEMM where none fits (or where
+ * conv_algo = gemm asks for it); the bias gradient needs nothing more (it is always the fixed-order sum). */
+#include "cuda/act.cuh"
 #include "cuda/cuda_backend.h"
 #include "cuda/ops.cuh"
 #include "cuda/reduce.cuh"
@@ -31,17 +33,16 @@ typedef struct sf_cuda_conv_op {
     int fastest_algo; /* the fastest allowed algorithm on the whole batch, whatever its workspace (for reports) */
     float fastest_ms;
     size_t fastest_ws;
-    bool gemm;      /* runs as im2col + SGEMM over the entry's gemm_chunk instead */
+    bool gemm;      /* runs as im2col + GEMM over the entry's gemm_chunk instead */
     float gemm_ms;  /* that path's measured time (0: not measured) */
 } sf_cuda_conv_op;
 
 struct sf_cuda_conv_entry {
     sf_conv_shape sh;
-    cudnnTensorDescriptor_t yd, bd; /* the whole batch's output, and the bias */
     cudnnFilterDescriptor_t wd;
     cudnnConvolutionDescriptor_t cd;
     sf_cuda_conv_op op[SF_CONV_OPS];
-    int64_t gemm_chunk; /* images per im2col + SGEMM call (0: the path does not fit the cap) */
+    int64_t gemm_chunk; /* images per im2col + GEMM call (0: the path does not fit the cap) */
     size_t ws;
 };
 
@@ -57,8 +58,6 @@ static void entry_destroy(sf_cuda_conv_entry *e)
         if (e->op[i].xd) cudnnDestroyTensorDescriptor(e->op[i].xd);
         if (e->op[i].yd) cudnnDestroyTensorDescriptor(e->op[i].yd);
     }
-    if (e->yd) cudnnDestroyTensorDescriptor(e->yd);
-    if (e->bd) cudnnDestroyTensorDescriptor(e->bd);
     if (e->wd) cudnnDestroyFilterDescriptor(e->wd);
     if (e->cd) cudnnDestroyConvolutionDescriptor(e->cd);
 }
@@ -74,12 +73,6 @@ void sf_cuda_conv_cache_free(sf_cuda_ctx *c)
 static bool math_ok(cudnnMathType_t m, sf_precision prec)
 {
     return m == CUDNN_FMA_MATH || (prec != SF_PRECISION_FP32 && (m == CUDNN_DEFAULT_MATH || m == CUDNN_TENSOR_OP_MATH));
-}
-
-/* Operand element type under the backend's precision. */
-static cudnnDataType_t operand_type(const sf_cuda_ctx *c)
-{
-    return c->prec == SF_PRECISION_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
 }
 
 /* Takes the fastest measured result that succeeded, uses an allowed math type and fits the workspace cap, if
@@ -133,7 +126,7 @@ static sf_status measure(sf_cuda_ctx *c, sf_cuda_conv_entry *e, int64_t splits, 
 {
     const sf_conv_shape *sh = &e->sh;
     const sf_precision prec = c->prec;
-    const cudnnDataType_t dt = operand_type(c);
+    const cudnnDataType_t dt = sf_cudnn_type(c->act);
     int64_t chunk = sh->n / splits;
     cudnnTensorDescriptor_t xd = NULL, yd = NULL;
     sf_status st = SF_OK;
@@ -192,16 +185,16 @@ done:
     return st;
 }
 
-/* One op of the im2col + SGEMM path on the timing buffers: x, dx, w, dw, y (also dy), workspace. */
-static sf_status run_gemm_op(sf_cuda_ctx *c, const sf_conv_shape *sh, int64_t chunk, int op, float *const *buf)
+/* One op of the im2col + GEMM path on the timing buffers: x, dx, w, dw (fp32), y (also dy), workspace. */
+static sf_status run_gemm_op(sf_cuda_ctx *c, const sf_conv_shape *sh, int64_t chunk, int op, void *const *buf)
 {
     if (op == SF_CONV_FWD) return sf_cuda_conv_gemm_forward(c, sh, chunk, buf[0], buf[2], NULL, buf[4], buf[5]);
     return sf_cuda_conv_gemm_backward(c, sh, chunk, buf[0], buf[2], buf[4], op == SF_CONV_BWD_DATA ? buf[1] : NULL,
-                                      op == SF_CONV_BWD_FILTER ? buf[3] : NULL, buf[5]);
+                                      op == SF_CONV_BWD_FILTER ? (float *)buf[3] : NULL, buf[5]);
 }
 
 /* Per op: one warm-up run, then the mean of two, by events on the backend's stream. */
-static sf_status time_gemm(sf_cuda_ctx *c, const sf_conv_shape *sh, int64_t chunk, float *const *buf, cudaEvent_t *ev,
+static sf_status time_gemm(sf_cuda_ctx *c, const sf_conv_shape *sh, int64_t chunk, void *const *buf, cudaEvent_t *ev,
                            float ms[SF_CONV_OPS])
 {
     for (int o = 0; o < SF_CONV_OPS; o++) {
@@ -216,14 +209,15 @@ static sf_status time_gemm(sf_cuda_ctx *c, const sf_conv_shape *sh, int64_t chun
     return SF_OK;
 }
 
-/* Measures the im2col + SGEMM path on zeroed buffers of the shape (allocated for the measurement only) and takes
- * it for each op where it beats what cuDNN measured, or for every op where it fits under SF_CUDA_CONV_GEMM=1.
- * bf16 keeps cuDNN (its operands are bf16 copies). Without room for the buffers the shape keeps cuDNN. */
+/* Measures the im2col + GEMM path on zeroed buffers of the shape (allocated for the measurement only) and takes
+ * it for each op where it beats what cuDNN measured, or for every op where it fits under conv_algo = gemm. Without
+ * room for the buffers the shape keeps cuDNN. */
 static sf_status consider_gemm(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
 {
     const sf_conv_shape *sh = &e->sh;
-    if (c->prec == SF_PRECISION_BF16 || c->conv_algo == SF_CONV_ALGO_CUDNN) return SF_OK;
-    const int64_t chunk = sf_cuda_conv_gemm_chunk(sh, c->conv_ws_cap);
+    if (c->conv_algo == SF_CONV_ALGO_CUDNN) return SF_OK;
+    const size_t es = sf_act_type_size(c->act);
+    const int64_t chunk = sf_cuda_conv_gemm_chunk(sh, c->conv_ws_cap, es);
     if (chunk == 0) return SF_OK;
     if (c->deterministic) { /* no timing: cuDNN's deterministic choice, unless forced or missing */
         e->gemm_chunk = chunk;
@@ -233,14 +227,14 @@ static sf_status consider_gemm(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
     }
     const size_t nx = (size_t)(sh->n * sh->cin * sh->h * sh->w), ny = (size_t)(sh->n * sh->cout * sh->oh * sh->ow),
                  nw = (size_t)sh->cout * sh->cin * sh->k * sh->k;
-    const size_t bytes[6] = {nx, nx, nw, nw, ny, sf_cuda_conv_gemm_ws(sh, chunk) / sizeof(float)};
-    float *buf[6] = {NULL};
+    const size_t bytes[6] = {nx * es, nx * es, nw * es, nw * sizeof(float), ny * es, sf_cuda_conv_gemm_ws(sh, chunk, es)};
+    void *buf[6] = {NULL};
     cudaEvent_t ev[2] = {NULL, NULL};
     cudaError_t ce = cudaSuccess;
     sf_status st = SF_OK;
     for (int i = 0; i < 6 && ce == cudaSuccess; i++) {
-        ce = cudaMalloc((void **)&buf[i], bytes[i] * sizeof(float));
-        if (ce == cudaSuccess) ce = cudaMemsetAsync(buf[i], 0, bytes[i] * sizeof(float), c->stream);
+        ce = cudaMalloc(&buf[i], bytes[i]);
+        if (ce == cudaSuccess) ce = cudaMemsetAsync(buf[i], 0, bytes[i], c->stream);
     }
     for (int i = 0; i < 2 && ce == cudaSuccess; i++) ce = cudaEventCreate(&ev[i]);
     float ms[SF_CONV_OPS] = {0.0f, 0.0f, 0.0f};
@@ -253,7 +247,7 @@ static sf_status consider_gemm(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
         (void)cudaGetLastError();
         return SF_OK;
     }
-    if (ce != cudaSuccess) return sf_cuda_fail_cuda(ce, __FILE__, __LINE__, "preparing the im2col + SGEMM timing");
+    if (ce != cudaSuccess) return sf_cuda_fail_cuda(ce, __FILE__, __LINE__, "preparing the im2col + GEMM timing");
     SF_TRY(st);
     e->gemm_chunk = chunk;
     for (int o = 0; o < SF_CONV_OPS; o++) {
@@ -274,22 +268,17 @@ static sf_status setup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_ent
                        "inconsistent",
                        (long long)sh->n, sh->cin, sh->h, sh->w, sh->cout, sh->k, sh->stride, sh->pad, sh->oh, sh->ow);
     e->sh = *sh;
-    SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&e->yd));
-    SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&e->bd));
     SF_CUDNN_CHECK(cudnnCreateFilterDescriptor(&e->wd));
     SF_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&e->cd));
     for (int o = 0; o < SF_CONV_OPS; o++) {
         SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&e->op[o].xd));
         SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&e->op[o].yd));
     }
-    /* the bias and its gradient work on the fp32 output and dy; the convolutions on operand_type() */
-    SF_TRY(set_nchw(e->yd, CUDNN_DATA_FLOAT, sh->n, sh->cout, sh->oh, sh->ow));
-    SF_TRY(set_nchw(e->bd, CUDNN_DATA_FLOAT, 1, sh->cout, 1, 1));
     SF_CUDNN_CHECK(
-        cudnnSetFilter4dDescriptor(e->wd, operand_type(c), CUDNN_TENSOR_NCHW, sh->cout, sh->cin, sh->k, sh->k));
+        cudnnSetFilter4dDescriptor(e->wd, sf_cudnn_type(c->act), CUDNN_TENSOR_NCHW, sh->cout, sh->cin, sh->k, sh->k));
     SF_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(e->cd, sh->pad, sh->pad, sh->stride, sh->stride, 1, 1,
                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    /* fp32: FMA only; tf32 and bf16: tensor ops (fp32 accumulation in both) */
+    /* fp32: FMA only; tf32, bf16 and fp16: tensor ops (fp32 accumulation in all) */
     SF_CUDNN_CHECK(cudnnSetConvolutionMathType(
         e->cd, c->prec == SF_PRECISION_FP32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
     bool more = true;
@@ -299,14 +288,14 @@ static sf_status setup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_ent
     e->ws = 0;
     for (int o = 0; o < SF_CONV_OPS; o++) {
         if (e->op[o].gemm) {
-            size_t g = sf_cuda_conv_gemm_ws(sh, e->gemm_chunk);
+            size_t g = sf_cuda_conv_gemm_ws(sh, e->gemm_chunk, sf_act_type_size(c->act));
             if (g > e->ws) e->ws = g;
             continue;
         }
         if (e->op[o].chunk == 0)
             return sf_fail(SF_ERR_UNSUPPORTED,
                            "cuDNN offers no %s %s algorithm within %zu MiB of workspace for conv n=%lld cin=%d %dx%d "
-                           "cout=%d k=%d stride=%d (raise SF_CUDA_CONV_WS_MIB)",
+                           "cout=%d k=%d stride=%d (raise conv_workspace_mib)",
                            sf_precision_name(c->prec), names[o], c->conv_ws_cap >> 20, (long long)sh->n, sh->cin, sh->h,
                            sh->w, sh->cout, sh->k, sh->stride);
         if (e->op[o].ws > e->ws) e->ws = e->op[o].ws;
@@ -347,38 +336,48 @@ size_t sf_cuda_op_conv_workspace(sf_backend *be, const sf_conv_shape *sh)
     return lookup(sf_cuda_ctx_of(be), sh, &e) == SF_OK ? e->ws : 0;
 }
 
-/* Bytes per operand element, and the operands as the convolutions take them: the fp32 tensors themselves, or
- * their bf16 copies (NULL inputs give NULL). */
-typedef struct conv_operands {
-    size_t es;
-    const void *x, *w, *dy;
-} conv_operands;
-
-static sf_status operands(sf_cuda_ctx *c, const sf_conv_shape *sh, const float *x, const float *w, const float *dy,
-                          conv_operands *o)
+/* y[img][co][p] += b[co]: a block per (image, channel) plane. */
+template <class T> __global__ void bias_add_kernel(int64_t planes, int32_t C, int32_t hw, const float *b, T *y)
 {
-    const int64_t nx = sh->n * sh->cin * sh->h * sh->w, ny = sh->n * sh->cout * sh->oh * sh->ow,
-                  nw = (int64_t)sh->cout * sh->cin * sh->k * sh->k;
-    *o = (conv_operands){sizeof(float), x, w, dy};
-    if (c->prec != SF_PRECISION_BF16) return SF_OK;
-    o->es = sizeof(__nv_bfloat16);
-    __nv_bfloat16 *b;
-    if (x) {
-        SF_TRY(sf_cuda_bf16_copy(c, SF_CUDA_BF16_IN, nx, x, &b));
-        o->x = b;
+    for (int64_t pl = blockIdx.x; pl < planes; pl += gridDim.x) {
+        const float bc = b[pl % C];
+        T *row = y + pl * hw;
+        for (int32_t j = threadIdx.x; j < hw; j += blockDim.x) row[j] = sf_narrow<T>(sf_widen(row[j]) + bc);
     }
-    if (w) {
-        SF_TRY(sf_cuda_bf16_copy(c, SF_CUDA_BF16_W, nw, w, &b));
-        o->w = b;
-    }
-    if (dy) {
-        SF_TRY(sf_cuda_bf16_copy(c, SF_CUDA_BF16_OUT, ny, dy, &b));
-        o->dy = b;
-    }
-    return SF_OK;
 }
 
-#define AT(p, elems) ((char *)(p) + (size_t)(elems) * o.es)
+/* db[co] = Σ over images and pixels of dy[img][co][p] (reduce.cuh: fixed order, double sums). */
+template <class T> struct BiasGradF {
+    const T *dy;
+    float *db;
+    __device__ void term(int64_t i, int32_t, double *a, double *) const { *a += sf_widen(dy[i]); }
+    __device__ void finish(int32_t c, double a, double, double) const { db[c] = (float)a; }
+};
+
+static sf_status bias_add(sf_cuda_ctx *c, const sf_conv_shape *sh, const float *b, void *y)
+{
+    const int64_t planes = sh->n * sh->cout;
+    const int32_t hw = sh->oh * sh->ow, threads = hw >= 256 ? 256 : (hw + 31) / 32 * 32;
+    const unsigned blocks = (unsigned)(planes < (1 << 30) ? planes : (1 << 30));
+    return sf_cuda_with_act(c->act, [&](auto tag) {
+        using T = decltype(tag);
+        bias_add_kernel<T><<<blocks, threads, 0, c->stream>>>(planes, sh->cout, hw, b, (T *)y);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    });
+}
+
+static sf_status bias_grad(sf_cuda_ctx *c, const sf_conv_shape *sh, const void *dy, float *db)
+{
+    return sf_cuda_with_act(c->act, [&](auto tag) {
+        using T = decltype(tag);
+        return sf_cuda_channel_reduce(c, BiasGradF<T>{(const T *)dy, db}, sh->n, sh->cout,
+                                      (int64_t)sh->oh * sh->ow);
+    });
+}
+
+/* Element i of a tensor in the activation type. */
+#define AT(p, elems) ((char *)(p) + (size_t)(elems) * es)
 
 sf_status sf_cuda_op_conv_forward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
                                   const float *b, float *y, void *ws)
@@ -387,73 +386,44 @@ sf_status sf_cuda_op_conv_forward(sf_backend *be, const sf_conv_shape *sh, const
     sf_cuda_conv_entry *e;
     SF_TRY(lookup(c, sh, &e));
     const sf_cuda_conv_op *op = &e->op[SF_CONV_FWD];
-    if (op->gemm) return sf_cuda_conv_gemm_forward(c, sh, e->gemm_chunk, x, w, b, y, (float *)ws);
-    conv_operands o;
-    SF_TRY(operands(c, sh, x, w, NULL, &o));
-    const bool bf16 = c->prec == SF_PRECISION_BF16;
+    if (op->gemm) return sf_cuda_conv_gemm_forward(c, sh, e->gemm_chunk, x, w, b, y, ws);
+    const size_t es = sf_act_type_size(c->act);
     const int64_t xs = op->chunk * sh->cin * sh->h * sh->w, ys = op->chunk * sh->cout * sh->oh * sh->ow;
-    void *yo = y; /* bf16: the output goes through the bf16 output slot (dy's, free during the forward) */
-    __nv_bfloat16 *yb = NULL;
-    if (bf16) {
-        SF_TRY(sf_cuda_bf16_copy(c, SF_CUDA_BF16_OUT, sh->n * sh->cout * sh->oh * sh->ow, NULL, &yb));
-        yo = yb;
-    }
     float one = 1.0f, zero = 0.0f;
     for (int64_t i = 0; i < sh->n / op->chunk; i++)
-        SF_CUDNN_CHECK(cudnnConvolutionForward(c->cudnn, &one, op->xd, AT(o.x, i * xs), e->wd, o.w, e->cd,
+        SF_CUDNN_CHECK(cudnnConvolutionForward(c->cudnn, &one, op->xd, AT(x, i * xs), e->wd, w, e->cd,
                                                (cudnnConvolutionFwdAlgo_t)op->algo, ws, op->ws, &zero, op->yd,
-                                               AT(yo, i * ys)));
-    if (bf16) SF_TRY(sf_cuda_bf16_to_f32(c, sh->n * sh->cout * sh->oh * sh->ow, yb, y, 0));
-    if (b) SF_CUDNN_CHECK(cudnnAddTensor(c->cudnn, &one, e->bd, b, &one, e->yd, y));
-    return SF_OK;
+                                               AT(y, i * ys)));
+    return b ? bias_add(c, sh, b, y) : SF_OK;
 }
 
-/* The backward ops that run through cuDNN: dw (if not NULL, summed over chunks) and dx (if not NULL). */
+/* The backward ops that run through cuDNN: dw (if not NULL, summed over chunks; under a 16-bit act type each
+ * chunk's comes in that type and is widened into dw) and dx (if not NULL). */
 static sf_status cudnn_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const float *x, float *dw, float *dx,
                                 const float *w, const float *dy, void *ws)
 {
     const sf_conv_shape *sh = &e->sh;
-    conv_operands o;
-    SF_TRY(operands(c, sh, x, dx ? w : NULL, dy, &o));
-    const bool bf16 = c->prec == SF_PRECISION_BF16;
+    const size_t es = sf_act_type_size(c->act);
+    const bool narrow_dw = c->act != SF_ACT_F32;
     float one = 1.0f, zero = 0.0f;
     const int64_t img_x = (int64_t)sh->cin * sh->h * sh->w, img_y = (int64_t)sh->cout * sh->oh * sh->ow,
                   nw = (int64_t)sh->cout * sh->cin * sh->k * sh->k;
     const sf_cuda_conv_op *f = &e->op[SF_CONV_BWD_FILTER];
-    __nv_bfloat16 *dwb = NULL; /* bf16: each chunk's weight gradient, summed into dw in fp32 */
-    if (bf16) SF_TRY(sf_cuda_bf16_copy(c, SF_CUDA_BF16_DW, nw, NULL, &dwb));
-    for (int64_t i = 0; dw && i < sh->n / f->chunk; i++) { /* the weight gradient accumulates over the chunks */
-        SF_CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->cudnn, &one, f->xd, AT(o.x, i * f->chunk * img_x), f->yd,
-                                                      AT(o.dy, i * f->chunk * img_y), e->cd,
+    void *dwt = dw; /* where cuDNN writes each chunk's weight gradient */
+    if (dw && narrow_dw) SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_CONV_DW, (size_t)nw * es, &dwt));
+    for (int64_t i = 0; dw && i < sh->n / f->chunk; i++) {
+        SF_CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->cudnn, &one, f->xd, AT(x, i * f->chunk * img_x), f->yd,
+                                                      AT(dy, i * f->chunk * img_y), e->cd,
                                                       (cudnnConvolutionBwdFilterAlgo_t)f->algo, ws, f->ws,
-                                                      i && !bf16 ? &one : &zero, e->wd, bf16 ? (void *)dwb : dw));
-        if (bf16) SF_TRY(sf_cuda_bf16_to_f32(c, nw, dwb, dw, i > 0));
+                                                      i && !narrow_dw ? &one : &zero, e->wd, dwt));
+        if (narrow_dw) SF_TRY(sf_cuda_widen(c, nw, dwt, dw, i > 0));
     }
     const sf_cuda_conv_op *d = &e->op[SF_CONV_BWD_DATA];
-    if (dx) {
-        /* bf16: dx goes through x's bf16 copy, which the weight gradient above was the last to read */
-        void *dxo = bf16 ? (void *)o.x : dx;
-        for (int64_t i = 0; i < sh->n / d->chunk; i++)
-            SF_CUDNN_CHECK(cudnnConvolutionBackwardData(c->cudnn, &one, e->wd, o.w, d->yd,
-                                                        AT(o.dy, i * d->chunk * img_y), e->cd,
-                                                        (cudnnConvolutionBwdDataAlgo_t)d->algo, ws, d->ws, &zero,
-                                                        d->xd, AT(dxo, i * d->chunk * img_x)));
-        if (bf16) SF_TRY(sf_cuda_bf16_to_f32(c, sh->n * img_x, (const __nv_bfloat16 *)o.x, dx, 0));
-    }
+    for (int64_t i = 0; dx && i < sh->n / d->chunk; i++)
+        SF_CUDNN_CHECK(cudnnConvolutionBackwardData(c->cudnn, &one, e->wd, w, d->yd, AT(dy, i * d->chunk * img_y),
+                                                    e->cd, (cudnnConvolutionBwdDataAlgo_t)d->algo, ws, d->ws, &zero,
+                                                    d->xd, AT(dx, i * d->chunk * img_x)));
     return SF_OK;
-}
-
-/* db[c] = Σ dy over the images and pixels of channel c, by reduce.cuh's fixed-order partial sums. */
-struct sf_cuda_bias_grad {
-    const float *dy;
-    float *db;
-    __device__ void term(int64_t i, int32_t, double *a, double *) const { *a += dy[i]; }
-    __device__ void finish(int32_t ch, double a, double, double) const { db[ch] = (float)a; }
-};
-
-static sf_status bias_gradient(sf_cuda_ctx *c, const sf_conv_shape *sh, const float *dy, float *db)
-{
-    return sf_cuda_channel_reduce(c, sf_cuda_bias_grad{dy, db}, sh->n, sh->cout, (int64_t)sh->oh * sh->ow);
 }
 
 sf_status sf_cuda_op_conv_backward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
@@ -462,15 +432,17 @@ sf_status sf_cuda_op_conv_backward(sf_backend *be, const sf_conv_shape *sh, cons
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     sf_cuda_conv_entry *e;
     SF_TRY(lookup(c, sh, &e));
-    float one = 1.0f, zero = 0.0f;
     const sf_cuda_conv_op *f = &e->op[SF_CONV_BWD_FILTER], *d = &e->op[SF_CONV_BWD_DATA];
-    if (f->gemm || (dx && d->gemm)) /* never under bf16: its operand copies below are for cuDNN */
-        SF_TRY(sf_cuda_conv_gemm_backward(c, sh, e->gemm_chunk, x, w, dy, d->gemm ? dx : NULL, f->gemm ? dw : NULL,
-                                          (float *)ws));
-    if (!f->gemm || (dx && !d->gemm)) SF_TRY(cudnn_backward(c, e, x, f->gemm ? NULL : dw, d->gemm ? NULL : dx, w, dy, ws));
-    if (db && c->deterministic) return bias_gradient(c, sh, dy, db);
-    if (db) SF_CUDNN_CHECK(cudnnConvolutionBackwardBias(c->cudnn, &one, e->yd, dy, &zero, e->bd, db));
-    return SF_OK;
+    /* dx may be x itself (backend.h): the path that reads x for dw runs first (the GEMM path image chunk by chunk,
+     * cuDNN all of dw before any dx), the other path then writes only dx. */
+    if (f->gemm) {
+        SF_TRY(sf_cuda_conv_gemm_backward(c, sh, e->gemm_chunk, x, w, dy, d->gemm ? dx : NULL, dw, ws));
+        if (dx && !d->gemm) SF_TRY(cudnn_backward(c, e, x, NULL, dx, w, dy, ws));
+    } else {
+        SF_TRY(cudnn_backward(c, e, x, dw, d->gemm ? NULL : dx, w, dy, ws));
+        if (dx && d->gemm) SF_TRY(sf_cuda_conv_gemm_backward(c, sh, e->gemm_chunk, x, w, dy, dx, NULL, ws));
+    }
+    return db ? bias_grad(c, sh, dy, db) : SF_OK;
 }
 
 /* Names of cuDNN's algorithm enums, per op, in enum order. */
@@ -493,7 +465,7 @@ size_t sf_cuda_conv_report(sf_backend *be, char *buf, size_t cap)
     size_t n = 0;
 #define PUT(...) n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, __VA_ARGS__)
     PUT("conv algorithms (%s, workspace cap %zu MiB%s): shape | op: chosen algo x chunks, ms (Find or events), ws MiB "
-        "| fastest cuDNN allowed on the whole batch: algo, ms, ws MiB | cuDNN's choice ms, im2col+sgemm x chunks ms "
+        "| fastest cuDNN allowed on the whole batch: algo, ms, ws MiB | cuDNN's choice ms, im2col+gemm x chunks ms "
         "(0: not measured)\n",
         sf_precision_name(c->prec), c->conv_ws_cap >> 20,
         c->deterministic ? ", deterministic: cuDNN's heuristic rank, no times" : "");
@@ -504,12 +476,12 @@ size_t sf_cuda_conv_report(sf_backend *be, char *buf, size_t cap)
             const sf_cuda_conv_op *op = &e->op[o];
             const int64_t gc = e->gemm_chunk ? e->gemm_chunk : sh->n;
             PUT("n=%lld %d->%d %dx%d s%d | %-10s %-22s x%lld %7.3f %6.0f | %-22s %7.3f %6.0f | cudnn %7.3f "
-                "im2col+sgemm "
-                "x%lld %7.3f\n",
+                "im2col+gemm x%lld %7.3f\n",
                 (long long)sh->n, sh->cin, sh->cout, sh->h, sh->w, sh->stride, names[o],
-                op->gemm ? "im2col_sgemm" : algo_name(o, op->algo),
+                op->gemm ? "im2col_gemm" : algo_name(o, op->algo),
                 (long long)(op->gemm ? (sh->n + gc - 1) / gc : sh->n / (op->chunk ? op->chunk : sh->n)),
-                op->gemm ? op->gemm_ms : op->ms, (op->gemm ? sf_cuda_conv_gemm_ws(sh, gc) : op->ws) / 1048576.0,
+                op->gemm ? op->gemm_ms : op->ms,
+                (op->gemm ? sf_cuda_conv_gemm_ws(sh, gc, sf_act_type_size(c->act)) : op->ws) / 1048576.0,
                 algo_name(o, op->fastest_algo), op->fastest_ms, op->fastest_ws / 1048576.0, op->ms,
                 (long long)((sh->n + gc - 1) / gc), op->gemm_ms);
         }

@@ -10,15 +10,44 @@
 extern "C" {
 #endif
 
-/* The backend on CUDA device `device` with the given GEMM/conv precision; `opt` NULL takes the defaults. */
+/* The backend on CUDA device `device` with the given precision (bf16 and fp16: 16-bit activations, be->act);
+ * `opt` NULL takes the defaults. */
 sf_status sf_cuda_backend_create(int32_t device, sf_precision precision, const sf_cuda_options *opt, sf_backend **out);
 
 /* The time-fused LIF over [T, N] device arrays on a caller's stream (a cudaStream_t; NULL: the default stream),
- * asynchronous: the op table's lif_forward / lif_backward without a backend. */
-sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out,
-                              const sf_lif_state *st, void *stream);
-sf_status sf_cuda_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
-                               const float *ds, float *dx, const sf_lif_state *st, void *stream);
+ * asynchronous: the op table's lif_forward / lif_backward without a backend. x, the spikes out->s, ds and dx are
+ * stored in type t; h and the state st (see sf_lif_state) are float. */
+sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
+                              const sf_lif_out *out, const sf_lif_state *st, void *stream);
+sf_status sf_cuda_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
+                               const float *h, const void *ds, void *dx, const sf_lif_state *st, void *stream);
+
+/* A forced configuration of those kernels, for benchmarks and tests that compare configurations; 0 in a field is
+ * the automatic choice (neuron_launch.cuh says how it chooses). The _tuned calls are the calls above with it. */
+typedef struct sf_cuda_lif_tuning {
+    int32_t fwd_vec;   /* neurons per forward thread: 1, or 4 where N and the alignment allow */
+    int32_t fwd_ahead; /* forward steps loaded ahead: 8, or 32 with one neuron per thread */
+    int32_t bwd_seg;   /* recompute segment of the backward, in steps (-1: as long as shared memory allows) */
+    int32_t bwd_ahead; /* backward steps loaded ahead: 4, 8, or 32 when h is recomputed */
+} sf_cuda_lif_tuning;
+sf_status sf_cuda_lif_forward_tuned(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
+                                    const sf_lif_out *out, const sf_lif_state *st, const sf_cuda_lif_tuning *tune,
+                                    void *stream);
+sf_status sf_cuda_lif_backward_tuned(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
+                                     const float *h, const void *ds, void *dx, const sf_lif_state *st,
+                                     const sf_cuda_lif_tuning *tune, void *stream);
+
+/* Fused BN → LIF on a caller's stream without a backend (the public sf_bn_lif_* calls), x, s, ds and dx stored in
+ * type t: the op table's bn_lif_forward / bn_lif_backward (recompute, no split), the backward's scratch in the
+ * caller's `workspace` of sf_cuda_bn_lif_workspace bytes (for the current device). */
+size_t sf_cuda_bn_lif_workspace(int64_t T, sf_bn_shape sh);
+sf_status sf_cuda_bn_lif_forward(const sf_lif_params *p, int64_t T, sf_bn_shape sh, sf_act_type t, const void *x,
+                                 const float *mean, const float *var, float eps, const float *gamma, const float *beta,
+                                 const sf_lif_out *out, const sf_lif_state *st, void *stream);
+sf_status sf_cuda_bn_lif_backward(const sf_lif_params *p, int64_t T, sf_bn_shape sh, sf_act_type t, const void *x,
+                                  const float *mean, const float *var, float eps, const float *gamma, const float *beta,
+                                  const void *ds, void *dx, float *dgamma, float *dbeta, const sf_lif_state *st,
+                                  void *workspace, size_t workspace_bytes, void *stream);
 
 /* Usable CUDA devices now (0 when the driver finds none). */
 int32_t sf_cuda_count_devices(void);

@@ -1,21 +1,23 @@
-/* elementwise.cu — add, axpy, spike format conversions and the NaN/Inf check. */
+/* elementwise.cu — add, axpy and the spike byte conversions on the backend's activation type, and the NaN/Inf check
+ * (of float data: the loss and the parameter gradients). */
+#include "cuda/act.cuh"
 #include "cuda/ops.cuh"
 
-__global__ void add_kernel(int64_t n, const float *a, const float *b, float *y)
+template <class T> __global__ void add_kernel(int64_t n, const T *a, const T *b, T *y)
 {
-    SF_CUDA_GRID_STRIDE(i, n) y[i] = a[i] + b[i];
+    SF_CUDA_GRID_STRIDE(i, n) y[i] = sf_narrow<T>(sf_widen(a[i]) + sf_widen(b[i]));
 }
-__global__ void axpy_kernel(int64_t n, float alpha, const float *x, float *y)
+template <class T> __global__ void axpy_kernel(int64_t n, float alpha, const T *x, T *y)
 {
-    SF_CUDA_GRID_STRIDE(i, n) y[i] += alpha * x[i];
+    SF_CUDA_GRID_STRIDE(i, n) y[i] = sf_narrow<T>(sf_widen(y[i]) + alpha * sf_widen(x[i]));
 }
-__global__ void u8_to_f32_kernel(int64_t n, const uint8_t *x, float *y)
+template <class T> __global__ void u8_to_act_kernel(int64_t n, const uint8_t *x, T *y)
 {
-    SF_CUDA_GRID_STRIDE(i, n) y[i] = (float)x[i];
+    SF_CUDA_GRID_STRIDE(i, n) y[i] = sf_narrow<T>((float)x[i]);
 }
-__global__ void f32_to_u8_kernel(int64_t n, const float *x, uint8_t *y)
+template <class T> __global__ void act_to_u8_kernel(int64_t n, const T *x, uint8_t *y)
 {
-    SF_CUDA_GRID_STRIDE(i, n) y[i] = x[i] != 0.0f;
+    SF_CUDA_GRID_STRIDE(i, n) y[i] = sf_widen(x[i]) != 0.0f;
 }
 __global__ void finite_kernel(int64_t n, const float *x, float *flag)
 {
@@ -24,34 +26,46 @@ __global__ void finite_kernel(int64_t n, const float *x, float *flag)
 }
 
 /* Grid-stride launches: enough blocks to fill the chip several times over, no more. */
-#define SF_EW_LAUNCH(kernel, be, n, ...)                                                                               \
+static unsigned grid(sf_cuda_ctx *c, int64_t n)
+{
+    unsigned b = sf_cuda_blocks(n, 256), cap = 32u * (unsigned)c->num_sms;
+    return b < cap ? b : cap;
+}
+
+/* Launches kernel<T> over n elements, T the backend's activation type (the arguments may name it). */
+#define SF_EW_ACT_LAUNCH(kernel, be, n, ...)                                                                           \
     do {                                                                                                               \
         if ((n) == 0) return SF_OK;                                                                                    \
         sf_cuda_ctx *c_ = sf_cuda_ctx_of(be);                                                                          \
-        unsigned b_ = sf_cuda_blocks(n, 256), cap_ = 32u * (unsigned)c_->num_sms;                                      \
-        unsigned g_ = b_ < cap_ ? b_ : cap_;                                                                           \
-        kernel<<<g_, 256, 0, c_->stream>>>(n, __VA_ARGS__);                                                            \
-        SF_CUDA_LAUNCHED();                                                                                            \
-        return SF_OK;                                                                                                  \
+        return sf_cuda_with_act(c_->act, [&](auto tag) {                                                               \
+            using T = decltype(tag);                                                                                   \
+            kernel<T><<<grid(c_, n), 256, 0, c_->stream>>>(n, __VA_ARGS__);                                            \
+            SF_CUDA_LAUNCHED();                                                                                        \
+            return SF_OK;                                                                                              \
+        });                                                                                                            \
     } while (0)
 
 sf_status sf_cuda_op_add(sf_backend *be, int64_t n, const float *a, const float *b, float *y)
 {
-    SF_EW_LAUNCH(add_kernel, be, n, a, b, y);
+    SF_EW_ACT_LAUNCH(add_kernel, be, n, (const T *)a, (const T *)b, (T *)y);
 }
 sf_status sf_cuda_op_axpy(sf_backend *be, int64_t n, float alpha, const float *x, float *y)
 {
-    SF_EW_LAUNCH(axpy_kernel, be, n, alpha, x, y);
+    SF_EW_ACT_LAUNCH(axpy_kernel, be, n, alpha, (const T *)x, (T *)y);
 }
-sf_status sf_cuda_op_u8_to_f32(sf_backend *be, int64_t n, const uint8_t *x, float *y)
+sf_status sf_cuda_op_u8_to_act(sf_backend *be, int64_t n, const uint8_t *x, float *y)
 {
-    SF_EW_LAUNCH(u8_to_f32_kernel, be, n, x, y);
+    SF_EW_ACT_LAUNCH(u8_to_act_kernel, be, n, x, (T *)y);
 }
-sf_status sf_cuda_op_f32_to_u8(sf_backend *be, int64_t n, const float *x, uint8_t *y)
+sf_status sf_cuda_op_act_to_u8(sf_backend *be, int64_t n, const float *x, uint8_t *y)
 {
-    SF_EW_LAUNCH(f32_to_u8_kernel, be, n, x, y);
+    SF_EW_ACT_LAUNCH(act_to_u8_kernel, be, n, (const T *)x, y);
 }
 sf_status sf_cuda_op_check_finite(sf_backend *be, int64_t n, const float *x, float *flag)
 {
-    SF_EW_LAUNCH(finite_kernel, be, n, x, flag);
+    if (n == 0) return SF_OK;
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    finite_kernel<<<grid(c, n), 256, 0, c->stream>>>(n, x, flag);
+    SF_CUDA_LAUNCHED();
+    return SF_OK;
 }

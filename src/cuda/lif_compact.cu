@@ -1,48 +1,52 @@
-/* lif_compact.cu — the LIF forward that writes the compact form of its spikes (core/spikes.h) in the same pass: one
+/* lif_compact.cu — the neuron forward (every model) that writes the compact form of its spikes (core/spikes.h) in the same pass: one
  * block per segment of one sample's row runs all T steps of its SF_SPIKE_SEG neurons, and each step's spikes
  * become a bits word per warp and the segment's list and count (spikes.cuh). s, h and bytes are written where
  * asked, as the plain forward writes them, with the same arithmetic and the same carried state (v_in, v_out): the
- * spikes are bitwise the same. */
+ * spikes are bitwise the same. x and s are of the activation type T (act.cuh), h float. */
 #include "cuda/neuron.cuh"
 #include "cuda/spikes.cuh"
 
-template <int U>
+template <class T, int U, int MODEL>
 __global__ void __launch_bounds__(SF_SPIKE_SEG)
-    lif_compact_kernel(sf_cuda_neuron a, int64_t n, float *s, uint8_t *s_u8, float *hout, sf_spikes c, float *count)
+    lif_compact_kernel(sf_cuda_neuron a, int64_t n, T *s, uint8_t *s_u8, float *hout, sf_spikes c, float *count)
 {
+    const T *x = (const T *)a.x;
     __shared__ int wc[2][SF_SPIKE_SEG / 32];
     const int64_t B = a.N / n, segs = (n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG;
     const int64_t b = blockIdx.x / segs, j = blockIdx.x % segs * SF_SPIKE_SEG + threadIdx.x;
     const bool valid = j < n;
     const int64_t nf = b * n + (valid ? j : 0); /* lanes past the row's end integrate a real neuron, write nothing */
-    const sf_lif_coeffs k = a.k;
+    const sf_lif_coeffs k = sf_cuda_coeffs<MODEL>(a, nf);
     const int soft = a.p.soft_reset;
-    float v = sf_cuda_v0(a, k, nf), spikes = 0.0f;
+    float v = sf_cuda_v0(a, k, nf), ab = MODEL == SF_CUDA_ALIF ? sf_cuda_b0(a, nf) : 0.0f, spikes = 0.0f;
     for (int64_t t0 = 0; t0 < a.T; t0 += U) {
         float xs[U];
 #pragma unroll
         for (int u = 0; u < U; u++)
-            if (t0 + u < a.T) xs[u] = a.x[(t0 + u) * a.N + nf];
+            if (t0 + u < a.T) xs[u] = sf_widen(x[(t0 + u) * a.N + nf]);
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int64_t t = t0 + u;
             if (t >= a.T) break; /* the same for the whole block */
-            float h;
-            const float st = sf_lif_step(&k, soft, xs[u], &v, &h);
+            float h, theta;
+            const float st = sf_cuda_step<MODEL>(k, soft, xs[u], &v, &ab, &h, &theta);
             const int64_t i = t * a.N + nf;
             if (valid) {
-                if (s) s[i] = st;
+                if (s) s[i] = sf_narrow<T>(st);
                 if (s_u8) s_u8[i] = (uint8_t)st;
                 if (hout) hout[i] = h;
             }
             spikes += (float)sf_cuda_emit_row(c, n, t * B + b, j, valid, st != 0.0f, wc[t & 1]);
         }
     }
-    if (valid && a.st.v_out) a.st.v_out[nf] = v;
+    if (valid && a.st.v_out) {
+        a.st.v_out[nf] = v;
+        if (MODEL == SF_CUDA_ALIF) a.st.v_out[a.N + nf] = ab;
+    }
     if (count) sf_cuda_add_count(count, spikes);
 }
 
-sf_status sf_cuda_lif_compact_forward(const sf_cuda_neuron &a, const sf_lif_out *out, cudaStream_t st)
+sf_status sf_cuda_lif_compact_forward(const sf_cuda_neuron &a, sf_act_type t, const sf_lif_out *out, cudaStream_t st)
 {
     const int64_t n = out->row;
     if (n <= 0 || a.N % n != 0)
@@ -51,12 +55,20 @@ sf_status sf_cuda_lif_compact_forward(const sf_cuda_neuron &a, const sf_lif_out 
     const int64_t blocks = a.N / n * ((n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG);
     if (blocks == 0) return SF_OK;
     if (blocks > INT32_MAX) return sf_fail(SF_ERR_INVALID, "LIF forward: N = %lld is too large", (long long)a.N);
-    if (a.T < 8)
-        lif_compact_kernel<4><<<(unsigned)blocks, SF_SPIKE_SEG, 0, st>>>(a, n, out->s, out->s_u8, out->h, out->c,
-                                                                         out->spike_count);
-    else
-        lif_compact_kernel<8><<<(unsigned)blocks, SF_SPIKE_SEG, 0, st>>>(a, n, out->s, out->s_u8, out->h, out->c,
-                                                                         out->spike_count);
-    SF_CUDA_LAUNCHED();
-    return SF_OK;
+    return sf_cuda_with_act(t, [&](auto tag) {
+        using T = decltype(tag);
+        T *s = (T *)out->s;
+        auto launch = [&](auto model) -> sf_status {
+            constexpr int M = decltype(model)::value;
+            if (a.T < 8)
+                lif_compact_kernel<T, 4, M><<<(unsigned)blocks, SF_SPIKE_SEG, 0, st>>>(a, n, s, out->s_u8, out->h,
+                                                                                       out->c, out->spike_count);
+            else
+                lif_compact_kernel<T, 8, M><<<(unsigned)blocks, SF_SPIKE_SEG, 0, st>>>(a, n, s, out->s_u8, out->h,
+                                                                                       out->c, out->spike_count);
+            SF_CUDA_LAUNCHED();
+            return SF_OK;
+        };
+        return sf_cuda_with_model(&a.p, launch);
+    });
 }

@@ -1,22 +1,35 @@
 /* neuron.cuh — the time-fused neuron kernels shared by LIF and fused BN→LIF, coalesced over neurons ([T, N]
- * time-major), the time loop inside the thread, equations from core/lif_math.h. Forward: one thread per V neurons
- * (V = 4 with 16-byte accesses when sizes and alignment allow, else 1). Backward: one neuron per thread. Loads run
- * U steps ahead of their use.
+ * time-major), the time loop inside the thread, equations from core/lif_math.h. The input x, the spikes s and the
+ * gradients ds, dx are stored in the activation type T (act.cuh: float, bf16 or fp16); v, h, the BN statistics
+ * and all arithmetic stay float in registers, and spikes are written exactly (0 and 1). Forward: one thread per V
+ * neurons (V = 4 with 16- or 8-byte accesses when sizes and alignment allow, else 1). Backward: one neuron per
+ * thread. Loads run U steps ahead of their use.
  *
  * Backward without a saved h: a thread recomputes h_t forward into its own column of shared memory, then runs the
  * reverse time loop from there, so x is read once and h never touches device memory (20 bytes per element for
- * forward + backward, the W1 floor). Past 64 steps, time is cut into segments of S = 32 steps: a first forward
- * pass keeps v at each segment start (shared memory too) and each segment is recomputed from its checkpoint. That
- * reads x once more up to the last segment (T = 256: 23.5 instead of 20 bytes per element) but keeps the columns
- * small enough for several times more resident threads, which the issue-bound loop needs more.
+ * forward + backward, the W1 floor). Past 64 steps, time is cut into segments of S steps that end at T: a first
+ * forward pass keeps v at each segment start (shared memory too) and each segment is recomputed from its
+ * checkpoint. That reads x once more up to the last segment's start, T - S steps; long segments (one block of
+ * columns per SM, loads 32 steps ahead to keep enough bytes in flight with few threads) make that small where T is
+ * a few times S. A forward with one neuron per thread keeps its next batch of x in flight while it integrates one.
  * BN: the recompute also keeps each step's input x in a second column, so the reverse loop takes x̂ from shared
  * memory instead of reading x from device memory again (8 of the 28 bytes per element of the two passes); such
  * segments are at most 32 steps.
+ * The neuron state carried across calls (a.st, float [N] each) replaces v's start value in every pass that starts
+ * at step 0, gets v after the last step, and starts and ends ∂L/∂v; without it the kernels are the one-call ones.
+ * The neuron model is a template parameter (MODEL, sf_cuda_model): the LIF and the IF (the LIF's code, with a = c = 1
+ * in a.k); the PLIF, whose a and c each thread takes from its channel's w and whose backward keeps x in a column
+ * (as BN's) for Σ_t dh_t·∂h_t/∂k, written per neuron to `sums` for a deterministic reduction to dw (plif.cu); the
+ * ALIF, whose second state b rides beside v (in the carried state at +N, in the checkpoints) and whose thresholds
+ * θ_t the recompute keeps in a column of their own (its backward always recomputes: θ is not saved).
  */
 #ifndef SF_CUDA_NEURON_CUH
 #define SF_CUDA_NEURON_CUH
 
-#include "cuda/common.cuh"
+#include "cuda/act.cuh"
+#include "cuda/cuda_backend.h"
+
+#include <type_traits>
 
 /* The sigmoid surrogate's exp on the device as ex2.approx (__expf: a multiply and one MUFU instead of expf's
  * range-reduced polynomial, ~10 instructions in the issue-bound backward). Spikes never depend on it, only
@@ -47,16 +60,63 @@ struct sf_cuda_neuron {
     sf_lif_params p;
     sf_lif_coeffs k; /* from p, computed on the host (IEEE division, as the CPU rounds it) */
     int64_t T, N;
-    const float *x; /* [T, N] */
+    const void *x; /* [T, N] in the kernel's activation type */
     sf_cuda_bn_in bn; /* used when the kernel's BN flag is set */
-    sf_lif_state st;  /* [N] each, optional: the state carried across calls (spikefuse.h) */
-    int64_t bn_rows;  /* SF_DY_BN_DX: T·B of the whole batch when it spans several processes (0: this one's) */
+    sf_cuda_lif_tuning tune; /* a forced launch configuration (zeros: the automatic one) */
+    sf_lif_state st;         /* [N] each, optional: the state carried across calls (spikefuse.h) */
+    int64_t bn_rows;         /* SF_DY_BN_DX: T·B of the whole batch when it spans several processes (0: this one's) */
 };
 
 /* v before the first step of neuron n: the carried state or the model's start value. */
 __device__ __forceinline__ float sf_cuda_v0(const sf_cuda_neuron &a, const sf_lif_coeffs &k, int64_t n)
 {
     return a.st.v_in ? a.st.v_in[n] : k.v0;
+}
+
+/* The kernels' neuron models: the IF runs as the LIF (its a = c = 1 come in a.k). */
+enum sf_cuda_model { SF_CUDA_LIF = 0, SF_CUDA_PLIF, SF_CUDA_ALIF };
+
+static inline int sf_cuda_model_of(const sf_lif_params *p)
+{
+    return p->model == SF_NEURON_PLIF ? SF_CUDA_PLIF : p->model == SF_NEURON_ALIF ? SF_CUDA_ALIF : SF_CUDA_LIF;
+}
+
+/* Calls fn(std::integral_constant<int, MODEL>) for the parameters' model. */
+template <class Fn> static sf_status sf_cuda_with_model(const sf_lif_params *p, Fn fn)
+{
+    switch (sf_cuda_model_of(p)) {
+    case SF_CUDA_PLIF: return fn(std::integral_constant<int, SF_CUDA_PLIF>());
+    case SF_CUDA_ALIF: return fn(std::integral_constant<int, SF_CUDA_ALIF>());
+    default: return fn(std::integral_constant<int, SF_CUDA_LIF>());
+    }
+}
+
+/* Neuron n's coefficients: a.k's, with a PLIF's a and c from its channel's w. */
+template <int MODEL>
+__device__ __forceinline__ sf_lif_coeffs sf_cuda_coeffs(const sf_cuda_neuron &a, int64_t n)
+{
+    sf_lif_coeffs k = a.k;
+    if (MODEL == SF_CUDA_PLIF) {
+        const int64_t ch = a.st.w_channels > 1 ? (n / a.st.w_hw) % a.st.w_channels : 0;
+        sf_plif_coeffs(a.st.w[ch], a.p.decay_input, &k.a, &k.c);
+    }
+    return k;
+}
+
+/* The ALIF's b before the first step of neuron n: the carried state's second half, or 0. */
+__device__ __forceinline__ float sf_cuda_b0(const sf_cuda_neuron &a, int64_t n)
+{
+    return a.st.v_in ? a.st.v_in[a.N + n] : 0.0f;
+}
+
+/* One forward step of neuron model MODEL with coefficients k: s_t, with v (and b) updated and h_t (and θ_t)
+ * written. */
+template <int MODEL>
+__device__ __forceinline__ float sf_cuda_step(const sf_lif_coeffs &k, int soft, float y, float *v, float *b, float *h,
+                                              float *theta)
+{
+    if (MODEL == SF_CUDA_ALIF) return sf_alif_step(&k, soft, y, v, b, h, theta);
+    return sf_lif_step(&k, soft, y, v, h);
 }
 
 /* What the backward does with dy_t = ∂L/∂y_t. */
@@ -89,35 +149,6 @@ template <bool BN> __device__ __forceinline__ sf_cuda_affine sf_cuda_affine_of(c
     return f;
 }
 
-template <int V> __device__ __forceinline__ void sf_cuda_ld(const float *p, float *r)
-{
-    if (V == 4) {
-        float4 q = *(const float4 *)p;
-        r[0] = q.x, r[1] = q.y, r[2] = q.z, r[3] = q.w;
-    } else {
-        r[0] = *p;
-    }
-}
-
-/* Loads of data read exactly once: streaming, so they do not push reusable lines out of L2. */
-template <int V> __device__ __forceinline__ void sf_cuda_ld_once(const float *p, float *r)
-{
-    if (V == 4) {
-        float4 q = __ldcs((const float4 *)p);
-        r[0] = q.x, r[1] = q.y, r[2] = q.z, r[3] = q.w;
-    } else {
-        r[0] = __ldcs(p);
-    }
-}
-
-template <int V> __device__ __forceinline__ void sf_cuda_st(float *p, const float *r)
-{
-    if (V == 4)
-        __stcs((float4 *)p, make_float4(r[0], r[1], r[2], r[3]));
-    else
-        __stcs(p, r[0]);
-}
-
 template <int V> __device__ __forceinline__ void sf_cuda_st_u8(uint8_t *p, const float *r)
 {
     if (V == 4)
@@ -126,43 +157,92 @@ template <int V> __device__ __forceinline__ void sf_cuda_st_u8(uint8_t *p, const
         *p = (uint8_t)r[0];
 }
 
-template <bool BN, int V, int U>
+/* U steps of V neurons, loaded together so that all are in flight at once. */
+template <int V, int U> struct sf_cuda_batch {
+    float v[U][V];
+};
+
+/* Loads steps t, t+dir, … (U of them, those in [lo, hi)) of [T, N] tensor p at neuron n. */
+template <int V, int U, bool ONCE, class T>
+__device__ __forceinline__ void sf_cuda_load_batch(sf_cuda_batch<V, U> &b, const T *p, int64_t N, int64_t n,
+                                                   int64_t t, int dir, int64_t lo, int64_t hi)
+{
+    const T *q = p + t * N + n;
+    const int64_t step = dir * N;
+    if (t + dir * (U - 1) >= lo && t + dir * (U - 1) < hi) { /* a full batch: straight-line loads, all in flight */
+#pragma unroll
+        for (int u = 0; u < U; u++) sf_ld<V, ONCE>(q + u * step, b.v[u]);
+        return;
+    }
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        int64_t tt = t + dir * u;
+        if (tt >= lo && tt < hi) sf_ld<V, ONCE>(q + u * step, b.v[u]);
+    }
+}
+
+template <class T, bool BN, int V, int U, int MODEL>
 __global__ void __launch_bounds__(256)
-    sf_cuda_neuron_forward(sf_cuda_neuron a, float *s, uint8_t *s_u8, float *hout, float *count)
+    sf_cuda_neuron_forward(sf_cuda_neuron a, T *s, uint8_t *s_u8, float *hout, float *count)
 {
     int64_t n = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * V;
     float spikes = 0.0f;
+    const T *x = (const T *)a.x;
     if (n < a.N) {
         const sf_lif_coeffs k = a.k;
         const int soft = a.p.soft_reset;
         const sf_cuda_affine f = sf_cuda_affine_of<BN>(a, n);
-        float v[V];
+        float v[V], b[V], pa[V], pc[V]; /* b: the ALIF's; pa, pc: a PLIF's a and c (V neurons may span channels) */
 #pragma unroll
-        for (int j = 0; j < V; j++) v[j] = sf_cuda_v0(a, k, n + j);
-        for (int64_t t0 = 0; t0 < a.T; t0 += U) {
-            float xs[U][V];
+        for (int j = 0; j < V; j++) {
+            v[j] = sf_cuda_v0(a, k, n + j);
+            b[j] = MODEL == SF_CUDA_ALIF ? sf_cuda_b0(a, n + j) : 0.0f;
+            const sf_lif_coeffs kj = sf_cuda_coeffs<MODEL>(a, n + j);
+            pa[j] = kj.a;
+            pc[j] = kj.c;
+        }
+        auto step = [&](int64_t t, const float *xv) {
+            int64_t i = t * a.N + n;
+            float st[V], h[V];
 #pragma unroll
-            for (int u = 0; u < U; u++)
-                if (t0 + u < a.T) sf_cuda_ld<V>(a.x + (t0 + u) * a.N + n, xs[u]);
+            for (int j = 0; j < V; j++) {
+                sf_lif_coeffs kj = k;
+                if (MODEL == SF_CUDA_PLIF) kj.a = pa[j], kj.c = pc[j];
+                float theta;
+                st[j] = sf_cuda_step<MODEL>(kj, soft, BN ? f(xv[j]) : xv[j], &v[j], &b[j], &h[j], &theta);
+                spikes += st[j];
+            }
+            if (s) sf_st<V>(s + i, st);
+            if (s_u8) sf_cuda_st_u8<V>(s_u8 + i, st);
+            if (hout) sf_st<V>(hout + i, h);
+        };
+        if (V == 1) { /* the next batch is in flight while this one is integrated (few threads: long T) */
+            sf_cuda_batch<V, U> next, cur;
+            sf_cuda_load_batch<V, U, false>(next, x, a.N, n, 0, 1, 0, a.T);
+            for (int64_t t0 = 0; t0 < a.T; t0 += U) {
+                cur = next;
+                if (t0 + U < a.T) sf_cuda_load_batch<V, U, false>(next, x, a.N, n, t0 + U, 1, 0, a.T);
 #pragma unroll
-            for (int u = 0; u < U; u++) {
-                if (t0 + u < a.T) {
-                    int64_t i = (t0 + u) * a.N + n;
-                    float st[V], h[V];
+                for (int u = 0; u < U; u++)
+                    if (t0 + u < a.T) step(t0 + u, cur.v[u]);
+            }
+        } else {
+            for (int64_t t0 = 0; t0 < a.T; t0 += U) {
+                float xs[U][V];
 #pragma unroll
-                    for (int j = 0; j < V; j++) {
-                        st[j] = sf_lif_step(&k, soft, BN ? f(xs[u][j]) : xs[u][j], &v[j], &h[j]);
-                        spikes += st[j];
-                    }
-                    if (s) sf_cuda_st<V>(s + i, st);
-                    if (s_u8) sf_cuda_st_u8<V>(s_u8 + i, st);
-                    if (hout) sf_cuda_st<V>(hout + i, h);
-                }
+                for (int u = 0; u < U; u++)
+                    if (t0 + u < a.T) sf_ld<V, false>(x + (t0 + u) * a.N + n, xs[u]);
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (t0 + u < a.T) step(t0 + u, xs[u]);
             }
         }
         if (a.st.v_out)
 #pragma unroll
-            for (int j = 0; j < V; j++) a.st.v_out[n + j] = v[j];
+            for (int j = 0; j < V; j++) {
+                a.st.v_out[n + j] = v[j];
+                if (MODEL == SF_CUDA_ALIF) a.st.v_out[a.N + n + j] = b[j];
+            }
     }
     if (count) { /* exact: per-warp counts are small integers */
         for (int o = 16; o > 0; o >>= 1) spikes += __shfl_down_sync(0xffffffffu, spikes, o);
@@ -177,57 +257,36 @@ __global__ void __launch_bounds__(256)
  * 32-bit arithmetic (a column area is at most the 227 KiB of shared memory). */
 #define SF_COL(base, t) ((base) + ((int)(t)*SF_CUDA_BWD_THREADS + (int)threadIdx.x) * V)
 
-/* U steps of V neurons, loaded together so that all are in flight at once. */
-template <int V, int U> struct sf_cuda_batch {
-    float v[U][V];
-};
-
-/* Loads steps t, t+dir, … (U of them, those in [lo, hi)) of [T, N] tensor p at neuron n. */
-template <int V, int U, bool ONCE>
-__device__ __forceinline__ void sf_cuda_load_batch(sf_cuda_batch<V, U> &b, const float *p, int64_t N, int64_t n,
-                                                   int64_t t, int dir, int64_t lo, int64_t hi)
-{
-    const float *q = p + t * N + n;
-    const int64_t step = dir * N;
-    if (t + dir * (U - 1) >= lo && t + dir * (U - 1) < hi) { /* a full batch: straight-line loads, all in flight */
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            if (ONCE) sf_cuda_ld_once<V>(q + u * step, b.v[u]);
-            else sf_cuda_ld<V>(q + u * step, b.v[u]);
-        }
-        return;
-    }
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-        int64_t tt = t + dir * u;
-        if (tt >= lo && tt < hi) {
-            if (ONCE) sf_cuda_ld_once<V>(q + u * step, b.v[u]);
-            else sf_cuda_ld<V>(q + u * step, b.v[u]);
-        }
-    }
-}
-
-/* Forward recompute of steps [t0, t1) from v into the thread's shared-memory column (and, BN, x into its column
- * in xsm); the next batch of x is in flight while the current one is integrated. */
-template <bool BN, int V, int U>
+/* Forward recompute of steps [t0, t1) from v (and the ALIF's b) into the thread's shared-memory column (and, KEEPX,
+ * x into its column in xsm; the ALIF's θ into thsm); the next batch of x is in flight while the current one is
+ * integrated. */
+template <class T, bool BN, bool KEEPX, int MODEL, int V, int U>
 __device__ __forceinline__ void sf_cuda_recompute(const sf_cuda_neuron &a, int soft, const sf_lif_coeffs &k,
                                                   const sf_cuda_affine &f, int64_t n, int64_t t0, int64_t t1, float *v,
-                                                  float *smem, float *xsm)
+                                                  float *b, float *smem, float *xsm, float *thsm)
 {
+    const T *x = (const T *)a.x;
     sf_cuda_batch<V, U> next, cur;
-    sf_cuda_load_batch<V, U, false>(next, a.x, a.N, n, t0, 1, t0, t1);
+    sf_cuda_load_batch<V, U, false>(next, x, a.N, n, t0, 1, t0, t1);
     for (int64_t t = t0; t < t1; t += U) {
         cur = next;
-        if (t + U < t1) sf_cuda_load_batch<V, U, false>(next, a.x, a.N, n, t + U, 1, t0, t1);
+        if (t + U < t1) sf_cuda_load_batch<V, U, false>(next, x, a.N, n, t + U, 1, t0, t1);
         auto step = [&](int u) {
-            float h[V];
+            float h[V], th[V];
 #pragma unroll
-            for (int j = 0; j < V; j++) sf_lif_step(&k, soft, BN ? f(cur.v[u][j]) : cur.v[u][j], &v[j], &h[j]);
+            for (int j = 0; j < V; j++)
+                sf_cuda_step<MODEL>(k, soft, BN ? f(cur.v[u][j]) : cur.v[u][j], &v[j], &b[j], &h[j], &th[j]);
             if (V == 4)
                 *(float4 *)SF_COL(smem, t + u - t0) = make_float4(h[0], h[1], h[2], h[3]);
             else
                 *SF_COL(smem, t + u - t0) = h[0];
-            if (BN) {
+            if (MODEL == SF_CUDA_ALIF) {
+                if (V == 4)
+                    *(float4 *)SF_COL(thsm, t + u - t0) = make_float4(th[0], th[1], th[2], th[3]);
+                else
+                    *SF_COL(thsm, t + u - t0) = th[0];
+            }
+            if (KEEPX) {
                 const float *xv = cur.v[u];
                 if (V == 4)
                     *(float4 *)SF_COL(xsm, t + u - t0) = make_float4(xv[0], xv[1], xv[2], xv[3]);
@@ -247,55 +306,80 @@ __device__ __forceinline__ void sf_cuda_recompute(const sf_cuda_neuron &a, int s
 }
 
 /* Backward over [T, N]. h: saved potentials (SAVED) or NULL (recompute through shared memory in segments of S steps,
- * with nseg = ceil(T / S) checkpoints after the S-step area). Loads of ds (and x for BN) run one batch ahead;
+ * with nseg = ceil(T / S) checkpoints after the S-step areas). Loads of ds (and x, KEEPX) run one batch ahead;
  * the first batch of a segment is requested before its recompute, so its latency overlaps that pass. The
  * surrogate is a template argument (SG), and so is the common hard-reset, no-θ_grad case (HARD): the loop is
  * issue-bound at the occupancy registers and columns allow, and run-time switches cost instructions per element
- * (SAVED likewise: a run-time test of hsaved split each step into branches). Launched with SF_CUDA_BWD_THREADS. */
-template <bool BN, int MODE, int V, int U, int SG, bool HARD, bool SAVED>
+ * (SAVED likewise: a run-time test of hsaved split each step into branches). Launched with SF_CUDA_BWD_THREADS.
+ * Shared memory: [S steps of h][KEEPX: S of x][ALIF: S of θ][checkpoints: v (ALIF: v, then b) per segment].
+ * PLIF: Σ_t dh_t·(c'·y_t − v_{t−1}) (c' = 1 with decay_input, else 0) goes to sums[n] (SF_DY_WRITE) or
+ * sums[2N + n] (SF_DY_SUMS); the term in v_{t−1} waits one step for h_{t−1} (which gives v_{t−1}), the last for
+ * the start value. */
+template <class T, bool BN, int MODE, int V, int U, int SG, bool HARD, bool SAVED, int MODEL>
 __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
-    sf_cuda_neuron_backward(sf_cuda_neuron a, const float *hsaved, const float *ds, float *dx, float *sums,
+    sf_cuda_neuron_backward(sf_cuda_neuron a, const float *hsaved, const T *ds, T *dx, float *sums,
                             const float *dgamma, const float *dbeta, int64_t S)
 {
+    static_assert(MODEL == SF_CUDA_LIF || V == 1, "the PLIF and ALIF backward runs one neuron per thread");
+    static_assert(MODEL != SF_CUDA_ALIF || !SAVED, "the ALIF backward recomputes its thresholds");
+    constexpr bool KEEPX = BN || MODEL == SF_CUDA_PLIF;      /* x in a column too (x̂, the PLIF's y_t) */
+    constexpr int COLS = 1 + KEEPX + (MODEL == SF_CUDA_ALIF); /* columns per step */
+    constexpr int CK = MODEL == SF_CUDA_ALIF ? 2 : 1;         /* checkpoint floats per segment */
     extern __shared__ float4 sf_cuda_smem4[];
     float *smem = (float *)sf_cuda_smem4;
     int64_t n = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * V;
     if (n >= a.N) return; /* each thread owns its shared-memory column: no barrier below */
+    const T *x = (const T *)a.x;
     sf_lif_params p = a.p;
     p.surrogate = (sf_surrogate)SG; /* a constant: the compiler keeps only this surrogate's arithmetic */
     if (HARD) {                     /* the common case as constants too: hard reset, no θ_grad */
         p.soft_reset = 0;
         p.use_grad_threshold = 0;
     }
-    const sf_lif_coeffs k = a.k;
+    const sf_lif_coeffs k = sf_cuda_coeffs<MODEL>(a, n); /* V = 1 for a PLIF: one channel's */
     const sf_cuda_affine f = sf_cuda_affine_of<BN>(a, n);
-    /* [S steps of h][BN: S steps of x][checkpoints], each a column per thread */
-    float *xsm = smem + (int)S * SF_CUDA_BWD_THREADS * V;
-    float *ckpt = smem + (BN && !SAVED ? 2 : 1) * (int)S * SF_CUDA_BWD_THREADS * V;
+    const int area = (int)S * SF_CUDA_BWD_THREADS * V;
+    float *xsm = smem + area, *thsm = smem + (1 + KEEPX) * area, *ckpt = smem + (SAVED ? 1 : COLS) * area;
+    /* Segments end at T: segment g >= 1 covers [T - (nseg - g)·S, T - (nseg - 1 - g)·S) and segment 0 the (shorter)
+     * rest, so the first pass, which stops where the last segment starts, reads x over T - S steps only. */
     int64_t nseg = SAVED ? 1 : (a.T + S - 1) / S;
-    float v[V];
-    if (!SAVED && nseg > 1) { /* v at each segment start (S is a multiple of U), x streamed in batches */
+    float v[V], b[V];
+    if (!SAVED && nseg > 1) { /* v (b) at each segment start (slot g for segment g >= 1), x streamed in batches */
 #pragma unroll
-        for (int j = 0; j < V; j++) v[j] = sf_cuda_v0(a, k, n + j);
-        const int64_t tend = (nseg - 1) * S; /* the last segment's start: no further */
+        for (int j = 0; j < V; j++) v[j] = sf_cuda_v0(a, k, n + j), b[j] = sf_cuda_b0(a, n + j);
+        const int64_t tend = a.T - S; /* the last segment's start: no further */
+        int64_t next_ck = a.T - (nseg - 1) * S;
+        int ck = 1;
         sf_cuda_batch<V, U> next, cur;
-        sf_cuda_load_batch<V, U, false>(next, a.x, a.N, n, 0, 1, 0, tend);
+        sf_cuda_load_batch<V, U, false>(next, x, a.N, n, 0, 1, 0, tend);
         for (int64_t t = 0; t < tend; t += U) {
             cur = next;
-            if (t + U < tend) sf_cuda_load_batch<V, U, false>(next, a.x, a.N, n, t + U, 1, 0, tend);
-            if (t % S == 0)
-#pragma unroll
-                for (int j = 0; j < V; j++) SF_COL(ckpt, t / S)[j] = v[j];
+            if (t + U < tend) sf_cuda_load_batch<V, U, false>(next, x, a.N, n, t + U, 1, 0, tend);
 #pragma unroll
             for (int u = 0; u < U; u++) {
-                float h;
+                if (t + u == next_ck && ck < nseg - 1) {
 #pragma unroll
-                for (int j = 0; j < V; j++)
-                    sf_lif_step(&k, p.soft_reset, BN ? f(cur.v[u][j]) : cur.v[u][j], &v[j], &h);
+                    for (int j = 0; j < V; j++) {
+                        SF_COL(ckpt, CK * ck)[j] = v[j];
+                        if (MODEL == SF_CUDA_ALIF) SF_COL(ckpt, CK * ck + 1)[j] = b[j];
+                    }
+                    ck++;
+                    next_ck += S;
+                }
+                if (t + u < tend) {
+                    float h, th;
+#pragma unroll
+                    for (int j = 0; j < V; j++)
+                        sf_cuda_step<MODEL>(k, p.soft_reset, BN ? f(cur.v[u][j]) : cur.v[u][j], &v[j], &b[j], &h,
+                                            &th);
+                }
             }
         }
 #pragma unroll
-        for (int j = 0; j < V; j++) SF_COL(ckpt, nseg - 1)[j] = v[j];
+        for (int j = 0; j < V; j++) {
+            SF_COL(ckpt, CK * (nseg - 1))[j] = v[j];
+            if (MODEL == SF_CUDA_ALIF) SF_COL(ckpt, CK * (nseg - 1) + 1)[j] = b[j];
+        }
     }
     float mdy = 0.0f, mdyx = 0.0f;
     if (MODE == SF_DY_BN_DX) {
@@ -304,61 +388,73 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
         mdy = dbeta[ch] / cnt;
         mdyx = dgamma[ch] / cnt;
     }
-    float dv[V], sdy[V], sdyx[V];
+    float dv[V], db[V], sdy[V], sdyx[V], dk = 0.0f, dh_later = 0.0f; /* dh_later: dh_{t+1} (PLIF) */
 #pragma unroll
     for (int j = 0; j < V; j++) {
         dv[j] = a.st.dv_in ? a.st.dv_in[n + j] : 0.0f;
+        db[j] = MODEL == SF_CUDA_ALIF && a.st.dv_in ? a.st.dv_in[a.N + n + j] : 0.0f;
         sdy[j] = sdyx[j] = 0.0f;
     }
     for (int64_t seg = nseg - 1; seg >= 0; seg--) {
-        int64_t t0 = SAVED ? 0 : seg * S, t1 = SAVED ? a.T : min(a.T, t0 + S);
+        int64_t t1 = SAVED ? a.T : a.T - (nseg - 1 - seg) * S, t0 = SAVED ? 0 : max(t1 - S, (int64_t)0);
         sf_cuda_batch<V, U> nds, nx, cds, cx;
         sf_cuda_load_batch<V, U, true>(nds, ds, a.N, n, t1 - 1, -1, t0, t1);
-        if (BN && SAVED) sf_cuda_load_batch<V, U, false>(nx, a.x, a.N, n, t1 - 1, -1, t0, t1);
+        if (KEEPX && SAVED) sf_cuda_load_batch<V, U, false>(nx, x, a.N, n, t1 - 1, -1, t0, t1);
         if (!SAVED) {
 #pragma unroll
-            for (int j = 0; j < V; j++) v[j] = nseg > 1 ? SF_COL(ckpt, seg)[j] : sf_cuda_v0(a, k, n + j);
-            sf_cuda_recompute<BN, V, U>(a, p.soft_reset, k, f, n, t0, t1, v, smem, xsm);
+            for (int j = 0; j < V; j++) {
+                v[j] = seg > 0 ? SF_COL(ckpt, CK * seg)[j] : sf_cuda_v0(a, k, n + j);
+                b[j] = MODEL != SF_CUDA_ALIF ? 0.0f : seg > 0 ? SF_COL(ckpt, CK * seg + 1)[j] : sf_cuda_b0(a, n + j);
+            }
+            sf_cuda_recompute<T, BN, KEEPX, MODEL, V, U>(a, p.soft_reset, k, f, n, t0, t1, v, b, smem, xsm, thsm);
         }
         /* dx at step t - u: walks back one row per step (one add instead of a 64-bit multiply-add per element) */
-        float *dxt = MODE != SF_DY_SUMS ? dx + (t1 - 1) * a.N + n : NULL;
+        T *dxt = MODE != SF_DY_SUMS ? dx + (t1 - 1) * a.N + n : NULL;
         for (int64_t t = t1 - 1; t >= t0; t -= U) {
             cds = nds;
-            if (BN && SAVED) cx = nx;
+            if (KEEPX && SAVED) cx = nx;
             if (t - U >= t0) {
                 sf_cuda_load_batch<V, U, true>(nds, ds, a.N, n, t - U, -1, t0, t1);
-                if (BN && SAVED) sf_cuda_load_batch<V, U, false>(nx, a.x, a.N, n, t - U, -1, t0, t1);
+                if (KEEPX && SAVED) sf_cuda_load_batch<V, U, false>(nx, x, a.N, n, t - U, -1, t0, t1);
             }
             auto step = [&](int u) {
                 int64_t tt = t - u;
-                float out[V], hv[V], xv[V];
-                if (SAVED) { /* full mode: h streams in beside ds (and x for BN) */
-                    sf_cuda_ld_once<V>(hsaved + tt * a.N + n, hv);
-                    if (BN) {
+                float out[V], hv[V], xv[V], thv[V];
+                if (SAVED) { /* full mode: h streams in beside ds (and x) */
+                    sf_ld<V, true>(hsaved + tt * a.N + n, hv);
+                    if (KEEPX) {
 #pragma unroll
                         for (int j = 0; j < V; j++) xv[j] = cx.v[u][j];
                     }
                 } else if (V == 4) {
                     float4 q = *(const float4 *)SF_COL(smem, tt - t0);
                     hv[0] = q.x, hv[1] = q.y, hv[2] = q.z, hv[3] = q.w;
-                    if (BN) {
+                    if (KEEPX) {
                         q = *(const float4 *)SF_COL(xsm, tt - t0);
                         xv[0] = q.x, xv[1] = q.y, xv[2] = q.z, xv[3] = q.w;
                     }
                 } else {
                     hv[0] = *SF_COL(smem, tt - t0);
-                    if (BN) xv[0] = *SF_COL(xsm, tt - t0);
+                    if (KEEPX) xv[0] = *SF_COL(xsm, tt - t0);
+                    if (MODEL == SF_CUDA_ALIF) thv[0] = *SF_COL(thsm, tt - t0);
                 }
 #pragma unroll
                 for (int j = 0; j < V; j++) {
-                    float dy = k.c * sf_lif_step_back(&p, &k, hv[j], cds.v[u][j], &dv[j]);
+                    float dh = MODEL == SF_CUDA_ALIF ? sf_alif_step_back(&p, &k, hv[j], thv[j], cds.v[u][j], &dv[j], &db[j])
+                                                     : sf_lif_step_back(&p, &k, hv[j], cds.v[u][j], &dv[j]);
+                    float dy = k.c * dh;
                     float xhat = BN ? (xv[j] - f.mean) * f.invstd : 0.0f;
+                    if (MODEL == SF_CUDA_PLIF) {
+                        const float y = BN ? f(xv[j]) : xv[j];
+                        dk += (p.decay_input ? dh * y : 0.0f) - dh_later * sf_lif_v_after(&k, p.soft_reset, hv[j]);
+                        dh_later = dh;
+                    }
                     if (MODE == SF_DY_WRITE) out[j] = dy;
                     if (MODE == SF_DY_SUMS) sdy[j] += dy, sdyx[j] += dy * xhat;
                     if (MODE == SF_DY_BN_DX) out[j] = f.gamma * f.invstd * (dy - mdy - xhat * mdyx);
                 }
                 if (MODE != SF_DY_SUMS) {
-                    sf_cuda_st<V>(dxt, out);
+                    sf_st<V>(dxt, out);
                     dxt -= a.N;
                 }
             };
@@ -378,21 +474,52 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
             sums[n + j] = sdy[j];
             sums[a.N + n + j] = sdyx[j];
         }
+    if (MODEL == SF_CUDA_PLIF && MODE != SF_DY_BN_DX) /* the first step's v_{t−1} is the start value */
+        sums[(MODE == SF_DY_SUMS ? 2 * a.N : 0) + n] = dk - dh_later * sf_cuda_v0(a, k, n);
     if (a.st.dv_out)
 #pragma unroll
-        for (int j = 0; j < V; j++) a.st.dv_out[n + j] = dv[j];
+        for (int j = 0; j < V; j++) {
+            a.st.dv_out[n + j] = dv[j];
+            if (MODEL == SF_CUDA_ALIF) a.st.dv_out[a.N + n + j] = db[j];
+        }
 }
 
 #undef SF_COL
 
-/* Launches: forward, and backward with the vector width, block size and segment length chosen from T, N, the
- * pointers' alignment and the device's shared memory. dx may alias x (each element is read before it is written,
- * by the thread that writes it). */
+/* Launches (neuron_launch.cuh; one instance per activation type, each in its own file): forward, and backward
+ * with the vector width, block size and segment length chosen from T, N, the pointers' alignment and the device's
+ * shared memory. s, ds and dx are of type T (out->s too); dx may alias x (each element is read before it is
+ * written, by the thread that writes it). */
+template <class T>
 sf_status sf_cuda_neuron_forward_launch(const sf_cuda_neuron &a, bool bn, const sf_lif_out *out, cudaStream_t st);
-/* lif_compact.cu: the plain LIF forward with out->c (the compact spikes) written by the kernel itself. */
-sf_status sf_cuda_lif_compact_forward(const sf_cuda_neuron &a, const sf_lif_out *out, cudaStream_t st);
-sf_status sf_cuda_neuron_backward_launch(const sf_cuda_neuron &a, bool bn, int mode, const float *h, const float *ds,
-                                         float *dx, float *sums, const float *dgamma, const float *dbeta,
+template <class T>
+sf_status sf_cuda_neuron_backward_launch(const sf_cuda_neuron &a, bool bn, int mode, const float *h, const void *ds,
+                                         void *dx, float *sums, const float *dgamma, const float *dbeta,
                                          cudaStream_t st);
+extern template sf_status sf_cuda_neuron_forward_launch<float>(const sf_cuda_neuron &, bool, const sf_lif_out *,
+                                                               cudaStream_t);
+extern template sf_status sf_cuda_neuron_forward_launch<__nv_bfloat16>(const sf_cuda_neuron &, bool,
+                                                                       const sf_lif_out *, cudaStream_t);
+extern template sf_status sf_cuda_neuron_forward_launch<__half>(const sf_cuda_neuron &, bool, const sf_lif_out *,
+                                                                cudaStream_t);
+extern template sf_status sf_cuda_neuron_backward_launch<float>(const sf_cuda_neuron &, bool, int, const float *,
+                                                                const void *, void *, float *, const float *,
+                                                                const float *, cudaStream_t);
+extern template sf_status sf_cuda_neuron_backward_launch<__nv_bfloat16>(const sf_cuda_neuron &, bool, int,
+                                                                        const float *, const void *, void *, float *,
+                                                                        const float *, const float *, cudaStream_t);
+extern template sf_status sf_cuda_neuron_backward_launch<__half>(const sf_cuda_neuron &, bool, int, const float *,
+                                                                 const void *, void *, float *, const float *,
+                                                                 const float *, cudaStream_t);
+
+/* plif.cu: a PLIF's dw (a.st.dw) from the per-neuron sums dk [N] of its backward, with the backend's scratch, or
+ * (the raw entry points, without a backend) with partials given: sf_cuda_plif_scratch_bytes holds dk and them. */
+sf_status sf_cuda_plif_dw(sf_cuda_ctx *c, const sf_cuda_neuron &a, const float *dk);
+size_t sf_cuda_plif_scratch_bytes(const sf_cuda_neuron &a, int sms);
+sf_status sf_cuda_plif_dw_into(const sf_cuda_neuron &a, const float *dk, void *partials, int sms, cudaStream_t st);
+
+/* lif_compact.cu: the plain LIF forward with out->c (the compact spikes) written by the kernel itself; x and out->s
+ * of type t. */
+sf_status sf_cuda_lif_compact_forward(const sf_cuda_neuron &a, sf_act_type t, const sf_lif_out *out, cudaStream_t st);
 
 #endif

@@ -1,5 +1,6 @@
 /* ops.cuh — the CUDA implementations of the op table (core/backend.h), one family per .cu file; backend.cu puts
- * them into a struct sf_backend. Signatures are those of the table. */
+ * them into a struct sf_backend. Signatures are those of the table: tensors the table types `float *` hold the
+ * backend's activation type where core/backend.h says so. */
 #ifndef SF_CUDA_OPS_CUH
 #define SF_CUDA_OPS_CUH
 
@@ -37,9 +38,13 @@ sf_status sf_cuda_op_linear_forward(sf_backend *be, int64_t rows, int32_t in, in
                                     const float *w, const float *b, float *y);
 sf_status sf_cuda_op_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
                                      const float *w, const float *dy, float *dx, float *dw, float *db);
+/* C = op(A)·op(B) + beta·C, column-major, A and B in the backend's activation type, C in it too or float (c_float);
+ * fp32 accumulation. */
+sf_status sf_cuda_gemm(sf_cuda_ctx *c, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A,
+                       int lda, const void *B, int ldb, float beta, void *C, int ldc, bool c_float);
 
 /* db[j] = Σ_r dy[r, j] (deterministic: fixed partials, then their sum in order), and the dense dx = dy·W with the
- * backend's precision, as linear_backward computes them. */
+ * backend's precision, as linear_backward computes them (dy, W and dx in the backend's activation type). */
 sf_status sf_cuda_column_sums(sf_cuda_ctx *c, int64_t rows, int32_t out, const float *dy, float *db);
 sf_status sf_cuda_linear_input_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *w,
                                     const float *dy, float *dx);
@@ -51,8 +56,9 @@ sf_status sf_cuda_op_spikes_expand(sf_backend *be, int64_t rows, int64_t n, cons
 sf_status sf_cuda_spikes_compact(sf_cuda_ctx *c, int64_t rows, int64_t n, const float *x, const sf_spikes *out,
                                  float *count, float *flag);
 
-/* spike_linear.cu: the event-driven linear layer; sf_cuda_spike_weight_grad is its dW (no mask), which the
- * recurrent layer's dV uses too (scratch: sf_cuda_op_spike_linear_workspace bytes). */
+/* spike_linear.cu: the event-driven linear layer; sf_cuda_spike_weight_grad is its dW (no mask; dy in the
+ * activation type, dw float), which the recurrent layer's dV uses too (scratch: sf_cuda_op_spike_linear_workspace
+ * bytes, the same in every activation type). */
 size_t sf_cuda_op_spike_linear_workspace(sf_backend *be, int64_t rows, int32_t in, int32_t out);
 sf_status sf_cuda_op_spike_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const sf_spikes *x,
                                           const float *w, const float *b, float *y, void *ws);
@@ -62,8 +68,8 @@ sf_status sf_cuda_op_spike_linear_backward(sf_backend *be, int64_t rows, int32_t
 size_t sf_cuda_spike_linear_ws(int64_t rows, int32_t in, int32_t out);
 sf_status sf_cuda_spike_weight_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const uint32_t *x,
                                     const float *dy, float *dw, void *ws);
-/* at [cols, rows] = aᵀ for a [rows, cols] */
-sf_status sf_cuda_transpose(sf_cuda_ctx *c, int64_t rows, int64_t cols, const float *a, float *at);
+/* at [cols, rows] = aᵀ for a [rows, cols], elements of type t */
+sf_status sf_cuda_transpose(sf_cuda_ctx *c, sf_act_type t, int64_t rows, int64_t cols, const void *a, void *at);
 
 /* lif.cu: the LIF backward that also writes where dx is nonzero. */
 sf_status sf_cuda_op_lif_backward_masked(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
@@ -87,23 +93,22 @@ sf_status sf_cuda_op_conv_backward(sf_backend *be, const sf_conv_shape *sh, cons
                                    const float *dy, float *dx, float *dw, float *db, void *ws);
 void sf_cuda_conv_cache_free(sf_cuda_ctx *c);
 
-/* conv_gemm.cu: the im2col + SGEMM path (fp32/tf32 operands). Workspace for chunks of nb images; the chunk that
- * fits `cap` (0: not even one image, or too many im2col rows); the ops over the batch in such chunks (forward adds
- * the bias when b is given; backward computes dx and/or dw where they are not NULL, dw summed over the chunks). */
-size_t sf_cuda_conv_gemm_ws(const sf_conv_shape *sh, int64_t nb);
-int64_t sf_cuda_conv_gemm_chunk(const sf_conv_shape *sh, size_t cap);
-sf_status sf_cuda_conv_gemm_forward(sf_cuda_ctx *c, const sf_conv_shape *sh, int64_t chunk, const float *x,
-                                    const float *w, const float *b, float *y, float *ws);
-sf_status sf_cuda_conv_gemm_backward(sf_cuda_ctx *c, const sf_conv_shape *sh, int64_t chunk, const float *x,
-                                     const float *w, const float *dy, float *dx, float *dw, float *ws);
+/* conv_gemm.cu: the im2col + GEMM path, in the backend's activation type (es bytes per element). Workspace for
+ * chunks of nb images; the chunk that fits `cap` (0: not even one image, or too many im2col rows); the ops over the
+ * batch in such chunks (forward adds the bias when b is given; backward computes dx and/or the fp32 dw where they
+ * are not NULL, dw summed over the chunks). */
+size_t sf_cuda_conv_gemm_ws(const sf_conv_shape *sh, int64_t nb, size_t es);
+int64_t sf_cuda_conv_gemm_chunk(const sf_conv_shape *sh, size_t cap, size_t es);
+sf_status sf_cuda_conv_gemm_forward(sf_cuda_ctx *c, const sf_conv_shape *sh, int64_t chunk, const void *x,
+                                    const void *w, const float *b, void *y, void *ws);
+sf_status sf_cuda_conv_gemm_backward(sf_cuda_ctx *c, const sf_conv_shape *sh, int64_t chunk, const void *x,
+                                     const void *w, const void *dy, void *dx, float *dw, void *ws);
 
-/* precision.cu: bf16 operand copies. Slots: SF_CUDA_BF16_IN (x, then a conv's dx), SF_CUDA_BF16_W (weights),
- * SF_CUDA_BF16_OUT (y, dy), SF_CUDA_BF16_DW (a conv chunk's weight gradient). */
-enum { SF_CUDA_BF16_IN = 2, SF_CUDA_BF16_W = 3, SF_CUDA_BF16_OUT = 4, SF_CUDA_BF16_DW = 5 };
-/* *out = scratch slot `slot` holding n bf16 values: x rounded to bf16, or uninitialised when x is NULL. */
-sf_status sf_cuda_bf16_copy(sf_cuda_ctx *c, int slot, int64_t n, const float *x, __nv_bfloat16 **out);
-/* y = x (accumulate 0) or y += x (accumulate 1), in fp32. */
-sf_status sf_cuda_bf16_to_f32(sf_cuda_ctx *c, int64_t n, const __nv_bfloat16 *x, float *y, int accumulate);
+/* act.cu */
+sf_status sf_cuda_op_convert(sf_backend *be, int64_t n, sf_act_type from, const void *x, sf_act_type to, void *y);
+sf_status sf_cuda_op_scale(sf_backend *be, int64_t n, sf_act_type t, const float *factor, void *x);
+/* y = x (accumulate 0) or y += x (1): n elements of the backend's activation type widened to fp32. */
+sf_status sf_cuda_widen(sf_cuda_ctx *c, int64_t n, const void *x, float *y, int accumulate);
 
 /* pool.cu */
 sf_status sf_cuda_op_avgpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y);
@@ -122,8 +127,8 @@ sf_status sf_cuda_op_dropout_backward(sf_backend *be, int64_t T, int64_t n, floa
 /* elementwise.cu */
 sf_status sf_cuda_op_add(sf_backend *be, int64_t n, const float *a, const float *b, float *y);
 sf_status sf_cuda_op_axpy(sf_backend *be, int64_t n, float alpha, const float *x, float *y);
-sf_status sf_cuda_op_u8_to_f32(sf_backend *be, int64_t n, const uint8_t *x, float *y);
-sf_status sf_cuda_op_f32_to_u8(sf_backend *be, int64_t n, const float *x, uint8_t *y);
+sf_status sf_cuda_op_u8_to_act(sf_backend *be, int64_t n, const uint8_t *x, float *y);
+sf_status sf_cuda_op_act_to_u8(sf_backend *be, int64_t n, const float *x, uint8_t *y);
 sf_status sf_cuda_op_check_finite(sf_backend *be, int64_t n, const float *x, float *flag);
 
 /* readout.cu */
@@ -132,6 +137,8 @@ sf_status sf_cuda_op_leaky_backward(sf_backend *be, int64_t T, int64_t n, float 
                                     float *doo);
 sf_status sf_cuda_op_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step, const float *r,
                                   const int32_t *labels, float *dr, float *logits_mean, float *stats);
+sf_status sf_cuda_op_mse_rate(sf_backend *be, int64_t T, int64_t B, int32_t K, const float *r, const int32_t *labels,
+                              float *dr, float *logits_mean, float *stats);
 
 /* optim.cu */
 sf_status sf_cuda_op_sgd_step(sf_backend *be, int64_t n, float lr, float momentum, int32_t nesterov, float wd,

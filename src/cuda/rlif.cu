@@ -4,19 +4,26 @@
  *   step before (their list: this block's own compact output of that step), steps the neurons and writes the step's
  *   compact row. The backward likewise runs the reverse time loop in one kernel, with Vᵀ·dy_{t+1} summed over the
  *   nonzero entries of dy_{t+1}.
- *   Dense: per step one cuBLAS SGEMM over the batch and one step kernel; a CUDA graph (the training step's) replays
+ *   Dense: per step one cuBLAS GEMM over the batch and one step kernel; a CUDA graph (the training step's) replays
  *   those 2T launches as one.
- * Sums run in the CPU op's order with the same operations, so the event-driven paths give the CPU's bits. */
+ * Sums run in the CPU op's order with the same operations, so the event-driven paths give the CPU's bits in fp32.
+ * x, V (and Vᵀ), the spikes s, ds and dx are of the activation type A (act.cuh); h, the neuron state, the per-step
+ * products (GEMMs accumulate in fp32 and write float) and dV are float. A mask bit and the nonzero count of dx
+ * describe dx as stored (a value that rounds to 0 is a zero). */
 #include "cuda/neuron.cuh"
 #include "cuda/ops.cuh"
 #include "cuda/spikes.cuh"
 
 enum { RMAX = 8, MAX_THREADS = 1024 }; /* the persistent kernels hold RMAX neurons per thread: n <= 8192 */
 
-/* The workspace: Vᵀ, the neuron state and per-step product ([B, n] each), s_{t-1} as floats, h over all steps
- * (recompute; then the spikes as floats for a dense dV), the recompute's compact spikes, and dV's scratch. */
+/* The workspace: Vᵀ, the neuron state and per-step product ([B, n] each), s_{t-1} as the GEMM's operand, h over all
+ * steps (recompute; then the spikes as a dense dV's operand), the recompute's compact spikes, and dV's scratch. Sized
+ * in floats, so it holds the activation type's copies (vt, sprev, the spikes in h) in every type. */
 struct rl_ws {
-    float *vt, *state, *rec, *sprev, *h;
+    void *vt;
+    float *state, *rec;
+    void *sprev;
+    float *h;
     sf_spikes c;
     void *sl;
 };
@@ -38,7 +45,7 @@ static size_t layout(int64_t T, int64_t B, int64_t n, void *base, rl_ws *w)
         total += up(sizes[i] ? sizes[i] : 4);
     }
     if (w)
-        *w = rl_ws{(float *)ptr[0], (float *)ptr[1], (float *)ptr[2], (float *)ptr[3], (float *)ptr[4],
+        *w = rl_ws{ptr[0], (float *)ptr[1], (float *)ptr[2], ptr[3], (float *)ptr[4],
                    sf_spikes{(uint32_t *)ptr[5], (uint8_t *)ptr[6], (int32_t *)ptr[7]}, ptr[8]};
     return total;
 }
@@ -56,9 +63,10 @@ static bool persistent_ok(int64_t n) { return n <= (int64_t)RMAX * MAX_THREADS; 
 
 /* ---------------------------------------------------------------- event-driven: persistent kernels */
 
+template <class A>
 __global__ void __launch_bounds__(MAX_THREADS)
-    forward_sparse_kernel(sf_lif_params p, sf_lif_coeffs k, int64_t T, int64_t B, int64_t n, const float *x,
-                          const float *vt, float *s, float *hout, sf_spikes c, float *count)
+    forward_sparse_kernel(sf_lif_params p, sf_lif_coeffs k, int64_t T, int64_t B, int64_t n, const A *x, const A *vt,
+                          A *s, float *hout, sf_spikes c, float *count)
 {
     __shared__ int list[SF_SPIKE_SEG];
     __shared__ int wc[2][MAX_THREADS / 32];
@@ -76,10 +84,10 @@ __global__ void __launch_bounds__(MAX_THREADS)
             const int len = sf_cuda_stage_segment(c, n, (t - 1) * B + b, g, list);
             __syncthreads();
             for (int m = 0; m < len; m++) {
-                const float *vr = vt + (int64_t)list[m] * n + threadIdx.x;
+                const A *vr = vt + (int64_t)list[m] * n + threadIdx.x;
 #pragma unroll
                 for (int q = 0; q < RMAX; q++)
-                    if (q < Q && threadIdx.x + (int64_t)q * blockDim.x < n) acc[q] += vr[q * blockDim.x];
+                    if (q < Q && threadIdx.x + (int64_t)q * blockDim.x < n) acc[q] += sf_widen(vr[q * blockDim.x]);
             }
             __syncthreads();
         }
@@ -91,8 +99,8 @@ __global__ void __launch_bounds__(MAX_THREADS)
             const bool valid = j < n;
             float st = 0.0f, h;
             if (valid) {
-                st = sf_lif_step(&k, p.soft_reset, x[r * n + j] + acc[q], &v[q], &h);
-                if (s) s[r * n + j] = st;
+                st = sf_lif_step(&k, p.soft_reset, sf_widen(x[r * n + j]) + acc[q], &v[q], &h);
+                if (s) s[r * n + j] = sf_narrow<A>(st);
                 if (hout) hout[r * n + j] = h;
             }
             spikes += (float)sf_cuda_emit_row(c, n, r, j, valid, st != 0.0f, wc[e++ & 1]);
@@ -105,7 +113,8 @@ __global__ void __launch_bounds__(MAX_THREADS)
 /* Lists the nonzero entries of segment g of row[0..n) (indices and values) for the whole block (blockDim >= one
  * segment); returns their number. wc: SF_SPIKE_SEG/32 ints of shared memory. Synchronises; the caller does too
  * before the next call. */
-__device__ __forceinline__ int stage_nonzero(const float *row, int64_t n, int64_t g, int *list, float *vals, int *wc,
+template <class A>
+__device__ __forceinline__ int stage_nonzero(const A *row, int64_t n, int64_t g, int *list, float *vals, int *wc,
                                              int *len)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -113,7 +122,7 @@ __device__ __forceinline__ int stage_nonzero(const float *row, int64_t n, int64_
     float d = 0.0f;
     unsigned m = 0;
     if (threadIdx.x < SF_SPIKE_SEG) {
-        d = j < n ? row[j] : 0.0f;
+        d = j < n ? sf_widen(row[j]) : 0.0f;
         m = __ballot_sync(0xffffffffu, d != 0.0f);
         if (lane == 0) wc[warp] = __popc(m);
     }
@@ -134,10 +143,19 @@ __device__ __forceinline__ int stage_nonzero(const float *row, int64_t n, int64_
     return *len;
 }
 
+/* dy as stored in dx: the value the next step's products read back, and whether it is nonzero. */
+template <class A> __device__ __forceinline__ A stored_grad(float dy, bool *nonzero)
+{
+    const A q = sf_narrow<A>(dy);
+    *nonzero = sf_widen(q) != 0.0f;
+    return q;
+}
+
 /* The reverse time loop with Vᵀ·dy_{t+1} over the nonzero entries of dy_{t+1} (read back from dx). */
+template <class A>
 __global__ void __launch_bounds__(MAX_THREADS)
     backward_sparse_kernel(sf_lif_params p, sf_lif_coeffs k, int64_t T, int64_t B, int64_t n, const float *h,
-                           const float *v, const float *ds, float *dx, sf_spikes mask, float *count)
+                           const A *v, const A *ds, A *dx, sf_spikes mask, float *count)
 {
     __shared__ int list[SF_SPIKE_SEG];
     __shared__ float vals[SF_SPIKE_SEG];
@@ -156,10 +174,11 @@ __global__ void __launch_bounds__(MAX_THREADS)
         for (int64_t gg = 0; t < T - 1 && gg < segs; gg++) {
             const int num = stage_nonzero(dx + ((t + 1) * B + b) * n, n, gg, list, vals, nz_wc, &len);
             for (int m = 0; m < num; m++) {
-                const float d = vals[m], *vr = v + (int64_t)list[m] * n + threadIdx.x;
+                const float d = vals[m];
+                const A *vr = v + (int64_t)list[m] * n + threadIdx.x;
 #pragma unroll
                 for (int q = 0; q < RMAX; q++)
-                    if (q < Q && threadIdx.x + (int64_t)q * blockDim.x < n) g[q] += d * vr[q * blockDim.x];
+                    if (q < Q && threadIdx.x + (int64_t)q * blockDim.x < n) g[q] += d * sf_widen(vr[q * blockDim.x]);
             }
             __syncthreads();
         }
@@ -169,17 +188,17 @@ __global__ void __launch_bounds__(MAX_THREADS)
             if (q >= Q) break;
             const int64_t j = threadIdx.x + (int64_t)q * blockDim.x;
             const bool valid = j < n;
-            float dy = 0.0f;
+            bool nz = false;
             if (valid) {
                 float d = dv[q];
-                dy = k.c * sf_lif_step_back(&p, &k, h[r * n + j], ds[r * n + j] + g[q], &d);
+                const float dy = k.c * sf_lif_step_back(&p, &k, h[r * n + j], sf_widen(ds[r * n + j]) + g[q], &d);
                 dv[q] = d;
-                dx[r * n + j] = dy;
+                dx[r * n + j] = stored_grad<A>(dy, &nz);
             }
             if (mask.bits)
-                nonzero += (float)sf_cuda_emit_row(mask, n, r, j, valid, dy != 0.0f, wc[e++ & 1]);
+                nonzero += (float)sf_cuda_emit_row(mask, n, r, j, valid, nz, wc[e++ & 1]);
             else
-                nonzero += (float)__popc(__ballot_sync(0xffffffffu, dy != 0.0f)) * ((threadIdx.x & 31) == 0);
+                nonzero += (float)__popc(__ballot_sync(0xffffffffu, nz)) * ((threadIdx.x & 31) == 0);
         }
         __syncthreads(); /* the step's dx, read by the next step's staging */
     }
@@ -189,9 +208,10 @@ __global__ void __launch_bounds__(MAX_THREADS)
 /* ---------------------------------------------------------------- dense: a product and a step kernel per step */
 
 /* One forward step for all samples: y = x_t + rec (t > 0), the neuron state in global memory. */
+template <class A>
 __global__ void __launch_bounds__(SF_SPIKE_SEG)
-    forward_step_kernel(sf_lif_params p, sf_lif_coeffs k, int64_t t, int64_t B, int64_t n, const float *x,
-                        const float *rec, float *state, float *sprev, float *s, float *hout, sf_spikes c, float *count)
+    forward_step_kernel(sf_lif_params p, sf_lif_coeffs k, int64_t t, int64_t B, int64_t n, const A *x,
+                        const float *rec, float *state, A *sprev, A *s, float *hout, sf_spikes c, float *count)
 {
     __shared__ int wc[SF_SPIKE_SEG / 32];
     const int64_t segs = (n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG, b = blockIdx.x / segs;
@@ -200,10 +220,10 @@ __global__ void __launch_bounds__(SF_SPIKE_SEG)
     float st = 0.0f;
     if (valid) {
         float v = t == 0 ? k.v0 : state[b * n + j], h;
-        st = sf_lif_step(&k, p.soft_reset, x[r * n + j] + (t == 0 ? 0.0f : rec[b * n + j]), &v, &h);
+        st = sf_lif_step(&k, p.soft_reset, sf_widen(x[r * n + j]) + (t == 0 ? 0.0f : rec[b * n + j]), &v, &h);
         state[b * n + j] = v;
-        sprev[b * n + j] = st;
-        if (s) s[r * n + j] = st;
+        sprev[b * n + j] = sf_narrow<A>(st);
+        if (s) s[r * n + j] = sf_narrow<A>(st);
         if (hout) hout[r * n + j] = h;
     }
     float ones;
@@ -213,24 +233,26 @@ __global__ void __launch_bounds__(SF_SPIKE_SEG)
 }
 
 /* One reverse step for all samples: dS = ds_t + g (t < T-1), dL/dv in global memory. */
+template <class A>
 __global__ void __launch_bounds__(SF_SPIKE_SEG)
     backward_step_kernel(sf_lif_params p, sf_lif_coeffs k, int64_t t, int64_t T, int64_t B, int64_t n, const float *h,
-                         const float *ds, const float *gsum, float *state, float *dx, sf_spikes mask, float *count)
+                         const A *ds, const float *gsum, float *state, A *dx, sf_spikes mask, float *count)
 {
     __shared__ int wc[SF_SPIKE_SEG / 32];
     const int64_t segs = (n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG, b = blockIdx.x / segs;
     const int64_t j = blockIdx.x % segs * SF_SPIKE_SEG + threadIdx.x, r = t * B + b;
     const bool valid = j < n;
-    float dy = 0.0f;
+    bool on = false;
     if (valid) {
         float d = t == T - 1 ? 0.0f : state[b * n + j];
-        dy = k.c * sf_lif_step_back(&p, &k, h[r * n + j], ds[r * n + j] + (t == T - 1 ? 0.0f : gsum[b * n + j]), &d);
+        const float dy = k.c * sf_lif_step_back(&p, &k, h[r * n + j],
+                                                sf_widen(ds[r * n + j]) + (t == T - 1 ? 0.0f : gsum[b * n + j]), &d);
         state[b * n + j] = d;
-        dx[r * n + j] = dy;
+        dx[r * n + j] = stored_grad<A>(dy, &on);
     }
     float nz;
-    if (mask.bits) nz = (float)sf_cuda_emit_row(mask, n, r, j, valid, dy != 0.0f, wc);
-    else nz = (float)__popc(__ballot_sync(0xffffffffu, dy != 0.0f)) * ((threadIdx.x & 31) == 0);
+    if (mask.bits) nz = (float)sf_cuda_emit_row(mask, n, r, j, valid, on, wc);
+    else nz = (float)__popc(__ballot_sync(0xffffffffu, on)) * ((threadIdx.x & 31) == 0);
     if (count) sf_cuda_add_count(count, nz);
 }
 
@@ -259,6 +281,12 @@ static sf_status check(const char *op, const sf_lif_params *p, int64_t T, int64_
 
 static unsigned step_blocks(int64_t B, int64_t n) { return (unsigned)(B * ((n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG)); }
 
+/* Element `i` of an activation-type array (pointer arithmetic in its element size). */
+static const void *at(const sf_cuda_ctx *c, const void *p, int64_t i)
+{
+    return (const char *)p + (size_t)i * sf_act_type_size(c->act);
+}
+
 static sf_status forward(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, int64_t B, int64_t n, const float *x,
                          const float *v, int32_t sparse, const sf_lif_out *out, const rl_ws &w)
 {
@@ -266,20 +294,27 @@ static sf_status forward(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, int6
     if (sparse && persistent_ok(n)) {
         if (!(out->c.bits && out->c.idx && out->c.cnt))
             return sf_fail(SF_ERR_INVALID, "recurrent LIF forward: the event-driven recurrence needs the compact output");
-        SF_TRY(sf_cuda_transpose(c, n, n, v, w.vt));
-        forward_sparse_kernel<<<(unsigned)B, persistent_threads(n), 0, c->stream>>>(*p, k, T, B, n, x, w.vt, out->s,
-                                                                                   out->h, out->c, out->spike_count);
-        SF_CUDA_LAUNCHED();
-        return SF_OK;
+        SF_TRY(sf_cuda_transpose(c, c->act, n, n, v, w.vt));
+        return sf_cuda_with_act(c->act, [&](auto tag) {
+            using A = decltype(tag);
+            forward_sparse_kernel<A><<<(unsigned)B, persistent_threads(n), 0, c->stream>>>(
+                *p, k, T, B, n, (const A *)x, (const A *)w.vt, (A *)out->s, out->h, out->c, out->spike_count);
+            SF_CUDA_LAUNCHED();
+            return SF_OK;
+        });
     }
-    const float one = 1.0f, zero = 0.0f;
     for (int64_t t = 0; t < T; t++) {
-        if (t > 0) /* recᶜ[n, B] = (Vᶜ)ᵀ·sprevᶜ: rec[b, j] = Σ_i V[j, i]·s_{t-1}[b, i] */
-            SF_CUBLAS_CHECK(cublasSgemm(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)B, (int)n, &one, v, (int)n,
-                                        w.sprev, (int)n, &zero, w.rec, (int)n));
-        forward_step_kernel<<<step_blocks(B, n), SF_SPIKE_SEG, 0, c->stream>>>(*p, k, t, B, n, x, w.rec, w.state, w.sprev,
-                                                                              out->s, out->h, out->c, out->spike_count);
-        SF_CUDA_LAUNCHED();
+        if (t > 0) /* recᶜ[n, B] = (Vᶜ)ᵀ·sprevᶜ: rec[b, j] = Σ_i V[j, i]·s_{t-1}[b, i], in float */
+            SF_TRY(sf_cuda_gemm(c, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)B, (int)n, v, (int)n, w.sprev, (int)n, 0.0f,
+                                w.rec, (int)n, true));
+        SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {
+            using A = decltype(tag);
+            forward_step_kernel<A><<<step_blocks(B, n), SF_SPIKE_SEG, 0, c->stream>>>(
+                *p, k, t, B, n, (const A *)x, w.rec, w.state, (A *)w.sprev, (A *)out->s, out->h, out->c,
+                out->spike_count);
+            SF_CUDA_LAUNCHED();
+            return SF_OK;
+        }));
     }
     return SF_OK;
 }
@@ -318,26 +353,34 @@ sf_status sf_cuda_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
     const sf_spikes m = mask ? sf_spikes{mask->bits, NULL, mask->cnt} : sf_spikes{NULL, NULL, NULL};
     if ((bwd_sparse & SF_RLIF_SPARSE_DY) && persistent_ok(n)) {
-        backward_sparse_kernel<<<(unsigned)B, persistent_threads(n), 0, c->stream>>>(*p, k, T, B, n, h, v, ds, dx, m,
-                                                                                    grad_count);
-        SF_CUDA_LAUNCHED();
-    } else {
-        const float one = 1.0f, zero = 0.0f;
-        for (int64_t t = T - 1; t >= 0; t--) {
-            if (t < T - 1) /* gᶜ[n, B] = Vᶜ·dy_{t+1}ᶜ: g[b, i] = Σ_j dy_{t+1}[b, j]·V[j, i] */
-                SF_CUBLAS_CHECK(cublasSgemm(c->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)B, (int)n, &one, v,
-                                            (int)n, dx + (t + 1) * B * n, (int)n, &zero, w.rec, (int)n));
-            backward_step_kernel<<<step_blocks(B, n), SF_SPIKE_SEG, 0, c->stream>>>(*p, k, t, T, B, n, h, ds, w.rec,
-                                                                                   w.state, dx, m, grad_count);
+        SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {
+            using A = decltype(tag);
+            backward_sparse_kernel<A><<<(unsigned)B, persistent_threads(n), 0, c->stream>>>(
+                *p, k, T, B, n, h, (const A *)v, (const A *)ds, (A *)dx, m, grad_count);
             SF_CUDA_LAUNCHED();
+            return SF_OK;
+        }));
+    } else {
+        for (int64_t t = T - 1; t >= 0; t--) {
+            if (t < T - 1) /* gᶜ[n, B] = Vᶜ·dy_{t+1}ᶜ: g[b, i] = Σ_j dy_{t+1}[b, j]·V[j, i], in float */
+                SF_TRY(sf_cuda_gemm(c, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)B, (int)n, v, (int)n,
+                                    at(c, dx, (t + 1) * B * n), (int)n, 0.0f, w.rec, (int)n, true));
+            SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {
+                using A = decltype(tag);
+                backward_step_kernel<A><<<step_blocks(B, n), SF_SPIKE_SEG, 0, c->stream>>>(
+                    *p, k, t, T, B, n, h, (const A *)ds, w.rec, w.state, (A *)dx, m, grad_count);
+                SF_CUDA_LAUNCHED();
+                return SF_OK;
+            }));
         }
     }
     if (T == 1) return sf_cuda_zero_f32(c, dv, n * n);
     const int64_t r1 = (T - 1) * B; /* dV = Σ_{t >= 1} dy_tᵀ·s_{t-1}: the spike rows shifted by one step */
-    if (bwd_sparse & SF_RLIF_SPARSE_DV) return sf_cuda_spike_weight_grad(c, r1, (int32_t)n, (int32_t)n, w.c.bits, dx + B * n, dv, w.sl);
+    const float *dy1 = (const float *)at(c, dx, B * n);
+    if (bwd_sparse & SF_RLIF_SPARSE_DV)
+        return sf_cuda_spike_weight_grad(c, r1, (int32_t)n, (int32_t)n, w.c.bits, dy1, dv, w.sl);
     SF_TRY(sf_cuda_op_spikes_expand(be, r1, n, w.c.bits, w.h));
-    const float one = 1.0f, zero = 0.0f; /* dVᶜ[n, n] = sᶜ·dyᶜᵀ: dV[j, i] = Σ_r dy[r, j]·s[r, i] */
-    SF_CUBLAS_CHECK(cublasSgemm(c->cublas, CUBLAS_OP_N, CUBLAS_OP_T, (int)n, (int)n, (int)r1, &one, w.h, (int)n,
-                                dx + B * n, (int)n, &zero, dv, (int)n));
-    return SF_OK;
+    /* dVᶜ[n, n] = sᶜ·dyᶜᵀ: dV[j, i] = Σ_r dy[r, j]·s[r, i], in float */
+    return sf_cuda_gemm(c, CUBLAS_OP_N, CUBLAS_OP_T, (int)n, (int)n, (int)r1, w.h, (int)n, dy1, (int)n, 0.0f, dv,
+                        (int)n, true);
 }

@@ -7,7 +7,10 @@
  *   dx: with the mask of nonzero dy, one block per row sums the rows of W of the nonzero entries, ascending; else
  *     cuBLAS as the dense layer.
  * Every sum runs in the order of the CPU op's and with the same operations (no FMA contraction in this build), so
- * results equal the CPU's; cuSPARSE's SpMM is compared with the forward in bench/gpu/bench_spike_linear.c. */
+ * fp32 results equal the CPU's; cuSPARSE's SpMM is compared with the forward in bench/gpu/bench_spike_linear.c.
+ * W, x's values, y, dy and dx are of the activation type T (act.cuh; Wᵀ too), widened into float sums and rounded
+ * once on store; dW (and dWᵀ) is float. */
+#include "cuda/act.cuh"
 #include "cuda/ops.cuh"
 #include "cuda/spikes.cuh"
 
@@ -15,9 +18,9 @@
 
 enum { THREADS = 256, COLS = 8, TILE_COLS = COLS * THREADS, ROW_CHUNK = 64 };
 
-__global__ void transpose_kernel(int64_t rows, int64_t cols, const float *a, float *at)
+template <class E> __global__ void transpose_kernel(int64_t rows, int64_t cols, const E *a, E *at)
 {
-    __shared__ float tile[32][33];
+    __shared__ E tile[32][33];
     const int64_t c0 = (int64_t)blockIdx.x * 32, r0 = (int64_t)blockIdx.y * 32;
     for (int k = threadIdx.y; k < 32; k += 8) {
         const int64_t r = r0 + k, c = c0 + threadIdx.x;
@@ -30,15 +33,18 @@ __global__ void transpose_kernel(int64_t rows, int64_t cols, const float *a, flo
     }
 }
 
-sf_status sf_cuda_transpose(sf_cuda_ctx *c, int64_t rows, int64_t cols, const float *a, float *at)
+sf_status sf_cuda_transpose(sf_cuda_ctx *c, sf_act_type t, int64_t rows, int64_t cols, const void *a, void *at)
 {
     if (rows == 0 || cols == 0) return SF_OK;
     if ((rows + 31) / 32 > 65535 || (cols + 31) / 32 > INT32_MAX)
         return sf_fail(SF_ERR_INVALID, "transpose: %lld x %lld is too large", (long long)rows, (long long)cols);
-    transpose_kernel<<<dim3((unsigned)((cols + 31) / 32), (unsigned)((rows + 31) / 32)), dim3(32, 8), 0, c->stream>>>(
-        rows, cols, a, at);
-    SF_CUDA_LAUNCHED();
-    return SF_OK;
+    return sf_cuda_with_act(t, [&](auto tag) {
+        using E = decltype(tag);
+        const dim3 grid((unsigned)((cols + 31) / 32), (unsigned)((rows + 31) / 32));
+        transpose_kernel<E><<<grid, dim3(32, 8), 0, c->stream>>>(rows, cols, (const E *)a, (E *)at);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    });
 }
 
 /* A row's columns [j0, j0 + TILE_COLS): thread t holds j0 + t + q·THREADS. */
@@ -47,8 +53,9 @@ __device__ __forceinline__ bool col_ok(int64_t j0, int q, int32_t out)
     return j0 + threadIdx.x + (int64_t)q * THREADS < out;
 }
 
+template <class T>
 __global__ void __launch_bounds__(THREADS)
-    forward_kernel(int32_t in, int32_t out, sf_spikes x, const float *wt, const float *b, float *y)
+    forward_kernel(int32_t in, int32_t out, sf_spikes x, const T *wt, const float *b, T *y)
 {
     __shared__ int list[SF_SPIKE_SEG];
     const int64_t tiles = (out + TILE_COLS - 1) / TILE_COLS, r = blockIdx.x / tiles,
@@ -60,24 +67,24 @@ __global__ void __launch_bounds__(THREADS)
         const int k = sf_cuda_stage_segment(x, in, r, g, list);
         __syncthreads();
         for (int m = 0; m < k; m++) {
-            const float *wr = wt + (int64_t)list[m] * out + j0 + threadIdx.x;
+            const T *wr = wt + (int64_t)list[m] * out + j0 + threadIdx.x;
 #pragma unroll
             for (int q = 0; q < COLS; q++)
-                if (col_ok(j0, q, out)) acc[q] += wr[q * THREADS];
+                if (col_ok(j0, q, out)) acc[q] += sf_widen(wr[q * THREADS]);
         }
         __syncthreads();
     }
 #pragma unroll
     for (int q = 0; q < COLS; q++) {
         const int64_t j = j0 + threadIdx.x + (int64_t)q * THREADS;
-        if (j < out) y[r * out + j] = b ? acc[q] + b[j] : acc[q];
+        if (j < out) y[r * out + j] = sf_narrow<T>(b ? acc[q] + b[j] : acc[q]);
     }
 }
 
-/* The scratch: Wᵀ or dWᵀ, then the CSC of x (row indices, per-chunk counts turned offsets, totals, column starts)
+/* The scratch: Wᵀ (act type) or dWᵀ (float), then the CSC of x (row indices, per-chunk counts turned offsets, totals, column starts)
  * and CUB's scan storage. */
 struct sl_ws {
-    float *t;
+    void *t;
     int32_t *rowidx, *cnt, *total, *colptr;
     void *scan;
     size_t scan_bytes;
@@ -99,7 +106,7 @@ static size_t layout(int64_t rows, int32_t in, int32_t out, void *base, sl_ws *w
         ptr[i] = p ? p + total : NULL;
         total += up(sizes[i] ? sizes[i] : 4);
     }
-    if (w) *w = sl_ws{(float *)ptr[0], (int32_t *)ptr[1], (int32_t *)ptr[2], (int32_t *)ptr[3], (int32_t *)ptr[4],
+    if (w) *w = sl_ws{ptr[0], (int32_t *)ptr[1], (int32_t *)ptr[2], (int32_t *)ptr[3], (int32_t *)ptr[4],
                       ptr[5], scan_bytes};
     return total;
 }
@@ -133,11 +140,14 @@ sf_status sf_cuda_op_spike_linear_forward(sf_backend *be, int64_t rows, int32_t 
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     sl_ws s;
     layout(rows, in, out, ws, &s);
-    SF_TRY(sf_cuda_transpose(c, out, in, w, s.t));
+    SF_TRY(sf_cuda_transpose(c, c->act, out, in, w, s.t));
     const int64_t tiles = (out + TILE_COLS - 1) / TILE_COLS;
-    forward_kernel<<<(unsigned)(rows * tiles), THREADS, 0, c->stream>>>(in, out, *x, s.t, b, y);
-    SF_CUDA_LAUNCHED();
-    return SF_OK;
+    return sf_cuda_with_act(c->act, [&](auto tag) {
+        using T = decltype(tag);
+        forward_kernel<T><<<(unsigned)(rows * tiles), THREADS, 0, c->stream>>>(in, out, *x, (const T *)s.t, b, (T *)y);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    });
 }
 
 /* CSC pass 1 and 3: warp w of a block walks bits word blockIdx.x·8 + w of the rows of chunk blockIdx.y, a lane per
@@ -177,8 +187,9 @@ __global__ void chunk_offsets_kernel(int64_t chunks, int32_t in, int32_t *cnt, i
 }
 
 /* dWᵀ[i, j] = Σ over the rows r in input i's list (ascending) of dy[r, j]. */
+template <class T>
 __global__ void __launch_bounds__(THREADS)
-    wgrad_kernel(int32_t out, const int32_t *colptr, const int32_t *rowidx, const float *dy, float *dwt)
+    wgrad_kernel(int32_t out, const int32_t *colptr, const int32_t *rowidx, const T *dy, float *dwt)
 {
     __shared__ int list[THREADS];
     const int64_t tiles = (out + TILE_COLS - 1) / TILE_COLS, i = blockIdx.x / tiles, j0 = blockIdx.x % tiles * TILE_COLS;
@@ -191,10 +202,10 @@ __global__ void __launch_bounds__(THREADS)
         if ((int)threadIdx.x < k) list[threadIdx.x] = rowidx[base + threadIdx.x];
         __syncthreads();
         for (int m = 0; m < k; m++) {
-            const float *d = dy + (int64_t)list[m] * out + j0 + threadIdx.x;
+            const T *d = dy + (int64_t)list[m] * out + j0 + threadIdx.x;
 #pragma unroll
             for (int q = 0; q < COLS; q++)
-                if (col_ok(j0, q, out)) acc[q] += d[q * THREADS];
+                if (col_ok(j0, q, out)) acc[q] += sf_widen(d[q * THREADS]);
         }
         __syncthreads();
     }
@@ -223,15 +234,21 @@ sf_status sf_cuda_spike_weight_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, in
     csc_kernel<true><<<grid, THREADS, 0, c->stream>>>(rows, in, x, s.cnt, s.colptr, s.rowidx);
     SF_CUDA_LAUNCHED();
     const int64_t tiles = (out + TILE_COLS - 1) / TILE_COLS;
-    wgrad_kernel<<<(unsigned)(in * tiles), THREADS, 0, c->stream>>>(out, s.colptr, s.rowidx, dy, s.t);
-    SF_CUDA_LAUNCHED();
-    return sf_cuda_transpose(c, in, out, s.t, dw);
+    SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {
+        using T = decltype(tag);
+        wgrad_kernel<T><<<(unsigned)(in * tiles), THREADS, 0, c->stream>>>(out, s.colptr, s.rowidx, (const T *)dy,
+                                                                           (float *)s.t);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    }));
+    return sf_cuda_transpose(c, SF_ACT_F32, in, out, s.t, dw);
 }
 
 /* dx[r, i] = Σ over the nonzero dy[r, j] (the mask's bits, j ascending) of dy[r, j]·W[j, i]: per segment of the
  * mask row, warp 0 lists its nonzero entries and their values, then every thread adds its columns. */
+template <class T>
 __global__ void __launch_bounds__(THREADS)
-    masked_dx_kernel(int32_t in, int32_t out, const float *w, const float *dy, sf_spikes mask, float *dx)
+    masked_dx_kernel(int32_t in, int32_t out, const T *w, const T *dy, sf_spikes mask, T *dx)
 {
     __shared__ int list[SF_SPIKE_SEG];
     __shared__ float vals[SF_SPIKE_SEG];
@@ -256,22 +273,23 @@ __global__ void __launch_bounds__(THREADS)
             for (uint32_t m = word; m; m &= m - 1, pos++) {
                 const int64_t j = q * 32 + __ffs(m) - 1;
                 list[pos] = (int)j;
-                vals[pos] = dy[r * out + j];
+                vals[pos] = sf_widen(dy[r * out + j]);
             }
         }
         __syncthreads();
         for (int m = 0; m < len; m++) {
-            const float gv = vals[m], *wr = w + (int64_t)list[m] * in + i0 + threadIdx.x;
+            const float gv = vals[m];
+            const T *wr = w + (int64_t)list[m] * in + i0 + threadIdx.x;
 #pragma unroll
             for (int q = 0; q < COLS; q++)
-                if (col_ok(i0, q, in)) acc[q] += gv * wr[q * THREADS];
+                if (col_ok(i0, q, in)) acc[q] += gv * sf_widen(wr[q * THREADS]);
         }
         __syncthreads();
     }
 #pragma unroll
     for (int q = 0; q < COLS; q++) {
         const int64_t i = i0 + threadIdx.x + (int64_t)q * THREADS;
-        if (i < in) dx[r * in + i] = acc[q];
+        if (i < in) dx[r * in + i] = sf_narrow<T>(acc[q]);
     }
 }
 
@@ -290,7 +308,11 @@ sf_status sf_cuda_op_spike_linear_backward(sf_backend *be, int64_t rows, int32_t
     if (!dy_mask) return sf_cuda_linear_input_grad(c, rows, in, out, w, dy, dx);
     const int64_t tiles = (in + TILE_COLS - 1) / TILE_COLS;
     if (rows * tiles > INT32_MAX) return sf_fail(SF_ERR_INVALID, "spike linear backward: %lld rows are too many", (long long)rows);
-    masked_dx_kernel<<<(unsigned)(rows * tiles), THREADS, 0, c->stream>>>(in, out, w, dy, *dy_mask, dx);
-    SF_CUDA_LAUNCHED();
-    return SF_OK;
+    return sf_cuda_with_act(c->act, [&](auto tag) {
+        using T = decltype(tag);
+        masked_dx_kernel<T><<<(unsigned)(rows * tiles), THREADS, 0, c->stream>>>(in, out, (const T *)w, (const T *)dy,
+                                                                                 *dy_mask, (T *)dx);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    });
 }

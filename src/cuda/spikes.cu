@@ -1,29 +1,31 @@
-/* spikes.cu — the CUDA conversions between 0/1 float tensors and their compact form (core/spikes.h): one block per
- * segment of a row makes its bits, list and count (spikes_compact, and the masks of nonzero gradients), and
- * spikes_expand writes the floats back from the bits. */
+/* spikes.cu — the CUDA conversions between 0/1 tensors of the activation type (act.cuh) and their compact form
+ * (core/spikes.h): one block per segment of a row makes its bits, list and count (spikes_compact, and the masks of
+ * nonzero gradients), and spikes_expand writes the values back from the bits. */
+#include "cuda/act.cuh"
 #include "cuda/ops.cuh"
 #include "cuda/spikes.cuh"
 
+template <class T>
 __global__ void __launch_bounds__(SF_SPIKE_SEG)
-    compact_kernel(int64_t rows, int64_t n, const float *x, sf_spikes c, float *count, float *flag)
+    compact_kernel(int64_t rows, int64_t n, const T *x, sf_spikes c, float *count, float *flag)
 {
     __shared__ int wc[SF_SPIKE_SEG / 32];
     const int64_t segs = (n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG;
     const int64_t r = blockIdx.x / segs, j = blockIdx.x % segs * SF_SPIKE_SEG + threadIdx.x;
     const bool valid = j < n;
-    const float v = valid ? x[r * n + j] : 0.0f;
+    const float v = valid ? sf_widen(x[r * n + j]) : 0.0f;
     if (flag && v != 0.0f && v != 1.0f) *flag = 1.0f; /* every writer writes the same value */
     const int ones = sf_cuda_emit_row(c, n, r, j, valid, v != 0.0f, wc);
     if (count) sf_cuda_add_count(count, (float)ones);
 }
 
-__global__ void expand_kernel(int64_t rows, int64_t n, const uint32_t *bits, float *y)
+template <class T> __global__ void expand_kernel(int64_t rows, int64_t n, const uint32_t *bits, T *y)
 {
     const int64_t words = (n + 31) / 32;
     SF_CUDA_GRID_STRIDE(i, rows * n)
     {
         const int64_t r = i / n, k = i % n;
-        y[i] = (float)((bits[r * words + k / 32] >> (k % 32)) & 1u);
+        y[i] = sf_narrow<T>((float)((bits[r * words + k / 32] >> (k % 32)) & 1u));
     }
 }
 
@@ -34,9 +36,12 @@ sf_status sf_cuda_spikes_compact(sf_cuda_ctx *c, int64_t rows, int64_t n, const 
     const int64_t blocks = rows * ((n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG);
     if (blocks == 0) return SF_OK;
     if (blocks > INT32_MAX) return sf_fail(SF_ERR_INVALID, "spikes_compact: %lld rows of %lld are too many", (long long)rows, (long long)n);
-    compact_kernel<<<(unsigned)blocks, SF_SPIKE_SEG, 0, c->stream>>>(rows, n, x, *out, count, flag);
-    SF_CUDA_LAUNCHED();
-    return SF_OK;
+    return sf_cuda_with_act(c->act, [&](auto tag) {
+        using T = decltype(tag);
+        compact_kernel<T><<<(unsigned)blocks, SF_SPIKE_SEG, 0, c->stream>>>(rows, n, (const T *)x, *out, count, flag);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    });
 }
 
 sf_status sf_cuda_op_spikes_compact(sf_backend *be, int64_t rows, int64_t n, const float *x, const sf_spikes *out,
@@ -50,7 +55,10 @@ sf_status sf_cuda_op_spikes_expand(sf_backend *be, int64_t rows, int64_t n, cons
     if (rows < 0 || n < 0) return sf_fail(SF_ERR_INVALID, "spikes_expand: rows = %lld, n = %lld", (long long)rows, (long long)n);
     if (rows * n == 0) return SF_OK;
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
-    expand_kernel<<<sf_cuda_blocks(rows * n, 256), 256, 0, c->stream>>>(rows, n, bits, y);
-    SF_CUDA_LAUNCHED();
-    return SF_OK;
+    return sf_cuda_with_act(c->act, [&](auto tag) {
+        using T = decltype(tag);
+        expand_kernel<T><<<sf_cuda_blocks(rows * n, 256), 256, 0, c->stream>>>(rows, n, bits, (T *)y);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    });
 }

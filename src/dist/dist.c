@@ -15,6 +15,7 @@ void sf_dist_default_params(sf_dist_params *p)
     memset(p, 0, sizeof *p);
     p->time_parallel = 1;
     p->bucket_mib = SF_DIST_DEFAULT_BUCKET_MIB;
+    p->shard_optimizer = 1;
 }
 
 sf_status sf_dist_init(const sf_dist_params *p, sf_dist **out)
@@ -53,6 +54,7 @@ static void detach(sf_dist *d)
     d->tr = NULL;
     d->tr_ctx = NULL;
     d->net = NULL;
+    d->profiling = false;
 }
 
 void sf_dist_free(sf_dist *d)
@@ -87,36 +89,66 @@ sf_device sf_dist_device(const sf_dist *d, sf_device dev)
     return dev;
 }
 
-/* ---------------------------------------------------------------------------------------------- hooks */
+/* ---------------------------------------------------------------------------------------------- hooks
+ * Each exchange goes to the transport; while profiling, timed as one of sf_dist_timer. */
+
+static sf_status timer_begin(sf_dist *d) { return d->profiling ? d->tr->timer_begin(d->tr_ctx) : SF_OK; }
+
+static sf_status timer_end(sf_dist *d, int what, sf_status s)
+{
+    return s == SF_OK && d->profiling ? d->tr->timer_end(d->tr_ctx, what) : s;
+}
+
+/* v goes to the segment after in the forward, ∂L/∂v to the segment before in the backward. */
+static int state_timer(const sf_dist *d, int32_t peer, bool sending)
+{
+    return (sending ? peer > d->seg : peer < d->seg) ? SF_DIST_TIMER_STATE : SF_DIST_TIMER_GRAD_STATE;
+}
 
 static sf_status hook_send(void *ctx, int32_t peer, const float *buf, int64_t n)
 {
     sf_dist *d = ctx;
-    return d->tr->send(d->tr_ctx, peer, buf, n);
+    SF_TRY(timer_begin(d));
+    return timer_end(d, state_timer(d, peer, true), d->tr->send(d->tr_ctx, peer, buf, n));
 }
 
 static sf_status hook_recv(void *ctx, int32_t peer, float *buf, int64_t n)
 {
     sf_dist *d = ctx;
-    return d->tr->recv(d->tr_ctx, peer, buf, n);
+    SF_TRY(timer_begin(d));
+    return timer_end(d, state_timer(d, peer, false), d->tr->recv(d->tr_ctx, peer, buf, n));
 }
 
-static sf_status hook_time_allgather(void *ctx, float *buf, int64_t n)
+/* A collective of n floats in place (the output and BN exchanges, the parameters' all-gather), timed as `what`. */
+static sf_status timed(sf_dist *d, int what, sf_status (*fn)(void *, float *, int64_t), float *buf, int64_t n)
+{
+    SF_TRY(timer_begin(d));
+    return timer_end(d, what, fn(d->tr_ctx, buf, n));
+}
+
+static sf_status hook_time_allgather(void *ctx, void *buf, size_t bytes)
 {
     sf_dist *d = ctx;
-    return d->tr->time_allgather(d->tr_ctx, buf, n);
+    SF_TRY(timer_begin(d));
+    return timer_end(d, SF_DIST_TIMER_OUTPUT, d->tr->time_allgather(d->tr_ctx, buf, bytes));
 }
 
 static sf_status hook_bn_allgather(void *ctx, float *buf, int64_t n)
 {
     sf_dist *d = ctx;
-    return d->tr->bn_allgather(d->tr_ctx, buf, n);
+    return timed(d, SF_DIST_TIMER_BN, d->tr->bn_allgather, buf, n);
 }
 
 static sf_status hook_bn_allreduce(void *ctx, float *buf, int64_t n)
 {
     sf_dist *d = ctx;
-    return d->tr->bn_allreduce(d->tr_ctx, buf, n);
+    return timed(d, SF_DIST_TIMER_BN, d->tr->bn_allreduce, buf, n);
+}
+
+static sf_status hook_params_allgather(void *ctx, float *buf, int64_t n)
+{
+    sf_dist *d = ctx;
+    return timed(d, SF_DIST_TIMER_PARAMS, d->tr->params_allgather, buf, n);
 }
 
 /* Gradients [first, n) are final: start the all-reduce of what is final and not yet started once it fills a
@@ -137,8 +169,12 @@ static sf_status hook_grads_done(void *ctx, float *grads, int64_t n)
     if (d->launched_from > n) d->launched_from = n;
     if (d->launched_from > 0) SF_TRY(d->tr->grad_start(d->tr_ctx, grads, d->launched_from));
     d->launched_from = n + 1; /* the next step starts afresh */
-    return d->tr->grad_wait(d->tr_ctx);
+    SF_TRY(timer_begin(d));
+    return timer_end(d, SF_DIST_TIMER_GRADS, d->tr->grad_wait(d->tr_ctx));
 }
+
+/* This process's part of the optimizer state: its segment's, where the state is sharded over a time group. */
+static bool sharded(const sf_dist *d) { return d->p.shard_optimizer && d->nseg > 1; }
 
 sf_status sf_dist_attach(sf_dist *d, sf_net *net)
 {
@@ -163,8 +199,65 @@ sf_status sf_dist_attach(sf_dist *d, sf_net *net)
         .bn_allreduce = hook_bn_allreduce,
         .grads_ready = hook_grads_ready,
         .grads_done = hook_grads_done,
+        .params_allgather = hook_params_allgather,
+        .opt_part = sharded(d) ? d->seg : 0,
+        .opt_parts = sharded(d) ? d->nseg : 1,
     };
     return sf_net_set_hooks(net, &h);
+}
+
+static sf_status attached(const sf_dist *d, const sf_net *net, const char *what)
+{
+    if (d->net != net) return sf_fail(SF_ERR_STATE, "%s: the network is not the one attached to this job", what);
+    return SF_OK;
+}
+
+sf_status sf_dist_optimizer_gather(sf_dist *d, sf_net *net)
+{
+    if (d->size == 1 || !sharded(d)) return SF_OK;
+    SF_TRY(attached(d, net, "gathering the optimizer state"));
+    float *bufs[2];
+    int64_t lo, n;
+    if (sf_net_optimizer_state(net, bufs, &lo, &n) == 0) return SF_OK;
+    /* the whole state holds this part where it was and zeros elsewhere; the group fills in the rest */
+    SF_TRY(sf_net_optimizer_repartition(net, 0, 1));
+    const int32_t count = sf_net_optimizer_state(net, bufs, &lo, &n);
+    for (int32_t k = 0; k < count; k++) SF_TRY(d->tr->params_allgather(d->tr_ctx, bufs[k], n));
+    return SF_OK;
+}
+
+sf_status sf_dist_optimizer_shard(sf_dist *d, sf_net *net)
+{
+    if (d->size == 1 || !sharded(d)) return SF_OK;
+    SF_TRY(attached(d, net, "sharding the optimizer state"));
+    return sf_net_optimizer_repartition(net, d->seg, d->nseg);
+}
+
+/* ---------------------------------------------------------------------------------------------- profiling */
+
+sf_status sf_dist_profile(sf_dist *d, int on)
+{
+    if (on && !d->tr) return sf_fail(SF_ERR_STATE, "profiling: attach a network first (a world of %d)", d->size);
+    if (d->tr) SF_TRY(d->tr->timer_read(d->tr_ctx, d->prof_ms, d->prof_calls)); /* drops what came before */
+    memset(d->prof_ms, 0, sizeof d->prof_ms);
+    memset(d->prof_calls, 0, sizeof d->prof_calls);
+    d->profiling = on != 0;
+    return SF_OK;
+}
+
+sf_status sf_dist_profile_read(sf_dist *d, double ms[SF_DIST_TIMER_COUNT], int64_t calls[SF_DIST_TIMER_COUNT])
+{
+    if (d->tr) SF_TRY(d->tr->timer_read(d->tr_ctx, d->prof_ms, d->prof_calls));
+    memcpy(ms, d->prof_ms, sizeof d->prof_ms);
+    memcpy(calls, d->prof_calls, sizeof d->prof_calls);
+    return SF_OK;
+}
+
+const char *sf_dist_timer_name(sf_dist_timer t)
+{
+    static const char *const names[SF_DIST_TIMER_COUNT] = {"state", "grad_state", "output", "bn",
+                                                           "grads", "params", "allreduce"};
+    return (unsigned)t < SF_DIST_TIMER_COUNT ? names[t] : "?";
 }
 
 /* ---------------------------------------------------------------------------------------------- host side */

@@ -10,6 +10,11 @@
  * those of the process's own part, or of the whole global batch with sync_bn; running statistics are averaged at
  * the end of each epoch (sf_dist_average_buffers).
  *
+ * The optimizer state is sharded over each time group (ZeRO-1, shard_optimizer): every process keeps the state of
+ * its part of the parameter buffer, updates those parameters, and the group all-gathers them; the parameters are
+ * the same bit for bit, the state takes 1/time_parallel of the memory. Whatever reads or writes the whole state (a
+ * checkpoint) brackets it with sf_dist_optimizer_gather and sf_dist_optimizer_shard.
+ *
  * A build without MPI (libopenmpi-dev missing) or NCCL has the same functions: they run a single process and refuse
  * a world or a GPU collective they cannot serve, saying what to install. */
 #ifndef SF_DIST_DIST_H
@@ -25,6 +30,10 @@ typedef struct sf_dist_params {
     int32_t time_parallel; /* processes per time group (the segments of T); 1: no time pipeline; 0: all of them */
     int32_t sync_bn;       /* 1: BN batch statistics over every data rank's part of the global batch */
     int32_t bucket_mib;    /* gradient all-reduce bucket; 0: 25 MiB (PyTorch DDP's default) */
+    int32_t shard_optimizer; /* 1: the optimizer state sharded over each time group (see above); default 1 */
+    int32_t early_receive;   /* GPU: 1 posts each receive from a neighbouring segment as the host reaches it, so it
+                              * waits on the GPU (holding SMs) until the sender gets there; 0 posts it when the
+                              * compute stream needs the data; default 0 */
 } sf_dist_params;
 
 void sf_dist_default_params(sf_dist_params *p);
@@ -72,6 +81,30 @@ sf_status sf_dist_barrier(sf_dist *d);
  * while the others wait in a collective for it. Only tools/ call it: it does not return when the world is larger
  * than one; with one process it returns and the caller exits as usual. */
 void sf_dist_abort(sf_dist *d, int code, const char *message);
+
+/* The whole optimizer state on every process of each time group (a collective, for what reads or writes all of
+ * it: a checkpoint), and back to this process's part. No-ops where the state is not sharded. */
+sf_status sf_dist_optimizer_gather(sf_dist *d, sf_net *net);
+sf_status sf_dist_optimizer_shard(sf_dist *d, sf_net *net);
+
+/* Where a step's time goes beside the computing: the attached network's exchanges, each timed from where the
+ * compute stream reaches it to where it may go on (CUDA events on the compute stream; the host clock on the CPU,
+ * whose exchanges block). */
+typedef enum sf_dist_timer {
+    SF_DIST_TIMER_STATE,      /* receiving (and on the CPU sending) v between time segments, in the forward */
+    SF_DIST_TIMER_GRAD_STATE, /* the same for ∂L/∂v, in the backward */
+    SF_DIST_TIMER_OUTPUT,     /* gathering the last layer's output over the time group */
+    SF_DIST_TIMER_BN,         /* BN statistics and sums over the BN group */
+    SF_DIST_TIMER_GRADS,      /* the end of the backward, until every gradient all-reduce (and send) is done */
+    SF_DIST_TIMER_PARAMS,     /* all-gathering the parameters after a sharded update */
+    SF_DIST_TIMER_ALLREDUCE,  /* GPU: the gradient all-reduces themselves, on their own stream beside the backward */
+    SF_DIST_TIMER_COUNT
+} sf_dist_timer;
+/* on: from now every exchange is timed, from zero; off: no more. */
+sf_status sf_dist_profile(sf_dist *d, int on);
+/* Milliseconds and calls of each kind since sf_dist_profile (waits for the timed work to finish). */
+sf_status sf_dist_profile_read(sf_dist *d, double ms[SF_DIST_TIMER_COUNT], int64_t calls[SF_DIST_TIMER_COUNT]);
+const char *sf_dist_timer_name(sf_dist_timer t); /* "state", "grad_state", "output", ... */
 
 /* Bus bandwidth of an all-reduce of `bytes` over the whole world on the attached network's device, NCCL's
  * definition (bytes·2(P−1)/P over the median time of `reps`), in GB/s; for the benchmarks. */

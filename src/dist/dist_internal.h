@@ -20,12 +20,19 @@ typedef struct sf_transport {
     const char *name;
     sf_status (*send)(void *ctx, int32_t peer, const float *buf, int64_t n);
     sf_status (*recv)(void *ctx, int32_t peer, float *buf, int64_t n);
-    sf_status (*time_allgather)(void *ctx, float *buf, int64_t n);
+    sf_status (*time_allgather)(void *ctx, void *buf, size_t bytes);
     sf_status (*bn_allgather)(void *ctx, float *buf, int64_t n);
     sf_status (*bn_allreduce)(void *ctx, float *buf, int64_t n);
     /* all-reduce grads[0, n) over the world, scaled by 1/data ranks, started now and complete by grad_wait */
     sf_status (*grad_start)(void *ctx, float *grads, int64_t n);
     sf_status (*grad_wait)(void *ctx);
+    /* in place over the time group: buf holds n floats in nseg parts (sf_net_part), this segment's filled */
+    sf_status (*params_allgather)(void *ctx, float *buf, int64_t n);
+    /* profiling (sf_dist_profile): time what happens between begin and end as `what` (sf_dist_timer); read adds
+     * what was timed since the last read to ms and calls */
+    sf_status (*timer_begin)(void *ctx);
+    sf_status (*timer_end)(void *ctx, int what);
+    sf_status (*timer_read)(void *ctx, double *ms, int64_t *calls);
     /* seconds[r] = the time of all-reduce r of `bytes` over the world (after warm-ups), r < reps */
     sf_status (*allreduce_times)(void *ctx, size_t bytes, int32_t reps, double *seconds);
     void (*destroy)(void *ctx);
@@ -43,6 +50,9 @@ struct sf_dist {
     void *tr_ctx;
     int64_t bucket_elems;  /* floats per gradient bucket */
     int64_t launched_from; /* gradients [launched_from, n) have their all-reduce started this step */
+    bool profiling;
+    double prof_ms[SF_DIST_TIMER_COUNT];
+    int64_t prof_calls[SF_DIST_TIMER_COUNT];
 };
 
 /* ---- mpi.c / mpi_none.c */

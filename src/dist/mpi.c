@@ -133,6 +133,9 @@ typedef struct host_ctx {
     float *ptr[MAX_BUCKETS];
     int64_t len[MAX_BUCKETS];
     int n;
+    /* profiling: the host clock (every exchange here blocks the caller, as the CPU backend's ops do) */
+    double t0, ms[SF_DIST_TIMER_COUNT];
+    int64_t calls[SF_DIST_TIMER_COUNT];
 } host_ctx;
 
 static sf_status host_send(void *ctx, int32_t peer, const float *buf, int64_t n)
@@ -148,15 +151,21 @@ static sf_status host_recv(void *ctx, int32_t peer, float *buf, int64_t n)
                      "MPI_Recv");
 }
 
-static sf_status host_allgather(host_ctx *c, sf_group g, float *buf, int64_t n)
+static sf_status host_allgather(host_ctx *c, sf_group g, void *buf, int64_t n, MPI_Datatype type)
 {
-    return mpi_check(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, (int)n, MPI_FLOAT, comm_of(c->d, g)),
+    return mpi_check(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, (int)n, type, comm_of(c->d, g)),
                      "MPI_Allgather");
 }
 
-static sf_status host_time_allgather(void *ctx, float *buf, int64_t n) { return host_allgather(ctx, SF_GROUP_TIME, buf, n); }
+static sf_status host_time_allgather(void *ctx, void *buf, size_t bytes)
+{
+    return host_allgather(ctx, SF_GROUP_TIME, buf, (int64_t)bytes, MPI_BYTE);
+}
 
-static sf_status host_bn_allgather(void *ctx, float *buf, int64_t n) { return host_allgather(ctx, SF_GROUP_BN, buf, n); }
+static sf_status host_bn_allgather(void *ctx, float *buf, int64_t n)
+{
+    return host_allgather(ctx, SF_GROUP_BN, buf, n, MPI_FLOAT);
+}
 
 static sf_status host_bn_allreduce(void *ctx, float *buf, int64_t n)
 {
@@ -196,6 +205,54 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static sf_status host_params_allgather(void *ctx, float *buf, int64_t n)
+{
+    host_ctx *c = ctx;
+    const int parts = c->d->nseg;
+    int *counts = malloc(sizeof(int) * (size_t)parts), *displs = malloc(sizeof(int) * (size_t)parts);
+    sf_status s = counts && displs ? SF_OK : sf_fail(SF_ERR_NOMEM, "out of memory");
+    for (int k = 0; s == SF_OK && k < parts; k++) {
+        int64_t lo, cnt;
+        sf_net_part(n, k, parts, &lo, &cnt);
+        counts[k] = (int)cnt;
+        displs[k] = (int)lo;
+    }
+    if (s == SF_OK)
+        s = mpi_check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, MPI_FLOAT,
+                                     comm_of(c->d, SF_GROUP_TIME)),
+                      "MPI_Allgatherv");
+    free(counts);
+    free(displs);
+    return s;
+}
+
+static sf_status host_timer_begin(void *ctx)
+{
+    host_ctx *c = ctx;
+    c->t0 = now_s();
+    return SF_OK;
+}
+
+static sf_status host_timer_end(void *ctx, int what)
+{
+    host_ctx *c = ctx;
+    c->ms[what] += (now_s() - c->t0) * 1e3;
+    c->calls[what]++;
+    return SF_OK;
+}
+
+static sf_status host_timer_read(void *ctx, double *ms, int64_t *calls)
+{
+    host_ctx *c = ctx;
+    for (int k = 0; k < SF_DIST_TIMER_COUNT; k++) {
+        ms[k] += c->ms[k];
+        calls[k] += c->calls[k];
+        c->ms[k] = 0;
+        c->calls[k] = 0;
+    }
+    return SF_OK;
+}
+
 static sf_status host_allreduce_times(void *ctx, size_t bytes, int32_t reps, double *seconds)
 {
     host_ctx *c = ctx;
@@ -224,6 +281,10 @@ static const sf_transport host_transport = {
     .bn_allreduce = host_bn_allreduce,
     .grad_start = host_grad_start,
     .grad_wait = host_grad_wait,
+    .params_allgather = host_params_allgather,
+    .timer_begin = host_timer_begin,
+    .timer_end = host_timer_end,
+    .timer_read = host_timer_read,
     .allreduce_times = host_allreduce_times,
     .destroy = host_destroy,
 };

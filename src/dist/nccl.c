@@ -6,8 +6,17 @@
  * backend's stream. Gradient buckets run on a stream of their own, each after an event on the backend's stream, so
  * the backward of the layers below goes on meanwhile (as PyTorch DDP does). Each neighbour link has its own stream
  * and communicator: a send must not hold up the sender's next layer until the receiver gets to it (NCCL's send
- * waits for the matching receive), and a receive makes the backend's stream wait for it through an event. The end
- * of the backward (grad_wait) joins every side stream back into the backend's. */
+ * waits for the matching receive), and a receive makes the backend's stream wait for it through an event. A
+ * receive is posted when the backend's stream reaches it (unless early_receive): posted as the host enqueues it, a
+ * step ahead, it would wait on the GPU holding SMs that the layers before it need. The end of the backward
+ * (grad_wait) joins every side stream back into the backend's.
+ *
+ * The parameters after a sharded update are gathered with one broadcast per part from its owner (parts differ by
+ * one element, which NCCL's all-gather does not take), over the world's communicator where the time group is the
+ * world (its channels are not capped) and the time group's otherwise.
+ *
+ * Profiling: a pair of timing events around each exchange on the backend's stream (and around each gradient
+ * all-reduce on its stream), kept until timer_read reads them. */
 #include "dist/dist_internal.h"
 
 #include "core/error.h"
@@ -34,15 +43,25 @@
 
 enum { LINK_PREV = 0, LINK_NEXT = 1 };
 
+/* A timed span: two events and what it counts as (sf_dist_timer). */
+typedef struct timed_span {
+    cudaEvent_t begin, end;
+    int what;
+} timed_span;
+
 typedef struct nccl_ctx {
     sf_dist *d;
     cudaStream_t compute; /* the backend's */
     cudaStream_t grad_stream, link_stream[2];
     cudaEvent_t ev_compute, ev_side[3];
     ncclComm_t world, time, bn, link[2]; /* bn may be time itself; link[k] NULL at the ends */
+    ncclComm_t shard;                    /* the parameters' all-gather: world or time */
     int link_peer[2];                    /* the neighbour's rank in its pair communicator */
     ncclRedOp_t grad_op;
     int grad_op_created;
+    /* profiling: spans [0, n_spans) recorded since the last read, of cap_spans created */
+    timed_span *spans;
+    int n_spans, cap_spans;
 } nccl_ctx;
 
 static void destroy(void *p)
@@ -65,7 +84,69 @@ static void destroy(void *p)
     if (c->ev_compute) cudaEventDestroy(c->ev_compute);
     for (int k = 0; k < 3; k++)
         if (c->ev_side[k]) cudaEventDestroy(c->ev_side[k]);
+    for (int k = 0; k < c->cap_spans; k++) {
+        cudaEventDestroy(c->spans[k].begin);
+        cudaEventDestroy(c->spans[k].end);
+    }
+    free(c->spans);
     free(c);
+}
+
+/* ---------------------------------------------------------------------------------------------- profiling */
+
+/* Records the start of a span on `st` (a new span; its kind comes with span_end). */
+static sf_status span_begin(nccl_ctx *c, cudaStream_t st)
+{
+    if (c->n_spans == c->cap_spans) {
+        int cap = c->cap_spans ? 2 * c->cap_spans : 32;
+        timed_span *more = realloc(c->spans, sizeof *more * (size_t)cap);
+        if (!more) return sf_fail(SF_ERR_NOMEM, "out of memory");
+        c->spans = more;
+        for (; c->cap_spans < cap; c->cap_spans++) {
+            timed_span *t = &c->spans[c->cap_spans];
+            CUDA_TRY(cudaEventCreate(&t->begin));
+            if (cudaEventCreate(&t->end) != cudaSuccess) {
+                cudaEventDestroy(t->begin);
+                return sf_fail(SF_ERR_DEVICE, "profiling: cannot create a CUDA event");
+            }
+        }
+    }
+    CUDA_TRY(cudaEventRecord(c->spans[c->n_spans].begin, st));
+    return SF_OK;
+}
+
+static sf_status span_end(nccl_ctx *c, cudaStream_t st, int what)
+{
+    timed_span *t = &c->spans[c->n_spans++];
+    t->what = what;
+    CUDA_TRY(cudaEventRecord(t->end, st));
+    return SF_OK;
+}
+
+static sf_status nccl_timer_begin(void *ctx)
+{
+    nccl_ctx *c = ctx;
+    return span_begin(c, c->compute);
+}
+
+static sf_status nccl_timer_end(void *ctx, int what)
+{
+    nccl_ctx *c = ctx;
+    return span_end(c, c->compute, what);
+}
+
+static sf_status nccl_timer_read(void *ctx, double *ms, int64_t *calls)
+{
+    nccl_ctx *c = ctx;
+    for (int k = 0; k < c->n_spans; k++) {
+        float t = 0;
+        CUDA_TRY(cudaEventSynchronize(c->spans[k].end));
+        CUDA_TRY(cudaEventElapsedTime(&t, c->spans[k].begin, c->spans[k].end));
+        ms[c->spans[k].what] += t;
+        calls[c->spans[k].what]++;
+    }
+    c->n_spans = 0;
+    return SF_OK;
 }
 
 /* `side` waits for what the backend's stream has issued so far. */
@@ -107,14 +188,15 @@ static sf_status nccl_recv(void *ctx, int32_t peer, float *buf, int64_t n)
     nccl_ctx *c = ctx;
     int k;
     SF_TRY(link_of(c, peer, &k));
+    if (!c->d->p.early_receive) SF_TRY(after_compute(c, c->link_stream[k]));
     NCCL_TRY(ncclRecv(buf, (size_t)n, ncclFloat, c->link_peer[k], c->link[k], c->link_stream[k]));
     return compute_after(c, c->link_stream[k], k);
 }
 
-static sf_status nccl_time_allgather(void *ctx, float *buf, int64_t n)
+static sf_status nccl_time_allgather(void *ctx, void *buf, size_t bytes)
 {
     nccl_ctx *c = ctx;
-    NCCL_TRY(ncclAllGather(buf + (int64_t)c->d->seg * n, buf, (size_t)n, ncclFloat, c->time, c->compute));
+    NCCL_TRY(ncclAllGather((char *)buf + (size_t)c->d->seg * bytes, buf, bytes, ncclUint8, c->time, c->compute));
     return SF_OK;
 }
 
@@ -138,7 +220,26 @@ static sf_status nccl_grad_start(void *ctx, float *grads, int64_t n)
 {
     nccl_ctx *c = ctx;
     SF_TRY(after_compute(c, c->grad_stream));
+    if (c->d->profiling) SF_TRY(span_begin(c, c->grad_stream));
     NCCL_TRY(ncclAllReduce(grads, grads, (size_t)n, ncclFloat, c->grad_op, c->world, c->grad_stream));
+    return c->d->profiling ? span_end(c, c->grad_stream, SF_DIST_TIMER_ALLREDUCE) : SF_OK;
+}
+
+static sf_status nccl_params_allgather(void *ctx, float *buf, int64_t n)
+{
+    nccl_ctx *c = ctx;
+    const int parts = c->d->nseg;
+    ncclResult_t r = ncclGroupStart();
+    for (int k = 0; r == ncclSuccess && k < parts; k++) { /* ranks in either communicator follow the segments */
+        int64_t lo, cnt;
+        sf_net_part(n, k, parts, &lo, &cnt);
+        r = ncclBroadcast(buf + lo, buf + lo, (size_t)cnt, ncclFloat, k, c->shard, c->compute);
+    }
+    ncclResult_t e = ncclGroupEnd();
+    if (r == ncclSuccess) r = e;
+    if (r != ncclSuccess)
+        return sf_fail(SF_ERR_DEVICE, "NCCL: gathering the parameters over %d segments: %s", parts,
+                       ncclGetErrorString(r));
     return SF_OK;
 }
 
@@ -187,6 +288,10 @@ static const sf_transport nccl_transport = {
     .bn_allreduce = nccl_bn_allreduce,
     .grad_start = nccl_grad_start,
     .grad_wait = nccl_grad_wait,
+    .params_allgather = nccl_params_allgather,
+    .timer_begin = nccl_timer_begin,
+    .timer_end = nccl_timer_end,
+    .timer_read = nccl_timer_read,
     .allreduce_times = nccl_allreduce_times,
     .destroy = destroy,
 };
@@ -240,6 +345,7 @@ static sf_status setup(nccl_ctx *c, sf_net *net)
     side = side_config();
     if (d->p.sync_bn && d->data_size > 1) NCCL_TRY(ncclCommSplit(c->world, 0, d->rank, &c->bn, &side));
     else c->bn = c->time;
+    c->shard = d->data_size == 1 ? c->world : c->time;
     if (d->nseg > 1) SF_TRY(split_links(c));
     if (d->data_size > 1) {
         float scale = 1.0f / (float)d->data_size; /* sums over segments, means over data ranks */

@@ -60,6 +60,10 @@ static sf_status fill_writer(sf_st_writer *w, const sf_net *net, const sf_checkp
     SF_TRY(meta_i64(w, "optimizer_steps", st.optimizer_steps));
     SF_TRY(meta_u64(w, "rng_seed", st.rng_seed));
     SF_TRY(meta_u64(w, "rng_counter", st.rng_counter));
+    char scale[32];
+    snprintf(scale, sizeof scale, "%.9g", (double)st.loss_scale);
+    SF_TRY(sf_st_writer_meta(w, "loss_scale", scale));
+    SF_TRY(meta_i64(w, "loss_scale_steps", st.loss_scale_steps));
     SF_TRY(sf_st_writer_meta(w, "loader_state", info->loader_state ? info->loader_state : ""));
     SF_TRY(meta_i64(w, "best_step", info->best_step));
     return sf_st_writer_meta(w, "best_metric", best);
@@ -168,11 +172,18 @@ sf_status sf_checkpoint_restore(const sf_safetensors *st, sf_net *net, int with_
     SF_TRY(restore_role(st, net, SF_ROLE_BUFFER));
     if (!with_training_state) return SF_OK;
     SF_TRY(restore_role(st, net, SF_ROLE_OPTIMIZER));
-    int64_t steps = 0;
-    uint64_t seed = 0, counter = 0;
-    SF_TRY(meta_number(st, "optimizer_steps", 0, &steps, NULL));
-    SF_TRY(meta_number(st, "rng_seed", 1, NULL, &seed));
-    SF_TRY(meta_number(st, "rng_counter", 1, NULL, &counter));
-    sf_net_state ns = {.optimizer_steps = steps, .rng_seed = seed, .rng_counter = counter};
+    sf_net_state ns;
+    SF_TRY(sf_net_get_state(net, &ns));
+    SF_TRY(meta_number(st, "optimizer_steps", 0, &ns.optimizer_steps, NULL));
+    SF_TRY(meta_number(st, "rng_seed", 1, NULL, &ns.rng_seed));
+    SF_TRY(meta_number(st, "rng_counter", 1, NULL, &ns.rng_counter));
+    /* fp16's loss scale; checkpoints written before it existed keep the net's initial one */
+    const char *scale = sf_safetensors_meta(st, "loss_scale");
+    if (scale) {
+        char *end = NULL;
+        ns.loss_scale = strtof(scale, &end);
+        if (end == scale || *end) return sf_fail(SF_ERR_FORMAT, "__metadata__ 'loss_scale' = '%s' is not a number", scale);
+        SF_TRY(meta_number(st, "loss_scale_steps", 0, &ns.loss_scale_steps, NULL));
+    }
     return sf_net_set_state(net, &ns);
 }

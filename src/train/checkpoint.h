@@ -5,7 +5,8 @@
  *   format            "spikefuse-checkpoint"     format_version   SF_CHECKPOINT_VERSION
  *   spikefuse_version the library that wrote it  config           the resolved config (INI text)
  *   epoch             epochs completed            step             optimizer steps completed
- *   optimizer_steps, rng_seed, rng_counter        the net's sf_net_state (decimal)
+ *   optimizer_steps, rng_seed, rng_counter,       the net's sf_net_state (decimal)
+ *   loss_scale, loss_scale_steps
  *   loader_state      the data loader's position (opaque text)
  *   best_metric       best test accuracy so far (for best.safetensors on resume)
  *   best_step         the step of the checkpoint that best.safetensors holds (-1: none yet)

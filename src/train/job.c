@@ -111,6 +111,16 @@ sf_status sf_job_merge_eval(const sf_job *j, sf_eval_result *r)
     return s;
 }
 
+sf_status sf_job_optimizer_whole(const sf_job *j, sf_net *net)
+{
+    return j->dist ? sf_dist_optimizer_gather(j->dist, net) : SF_OK;
+}
+
+sf_status sf_job_optimizer_parts(const sf_job *j, sf_net *net)
+{
+    return j->dist ? sf_dist_optimizer_shard(j->dist, net) : SF_OK;
+}
+
 sf_status sf_job_agree(const sf_job *j, sf_status s, const char *what)
 {
     if (j->size == 1) return s;

@@ -32,6 +32,10 @@ sf_status sf_job_build_net(const sf_job *j, const sf_config *cfg, sf_net **out);
 sf_status sf_job_step_sums(const sf_job *j, double *loss, double *correct, int *stop);
 /* An evaluation's counts summed over the data ranks, its firing rates averaged over every process. */
 sf_status sf_job_merge_eval(const sf_job *j, sf_eval_result *r);
+/* The whole optimizer state on every process (for what reads or writes all of it: a checkpoint, a resume), and back
+ * to each process's part where src/dist shards it; every process calls them at the same point. */
+sf_status sf_job_optimizer_whole(const sf_job *j, sf_net *net);
+sf_status sf_job_optimizer_parts(const sf_job *j, sf_net *net);
 /* Whether every process got `s` == SF_OK: returns s, or, where s is SF_OK but another process failed, an error
  * naming how many failed (their own messages say why). */
 sf_status sf_job_agree(const sf_job *j, sf_status s, const char *what);

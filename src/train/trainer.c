@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 typedef struct epoch_sums {
     double loss_sum;
     int64_t correct, seen, batches;
+    int64_t skipped; /* fp16 steps whose gradients overflowed: no update, the loss scale halved */
     double train_seconds;
     double log_loss_sum;
     int64_t log_correct, log_seen, log_steps;
@@ -70,6 +72,7 @@ static const struct {
 } sum_fields[] = {
     {"loss_sum", offsetof(epoch_sums, loss_sum), 0},       {"correct", offsetof(epoch_sums, correct), 1},
     {"seen", offsetof(epoch_sums, seen), 1},               {"batches", offsetof(epoch_sums, batches), 1},
+    {"skipped", offsetof(epoch_sums, skipped), 1},
     {"train_seconds", offsetof(epoch_sums, train_seconds), 0},
     {"log_loss_sum", offsetof(epoch_sums, log_loss_sum), 0}, {"log_correct", offsetof(epoch_sums, log_correct), 1},
     {"log_seen", offsetof(epoch_sums, log_seen), 1},       {"log_steps", offsetof(epoch_sums, log_steps), 1},
@@ -164,6 +167,18 @@ static sf_status save_checkpoint(run *r, int is_best)
     return s;
 }
 
+/* save_checkpoint at a point every process reaches, `before` the outcome of what came first on this process: the
+ * optimizer state is whole while rank 0 writes it (a collective where it is sharded, so it runs whatever `before`
+ * says). */
+static sf_status save_together(run *r, int is_best, sf_status before)
+{
+    sf_status s = sf_job_optimizer_whole(&r->job, r->net);
+    if (before != SF_OK) s = before;
+    if (s == SF_OK) s = save_checkpoint(r, is_best);
+    sf_status back = sf_job_optimizer_parts(&r->job, r->net);
+    return s != SF_OK ? s : back;
+}
+
 /* The step of the checkpoint at `path`, or -1 when it is missing or unreadable. */
 static int64_t checkpoint_step(const char *path)
 {
@@ -224,6 +239,15 @@ static sf_status init_from(run *r, const char *path)
 
 /* ---------------------------------------------------------------- metrics */
 
+/* fp16: the epoch's skipped steps so far and the loss scale now. */
+static void add_loss_scaling(const run *r, cJSON *o, int64_t skipped)
+{
+    if (r->cfg->net.precision != SF_PRECISION_FP16) return;
+    sf_net_state st;
+    cJSON_AddNumberToObject(o, "skipped_steps", (double)skipped);
+    if (sf_net_get_state(r->net, &st) == SF_OK) sf_json_add_float(o, "loss_scale", st.loss_scale);
+}
+
 static sf_status log_step_line(run *r, float lr)
 {
     epoch_sums *e = &r->sums;
@@ -236,6 +260,7 @@ static sf_status log_step_line(run *r, float lr)
     cJSON_AddNumberToObject(o, "accuracy", (double)e->log_correct / (double)e->log_seen);
     sf_json_add_float(o, "lr", lr);
     cJSON_AddNumberToObject(o, "samples_per_s", e->train_seconds > 0 ? (double)e->seen / e->train_seconds : 0);
+    add_loss_scaling(r, o, e->skipped);
     sf_status s = r->metrics ? sf_metrics_write(r->metrics, o) : SF_OK; /* rank 0 writes */
     cJSON_Delete(o);
     e->log_loss_sum = 0;
@@ -264,6 +289,7 @@ static sf_status log_epoch_line(run *r, const sf_eval_result *test)
     cJSON_AddNumberToObject(o, "peak_bytes", (double)ev->peak_bytes);
     cJSON_AddNumberToObject(o, "peak_rss_bytes", (double)ev->peak_rss_bytes);
     cJSON_AddBoolToObject(o, "best", ev->is_best);
+    add_loss_scaling(r, o, ev->skipped);
     sf_status s = r->metrics ? sf_metrics_write(r->metrics, o) : SF_OK; /* rank 0 writes */
     cJSON_Delete(o);
     return s;
@@ -370,9 +396,12 @@ static sf_status setup(run *r)
     SF_TRY(sf_job_agree(j, sf_job_build_net(j, cfg, &r->net), "building the network"));
     r->in_place = r->opt->resume_dir && sf_same_dir(r->opt->resume_dir, r->opt->run_dir);
     SF_TRY(sf_job_agree(j, r->job.root ? lock_dir(r) : SF_OK, "locking the run directory"));
+    /* the resume and the run directory's first checkpoint see the whole optimizer state */
+    SF_TRY(sf_job_optimizer_whole(j, r->net));
     if (r->opt->resume_dir) SF_TRY(sf_job_agree(j, resume(r), "resuming"));
     else if (cfg->train.init[0]) SF_TRY(sf_job_agree(j, init_from(r, cfg->train.init), "loading the initial state"));
-    return sf_job_agree(j, prepare_dir(r), "preparing the run directory");
+    SF_TRY(sf_job_agree(j, prepare_dir(r), "preparing the run directory"));
+    return sf_job_optimizer_parts(j, r->net);
 }
 
 /* ---------------------------------------------------------------- the loop */
@@ -395,6 +424,7 @@ static void fill_progress(run *r, sf_train_event_kind kind, float lr)
     ev->samples_per_s = e->train_seconds > 0 ? (double)e->seen / e->train_seconds : 0;
     ev->loss = e->batches ? e->loss_sum / (double)e->batches : 0;
     ev->accuracy = e->seen ? (double)e->correct / (double)e->seen : 0;
+    ev->skipped = e->skipped;
     ev->lr = lr;
 }
 
@@ -414,6 +444,7 @@ static sf_status numeric_stop(run *r, float lr)
         cJSON_AddNumberToObject(o, "epoch", (double)(r->epochs_done + 1));
         cJSON_AddNumberToObject(o, "step", (double)(r->step + 1));
         sf_json_add_float(o, "lr", lr);
+        add_loss_scaling(r, o, r->sums.skipped);
         if (r->metrics) sf_metrics_write(r->metrics, o); /* best effort: the error below is what matters */
         cJSON_Delete(o);
     }
@@ -444,14 +475,22 @@ static sf_status train_epoch(run *r, float lr, int *stopped)
         if (!b) return SF_OK;
         sf_step_result res;
         sf_status s = sf_net_train_step(r->net, b->x, b->labels, &res);
-        if (s == SF_ERR_NUMERIC) return numeric_stop(r, lr);
-        SF_TRY(s);
-        double loss = res.loss, correct = res.correct;
+        /* A NaN loss fails the step of its own data rank only; the gradients it spreads make the others' overflow,
+         * which fp16 merely skips. A process alone stops at once; in a job the step sums carry the failure to
+         * every process, so that all stop together (failed_together). */
+        if (s == SF_ERR_NUMERIC && r->job.size == 1) return numeric_stop(r, lr);
+        if (s != SF_ERR_NUMERIC) SF_TRY(s);
+        double loss = s == SF_ERR_NUMERIC ? NAN : res.loss, correct = res.correct;
         int agreed = r->stop_wish;
         SF_TRY(sf_job_step_sums(&r->job, &loss, &correct, &agreed));
+        if (!isfinite(loss)) {
+            if (s == SF_OK) sf_fail(SF_ERR_NUMERIC, "the loss of another process is NaN or Inf");
+            return numeric_stop(r, lr);
+        }
         e->train_seconds += sf_now_seconds() - t0;
         r->step++;
         e->batches++;
+        e->skipped += res.skipped; /* the same on every process: the gradients it checked are the reduced ones */
         e->loss_sum += loss;
         e->correct += (int64_t)correct;
         e->seen += r->job.global_batch;
@@ -500,8 +539,7 @@ static sf_status finish_epoch(run *r, float lr)
     r->ev.peak_rss_bytes = peak_rss_bytes();
     memset(&r->sums, 0, sizeof r->sums);
     /* The line goes first: if the save is killed, resuming cuts the line (its step is past the checkpoint). */
-    sf_status s = log_epoch_line(r, &test);
-    if (s == SF_OK) s = save_checkpoint(r, is_best);
+    sf_status s = save_together(r, is_best, log_epoch_line(r, &test));
     s = sf_job_agree(&r->job, s, "writing the epoch's metrics and checkpoint");
     if (s == SF_OK) notify(r);
     r->ev.firing_rates = NULL;
@@ -522,7 +560,7 @@ static sf_status train_loop(run *r, sf_train_summary *out)
         SF_TRY(train_epoch(r, lr, &stopped));
         if (stopped) {
             out->interrupted = 1;
-            return save_checkpoint(r, 0);
+            return save_together(r, 0, SF_OK);
         }
         SF_TRY(finish_epoch(r, lr));
     }

@@ -39,6 +39,7 @@ typedef struct sf_train_event {
     double epoch_seconds;   /* training time in this epoch so far (test pass excluded) */
     double samples_per_s;   /* training throughput in this epoch */
     double loss, accuracy;  /* running means over this epoch's training batches */
+    int64_t skipped;        /* fp16: this epoch's steps skipped because a gradient overflowed (loss scaling) */
     float lr;
     /* SF_TRAIN_EV_EPOCH only */
     double test_accuracy;

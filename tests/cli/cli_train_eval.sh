@@ -42,6 +42,13 @@ has "metadata has the config" st.out "config"
 has "metadata has the net state" st.out "rng_counter"
 has "metadata has the loader state" st.out "loader_state"
 
+# 16-bit precisions need a GPU: on the CPU the run fails saying so.
+for p in bf16 fp16; do
+    sf 1 cpu_$p train "$HERE/tiny_mlp.ini" --set train.data_dir="$WORK/data" --set train.precision=$p --device cpu \
+        --out cpu_$p
+    has "$p on the CPU explains itself" cpu_$p.err "precision $p is a CUDA option: the CPU backend computes in fp32 only"
+done
+
 # A run directory is never reused: the run's files stay as they were (the lock file records who last held it).
 sum_before=$(cat run1/*.safetensors run1/*.ini run1/*.jsonl | md5sum)
 sf 1 reuse train "$HERE/tiny_mlp.ini" --set train.data_dir="$WORK/data" --out run1

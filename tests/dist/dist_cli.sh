@@ -2,9 +2,10 @@
 # - the same global batch on 1 process, on 2 data-parallel ranks (synchronised BN) and on 2 time segments gives the
 #   same per-step losses, test accuracies and final parameters (float sums in another order: ≤ 1e-4 relative after
 #   two epochs of SGD);
-# - a 2-process run resumes on 2 processes bitwise, and on 1 process within the same bound;
+# - a 2-process run resumes on 2 processes bitwise, and on 1 process within the same bound; so does a run over 2
+#   time segments (whose optimizer state is sharded between them) on 2 segments;
 # - bad input: a global batch the ranks do not divide, time_parallel not dividing T or the processes, configs that
-#   differ between ranks;
+#   differ between ranks; a NaN stops every process at the same step;
 # - a rank killed mid-run: the others stop within seconds with a message, the last checkpoint stays valid.
 . "$(dirname "$0")/../cli/lib.sh"
 DIST=$HERE/../dist
@@ -47,6 +48,13 @@ mpi 0 r2 2 train --resume R --set train.epochs=2
 json_field R/metrics.jsonl step loss >r.loss
 check "a 2-process run resumed on 2 processes: the same losses bitwise" cmp -s r.loss two.loss
 check "... and the same tensors bitwise" "$PY" "$HERE/st_check.py" --same R/last.safetensors TWO/last.safetensors
+# 2 time segments keep half of the optimizer state each: the checkpoint holds all of it, and a resumed run takes
+# its own half back
+mpi 0 tr1 2 train "${cfg[@]}" --set train.time_parallel=2 --set train.epochs=1 --out TR
+mpi 0 tr2 2 train --resume TR --set train.epochs=2
+json_field TR/metrics.jsonl step loss >tr.loss
+check "a 2-segment run resumed on 2 segments: the same losses bitwise" cmp -s tr.loss time.loss
+check "... and the same tensors bitwise (momentum included)" "$PY" "$HERE/st_check.py" --same TR/last.safetensors TIME/last.safetensors
 mpi 0 s1 2 train "${cfg[@]}" --set train.epochs=1 --out S
 sf 0 s2 train --resume S --set train.epochs=2
 json_field S/metrics.jsonl step loss >s.loss
@@ -64,6 +72,27 @@ has "time_parallel without the processes says how to start them" alone.err "mpir
 check "differing configs fail" test $? -ne 0
 has "differing configs are named" mismatch.err "rank 1's resolved config (with its --set options) differs from rank 0's"
 check "nothing was trained" test ! -e BAD4/last.safetensors
+
+# NaN/Inf (inputs scaled by 1e30, as in cli_nan.sh): every process stops at the same step with exit code 4 and none
+# waits in a collective for another (a NaN loss fails its own rank's step; the step's summed loss tells the others)
+cat >nan.ini <<'INI'
+[train]
+dataset = fashion-mnist
+epochs = 2
+batch = 16
+global_batch = 32
+timesteps = 1
+optimizer = sgd
+lr = 0.001
+std = 1e-30
+threads = 1
+[flatten]
+[linear]
+out = 10
+INI
+mpi 4 nan 2 train nan.ini --set train.data_dir="$WORK/data" --out NAN
+has "every process stops at the NaN's step" nan.err "NaN/Inf at epoch 1, step 2"
+check "... both of them" test "$(grep -c 'NaN/Inf at epoch 1, step 2' nan.err)" -eq 2
 
 # a rank killed in the second epoch: the job ends within seconds, epoch 1's checkpoint stays valid
 data big --train 3000 --test 100

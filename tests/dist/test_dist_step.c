@@ -22,8 +22,8 @@
 static sf_dist *g_dist;
 static sf_device g_dev;
 
-typedef enum { NET_MLP, NET_MLP_LEAKY, NET_CONV_BN, NET_SPIKES_OUT, NET_SPARSE } net_kind;
-static const char *const net_names[] = {"mlp", "mlp-leaky", "conv-bn", "spikes-out", "mlp-sparse"};
+typedef enum { NET_MLP, NET_MLP_LEAKY, NET_CONV_BN, NET_SPIKES_OUT, NET_SPARSE, NET_RLIF } net_kind;
+static const char *const net_names[] = {"mlp", "mlp-leaky", "conv-bn", "spikes-out", "mlp-sparse", "rlif-sparse"};
 
 static void add(sf_net *net, sf_layer_kind kind, int32_t size)
 {
@@ -52,7 +52,7 @@ static sf_net *build(net_kind kind)
         p.readout = SF_READOUT_LEAKY;
         p.loss = SF_LOSS_CE_PER_STEP;
     }
-    if (kind == NET_SPARSE) p.sparse = SF_SPARSE_ON; /* compact spikes carry the LIF state across segments */
+    if (kind == NET_SPARSE || kind == NET_RLIF) p.sparse = SF_SPARSE_ON; /* compact spikes carry the LIF state */
     sf_net *net = NULL;
     CHECK_OK(sf_net_create(&p, &net));
     if (!net) return NULL;
@@ -64,6 +64,10 @@ static sf_net *build(net_kind kind)
         add(net, SF_LAYER_LINEAR, 24);
         add(net, SF_LAYER_BATCHNORM, 0);
         add(net, SF_LAYER_LIF, 0);
+        add(net, SF_LAYER_LINEAR, 4);
+    } else if (kind == NET_RLIF) { /* W5weak's layers (W4rec), data parallel only */
+        add(net, SF_LAYER_LINEAR, 32);
+        add(net, SF_LAYER_RLIF, 0);
         add(net, SF_LAYER_LINEAR, 4);
     } else if (kind == NET_SPIKES_OUT) { /* the output is spikes: this segment's must equal the reference's exactly */
         add(net, SF_LAYER_LINEAR, 32);
@@ -108,6 +112,37 @@ static int spike_counts(sf_net *net, int64_t steps_times_batch, const int64_t *n
     return n;
 }
 
+/* The exchanges timed over `steps` training steps: each LIF layer receives v from the segment before and sends its
+ * own on (∂L/∂v the other way), the output is gathered once, each fused BN gathers its statistics and sums its Σdy
+ * terms, the gradients are joined once and the parameters gathered once (sharded state); every time >= 0. */
+static void check_profile(net_kind kind, int n_lif, int steps)
+{
+    const int G = sf_dist_time_parallel(g_dist), g = sf_dist_segment(g_dist);
+    double ms[SF_DIST_TIMER_COUNT];
+    int64_t calls[SF_DIST_TIMER_COUNT];
+    CHECK_OK(sf_dist_profile_read(g_dist, ms, calls));
+    CHECK_OK(sf_dist_profile(g_dist, 0));
+    const int64_t links = (g > 0) + (g < G - 1), bn = kind == NET_CONV_BN && (G > 1 || sf_dist_data_size(g_dist) > 1);
+    const int64_t want[SF_DIST_TIMER_COUNT] = {
+        [SF_DIST_TIMER_STATE] = steps * n_lif * links,
+        [SF_DIST_TIMER_GRAD_STATE] = steps * n_lif * links,
+        [SF_DIST_TIMER_OUTPUT] = G > 1 ? steps : 0,
+        [SF_DIST_TIMER_BN] = bn ? steps * 2 * 2 : 0,
+        [SF_DIST_TIMER_GRADS] = steps,
+        [SF_DIST_TIMER_PARAMS] = G > 1 ? steps : 0, /* sharded by default; every net here keeps momentum */
+    };
+    for (int k = 0; k < SF_DIST_TIMER_COUNT; k++) {
+        /* on the GPU the gradient all-reduces are timed on their own stream too: at least one bucket a step */
+        if (k == SF_DIST_TIMER_ALLREDUCE && g_dev.kind == SF_DEVICE_CUDA) {
+            CHECK(calls[k] >= steps && ms[k] >= 0, "%s: %lld all-reduce buckets timed over %d steps", net_names[kind],
+                  (long long)calls[k], steps);
+            continue;
+        }
+        CHECK(calls[k] == want[k] && ms[k] >= 0, "%s: %lld %s exchanges timed (%g ms), expected %lld", net_names[kind],
+              (long long)calls[k], sf_dist_timer_name((sf_dist_timer)k), ms[k], (long long)want[k]);
+    }
+}
+
 static void compare_run(net_kind kind, int64_t T, int64_t B)
 {
     const int R = sf_dist_data_size(g_dist), d = sf_dist_data_rank(g_dist), G = sf_dist_time_parallel(g_dist);
@@ -118,6 +153,7 @@ static void compare_run(net_kind kind, int64_t T, int64_t B)
     CHECK_OK(sf_dist_attach(g_dist, net));
     CHECK_OK(sf_net_compile(ref, T, B));
     CHECK_OK(sf_net_compile(net, T, Bl));
+    if (sf_dist_size(g_dist) > 1) CHECK_OK(sf_dist_profile(g_dist, 1));
     CHECK(sf_net_local_steps(net) == Tl, "%s: %lld local steps, expected %lld", net_names[kind],
           (long long)sf_net_local_steps(net), (long long)Tl);
     int32_t chw[3];
@@ -185,6 +221,7 @@ static void compare_run(net_kind kind, int64_t T, int64_t B)
                   ls[2].eligible, ls[2].forward_sparse, ls[2].backward_sparse);
         }
     }
+    if (sf_dist_size(g_dist) > 1) check_profile(kind, n_lif, 3);
     int64_t n_ref, n_got;
     float *pr = tu_net_read_role(ref, SF_ROLE_PARAM, &n_ref), *pd = tu_net_read_role(net, SF_ROLE_PARAM, &n_got);
     CHECK(n_ref == n_got && tu_rel_err_f32(pd, pr, n_ref) < TOL, "%s: parameters after 3 steps differ by %g", net_names[kind],
@@ -195,6 +232,83 @@ static void compare_run(net_kind kind, int64_t T, int64_t B)
     free(xl);
     sf_net_free(ref);
     sf_net_free(net);
+}
+
+/* The optimizer state sharded over the time group (the default) against whole state on every process, Adam: the
+ * same parameters bit for bit after three steps; the plan counts this process's part; an optimizer tensor outside
+ * the part is refused; gathered whole, the state is the whole-state run's bit for bit; sharded again, a fourth step
+ * still agrees bit for bit. */
+static void shard_bitwise(int64_t T, int64_t B)
+{
+    const int G = sf_dist_time_parallel(g_dist), R = sf_dist_data_size(g_dist), d = sf_dist_data_rank(g_dist);
+    if (G == 1) return;
+    sf_dist_params wp;
+    sf_dist_default_params(&wp);
+    wp.time_parallel = G;
+    wp.shard_optimizer = 0;
+    sf_dist *whole = NULL;
+    CHECK_OK(sf_dist_init(&wp, &whole));
+    sf_dist *dists[2] = {g_dist, whole};
+    sf_net *nets[2] = {build(NET_MLP), build(NET_MLP)};
+    if (!whole || !nets[0] || !nets[1]) return;
+    sf_optim_params o;
+    sf_optim_default_params(&o);
+    o.kind = SF_OPT_ADAM;
+    o.lr = 0.01f;
+    const int64_t Bl = B / R, F = 12;
+    float *x = malloc((size_t)(T * B * F) * sizeof *x), *xl = malloc((size_t)(T * Bl * F) * sizeof *xl);
+    int32_t labels[64];
+    for (int k = 0; k < 2; k++) {
+        CHECK_OK(sf_dist_attach(dists[k], nets[k]));
+        CHECK_OK(sf_net_compile(nets[k], T, Bl));
+        CHECK_OK(sf_net_set_optimizer(nets[k], &o)); /* allocated for the part the hooks name */
+        for (int step = 0; step < 3; step++) {
+            make_batch(step, T, B, F, x, labels);
+            shard(x, T, B, F, d, Bl, xl);
+            CHECK_OK(sf_net_train_step(nets[k], xl, labels + d * Bl, NULL));
+        }
+    }
+    int64_t np, n1;
+    float *p0 = tu_net_read_role(nets[0], SF_ROLE_PARAM, &np), *p1 = tu_net_read_role(nets[1], SF_ROLE_PARAM, &n1);
+    CHECK(np == n1 && memcmp(p0, p1, (size_t)np * sizeof *p0) == 0, "sharded optimizer: parameters differ from whole "
+                                                                   "state after 3 Adam steps (%g)",
+          tu_rel_err_f32(p0, p1, np));
+    free(p0);
+    free(p1);
+    sf_memory_plan m0, m1;
+    CHECK_OK(sf_net_memory_plan(nets[0], &m0));
+    CHECK_OK(sf_net_memory_plan(nets[1], &m1));
+    int64_t lo, cnt;
+    sf_net_part(m1.params / sizeof(float), sf_dist_segment(g_dist), G, &lo, &cnt);
+    CHECK(m1.optimizer == m1.params * 2 && m0.optimizer == (size_t)cnt * 2 * sizeof(float),
+          "sharded optimizer: the plan counts %zu bytes of state (whole %zu, part %lld floats)", m0.optimizer,
+          m1.optimizer, (long long)cnt);
+    const int32_t n_opt = sf_net_tensor_count(nets[0], SF_ROLE_OPTIMIZER);
+    float buf[2048];
+    sf_status s = sf_net_tensor_read(nets[0], SF_ROLE_OPTIMIZER, sf_dist_segment(g_dist) == 0 ? n_opt - 1 : 0, buf);
+    CHECK(s == SF_ERR_STATE && strstr(sf_last_error(), "sharded"), "an optimizer tensor outside this part: %s",
+          sf_last_error());
+    CHECK_OK(sf_dist_optimizer_gather(g_dist, nets[0]));
+    float *o0 = tu_net_read_role(nets[0], SF_ROLE_OPTIMIZER, &np), *o1 = tu_net_read_role(nets[1], SF_ROLE_OPTIMIZER, &n1);
+    CHECK(o0 && o1 && np == n1 && memcmp(o0, o1, (size_t)np * sizeof *o0) == 0,
+          "gathered optimizer state differs from whole state");
+    free(o0);
+    free(o1);
+    CHECK_OK(sf_dist_optimizer_shard(g_dist, nets[0]));
+    CHECK_OK(sf_net_memory_plan(nets[0], &m0));
+    CHECK(m0.optimizer == (size_t)cnt * 2 * sizeof(float), "sharded again: %zu bytes of state", m0.optimizer);
+    for (int k = 0; k < 2; k++) CHECK_OK(sf_net_train_step(nets[k], xl, labels + d * Bl, NULL));
+    p0 = tu_net_read_role(nets[0], SF_ROLE_PARAM, &np);
+    p1 = tu_net_read_role(nets[1], SF_ROLE_PARAM, &n1);
+    CHECK(np == n1 && memcmp(p0, p1, (size_t)np * sizeof *p0) == 0,
+          "sharded optimizer: a step after gathering and sharding again differs from whole state");
+    free(p0);
+    free(p1);
+    free(x);
+    free(xl);
+    sf_net_free(nets[0]);
+    sf_net_free(nets[1]);
+    sf_dist_free(whole);
 }
 
 static void bad_input(void)
@@ -250,6 +364,8 @@ int main(int argc, char **argv)
     compare_run(NET_MLP_LEAKY, T, B);
     compare_run(NET_SPIKES_OUT, T, B);
     compare_run(NET_SPARSE, T, B);
+    if (G == 1) compare_run(NET_RLIF, T, B); /* a recurrent layer cannot be split over time */
+    shard_bitwise(T, B);
     /* BN over a data-parallel split matches one process only with synchronised statistics */
     if (R == 1 || dp.sync_bn) compare_run(NET_CONV_BN, T, B);
     bad_input();

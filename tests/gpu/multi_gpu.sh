@@ -1,29 +1,41 @@
 #!/usr/bin/env bash
-# tests/gpu/multi_gpu.sh — on one host with G >= 2 GPUs: workload W5 (docs/perf.md) and the multi-GPU exactness
-# checks, every program under mpirun with NCCL_NVLS_ENABLE=0, one process per GPU, 1-GPU baselines in the same run:
+# tests/gpu/multi_gpu.sh — on one host with several GPUs: workload W5 (docs/perf.md) and the multi-GPU exactness
+# checks for each G asked for, every program under mpirun with NCCL_NVLS_ENABLE=0, one process per GPU, the 1-GPU
+# baselines once in the same run:
 #   the NCCL all-reduce bus bandwidth (256 MiB and 1 GiB);
-#   exactness: test_dist_step with G time segments and with G data ranks (synchronised BN) on the GPUs, every step
-#     against one process alone on the whole batch and T (loss, gradients, parameters <= 1e-5, spike counts exact);
-#     W5dp's loss curve over 100 steps on G GPUs against one GPU with the whole global batch (mpi_w5 curve);
-#   W5dp: VGG9 with 64 samples per GPU, fp32 and bf16, G = 1 and G (scaling efficiency t1 / tG);
-#   W5time: the T=1024 Linear-LIF net split over time, G = 1 and G (speedup, peak memory per GPU against G = 1);
-#   W5weak: not run (W4rec needs the recurrent layer, which is not in this branch).
-# Then a table. Usage: tests/gpu/multi_gpu.sh [G]  (default: every GPU the host has). Environment: OUT (default
-# ./gpu-out); SF_GPU_BIN, a directory holding mpi_w5 and test_dist_step built elsewhere (tests/gpu_bundle.sh; then
-# nothing is built here, and the OpenMPI runtime packed beside it serves where the host has no mpirun); otherwise
-# they are built in build-gpu. The peer (SpikingJelly Triton under torch DDP) runs separately:
-#   torchrun --nproc_per_node=G ../shared/peers/peers_ddp_w3.py  (SJ_AMP=bfloat16 for bf16)
+#   exactness at the largest G: test_dist_step with G time segments (optimizer state sharded over them) and with G
+#     data ranks (synchronised BN) on the GPUs, every step against one process alone on the whole batch and T (loss,
+#     gradients, parameters <= 1e-5, spike counts exact; sharded against whole optimizer state bitwise);
+#     with CURVE=1 also W5dp's loss curve over 100 steps on G GPUs against one GPU with the global batch;
+#   W5dp: VGG9 with 64 samples per GPU, fp32 and bf16 (scaling efficiency t1 / tG);
+#   W5time: the T=1024 Linear-LIF net split over time (speedup, peak memory per GPU against G = 1), with where each
+#     rank's step time goes (waiting for the neighbours, the collectives, computing); at the largest G also with
+#     the optimizer state whole on every GPU, with receives posted early, and (G >= 4) time_parallel G/2 × 2 data
+#     ranks (2 × 2 at G = 4);
+#   W5weak: W4rec at natural activity with hidden layers of 1472·G, data parallel (samples/s per GPU against G = 1);
+#   the peer, when PEER_DIR (holding peers_ddp_w3.py and peers_net.py) and PEER_SITE (a site directory with
+#     SpikingJelly 0.0.0.0.14 and its cupy) are set: SpikingJelly's cupy backend under torch DDP, torchrun
+#     --nproc_per_node=1 and =G, with a sitecustomize.py that gives NumPy >= 1.24 back its numpy.int.
+# Then a summary. Usage: tests/gpu/multi_gpu.sh [G ...]  (default: every GPU the host has; e.g. 2 4). Environment:
+# OUT (default ./gpu-out); SF_GPU_BIN, a directory holding mpi_w5 and test_dist_step built elsewhere
+# (tests/gpu_bundle.sh; then nothing is built here, and the OpenMPI runtime packed beside it serves where the host
+# has no mpirun); otherwise they are built in build-gpu. Each program gets at most LIMIT seconds (default 150).
 set -u -o pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-$PWD/gpu-out}
+LIMIT=${LIMIT:-150}
 mkdir -p "$OUT"
 LOG=$OUT/multi_gpu.log
 : >"$LOG"
 say() { echo "$@" | tee -a "$LOG"; }
 export NCCL_NVLS_ENABLE=0 # NVLink multicast can put a shared host's GPUs out of service
+HOST_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
+HOST_PATH=$PATH
 
-G=${1:-$(nvidia-smi -L 2>/dev/null | wc -l)}
-say "== $(date -u +%FT%TZ) G=$G: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | sort | uniq -c | tr -s ' ')"
+GS=("$@")
+[ ${#GS[@]} -gt 0 ] || GS=("$(nvidia-smi -L 2>/dev/null | wc -l)")
+GMAX=${GS[-1]}
+say "== $(date -u +%FT%TZ) G=${GS[*]}: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | sort | uniq -c | tr -s ' ')"
 nvidia-smi topo -m >>"$LOG" 2>&1
 
 if [ -n "${SF_GPU_BIN:-}" ]; then
@@ -63,53 +75,120 @@ say "== $(mpirun --version 2>&1 | head -1)"
 
 status=0
 results=()
-# run NAME NP PROGRAM ARGS...: the program under mpirun, its output to the log; the lines rank 0 prints are kept
+# keep NAME RC OUTPUT: the run's output to the log, its last lines on the console, its result line and the lines
+# of where the time went kept for the summary
+keep() {
+    local name=$1 rc=$2 out=$3
+    cat "$out" >>"$LOG"
+    grep -vE '^(--|\[|$)' "$out" | tail -3
+    [ "$rc" -eq 0 ] || { status=1; say "   (exit $rc)"; }
+    local line
+    line=$(grep -E ' [1-9][0-9]* failed' "$out" | head -1) # a rank's failed checks first
+    [ -n "$line" ] || line=$(grep -E 'ms/step|bus bandwidth|passed|loss curve' "$out" | grep -v '^  ' | head -1)
+    results+=("$name|$rc|$line")
+    grep -E '^  (rank|waiting)' "$out" | sed "s/^/$name:/" >>"$OUT/.breakdown"
+    grep -E 'samples/s per GPU' "$out" | sed "s/^/$name:/" >>"$OUT/.weak"
+}
+# run NAME NP PROGRAM ARGS...: the program under mpirun
 run() {
     local name=$1 np=$2 prog=$3
     shift 3
     say "== mpirun -np $np $prog $*"
-    "${MPIRUN[@]}" -np "$np" "$BIN/$prog" "$@" >"$OUT/.run" 2>&1
-    local rc=$?
-    cat "$OUT/.run" >>"$LOG"
-    grep -vE '^(--|\[|$)' "$OUT/.run" | tail -3
-    [ $rc -eq 0 ] || { status=1; say "   (exit $rc)"; }
-    results+=("$name|$rc|$(grep -E 'ms/step|bus bandwidth|passed|loss curve' "$OUT/.run" | tail -1)")
+    timeout -k 10 "$LIMIT" "${MPIRUN[@]}" -np "$np" "$BIN/$prog" "$@" >"$OUT/.run" 2>&1
+    keep "$name" $? "$OUT/.run"
 }
+# peer NAME NP: SpikingJelly's cupy backend under torch DDP (PEER_DIR, PEER_SITE), with the host's libraries
+peer() {
+    local name=$1 np=$2 launcher=(torchrun)
+    command -v torchrun >/dev/null || launcher=(python3 -m torch.distributed.run)
+    say "== torchrun --nproc_per_node=$np peers_ddp_w3.py (SJ_BACKEND=cupy)"
+    LD_LIBRARY_PATH=$HOST_LD_LIBRARY_PATH PATH=$HOST_PATH PYTHONPATH=$SHIM:$PEER_SITE SJ_BACKEND=cupy \
+        timeout -k 10 "$LIMIT" "${launcher[@]}" --standalone --nproc_per_node="$np" "$PEER_DIR/peers_ddp_w3.py" \
+        >"$OUT/.run" 2>&1
+    keep "$name" $? "$OUT/.run"
+}
+: >"$OUT/.breakdown"
+: >"$OUT/.weak"
+SHIM=
+if [ -n "${PEER_DIR:-}" ] && [ -n "${PEER_SITE:-}" ]; then
+    SHIM=$(mktemp -d)
+    cat >"$SHIM/sitecustomize.py" <<'EOF'
+# SpikingJelly 0.0.0.0.14's cupy backend still uses numpy.int, which NumPy 1.24 removed
+try:
+    import numpy
+except ImportError:  # the launcher's interpreter may have none
+    numpy = None
+if numpy is not None and not hasattr(numpy, "int"):
+    numpy.int = int
+EOF
+fi
 
-run busbw256 "$G" mpi_w5 busbw 256
-run busbw1g "$G" mpi_w5 busbw 1024
-run exact_time "$G" test_dist_step "$G" 0 cuda
-run exact_data "$G" test_dist_step 1 1 cuda
-run curve "$G" mpi_w5 curve 100
-for p in fp32 bf16; do
-    run "dp_${p}_1" 1 mpi_w5 dp "$p" 20
-    run "dp_${p}_$G" "$G" mpi_w5 dp "$p" 20
-done
+for p in fp32 bf16; do run "dp_${p}_1" 1 mpi_w5 dp "$p" 20; done
 run time_1 1 mpi_w5 time 10
-run time_$G "$G" mpi_w5 time 10
+run weak_1 1 mpi_w5 weak 10
+[ -n "$SHIM" ] && peer peer_1 1
+for G in "${GS[@]}"; do
+    run "busbw256_$G" "$G" mpi_w5 busbw 256
+    run "busbw1g_$G" "$G" mpi_w5 busbw 1024
+    if [ "$G" = "$GMAX" ]; then
+        run "exact_time_$G" "$G" test_dist_step "$G" 0 cuda
+        run "exact_data_$G" "$G" test_dist_step 1 1 cuda
+    fi
+    [ "${CURVE:-0}" = 1 ] && run "curve_$G" "$G" mpi_w5 curve 100
+    for p in fp32 bf16; do run "dp_${p}_$G" "$G" mpi_w5 dp "$p" 20; done
+    run "time_$G" "$G" mpi_w5 time 10
+    if [ "$G" = "$GMAX" ]; then
+        run "time_whole_$G" "$G" mpi_w5 time 10 shard=0
+        run "time_early_$G" "$G" mpi_w5 time 10 early=1
+        [ "$G" -ge 4 ] && [ $((G % 2)) -eq 0 ] && run "time_2d_$G" "$G" mpi_w5 time 10 tp=$((G / 2))
+    fi
+    run "weak_$G" "$G" mpi_w5 weak 10
+    [ -n "$SHIM" ] && peer "peer_$G" "$G"
+done
 rm -f "$OUT/.run"
+[ -n "$SHIM" ] && rm -rf "$SHIM"
 
-# the table: W5dp efficiency t1/tG, W5time speedup and memory per GPU against G=1
-field() { # NAME: the ms/step (or the given pattern's number) of that run
+# the summary: each run's line, then the ratios against G = 1 and where W5time's step time went
+field() { # NAME [PATTERN]: the ms/step (or the pattern's number) of that run
     local line
     for r in "${results[@]}"; do [ "${r%%|*}" = "$1" ] && line=${r#*|*|}; done
     echo "${line:-}" | grep -oE "${2:-[0-9.]+ ms/step}" | head -1 | grep -oE '[0-9]+(\.[0-9]+)?' | head -1
 }
-say ""
-say "== summary (G=$G; $(mpirun --version 2>&1 | head -1))"
-for r in "${results[@]}"; do
-    IFS='|' read -r name rc line <<<"$r"
-    say "$(printf '%-14s rc=%-3s %s' "$name" "$rc" "$line")"
-done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b; else print "n/a" }'; }
 say ""
-for p in fp32 bf16; do
-    t1=$(field "dp_${p}_1") tg=$(field "dp_${p}_$G")
-    say "W5dp $p: G=1 $t1 ms, G=$G $tg ms, scaling efficiency $(ratio "$t1" "$tg") (target >= $([ $p = fp32 ] && echo 0.97 || echo 0.95))"
+say "== summary (G=${GS[*]}; $(mpirun --version 2>&1 | head -1))"
+for r in "${results[@]}"; do
+    IFS='|' read -r name rc line <<<"$r"
+    say "$(printf '%-16s rc=%-3s %s' "$name" "$rc" "$line")"
 done
-t1=$(field time_1) tg=$(field "time_$G")
-m1=$(field time_1 'plan [0-9]+') mg=$(field "time_$G" 'plan [0-9]+')
-d1=$(field time_1 'device [0-9]+') dg=$(field "time_$G" 'device [0-9]+')
-say "W5time: G=1 $t1 ms, G=$G $tg ms, speedup $(ratio "$t1" "$tg") (target >= 1.8 at G=2); peak per GPU: plan $(ratio "$mg" "$m1") of G=1, device $(ratio "$dg" "$d1") (target <= 0.55)"
-say "W5weak: TODO (W4rec's recurrent layer is not in this branch)"
+say ""
+# scaling GET PREFIX UNIT: the runs PREFIX_1, PREFIX_G, ... against G = 1, their values from GET NAME: for times (ms)
+# the efficiency t1 / tG, for rates tG / t1
+scaling() {
+    local v1 vg line
+    v1=$($1 "${2}_1")
+    line="G=1 $v1 $3"
+    for G in "${GS[@]}"; do
+        vg=$($1 "${2}_$G")
+        if [ "$3" = ms ]; then
+            line+="; G=$G $vg ms, efficiency $(ratio "$v1" "$vg")"
+        else
+            line+="; G=$G $vg $3 ($(ratio "$vg" "$v1") of G=1)"
+        fi
+    done
+    echo "$line"
+}
+say "W5dp fp32: $(scaling field dp_fp32 ms) (targets: >= 0.97 at 2, >= 0.95 at 4)"
+say "W5dp bf16: $(scaling field dp_bf16 ms) (targets: >= 0.95 at 2, >= 0.90 at 4)"
+t1=$(field time_1) m1=$(field time_1 'plan [0-9]+') d1=$(field time_1 'device [0-9]+')
+for name in $(for r in "${results[@]}"; do echo "${r%%|*}"; done | grep -E '^time_' | grep -v '^time_1$'); do
+    tg=$(field "$name") mg=$(field "$name" 'plan [0-9]+') dg=$(field "$name" 'device [0-9]+')
+    say "W5time $name: G=1 $t1 ms, $tg ms, speedup $(ratio "$t1" "$tg"); peak per GPU: plan $(ratio "$mg" "$m1") of G=1, device $(ratio "$dg" "$d1") (targets: 1.8x and 0.55 at 2, 3.2x and 0.30 at 4)"
+done
+grep -E '^time_' "$OUT/.breakdown" | tee -a "$LOG"
+per_gpu() { grep "^${1}:" "$OUT/.weak" | grep -oE '[0-9.]+ samples/s' | grep -oE '[0-9.]+' | head -1; }
+say "W5weak (W4rec natural, hidden 1472·G, data parallel): $(scaling per_gpu weak 'samples/s per GPU') (targets: >= 0.90 at 2, >= 0.80 at 4)"
+tee -a "$LOG" <"$OUT/.weak"
+[ -n "$(field peer_1)" ] && say "peer SpikingJelly cupy under torch DDP, W5dp fp32: $(scaling field peer ms)"
+rm -f "$OUT/.breakdown" "$OUT/.weak"
 exit $status

@@ -2,8 +2,9 @@
  * bias → BN → LIF → strided conv → BN → LIF → maxpool → linear; conv shapes large enough that cuDNN's fastest
  * backward algorithms are the atomic ones) train to the same bits, and a run stopped after a few steps, saved to a
  * checkpoint, restored into a new net (a new backend, whose convolution algorithms are chosen again) and continued,
- * ends with the bits of the uninterrupted run. Covered twice: SGD with momentum on the CUDA-graph path, and AdamW
- * with dropout (plain path, dropout RNG restored). Bitwise: losses, parameters, gradients, BN statistics and
+ * ends with the bits of the uninterrupted run. Covered in fp32 twice: SGD with momentum on the CUDA-graph path, and
+ * AdamW with dropout (plain path, dropout RNG restored); then SGD again with 16-bit activations (bf16, and fp16 with
+ * its loss scale, which the checkpoint carries). Bitwise: losses, parameters, gradients, BN statistics and
  * optimizer states; any difference is printed. For comparison, the same two runs without deterministic mode report
  * how many values differ (information only: they may or may not). */
 #include "core/net_internal.h"
@@ -27,11 +28,12 @@ static void add(sf_net *net, sf_layer_kind kind, int32_t n, int32_t stride)
     CHECK_OK(sf_net_add(net, &d, NULL));
 }
 
-static sf_net *make(int deterministic, int dropout)
+static sf_net *make(int deterministic, int dropout, sf_precision prec)
 {
     sf_net_params p;
     sf_net_default_params(&p);
     p.device = (sf_device){SF_DEVICE_CUDA, 0};
+    p.precision = prec;
     p.cuda.deterministic = deterministic;
     p.in_channels = C_IN, p.in_height = HW, p.in_width = HW;
     p.seed = 5;
@@ -97,9 +99,9 @@ static int64_t differing(sf_net *a, sf_net *b, int verbose)
     return total;
 }
 
-static void two_runs(int dropout)
+static void two_runs(int dropout, sf_precision prec)
 {
-    sf_net *a = make(1, dropout), *b = make(1, dropout);
+    sf_net *a = make(1, dropout, prec), *b = make(1, dropout, prec);
     float la = train(a, 0, STEPS), lb = train(b, 0, STEPS);
     printf("  two deterministic runs (loss %.6f, %.6f):\n", la, lb);
     CHECK(memcmp(&la, &lb, sizeof la) == 0, "losses differ: %.9g vs %.9g", la, lb);
@@ -111,7 +113,7 @@ static void two_runs(int dropout)
     }
     sf_net_free(a);
     sf_net_free(b);
-    sf_net *c = make(0, dropout), *d = make(0, dropout);
+    sf_net *c = make(0, dropout, prec), *d = make(0, dropout, prec);
     train(c, 0, STEPS);
     train(d, 0, STEPS);
     printf("  two runs without deterministic mode (information): %lld values differ\n", (long long)differing(c, d, 0));
@@ -119,17 +121,17 @@ static void two_runs(int dropout)
     sf_net_free(d);
 }
 
-static void resumed_run(int dropout, const char *dir)
+static void resumed_run(int dropout, sf_precision prec, const char *dir)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/step%d.safetensors", dir, STOP);
-    sf_net *whole = make(1, dropout), *first = make(1, dropout);
+    sf_net *whole = make(1, dropout, prec), *first = make(1, dropout, prec);
     float lw = train(whole, 0, STEPS);
     train(first, 0, STOP);
     sf_checkpoint_info info = {.config = "[train]\n", .epoch = 0, .step = STOP, .best_metric = -1, .best_step = -1};
     CHECK_OK(sf_checkpoint_save(first, &info, path));
     sf_net_free(first);
-    sf_net *second = make(1, dropout);
+    sf_net *second = make(1, dropout, prec);
     sf_safetensors *st = NULL;
     sf_checkpoint_info got;
     CHECK_OK(sf_checkpoint_open(path, &st, &got));
@@ -151,10 +153,15 @@ int main(void)
     }
     char dir[] = "/tmp/sf_gpu_determinism.XXXXXX";
     if (!mkdtemp(dir)) return 2;
-    for (int dropout = 0; dropout <= 1; dropout++) {
-        printf("%s:\n", dropout ? "AdamW with dropout (plain path)" : "SGD, momentum (CUDA graph)");
-        two_runs(dropout);
-        resumed_run(dropout, dir);
+    const struct {
+        int dropout;
+        sf_precision prec;
+    } cases[] = {{0, SF_PRECISION_FP32}, {1, SF_PRECISION_FP32}, {0, SF_PRECISION_BF16}, {0, SF_PRECISION_FP16}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        printf("%s, %s:\n", cases[i].dropout ? "AdamW with dropout (plain path)" : "SGD, momentum (CUDA graph)",
+               sf_precision_name(cases[i].prec));
+        two_runs(cases[i].dropout, cases[i].prec);
+        resumed_run(cases[i].dropout, cases[i].prec, dir);
     }
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

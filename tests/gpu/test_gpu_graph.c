@@ -1,8 +1,9 @@
 /* test_gpu_graph.c — the training step replayed as a CUDA graph computes what the plain step computes: two copies
  * of a small net (conv → BN → LIF → maxpool → linear → BN → LIF → linear, leaky readout), one on a backend with
  * graphs and one created with sf_cuda_options.graph = 0, train on the same batches. Covers SGD and AdamW, an eval step
- * between training steps, a recompile to another batch size (the graph is recorded anew), and a net with dropout,
- * which must stay on the plain path.
+ * between training steps, a recompile to another batch size (the graph is recorded anew), a net with dropout,
+ * which must stay on the plain path, and the 16-bit precisions (bf16 with SGD, fp16 with AdamW: its loss scale is
+ * read from device memory inside the graph).
  * Bitwise: both nets run the same kernels (a fixed cuBLAS workspace keeps cuBLAS's choice the same under capture,
  * and the convolutions take the fixed im2col + SGEMM path), so losses, parameters, gradients, BN statistics and
  * optimizer states must agree to the bit; any difference is printed. */
@@ -15,22 +16,14 @@
 
 enum { T = 4, B_MAX = 8, C_IN = 2, HW = 8, K = 5 };
 
-static void add(sf_net *net, sf_layer_kind kind, int32_t n)
-{
-    sf_layer_desc d;
-    sf_layer_default_desc(kind, &d);
-    if (kind == SF_LAYER_CONV2D) d.out_channels = n, d.kernel = 3, d.padding = 1;
-    if (kind == SF_LAYER_LINEAR) d.out_features = n;
-    if (kind == SF_LAYER_MAXPOOL2D) d.kernel = 2, d.stride = 2;
-    if (kind == SF_LAYER_DROPOUT) d.dropout_p = 0.2f;
-    CHECK_OK(sf_net_add(net, &d, NULL));
-}
+static void add(sf_net *net, sf_layer_kind kind, int32_t n) { tu_add_layer(net, kind, n, 1); }
 
-static sf_net *make(bool graphs, sf_optimizer opt, bool dropout)
+static sf_net *make(bool graphs, sf_optimizer opt, bool dropout, sf_precision prec)
 {
     sf_net_params p;
     sf_net_default_params(&p);
     p.cuda.graph = graphs;
+    p.precision = prec;
     /* Both nets must run the same convolution kernels: each backend times cuDNN's algorithms for itself and may pick
      * another (some are not deterministic), and one flipped spike then grows over the steps. The im2col + SGEMM
      * path is fixed and deterministic. */
@@ -106,7 +99,7 @@ static void train_both(sf_net *g, sf_net *p, int steps, int64_t B, int first)
         batch(s, B, x, labels);
         CHECK_OK(sf_net_train_step(g, x, labels, &rg));
         CHECK_OK(sf_net_train_step(p, x, labels, &rp));
-        CHECK(rg.loss == rp.loss && rg.correct == rp.correct,
+        CHECK(rg.loss == rp.loss && rg.correct == rp.correct && rg.skipped == rp.skipped,
               "step %d: loss %.9g / %d correct with the graph, %.9g / %d without", s, rg.loss, rg.correct, rp.loss,
               rp.correct);
         if (s == first + 1) {
@@ -119,10 +112,10 @@ static void train_both(sf_net *g, sf_net *p, int steps, int64_t B, int first)
     }
 }
 
-static void compare(sf_optimizer opt)
+static void compare(sf_optimizer opt, sf_precision prec)
 {
-    printf("%s:\n", opt == SF_OPT_SGD ? "SGD" : "AdamW");
-    sf_net *g = make(true, opt, false), *p = make(false, opt, false);
+    printf("%s, %s:\n", opt == SF_OPT_SGD ? "SGD" : "AdamW", sf_precision_name(prec));
+    sf_net *g = make(true, opt, false, prec), *p = make(false, opt, false, prec);
     CHECK(g->be->graph_begin != NULL && p->be->graph_begin == NULL, "sf_cuda_options.graph did not select graphs");
     int64_t n0;
     float *initial = tu_net_read_role(g, SF_ROLE_PARAM, &n0);
@@ -152,9 +145,11 @@ int main(void)
         printf("test_gpu_graph: no CUDA device\n");
         return 1;
     }
-    compare(SF_OPT_SGD);
-    compare(SF_OPT_ADAMW);
-    sf_net *d = make(true, SF_OPT_SGD, true), *dp = make(false, SF_OPT_SGD, true);
+    compare(SF_OPT_SGD, SF_PRECISION_FP32);
+    compare(SF_OPT_ADAMW, SF_PRECISION_FP32);
+    compare(SF_OPT_SGD, SF_PRECISION_BF16);
+    compare(SF_OPT_ADAMW, SF_PRECISION_FP16);
+    sf_net *d = make(true, SF_OPT_SGD, true, SF_PRECISION_FP32), *dp = make(false, SF_OPT_SGD, true, SF_PRECISION_FP32);
     train_both(d, dp, 4, B_MAX, 0);
     CHECK(d->graph == NULL, "a net with dropout was recorded");
     printf("dropout net (plain path on both):\n");

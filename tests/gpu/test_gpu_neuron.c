@@ -2,7 +2,8 @@
  * core/lif_math.h: LIF forward/backward for every option combination (4 surrogates × hard/soft reset × detach_reset
  * × decay_input × θ_grad, plus v_reset ≠ 0 and an explicit decay) on awkward sizes (T=1, N=1, odd N, T long enough
  * for the segmented recompute), the full mode (h kept) against the recompute mode, and fused BN→LIF forward and
- * backward with batch statistics against a double-precision host reference.
+ * backward with batch statistics against a double-precision host reference; every LIF case and forced configuration
+ * again in two pieces with the state carried across (sf_lif_state), which must give the same bits.
  * Bounds: spikes exact (both sides round the same float operations); LIF dx relative error < 1e-5 (only expf
  * differs by an ulp); BN+LIF dx, dγ, dβ < 1e-4 (float sums in a different order); full == recompute bitwise. */
 #include "cuda/cuda_backend.h"
@@ -44,7 +45,36 @@ static void host_lif(const sf_lif_params *p, int64_t T, int64_t N, const float *
     }
 }
 
-static void test_lif(const sf_lif_params *p, int64_t T, int64_t N, uint64_t seed, const char *what)
+/* The sequence cut after T1 steps and run as two calls in the same configuration, the state carried (v_out -> v_in
+ * forward; backward in reverse order, dv_out -> dv_in, the first piece's dv_out written over its dv_in), gives the one
+ * call's spikes, h and dx (gs, gh, gdx: host copies) bitwise. */
+static void check_pieces(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds,
+                         const sf_cuda_lif_tuning *tune, const float *gs, const float *gh, const float *gdx,
+                         const char *what)
+{
+    size_t n = (size_t)(T * N);
+    const int64_t T1 = T / 3 + 1, off = T1 * N;
+    float *s = dev_poison(n), *h = dev_poison(n), *dx = dev_poison(n), *v1 = dev_poison((size_t)N);
+    float *dv = dev_poison((size_t)N);
+    sf_lif_out o1 = {.s = s, .h = h}, o2 = {.s = s + off, .h = h + off};
+    sf_lif_state st1 = {.v_out = v1}, st2 = {.v_in = v1, .dv_out = dv}, back1 = {.dv_in = dv, .dv_out = dv};
+    CHECK_OK(sf_cuda_lif_forward_tuned(p, T1, N, SF_ACT_F32, x, &o1, &st1, tune, NULL));
+    CHECK_OK(sf_cuda_lif_forward_tuned(p, T - T1, N, SF_ACT_F32, x + off, &o2, &st2, tune, NULL));
+    CHECK_OK(
+        sf_cuda_lif_backward_tuned(p, T - T1, N, SF_ACT_F32, x + off, NULL, ds + off, dx + off, &st2, tune, NULL));
+    CHECK_OK(sf_cuda_lif_backward_tuned(p, T1, N, SF_ACT_F32, x, NULL, ds, dx, &back1, tune, NULL));
+    CU(cudaDeviceSynchronize());
+    float *ps = host_from(s, n), *ph = host_from(h, n), *pdx = host_from(dx, n);
+    CHECK(memcmp(ps, gs, 4 * n) == 0 && memcmp(ph, gh, 4 * n) == 0 && memcmp(pdx, gdx, 4 * n) == 0,
+          "%s: in pieces of %lld and %lld steps with the state carried, spikes %d h %d dx %d differ from one call",
+          what, (long long)T1, (long long)(T - T1), memcmp(ps, gs, 4 * n) != 0, memcmp(ph, gh, 4 * n) != 0,
+          memcmp(pdx, gdx, 4 * n) != 0);
+    free(ps), free(ph), free(pdx);
+    cudaFree(s), cudaFree(h), cudaFree(dx), cudaFree(v1), cudaFree(dv);
+}
+
+static void test_lif_tuned(const sf_lif_params *p, int64_t T, int64_t N, uint64_t seed, const sf_cuda_lif_tuning *tune,
+                           const char *what)
 {
     size_t n = (size_t)(T * N);
     float *x = malloc(4 * n), *ds = malloc(4 * n), *s = malloc(4 * n), *h = malloc(4 * n), *dx = malloc(4 * n);
@@ -56,9 +86,9 @@ static void test_lif(const sf_lif_params *p, int64_t T, int64_t N, uint64_t seed
     uint8_t *du8 = NULL;
     CU(cudaMalloc((void **)&du8, n ? n : 1));
     sf_lif_out out = {.s = ds_, .s_u8 = du8, .h = dh, .spike_count = dcount};
-    CHECK_OK(sf_cuda_lif_forward(p, T, N, dx_, &out, NULL, NULL));
-    CHECK_OK(sf_cuda_lif_backward(p, T, N, dx_, NULL, dds, ddx, NULL, NULL));
-    CHECK_OK(sf_cuda_lif_backward(p, T, N, dx_, dh, dds, ddx_full, NULL, NULL));
+    CHECK_OK(sf_cuda_lif_forward_tuned(p, T, N, SF_ACT_F32, dx_, &out, NULL, tune, NULL));
+    CHECK_OK(sf_cuda_lif_backward_tuned(p, T, N, SF_ACT_F32, dx_, NULL, dds, ddx, NULL, tune, NULL));
+    CHECK_OK(sf_cuda_lif_backward(p, T, N, SF_ACT_F32, dx_, dh, dds, ddx_full, NULL, NULL));
     CU(cudaDeviceSynchronize());
     float *gs = host_from(ds_, n), *gh = host_from(dh, n), *gdx = host_from(ddx, n), *gfull = host_from(ddx_full, n);
     float *gcount = host_from(dcount, 1);
@@ -78,10 +108,47 @@ static void test_lif(const sf_lif_params *p, int64_t T, int64_t N, uint64_t seed
     CHECK(eh == 0.0, "%s: h differs (rel %.2e)", what, eh);
     CHECK(edx < 1e-5, "%s: dx rel err %.2e", what, edx);
     CHECK(memcmp(gdx, gfull, 4 * n) == 0, "%s: backward from saved h differs from the recompute", what);
+    if (T > 1) check_pieces(p, T, N, dx_, dds, tune, gs, gh, gdx, what);
     free(x), free(ds), free(s), free(h), free(dx), free(gs), free(gh), free(gdx), free(gfull), free(gcount);
     free(gu8), free(rs), free(rdx), free(rh);
     cudaFree(dx_), cudaFree(dds), cudaFree(ds_), cudaFree(dh), cudaFree(ddx), cudaFree(ddx_full), cudaFree(dcount);
     cudaFree(du8);
+}
+
+static void test_lif(const sf_lif_params *p, int64_t T, int64_t N, uint64_t seed, const char *what)
+{
+    test_lif_tuned(p, T, N, seed, NULL, what);
+}
+
+/* Every launch configuration a benchmark may force gives the same spikes and dx as the host, on sizes where segments
+ * and batches do not divide T and N is no multiple of 4 (T = 300: a 76-step first segment at the automatic 224). */
+static void lif_tunings(void)
+{
+    const sf_cuda_lif_tuning tunes[] = {{0, 0, 0, 0},   {1, 32, 0, 0},  {1, 8, 0, 0},  {4, 8, 32, 8},
+                                        {0, 0, 32, 32}, {0, 0, 96, 32}, {0, 0, -1, 8}, {0, 0, 40, 4}};
+    const int64_t sizes[][2] = {{300, 97}, {1024, 64}, {257, 1028}, {65, 3}};
+    sf_lif_params p;
+    sf_lif_default_params(&p);
+    p.detach_reset = 1;
+    for (int i = 0; i < (int)(sizeof tunes / sizeof tunes[0]); i++)
+        for (int j = 0; j < 4; j++) {
+            char what[160];
+            const sf_cuda_lif_tuning *t = &tunes[i];
+            snprintf(what, sizeof what, "LIF T=%lld N=%lld tuning fwd %d/%d bwd seg %d ahead %d",
+                     (long long)sizes[j][0], (long long)sizes[j][1], t->fwd_vec, t->fwd_ahead, t->bwd_seg,
+                     t->bwd_ahead);
+            test_lif_tuned(&p, sizes[j][0], sizes[j][1], 300 + (uint64_t)(4 * i + j), t, what);
+        }
+    /* what cannot run is refused, not run wrongly */
+    const sf_cuda_lif_tuning bad[] = {{3, 8, 0, 0}, {4, 32, 0, 0}, {0, 0, 0, 16}, {0, 0, 100000, 8}};
+    float *d = dev_poison(64 * 300);
+    sf_lif_out out = {.s = d};
+    for (int i = 0; i < 4; i++) {
+        sf_status s = i < 2 ? sf_cuda_lif_forward_tuned(&p, 300, 64, SF_ACT_F32, d, &out, NULL, &bad[i], NULL)
+                            : sf_cuda_lif_backward_tuned(&p, 300, 64, SF_ACT_F32, d, NULL, d, d, NULL, &bad[i], NULL);
+        CHECK(s == SF_ERR_INVALID, "tuning %d accepted: %s", i, sf_status_str(s));
+    }
+    cudaFree(d);
 }
 
 static void lif_option_grid(void)
@@ -207,6 +274,7 @@ int main(void)
         return 1;
     }
     lif_option_grid();
+    lif_tunings();
     sf_backend *be;
     CHECK_OK(sf_cuda_backend_create(0, SF_PRECISION_FP32, NULL, &be));
     sf_lif_params p;
@@ -219,6 +287,8 @@ int main(void)
     p.soft_reset = 1;
     test_bn_lif(be, &p, 4, 3, 16, 64, 0, 53);
     test_bn_lif(be, &p, 10, 2, 33, 1, 1, 54);
+    test_bn_lif(be, &p, 100, 2, 3, 20, 0, 55); /* past 32 steps: one long segment at 32 steps ahead */
+    test_bn_lif(be, &p, 300, 1, 2, 33, 0, 56); /* segments that end at T, a short first one */
     be->destroy(be);
     return tu_finish("test_gpu_neuron");
 }

@@ -1,7 +1,7 @@
 /* test_gpu_state.c — the CUDA neuron kernels with the state carried across calls (sf_lif_state) and the two-phase
  * BN→LIF backward (sf_bn_split), against the CPU ops given the same inputs and state: LIF forward and backward with
  * v_in, v_out, dv_in, dv_out at a short T and a long one (the segmented recompute), full and recompute modes; BN→LIF
- * phases 1 and 2 with the state; bn_stats_merge.
+ * phases 1 and 2 with the state, up to T = 300 (several segments); bn_stats_merge.
  * Bounds: spikes and v_out exact (the same float operations); dx, dv_out < 1e-5 relative (the device's expf);
  * BN sums and dx < 1e-4 (float sums in another order); merged statistics < 1e-6. */
 #include "cpu/cpu_backend.h"
@@ -138,6 +138,7 @@ int main(void)
     for (int keep = 0; keep < 2; keep++) {
         test_bn_lif_split(be, 6, keep);
         test_bn_lif_split(be, 70, keep);
+        test_bn_lif_split(be, 300, keep); /* several recompute segments that end at T, a short first one */
     }
     sf_backend_free(be);
     return tu_finish("test_gpu_state");

@@ -72,17 +72,19 @@ def conv_cases():
 
 def pool_cases():
     out = {}
-    # planes, h, w, k, stride: non-overlapping, overlapping on odd sizes, 1×1, overlapping stride 1
-    cases = [(6, 6, 6, 2, 2), (3, 7, 5, 3, 2), (2, 1, 1, 1, 1), (4, 5, 5, 3, 1), (5, 9, 4, 2, 2)]
-    for i, (n, h, w, k, s) in enumerate(cases):
+    # planes, h, w, k, stride, pad: non-overlapping, overlapping on odd sizes, 1×1, overlapping stride 1; with a
+    # border: SpikingJelly's ResNet stem (3, 2, 1) on even and odd sizes, and a 2×2 window overhanging by 1
+    cases = [(6, 6, 6, 2, 2, 0), (3, 7, 5, 3, 2, 0), (2, 1, 1, 1, 1, 0), (4, 5, 5, 3, 1, 0), (5, 9, 4, 2, 2, 0),
+             (3, 8, 8, 3, 2, 1), (2, 7, 5, 3, 2, 1), (2, 5, 4, 2, 1, 1)]
+    for i, (n, h, w, k, s, pad) in enumerate(cases):
         for kind, fn in (("avg", F.avg_pool2d), ("max", F.max_pool2d)):
             x = randn32((n, 1, h, w)).requires_grad_()
-            y = fn(x, k, s)
+            y = fn(x, k, s, pad)
             dy = randn32(y.shape)
             y.backward(dy)
             p = f"{kind}{i}."
-            out.update({p + "cfg": cfg(n, h, w, k, s, y.shape[2], y.shape[3]), p + "x": x, p + "dy": dy, p + "y": y,
-                        p + "dx": x.grad})
+            out.update({p + "cfg": cfg(n, h, w, k, s, y.shape[2], y.shape[3], pad), p + "x": x, p + "dy": dy,
+                        p + "y": y, p + "dx": x.grad})
     out["count"] = cfg(len(cases))
     return out
 

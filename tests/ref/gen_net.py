@@ -5,6 +5,9 @@ networks layer by layer, loads the same initial parameters and must follow.
 net_a: conv -> BN -> LIF -> maxpool -> flatten -> linear -> LIF, mean readout, CE on the T-mean (the issue's net).
 net_b: conv -> BN -> LIF -> conv -> BN -> add(LIF output) -> LIF -> avgpool -> flatten -> linear, leaky readout,
        CE at every step; soft reset, atan surrogate, detach_reset (a residual block, unfused BN, shared input).
+net_c: T = 1, B = 1, a layer of a single neuron.
+net_d: conv -> BN -> LIF -> strided conv -> BN -> LIF -> flatten -> linear: W3's block, where the second conv is the
+       only reader of the spikes (the engine rebuilds them in their gradient's buffer).
 net_plif, net_alif: the other neuron models in networks, a PLIF's w learned with the weights.
 net_sj: SpikingJelly's conv_fashion_mnist network (IF neurons, no biases), small, with the MSE on the firing rate."""
 import math
@@ -124,6 +127,12 @@ def net_sj(x, p, state):
 
 def mse_rate(r, labels):
     return F.mse_loss(r.mean(0), F.one_hot(labels, r.shape[-1]).to(r.dtype))
+def net_d(x, p, state):
+    y = per_image(lambda z: F.conv2d(z, p["0.weight"], p["0.bias"], padding=1), x)
+    s = lif_node(bn(y, p, "1", state))
+    y = per_image(lambda z: F.conv2d(z, p["3.weight"], p["3.bias"], stride=2, padding=1), s)
+    s = lif_node(bn(y, p, "4", state)).flatten(2)
+    return s @ p["7.weight"].T + p["7.bias"]
 
 
 def ce_mean(r, labels):
@@ -199,6 +208,10 @@ def main():
     write(out, "net_alif", net_alif, ce_per_step,
           [("0", "w", (10, 12)), ("2", "w", (8, 10)), ("4", "w", (4, 8))], (6, 3, 12, 1, 1), 4, 1.5, 0.5, 0.9,
           0.0, 5)
+    write(out, "net_d", net_d, ce_mean,
+          [("0", "w", (4, 2, 3, 3)), ("1", "bn", (4,)), ("3", "w", (4, 4, 3, 3)), ("4", "bn", (4,)),
+           ("7", "w", (5, 4 * 4 * 4))],
+          (3, 2, 2, 8, 8), 5, 1.5, 0.5, 0.9, 0.0, 4)
 
 
 if __name__ == "__main__":

@@ -1,131 +1,135 @@
-"""functional.py — spikefuse.torch.functional.lif: the fused multi-step LIF neuron as a torch.autograd.Function.
-The forward runs all T steps in one kernel call; the backward recomputes the membrane potential from the saved
-input (nothing else is kept) and runs the reverse time loop in one call."""
+"""functional.py — spikefuse.torch.functional: the fused multi-step LIF (lif) and batch norm → LIF (bn_lif) as
+functions of tensors, the input checks every spikefuse module shares, and the cached parameter structs. The forward
+runs all T steps in one kernel call; the backward recomputes the membrane potential from the saved input (nothing
+else is kept) and runs the reverse time loop in one call."""
 import functools
 
 import torch
-from torch.autograd.function import once_differentiable
 
 from .. import _lib
+from . import _kernels, _ops
 
 
 @functools.lru_cache(maxsize=256)
 def lif_params(tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=False, surrogate="sigmoid",
                alpha=None, grad_threshold=None):
-    """The checked sf_lif_params for these arguments (cached: modules look them up on every forward)."""
-    return _lib.lif_params(tau, decay_input, v_threshold, v_reset, detach_reset, surrogate, alpha, grad_threshold)
+    """The checked sf_lif_params for these arguments, in the hashable form the ops take (a tuple of its fields;
+    cached: modules look them up on every forward). _lib.lif_params says how SpikingJelly's v_reset maps."""
+    return _kernels.params_tuple(_lib.lif_params(tau, decay_input, v_threshold, v_reset, detach_reset, surrogate,
+                                                 alpha, grad_threshold))
 
 
-@functools.lru_cache(maxsize=None)
-def _cuda_devices_in_library():
-    return _lib.cuda_device_count()
-
-
-def _stream_by_object(index):
-    return torch.cuda.current_stream(index).cuda_stream
-
-
-# The hot path runs once per layer and direction, and on a GPU its host time is exposed wherever the queue runs dry,
-# so it uses the cheapest accessors: torch's private ones where they exist (torch's generated code uses them too),
-# the public ones otherwise.
-_current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", _stream_by_object)
-_current_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
-_CPU = (_lib.DEVICE_CPU, 0, _lib.Device(_lib.DEVICE_CPU, 0), 0)
-_CUDA_DEVICES = {}  # CUDA index -> its sf_device struct, built once the library has been found to have CUDA
-
-
-def _launch_target(t):
-    """(device kind, device index, sf_device, stream handle) for a kernel call on tensor t's memory."""
-    if not t.is_cuda:
-        return _CPU
-    index = t.get_device()
-    device = _CUDA_DEVICES.get(index)
-    if device is None:
-        if _cuda_devices_in_library() == 0:
-            raise RuntimeError(f"spikefuse: got a CUDA tensor ({t.device}) but {_lib.LIBRARY_PATH} has no usable "
-                               f"CUDA device (build: {_lib.build_info()}); reinstall spikefuse where nvcc is present, "
-                               "or move the tensor to the CPU")
-        device = _CUDA_DEVICES.setdefault(index, _lib.Device(_lib.DEVICE_CUDA, index))
-    return _lib.DEVICE_CUDA, index, device, _current_raw_stream(index)
-
-
-def _run(kernel, name, target, *args):
-    """Calls a kernel entry point (a ctypes function) with the tensor's CUDA device current, since the library
-    launches on the current device, and raises the library's error if it fails."""
-    kind, index, device, stream = target
-    if kind == _lib.DEVICE_CUDA and index != _current_device():
-        with torch.cuda.device(index):
-            status = kernel(*args, device, stream)
-    else:
-        status = kernel(*args, device, stream)
-    if status:
-        _lib.check(status, name)
-
-
-def _spikes(x, params, target):
-    """The fused forward kernel: spikes of x [T, ...] (float32, contiguous)."""
-    T = x.shape[0]
-    s = torch.empty_like(x, memory_format=torch.contiguous_format)
-    _run(_lib.sf_lif_forward, "sf_lif_forward", target, params, T, x.numel() // T, x.data_ptr(), s.data_ptr())
-    return s
-
-
-class LIFFunction(torch.autograd.Function):
-    """The autograd node of the fused LIF (use functional.lif or LIF, which call it as below).
-
-    apply(x, params, target, (s,)): x [T, ...] float32 contiguous; s its spikes, already computed by the caller with
-    _spikes: launching the forward kernel before autograd's bookkeeping lets a GPU start at once. The spikes come in
-    a tuple so that autograd does not see an input returned as an output (which it would turn into a view)."""
-
-    @staticmethod
-    def forward(ctx, x, params, target, computed):
-        ctx.save_for_backward(x)
-        ctx.params = params
-        ctx.target = target  # autograd runs the backward on the forward's stream, so the same target holds
-        return computed[0]
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, ds):
-        (x,) = ctx.saved_tensors
-        ds = ds.contiguous()  # a stride-0 gradient (from s.sum()) is expanded here
-        dx = torch.empty_like(x, memory_format=torch.contiguous_format)
-        T = x.shape[0]
-        _run(_lib.sf_lif_backward, "sf_lif_backward", ctx.target, ctx.params, T, x.numel() // T, x.data_ptr(),
-             ds.data_ptr(), dx.data_ptr())
-        return dx, None, None, None
-
-
-def check_input(x_seq):
+def check_input(x_seq, what="spikefuse LIF", min_dim=1):
     """Rejects what the kernels cannot take, with a message that says what to do; returns a contiguous tensor."""
     if not isinstance(x_seq, torch.Tensor):
-        raise TypeError(f"spikefuse LIF: x_seq must be a torch.Tensor, got {type(x_seq).__name__}")
-    if x_seq.dtype is not torch.float32:
-        raise TypeError(f"spikefuse LIF: x_seq must be float32, got {x_seq.dtype} (convert with x_seq.float())")
-    if x_seq.dim() == 0 or x_seq.shape[0] == 0:
-        raise ValueError(f"spikefuse LIF: x_seq must have shape [T, ...] with T >= 1, got {tuple(x_seq.shape)}")
+        raise TypeError(f"{what}: x_seq must be a torch.Tensor, got {type(x_seq).__name__}")
+    if x_seq.dtype not in _kernels.INPUT_DTYPES:
+        raise TypeError(f"{what}: x_seq must be float32, float16 or bfloat16, got {x_seq.dtype} (convert with "
+                        "x_seq.float())")
+    if x_seq.dim() < min_dim or x_seq.shape[0] == 0:
+        raise ValueError(f"{what}: x_seq must have shape [T, ...] with T >= 1 and at least {min_dim} dimensions, "
+                         f"got {tuple(x_seq.shape)}")
     if not (x_seq.is_cuda or x_seq.is_cpu):
-        raise ValueError(f"spikefuse LIF: x_seq is on {x_seq.device}; only CPU and CUDA tensors are supported")
+        raise ValueError(f"{what}: x_seq is on {x_seq.device}; only CPU and CUDA tensors are supported")
     return x_seq.contiguous()
 
 
-def apply_lif(x_seq, params):
-    """The fused LIF over x_seq [T, ...] with prepared sf_lif_params (see lif_params)."""
+def check_state(v, x, what):
+    """The carried membrane state v for input x [T, ...]: it must hold one value per neuron of a step, on x's
+    device. A different step shape (another batch size) is an error, never a broadcast."""
+    if v is None:
+        return None
+    if tuple(v.shape) != tuple(x.shape[1:]):
+        raise ValueError(f"{what}: the membrane state kept from the previous call has shape {tuple(v.shape)}, but "
+                         f"this input's steps have shape {tuple(x.shape[1:])} (another batch size?); call reset() "
+                         "(or spikingjelly's functional.reset_net) before a new sequence")
+    if v.device != x.device:
+        raise ValueError(f"{what}: the membrane state is on {v.device}, the input on {x.device}; call reset() "
+                         "after moving the module")
+    return v
+
+
+def lif_with_state(x_seq, pvec, v=None, keep_state=False):
+    """(spikes, v after the last step or an empty tensor) of the fused LIF over x_seq [T, ...] starting from the
+    state v (None: v_reset), with the ops' parameter tuple pvec (see lif_params)."""
     x = check_input(x_seq)
-    target = _launch_target(x)
-    s = _spikes(x, params, target)
-    if x.requires_grad and torch.is_grad_enabled():
-        return LIFFunction.apply(x, params, target, (s,))
-    return s
+    return _ops.lif(x, check_state(v, x, "spikefuse LIF"), pvec, keep_state)
 
 
 def lif(x_seq, tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=False, surrogate="sigmoid",
         alpha=None, grad_threshold=None):
     """Spikes of a multi-step LIF neuron layer, SpikingJelly's LIFNode(step_mode="m") semantics.
 
-    x_seq: float32 [T, *] on the CPU or a CUDA device; returns spikes (0/1 float32) of the same shape. The membrane
-    starts at v_reset (0 for the soft reset, v_reset=None) on every call. alpha=None takes the surrogate's default
-    (sigmoid 4, atan 2, fast_sigmoid 10, rect 1). grad_threshold (θ_grad): the surrogate gradient is 0 where the
-    membrane potential h < θ_grad."""
-    return apply_lif(x_seq, lif_params(tau, decay_input, v_threshold, v_reset, detach_reset, surrogate, alpha,
-                                       grad_threshold))
+    x_seq: float32, float16 or bfloat16 [T, *] on the CPU or a CUDA device; returns spikes (exactly 0/1, in x_seq's
+    dtype) of the same shape. The membrane (fp32) starts at v_reset (0 for the soft reset, v_reset=None) on every
+    call. alpha=None takes the surrogate's default (sigmoid 4, atan 2, fast_sigmoid 10, rect 1). grad_threshold
+    (θ_grad): the surrogate gradient is 0 where the membrane potential h < θ_grad."""
+    pvec = lif_params(tau, decay_input, v_threshold, v_reset, detach_reset, surrogate, alpha, grad_threshold)
+    return lif_with_state(x_seq, pvec)[0]
+
+
+def apply_lif(x_seq, params):
+    """The fused LIF over x_seq [T, ...] with a prepared sf_lif_params struct (as _lib.lif_params_from_nir gives)."""
+    return lif_with_state(x_seq, _kernels.params_tuple(params))[0]
+
+
+def bn_lif_with_state(x_seq, mean, var, gamma, beta, eps, pvec, v=None, keep_state=False):
+    """(spikes, v after the last step or empty) of BN → LIF over x_seq [T, B, C, *spatial], normalised with mean
+    and var ([C], taken as x_seq's batch statistics by the backward) and the affine gamma, beta ([C])."""
+    x = check_input(x_seq, "spikefuse BNLIF", min_dim=3)
+    C = x.shape[2]
+    tensors = dict(mean=mean, var=var, weight=gamma, bias=beta)
+    for name, t in tensors.items():
+        if t.shape != (C,) or t.dtype != torch.float32 or t.device != x.device:
+            raise ValueError(f"spikefuse BNLIF: {name} must be float32 [{C}] on {x.device}, got {t.dtype} "
+                             f"{tuple(t.shape)} on {t.device}")
+    c = [t.contiguous() for t in (mean, var, gamma, beta)]
+    return _ops.bn_lif(x, *c, check_state(v, x, "spikefuse BNLIF"), float(eps), pvec, keep_state)
+
+
+def batch_norm_statistics(x, running_mean, running_var, training, momentum):
+    """(mean, var) that normalise x [T, B, C, *spatial] per channel: in training its batch statistics over every
+    other dimension (biased var, computed in fp32 and detached: the fused backward differentiates through them
+    itself), with running_mean / running_var (when given) updated in place by PyTorch's rule (the unbiased var);
+    in evaluation the running ones."""
+    if not training:
+        if running_mean is None or running_var is None:
+            raise ValueError("spikefuse BNLIF: evaluation needs the running statistics (track_running_stats)")
+        return running_mean, running_var
+    dims = (0, 1) + tuple(range(3, x.dim()))
+    with torch.no_grad():
+        var, mean = torch.var_mean(x.float(), dim=dims, unbiased=False)
+        if running_mean is not None and running_var is not None:
+            n = x.numel() // max(1, x.shape[2])
+            running_mean.mul_(1 - momentum).add_(mean, alpha=momentum)
+            running_var.mul_(1 - momentum).add_(var * (n / max(n - 1, 1)), alpha=momentum)
+    return mean, var
+
+
+def eval_bn_then_lif(x, mean, var, gamma, beta, eps, pvec, v=None, keep_state=False):
+    """BN with fixed statistics, then the LIF, unfused: the gradient of an evaluation-mode BNLIF (a fixed affine
+    map per channel, which the fused backward, made for batch statistics, does not compute)."""
+    shape = (1, 1, -1) + (1,) * (x.dim() - 3)
+    scale = gamma * torch.rsqrt(var + eps)
+    y = (x.float() - mean.view(shape)) * scale.view(shape) + beta.view(shape)
+    s, v_out = lif_with_state(y, pvec, v, keep_state)
+    return s.to(x.dtype), v_out
+
+
+def bn_lif(x_seq, weight=None, bias=None, running_mean=None, running_var=None, training=True, momentum=0.1, eps=1e-5,
+           tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=False, surrogate="sigmoid",
+           alpha=None, grad_threshold=None):
+    """Spikes of batch norm (over T, B and the spatial positions of each channel, as SpikingJelly's multi-step
+    BatchNorm2d) followed by a multi-step LIF, fused: x_seq is [T, B, C, *spatial]. In training the batch
+    statistics normalise (and update running_mean / running_var in place when given, PyTorch's rule); otherwise
+    the running statistics do. weight, bias: the affine [C] (None: 1 and 0). Only x_seq is kept for the backward,
+    which recomputes the normalised input and the membrane."""
+    x = check_input(x_seq, "spikefuse BNLIF", min_dim=3)
+    C = x.shape[2]
+    gamma = torch.ones(C, device=x.device) if weight is None else weight
+    beta = torch.zeros(C, device=x.device) if bias is None else bias
+    mean, var = batch_norm_statistics(x, running_mean, running_var, training, momentum)
+    pvec = lif_params(tau, decay_input, v_threshold, v_reset, detach_reset, surrogate, alpha, grad_threshold)
+    if not training and torch.is_grad_enabled() and (x.requires_grad or gamma.requires_grad or beta.requires_grad):
+        return eval_bn_then_lif(x, mean, var, gamma, beta, eps, pvec)[0]
+    return bn_lif_with_state(x, mean, var, gamma, beta, eps, pvec)[0]

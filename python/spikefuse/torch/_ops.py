@@ -1,0 +1,183 @@
+"""_ops.py — the differentiable fused ops over _kernels.py, in two forms with the same semantics:
+- eager (every torch): torch.autograd.Function, with the forward kernel launched before Function.apply so that
+  autograd's bookkeeping overlaps it on a GPU (each microsecond of host time shows in a single pass);
+- traced (torch >= 2.4, unless SPIKEFUSE_CUSTOM_OPS=0): operators registered with torch.library.custom_op
+  ("spikefuse::lif_forward", ...) with fake kernels (shapes and dtypes only) and registered autograd, which
+  torch.compile(fullgraph=True) keeps in its graph without a break and torch.export writes out. They are used while
+  torch.compile / torch.export trace (torch.compiler.is_compiling()), and may be called directly as
+  torch.ops.spikefuse.*.
+
+lif(x, v_in, pvec, keep_state) -> (s, v_out) and bn_lif(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state)
+-> (s, v_out): v_in (None: the sequence starts at v_reset) and v_out ([*x.shape[1:]] fp32; None in eager mode
+and an empty tensor in traced mode without keep_state) carry the membrane across calls, and the gradient flows
+through them from one call to the previous one. mean and var are taken as x's batch statistics (the backward
+differentiates through them), so pass them detached."""
+import os
+from typing import List, Optional, Tuple
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from . import _kernels
+
+CUSTOM_OPS = hasattr(torch, "library") and hasattr(torch.library, "custom_op") and \
+    os.environ.get("SPIKEFUSE_CUSTOM_OPS", "1") != "0"
+
+
+def is_compiling():
+    compiler = getattr(torch, "compiler", None)
+    return bool(compiler is not None and compiler.is_compiling())
+
+
+def _dv_in(dv, keep_state):
+    """The gradient reaching v_out: none when the state was not kept or nothing used it."""
+    return dv.contiguous() if keep_state and dv is not None and dv.numel() else None
+
+
+def _wants_dv(v_in, needs_grad):
+    return v_in is not None and needs_grad
+
+
+def _needs_graph(*tensors):
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+class LIFFunction(torch.autograd.Function):
+    """The fused LIF's autograd node in eager mode: apply(x, v_in, pvec, keep_state, (s, v_out)) with the outputs
+    already computed by _kernels.lif_forward (inside a tuple, so autograd does not see inputs returned as outputs,
+    which it would turn into views)."""
+
+    @staticmethod
+    def forward(ctx, x, v_in, pvec, keep_state, computed):
+        ctx.save_for_backward(x, v_in)
+        ctx.pvec, ctx.keep_state = pvec, keep_state
+        return computed
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, ds, dv):
+        x, v_in = ctx.saved_tensors
+        want_dv = _wants_dv(v_in, ctx.needs_input_grad[1])
+        dx, dv_out = _kernels.lif_backward(x, v_in, ds.contiguous(), _dv_in(dv, ctx.keep_state), ctx.pvec, want_dv)
+        return dx, dv_out, None, None, None
+
+
+class BNLIFFunction(torch.autograd.Function):
+    """The fused BN+LIF's autograd node in eager mode (as LIFFunction)."""
+
+    @staticmethod
+    def forward(ctx, x, mean, var, gamma, beta, v_in, eps, pvec, keep_state, computed):
+        ctx.save_for_backward(x, mean, var, gamma, beta, v_in)
+        ctx.eps, ctx.pvec, ctx.keep_state = eps, pvec, keep_state
+        return computed
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, ds, dv):
+        x, mean, var, gamma, beta, v_in = ctx.saved_tensors
+        want_dv = _wants_dv(v_in, ctx.needs_input_grad[5])
+        dx, dgamma, dbeta, dv_out = _kernels.bn_lif_backward(x, mean, var, gamma, beta, v_in, ds.contiguous(),
+                                                             _dv_in(dv, ctx.keep_state), ctx.eps, ctx.pvec, want_dv)
+        return dx, None, None, dgamma, dbeta, dv_out, None, None, None, None
+
+
+def _eager_lif(x, v_in, pvec, keep_state):
+    out = _kernels.lif_forward(x, v_in, pvec, keep_state)
+    return LIFFunction.apply(x, v_in, pvec, keep_state, out) if _needs_graph(x, v_in) else out
+
+
+def _eager_bn_lif(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
+    out = _kernels.bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state)
+    if _needs_graph(x, gamma, beta, v_in):
+        return BNLIFFunction.apply(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state, out)
+    return out
+
+
+def _or_empty(t, x):
+    """Custom ops return tensors only: an absent state is an empty one."""
+    return t if t is not None else x.new_empty((0,), dtype=torch.float32)
+
+
+if CUSTOM_OPS:
+    Tensor = torch.Tensor
+
+    @torch.library.custom_op("spikefuse::lif_forward", mutates_args=())
+    def _lif_forward(x: Tensor, v_in: Optional[Tensor], pvec: List[float], keep_state: bool) -> Tuple[Tensor, Tensor]:
+        s, v_out = _kernels.lif_forward(x, v_in, tuple(pvec), keep_state)
+        return s, _or_empty(v_out, x)
+
+    @_lif_forward.register_fake
+    def _(x, v_in, pvec, keep_state):
+        return torch.empty_like(x), x.new_empty(x.shape[1:] if keep_state else (0,), dtype=torch.float32)
+
+    @torch.library.custom_op("spikefuse::lif_backward", mutates_args=())
+    def _lif_backward(x: Tensor, v_in: Optional[Tensor], ds: Tensor, dv_in: Optional[Tensor], pvec: List[float],
+                      want_dv: bool) -> Tuple[Tensor, Tensor]:
+        dx, dv_out = _kernels.lif_backward(x, v_in, ds.contiguous(), dv_in, tuple(pvec), want_dv)
+        return dx, _or_empty(dv_out, x)
+
+    @_lif_backward.register_fake
+    def _(x, v_in, ds, dv_in, pvec, want_dv):
+        return torch.empty_like(x), x.new_empty(x.shape[1:] if want_dv else (0,), dtype=torch.float32)
+
+    def _lif_setup(ctx, inputs, output):
+        x, v_in, pvec, keep_state = inputs
+        ctx.save_for_backward(x, v_in)
+        ctx.pvec, ctx.keep_state = pvec, keep_state
+
+    def _lif_grad(ctx, ds, dv):
+        x, v_in = ctx.saved_tensors
+        want_dv = _wants_dv(v_in, ctx.needs_input_grad[1])
+        dx, dv_out = _lif_backward(x, v_in, ds, _dv_in(dv, ctx.keep_state), ctx.pvec, want_dv)
+        return dx, dv_out if want_dv else None, None, None
+
+    _lif_forward.register_autograd(_lif_grad, setup_context=_lif_setup)
+
+    @torch.library.custom_op("spikefuse::bn_lif_forward", mutates_args=())
+    def _bn_lif_forward(x: Tensor, mean: Tensor, var: Tensor, gamma: Tensor, beta: Tensor, v_in: Optional[Tensor],
+                        eps: float, pvec: List[float], keep_state: bool) -> Tuple[Tensor, Tensor]:
+        s, v_out = _kernels.bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, tuple(pvec), keep_state)
+        return s, _or_empty(v_out, x)
+
+    @_bn_lif_forward.register_fake
+    def _(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
+        return torch.empty_like(x), x.new_empty(x.shape[1:] if keep_state else (0,), dtype=torch.float32)
+
+    @torch.library.custom_op("spikefuse::bn_lif_backward", mutates_args=())
+    def _bn_lif_backward(x: Tensor, mean: Tensor, var: Tensor, gamma: Tensor, beta: Tensor, v_in: Optional[Tensor],
+                         ds: Tensor, dv_in: Optional[Tensor], eps: float, pvec: List[float],
+                         want_dv: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+        dx, dgamma, dbeta, dv_out = _kernels.bn_lif_backward(x, mean, var, gamma, beta, v_in, ds.contiguous(), dv_in,
+                                                             eps, tuple(pvec), want_dv)
+        return dx, dgamma, dbeta, _or_empty(dv_out, x)
+
+    @_bn_lif_backward.register_fake
+    def _(x, mean, var, gamma, beta, v_in, ds, dv_in, eps, pvec, want_dv):
+        return (torch.empty_like(x), torch.empty_like(gamma), torch.empty_like(beta),
+                x.new_empty(x.shape[1:] if want_dv else (0,), dtype=torch.float32))
+
+    def _bn_lif_setup(ctx, inputs, output):
+        x, mean, var, gamma, beta, v_in, eps, pvec, keep_state = inputs
+        ctx.save_for_backward(x, mean, var, gamma, beta, v_in)
+        ctx.eps, ctx.pvec, ctx.keep_state = eps, pvec, keep_state
+
+    def _bn_lif_grad(ctx, ds, dv):
+        x, mean, var, gamma, beta, v_in = ctx.saved_tensors
+        want_dv = _wants_dv(v_in, ctx.needs_input_grad[5])
+        dx, dgamma, dbeta, dv_out = _bn_lif_backward(x, mean, var, gamma, beta, v_in, ds, _dv_in(dv, ctx.keep_state),
+                                                     ctx.eps, ctx.pvec, want_dv)
+        return dx, None, None, dgamma, dbeta, dv_out if want_dv else None, None, None, None
+
+    _bn_lif_forward.register_autograd(_bn_lif_grad, setup_context=_bn_lif_setup)
+
+
+def lif(x, v_in, pvec, keep_state):
+    if CUSTOM_OPS and is_compiling():
+        return _lif_forward(x, v_in, list(pvec), keep_state)
+    return _eager_lif(x, v_in, pvec, keep_state)
+
+
+def bn_lif(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
+    if CUSTOM_OPS and is_compiling():
+        return _bn_lif_forward(x, mean, var, gamma, beta, v_in, float(eps), list(pvec), keep_state)
+    return _eager_bn_lif(x, mean, var, gamma, beta, v_in, float(eps), pvec, keep_state)

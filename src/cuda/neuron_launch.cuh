@@ -1,0 +1,195 @@
+/* neuron_launch.cuh — launch configuration of the time-fused neuron kernels (neuron.cuh): the forward's vector width
+ * and batch from alignment and the neuron count, the backward's model and surrogate instance, batch and
+ * shared-memory segment length; a sf_cuda_lif_tuning can force each (benchmarks and tests compare them). Included by
+ * one file per activation type (neuron_f32.cu, neuron_bf16.cu, neuron_f16.cu), which instantiates it with
+ * SF_CUDA_NEURON_INSTANCES: the backward has 120 instances per type and model (the ALIF's 48: it always recomputes),
+ * and three files compile in parallel. */
+#ifndef SF_CUDA_NEURON_LAUNCH_CUH
+#define SF_CUDA_NEURON_LAUNCH_CUH
+
+#include "cuda/neuron.cuh"
+
+#include <type_traits>
+
+static bool aligned(const void *p, size_t a)
+{
+    return ((uintptr_t)p % a) == 0;
+}
+
+/* Calls fn(std::integral_constant<int, SG>) for the run-time surrogate kind. */
+template <class Fn> static sf_status with_surrogate(sf_surrogate sg, Fn fn)
+{
+    switch (sg) {
+    case SF_SURROGATE_SIGMOID: return fn(std::integral_constant<int, SF_SURROGATE_SIGMOID>());
+    case SF_SURROGATE_ATAN: return fn(std::integral_constant<int, SF_SURROGATE_ATAN>());
+    case SF_SURROGATE_FAST_SIGMOID: return fn(std::integral_constant<int, SF_SURROGATE_FAST_SIGMOID>());
+    case SF_SURROGATE_RECT: return fn(std::integral_constant<int, SF_SURROGATE_RECT>());
+    }
+    return sf_fail(SF_ERR_INVALID, "LIF surrogate %d is not one of sigmoid, atan, fast_sigmoid, rect", (int)sg);
+}
+
+/* 4-element accesses (forward) need N and every row start divisible by 4, (BN) 4 neurons of one channel, and the
+ * pointers aligned to 4 of their elements: x and s of type T, h float, the spike bytes. */
+template <class T> static bool vec4_ok(const sf_cuda_neuron &a, bool bn, const sf_lif_out *o)
+{
+    return a.N % 4 == 0 && !(bn && a.bn.hw % 4 != 0) && aligned(a.x, 4 * sizeof(T)) &&
+           aligned(o->s, 4 * sizeof(T)) && aligned(o->h, 16) && aligned(o->s_u8, 4);
+}
+
+template <class T, bool BN, int V, int U>
+static sf_status forward(const sf_cuda_neuron &a, const sf_lif_out *o, cudaStream_t st)
+{
+    const int threads = 256;
+    return sf_cuda_with_model(&a.p, [&](auto model) -> sf_status {
+        sf_cuda_neuron_forward<T, BN, V, U, decltype(model)::value>
+            <<<sf_cuda_blocks((a.N + V - 1) / V, threads), threads, 0, st>>>(a, (T *)o->s, o->s_u8, o->h,
+                                                                            o->spike_count);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    });
+}
+
+static sf_status multiprocessors(int *sms)
+{
+    int dev;
+    SF_CUDA_CHECK(cudaGetDevice(&dev));
+    SF_CUDA_CHECK(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
+    return SF_OK;
+}
+
+/* Four neurons per thread with 4-element accesses where that still leaves two blocks per SM; otherwise (long T: few
+ * neurons) one neuron per thread, four times the threads, each with its next batch in flight, and where even those
+ * are under two blocks per SM, batches of 32 steps, so that enough bytes are in flight. */
+template <class T, bool BN>
+static sf_status forward_config(const sf_cuda_neuron &a, const sf_lif_out *out, bool v4, cudaStream_t st)
+{
+    int sms;
+    SF_TRY(multiprocessors(&sms));
+    const int64_t two_blocks = 2 * 256 * (int64_t)sms;
+    const int tv = a.tune.fwd_vec, tu = a.tune.fwd_ahead;
+    if ((tv != 0 && tv != 1 && tv != 4) || (tu != 0 && tu != 8 && tu != 32) || (tv == 4 && tu == 32))
+        return sf_fail(SF_ERR_INVALID,
+                       "LIF forward tuning: %d neurons per thread, %d steps ahead: expected 1 or 4, "
+                       "and 8, or 32 with one neuron",
+                       tv, tu);
+    const int V = v4 && (tv ? tv : a.N / 4 >= two_blocks ? 4 : 1) == 4 ? 4 : 1; /* 4 only where allowed */
+    const int U = tu ? tu : V == 1 && a.N < two_blocks && a.T >= 64 ? 32 : 8;
+    if (V == 4) return forward<T, BN, 4, 8>(a, out, st);
+    return U == 32 ? forward<T, BN, 1, 32>(a, out, st) : forward<T, BN, 1, 8>(a, out, st);
+}
+
+template <class T>
+sf_status sf_cuda_neuron_forward_launch(const sf_cuda_neuron &a, bool bn, const sf_lif_out *out, cudaStream_t st)
+{
+    if (a.N == 0) return SF_OK;
+    bool v4 = vec4_ok<T>(a, bn, out);
+    return bn ? forward_config<T, true>(a, out, v4, st) : forward_config<T, false>(a, out, v4, st);
+}
+
+template <class T> struct bwd_args {
+    const float *h;
+    const T *ds;
+    T *dx;
+    float *sums;
+    const float *dgamma, *dbeta;
+};
+
+/* SF_CUDA_BWD_THREADS neurons per block; smem bytes for segments of S steps (0: h is given). */
+template <class T, bool BN, int MODE, int U, int MODEL>
+static sf_status backward(const sf_cuda_neuron &a, const bwd_args<T> &b, int64_t S, size_t smem, cudaStream_t st)
+{
+    const bool hard = !a.p.soft_reset && !a.p.use_grad_threshold;
+    const int threads = SF_CUDA_BWD_THREADS;
+    return with_surrogate(a.p.surrogate, [&](auto sg) -> sf_status {
+        constexpr int SG = decltype(sg)::value;
+        auto kernel = hard ? sf_cuda_neuron_backward<T, BN, MODE, 1, U, SG, true, false, MODEL>
+                           : sf_cuda_neuron_backward<T, BN, MODE, 1, U, SG, false, false, MODEL>;
+        /* saved h: short batches only (32 steps ahead is for the recompute's few threads); not the ALIF's */
+        if constexpr (U <= 8 && MODEL != SF_CUDA_ALIF)
+            if (b.h)
+                kernel = hard ? sf_cuda_neuron_backward<T, BN, MODE, 1, U, SG, true, true, MODEL>
+                              : sf_cuda_neuron_backward<T, BN, MODE, 1, U, SG, false, true, MODEL>;
+        if (smem > 48 * 1024)
+            SF_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        /* all of the unified L1/shared memory as shared: the recompute's columns are what limits residency */
+        if (smem > 0)
+            SF_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                               cudaSharedmemCarveoutMaxShared));
+        kernel<<<sf_cuda_blocks(a.N, threads), threads, smem, st>>>(a, b.h, b.ds, b.dx, b.sums, b.dgamma, b.dbeta, S);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    });
+}
+
+/* Picks the configuration: one neuron per thread (four per thread with 16-byte accesses needed twice the registers
+ * and ran slower: the loop is issue-bound at the occupancy registers and columns allow), loads 8 steps ahead (4 for
+ * T < 8, so that batches are full). Recompute: each neuron needs 4 bytes of shared memory per step of a segment
+ * (8 with BN or a PLIF, whose column keeps x too; 4 more for the ALIF's θ), plus a checkpoint per segment (v, and the
+ * ALIF's b). The ALIF always recomputes (its θ is not saved). Up to T = 64 (with more than one column: 32) one
+ * segment at the occupancy registers allow. Longer: one block of columns per SM with segments as long as its shared memory
+ * allows, loading 32 steps ahead, which trades residency (8 warps per SM, each keeping 4 KiB in flight) for the
+ * first pass's bytes: it reads x over T - S steps (T = 256: 32 steps, 12.5 bytes per element for the backward,
+ * where 32-step segments at 32 warps per SM read 15.5). */
+template <class T, bool BN, int MODE, int MODEL>
+static sf_status backward_model(const sf_cuda_neuron &a, bwd_args<T> b, cudaStream_t st)
+{
+    const sf_cuda_lif_tuning &tu = a.tune;
+    if (MODEL == SF_CUDA_ALIF) b.h = NULL;
+    int U = tu.bwd_ahead ? tu.bwd_ahead : a.T < 8 ? 4 : 8;
+    if (U != 4 && U != 8 && (U != 32 || b.h))
+        return sf_fail(SF_ERR_INVALID, "LIF backward tuning: %d steps ahead: expected 4, 8, or 32 without saved h", U);
+    if (b.h)
+        return U == 4 ? backward<T, BN, MODE, 4, MODEL>(a, b, 0, 0, st) : backward<T, BN, MODE, 8, MODEL>(a, b, 0, 0, st);
+    int dev, optin;
+    SF_CUDA_CHECK(cudaGetDevice(&dev));
+    SF_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    const int64_t threads = SF_CUDA_BWD_THREADS, ck = MODEL == SF_CUDA_ALIF ? 2 : 1;
+    const int64_t cols = 1 + (BN || MODEL == SF_CUDA_PLIF) + (MODEL == SF_CUDA_ALIF);
+    auto fits = [&](int64_t S) {
+        return (cols * S + ((a.T + S - 1) / S > 1 ? ck * ((a.T + S - 1) / S) : 0)) * 4 * threads <= optin;
+    };
+    int64_t S = tu.bwd_seg > 0 ? tu.bwd_seg : a.T;
+    if (tu.bwd_seg < 0 || (tu.bwd_seg == 0 && a.T > (cols > 1 ? 32 : 64))) {
+        if (!tu.bwd_ahead) U = 32;
+        for (S = (a.T + U - 1) / U * U; S > U && !fits(S); S -= U) { /* the longest that fits */
+        }
+    }
+    if (S > a.T) S = a.T;
+    int64_t nseg = (a.T + S - 1) / S;
+    if (!fits(S))
+        return sf_fail(tu.bwd_seg ? SF_ERR_INVALID : SF_ERR_UNSUPPORTED,
+                       "LIF backward: T = %lld steps in segments of %lld need more shared memory than this GPU has; "
+                       "keep h (memory=full) for such sequences",
+                       (long long)a.T, (long long)S);
+    size_t smem = (size_t)(cols * S + (nseg > 1 ? ck * nseg : 0)) * 4 * threads;
+    if (U == 4) return backward<T, BN, MODE, 4, MODEL>(a, b, S, smem, st);
+    if (U == 32) return backward<T, BN, MODE, 32, MODEL>(a, b, S, smem, st);
+    return backward<T, BN, MODE, 8, MODEL>(a, b, S, smem, st);
+}
+
+template <class T, bool BN, int MODE>
+static sf_status backward_config(const sf_cuda_neuron &a, const bwd_args<T> &b, cudaStream_t st)
+{
+    return sf_cuda_with_model(&a.p, [&](auto model) { return backward_model<T, BN, MODE, decltype(model)::value>(a, b, st); });
+}
+
+template <class T>
+sf_status sf_cuda_neuron_backward_launch(const sf_cuda_neuron &a, bool bn, int mode, const float *h, const void *ds,
+                                         void *dx, float *sums, const float *dgamma, const float *dbeta,
+                                         cudaStream_t st)
+{
+    if (a.N == 0) return SF_OK;
+    bwd_args<T> b = {h, (const T *)ds, (T *)dx, sums, dgamma, dbeta};
+    if (!bn) return backward_config<T, false, SF_DY_WRITE>(a, b, st);
+    if (mode == SF_DY_SUMS) return backward_config<T, true, SF_DY_SUMS>(a, b, st);
+    return backward_config<T, true, SF_DY_BN_DX>(a, b, st);
+}
+
+#define SF_CUDA_NEURON_INSTANCES(T)                                                                                    \
+    template sf_status sf_cuda_neuron_forward_launch<T>(const sf_cuda_neuron &, bool, const sf_lif_out *,              \
+                                                        cudaStream_t);                                                 \
+    template sf_status sf_cuda_neuron_backward_launch<T>(const sf_cuda_neuron &, bool, int, const float *,             \
+                                                         const void *, void *, float *, const float *, const float *, \
+                                                         cudaStream_t);
+
+#endif

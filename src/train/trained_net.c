@@ -1,0 +1,31 @@
+/* trained_net.c — a trained network from a checkpoint, for programs outside the trainer (sf_checkpoint_load_net):
+ * the stored config builds the network, the checkpoint's parameters and batch norm statistics fill it. */
+#include "config/config.h"
+#include "core/error.h"
+#include "train/checkpoint.h"
+
+sf_status sf_checkpoint_load_net(const char *path, sf_device device, sf_net **out)
+{
+    *out = NULL;
+    if (!path) return sf_fail(SF_ERR_INVALID, "checkpoint path is NULL");
+    sf_safetensors *st = NULL;
+    sf_checkpoint_info info;
+    SF_TRY(sf_checkpoint_open(path, &st, &info));
+    sf_config *cfg = NULL;
+    sf_net *net = NULL;
+    sf_status s = sf_config_parse_string(info.config, path, &cfg);
+    if (s == SF_OK) {
+        cfg->net.device = device;
+        cfg->net.precision = SF_PRECISION_FP32; /* the trained parameters are fp32 whatever the run computed in */
+        s = sf_config_build_net(cfg, &net);
+    }
+    if (s == SF_OK && (s = sf_checkpoint_restore(st, net, 0)) != SF_OK) s = sf_fail_context(s, "%s: ", path);
+    if (s != SF_OK) {
+        sf_net_free(net);
+        net = NULL;
+    }
+    sf_config_free(cfg);
+    sf_safetensors_free(st);
+    *out = net;
+    return s;
+}
