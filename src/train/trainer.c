@@ -98,7 +98,15 @@ static char *loader_state_json(const run *r)
         } else {
             memcpy(&v, field, sizeof v);
         }
-        cJSON_AddNumberToObject(o, sum_fields[i].key, v);
+        /* 17 significant digits read back to the same double; cJSON's own printing accepts 15 digits whenever they
+         * read back within an epsilon, which loses the last bits of a running sum and changes the resumed epoch's
+         * mean loss */
+        char exact[32];
+        snprintf(exact, sizeof exact, "%.17g", v);
+        if (isfinite(v))
+            cJSON_AddRawToObject(o, sum_fields[i].key, exact);
+        else
+            cJSON_AddNumberToObject(o, sum_fields[i].key, v); /* JSON has no NaN: written as null, refused on resume */
     }
     char *text = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
