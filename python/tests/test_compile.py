@@ -1,7 +1,8 @@
 """test_compile.py — spikefuse's custom ops under torch >= 2.4: torch.library.opcheck of every op (the PLIF's
 too), a network with LIF and BNLIF layers compiled with torch.compile(fullgraph=True) without a graph break
-(torch._dynamo.explain) and giving eager mode's results and gradients, torch.export, and the ops under torch.autocast. Skipped on older torch
-(Debian's 1.13 runs the autograd.Function path, which the other tests cover)."""
+(torch._dynamo.explain) and giving eager mode's results and gradients, torch.export, and the ops under
+torch.autocast. Skipped on older torch (Debian's 1.13 runs the autograd.Function path, which the other tests
+cover)."""
 import unittest
 
 import torch
