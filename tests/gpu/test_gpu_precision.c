@@ -786,8 +786,8 @@ static void test_sparse_ops(void)
     for (int i = 0; i < 4; i++)
         for (int d = 0; d < 4; d++)
             for (int m = 0; m < 4; m++) /* every model at one density each, the LIF at all */
-                if (m == 0 || m == d) test_lif_compact((sf_neuron_model)m, lif[i][0], lif[i][1], lif[i][2], dens[d],
-                                                       (i + d) % 3);
+                if (m == 0 || m == d)
+                    test_lif_compact((sf_neuron_model)m, lif[i][0], lif[i][1], lif[i][2], dens[d], (i + d) % 3);
     const struct {
         int64_t rows;
         int32_t in, out;
