@@ -51,9 +51,10 @@ SF_HD int sf_neuron_backward_reads_x(const sf_lif_params *p)
     return p->model == SF_NEURON_PLIF || p->model == SF_NEURON_ALIF;
 }
 
-/* k = sigmoid(w), the PLIF's 1/tau, with a = 1 - k and c = k (decay_input) or 1. expf, not SF_EXPF: once per layer
- * or channel, so the exact one. */
-SF_HD float sf_plif_k(float w) { return 1.0f / (1.0f + expf(-w)); }
+/* k = sigmoid(w), the PLIF's 1/tau, with a = 1 - k and c = k (decay_input) or 1. In double, rounded once: the same
+ * float on the host and the device (their expf may differ by an ulp, which would flip a spike now and then); it is
+ * computed once per layer, channel or thread, not per step. */
+SF_HD float sf_plif_k(float w) { return (float)(1.0 / (1.0 + exp(-(double)w))); }
 
 SF_HD void sf_plif_coeffs(float w, int decay_input, float *a, float *c)
 {
