@@ -58,7 +58,8 @@ wait "${pids[@]}"
 : >"$OUT/plif_accuracies.txt"
 for s in $seeds; do
     dir=$OUT/plif-seed$s
-    read -r rc secs <"$dir.rc"
+    rc=killed secs=?
+    [ -f "$dir.rc" ] && read -r rc secs <"$dir.rc"
     if [ "$rc" != 0 ]; then
         echo "seed $s failed (rc $rc): $(tail -3 "$dir.err")"
         continue
