@@ -66,8 +66,9 @@ for s in $seeds; do
     fi
     acc=$(sed -n 's/^final test accuracy \([0-9.]*\)%.*/\1/p' "$dir.out")
     best=$(sed -n 's/^final test accuracy [0-9.]*% (best \([0-9.]*\)%).*/\1/p' "$dir.out")
+    done_epochs=$(sed -n 's/^final test accuracy .* after \([0-9]*\) epochs.*/\1/p' "$dir.out")
     ips=$(sf_epochs "$dir" | awk '{s += $3; n++} END {if (n) printf "%.0f", s / n}')
-    echo "seed $s: final test accuracy $acc% (best $best%), $epochs epochs, $secs s wall (concurrent), $ips images/s"
+    echo "seed $s: final test accuracy $acc% (best $best%), $done_epochs epochs, $secs s wall (concurrent), $ips images/s"
     echo "$acc" >>"$OUT/plif_accuracies.txt"
 done
 awk '{v[NR] = $1; m += $1} END {
