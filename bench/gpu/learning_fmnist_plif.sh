@@ -11,7 +11,8 @@
 # BIN_DIR holds the spikefuse CLI; DATA_DIR the four Fashion-MNIST .gz files (Debian's
 # /usr/share/datasets/fashion-mnist). Environment: OUT (default ./learning-out) for run directories and logs;
 # SJ_SITE (default /tmp/sj14), where the SpikingJelly 0.0.0.0.14 wheel is installed (pip install --target), for
-# part 2's SpikingJelly runs (skipped without it). Not run by tests/gpu.sh.
+# part 2's SpikingJelly runs (skipped without it), with PYTHON (default python3: one with torch, torchvision and
+# cupy). Not run by tests/gpu.sh.
 set -u -o pipefail
 if [ $# -lt 2 ]; then
     sed -n '2,/^set -u/p' "$0" | sed '$d'
@@ -88,8 +89,8 @@ runs="sf"
 if [ -d "$SJ_SITE/spikingjelly" ]; then
     for extra in "" "-amp"; do
         log=$OUT/sj$extra.log
-        PYTHONPATH=$SJ_SITE${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 python3 bench/gpu/sj_conv_fashion_mnist.py \
-            "$data" "$OUT/sj$extra" "$sj_epochs" $extra >"$log" 2>&1 || echo "SpikingJelly$extra failed: $(tail -3 "$log")"
+        PYTHONPATH=$SJ_SITE${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 ${PYTHON:-python3} \
+            bench/gpu/sj_conv_fashion_mnist.py "$data" "$OUT/sj$extra" "$sj_epochs" $extra >"$log" 2>&1 || echo "SpikingJelly$extra failed: $(tail -3 "$log")"
         # "epoch = E, ... test_acc = A, ..." then "train speed = S images/s, ...": epochs count from 0
         awk '/^epoch = / {gsub(",", ""); for (i = 1; i <= NF; i++) if ($i == "test_acc") a = $(i + 2); e = $3 + 1}
              /^train speed/ {printf "%d %.2f %.0f\n", e, 100 * a, $4}' \
