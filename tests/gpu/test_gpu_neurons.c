@@ -3,7 +3,8 @@
  * mode, with the state carried in (v and the ALIF's b, their gradients out), a PLIF's w per layer and per channel
  * (dw), and the fused BN→neuron forward and backward (dγ, dβ, dw), over surrogates, resets, detach_reset,
  * decay_input and θ_grad, on awkward sizes: T = 1, odd N, and T long enough for the segmented recompute. Last, the
- * MSE-on-rate loss op against the CPU's.
+ * MSE-on-rate loss op against the CPU's. (The 16-bit storage types, the compact forward and the masked backward of
+ * every model are checked with the LIF's, in test_gpu_precision.)
  * Bounds: spikes and v_out exact (the same float operations; the PLIF's k = sigmoid(w) takes the device's expf,
  * which the inputs keep away from a flip); dx, dv_out, dw < 1e-5 relative for the plain op; BN sums, dx, dw < 1e-4
  * (float sums in another order); full == recompute bitwise on the device. */
