@@ -8,7 +8,9 @@
 #include "cuda/ops.cuh"
 #include "cuda/reduce.cuh"
 
+extern "C" {
 #include "core/neuron_check.h"
+}
 
 static sf_cuda_neuron bn_neuron(const sf_lif_params *p, int64_t T, sf_bn_shape sh, const void *x, const float *mean,
                                 const float *var, float eps, const float *gamma, const float *beta)

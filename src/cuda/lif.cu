@@ -6,7 +6,9 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/ops.cuh"
 
+extern "C" {
 #include "core/neuron_check.h"
+}
 
 static sf_cuda_neuron plain(const sf_lif_params *p, int64_t T, int64_t N, const void *x, const sf_lif_state *st,
                             const sf_cuda_lif_tuning *tune)

@@ -379,7 +379,8 @@ static void test_state(void)
     ten s = out((size_t)n), dx = out((size_t)n);
     ten vin = in_f32((size_t)N, 0.3f, 0.3f, 402), dvin = in_f32((size_t)N, 0.0f, 0.5f, 403);
     ten vout = out_f32((size_t)N), dvout = out_f32((size_t)N);
-    sf_lif_state sc = {vin.c, vout.c, dvin.c, dvout.c}, sg = {vin.g, vout.g, dvin.g, dvout.g};
+    sf_lif_state sc = {.v_in = vin.c, .v_out = vout.c, .dv_in = dvin.c, .dv_out = dvout.c};
+    sf_lif_state sg = {.v_in = vin.g, .v_out = vout.g, .dv_in = dvin.g, .dv_out = dvout.g};
     sf_lif_out oc = {.s = s.c}, og = {.s = s.g};
     RUN(be->lif_forward(be, &p, T, N, S(x), side_ ? &og : &oc, side_ ? &sg : &sc));
     RUN(be->lif_backward(be, &p, T, N, S(x), NULL, S(ds), S(dx), side_ ? &sg : &sc));
