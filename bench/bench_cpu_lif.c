@@ -1,12 +1,13 @@
 /* bench_cpu_lif.c — workload W1 (docs/perf.md, Workloads) on the CPU: the time-fused LIF forward + backward in the
- * recompute mode, against the DRAM copy bandwidth measured in the same run.
+ * recompute mode, against the DRAM copy bandwidth measured in the same run; or, given a model, the PLIF (one w, which
+ * the backward's dw sums over), IF or ALIF (rho 0.9, beta 0.7) on the same input.
  *
- * usage: bench_cpu_lif [log2(T·M) = 24] [repeats = 15]
+ * usage: bench_cpu_lif [log2(T·M) = 24] [repeats = 15] [lif | plif | if | alif]
  * x[T, M] ~ N(0.6, 1), ds ~ N(0, 1); LIF tau = 2, decay_input, θ = 1, hard reset to 0, detach_reset, sigmoid α = 4.
- * Floor: 20 bytes per element (forward reads x, writes s; backward reads ds and x, writes dx) over the copy
- * bandwidth (a parallel memcpy of a 256 MiB buffer, bytes read + written). Times are medians after warm-up; each
- * repeat measures the copy right before the kernels, so the reported fraction compares like with like even when
- * the machine is shared. */
+ * Floor: 20 bytes per element (forward reads x, writes s; backward reads ds and x, writes dx), 20 + 8/T for the PLIF
+ * (a float per neuron written and read for dw), over the copy bandwidth (a parallel memcpy of a 256 MiB buffer, bytes
+ * read + written). Times are medians after warm-up; each repeat measures the copy right before the kernels, so the
+ * reported fraction compares like with like even when the machine is shared. */
 #include "bench_clock.h"
 #include "cpu/cpu_backend.h"
 #include "core/rng.h"
@@ -70,16 +71,23 @@ static double copy_gbs(const copy_probe *c)
 int main(int argc, char **argv)
 {
     const int log2n = argc > 1 ? atoi(argv[1]) : 24, repeats = argc > 2 ? atoi(argv[2]) : 15;
-    if (log2n < 10 || log2n > 30 || repeats < 3) {
-        fprintf(stderr, "usage: bench_cpu_lif [log2(T*M) in 10..30] [repeats >= 3]\n");
-        return 1;
-    }
-    const int64_t total = (int64_t)1 << log2n;
+    const char *model = argc > 3 ? argv[3] : "lif";
     sf_lif_params p;
     sf_lif_default_params(&p); /* tau 2, decay_input, θ 1, hard reset to 0, sigmoid α 4 */
     p.detach_reset = 1;
+    p.rho = 0.9f;
+    p.beta = 0.7f;
+    while ((int)p.model <= SF_NEURON_ALIF && strcmp(sf_neuron_model_name(p.model), model) != 0) p.model++;
+    if (log2n < 10 || log2n > 30 || repeats < 3 || (int)p.model > SF_NEURON_ALIF) {
+        fprintf(stderr, "usage: bench_cpu_lif [log2(T*M) in 10..30] [repeats >= 3] [lif | plif | if | alif]\n");
+        return 1;
+    }
+    const int64_t total = (int64_t)1 << log2n;
+    float w = 0.0f, dw = 0.0f; /* a PLIF's one w: tau = 2 */
+    const sf_lif_state plif = {.w = &w, .dw = &dw, .w_channels = 1, .w_hw = 1};
+    const sf_lif_state *st = p.model == SF_NEURON_PLIF ? &plif : NULL;
 
-    printf("W1 lif on the CPU: %d OpenMP threads, T*M = 2^%d (%.0f MiB per tensor), median of %d\n",
+    printf("W1 %s on the CPU: %d OpenMP threads, T*M = 2^%d (%.0f MiB per tensor), median of %d\n", model,
            omp_get_max_threads(), log2n, (double)total * 4 / (1 << 20), repeats);
     printf("each repeat times a 256 MiB parallel copy, then forward + backward; 'of copy' is the median of the\n"
            "per-repeat ratios (robust when other processes share the machine); 'best' is the fastest repeat against\n"
@@ -100,16 +108,17 @@ int main(int argc, char **argv)
     double *ratio = malloc((size_t)repeats * sizeof *ratio);
     for (int k = 0; k < 4; k++) {
         const int64_t T = Ts[k], M = total / T;
+        const double bytes = 20.0 + (p.model == SF_NEURON_PLIF ? 8.0 / (double)T : 0.0); /* per element */
         float spikes = 0;
         for (int r = -2; r < repeats; r++) {
             sf_lif_out out = {.s = s, .spike_count = r < 0 ? &spikes : NULL};
             const double copy = copy_gbs(&probe);
             double t0 = sf_bench_now_s();
-            sf_status st = sf_cpu_lif_forward(&p, T, M, x, &out, NULL);
+            sf_status ok = sf_cpu_lif_forward(&p, T, M, x, &out, st);
             double t1 = sf_bench_now_s();
-            if (st == SF_OK) st = sf_cpu_lif_backward(&p, T, M, x, NULL, ds, dx, NULL);
+            if (ok == SF_OK) ok = sf_cpu_lif_backward(&p, T, M, x, NULL, ds, dx, st);
             double t2 = sf_bench_now_s();
-            if (st != SF_OK) {
+            if (ok != SF_OK) {
                 fprintf(stderr, "bench_cpu_lif: %s\n", sf_last_error());
                 return 1;
             }
@@ -118,7 +127,7 @@ int main(int argc, char **argv)
                 tb[r] = t2 - t1;
                 tt[r] = t2 - t0;
                 cg[r] = copy;
-                ratio[r] = 20.0 * (double)total / (t2 - t0) / 1e9 / copy;
+                ratio[r] = bytes * (double)total / (t2 - t0) / 1e9 / copy;
             }
         }
         double best = tt[0], best_copy = cg[0];
@@ -126,12 +135,12 @@ int main(int argc, char **argv)
             best = tt[r] < best ? tt[r] : best;
             best_copy = cg[r] > best_copy ? cg[r] : best_copy;
         }
-        const double t = sf_bench_median(tt, repeats), gbs = 20.0 * (double)total / t / 1e9;
+        const double t = sf_bench_median(tt, repeats), gbs = bytes * (double)total / t / 1e9;
         const double fwd = sf_bench_median(tf, repeats), bwd = sf_bench_median(tb, repeats);
         const double copy = sf_bench_median(cg, repeats), of_copy = sf_bench_median(ratio, repeats);
         printf("%5lld %9lld %8.2f %8.2f %8.2f %7.2f %9.2f %6.0f%% %8.2f %4.0f%% %5.1f%%\n", (long long)T, (long long)M,
                1e3 * fwd, 1e3 * bwd, 1e3 * t, gbs, copy, 100.0 * of_copy, 1e3 * best,
-               100.0 * 20.0 * (double)total / best / 1e9 / best_copy, 100.0 * spikes / (2.0 * (double)total));
+               100.0 * bytes * (double)total / best / 1e9 / best_copy, 100.0 * spikes / (2.0 * (double)total));
     }
     free(cg);
     free(ratio);

@@ -83,8 +83,23 @@ typedef enum sf_surrogate {
     SF_SURROGATE_RECT
 } sf_surrogate;
 
+/* The neuron models (sf_lif_params.model). All share the surrogates, resets, detach_reset and θ_grad above.
+ *   lif   the LIF above
+ *   plif  the parametric LIF (Fang et al. 2021; SpikingJelly's ParametricLIFNode): a = 1 - k and c = k (decay_input)
+ *         or 1, with k = sigmoid(w) and w learned, one per layer or, with per_channel, one per channel; w starts at
+ *         -ln(tau - 1), so k = 1/tau at the start (tau > 1; decay does not apply)
+ *   if    integrate-and-fire (SpikingJelly's IFNode): a = 1, c = 1 (tau, decay and decay_input do not apply)
+ *   alif  the adaptive-threshold LIF of LSNNs (Bellec et al. 2018): a and c as the LIF's, and a threshold that rises
+ *         with each spike and decays back,
+ *             θ_t = v_threshold + beta·b_t,   b_t = rho·b_{t-1} + (1 - rho)·s_{t-1},   b_0 = 0,
+ *         s_t = Θ(h_t - θ_t), the surrogate at z = h_t - θ_t, the soft reset subtracting θ_t; gradients flow through
+ *         b in time (BPTT); rho = exp(-1/tau_adapt) where tau_adapt > 0. */
+typedef enum sf_neuron_model { SF_NEURON_LIF = 0, SF_NEURON_PLIF, SF_NEURON_IF, SF_NEURON_ALIF } sf_neuron_model;
+SF_API const char *sf_neuron_model_name(sf_neuron_model m); /* "lif", "plif", "if", "alif" */
+
 typedef struct sf_lif_params {
-    float tau;                  /* membrane time constant (> 1 with decay_input, >= 1 without); default 2 */
+    float tau;                  /* membrane time constant (> 1 with decay_input, >= 1 without; PLIF: > 1, the start
+                                 * value); default 2 */
     float decay;                /* if > 0, a = decay directly and tau is ignored; default 0 (use tau) */
     int32_t decay_input;        /* default 1 */
     float v_threshold;          /* default 1 */
@@ -99,9 +114,15 @@ typedef struct sf_lif_params {
                                  * flows through the membrane of a neuron below it at that step either (Perez-Nieves &
                                  * Goodman's sparse gradient, as Finkbeiner & Neftci train): the backward becomes
                                  * sparse; default 0 */
+    sf_neuron_model model;      /* default lif */
+    int32_t per_channel;        /* PLIF: one w per channel instead of one per layer; default 0 */
+    float rho;                  /* ALIF: the decay of b, in [0, 1); default 0.95 */
+    float tau_adapt;            /* ALIF: if > 0, rho = exp(-1/tau_adapt) and rho is ignored; default 0 (use rho) */
+    float beta;                 /* ALIF: the threshold's rise per unit of b, >= 0; default 1.8 (Bellec et al.) */
 } sf_lif_params;
 
-/* SpikingJelly's LIFNode defaults: tau=2, decay_input, θ=1, hard reset to 0, sigmoid alpha=4. */
+/* SpikingJelly's LIFNode defaults: the LIF, tau=2, decay_input, θ=1, hard reset to 0, sigmoid alpha=4 (and the ALIF
+ * defaults above). */
 SF_API void sf_lif_default_params(sf_lif_params *p);
 /* The default alpha of each surrogate (sigmoid 4, atan 2, fast_sigmoid 10, rect 1). */
 SF_API float sf_surrogate_default_alpha(sf_surrogate s);
@@ -119,21 +140,32 @@ SF_API const char *sf_surrogate_name(sf_surrogate s);
 SF_API sf_status sf_lif_params_from_nir(int32_t is_if, double tau, double r, double v_leak, double v_threshold,
                                         double v_reset, double dt, sf_lif_params *p);
 
-/* Neuron state carried across calls: a sequence cut into consecutive pieces of time (a stateful layer that is fed
- * step by step, or the time pipeline's segments on several devices). Each pointer is optional, [N] float32 on the
- * kernel's device; NULL keeps the one-call behaviour bitwise (v starts at v_reset for a hard reset or 0 for a soft
- * one, no state is returned, ∂L/∂v after the last step is 0). Running pieces in order with v_out fed to the next
+/* What a neuron call takes beyond x: the neuron state carried across calls, and a PLIF's learnable w.
+ *
+ * State: a sequence cut into consecutive pieces of time (a stateful layer that is fed step by step, or the time
+ * pipeline's segments on several devices). Each state pointer is optional, float32 on the kernel's device, [N] for a
+ * neuron whose state is v, [2, N] for the ALIF (v, then b: the b of the next step, which holds the last spike);
+ * NULL keeps the one-call behaviour bitwise (v starts at v_reset for a hard reset or 0 for a soft one, b at 0, no
+ * state is returned, ∂L/∂v and ∂L/∂b after the last step are 0). Running pieces in order with v_out fed to the next
  * piece's v_in, and their backwards in reverse order with dv_out fed to the previous piece's dv_in, gives the spikes
  * and gradients of one call over the whole sequence, bitwise.
- *   v_in    forward (and the backward's recompute of h): v before this piece's first step
- *   v_out   forward: v after this piece's last step; may be v_in itself
- *   dv_in   backward: ∂L/∂v after this piece's last step (the later piece's dv_out)
- *   dv_out  backward: ∂L/∂v before this piece's first step (∂L/∂v_in); may be dv_in itself */
+ *   v_in    forward (and the backward's recompute of h): the state before this piece's first step
+ *   v_out   forward: the state after this piece's last step; may be v_in itself
+ *   dv_in   backward: ∂L/∂state after this piece's last step (the later piece's dv_out)
+ *   dv_out  backward: ∂L/∂state before this piece's first step (∂L/∂v_in); may be dv_in itself
+ * PLIF (only model plif reads these, and it needs w): w is [w_channels] on the kernel's device, one value for the
+ * layer (w_channels = 1) or one per channel (per_channel: neuron n of a step, of N = B·C·w_hw, is in channel
+ * (n / w_hw) mod C, C = w_channels); the backward overwrites dw [w_channels] with ∂L/∂w summed over every neuron and
+ * step of the call, in a fixed order (dw NULL: not wanted). */
 typedef struct sf_lif_state {
     const float *v_in;
     float *v_out;
     const float *dv_in;
     float *dv_out;
+    const float *w;
+    float *dw;
+    int32_t w_channels;
+    int64_t w_hw;
 } sf_lif_state;
 
 /* The low-level fused kernels: all T steps of N independent neurons in one pass.
@@ -144,8 +176,9 @@ SF_API sf_status sf_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, co
                                 sf_device device, void *stream);
 SF_API sf_status sf_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds,
                                  float *dx, sf_device device, void *stream);
-/* The same with the neuron state carried across calls (st: see sf_lif_state; NULL is the calls above). The backward
- * recomputes h from x and st->v_in, so a piece's backward needs the v_in its forward had. */
+/* The same with the neuron state carried across calls and a PLIF's w (st: see sf_lif_state; NULL is the calls above,
+ * which run every model but the PLIF). The backward recomputes h from x and st->v_in, so a piece's backward needs the
+ * v_in its forward had. */
 SF_API sf_status sf_lif_forward_state(const sf_lif_params *p, int64_t T, int64_t N, const float *x, float *s,
                                       const sf_lif_state *st, sf_device device, void *stream);
 SF_API sf_status sf_lif_backward_state(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds,
@@ -227,7 +260,8 @@ typedef struct sf_layer_desc {
     float dropout_p;      /* DROPOUT: probability of zeroing; one mask for all time steps */
     float bn_eps;         /* BATCHNORM: default 1e-5 */
     float bn_momentum;    /* BATCHNORM: running-statistics momentum, PyTorch convention; default 0.1 */
-    sf_lif_params lif;    /* LIF, RLIF */
+    sf_lif_params lif;    /* LIF: the neuron, of any model (a PLIF layer learns its w, see sf_lif_params); RLIF: the
+                           * LIF or IF */
     int32_t sparse;       /* LINEAR, RLIF: -1 follows sf_net_params.sparse (default), else an sf_sparse_mode; ON
                            * for a layer whose input is not spikes is an error */
     float init_gain;      /* LINEAR, CONV2D, RLIF: the weights of PyTorch's default initialisation times this (the
@@ -259,7 +293,10 @@ typedef enum sf_precision {
 } sf_precision;
 SF_API const char *sf_precision_name(sf_precision p); /* "fp32", "tf32", "bf16", "fp16" */
 SF_API sf_status sf_precision_parse(const char *name, sf_precision *out);
-typedef enum sf_loss { SF_LOSS_CE_MEAN = 0, SF_LOSS_CE_PER_STEP } sf_loss;
+/* The loss on the readout r_t: softmax cross-entropy of its T-mean, or at every step averaged over T; or the mean
+ * squared error between its T-mean (the output's firing rate, for a spiking last layer) and the one-hot label over
+ * the B·classes values (SpikingJelly's examples' F.mse_loss(rate, one_hot)). Accuracy: the argmax of the T-mean. */
+typedef enum sf_loss { SF_LOSS_CE_MEAN = 0, SF_LOSS_CE_PER_STEP, SF_LOSS_MSE_RATE } sf_loss;
 
 /* How each convolution op runs on a GPU: auto measures cuDNN's fastest algorithm and im2col + cuBLAS GEMM for every
  * conv shape and op at plan time and takes the faster; cudnn and gemm force one (gemm where the shape allows it). */
@@ -287,7 +324,7 @@ typedef struct sf_net_params {
     int32_t in_channels, in_height, in_width; /* per-sample, per-step input shape; [N] inputs use 1×1 images */
     sf_readout readout;    /* default mean */
     float readout_tau;     /* SF_READOUT_LEAKY: r_t = a·r_{t-1} + (1-a)·o_t with a = 1 - 1/tau; default 2 */
-    sf_loss loss;          /* CE on the T-mean of the readout, or CE at every step averaged over T */
+    sf_loss loss;          /* default CE on the T-mean of the readout */
     sf_precision precision; /* arithmetic and storage; default fp32 (the CPU backend accepts only fp32) */
     sf_cuda_options cuda;   /* how the CUDA backend runs (ignored on the CPU) */
     sf_sparse_mode sparse;  /* event-driven layers; default auto */
@@ -398,7 +435,7 @@ SF_API int32_t sf_net_firing_rates(const sf_net *net, float *rates, int32_t cap)
 
 /* ---------------------------------------------------------------- named tensors (checkpoints, tests)
  * Parameters are named "<layer>.<name>" as PyTorch's state_dict would name them in an nn.Sequential
- * ("0.weight", "0.bias", "1.running_mean", ...); gradients and optimizer state take the parameter's name with a
+ * ("0.weight", "0.bias", "1.running_mean", ..., a PLIF layer's "2.w" as SpikingJelly names it); gradients and optimizer state take the parameter's name with a
  * suffix (".grad", ".momentum", ".adam_m", ".adam_v"). */
 typedef enum sf_tensor_role {
     SF_ROLE_PARAM = 0,

@@ -29,9 +29,9 @@ typedef struct bn_case {
 static void load_case(const sf_safetensors *st, int idx, bn_case *k)
 {
     char key[64];
-    double v[11], shape[4], em[2];
+    double v[TU_LIF_PARAMS], shape[4], em[2];
 #define KEY(field) (snprintf(key, sizeof key, "b%d." field, idx), key)
-    CHECK_OK(sf_safetensors_get_f64(st, KEY("params"), v, 11));
+    CHECK_OK(sf_safetensors_get_f64(st, KEY("params"), v, TU_LIF_PARAMS));
     CHECK_OK(sf_safetensors_get_f64(st, KEY("shape"), shape, 4));
     CHECK_OK(sf_safetensors_get_f64(st, KEY("eps_momentum"), em, 2));
     tu_lif_params_of(v, &k->p);

@@ -284,7 +284,7 @@ static void test_readout(void)
     expect_error(HEAD MLP "[readout]\ntype = sum\n", 7, "[readout] type = sum: expects mean or leaky");
     expect_error(HEAD MLP "[readout]\ntau = 0.5\n", 7, "[readout] tau = 0.5: must be in [1, 1000000]");
     expect_error(HEAD MLP "[readout]\ntau = fast\n", 7, "[readout] tau = fast: expects a number");
-    expect_error(HEAD MLP "[readout]\nloss = mse\n", 7, "[readout] loss = mse: expects ce_mean or ce_per_step");
+    expect_error(HEAD MLP "[readout]\nloss = mse\n", 7, "[readout] loss = mse: expects ce_mean, ce_per_step or mse_rate");
     expect_error(HEAD MLP "[readout]\ntau = 3\ntau = 4\n", 8, "[readout] tau given twice");
     expect_error(HEAD MLP "[readout]\nreadout_tau = 3\n", 7,
                  "unknown key 'readout_tau' in [readout] (accepted: type, tau, loss)");
@@ -315,7 +315,7 @@ static void test_readout_overrides(void)
         {"readout.type=sum", "override readout.type=sum: expects mean or leaky"},
         {"readout.tau=0.5", "override readout.tau=0.5: must be in [1, 1000000]"},
         {"readout.tau=", "override readout.tau=: expects a number"},
-        {"readout.loss=mse", "override readout.loss=mse: expects ce_mean or ce_per_step"},
+        {"readout.loss=mse", "override readout.loss=mse: expects ce_mean, ce_per_step or mse_rate"},
         {"readout.readout_tau=3", "unknown key 'readout_tau' in [readout]"},
         {"train.readout=leaky", "unknown key 'readout' in [train]: moved to [readout] as type"},
         {"train.loss=ce_mean", "unknown key 'loss' in [train]: moved to [readout] as loss"},
@@ -621,6 +621,92 @@ static void test_build_net(void)
     sf_config_free(cfg);
 }
 
+/* neuron = lif | plif | if | alif: layers inherit [neuron]'s model or take their own, the config round-trips, a
+ * PLIF layer learns its w, and keys of other models, [plif]-like sections and out-of-range values fail at their
+ * line. */
+static void test_neuron_models(void)
+{
+    const char *text = HEAD "[neuron]\nneuron = alif\nrho = 0.9\nbeta = 0.5\n"       /* lines 3-6 */
+                            "[conv]\nfilters = 4\nsize = 3\n[bn]\n"                 /* 7-10: layers 0, 1 */
+                            "[lif]\nneuron = plif\nper_channel = on\ntau = 3\n"     /* 11-14: layer 2 */
+                            "[lif]\n"                                                  /* 15: layer 3 */
+                            "[flatten]\n[linear]\nout = 10\n[lif]\nneuron = if\n"; /* 16-21: layers 4-6 */
+    sf_config *cfg = NULL, *back = NULL;
+    CHECK_OK(sf_config_parse_string(text, "models.ini", &cfg));
+    if (!cfg) return;
+    const sf_lif_params *plif = &cfg->layers[2].desc.lif, *alif = &cfg->layers[3].desc.lif;
+    const sf_lif_params *iff = &cfg->layers[6].desc.lif;
+    CHECK(plif->model == SF_NEURON_PLIF && plif->per_channel == 1 && plif->tau == 3.0f, "[lif] neuron = plif");
+    CHECK(alif->model == SF_NEURON_ALIF && alif->rho == 0.9f && alif->beta == 0.5f, "[lif] inherits the ALIF");
+    CHECK(iff->model == SF_NEURON_IF, "[lif] neuron = if");
+    CHECK(iff->rho == 0.95f && iff->beta == 1.8f, "[neuron]'s ALIF keys do not reach an IF layer (rho %g, beta %g)",
+          (double)iff->rho, (double)iff->beta);
+    char *written = NULL;
+    CHECK_OK(sf_config_write(cfg, &written));
+    CHECK_OK(sf_config_parse_string(written ? written : "", "written.ini", &back));
+    CHECK(back && layers_equal(cfg, back) && memcmp(&back->neuron, &cfg->neuron, sizeof cfg->neuron) == 0,
+          "the written config parses back to the same neurons:\n%s", written ? written : "");
+    free(written);
+    sf_config_free(back);
+    sf_net *net = NULL;
+    CHECK_OK(sf_config_build_net(cfg, &net));
+    sf_tensor_info info = {0};
+    int32_t wi = 0;
+    for (; net && wi < sf_net_tensor_count(net, SF_ROLE_PARAM); wi++) {
+        CHECK_OK(sf_net_tensor_info(net, SF_ROLE_PARAM, wi, &info));
+        if (strcmp(info.name, "2.w") == 0) break;
+    }
+    CHECK(strcmp(info.name, "2.w") == 0 && info.numel == 4, "the PLIF learns 2.w, one per channel (got %s, %lld)",
+          info.name, (long long)info.numel);
+    float w[4] = {0};
+    if (net && info.numel == 4) CHECK_OK(sf_net_tensor_read(net, SF_ROLE_PARAM, wi, w));
+    CHECK(fabsf(w[0] + logf(2.0f)) < 1e-6f && w[3] == w[0], "w starts at -ln(tau - 1) = -ln 2: %g", w[0]);
+    sf_net_free(net);
+    CHECK(sf_config_set_arg(cfg, "layer6.tau=3") == SF_ERR_INVALID &&
+              strstr(sf_last_error(), "override layer6.tau=3: [lif] (layer 6) tau does not apply to neuron = if"),
+          "an override of a key the model lacks: %s", sf_last_error());
+    CHECK(sf_config_set_arg(cfg, "layer2.neuron=lif") == SF_ERR_INVALID &&
+              strstr(sf_last_error(), "per_channel does not apply to neuron = lif"),
+          "an override of the model that leaves a foreign key: %s", sf_last_error());
+    CHECK_OK(sf_config_set_arg(cfg, "neuron.tau_adapt=20"));
+    CHECK(cfg->layers[3].desc.lif.tau_adapt == 20.0f, "neuron.tau_adapt reaches the ALIF layers");
+    sf_config_free(cfg);
+
+#define LAYERS "[flatten]\n[linear]\nout = 10\n" /* lines 3-5 */
+    expect_error(HEAD LAYERS "[lif]\nneuron = if\ntau = 3\n", 8, "[lif] (layer 2) tau does not apply to neuron = if");
+    /* a [neuron] default another model lacks is no error where a layer picks that model */
+    CHECK_OK(sf_config_parse_string(HEAD "[neuron]\nneuron = plif\nper_channel = on\n" LAYERS "[lif]\nneuron = alif\n",
+                                    "inherit.ini", &cfg));
+    CHECK(cfg && cfg->layers[2].desc.lif.per_channel == 0, "the alif layer does not take per_channel");
+    sf_config_free(cfg);
+    CHECK_OK(sf_config_parse_string(HEAD "[neuron]\ndecay = 0.8\n" LAYERS "[lif]\nneuron = plif\n", "inherit.ini",
+                                    &cfg));
+    CHECK(cfg && cfg->layers[2].desc.lif.decay == 0.0f, "the plif layer does not take [neuron]'s decay");
+    sf_config_free(cfg);
+    expect_error(HEAD LAYERS "[lif]\ndecay = 0.5\nneuron = plif\n", 7, "decay does not apply to neuron = plif");
+    expect_error(HEAD LAYERS "[lif]\nper_channel = on\n", 7, "per_channel does not apply to neuron = lif");
+    expect_error(HEAD "[neuron]\nrho = 0.9\n" LAYERS "[lif]\n", 4, "[neuron] rho does not apply to neuron = lif");
+    expect_error(HEAD "[neuron]\nneuron = if\n" LAYERS "[lif]\nsurrogate = atan\ndecay_input = off\n", 10,
+                 "[lif] (layer 2) decay_input does not apply to neuron = if");
+    expect_error(HEAD LAYERS "[lif]\nneuron = alif\ntau_adapt = -10\n", 8, "[lif] tau_adapt = -10: must be in");
+    expect_error(HEAD LAYERS "[lif]\nneuron = alif\nbeta = -1\n", 8, "[lif] beta = -1: must be >= 0");
+    expect_error(HEAD LAYERS "[lif]\nneuron = alif\nrho = 1\n", 6, "ALIF rho = 1: must be in [0, 1)");
+    expect_error(HEAD LAYERS "[lif]\nneuron = plif\ntau = 1\n", 6, "PLIF tau = 1: must be a finite number > 1");
+    expect_error(HEAD LAYERS "[lif]\nneuron = izhikevich\n", 7, "expects lif, plif, if or alif");
+    expect_error(HEAD LAYERS "[plif]\ntau = 2\n", 6, "a neuron model is a key, neuron = plif");
+    expect_error(HEAD LAYERS "[alif]\n", 6, "unknown section [alif]");
+#undef LAYERS
+    /* the recurrent layer runs the lif and if: another model is refused at its section when the net is built */
+    CHECK_OK(sf_config_parse_string(HEAD "[flatten]\n[linear]\nout = 32\n[rlif]\nneuron = alif\n[linear]\nout = 10\n",
+                                    "rlif.ini", &cfg));
+    if (!cfg) return;
+    sf_net *rnet = NULL;
+    CHECK(sf_config_build_net(cfg, &rnet) == SF_ERR_INVALID && rnet == NULL &&
+              strstr(sf_last_error(), "rlif.ini:6: [rlif] (layer 2)") && strstr(sf_last_error(), "not the alif"),
+          "[rlif] neuron = alif: %s", sf_last_error());
+    sf_config_free(cfg);
+}
+
 int main(void)
 {
     test_key_tables();
@@ -635,5 +721,6 @@ int main(void)
     test_longest_path();
     test_build_net();
     test_doc();
+    test_neuron_models();
     return tu_finish("test_config");
 }

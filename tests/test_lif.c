@@ -26,7 +26,7 @@ static void check_case(const sf_safetensors *st, int idx)
     const int64_t T = e->shape[0], N = e->shape[1], n = T * N;
 
     snprintf(key, sizeof key, "%s.params", name);
-    double *pv = tu_get_f64(st, key, 11);
+    double *pv = tu_get_f64(st, key, TU_LIF_PARAMS);
     sf_lif_params p;
     tu_lif_params_of(pv, &p);
 #define GET32(var, field) snprintf(key, sizeof key, "%s." field, name), var = tu_get_f32(st, key, n)

@@ -1,5 +1,5 @@
-/* test_net.c — whole networks against PyTorch (tests/ref/gen_net.py): loss, every parameter gradient, BN
- * running statistics and a 10-step SGD trajectory, in both memory modes; full and recompute must agree bitwise,
+/* test_net.c — whole networks against PyTorch (tests/ref/gen_net.py), with every neuron model: loss, every parameter
+ * gradient (a PLIF's w too), BN running statistics and a 10-step SGD trajectory, in both memory modes; full and recompute must agree bitwise,
  * recompute must plan fewer saved bytes, and repeated runs must be bitwise identical. */
 #include "testutil.h"
 
@@ -82,6 +82,79 @@ static void build_c(sf_net *net)
     add(net, fc);
 }
 
+static sf_layer_desc neuron(sf_neuron_model model)
+{
+    sf_layer_desc d = layer(SF_LAYER_LIF);
+    d.lif.model = model;
+    return d;
+}
+
+/* conv -> BN -> PLIF (w per channel) -> maxpool -> flatten -> linear -> PLIF (one w; soft reset, atan) */
+static void build_plif(sf_net *net)
+{
+    add(net, conv(4));
+    add(net, layer(SF_LAYER_BATCHNORM));
+    sf_layer_desc plif = neuron(SF_NEURON_PLIF);
+    plif.lif.per_channel = 1;
+    add(net, plif);
+    add(net, layer(SF_LAYER_MAXPOOL2D));
+    add(net, layer(SF_LAYER_FLATTEN));
+    sf_layer_desc fc = layer(SF_LAYER_LINEAR);
+    fc.out_features = 6;
+    add(net, fc);
+    plif = neuron(SF_NEURON_PLIF);
+    plif.lif.soft_reset = 1;
+    plif.lif.surrogate = SF_SURROGATE_ATAN;
+    plif.lif.alpha = 2.0f;
+    add(net, plif);
+}
+
+/* linear -> ALIF (soft, rho 0.9, beta 0.5) -> linear -> IF (hard reset to -0.1) -> linear */
+static void build_alif(sf_net *net)
+{
+    sf_layer_desc fc = layer(SF_LAYER_LINEAR);
+    fc.out_features = 10;
+    add(net, fc);
+    sf_layer_desc n = neuron(SF_NEURON_ALIF);
+    n.lif.soft_reset = 1;
+    n.lif.rho = 0.9f;
+    n.lif.beta = 0.5f;
+    add(net, n);
+    fc.out_features = 8;
+    add(net, fc);
+    n = neuron(SF_NEURON_IF);
+    n.lif.v_reset = -0.1f;
+    add(net, n);
+    fc.out_features = 4;
+    add(net, fc);
+}
+
+/* SpikingJelly's conv_fashion_mnist, small: (conv no bias -> BN -> IF (atan) -> maxpool) × 2 -> flatten ->
+ * linear no bias -> IF -> linear no bias -> IF */
+static void build_sj(sf_net *net)
+{
+    sf_layer_desc n = neuron(SF_NEURON_IF);
+    n.lif.surrogate = SF_SURROGATE_ATAN;
+    n.lif.alpha = 2.0f;
+    for (int k = 0; k < 2; k++) {
+        sf_layer_desc c = conv(4);
+        c.bias = 0;
+        add(net, c);
+        add(net, layer(SF_LAYER_BATCHNORM));
+        add(net, n);
+        add(net, layer(SF_LAYER_MAXPOOL2D));
+    }
+    add(net, layer(SF_LAYER_FLATTEN));
+    sf_layer_desc fc = layer(SF_LAYER_LINEAR);
+    fc.bias = 0;
+    fc.out_features = 8;
+    add(net, fc);
+    add(net, n);
+    fc.out_features = 5;
+    add(net, fc);
+    add(net, n);
+}
+
 /* conv -> BN -> LIF -> conv (stride 2, the spikes' only reader) -> BN -> LIF -> flatten -> linear */
 static void build_d(sf_net *net)
 {
@@ -103,6 +176,9 @@ static const net_case cases[] = {
     {"net_a.safetensors", 4, 3, 2, 8, 8, SF_READOUT_MEAN, SF_LOSS_CE_MEAN, build_a},
     {"net_b.safetensors", 3, 2, 3, 6, 6, SF_READOUT_LEAKY, SF_LOSS_CE_PER_STEP, build_b},
     {"net_c.safetensors", 1, 1, 5, 1, 1, SF_READOUT_MEAN, SF_LOSS_CE_MEAN, build_c},
+    {"net_plif.safetensors", 4, 3, 2, 6, 6, SF_READOUT_MEAN, SF_LOSS_CE_MEAN, build_plif},
+    {"net_alif.safetensors", 6, 3, 12, 1, 1, SF_READOUT_LEAKY, SF_LOSS_CE_PER_STEP, build_alif},
+    {"net_sj.safetensors", 4, 3, 1, 8, 8, SF_READOUT_MEAN, SF_LOSS_MSE_RATE, build_sj},
     {"net_d.safetensors", 3, 2, 2, 8, 8, SF_READOUT_MEAN, SF_LOSS_CE_MEAN, build_d},
 };
 

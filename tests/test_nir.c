@@ -148,6 +148,16 @@ static void test_lif_round_trip(void)
     p.soft_reset = 1;
     sf_nir_neuron n;
     CHECK(sf_lif_to_nir(&p, 1e-4, &n) == SF_ERR_UNSUPPORTED, "a soft reset has no NIR form");
+    /* The neuron models: the IF is NIR's IF; the PLIF's learned tau and the ALIF's threshold have no NIR form. */
+    lif(&p, 2.0f, 0, 1, 1, 0);
+    p.model = SF_NEURON_IF;
+    CHECK_OK(sf_lif_to_nir(&p, 1e-4, &n));
+    CHECK(n.is_if && n.r == 1.0 / 1e-4, "the IF model exports as NIR's IF (is_if %d, r %g)", n.is_if, n.r);
+    for (int m = SF_NEURON_PLIF; m <= SF_NEURON_ALIF; m += SF_NEURON_ALIF - SF_NEURON_PLIF) {
+        p.model = (sf_neuron_model)m;
+        CHECK(sf_lif_to_nir(&p, 1e-4, &n) == SF_ERR_UNSUPPORTED && strstr(sf_last_error(), "no NIR export"),
+              "the %s is refused: %s", sf_neuron_model_name(p.model), sf_last_error());
+    }
 
     /* Other frameworks' conventions. snnTorch's Leaky(beta): tau = dt/(1-beta), r = tau/dt, v_leak = 0. */
     const float beta = 0.9f;

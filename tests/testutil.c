@@ -111,6 +111,12 @@ void tu_lif_params_of(const double *v, sf_lif_params *p)
     p->alpha = (float)v[8];
     p->use_grad_threshold = (int32_t)v[9];
     p->grad_threshold = (float)v[10];
+    p->model = (sf_neuron_model)(int)v[11];
+    p->per_channel = (int32_t)v[12];
+    p->rho = (float)v[13];
+    p->tau_adapt = (float)v[14];
+    p->beta = (float)v[15];
+    p->grad_cut = (int32_t)v[16];
 }
 
 void tu_add_layer(sf_net *net, sf_layer_kind kind, int32_t n, int32_t stride)

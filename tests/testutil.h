@@ -42,8 +42,10 @@ void tu_expect_close(const char *what, const float *got, const double *ref, int6
 int64_t tu_count_diff(const float *got, const double *ref, int64_t n);
 /* Deterministic test data: N(mean, std) via Box-Muller from a counter hash. */
 void tu_randn(float *x, int64_t n, float mean, float std, uint64_t seed);
-/* LIF parameters from a fixture's 11-number vector (tests/ref/gen_neuron.py: tau, decay, decay_input, v_threshold,
- * v_reset, soft_reset, detach_reset, surrogate, alpha, use_grad_threshold, grad_threshold). */
+/* Neuron parameters from a fixture's TU_LIF_PARAMS-number vector (tests/ref/gen_neuron.py: tau, decay, decay_input,
+ * v_threshold, v_reset, soft_reset, detach_reset, surrogate, alpha, use_grad_threshold, grad_threshold, model,
+ * per_channel, rho, tau_adapt, beta, grad_cut). */
+#define TU_LIF_PARAMS 17
 void tu_lif_params_of(const double *v, sf_lif_params *p);
 /* Appends a layer of the small test nets: conv 3×3 (padding 1, stride `stride`, 0 meaning 1) with n filters,
  * linear with n outputs, max-pool 2×2, dropout p = 0.2, or any other kind with its defaults. */

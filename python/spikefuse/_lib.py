@@ -41,6 +41,11 @@ class LifParams(ctypes.Structure):
         ("use_grad_threshold", ctypes.c_int32),
         ("grad_threshold", ctypes.c_float),
         ("grad_cut", ctypes.c_int32),
+        ("model", ctypes.c_int),
+        ("per_channel", ctypes.c_int32),
+        ("rho", ctypes.c_float),
+        ("tau_adapt", ctypes.c_float),
+        ("beta", ctypes.c_float),
     ]
 
     def __repr__(self):
@@ -52,9 +57,11 @@ class Device(ctypes.Structure):
 
 
 class LifState(ctypes.Structure):
-    """Mirror of sf_lif_state: the neuron state carried across calls ([N] float32 device addresses, 0 for none)."""
+    """Mirror of sf_lif_state: the neuron state carried across calls ([N] float32 device addresses, [2, N] for the
+    ALIF, 0 for none), and a PLIF's w, dw and their channels (w_channels of w_hw neurons)."""
     _fields_ = [("v_in", ctypes.c_void_p), ("v_out", ctypes.c_void_p), ("dv_in", ctypes.c_void_p),
-                ("dv_out", ctypes.c_void_p)]
+                ("dv_out", ctypes.c_void_p), ("w", ctypes.c_void_p), ("dw", ctypes.c_void_p),
+                ("w_channels", ctypes.c_int32), ("w_hw", ctypes.c_int64)]
 
 
 def _candidate_paths():
@@ -141,7 +148,8 @@ def _check_params_layout():
     _lif_default_params(buf)
     p = LifParams.from_buffer_copy(bytes(buf[:size]))
     expected = dict(tau=2.0, decay=0.0, decay_input=1, v_threshold=1.0, v_reset=0.0, soft_reset=0, detach_reset=0,
-                    surrogate=0, alpha=4.0, use_grad_threshold=0, grad_threshold=0.0, grad_cut=0)
+                    surrogate=0, alpha=4.0, use_grad_threshold=0, grad_threshold=0.0, grad_cut=0, model=0,
+                    per_channel=0, rho=ctypes.c_float(0.95).value, tau_adapt=0.0, beta=ctypes.c_float(1.8).value)
     got = {n: getattr(p, n) for n in expected}
     if got != expected or any(b != 0xA5 for b in buf[size:]):
         raise ImportError(f"spikefuse: {LIBRARY_PATH} does not match this package's sf_lif_params layout "

@@ -1,14 +1,15 @@
-"""test_compile.py — spikefuse's custom ops under torch >= 2.4: torch.library.opcheck of every op, a network with LIF
-and BNLIF layers compiled with torch.compile(fullgraph=True) without a graph break (torch._dynamo.explain) and
-giving eager mode's results and gradients, torch.export, and the ops under torch.autocast. Skipped on older torch
-(Debian's 1.13 runs the autograd.Function path, which the other tests cover)."""
+"""test_compile.py — spikefuse's custom ops under torch >= 2.4: torch.library.opcheck of every op (the PLIF's
+too), a network with LIF and BNLIF layers compiled with torch.compile(fullgraph=True) without a graph break
+(torch._dynamo.explain) and giving eager mode's results and gradients, torch.export, and the ops under
+torch.autocast. Skipped on older torch (Debian's 1.13 runs the autograd.Function path, which the other tests
+cover)."""
 import unittest
 
 import torch
 
 import spikefuse
 from ddp_check import compiler_backend
-from spikefuse.torch import BNLIF, CUSTOM_OPS, LIF, functional
+from spikefuse.torch import BNLIF, CUSTOM_OPS, LIF, functional, neurons
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() and spikefuse.cuda_device_count() > 0 else [])
 
@@ -49,6 +50,11 @@ class TestCustomOps(unittest.TestCase):
             beta = torch.rand(C, device=device, requires_grad=True)
             torch.library.opcheck(torch.ops.spikefuse.bn_lif_forward.default,
                                   (x, stats[0], stats[1], gamma, beta, v, 1e-5, p, True))
+            pp = list(neurons.neuron_params("plif", v_reset=None))
+            for w in (torch.tensor(0.2, device=device, requires_grad=True),
+                      torch.tensor([0.1, -0.3, 0.4, 0.0], device=device, requires_grad=True)):  # per channel
+                for args in ((x, w, None, pp, False), (x, w, v, pp, True)):
+                    torch.library.opcheck(torch.ops.spikefuse.plif_forward.default, args)
 
     def test_compile_fullgraph_without_breaks(self):
         for device in DEVICES:

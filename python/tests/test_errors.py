@@ -92,7 +92,7 @@ class TestModule(unittest.TestCase):
         self.assertTrue(spikefuse.version())
         self.assertTrue(spikefuse.build_info())
         self.assertGreaterEqual(spikefuse.cuda_device_count(), 0)
-        self.assertEqual(ctypes.sizeof(_lib.LifParams), 48)  # 11 fields of sf_lif_params, then grad_cut
+        self.assertEqual(ctypes.sizeof(_lib.LifParams), 68)  # 11 fields of sf_lif_params, grad_cut, the models' 5
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ typedef struct parse_ctx {
     enum section sec;
     int section_line;
     uint64_t given;             /* keys given in the current section */
+    int key_line[64];           /* the line of each of them */
     int seen[SEC_COUNT];        /* header line of each named section (0: not given) */
     uint64_t train_given;
 
@@ -230,6 +231,34 @@ static sf_status apply_layer(sf_config *cfg, int32_t li, const char *name, const
 
 /* ---------------------------------------------------------------- resolving and checking */
 
+/* The first neuron key in `own` (bits of sf_lif_keys) that model m does not take, or -1. */
+static int foreign_neuron_key(sf_neuron_model m, uint32_t own)
+{
+    for (int i = 0; i < sf_num_lif_keys; i++)
+        if ((own & (1u << i)) && !sf_key_applies(&sf_lif_keys[i], m)) return i;
+    return -1;
+}
+
+/* A section's neuron keys against its model: each must apply to it. On failure *bad is the offending key's index. */
+static sf_status check_neuron_keys(sf_neuron_model m, uint32_t own, int *bad)
+{
+    *bad = foreign_neuron_key(m, own);
+    if (*bad < 0) return SF_OK;
+    char keys[256] = "";
+    for (int i = 0, n = 0; i < sf_num_lif_keys; i++)
+        if (sf_key_applies(&sf_lif_keys[i], m))
+            n += snprintf(keys + n, sizeof keys - (size_t)n, "%s%s", n ? ", " : "", sf_lif_keys[i].name);
+    return sf_fail(SF_ERR_INVALID, "%s does not apply to neuron = %s (its keys: %s)", sf_lif_keys[*bad].name,
+                   sf_neuron_model_name(m), keys);
+}
+
+/* The model of a [lif] section: its own neuron key, else [neuron]'s. */
+static sf_neuron_model layer_model(const sf_config *cfg, const sf_config_layer *L)
+{
+    const uint32_t bit = (uint32_t)key_bit(sf_lif_keys, sf_num_lif_keys, "neuron");
+    return (L->lif_own & bit) ? L->lif_own_values.model : cfg->neuron.model;
+}
+
 /* Alpha follows the surrogate unless it was given where the surrogate was chosen or later. */
 static void resolve_lif(sf_config *cfg)
 {
@@ -243,6 +272,12 @@ static void resolve_lif(sf_config *cfg)
         for (int b = 0; b < sf_num_lif_keys; b++)
             if (L->lif_own & (1u << b)) sf_key_copy(&sf_lif_keys[b], &p, &L->lif_own_values);
         if ((L->lif_own & surrogate) && !(L->lif_own & alpha)) p.alpha = sf_surrogate_default_alpha(p.surrogate);
+        /* [neuron]'s values reach a layer only for the keys its model takes (a plif default's per_channel is no
+         * concern of an alif layer); its own foreign keys are errors (check_neuron_keys) */
+        sf_lif_params defaults;
+        sf_lif_default_params(&defaults);
+        for (int b = 0; b < sf_num_lif_keys; b++)
+            if (!sf_key_applies(&sf_lif_keys[b], p.model)) sf_key_copy(&sf_lif_keys[b], &p, &defaults);
         L->desc.lif = p;
     }
 }
@@ -294,15 +329,21 @@ static sf_status finish(sf_config *cfg, const char *where, int train_line, int n
     sf_status s = check_channels(cfg->train.mean, "mean", shape[0]);
     if (s == SF_OK) s = check_channels(cfg->train.std, "std", shape[0]);
     if (s != SF_OK) return located(s, where, train_line, "");
-    s = sf_lif_params_check(&cfg->neuron);
+    int bad;
+    s = check_neuron_keys(cfg->neuron.model, cfg->neuron_own, &bad);
+    if (s == SF_OK) s = sf_lif_params_check(&cfg->neuron);
     if (s != SF_OK) return located(s, where, neuron_line, "[neuron] ");
-    for (int32_t i = 0; i < cfg->num_layers; i++)
-        if ((cfg->layers[i].desc.kind == SF_LAYER_LIF || cfg->layers[i].desc.kind == SF_LAYER_RLIF) &&
-            (s = sf_lif_params_check(&cfg->layers[i].desc.lif)) != SF_OK) {
+    for (int32_t i = 0; i < cfg->num_layers; i++) {
+        const sf_config_layer *L = &cfg->layers[i];
+        if (L->desc.kind != SF_LAYER_LIF && L->desc.kind != SF_LAYER_RLIF) continue;
+        s = check_neuron_keys(L->desc.lif.model, L->lif_own, &bad);
+        if (s == SF_OK) s = sf_lif_params_check(&L->desc.lif);
+        if (s != SF_OK) {
             char what[64];
-            snprintf(what, sizeof what, "[%s] (layer %d) ", sf_config_section_name(cfg->layers[i].desc.kind), i);
-            return located(s, where, where == cfg->source ? cfg->layers[i].line : 0, what);
+            snprintf(what, sizeof what, "[%s] (layer %d) ", sf_config_section_name(L->desc.kind), i);
+            return located(s, where, where == cfg->source ? L->line : 0, what);
         }
+    }
     return SF_OK;
 }
 
@@ -332,12 +373,25 @@ static void init_defaults(sf_config *cfg)
 
 /* ---------------------------------------------------------------- the inih handler */
 
+/* A neuron section's keys against its model, each error at the offending key's line. */
+static void close_neuron_section(parse_ctx *c, const char *section, int32_t li, sf_neuron_model m, uint32_t own)
+{
+    int bad;
+    if (check_neuron_keys(m, own, &bad) == SF_OK) return;
+    char layer[32] = "";
+    if (li >= 0) snprintf(layer, sizeof layer, " (layer %d)", li);
+    ctx_fail(c, c->key_line[bad], SF_ERR_INVALID, "[%s]%s %s", section, layer, sf_last_error());
+}
+
 static void close_section(parse_ctx *c)
 {
+    if (c->sec == SEC_NEURON) close_neuron_section(c, "neuron", -1, c->cfg->neuron.model, c->cfg->neuron_own);
     if (c->sec != SEC_LAYER) return;
     const int32_t li = c->cfg->num_layers - 1;
-    const sf_layer_kind kind = c->cfg->layers[li].desc.kind;
+    const sf_config_layer *L = &c->cfg->layers[li];
+    const sf_layer_kind kind = L->desc.kind;
     const char *section = sf_config_section_name(kind);
+    if (kind == SF_LAYER_LIF) close_neuron_section(c, section, li, layer_model(c->cfg, L), L->lif_own);
     if (kind == SF_LAYER_ADD && !(c->given & (1ull << FROM_BIT)))
         ctx_fail(c, c->section_line, SF_ERR_INVALID, "[add] (layer %d) lacks the required key from", li);
     for (int i = 0; i < sf_num_layer_keys; i++)
@@ -357,6 +411,12 @@ static int open_section(parse_ctx *c, const char *section, int line)
     for (size_t i = 0; i < sizeof named_sections / sizeof named_sections[0]; i++)
         if (strcmp(section, named_sections[i].name) == 0) sec = named_sections[i].sec;
     int kind = sec == SEC_NONE ? sf_config_section_kind(section) : -1;
+    for (int m = SF_NEURON_PLIF; sec == SEC_NONE && kind < 0 && m <= SF_NEURON_ALIF; m++)
+        if (strcmp(section, sf_neuron_model_name((sf_neuron_model)m)) == 0)
+            return ctx_fail(c, line, SF_ERR_INVALID,
+                            "unknown section [%s]: a neuron model is a key, neuron = %s, in [lif] (that layer) or "
+                            "[neuron] (every layer)",
+                            section, section);
     if (sec == SEC_NONE && kind < 0)
         return ctx_fail(c, line, SF_ERR_INVALID,
                         "unknown section [%s] (expected train, neuron, conv, bn, lif, rlif, avgpool, maxpool, "
@@ -415,6 +475,7 @@ static int handler(void *user, const char *section, const char *name, const char
     }
     if (c->given & (1ull << bit)) return ctx_fail(c, line, SF_ERR_INVALID, "[%s] %s given twice", sec_name, name);
     c->given |= 1ull << bit;
+    c->key_line[bit] = line;
     if (c->sec == SEC_TRAIN) c->train_given |= 1ull << bit;
     return 1;
 }

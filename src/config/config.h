@@ -5,8 +5,8 @@
  *   [train]    dataset, data_dir, epochs, batch, timesteps, encoding, optimizer, lr, ... (see sf_config_train);
  *              dataset = synthetic takes input_shape, classes, samples, input_density; event datasets
  *              time_window_us, frame, downsample, polarity and the aug_* keys
- *   [neuron]   defaults for every LIF layer: tau, decay, decay_input, v_threshold, v_reset, reset, detach_reset,
- *              surrogate, alpha, grad_threshold
+ *   [neuron]   defaults for every LIF layer: neuron (lif | plif | if | alif), tau, decay, decay_input, v_threshold,
+ *              v_reset, reset, detach_reset, surrogate, alpha, grad_threshold, per_channel, rho, tau_adapt, beta
  *   then one section per layer, numbered from 0 in file order:
  *   [conv] filters size stride pad bias   [bn] eps momentum   [lif] any [neuron] key   [avgpool] / [maxpool] size
  *   stride   [flatten]   [linear] out bias   [dropout] p   [add] from
@@ -14,7 +14,7 @@
  *   output added to the previous layer's). A negative value counts back from this layer (-1 is the previous one),
  *   a non-negative one is an absolute layer number, and `input` is the network input.
  *   [readout]  optional, and the last section: type (mean | leaky), tau (the leaky readout's), loss (ce_mean |
- *              ce_per_step)
+ *              ce_per_step | mse_rate)
  * docs/config.md describes every key.
  *
  * Errors (unknown section or key, a value of the wrong type or out of range, a key given twice, a missing required

@@ -17,12 +17,13 @@ static const char *const memory_names[] = {"full", "recompute", NULL};
 static const char *const precision_names[] = {"fp32", "tf32", "bf16", "fp16", NULL}; /* sf_precision order */
 static const char *const conv_algo_names[] = {"auto", "cudnn", "gemm", NULL}; /* sf_conv_algo order */
 static const char *const readout_names[] = {"mean", "leaky", NULL};
-static const char *const loss_names[] = {"ce_mean", "ce_per_step", NULL};
+static const char *const loss_names[] = {"ce_mean", "ce_per_step", "mse_rate", NULL}; /* sf_loss order */
 static const char *const reset_names[] = {"hard", "soft", NULL};
 static const char *const frame_names[] = {"count", "binary", NULL};     /* sf_frame_mode order */
 static const char *const polarity_names[] = {"keep", "merge", NULL};    /* merge_polarity 0, 1 */
 static const char *const surrogate_names[] = {"sigmoid", "atan", "fast_sigmoid", "rect", NULL};
 static const char *const sparse_names[] = {"off", "auto", "on", NULL}; /* sf_sparse_mode order */
+static const char *const model_names[] = {"lif", "plif", "if", "alif", NULL}; /* sf_neuron_model order */
 
 #define BIG 1e30
 #define SF_CONFIG_STRING_MAX 180
@@ -95,12 +96,15 @@ const sf_key_spec sf_readout_keys[] = {
 };
 const int sf_num_readout_keys = (int)(sizeof sf_readout_keys / sizeof sf_readout_keys[0]);
 
-/* Fine-grained LIF checks (tau with decay_input, ...) are sf_lif_params_check's; these are the coarse ranges. */
+/* Fine-grained LIF checks (tau with decay_input, ...) are sf_lif_params_check's; these are the coarse ranges. Keys
+ * that belong to some models only say which (`models`); the others apply to every model. */
 #define LIF(member) offsetof(sf_lif_params, member)
+#define M(model) (1u << SF_NEURON_##model)
 const sf_key_spec sf_lif_keys[] = {
-    {.name = "tau", .type = SF_V_FLOAT, .offset = LIF(tau), .min = 1, .max = 1e9},
-    {.name = "decay", .type = SF_V_FLOAT, .offset = LIF(decay), .min = 0, .max = 1},
-    {.name = "decay_input", .type = SF_V_BOOL, .offset = LIF(decay_input)},
+    {.name = "tau", .type = SF_V_FLOAT, .offset = LIF(tau), .min = 1, .max = 1e9,
+     .models = M(LIF) | M(PLIF) | M(ALIF)},
+    {.name = "decay", .type = SF_V_FLOAT, .offset = LIF(decay), .min = 0, .max = 1, .models = M(LIF) | M(ALIF)},
+    {.name = "decay_input", .type = SF_V_BOOL, .offset = LIF(decay_input), .models = M(LIF) | M(PLIF) | M(ALIF)},
     {.name = "v_threshold", .type = SF_V_FLOAT, .offset = LIF(v_threshold), .min = -BIG, .max = BIG},
     {.name = "v_reset", .type = SF_V_FLOAT, .offset = LIF(v_reset), .min = -BIG, .max = BIG},
     {.name = "reset", .type = SF_V_ENUM, .offset = LIF(soft_reset), .choices = reset_names},
@@ -110,6 +114,11 @@ const sf_key_spec sf_lif_keys[] = {
     {.name = "grad_threshold", .type = SF_V_OPT_FLOAT, .offset = LIF(grad_threshold), .min = -BIG, .max = BIG,
      .flag_offset = LIF(use_grad_threshold)},
     {.name = "grad_cut", .type = SF_V_BOOL, .offset = LIF(grad_cut)},
+    {.name = "neuron", .type = SF_V_ENUM, .offset = LIF(model), .choices = model_names},
+    {.name = "per_channel", .type = SF_V_BOOL, .offset = LIF(per_channel), .models = M(PLIF)},
+    {.name = "rho", .type = SF_V_FLOAT, .offset = LIF(rho), .min = 0, .max = 1, .models = M(ALIF)},
+    {.name = "tau_adapt", .type = SF_V_FLOAT, .offset = LIF(tau_adapt), .min = 0, .max = 1e9, .models = M(ALIF)},
+    {.name = "beta", .type = SF_V_FLOAT, .offset = LIF(beta), .min = 0, .max = BIG, .models = M(ALIF)},
 };
 const int sf_num_lif_keys = (int)(sizeof sf_lif_keys / sizeof sf_lif_keys[0]);
 

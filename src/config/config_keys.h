@@ -36,6 +36,7 @@ typedef struct sf_key_spec {
     size_t flag_offset;          /* SF_V_OPT_FLOAT */
     uint32_t kinds;              /* layer keys: the layer kinds (1 << sf_layer_kind) that take it */
     uint32_t required;           /* layer keys: the kinds that must give it */
+    uint32_t models;             /* neuron keys: the neuron models (1 << sf_neuron_model) that take it; 0: all */
 } sf_key_spec;
 
 /* [train] and [readout]: offsets into sf_config. [neuron] and [lif]: offsets into sf_lif_params. Layers: into
@@ -49,6 +50,11 @@ extern const int sf_num_train_keys, sf_num_readout_keys, sf_num_lif_keys, sf_num
 /* The index of key `name` in a table of n keys (its bit in a section's given-mask), or -1. kind_bit, when not 0,
  * restricts layer keys to those that kind takes. Keys are always found by name, so the tables may be reordered. */
 int sf_key_index(const sf_key_spec *table, int n, const char *name, uint32_t kind_bit);
+/* Does neuron key k apply to model m? */
+static inline int sf_key_applies(const sf_key_spec *k, sf_neuron_model m)
+{
+    return !k->models || (k->models & (1u << m));
+}
 /* Copies the field k describes (and its flag, for SF_V_OPT_FLOAT) from the struct at src to the one at dst. */
 void sf_key_copy(const sf_key_spec *k, void *dst, const void *src);
 

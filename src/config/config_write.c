@@ -69,7 +69,8 @@ sf_status sf_config_write(const sf_config *cfg, char **text)
     put(&b, "; spikefuse config, resolved: every setting written out\n[train]\n");
     for (int i = 0; i < sf_num_train_keys; i++) put_key(&b, &sf_train_keys[i], cfg);
     put(&b, "\n[neuron]\n");
-    for (int i = 0; i < sf_num_lif_keys; i++) put_key(&b, &sf_lif_keys[i], &cfg->neuron);
+    for (int i = 0; i < sf_num_lif_keys; i++) /* [neuron] takes its own model's keys only */
+        if (sf_key_applies(&sf_lif_keys[i], cfg->neuron.model)) put_key(&b, &sf_lif_keys[i], &cfg->neuron);
     for (int32_t li = 0; li < cfg->num_layers; li++) {
         const sf_config_layer *L = &cfg->layers[li];
         const sf_layer_kind kind = L->desc.kind;

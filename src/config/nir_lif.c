@@ -16,11 +16,15 @@
 
 sf_status sf_lif_to_nir(const sf_lif_params *p, double dt, sf_nir_neuron *out)
 {
+    if (p->model == SF_NEURON_PLIF || p->model == SF_NEURON_ALIF)
+        return sf_fail(SF_ERR_UNSUPPORTED, "the %s neuron has no NIR export here (NIR's LIF has a fixed tau and a "
+                                           "fixed threshold)",
+                       sf_neuron_model_name(p->model));
     if (p->soft_reset)
         return sf_fail(SF_ERR_UNSUPPORTED, "a soft reset (subtracting the threshold) has no NIR form: NIR's LIF "
                                            "resets to v_reset");
     *out = (sf_nir_neuron){.v_threshold = p->v_threshold, .v_reset = p->v_reset};
-    if (p->decay >= 1.0f) { /* a = 1, c = 1: an integrate-and-fire neuron */
+    if (p->model == SF_NEURON_IF || p->decay >= 1.0f) { /* a = 1, c = 1: an integrate-and-fire neuron */
         out->is_if = 1;
         out->r = 1.0 / dt;
         return SF_OK;

@@ -180,6 +180,11 @@ struct sf_backend {
      * dr may be NULL (evaluation). */
     sf_status (*softmax_xent)(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step, const float *r,
                               const int32_t *labels, float *dr, float *logits_mean, float *stats);
+    /* Mean squared error between the T-mean of r (the firing rate) and the one-hot label over the B·K values:
+     * loss = Σ (mean_t r_t − onehot)² / (B·K), dr_t = 2·(mean_t r_t − onehot) / (B·K·T). The other arguments as
+     * softmax_xent's. */
+    sf_status (*mse_rate)(sf_backend *be, int64_t T, int64_t B, int32_t K, const float *r, const int32_t *labels,
+                          float *dr, float *logits_mean, float *stats);
 
     /* One update over all n parameters at once (they live in one allocation).
      * SGD (PyTorch semantics): g += wd·p; buf = momentum·buf + g (buf = g at step 1); g = nesterov ? g + momentum·buf

@@ -1,6 +1,7 @@
 /* net_backward.c — the backward pass: layers in reverse order, rebuilding each input a backward needs from where
  * the plan kept it (as it is, as bytes, or recomputed by rerunning the neuron layer that produced it). */
 #include "core/error.h"
+#include "core/lif_math.h"
 #include "core/net_internal.h"
 
 #include <math.h>
@@ -33,9 +34,10 @@ static sf_status input_value(sf_net *net, const sf_net_layer *l, int32_t id, con
         const sf_net_layer *p = &net->layers[x->producer];
         const sf_net_layer *src = p->fused_bn ? &net->layers[p->bn] : p;
         sf_lif_out o = {.s = buf};
-        /* a time segment starts from the v its forward received */
-        const sf_lif_state from = {.v_in = sf_net_slot_ptr(net, p->v_in)};
-        const sf_lif_state *st = sf_net_pipelined(net) ? &from : NULL;
+        /* a time segment starts from the v its forward received; a PLIF runs with its w */
+        sf_lif_state from = {.v_in = sf_net_slot_ptr(net, p->v_in)};
+        const bool learned = sf_net_neuron_learned(net, p, false, &from);
+        const sf_lif_state *st = sf_net_pipelined(net) || learned ? &from : NULL;
         sf_backend *be = net->be;
         if (!p->fused_bn) {
             SF_TRY(be->lif_forward(be, &p->d.lif, net->T, net->B * net->tensors[p->in].per_sample,
@@ -134,8 +136,8 @@ static sf_status layer_backward(sf_net *net, int32_t i)
         if (!l->fused_bn) {
             float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc);
             if (!dx) return SF_OK;
-            const float *x = NULL;
-            if (!h) SF_TRY(input_value(net, l, l->in, &x));
+            const float *x = NULL; /* read when h is recomputed, and by some models always */
+            if (!h || sf_neuron_backward_reads_x(&l->d.lif)) SF_TRY(input_value(net, l, l->in, &x));
             SF_TRY(sf_net_state_backward(net, l, !h, &state, &st));
             const sf_net_tensor *in = &net->tensors[root(net, l->in)];
             if (in->gmask) { /* the sparse linear layer below sums over the nonzero entries of this dx */

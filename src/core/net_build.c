@@ -62,7 +62,7 @@ sf_status sf_net_params_check(const sf_net_params *p)
                        p->in_height, p->in_width);
     if ((unsigned)p->memory > SF_MEMORY_RECOMPUTE) return sf_fail(SF_ERR_INVALID, "unknown memory mode %d", p->memory);
     if ((unsigned)p->readout > SF_READOUT_LEAKY) return sf_fail(SF_ERR_INVALID, "unknown readout %d", p->readout);
-    if ((unsigned)p->loss > SF_LOSS_CE_PER_STEP) return sf_fail(SF_ERR_INVALID, "unknown loss %d", p->loss);
+    if ((unsigned)p->loss > SF_LOSS_MSE_RATE) return sf_fail(SF_ERR_INVALID, "unknown loss %d", p->loss);
     if (p->readout == SF_READOUT_LEAKY && !(p->readout_tau >= 1.0f))
         return sf_fail(SF_ERR_INVALID, "readout_tau = %g: must be >= 1", p->readout_tau);
     if (p->cuda.conv_workspace_mib < 0)
@@ -225,6 +225,10 @@ static sf_status infer_shape(sf_net *net, sf_net_layer *l, int32_t index)
         if (d->kind == SF_LAYER_RLIF && (h != 1 || w != 1))
             return sf_fail(SF_ERR_INVALID, "layer %d (rlif): input is %dx%dx%d; a recurrent layer needs a vector "
                            "(add a flatten layer, and a linear layer for its input current)", index, c, h, w);
+        if (d->kind == SF_LAYER_RLIF && d->lif.model != SF_NEURON_LIF && d->lif.model != SF_NEURON_IF)
+            return sf_fail(SF_ERR_INVALID, "layer %d (rlif): the recurrent layer runs the lif and if neurons, not the "
+                                           "%s",
+                           index, sf_neuron_model_name(d->lif.model));
         break;
     }
     case SF_LAYER_ADD: {
@@ -292,6 +296,8 @@ sf_status sf_net_add(sf_net *net, const sf_layer_desc *d, int32_t *out_id)
         bn = d->bias ? d->out_channels : 0;
     } else if (d->kind == SF_LAYER_BATCHNORM) {
         wn = bn = rn = in[0];
+    } else if (d->kind == SF_LAYER_LIF && d->lif.model == SF_NEURON_PLIF) {
+        wn = d->lif.per_channel ? in[0] : 1; /* w, one per layer or per channel */
     } else if (d->kind == SF_LAYER_RLIF) {
         wn = (int64_t)in[0] * in[0]; /* V [n, n], no bias */
     }
@@ -329,7 +335,8 @@ const char *sf_net_summary(sf_net *net)
         int32_t o[3];
         shape_of(net, l->out, o);
         int64_t np = (l->w_off >= 0 ? l->w_numel : 0) + (l->b_off >= 0 ? l->b_numel : 0);
-        len += (size_t)snprintf(s + len, cap - len, "%3d %-10s in=%-3d", i, sf_layer_kind_name(l->d.kind), l->in);
+        const char *kind = l->d.kind == SF_LAYER_LIF ? sf_neuron_model_name(l->d.lif.model) : sf_layer_kind_name(l->d.kind);
+        len += (size_t)snprintf(s + len, cap - len, "%3d %-10s in=%-3d", i, kind, l->in);
         if (l->d.kind == SF_LAYER_ADD) len += (size_t)snprintf(s + len, cap - len, " +%-3d", l->in2);
         len += (size_t)snprintf(s + len, cap - len, " -> %dx%dx%d  params %lld%s\n", o[0], o[1], o[2],
                                 (long long)np, l->fused_bn ? "  (fused with the batchnorm before)" : "");

@@ -218,13 +218,16 @@ void sf_net_drop_graph(sf_net *net);
 /* net_pipeline.c: a step over several processes (net_hooks.h). Each is a no-op for a process alone. */
 sf_status sf_net_pipeline_check(const sf_net *net, int64_t T); /* at compile, T of the whole sequence */
 bool sf_net_pipelined(const sf_net *net);                      /* time segments: nseg > 1 */
-/* LIF state of layer l for its forward / backward (*out NULL when not pipelined); the first receives what the
- * neighbouring segment sent, the _done calls send this segment's state on. */
+/* What neuron layer l's call carries beyond x (sf_lif_state): its state for the forward / backward (pipelined: the
+ * first receives what the neighbouring segment sent, the _done calls send this segment's state on) and a PLIF's w
+ * (and, in the backward, dw); *out is NULL when there is neither. */
 sf_status sf_net_state_forward(sf_net *net, const sf_net_layer *l, sf_lif_state *st, const sf_lif_state **out);
 sf_status sf_net_state_forward_done(sf_net *net, const sf_net_layer *l);
 sf_status sf_net_state_backward(sf_net *net, const sf_net_layer *l, bool recompute, sf_lif_state *st,
                                 const sf_lif_state **out);
 sf_status sf_net_state_backward_done(sf_net *net, const sf_net_layer *l);
+/* A PLIF layer's w (with grads, its dw) and their geometry into st; false (st untouched) for every other layer. */
+bool sf_net_neuron_learned(sf_net *net, const sf_net_layer *l, bool grads, sf_lif_state *st);
 /* The last layer's output over all T (pipelined: gathered by sf_net_gather_output_ops into out_all), and this
  * segment's slice of its gradient out of dout_all. */
 const float *sf_net_gather_output(sf_net *net);

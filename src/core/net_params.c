@@ -25,7 +25,7 @@ static sf_status alloc_floats(sf_net *net, int64_t n, float **out, const char *w
 }
 
 /* PyTorch's defaults: Linear/Conv weights and biases U(-1/√fan_in, 1/√fan_in) (kaiming_uniform with a=√5),
- * BN weight 1, bias 0, running mean 0, running var 1. */
+ * BN weight 1, bias 0, running mean 0, running var 1; a PLIF's w as SpikingJelly's, -ln(tau - 1). */
 static sf_status init_params(sf_net *net)
 {
     float *hp = calloc((size_t)(net->n_params ? net->n_params : 1), sizeof *hp);
@@ -40,6 +40,10 @@ static sf_status init_params(sf_net *net)
         if (l->d.kind == SF_LAYER_BATCHNORM) {
             for (int64_t k = 0; k < l->w_numel; k++) hp[l->w_off + k] = 1.0f;
             for (int64_t k = 0; k < l->w_numel; k++) hb[l->rv_off + k] = 1.0f;
+            continue;
+        }
+        if (l->d.kind == SF_LAYER_LIF) {
+            for (int64_t k = 0; k < l->w_numel; k++) hp[l->w_off + k] = (float)-log((double)l->d.lif.tau - 1.0);
             continue;
         }
         if (l->w_off < 0) continue;
@@ -286,7 +290,7 @@ static int32_t buffer_count(const sf_net *net)
 static void param_shape(const sf_net *net, const sf_net_layer *l, bool is_bias, sf_tensor_info *info)
 {
     const sf_layer_desc *d = &l->d;
-    if (is_bias || d->kind == SF_LAYER_BATCHNORM) {
+    if (is_bias || d->kind == SF_LAYER_BATCHNORM || d->kind == SF_LAYER_LIF) {
         info->ndim = 1;
         info->shape[0] = is_bias ? l->b_numel : l->w_numel;
     } else if (d->kind == SF_LAYER_LINEAR || d->kind == SF_LAYER_RLIF) {
@@ -346,7 +350,9 @@ static sf_status resolve(const sf_net *net, sf_tensor_role role, int32_t i, tens
     bool is_bias;
     if (slot_i < 0 || !param_at(net, slot_i, &l, &k, &is_bias))
         return sf_fail(SF_ERR_INVALID, "parameter index %d out of range", i);
-    snprintf(r->info.name, sizeof r->info.name, "%d.%s%s", k, is_bias ? "bias" : "weight", suffix);
+    /* a PLIF's parameter is SpikingJelly's ParametricLIFNode.w */
+    const char *pname = is_bias ? "bias" : l->d.kind == SF_LAYER_LIF ? "w" : "weight";
+    snprintf(r->info.name, sizeof r->info.name, "%d.%s%s", k, pname, suffix);
     param_shape(net, l, is_bias, &r->info);
     r->base = base;
     r->off = is_bias ? l->b_off : l->w_off;

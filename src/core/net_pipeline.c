@@ -32,10 +32,22 @@ bool sf_net_pipelined(const sf_net *net) { return net->hooks.nseg > 1; }
 
 /* --------------------------------------------------------------------------------------------- neuron state */
 
+bool sf_net_neuron_learned(sf_net *net, const sf_net_layer *l, bool grads, sf_lif_state *st)
+{
+    if (l->d.kind != SF_LAYER_LIF || l->w_off < 0) return false;
+    const sf_net_tensor *y = &net->tensors[l->out];
+    st->w = net->params + l->w_off;
+    st->dw = grads ? net->grads + l->w_off : NULL;
+    st->w_channels = (int32_t)l->w_numel; /* 1, or the channels of a w per channel */
+    st->w_hw = (int64_t)y->h * y->w;
+    return true;
+}
+
 sf_status sf_net_state_forward(sf_net *net, const sf_net_layer *l, sf_lif_state *st, const sf_lif_state **out)
 {
     *out = NULL;
     memset(st, 0, sizeof *st);
+    if (sf_net_neuron_learned(net, l, false, st)) *out = st;
     if (!sf_net_pipelined(net)) return SF_OK;
     const sf_net_hooks *h = &net->hooks;
     float *v_in = sf_net_slot_ptr(net, l->v_in);
@@ -58,6 +70,7 @@ sf_status sf_net_state_backward(sf_net *net, const sf_net_layer *l, bool recompu
 {
     *out = NULL;
     memset(st, 0, sizeof *st);
+    if (sf_net_neuron_learned(net, l, true, st)) *out = st;
     if (!sf_net_pipelined(net)) return SF_OK;
     const sf_net_hooks *h = &net->hooks;
     if (recompute) st->v_in = sf_net_slot_ptr(net, l->v_in);

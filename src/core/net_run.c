@@ -228,8 +228,13 @@ sf_status sf_net_loss_ops(sf_net *net, bool labelled)
     if (labelled && net->last_training)
         dr = net->p.readout == SF_READOUT_LEAKY ? net->dreadout
                                                 : (sf_net_pipelined(net) ? net->dout_all : grad_of(net, net->n_layers));
-    SF_TRY(be->softmax_xent(be, net->T_all, net->B, K, net->p.loss == SF_LOSS_CE_PER_STEP, r, net->labels, dr,
-                            net->logits, net->stats));
+    if (net->p.loss == SF_LOSS_MSE_RATE) {
+        if (!be->mse_rate) return sf_fail(SF_ERR_UNSUPPORTED, "the %s backend has no MSE-on-rate loss", be->name);
+        SF_TRY(be->mse_rate(be, net->T_all, net->B, K, r, net->labels, dr, net->logits, net->stats));
+    } else {
+        SF_TRY(be->softmax_xent(be, net->T_all, net->B, K, net->p.loss == SF_LOSS_CE_PER_STEP, r, net->labels, dr,
+                                net->logits, net->stats));
+    }
     /* fp16: the backward runs on the loss times the scale, so that small gradients stay above fp16's underflow */
     if (dr && sf_net_scales_loss(net))
         SF_TRY(be->scale(be, net->T_all * net->B * K, be->act, net->stats + SF_STAT_SCALE, dr));

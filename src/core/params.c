@@ -1,5 +1,6 @@
 /* params.c — default parameter structs, their validation and name parsing. */
 #include "error.h"
+#include "neuron_check.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -28,11 +29,18 @@ void sf_lif_default_params(sf_lif_params *p)
     p->v_reset = 0.0f;
     p->surrogate = SF_SURROGATE_SIGMOID;
     p->alpha = sf_surrogate_default_alpha(p->surrogate);
+    p->model = SF_NEURON_LIF;
+    p->rho = 0.95f;
+    p->beta = 1.8f;
 }
 
-sf_status sf_lif_params_check(const sf_lif_params *p)
+static const char *const model_names[] = {"lif", "plif", "if", "alif"};
+
+const char *sf_neuron_model_name(sf_neuron_model m) { return (unsigned)m <= SF_NEURON_ALIF ? model_names[m] : "?"; }
+
+/* The leak of the LIF and ALIF: tau or decay. */
+static sf_status check_leak(const sf_lif_params *p)
 {
-    if (!p) return sf_fail(SF_ERR_INVALID, "LIF parameters are NULL");
     if (p->decay > 0.0f) {
         if (!(p->decay <= 1.0f)) return sf_fail(SF_ERR_INVALID, "LIF decay = %g: must be in (0, 1]", p->decay);
         if (p->decay_input && p->decay >= 1.0f)
@@ -42,6 +50,45 @@ sf_status sf_lif_params_check(const sf_lif_params *p)
     } else if (!(p->tau >= 1.0f) || isinf(p->tau)) {
         return sf_fail(SF_ERR_INVALID, "LIF tau = %g: must be a finite number >= 1", p->tau);
     }
+    return SF_OK;
+}
+
+/* What each model adds: PLIF's starting tau, ALIF's adaptation. */
+static sf_status check_model(const sf_lif_params *p)
+{
+    if (p->per_channel && p->model != SF_NEURON_PLIF)
+        return sf_fail(SF_ERR_INVALID, "per_channel applies to the PLIF only (this neuron is %s)",
+                       sf_neuron_model_name(p->model));
+    switch (p->model) {
+    case SF_NEURON_LIF: return check_leak(p);
+    case SF_NEURON_IF: return SF_OK;
+    case SF_NEURON_PLIF:
+        if (p->decay != 0.0f)
+            return sf_fail(SF_ERR_INVALID, "PLIF decay = %g: the PLIF learns its decay, starting from tau (set decay "
+                                           "to 0)",
+                           p->decay);
+        if (!(p->tau > 1.0f) || isinf(p->tau))
+            return sf_fail(SF_ERR_INVALID, "PLIF tau = %g: must be a finite number > 1 (w starts at -ln(tau - 1))",
+                           p->tau);
+        return SF_OK;
+    case SF_NEURON_ALIF:
+        SF_TRY(check_leak(p));
+        if (!(p->tau_adapt >= 0.0f) || isinf(p->tau_adapt))
+            return sf_fail(SF_ERR_INVALID, "ALIF tau_adapt = %g: must be a finite number > 0, or 0 to use rho",
+                           p->tau_adapt);
+        if (p->tau_adapt == 0.0f && !(p->rho >= 0.0f && p->rho < 1.0f))
+            return sf_fail(SF_ERR_INVALID, "ALIF rho = %g: must be in [0, 1)", p->rho);
+        if (!(p->beta >= 0.0f) || isinf(p->beta))
+            return sf_fail(SF_ERR_INVALID, "ALIF beta = %g: must be a finite number >= 0", p->beta);
+        return SF_OK;
+    }
+    return sf_fail(SF_ERR_INVALID, "neuron model %d is not one of lif, plif, if, alif", (int)p->model);
+}
+
+sf_status sf_lif_params_check(const sf_lif_params *p)
+{
+    if (!p) return sf_fail(SF_ERR_INVALID, "LIF parameters are NULL");
+    SF_TRY(check_model(p));
     if (!isfinite(p->v_threshold)) return sf_fail(SF_ERR_INVALID, "LIF v_threshold must be finite");
     if (!isfinite(p->v_reset)) return sf_fail(SF_ERR_INVALID, "LIF v_reset must be finite");
     if ((unsigned)p->surrogate > SF_SURROGATE_RECT)
@@ -170,4 +217,25 @@ sf_status sf_conv_algo_parse(const char *name, sf_conv_algo *out)
     }
     return sf_fail(SF_ERR_INVALID, "unknown conv algorithm '%s' (expected auto, cudnn or gemm)",
                    name ? name : "(null)");
+}
+
+sf_status sf_plif_state_check(const char *op, const sf_lif_params *p, int64_t N, const sf_lif_state *st, int32_t bn_c,
+                              int64_t bn_hw)
+{
+    if (p->model != SF_NEURON_PLIF) return SF_OK;
+    if (!st || !st->w) return sf_fail(SF_ERR_INVALID, "%s: a PLIF needs its w (sf_lif_state.w)", op);
+    if (!p->per_channel) {
+        if (st->w_channels != 1)
+            return sf_fail(SF_ERR_INVALID, "%s: PLIF with one w per layer: w_channels = %d (expected 1)", op,
+                           (int)st->w_channels);
+        return SF_OK;
+    }
+    if (st->w_channels < 1 || st->w_hw < 1 || N % ((int64_t)st->w_channels * st->w_hw) != 0)
+        return sf_fail(SF_ERR_INVALID, "%s: PLIF w of %d channels of %lld neurons does not divide the %lld neurons of "
+                                       "a step",
+                       op, (int)st->w_channels, (long long)st->w_hw, (long long)N);
+    if (bn_c && (st->w_channels != bn_c || st->w_hw != bn_hw))
+        return sf_fail(SF_ERR_INVALID, "%s: PLIF w of %d channels × %lld differs from the batch norm's %d × %lld", op,
+                       (int)st->w_channels, (long long)st->w_hw, (int)bn_c, (long long)bn_hw);
+    return SF_OK;
 }

@@ -5,6 +5,7 @@
  * backwards in reverse (layer i at L+2+(L-1-i)). Every workspace buffer is a request (bytes, first, last time);
  * requests whose lifetimes overlap get disjoint bytes, the others may share. Saved buffers simply stack up. */
 #include "core/error.h"
+#include "core/lif_math.h"
 #include "core/net_internal.h"
 
 #include <stdlib.h>
@@ -118,7 +119,8 @@ static bool needs_input_value(const sf_net *net, int32_t c)
     case SF_LAYER_CONV2D:
     case SF_LAYER_BATCHNORM: return true; /* absorbed BN: the fused LIF reads the BN input */
     case SF_LAYER_LIF:
-    case SF_LAYER_RLIF: return !l->fused_bn && net->p.memory == SF_MEMORY_RECOMPUTE;
+    case SF_LAYER_RLIF:
+        return !l->fused_bn && (net->p.memory == SF_MEMORY_RECOMPUTE || sf_neuron_backward_reads_x(&l->d.lif));
     default: return false;
     }
 }
@@ -219,7 +221,9 @@ static void plan_exchange(sf_net *net, planner *pl, int32_t i)
     sf_net_layer *l = &net->layers[i];
     const sf_net_hooks *h = &net->hooks;
     if (l->d.kind == SF_LAYER_LIF && h->nseg > 1) {
-        size_t n = (size_t)(net->B * net->tensors[l->out].per_sample) * sizeof(float);
+        /* the neuron's state: v, and the ALIF's b */
+        size_t n = (size_t)(net->B * net->tensors[l->out].per_sample * sf_neuron_state_count(&l->d.lif)) *
+                   sizeof(float);
         bool first = h->seg == 0, last = h->seg == h->nseg - 1, back = backward_runs(net, i);
         if (!first) want_saved(pl, &l->v_in, n);
         if (!last) want_saved(pl, &l->v_out, n);

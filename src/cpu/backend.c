@@ -84,6 +84,7 @@ sf_status sf_cpu_backend_create(sf_backend **out)
     be->leaky_forward = sf_cpu_op_leaky_forward;
     be->leaky_backward = sf_cpu_op_leaky_backward;
     be->softmax_xent = sf_cpu_op_softmax_xent;
+    be->mse_rate = sf_cpu_op_mse_rate;
     be->sgd_step = sf_cpu_op_sgd_step;
     be->adam_step = sf_cpu_op_adam_step;
     be->check_finite = sf_cpu_op_check_finite;

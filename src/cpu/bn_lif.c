@@ -1,13 +1,14 @@
-/* bn_lif.c — fused batch norm → LIF on the CPU (Liang et al., Alg. 1–3): the forward normalises inside the
- * time-fused LIF loop; the backward recomputes y = BN(x) and h per block instead of reading stored tensors.
+/* bn_lif.c — fused batch norm → neuron (any model) on the CPU (Liang et al., Alg. 1–3): the forward normalises
+ * inside the time-fused neuron loop; the backward recomputes y = BN(x) and h per block instead of reading stored
+ * tensors.
  *
  * Backward, two passes over blocks of neurons (per-thread scratch of [T × block] only):
  *   pass 1: h (recomputed or given) → reverse-time recurrence → dy = c·dh; reduce Σdy and Σdy·(x − mean) per channel
  *           (dbeta and dgamma·std);
  *   pass 2: the same dy again, then dx = γ·invstd·(dy − mean(dy) − x̂·mean(dy·x̂)).
- * Channel sums are deterministic: each block adds its neurons over t in double lanes, then per (sample, channel) run
- * into its own slot; the slots are added in a fixed order. With a split (sf_bn_split), phase 1 is pass 1 and phase 2
- * is pass 2 with the sums of every process. */
+ * Channel sums are deterministic (sf_channel_sums): each block adds its neurons over t in double lanes, then per
+ * (sample, channel) run into its own slot; the slots are added in a fixed order. A PLIF's dw is summed the same way in
+ * pass 1. With a split (sf_bn_split), phase 1 is pass 1 and phase 2 is pass 2 with the sums of every process. */
 /* Same options as lif.c, so the inlined block loops (and thus h) are bitwise identical in both files. */
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
@@ -15,7 +16,8 @@
 #pragma GCC optimize("no-trapping-math", "fp-contract=off")
 #endif
 #include "cpu/cpu_neuron.h"
-#include "cpu/neuron_block.h"
+#include "cpu/channel_sums.h"
+#include "cpu/neuron_call.h"
 #include "core/error.h"
 
 #include <omp.h>
@@ -30,9 +32,8 @@ typedef struct bn_lif_geom {
     int64_t nblocks;
 } bn_lif_geom;
 
-static sf_status geom_of(const char *op, const sf_lif_params *p, int64_t T, sf_bn_shape sh, bn_lif_geom *g)
+static sf_status geom_of(const char *op, int64_t T, sf_bn_shape sh, bn_lif_geom *g)
 {
-    SF_TRY(sf_lif_params_check(p));
     SF_TRY(sf_bn_check(op, sh));
     if (T < 1 || sh.rows % T != 0)
         return sf_fail(SF_ERR_INVALID, "%s: rows = %lld is not T·B for T = %lld", op, (long long)sh.rows,
@@ -46,38 +47,10 @@ static sf_status geom_of(const char *op, const sf_lif_params *p, int64_t T, sf_b
     return SF_OK;
 }
 
-/* Per-neuron copies of a per-channel value for the block starting at n0 (channel of n = (n / hw) mod C). Only the
- * first neuron's channel takes a division: a block is small beside hw·C, and divisions per neuron cost more than
- * the whole LIF recurrence at small T. */
+/* The block's per-neuron copies of per-channel values. */
 static void gather(const bn_lif_geom *g, int64_t n0, int nb, const float *per_channel, float *out)
 {
-    int64_t c = (n0 / g->hw) % g->C, pos = n0 % g->hw;
-    for (int i = 0; i < nb; i++) {
-        out[i] = per_channel[c];
-        if (++pos == g->hw) {
-            pos = 0;
-            if (++c == g->C) c = 0;
-        }
-    }
-}
-
-SF_CPU_CLONES static int64_t forward_block(const bn_lif_geom *g, const sf_lif_coeffs *k, int soft, int64_t n0,
-                                           const float *x, const float *scale, const float *shift,
-                                           const sf_lif_out *out, const sf_lif_state *st)
-{
-    float sc[BLK], sh[BLK];
-    const int nb = (int)(g->N - n0 < BLK ? g->N - n0 : BLK);
-    gather(g, n0, nb, scale, sc);
-    gather(g, n0, nb, shift, sh);
-    float *s = out->s ? out->s + n0 : NULL, *h = out->h ? out->h + n0 : NULL;
-    uint8_t *s8 = out->s_u8 ? out->s_u8 + n0 : NULL;
-    const float *v_in = st ? sf_state_at(st->v_in, n0) : NULL;
-    float *v_out = st ? sf_state_at_mut(st->v_out, n0) : NULL;
-#define SF_FWD(soft, bytes)                                                                                        \
-    sf_block_forward(k, soft, 1, bytes, g->T, g->N, nb, x + n0, sc, sh, v_in, v_out, NULL, 0, s, h, s8, NULL)
-    if (s8) return soft ? SF_FWD(1, 1) : SF_FWD(0, 1);
-    return soft ? SF_FWD(1, 0) : SF_FWD(0, 0);
-#undef SF_FWD
+    sf_channel_gather(g->C, g->hw, n0, nb, per_channel, out);
 }
 
 sf_status sf_cpu_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
@@ -87,44 +60,35 @@ sf_status sf_cpu_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64
 {
     (void)be;
     bn_lif_geom g;
-    SF_TRY(geom_of("BN-LIF forward", p, T, sh, &g));
+    sf_neuron_call nc;
+    SF_TRY(geom_of("BN-LIF forward", T, sh, &g));
+    SF_TRY(sf_neuron_call_init(&nc, "BN-LIF forward", p, T, g.N, st, g.C, g.hw));
     float *f = NULL;
-    SF_TRY(sf_cpu_alloc_f32(3 * (int64_t)g.C, "BN-LIF forward", &f));
+    sf_status status = sf_cpu_alloc_f32(3 * (int64_t)g.C, "BN-LIF forward", &f);
+    if (status != SF_OK) {
+        sf_neuron_call_free(&nc);
+        return status;
+    }
     sf_bn_fold(g.C, mean, var, eps, gamma, beta, f, f + g.C, f + 2 * g.C);
-    const sf_lif_coeffs k = sf_lif_coeffs_of(p);
     int64_t spikes = 0;
 #pragma omp parallel
     {
 #pragma omp for schedule(static) reduction(+ : spikes)
-        for (int64_t b = 0; b < g.nblocks; b++)
-            spikes += forward_block(&g, &k, p->soft_reset, b * BLK, x, f + g.C, f + 2 * g.C, out, st);
+        for (int64_t b = 0; b < g.nblocks; b++) {
+            float sc[BLK], sh_[BLK];
+            const int64_t n0 = b * BLK;
+            const int nb = (int)(g.N - n0 < BLK ? g.N - n0 : BLK);
+            gather(&g, n0, nb, f + g.C, sc);
+            gather(&g, n0, nb, f + 2 * g.C, sh_);
+            spikes += sf_neuron_block_forward(&nc, n0, nb, x, sc, sh_, out, NULL);
+        }
         sf_stream_fence();
     }
     if (out->spike_count) *out->spike_count += (float)spikes;
     free(f);
+    sf_neuron_call_free(&nc);
     return SF_OK;
 }
-
-/* dy (= c·dh) of one block into scratch [T × BLK], from the given h or recomputed from x; st as in the LIF ops,
- * dv_out written only when write_dv is set. */
-static void block_dy(const bn_lif_geom *g, const sf_lif_params *p, const sf_lif_coeffs *k, sf_block_backward_fn back,
-                     int64_t n0, int nb, const float *x, const float *h, const float *sc, const float *sh,
-                     const float *ds, float *scratch, const sf_lif_state *st, int write_dv)
-{
-    const float *dv_in = st ? sf_state_at(st->dv_in, n0) : NULL;
-    float *dv_out = st && write_dv ? sf_state_at_mut(st->dv_out, n0) : NULL;
-    if (h) {
-        back(p, k, g->T, g->N, nb, h + n0, g->N, ds + n0, scratch, BLK, dv_in, dv_out);
-    } else {
-        sf_block_recompute_h(k, p->soft_reset, g->T, g->N, nb, x + n0, sc, sh, st ? sf_state_at(st->v_in, n0) : NULL,
-                             scratch, BLK);
-        back(p, k, g->T, g->N, nb, scratch, BLK, ds + n0, scratch, BLK, dv_in, dv_out);
-    }
-}
-
-/* First slot of block b in the partial-sum array: block b touches (sample, channel) runs n0/hw .. (n0+nb-1)/hw,
- * and run index + block index never collides between blocks. */
-static int64_t slot_of(const bn_lif_geom *g, int64_t b) { return (b * BLK) / g->hw + b; }
 
 sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
                                     const float *x, const float *h, const float *mean, const float *var, float eps,
@@ -133,7 +97,8 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
 {
     (void)be;
     bn_lif_geom g;
-    SF_TRY(geom_of("BN-LIF backward", p, T, sh, &g));
+    sf_neuron_call nc;
+    SF_TRY(geom_of("BN-LIF backward", T, sh, &g));
     const int phase = split ? split->phase : 0; /* 0: both passes here */
     if (split && (phase < 1 || phase > 2))
         return sf_fail(SF_ERR_INVALID, "BN-LIF backward: split phase %d (expected 1 or 2)", phase);
@@ -141,19 +106,23 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
         return sf_fail(SF_ERR_INVALID, "BN-LIF backward: phase 1 writes its sums into dgamma and dbeta (NULL given)");
     if (phase == 2 && (!split->sum_dy || !split->sum_dyx || split->rows < 1))
         return sf_fail(SF_ERR_INVALID, "BN-LIF backward: phase 2 needs the sums of every part and their rows");
-    const int64_t C = g.C, nslots = slot_of(&g, g.nblocks - 1) + BLK + 1;
+    SF_TRY(sf_neuron_call_init(&nc, "BN-LIF backward", p, T, g.N, st, g.C, g.hw));
+    const int64_t C = g.C, per_thread = sf_neuron_scratch_floats(&nc);
+    /* a PLIF's dw comes with the reverse-time pass that writes the state: pass 1 (phase 1 or unsplit) */
+    const int plif = sf_neuron_is_plif(&nc), want_dw = plif && phase != 2;
     float *f = NULL, *scratch = NULL;
-    double *part = calloc((size_t)nslots * 2, sizeof *part);
-    double *sums = calloc((size_t)C * 2, sizeof *sums);
-    sf_status status = part && sums ? SF_OK : sf_fail(SF_ERR_NOMEM, "BN-LIF backward: cannot allocate partial sums");
+    double *sums = calloc((size_t)C * 2, sizeof *sums), *dk = NULL; /* dk: a PLIF's per-neuron sums */
+    sf_channel_sums bn_sums = {0};
+    sf_status status = sums ? SF_OK : sf_fail(SF_ERR_NOMEM, "BN-LIF backward: cannot allocate channel sums");
+    if (status == SF_OK && phase != 2)
+        status = sf_channel_sums_init(&bn_sums, g.N, g.C, g.hw, 2, BLK, "BN-LIF backward");
+    if (status == SF_OK && want_dw) status = sf_neuron_plif_sums(&nc, &dk);
     if (status == SF_OK) status = sf_cpu_alloc_f32(5 * C, "BN-LIF backward", &f);
-    if (status == SF_OK) status = sf_thread_scratch(g.T * BLK, "BN-LIF backward", &scratch);
+    if (status == SF_OK) status = sf_thread_scratch(per_thread, "BN-LIF backward", &scratch);
     if (status != SF_OK) goto done;
 
     float *invstd = f, *scale = f + C, *shift = f + 2 * C, *mdy = f + 3 * C, *mdyx = f + 4 * C;
     sf_bn_fold(g.C, mean, var, eps, gamma, beta, invstd, scale, shift);
-    const sf_lif_coeffs k = sf_lif_coeffs_of(p);
-    const sf_block_backward_fn back = sf_block_backward_for(p);
     if (phase == 2) {
         const double n_all = (double)split->rows * (double)sh.hw;
         for (int64_t c = 0; c < C; c++) {
@@ -167,13 +136,14 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
     for (int64_t b = 0; b < g.nblocks; b++) {
         float sc[BLK], sh_[BLK], mu[BLK];
         double sdy[BLK], sdyx[BLK];
+        double *bn_vals[2] = {sdy, sdyx};
         const int64_t n0 = b * BLK;
         const int nb = (int)(g.N - n0 < BLK ? g.N - n0 : BLK);
-        float *dy = scratch + omp_get_thread_num() * g.T * BLK;
+        float *dy = scratch + omp_get_thread_num() * per_thread;
         gather(&g, n0, nb, scale, sc);
         gather(&g, n0, nb, shift, sh_);
         gather(&g, n0, nb, mean, mu);
-        block_dy(&g, p, &k, back, n0, nb, x, h, sc, sh_, ds, dy, st, 1);
+        sf_neuron_block_dy(&nc, n0, nb, x, h, sc, sh_, ds, dy, 1, dk ? dk + n0 : NULL);
         for (int i = 0; i < nb; i++) sdy[i] = sdyx[i] = 0.0;
         for (int64_t t = 0; t < g.T; t++) {
             const float *xt = x + t * g.N + n0, *dyt = dy + t * BLK;
@@ -182,24 +152,10 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
                 sdyx[i] += (double)dyt[i] * ((double)xt[i] - (double)mu[i]);
             }
         }
-        double *slot = part + 2 * slot_of(&g, b);
-        for (int64_t i = 0, j = 0, pos = n0 % g.hw; i < nb; i++) { /* j: the (sample, channel) run of neuron i */
-            slot[2 * j] += sdy[i];
-            slot[2 * j + 1] += sdyx[i];
-            if (++pos == g.hw) {
-                pos = 0;
-                j++;
-            }
-        }
+        sf_channel_sums_add(&bn_sums, b, nb, bn_vals);
     }
-    for (int64_t b = 0; b < g.nblocks; b++) {
-        const int64_t n0 = b * BLK, n1 = (n0 + BLK < g.N ? n0 + BLK : g.N) - 1;
-        const double *slot = part + 2 * slot_of(&g, b);
-        for (int64_t run = n0 / g.hw, j = 0; run <= n1 / g.hw; run++, j++) {
-            sums[2 * (run % C)] += slot[2 * j];
-            sums[2 * (run % C) + 1] += slot[2 * j + 1];
-        }
-    }
+    sf_channel_sums_total(&bn_sums, sums);
+    if (want_dw && (status = sf_neuron_plif_dw(&nc, dk)) != SF_OK) goto done;
     const double n = (double)sh.rows * (double)sh.hw;
     for (int64_t c = 0; c < C; c++) {
         const double sdyx = sums[2 * c + 1] * invstd[c]; /* Σ dy·x̂ */
@@ -213,10 +169,11 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
 pass2:
 #pragma omp parallel
     {
-        float *dy = scratch + omp_get_thread_num() * g.T * BLK;
+        float *dy = scratch + omp_get_thread_num() * per_thread;
 #pragma omp for schedule(static)
         for (int64_t b = 0; b < g.nblocks; b++) {
             float sc[BLK], sh_[BLK], mu[BLK], is[BLK], m[BLK], mx[BLK], row[BLK];
+            double dk_unused[BLK] = {0}; /* phase 2's dk: dw comes from pass 1 */
             const int64_t n0 = b * BLK;
             const int nb = (int)(g.N - n0 < BLK ? g.N - n0 : BLK);
             gather(&g, n0, nb, scale, sc);
@@ -225,7 +182,7 @@ pass2:
             gather(&g, n0, nb, invstd, is);
             gather(&g, n0, nb, mdy, m);
             gather(&g, n0, nb, mdyx, mx);
-            block_dy(&g, p, &k, back, n0, nb, x, h, sc, sh_, ds, dy, st, 0);
+            sf_neuron_block_dy(&nc, n0, nb, x, h, sc, sh_, ds, dy, 0, plif ? dk_unused : NULL);
             for (int64_t t = 0; t < g.T; t++) {
                 const float *xt = x + t * g.N + n0, *dyt = dy + t * BLK;
 #pragma omp simd
@@ -239,6 +196,8 @@ done:
     free(scratch);
     free(f);
     free(sums);
-    free(part);
+    sf_channel_sums_free(&bn_sums);
+    free(dk);
+    sf_neuron_call_free(&nc);
     return status;
 }

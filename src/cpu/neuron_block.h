@@ -113,36 +113,53 @@ static inline int sf_block_emit_row(const sf_block_emit *e, int64_t t, const flo
 }
 
 /* Forward over one block of nb <= SF_CPU_BLOCK neurons for all T steps, x with row stride N. y_t = x_t
- * (sc == NULL) or x_t·sc + sh per neuron (BN folded into a scale and shift). v starts at v_in (the block's nb
- * values) or at k->v0 when v_in is NULL, and ends in v_out when that is given (sf_lif_state). h_t goes to the scratch
- * rows h_rows (stride hs) when given; with `spikes` set, s and h rows go to s_out and h_out (stride N) where those are
- * not NULL, byte spikes to s8_out when `bytes` is set, the compact form through `emit` when it is not NULL, and the
- * spikes are counted. Inlined with constant soft/spikes/bytes/sc so each caller gets a branch-free vector loop; h is
- * bitwise the same for every caller. */
-SF_ALWAYS_INLINE int64_t sf_block_forward(const sf_lif_coeffs *k, int soft, int spikes, int bytes, int64_t T,
-                                          int64_t N, int nb, const float *x, const float *sc, const float *sh,
-                                          const float *v_in, float *v_out, float *h_rows, int64_t hs, float *s_out,
-                                          float *h_out, uint8_t *s8_out, const sf_block_emit *emit)
+ * (sc == NULL) or x_t·sc + sh per neuron (BN folded into a scale and shift); a and c are k's, or each neuron's own
+ * where av/cv are given (a PLIF with a w per channel); `alif` runs the ALIF (sf_alif_step). The state starts at v_in
+ * (the block's nb values; the ALIF's b at v_in + N) or at k->v0 (b = 0) when v_in is NULL, and ends in v_out (b at
+ * v_out + N) when that is given (sf_lif_state). h_t goes to the scratch rows h_rows (stride hs) when given, and the
+ * ALIF's θ_t to the rows after them (h_rows + T·hs); with `spikes` set, s and h rows go to s_out and h_out (stride N)
+ * where those are not NULL, byte spikes to s8_out when `bytes` is set, the compact form through `emit` when it is
+ * not NULL, and the spikes are counted. Inlined with constant soft/alif/spikes/bytes/sc/av so each caller gets a
+ * branch-free vector loop; h is bitwise the same for every caller. */
+SF_ALWAYS_INLINE int64_t sf_block_forward(const sf_lif_coeffs *k, int soft, int alif, int spikes, int bytes,
+                                          int64_t T, int64_t N, int nb, const float *x, const float *sc,
+                                          const float *sh, const float *av, const float *cv, const float *v_in,
+                                          float *v_out, float *h_rows, int64_t hs, float *s_out, float *h_out,
+                                          uint8_t *s8_out, const sf_block_emit *emit)
 {
     /* A local copy: the stores below could alias *k for all gcc knows, and a conditional load of k->v_reset
      * inside the loop stops vectorisation. */
     const sf_lif_coeffs kc = *k;
-    float v[SF_CPU_BLOCK], h_row[SF_CPU_BLOCK], s_row[SF_CPU_BLOCK];
+    float v[SF_CPU_BLOCK], b[SF_CPU_BLOCK], h_row[SF_CPU_BLOCK], th_row[SF_CPU_BLOCK], s_row[SF_CPU_BLOCK];
     int32_t count[SF_CPU_BLOCK];
     for (int i = 0; i < nb; i++) {
         v[i] = v_in ? v_in[i] : kc.v0;
+        b[i] = alif && v_in ? v_in[N + i] : 0.0f;
         count[i] = 0;
     }
     for (int64_t t = 0; t < T; t++) {
         const float *xt = x + t * N;
         float *ht = h_rows ? h_rows + t * hs : h_row;
+        float *tht = alif && h_rows ? h_rows + (T + t) * hs : th_row;
         uint8_t *s8t = bytes ? s8_out + t * N : NULL;
 #pragma omp simd
         for (int i = 0; i < nb; i++) {
             float y = xt[i];
             if (sc) y = y * sc[i] + sh[i];
-            float hv, vv = v[i];
-            float sp = sf_lif_step(&kc, soft, y, &vv, &hv);
+            float hv, sp, vv = v[i];
+            if (alif) {
+                float bb = b[i], th;
+                sp = sf_alif_step(&kc, soft, y, &vv, &bb, &hv, &th);
+                b[i] = bb;
+                tht[i] = th;
+            } else if (av) {
+                sf_lif_coeffs ki = kc;
+                ki.a = av[i];
+                ki.c = cv[i];
+                sp = sf_lif_step(&ki, soft, y, &vv, &hv);
+            } else {
+                sp = sf_lif_step(&kc, soft, y, &vv, &hv);
+            }
             v[i] = vv;
             ht[i] = hv;
             if (spikes) {
@@ -156,25 +173,46 @@ SF_ALWAYS_INLINE int64_t sf_block_forward(const sf_lif_coeffs *k, int soft, int 
         if (spikes && h_out) sf_stream_row(h_out + t * N, ht, nb);
     }
     if (v_out)
-        for (int i = 0; i < nb; i++) v_out[i] = v[i];
+        for (int i = 0; i < nb; i++) {
+            v_out[i] = v[i];
+            if (alif) v_out[N + i] = b[i];
+        }
     int64_t total = 0;
     for (int i = 0; i < nb; i++) total += count[i];
     return total;
 }
 
-/* Reverse-time pass over one block: from h (row stride hs) and ds (row stride N) writes dy_t = c·dh_t (row stride
- * dys). dy may be h itself (same stride): each h_t is read before dy_t overwrites it. ∂L/∂v starts from dv_in (the
- * block's nb values; NULL: 0) and its value before the first step goes to dv_out when given (sf_lif_state). */
+/* The reverse-time pass over one block: from h (rows of stride hs) and ds (row stride N) it writes dy_t = c·dh_t
+ * (row stride dys). dy may be h itself (same stride): each h_t (and h_{t-1}, which a PLIF reads at step t) is read
+ * before dy_t overwrites it. ∂L/∂state starts from dv_in (the block's nb values, the ALIF's ∂L/∂b at dv_in + N;
+ * NULL: 0) and its value before the first step goes to dv_out (b's at dv_out + N) when given. */
+typedef struct sf_block_back {
+    const float *h;
+    int64_t hs;
+    const float *th; /* ALIF: θ_t rows, stride ths */
+    int64_t ths;
+    const float *ds;
+    float *dy;
+    int64_t dys;
+    const float *dv_in;
+    float *dv_out;
+    /* PLIF: ∂L/∂k (k = 1/tau) per neuron, from ∂h_t/∂k = y_t - v_{t-1} (decay_input) or -v_{t-1} */
+    const float *a, *c;       /* each neuron's a and c, or NULL: k's */
+    const float *x, *sc, *sh; /* the input rows (stride N) and the BN fold (NULL: none) that give y_t */
+    const float *v_init;      /* v before the first step (the block's nb values), or NULL: k->v0 */
+    double *dk;               /* [nb]: += Σ_t dh_t·∂h_t/∂k */
+} sf_block_back;
 typedef void (*sf_block_backward_fn)(const sf_lif_params *p, const sf_lif_coeffs *k, int64_t T, int64_t N, int nb,
-                                     const float *h, int64_t hs, const float *ds, float *dy, int64_t dys,
-                                     const float *dv_in, float *dv_out);
+                                     const sf_block_back *io);
 
-/* The backward loop specialised for p's surrogate and flags (so the vector loop has no branches). */
+/* The backward loop for p's model, specialised for its surrogate (and, for the LIF and IF, its flags), so the vector
+ * loop has no branches. */
 sf_block_backward_fn sf_block_backward_for(const sf_lif_params *p);
 
-/* Recomputes h of one block into scratch rows of stride hs (the recompute memory mode), from v_in (NULL: k->v0). */
-void sf_block_recompute_h(const sf_lif_coeffs *k, int soft, int64_t T, int64_t N, int nb, const float *x,
-                          const float *sc, const float *sh, const float *v_in, float *scratch, int64_t hs);
+/* The ALIF's θ_t rows (stride ths) from given h rows (stride hs), sweeping forward from the state's b (b_in NULL:
+ * 0), for a backward whose h was kept (the threshold is not). */
+void sf_block_alif_thresholds(const sf_lif_coeffs *k, int64_t T, int nb, const float *h, int64_t hs,
+                              const float *b_in, float *th, int64_t ths);
 
 /* The block's slice of an optional per-neuron state array. */
 static inline const float *sf_state_at(const float *a, int64_t n0) { return a ? a + n0 : NULL; }

@@ -67,30 +67,40 @@ static int32_t row_argmax(int32_t K, const float *z)
     return best;
 }
 
-sf_status sf_cpu_op_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step,
-                                 const float *r, const int32_t *labels, float *dr, float *logits_mean,
-                                 float *stats)
+/* What both losses share: checks, logits_mean = mean_t r_t (summed in double in time order) and the samples whose
+ * argmax of it is their label. */
+static sf_status mean_and_correct(const char *loss, int64_t T, int64_t B, int32_t K, const float *r,
+                                  const int32_t *labels, float *logits_mean, const float *stats, int64_t *correct)
 {
     if (T <= 0 || B <= 0 || K <= 0)
-        return sf_fail(SF_ERR_INVALID, "softmax cross-entropy: T=%lld B=%lld K=%d: all must be >= 1", (long long)T,
-                       (long long)B, K);
+        return sf_fail(SF_ERR_INVALID, "%s: T=%lld B=%lld K=%d: all must be >= 1", loss, (long long)T, (long long)B,
+                       K);
     if (!r || !labels || !logits_mean || !stats)
-        return sf_fail(SF_ERR_INVALID, "softmax cross-entropy: r, labels, logits_mean and stats must not be NULL");
+        return sf_fail(SF_ERR_INVALID, "%s: r, labels, logits_mean and stats must not be NULL", loss);
     for (int64_t b = 0; b < B; b++)
         if (labels[b] < 0 || labels[b] >= K)
-            return sf_fail(SF_ERR_INVALID, "softmax cross-entropy: label %d of sample %lld is outside [0, %d)",
-                           labels[b], (long long)b, K);
+            return sf_fail(SF_ERR_INVALID, "%s: label %d of sample %lld is outside [0, %d)", loss, labels[b],
+                           (long long)b, K);
     const int64_t row = (int64_t)B * K;
-    /* logits_mean = mean_t r_t, summed in double in time order. */
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < row; i++) {
         double acc = 0.0;
         for (int64_t t = 0; t < T; t++) acc += r[t * row + i];
         logits_mean[i] = (float)(acc / (double)T);
     }
+    *correct = 0;
+    for (int64_t b = 0; b < B; b++) *correct += row_argmax(K, logits_mean + b * K) == labels[b];
+    return SF_OK;
+}
+
+sf_status sf_cpu_op_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step,
+                                 const float *r, const int32_t *labels, float *dr, float *logits_mean,
+                                 float *stats)
+{
+    int64_t correct;
+    SF_TRY(mean_and_correct("softmax cross-entropy", T, B, K, r, labels, logits_mean, stats, &correct));
+    const int64_t row = (int64_t)B * K;
     double loss = 0.0;
-    int64_t correct = 0;
-    for (int64_t b = 0; b < B; b++) correct += row_argmax(K, logits_mean + b * K) == labels[b];
     if (!per_step) {
         /* d loss / d r_t = (softmax(z) - onehot)/(B·T) for every t, since z = mean_t r_t. */
         const double scale = 1.0 / ((double)B * (double)T);
@@ -110,6 +120,27 @@ sf_status sf_cpu_op_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K
         loss /= (double)B * (double)T;
     }
     stats[0] = (float)loss;
+    stats[1] = (float)correct;
+    return SF_OK;
+}
+
+sf_status sf_cpu_op_mse_rate(sf_backend *be, int64_t T, int64_t B, int32_t K, const float *r, const int32_t *labels,
+                             float *dr, float *logits_mean, float *stats)
+{
+    int64_t correct;
+    SF_TRY(mean_and_correct("MSE on the firing rate", T, B, K, r, labels, logits_mean, stats, &correct));
+    const int64_t row = (int64_t)B * K;
+    const double scale = 2.0 / ((double)row * (double)T);
+    double loss = 0.0;
+    for (int64_t i = 0; i < row; i++) {
+        const double d = (double)logits_mean[i] - (i % K == labels[i / K] ? 1.0 : 0.0);
+        loss += d * d;
+        if (dr) dr[i] = (float)(d * scale);
+    }
+    if (dr)
+        for (int64_t t = 1; t < T; t++)
+            for (int64_t i = 0; i < row; i++) dr[t * row + i] = dr[i];
+    stats[0] = (float)(loss / (double)row);
     stats[1] = (float)correct;
     return SF_OK;
 }

@@ -172,6 +172,7 @@ static void fill_table(sf_backend *be, bool graphs)
     be->leaky_forward = sf_cuda_op_leaky_forward;
     be->leaky_backward = sf_cuda_op_leaky_backward;
     be->softmax_xent = sf_cuda_op_softmax_xent;
+    be->mse_rate = sf_cuda_op_mse_rate;
     be->sgd_step = sf_cuda_op_sgd_step;
     be->adam_step = sf_cuda_op_adam_step;
     be->check_finite = sf_cuda_op_check_finite;

@@ -1,4 +1,4 @@
-/* bn_lif.cu — fused BN → LIF (Liang et al., Alg. 1–3; docs/architecture.md, References). Forward: normalise and
+/* bn_lif.cu — fused BN → neuron, every model (Liang et al., Alg. 1–3; docs/architecture.md, References). Forward: normalise and
  * integrate in one pass per neuron. Backward: pass 1 recomputes y and h, runs the reverse time loop and keeps only Σ_t
  * dy and Σ_t dy·x̂ per neuron ([B, C, hw], T times smaller than x); a deterministic reduction turns them into dbeta,
  * dgamma; pass 2 recomputes again and writes dx. dy ([T, B, C, hw]) is never stored. x, s, ds and dx are in the
@@ -7,6 +7,10 @@
 #include "cuda/neuron.cuh"
 #include "cuda/ops.cuh"
 #include "cuda/reduce.cuh"
+
+extern "C" {
+#include "core/neuron_check.h"
+}
 
 static sf_cuda_neuron bn_neuron(const sf_lif_params *p, int64_t T, sf_bn_shape sh, const void *x, const float *mean,
                                 const float *var, float eps, const float *gamma, const float *beta)
@@ -41,6 +45,7 @@ sf_status sf_cuda_bn_lif_forward(const sf_lif_params *p, int64_t T, sf_bn_shape 
                                  const sf_lif_out *out, const sf_lif_state *st, void *stream)
 {
     SF_TRY(check_rows(T, sh));
+    SF_TRY(sf_plif_state_check("BN+LIF forward", p, sh.rows / T * sh.c * sh.hw, st, sh.c, sh.hw));
     sf_cuda_neuron a = bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta);
     if (st) a.st = *st;
     return sf_cuda_with_act(t, [&](auto tag) {
@@ -86,18 +91,21 @@ static sf_status bn_lif_backward_on(sf_cuda_ctx *c, const sf_lif_params *p, int6
         return sf_fail(SF_ERR_INVALID, "BN+LIF backward: dgamma and dbeta are needed (the sums pass writes them)");
     if (phase == 2 && (!split->sum_dy || !split->sum_dyx || split->rows < 1))
         return sf_fail(SF_ERR_INVALID, "BN+LIF backward: phase 2 needs the sums of every part and their rows");
+    SF_TRY(sf_plif_state_check("BN+LIF backward", p, sh.rows / T * sh.c * sh.hw, st, sh.c, sh.hw));
     sf_cuda_neuron a = bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta);
     if (st) a.st = *st;
     if (a.N == 0) return SF_OK;
     return sf_cuda_with_act(c->act, [&](auto tag) -> sf_status {
         using Act = decltype(tag);
-        if (phase != 2) {
+        if (phase != 2) { /* pass 1: Σdy, Σdy·x̂ per neuron, and a PLIF's sums for dw after them */
+            const bool plif = p->model == SF_NEURON_PLIF;
             void *sums;
-            SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SUMS, sizeof(float) * 2 * (size_t)a.N, &sums));
+            SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SUMS, sizeof(float) * (plif ? 3 : 2) * (size_t)a.N, &sums));
             float *s = (float *)sums;
             SF_TRY(sf_cuda_neuron_backward_launch<Act>(a, true, SF_DY_SUMS, h, ds, NULL, s, NULL, NULL, c->stream));
             NeuronSumsF f = {s, s + a.N, dgamma, dbeta};
             SF_TRY(sf_cuda_channel_reduce(c, f, sh.rows / T, sh.c, sh.hw));
+            if (plif) SF_TRY(sf_cuda_plif_dw(c, a, s + 2 * a.N));
             if (phase == 1) return SF_OK;
         }
         a.st.dv_out = NULL; /* written by the sums pass */
@@ -119,11 +127,12 @@ sf_status sf_cuda_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int
                               st, split);
 }
 
-/* The caller's workspace, cut into the two scratch slots the backward uses: the per-neuron sums (2·N floats) and
- * the channel reduction's partials (at most 2·C·P doubles with P <= (4·SMs + C - 1) / C, see reduce.cuh). */
+/* The caller's workspace, cut into the two scratch slots the backward uses: the per-neuron sums (2·N floats, and N
+ * more for a PLIF's dw: the size does not depend on the model) and the channel reduction's partials (at most 2·C·P
+ * doubles with P <= (4·SMs + C - 1) / C, see reduce.cuh; a PLIF's w has 1 or C channels). */
 static size_t sums_bytes(sf_bn_shape sh, int64_t T)
 {
-    return (sizeof(float) * 2 * (size_t)(sh.rows / T * sh.c * sh.hw) + 255) & ~(size_t)255; /* partials 256-aligned */
+    return (sizeof(float) * 3 * (size_t)(sh.rows / T * sh.c * sh.hw) + 255) & ~(size_t)255; /* partials 256-aligned */
 }
 
 static sf_status current_sms(int *device, int *sms)

@@ -1,4 +1,4 @@
-/* lif_compact.cu — the LIF forward that writes the compact form of its spikes (core/spikes.h) in the same pass: one
+/* lif_compact.cu — the neuron forward (every model) that writes the compact form of its spikes (core/spikes.h) in the same pass: one
  * block per segment of one sample's row runs all T steps of its SF_SPIKE_SEG neurons, and each step's spikes
  * become a bits word per warp and the segment's list and count (spikes.cuh). s, h and bytes are written where
  * asked, as the plain forward writes them, with the same arithmetic and the same carried state (v_in, v_out): the
@@ -6,7 +6,7 @@
 #include "cuda/neuron.cuh"
 #include "cuda/spikes.cuh"
 
-template <class T, int U>
+template <class T, int U, int MODEL>
 __global__ void __launch_bounds__(SF_SPIKE_SEG)
     lif_compact_kernel(sf_cuda_neuron a, int64_t n, T *s, uint8_t *s_u8, float *hout, sf_spikes c, float *count)
 {
@@ -16,9 +16,9 @@ __global__ void __launch_bounds__(SF_SPIKE_SEG)
     const int64_t b = blockIdx.x / segs, j = blockIdx.x % segs * SF_SPIKE_SEG + threadIdx.x;
     const bool valid = j < n;
     const int64_t nf = b * n + (valid ? j : 0); /* lanes past the row's end integrate a real neuron, write nothing */
-    const sf_lif_coeffs k = a.k;
+    const sf_lif_coeffs k = sf_cuda_coeffs<MODEL>(a, nf);
     const int soft = a.p.soft_reset;
-    float v = sf_cuda_v0(a, k, nf), spikes = 0.0f;
+    float v = sf_cuda_v0(a, k, nf), ab = MODEL == SF_CUDA_ALIF ? sf_cuda_b0(a, nf) : 0.0f, spikes = 0.0f;
     for (int64_t t0 = 0; t0 < a.T; t0 += U) {
         float xs[U];
 #pragma unroll
@@ -28,8 +28,8 @@ __global__ void __launch_bounds__(SF_SPIKE_SEG)
         for (int u = 0; u < U; u++) {
             const int64_t t = t0 + u;
             if (t >= a.T) break; /* the same for the whole block */
-            float h;
-            const float st = sf_lif_step(&k, soft, xs[u], &v, &h);
+            float h, theta;
+            const float st = sf_cuda_step<MODEL>(k, soft, xs[u], &v, &ab, &h, &theta);
             const int64_t i = t * a.N + nf;
             if (valid) {
                 if (s) s[i] = sf_narrow<T>(st);
@@ -39,7 +39,10 @@ __global__ void __launch_bounds__(SF_SPIKE_SEG)
             spikes += (float)sf_cuda_emit_row(c, n, t * B + b, j, valid, st != 0.0f, wc[t & 1]);
         }
     }
-    if (valid && a.st.v_out) a.st.v_out[nf] = v;
+    if (valid && a.st.v_out) {
+        a.st.v_out[nf] = v;
+        if (MODEL == SF_CUDA_ALIF) a.st.v_out[a.N + nf] = ab;
+    }
     if (count) sf_cuda_add_count(count, spikes);
 }
 
@@ -55,13 +58,17 @@ sf_status sf_cuda_lif_compact_forward(const sf_cuda_neuron &a, sf_act_type t, co
     return sf_cuda_with_act(t, [&](auto tag) {
         using T = decltype(tag);
         T *s = (T *)out->s;
-        if (a.T < 8)
-            lif_compact_kernel<T, 4><<<(unsigned)blocks, SF_SPIKE_SEG, 0, st>>>(a, n, s, out->s_u8, out->h, out->c,
-                                                                                out->spike_count);
-        else
-            lif_compact_kernel<T, 8><<<(unsigned)blocks, SF_SPIKE_SEG, 0, st>>>(a, n, s, out->s_u8, out->h, out->c,
-                                                                                out->spike_count);
-        SF_CUDA_LAUNCHED();
-        return SF_OK;
+        auto launch = [&](auto model) -> sf_status {
+            constexpr int M = decltype(model)::value;
+            if (a.T < 8)
+                lif_compact_kernel<T, 4, M><<<(unsigned)blocks, SF_SPIKE_SEG, 0, st>>>(a, n, s, out->s_u8, out->h,
+                                                                                       out->c, out->spike_count);
+            else
+                lif_compact_kernel<T, 8, M><<<(unsigned)blocks, SF_SPIKE_SEG, 0, st>>>(a, n, s, out->s_u8, out->h,
+                                                                                       out->c, out->spike_count);
+            SF_CUDA_LAUNCHED();
+            return SF_OK;
+        };
+        return sf_cuda_with_model(&a.p, launch);
     });
 }

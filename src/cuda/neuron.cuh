@@ -17,12 +17,19 @@
  * segments are at most 32 steps.
  * The neuron state carried across calls (a.st, float [N] each) replaces v's start value in every pass that starts
  * at step 0, gets v after the last step, and starts and ends ∂L/∂v; without it the kernels are the one-call ones.
+ * The neuron model is a template parameter (MODEL, sf_cuda_model): the LIF and the IF (the LIF's code, with a = c = 1
+ * in a.k); the PLIF, whose a and c each thread takes from its channel's w and whose backward keeps x in a column
+ * (as BN's) for Σ_t dh_t·∂h_t/∂k, written per neuron to `sums` for a deterministic reduction to dw (plif.cu); the
+ * ALIF, whose second state b rides beside v (in the carried state at +N, in the checkpoints) and whose thresholds
+ * θ_t the recompute keeps in a column of their own (its backward always recomputes: θ is not saved).
  */
 #ifndef SF_CUDA_NEURON_CUH
 #define SF_CUDA_NEURON_CUH
 
 #include "cuda/act.cuh"
 #include "cuda/cuda_backend.h"
+
+#include <type_traits>
 
 /* The sigmoid surrogate's exp on the device as ex2.approx (__expf: a multiply and one MUFU instead of expf's
  * range-reduced polynomial, ~10 instructions in the issue-bound backward). Spikes never depend on it, only
@@ -64,6 +71,52 @@ struct sf_cuda_neuron {
 __device__ __forceinline__ float sf_cuda_v0(const sf_cuda_neuron &a, const sf_lif_coeffs &k, int64_t n)
 {
     return a.st.v_in ? a.st.v_in[n] : k.v0;
+}
+
+/* The kernels' neuron models: the IF runs as the LIF (its a = c = 1 come in a.k). */
+enum sf_cuda_model { SF_CUDA_LIF = 0, SF_CUDA_PLIF, SF_CUDA_ALIF };
+
+static inline int sf_cuda_model_of(const sf_lif_params *p)
+{
+    return p->model == SF_NEURON_PLIF ? SF_CUDA_PLIF : p->model == SF_NEURON_ALIF ? SF_CUDA_ALIF : SF_CUDA_LIF;
+}
+
+/* Calls fn(std::integral_constant<int, MODEL>) for the parameters' model. */
+template <class Fn> static sf_status sf_cuda_with_model(const sf_lif_params *p, Fn fn)
+{
+    switch (sf_cuda_model_of(p)) {
+    case SF_CUDA_PLIF: return fn(std::integral_constant<int, SF_CUDA_PLIF>());
+    case SF_CUDA_ALIF: return fn(std::integral_constant<int, SF_CUDA_ALIF>());
+    default: return fn(std::integral_constant<int, SF_CUDA_LIF>());
+    }
+}
+
+/* Neuron n's coefficients: a.k's, with a PLIF's a and c from its channel's w. */
+template <int MODEL>
+__device__ __forceinline__ sf_lif_coeffs sf_cuda_coeffs(const sf_cuda_neuron &a, int64_t n)
+{
+    sf_lif_coeffs k = a.k;
+    if (MODEL == SF_CUDA_PLIF) {
+        const int64_t ch = a.st.w_channels > 1 ? (n / a.st.w_hw) % a.st.w_channels : 0;
+        sf_plif_coeffs(a.st.w[ch], a.p.decay_input, &k.a, &k.c);
+    }
+    return k;
+}
+
+/* The ALIF's b before the first step of neuron n: the carried state's second half, or 0. */
+__device__ __forceinline__ float sf_cuda_b0(const sf_cuda_neuron &a, int64_t n)
+{
+    return a.st.v_in ? a.st.v_in[a.N + n] : 0.0f;
+}
+
+/* One forward step of neuron model MODEL with coefficients k: s_t, with v (and b) updated and h_t (and θ_t)
+ * written. */
+template <int MODEL>
+__device__ __forceinline__ float sf_cuda_step(const sf_lif_coeffs &k, int soft, float y, float *v, float *b, float *h,
+                                              float *theta)
+{
+    if (MODEL == SF_CUDA_ALIF) return sf_alif_step(&k, soft, y, v, b, h, theta);
+    return sf_lif_step(&k, soft, y, v, h);
 }
 
 /* What the backward does with dy_t = ∂L/∂y_t. */
@@ -128,7 +181,7 @@ __device__ __forceinline__ void sf_cuda_load_batch(sf_cuda_batch<V, U> &b, const
     }
 }
 
-template <class T, bool BN, int V, int U>
+template <class T, bool BN, int V, int U, int MODEL>
 __global__ void __launch_bounds__(256)
     sf_cuda_neuron_forward(sf_cuda_neuron a, T *s, uint8_t *s_u8, float *hout, float *count)
 {
@@ -139,15 +192,24 @@ __global__ void __launch_bounds__(256)
         const sf_lif_coeffs k = a.k;
         const int soft = a.p.soft_reset;
         const sf_cuda_affine f = sf_cuda_affine_of<BN>(a, n);
-        float v[V];
+        float v[V], b[V], pa[V], pc[V]; /* b: the ALIF's; pa, pc: a PLIF's a and c (V neurons may span channels) */
 #pragma unroll
-        for (int j = 0; j < V; j++) v[j] = sf_cuda_v0(a, k, n + j);
+        for (int j = 0; j < V; j++) {
+            v[j] = sf_cuda_v0(a, k, n + j);
+            b[j] = MODEL == SF_CUDA_ALIF ? sf_cuda_b0(a, n + j) : 0.0f;
+            const sf_lif_coeffs kj = sf_cuda_coeffs<MODEL>(a, n + j);
+            pa[j] = kj.a;
+            pc[j] = kj.c;
+        }
         auto step = [&](int64_t t, const float *xv) {
             int64_t i = t * a.N + n;
             float st[V], h[V];
 #pragma unroll
             for (int j = 0; j < V; j++) {
-                st[j] = sf_lif_step(&k, soft, BN ? f(xv[j]) : xv[j], &v[j], &h[j]);
+                sf_lif_coeffs kj = k;
+                if (MODEL == SF_CUDA_PLIF) kj.a = pa[j], kj.c = pc[j];
+                float theta;
+                st[j] = sf_cuda_step<MODEL>(kj, soft, BN ? f(xv[j]) : xv[j], &v[j], &b[j], &h[j], &theta);
                 spikes += st[j];
             }
             if (s) sf_st<V>(s + i, st);
@@ -177,7 +239,10 @@ __global__ void __launch_bounds__(256)
         }
         if (a.st.v_out)
 #pragma unroll
-            for (int j = 0; j < V; j++) a.st.v_out[n + j] = v[j];
+            for (int j = 0; j < V; j++) {
+                a.st.v_out[n + j] = v[j];
+                if (MODEL == SF_CUDA_ALIF) a.st.v_out[a.N + n + j] = b[j];
+            }
     }
     if (count) { /* exact: per-warp counts are small integers */
         for (int o = 16; o > 0; o >>= 1) spikes += __shfl_down_sync(0xffffffffu, spikes, o);
@@ -192,12 +257,13 @@ __global__ void __launch_bounds__(256)
  * 32-bit arithmetic (a column area is at most the 227 KiB of shared memory). */
 #define SF_COL(base, t) ((base) + ((int)(t)*SF_CUDA_BWD_THREADS + (int)threadIdx.x) * V)
 
-/* Forward recompute of steps [t0, t1) from v into the thread's shared-memory column (and, BN, x into its column
- * in xsm); the next batch of x is in flight while the current one is integrated. */
-template <class T, bool BN, int V, int U>
+/* Forward recompute of steps [t0, t1) from v (and the ALIF's b) into the thread's shared-memory column (and, KEEPX,
+ * x into its column in xsm; the ALIF's θ into thsm); the next batch of x is in flight while the current one is
+ * integrated. */
+template <class T, bool BN, bool KEEPX, int MODEL, int V, int U>
 __device__ __forceinline__ void sf_cuda_recompute(const sf_cuda_neuron &a, int soft, const sf_lif_coeffs &k,
                                                   const sf_cuda_affine &f, int64_t n, int64_t t0, int64_t t1, float *v,
-                                                  float *smem, float *xsm)
+                                                  float *b, float *smem, float *xsm, float *thsm)
 {
     const T *x = (const T *)a.x;
     sf_cuda_batch<V, U> next, cur;
@@ -206,14 +272,21 @@ __device__ __forceinline__ void sf_cuda_recompute(const sf_cuda_neuron &a, int s
         cur = next;
         if (t + U < t1) sf_cuda_load_batch<V, U, false>(next, x, a.N, n, t + U, 1, t0, t1);
         auto step = [&](int u) {
-            float h[V];
+            float h[V], th[V];
 #pragma unroll
-            for (int j = 0; j < V; j++) sf_lif_step(&k, soft, BN ? f(cur.v[u][j]) : cur.v[u][j], &v[j], &h[j]);
+            for (int j = 0; j < V; j++)
+                sf_cuda_step<MODEL>(k, soft, BN ? f(cur.v[u][j]) : cur.v[u][j], &v[j], &b[j], &h[j], &th[j]);
             if (V == 4)
                 *(float4 *)SF_COL(smem, t + u - t0) = make_float4(h[0], h[1], h[2], h[3]);
             else
                 *SF_COL(smem, t + u - t0) = h[0];
-            if (BN) {
+            if (MODEL == SF_CUDA_ALIF) {
+                if (V == 4)
+                    *(float4 *)SF_COL(thsm, t + u - t0) = make_float4(th[0], th[1], th[2], th[3]);
+                else
+                    *SF_COL(thsm, t + u - t0) = th[0];
+            }
+            if (KEEPX) {
                 const float *xv = cur.v[u];
                 if (V == 4)
                     *(float4 *)SF_COL(xsm, t + u - t0) = make_float4(xv[0], xv[1], xv[2], xv[3]);
@@ -233,16 +306,25 @@ __device__ __forceinline__ void sf_cuda_recompute(const sf_cuda_neuron &a, int s
 }
 
 /* Backward over [T, N]. h: saved potentials (SAVED) or NULL (recompute through shared memory in segments of S steps,
- * with nseg = ceil(T / S) checkpoints after the S-step area). Loads of ds (and x for BN) run one batch ahead;
+ * with nseg = ceil(T / S) checkpoints after the S-step areas). Loads of ds (and x, KEEPX) run one batch ahead;
  * the first batch of a segment is requested before its recompute, so its latency overlaps that pass. The
  * surrogate is a template argument (SG), and so is the common hard-reset, no-θ_grad case (HARD): the loop is
  * issue-bound at the occupancy registers and columns allow, and run-time switches cost instructions per element
- * (SAVED likewise: a run-time test of hsaved split each step into branches). Launched with SF_CUDA_BWD_THREADS. */
-template <class T, bool BN, int MODE, int V, int U, int SG, bool HARD, bool SAVED>
+ * (SAVED likewise: a run-time test of hsaved split each step into branches). Launched with SF_CUDA_BWD_THREADS.
+ * Shared memory: [S steps of h][KEEPX: S of x][ALIF: S of θ][checkpoints: v (ALIF: v, then b) per segment].
+ * PLIF: Σ_t dh_t·(c'·y_t − v_{t−1}) (c' = 1 with decay_input, else 0) goes to sums[n] (SF_DY_WRITE) or
+ * sums[2N + n] (SF_DY_SUMS); the term in v_{t−1} waits one step for h_{t−1} (which gives v_{t−1}), the last for
+ * the start value. */
+template <class T, bool BN, int MODE, int V, int U, int SG, bool HARD, bool SAVED, int MODEL>
 __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
     sf_cuda_neuron_backward(sf_cuda_neuron a, const float *hsaved, const T *ds, T *dx, float *sums,
                             const float *dgamma, const float *dbeta, int64_t S)
 {
+    static_assert(MODEL == SF_CUDA_LIF || V == 1, "the PLIF and ALIF backward runs one neuron per thread");
+    static_assert(MODEL != SF_CUDA_ALIF || !SAVED, "the ALIF backward recomputes its thresholds");
+    constexpr bool KEEPX = BN || MODEL == SF_CUDA_PLIF;      /* x in a column too (x̂, the PLIF's y_t) */
+    constexpr int COLS = 1 + KEEPX + (MODEL == SF_CUDA_ALIF); /* columns per step */
+    constexpr int CK = MODEL == SF_CUDA_ALIF ? 2 : 1;         /* checkpoint floats per segment */
     extern __shared__ float4 sf_cuda_smem4[];
     float *smem = (float *)sf_cuda_smem4;
     int64_t n = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * V;
@@ -254,18 +336,17 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
         p.soft_reset = 0;
         p.use_grad_threshold = 0;
     }
-    const sf_lif_coeffs k = a.k;
+    const sf_lif_coeffs k = sf_cuda_coeffs<MODEL>(a, n); /* V = 1 for a PLIF: one channel's */
     const sf_cuda_affine f = sf_cuda_affine_of<BN>(a, n);
-    /* [S steps of h][BN: S steps of x][checkpoints], each a column per thread */
-    float *xsm = smem + (int)S * SF_CUDA_BWD_THREADS * V;
-    float *ckpt = smem + (BN && !SAVED ? 2 : 1) * (int)S * SF_CUDA_BWD_THREADS * V;
+    const int area = (int)S * SF_CUDA_BWD_THREADS * V;
+    float *xsm = smem + area, *thsm = smem + (1 + KEEPX) * area, *ckpt = smem + (SAVED ? 1 : COLS) * area;
     /* Segments end at T: segment g >= 1 covers [T - (nseg - g)·S, T - (nseg - 1 - g)·S) and segment 0 the (shorter)
      * rest, so the first pass, which stops where the last segment starts, reads x over T - S steps only. */
     int64_t nseg = SAVED ? 1 : (a.T + S - 1) / S;
-    float v[V];
-    if (!SAVED && nseg > 1) { /* v at each segment start (slot g for segment g >= 1), x streamed in batches */
+    float v[V], b[V];
+    if (!SAVED && nseg > 1) { /* v (b) at each segment start (slot g for segment g >= 1), x streamed in batches */
 #pragma unroll
-        for (int j = 0; j < V; j++) v[j] = sf_cuda_v0(a, k, n + j);
+        for (int j = 0; j < V; j++) v[j] = sf_cuda_v0(a, k, n + j), b[j] = sf_cuda_b0(a, n + j);
         const int64_t tend = a.T - S; /* the last segment's start: no further */
         int64_t next_ck = a.T - (nseg - 1) * S;
         int ck = 1;
@@ -278,20 +359,27 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
             for (int u = 0; u < U; u++) {
                 if (t + u == next_ck && ck < nseg - 1) {
 #pragma unroll
-                    for (int j = 0; j < V; j++) SF_COL(ckpt, ck)[j] = v[j];
+                    for (int j = 0; j < V; j++) {
+                        SF_COL(ckpt, CK * ck)[j] = v[j];
+                        if (MODEL == SF_CUDA_ALIF) SF_COL(ckpt, CK * ck + 1)[j] = b[j];
+                    }
                     ck++;
                     next_ck += S;
                 }
                 if (t + u < tend) {
-                    float h;
+                    float h, th;
 #pragma unroll
                     for (int j = 0; j < V; j++)
-                        sf_lif_step(&k, p.soft_reset, BN ? f(cur.v[u][j]) : cur.v[u][j], &v[j], &h);
+                        sf_cuda_step<MODEL>(k, p.soft_reset, BN ? f(cur.v[u][j]) : cur.v[u][j], &v[j], &b[j], &h,
+                                            &th);
                 }
             }
         }
 #pragma unroll
-        for (int j = 0; j < V; j++) SF_COL(ckpt, nseg - 1)[j] = v[j];
+        for (int j = 0; j < V; j++) {
+            SF_COL(ckpt, CK * (nseg - 1))[j] = v[j];
+            if (MODEL == SF_CUDA_ALIF) SF_COL(ckpt, CK * (nseg - 1) + 1)[j] = b[j];
+        }
     }
     float mdy = 0.0f, mdyx = 0.0f;
     if (MODE == SF_DY_BN_DX) {
@@ -300,55 +388,67 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
         mdy = dbeta[ch] / cnt;
         mdyx = dgamma[ch] / cnt;
     }
-    float dv[V], sdy[V], sdyx[V];
+    float dv[V], db[V], sdy[V], sdyx[V], dk = 0.0f, dh_later = 0.0f; /* dh_later: dh_{t+1} (PLIF) */
 #pragma unroll
     for (int j = 0; j < V; j++) {
         dv[j] = a.st.dv_in ? a.st.dv_in[n + j] : 0.0f;
+        db[j] = MODEL == SF_CUDA_ALIF && a.st.dv_in ? a.st.dv_in[a.N + n + j] : 0.0f;
         sdy[j] = sdyx[j] = 0.0f;
     }
     for (int64_t seg = nseg - 1; seg >= 0; seg--) {
         int64_t t1 = SAVED ? a.T : a.T - (nseg - 1 - seg) * S, t0 = SAVED ? 0 : max(t1 - S, (int64_t)0);
         sf_cuda_batch<V, U> nds, nx, cds, cx;
         sf_cuda_load_batch<V, U, true>(nds, ds, a.N, n, t1 - 1, -1, t0, t1);
-        if (BN && SAVED) sf_cuda_load_batch<V, U, false>(nx, x, a.N, n, t1 - 1, -1, t0, t1);
+        if (KEEPX && SAVED) sf_cuda_load_batch<V, U, false>(nx, x, a.N, n, t1 - 1, -1, t0, t1);
         if (!SAVED) {
 #pragma unroll
-            for (int j = 0; j < V; j++) v[j] = seg > 0 ? SF_COL(ckpt, seg)[j] : sf_cuda_v0(a, k, n + j);
-            sf_cuda_recompute<T, BN, V, U>(a, p.soft_reset, k, f, n, t0, t1, v, smem, xsm);
+            for (int j = 0; j < V; j++) {
+                v[j] = seg > 0 ? SF_COL(ckpt, CK * seg)[j] : sf_cuda_v0(a, k, n + j);
+                b[j] = MODEL != SF_CUDA_ALIF ? 0.0f : seg > 0 ? SF_COL(ckpt, CK * seg + 1)[j] : sf_cuda_b0(a, n + j);
+            }
+            sf_cuda_recompute<T, BN, KEEPX, MODEL, V, U>(a, p.soft_reset, k, f, n, t0, t1, v, b, smem, xsm, thsm);
         }
         /* dx at step t - u: walks back one row per step (one add instead of a 64-bit multiply-add per element) */
         T *dxt = MODE != SF_DY_SUMS ? dx + (t1 - 1) * a.N + n : NULL;
         for (int64_t t = t1 - 1; t >= t0; t -= U) {
             cds = nds;
-            if (BN && SAVED) cx = nx;
+            if (KEEPX && SAVED) cx = nx;
             if (t - U >= t0) {
                 sf_cuda_load_batch<V, U, true>(nds, ds, a.N, n, t - U, -1, t0, t1);
-                if (BN && SAVED) sf_cuda_load_batch<V, U, false>(nx, x, a.N, n, t - U, -1, t0, t1);
+                if (KEEPX && SAVED) sf_cuda_load_batch<V, U, false>(nx, x, a.N, n, t - U, -1, t0, t1);
             }
             auto step = [&](int u) {
                 int64_t tt = t - u;
-                float out[V], hv[V], xv[V];
-                if (SAVED) { /* full mode: h streams in beside ds (and x for BN) */
+                float out[V], hv[V], xv[V], thv[V];
+                if (SAVED) { /* full mode: h streams in beside ds (and x) */
                     sf_ld<V, true>(hsaved + tt * a.N + n, hv);
-                    if (BN) {
+                    if (KEEPX) {
 #pragma unroll
                         for (int j = 0; j < V; j++) xv[j] = cx.v[u][j];
                     }
                 } else if (V == 4) {
                     float4 q = *(const float4 *)SF_COL(smem, tt - t0);
                     hv[0] = q.x, hv[1] = q.y, hv[2] = q.z, hv[3] = q.w;
-                    if (BN) {
+                    if (KEEPX) {
                         q = *(const float4 *)SF_COL(xsm, tt - t0);
                         xv[0] = q.x, xv[1] = q.y, xv[2] = q.z, xv[3] = q.w;
                     }
                 } else {
                     hv[0] = *SF_COL(smem, tt - t0);
-                    if (BN) xv[0] = *SF_COL(xsm, tt - t0);
+                    if (KEEPX) xv[0] = *SF_COL(xsm, tt - t0);
+                    if (MODEL == SF_CUDA_ALIF) thv[0] = *SF_COL(thsm, tt - t0);
                 }
 #pragma unroll
                 for (int j = 0; j < V; j++) {
-                    float dy = k.c * sf_lif_step_back(&p, &k, hv[j], cds.v[u][j], &dv[j]);
+                    float dh = MODEL == SF_CUDA_ALIF ? sf_alif_step_back(&p, &k, hv[j], thv[j], cds.v[u][j], &dv[j], &db[j])
+                                                     : sf_lif_step_back(&p, &k, hv[j], cds.v[u][j], &dv[j]);
+                    float dy = k.c * dh;
                     float xhat = BN ? (xv[j] - f.mean) * f.invstd : 0.0f;
+                    if (MODEL == SF_CUDA_PLIF) {
+                        const float y = BN ? f(xv[j]) : xv[j];
+                        dk += (p.decay_input ? dh * y : 0.0f) - dh_later * sf_lif_v_after(&k, p.soft_reset, hv[j]);
+                        dh_later = dh;
+                    }
                     if (MODE == SF_DY_WRITE) out[j] = dy;
                     if (MODE == SF_DY_SUMS) sdy[j] += dy, sdyx[j] += dy * xhat;
                     if (MODE == SF_DY_BN_DX) out[j] = f.gamma * f.invstd * (dy - mdy - xhat * mdyx);
@@ -374,9 +474,14 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
             sums[n + j] = sdy[j];
             sums[a.N + n + j] = sdyx[j];
         }
+    if (MODEL == SF_CUDA_PLIF && MODE != SF_DY_BN_DX) /* the first step's v_{t−1} is the start value */
+        sums[(MODE == SF_DY_SUMS ? 2 * a.N : 0) + n] = dk - dh_later * sf_cuda_v0(a, k, n);
     if (a.st.dv_out)
 #pragma unroll
-        for (int j = 0; j < V; j++) a.st.dv_out[n + j] = dv[j];
+        for (int j = 0; j < V; j++) {
+            a.st.dv_out[n + j] = dv[j];
+            if (MODEL == SF_CUDA_ALIF) a.st.dv_out[a.N + n + j] = db[j];
+        }
 }
 
 #undef SF_COL
@@ -406,6 +511,12 @@ extern template sf_status sf_cuda_neuron_backward_launch<__nv_bfloat16>(const sf
 extern template sf_status sf_cuda_neuron_backward_launch<__half>(const sf_cuda_neuron &, bool, int, const float *,
                                                                  const void *, void *, float *, const float *,
                                                                  const float *, cudaStream_t);
+
+/* plif.cu: a PLIF's dw (a.st.dw) from the per-neuron sums dk [N] of its backward, with the backend's scratch, or
+ * (the raw entry points, without a backend) with partials given: sf_cuda_plif_scratch_bytes holds dk and them. */
+sf_status sf_cuda_plif_dw(sf_cuda_ctx *c, const sf_cuda_neuron &a, const float *dk);
+size_t sf_cuda_plif_scratch_bytes(const sf_cuda_neuron &a, int sms);
+sf_status sf_cuda_plif_dw_into(const sf_cuda_neuron &a, const float *dk, void *partials, int sms, cudaStream_t st);
 
 /* lif_compact.cu: the plain LIF forward with out->c (the compact spikes) written by the kernel itself; x and out->s
  * of type t. */

@@ -1,8 +1,9 @@
 /* neuron_launch.cuh — launch configuration of the time-fused neuron kernels (neuron.cuh): the forward's vector width
- * and batch from alignment and the neuron count, the backward's surrogate instance, batch and shared-memory segment
- * length; a sf_cuda_lif_tuning can force each (benchmarks and tests compare them). Included by one file per
- * activation type (neuron_f32.cu, neuron_bf16.cu, neuron_f16.cu), which instantiates it with
- * SF_CUDA_NEURON_INSTANCES: the backward has 120 instances per type, and three files compile in parallel. */
+ * and batch from alignment and the neuron count, the backward's model and surrogate instance, batch and
+ * shared-memory segment length; a sf_cuda_lif_tuning can force each (benchmarks and tests compare them). Included by
+ * one file per activation type (neuron_f32.cu, neuron_bf16.cu, neuron_f16.cu), which instantiates it with
+ * SF_CUDA_NEURON_INSTANCES: the backward has 120 instances per type and model (the ALIF's 48: it always recomputes),
+ * and three files compile in parallel. */
 #ifndef SF_CUDA_NEURON_LAUNCH_CUH
 #define SF_CUDA_NEURON_LAUNCH_CUH
 
@@ -39,10 +40,13 @@ template <class T, bool BN, int V, int U>
 static sf_status forward(const sf_cuda_neuron &a, const sf_lif_out *o, cudaStream_t st)
 {
     const int threads = 256;
-    sf_cuda_neuron_forward<T, BN, V, U><<<sf_cuda_blocks((a.N + V - 1) / V, threads), threads, 0, st>>>(
-        a, (T *)o->s, o->s_u8, o->h, o->spike_count);
-    SF_CUDA_LAUNCHED();
-    return SF_OK;
+    return sf_cuda_with_model(&a.p, [&](auto model) -> sf_status {
+        sf_cuda_neuron_forward<T, BN, V, U, decltype(model)::value>
+            <<<sf_cuda_blocks((a.N + V - 1) / V, threads), threads, 0, st>>>(a, (T *)o->s, o->s_u8, o->h,
+                                                                            o->spike_count);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    });
 }
 
 static sf_status multiprocessors(int *sms)
@@ -91,19 +95,20 @@ template <class T> struct bwd_args {
 };
 
 /* SF_CUDA_BWD_THREADS neurons per block; smem bytes for segments of S steps (0: h is given). */
-template <class T, bool BN, int MODE, int U>
+template <class T, bool BN, int MODE, int U, int MODEL>
 static sf_status backward(const sf_cuda_neuron &a, const bwd_args<T> &b, int64_t S, size_t smem, cudaStream_t st)
 {
     const bool hard = !a.p.soft_reset && !a.p.use_grad_threshold;
     const int threads = SF_CUDA_BWD_THREADS;
     return with_surrogate(a.p.surrogate, [&](auto sg) -> sf_status {
         constexpr int SG = decltype(sg)::value;
-        auto kernel = hard ? sf_cuda_neuron_backward<T, BN, MODE, 1, U, SG, true, false>
-                           : sf_cuda_neuron_backward<T, BN, MODE, 1, U, SG, false, false>;
-        if constexpr (U <= 8) /* saved h: short batches only (32 steps ahead is for the recompute's few threads) */
+        auto kernel = hard ? sf_cuda_neuron_backward<T, BN, MODE, 1, U, SG, true, false, MODEL>
+                           : sf_cuda_neuron_backward<T, BN, MODE, 1, U, SG, false, false, MODEL>;
+        /* saved h: short batches only (32 steps ahead is for the recompute's few threads); not the ALIF's */
+        if constexpr (U <= 8 && MODEL != SF_CUDA_ALIF)
             if (b.h)
-                kernel = hard ? sf_cuda_neuron_backward<T, BN, MODE, 1, U, SG, true, true>
-                              : sf_cuda_neuron_backward<T, BN, MODE, 1, U, SG, false, true>;
+                kernel = hard ? sf_cuda_neuron_backward<T, BN, MODE, 1, U, SG, true, true, MODEL>
+                              : sf_cuda_neuron_backward<T, BN, MODE, 1, U, SG, false, true, MODEL>;
         if (smem > 48 * 1024)
             SF_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         /* all of the unified L1/shared memory as shared: the recompute's columns are what limits residency */
@@ -119,28 +124,32 @@ static sf_status backward(const sf_cuda_neuron &a, const bwd_args<T> &b, int64_t
 /* Picks the configuration: one neuron per thread (four per thread with 16-byte accesses needed twice the registers
  * and ran slower: the loop is issue-bound at the occupancy registers and columns allow), loads 8 steps ahead (4 for
  * T < 8, so that batches are full). Recompute: each neuron needs 4 bytes of shared memory per step of a segment
- * (8 with BN, whose column keeps x too), plus a checkpoint per segment. Up to T = 64 (BN: 32) one segment at the
- * occupancy registers allow. Longer: one block of columns per SM with segments as long as its shared memory
+ * (8 with BN or a PLIF, whose column keeps x too; 4 more for the ALIF's θ), plus a checkpoint per segment (v, and the
+ * ALIF's b). The ALIF always recomputes (its θ is not saved). Up to T = 64 (with more than one column: 32) one
+ * segment at the occupancy registers allow. Longer: one block of columns per SM with segments as long as its shared memory
  * allows, loading 32 steps ahead, which trades residency (8 warps per SM, each keeping 4 KiB in flight) for the
  * first pass's bytes: it reads x over T - S steps (T = 256: 32 steps, 12.5 bytes per element for the backward,
  * where 32-step segments at 32 warps per SM read 15.5). */
-template <class T, bool BN, int MODE>
-static sf_status backward_config(const sf_cuda_neuron &a, const bwd_args<T> &b, cudaStream_t st)
+template <class T, bool BN, int MODE, int MODEL>
+static sf_status backward_model(const sf_cuda_neuron &a, bwd_args<T> b, cudaStream_t st)
 {
     const sf_cuda_lif_tuning &tu = a.tune;
+    if (MODEL == SF_CUDA_ALIF) b.h = NULL;
     int U = tu.bwd_ahead ? tu.bwd_ahead : a.T < 8 ? 4 : 8;
     if (U != 4 && U != 8 && (U != 32 || b.h))
         return sf_fail(SF_ERR_INVALID, "LIF backward tuning: %d steps ahead: expected 4, 8, or 32 without saved h", U);
-    if (b.h) return U == 4 ? backward<T, BN, MODE, 4>(a, b, 0, 0, st) : backward<T, BN, MODE, 8>(a, b, 0, 0, st);
+    if (b.h)
+        return U == 4 ? backward<T, BN, MODE, 4, MODEL>(a, b, 0, 0, st) : backward<T, BN, MODE, 8, MODEL>(a, b, 0, 0, st);
     int dev, optin;
     SF_CUDA_CHECK(cudaGetDevice(&dev));
     SF_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    const int64_t threads = SF_CUDA_BWD_THREADS, cols = BN ? 2 : 1;
+    const int64_t threads = SF_CUDA_BWD_THREADS, ck = MODEL == SF_CUDA_ALIF ? 2 : 1;
+    const int64_t cols = 1 + (BN || MODEL == SF_CUDA_PLIF) + (MODEL == SF_CUDA_ALIF);
     auto fits = [&](int64_t S) {
-        return (cols * S + ((a.T + S - 1) / S > 1 ? (a.T + S - 1) / S : 0)) * 4 * threads <= optin;
+        return (cols * S + ((a.T + S - 1) / S > 1 ? ck * ((a.T + S - 1) / S) : 0)) * 4 * threads <= optin;
     };
     int64_t S = tu.bwd_seg > 0 ? tu.bwd_seg : a.T;
-    if (tu.bwd_seg < 0 || (tu.bwd_seg == 0 && a.T > (BN ? 32 : 64))) {
+    if (tu.bwd_seg < 0 || (tu.bwd_seg == 0 && a.T > (cols > 1 ? 32 : 64))) {
         if (!tu.bwd_ahead) U = 32;
         for (S = (a.T + U - 1) / U * U; S > U && !fits(S); S -= U) { /* the longest that fits */
         }
@@ -152,10 +161,16 @@ static sf_status backward_config(const sf_cuda_neuron &a, const bwd_args<T> &b, 
                        "LIF backward: T = %lld steps in segments of %lld need more shared memory than this GPU has; "
                        "keep h (memory=full) for such sequences",
                        (long long)a.T, (long long)S);
-    size_t smem = (size_t)(cols * S + (nseg > 1 ? nseg : 0)) * 4 * threads;
-    if (U == 4) return backward<T, BN, MODE, 4>(a, b, S, smem, st);
-    if (U == 32) return backward<T, BN, MODE, 32>(a, b, S, smem, st);
-    return backward<T, BN, MODE, 8>(a, b, S, smem, st);
+    size_t smem = (size_t)(cols * S + (nseg > 1 ? ck * nseg : 0)) * 4 * threads;
+    if (U == 4) return backward<T, BN, MODE, 4, MODEL>(a, b, S, smem, st);
+    if (U == 32) return backward<T, BN, MODE, 32, MODEL>(a, b, S, smem, st);
+    return backward<T, BN, MODE, 8, MODEL>(a, b, S, smem, st);
+}
+
+template <class T, bool BN, int MODE>
+static sf_status backward_config(const sf_cuda_neuron &a, const bwd_args<T> &b, cudaStream_t st)
+{
+    return sf_cuda_with_model(&a.p, [&](auto model) { return backward_model<T, BN, MODE, decltype(model)::value>(a, b, st); });
 }
 
 template <class T>

@@ -1,5 +1,6 @@
-/* readout.cu — the leaky-integrator readout over [T, n] (time inside each thread) and softmax cross-entropy with
- * its gradient, loss and accuracy computed on the device in a fixed order (deterministic, no host round trip). The
+/* readout.cu — the leaky-integrator readout over [T, n] (time inside each thread), and softmax cross-entropy and the
+ * MSE on the firing rate with their gradients, loss and accuracy computed on the device in a fixed order
+ * (deterministic, no host round trip). The
  * readout and its gradients are in the backend's activation type (A); sums, logits and the loss are float. */
 #include "cuda/act.cuh"
 #include "cuda/ops.cuh"
@@ -71,35 +72,25 @@ __device__ float xent_row(const Z *z, int32_t K, int32_t label, float gscale, A 
     return lse - sf_widen(z[label]);
 }
 
-/* One block. Thread b: logits_mean row b, its loss/accuracy; per_step rows are (t, b) pairs. Losses are summed
- * through shared memory in a fixed order. */
-template <class A>
-__global__ void softmax_xent_kernel(int64_t T, int64_t B, int32_t K, int32_t per_step, const A *r,
-                                    const int32_t *labels, A *dr, float *zmean, float *stats)
+/* Row b of logits_mean (the T-mean of r) into z; returns its argmax (the first maximum, as torch.argmax). */
+template <class A> __device__ int32_t mean_row(const A *r, int64_t T, int64_t B, int32_t K, int64_t b, float *z)
+{
+    for (int32_t k = 0; k < K; k++) {
+        float s = 0.0f;
+        for (int64_t t = 0; t < T; t++) s += sf_widen(r[(t * B + b) * K + k]);
+        z[k] = s / (float)T;
+    }
+    int32_t best = 0;
+    for (int32_t k = 1; k < K; k++)
+        if (z[k] > z[best]) best = k;
+    return best;
+}
+
+/* The block's loss and correct counts added in a fixed order (shared memory), into stats[0] (divided by div) and
+ * stats[1]. */
+__device__ void block_stats(double l, double ok, double div, float *stats)
 {
     __shared__ double loss[SF_XENT_THREADS], correct[SF_XENT_THREADS];
-    double l = 0.0, ok = 0.0;
-    for (int64_t b = threadIdx.x; b < B; b += blockDim.x) {
-        float *z = zmean + b * K;
-        for (int32_t k = 0; k < K; k++) {
-            float s = 0.0f;
-            for (int64_t t = 0; t < T; t++) s += sf_widen(r[(t * B + b) * K + k]);
-            z[k] = s / (float)T;
-        }
-        int32_t y = labels[b];
-        int32_t best = 0;
-        for (int32_t k = 1; k < K; k++)
-            if (z[k] > z[best]) best = k;
-        ok += best == y;
-        if (!per_step) {
-            /* loss = mean_b CE(z_b): dr_t = (softmax − onehot)/(B·T) at every step */
-            l += xent_row(z, K, y, 1.0f / (float)(B * T), dr ? dr + b * K : (A *)NULL, B * K, T);
-        } else {
-            for (int64_t t = 0; t < T; t++)
-                l += xent_row(r + (t * B + b) * K, K, y, 1.0f / (float)(B * T), dr ? dr + (t * B + b) * K : (A *)NULL,
-                              0, 1);
-        }
-    }
     loss[threadIdx.x] = l;
     correct[threadIdx.x] = ok;
     __syncthreads();
@@ -111,9 +102,31 @@ __global__ void softmax_xent_kernel(int64_t T, int64_t B, int32_t K, int32_t per
         __syncthreads();
     }
     if (threadIdx.x == 0) {
-        stats[0] = (float)(loss[0] / (double)(per_step ? B * T : B));
+        stats[0] = (float)(loss[0] / div);
         stats[1] = (float)correct[0];
     }
+}
+
+/* One block. Thread b: logits_mean row b, its loss/accuracy; per_step rows are (t, b) pairs. */
+template <class A>
+__global__ void softmax_xent_kernel(int64_t T, int64_t B, int32_t K, int32_t per_step, const A *r,
+                                    const int32_t *labels, A *dr, float *zmean, float *stats)
+{
+    double l = 0.0, ok = 0.0;
+    for (int64_t b = threadIdx.x; b < B; b += blockDim.x) {
+        float *z = zmean + b * K;
+        int32_t y = labels[b];
+        ok += mean_row(r, T, B, K, b, z) == y;
+        if (!per_step) {
+            /* loss = mean_b CE(z_b): dr_t = (softmax − onehot)/(B·T) at every step */
+            l += xent_row(z, K, y, 1.0f / (float)(B * T), dr ? dr + b * K : (A *)NULL, B * K, T);
+        } else {
+            for (int64_t t = 0; t < T; t++)
+                l += xent_row(r + (t * B + b) * K, K, y, 1.0f / (float)(B * T), dr ? dr + (t * B + b) * K : (A *)NULL,
+                              0, 1);
+        }
+    }
+    block_stats(l, ok, (double)(per_step ? B * T : B), stats);
 }
 
 sf_status sf_cuda_op_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step, const float *r,
@@ -127,6 +140,44 @@ sf_status sf_cuda_op_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t 
         using A = decltype(tag);
         softmax_xent_kernel<A><<<1, SF_XENT_THREADS, 0, c->stream>>>(T, B, K, per_step, (const A *)r, labels, (A *)dr,
                                                                      logits_mean, stats);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    });
+}
+
+/* One block. Thread b: logits_mean row b (the firing rate), Σ_k (z_k − onehot_k)², and dr_t = 2·(z − onehot) /
+ * (B·K·T) at every step. */
+template <class A>
+__global__ void mse_rate_kernel(int64_t T, int64_t B, int32_t K, const A *r, const int32_t *labels, A *dr,
+                                float *zmean, float *stats)
+{
+    double l = 0.0, ok = 0.0;
+    const float scale = 2.0f / (float)(B * K * T);
+    for (int64_t b = threadIdx.x; b < B; b += blockDim.x) {
+        float *z = zmean + b * K;
+        int32_t y = labels[b];
+        ok += mean_row(r, T, B, K, b, z) == y;
+        for (int32_t k = 0; k < K; k++) {
+            const float d = z[k] - (k == y ? 1.0f : 0.0f);
+            l += (double)d * (double)d;
+            if (dr)
+                for (int64_t t = 0; t < T; t++) dr[(t * B + b) * K + k] = sf_narrow<A>(d * scale);
+        }
+    }
+    block_stats(l, ok, (double)(B * K), stats);
+}
+
+sf_status sf_cuda_op_mse_rate(sf_backend *be, int64_t T, int64_t B, int32_t K, const float *r, const int32_t *labels,
+                              float *dr, float *logits_mean, float *stats)
+{
+    if (T < 1 || B < 1 || K < 1)
+        return sf_fail(SF_ERR_INVALID, "MSE on the firing rate: T = %lld, B = %lld, K = %d must be >= 1", (long long)T,
+                       (long long)B, K);
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    return sf_cuda_with_act(c->act, [&](auto tag) {
+        using A = decltype(tag);
+        mse_rate_kernel<A><<<1, SF_XENT_THREADS, 0, c->stream>>>(T, B, K, (const A *)r, labels, (A *)dr, logits_mean,
+                                                                 stats);
         SF_CUDA_LAUNCHED();
         return SF_OK;
     });

@@ -62,25 +62,35 @@ template <class F> __global__ void sf_cuda_channel_finish(F f, int32_t C, int P,
     f.finish(c, a, b, count);
 }
 
-template <class F> sf_status sf_cuda_channel_reduce(sf_cuda_ctx *ctx, F f, int64_t R, int32_t C, int64_t hw)
+/* Blocks per channel: enough to fill the chip (sms multiprocessors), none with fewer than a few thousand elements. */
+static inline int64_t sf_cuda_channel_parts(int sms, int64_t R, int32_t C, int64_t hw)
 {
-    if (C == 0) return SF_OK;
-    int64_t per = R * hw;
-    /* Enough blocks to fill the chip, none with fewer than a few thousand elements. */
-    int64_t P = (4 * (int64_t)ctx->num_sms + C - 1) / C;
-    int64_t pmax = (per + 4095) / 4096;
+    int64_t P = (4 * (int64_t)sms + C - 1) / C, pmax = (R * hw + 4095) / 4096;
     if (P > pmax) P = pmax;
     if (P < 1) P = 1;
     if (P > 65535) P = 65535;
-    void *part;
-    SF_TRY(sf_cuda_scratch(ctx, SF_CUDA_SCRATCH_PARTIALS, sizeof(double) * 2 * (size_t)C * (size_t)P, &part));
-    sf_cuda_channel_partials<F>
-        <<<dim3((unsigned)C, (unsigned)P), SF_RED_THREADS, 0, ctx->stream>>>(f, R, C, hw, (int)P, (double *)part);
+    return P;
+}
+
+/* The reduction with P blocks per channel and its partials part [2·C·P doubles] given, on stream st. */
+template <class F>
+sf_status sf_cuda_channel_reduce_into(F f, int64_t R, int32_t C, int64_t hw, int64_t P, double *part, cudaStream_t st)
+{
+    if (C == 0) return SF_OK;
+    sf_cuda_channel_partials<F><<<dim3((unsigned)C, (unsigned)P), SF_RED_THREADS, 0, st>>>(f, R, C, hw, (int)P, part);
     SF_CUDA_LAUNCHED();
-    sf_cuda_channel_finish<F>
-        <<<sf_cuda_blocks(C, 128), 128, 0, ctx->stream>>>(f, C, (int)P, (const double *)part, (double)per);
+    sf_cuda_channel_finish<F><<<sf_cuda_blocks(C, 128), 128, 0, st>>>(f, C, (int)P, part, (double)(R * hw));
     SF_CUDA_LAUNCHED();
     return SF_OK;
+}
+
+template <class F> sf_status sf_cuda_channel_reduce(sf_cuda_ctx *ctx, F f, int64_t R, int32_t C, int64_t hw)
+{
+    if (C == 0) return SF_OK;
+    const int64_t P = sf_cuda_channel_parts(ctx->num_sms, R, C, hw);
+    void *part;
+    SF_TRY(sf_cuda_scratch(ctx, SF_CUDA_SCRATCH_PARTIALS, sizeof(double) * 2 * (size_t)C * (size_t)P, &part));
+    return sf_cuda_channel_reduce_into(f, R, C, hw, P, (double *)part, ctx->stream);
 }
 
 #endif

@@ -50,7 +50,7 @@ static void compare(const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int
         gamma[c] = 0.5f + 0.1f * (float)c;
         beta[c] = 0.05f * (float)(c % 3);
     }
-    sf_lif_state st = {v_in, v_out, dv_in, dv_out};
+    sf_lif_state st = {.v_in = v_in, .v_out = v_out, .dv_in = dv_in, .dv_out = dv_out};
     CHECK_OK(sf_bn_lif_forward(p, T, B, C, hw, SF_SCALAR_F32, x, mean, var, 1e-5f, gamma, beta, s, state ? &st : NULL, CPU, NULL));
     CHECK_OK(sf_bn_lif_backward(p, T, B, C, hw, SF_SCALAR_F32, x, mean, var, 1e-5f, gamma, beta, ds, dx, dg, db,
                                 state ? &st : NULL, NULL, 0, CPU, NULL));
@@ -58,7 +58,7 @@ static void compare(const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int
     float *d_x = dev_from(x, n), *d_ds = dev_from(ds, n), *d_s = dev_from(x, n), *d_dx = dev_from(x, n);
     float *d_stat = dev_from(stat, 4 * (size_t)C), *d_g = dev_from(gamma, (size_t)C), *d_b = dev_from(beta, (size_t)C);
     float *d_vin = dev_from(v_in, N), *d_dvin = dev_from(dv_in, N), *d_vout = dev_from(x, N), *d_dvout = dev_from(x, N);
-    sf_lif_state d_st = {d_vin, d_vout, d_dvin, d_dvout};
+    sf_lif_state d_st = {.v_in = d_vin, .v_out = d_vout, .dv_in = d_dvin, .dv_out = d_dvout};
     cudaStream_t stream;
     CU(cudaStreamCreate(&stream));
     size_t ws_bytes = sf_bn_lif_workspace_bytes(T, B, C, hw, GPU);

@@ -10,6 +10,8 @@
  *   16-bit outputs (LIF and BN+LIF dx, BN, linear, conv, pools, dropout, add, axpy, readout, loss gradient, and a
  *     convolution's weight gradient, which cuDNN writes in 16 bits): 1e-2 for bf16, 2e-3 for fp16 (about 4× the
  *     rounding error of one step on random data);
+ * every neuron model's kernels (LIF, PLIF with its dw 1e-4, IF, ALIF; their compact forward and masked backward)
+ *   as the LIF's;
  * the LIF and BN+LIF kernels also at long T with the neuron state carried (spikes and v_out exact, ∂L/∂v 1e-5);
  * the event-driven ops (core/spikes.h): compact spikes (bits, lists, counts), spikes_expand, the LIF forward with
  *   compact output (s, h) and the recurrent layer's event-driven forward (s, h, compact output) exact; the
@@ -258,12 +260,36 @@ static void test_convert(void)
     free(h), free(want), free(got);
 }
 
+/* A PLIF's w (one per layer) with its dw, on both sides. w = 0: k = sigmoid(0) = 1/2 exactly on both (the device's
+ * expf may differ from the host's by an ulp elsewhere, which could flip a spike; test_gpu_neurons covers other w). */
+typedef struct {
+    ten w, dw;
+    sf_lif_state c, g;
+} plif_w;
+
+static plif_w plif_w_of(int64_t N)
+{
+    plif_w q = {.w = out_f32(1), .dw = out_f32(1)};
+    const float w0 = 0.0f;
+    put(&q.w, &w0);
+    q.c = (sf_lif_state){.w = q.w.c, .dw = q.dw.c, .w_channels = 1, .w_hw = N};
+    q.g = (sf_lif_state){.w = q.w.g, .dw = q.dw.g, .w_channels = 1, .w_hw = N};
+    return q;
+}
+
+#define PLIF_ST(q, p) ((p).model == SF_NEURON_PLIF ? (side_ ? &(q).g : &(q).c) : NULL)
+
+/* Every model's time-fused kernels in the 16-bit storage type: the LIF, then the PLIF (dw: a float sum over the
+ * rounded inputs, 1e-4), the IF and the ALIF over the same cases. */
 static void test_lif(void)
 {
     const int64_t sizes[][2] = {{1, 1}, {5, 333}, {16, 4096}, {70, 129}};
-    for (int k = 0; k < 16; k++) {
+    for (int k = 0; k < 64; k++) {
         sf_lif_params p;
         sf_lif_default_params(&p);
+        p.model = (sf_neuron_model)(k / 16);
+        p.rho = 0.9f;
+        p.beta = 0.7f;
         p.surrogate = (sf_surrogate)(k % 4);
         p.alpha = sf_surrogate_default_alpha(p.surrogate);
         p.soft_reset = (k / 4) & 1;
@@ -275,22 +301,26 @@ static void test_lif(void)
         ten x = in(n, 0.5f, 1.0f, 100 + (uint64_t)k), ds = in(n, 0.0f, 1.0f, 200 + (uint64_t)k);
         ten s = out(n), h = out_f32(n), dx = out(n), dxr = out(n), cnt = out_f32(1);
         raw u8 = raw_of(NULL, n);
+        plif_w q = plif_w_of(N);
         RUN(be->zero(be, S(cnt), 4));
         sf_lif_out oc = {.s = s.c, .s_u8 = u8.c, .h = h.c, .spike_count = cnt.c};
         sf_lif_out og = {.s = s.g, .s_u8 = u8.g, .h = h.g, .spike_count = cnt.g};
-        RUN(be->lif_forward(be, &p, T, N, S(x), side_ ? &og : &oc, NULL));
-        RUN(be->lif_backward(be, &p, T, N, S(x), S(h), S(ds), S(dx), NULL));
-        RUN(be->lif_backward(be, &p, T, N, S(x), NULL, S(ds), S(dxr), NULL));
+        RUN(be->lif_forward(be, &p, T, N, S(x), side_ ? &og : &oc, PLIF_ST(q, p)));
+        RUN(be->lif_backward(be, &p, T, N, S(x), S(h), S(ds), S(dx), PLIF_ST(q, p)));
+        RUN(be->lif_backward(be, &p, T, N, S(x), NULL, S(ds), S(dxr), PLIF_ST(q, p)));
         char w[128];
-        snprintf(w, sizeof w, "lif %s soft=%d detach=%d thr=%d T=%lld N=%lld", sf_surrogate_name(p.surrogate),
-                 p.soft_reset, p.detach_reset, p.use_grad_threshold, (long long)T, (long long)N);
+        snprintf(w, sizeof w, "%s %s soft=%d detach=%d thr=%d T=%lld N=%lld", sf_neuron_model_name(p.model),
+                 sf_surrogate_name(p.surrogate), p.soft_reset, p.detach_reset, p.use_grad_threshold, (long long)T,
+                 (long long)N);
         cmp(w, &s, 0.0);
         cmp_raw(w, &u8);
         cmp(w, &cnt, 0.0);
         cmp(w, &h, 1e-6);
         cmp16(w, &dx);
         cmp16(w, &dxr);
+        if (p.model == SF_NEURON_PLIF) cmp(w, &q.dw, 1e-4);
         drop(&x), drop(&ds), drop(&s), drop(&h), drop(&dx), drop(&dxr), drop(&cnt), drop_raw(&u8);
+        drop(&q.w), drop(&q.dw);
     }
 }
 
@@ -349,7 +379,8 @@ static void test_state(void)
     ten s = out((size_t)n), dx = out((size_t)n);
     ten vin = in_f32((size_t)N, 0.3f, 0.3f, 402), dvin = in_f32((size_t)N, 0.0f, 0.5f, 403);
     ten vout = out_f32((size_t)N), dvout = out_f32((size_t)N);
-    sf_lif_state sc = {vin.c, vout.c, dvin.c, dvout.c}, sg = {vin.g, vout.g, dvin.g, dvout.g};
+    sf_lif_state sc = {.v_in = vin.c, .v_out = vout.c, .dv_in = dvin.c, .dv_out = dvout.c};
+    sf_lif_state sg = {.v_in = vin.g, .v_out = vout.g, .dv_in = dvin.g, .dv_out = dvout.g};
     sf_lif_out oc = {.s = s.c}, og = {.s = s.g};
     RUN(be->lif_forward(be, &p, T, N, S(x), side_ ? &og : &oc, side_ ? &sg : &sc));
     RUN(be->lif_backward(be, &p, T, N, S(x), NULL, S(ds), S(dx), side_ ? &sg : &sc));
@@ -587,12 +618,12 @@ static void cmp_mask(const char *what, const raw *bits, const ten *dx, const ten
 
 /* The LIF forward writing its compact spikes on inputs that fire (1000) or never (-1), at density d; the conversions
  * of those spikes; the LIF backward with its mask of nonzero dx. */
-static void test_lif_compact(int64_t T, int64_t B, int64_t n, double d, int g)
+static void test_lif_compact(sf_neuron_model model, int64_t T, int64_t B, int64_t n, double d, int g)
 {
     const int64_t rows = T * B, total = rows * n;
     char w[128];
-    snprintf(w, sizeof w, "LIF compact T=%lld B=%lld n=%lld density %.2f θ_grad %d", (long long)T, (long long)B,
-             (long long)n, d, g);
+    snprintf(w, sizeof w, "%s compact T=%lld B=%lld n=%lld density %.2f θ_grad %d", sf_neuron_model_name(model),
+             (long long)T, (long long)B, (long long)n, d, g);
     float *hx = malloc(4 * (size_t)(total + 1));
     for (int64_t i = 0; i < total; i++) hx[i] = sf_uniform(81, (uint64_t)n, (uint64_t)i) < d ? 1000.0f : -1.0f;
     ten x = out((size_t)total), s = out((size_t)total), h = out_f32((size_t)total), back = out((size_t)total);
@@ -606,8 +637,11 @@ static void test_lif_compact(int64_t T, int64_t B, int64_t n, double d, int g)
     craw c = craw_of(rows, n, true), c2 = craw_of(rows, n, true), m = craw_of(rows, n, false);
     sf_lif_params p;
     tu_seed_neuron(&p, g, 0.6f);
+    p.model = model;
+    plif_w q = plif_w_of(B * n);
     RUN(be->lif_forward(be, &p, T, B * n, S(x),
-                        &(sf_lif_out){.s = S(s), .h = S(h), .spike_count = S(cnt), .c = *SC(c, true), .row = n}, NULL));
+                        &(sf_lif_out){.s = S(s), .h = S(h), .spike_count = S(cnt), .c = *SC(c, true), .row = n},
+                        PLIF_ST(q, p)));
     cmp(w, &s, 0.0);
     cmp(w, &h, 0.0);
     cmp(w, &cnt, 0.0);
@@ -625,9 +659,11 @@ static void test_lif_compact(int64_t T, int64_t B, int64_t n, double d, int g)
     /* the backward with its mask of nonzero dx, on inputs near the threshold (1000 and -1 leave the surrogate's
      * gradients below fp16's range) */
     ten xb = in((size_t)total, 0.6f, 1.0f, 82), ds = in((size_t)total, 0.0f, 1.0f, 83);
-    RUN(be->lif_backward_masked(be, &p, T, B, n, S(xb), NULL, S(ds), S(dx), SC(m, false), S(gcnt), NULL));
+    RUN(be->lif_backward_masked(be, &p, T, B, n, S(xb), NULL, S(ds), S(dx), SC(m, false), S(gcnt), PLIF_ST(q, p)));
     cmp16(w, &dx);
     cmp_mask(w, &m.bits, &dx, &gcnt, rows, n);
+    if (model == SF_NEURON_PLIF) cmp(w, &q.dw, 1e-4);
+    drop(&q.w), drop(&q.dw);
     drop(&x), drop(&s), drop(&h), drop(&back), drop(&cnt), drop(&cnt2), drop(&flag), drop(&gcnt), drop(&dx);
     drop(&xb), drop(&ds);
     drop_craw(&c), drop_craw(&c2), drop_craw(&m);
@@ -750,7 +786,10 @@ static void test_sparse_ops(void)
     const int64_t lif[][3] = {{4, 3, 1000}, {1, 1, 7}, {3, 4, 300}, {2, 1, 513}};
     const double dens[] = {0.0, 0.05, 0.5, 1.0};
     for (int i = 0; i < 4; i++)
-        for (int d = 0; d < 4; d++) test_lif_compact(lif[i][0], lif[i][1], lif[i][2], dens[d], (i + d) % 3);
+        for (int d = 0; d < 4; d++)
+            for (int m = 0; m < 4; m++) /* every model at one density each, the LIF at all */
+                if (m == 0 || m == d)
+                    test_lif_compact((sf_neuron_model)m, lif[i][0], lif[i][1], lif[i][2], dens[d], (i + d) % 3);
     const struct {
         int64_t rows;
         int32_t in, out;

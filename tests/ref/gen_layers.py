@@ -107,6 +107,20 @@ def loss_cases():
         out.update({p + "cfg": cfg(T, B, K, per_step), p + "r": r, p + "labels": labels.int(), p + "loss": loss,
                     p + "dr": r.grad, p + "mean": mean, p + "correct": correct.double()})
     out["count"] = cfg(len(cases))
+    # MSE between the T-mean (firing rate) and the one-hot label: T, B, K (r as spikes, and as any numbers)
+    mse = [(4, 5, 3, 1), (1, 1, 2, 0), (3, 7, 10, 1), (5, 2, 1, 0)]
+    for i, (T, B, K, spikes) in enumerate(mse):
+        r = (torch.rand((T, B, K)) < 0.4).double() if spikes else randn32((T, B, K))
+        r.requires_grad_()
+        labels = torch.randint(0, K, (B,), dtype=torch.int64)
+        mean = r.mean(0)
+        loss = F.mse_loss(mean, F.one_hot(labels, K).double())
+        loss.backward()
+        correct = (mean.argmax(1) == labels).sum()
+        p = f"mse{i}."
+        out.update({p + "cfg": cfg(T, B, K), p + "r": r, p + "labels": labels.int(), p + "loss": loss, p + "dr": r.grad,
+                    p + "mean": mean, p + "correct": correct.double()})
+    out["mse_count"] = cfg(len(mse))
     # leaky readout r_t = a·r_{t-1} + c·o_t: T, n, a, c
     leaky = [(5, 7, 0.8, 0.2), (1, 3, 0.5, 1.0), (9, 33, 0.95, 1.0)]
     for i, (T, n, a, c) in enumerate(leaky):

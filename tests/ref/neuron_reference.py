@@ -1,6 +1,7 @@
 """neuron_reference.py — the one float64 PyTorch reference of spikefuse's neurons (the equations of docs/config.md):
 the LIF recurrence with surrogate spikes, resets, detach_reset, decay_input, θ_grad and grad_cut, the recurrent LIF
-layer, and the leaky readout.
+layer, the PLIF (the LIF with a and c from a learned w), the IF (a = c = 1) and the ALIF (a threshold that adapts
+with the spikes), and the leaky readout.
 
 It lives in tests/ref/, with the other PyTorch references, beside the fixture generators that import it as a sibling
 (Python puts a script's own folder first on sys.path); the Python interface tests (python/tests) reach it through
@@ -47,6 +48,26 @@ class Spike(torch.autograd.Function):
         return ds * sg, None, None, None, None
 
 
+class AdaptiveSpike(torch.autograd.Function):
+    """Heaviside(h - theta) for a threshold theta that is itself a function of the past (the ALIF's): the surrogate
+    at z = h - theta goes to h and, negated, to theta; zero where h < grad_threshold if given."""
+
+    @staticmethod
+    def forward(ctx, h, theta, surrogate, alpha, grad_threshold):
+        ctx.save_for_backward(h, theta)
+        ctx.cfg = (surrogate, alpha, grad_threshold)
+        return (h >= theta).to(h.dtype)
+
+    @staticmethod
+    def backward(ctx, ds):
+        h, theta = ctx.saved_tensors
+        surrogate, alpha, grad_threshold = ctx.cfg
+        sg = surrogate_grad(surrogate, alpha, h - theta)
+        if grad_threshold is not None:
+            sg = sg * (h >= grad_threshold).to(h.dtype)
+        return ds * sg, -ds * sg, None, None, None
+
+
 class CutGrad(torch.autograd.Function):
     """Identity forward; backward: the gradient of h is 0 where h < grad_threshold (grad_cut)."""
 
@@ -88,6 +109,36 @@ def lif(x_seq, a, c, v_threshold=1.0, v_reset=0.0, soft_reset=False, detach_rese
         spikes.append(s)
         hs.append(h)
     return torch.stack(spikes), torch.stack(hs)
+
+
+def plif_coeffs(w, decay_input):
+    """The PLIF's a and c from its w (k = sigmoid(w) = 1/tau): a = 1 - k, c = k (decay_input) or 1."""
+    k = torch.sigmoid(w)
+    return 1 - k, (k if decay_input else torch.ones_like(k))
+
+
+def alif(x_seq, a, c, v_threshold=1.0, beta=1.8, rho=0.95, v_reset=0.0, soft_reset=False, detach_reset=False,
+         surrogate="sigmoid", alpha=None, grad_threshold=None, grad_cut=False):
+    """The ALIF (Bellec et al. 2018) over x_seq [T, ...]: theta_t = v_threshold + beta·b_t with b_t = rho·b_{t-1} +
+    (1 - rho)·s_{t-1} and b_0 = 0; h = a·v + c·x, s = Θ(h - theta_t), reset to v_reset or by subtracting theta_t.
+    detach_reset detaches the spike in the reset only (b and the soft reset's theta keep their gradients).
+    Returns (spikes, h, theta)."""
+    alpha = DEFAULT_ALPHA[surrogate] if alpha is None else alpha
+    v = torch.full_like(x_seq[0], 0.0 if soft_reset else v_reset)
+    b = torch.zeros_like(x_seq[0])
+    spikes, hs, thetas = [], [], []
+    for t in range(x_seq.shape[0]):
+        theta = v_threshold + beta * b
+        h = cut(a * v + c * x_seq[t], grad_threshold, grad_cut)
+        s = AdaptiveSpike.apply(h, theta, surrogate, alpha, grad_threshold)
+        r = s.detach() if detach_reset else s
+        v = h - theta * r if soft_reset else h * (1 - r) + v_reset * r
+        b = rho * b + (1 - rho) * s
+        spikes.append(s)
+        hs.append(h)
+        thetas.append(theta)
+    return torch.stack(spikes), torch.stack(hs), torch.stack(thetas)
+
 
 
 def rlif(x_seq, V, a, c, **kw):

@@ -1,5 +1,6 @@
 """spikefuse.torch — PyTorch modules over libspikefuse's fused kernels: LIF (a drop-in for SpikingJelly's
-neuron.LIFNode, with its state semantics), BNLIF (batch norm → LIF fused), load_run (a network that `spikefuse
+neuron.LIFNode, with its state semantics), BNLIF (batch norm → LIF fused), PLIF, IF (ParametricLIFNode, IFNode)
+and ALIF (the other neuron models), load_run (a network that `spikefuse
 train` trained, as a module), and NIR exchange. The ops are torch.library custom ops on torch >= 2.4 (so
 torch.compile and torch.export take them whole) and autograd Functions on older torch."""
 try:
@@ -16,6 +17,7 @@ from ._ops import CUSTOM_OPS
 from .compact import spikes_saved_as_bytes
 from .functional import lif_params
 from .neuron import BNLIF, LIF
+from .neurons import ALIF, IF, PLIF
 from .run import load_run
 
 # NIR exchange (needs the `nir` package, imported on first use)
@@ -27,5 +29,5 @@ if torch.cuda.is_available() and _lib.cuda_device_count() == 0:
                   "(pip install ./python builds the CUDA kernels when it finds nvcc), or run on the CPU.",
                   RuntimeWarning, stacklevel=2)
 
-__all__ = ["BNLIF", "CUSTOM_OPS", "LIF", "functional", "from_nir", "lif_params", "load_run", "spikes_saved_as_bytes",
-           "to_nir"]
+__all__ = ["ALIF", "BNLIF", "CUSTOM_OPS", "IF", "LIF", "PLIF", "functional", "from_nir", "lif_params", "load_run",
+           "spikes_saved_as_bytes", "to_nir"]

@@ -3,7 +3,7 @@ _ops.py (custom ops on torch >= 2.4, autograd.Function before). Each takes conti
 outputs with torch (so they live in torch's caching allocator and count in its memory statistics), launches on the
 tensor's device and current CUDA stream, and raises the library's message on failure.
 
-Params travel as a tuple of 11 floats (the fields of sf_lif_params in order: a hashable value that torch.library
+Params travel as a tuple of floats (the fields of sf_lif_params in order: a hashable value that torch.library
 schemas and torch.compile carry as a constant); lif_params_of turns it back into the ctypes struct."""
 import ctypes
 import functools
@@ -85,11 +85,25 @@ def _ptr(t):
     return t.data_ptr() if t is not None else None
 
 
-def _state(v_in=None, v_out=None, dv_in=None, dv_out=None):
-    """An sf_lif_state for the given tensors, or None when none is given (the one-call kernels)."""
-    if v_in is None and v_out is None and dv_in is None and dv_out is None:
+def _plif_channels(x, w):
+    """(w_channels, w_hw) of a PLIF's w for x [T, ...]: one w for every neuron, or one per channel of
+    x [T, B, C, ...] (each channel a run of hw neurons)."""
+    if w.numel() == 1:
+        return 1, max(1, x[0].numel())
+    if x.dim() < 3 or x.shape[2] != w.numel():
+        raise ValueError(f"spikefuse PLIF: a w per channel ({w.numel()}) needs x_seq of shape [T, B, {w.numel()}, "
+                         f"...], got {tuple(x.shape)}")
+    return w.numel(), max(1, x[0, 0, 0].numel())
+
+
+def _state(v_in=None, v_out=None, dv_in=None, dv_out=None, x=None, w=None, dw=None):
+    """An sf_lif_state for the given tensors, or None when none is given (the one-call kernels); a PLIF's w (and
+    its gradient dw, written by the backward) with their channels over x."""
+    if v_in is None and v_out is None and dv_in is None and dv_out is None and w is None:
         return None
-    return ctypes.byref(_lib.LifState(_ptr(v_in), _ptr(v_out), _ptr(dv_in), _ptr(dv_out)))
+    channels, hw = _plif_channels(x, w) if w is not None else (0, 0)
+    return ctypes.byref(_lib.LifState(_ptr(v_in), _ptr(v_out), _ptr(dv_in), _ptr(dv_out), _ptr(w), _ptr(dw),
+                                      channels, hw))
 
 
 def as_fp32(t):
@@ -122,11 +136,12 @@ def _in_16_bits(kernel, target, x, launch):
     return False
 
 
-def lif_forward(x, v_in, pvec, keep_state):
-    """(spikes in x's dtype, v after the last step or None) of x [T, ...] from v_in (None: v_reset)."""
+def lif_forward(x, v_in, pvec, keep_state, w=None):
+    """(spikes in x's dtype, v after the last step or None) of x [T, ...] from v_in (None: v_reset); w: a PLIF's
+    (pvec's model is then the PLIF)."""
     target, p, T = launch_target(x), lif_params_of(pvec), x.shape[0]
     v_out = state_out(x, keep_state)
-    st = _state(v_in, v_out)
+    st = _state(v_in, v_out, x=x, w=w)
     s = torch.empty_like(x)
 
     def launch(kernel, code, t, out, unsupported_ok=False):
@@ -141,11 +156,12 @@ def lif_forward(x, v_in, pvec, keep_state):
     return as_dtype(sf, x.dtype), v_out
 
 
-def lif_backward(x, v_in, ds, dv_in, pvec, want_dv):
-    """(dx in x's dtype, ∂L/∂v_in or None), recomputing the membrane from x and v_in."""
+def lif_backward(x, v_in, ds, dv_in, pvec, want_dv, w=None, dw=None):
+    """(dx in x's dtype, ∂L/∂v_in or None), recomputing the membrane from x and v_in; a PLIF's w given, its
+    gradient is written to dw (w's shape)."""
     target, p, T = launch_target(x), lif_params_of(pvec), x.shape[0]
     dv_out = state_out(x, want_dv)
-    st = _state(v_in, None, dv_in, dv_out)
+    st = _state(v_in, None, dv_in, dv_out, x=x, w=w, dw=dw)
     ds = as_dtype(ds, x.dtype).contiguous()
     dx = torch.empty_like(x)
 

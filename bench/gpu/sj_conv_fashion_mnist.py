@@ -1,0 +1,76 @@
+"""sj_conv_fashion_mnist.py — runs SpikingJelly's own example script (spikingjelly.activation_based.examples.
+conv_fashion_mnist, from the 0.0.0.0.14 wheel, which has the cupy backend) as its README says, on a GPU machine
+without network: the Fashion-MNIST files of DATA_DIR (the four .gz files, e.g. Debian's
+/usr/share/datasets/fashion-mnist) are unpacked where torchvision looks, so it downloads nothing; the parts of the
+script that only log or plot (TensorBoard, matplotlib) get stand-ins where those packages are missing; NumPy >= 1.24
+gets back np.int, which that cupy code uses. The script's own output (a line per epoch: test accuracy, images/s)
+is left as it is. Usage: python3 sj_conv_fashion_mnist.py DATA_DIR OUT_DIR EPOCHS [extra arguments, e.g. -amp]."""
+import gzip
+import os
+import runpy
+import shutil
+import sys
+import types
+
+import numpy as np
+
+if not hasattr(np, "int"):
+    np.int = int
+
+
+def stand_in(name, **attrs):
+    """A module `name` whose attributes are `attrs` (and anything else a no-op), for imports that only log."""
+    mod = types.ModuleType(name)
+    mod.__getattr__ = lambda attr: attrs.get(attr, lambda *a, **k: None)
+    sys.modules[name] = mod
+    return mod
+
+
+class NoWriter:
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+
+
+try:
+    from torch.utils.tensorboard import SummaryWriter  # noqa: F401
+except Exception:
+    stand_in("torch.utils.tensorboard", SummaryWriter=NoWriter)
+try:
+    import matplotlib.pyplot  # noqa: F401
+except Exception:
+    stand_in("matplotlib")
+    stand_in("matplotlib.pyplot")
+try:
+    import spikingjelly.visualizing  # noqa: F401
+except Exception:
+    stand_in("spikingjelly.visualizing")
+
+
+def unpack(data_dir, root):
+    """The four Fashion-MNIST files, unpacked into root/FashionMNIST/raw (torchvision then downloads nothing)."""
+    raw = os.path.join(root, "FashionMNIST", "raw")
+    os.makedirs(raw, exist_ok=True)
+    for name in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                 "t10k-labels-idx1-ubyte"):
+        src = os.path.join(data_dir, name + ".gz")
+        dst = os.path.join(raw, name)
+        if not os.path.exists(dst):
+            with gzip.open(src, "rb") as f, open(dst, "wb") as g:
+                shutil.copyfileobj(f, g)
+
+
+def main():
+    data_dir, out_dir, epochs = sys.argv[1], sys.argv[2], sys.argv[3]
+    root = os.path.join(out_dir, "data")
+    unpack(data_dir, root)
+    sys.argv = ["conv_fashion_mnist", "-T", "4", "-device", "cuda:0", "-b", "128", "-epochs", epochs, "-data-dir", root,
+                "-out-dir", os.path.join(out_dir, "logs"), "-cupy", "-opt", "sgd", "-lr", "0.1", "-j", "4",
+                *sys.argv[4:]]
+    runpy.run_module("spikingjelly.activation_based.examples.conv_fashion_mnist", run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()
