@@ -132,6 +132,7 @@ int main(int argc, char **argv)
             GB_CHECK(cudaMalloc((void **)&r.dx, 4 * n));
             GB_CHECK(cudaMemset(r.s, 0xff, 4 * n)); /* poison: unwritten outputs show as NaN */
             GB_CHECK(cudaMemset(r.dx, 0xff, 4 * n));
+            GB_CHECK(cudaDeviceSynchronize()); /* the backend's non-blocking stream does not wait for these */
             float tf = gb_time_ms(fwd, &r, stream, 3, 20);
             float tb = gb_time_ms(bwd, &r, stream, 3, 20);
             float tfb = gb_time_ms(fwd_bwd, &r, stream, 3, 20);

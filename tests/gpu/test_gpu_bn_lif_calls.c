@@ -137,6 +137,7 @@ static void compare_bf16(const sf_lif_params *p, int64_t T, int64_t B, int32_t C
     CU(cudaMalloc((void **)&d_dx, 2 * n));
     CU(cudaMemcpy(d_x, x16, 2 * n, cudaMemcpyHostToDevice));
     CU(cudaMemcpy(d_ds, ds16, 2 * n, cudaMemcpyHostToDevice));
+    CU(cudaDeviceSynchronize()); /* the backend's stream does not wait for these (gpu_copies.h) */
     float *d_stat = dev_from(stat, 4 * (size_t)C), *d_g = dev_from(stat, (size_t)C), *d_b = dev_from(stat, (size_t)C);
     size_t ws_bytes = sf_bn_lif_workspace_bytes(T, B, C, hw, GPU);
     void *ws = NULL;

@@ -21,6 +21,7 @@ static float *dev_poison(size_t n)
     float *d = NULL;
     CU(cudaMalloc((void **)&d, 4 * (n ? n : 1)));
     CU(cudaMemset(d, 0xff, 4 * (n ? n : 1))); /* NaN: an unwritten element fails the comparison */
+    CU(cudaDeviceSynchronize());                /* before the backend's non-blocking stream writes it (gpu_copies.h) */
     return d;
 }
 
@@ -248,6 +249,7 @@ static void test_bn_lif(sf_backend *be, const sf_lif_params *p, int64_t T, int64
     /* the kernels use the host statistics so that spikes can be compared exactly */
     CU(cudaMemcpy(dmean, mean, 4 * (size_t)C, cudaMemcpyHostToDevice));
     CU(cudaMemcpy(dvar, var, 4 * (size_t)C, cudaMemcpyHostToDevice));
+    CU(cudaDeviceSynchronize()); /* the backend's stream does not wait for these (gpu_copies.h) */
     sf_lif_out out = {.s = ds_, .h = dh};
     CHECK_OK(be->bn_lif_forward(be, p, T, sh, dx_, dmean, dvar, eps, dg, db, &out, NULL));
     CHECK_OK(be->bn_lif_backward(be, p, T, sh, dx_, dh, dmean, dvar, eps, dg, db, dds, ddx, ddg, ddb, NULL, NULL));

@@ -65,9 +65,9 @@ static void test_plain(sf_backend *be, const sf_lif_params *p, int64_t T, int64_
     float *ds_ = dev_from(s, n), *dh = dev_from(h, n), *ddx = dev_from(dx, n), *dvout_ = dev_from(vout, S * N);
     float *ddvout = dev_from(dvout, S * N), *dw_ = dev_from(w, wc ? wc : 1), *ddw = dev_from(dw, wc ? wc : 1);
     float *ddx_full = dev_from(dx, n);
-    CU(cudaMemset(ds_, 0, 4 * n));
-    CU(cudaMemset(dvout_, 0, 4 * S * N));
-    CU(cudaMemset(ddvout, 0, 4 * S * N));
+    dev_zero(ds_, 4 * n);
+    dev_zero(dvout_, 4 * S * N);
+    dev_zero(ddvout, 4 * S * N);
     sf_lif_out go = {.s = ds_, .h = dh};
     sf_lif_state gst = {.v_in = dvin_, .v_out = dvout_, .dv_in = ddvin, .dv_out = ddvout, .w = dw_, .dw = ddw,
                         .w_channels = wc > 1 ? wc : 1, .w_hw = hw};
@@ -113,7 +113,7 @@ static void test_bn(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B
     float *dmean = dev_from(mean, C), *dvar = dev_from(var, C), *ds_ = dev_from(s, n), *dh = dev_from(h, n);
     float *ddx = dev_from(dx, n), *dpg = dev_from(pg, C), *dpb = dev_from(pb, C), *dw_ = dev_from(w, wc ? wc : 1);
     float *ddw = dev_from(dw, wc ? wc : 1);
-    CU(cudaMemset(ds_, 0, 4 * n));
+    dev_zero(ds_, 4 * n);
     sf_lif_out go = {.s = ds_, .h = dh};
     sf_lif_state gst = {.w = dw_, .dw = ddw, .w_channels = wc > 1 ? wc : 1, .w_hw = hw};
     const sf_lif_state *guse = wc ? &gst : NULL;
@@ -175,6 +175,7 @@ static void test_mse_rate(sf_backend *be)
     int32_t *dlab = NULL;
     CU(cudaMalloc((void **)&dlab, sizeof labels));
     CU(cudaMemcpy(dlab, labels, sizeof labels, cudaMemcpyHostToDevice));
+    CU(cudaDeviceSynchronize()); /* the backend's stream does not wait for these (gpu_copies.h) */
     CHECK_OK(be->mse_rate(be, T, B, (int32_t)K, dr_, dlab, ddr, dmean, dstats));
     CHECK_OK(be->sync(be));
     float *gdr = host_from(ddr, n), *gmean = host_from(dmean, B * K), *gstats = host_from(dstats, 2);

@@ -55,9 +55,9 @@ static void test_lif_state(sf_backend *be, sf_surrogate sur, int64_t T, int64_t 
     float *dx_ = dev_from(x, n), *dds = dev_from(ds, n), *dvin_ = dev_from(vin, N), *ddvin = dev_from(dvin, N);
     float *ds_ = dev_from(s, n), *dh = dev_from(h, n), *ddx = dev_from(dx, n), *dvout_ = dev_from(vout, N);
     float *ddvout = dev_from(dvout, N);
-    CU(cudaMemset(ds_, 0, 4 * n));
-    CU(cudaMemset(dvout_, 0, 4 * N));
-    CU(cudaMemset(ddvout, 0, 4 * N));
+    dev_zero(ds_, 4 * n);
+    dev_zero(dvout_, 4 * N);
+    dev_zero(ddvout, 4 * N);
     sf_lif_out go = {.s = ds_, .h = keep_h ? dh : NULL};
     sf_lif_state gst = {.v_in = dvin_, .v_out = dvout_, .dv_in = ddvin, .dv_out = ddvout};
     CHECK_OK(be->lif_forward(be, &p, T, N, dx_, &go, &gst));
@@ -107,8 +107,8 @@ static void test_bn_lif_split(sf_backend *be, int64_t T, int keep_h)
     float *dm = dev_from(mean, C), *dvar = dev_from(var, C), *dvin_ = dev_from(vin, N), *ddvin = dev_from(dvin, N);
     float *ds_ = dev_from(s, n), *dh = dev_from(h, n), *ddx = dev_from(dx, n), *ddvout = dev_from(dvout, N);
     float *dpg = dev_from(pg, C), *dpb = dev_from(pb, C), *dsums = dev_from(sums, 2 * C);
-    CU(cudaMemset(ddx, 0, 4 * n));
-    CU(cudaMemset(ddvout, 0, 4 * N));
+    dev_zero(ddx, 4 * n);
+    dev_zero(ddvout, 4 * N);
     sf_lif_out go = {.s = ds_};
     sf_lif_state gst = {.v_in = dvin_, .dv_in = ddvin, .dv_out = ddvout};
     CHECK_OK(be->bn_lif_forward(be, &p, T, sh, dx_, dm, dvar, 1e-5f, dg, db, &go, &gst));
