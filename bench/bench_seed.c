@@ -274,7 +274,8 @@ static cJSON *point_json(const point *pt)
         cJSON_AddNumberToObject(o, "peak_mib", mib(pt->peak));
         cJSON_AddNumberToObject(o, "plan_mib", mib(pt->plan.total));
         cJSON_AddNumberToObject(o, "saved_mib", mib(pt->plan.saved));
-        cJSON_AddNumberToObject(o, "params", (double)(pt->plan.params / sizeof(float)));
+        /* the fp32 gradients count the parameters in every precision (bf16's params also hold a 16-bit copy) */
+        cJSON_AddNumberToObject(o, "params", (double)(pt->plan.grads / sizeof(float)));
         cJSON_AddNumberToObject(o, "first_loss", pt->first_loss);
         cJSON_AddNumberToObject(o, "last_loss", pt->last_loss);
         cJSON_AddNumberToObject(o, "mean_firing_rate", pt->mean_rate);
