@@ -11,6 +11,7 @@ import torch
 from .. import _lib
 from . import functional
 from . import LIF
+from .neuron import _Neuron as _StatefulNeuron
 
 
 def _nir():
@@ -120,6 +121,10 @@ def to_nir(module, sample, dt=1e-4):
     leaves = [m for m in module.modules() if not list(m.children())]
     hooks = [m.register_forward_hook(lambda m, i, o: calls.append((m, i[0], o))) for m in leaves]
     training = module.training
+    # the trace is not a step of the model's own sequence: its neurons' membrane state stays as it was
+    states = [(m, m._u, m.v_seq) for m in leaves if isinstance(m, _StatefulNeuron)]
+    for m, _, _ in states:
+        m.reset()
     module.eval()
     try:
         with torch.no_grad():
@@ -128,6 +133,8 @@ def to_nir(module, sample, dt=1e-4):
         for h in hooks:
             h.remove()
         module.train(training)
+        for m, u, v_seq in states:
+            m._u, m.v_seq = u, v_seq
     nodes, edges = {"input": nir.Input(input_type=np.array(_per_sample(sample.shape, steps)))}, []
     prev, prev_out = "input", sample
     for m, x, y in calls:
