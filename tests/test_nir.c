@@ -434,8 +434,11 @@ static void test_maxpool_of_spikes(void)
         int64_t na = 0, nb = 0;
         float *ya = run_net(a.net, x, &na), *yb = run_net(b.net, x, &nb);
         int64_t diff = na == nb ? 0 : 1;
-        for (int64_t i = 0; na == nb && i < na; i++) diff += ya[i] != yb[i];
-        printf("maxpool.nir: %lld of %lld outputs differ (BN folded)\n", (long long)diff, (long long)na);
+        /* the outputs are the last linear layer's currents: in the imported net (no dropout between the max pool and
+         * it) that layer may run event-driven (sparse = auto) and sum in another order, so compare to 1e-4 */
+        for (int64_t i = 0; na == nb && i < na; i++) diff += fabsf(ya[i] - yb[i]) > 1e-4f * (1.0f + fabsf(ya[i]));
+        printf("maxpool.nir: %lld of %lld outputs differ by more than 1e-4 (BN folded)\n", (long long)diff,
+               (long long)na);
         CHECK(diff <= na / 50, "max pools of spikes: %lld of %lld outputs differ", (long long)diff, (long long)na);
         free(x);
         free(ya);
