@@ -5,7 +5,7 @@ tensors (what the Python layer adds) and SpikingJelly's LIFNode implementations 
 (0.0.0.0.x: backend="cupy" and "torch"; 2.x: the implementation it selects, Triton without its native build).
 Every stateful module is reset before each sequence, as SpikingJelly's are (functional.reset_net).
 
-Usage: python3 bench_w1.py [--device cuda|cpu] [--log2-size 25] [--reps 30] [--json FILE]
+Usage: python3 bench_w1.py [--device cuda|cpu] [--log2-size 25] [--reps 30] [--json FILE] [--only A,B]
 Two timings per implementation, both medians after warm-up, with CUDA events (GPU) or the host clock (CPU):
   latency    one forward + backward between two events (the peers' method: host time before the first launch, and
              any the GPU waits for between launches, counts);
@@ -71,7 +71,7 @@ def copy_bandwidth(reps, device):
 def _grad(fn, x, g):
     x.grad = None
     fn(x).backward(g)
-    dx = x.grad
+    dx = x.grad.clone()  # a CUDA-graphed backward owns x.grad's memory until its next replay
     x.grad = None
     return dx
 
@@ -82,7 +82,27 @@ def autograd_maker(fn):
         def step():
             fn(x).backward(g)
             x.grad = None
-        return step, lambda: fn(x), lambda: _grad(fn, x, g)
+        return step, lambda: fn(x).detach().clone(), lambda: _grad(fn, x, g)
+    return make
+
+
+def compiled_maker(module, **compile_kw):
+    """autograd_maker over a fresh torch.compile(module, fullgraph=True) per input: dynamo's caches are cleared
+    first, so each shape and each row starts from one compile (a user's model sees one shape), and every check and
+    timing runs with grad enabled (a call under no_grad would compile a second graph). Under mode="reduce-overhead"
+    each call starts a new CUDA-graph step (torch.compiler.cudagraph_mark_step_begin), as a training loop would."""
+    graphed = compile_kw.get("mode") == "reduce-overhead"
+
+    def make(x, g):
+        torch._dynamo.reset()
+        compiled = torch.compile(module, fullgraph=True, **compile_kw)
+
+        def fn(x):
+            if graphed:
+                torch.compiler.cudagraph_mark_step_begin()
+            module.reset()
+            return compiled(x)
+        return autograd_maker(fn)(x, g)
     return make
 
 
@@ -112,13 +132,11 @@ def bare_kernels(x, g):
     return step, forward, grad
 
 
-def sequence(module, compiled=None):
-    """x -> spikes of a fresh sequence through a stateful module (reset first), optionally its compiled form."""
-    run = module if compiled is None else compiled
-
+def sequence(module):
+    """x -> spikes of a fresh sequence through a stateful module (reset first)."""
     def fn(x):
         module.reset()
-        return run(x)
+        return module(x)
     return fn
 
 
@@ -134,14 +152,13 @@ def spikefuse_impls():
     lif = LIF(**W1)
     impls = {"spikefuse.torch": autograd_maker(sequence(lif))}
     if CUSTOM_OPS and hasattr(torch, "compile"):
-        impls["spikefuse.torch compiled"] = autograd_maker(sequence(lif, torch.compile(lif, fullgraph=True)))
-        stateless = LIF(keep_state=False, **W1)
-        impls["spikefuse.torch compiled stateless"] = autograd_maker(
-            sequence(stateless, torch.compile(stateless, fullgraph=True)))
+        impls["spikefuse.torch compiled"] = compiled_maker(LIF(**W1))
+        impls["spikefuse.torch compiled stateless"] = compiled_maker(LIF(keep_state=False, **W1))
         if torch.cuda.is_available():  # replayed as CUDA graphs: the host's per-call work leaves the timed path
-            graphed = LIF(keep_state=False, **W1)
-            impls["spikefuse.torch compiled reduce-overhead"] = autograd_maker(
-                sequence(graphed, torch.compile(graphed, fullgraph=True, mode="reduce-overhead")))
+            impls["spikefuse.torch compiled reduce-overhead"] = compiled_maker(LIF(keep_state=False, **W1),
+                                                                           mode="reduce-overhead")
+            impls["spikefuse.torch compiled reduce-overhead bf16"] = cast_maker(
+                compiled_maker(LIF(keep_state=False, **W1), mode="reduce-overhead"), torch.bfloat16)
     impls["spikefuse.torch bf16"] = cast_maker(autograd_maker(sequence(lif)), torch.bfloat16)
     if torch.cuda.is_available() and _lib.sf_lif_forward_typed is not None:
         impls["bare C kernels bf16"] = cast_maker(bare_typed_kernels, torch.bfloat16)
@@ -247,6 +264,8 @@ def main():
     ap.add_argument("--log2-size", type=int, default=None, help="log2 of T·M (default 25 on CUDA, 22 on the CPU)")
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "/tmp"), "bench_w1.json"))
+    ap.add_argument("--only", default="", help="comma-separated name fragments: run only the rows whose name holds "
+                    "one (the bare C kernels always run: every ratio is to them)")
     args = ap.parse_args()
     device = args.device
     if device == "cuda" and (not torch.cuda.is_available() or spikefuse.cuda_device_count() == 0):
@@ -256,6 +275,9 @@ def main():
     impls = spikefuse_impls()
     impls["bare C kernels"] = bare_kernels
     impls.update(spikingjelly_impls(device))
+    if args.only:
+        keep = args.only.split(",")
+        impls = {k: v for k, v in impls.items() if k.startswith("bare C kernels") or any(f in k for f in keep)}
     bw = copy_bandwidth(args.reps, device)
     name = torch.cuda.get_device_name() if device == "cuda" else \
         f"CPU, {torch.get_num_threads()} torch threads, {spikefuse.get_num_threads()} spikefuse threads"
@@ -273,8 +295,7 @@ def main():
         for impl, make in impls.items():
             try:
                 step, forward, grad = make(x, g)
-                with torch.no_grad():
-                    s = forward().detach()
+                s = forward()
                 dx = grad()
                 if ref_s is None:
                     ref_s, ref_dx = s, dx

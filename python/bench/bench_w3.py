@@ -3,7 +3,7 @@ examples/cifar10_vgg9.ini) built in PyTorch from torch.nn convolutions and linea
 for every batch norm → LIF pair, beside the same network in SpikingJelly (layer.BatchNorm2d(step_mode="m") +
 LIFNode, each backend the installed version offers), in one process on one card.
 
-Usage: python3 bench_w3.py [--reps 10] [--json FILE]
+Usage: python3 bench_w3.py [--reps 10] [--json FILE] [--profile]
 Per implementation: median step time (CUDA events around zero_grad, forward, cross-entropy, backward, SGD step;
 the input is repeated over T as direct encoding, as the peers' script does) and peak device memory
 (torch.cuda.max_memory_allocated over the timed steps, parameters and optimizer state included). TF32 is off
@@ -76,7 +76,7 @@ class Net(nn.Module):
         return self.fc(self.body(x.unsqueeze(0).expand(T, *x.shape)).mean(0))
 
 
-def measure(net, reps, amp=None, compile_model=False, compact=False):
+def measure(net, reps, amp=None, compile_model=False, compact=False, profile=False):
     torch.manual_seed(0)
     net = net.cuda()
     model = torch.compile(net) if compile_model else net
@@ -96,7 +96,14 @@ def measure(net, reps, amp=None, compile_model=False, compact=False):
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     ms = median_ms(step, reps, "cuda", warmup=0)[0]
-    return ms, torch.cuda.max_memory_allocated() / 2**20
+    peak = torch.cuda.max_memory_allocated() / 2**20
+    if profile:  # where the device time goes, by kernel, over three more steps
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(3):
+                step()
+            torch.cuda.synchronize()
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=70))
+    return ms, peak
 
 
 def peers():
@@ -120,6 +127,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "/tmp"), "bench_w3.json"))
+    ap.add_argument("--profile", action="store_true", help="print the device time per kernel of the eager rows")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("bench_w3 needs a CUDA device")
@@ -137,7 +145,8 @@ def main():
     results = []
     for name, make, kw in rows:
         try:
-            ms, peak = measure(make(), args.reps, **kw)
+            profile = args.profile and not kw.get("compile_model") and not kw.get("compact")
+            ms, peak = measure(make(), args.reps, profile=profile and kw.get("amp") is None, **kw)
         except Exception as e:
             print(f"{name:36s} failed: {e!r}"[:300])
             continue
