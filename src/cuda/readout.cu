@@ -72,18 +72,31 @@ __device__ float xent_row(const Z *z, int32_t K, int32_t label, float gscale, A 
     return lse - sf_widen(z[label]);
 }
 
-/* Row b of logits_mean (the T-mean of r) into z; returns its argmax (the first maximum, as torch.argmax). */
-template <class A> __device__ int32_t mean_row(const A *r, int64_t T, int64_t B, int32_t K, int64_t b, float *z)
+/* logits_mean[b, k] = the T-mean of r[·, b, k]: a thread per (b, k), summing over t in order (the CPU's order). */
+template <class A> __global__ void mean_logits_kernel(int64_t T, int64_t B, int32_t K, const A *r, float *zmean)
 {
-    for (int32_t k = 0; k < K; k++) {
+    SF_CUDA_GRID_STRIDE(i, B * K)
+    {
+        const int64_t b = i / K, k = i % K;
         float s = 0.0f;
         for (int64_t t = 0; t < T; t++) s += sf_widen(r[(t * B + b) * K + k]);
-        z[k] = s / (float)T;
+        zmean[i] = s / (float)T;
     }
+}
+
+/* The first maximum of a row of K (as torch.argmax). */
+__device__ int32_t argmax_row(const float *z, int32_t K)
+{
     int32_t best = 0;
     for (int32_t k = 1; k < K; k++)
         if (z[k] > z[best]) best = k;
     return best;
+}
+
+/* Rows 1 … T−1 of g [T, n] = its row 0 (a gradient of the T-mean is the same at every step). */
+template <class A> __global__ void repeat_row_kernel(int64_t T, int64_t n, A *g)
+{
+    SF_CUDA_GRID_STRIDE(i, (T - 1) * n) g[n + i] = g[i % n];
 }
 
 /* The block's loss and correct counts added in a fixed order (shared memory), into stats[0] (divided by div) and
@@ -107,19 +120,21 @@ __device__ void block_stats(double l, double ok, double div, float *stats)
     }
 }
 
-/* One block. Thread b: logits_mean row b, its loss/accuracy; per_step rows are (t, b) pairs. */
+/* The logits' T-mean, then one block: thread b takes row b's accuracy and loss, and writes its gradient at step 0
+ * (per_step: rows (t, b) at every step); the other steps repeat step 0. The per-sample work in the block is K (or
+ * T·K per_step) long; the T-long sums and the T·B·K writes run on the whole grid. */
 template <class A>
 __global__ void softmax_xent_kernel(int64_t T, int64_t B, int32_t K, int32_t per_step, const A *r,
-                                    const int32_t *labels, A *dr, float *zmean, float *stats)
+                                    const int32_t *labels, A *dr, const float *zmean, float *stats)
 {
     double l = 0.0, ok = 0.0;
     for (int64_t b = threadIdx.x; b < B; b += blockDim.x) {
-        float *z = zmean + b * K;
+        const float *z = zmean + b * K;
         int32_t y = labels[b];
-        ok += mean_row(r, T, B, K, b, z) == y;
+        ok += argmax_row(z, K) == y;
         if (!per_step) {
             /* loss = mean_b CE(z_b): dr_t = (softmax − onehot)/(B·T) at every step */
-            l += xent_row(z, K, y, 1.0f / (float)(B * T), dr ? dr + b * K : (A *)NULL, B * K, T);
+            l += xent_row(z, K, y, 1.0f / (float)(B * T), dr ? dr + b * K : (A *)NULL, B * K, 1);
         } else {
             for (int64_t t = 0; t < T; t++)
                 l += xent_row(r + (t * B + b) * K, K, y, 1.0f / (float)(B * T), dr ? dr + (t * B + b) * K : (A *)NULL,
@@ -127,6 +142,22 @@ __global__ void softmax_xent_kernel(int64_t T, int64_t B, int32_t K, int32_t per
         }
     }
     block_stats(l, ok, (double)(per_step ? B * T : B), stats);
+}
+
+/* logits_mean, then the loss kernel `loss`, then (repeat) step 0's gradient copied to the other steps. */
+template <class A, class Loss>
+static sf_status readout_loss(sf_cuda_ctx *c, int64_t T, int64_t B, int32_t K, const A *r, A *dr, float *zmean,
+                              bool repeat, Loss loss)
+{
+    mean_logits_kernel<A><<<sf_cuda_blocks(B * K, 256), 256, 0, c->stream>>>(T, B, K, r, zmean);
+    SF_CUDA_LAUNCHED();
+    loss();
+    SF_CUDA_LAUNCHED();
+    if (repeat && dr && T > 1) {
+        repeat_row_kernel<A><<<sf_cuda_blocks((T - 1) * B * K, 256), 256, 0, c->stream>>>(T, B * K, dr);
+        SF_CUDA_LAUNCHED();
+    }
+    return SF_OK;
 }
 
 sf_status sf_cuda_op_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step, const float *r,
@@ -138,30 +169,29 @@ sf_status sf_cuda_op_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t 
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     return sf_cuda_with_act(c->act, [&](auto tag) {
         using A = decltype(tag);
-        softmax_xent_kernel<A><<<1, SF_XENT_THREADS, 0, c->stream>>>(T, B, K, per_step, (const A *)r, labels, (A *)dr,
-                                                                     logits_mean, stats);
-        SF_CUDA_LAUNCHED();
-        return SF_OK;
+        return readout_loss<A>(c, T, B, K, (const A *)r, (A *)dr, logits_mean, !per_step, [&] {
+            softmax_xent_kernel<A><<<1, SF_XENT_THREADS, 0, c->stream>>>(T, B, K, per_step, (const A *)r, labels,
+                                                                         (A *)dr, logits_mean, stats);
+        });
     });
 }
 
-/* One block. Thread b: logits_mean row b (the firing rate), Σ_k (z_k − onehot_k)², and dr_t = 2·(z − onehot) /
- * (B·K·T) at every step. */
+/* After the T-mean (the firing rate): one block, thread b takes row b's accuracy, Σ_k (z_k − onehot_k)² and the
+ * gradient 2·(z − onehot) / (B·K·T) at step 0, which the other steps repeat. */
 template <class A>
-__global__ void mse_rate_kernel(int64_t T, int64_t B, int32_t K, const A *r, const int32_t *labels, A *dr,
-                                float *zmean, float *stats)
+__global__ void mse_rate_kernel(int64_t T, int64_t B, int32_t K, const int32_t *labels, A *dr, const float *zmean,
+                                float *stats)
 {
     double l = 0.0, ok = 0.0;
     const float scale = 2.0f / (float)(B * K * T);
     for (int64_t b = threadIdx.x; b < B; b += blockDim.x) {
-        float *z = zmean + b * K;
+        const float *z = zmean + b * K;
         int32_t y = labels[b];
-        ok += mean_row(r, T, B, K, b, z) == y;
+        ok += argmax_row(z, K) == y;
         for (int32_t k = 0; k < K; k++) {
             const float d = z[k] - (k == y ? 1.0f : 0.0f);
             l += (double)d * (double)d;
-            if (dr)
-                for (int64_t t = 0; t < T; t++) dr[(t * B + b) * K + k] = sf_narrow<A>(d * scale);
+            if (dr) dr[b * K + k] = sf_narrow<A>(d * scale);
         }
     }
     block_stats(l, ok, (double)(B * K), stats);
@@ -176,9 +206,8 @@ sf_status sf_cuda_op_mse_rate(sf_backend *be, int64_t T, int64_t B, int32_t K, c
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     return sf_cuda_with_act(c->act, [&](auto tag) {
         using A = decltype(tag);
-        mse_rate_kernel<A><<<1, SF_XENT_THREADS, 0, c->stream>>>(T, B, K, (const A *)r, labels, (A *)dr, logits_mean,
-                                                                 stats);
-        SF_CUDA_LAUNCHED();
-        return SF_OK;
+        return readout_loss<A>(c, T, B, K, (const A *)r, (A *)dr, logits_mean, true, [&] {
+            mse_rate_kernel<A><<<1, SF_XENT_THREADS, 0, c->stream>>>(T, B, K, labels, (A *)dr, logits_mean, stats);
+        });
     });
 }

@@ -14,7 +14,7 @@
 #include "cuda/ops.cuh"
 #include "cuda/spikes.cuh"
 
-enum { RMAX = 8, MAX_THREADS = 1024 }; /* the persistent kernels hold RMAX neurons per thread: n <= 8192 */
+enum { RMAX = 8, MAX_THREADS = 1024 }; /* the persistent kernels hold up to RMAX neurons per thread: n <= 8192 */
 
 /* The workspace: Vᵀ, the neuron state and per-step product ([B, n] each), s_{t-1} as the GEMM's operand, h over all
  * steps (recompute; then the spikes as a dense dV's operand), the recompute's compact spikes, and dV's scratch. Sized
@@ -61,9 +61,20 @@ static int persistent_threads(int64_t n)
 
 static bool persistent_ok(int64_t n) { return n <= (int64_t)RMAX * MAX_THREADS; }
 
+/* fn(std::integral_constant<int, QN>) with QN neurons per thread of a persistent block: the least of 1, 2, 4, RMAX
+ * that covers n (the per-neuron register arrays are QN long: RMAX-long ones spilled at 1024 threads). */
+template <class F> static sf_status with_rounds(int64_t n, F fn)
+{
+    const int64_t q = (n + persistent_threads(n) - 1) / persistent_threads(n);
+    if (q <= 1) return fn(std::integral_constant<int, 1>());
+    if (q <= 2) return fn(std::integral_constant<int, 2>());
+    if (q <= 4) return fn(std::integral_constant<int, 4>());
+    return fn(std::integral_constant<int, RMAX>());
+}
+
 /* ---------------------------------------------------------------- event-driven: persistent kernels */
 
-template <class A>
+template <class A, int QN>
 __global__ void __launch_bounds__(MAX_THREADS)
     forward_sparse_kernel(sf_lif_params p, sf_lif_coeffs k, int64_t T, int64_t B, int64_t n, const A *x, const A *vt,
                           A *s, float *hout, sf_spikes c, float *count)
@@ -72,28 +83,29 @@ __global__ void __launch_bounds__(MAX_THREADS)
     __shared__ int wc[2][MAX_THREADS / 32];
     const int64_t b = blockIdx.x, segs = (n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG;
     const int Q = (int)((n + blockDim.x - 1) / blockDim.x);
-    float v[RMAX], spikes = 0.0f;
+    float v[QN], spikes = 0.0f;
 #pragma unroll
-    for (int q = 0; q < RMAX; q++) v[q] = k.v0;
+    for (int q = 0; q < QN; q++) v[q] = k.v0;
     int e = 0; /* emits so far: their count buffers alternate */
     for (int64_t t = 0; t < T; t++) {
-        float acc[RMAX];
+        float acc[QN];
 #pragma unroll
-        for (int q = 0; q < RMAX; q++) acc[q] = 0.0f;
+        for (int q = 0; q < QN; q++) acc[q] = 0.0f;
         for (int64_t g = 0; t > 0 && g < segs; g++) {
             const int len = sf_cuda_stage_segment(c, n, (t - 1) * B + b, g, list);
             __syncthreads();
+#pragma unroll 4 /* several rows' loads in flight per thread: the loop is latency-bound, not bandwidth-bound */
             for (int m = 0; m < len; m++) {
                 const A *vr = vt + (int64_t)list[m] * n + threadIdx.x;
 #pragma unroll
-                for (int q = 0; q < RMAX; q++)
+                for (int q = 0; q < QN; q++)
                     if (q < Q && threadIdx.x + (int64_t)q * blockDim.x < n) acc[q] += sf_widen(vr[q * blockDim.x]);
             }
             __syncthreads();
         }
         const int64_t r = t * B + b;
 #pragma unroll
-        for (int q = 0; q < RMAX; q++) {
+        for (int q = 0; q < QN; q++) {
             if (q >= Q) break; /* the same for the whole block */
             const int64_t j = threadIdx.x + (int64_t)q * blockDim.x;
             const bool valid = j < n;
@@ -152,7 +164,7 @@ template <class A> __device__ __forceinline__ A stored_grad(float dy, bool *nonz
 }
 
 /* The reverse time loop with Vᵀ·dy_{t+1} over the nonzero entries of dy_{t+1} (read back from dx). */
-template <class A>
+template <class A, int QN>
 __global__ void __launch_bounds__(MAX_THREADS)
     backward_sparse_kernel(sf_lif_params p, sf_lif_coeffs k, int64_t T, int64_t B, int64_t n, const float *h,
                            const A *v, const A *ds, A *dx, sf_spikes mask, float *count)
@@ -163,28 +175,29 @@ __global__ void __launch_bounds__(MAX_THREADS)
     __shared__ int wc[2][MAX_THREADS / 32];
     const int64_t b = blockIdx.x, segs = (n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG;
     const int Q = (int)((n + blockDim.x - 1) / blockDim.x);
-    float dv[RMAX], nonzero = 0.0f;
+    float dv[QN], nonzero = 0.0f;
 #pragma unroll
-    for (int q = 0; q < RMAX; q++) dv[q] = 0.0f;
+    for (int q = 0; q < QN; q++) dv[q] = 0.0f;
     int e = 0;
     for (int64_t t = T - 1; t >= 0; t--) {
-        float g[RMAX];
+        float g[QN];
 #pragma unroll
-        for (int q = 0; q < RMAX; q++) g[q] = 0.0f;
+        for (int q = 0; q < QN; q++) g[q] = 0.0f;
         for (int64_t gg = 0; t < T - 1 && gg < segs; gg++) {
             const int num = stage_nonzero(dx + ((t + 1) * B + b) * n, n, gg, list, vals, nz_wc, &len);
+#pragma unroll 4
             for (int m = 0; m < num; m++) {
                 const float d = vals[m];
                 const A *vr = v + (int64_t)list[m] * n + threadIdx.x;
 #pragma unroll
-                for (int q = 0; q < RMAX; q++)
+                for (int q = 0; q < QN; q++)
                     if (q < Q && threadIdx.x + (int64_t)q * blockDim.x < n) g[q] += d * sf_widen(vr[q * blockDim.x]);
             }
             __syncthreads();
         }
         const int64_t r = t * B + b;
 #pragma unroll
-        for (int q = 0; q < RMAX; q++) {
+        for (int q = 0; q < QN; q++) {
             if (q >= Q) break;
             const int64_t j = threadIdx.x + (int64_t)q * blockDim.x;
             const bool valid = j < n;
@@ -297,10 +310,12 @@ static sf_status forward(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, int6
         SF_TRY(sf_cuda_transpose(c, c->act, n, n, v, w.vt));
         return sf_cuda_with_act(c->act, [&](auto tag) {
             using A = decltype(tag);
-            forward_sparse_kernel<A><<<(unsigned)B, persistent_threads(n), 0, c->stream>>>(
-                *p, k, T, B, n, (const A *)x, (const A *)w.vt, (A *)out->s, out->h, out->c, out->spike_count);
-            SF_CUDA_LAUNCHED();
-            return SF_OK;
+            return with_rounds(n, [&](auto qn) {
+                forward_sparse_kernel<A, decltype(qn)::value><<<(unsigned)B, persistent_threads(n), 0, c->stream>>>(
+                    *p, k, T, B, n, (const A *)x, (const A *)w.vt, (A *)out->s, out->h, out->c, out->spike_count);
+                SF_CUDA_LAUNCHED();
+                return SF_OK;
+            });
         });
     }
     for (int64_t t = 0; t < T; t++) {
@@ -355,10 +370,12 @@ sf_status sf_cuda_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64
     if ((bwd_sparse & SF_RLIF_SPARSE_DY) && persistent_ok(n)) {
         SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {
             using A = decltype(tag);
-            backward_sparse_kernel<A><<<(unsigned)B, persistent_threads(n), 0, c->stream>>>(
-                *p, k, T, B, n, h, (const A *)v, (const A *)ds, (A *)dx, m, grad_count);
-            SF_CUDA_LAUNCHED();
-            return SF_OK;
+            return with_rounds(n, [&](auto qn) {
+                backward_sparse_kernel<A, decltype(qn)::value><<<(unsigned)B, persistent_threads(n), 0, c->stream>>>(
+                    *p, k, T, B, n, h, (const A *)v, (const A *)ds, (A *)dx, m, grad_count);
+                SF_CUDA_LAUNCHED();
+                return SF_OK;
+            });
         }));
     } else {
         for (int64_t t = T - 1; t >= 0; t--) {
