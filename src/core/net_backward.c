@@ -130,7 +130,7 @@ static sf_status layer_backward(sf_net *net, int32_t i)
         return accumulate(net, acc, l->in, dx);
     }
     case SF_LAYER_LIF: {
-        const float *h = net->p.memory == SF_MEMORY_FULL ? sf_net_slot_ptr(net, l->h) : NULL;
+        const float *h = sf_net_keeps_h(net, l) ? sf_net_slot_ptr(net, l->h) : NULL;
         sf_lif_state state;
         const sf_lif_state *st;
         if (!l->fused_bn) {
@@ -161,7 +161,7 @@ static sf_status layer_backward(sf_net *net, int32_t i)
         return accumulate(net, acc, bn->in, dx);
     }
     case SF_LAYER_RLIF: {
-        const float *h = net->p.memory == SF_MEMORY_FULL ? sf_net_slot_ptr(net, l->h) : NULL, *x = NULL;
+        const float *h = sf_net_keeps_h(net, l) ? sf_net_slot_ptr(net, l->h) : NULL, *x = NULL;
         if (!h) SF_TRY(input_value(net, l, l->in, &x));
         float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc); /* dx_tmp also when the input needs none: the
                                                                  * recurrence runs on dy */

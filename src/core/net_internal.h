@@ -218,6 +218,10 @@ void sf_net_drop_graph(sf_net *net);
 /* net_pipeline.c: a step over several processes (net_hooks.h). Each is a no-op for a process alone. */
 sf_status sf_net_pipeline_check(const sf_net *net, int64_t T); /* at compile, T of the whole sequence */
 bool sf_net_pipelined(const sf_net *net);                      /* time segments: nseg > 1 */
+/* Does a LIF or recurrent LIF layer keep h for its backward? In full mode, and a recurrent layer always: its
+ * recompute would be a second sequential pass over T (a product per step), and h takes the place of the input that
+ * pass would read (as many elements, in fp32). */
+bool sf_net_keeps_h(const sf_net *net, const sf_net_layer *l);
 /* What neuron layer l's call carries beyond x (sf_lif_state): its state for the forward / backward (pipelined: the
  * first receives what the neighbouring segment sent, the _done calls send this segment's state on) and a PLIF's w
  * (and, in the backward, dw); *out is NULL when there is neither. */

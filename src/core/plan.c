@@ -109,6 +109,11 @@ static bool backward_runs(const sf_net *net, int32_t c)
     return net->tensors[net->layers[c].out].requires_grad;
 }
 
+bool sf_net_keeps_h(const sf_net *net, const sf_net_layer *l)
+{
+    return net->p.memory == SF_MEMORY_FULL || l->d.kind == SF_LAYER_RLIF;
+}
+
 /* Does layer c's backward need the value of its (first) input? */
 static bool needs_input_value(const sf_net *net, int32_t c)
 {
@@ -120,7 +125,7 @@ static bool needs_input_value(const sf_net *net, int32_t c)
     case SF_LAYER_BATCHNORM: return true; /* absorbed BN: the fused LIF reads the BN input */
     case SF_LAYER_LIF:
     case SF_LAYER_RLIF:
-        return !l->fused_bn && (net->p.memory == SF_MEMORY_RECOMPUTE || sf_neuron_backward_reads_x(&l->d.lif));
+        return !l->fused_bn && (!sf_net_keeps_h(net, l) || sf_neuron_backward_reads_x(&l->d.lif));
     default: return false;
     }
 }
@@ -274,7 +279,7 @@ static void plan_forward(sf_net *net, planner *pl)
             want_saved(pl, &l->mean, (size_t)net->tensors[l->in].c * sizeof(float));
             want_saved(pl, &l->var, (size_t)net->tensors[l->in].c * sizeof(float));
         }
-        bool h_for_backward = net->p.memory == SF_MEMORY_FULL && backward_runs(net, i);
+        bool h_for_backward = sf_net_keeps_h(net, l) && backward_runs(net, i);
         if ((l->d.kind == SF_LAYER_LIF || l->d.kind == SF_LAYER_RLIF) && (h_for_backward || net->keep_all))
             want_saved(pl, &l->h, tensor_bytes(net, l->out, sizeof(float)));
         size_t sws = 0;
