@@ -1,7 +1,7 @@
 """_ops.py — the differentiable fused ops over _kernels.py, in two forms with the same semantics:
 - eager (every torch): torch.autograd.Function, with the forward kernel launched before Function.apply so that
   autograd's bookkeeping overlaps it on a GPU (each microsecond of host time shows in a single pass);
-- traced (torch >= 2.4, unless SPIKEFUSE_CUSTOM_OPS=0): operators registered with torch.library.custom_op
+- traced (torch >= 2.4, unless SPIKEFUSE_CUSTOM_OPS=0): operators defined through torch.library
   ("spikefuse::lif_forward", ...) with fake kernels (shapes and dtypes only) and registered autograd, which
   torch.compile(fullgraph=True) keeps in its graph without a break and torch.export writes out. They are used while
   torch.compile / torch.export trace (torch.compiler.is_compiling()), and may be called directly as
@@ -13,8 +13,6 @@ and an empty tensor in traced mode without keep_state) carry the membrane across
 through them from one call to the previous one. mean and var are taken as x's batch statistics (the backward
 differentiates through them), so pass them detached."""
 import os
-from typing import List, Optional, Tuple
-
 import torch
 from torch.autograd.function import once_differentiable
 
@@ -98,27 +96,42 @@ def _or_empty(t, x):
     return t if t is not None else x.new_empty((0,), dtype=torch.float32)
 
 
-if CUSTOM_OPS:
-    Tensor = torch.Tensor
+# Ops are defined through torch.library's Library API rather than torch.library.custom_op: custom_op's per-call
+# wrapper cost about 130 µs of host time per op call on an H200 host with torch 2.11 (docs/perf.md, Python), more
+# than the Python kernel behind it; the schema, fake kernels and registered autograd are the same either way.
+_LIBRARY = torch.library.Library("spikefuse", "FRAGMENT") if CUSTOM_OPS else None
 
-    @torch.library.custom_op("spikefuse::lif_forward", mutates_args=())
-    def _lif_forward(x: Tensor, v_in: Optional[Tensor], pvec: List[float], keep_state: bool) -> Tuple[Tensor, Tensor]:
+
+def define_op(schema, kernel, fake):
+    """Defines spikefuse::<name> by its schema "name(args) -> returns": kernel runs it on every backend (the
+    library picks the device from the tensors) and fake gives tracing its output shapes; returns the op."""
+    name = schema.split("(", 1)[0]
+    _LIBRARY.define(schema)
+    _LIBRARY.impl(name, kernel, "CompositeExplicitAutograd")
+    torch.library.register_fake(f"spikefuse::{name}", fake, lib=_LIBRARY)
+    return getattr(torch.ops.spikefuse, name).default
+
+
+def state_like(x, keep):
+    """The fake v_out (or dv_out): [*x.shape[1:]] fp32 when kept, else empty."""
+    return x.new_empty(x.shape[1:] if keep else (0,), dtype=torch.float32)
+
+
+if CUSTOM_OPS:
+    def _lif_forward_kernel(x, v_in, pvec, keep_state):
         s, v_out = _kernels.lif_forward(x, v_in, tuple(pvec), keep_state)
         return s, _or_empty(v_out, x)
 
-    @_lif_forward.register_fake
-    def _(x, v_in, pvec, keep_state):
-        return torch.empty_like(x), x.new_empty(x.shape[1:] if keep_state else (0,), dtype=torch.float32)
-
-    @torch.library.custom_op("spikefuse::lif_backward", mutates_args=())
-    def _lif_backward(x: Tensor, v_in: Optional[Tensor], ds: Tensor, dv_in: Optional[Tensor], pvec: List[float],
-                      want_dv: bool) -> Tuple[Tensor, Tensor]:
+    def _lif_backward_kernel(x, v_in, ds, dv_in, pvec, want_dv):
         dx, dv_out = _kernels.lif_backward(x, v_in, ds.contiguous(), dv_in, tuple(pvec), want_dv)
         return dx, _or_empty(dv_out, x)
 
-    @_lif_backward.register_fake
-    def _(x, v_in, ds, dv_in, pvec, want_dv):
-        return torch.empty_like(x), x.new_empty(x.shape[1:] if want_dv else (0,), dtype=torch.float32)
+    _lif_forward = define_op("lif_forward(Tensor x, Tensor? v_in, float[] pvec, bool keep_state) -> (Tensor, Tensor)",
+                             _lif_forward_kernel,
+                             lambda x, v_in, pvec, keep_state: (torch.empty_like(x), state_like(x, keep_state)))
+    _lif_backward = define_op("lif_backward(Tensor x, Tensor? v_in, Tensor ds, Tensor? dv_in, float[] pvec, "
+                              "bool want_dv) -> (Tensor, Tensor)", _lif_backward_kernel,
+                              lambda x, v_in, ds, dv_in, pvec, want_dv: (torch.empty_like(x), state_like(x, want_dv)))
 
     def _lif_setup(ctx, inputs, output):
         x, v_in, pvec, keep_state = inputs
@@ -131,30 +144,28 @@ if CUSTOM_OPS:
         dx, dv_out = _lif_backward(x, v_in, ds, _dv_in(dv, ctx.keep_state), ctx.pvec, want_dv)
         return dx, dv_out if want_dv else None, None, None
 
-    _lif_forward.register_autograd(_lif_grad, setup_context=_lif_setup)
+    torch.library.register_autograd("spikefuse::lif_forward", _lif_grad, setup_context=_lif_setup, lib=_LIBRARY)
 
-    @torch.library.custom_op("spikefuse::bn_lif_forward", mutates_args=())
-    def _bn_lif_forward(x: Tensor, mean: Tensor, var: Tensor, gamma: Tensor, beta: Tensor, v_in: Optional[Tensor],
-                        eps: float, pvec: List[float], keep_state: bool) -> Tuple[Tensor, Tensor]:
+    def _bn_lif_forward_kernel(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
         s, v_out = _kernels.bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, tuple(pvec), keep_state)
         return s, _or_empty(v_out, x)
 
-    @_bn_lif_forward.register_fake
-    def _(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
-        return torch.empty_like(x), x.new_empty(x.shape[1:] if keep_state else (0,), dtype=torch.float32)
-
-    @torch.library.custom_op("spikefuse::bn_lif_backward", mutates_args=())
-    def _bn_lif_backward(x: Tensor, mean: Tensor, var: Tensor, gamma: Tensor, beta: Tensor, v_in: Optional[Tensor],
-                         ds: Tensor, dv_in: Optional[Tensor], eps: float, pvec: List[float],
-                         want_dv: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    def _bn_lif_backward_kernel(x, mean, var, gamma, beta, v_in, ds, dv_in, eps, pvec, want_dv):
         dx, dgamma, dbeta, dv_out = _kernels.bn_lif_backward(x, mean, var, gamma, beta, v_in, ds.contiguous(), dv_in,
                                                              eps, tuple(pvec), want_dv)
         return dx, dgamma, dbeta, _or_empty(dv_out, x)
 
-    @_bn_lif_backward.register_fake
-    def _(x, mean, var, gamma, beta, v_in, ds, dv_in, eps, pvec, want_dv):
-        return (torch.empty_like(x), torch.empty_like(gamma), torch.empty_like(beta),
-                x.new_empty(x.shape[1:] if want_dv else (0,), dtype=torch.float32))
+    _bn_lif_forward = define_op(
+        "bn_lif_forward(Tensor x, Tensor mean, Tensor var, Tensor gamma, Tensor beta, Tensor? v_in, float eps, "
+        "float[] pvec, bool keep_state) -> (Tensor, Tensor)", _bn_lif_forward_kernel,
+        lambda x, mean, var, gamma, beta, v_in, eps, pvec, keep_state: (torch.empty_like(x),
+                                                                         state_like(x, keep_state)))
+    _bn_lif_backward = define_op(
+        "bn_lif_backward(Tensor x, Tensor mean, Tensor var, Tensor gamma, Tensor beta, Tensor? v_in, Tensor ds, "
+        "Tensor? dv_in, float eps, float[] pvec, bool want_dv) -> (Tensor, Tensor, Tensor, Tensor)",
+        _bn_lif_backward_kernel,
+        lambda x, mean, var, gamma, beta, v_in, ds, dv_in, eps, pvec, want_dv: (
+            torch.empty_like(x), torch.empty_like(gamma), torch.empty_like(beta), state_like(x, want_dv)))
 
     def _bn_lif_setup(ctx, inputs, output):
         x, mean, var, gamma, beta, v_in, eps, pvec, keep_state = inputs
@@ -168,7 +179,8 @@ if CUSTOM_OPS:
                                                      ctx.eps, ctx.pvec, want_dv)
         return dx, None, None, dgamma, dbeta, dv_out if want_dv else None, None, None, None
 
-    _bn_lif_forward.register_autograd(_bn_lif_grad, setup_context=_bn_lif_setup)
+    torch.library.register_autograd("spikefuse::bn_lif_forward", _bn_lif_grad, setup_context=_bn_lif_setup,
+                                    lib=_LIBRARY)
 
 
 def lif(x, v_in, pvec, keep_state):

@@ -6,8 +6,6 @@ own, since its w is an input of the kernels and its dw an output of their backwa
 Function in eager mode and (torch >= 2.4) custom ops "spikefuse::plif_forward" / "spikefuse::plif_backward" while
 torch.compile or torch.export trace."""
 import functools
-from typing import List, Optional, Tuple
-
 import torch
 from torch.autograd.function import once_differentiable
 
@@ -50,28 +48,23 @@ class PLIFFunction(torch.autograd.Function):
 
 
 if _ops.CUSTOM_OPS:
-    Tensor = torch.Tensor
-
-    @torch.library.custom_op("spikefuse::plif_forward", mutates_args=())
-    def _plif_forward(x: Tensor, w: Tensor, v_in: Optional[Tensor], pvec: List[float],
-                      keep_state: bool) -> Tuple[Tensor, Tensor]:
+    def _plif_forward_kernel(x, w, v_in, pvec, keep_state):
         s, v_out = _kernels.lif_forward(x, v_in, tuple(pvec), keep_state, w=w)
         return s, _ops._or_empty(v_out, x)
 
-    @_plif_forward.register_fake
-    def _(x, w, v_in, pvec, keep_state):
-        return torch.empty_like(x), x.new_empty(x.shape[1:] if keep_state else (0,), dtype=torch.float32)
-
-    @torch.library.custom_op("spikefuse::plif_backward", mutates_args=())
-    def _plif_backward(x: Tensor, w: Tensor, v_in: Optional[Tensor], ds: Tensor, dv_in: Optional[Tensor],
-                       pvec: List[float], want_dv: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    def _plif_backward_kernel(x, w, v_in, ds, dv_in, pvec, want_dv):
         dx, dw, dv_out = plif_backward(x, w, v_in, ds.contiguous(), dv_in, tuple(pvec), want_dv)
         return dx, dw, _ops._or_empty(dv_out, x)
 
-    @_plif_backward.register_fake
-    def _(x, w, v_in, ds, dv_in, pvec, want_dv):
-        return (torch.empty_like(x), torch.empty_like(w),
-                x.new_empty(x.shape[1:] if want_dv else (0,), dtype=torch.float32))
+    _plif_forward = _ops.define_op(
+        "plif_forward(Tensor x, Tensor w, Tensor? v_in, float[] pvec, bool keep_state) -> (Tensor, Tensor)",
+        _plif_forward_kernel,
+        lambda x, w, v_in, pvec, keep_state: (torch.empty_like(x), _ops.state_like(x, keep_state)))
+    _plif_backward = _ops.define_op(
+        "plif_backward(Tensor x, Tensor w, Tensor? v_in, Tensor ds, Tensor? dv_in, float[] pvec, bool want_dv) "
+        "-> (Tensor, Tensor, Tensor)", _plif_backward_kernel,
+        lambda x, w, v_in, ds, dv_in, pvec, want_dv: (torch.empty_like(x), torch.empty_like(w),
+                                                      _ops.state_like(x, want_dv)))
 
     def _plif_setup(ctx, inputs, output):
         x, w, v_in, pvec, keep_state = inputs
@@ -84,7 +77,8 @@ if _ops.CUSTOM_OPS:
         dx, dw, dv_out = _plif_backward(x, w, v_in, ds, _ops._dv_in(dv, ctx.keep_state), ctx.pvec, want_dv)
         return dx, dw, dv_out if want_dv else None, None, None
 
-    _plif_forward.register_autograd(_plif_grad, setup_context=_plif_setup)
+    torch.library.register_autograd("spikefuse::plif_forward", _plif_grad, setup_context=_plif_setup,
+                                    lib=_ops._LIBRARY)
 
 
 def plif_with_state(x_seq, w, pvec, v=None, keep_state=False):
