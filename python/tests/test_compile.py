@@ -50,9 +50,9 @@ class TestCustomOps(unittest.TestCase):
             beta = torch.rand(C, device=device, requires_grad=True)
             torch.library.opcheck(torch.ops.spikefuse.bn_lif_forward.default,
                                   (x, stats[0], stats[1], gamma, beta, v, 1e-5, p, True))
-            pp = list(neurons.neuron_params("plif", v_reset=None))
-            for w in (torch.tensor(0.2, device=device, requires_grad=True),
-                      torch.tensor([0.1, -0.3, 0.4, 0.0], device=device, requires_grad=True)):  # per channel
+            for per_channel, w in ((False, torch.tensor(0.2, device=device, requires_grad=True)),
+                                   (True, torch.tensor([0.1, -0.3, 0.4, 0.0], device=device, requires_grad=True))):
+                pp = list(neurons.neuron_params("plif", v_reset=None, per_channel=per_channel))
                 for args in ((x, w, None, pp, False), (x, w, v, pp, True)):
                     torch.library.opcheck(torch.ops.spikefuse.plif_forward.default, args)
 

@@ -158,7 +158,7 @@ class NeuronChecks:
         with self.assertRaises(ValueError):
             ALIF(beta=-0.5)
         with self.assertRaises(ValueError):
-            PLIF(channels=3)(torch.zeros(2, 4, 5, device=self.device))  # 5 channels, not 3
+            PLIF(channels=3).to(self.device)(torch.zeros(2, 4, 5, device=self.device))  # 5 channels, not 3
 
 
 class TestNeuronsCPU(NeuronChecks, unittest.TestCase):
