@@ -191,6 +191,15 @@ static inline float *sf_net_weight(sf_net *net, int64_t off)
 }
 /* Whether the net scales its loss: fp16 activations do. */
 static inline bool sf_net_scales_loss(const sf_net *net) { return net->be->act == SF_ACT_F16; }
+
+/* Does a LIF or recurrent LIF layer keep h for its backward? In full mode, and a recurrent layer always: its
+ * recompute would be a second sequential pass over T (a product per step), and h takes the place of the input that
+ * pass would read (as many elements, in fp32). */
+static inline bool sf_net_keeps_h(const sf_net *net, const sf_net_layer *l)
+{
+    return net->p.memory == SF_MEMORY_FULL || l->d.kind == SF_LAYER_RLIF;
+}
+
 /* net_step.c: the loss scale a net starts from, writing the scale to the backend (once compiled), and rewriting
  * params_act[off, off + n) from the fp32 parameters (nothing when act is fp32) after they change. */
 float sf_net_initial_loss_scale(const sf_net *net);
@@ -218,10 +227,6 @@ void sf_net_drop_graph(sf_net *net);
 /* net_pipeline.c: a step over several processes (net_hooks.h). Each is a no-op for a process alone. */
 sf_status sf_net_pipeline_check(const sf_net *net, int64_t T); /* at compile, T of the whole sequence */
 bool sf_net_pipelined(const sf_net *net);                      /* time segments: nseg > 1 */
-/* Does a LIF or recurrent LIF layer keep h for its backward? In full mode, and a recurrent layer always: its
- * recompute would be a second sequential pass over T (a product per step), and h takes the place of the input that
- * pass would read (as many elements, in fp32). */
-bool sf_net_keeps_h(const sf_net *net, const sf_net_layer *l);
 /* What neuron layer l's call carries beyond x (sf_lif_state): its state for the forward / backward (pipelined: the
  * first receives what the neighbouring segment sent, the _done calls send this segment's state on) and a PLIF's w
  * (and, in the backward, dw); *out is NULL when there is neither. */

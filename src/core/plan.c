@@ -109,11 +109,6 @@ static bool backward_runs(const sf_net *net, int32_t c)
     return net->tensors[net->layers[c].out].requires_grad;
 }
 
-bool sf_net_keeps_h(const sf_net *net, const sf_net_layer *l)
-{
-    return net->p.memory == SF_MEMORY_FULL || l->d.kind == SF_LAYER_RLIF;
-}
-
 /* Does layer c's backward need the value of its (first) input? */
 static bool needs_input_value(const sf_net *net, int32_t c)
 {
