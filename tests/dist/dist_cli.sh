@@ -91,8 +91,10 @@ threads = 1
 out = 10
 INI
 mpi 4 nan 2 train nan.ini --set train.data_dir="$WORK/data" --out NAN
-has "every process stops at the NaN's step" nan.err "NaN/Inf at epoch 1, step 2"
-check "... both of them" test "$(grep -c 'NaN/Inf at epoch 1, step 2' nan.err)" -eq 2
+# mpirun ends the other processes as soon as one exits non-zero, so the second one's message may not get out
+# (CI saw it missing once): what must hold is that the job ends with 4 at that step and no process reports another
+has "the processes stop at the NaN's step" nan.err "NaN/Inf at epoch 1, step 2"
+check "... and none at another step" test "$(grep 'NaN/Inf at epoch' nan.err | grep -vc 'epoch 1, step 2')" -eq 0
 
 # a rank killed in the second epoch: the job ends within seconds, epoch 1's checkpoint stays valid
 data big --train 3000 --test 100
