@@ -127,7 +127,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "/tmp"), "bench_w3.json"))
-    ap.add_argument("--profile", action="store_true", help="print the device time per kernel of the eager rows")
+    ap.add_argument("--profile", action="store_true", help="print the device time per kernel of the rows without options (eager fp32: "
+                    "spikefuse.torch and the peers)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("bench_w3 needs a CUDA device")
@@ -145,8 +146,7 @@ def main():
     results = []
     for name, make, kw in rows:
         try:
-            profile = args.profile and not kw.get("compile_model") and not kw.get("compact")
-            ms, peak = measure(make(), args.reps, profile=profile and kw.get("amp") is None, **kw)
+            ms, peak = measure(make(), args.reps, profile=args.profile and not kw, **kw)
         except Exception as e:
             print(f"{name:36s} failed: {e!r}"[:300])
             continue

@@ -12,14 +12,8 @@ import time
 
 import torch
 
+from bench_w1 import W1, sync  # W1's neuron and the same synchronisation
 from spikefuse.torch import CUSTOM_OPS, LIF
-
-W1 = dict(tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=True, surrogate="sigmoid", alpha=4.0)
-
-
-def sync(device):
-    if device == "cuda":
-        torch.cuda.synchronize()
 
 
 def main():

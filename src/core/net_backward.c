@@ -161,13 +161,12 @@ static sf_status layer_backward(sf_net *net, int32_t i)
         return accumulate(net, acc, bn->in, dx);
     }
     case SF_LAYER_RLIF: {
-        const float *h = sf_net_keeps_h(net, l) ? sf_net_slot_ptr(net, l->h) : NULL, *x = NULL;
-        if (!h) SF_TRY(input_value(net, l, l->in, &x));
+        const float *h = sf_net_slot_ptr(net, l->h); /* a recurrent layer always keeps it (sf_net_keeps_h) */
         float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc); /* dx_tmp also when the input needs none: the
                                                                  * recurrence runs on dy */
         const sf_net_tensor *in = &net->tensors[root(net, l->in)];
         sf_spikes mask = {sf_net_slot_ptr(net, in->gbits), NULL, sf_net_slot_ptr(net, in->gcnt)};
-        SF_TRY(be->rlif_backward(be, &l->d.lif, net->T, net->B, net->tensors[l->out].per_sample, x, h,
+        SF_TRY(be->rlif_backward(be, &l->d.lif, net->T, net->B, net->tensors[l->out].per_sample, NULL, h,
                                  sf_net_weight(net, l->w_off), dy, l->fwd_sparse, l->bwd_flags, dx,
                                  pgrad(net, l->w_off), in->gmask ? &mask : NULL, sf_net_grad_count(net, l->in),
                                  sf_net_slot_ptr(net, l->sws_b)));

@@ -13,6 +13,7 @@ and an empty tensor in traced mode without keep_state) carry the membrane across
 through them from one call to the previous one. mean and var are taken as x's batch statistics (the backward
 differentiates through them), so pass them detached."""
 import os
+
 import torch
 from torch.autograd.function import once_differentiable
 
@@ -102,13 +103,16 @@ def _or_empty(t, x):
 _LIBRARY = torch.library.Library("spikefuse", "FRAGMENT") if CUSTOM_OPS else None
 
 
-def define_op(schema, kernel, fake):
+def define_op(schema, kernel, fake, backward=None, setup_context=None):
     """Defines spikefuse::<name> by its schema "name(args) -> returns": kernel runs it on every backend (the
-    library picks the device from the tensors) and fake gives tracing its output shapes; returns the op."""
+    library picks the device from the tensors), fake gives tracing its output shapes, and backward (with
+    setup_context) is its registered autograd, if it has one; returns the op."""
     name = schema.split("(", 1)[0]
     _LIBRARY.define(schema)
     _LIBRARY.impl(name, kernel, "CompositeExplicitAutograd")
     torch.library.register_fake(f"spikefuse::{name}", fake, lib=_LIBRARY)
+    if backward is not None:
+        torch.library.register_autograd(f"spikefuse::{name}", backward, setup_context=setup_context, lib=_LIBRARY)
     return getattr(torch.ops.spikefuse, name).default
 
 
@@ -126,9 +130,6 @@ if CUSTOM_OPS:
         dx, dv_out = _kernels.lif_backward(x, v_in, ds.contiguous(), dv_in, tuple(pvec), want_dv)
         return dx, _or_empty(dv_out, x)
 
-    _lif_forward = define_op("lif_forward(Tensor x, Tensor? v_in, float[] pvec, bool keep_state) -> (Tensor, Tensor)",
-                             _lif_forward_kernel,
-                             lambda x, v_in, pvec, keep_state: (torch.empty_like(x), state_like(x, keep_state)))
     _lif_backward = define_op("lif_backward(Tensor x, Tensor? v_in, Tensor ds, Tensor? dv_in, float[] pvec, "
                               "bool want_dv) -> (Tensor, Tensor)", _lif_backward_kernel,
                               lambda x, v_in, ds, dv_in, pvec, want_dv: (torch.empty_like(x), state_like(x, want_dv)))
@@ -144,7 +145,10 @@ if CUSTOM_OPS:
         dx, dv_out = _lif_backward(x, v_in, ds, _dv_in(dv, ctx.keep_state), ctx.pvec, want_dv)
         return dx, dv_out if want_dv else None, None, None
 
-    torch.library.register_autograd("spikefuse::lif_forward", _lif_grad, setup_context=_lif_setup, lib=_LIBRARY)
+    _lif_forward = define_op("lif_forward(Tensor x, Tensor? v_in, float[] pvec, bool keep_state) -> (Tensor, Tensor)",
+                             _lif_forward_kernel,
+                             lambda x, v_in, pvec, keep_state: (torch.empty_like(x), state_like(x, keep_state)),
+                             _lif_grad, _lif_setup)
 
     def _bn_lif_forward_kernel(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
         s, v_out = _kernels.bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, tuple(pvec), keep_state)
@@ -155,11 +159,6 @@ if CUSTOM_OPS:
                                                              eps, tuple(pvec), want_dv)
         return dx, dgamma, dbeta, _or_empty(dv_out, x)
 
-    _bn_lif_forward = define_op(
-        "bn_lif_forward(Tensor x, Tensor mean, Tensor var, Tensor gamma, Tensor beta, Tensor? v_in, float eps, "
-        "float[] pvec, bool keep_state) -> (Tensor, Tensor)", _bn_lif_forward_kernel,
-        lambda x, mean, var, gamma, beta, v_in, eps, pvec, keep_state: (torch.empty_like(x),
-                                                                         state_like(x, keep_state)))
     _bn_lif_backward = define_op(
         "bn_lif_backward(Tensor x, Tensor mean, Tensor var, Tensor gamma, Tensor beta, Tensor? v_in, Tensor ds, "
         "Tensor? dv_in, float eps, float[] pvec, bool want_dv) -> (Tensor, Tensor, Tensor, Tensor)",
@@ -179,8 +178,12 @@ if CUSTOM_OPS:
                                                      ctx.eps, ctx.pvec, want_dv)
         return dx, None, None, dgamma, dbeta, dv_out if want_dv else None, None, None, None
 
-    torch.library.register_autograd("spikefuse::bn_lif_forward", _bn_lif_grad, setup_context=_bn_lif_setup,
-                                    lib=_LIBRARY)
+    _bn_lif_forward = define_op(
+        "bn_lif_forward(Tensor x, Tensor mean, Tensor var, Tensor gamma, Tensor beta, Tensor? v_in, float eps, "
+        "float[] pvec, bool keep_state) -> (Tensor, Tensor)", _bn_lif_forward_kernel,
+        lambda x, mean, var, gamma, beta, v_in, eps, pvec, keep_state: (torch.empty_like(x),
+                                                                         state_like(x, keep_state)),
+        _bn_lif_grad, _bn_lif_setup)
 
 
 def lif(x, v_in, pvec, keep_state):

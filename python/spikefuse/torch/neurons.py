@@ -6,6 +6,7 @@ own, since its w is an input of the kernels and its dw an output of their backwa
 Function in eager mode and (torch >= 2.4) custom ops "spikefuse::plif_forward" / "spikefuse::plif_backward" while
 torch.compile or torch.export trace."""
 import functools
+
 import torch
 from torch.autograd.function import once_differentiable
 
@@ -56,10 +57,6 @@ if _ops.CUSTOM_OPS:
         dx, dw, dv_out = plif_backward(x, w, v_in, ds.contiguous(), dv_in, tuple(pvec), want_dv)
         return dx, dw, _ops._or_empty(dv_out, x)
 
-    _plif_forward = _ops.define_op(
-        "plif_forward(Tensor x, Tensor w, Tensor? v_in, float[] pvec, bool keep_state) -> (Tensor, Tensor)",
-        _plif_forward_kernel,
-        lambda x, w, v_in, pvec, keep_state: (torch.empty_like(x), _ops.state_like(x, keep_state)))
     _plif_backward = _ops.define_op(
         "plif_backward(Tensor x, Tensor w, Tensor? v_in, Tensor ds, Tensor? dv_in, float[] pvec, bool want_dv) "
         "-> (Tensor, Tensor, Tensor)", _plif_backward_kernel,
@@ -77,8 +74,11 @@ if _ops.CUSTOM_OPS:
         dx, dw, dv_out = _plif_backward(x, w, v_in, ds, _ops._dv_in(dv, ctx.keep_state), ctx.pvec, want_dv)
         return dx, dw, dv_out if want_dv else None, None, None
 
-    torch.library.register_autograd("spikefuse::plif_forward", _plif_grad, setup_context=_plif_setup,
-                                    lib=_ops._LIBRARY)
+    _plif_forward = _ops.define_op(
+        "plif_forward(Tensor x, Tensor w, Tensor? v_in, float[] pvec, bool keep_state) -> (Tensor, Tensor)",
+        _plif_forward_kernel,
+        lambda x, w, v_in, pvec, keep_state: (torch.empty_like(x), _ops.state_like(x, keep_state)),
+        _plif_grad, _plif_setup)
 
 
 def plif_with_state(x_seq, w, pvec, v=None, keep_state=False):
