@@ -140,6 +140,7 @@ static void test_full_config(void)
     CHECK(lp.batch == 16 && lp.timesteps == 6 && lp.encoding == SF_ENCODING_POISSON && lp.seed == UINT64_MAX &&
               lp.training == 1 && lp.augment == 1,
           "training loader: augmentation on by default for cifar10");
+    CHECK(lp.crop_pad == 4, "the crop's padding defaults to 4");
     CHECK(lp.mean[1] == 0.25f && fabsf(lp.std[1] - 0.2435f) < 1e-7f, "given mean, the dataset's std");
     sf_config_loader_params(cfg, 0, &lp);
     CHECK(lp.training == 0 && lp.augment == 0, "evaluation loader never augments");
@@ -162,6 +163,7 @@ static void test_errors(void)
     expect_error(HEAD "lr = 1e-3x\n" MLP, 3, "expects a number");
     expect_error(HEAD "nesterov = maybe\n" MLP, 3, "expects on or off");
     expect_error(HEAD "encoding = morse\n" MLP, 3, "expects direct, poisson or latency");
+    expect_error(HEAD "crop_pad = -1\n" MLP, 3, "crop_pad");
     expect_error(HEAD "device = gpu\n" MLP, 3, "bad device 'gpu'");
     expect_error(HEAD "seed = -1\n" MLP, 3, "expects an integer in [0, 2^64)");
     expect_error(HEAD "batch = 0\n" MLP, 3, "must be in [1, 65536]");

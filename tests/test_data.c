@@ -409,14 +409,14 @@ static void test_encodings(void)
     sf_dataset_free(ds);
 }
 
-/* With augmentation each output image is the source shifted by (dy, dx) in [-4, 4]² (zeros outside) and maybe
+/* With augmentation each output image is the source shifted by (dy, dx) in [-pad, pad]² (zeros outside) and maybe
  * mirrored; find that transform. */
-static int matches_some_view(const sf_dataset *ds, const uint8_t *src, const float *out, int *flipped)
+static int matches_some_view(const sf_dataset *ds, const uint8_t *src, const float *out, int pad, int *flipped)
 {
     const int C = ds->channels, H = ds->height, W = ds->width;
     for (int flip = 0; flip <= 1; flip++)
-        for (int dy = -4; dy <= 4; dy++)
-            for (int dx = -4; dx <= 4; dx++) {
+        for (int dy = -pad; dy <= pad; dy++)
+            for (int dx = -pad; dx <= pad; dx++) {
                 int ok = 1;
                 for (int c = 0; c < C && ok; c++)
                     for (int y = 0; y < H && ok; y++)
@@ -450,7 +450,7 @@ static void test_augmentation(void)
     int matched = 0, flips = 0, identical = 0;
     for (int b = 0; b < 40; b++) {
         int f = 0;
-        matched += matches_some_view(ds, ds->images + b * 360, x + b * 360, &f);
+        matched += matches_some_view(ds, ds->images + b * 360, x + b * 360, 4, &f);
         flips += f;
         int same = 1;
         for (int j = 0; j < 360 && same; j++) same = x[b * 360 + j] == ds->images[b * 360 + j] / 255.0f;
@@ -466,6 +466,18 @@ static void test_augmentation(void)
     int raw = 0;
     for (int j = 0; j < 40 * 360; j++) raw += y[j] == ds->images[j] / 255.0f;
     CHECK(raw == 40 * 360, "evaluation never augments");
+    p.training = 1;
+    p.crop_pad = 0; /* the flip alone */
+    sf_encode_batch(ds, &p, 0, idx, 40, y);
+    int flips_only = 0;
+    flips = 0;
+    for (int b = 0; b < 40; b++) {
+        int f = 0;
+        flips_only += matches_some_view(ds, ds->images + b * 360, y + b * 360, 0, &f);
+        flips += f;
+    }
+    CHECK(flips_only == 40 && flips > 5 && flips < 35, "crop_pad 0: every image is its source or its mirror (%d of 40, "
+          "%d mirrored)", flips_only, flips);
     free(x);
     free(y);
     sf_dataset_free(ds);

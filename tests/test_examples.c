@@ -18,6 +18,7 @@ static sf_net *build_config(const char *file)
     sf_config *cfg = NULL;
     sf_net *net = NULL;
     CHECK_OK(sf_config_load(path, &cfg));
+    if (cfg) cfg->net.precision = SF_PRECISION_FP32; /* GPU examples ask for tf32; this CPU build computes in fp32 */
     if (cfg) CHECK_OK(sf_config_build_net(cfg, &net));
     sf_config_free(cfg);
     return net;

@@ -8,7 +8,7 @@
 #     conv_fashion_mnist script (bench/gpu/sj_conv_fashion_mnist.py: cupy fp32, then cupy + AMP) for the same epochs;
 #     per epoch the test accuracy and training images/s of each (target: within 0.5 points at every epoch, >= 2.5x
 #     their images/s).
-# Usage: bench/gpu/learning_fmnist_plif.sh BIN_DIR DATA_DIR [seeds ("0 1 2")] [plif epochs (40)] [sj epochs (3)]
+# Usage: bench/gpu/learning_fmnist_plif.sh BIN_DIR DATA_DIR [seeds ("0 1 2")] [plif epochs (50)] [sj epochs (3)]
 # BIN_DIR holds the spikefuse CLI; DATA_DIR the four Fashion-MNIST .gz files (Debian's
 # /usr/share/datasets/fashion-mnist). Environment: OUT (default ./learning-out) for run directories and logs;
 # SJ_SITE (default /tmp/sj14), where the SpikingJelly 0.0.0.0.14 wheel is installed (pip install --target), for
@@ -22,7 +22,7 @@ fi
 sf=$(realpath "$1")/spikefuse
 data=$(realpath "$2")
 seeds=${3:-"0 1 2"}
-epochs=${4:-40}
+epochs=${4:-50}
 sj_epochs=${5:-3}
 SJ_SITE=${SJ_SITE:-/tmp/sj14}
 cd "$(dirname "$0")/../.."

@@ -357,6 +357,7 @@ static void init_defaults(sf_config *cfg)
     t->timesteps = 4;
     t->encoding = SF_ENCODING_DIRECT;
     t->augment = -1;
+    t->crop_pad = 4; /* the usual CIFAR-10 recipe */
     t->normalize = 1;
     for (int i = 0; i < SF_DATASET_MAX_CHANNELS; i++) t->mean[i] = t->std[i] = NAN;
     t->log_every = 100;

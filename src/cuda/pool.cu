@@ -1,51 +1,83 @@
 /* pool.cu — average and max pooling over n planes of h×w, with PyTorch's border rules (pool.c says which), in the
  * backend's activation type. Backwards gather over the windows that cover an input pixel, so overlapping windows
- * need no atomics and results are deterministic. */
+ * need no atomics and results are deterministic. Windows that tile the plane exactly (k = stride, no border, h and w
+ * multiples of k: the usual 2×2 pooling) take a path of their own: a thread per window reads it once (forward) or
+ * writes it whole (backward), where the general path divides its index per input pixel. Index arithmetic is 32-bit
+ * wherever the tensor allows: 64-bit divisions made these memory-bound kernels issue-bound. */
 #include "cuda/act.cuh"
 #include "cuda/ops.cuh"
 
-template <bool MAX, class T> __global__ void pool_forward_kernel(sf_pool_shape sh, const T *x, T *y, uint8_t *argmax)
+#include <algorithm>
+
+/* Max over a window of window-relative positions (wy, wx) + (iy, ix) in [y0, y1) × [x0, x1): the first maximum wins,
+ * NaN propagates (PyTorch); the average sums (the caller divides). best: the winner's index in the k×k window. */
+template <bool MAX, class T, class I>
+__device__ __forceinline__ float pool_window(const T *in, I w, int32_t k, int32_t wy, int32_t wx, int32_t y0, int32_t y1,
+                                             int32_t x0, int32_t x1, int *best)
 {
-    int64_t total = sh.n * sh.oh * sh.ow;
-    SF_CUDA_GRID_STRIDE(i, total)
-    {
-        int32_t ox = (int32_t)(i % sh.ow), oy = (int32_t)((i / sh.ow) % sh.oh);
-        int64_t p = i / ((int64_t)sh.oh * sh.ow);
-        /* the window's corner (wy, wx) may lie in the border; only its part inside the plane is read */
-        int32_t wy = oy * sh.stride - sh.pad, wx = ox * sh.stride - sh.pad;
-        int32_t y0 = max(wy, 0), y1 = min(wy + sh.k, sh.h), x0 = max(wx, 0), x1 = min(wx + sh.k, sh.w);
-        const T *in = x + p * sh.h * sh.w;
-        float acc = MAX ? sf_widen(in[y0 * sh.w + x0]) : 0.0f;
-        int best = (y0 - wy) * sh.k + (x0 - wx);
-        for (int iy = y0; iy < y1; iy++)
-            for (int ix = x0; ix < x1; ix++) {
-                float v = sf_widen(in[iy * sh.w + ix]);
-                if (MAX) {
-                    if (v > acc || (isnan(v) && !isnan(acc))) { /* first maximum wins; NaN propagates (PyTorch) */
-                        acc = v;
-                        best = (iy - wy) * sh.k + (ix - wx);
-                    }
-                } else {
-                    acc += v;
+    float acc = MAX ? sf_widen(in[(I)y0 * w + (I)x0]) : 0.0f;
+    *best = (y0 - wy) * k + (x0 - wx);
+    for (int32_t iy = y0; iy < y1; iy++)
+        for (int32_t ix = x0; ix < x1; ix++) {
+            float v = sf_widen(in[(I)iy * w + (I)ix]);
+            if (MAX) {
+                if (v > acc || (isnan(v) && !isnan(acc))) {
+                    acc = v;
+                    *best = (iy - wy) * k + (ix - wx);
                 }
+            } else {
+                acc += v;
             }
-        if (MAX) {
-            y[i] = sf_narrow<T>(acc);
-            argmax[i] = (uint8_t)best;
-        } else {
-            y[i] = sf_narrow<T>(acc / (float)(sh.k * sh.k)); /* the border counts as zeros (count_include_pad) */
         }
+    return acc;
+}
+
+template <bool MAX, class T> __device__ __forceinline__ void pool_store(T *y, uint8_t *argmax, int64_t i, float acc, int best, int32_t k)
+{
+    if (MAX) {
+        y[i] = sf_narrow<T>(acc);
+        argmax[i] = (uint8_t)best;
+    } else {
+        y[i] = sf_narrow<T>(acc / (float)(k * k)); /* the border counts as zeros (count_include_pad) */
     }
 }
 
-template <bool MAX, class T>
+template <bool MAX, class T, class I>
+__global__ void pool_forward_kernel(sf_pool_shape sh, const T *x, T *y, uint8_t *argmax)
+{
+    const I total = (I)sh.n * (I)sh.oh * (I)sh.ow, oh = (I)sh.oh, ow = (I)sh.ow, hw = (I)sh.h * (I)sh.w;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
+        I row = i / ow, p = row / oh;
+        int32_t ox = (int32_t)(i - row * ow), oy = (int32_t)(row - p * oh);
+        /* the window's corner (wy, wx) may lie in the border; only its part inside the plane is read */
+        int32_t wy = oy * sh.stride - sh.pad, wx = ox * sh.stride - sh.pad;
+        int best;
+        float acc = pool_window<MAX, T, I>(x + p * hw, (I)sh.w, sh.k, wy, wx, max(wy, 0), min(wy + sh.k, sh.h),
+                                           max(wx, 0), min(wx + sh.k, sh.w), &best);
+        pool_store<MAX, T>(y, argmax, (int64_t)i, acc, best, sh.k);
+    }
+}
+
+/* Windows that tile the plane (k = stride, pad 0, k divides h and w): window i's corner is input pixel
+ * (row·k, ox·k) of the planes' stacked rows, row = i / ow. */
+template <bool MAX, class T, class I> __global__ void pool_forward_tiled(sf_pool_shape sh, const T *x, T *y, uint8_t *argmax)
+{
+    const I total = (I)sh.n * (I)sh.oh * (I)sh.ow, ow = (I)sh.ow, w = (I)sh.w, k = (I)sh.k;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
+        I row = i / ow, ox = i - row * ow;
+        int best;
+        float acc = pool_window<MAX, T, I>(x + row * k * w + ox * k, w, sh.k, 0, 0, 0, sh.k, 0, sh.k, &best);
+        pool_store<MAX, T>(y, argmax, (int64_t)i, acc, best, sh.k);
+    }
+}
+
+template <bool MAX, class T, class I>
 __global__ void pool_backward_kernel(sf_pool_shape sh, const uint8_t *argmax, const T *dy, T *dx)
 {
-    int64_t total = sh.n * sh.h * sh.w;
-    SF_CUDA_GRID_STRIDE(i, total)
-    {
-        int32_t ix = (int32_t)(i % sh.w), iy = (int32_t)((i / sh.w) % sh.h);
-        int64_t p = i / ((int64_t)sh.h * sh.w);
+    const I total = (I)sh.n * (I)sh.h * (I)sh.w, h = (I)sh.h, w = (I)sh.w;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
+        I row = i / w, p = row / h;
+        int32_t ix = (int32_t)(i - row * w), iy = (int32_t)(row - p * h);
         /* outputs o with o·stride <= q < o·stride + k, q the pixel's position in the bordered plane */
         int32_t qy = iy + sh.pad, qx = ix + sh.pad;
         int32_t oy0 = qy >= sh.k ? (qy - sh.k) / sh.stride + 1 : 0, oy1 = min(qy / sh.stride, sh.oh - 1);
@@ -53,10 +85,26 @@ __global__ void pool_backward_kernel(sf_pool_shape sh, const uint8_t *argmax, co
         float acc = 0.0f;
         for (int32_t oy = oy0; oy <= oy1; oy++)
             for (int32_t ox = ox0; ox <= ox1; ox++) {
-                int64_t o = (p * sh.oh + oy) * sh.ow + ox;
+                I o = (p * (I)sh.oh + (I)oy) * (I)sh.ow + (I)ox;
                 if (!MAX || argmax[o] == (qy - oy * sh.stride) * sh.k + (qx - ox * sh.stride)) acc += sf_widen(dy[o]);
             }
         dx[i] = sf_narrow<T>(MAX ? acc : acc / (float)(sh.k * sh.k));
+    }
+}
+
+/* Tiled windows: each thread writes its window's k×k gradients (max: dy at the argmax, 0 elsewhere). */
+template <bool MAX, class T, class I>
+__global__ void pool_backward_tiled(sf_pool_shape sh, const uint8_t *argmax, const T *dy, T *dx)
+{
+    const I total = (I)sh.n * (I)sh.oh * (I)sh.ow, ow = (I)sh.ow, w = (I)sh.w, k = (I)sh.k;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
+        I row = i / ow, ox = i - row * ow;
+        const float g = MAX ? sf_widen(dy[i]) : sf_widen(dy[i]) / (float)(sh.k * sh.k);
+        const int best = MAX ? argmax[i] : -1;
+        T *out = dx + row * k * w + ox * k;
+        for (int32_t wy = 0; wy < sh.k; wy++)
+            for (int32_t wx = 0; wx < sh.k; wx++)
+                out[(I)wy * w + (I)wx] = sf_narrow<T>(!MAX || wy * sh.k + wx == best ? g : 0.0f);
     }
 }
 
@@ -73,54 +121,60 @@ static sf_status check(const sf_pool_shape *sh)
     return SF_OK;
 }
 
-template <bool MAX>
-static sf_status forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y, uint8_t *am)
+static bool tiled(const sf_pool_shape *sh)
 {
-    SF_TRY(check(sh));
-    int64_t total = sh->n * sh->oh * sh->ow;
-    if (total == 0) return SF_OK;
-    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
-    return sf_cuda_with_act(c->act, [&](auto tag) {
-        using T = decltype(tag);
-        pool_forward_kernel<MAX, T><<<sf_cuda_blocks(total, 256), 256, 0, c->stream>>>(*sh, (const T *)x, (T *)y, am);
-        SF_CUDA_LAUNCHED();
-        return SF_OK;
-    });
+    return sh->k == sh->stride && sh->pad == 0 && sh->h % sh->k == 0 && sh->w % sh->k == 0;
 }
 
-template <bool MAX>
-static sf_status backward(sf_backend *be, const sf_pool_shape *sh, const uint8_t *am, const float *dy, float *dx)
+/* The forward (in x, out y, am_out the argmax) or the backward (in dy, out dx, am_in the argmax), tiled where the
+ * windows tile the planes, with 32-bit indices where every index of the input and output fits. */
+template <bool MAX, bool FWD>
+static sf_status launch(sf_backend *be, const sf_pool_shape *sh, const void *in, void *out, const uint8_t *am_in,
+                        uint8_t *am_out)
 {
     SF_TRY(check(sh));
-    int64_t total = sh->n * sh->h * sh->w;
-    if (total == 0) return SF_OK;
+    const bool tile = tiled(sh);
+    const int64_t in_size = sh->n * sh->h * sh->w, threads = tile || FWD ? sh->n * sh->oh * sh->ow : in_size;
+    if (threads == 0) return SF_OK;
+    /* 32-bit: every index below 2^31, so that the grid-stride step (at most one more grid) cannot wrap */
+    const bool narrow = std::max(in_size, sh->n * sh->oh * sh->ow) <= (int64_t)INT32_MAX - 256;
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     return sf_cuda_with_act(c->act, [&](auto tag) {
         using T = decltype(tag);
-        pool_backward_kernel<MAX, T>
-            <<<sf_cuda_blocks(total, 256), 256, 0, c->stream>>>(*sh, am, (const T *)dy, (T *)dx);
-        SF_CUDA_LAUNCHED();
-        return SF_OK;
+        auto go = [&](auto index) {
+            using I = decltype(index);
+            const dim3 grid = sf_cuda_blocks(threads, 256);
+            if (FWD) {
+                auto k = tile ? pool_forward_tiled<MAX, T, I> : pool_forward_kernel<MAX, T, I>;
+                k<<<grid, 256, 0, c->stream>>>(*sh, (const T *)in, (T *)out, am_out);
+            } else {
+                auto k = tile ? pool_backward_tiled<MAX, T, I> : pool_backward_kernel<MAX, T, I>;
+                k<<<grid, 256, 0, c->stream>>>(*sh, am_in, (const T *)in, (T *)out);
+            }
+            SF_CUDA_LAUNCHED();
+            return SF_OK;
+        };
+        return narrow ? go(uint32_t()) : go(int64_t());
     });
 }
 
 sf_status sf_cuda_op_avgpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y)
 {
-    return forward<false>(be, sh, x, y, NULL);
+    return launch<false, true>(be, sh, x, y, NULL, NULL);
 }
 
 sf_status sf_cuda_op_avgpool_backward(sf_backend *be, const sf_pool_shape *sh, const float *dy, float *dx)
 {
-    return backward<false>(be, sh, NULL, dy, dx);
+    return launch<false, false>(be, sh, dy, dx, NULL, NULL);
 }
 
 sf_status sf_cuda_op_maxpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y, uint8_t *argmax)
 {
-    return forward<true>(be, sh, x, y, argmax);
+    return launch<true, true>(be, sh, x, y, NULL, argmax);
 }
 
 sf_status sf_cuda_op_maxpool_backward(sf_backend *be, const sf_pool_shape *sh, const uint8_t *argmax, const float *dy,
                                       float *dx)
 {
-    return backward<true>(be, sh, argmax, dy, dx);
+    return launch<true, false>(be, sh, dy, dx, argmax, NULL);
 }

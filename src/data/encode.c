@@ -23,9 +23,6 @@ sf_status sf_encoding_parse(const char *name, sf_encoding *out)
 
 const char *sf_encoding_name(sf_encoding e) { return (unsigned)e <= SF_ENCODING_LATENCY ? encoding_names[e] : "?"; }
 
-/* Zero padding on each side of the random crop (the usual CIFAR-10 recipe). */
-#define SF_CROP_PAD 4
-
 /* Where output pixel (y, x) of a sample is read from: a crop offset in [-pad, pad] per axis and a flip. */
 typedef struct view {
     int dy, dx, flip;
@@ -36,8 +33,9 @@ static view sample_view(const sf_loader_params *p, uint64_t aug_key, int64_t sam
     view v = {0, 0, 0};
     if (!(p->training && p->augment)) return v;
     uint64_t r = sf_hash3(aug_key, (uint64_t)sample, 0);
-    v.dy = (int)(r % (2 * SF_CROP_PAD + 1)) - SF_CROP_PAD;
-    v.dx = (int)((r >> 16) % (2 * SF_CROP_PAD + 1)) - SF_CROP_PAD;
+    const uint64_t span = 2 * (uint64_t)p->crop_pad + 1;
+    v.dy = (int)(r % span) - p->crop_pad;
+    v.dx = (int)((r >> 16) % span) - p->crop_pad;
     v.flip = (int)((r >> 40) & 1);
     return v;
 }

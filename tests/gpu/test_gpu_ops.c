@@ -402,6 +402,9 @@ int main(void)
     test_bn(30, 33, 1, 330);
     test_gemm_ops();
     test_pool(7, 9, 9, 2, 2, 0);
+    test_pool(9, 28, 28, 2, 2, 0); /* windows that tile the plane: the tiled kernels */
+    test_pool(4, 12, 6, 3, 3, 0);
+    test_pool(3, 4, 8, 4, 4, 0);
     test_pool(3, 9, 9, 3, 2, 0);
     test_pool(1, 5, 6, 3, 1, 0);
     test_pool(6, 16, 16, 3, 2, 1); /* SpikingJelly's ResNet stem */

@@ -1114,6 +1114,7 @@ static void run_ops(sf_precision p, double bound)
     test_bn(40, 16, 64, 320);
     test_gemm_ops();
     test_pool(7, 9, 9, 2, 2, 0);
+    test_pool(5, 28, 28, 2, 2, 0); /* windows that tile the plane: the tiled kernels */
     test_pool(3, 9, 9, 3, 2, 0);
     test_pool(3, 9, 9, 3, 2, 1); /* SpikingJelly's ResNet stem: a border of -inf (max) or counted zeros (avg) */
     test_elementwise();
