@@ -59,6 +59,13 @@ sf_status sf_cuda_zero_act(sf_cuda_ctx *c, void *p, int64_t n);
 /* cudaMalloc of `bytes` (0: NULL), failing with the free and total device memory and what it was `what` for. */
 sf_status sf_cuda_device_alloc(size_t bytes, void **out, const char *what);
 
+/* Temporaries of the entry points that run without a backend, taken and given back in the order of `stream`, from
+ * a memory pool of spikefuse's own on the current device that keeps what it was given: the device's default pool
+ * hands its memory back whenever a stream synchronises, so a caller that synchronises between calls would pay for
+ * mapping fresh memory in every call. */
+sf_status sf_cuda_stream_alloc(size_t bytes, cudaStream_t stream, void **out);
+sf_status sf_cuda_stream_free(void *p, cudaStream_t stream);
+
 sf_status sf_cuda_fail_cuda(cudaError_t e, const char *file, int line, const char *call);
 sf_status sf_cuda_fail_cublas(cublasStatus_t e, const char *file, int line, const char *call);
 sf_status sf_cuda_fail_cudnn(cudnnStatus_t e, const char *file, int line, const char *call);

@@ -1,7 +1,9 @@
 /* context.cu — what every CUDA op file shares at run time (declared in common.cuh): the backend context bound to
  * the current device, error translation with file:line, device allocation with a message a user can act on, and
- * the grow-on-demand scratch buffers. */
+ * the grow-on-demand scratch buffers, and the stream-ordered temporaries of the backend-less entry points. */
 #include "cuda/common.cuh"
+
+#include <mutex>
 
 sf_status sf_cuda_fail_cuda(cudaError_t e, const char *file, int line, const char *call)
 {
@@ -45,6 +47,44 @@ sf_status sf_cuda_device_alloc(size_t bytes, void **out, const char *what)
                        bytes, bytes / 1048576.0, what, free_b / 1048576.0, total_b / 1048576.0);
     }
     if (e != cudaSuccess) return sf_cuda_fail_cuda(e, __FILE__, __LINE__, "cudaMalloc");
+    return SF_OK;
+}
+
+/* One keeping pool per device, made on first use. */
+static sf_status keeping_pool(cudaMemPool_t *out)
+{
+    static std::mutex lock;
+    static cudaMemPool_t pools[64];
+    int dev;
+    SF_CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev < 0 || dev >= 64) return sf_fail(SF_ERR_UNSUPPORTED, "CUDA device %d: at most 64 devices", dev);
+    std::lock_guard<std::mutex> hold(lock);
+    if (!pools[dev]) {
+        cudaMemPoolProps props = {};
+        props.allocType = cudaMemAllocationTypePinned;
+        props.location.type = cudaMemLocationTypeDevice;
+        props.location.id = dev;
+        cudaMemPool_t pool = NULL;
+        SF_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
+        uint64_t keep = UINT64_MAX; /* the release threshold: never trim at a synchronisation */
+        SF_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+        pools[dev] = pool;
+    }
+    *out = pools[dev];
+    return SF_OK;
+}
+
+sf_status sf_cuda_stream_alloc(size_t bytes, cudaStream_t stream, void **out)
+{
+    cudaMemPool_t pool = NULL;
+    SF_TRY(keeping_pool(&pool));
+    SF_CUDA_CHECK(cudaMallocFromPoolAsync(out, bytes, pool, stream));
+    return SF_OK;
+}
+
+sf_status sf_cuda_stream_free(void *p, cudaStream_t stream)
+{
+    SF_CUDA_CHECK(cudaFreeAsync(p, stream));
     return SF_OK;
 }
 

@@ -1,7 +1,7 @@
 /* lif.cu — the neuron layer (every model) on CUDA: the raw entry points on a caller's stream (low-level public API,
  * benchmarks) and the backend's lif_forward / lif_backward on the backend's stream, in its activation type. A PLIF's
  * backward writes per-neuron sums that plif.cu reduces to dw: in the backend's scratch, or, for the raw entry
- * points, in memory taken and given back in stream order (cudaMallocAsync). */
+ * points, in memory taken and given back in stream order (sf_cuda_stream_alloc). */
 #include "cuda/neuron.cuh"
 #include "cuda/cuda_backend.h"
 #include "cuda/ops.cuh"
@@ -62,13 +62,12 @@ static sf_status backward(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, int
     SF_CUDA_CHECK(cudaGetDevice(&dev));
     SF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     void *mem;
-    SF_CUDA_CHECK(cudaMallocAsync(&mem, sf_cuda_plif_scratch_bytes(a, sms), stream));
+    SF_TRY(sf_cuda_stream_alloc(sf_cuda_plif_scratch_bytes(a, sms), stream, &mem));
     float *sums = (float *)mem;
     sf_status s = launch(sums);
     if (s == SF_OK) s = sf_cuda_plif_dw_into(a, sums, sums + N + (N & 1), sms, stream); /* partials 8-byte aligned */
-    cudaError_t e = cudaFreeAsync(mem, stream);
-    if (s == SF_OK && e != cudaSuccess) s = sf_cuda_fail_cuda(e, __FILE__, __LINE__, "cudaFreeAsync");
-    return s;
+    sf_status f = sf_cuda_stream_free(mem, stream);
+    return s != SF_OK ? s : f;
 }
 
 sf_status sf_cuda_lif_backward_tuned(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
