@@ -9,16 +9,29 @@
 #define SF_RED_THREADS 512
 
 /* Adds the terms of elements k0 + threadIdx.x, k0 + threadIdx.x + blockDim.x, … < k1 of channel c, element k of a
- * channel being (row k / hw, pixel k % hw). I is the index type of that division: 32-bit where a channel's count
- * fits, because a 64-bit division per element made the loop issue-bound. */
+ * channel being (row k / hw, pixel k % hw), in that order. I is the index type of that division: 32-bit where a
+ * channel's count fits, because a 64-bit division per element made the loop issue-bound. Eight elements' indices
+ * come first and their terms after, so that eight loads are in flight: one at a time (the division branches between
+ * them) left the loop waiting on memory at about a quarter of the bandwidth. */
 template <class I, class F>
 __device__ __forceinline__ void sf_cuda_channel_terms(const F &f, I k0, I k1, I hw, int32_t C, int32_t c, double *a,
                                                       double *b)
 {
-    for (I k = k0 + threadIdx.x; k < k1; k += blockDim.x) {
+    constexpr int U = 8;
+    const I step = blockDim.x;
+    auto index = [&](I k) {
         I r = k / hw, j = k - r * hw;
-        f.term(((int64_t)r * C + c) * (int64_t)hw + (int64_t)j, c, a, b);
+        return ((int64_t)r * C + c) * (int64_t)hw + (int64_t)j;
+    };
+    I k = k0 + threadIdx.x;
+    for (; k < k1 && k1 - k > (U - 1) * step; k += U * step) {
+        int64_t i[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) i[u] = index(k + (I)u * step);
+#pragma unroll
+        for (int u = 0; u < U; u++) f.term(i[u], c, a, b);
     }
+    for (; k < k1; k += step) f.term(index(k), c, a, b);
 }
 
 /* F provides: __device__ void term(int64_t i, int32_t c, double *a, double *b) (adds element i's two terms)
