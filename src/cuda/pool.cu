@@ -9,11 +9,15 @@
 
 #include <algorithm>
 
+/* A grid-stride loop over i of index type I (the kernels' template parameter). */
+#define POOL_GRID_STRIDE(i, n)                                                                                         \
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (I)gridDim.x * blockDim.x)
+
 /* Max over a window of window-relative positions (wy, wx) + (iy, ix) in [y0, y1) × [x0, x1): the first maximum wins,
  * NaN propagates (PyTorch); the average sums (the caller divides). best: the winner's index in the k×k window. */
 template <bool MAX, class T, class I>
-__device__ __forceinline__ float pool_window(const T *in, I w, int32_t k, int32_t wy, int32_t wx, int32_t y0, int32_t y1,
-                                             int32_t x0, int32_t x1, int *best)
+__device__ __forceinline__ float pool_window(const T *in, I w, int32_t k, int32_t wy, int32_t wx, int32_t y0,
+                                             int32_t y1, int32_t x0, int32_t x1, int *best)
 {
     float acc = MAX ? sf_widen(in[(I)y0 * w + (I)x0]) : 0.0f;
     *best = (y0 - wy) * k + (x0 - wx);
@@ -32,7 +36,8 @@ __device__ __forceinline__ float pool_window(const T *in, I w, int32_t k, int32_
     return acc;
 }
 
-template <bool MAX, class T> __device__ __forceinline__ void pool_store(T *y, uint8_t *argmax, int64_t i, float acc, int best, int32_t k)
+template <bool MAX, class T>
+__device__ __forceinline__ void pool_store(T *y, uint8_t *argmax, int64_t i, float acc, int best, int32_t k)
 {
     if (MAX) {
         y[i] = sf_narrow<T>(acc);
@@ -46,7 +51,8 @@ template <bool MAX, class T, class I>
 __global__ void pool_forward_kernel(sf_pool_shape sh, const T *x, T *y, uint8_t *argmax)
 {
     const I total = (I)sh.n * (I)sh.oh * (I)sh.ow, oh = (I)sh.oh, ow = (I)sh.ow, hw = (I)sh.h * (I)sh.w;
-    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
+    POOL_GRID_STRIDE(i, total)
+    {
         I row = i / ow, p = row / oh;
         int32_t ox = (int32_t)(i - row * ow), oy = (int32_t)(row - p * oh);
         /* the window's corner (wy, wx) may lie in the border; only its part inside the plane is read */
@@ -60,10 +66,12 @@ __global__ void pool_forward_kernel(sf_pool_shape sh, const T *x, T *y, uint8_t 
 
 /* Windows that tile the plane (k = stride, pad 0, k divides h and w): window i's corner is input pixel
  * (row·k, ox·k) of the planes' stacked rows, row = i / ow. */
-template <bool MAX, class T, class I> __global__ void pool_forward_tiled(sf_pool_shape sh, const T *x, T *y, uint8_t *argmax)
+template <bool MAX, class T, class I>
+__global__ void pool_forward_tiled(sf_pool_shape sh, const T *x, T *y, uint8_t *argmax)
 {
     const I total = (I)sh.n * (I)sh.oh * (I)sh.ow, ow = (I)sh.ow, w = (I)sh.w, k = (I)sh.k;
-    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
+    POOL_GRID_STRIDE(i, total)
+    {
         I row = i / ow, ox = i - row * ow;
         int best;
         float acc = pool_window<MAX, T, I>(x + row * k * w + ox * k, w, sh.k, 0, 0, 0, sh.k, 0, sh.k, &best);
@@ -75,7 +83,8 @@ template <bool MAX, class T, class I>
 __global__ void pool_backward_kernel(sf_pool_shape sh, const uint8_t *argmax, const T *dy, T *dx)
 {
     const I total = (I)sh.n * (I)sh.h * (I)sh.w, h = (I)sh.h, w = (I)sh.w;
-    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
+    POOL_GRID_STRIDE(i, total)
+    {
         I row = i / w, p = row / h;
         int32_t ix = (int32_t)(i - row * w), iy = (int32_t)(row - p * h);
         /* outputs o with o·stride <= q < o·stride + k, q the pixel's position in the bordered plane */
@@ -97,7 +106,8 @@ template <bool MAX, class T, class I>
 __global__ void pool_backward_tiled(sf_pool_shape sh, const uint8_t *argmax, const T *dy, T *dx)
 {
     const I total = (I)sh.n * (I)sh.oh * (I)sh.ow, ow = (I)sh.ow, w = (I)sh.w, k = (I)sh.k;
-    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
+    POOL_GRID_STRIDE(i, total)
+    {
         I row = i / ow, ox = i - row * ow;
         const float g = MAX ? sf_widen(dy[i]) : sf_widen(dy[i]) / (float)(sh.k * sh.k);
         const int best = MAX ? argmax[i] : -1;
@@ -144,7 +154,7 @@ static sf_status launch(sf_backend *be, const sf_pool_shape *sh, const void *in,
         auto go = [&](auto index) {
             using I = decltype(index);
             const dim3 grid = sf_cuda_blocks(threads, 256);
-            if (FWD) {
+            if constexpr (FWD) {
                 auto k = tile ? pool_forward_tiled<MAX, T, I> : pool_forward_kernel<MAX, T, I>;
                 k<<<grid, 256, 0, c->stream>>>(*sh, (const T *)in, (T *)out, am_out);
             } else {
