@@ -357,7 +357,6 @@ static void init_defaults(sf_config *cfg)
     t->timesteps = 4;
     t->encoding = SF_ENCODING_DIRECT;
     t->augment = -1;
-    t->crop_pad = 4; /* the usual CIFAR-10 recipe */
     t->normalize = 1;
     for (int i = 0; i < SF_DATASET_MAX_CHANNELS; i++) t->mean[i] = t->std[i] = NAN;
     t->log_every = 100;
@@ -365,6 +364,9 @@ static void init_defaults(sf_config *cfg)
     sf_data_default_params(&dp);
     t->synthetic = dp.synthetic;
     t->events = dp.events;
+    sf_loader_params lp;
+    sf_loader_default_params(&lp);
+    t->crop_pad = lp.crop_pad;
     t->time_parallel = 1;
     sf_net_default_params(&cfg->net);
     sf_optim_default_params(&cfg->optim);

@@ -53,11 +53,13 @@ sf_status sf_cuda_device_alloc(size_t bytes, void **out, const char *what)
 /* One keeping pool per device, made on first use. */
 static sf_status keeping_pool(cudaMemPool_t *out)
 {
+    enum { MAX_DEVICES = 64 };
     static std::mutex lock;
-    static cudaMemPool_t pools[64];
+    static cudaMemPool_t pools[MAX_DEVICES];
     int dev;
     SF_CUDA_CHECK(cudaGetDevice(&dev));
-    if (dev < 0 || dev >= 64) return sf_fail(SF_ERR_UNSUPPORTED, "CUDA device %d: at most 64 devices", dev);
+    if (dev < 0 || dev >= MAX_DEVICES)
+        return sf_fail(SF_ERR_UNSUPPORTED, "CUDA device %d: at most %d devices", dev, (int)MAX_DEVICES);
     std::lock_guard<std::mutex> hold(lock);
     if (!pools[dev]) {
         cudaMemPoolProps props = {};

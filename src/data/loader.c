@@ -53,7 +53,7 @@ void sf_loader_default_params(sf_loader_params *p)
     p->timesteps = 1;
     p->encoding = SF_ENCODING_DIRECT;
     p->training = 1;
-    p->crop_pad = 4;
+    p->crop_pad = 4; /* the usual CIFAR-10 recipe */
     p->normalize = 1;
     p->prefetch = 1;
     p->events.downsample = 1;
