@@ -3,12 +3,14 @@
  *   mpi_w5 dp [precision] [steps]   W5dp: W3 (VGG9, T=10) with 64 samples per GPU (global batch 64·G), each GPU's
  *                                   own BN statistics (as torch DDP), SGD momentum; gradients all-reduced in 25 MiB
  *                                   buckets during the backward
- *   mpi_w5 time [steps] [tp=N] [shard=0|1] [early=0|1] [precision=fp32|tf32|bf16|fp16]
+ *   mpi_w5 time [steps] [tp=N] [shard=0|1] [early=0|1] [bucket=MiB] [precision=fp32|tf32|bf16|fp16]
  *                                   W5time: 784 → Linear → LIF(4096) → Linear → LIF(4096) → Linear(10), T=1024,
  *                                   global batch 32, recompute mode, the time axis split over tp GPUs (default G;
  *                                   tp < G adds G/tp data ranks, each with 32·tp/G samples: 2 × 2 at G = 4);
  *                                   shard: the optimizer state sharded over each time group (default 1, dist.h);
- *                                   early: receives posted when the host enqueues them (default 0, dist.h)
+ *                                   early: receives posted when the host enqueues them (default 0, dist.h);
+ *                                   bucket: the gradient all-reduce bucket (default 25 MiB; larger than the
+ *                                   gradients: one all-reduce at the end of the backward)
  *   mpi_w5 weak [steps]             W5weak: W4rec (bench/w4_net.h) at natural activity with hidden layers of
  *                                   1472·G neurons, data parallel with 64 samples per GPU, Adam, sparse = auto, no
  *                                   CUDA graph at any G (the hooks of a job keep a step off the graph, so G = 1 runs
@@ -22,8 +24,8 @@
  * and the NCCL version. W5time and W5weak then run 3 more steps with every exchange timed (sf_dist_profile) and
  * print, per rank, where a step's time goes: waiting for v and ∂L/∂v from the neighbouring segments, the gathered
  * output, the end of the backward (gradient all-reduces), the parameters' all-gather, and the rest (computing); the
- * gradient all-reduces' own time beside the backward; the input's upload (a pageable copy of the same bytes, timed
- * alone on every rank at once). */
+ * gradient all-reduces' own time beside the backward; the input's upload (a copy of the same bytes, timed
+ * alone on every rank at once); then one step's timeline of the exchanges per rank. */
 #include "../w4_net.h"
 #include "dist/dist.h"
 #include "gpu_bench.h"
@@ -100,7 +102,27 @@ static double time_steps(const bench_run *b, int steps, double *p10, double *p90
     return med;
 }
 
-/* The input's upload alone: a pageable copy of this step's bytes, every rank at once, median of 3. */
+/* The benchmarks' inputs live in page-locked host memory, as a data loader's batches do when it pins them (PyTorch's
+ * pin_memory): a pageable copy goes through the driver's staging buffer at the host's memcpy rate, which the
+ * processes of one host share (W5time's upload took 11.4 ms alone on one GPU and 3.8-4.5 ms on each of four). */
+static float *pinned_input(size_t n)
+{
+    float *x = malloc(sizeof(float) * n);
+    if (!x) {
+        fprintf(stderr, "mpi_w5: out of memory for %zu input values\n", n);
+        exit(1);
+    }
+    GB_CHECK(cudaHostRegister(x, sizeof(float) * n, cudaHostRegisterDefault));
+    return x;
+}
+
+static void free_input(float *x)
+{
+    GB_CHECK(cudaHostUnregister(x));
+    free(x);
+}
+
+/* The input's upload alone: a copy of this step's bytes, every rank at once, median of 3. */
 static double upload_ms(const bench_run *b)
 {
     void *dev;
@@ -115,6 +137,40 @@ static double upload_ms(const bench_run *b)
     GB_CHECK(cudaFree(dev));
     qsort(t, 3, sizeof *t, cmp_double);
     return t[1];
+}
+
+/* One more step with every exchange timed, as a timeline per rank (rank 0 prints): kind@start+duration in ms from
+ * the step's start, which every rank takes together after a barrier; the gradient all-reduces on their own stream
+ * among them. Where a pipeline's bubbles fall. */
+enum { TIMELINE_SPANS = 64 };
+static void timeline(const bench_run *b)
+{
+    sf_dist *d = b->d;
+    const int P = sf_dist_size(d), me = sf_dist_rank(d);
+    double *all = calloc((size_t)(P * TIMELINE_SPANS * 3), sizeof *all), *mine = all + me * TIMELINE_SPANS * 3;
+    GB_OK(sf_dist_barrier(d));
+    GB_OK(sf_dist_profile(d, 1));
+    GB_OK(sf_net_train_step(b->net, b->x, b->labels, NULL));
+    double ms[SF_DIST_TIMER_COUNT];
+    int64_t calls[SF_DIST_TIMER_COUNT];
+    GB_OK(sf_dist_profile_read(d, ms, calls));
+    const sf_dist_span *sp;
+    const int64_t n = sf_dist_profile_spans(d, &sp);
+    for (int64_t k = 0; k < n && k < TIMELINE_SPANS; k++) {
+        mine[3 * k] = sp[k].what + 1; /* 0: no span */
+        mine[3 * k + 1] = sp[k].at_ms;
+        mine[3 * k + 2] = sp[k].ms;
+    }
+    GB_OK(sf_dist_profile(d, 0));
+    GB_OK(sf_dist_sum_all(d, all, P * TIMELINE_SPANS * 3));
+    for (int r = 0; me == 0 && r < P; r++) {
+        printf("  timeline rank %d:", r);
+        for (const double *v = all + r * TIMELINE_SPANS * 3; v < all + (r + 1) * TIMELINE_SPANS * 3 && v[0]; v += 3)
+            printf(" %s@%.2f+%.2f", sf_dist_timer_name((sf_dist_timer)(v[0] - 1)), v[1], v[2]);
+        printf("\n");
+    }
+    fflush(stdout);
+    free(all);
 }
 
 /* Where the time of a step goes, per rank (rank 0 prints): PROFILED_STEPS steps with every exchange timed. */
@@ -162,6 +218,7 @@ static void breakdown(const bench_run *b)
         fflush(stdout);
     }
     free(all);
+    if (P > 1) timeline(b);
 }
 
 /* Times the run and prints rank 0's line; returns the median ms per step. */
@@ -189,7 +246,7 @@ static void run_sgd(sf_dist *d, sf_net *net, const char *what, int64_t T, int64_
                     double base, int profile)
 {
     gb_compile_sgd(net, T, B);
-    float *x = malloc(sizeof(float) * (size_t)(T * B * in));
+    float *x = pinned_input((size_t)(T * B * in));
     sf_bench_randn(x, (size_t)(T * B * in), 0.5f, 1.0f, 3 + (uint64_t)sf_dist_data_rank(d));
     int32_t labels[64];
     for (int b = 0; b < B; b++) labels[b] = (b * 7 + sf_dist_data_rank(d)) % 10;
@@ -197,7 +254,7 @@ static void run_sgd(sf_dist *d, sf_net *net, const char *what, int64_t T, int64_
     bench_run b = {d, net, x, labels, sizeof(float) * (size_t)(Tl * B * in), x + sf_dist_segment(d) * Tl * B * in};
     report(&b, what, steps, base);
     if (profile) breakdown(&b);
-    free(x);
+    free_input(x);
 }
 
 /* W5weak: W4rec with hidden layers of 1472·G, 64 samples per GPU. */
@@ -211,7 +268,7 @@ static void weak(sf_dist *d, int steps, double base)
     GB_OK(w4_create(&o, hidden, &net));
     GB_OK(sf_dist_attach(d, net));
     GB_OK(w4_compile(net, &o));
-    float *x = malloc(sizeof(float) * (size_t)(o.T * o.B * W4_IN));
+    float *x = pinned_input((size_t)(o.T * o.B * W4_IN));
     int32_t *y = malloc(sizeof(int32_t) * (size_t)o.B);
     w4_batch(o.T, o.B, x, y);
     bench_run b = {d, net, x, y, sizeof(float) * (size_t)(o.T * o.B * W4_IN), x};
@@ -228,7 +285,7 @@ static void weak(sf_dist *d, int steps, double base)
         fflush(stdout);
     }
     breakdown(&b);
-    free(x);
+    free_input(x);
     free(y);
     sf_net_free(net);
 }
@@ -294,7 +351,7 @@ static void curve(sf_dist *d, int steps)
     sf_net_free(net);
 }
 
-/* W5time's "key=value" options (tp, shard, early) into the job's parameters, and its precision (16-bit: the
+/* W5time's "key=value" options (tp, shard, early, bucket) into the job's parameters, and its precision (16-bit: the
  * gathered output is too). */
 static void time_options(int argc, char **argv, sf_dist_params *dp, sf_precision *prec)
 {
@@ -303,9 +360,12 @@ static void time_options(int argc, char **argv, sf_dist_params *dp, sf_precision
         if (v && strncmp(argv[i], "tp=", 3) == 0) dp->time_parallel = atoi(v + 1);
         else if (v && strncmp(argv[i], "shard=", 6) == 0) dp->shard_optimizer = atoi(v + 1);
         else if (v && strncmp(argv[i], "early=", 6) == 0) dp->early_receive = atoi(v + 1);
+        else if (v && strncmp(argv[i], "bucket=", 7) == 0) dp->bucket_mib = atoi(v + 1);
         else if (v && strncmp(argv[i], "precision=", 10) == 0) *prec = gb_precision(v + 1);
         else {
-            fprintf(stderr, "mpi_w5 time: option '%s': expected tp=N, shard=0|1, early=0|1 or precision=P\n", argv[i]);
+            fprintf(stderr, "mpi_w5 time: option '%s': expected tp=N, shard=0|1, early=0|1, bucket=MiB or "
+                            "precision=P\n",
+                    argv[i]);
             exit(2);
         }
     }
@@ -351,10 +411,11 @@ int main(int argc, char **argv)
         gb_add(net, SF_LAYER_LIF, 0, 0);
         gb_add(net, SF_LAYER_LINEAR, 10, 0);
         GB_OK(sf_dist_attach(d, net));
-        char what[128];
-        snprintf(what, sizeof what, "W5time T=1024 B=32 %s time %d x data %d, optimizer %s, receives %s",
+        char what[160];
+        snprintf(what, sizeof what,
+                 "W5time T=1024 B=32 %s time %d x data %d, optimizer %s, receives %s, buckets %d MiB",
                  sf_precision_name(time_prec), G, R, dp.shard_optimizer && G > 1 ? "sharded" : "whole",
-                 dp.early_receive ? "early" : "when needed");
+                 dp.early_receive ? "early" : "when needed", dp.bucket_mib);
         run_sgd(d, net, what, 1024, 32 / R, 784, steps > 0 ? steps : 10, base, 1);
         sf_net_free(net);
     } else if (strcmp(mode, "weak") == 0) {

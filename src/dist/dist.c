@@ -55,6 +55,7 @@ static void detach(sf_dist *d)
     d->tr_ctx = NULL;
     d->net = NULL;
     d->profiling = false;
+    d->n_spans = 0;
 }
 
 void sf_dist_free(sf_dist *d)
@@ -62,6 +63,7 @@ void sf_dist_free(sf_dist *d)
     if (!d) return;
     detach(d);
     if (d->mpi) sf_mpi_stop(d);
+    free(d->spans);
     free(d);
 }
 
@@ -238,19 +240,41 @@ sf_status sf_dist_optimizer_shard(sf_dist *d, sf_net *net)
 sf_status sf_dist_profile(sf_dist *d, int on)
 {
     if (on && !d->tr) return sf_fail(SF_ERR_STATE, "profiling: attach a network first (a world of %d)", d->size);
-    if (d->tr) SF_TRY(d->tr->timer_read(d->tr_ctx, d->prof_ms, d->prof_calls)); /* drops what came before */
+    if (d->tr) SF_TRY(d->tr->timer_start(d->tr_ctx));
     memset(d->prof_ms, 0, sizeof d->prof_ms);
     memset(d->prof_calls, 0, sizeof d->prof_calls);
+    d->n_spans = 0;
     d->profiling = on != 0;
+    return SF_OK;
+}
+
+sf_status sf_dist_add_span(sf_dist *d, int what, double at_ms, double ms)
+{
+    d->prof_ms[what] += ms;
+    d->prof_calls[what]++;
+    if (d->n_spans == d->cap_spans) {
+        int64_t cap = d->cap_spans ? 2 * d->cap_spans : 64;
+        sf_dist_span *more = realloc(d->spans, sizeof *more * (size_t)cap);
+        if (!more) return sf_fail(SF_ERR_NOMEM, "profiling: out of memory for %lld spans", (long long)cap);
+        d->spans = more;
+        d->cap_spans = cap;
+    }
+    d->spans[d->n_spans++] = (sf_dist_span){(sf_dist_timer)what, at_ms, ms};
     return SF_OK;
 }
 
 sf_status sf_dist_profile_read(sf_dist *d, double ms[SF_DIST_TIMER_COUNT], int64_t calls[SF_DIST_TIMER_COUNT])
 {
-    if (d->tr) SF_TRY(d->tr->timer_read(d->tr_ctx, d->prof_ms, d->prof_calls));
+    if (d->tr) SF_TRY(d->tr->timer_read(d->tr_ctx));
     memcpy(ms, d->prof_ms, sizeof d->prof_ms);
     memcpy(calls, d->prof_calls, sizeof d->prof_calls);
     return SF_OK;
+}
+
+int64_t sf_dist_profile_spans(const sf_dist *d, const sf_dist_span **spans)
+{
+    *spans = d->spans;
+    return d->n_spans;
 }
 
 const char *sf_dist_timer_name(sf_dist_timer t)

@@ -100,10 +100,20 @@ typedef enum sf_dist_timer {
     SF_DIST_TIMER_ALLREDUCE,  /* GPU: the gradient all-reduces themselves, on their own stream beside the backward */
     SF_DIST_TIMER_COUNT
 } sf_dist_timer;
-/* on: from now every exchange is timed, from zero; off: no more. */
+/* on: from now every exchange is timed, from zero (and the clock of the spans below starts); off: no more. */
 sf_status sf_dist_profile(sf_dist *d, int on);
 /* Milliseconds and calls of each kind since sf_dist_profile (waits for the timed work to finish). */
 sf_status sf_dist_profile_read(sf_dist *d, double ms[SF_DIST_TIMER_COUNT], int64_t calls[SF_DIST_TIMER_COUNT]);
+/* One timed exchange: its kind, when it began (ms after sf_dist_profile turned profiling on: on the GPU, after the
+ * compute stream passed that point) and how long it took. */
+typedef struct sf_dist_span {
+    sf_dist_timer what;
+    double at_ms, ms;
+} sf_dist_span;
+/* The exchanges sf_dist_profile_read has read so far, in the order they were timed (the gradient all-reduces,
+ * timed on their own stream, among them); valid until the next sf_dist_profile. A timeline of each process's step
+ * (where a pipeline's bubbles fall) when every process turns profiling on together (after a barrier). */
+int64_t sf_dist_profile_spans(const sf_dist *d, const sf_dist_span **spans);
 const char *sf_dist_timer_name(sf_dist_timer t); /* "state", "grad_state", "output", ... */
 
 /* Bus bandwidth of an all-reduce of `bytes` over the whole world on the attached network's device, NCCL's

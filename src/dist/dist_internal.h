@@ -28,11 +28,13 @@ typedef struct sf_transport {
     sf_status (*grad_wait)(void *ctx);
     /* in place over the time group: buf holds n floats in nseg parts (sf_net_part), this segment's filled */
     sf_status (*params_allgather)(void *ctx, float *buf, int64_t n);
-    /* profiling (sf_dist_profile): time what happens between begin and end as `what` (sf_dist_timer); read adds
-     * what was timed since the last read to ms and calls */
+    /* profiling (sf_dist_profile): timer_start forgets what was timed and starts the clock of the spans' start
+     * times; begin and end time what happens between them as `what` (sf_dist_timer); read hands every span timed
+     * since the last read to sf_dist_add_span (waiting for it to finish) */
+    sf_status (*timer_start)(void *ctx);
     sf_status (*timer_begin)(void *ctx);
     sf_status (*timer_end)(void *ctx, int what);
-    sf_status (*timer_read)(void *ctx, double *ms, int64_t *calls);
+    sf_status (*timer_read)(void *ctx);
     /* seconds[r] = the time of all-reduce r of `bytes` over the world (after warm-ups), r < reps */
     sf_status (*allreduce_times)(void *ctx, size_t bytes, int32_t reps, double *seconds);
     void (*destroy)(void *ctx);
@@ -53,7 +55,13 @@ struct sf_dist {
     bool profiling;
     double prof_ms[SF_DIST_TIMER_COUNT];
     int64_t prof_calls[SF_DIST_TIMER_COUNT];
+    sf_dist_span *spans; /* [0, n_spans) read since profiling began, of cap_spans */
+    int64_t n_spans, cap_spans;
 };
+
+/* ---- dist.c, for the transports */
+/* Adds one timed exchange to the profile (its sums and its spans). */
+sf_status sf_dist_add_span(sf_dist *d, int what, double at_ms, double ms);
 
 /* ---- mpi.c / mpi_none.c */
 /* Whether a launcher (mpirun, srun) started this process as one of several. */

@@ -133,9 +133,8 @@ typedef struct host_ctx {
     float *ptr[MAX_BUCKETS];
     int64_t len[MAX_BUCKETS];
     int n;
-    /* profiling: the host clock (every exchange here blocks the caller, as the CPU backend's ops do) */
-    double t0, ms[SF_DIST_TIMER_COUNT];
-    int64_t calls[SF_DIST_TIMER_COUNT];
+    /* profiling: the host clock (every exchange here blocks the caller, as the CPU backend's ops do), in seconds */
+    double t_start, t0;
 } host_ctx;
 
 static sf_status host_send(void *ctx, int32_t peer, const float *buf, int64_t n)
@@ -226,6 +225,13 @@ static sf_status host_params_allgather(void *ctx, float *buf, int64_t n)
     return s;
 }
 
+static sf_status host_timer_start(void *ctx)
+{
+    host_ctx *c = ctx;
+    c->t_start = now_s();
+    return SF_OK;
+}
+
 static sf_status host_timer_begin(void *ctx)
 {
     host_ctx *c = ctx;
@@ -236,20 +242,12 @@ static sf_status host_timer_begin(void *ctx)
 static sf_status host_timer_end(void *ctx, int what)
 {
     host_ctx *c = ctx;
-    c->ms[what] += (now_s() - c->t0) * 1e3;
-    c->calls[what]++;
-    return SF_OK;
+    return sf_dist_add_span(c->d, what, (c->t0 - c->t_start) * 1e3, (now_s() - c->t0) * 1e3);
 }
 
-static sf_status host_timer_read(void *ctx, double *ms, int64_t *calls)
+static sf_status host_timer_read(void *ctx)
 {
-    host_ctx *c = ctx;
-    for (int k = 0; k < SF_DIST_TIMER_COUNT; k++) {
-        ms[k] += c->ms[k];
-        calls[k] += c->calls[k];
-        c->ms[k] = 0;
-        c->calls[k] = 0;
-    }
+    (void)ctx; /* the spans went to the profile as they ended */
     return SF_OK;
 }
 
@@ -282,6 +280,7 @@ static const sf_transport host_transport = {
     .grad_start = host_grad_start,
     .grad_wait = host_grad_wait,
     .params_allgather = host_params_allgather,
+    .timer_start = host_timer_start,
     .timer_begin = host_timer_begin,
     .timer_end = host_timer_end,
     .timer_read = host_timer_read,

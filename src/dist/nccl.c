@@ -5,18 +5,24 @@
  * Streams: collectives that the step waits for anyway (gathers and sums of the BN statistics, the output) run on the
  * backend's stream. Gradient buckets run on a stream of their own, each after an event on the backend's stream, so
  * the backward of the layers below goes on meanwhile (as PyTorch DDP does). Each neighbour link has its own stream
- * and communicator: a send must not hold up the sender's next layer until the receiver gets to it (NCCL's send
- * waits for the matching receive), and a receive makes the backend's stream wait for it through an event. A
+ * and communicator, and the backend's stream waits for a send or a receive through an event. The state a link
+ * carries is the pipeline's critical path: the sender's next layer waits until its send is through (the receiver,
+ * the segment behind in a wavefront, is usually waiting for it already), because a send left to run beside that
+ * layer waited for a free multiprocessor until the layer's matrix product was done (W5time at G = 4 measured each
+ * backward hop of ∂L/∂v at 1.1-1.3 ms that way, against 0.2 ms for the hop before it); the links' streams have the
+ * highest priority, so that a receive is not queued behind a gradient all-reduce's blocks. A
  * receive is posted when the backend's stream reaches it (unless early_receive): posted as the host enqueues it, a
  * step ahead, it would wait on the GPU holding SMs that the layers before it need. The end of the backward
  * (grad_wait) joins every side stream back into the backend's.
  *
  * The parameters after a sharded update are gathered with one broadcast per part from its owner (parts differ by
- * one element, which NCCL's all-gather does not take), over the world's communicator where the time group is the
- * world (its channels are not capped) and the time group's otherwise.
+ * one element, which NCCL's all-gather does not take), over the world's communicator, whose channels are not capped:
+ * part k comes from segment k of data rank 0 (world rank k), and the other data ranks' segments k hold the same bits
+ * already (the same all-reduced gradients through the same update), so one broadcast serves every time group. Over
+ * the time group's capped communicator the gather took 3 ms of W5time's 15 ms step at 2 time × 2 data ranks.
  *
  * Profiling: a pair of timing events around each exchange on the backend's stream (and around each gradient
- * all-reduce on its stream), kept until timer_read reads them. */
+ * all-reduce on its stream), kept until timer_read reads them, and an event where profiling started. */
 #include "dist/dist_internal.h"
 
 #include "core/error.h"
@@ -55,13 +61,14 @@ typedef struct nccl_ctx {
     cudaStream_t grad_stream, link_stream[2];
     cudaEvent_t ev_compute, ev_side[3];
     ncclComm_t world, time, bn, link[2]; /* bn may be time itself; link[k] NULL at the ends */
-    ncclComm_t shard;                    /* the parameters' all-gather: world or time */
     int link_peer[2];                    /* the neighbour's rank in its pair communicator */
     ncclRedOp_t grad_op;
     int grad_op_created;
-    /* profiling: spans [0, n_spans) recorded since the last read, of cap_spans created */
+    /* profiling: spans [0, n_spans) recorded since the last read, of cap_spans created; their start times count
+     * from `start` (on the backend's stream) */
     timed_span *spans;
     int n_spans, cap_spans;
+    cudaEvent_t start;
 } nccl_ctx;
 
 static void destroy(void *p)
@@ -89,6 +96,7 @@ static void destroy(void *p)
         cudaEventDestroy(c->spans[k].end);
     }
     free(c->spans);
+    if (c->start) cudaEventDestroy(c->start);
     free(c);
 }
 
@@ -135,15 +143,24 @@ static sf_status nccl_timer_end(void *ctx, int what)
     return span_end(c, c->compute, what);
 }
 
-static sf_status nccl_timer_read(void *ctx, double *ms, int64_t *calls)
+static sf_status nccl_timer_start(void *ctx)
+{
+    nccl_ctx *c = ctx;
+    c->n_spans = 0;
+    if (!c->start) CUDA_TRY(cudaEventCreate(&c->start));
+    CUDA_TRY(cudaEventRecord(c->start, c->compute));
+    return SF_OK;
+}
+
+static sf_status nccl_timer_read(void *ctx)
 {
     nccl_ctx *c = ctx;
     for (int k = 0; k < c->n_spans; k++) {
-        float t = 0;
+        float at = 0, t = 0;
         CUDA_TRY(cudaEventSynchronize(c->spans[k].end));
+        CUDA_TRY(cudaEventElapsedTime(&at, c->start, c->spans[k].begin));
         CUDA_TRY(cudaEventElapsedTime(&t, c->spans[k].begin, c->spans[k].end));
-        ms[c->spans[k].what] += t;
-        calls[c->spans[k].what]++;
+        SF_TRY(sf_dist_add_span(c->d, c->spans[k].what, at, t));
     }
     c->n_spans = 0;
     return SF_OK;
@@ -180,7 +197,7 @@ static sf_status nccl_send(void *ctx, int32_t peer, const float *buf, int64_t n)
     SF_TRY(link_of(c, peer, &k));
     SF_TRY(after_compute(c, c->link_stream[k]));
     NCCL_TRY(ncclSend(buf, (size_t)n, ncclFloat, c->link_peer[k], c->link[k], c->link_stream[k]));
-    return SF_OK;
+    return compute_after(c, c->link_stream[k], k);
 }
 
 static sf_status nccl_recv(void *ctx, int32_t peer, float *buf, int64_t n)
@@ -230,10 +247,10 @@ static sf_status nccl_params_allgather(void *ctx, float *buf, int64_t n)
     nccl_ctx *c = ctx;
     const int parts = c->d->nseg;
     ncclResult_t r = ncclGroupStart();
-    for (int k = 0; r == ncclSuccess && k < parts; k++) { /* ranks in either communicator follow the segments */
+    for (int k = 0; r == ncclSuccess && k < parts; k++) { /* world rank k: segment k of data rank 0 */
         int64_t lo, cnt;
         sf_net_part(n, k, parts, &lo, &cnt);
-        r = ncclBroadcast(buf + lo, buf + lo, (size_t)cnt, ncclFloat, k, c->shard, c->compute);
+        r = ncclBroadcast(buf + lo, buf + lo, (size_t)cnt, ncclFloat, k, c->world, c->compute);
     }
     ncclResult_t e = ncclGroupEnd();
     if (r == ncclSuccess) r = e;
@@ -289,6 +306,7 @@ static const sf_transport nccl_transport = {
     .grad_start = nccl_grad_start,
     .grad_wait = nccl_grad_wait,
     .params_allgather = nccl_params_allgather,
+    .timer_start = nccl_timer_start,
     .timer_begin = nccl_timer_begin,
     .timer_end = nccl_timer_end,
     .timer_read = nccl_timer_read,
@@ -333,7 +351,10 @@ static sf_status setup(nccl_ctx *c, sf_net *net)
     sf_dist *d = c->d;
     c->compute = (cudaStream_t)sf_cuda_backend_stream(sf_net_backend(net));
     CUDA_TRY(cudaStreamCreateWithFlags(&c->grad_stream, cudaStreamNonBlocking));
-    for (int k = 0; k < 2; k++) CUDA_TRY(cudaStreamCreateWithFlags(&c->link_stream[k], cudaStreamNonBlocking));
+    int least, greatest;
+    CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    for (int k = 0; k < 2; k++)
+        CUDA_TRY(cudaStreamCreateWithPriority(&c->link_stream[k], cudaStreamNonBlocking, greatest));
     CUDA_TRY(cudaEventCreateWithFlags(&c->ev_compute, cudaEventDisableTiming));
     for (int k = 0; k < 3; k++) CUDA_TRY(cudaEventCreateWithFlags(&c->ev_side[k], cudaEventDisableTiming));
     ncclUniqueId id;
@@ -345,7 +366,6 @@ static sf_status setup(nccl_ctx *c, sf_net *net)
     side = side_config();
     if (d->p.sync_bn && d->data_size > 1) NCCL_TRY(ncclCommSplit(c->world, 0, d->rank, &c->bn, &side));
     else c->bn = c->time;
-    c->shard = d->data_size == 1 ? c->world : c->time;
     if (d->nseg > 1) SF_TRY(split_links(c));
     if (d->data_size > 1) {
         float scale = 1.0f / (float)d->data_size; /* sums over segments, means over data ranks */

@@ -121,7 +121,6 @@ static void check_profile(net_kind kind, int n_lif, int steps)
     double ms[SF_DIST_TIMER_COUNT];
     int64_t calls[SF_DIST_TIMER_COUNT];
     CHECK_OK(sf_dist_profile_read(g_dist, ms, calls));
-    CHECK_OK(sf_dist_profile(g_dist, 0));
     const int64_t links = (g > 0) + (g < G - 1), bn = kind == NET_CONV_BN && (G > 1 || sf_dist_data_size(g_dist) > 1);
     const int64_t want[SF_DIST_TIMER_COUNT] = {
         [SF_DIST_TIMER_STATE] = steps * n_lif * links,
@@ -131,6 +130,20 @@ static void check_profile(net_kind kind, int n_lif, int steps)
         [SF_DIST_TIMER_GRADS] = steps,
         [SF_DIST_TIMER_PARAMS] = G > 1 ? steps : 0, /* sharded by default; every net here keeps momentum */
     };
+    /* the timeline holds every timed exchange once, each starting after profiling began; the host's in order */
+    const sf_dist_span *sp;
+    const int64_t n_spans = sf_dist_profile_spans(g_dist, &sp);
+    int64_t total = 0, out_of_order = 0, negative = 0;
+    for (int k = 0; k < SF_DIST_TIMER_COUNT; k++) total += calls[k];
+    for (int64_t k = 0; k < n_spans; k++) {
+        negative += sp[k].at_ms < 0 || sp[k].ms < 0;
+        out_of_order += k > 0 && sp[k].at_ms < sp[k - 1].at_ms;
+    }
+    CHECK(n_spans == total && negative == 0, "%s: %lld spans (%lld with a negative time) for %lld timed exchanges",
+          net_names[kind], (long long)n_spans, (long long)negative, (long long)total);
+    if (g_dev.kind == SF_DEVICE_CPU)
+        CHECK(out_of_order == 0, "%s: %lld spans start before the one timed before them", net_names[kind],
+              (long long)out_of_order);
     for (int k = 0; k < SF_DIST_TIMER_COUNT; k++) {
         /* on the GPU the gradient all-reduces are timed on their own stream too: at least one bucket a step */
         if (k == SF_DIST_TIMER_ALLREDUCE && g_dev.kind == SF_DEVICE_CUDA) {
@@ -141,6 +154,7 @@ static void check_profile(net_kind kind, int n_lif, int steps)
         CHECK(calls[k] == want[k] && ms[k] >= 0, "%s: %lld %s exchanges timed (%g ms), expected %lld", net_names[kind],
               (long long)calls[k], sf_dist_timer_name((sf_dist_timer)k), ms[k], (long long)want[k]);
     }
+    CHECK_OK(sf_dist_profile(g_dist, 0));
 }
 
 static void compare_run(net_kind kind, int64_t T, int64_t B)

@@ -3,23 +3,30 @@
 # checks for each G asked for, every program under mpirun with NCCL_NVLS_ENABLE=0, one process per GPU, the 1-GPU
 # baselines once in the same run:
 #   the NCCL all-reduce bus bandwidth (256 MiB and 1 GiB);
-#   exactness at the largest G: test_dist_step with G time segments (optimizer state sharded over them) and with G
-#     data ranks (synchronised BN) on the GPUs, every step against one process alone on the whole batch and T (loss,
-#     gradients, parameters <= 1e-5, spike counts exact; sharded against whole optimizer state bitwise);
+#   exactness at the largest G: test_dist_step with G time segments (optimizer state sharded over them), with G
+#     data ranks (synchronised BN) and (G >= 4) with G/2 segments × 2 data ranks on the GPUs, every step against
+#     one process alone on the whole batch and T (loss, gradients, parameters <= 1e-5, spike counts exact; sharded
+#     against whole optimizer state bitwise);
 #     with CURVE=1 also W5dp's loss curve over 100 steps on G GPUs against one GPU with the global batch;
 #   W5dp: VGG9 with 64 samples per GPU, fp32 and bf16 (scaling efficiency t1 / tG);
 #   W5time: the T=1024 Linear-LIF net split over time (speedup, peak memory per GPU against G = 1), with where each
 #     rank's step time goes (waiting for the neighbours, the collectives, computing); at the largest G also with
-#     the optimizer state whole on every GPU, with receives posted early, and (G >= 4) time_parallel G/2 × 2 data
-#     ranks (2 × 2 at G = 4);
+#     the optimizer state whole on every GPU, with receives posted early, (G >= 4) time_parallel G/2 × 2 data
+#     ranks (2 × 2 at G = 4), and each set of options in W5TIME_EXTRA (space-separated sets, options within a set
+#     separated by commas: "bucket=4096 precision=bf16,bucket=4096");
 #   W5weak: W4rec at natural activity with hidden layers of 1472·G, data parallel (samples/s per GPU against G = 1);
 #   the peer, when PEER_DIR (holding peers_ddp_w3.py and peers_net.py) and PEER_SITE (a site directory with
-#     SpikingJelly 0.0.0.0.14 and its cupy) are set: SpikingJelly's cupy backend under torch DDP, torchrun
-#     --nproc_per_node=1 and =G, with a sitecustomize.py that gives NumPy >= 1.24 back its numpy.int.
+#     SpikingJelly) are set: SpikingJelly's VGG9 under torch DDP, torchrun --nproc_per_node=1 and =G, in fp32 and
+#     (but for cupy) under autocast bf16, its neuron backend PEER_BACKEND (default triton: SpikingJelly 2.0.0, whose
+#     LIFNode runs its Triton kernels and takes no backend argument; cupy: 0.0.0.0.14), with a sitecustomize.py
+#     that bridges what the peer script expects and the release gives (the backend argument that 2.0.0 dropped;
+#     numpy.int, gone from NumPy >= 1.24, and the [T, N, C] input of a multi-step BatchNorm1d, which later releases
+#     take, for 0.0.0.0.14).
 # Then a summary. Usage: tests/gpu/multi_gpu.sh [G ...]  (default: every GPU the host has; e.g. 2 4). Environment:
 # OUT (default ./gpu-out); SF_GPU_BIN, a directory holding mpi_w5 and test_dist_step built elsewhere
 # (tests/gpu_bundle.sh; then nothing is built here, and the OpenMPI runtime packed beside it serves where the host
 # has no mpirun); otherwise they are built in build-gpu. Each program gets at most LIMIT seconds (default 150).
+# ONLY (an extended regular expression) runs only the programs whose run names (the summary's first column) match.
 set -u -o pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-$PWD/gpu-out}
@@ -86,53 +93,78 @@ keep() {
     line=$(grep -E ' [1-9][0-9]* failed' "$out" | head -1) # a rank's failed checks first
     [ -n "$line" ] || line=$(grep -E 'ms/step|bus bandwidth|passed|loss curve' "$out" | grep -v '^  ' | head -1)
     results+=("$name|$rc|$line")
-    grep -E '^  (rank|waiting)' "$out" | sed "s/^/$name:/" >>"$OUT/.breakdown"
+    grep -E '^  (rank|waiting|timeline)' "$out" | sed "s/^/$name:/" >>"$OUT/.breakdown"
     grep -E 'samples/s per GPU' "$out" | sed "s/^/$name:/" >>"$OUT/.weak"
 }
 # run NAME NP PROGRAM ARGS...: the program under mpirun
 run() {
     local name=$1 np=$2 prog=$3
     shift 3
+    [[ $name =~ ^(${ONLY:-.*})$ ]] || return 0
     say "== mpirun -np $np $prog $*"
     timeout -k 10 "$LIMIT" "${MPIRUN[@]}" -np "$np" "$BIN/$prog" "$@" >"$OUT/.run" 2>&1
     keep "$name" $? "$OUT/.run"
 }
-# peer NAME NP: SpikingJelly's cupy backend under torch DDP (PEER_DIR, PEER_SITE), with the host's libraries
+# peer NAME NP [AMP]: SpikingJelly under torch DDP (PEER_DIR, PEER_SITE, PEER_BACKEND), with the host's libraries
 peer() {
-    local name=$1 np=$2 launcher=(torchrun)
+    local name=$1 np=$2 amp=${3:-} launcher=(torchrun)
     command -v torchrun >/dev/null || launcher=(python3 -m torch.distributed.run)
-    say "== torchrun --nproc_per_node=$np peers_ddp_w3.py (SJ_BACKEND=cupy)"
-    LD_LIBRARY_PATH=$HOST_LD_LIBRARY_PATH PATH=$HOST_PATH PYTHONPATH=$SHIM:$PEER_SITE SJ_BACKEND=cupy \
-        timeout -k 10 "$LIMIT" "${launcher[@]}" --standalone --nproc_per_node="$np" "$PEER_DIR/peers_ddp_w3.py" \
-        >"$OUT/.run" 2>&1
+    say "== torchrun --nproc_per_node=$np peers_ddp_w3.py (SJ_BACKEND=$PEER_BACKEND${amp:+ SJ_AMP=$amp})"
+    LD_LIBRARY_PATH=$HOST_LD_LIBRARY_PATH PATH=$HOST_PATH PYTHONPATH=$SHIM:$PEER_SITE SJ_BACKEND=$PEER_BACKEND \
+        SJ_AMP=$amp timeout -k 10 "$LIMIT" "${launcher[@]}" --standalone --nproc_per_node="$np" \
+        "$PEER_DIR/peers_ddp_w3.py" >"$OUT/.run" 2>&1
     keep "$name" $? "$OUT/.run"
+}
+# peers NP: the peer at NP processes in fp32 and (where its backend has it) bf16
+peers() {
+    peer "peer_fp32_$1" "$1"
+    [ "$PEER_BACKEND" = cupy ] || peer "peer_bf16_$1" "$1" bfloat16
 }
 : >"$OUT/.breakdown"
 : >"$OUT/.weak"
 SHIM=
+PEER_BACKEND=${PEER_BACKEND:-triton}
 if [ -n "${PEER_DIR:-}" ] && [ -n "${PEER_SITE:-}" ]; then
     SHIM=$(mktemp -d)
     cat >"$SHIM/sitecustomize.py" <<'EOF'
-# SpikingJelly 0.0.0.0.14's cupy backend still uses numpy.int, which NumPy 1.24 removed
+# What peers_net.py expects of SpikingJelly and the release in PEER_SITE gives (imported by every interpreter on
+# this path; the launcher's may lack torch)
+import inspect
 try:
     import numpy
-except ImportError:  # the launcher's interpreter may have none
-    numpy = None
-if numpy is not None and not hasattr(numpy, "int"):
-    numpy.int = int
+    from spikingjelly.activation_based import functional, layer, neuron
+except ImportError:
+    neuron = None
+if neuron is not None:
+    if not hasattr(numpy, "int"):  # 0.0.0.0.14's cupy code uses numpy.int, which NumPy 1.24 removed
+        numpy.int = int
+    if "backend" not in inspect.signature(neuron.LIFNode.__init__).parameters:
+        # 2.0.0 picks its kernels itself (Triton on CUDA) and has no backend argument
+        _lif_init = neuron.LIFNode.__init__
+        def _init(self, *args, backend=None, **kwargs):
+            _lif_init(self, *args, **kwargs)
+        neuron.LIFNode.__init__ = _init
+    _bn1d = layer.BatchNorm1d.forward
+    def _bn1d_forward(self, x):
+        # 0.0.0.0.14 takes [T, N, C, L] only in multi-step mode; later releases also [T, N, C], as the VGG9 head gives
+        if self.step_mode == "m" and x.dim() == 3:
+            return functional.seq_to_ann_forward(x, super(layer.BatchNorm1d, self).forward)
+        return _bn1d(self, x)
+    layer.BatchNorm1d.forward = _bn1d_forward
 EOF
 fi
 
 for p in fp32 bf16; do run "dp_${p}_1" 1 mpi_w5 dp "$p" 20; done
 run time_1 1 mpi_w5 time 10
 run weak_1 1 mpi_w5 weak 10
-[ -n "$SHIM" ] && peer peer_1 1
+[ -n "$SHIM" ] && peers 1
 for G in "${GS[@]}"; do
     run "busbw256_$G" "$G" mpi_w5 busbw 256
     run "busbw1g_$G" "$G" mpi_w5 busbw 1024
     if [ "$G" = "$GMAX" ]; then
         run "exact_time_$G" "$G" test_dist_step "$G" 0 cuda
         run "exact_data_$G" "$G" test_dist_step 1 1 cuda
+        [ "$G" -ge 4 ] && [ $((G % 2)) -eq 0 ] && run "exact_2d_$G" "$G" test_dist_step $((G / 2)) 1 cuda
     fi
     [ "${CURVE:-0}" = 1 ] && run "curve_$G" "$G" mpi_w5 curve 100
     for p in fp32 bf16; do run "dp_${p}_$G" "$G" mpi_w5 dp "$p" 20; done
@@ -141,9 +173,10 @@ for G in "${GS[@]}"; do
         run "time_whole_$G" "$G" mpi_w5 time 10 shard=0
         run "time_early_$G" "$G" mpi_w5 time 10 early=1
         [ "$G" -ge 4 ] && [ $((G % 2)) -eq 0 ] && run "time_2d_$G" "$G" mpi_w5 time 10 tp=$((G / 2))
+        for v in ${W5TIME_EXTRA:-}; do run "time_${v//[,=]/_}_$G" "$G" mpi_w5 time 10 ${v//,/ }; done
     fi
     run "weak_$G" "$G" mpi_w5 weak 10
-    [ -n "$SHIM" ] && peer "peer_$G" "$G"
+    [ -n "$SHIM" ] && peers "$G"
 done
 rm -f "$OUT/.run"
 [ -n "$SHIM" ] && rm -rf "$SHIM"
@@ -189,6 +222,9 @@ grep -E '^time_' "$OUT/.breakdown" | tee -a "$LOG"
 per_gpu() { grep "^${1}:" "$OUT/.weak" | grep -oE '[0-9.]+ samples/s' | grep -oE '[0-9.]+' | head -1; }
 say "W5weak (W4rec natural, hidden 1472·G, data parallel): $(scaling per_gpu weak 'samples/s per GPU') (targets: >= 0.90 at 2, >= 0.80 at 4)"
 tee -a "$LOG" <"$OUT/.weak"
-[ -n "$(field peer_1)" ] && say "peer SpikingJelly cupy under torch DDP, W5dp fp32: $(scaling field peer ms)"
+for p in fp32 bf16; do
+    [ -n "$(field "peer_${p}_1")" ] &&
+        say "peer SpikingJelly ($PEER_BACKEND) under torch DDP, W5dp $p: $(scaling field "peer_$p" ms)"
+done
 rm -f "$OUT/.breakdown" "$OUT/.weak"
 exit $status
