@@ -7,10 +7,10 @@
  * the backward of the layers below goes on meanwhile (as PyTorch DDP does). Each neighbour link has its own stream
  * and communicator, and the backend's stream waits for a send or a receive through an event. The state a link
  * carries is the pipeline's critical path: the sender's next layer waits until its send is through (the receiver,
- * the segment behind in a wavefront, is usually waiting for it already), because a send left to run beside that
- * layer waited for a free multiprocessor until the layer's matrix product was done (W5time at G = 4 measured each
- * backward hop of ∂L/∂v at 1.1-1.3 ms that way, against 0.2 ms for the hop before it); the links' streams have the
- * highest priority, so that a receive is not queued behind a gradient all-reduce's blocks. A
+ * the segment behind in a wavefront, is usually waiting for it already): a send left to run beside that layer's
+ * matrix product was not through before the product was (W5time at G = 4 measured each backward hop of ∂L/∂v at
+ * 1.1-1.3 ms that way, 0.03-0.13 ms now; its kernel found no free multiprocessor, we take it). The links' streams
+ * have the highest priority, so that a receive is not queued behind a gradient all-reduce's blocks. A
  * receive is posted when the backend's stream reaches it (unless early_receive): posted as the host enqueues it, a
  * step ahead, it would wait on the GPU holding SMs that the layers before it need. The end of the backward
  * (grad_wait) joins every side stream back into the backend's.
