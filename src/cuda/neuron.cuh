@@ -91,6 +91,14 @@ template <class Fn> static sf_status sf_cuda_with_model(const sf_lif_params *p, 
     }
 }
 
+/* Whether a PLIF's backward sums its dw terms per warp (plif.cu then reduces N/32 partials instead of N per-neuron
+ * sums): where every warp's 32 neurons share one w, i.e. the run of neurons of one w (N for a single w, else a
+ * channel's w_hw) is a multiple of 32. */
+__host__ __device__ inline bool sf_cuda_plif_warp_sums(const sf_cuda_neuron &a)
+{
+    return (a.st.w_channels > 1 ? a.st.w_hw : a.N) % 32 == 0;
+}
+
 /* Neuron n's coefficients: a.k's, with a PLIF's a and c from its channel's w. */
 template <int MODEL>
 __device__ __forceinline__ sf_lif_coeffs sf_cuda_coeffs(const sf_cuda_neuron &a, int64_t n)
@@ -193,10 +201,17 @@ __global__ void __launch_bounds__(256)
         const int soft = a.p.soft_reset;
         const sf_cuda_affine f = sf_cuda_affine_of<BN>(a, n);
         float v[V], b[V], pa[V], pc[V]; /* b: the ALIF's; pa, pc: a PLIF's a and c (V neurons may span channels) */
+        /* a PLIF's sigmoid(w) once per thread where its V neurons share a w (at T = 4 it was half the forward's
+         * instructions) */
+        const bool shared_w = MODEL == SF_CUDA_PLIF && (a.st.w_channels <= 1 || a.st.w_hw % V == 0);
 #pragma unroll
         for (int j = 0; j < V; j++) {
             v[j] = sf_cuda_v0(a, k, n + j);
             b[j] = MODEL == SF_CUDA_ALIF ? sf_cuda_b0(a, n + j) : 0.0f;
+            if (j > 0 && shared_w) {
+                pa[j] = pa[0], pc[j] = pc[0];
+                continue;
+            }
             const sf_lif_coeffs kj = sf_cuda_coeffs<MODEL>(a, n + j);
             pa[j] = kj.a;
             pc[j] = kj.c;
@@ -474,8 +489,16 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
             sums[n + j] = sdy[j];
             sums[a.N + n + j] = sdyx[j];
         }
-    if (MODEL == SF_CUDA_PLIF && MODE != SF_DY_BN_DX) /* the first step's v_{t−1} is the start value */
-        sums[(MODE == SF_DY_SUMS ? 2 * a.N : 0) + n] = dk - dh_later * sf_cuda_v0(a, k, n);
+    if (MODEL == SF_CUDA_PLIF && MODE != SF_DY_BN_DX) { /* the first step's v_{t−1} is the start value */
+        float *dks = sums + (MODE == SF_DY_SUMS ? 2 * a.N : 0), term = dk - dh_later * sf_cuda_v0(a, k, n);
+        if (sf_cuda_plif_warp_sums(a)) { /* whole warps run here (N is a multiple of 32): a fixed butterfly */
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) term += __shfl_xor_sync(0xffffffffu, term, o);
+            if ((threadIdx.x & 31) == 0) dks[n / 32] = term;
+        } else {
+            dks[n] = term;
+        }
+    }
     if (a.st.dv_out)
 #pragma unroll
         for (int j = 0; j < V; j++) {
@@ -512,8 +535,9 @@ extern template sf_status sf_cuda_neuron_backward_launch<__half>(const sf_cuda_n
                                                                  const void *, void *, float *, const float *,
                                                                  const float *, cudaStream_t);
 
-/* plif.cu: a PLIF's dw (a.st.dw) from the per-neuron sums dk [N] of its backward, with the backend's scratch, or
- * (the raw entry points, without a backend) with partials given: sf_cuda_plif_scratch_bytes holds dk and them. */
+/* plif.cu: a PLIF's dw (a.st.dw) from the per-neuron (or per-warp: sf_cuda_plif_warp_sums) sums dk of its
+ * backward, with the backend's scratch, or (the raw entry points, without a backend) with partials given:
+ * sf_cuda_plif_scratch_bytes holds dk and them. */
 sf_status sf_cuda_plif_dw(sf_cuda_ctx *c, const sf_cuda_neuron &a, const float *dk);
 size_t sf_cuda_plif_scratch_bytes(const sf_cuda_neuron &a, int sms);
 sf_status sf_cuda_plif_dw_into(const sf_cuda_neuron &a, const float *dk, void *partials, int sms, cudaStream_t st);

@@ -1,6 +1,6 @@
-/* plif.cu — a PLIF's dw from the per-neuron sums its backward writes (neuron.cuh): the sum over each channel's
- * neurons (or over all of them, for one w), times k(1 - k) with k = sigmoid(w), in reduce.cuh's fixed partition
- * with double partials: the same bits run to run. */
+/* plif.cu — a PLIF's dw from the sums its backward writes per neuron or per warp (neuron.cuh): the sum over each
+ * channel's neurons (or over all of them, for one w), times k(1 - k) with k = sigmoid(w), in reduce.cuh's fixed
+ * partition with double partials: the same bits run to run. */
 #include "cuda/neuron.cuh"
 #include "cuda/reduce.cuh"
 
@@ -15,12 +15,14 @@ struct PlifDwF {
     }
 };
 
-/* The layout of w's channels over the N neurons of a step: R runs of C channels of hw neurons. */
+/* The layout of w's channels over the backward's sums: R runs of C channels of hw sums (a sum per neuron, or per
+ * warp of 32 where the backward sums them so). */
 static void plif_geometry(const sf_cuda_neuron &a, int64_t *R, int32_t *C, int64_t *hw)
 {
     *C = a.st.w_channels > 1 ? a.st.w_channels : 1;
     *hw = *C > 1 ? a.st.w_hw : a.N;
     *R = a.N / (*C * *hw);
+    if (sf_cuda_plif_warp_sums(a)) *hw /= 32;
 }
 
 sf_status sf_cuda_plif_dw(sf_cuda_ctx *c, const sf_cuda_neuron &a, const float *dk)
