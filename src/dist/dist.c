@@ -248,21 +248,6 @@ sf_status sf_dist_profile(sf_dist *d, int on)
     return SF_OK;
 }
 
-sf_status sf_dist_add_span(sf_dist *d, int what, double at_ms, double ms)
-{
-    d->prof_ms[what] += ms;
-    d->prof_calls[what]++;
-    if (d->n_spans == d->cap_spans) {
-        int64_t cap = d->cap_spans ? 2 * d->cap_spans : 64;
-        sf_dist_span *more = realloc(d->spans, sizeof *more * (size_t)cap);
-        if (!more) return sf_fail(SF_ERR_NOMEM, "profiling: out of memory for %lld spans", (long long)cap);
-        d->spans = more;
-        d->cap_spans = cap;
-    }
-    d->spans[d->n_spans++] = (sf_dist_span){(sf_dist_timer)what, at_ms, ms};
-    return SF_OK;
-}
-
 sf_status sf_dist_profile_read(sf_dist *d, double ms[SF_DIST_TIMER_COUNT], int64_t calls[SF_DIST_TIMER_COUNT])
 {
     if (d->tr) SF_TRY(d->tr->timer_read(d->tr_ctx));

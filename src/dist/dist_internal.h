@@ -59,7 +59,7 @@ struct sf_dist {
     int64_t n_spans, cap_spans;
 };
 
-/* ---- dist.c, for the transports */
+/* ---- spans.c, for the transports */
 /* Adds one timed exchange to the profile (its sums and its spans). */
 sf_status sf_dist_add_span(sf_dist *d, int what, double at_ms, double ms);
 
