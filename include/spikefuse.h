@@ -156,7 +156,12 @@ SF_API sf_status sf_lif_params_from_nir(int32_t is_if, double tau, double r, dou
  * PLIF (only model plif reads these, and it needs w): w is [w_channels] on the kernel's device, one value for the
  * layer (w_channels = 1) or one per channel (per_channel: neuron n of a step, of N = B·C·w_hw, is in channel
  * (n / w_hw) mod C, C = w_channels); the backward overwrites dw [w_channels] with ∂L/∂w summed over every neuron and
- * step of the call, in a fixed order (dw NULL: not wanted). */
+ * step of the call, in a fixed order (dw NULL: not wanted).
+ * Checkpoints (optional, CUDA devices; the CPU leaves them alone, its backward recomputes each block's whole sequence
+ * in cache): v_ckpt holds sf_lif_ckpt_floats(p, T, N) floats, the state before step T − j·SF_LIF_CKPT_STEPS for
+ * j = 1, 2, … while that step is > 0 (slot j − 1: [N] of v; the ALIF's b after all the v slots). The forward writes
+ * them, and a backward that recomputes h starts its segments there instead of running the time loop a first time to
+ * find them (past 32 steps); the same v_in and x as the forward's, so the backward gives the same bits either way. */
 typedef struct sf_lif_state {
     const float *v_in;
     float *v_out;
@@ -166,7 +171,13 @@ typedef struct sf_lif_state {
     float *dw;
     int32_t w_channels;
     int64_t w_hw;
+    float *v_ckpt;
 } sf_lif_state;
+
+/* Steps between two checkpoints of sf_lif_state.v_ckpt, and the floats they take for T steps of N neurons of
+ * model p->model (0 for T <= SF_LIF_CKPT_STEPS). */
+#define SF_LIF_CKPT_STEPS 32
+SF_API int64_t sf_lif_ckpt_floats(const sf_lif_params *p, int64_t T, int64_t N);
 
 /* The low-level fused kernels: all T steps of N independent neurons in one pass.
  * x, s, ds, dx are [T, N] float32 on `device` (host memory for the CPU, device memory for CUDA).

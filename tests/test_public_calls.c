@@ -1,6 +1,7 @@
 /* test_public_calls.c — the public calls the PyTorch interface uses beyond the LIF kernels, on the CPU:
  * sf_bn_lif_forward / sf_bn_lif_backward and the typed LIF calls (argument and type checks; the state carried
- * across calls gives one call's spikes bitwise; a backward writes dx, dγ, dβ), and sf_checkpoint_load_net with sf_net_layer_desc / sf_net_get_params
+ * across calls gives one call's spikes bitwise; a backward writes dx, dγ, dβ), the size of the neuron state's
+ * checkpoints (sf_lif_ckpt_floats), and sf_checkpoint_load_net with sf_net_layer_desc / sf_net_get_params
  * (a saved network comes back with its layers, parameters and statistics; bad paths and files fail naming them).
  * The values themselves are checked against PyTorch in python/tests (test_bnlif.py, test_load_run.py). */
 #include "config/config.h"
@@ -89,6 +90,29 @@ static const char *CONFIG = "[train]\ndataset = synthetic\ninput_shape = 2, 6, 6
                             "[conv]\nfilters = 4\nsize = 3\npad = 1\n[bn]\n[lif]\nreset = soft\n"
                             "[flatten]\n[linear]\nout = 3\n[readout]\ntype = leaky\ntau = 4\n";
 
+/* The checkpoints' size (sf_lif_state.v_ckpt): one slot per start T − 32j > 0, v per neuron, the ALIF's b too; a
+ * CPU forward leaves them alone (its backward recomputes whole sequences). */
+static void test_ckpt_floats(void)
+{
+    sf_lif_params p;
+    sf_lif_default_params(&p);
+    const int64_t T[] = {1, 32, 33, 64, 65, 1024}, slots[] = {0, 0, 1, 1, 2, 31};
+    for (int i = 0; i < 6; i++) {
+        p.model = SF_NEURON_LIF;
+        CHECK(sf_lif_ckpt_floats(&p, T[i], 7) == slots[i] * 7, "T = %lld: %lld checkpoint floats, expected %lld",
+              (long long)T[i], (long long)sf_lif_ckpt_floats(&p, T[i], 7), (long long)(slots[i] * 7));
+        p.model = SF_NEURON_ALIF;
+        CHECK(sf_lif_ckpt_floats(&p, T[i], 7) == slots[i] * 14, "ALIF T = %lld: %lld checkpoint floats",
+              (long long)T[i], (long long)sf_lif_ckpt_floats(&p, T[i], 7));
+    }
+    p.model = SF_NEURON_LIF;
+    float x[40 * 3], s[40 * 3], ck[3] = {-7.0f, -7.0f, -7.0f};
+    tu_randn(x, 40 * 3, 0.6f, 1.0f, 5);
+    sf_lif_state st = {.v_ckpt = ck};
+    CHECK_OK(sf_lif_forward_state(&p, 40, 3, x, s, &st, CPU, NULL));
+    CHECK(ck[0] == -7.0f && ck[1] == -7.0f && ck[2] == -7.0f, "the CPU forward wrote checkpoints");
+}
+
 static void test_checkpoint_load_net(const char *dir)
 {
     sf_config *cfg = NULL;
@@ -141,6 +165,7 @@ int main(void)
 {
     test_bn_lif_arguments();
     test_bn_lif_state();
+    test_ckpt_floats();
     char dir[] = "/tmp/sf_public_calls_XXXXXX";
     if (mkdtemp(dir)) {
         test_checkpoint_load_net(dir);

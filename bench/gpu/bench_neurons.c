@@ -4,7 +4,9 @@
  * the IF (x scaled by 0.5: no leak) and the ALIF (rho 0.9, beta 0.7). Bytes per element each model must move: 20
  * (the forward reads x, writes s; the backward reads ds and x, writes dx; the ALIF's b and θ stay on chip), the
  * PLIF 20 + 8/T (a float per neuron for dw, written and read back by the reduction). Reported against the copy
- * bandwidth measured in this run (target: >= 70%). Every size is checked against the CPU ops on the same inputs
+ * bandwidth measured in this run (target: >= 70%). The forward keeps checkpoints of the state every 32 steps for the
+ * backward, as the engine does (sf_lif_state.v_ckpt, 0.25 bytes per element more; ALIF 0.5); past 32 steps each
+ * model also runs without them ("nock"). Every size is checked against the CPU ops on the same inputs
  * (spikes exact, dx and dw relative error), so a fast wrong kernel cannot report a time.
  * Usage: bench_neurons [T] (one size only, for profilers). */
 #include "cpu/cpu_backend.h"
@@ -13,7 +15,7 @@
 
 struct run {
     sf_lif_params p;
-    sf_lif_state st; /* a PLIF's w and dw (device) */
+    sf_lif_state st; /* a PLIF's w and dw (device), the checkpoints */
     int64_t T, M;
     float *x, *s, *ds, *dx;
     cudaStream_t stream;
@@ -132,20 +134,27 @@ int main(int argc, char **argv)
             GB_CHECK(cudaMalloc((void **)&r.dx, 4 * n));
             GB_CHECK(cudaMemset(r.s, 0xff, 4 * n)); /* poison: unwritten outputs show as NaN */
             GB_CHECK(cudaMemset(r.dx, 0xff, 4 * n));
+            float *ckpt;
+            GB_CHECK(cudaMalloc((void **)&ckpt, 4 * (size_t)sf_lif_ckpt_floats(&r.p, r.T, r.M) + 4));
             GB_CHECK(cudaDeviceSynchronize()); /* the backend's non-blocking stream does not wait for these */
-            float tf = gb_time_ms(fwd, &r, stream, 3, 20);
-            float tb = gb_time_ms(bwd, &r, stream, 3, 20);
-            float tfb = gb_time_ms(fwd_bwd, &r, stream, 3, 20);
-            int64_t mism;
-            double edx, edw;
-            check(&r, wc, w_host, &mism, &edx, &edw);
-            const double bytes = 20.0 + (wc ? 8.0 / (double)r.T : 0.0);
-            const double gbs = bytes * (double)n / (tfb * 1e-3) / 1e9;
-            printf("%-13s %5lld %9lld %8.3f %8.3f %9.3f %8.2f %7.0f %6.1f%% %9lld %9.1e %9.1e\n", models[m].name,
-                   (long long)r.T, (long long)r.M, tf, tb, tfb, bytes, gbs, 100.0 * gbs / bw, (long long)mism, edx,
-                   edw);
-            bad |= mism != 0 || !(edx < 1e-5) || !(edw < 1e-4);
-            cudaFree(r.x), cudaFree(r.ds), cudaFree(r.s), cudaFree(r.dx);
+            for (int ck = 1; ck >= (r.T > SF_LIF_CKPT_STEPS ? 0 : 1); ck--) { /* the engine's way, then without */
+                r.st.v_ckpt = ck ? ckpt : NULL;
+                float tf = gb_time_ms(fwd, &r, stream, 3, 20);
+                float tb = gb_time_ms(bwd, &r, stream, 3, 20);
+                float tfb = gb_time_ms(fwd_bwd, &r, stream, 3, 20);
+                int64_t mism;
+                double edx, edw;
+                check(&r, wc, w_host, &mism, &edx, &edw);
+                const double bytes = 20.0 + (wc ? 8.0 / (double)r.T : 0.0);
+                const double gbs = bytes * (double)n / (tfb * 1e-3) / 1e9;
+                char name[32];
+                snprintf(name, sizeof name, "%s%s", models[m].name, ck ? "" : " nock");
+                printf("%-13s %5lld %9lld %8.3f %8.3f %9.3f %8.2f %7.0f %6.1f%% %9lld %9.1e %9.1e\n", name,
+                       (long long)r.T, (long long)r.M, tf, tb, tfb, bytes, gbs, 100.0 * gbs / bw, (long long)mism,
+                       edx, edw);
+                bad |= mism != 0 || !(edx < 1e-5) || !(edw < 1e-4);
+            }
+            cudaFree(r.x), cudaFree(r.ds), cudaFree(r.s), cudaFree(r.dx), cudaFree(ckpt);
             if (wc) cudaFree((void *)r.st.w), cudaFree(r.st.dw);
         }
     cudaStreamDestroy(stream);

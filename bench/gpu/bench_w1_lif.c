@@ -3,9 +3,10 @@
  * The backward gets ds ~ N(0, 1) and recomputes h from x (nothing else is kept). x, s, ds and dx are stored in the
  * precision's activation type: fp32 (the workload as defined) or, for bf16 / fp16, 16 bits as a network under that
  * precision stores them. Floor: the bytes per element (fp32 20: the forward reads x, writes s; the backward reads ds
- * and x, writes dx; 16-bit 10) over the copy bandwidth measured in this run; "x floor" is the time over it. From
- * T = 256 on, every launch configuration of `configs` is timed (the automatic one first), so that they compare in
- * one run. Each size and configuration is also checked against a serial host reference on a sample of neurons, on
+ * and x, writes dx; 16-bit 10) over the copy bandwidth measured in this run; "x floor" is the time over it. The
+ * forward keeps checkpoints of v every 32 steps for the backward (0.25 bytes per element on top; "auto_nock" runs
+ * without them). From T = 64 on, every launch configuration of `configs` is timed (the automatic one first), so
+ * that they compare in one run. Each size and configuration is also checked against a serial host reference on a sample of neurons, on
  * the same (rounded) inputs, so a fast wrong kernel cannot report a time.
  * Usage: bench_w1_lif [T [fp32|bf16|fp16 [config]]] (T 0: all sizes; a config: that one only, for profilers). */
 #include "cuda/cuda_backend.h"
@@ -13,23 +14,31 @@
 #include "gpu_bench.h"
 
 /* Launch configurations (sf_cuda_lif_tuning: forward neurons per thread and steps ahead, backward segment and steps
- * ahead; 0 automatic, -1 as long as shared memory allows). */
+ * ahead; 0 automatic, -1 as long as shared memory allows), with or without the forward's checkpoints of v every 32
+ * steps (sf_lif_state.v_ckpt: 4 bytes written and read per 32 elements, 0.25 bytes per element over the floor). */
 static const struct config {
     const char *name;
+    int ckpt;
     sf_cuda_lif_tuning tune;
 } configs[] = {
-    {"auto", {0, 0, 0, 0}},
-    {"old", {4, 8, 32, 8}}, /* the automatic choice before long segments: 32-step segments at 32 warps per SM */
-    {"fwd_v1u8", {1, 8, 0, 0}},
-    {"bwd_s32u32", {0, 0, 32, 32}},
-    {"bwd_s96u8", {0, 0, 96, 8}},   /* two blocks of columns per SM (at 32 steps ahead, 178 registers allow one) */
-    {"bwd_longu8", {0, 0, -1, 8}},  /* long segments, 8 steps ahead */
+    {"auto", 1, {0, 0, 0, 0}},
+    {"auto_nock", 0, {0, 0, 0, 0}}, /* without checkpoints: the first pass finds the segment starts */
+    {"old", 0, {4, 8, 32, 8}}, /* the automatic choice before long segments: 32-step segments at 32 warps per SM */
+    {"bwd_longu8", 0, {0, 0, -1, 8}}, /* long segments, 8 steps ahead */
+    {"ck_s32u8", 1, {0, 0, 32, 8}},
+    {"ck_s32u32", 1, {0, 0, 32, 32}},
+    {"ck_s64u8", 1, {0, 0, 64, 8}},
+    {"ck_s64u32", 1, {0, 0, 64, 32}},
+    {"ck_s128u32", 1, {0, 0, 128, 32}},
+    {"ck_fwd_v1u8", 1, {1, 8, 0, 0}},
+    {"ck_fwd_v1u32", 1, {1, 32, 0, 0}},
 };
 
 struct w1 {
     sf_lif_params p;
     sf_act_type t;
     sf_cuda_lif_tuning tune;
+    sf_lif_state state; /* v_ckpt, or nothing */
     int64_t T, M;
     void *x, *s, *ds, *dx; /* in type t */
     cudaStream_t st;
@@ -39,13 +48,13 @@ static void fwd(void *arg)
 {
     struct w1 *w = arg;
     sf_lif_out out = {.s = w->s};
-    GB_OK(sf_cuda_lif_forward_tuned(&w->p, w->T, w->M, w->t, w->x, &out, NULL, &w->tune, w->st));
+    GB_OK(sf_cuda_lif_forward_tuned(&w->p, w->T, w->M, w->t, w->x, &out, &w->state, &w->tune, w->st));
 }
 
 static void bwd(void *arg)
 {
     struct w1 *w = arg;
-    GB_OK(sf_cuda_lif_backward_tuned(&w->p, w->T, w->M, w->t, w->x, NULL, w->ds, w->dx, NULL, &w->tune, w->st));
+    GB_OK(sf_cuda_lif_backward_tuned(&w->p, w->T, w->M, w->t, w->x, NULL, w->ds, w->dx, &w->state, &w->tune, w->st));
 }
 
 static void fwd_bwd(void *arg)
@@ -146,9 +155,12 @@ int main(int argc, char **argv)
         w.ds = device_randn(be, t, n, 0.0f, 1.0f, 23 + (uint64_t)i);
         GB_CHECK(cudaMalloc(&w.s, es * n));
         GB_CHECK(cudaMalloc(&w.dx, es * n));
-        for (int c = 0; c < (w.T >= 256 || only_config ? nconfigs : 1); c++) {
+        float *ckpt;
+        GB_CHECK(cudaMalloc((void **)&ckpt, 4 * (size_t)sf_lif_ckpt_floats(&w.p, w.T, w.M) + 4));
+        for (int c = 0; c < (w.T >= 64 || only_config ? nconfigs : 1); c++) {
             if (only_config && strcmp(only_config, configs[c].name) != 0) continue;
             w.tune = configs[c].tune;
+            w.state = (sf_lif_state){.v_ckpt = configs[c].ckpt ? ckpt : NULL};
             GB_CHECK(cudaMemset(w.s, 0xff, es * n)); /* poison: unwritten outputs show as NaN */
             GB_CHECK(cudaMemset(w.dx, 0xff, es * n));
             float tf = gb_time_ms(fwd, &w, st, 3, 20);
@@ -165,7 +177,7 @@ int main(int argc, char **argv)
                    (long long)mism, rel);
             bad |= mism != 0 || !(rel < dx_bound);
         }
-        cudaFree(w.x), cudaFree(w.ds), cudaFree(w.s), cudaFree(w.dx);
+        cudaFree(w.x), cudaFree(w.ds), cudaFree(w.s), cudaFree(w.dx), cudaFree(ckpt);
     }
     cudaStreamDestroy(st);
     sf_backend_free(be);

@@ -58,10 +58,11 @@ class Device(ctypes.Structure):
 
 class LifState(ctypes.Structure):
     """Mirror of sf_lif_state: the neuron state carried across calls ([N] float32 device addresses, [2, N] for the
-    ALIF, 0 for none), and a PLIF's w, dw and their channels (w_channels of w_hw neurons)."""
+    ALIF, 0 for none), a PLIF's w, dw and their channels (w_channels of w_hw neurons), and the forward's checkpoints
+    of the state for the backward's recompute (sf_lif_ckpt_floats floats, 0 for none)."""
     _fields_ = [("v_in", ctypes.c_void_p), ("v_out", ctypes.c_void_p), ("dv_in", ctypes.c_void_p),
                 ("dv_out", ctypes.c_void_p), ("w", ctypes.c_void_p), ("dw", ctypes.c_void_p),
-                ("w_channels", ctypes.c_int32), ("w_hw", ctypes.c_int64)]
+                ("w_channels", ctypes.c_int32), ("w_hw", ctypes.c_int64), ("v_ckpt", ctypes.c_void_p)]
 
 
 def _candidate_paths():

@@ -19,6 +19,7 @@
 #include "core/spikes.h"
 #include "spikefuse.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -79,6 +80,7 @@ struct sf_backend {
     const char *name;
     void *ctx;    /* backend-private state (streams, library handles) */
     sf_act_type act; /* how activations and the weights GEMMs read are stored; the CPU's is always SF_ACT_F32 */
+    bool neuron_ckpt; /* the neuron backward starts its recompute at the forward's checkpoints (sf_lif_state.v_ckpt) */
 
     /* memory */
     sf_status (*alloc)(sf_backend *be, size_t bytes, void **out);

@@ -69,6 +69,7 @@ typedef struct sf_net_layer {
     /* planned per-layer storage */
     sf_slot mean, var;                /* BN batch statistics (saved) */
     sf_slot h;                        /* LIF in full mode: membrane potential (saved) */
+    sf_slot v_ckpt;                   /* LIF recomputed on a backend that reads them: the state every 32 steps (saved) */
     sf_slot argmax;                   /* maxpool (saved) */
     sf_slot fwd_scratch, bwd_scratch; /* conv workspace in the forward and in the backward */
     sf_slot in_float;         /* backward: where the layer's input is rebuilt (act type) when kept as bytes/recompute */
@@ -228,9 +229,11 @@ void sf_net_drop_graph(sf_net *net);
 sf_status sf_net_pipeline_check(const sf_net *net, int64_t T); /* at compile, T of the whole sequence */
 bool sf_net_pipelined(const sf_net *net);                      /* time segments: nseg > 1 */
 /* What neuron layer l's call carries beyond x (sf_lif_state): its state for the forward / backward (pipelined: the
- * first receives what the neighbouring segment sent, the _done calls send this segment's state on) and a PLIF's w
- * (and, in the backward, dw); *out is NULL when there is neither. */
-sf_status sf_net_state_forward(sf_net *net, const sf_net_layer *l, sf_lif_state *st, const sf_lif_state **out);
+ * first receives what the neighbouring segment sent, the _done calls send this segment's state on), a PLIF's w
+ * (and, in the backward, dw) and the checkpoints the training forward writes for a backward that recomputes h;
+ * *out is NULL when there is none of these. */
+sf_status sf_net_state_forward(sf_net *net, const sf_net_layer *l, bool training, sf_lif_state *st,
+                               const sf_lif_state **out);
 sf_status sf_net_state_forward_done(sf_net *net, const sf_net_layer *l);
 sf_status sf_net_state_backward(sf_net *net, const sf_net_layer *l, bool recompute, sf_lif_state *st,
                                 const sf_lif_state **out);

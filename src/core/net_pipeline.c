@@ -43,11 +43,13 @@ bool sf_net_neuron_learned(sf_net *net, const sf_net_layer *l, bool grads, sf_li
     return true;
 }
 
-sf_status sf_net_state_forward(sf_net *net, const sf_net_layer *l, sf_lif_state *st, const sf_lif_state **out)
+sf_status sf_net_state_forward(sf_net *net, const sf_net_layer *l, bool training, sf_lif_state *st,
+                               const sf_lif_state **out)
 {
     *out = NULL;
     memset(st, 0, sizeof *st);
     if (sf_net_neuron_learned(net, l, false, st)) *out = st;
+    if (training && (st->v_ckpt = sf_net_slot_ptr(net, l->v_ckpt))) *out = st;
     if (!sf_net_pipelined(net)) return SF_OK;
     const sf_net_hooks *h = &net->hooks;
     float *v_in = sf_net_slot_ptr(net, l->v_in);
@@ -71,9 +73,12 @@ sf_status sf_net_state_backward(sf_net *net, const sf_net_layer *l, bool recompu
     *out = NULL;
     memset(st, 0, sizeof *st);
     if (sf_net_neuron_learned(net, l, true, st)) *out = st;
+    /* the backward runs the time loop forward again: to recompute h, or the ALIF's thresholds (rebuilt from b) */
+    const bool forward_again = recompute || l->d.lif.model == SF_NEURON_ALIF;
+    if (forward_again && (st->v_ckpt = sf_net_slot_ptr(net, l->v_ckpt))) *out = st;
     if (!sf_net_pipelined(net)) return SF_OK;
     const sf_net_hooks *h = &net->hooks;
-    if (recompute) st->v_in = sf_net_slot_ptr(net, l->v_in);
+    if (forward_again) st->v_in = sf_net_slot_ptr(net, l->v_in);
     float *dv_in = sf_net_slot_ptr(net, l->dv_in);
     if (dv_in) SF_TRY(h->recv(h->ctx, h->seg + 1, dv_in, l->dv_in.bytes / sizeof(float)));
     st->dv_in = dv_in;

@@ -34,7 +34,7 @@ static sf_status neuron_forward(sf_net *net, const sf_net_layer *l, bool trainin
     sf_backend *be = net->be;
     sf_lif_state state;
     const sf_lif_state *st;
-    SF_TRY(sf_net_state_forward(net, l, &state, &st));
+    SF_TRY(sf_net_state_forward(net, l, training, &state, &st));
     if (!l->fused_bn) {
         int64_t n = net->B * net->tensors[l->in].per_sample;
         SF_TRY(be->lif_forward(be, &l->d.lif, net->T, n, sf_net_act(net, l->in), out, st));

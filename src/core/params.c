@@ -104,6 +104,12 @@ sf_status sf_lif_params_check(const sf_lif_params *p)
     return SF_OK;
 }
 
+int64_t sf_lif_ckpt_floats(const sf_lif_params *p, int64_t T, int64_t N)
+{
+    const int64_t slots = T > 0 ? (T - 1) / SF_LIF_CKPT_STEPS : 0; /* the starts T − 32j > 0 */
+    return slots * N * (p->model == SF_NEURON_ALIF ? 2 : 1);
+}
+
 sf_status sf_surrogate_parse(const char *name, sf_surrogate *out)
 {
     for (int i = 0; i < 4; i++)

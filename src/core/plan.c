@@ -277,6 +277,11 @@ static void plan_forward(sf_net *net, planner *pl)
         bool h_for_backward = sf_net_keeps_h(net, l) && backward_runs(net, i);
         if ((l->d.kind == SF_LAYER_LIF || l->d.kind == SF_LAYER_RLIF) && (h_for_backward || net->keep_all))
             want_saved(pl, &l->h, tensor_bytes(net, l->out, sizeof(float)));
+        /* the backward recomputes h (the ALIF's always, for its thresholds) from checkpoints: 1/32 of h */
+        if (l->d.kind == SF_LAYER_LIF && backward_runs(net, i) && net->be->neuron_ckpt &&
+            (!sf_net_keeps_h(net, l) || l->d.lif.model == SF_NEURON_ALIF))
+            want_saved(pl, &l->v_ckpt,
+                       (size_t)sf_lif_ckpt_floats(&l->d.lif, net->T, net->B * o->per_sample) * sizeof(float));
         size_t sws = 0;
         if (l->d.kind == SF_LAYER_LINEAR && l->sparse != SF_SPARSE_OFF)
             sws = net->be->spike_linear_workspace(net->be, (int64_t)per_t, (int32_t)net->tensors[l->in].per_sample,
@@ -414,7 +419,7 @@ sf_status sf_net_plan_memory(sf_net *net)
     decide_keeps(net);
     for (int32_t i = 0; i < L; i++) {
         sf_net_layer *l = &net->layers[i];
-        l->mean = l->var = l->h = l->argmax = l->fwd_scratch = l->bwd_scratch = l->in_float = l->dx_tmp = l->dx_tmp2 =
+        l->mean = l->var = l->h = l->v_ckpt = l->argmax = l->fwd_scratch = l->bwd_scratch = l->in_float = l->dx_tmp = l->dx_tmp2 =
             l->sws_f = l->sws_b = (sf_slot){0};
         l->v_in = l->v_out = l->dv_in = l->dv_out = l->bn_gather = l->bn_sums = (sf_slot){0};
     }

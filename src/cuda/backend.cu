@@ -250,6 +250,7 @@ sf_status sf_cuda_backend_create(int32_t device, sf_precision precision, const s
     fill_table(be, opt->graph != 0);
     sf_status s = init_ctx(c, device, precision, opt);
     be->act = c->act;
+    be->neuron_ckpt = true;
     if (s != SF_OK) {
         cu_destroy(be);
         return sf_fail_context(s, "creating the CUDA backend (%s) on device %d: ", sf_precision_name(precision), device);

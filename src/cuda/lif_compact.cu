@@ -1,8 +1,8 @@
 /* lif_compact.cu — the neuron forward (every model) that writes the compact form of its spikes (core/spikes.h) in the same pass: one
  * block per segment of one sample's row runs all T steps of its SF_SPIKE_SEG neurons, and each step's spikes
  * become a bits word per warp and the segment's list and count (spikes.cuh). s, h and bytes are written where
- * asked, as the plain forward writes them, with the same arithmetic and the same carried state (v_in, v_out): the
- * spikes are bitwise the same. x and s are of the activation type T (act.cuh), h float. */
+ * asked, as the plain forward writes them, with the same arithmetic and the same carried state (v_in, v_out, the
+ * checkpoints v_ckpt): the spikes are bitwise the same. x and s are of the activation type T (act.cuh), h float. */
 #include "cuda/neuron.cuh"
 #include "cuda/spikes.cuh"
 
@@ -32,6 +32,7 @@ __global__ void __launch_bounds__(SF_SPIKE_SEG)
             const float st = sf_cuda_step<MODEL>(k, soft, xs[u], &v, &ab, &h, &theta);
             const int64_t i = t * a.N + nf;
             if (valid) {
+                sf_cuda_ckpt_store<1, MODEL>(a, t, nf, &v, &ab);
                 if (s) s[i] = sf_narrow<T>(st);
                 if (s_u8) s_u8[i] = (uint8_t)st;
                 if (hout) hout[i] = h;

@@ -11,7 +11,9 @@
  * forward pass keeps v at each segment start (shared memory too) and each segment is recomputed from its
  * checkpoint. That reads x once more up to the last segment's start, T - S steps; long segments (one block of
  * columns per SM, loads 32 steps ahead to keep enough bytes in flight with few threads) make that small where T is
- * a few times S. A forward with one neuron per thread keeps its next batch of x in flight while it integrates one.
+ * a few times S. Where the forward kept checkpoints of the state every 32 steps (sf_lif_state.v_ckpt: 1/32 of h),
+ * segments of a multiple of 32 steps start from them and no first pass runs: x is read once, at the occupancy
+ * short segments allow. A forward with one neuron per thread keeps its next batch of x in flight while it integrates one.
  * BN: the recompute also keeps each step's input x in a second column, so the reverse loop takes x̂ from shared
  * memory instead of reading x from device memory again (8 of the 28 bytes per element of the two passes); such
  * segments are at most 32 steps.
@@ -127,6 +129,35 @@ __device__ __forceinline__ float sf_cuda_step(const sf_lif_coeffs &k, int soft, 
     return sf_lif_step(&k, soft, y, v, h);
 }
 
+/* Checkpoints (sf_lif_state.v_ckpt): after step t, the state before step t + 1 goes to slot j − 1 where
+ * t + 1 = T − j·SF_LIF_CKPT_STEPS (v, then the ALIF's b after all the v slots). */
+static_assert((SF_LIF_CKPT_STEPS & (SF_LIF_CKPT_STEPS - 1)) == 0, "checkpoint spacing: a power of two");
+template <int V, int MODEL>
+__device__ __forceinline__ void sf_cuda_ckpt_store(const sf_cuda_neuron &a, int64_t t, int64_t n, const float *v,
+                                                   const float *b)
+{
+    const int64_t left = a.T - 1 - t;
+    if (!a.st.v_ckpt || left <= 0 || (left & (SF_LIF_CKPT_STEPS - 1))) return;
+    float *slot = a.st.v_ckpt + (left / SF_LIF_CKPT_STEPS - 1) * a.N + n;
+#pragma unroll
+    for (int j = 0; j < V; j++) {
+        slot[j] = v[j];
+        if (MODEL == SF_CUDA_ALIF) slot[(a.T - 1) / SF_LIF_CKPT_STEPS * a.N + j] = b[j];
+    }
+}
+
+/* The state before step t0 = T − j·SF_LIF_CKPT_STEPS (j >= 1) from its checkpoint. */
+template <int V, int MODEL>
+__device__ __forceinline__ void sf_cuda_ckpt_load(const sf_cuda_neuron &a, int64_t t0, int64_t n, float *v, float *b)
+{
+    const float *slot = a.st.v_ckpt + ((a.T - t0) / SF_LIF_CKPT_STEPS - 1) * a.N + n;
+#pragma unroll
+    for (int j = 0; j < V; j++) {
+        v[j] = slot[j];
+        b[j] = MODEL == SF_CUDA_ALIF ? slot[(a.T - 1) / SF_LIF_CKPT_STEPS * a.N + j] : 0.0f;
+    }
+}
+
 /* What the backward does with dy_t = ∂L/∂y_t. */
 enum sf_cuda_dy_mode {
     SF_DY_WRITE, /* dx_t = dy_t (plain LIF) */
@@ -227,6 +258,7 @@ __global__ void __launch_bounds__(256)
                 st[j] = sf_cuda_step<MODEL>(kj, soft, BN ? f(xv[j]) : xv[j], &v[j], &b[j], &h[j], &theta);
                 spikes += st[j];
             }
+            sf_cuda_ckpt_store<V, MODEL>(a, t, n, v, b);
             if (s) sf_st<V>(s + i, st);
             if (s_u8) sf_cuda_st_u8<V>(s_u8 + i, st);
             if (hout) sf_st<V>(hout + i, h);
@@ -358,8 +390,9 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
     /* Segments end at T: segment g >= 1 covers [T - (nseg - g)·S, T - (nseg - 1 - g)·S) and segment 0 the (shorter)
      * rest, so the first pass, which stops where the last segment starts, reads x over T - S steps only. */
     int64_t nseg = SAVED ? 1 : (a.T + S - 1) / S;
+    const bool given_ckpt = !SAVED && a.st.v_ckpt; /* the launcher passes it only where S is a multiple of 32 */
     float v[V], b[V];
-    if (!SAVED && nseg > 1) { /* v (b) at each segment start (slot g for segment g >= 1), x streamed in batches */
+    if (!SAVED && nseg > 1 && !given_ckpt) { /* v (b) at each segment start (slot g for segment g >= 1), x streamed */
 #pragma unroll
         for (int j = 0; j < V; j++) v[j] = sf_cuda_v0(a, k, n + j), b[j] = sf_cuda_b0(a, n + j);
         const int64_t tend = a.T - S; /* the last segment's start: no further */
@@ -416,10 +449,16 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
         sf_cuda_load_batch<V, U, true>(nds, ds, a.N, n, t1 - 1, -1, t0, t1);
         if (KEEPX && SAVED) sf_cuda_load_batch<V, U, false>(nx, x, a.N, n, t1 - 1, -1, t0, t1);
         if (!SAVED) {
+            if (seg > 0 && given_ckpt) {
+                sf_cuda_ckpt_load<V, MODEL>(a, t0, n, v, b);
+            } else {
 #pragma unroll
-            for (int j = 0; j < V; j++) {
-                v[j] = seg > 0 ? SF_COL(ckpt, CK * seg)[j] : sf_cuda_v0(a, k, n + j);
-                b[j] = MODEL != SF_CUDA_ALIF ? 0.0f : seg > 0 ? SF_COL(ckpt, CK * seg + 1)[j] : sf_cuda_b0(a, n + j);
+                for (int j = 0; j < V; j++) {
+                    v[j] = seg > 0 ? SF_COL(ckpt, CK * seg)[j] : sf_cuda_v0(a, k, n + j);
+                    b[j] = MODEL != SF_CUDA_ALIF ? 0.0f
+                           : seg > 0              ? SF_COL(ckpt, CK * seg + 1)[j]
+                                                  : sf_cuda_b0(a, n + j);
+                }
             }
             sf_cuda_recompute<T, BN, KEEPX, MODEL, V, U>(a, p.soft_reset, k, f, n, t0, t1, v, b, smem, xsm, thsm);
         }

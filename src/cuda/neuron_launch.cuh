@@ -125,14 +125,19 @@ static sf_status backward(const sf_cuda_neuron &a, const bwd_args<T> &b, int64_t
  * and ran slower: the loop is issue-bound at the occupancy registers and columns allow), loads 8 steps ahead (4 for
  * T < 8, so that batches are full). Recompute: each neuron needs 4 bytes of shared memory per step of a segment
  * (8 with BN or a PLIF, whose column keeps x too; 4 more for the ALIF's θ), plus a checkpoint per segment (v, and the
- * ALIF's b). The ALIF always recomputes (its θ is not saved). Up to T = 64 (with more than one column: 32) one
- * segment at the occupancy registers allow. Longer: one block of columns per SM with segments as long as its shared memory
- * allows, loading 32 steps ahead, which trades residency (8 warps per SM, each keeping 4 KiB in flight) for the
- * first pass's bytes: it reads x over T - S steps (T = 256: 32 steps, 12.5 bytes per element for the backward,
- * where 32-step segments at 32 warps per SM read 15.5). */
+ * ALIF's b) unless the forward kept them (v_ckpt). The ALIF always recomputes (its θ is not saved).
+ * With the forward's checkpoints, past 32 steps: 32-step segments, which leave registers as the only limit on
+ * residency; where the neurons are under two blocks per SM, 64-step segments loading 32 steps ahead, so that enough
+ * bytes are in flight with few threads. Without them: up to T = 64 (with more than one column: 32) one segment at the
+ * occupancy registers allow; longer, one block of columns per SM with segments as long as its shared memory allows,
+ * loading 32 steps ahead, which trades residency (8 warps per SM, each keeping 4 KiB in flight) for the first pass's
+ * bytes: it reads x over T - S steps (T = 256: 32 steps, 12.5 bytes per element for the backward, where 32-step
+ * segments at 32 warps per SM read 15.5). A forced segment length that is no multiple of 32 finds its starts by the
+ * first pass, checkpoints or not. */
 template <class T, bool BN, int MODE, int MODEL>
-static sf_status backward_model(const sf_cuda_neuron &a, bwd_args<T> b, cudaStream_t st)
+static sf_status backward_model(const sf_cuda_neuron &given, bwd_args<T> b, cudaStream_t st)
 {
+    sf_cuda_neuron a = given;
     const sf_cuda_lif_tuning &tu = a.tune;
     if (MODEL == SF_CUDA_ALIF) b.h = NULL;
     int U = tu.bwd_ahead ? tu.bwd_ahead : a.T < 8 ? 4 : 8;
@@ -140,28 +145,38 @@ static sf_status backward_model(const sf_cuda_neuron &a, bwd_args<T> b, cudaStre
         return sf_fail(SF_ERR_INVALID, "LIF backward tuning: %d steps ahead: expected 4, 8, or 32 without saved h", U);
     if (b.h)
         return U == 4 ? backward<T, BN, MODE, 4, MODEL>(a, b, 0, 0, st) : backward<T, BN, MODE, 8, MODEL>(a, b, 0, 0, st);
-    int dev, optin;
+    int dev, optin, sms;
     SF_CUDA_CHECK(cudaGetDevice(&dev));
     SF_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    SF_TRY(multiprocessors(&sms));
     const int64_t threads = SF_CUDA_BWD_THREADS, ck = MODEL == SF_CUDA_ALIF ? 2 : 1;
     const int64_t cols = 1 + (BN || MODEL == SF_CUDA_PLIF) + (MODEL == SF_CUDA_ALIF);
-    auto fits = [&](int64_t S) {
-        return (cols * S + ((a.T + S - 1) / S > 1 ? ck * ((a.T + S - 1) / S) : 0)) * 4 * threads <= optin;
+    const bool kept = a.st.v_ckpt && a.T > SF_LIF_CKPT_STEPS; /* the forward's checkpoints */
+    auto ckpt_floats = [&](int64_t S) { /* shared-memory checkpoints: where the segments do not start at kept ones */
+        const int64_t nseg = (a.T + S - 1) / S;
+        return nseg > 1 && !(kept && S % SF_LIF_CKPT_STEPS == 0) ? ck * nseg : 0;
     };
+    auto fits = [&](int64_t S) { return (cols * S + ckpt_floats(S)) * 4 * threads <= optin; };
     int64_t S = tu.bwd_seg > 0 ? tu.bwd_seg : a.T;
-    if (tu.bwd_seg < 0 || (tu.bwd_seg == 0 && a.T > (cols > 1 ? 32 : 64))) {
+    if (kept && tu.bwd_seg == 0) {
+        const bool few = a.N < 2 * threads * sms;
+        if (!tu.bwd_ahead) U = few ? 32 : 8;
+        S = few ? 2 * SF_LIF_CKPT_STEPS : SF_LIF_CKPT_STEPS;
+    } else if (tu.bwd_seg < 0 || (tu.bwd_seg == 0 && a.T > (cols > 1 ? 32 : 64))) {
         if (!tu.bwd_ahead) U = 32;
-        for (S = (a.T + U - 1) / U * U; S > U && !fits(S); S -= U) { /* the longest that fits */
+        const int64_t step = kept ? SF_LIF_CKPT_STEPS : U; /* U divides 32 */
+        for (S = (a.T + step - 1) / step * step; S > step && !fits(S); S -= step) { /* the longest that fits */
         }
     }
     if (S > a.T) S = a.T;
-    int64_t nseg = (a.T + S - 1) / S;
+    const int64_t nseg = (a.T + S - 1) / S;
     if (!fits(S))
         return sf_fail(tu.bwd_seg ? SF_ERR_INVALID : SF_ERR_UNSUPPORTED,
                        "LIF backward: T = %lld steps in segments of %lld need more shared memory than this GPU has; "
                        "keep h (memory=full) for such sequences",
                        (long long)a.T, (long long)S);
-    size_t smem = (size_t)(cols * S + (nseg > 1 ? ck * nseg : 0)) * 4 * threads;
+    if (nseg == 1 || ckpt_floats(S)) a.st.v_ckpt = NULL; /* the kernel's sign to start segments at kept ones */
+    size_t smem = (size_t)(cols * S + ckpt_floats(S)) * 4 * threads;
     if (U == 4) return backward<T, BN, MODE, 4, MODEL>(a, b, S, smem, st);
     if (U == 32) return backward<T, BN, MODE, 32, MODEL>(a, b, S, smem, st);
     return backward<T, BN, MODE, 8, MODEL>(a, b, S, smem, st);

@@ -3,7 +3,8 @@
  * × decay_input × θ_grad, plus v_reset ≠ 0 and an explicit decay) on awkward sizes (T=1, N=1, odd N, T long enough
  * for the segmented recompute), the full mode (h kept) against the recompute mode, and fused BN→LIF forward and
  * backward with batch statistics against a double-precision host reference; every LIF case and forced configuration
- * again in two pieces with the state carried across (sf_lif_state), which must give the same bits.
+ * again in two pieces with the state carried across (sf_lif_state), which must give the same bits, and from the
+ * forward's checkpoints of v (past 32 steps), which must hold the host's v and give the same bits.
  * Bounds: spikes exact (both sides round the same float operations); LIF dx relative error < 1e-5 (only expf
  * differs by an ulp); BN+LIF dx, dγ, dβ < 1e-4 (float sums in a different order); full == recompute bitwise. */
 #include "cuda/cuda_backend.h"
@@ -74,6 +75,31 @@ static void check_pieces(const sf_lif_params *p, int64_t T, int64_t N, const flo
     cudaFree(s), cudaFree(h), cudaFree(dx), cudaFree(v1), cudaFree(dv);
 }
 
+/* A forward that keeps checkpoints (sf_lif_state.v_ckpt) holds the host's v before each of their steps (h: the host's
+ * potentials), and the backward that starts its segments there gives the recompute's dx (gdx) bitwise. */
+static void check_ckpt(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds,
+                       const sf_cuda_lif_tuning *tune, const float *h, const float *gdx, const char *what)
+{
+    const size_t n = (size_t)(T * N), nck = (size_t)sf_lif_ckpt_floats(p, T, N);
+    float *s = dev_poison(n), *dx = dev_poison(n), *ck = dev_poison(nck);
+    sf_lif_out o = {.s = s};
+    sf_lif_state st = {.v_ckpt = ck};
+    CHECK_OK(sf_cuda_lif_forward_tuned(p, T, N, SF_ACT_F32, x, &o, &st, tune, NULL));
+    CHECK_OK(sf_cuda_lif_backward_tuned(p, T, N, SF_ACT_F32, x, NULL, ds, dx, &st, tune, NULL));
+    CU(cudaDeviceSynchronize());
+    float *gck = host_from(ck, nck), *cdx = host_from(dx, n);
+    const sf_lif_coeffs k = sf_lif_coeffs_of(p);
+    int64_t bad = 0;
+    for (int64_t j = 1; j * SF_LIF_CKPT_STEPS < T; j++) /* the state before step T − 32j: v after the step before */
+        for (int64_t i = 0; i < N; i++)
+            bad += gck[(j - 1) * N + i] != sf_lif_v_after(&k, p->soft_reset, h[(T - j * SF_LIF_CKPT_STEPS - 1) * N + i]);
+    CHECK(bad == 0, "%s: %lld checkpoints differ from the host's v", what, (long long)bad);
+    CHECK(memcmp(cdx, gdx, 4 * n) == 0, "%s: the backward from the forward's checkpoints differs from the recompute",
+          what);
+    free(gck), free(cdx);
+    cudaFree(s), cudaFree(dx), cudaFree(ck);
+}
+
 static void test_lif_tuned(const sf_lif_params *p, int64_t T, int64_t N, uint64_t seed, const sf_cuda_lif_tuning *tune,
                            const char *what)
 {
@@ -110,6 +136,7 @@ static void test_lif_tuned(const sf_lif_params *p, int64_t T, int64_t N, uint64_
     CHECK(edx < 1e-5, "%s: dx rel err %.2e", what, edx);
     CHECK(memcmp(gdx, gfull, 4 * n) == 0, "%s: backward from saved h differs from the recompute", what);
     if (T > 1) check_pieces(p, T, N, dx_, dds, tune, gs, gh, gdx, what);
+    if (T > SF_LIF_CKPT_STEPS) check_ckpt(p, T, N, dx_, dds, tune, h, gdx, what);
     free(x), free(ds), free(s), free(h), free(dx), free(gs), free(gh), free(gdx), free(gfull), free(gcount);
     free(gu8), free(rs), free(rdx), free(rh);
     cudaFree(dx_), cudaFree(dds), cudaFree(ds_), cudaFree(dh), cudaFree(ddx), cudaFree(ddx_full), cudaFree(dcount);

@@ -2,7 +2,9 @@
  * PyTorch float64 by test_neurons) on the same inputs: the plain neuron op forward and backward, recompute and full
  * mode, with the state carried in (v and the ALIF's b, their gradients out), a PLIF's w per layer and per channel
  * (dw), and the fused BN→neuron forward and backward (dγ, dβ, dw), over surrogates, resets, detach_reset,
- * decay_input and θ_grad, on awkward sizes: T = 1, odd N, and T long enough for the segmented recompute. Last, the
+ * decay_input and θ_grad, on awkward sizes: T = 1, odd N, and T long enough for the segmented recompute, where the
+ * backward from the forward's checkpoints (sf_lif_state.v_ckpt) must give the same bits as the one without, and
+ * small networks at T = 70 whose backward starts at them, against the CPU's. Last, the
  * MSE-on-rate loss op against the CPU's. (The 16-bit storage types, the compact forward and the masked backward of
  * every model are checked with the LIF's, in test_gpu_precision.)
  * Bounds: spikes and v_out exact (the same float operations; the PLIF's k = sigmoid(w) takes the device's expf,
@@ -40,6 +42,32 @@ static void neuron_of(sf_lif_params *p, sf_neuron_model model, int sur, int flag
     p->grad_threshold = 0.3f;
     p->rho = 0.9f;
     p->beta = 0.7f;
+}
+
+/* Past 32 steps, the backward from the forward's checkpoints (sf_lif_state.v_ckpt) gives the bits of the one that
+ * finds its segment starts itself (gdx, gdv, gdw: the device's, host copies): the plain op, state carried in. */
+static void check_ckpt_plain(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x,
+                             const float *ds, sf_lif_state st, const float *gdx, const float *gdv, const float *gdw,
+                             int32_t wc, const char *what)
+{
+    const int64_t n = T * N, S = p->model == SF_NEURON_ALIF ? 2 : 1;
+    float *s = dev_from(gdx, n), *dx = dev_from(gdx, n), *ck = dev_from(gdx, sf_lif_ckpt_floats(p, T, N));
+    float *dv = dev_from(gdv, S * N), *dw = dev_from(gdv, wc ? wc : 1);
+    dev_zero(dx, 4 * n);
+    st.v_ckpt = ck;
+    st.v_out = NULL;
+    st.dv_out = dv;
+    st.dw = wc ? dw : NULL;
+    sf_lif_out o = {.s = s};
+    CHECK_OK(be->lif_forward(be, p, T, N, x, &o, &st));
+    CHECK_OK(be->lif_backward(be, p, T, N, x, NULL, ds, dx, &st));
+    CHECK_OK(be->sync(be));
+    float *cdx = host_from(dx, n), *cdv = host_from(dv, S * N), *cdw = host_from(dw, wc ? wc : 1);
+    CHECK(memcmp(cdx, gdx, 4 * n) == 0 && memcmp(cdv, gdv, 4 * S * N) == 0 && (!wc || memcmp(cdw, gdw, 4 * wc) == 0),
+          "%s: the backward from the forward's checkpoints differs (dx %d, dv_out %d, dw %d)", what,
+          memcmp(cdx, gdx, 4 * n) != 0, memcmp(cdv, gdv, 4 * S * N) != 0, wc && memcmp(cdw, gdw, 4 * wc) != 0);
+    cudaFree(s), cudaFree(dx), cudaFree(ck), cudaFree(dv), cudaFree(dw);
+    free(cdx), free(cdv), free(cdw);
 }
 
 /* One plain neuron op case: [T, B, C, hw] neurons (C channels for a PLIF's w per channel), the state carried in
@@ -85,10 +113,34 @@ static void test_plain(sf_backend *be, const sf_lif_params *p, int64_t T, int64_
           what, tu_rel_err_f32(gdx, dx, n), tu_rel_err_f32(gdv, dvout, S * N));
     CHECK(memcmp(gdx, gfull, 4 * n) == 0, "%s: the backward from the saved h differs from the recompute", what);
     if (wc) CHECK(tu_rel_err_f32(gdw, dw, wc) < 1e-5, "%s: dw %g", what, tu_rel_err_f32(gdw, dw, wc));
+    if (T > SF_LIF_CKPT_STEPS) check_ckpt_plain(be, p, T, N, dx_, dds, gst, gdx, gdv, gdw, wc, what);
     float *devs[] = {dx_, dds, dvin_, ddvin, ds_, dh, ddx, dvout_, ddvout, dw_, ddw, ddx_full};
     for (size_t i = 0; i < sizeof devs / sizeof *devs; i++) cudaFree(devs[i]);
     void *hs[] = {x, ds, vin, dvin, w, s, h, dx, vout, dvout, gs, gdx, gv, gdv, gfull};
     for (size_t i = 0; i < sizeof hs / sizeof *hs; i++) free(hs[i]);
+}
+
+/* The same for the fused BN→neuron op (recompute): dx, dγ, dβ and dw bitwise. */
+static void check_ckpt_bn(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
+                          const float *const stats[4], const float *ds, sf_lif_state st, const float *gdx,
+                          const float *gg, const float *gb, const float *gdw, int32_t wc, const char *what)
+{
+    const int64_t N = sh.rows / T * sh.c * sh.hw, n = T * N, C = sh.c;
+    float *s = dev_from(gdx, n), *dx = dev_from(gdx, n), *ck = dev_from(gdx, sf_lif_ckpt_floats(p, T, N));
+    float *dg = dev_from(gg, C), *db = dev_from(gb, C), *dw = dev_from(gg, wc ? wc : 1);
+    st.v_ckpt = ck;
+    st.dw = wc ? dw : NULL;
+    sf_lif_out o = {.s = s};
+    CHECK_OK(be->bn_lif_forward(be, p, T, sh, x, stats[0], stats[1], 1e-5f, stats[2], stats[3], &o, &st));
+    CHECK_OK(be->bn_lif_backward(be, p, T, sh, x, NULL, stats[0], stats[1], 1e-5f, stats[2], stats[3], ds, dx, dg, db,
+                                 &st, NULL));
+    CHECK_OK(be->sync(be));
+    float *cdx = host_from(dx, n), *cg = host_from(dg, C), *cb = host_from(db, C), *cdw = host_from(dw, wc ? wc : 1);
+    CHECK(memcmp(cdx, gdx, 4 * n) == 0 && memcmp(cg, gg, 4 * C) == 0 && memcmp(cb, gb, 4 * C) == 0 &&
+              (!wc || memcmp(cdw, gdw, 4 * wc) == 0),
+          "%s: BN: the backward from the forward's checkpoints differs", what);
+    cudaFree(s), cudaFree(dx), cudaFree(ck), cudaFree(dg), cudaFree(db), cudaFree(dw);
+    free(cdx), free(cg), free(cb), free(cdw);
 }
 
 /* One fused BN→neuron case on [T, B, C, hw], batch statistics, both memory modes. */
@@ -130,6 +182,10 @@ static void test_bn(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B
           "%s: dx %g, dgamma %g, dbeta %g", what, tu_rel_err_f32(gdx, dx, n), tu_rel_err_f32(gg, pg, C),
           tu_rel_err_f32(gb, pb, C));
     if (wc) CHECK(tu_rel_err_f32(gdw, dw, wc) < 1e-4, "%s: dw %g", what, tu_rel_err_f32(gdw, dw, wc));
+    if (T > SF_LIF_CKPT_STEPS && !keep_h) {
+        const float *stats[4] = {dmean, dvar, dg_, db_};
+        check_ckpt_bn(be, p, T, sh, dx_, stats, dds, gst, gdx, gg, gb, gdw, wc, what);
+    }
     float *devs[] = {dx_, dds, dg_, db_, dmean, dvar, ds_, dh, ddx, dpg, dpb, dw_, ddw};
     for (size_t i = 0; i < sizeof devs / sizeof *devs; i++) cudaFree(devs[i]);
     void *hs[] = {x, ds, g, b, w, s, h, dx, gs, gdx};
@@ -161,6 +217,67 @@ static void model_grid(sf_backend *be)
                 test_plain(be, &p, z[0], z[1], (int32_t)z[2], z[3], flags & 1, what);
                 test_bn(be, &p, z[0], z[1], (int32_t)z[2], z[3], (flags >> 1) & 1, what);
             }
+}
+
+/* 37 inputs → linear 64 → neuron → linear 48 → neuron → linear 5 at T = 70, B = 3, recompute, every model: on the GPU
+ * each neuron layer's backward starts its segments at the forward's checkpoints (the plan keeps 1/32 of h for them:
+ * 2·3·(64 + 48) floats per state value), on the CPU it recomputes whole sequences; the loss and the gradients agree. */
+static sf_net *long_net(sf_device dev, sf_neuron_model model)
+{
+    sf_net_params np;
+    sf_net_default_params(&np);
+    np.device = dev;
+    np.memory = SF_MEMORY_RECOMPUTE;
+    np.in_channels = 37;
+    sf_net *net = NULL;
+    CHECK_OK(sf_net_create(&np, &net));
+    if (!net) return NULL;
+    const int32_t sizes[] = {64, 0, 48, 0, 5};
+    for (int l = 0; l < 5; l++) {
+        sf_layer_desc d;
+        sf_layer_default_desc(l % 2 ? SF_LAYER_LIF : SF_LAYER_LINEAR, &d);
+        d.out_features = sizes[l];
+        d.lif.model = model;
+        d.lif.rho = 0.9f;
+        d.lif.beta = 0.7f;
+        CHECK_OK(sf_net_add(net, &d, NULL));
+    }
+    CHECK_OK(sf_net_compile(net, 70, 3));
+    return net;
+}
+
+static void test_long_nets(void)
+{
+    static float x[70 * 3 * 37];
+    tu_randn(x, 70 * 3 * 37, 0.4f, 1.0f, 51);
+    int32_t labels[3] = {0, 3, 1};
+    const sf_neuron_model models[] = {SF_NEURON_LIF, SF_NEURON_PLIF, SF_NEURON_IF, SF_NEURON_ALIF};
+    for (int m = 0; m < 4; m++) {
+        sf_net *nets[2] = {long_net((sf_device){SF_DEVICE_CPU, 0}, models[m]),
+                           long_net((sf_device){SF_DEVICE_CUDA, 0}, models[m])};
+        if (!nets[0] || !nets[1]) return;
+        sf_step_result r[2];
+        float *grads[2];
+        int64_t n[2];
+        sf_memory_plan plan[2];
+        for (int i = 0; i < 2; i++) {
+            CHECK_OK(sf_net_forward(nets[i], x, 1));
+            CHECK_OK(sf_net_loss(nets[i], labels, &r[i]));
+            CHECK_OK(sf_net_backward(nets[i]));
+            grads[i] = tu_net_read_role(nets[i], SF_ROLE_GRAD, &n[i]);
+            CHECK_OK(sf_net_memory_plan(nets[i], &plan[i]));
+        }
+        const char *name = sf_neuron_model_name(models[m]);
+        const size_t ckpt = 4 * (size_t)(2 * 3 * (64 + 48) * (models[m] == SF_NEURON_ALIF ? 2 : 1));
+        CHECK(plan[1].saved >= plan[0].saved + ckpt && plan[1].saved < plan[0].saved + ckpt + 2 * 256,
+              "%s net at T = 70: the GPU plan keeps %zu bytes, the CPU's %zu + %zu of checkpoints (two slots aligned "
+              "to 256 bytes) expected", name, plan[1].saved, plan[0].saved, ckpt);
+        const double le = fabs((double)r[1].loss - r[0].loss) / fabs((double)r[0].loss);
+        const double ge = n[0] == n[1] ? tu_rel_err_f32(grads[1], grads[0], n[0]) : INFINITY;
+        CHECK(le < 1e-5 && ge < 1e-5, "%s net at T = 70 from checkpoints: loss %.7g vs the CPU's %.7g (rel %.2e), "
+              "gradients rel %.2e", name, r[1].loss, r[0].loss, le, ge);
+        for (int i = 0; i < 2; i++) free(grads[i]), sf_net_free(nets[i]);
+    }
 }
 
 /* The MSE on the firing rate, on the device and on the CPU. */
@@ -198,6 +315,7 @@ int main(void)
     CHECK_OK(sf_cuda_backend_create(0, SF_PRECISION_FP32, NULL, &be));
     if (!be) return tu_finish("test_gpu_neurons");
     model_grid(be);
+    test_long_nets();
     test_mse_rate(be);
     sf_backend_free(be);
     return tu_finish("test_gpu_neurons");
