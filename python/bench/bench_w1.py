@@ -16,6 +16,7 @@ neurons whose spike trains agree, relative to the largest |dx|.
 Host overhead: host time per forward + backward on a tiny [4, 1024] input, where launches, not kernels, bound it;
 "autograd no-op" is a torch.autograd.Function that launches nothing, the floor for any autograd-integrated op."""
 import argparse
+import ctypes
 import inspect
 import json
 import os
@@ -25,7 +26,7 @@ import torch
 
 import spikefuse
 from spikefuse import _lib
-from spikefuse.torch import CUSTOM_OPS, LIF
+from spikefuse.torch import CUSTOM_OPS, LIF, _kernels
 
 TIME_STEPS = (4, 16, 64, 256)
 W1 = dict(tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_reset=True, surrogate="sigmoid",
@@ -106,6 +107,15 @@ def compiled_maker(module, **compile_kw):
     return make
 
 
+def checkpoints(x, p):
+    """(state, keep-alive) for a bare call: the forward's checkpoints of v for the backward's recompute, as
+    spikefuse.torch keeps them (sf_lif_state.v_ckpt; none on the CPU or up to 32 steps)."""
+    ckpt = _kernels.ckpt_for(x, _kernels.params_tuple(p))
+    if ckpt is None:
+        return None, None
+    return ctypes.byref(_lib.LifState(None, None, None, None, None, None, 0, 0, ckpt.data_ptr())), ckpt
+
+
 def bare_kernels(x, g):
     """The C entry points on preallocated tensors, no autograd: what the Python layer adds is the difference."""
     p = _lib.lif_params(**W1)
@@ -113,21 +123,28 @@ def bare_kernels(x, g):
     s = torch.empty_like(x)
     dx = torch.empty_like(x)
     xp, sp, gp, dxp = x.data_ptr(), s.data_ptr(), g.data_ptr(), dx.data_ptr()
+    st, ckpt = checkpoints(x, p)
     if x.is_cuda:
-        target = (_lib.DEVICE_CUDA, x.device.index or 0, torch.cuda.current_stream().cuda_stream)
+        device, stream = _lib.Device(_lib.DEVICE_CUDA, x.device.index or 0), torch.cuda.current_stream().cuda_stream
     else:
-        target = (_lib.DEVICE_CPU, 0, 0)
+        device, stream = _lib.Device(_lib.DEVICE_CPU, 0), None
 
-    def step(_keep_alive=(x, g, s, dx)):  # the kernels get raw pointers: the tensors must outlive every call
-        _lib.lif_forward(p, T, N, xp, sp, *target)
-        _lib.lif_backward(p, T, N, xp, gp, dxp, *target)
+    def fwd():
+        _lib.check(_lib.sf_lif_forward_state(p, T, N, xp, sp, st, device, stream), "sf_lif_forward_state")
+
+    def bwd():
+        _lib.check(_lib.sf_lif_backward_state(p, T, N, xp, gp, dxp, st, device, stream), "sf_lif_backward_state")
+
+    def step(_keep_alive=(x, g, s, dx, ckpt)):  # the kernels get raw pointers: the tensors must outlive every call
+        fwd()
+        bwd()
 
     def forward():
-        _lib.lif_forward(p, T, N, xp, sp, *target)
+        fwd()
         return s.clone()
 
     def grad():
-        _lib.lif_backward(p, T, N, xp, gp, dxp, *target)
+        bwd()
         return dx.clone()
     return step, forward, grad
 
@@ -173,16 +190,17 @@ def bare_typed_kernels(x, g):
     s, dx = torch.empty_like(x), torch.empty_like(x)
     device = _lib.Device(_lib.DEVICE_CUDA, x.device.index or 0)
     stream = torch.cuda.current_stream().cuda_stream
+    st, ckpt = checkpoints(x, p)
 
     def fwd():
-        _lib.check(_lib.sf_lif_forward_typed(p, T, N, code, x.data_ptr(), s.data_ptr(), None, device, stream),
+        _lib.check(_lib.sf_lif_forward_typed(p, T, N, code, x.data_ptr(), s.data_ptr(), st, device, stream),
                    "sf_lif_forward_typed")
 
     def bwd():
-        _lib.check(_lib.sf_lif_backward_typed(p, T, N, code, x.data_ptr(), g.data_ptr(), dx.data_ptr(), None, device,
+        _lib.check(_lib.sf_lif_backward_typed(p, T, N, code, x.data_ptr(), g.data_ptr(), dx.data_ptr(), st, device,
                                               stream), "sf_lif_backward_typed")
 
-    def step(_keep_alive=(x, g, s, dx)):  # raw pointers: the tensors must outlive every call
+    def step(_keep_alive=(x, g, s, dx, ckpt)):  # raw pointers: the tensors must outlive every call
         fwd()
         bwd()
 

@@ -42,18 +42,20 @@ class TestCustomOps(unittest.TestCase):
             x = (torch.randn(3, 2, 4, 5, device=device) + 0.7).requires_grad_(True)
             v = torch.randn(2, 4, 5, device=device, requires_grad=True)
             p = list(functional.lif_params(v_reset=None))
-            for args in ((x, None, p, False), (x, v, p, True), (x.detach(), None, p, True)):
+            x_long = (torch.randn(40, 2, 4, 5, device=device) + 0.7).requires_grad_(True)  # with checkpoints
+            for args in ((x, None, p, False), (x, v, p, True), (x.detach(), None, p, True), (x_long, v, p, True)):
                 torch.library.opcheck(torch.ops.spikefuse.lif_forward.default, args)
             C = 4
             stats = [torch.rand(C, device=device) + 0.5 for _ in range(2)]
             gamma = torch.rand(C, device=device, requires_grad=True)
             beta = torch.rand(C, device=device, requires_grad=True)
-            torch.library.opcheck(torch.ops.spikefuse.bn_lif_forward.default,
-                                  (x, stats[0], stats[1], gamma, beta, v, 1e-5, p, True))
+            for xb in (x, x_long):
+                torch.library.opcheck(torch.ops.spikefuse.bn_lif_forward.default,
+                                      (xb, stats[0], stats[1], gamma, beta, v, 1e-5, p, True))
             for per_channel, w in ((False, torch.tensor(0.2, device=device, requires_grad=True)),
                                    (True, torch.tensor([0.1, -0.3, 0.4, 0.0], device=device, requires_grad=True))):
                 pp = list(neurons.neuron_params("plif", v_reset=None, per_channel=per_channel))
-                for args in ((x, w, None, pp, False), (x, w, v, pp, True)):
+                for args in ((x, w, None, pp, False), (x, w, v, pp, True), (x_long, w, v, pp, True)):
                     torch.library.opcheck(torch.ops.spikefuse.plif_forward.default, args)
 
     def test_compile_fullgraph_without_breaks(self):

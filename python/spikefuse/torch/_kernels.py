@@ -96,14 +96,36 @@ def _plif_channels(x, w):
     return w.numel(), max(1, x[0, 0, 0].numel())
 
 
-def _state(v_in=None, v_out=None, dv_in=None, dv_out=None, x=None, w=None, dw=None):
+_MODEL_AT = [name for name, _ in _lib.LifParams._fields_].index("model")
+_ALIF = 3  # enum sf_neuron_model
+CKPT_STEPS = 32  # SF_LIF_CKPT_STEPS
+
+
+def ckpt_numel(x, pvec):
+    """Floats of the forward's checkpoints of the state (sf_lif_state.v_ckpt) for x [T, ...]: the state every 32
+    steps counted back from T, which the CUDA backward's recompute starts from past 32 steps (1/32 of the membrane;
+    the CPU's recomputes whole sequences and takes none: 0)."""
+    if x.device.type != "cuda":
+        return 0
+    return (x.shape[0] - 1) // CKPT_STEPS * x[0].numel() * (2 if int(pvec[_MODEL_AT]) == _ALIF else 1)
+
+
+def ckpt_for(x, pvec):
+    """The checkpoint tensor a forward fills for its backward, or None where there are none."""
+    n = ckpt_numel(x, pvec)
+    return torch.empty(n, dtype=torch.float32, device=x.device) if n else None
+
+
+def _state(v_in=None, v_out=None, dv_in=None, dv_out=None, x=None, w=None, dw=None, ckpt=None):
     """An sf_lif_state for the given tensors, or None when none is given (the one-call kernels); a PLIF's w (and
-    its gradient dw, written by the backward) with their channels over x."""
-    if v_in is None and v_out is None and dv_in is None and dv_out is None and w is None:
+    its gradient dw, written by the backward) with their channels over x; the checkpoints (ckpt_for; None or empty:
+    none)."""
+    ckpt = ckpt if ckpt is not None and ckpt.numel() else None
+    if v_in is None and v_out is None and dv_in is None and dv_out is None and w is None and ckpt is None:
         return None
     channels, hw = _plif_channels(x, w) if w is not None else (0, 0)
     return ctypes.byref(_lib.LifState(_ptr(v_in), _ptr(v_out), _ptr(dv_in), _ptr(dv_out), _ptr(w), _ptr(dw),
-                                      channels, hw))
+                                      channels, hw, _ptr(ckpt)))
 
 
 def as_fp32(t):
@@ -136,12 +158,12 @@ def _in_16_bits(kernel, target, x, launch):
     return False
 
 
-def lif_forward(x, v_in, pvec, keep_state, w=None):
+def lif_forward(x, v_in, pvec, keep_state, w=None, ckpt=None):
     """(spikes in x's dtype, v after the last step or None) of x [T, ...] from v_in (None: v_reset); w: a PLIF's
-    (pvec's model is then the PLIF)."""
+    (pvec's model is then the PLIF); ckpt (ckpt_for): filled with the checkpoints for the backward."""
     target, p, T = launch_target(x), lif_params_of(pvec), x.shape[0]
     v_out = state_out(x, keep_state)
-    st = _state(v_in, v_out, x=x, w=w)
+    st = _state(v_in, v_out, x=x, w=w, ckpt=ckpt)
     s = torch.empty_like(x)
 
     def launch(kernel, code, t, out, unsupported_ok=False):
@@ -156,12 +178,12 @@ def lif_forward(x, v_in, pvec, keep_state, w=None):
     return as_dtype(sf, x.dtype), v_out
 
 
-def lif_backward(x, v_in, ds, dv_in, pvec, want_dv, w=None, dw=None):
-    """(dx in x's dtype, ∂L/∂v_in or None), recomputing the membrane from x and v_in; a PLIF's w given, its
-    gradient is written to dw (w's shape)."""
+def lif_backward(x, v_in, ds, dv_in, pvec, want_dv, w=None, dw=None, ckpt=None):
+    """(dx in x's dtype, ∂L/∂v_in or None), recomputing the membrane from x and v_in (and the forward's checkpoints,
+    ckpt); a PLIF's w given, its gradient is written to dw (w's shape)."""
     target, p, T = launch_target(x), lif_params_of(pvec), x.shape[0]
     dv_out = state_out(x, want_dv)
-    st = _state(v_in, None, dv_in, dv_out, x=x, w=w, dw=dw)
+    st = _state(v_in, None, dv_in, dv_out, x=x, w=w, dw=dw, ckpt=ckpt)
     ds = as_dtype(ds, x.dtype).contiguous()
     dx = torch.empty_like(x)
 
@@ -189,12 +211,13 @@ def _need_bn_lif():
                                   "rebuild it")
 
 
-def bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
-    """(spikes in x's dtype, v after the last step or None) of BN(x) → LIF, x [T, B, C, *spatial]."""
+def bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state, ckpt=None):
+    """(spikes in x's dtype, v after the last step or None) of BN(x) → LIF, x [T, B, C, *spatial]; ckpt as
+    lif_forward's."""
     _need_bn_lif()
     target, p, shape = launch_target(x), lif_params_of(pvec), _bn_shape(x)
     v_out = state_out(x, keep_state)
-    st = _state(v_in, v_out)
+    st = _state(v_in, v_out, ckpt=ckpt)
     stats = (mean.data_ptr(), var.data_ptr(), eps, gamma.data_ptr(), beta.data_ptr())
 
     def call(t, code, unsupported_ok=False):
@@ -210,12 +233,13 @@ def bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
     return as_dtype(s, x.dtype), v_out
 
 
-def bn_lif_backward(x, mean, var, gamma, beta, v_in, ds, dv_in, eps, pvec, want_dv):
-    """(dx in x's dtype, dgamma, dbeta, ∂L/∂v_in or None) with mean, var x's batch statistics."""
+def bn_lif_backward(x, mean, var, gamma, beta, v_in, ds, dv_in, eps, pvec, want_dv, ckpt=None):
+    """(dx in x's dtype, dgamma, dbeta, ∂L/∂v_in or None) with mean, var x's batch statistics; ckpt: the forward's
+    checkpoints."""
     _need_bn_lif()
     target, p, shape = launch_target(x), lif_params_of(pvec), _bn_shape(x)
     dv_out = state_out(x, want_dv)
-    st = _state(v_in, None, dv_in, dv_out)
+    st = _state(v_in, None, dv_in, dv_out, ckpt=ckpt)
     dgamma, dbeta = torch.empty_like(gamma), torch.empty_like(beta)
     ws_bytes = _lib.sf_bn_lif_workspace_bytes(*shape, target[2])
     workspace = torch.empty(ws_bytes, dtype=torch.uint8, device=x.device) if ws_bytes else None

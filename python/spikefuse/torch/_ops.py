@@ -10,7 +10,8 @@
 lif(x, v_in, pvec, keep_state) -> (s, v_out) and bn_lif(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state)
 -> (s, v_out): v_in (None: the sequence starts at v_reset) and v_out ([*x.shape[1:]] fp32; None in eager mode
 and an empty tensor in traced mode without keep_state) carry the membrane across calls, and the gradient flows
-through them from one call to the previous one. mean and var are taken as x's batch statistics (the backward
+through them from one call to the previous one. Beside x, the backward keeps the forward's checkpoints of the
+membrane every 32 steps (on CUDA past 32 steps: 1/32 of it), where its recompute starts. mean and var are taken as x's batch statistics (the backward
 differentiates through them), so pass them detached."""
 import os
 
@@ -42,54 +43,60 @@ def _needs_graph(*tensors):
 
 
 class LIFFunction(torch.autograd.Function):
-    """The fused LIF's autograd node in eager mode: apply(x, v_in, pvec, keep_state, (s, v_out)) with the outputs
-    already computed by _kernels.lif_forward (inside a tuple, so autograd does not see inputs returned as outputs,
-    which it would turn into views)."""
+    """The fused LIF's autograd node in eager mode: apply(x, v_in, ckpt, pvec, keep_state, (s, v_out)) with the
+    outputs already computed by _kernels.lif_forward (inside a tuple, so autograd does not see inputs returned as
+    outputs, which it would turn into views) and the checkpoints it wrote for the backward (ckpt, or None)."""
 
     @staticmethod
-    def forward(ctx, x, v_in, pvec, keep_state, computed):
-        ctx.save_for_backward(x, v_in)
+    def forward(ctx, x, v_in, ckpt, pvec, keep_state, computed):
+        ctx.save_for_backward(x, v_in, ckpt)
         ctx.pvec, ctx.keep_state = pvec, keep_state
         return computed
 
     @staticmethod
     @once_differentiable
     def backward(ctx, ds, dv):
-        x, v_in = ctx.saved_tensors
+        x, v_in, ckpt = ctx.saved_tensors
         want_dv = _wants_dv(v_in, ctx.needs_input_grad[1])
-        dx, dv_out = _kernels.lif_backward(x, v_in, ds.contiguous(), _dv_in(dv, ctx.keep_state), ctx.pvec, want_dv)
-        return dx, dv_out, None, None, None
+        dx, dv_out = _kernels.lif_backward(x, v_in, ds.contiguous(), _dv_in(dv, ctx.keep_state), ctx.pvec, want_dv,
+                                           ckpt=ckpt)
+        return dx, dv_out, None, None, None, None
 
 
 class BNLIFFunction(torch.autograd.Function):
     """The fused BN+LIF's autograd node in eager mode (as LIFFunction)."""
 
     @staticmethod
-    def forward(ctx, x, mean, var, gamma, beta, v_in, eps, pvec, keep_state, computed):
-        ctx.save_for_backward(x, mean, var, gamma, beta, v_in)
+    def forward(ctx, x, mean, var, gamma, beta, v_in, ckpt, eps, pvec, keep_state, computed):
+        ctx.save_for_backward(x, mean, var, gamma, beta, v_in, ckpt)
         ctx.eps, ctx.pvec, ctx.keep_state = eps, pvec, keep_state
         return computed
 
     @staticmethod
     @once_differentiable
     def backward(ctx, ds, dv):
-        x, mean, var, gamma, beta, v_in = ctx.saved_tensors
+        x, mean, var, gamma, beta, v_in, ckpt = ctx.saved_tensors
         want_dv = _wants_dv(v_in, ctx.needs_input_grad[5])
         dx, dgamma, dbeta, dv_out = _kernels.bn_lif_backward(x, mean, var, gamma, beta, v_in, ds.contiguous(),
-                                                             _dv_in(dv, ctx.keep_state), ctx.eps, ctx.pvec, want_dv)
-        return dx, None, None, dgamma, dbeta, dv_out, None, None, None, None
+                                                             _dv_in(dv, ctx.keep_state), ctx.eps, ctx.pvec, want_dv,
+                                                             ckpt=ckpt)
+        return dx, None, None, dgamma, dbeta, dv_out, None, None, None, None, None
 
 
 def _eager_lif(x, v_in, pvec, keep_state):
-    out = _kernels.lif_forward(x, v_in, pvec, keep_state)
-    return LIFFunction.apply(x, v_in, pvec, keep_state, out) if _needs_graph(x, v_in) else out
+    if not _needs_graph(x, v_in):
+        return _kernels.lif_forward(x, v_in, pvec, keep_state)
+    ckpt = _kernels.ckpt_for(x, pvec)
+    out = _kernels.lif_forward(x, v_in, pvec, keep_state, ckpt=ckpt)
+    return LIFFunction.apply(x, v_in, ckpt, pvec, keep_state, out)
 
 
 def _eager_bn_lif(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
-    out = _kernels.bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state)
-    if _needs_graph(x, gamma, beta, v_in):
-        return BNLIFFunction.apply(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state, out)
-    return out
+    if not _needs_graph(x, gamma, beta, v_in):
+        return _kernels.bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state)
+    ckpt = _kernels.ckpt_for(x, pvec)
+    out = _kernels.bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state, ckpt=ckpt)
+    return BNLIFFunction.apply(x, mean, var, gamma, beta, v_in, ckpt, eps, pvec, keep_state, out)
 
 
 def _or_empty(t, x):
@@ -121,78 +128,89 @@ def state_like(x, keep):
     return x.new_empty(x.shape[1:] if keep else (0,), dtype=torch.float32)
 
 
-if CUSTOM_OPS:
-    def _lif_forward_kernel(x, v_in, pvec, keep_state):
-        s, v_out = _kernels.lif_forward(x, v_in, tuple(pvec), keep_state)
-        return s, _or_empty(v_out, x)
+def ckpt_op(x, pvec):
+    """The checkpoints a forward op returns for its backward (_kernels.ckpt_for; empty where there are none); its
+    fake has the same shape."""
+    return x.new_empty((_kernels.ckpt_numel(x, pvec),), dtype=torch.float32)
 
-    def _lif_backward_kernel(x, v_in, ds, dv_in, pvec, want_dv):
-        dx, dv_out = _kernels.lif_backward(x, v_in, ds.contiguous(), dv_in, tuple(pvec), want_dv)
+
+if CUSTOM_OPS:
+    # the forward ops return the checkpoints they wrote (ckpt_op) as a third output, which their autograd saves
+    def _lif_forward_kernel(x, v_in, pvec, keep_state):
+        ckpt = ckpt_op(x, pvec)
+        s, v_out = _kernels.lif_forward(x, v_in, tuple(pvec), keep_state, ckpt=ckpt)
+        return s, _or_empty(v_out, x), ckpt
+
+    def _lif_backward_kernel(x, v_in, ckpt, ds, dv_in, pvec, want_dv):
+        dx, dv_out = _kernels.lif_backward(x, v_in, ds.contiguous(), dv_in, tuple(pvec), want_dv, ckpt=ckpt)
         return dx, _or_empty(dv_out, x)
 
-    _lif_backward = define_op("lif_backward(Tensor x, Tensor? v_in, Tensor ds, Tensor? dv_in, float[] pvec, "
-                              "bool want_dv) -> (Tensor, Tensor)", _lif_backward_kernel,
-                              lambda x, v_in, ds, dv_in, pvec, want_dv: (torch.empty_like(x), state_like(x, want_dv)))
+    _lif_backward = define_op("lif_backward(Tensor x, Tensor? v_in, Tensor ckpt, Tensor ds, Tensor? dv_in, "
+                              "float[] pvec, bool want_dv) -> (Tensor, Tensor)", _lif_backward_kernel,
+                              lambda x, v_in, ckpt, ds, dv_in, pvec, want_dv: (torch.empty_like(x),
+                                                                               state_like(x, want_dv)))
 
     def _lif_setup(ctx, inputs, output):
         x, v_in, pvec, keep_state = inputs
-        ctx.save_for_backward(x, v_in)
+        ctx.save_for_backward(x, v_in, output[2])
         ctx.pvec, ctx.keep_state = pvec, keep_state
 
-    def _lif_grad(ctx, ds, dv):
-        x, v_in = ctx.saved_tensors
+    def _lif_grad(ctx, ds, dv, _dckpt):
+        x, v_in, ckpt = ctx.saved_tensors
         want_dv = _wants_dv(v_in, ctx.needs_input_grad[1])
-        dx, dv_out = _lif_backward(x, v_in, ds, _dv_in(dv, ctx.keep_state), ctx.pvec, want_dv)
+        dx, dv_out = _lif_backward(x, v_in, ckpt, ds, _dv_in(dv, ctx.keep_state), ctx.pvec, want_dv)
         return dx, dv_out if want_dv else None, None, None
 
-    _lif_forward = define_op("lif_forward(Tensor x, Tensor? v_in, float[] pvec, bool keep_state) -> (Tensor, Tensor)",
-                             _lif_forward_kernel,
-                             lambda x, v_in, pvec, keep_state: (torch.empty_like(x), state_like(x, keep_state)),
+    _lif_forward = define_op("lif_forward(Tensor x, Tensor? v_in, float[] pvec, bool keep_state) -> "
+                             "(Tensor, Tensor, Tensor)", _lif_forward_kernel,
+                             lambda x, v_in, pvec, keep_state: (torch.empty_like(x), state_like(x, keep_state),
+                                                                ckpt_op(x, pvec)),
                              _lif_grad, _lif_setup)
 
     def _bn_lif_forward_kernel(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
-        s, v_out = _kernels.bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, tuple(pvec), keep_state)
-        return s, _or_empty(v_out, x)
+        ckpt = ckpt_op(x, pvec)
+        s, v_out = _kernels.bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, tuple(pvec), keep_state, ckpt=ckpt)
+        return s, _or_empty(v_out, x), ckpt
 
-    def _bn_lif_backward_kernel(x, mean, var, gamma, beta, v_in, ds, dv_in, eps, pvec, want_dv):
+    def _bn_lif_backward_kernel(x, mean, var, gamma, beta, v_in, ckpt, ds, dv_in, eps, pvec, want_dv):
         dx, dgamma, dbeta, dv_out = _kernels.bn_lif_backward(x, mean, var, gamma, beta, v_in, ds.contiguous(), dv_in,
-                                                             eps, tuple(pvec), want_dv)
+                                                             eps, tuple(pvec), want_dv, ckpt=ckpt)
         return dx, dgamma, dbeta, _or_empty(dv_out, x)
 
     _bn_lif_backward = define_op(
-        "bn_lif_backward(Tensor x, Tensor mean, Tensor var, Tensor gamma, Tensor beta, Tensor? v_in, Tensor ds, "
-        "Tensor? dv_in, float eps, float[] pvec, bool want_dv) -> (Tensor, Tensor, Tensor, Tensor)",
+        "bn_lif_backward(Tensor x, Tensor mean, Tensor var, Tensor gamma, Tensor beta, Tensor? v_in, Tensor ckpt, "
+        "Tensor ds, Tensor? dv_in, float eps, float[] pvec, bool want_dv) -> (Tensor, Tensor, Tensor, Tensor)",
         _bn_lif_backward_kernel,
-        lambda x, mean, var, gamma, beta, v_in, ds, dv_in, eps, pvec, want_dv: (
+        lambda x, mean, var, gamma, beta, v_in, ckpt, ds, dv_in, eps, pvec, want_dv: (
             torch.empty_like(x), torch.empty_like(gamma), torch.empty_like(beta), state_like(x, want_dv)))
 
     def _bn_lif_setup(ctx, inputs, output):
         x, mean, var, gamma, beta, v_in, eps, pvec, keep_state = inputs
-        ctx.save_for_backward(x, mean, var, gamma, beta, v_in)
+        ctx.save_for_backward(x, mean, var, gamma, beta, v_in, output[2])
         ctx.eps, ctx.pvec, ctx.keep_state = eps, pvec, keep_state
 
-    def _bn_lif_grad(ctx, ds, dv):
-        x, mean, var, gamma, beta, v_in = ctx.saved_tensors
+    def _bn_lif_grad(ctx, ds, dv, _dckpt):
+        x, mean, var, gamma, beta, v_in, ckpt = ctx.saved_tensors
         want_dv = _wants_dv(v_in, ctx.needs_input_grad[5])
-        dx, dgamma, dbeta, dv_out = _bn_lif_backward(x, mean, var, gamma, beta, v_in, ds, _dv_in(dv, ctx.keep_state),
-                                                     ctx.eps, ctx.pvec, want_dv)
+        dx, dgamma, dbeta, dv_out = _bn_lif_backward(x, mean, var, gamma, beta, v_in, ckpt, ds,
+                                                     _dv_in(dv, ctx.keep_state), ctx.eps, ctx.pvec, want_dv)
         return dx, None, None, dgamma, dbeta, dv_out if want_dv else None, None, None, None
 
     _bn_lif_forward = define_op(
         "bn_lif_forward(Tensor x, Tensor mean, Tensor var, Tensor gamma, Tensor beta, Tensor? v_in, float eps, "
-        "float[] pvec, bool keep_state) -> (Tensor, Tensor)", _bn_lif_forward_kernel,
+        "float[] pvec, bool keep_state) -> (Tensor, Tensor, Tensor)", _bn_lif_forward_kernel,
         lambda x, mean, var, gamma, beta, v_in, eps, pvec, keep_state: (torch.empty_like(x),
-                                                                         state_like(x, keep_state)),
+                                                                         state_like(x, keep_state), ckpt_op(x, pvec)),
         _bn_lif_grad, _bn_lif_setup)
 
 
 def lif(x, v_in, pvec, keep_state):
     if CUSTOM_OPS and is_compiling():
-        return _lif_forward(x, v_in, list(pvec), keep_state)
+        return _lif_forward(x, v_in, list(pvec), keep_state)[:2]
     return _eager_lif(x, v_in, pvec, keep_state)
 
 
 def bn_lif(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
     if CUSTOM_OPS and is_compiling():
-        return _bn_lif_forward(x, mean, var, gamma, beta, v_in, float(eps), list(pvec), keep_state)
+        return _bn_lif_forward(x, mean, var, gamma, beta, v_in, float(eps), list(pvec), keep_state)[:2]
     return _eager_bn_lif(x, mean, var, gamma, beta, v_in, float(eps), pvec, keep_state)

@@ -21,63 +21,66 @@ def neuron_params(model, **kw):
     return _kernels.params_tuple(_neurons.neuron_params(model, **kw))
 
 
-def plif_backward(x, w, v_in, ds, dv_in, pvec, want_dv):
-    """(dx in x's dtype, dw, ∂L/∂v_in or None), recomputing the membrane from x, w and v_in."""
+def plif_backward(x, w, v_in, ds, dv_in, pvec, want_dv, ckpt=None):
+    """(dx in x's dtype, dw, ∂L/∂v_in or None), recomputing the membrane from x, w and v_in (and the forward's
+    checkpoints, ckpt)."""
     dw = torch.empty_like(w)
-    dx, dv_out = _kernels.lif_backward(x, v_in, ds, dv_in, pvec, want_dv, w=w, dw=dw)
+    dx, dv_out = _kernels.lif_backward(x, v_in, ds, dv_in, pvec, want_dv, w=w, dw=dw, ckpt=ckpt)
     return dx, dw, dv_out
 
 
 class PLIFFunction(torch.autograd.Function):
-    """The PLIF's autograd node in eager mode: apply(x, w, v_in, pvec, keep_state, (s, v_out)) with the outputs
-    already computed by _kernels.lif_forward (in a tuple, as _ops.LIFFunction's)."""
+    """The PLIF's autograd node in eager mode: apply(x, w, v_in, ckpt, pvec, keep_state, (s, v_out)) with the
+    outputs already computed by _kernels.lif_forward (in a tuple, as _ops.LIFFunction's) and its checkpoints."""
 
     @staticmethod
-    def forward(ctx, x, w, v_in, pvec, keep_state, computed):
-        ctx.save_for_backward(x, w, v_in)
+    def forward(ctx, x, w, v_in, ckpt, pvec, keep_state, computed):
+        ctx.save_for_backward(x, w, v_in, ckpt)
         ctx.pvec, ctx.keep_state = pvec, keep_state
         return computed
 
     @staticmethod
     @once_differentiable
     def backward(ctx, ds, dv):
-        x, w, v_in = ctx.saved_tensors
+        x, w, v_in, ckpt = ctx.saved_tensors
         want_dv = _ops._wants_dv(v_in, ctx.needs_input_grad[2])
         dx, dw, dv_out = plif_backward(x, w, v_in, ds.contiguous(), _ops._dv_in(dv, ctx.keep_state), ctx.pvec,
-                                       want_dv)
-        return dx, dw, dv_out, None, None, None
+                                       want_dv, ckpt)
+        return dx, dw, dv_out, None, None, None, None
 
 
 if _ops.CUSTOM_OPS:
     def _plif_forward_kernel(x, w, v_in, pvec, keep_state):
-        s, v_out = _kernels.lif_forward(x, v_in, tuple(pvec), keep_state, w=w)
-        return s, _ops._or_empty(v_out, x)
+        ckpt = _ops.ckpt_op(x, pvec)
+        s, v_out = _kernels.lif_forward(x, v_in, tuple(pvec), keep_state, w=w, ckpt=ckpt)
+        return s, _ops._or_empty(v_out, x), ckpt
 
-    def _plif_backward_kernel(x, w, v_in, ds, dv_in, pvec, want_dv):
-        dx, dw, dv_out = plif_backward(x, w, v_in, ds.contiguous(), dv_in, tuple(pvec), want_dv)
+    def _plif_backward_kernel(x, w, v_in, ckpt, ds, dv_in, pvec, want_dv):
+        dx, dw, dv_out = plif_backward(x, w, v_in, ds.contiguous(), dv_in, tuple(pvec), want_dv, ckpt)
         return dx, dw, _ops._or_empty(dv_out, x)
 
     _plif_backward = _ops.define_op(
-        "plif_backward(Tensor x, Tensor w, Tensor? v_in, Tensor ds, Tensor? dv_in, float[] pvec, bool want_dv) "
-        "-> (Tensor, Tensor, Tensor)", _plif_backward_kernel,
-        lambda x, w, v_in, ds, dv_in, pvec, want_dv: (torch.empty_like(x), torch.empty_like(w),
-                                                      _ops.state_like(x, want_dv)))
+        "plif_backward(Tensor x, Tensor w, Tensor? v_in, Tensor ckpt, Tensor ds, Tensor? dv_in, float[] pvec, "
+        "bool want_dv) -> (Tensor, Tensor, Tensor)", _plif_backward_kernel,
+        lambda x, w, v_in, ckpt, ds, dv_in, pvec, want_dv: (torch.empty_like(x), torch.empty_like(w),
+                                                            _ops.state_like(x, want_dv)))
 
     def _plif_setup(ctx, inputs, output):
         x, w, v_in, pvec, keep_state = inputs
-        ctx.save_for_backward(x, w, v_in)
+        ctx.save_for_backward(x, w, v_in, output[2])
         ctx.pvec, ctx.keep_state = pvec, keep_state
 
-    def _plif_grad(ctx, ds, dv):
-        x, w, v_in = ctx.saved_tensors
+    def _plif_grad(ctx, ds, dv, _dckpt):
+        x, w, v_in, ckpt = ctx.saved_tensors
         want_dv = _ops._wants_dv(v_in, ctx.needs_input_grad[2])
-        dx, dw, dv_out = _plif_backward(x, w, v_in, ds, _ops._dv_in(dv, ctx.keep_state), ctx.pvec, want_dv)
+        dx, dw, dv_out = _plif_backward(x, w, v_in, ckpt, ds, _ops._dv_in(dv, ctx.keep_state), ctx.pvec, want_dv)
         return dx, dw, dv_out if want_dv else None, None, None
 
     _plif_forward = _ops.define_op(
-        "plif_forward(Tensor x, Tensor w, Tensor? v_in, float[] pvec, bool keep_state) -> (Tensor, Tensor)",
+        "plif_forward(Tensor x, Tensor w, Tensor? v_in, float[] pvec, bool keep_state) -> (Tensor, Tensor, Tensor)",
         _plif_forward_kernel,
-        lambda x, w, v_in, pvec, keep_state: (torch.empty_like(x), _ops.state_like(x, keep_state)),
+        lambda x, w, v_in, pvec, keep_state: (torch.empty_like(x), _ops.state_like(x, keep_state),
+                                              _ops.ckpt_op(x, pvec)),
         _plif_grad, _plif_setup)
 
 
@@ -90,9 +93,12 @@ def plif_with_state(x_seq, w, pvec, v=None, keep_state=False):
     v = functional.check_state(v, x, "spikefuse PLIF")
     wc = w.contiguous()
     if _ops.CUSTOM_OPS and _ops.is_compiling():
-        return _plif_forward(x, wc, v, list(pvec), keep_state)
-    out = _kernels.lif_forward(x, v, pvec, keep_state, w=wc)
-    return PLIFFunction.apply(x, wc, v, pvec, keep_state, out) if _ops._needs_graph(x, w, v) else out
+        return _plif_forward(x, wc, v, list(pvec), keep_state)[:2]
+    if not _ops._needs_graph(x, w, v):
+        return _kernels.lif_forward(x, v, pvec, keep_state, w=wc)
+    ckpt = _kernels.ckpt_for(x, pvec)
+    out = _kernels.lif_forward(x, v, pvec, keep_state, w=wc, ckpt=ckpt)
+    return PLIFFunction.apply(x, wc, v, ckpt, pvec, keep_state, out)
 
 
 class _ModelNeuron(_Neuron):
