@@ -1,8 +1,8 @@
 /* test_dist_step.c — training steps over several processes against the same steps in one process, under
  * `mpirun -np P test_dist_step TIME_PARALLEL SYNC_BN [DEVICE]`: every rank trains its time segment of its data rank's
  * part of a global batch; every rank also trains a reference copy of the network alone on the whole batch and all T,
- * and compares. Networks: an MLP (mean readout, recompute), the same with a leaky readout and the per-step loss
- * (full memory mode), the MLP with event-driven layers (sparse on: compact LIF outputs, spike-list products, masked
+ * and compares. Networks: an MLP (mean readout, recompute), the same with a leaky readout, the per-step loss and an
+ * ALIF for its second neuron layer (full memory mode), the MLP with event-driven layers (sparse on: compact LIF outputs, spike-list products, masked
  * LIF backward), and a conv → BN → LIF → linear → BN → LIF → linear net (recompute, and BN statistics merged
  * over the time segments, and over the data ranks with SYNC_BN).
  * What must hold (≤ 1e-5 relative, float sums in another order): the loss of every step (averaged over the data
@@ -25,7 +25,7 @@ static sf_device g_dev;
 typedef enum { NET_MLP, NET_MLP_LEAKY, NET_CONV_BN, NET_SPIKES_OUT, NET_SPARSE, NET_RLIF } net_kind;
 static const char *const net_names[] = {"mlp", "mlp-leaky", "conv-bn", "spikes-out", "mlp-sparse", "rlif-sparse"};
 
-static void add(sf_net *net, sf_layer_kind kind, int32_t size)
+static void add_model(sf_net *net, sf_layer_kind kind, int32_t size, sf_neuron_model model)
 {
     sf_layer_desc d;
     sf_layer_default_desc(kind, &d);
@@ -33,8 +33,13 @@ static void add(sf_net *net, sf_layer_kind kind, int32_t size)
     d.kernel = 3;
     d.padding = 1;
     d.lif.v_threshold = 0.3f; /* the second LIF fires too, at every step of the test */
+    d.lif.model = model;
+    d.lif.rho = 0.9f;
+    d.lif.beta = 0.2f;
     CHECK_OK(sf_net_add(net, &d, NULL));
 }
+
+static void add(sf_net *net, sf_layer_kind kind, int32_t size) { add_model(net, kind, size, SF_NEURON_LIF); }
 
 static sf_net *build(net_kind kind)
 {
@@ -74,11 +79,11 @@ static sf_net *build(net_kind kind)
         add(net, SF_LAYER_LIF, 0);
         add(net, SF_LAYER_LINEAR, 4);
         add(net, SF_LAYER_LIF, 0);
-    } else {
+    } else { /* the leaky net's second neuron is an ALIF: in full mode its backward rebuilds θ from the carried b */
         add(net, SF_LAYER_LINEAR, 32);
         add(net, SF_LAYER_LIF, 0);
         add(net, SF_LAYER_LINEAR, 32);
-        add(net, SF_LAYER_LIF, 0);
+        add_model(net, SF_LAYER_LIF, 0, kind == NET_MLP_LEAKY ? SF_NEURON_ALIF : SF_NEURON_LIF);
         add(net, SF_LAYER_LINEAR, 4);
     }
     sf_optim_params o;
