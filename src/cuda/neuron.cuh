@@ -20,8 +20,8 @@
  * The neuron state carried across calls (a.st, float [N] each) replaces v's start value in every pass that starts
  * at step 0, gets v after the last step, and starts and ends ∂L/∂v; without it the kernels are the one-call ones.
  * The neuron model is a template parameter (MODEL, sf_cuda_model): the LIF and the IF (the LIF's code, with a = c = 1
- * in a.k); the PLIF, whose a and c each thread takes from its channel's w and whose backward keeps x in a column
- * (as BN's) for Σ_t dh_t·∂h_t/∂k, written per neuron to `sums` for a deterministic reduction to dw (plif.cu); the
+ * in a.k); the PLIF, whose a and c each thread takes from its channel's w and whose backward sums
+ * Σ_t dh_t·∂h_t/∂k per neuron (or per warp) into `sums` for a deterministic reduction to dw (plif.cu); the
  * ALIF, whose second state b rides beside v (in the carried state at +N, in the checkpoints) and whose thresholds
  * θ_t the recompute keeps in a column of their own (its backward always recomputes: θ is not saved).
  */
@@ -359,9 +359,11 @@ __device__ __forceinline__ void sf_cuda_recompute(const sf_cuda_neuron &a, int s
  * issue-bound at the occupancy registers and columns allow, and run-time switches cost instructions per element
  * (SAVED likewise: a run-time test of hsaved split each step into branches). Launched with SF_CUDA_BWD_THREADS.
  * Shared memory: [S steps of h][KEEPX: S of x][ALIF: S of θ][checkpoints: v (ALIF: v, then b) per segment].
- * PLIF: Σ_t dh_t·(c'·y_t − v_{t−1}) (c' = 1 with decay_input, else 0) goes to sums[n] (SF_DY_WRITE) or
- * sums[2N + n] (SF_DY_SUMS); the term in v_{t−1} waits one step for h_{t−1} (which gives v_{t−1}), the last for
- * the start value. */
+ * PLIF: Σ_t dh_t·∂h_t/∂k with ∂h_t/∂k = c'·y_t − v_{t−1} (c' = 1 with decay_input, else 0) goes to sums[n]
+ * (SF_DY_WRITE) or sums[2N + n] (SF_DY_SUMS); the term in v_{t−1} waits one step for h_{t−1} (which gives v_{t−1}),
+ * the last for the start value. Without BN, y_t − v_{t−1} = (h_t − v_{t−1})/c (decay_input: h_t = v_{t−1} +
+ * c·(y_t − v_{t−1})), so the whole term waits for v_{t−1} and x needs no column: the PLIF has the LIF's shared
+ * memory (twice the blocks per SM) and its full mode reads no x; with BN, x̂'s column gives y_t. */
 template <class T, bool BN, int MODE, int V, int U, int SG, bool HARD, bool SAVED, int MODEL>
 __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
     sf_cuda_neuron_backward(sf_cuda_neuron a, const float *hsaved, const T *ds, T *dx, float *sums,
@@ -369,7 +371,7 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
 {
     static_assert(MODEL == SF_CUDA_LIF || V == 1, "the PLIF and ALIF backward runs one neuron per thread");
     static_assert(MODEL != SF_CUDA_ALIF || !SAVED, "the ALIF backward recomputes its thresholds");
-    constexpr bool KEEPX = BN || MODEL == SF_CUDA_PLIF;      /* x in a column too (x̂, the PLIF's y_t) */
+    constexpr bool KEEPX = BN;                                /* x in a column too (x̂; a BN+PLIF's y_t) */
     constexpr int COLS = 1 + KEEPX + (MODEL == SF_CUDA_ALIF); /* columns per step */
     constexpr int CK = MODEL == SF_CUDA_ALIF ? 2 : 1;         /* checkpoint floats per segment */
     extern __shared__ float4 sf_cuda_smem4[];
@@ -436,7 +438,7 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
         mdy = dbeta[ch] / cnt;
         mdyx = dgamma[ch] / cnt;
     }
-    float dv[V], db[V], sdy[V], sdyx[V], dk = 0.0f, dh_later = 0.0f; /* dh_later: dh_{t+1} (PLIF) */
+    float dv[V], db[V], sdy[V], sdyx[V], dk = 0.0f, dh_later = 0.0f, h_later = 0.0f; /* dh_{t+1}, h_{t+1} (PLIF) */
 #pragma unroll
     for (int j = 0; j < V; j++) {
         dv[j] = a.st.dv_in ? a.st.dv_in[n + j] : 0.0f;
@@ -499,9 +501,13 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
                     float dy = k.c * dh;
                     float xhat = BN ? (xv[j] - f.mean) * f.invstd : 0.0f;
                     if (MODEL == SF_CUDA_PLIF) {
-                        const float y = BN ? f(xv[j]) : xv[j];
-                        dk += (p.decay_input ? dh * y : 0.0f) - dh_later * sf_lif_v_after(&k, p.soft_reset, hv[j]);
+                        const float v_prev = sf_lif_v_after(&k, p.soft_reset, hv[j]); /* v_{t−1} of step tt + 1 */
+                        if (KEEPX)
+                            dk += (p.decay_input ? dh * f(xv[j]) : 0.0f) - dh_later * v_prev;
+                        else
+                            dk += dh_later * ((p.decay_input ? h_later : 0.0f) - v_prev);
                         dh_later = dh;
+                        h_later = hv[j];
                     }
                     if (MODE == SF_DY_WRITE) out[j] = dy;
                     if (MODE == SF_DY_SUMS) sdy[j] += dy, sdyx[j] += dy * xhat;
@@ -529,7 +535,12 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
             sums[a.N + n + j] = sdyx[j];
         }
     if (MODEL == SF_CUDA_PLIF && MODE != SF_DY_BN_DX) { /* the first step's v_{t−1} is the start value */
-        float *dks = sums + (MODE == SF_DY_SUMS ? 2 * a.N : 0), term = dk - dh_later * sf_cuda_v0(a, k, n);
+        const float v0 = sf_cuda_v0(a, k, n);
+        float *dks = sums + (MODE == SF_DY_SUMS ? 2 * a.N : 0), term = dk - dh_later * v0;
+        if (!KEEPX) { /* Σ dh_t·(h_t − v_{t−1}), over c with decay_input */
+            term = dk + dh_later * ((p.decay_input ? h_later : 0.0f) - v0);
+            if (p.decay_input) term = __fdiv_rn(term, k.c);
+        }
         if (sf_cuda_plif_warp_sums(a)) { /* whole warps run here (N is a multiple of 32): a fixed butterfly */
 #pragma unroll
             for (int o = 16; o > 0; o >>= 1) term += __shfl_xor_sync(0xffffffffu, term, o);

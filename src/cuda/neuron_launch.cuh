@@ -124,7 +124,7 @@ static sf_status backward(const sf_cuda_neuron &a, const bwd_args<T> &b, int64_t
 /* Picks the configuration: one neuron per thread (four per thread with 16-byte accesses needed twice the registers
  * and ran slower: the loop is issue-bound at the occupancy registers and columns allow), loads 8 steps ahead (4 for
  * T < 8, so that batches are full). Recompute: each neuron needs 4 bytes of shared memory per step of a segment
- * (8 with BN or a PLIF, whose column keeps x too; 4 more for the ALIF's θ), plus a checkpoint per segment (v, and the
+ * (8 with BN, whose column keeps x too; 4 more for the ALIF's θ), plus a checkpoint per segment (v, and the
  * ALIF's b) unless the forward kept them (v_ckpt). The ALIF always recomputes (its θ is not saved).
  * With the forward's checkpoints, past 32 steps: 32-step segments, which leave registers as the only limit on
  * residency; where the neurons are under two blocks per SM, 64-step segments loading 32 steps ahead, so that enough
@@ -150,7 +150,7 @@ static sf_status backward_model(const sf_cuda_neuron &given, bwd_args<T> b, cuda
     SF_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     SF_TRY(multiprocessors(&sms));
     const int64_t threads = SF_CUDA_BWD_THREADS, ck = MODEL == SF_CUDA_ALIF ? 2 : 1;
-    const int64_t cols = 1 + (BN || MODEL == SF_CUDA_PLIF) + (MODEL == SF_CUDA_ALIF);
+    const int64_t cols = 1 + BN + (MODEL == SF_CUDA_ALIF);
     const bool kept = a.st.v_ckpt && a.T > SF_LIF_CKPT_STEPS; /* the forward's checkpoints */
     auto ckpt_floats = [&](int64_t S) { /* shared-memory checkpoints: where the segments do not start at kept ones */
         const int64_t nseg = (a.T + S - 1) / S;
