@@ -16,7 +16,6 @@ neurons whose spike trains agree, relative to the largest |dx|.
 Host overhead: host time per forward + backward on a tiny [4, 1024] input, where launches, not kernels, bound it;
 "autograd no-op" is a torch.autograd.Function that launches nothing, the floor for any autograd-integrated op."""
 import argparse
-import ctypes
 import inspect
 import json
 import os
@@ -111,9 +110,7 @@ def checkpoints(x, p):
     """(state, keep-alive) for a bare call: the forward's checkpoints of v for the backward's recompute, as
     spikefuse.torch keeps them (sf_lif_state.v_ckpt; none on the CPU or up to 32 steps)."""
     ckpt = _kernels.ckpt_for(x, _kernels.params_tuple(p))
-    if ckpt is None:
-        return None, None
-    return ctypes.byref(_lib.LifState(None, None, None, None, None, None, 0, 0, ckpt.data_ptr())), ckpt
+    return _kernels._state(ckpt=ckpt), ckpt
 
 
 def bare_kernels(x, g):

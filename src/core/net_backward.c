@@ -138,7 +138,7 @@ static sf_status layer_backward(sf_net *net, int32_t i)
             if (!dx) return SF_OK;
             const float *x = NULL; /* read when h is recomputed, and by some models always */
             if (!h || sf_neuron_backward_reads_x(&l->d.lif)) SF_TRY(input_value(net, l, l->in, &x));
-            SF_TRY(sf_net_state_backward(net, l, !h, &state, &st));
+            SF_TRY(sf_net_state_backward(net, l, &state, &st));
             const sf_net_tensor *in = &net->tensors[root(net, l->in)];
             if (in->gmask) { /* the sparse linear layer below sums over the nonzero entries of this dx */
                 sf_spikes mask = {sf_net_slot_ptr(net, in->gbits), NULL, sf_net_slot_ptr(net, in->gcnt)};
@@ -156,7 +156,7 @@ static sf_status layer_backward(sf_net *net, int32_t i)
         float *dx = dx_target(net, i, bn->in, bn->dx_tmp, &acc);
         const sf_net_tensor *xin = &net->tensors[bn->in];
         sf_bn_shape sh = {.rows = rows(net), .c = xin->c, .hw = (int64_t)xin->h * xin->w};
-        SF_TRY(sf_net_state_backward(net, l, !h, &state, &st));
+        SF_TRY(sf_net_state_backward(net, l, &state, &st));
         SF_TRY(sf_net_bn_lif_backward(net, l, bn, sh, x, h, dy, dx, st));
         return accumulate(net, acc, bn->in, dx);
     }

@@ -201,6 +201,13 @@ static inline bool sf_net_keeps_h(const sf_net *net, const sf_net_layer *l)
     return net->p.memory == SF_MEMORY_FULL || l->d.kind == SF_LAYER_RLIF;
 }
 
+/* Does a LIF layer's backward run its time loop forward again: to recompute h, or (the ALIF, whose thresholds are
+ * not kept) to rebuild θ? Then it needs the segment's start state and reads the forward's checkpoints. */
+static inline bool sf_net_backward_reruns(const sf_net *net, const sf_net_layer *l)
+{
+    return !sf_net_keeps_h(net, l) || l->d.lif.model == SF_NEURON_ALIF;
+}
+
 /* net_step.c: the loss scale a net starts from, writing the scale to the backend (once compiled), and rewriting
  * params_act[off, off + n) from the fp32 parameters (nothing when act is fp32) after they change. */
 float sf_net_initial_loss_scale(const sf_net *net);
@@ -235,8 +242,7 @@ bool sf_net_pipelined(const sf_net *net);                      /* time segments:
 sf_status sf_net_state_forward(sf_net *net, const sf_net_layer *l, bool training, sf_lif_state *st,
                                const sf_lif_state **out);
 sf_status sf_net_state_forward_done(sf_net *net, const sf_net_layer *l);
-sf_status sf_net_state_backward(sf_net *net, const sf_net_layer *l, bool recompute, sf_lif_state *st,
-                                const sf_lif_state **out);
+sf_status sf_net_state_backward(sf_net *net, const sf_net_layer *l, sf_lif_state *st, const sf_lif_state **out);
 sf_status sf_net_state_backward_done(sf_net *net, const sf_net_layer *l);
 /* A PLIF layer's w (with grads, its dw) and their geometry into st; false (st untouched) for every other layer. */
 bool sf_net_neuron_learned(sf_net *net, const sf_net_layer *l, bool grads, sf_lif_state *st);

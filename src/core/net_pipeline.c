@@ -67,14 +67,12 @@ sf_status sf_net_state_forward_done(sf_net *net, const sf_net_layer *l)
     return h->send(h->ctx, h->seg + 1, sf_net_slot_ptr(net, l->v_out), l->v_out.bytes / sizeof(float));
 }
 
-sf_status sf_net_state_backward(sf_net *net, const sf_net_layer *l, bool recompute, sf_lif_state *st,
-                                const sf_lif_state **out)
+sf_status sf_net_state_backward(sf_net *net, const sf_net_layer *l, sf_lif_state *st, const sf_lif_state **out)
 {
     *out = NULL;
     memset(st, 0, sizeof *st);
     if (sf_net_neuron_learned(net, l, true, st)) *out = st;
-    /* the backward runs the time loop forward again: to recompute h, or the ALIF's thresholds (rebuilt from b) */
-    const bool forward_again = recompute || l->d.lif.model == SF_NEURON_ALIF;
+    const bool forward_again = sf_net_backward_reruns(net, l);
     if (forward_again && (st->v_ckpt = sf_net_slot_ptr(net, l->v_ckpt))) *out = st;
     if (!sf_net_pipelined(net)) return SF_OK;
     const sf_net_hooks *h = &net->hooks;

@@ -278,8 +278,7 @@ static void plan_forward(sf_net *net, planner *pl)
         if ((l->d.kind == SF_LAYER_LIF || l->d.kind == SF_LAYER_RLIF) && (h_for_backward || net->keep_all))
             want_saved(pl, &l->h, tensor_bytes(net, l->out, sizeof(float)));
         /* the backward recomputes h (the ALIF's always, for its thresholds) from checkpoints: 1/32 of h */
-        if (l->d.kind == SF_LAYER_LIF && backward_runs(net, i) && net->be->neuron_ckpt &&
-            (!sf_net_keeps_h(net, l) || l->d.lif.model == SF_NEURON_ALIF))
+        if (l->d.kind == SF_LAYER_LIF && backward_runs(net, i) && net->be->neuron_ckpt && sf_net_backward_reruns(net, l))
             want_saved(pl, &l->v_ckpt,
                        (size_t)sf_lif_ckpt_floats(&l->d.lif, net->T, net->B * o->per_sample) * sizeof(float));
         size_t sws = 0;
