@@ -219,7 +219,8 @@ SF_API sf_status sf_bn_lif_forward(const sf_lif_params *p, int64_t T, int64_t B,
                                    const float *beta, void *s, const sf_lif_state *st, sf_device device,
                                    void *stream);
 /* The backward of the forward above with mean and var the batch statistics of x (the gradient runs through them,
- * as in training-mode batch norm): dx [T, B, C, hw], dgamma and dbeta [C] (fp32), recomputing y and h from x.
+ * as in training-mode batch norm): dx [T, B, C, hw], dgamma and dbeta [C] (fp32), recomputing y and h from x; dx
+ * must not overlap x (on CUDA it holds ∂L/∂y between the backward's two passes).
  * `workspace` is scratch memory on `device` of sf_bn_lif_workspace_bytes bytes (0 on the CPU, where NULL is fine;
  * for CUDA the size depends on the current device). */
 SF_API size_t sf_bn_lif_workspace_bytes(int64_t T, int64_t B, int32_t C, int64_t hw, sf_device device);

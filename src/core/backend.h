@@ -66,7 +66,7 @@ enum { SF_RLIF_SPARSE_DV = 1, SF_RLIF_SPARSE_DY = 2 };
 /* A BN→LIF backward whose batch statistics span several processes (the time pipeline's segments, synchronised BN):
  * dx needs Σdy and Σdy·x̂ over the whole batch, so the backward runs twice with a sum over the processes between.
  *   phase 1: the reverse-time pass of this part; writes its own Σdy into dbeta and Σdy·x̂ into dgamma (and
- *            st->dv_out); dx is not written (may be NULL)
+ *            st->dv_out); dx is scratch that phase 2 must get back unchanged (a backend may keep dy there)
  *   phase 2: dx from the sums over all parts (sum_dy, sum_dyx: [C]) and the rows (T·B) of all parts; dgamma,
  *            dbeta and st->dv_out are not written (may be NULL) */
 typedef struct sf_bn_split {
@@ -113,7 +113,7 @@ struct sf_backend {
                                    const float *var, float *running_mean, float *running_var);
     /* Fused BN → LIF (Liang et al., Alg. 1–3; docs/architecture.md, References); x is [T, B, C, hw] with rows = T·B.
      * The LIF recurrence runs over T for each of the B·C·hw neurons. The backward recomputes y = BN(x) and h (or uses h
-     * when given), reduces dgamma and dbeta per channel and writes dx, without materialising dy. The backward always
+     * when given), reduces dgamma and dbeta per channel and writes dx (dx must not overlap x). The backward always
      * treats mean/var as the batch statistics of x (dx includes the terms through mean and var). st as for the LIF
      * ops ([B·C·hw] per pointer). split (NULL: none) runs the backward in two phases for statistics that span
      * several processes, see sf_bn_split. */

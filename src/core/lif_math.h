@@ -13,6 +13,15 @@
 #ifndef SF_EXPF
 #define SF_EXPF expf
 #endif
+/* ... and, for the gradients only (no spike depends on them), a fused multiply-add a·b + c and a division a / b by
+ * b >= 1 with looser rounding (the CUDA kernels: one FFMA, one approximate reciprocal). The defaults are the plain
+ * expressions, so a backend that supplies neither computes exactly what it did before. */
+#ifndef SF_FMAF
+#define SF_FMAF(a, b, c) ((a) * (b) + (c))
+#endif
+#ifndef SF_GRAD_DIV
+#define SF_GRAD_DIV(a, b) ((a) / (b))
+#endif
 
 #ifdef __CUDACC__
 #define SF_HD __host__ __device__ __forceinline__
@@ -68,16 +77,16 @@ SF_HD float sf_surrogate_grad(sf_surrogate kind, float alpha, float z)
 {
     switch (kind) {
     case SF_SURROGATE_SIGMOID: {
-        float sg = 1.0f / (1.0f + SF_EXPF(-alpha * z));
+        float sg = SF_GRAD_DIV(1.0f, 1.0f + SF_EXPF(-alpha * z));
         return alpha * sg * (1.0f - sg);
     }
     case SF_SURROGATE_ATAN: {
         float u = 1.5707963267948966f * alpha * z;
-        return 0.5f * alpha / (1.0f + u * u);
+        return SF_GRAD_DIV(0.5f * alpha, SF_FMAF(u, u, 1.0f));
     }
     case SF_SURROGATE_FAST_SIGMOID: {
-        float d = alpha * fabsf(z) + 1.0f;
-        return 1.0f / (d * d);
+        float d = SF_FMAF(alpha, fabsf(z), 1.0f);
+        return SF_GRAD_DIV(1.0f, d * d);
     }
     case SF_SURROGATE_RECT: return fabsf(z) < 0.5f / alpha ? alpha : 0.0f;
     }
@@ -137,10 +146,10 @@ SF_HD float sf_lif_step_back(const sf_lif_params *p, const sf_lif_coeffs *k, flo
     float s = h >= k->theta ? 1.0f : 0.0f;
     float dvdh;
     if (p->soft_reset)
-        dvdh = p->detach_reset ? 1.0f : 1.0f - k->theta * sg;
+        dvdh = p->detach_reset ? 1.0f : SF_FMAF(-k->theta, sg, 1.0f);
     else
-        dvdh = (1.0f - s) + (p->detach_reset ? 0.0f : (k->v_reset - h) * sg);
-    float dh = ds * sg + *dv * dvdh;
+        dvdh = p->detach_reset ? 1.0f - s : SF_FMAF(k->v_reset - h, sg, 1.0f - s);
+    float dh = SF_FMAF(ds, sg, *dv * dvdh);
     if (p->grad_cut && p->use_grad_threshold && h < p->grad_threshold) dh = 0.0f;
     *dv = k->a * dh;
     return dh;
@@ -151,24 +160,39 @@ SF_HD float sf_lif_step_back(const sf_lif_params *p, const sf_lif_coeffs *k, flo
  *   ∂L/∂s = ds + dv·∂v/∂s·[!detach] + db·(1 - ρ)      ∂v/∂s: hard v_reset - h, soft -θ
  *   dh = ∂L/∂s·σ' + dv·∂v/∂h                          ∂v/∂h: hard 1 - s, soft 1
  *   ∂L/∂θ = -∂L/∂s·σ' + dv·∂v/∂θ                      ∂v/∂θ: hard 0, soft -s
- * detach_reset drops the reset's path through s only: b still sees the spike, and the soft reset's θ its gradient. */
+ * detach_reset drops the reset's path through s only: b still sees the spike, and the soft reset's θ its gradient.
+ * sf_alif_back is the step given σ', s, ∂v/∂s and whether θ_grad cuts dh. */
+SF_HD float sf_alif_back(const sf_lif_params *p, const sf_lif_coeffs *k, float sg, float s, float dvds, int cut,
+                         float ds, float *dv, float *db)
+{
+    float dvdh = p->soft_reset ? 1.0f : 1.0f - s;
+    float dvdtheta = p->soft_reset ? -s : 0.0f;
+    float dsum = SF_FMAF(*db, 1.0f - k->rho, SF_FMAF(*dv, dvds, ds));
+    float dh = SF_FMAF(dsum, sg, *dv * dvdh);
+    float dtheta = SF_FMAF(-dsum, sg, *dv * dvdtheta);
+    if (cut) dh = 0.0f; /* as the LIF's */
+    *db = SF_FMAF(k->beta, dtheta, k->rho * *db);
+    *dv = k->a * dh;
+    return dh;
+}
+
 SF_HD float sf_alif_step_back(const sf_lif_params *p, const sf_lif_coeffs *k, float h, float theta, float ds,
                               float *dv, float *db)
 {
-    float sg = p->use_grad_threshold && h < p->grad_threshold
-                   ? 0.0f
-                   : sf_surrogate_grad(p->surrogate, p->alpha, h - theta);
+    const int below = p->use_grad_threshold && h < p->grad_threshold;
+    float sg = below ? 0.0f : sf_surrogate_grad(p->surrogate, p->alpha, h - theta);
     float s = h >= theta ? 1.0f : 0.0f;
     float dvds = p->detach_reset ? 0.0f : (p->soft_reset ? -theta : k->v_reset - h);
-    float dvdh = p->soft_reset ? 1.0f : 1.0f - s;
-    float dvdtheta = p->soft_reset ? -s : 0.0f;
-    float dsum = ds + *dv * dvds + *db * (1.0f - k->rho);
-    float dh = dsum * sg + *dv * dvdh;
-    float dtheta = *dv * dvdtheta - dsum * sg;
-    if (p->grad_cut && p->use_grad_threshold && h < p->grad_threshold) dh = 0.0f; /* as the LIF's */
-    *db = k->beta * dtheta + k->rho * *db;
-    *dv = k->a * dh;
-    return dh;
+    return sf_alif_back(p, k, sg, s, dvds, p->grad_cut && below, ds, dv, db);
+}
+
+/* The same step from z = h - θ alone, which is all it reads with detach_reset and no θ_grad: s = [z >= 0] (h - θ
+ * rounds to 0 only where h = θ, and keeps its sign otherwise), ∂v/∂s = 0. */
+SF_HD float sf_alif_step_back_z(const sf_lif_params *p, const sf_lif_coeffs *k, float z, float ds, float *dv,
+                                float *db)
+{
+    return sf_alif_back(p, k, sf_surrogate_grad(p->surrogate, p->alpha, z), z >= 0.0f ? 1.0f : 0.0f, 0.0f, 0, ds,
+                        dv, db);
 }
 
 #endif

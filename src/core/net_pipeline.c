@@ -151,7 +151,7 @@ sf_status sf_net_bn_lif_backward(sf_net *net, const sf_net_layer *lif, const sf_
     float *sums = sf_net_slot_ptr(net, bn->bn_sums);
     const size_t cb = (size_t)sh.c * sizeof(float);
     sf_bn_split one = {.phase = 1};
-    SF_TRY(be->bn_lif_backward(be, &lif->d.lif, net->T, sh, x, h, mean, var, bn->d.bn_eps, gamma, beta, ds, NULL,
+    SF_TRY(be->bn_lif_backward(be, &lif->d.lif, net->T, sh, x, h, mean, var, bn->d.bn_eps, gamma, beta, ds, dx,
                                dgamma, dbeta, st, &one));
     SF_TRY(sf_net_state_backward_done(net, lif));
     SF_TRY(be->copy(be, sums, dgamma, cb));

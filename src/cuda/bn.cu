@@ -82,37 +82,71 @@ template <class T> struct BackF {
     }
 };
 
-template <class T>
-__global__ void bn_dx_kernel(int64_t n, int64_t hw, int32_t C, double count, const T *x, const float *mean,
+/* dx = γ·invstd·(dy − Σdy/count − x̂·Σdy·x̂/count). A thread takes V consecutive elements of one channel (V = 8
+ * where hw and the pointers allow: two 4-element accesses), so its channel's terms are computed once per V; the
+ * channel index divides in 32 bits where the tensor allows. dx may be dy. */
+template <class T, int V>
+__global__ void bn_dx_kernel(int64_t n, int64_t hw, int32_t C, float inv_count, const T *x, const float *mean,
                              const float *var, float eps, const float *gamma, const T *dy, const float *dgamma,
                              const float *dbeta, T *dx)
 {
-    SF_CUDA_GRID_STRIDE(i, n)
+    constexpr int W = V < 4 ? V : 4; /* elements per access */
+    SF_CUDA_GRID_STRIDE(g, n / V)
     {
-        int32_t c = bn_channel(i, hw, C);
-        float invstd = 1.0f / sqrtf(var[c] + eps);
-        float xhat = (sf_widen(x[i]) - mean[c]) * invstd;
-        dx[i] = sf_narrow<T>(gamma[c] * invstd *
-                             (sf_widen(dy[i]) - (float)(dbeta[c] / count) - xhat * (float)(dgamma[c] / count)));
+        const int64_t i = g * V;
+        const int32_t c =
+            n <= UINT32_MAX ? (int32_t)((uint32_t)i / (uint32_t)hw % (uint32_t)C) : bn_channel(i, hw, C);
+        const float invstd = 1.0f / sqrtf(var[c] + eps), m = mean[c];
+        const float mdy = dbeta[c] * inv_count, mdyx = dgamma[c] * inv_count, scale = gamma[c] * invstd;
+#pragma unroll
+        for (int w = 0; w < V; w += W) {
+            float xv[W], gv[W], out[W];
+            sf_ld<W, true>(x + i + w, xv);
+            sf_ld<W, true>(dy + i + w, gv);
+#pragma unroll
+            for (int j = 0; j < W; j++) out[j] = scale * (gv[j] - mdy - (xv[j] - m) * invstd * mdyx);
+            sf_st<W>(dx + i + w, out);
+        }
     }
+}
+
+sf_status sf_cuda_bn_dx(sf_act_type t, sf_bn_shape sh, double count, const void *x, const float *mean,
+                        const float *var, float eps, const float *gamma, const void *dy, const float *dgamma,
+                        const float *dbeta, void *dx, cudaStream_t stream)
+{
+    const int64_t n = sh.rows * sh.c * sh.hw;
+    if (n == 0) return SF_OK;
+    const float inv_count = (float)(1.0 / count);
+    return sf_cuda_with_act(t, [&](auto tag) -> sf_status {
+        using T = decltype(tag);
+        const size_t a = 4 * sizeof(T);
+        const bool v = (uintptr_t)x % a == 0 && (uintptr_t)dy % a == 0 && (uintptr_t)dx % a == 0;
+        if (v && sh.hw % 8 == 0)
+            bn_dx_kernel<T, 8><<<sf_cuda_blocks(n / 8, 256), 256, 0, stream>>>(
+                n, sh.hw, sh.c, inv_count, (const T *)x, mean, var, eps, gamma, (const T *)dy, dgamma, dbeta, (T *)dx);
+        else if (v && sh.hw % 4 == 0)
+            bn_dx_kernel<T, 4><<<sf_cuda_blocks(n / 4, 256), 256, 0, stream>>>(
+                n, sh.hw, sh.c, inv_count, (const T *)x, mean, var, eps, gamma, (const T *)dy, dgamma, dbeta, (T *)dx);
+        else
+            bn_dx_kernel<T, 1><<<sf_cuda_blocks(n, 256), 256, 0, stream>>>(
+                n, sh.hw, sh.c, inv_count, (const T *)x, mean, var, eps, gamma, (const T *)dy, dgamma, dbeta, (T *)dx);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    });
 }
 
 sf_status sf_cuda_op_bn_backward(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var,
                                  float eps, const float *gamma, const float *dy, float *dx, float *dgamma, float *dbeta)
 {
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
-    int64_t n = sh.rows * sh.c * sh.hw;
-    if (n == 0) return SF_OK;
-    return sf_cuda_with_act(c->act, [&](auto tag) -> sf_status {
+    if (sh.rows * sh.c * sh.hw == 0) return SF_OK;
+    SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {
         using T = decltype(tag);
-        BackF<T> f = {(const T *)x, (const T *)dy, mean, var, eps, dgamma, dbeta};
-        SF_TRY(sf_cuda_channel_reduce(c, f, sh.rows, sh.c, sh.hw));
-        bn_dx_kernel<T><<<sf_cuda_blocks(n, 256), 256, 0, c->stream>>>(n, sh.hw, sh.c, (double)(sh.rows * sh.hw),
-                                                                       (const T *)x, mean, var, eps, gamma,
-                                                                       (const T *)dy, dgamma, dbeta, (T *)dx);
-        SF_CUDA_LAUNCHED();
-        return SF_OK;
-    });
+        return sf_cuda_channel_reduce(c, BackF<T>{(const T *)x, (const T *)dy, mean, var, eps, dgamma, dbeta}, sh.rows,
+                                      sh.c, sh.hw);
+    }));
+    return sf_cuda_bn_dx(c->act, sh, (double)(sh.rows * sh.hw), x, mean, var, eps, gamma, dy, dgamma, dbeta, dx,
+                         c->stream);
 }
 
 __global__ void bn_running_kernel(int32_t C, float m, float unbias, const float *mean, const float *var, float *rm,

@@ -1,8 +1,10 @@
 /* bn_lif.cu — fused BN → neuron, every model (Liang et al., Alg. 1–3; docs/architecture.md, References). Forward: normalise and
- * integrate in one pass per neuron. Backward: pass 1 recomputes y and h, runs the reverse time loop and keeps only Σ_t
- * dy and Σ_t dy·x̂ per neuron ([B, C, hw], T times smaller than x); a deterministic reduction turns them into dbeta,
- * dgamma; pass 2 recomputes again and writes dx. dy ([T, B, C, hw]) is never stored. x, s, ds and dx are in the
- * backend's activation type; the sums and statistics are float. */
+ * integrate in one pass per neuron. Backward: pass 1 recomputes y and h, runs the reverse time loop, writes dy into
+ * dx's buffer and keeps Σ_t dy and Σ_t dy·x̂ per neuron ([B, C, hw], T times smaller than x); a deterministic
+ * reduction turns them into dbeta, dgamma; pass 2 turns dy into dx element-wise, in place. (Liang et al. recompute
+ * in pass 2 instead: that pass then issues the whole time loop's instructions again, which cost more than the 2 or 4
+ * bytes of dy per element it saves.) x, s, ds and dx are in the backend's activation type; the sums and statistics
+ * are float. */
 #include "cuda/cuda_backend.h"
 #include "cuda/neuron.cuh"
 #include "cuda/ops.cuh"
@@ -77,7 +79,15 @@ struct NeuronSumsF {
     }
 };
 
-/* The backward on context c: its activation type, stream, SM count and scratch slots (per-neuron sums, partials). */
+/* Whether the byte ranges of two [n]-element tensors meet. */
+static bool overlap(const void *a, const void *b, size_t bytes)
+{
+    return (const char *)a < (const char *)b + bytes && (const char *)b < (const char *)a + bytes;
+}
+
+/* The backward on context c: its activation type, stream, SM count and scratch slots (per-neuron sums, partials).
+ * Pass 1 runs the reverse time loop: dy into dx, Σdy and Σdy·x̂ per neuron, a PLIF's dw terms; pass 2 turns dy
+ * into dx in place, element-wise (bn.cu). Under a split, phase 1 leaves dy in dx for phase 2. */
 static sf_status bn_lif_backward_on(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const void *x,
                                     const float *h, const float *mean, const float *var, float eps, const float *gamma,
                                     const float *beta, const void *ds, void *dx, float *dgamma, float *dbeta,
@@ -91,31 +101,29 @@ static sf_status bn_lif_backward_on(sf_cuda_ctx *c, const sf_lif_params *p, int6
         return sf_fail(SF_ERR_INVALID, "BN+LIF backward: dgamma and dbeta are needed (the sums pass writes them)");
     if (phase == 2 && (!split->sum_dy || !split->sum_dyx || split->rows < 1))
         return sf_fail(SF_ERR_INVALID, "BN+LIF backward: phase 2 needs the sums of every part and their rows");
+    const size_t bytes = (size_t)(sh.rows * sh.c * sh.hw) * sf_act_type_size(c->act);
+    if (!dx || overlap(x, dx, bytes))
+        return sf_fail(SF_ERR_INVALID, "BN+LIF backward: dx is %s (it holds ∂L/∂y between the two passes, which "
+                                       "then read x)", dx ? "in the bytes of x" : "NULL");
     SF_TRY(sf_plif_state_check("BN+LIF backward", p, sh.rows / T * sh.c * sh.hw, st, sh.c, sh.hw));
     sf_cuda_neuron a = bn_neuron(p, T, sh, x, mean, var, eps, gamma, beta);
     if (st) a.st = *st;
     if (a.N == 0) return SF_OK;
-    return sf_cuda_with_act(c->act, [&](auto tag) -> sf_status {
-        using Act = decltype(tag);
-        if (phase != 2) { /* pass 1: Σdy, Σdy·x̂ per neuron, and a PLIF's sums for dw after them */
-            const bool plif = p->model == SF_NEURON_PLIF;
-            void *sums;
-            SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SUMS, sizeof(float) * (plif ? 3 : 2) * (size_t)a.N, &sums));
-            float *s = (float *)sums;
-            SF_TRY(sf_cuda_neuron_backward_launch<Act>(a, true, SF_DY_SUMS, h, ds, NULL, s, NULL, NULL, c->stream));
-            NeuronSumsF f = {s, s + a.N, dgamma, dbeta};
-            SF_TRY(sf_cuda_channel_reduce(c, f, sh.rows / T, sh.c, sh.hw));
-            if (plif) SF_TRY(sf_cuda_plif_dw(c, a, s + 2 * a.N));
-            if (phase == 1) return SF_OK;
-        }
-        a.st.dv_out = NULL; /* written by the sums pass */
-        if (phase == 2) {
-            a.bn_rows = split->rows;
-            return sf_cuda_neuron_backward_launch<Act>(a, true, SF_DY_BN_DX, h, ds, dx, NULL, split->sum_dyx,
-                                                       split->sum_dy, c->stream);
-        }
-        return sf_cuda_neuron_backward_launch<Act>(a, true, SF_DY_BN_DX, h, ds, dx, NULL, dgamma, dbeta, c->stream);
-    });
+    if (phase != 2) { /* pass 1 */
+        const bool plif = p->model == SF_NEURON_PLIF;
+        void *sums;
+        SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SUMS, sizeof(float) * (plif ? 3 : 2) * (size_t)a.N, &sums));
+        float *s = (float *)sums;
+        SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {
+            return sf_cuda_neuron_backward_launch<decltype(tag)>(a, true, h, ds, dx, s, c->stream);
+        }));
+        SF_TRY(sf_cuda_channel_reduce(c, NeuronSumsF{s, s + a.N, dgamma, dbeta}, sh.rows / T, sh.c, sh.hw));
+        if (plif) SF_TRY(sf_cuda_plif_dw(c, a, s + 2 * a.N));
+        if (phase == 1) return SF_OK;
+    }
+    const bool all = phase == 2;
+    return sf_cuda_bn_dx(c->act, sh, (double)((all ? split->rows : sh.rows) * sh.hw), x, mean, var, eps, gamma, dx,
+                         all ? split->sum_dyx : dgamma, all ? split->sum_dy : dbeta, dx, c->stream);
 }
 
 sf_status sf_cuda_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,

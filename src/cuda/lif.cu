@@ -47,8 +47,7 @@ static sf_status backward(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, int
     const sf_cuda_neuron a = plain(p, T, N, x, st, tune);
     auto launch = [&](float *sums) {
         return sf_cuda_with_act(t, [&](auto tag) {
-            return sf_cuda_neuron_backward_launch<decltype(tag)>(a, false, SF_DY_WRITE, h, ds, dx, sums, NULL, NULL,
-                                                                 stream);
+            return sf_cuda_neuron_backward_launch<decltype(tag)>(a, false, h, ds, dx, sums, stream);
         });
     };
     if (p->model != SF_NEURON_PLIF || N == 0) return launch(NULL);

@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(SF_SPIKE_SEG)
             const float st = sf_cuda_step<MODEL>(k, soft, xs[u], &v, &ab, &h, &theta);
             const int64_t i = t * a.N + nf;
             if (valid) {
-                sf_cuda_ckpt_store<1, MODEL>(a, t, nf, &v, &ab);
+                sf_cuda_ckpt_store<1, MODEL>(a, (int)t, nf, &v, &ab);
                 if (s) s[i] = sf_narrow<T>(st);
                 if (s_u8) s_u8[i] = (uint8_t)st;
                 if (hout) hout[i] = h;
@@ -56,6 +56,8 @@ sf_status sf_cuda_lif_compact_forward(const sf_cuda_neuron &a, sf_act_type t, co
     const int64_t blocks = a.N / n * ((n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG);
     if (blocks == 0) return SF_OK;
     if (blocks > INT32_MAX) return sf_fail(SF_ERR_INVALID, "LIF forward: N = %lld is too large", (long long)a.N);
+    if (a.T > INT32_MAX) /* checkpoints count time in 32 bits */
+        return sf_fail(SF_ERR_UNSUPPORTED, "LIF forward: T = %lld steps; at most %d", (long long)a.T, INT32_MAX);
     return sf_cuda_with_act(t, [&](auto tag) {
         using T = decltype(tag);
         T *s = (T *)out->s;

@@ -33,18 +33,43 @@
 
 #include <type_traits>
 
-/* The sigmoid surrogate's exp on the device as ex2.approx (__expf: a multiply and one MUFU instead of expf's
- * range-reduced polynomial, ~10 instructions in the issue-bound backward). Spikes never depend on it, only
- * gradients (a few ulp, inside the tests' 1e-5 relative bound); host code keeps expf. */
+/* The surrogates' arithmetic on the device, where the backward is issue-bound (host code keeps the plain
+ * expressions). Spikes never depend on it, only gradients (a few ulp, inside the tests' 1e-5 relative bound):
+ * exp as one ex2.approx.ftz after a multiply, instead of expf's range-reduced polynomial (~10 instructions) or
+ * __expf's denormal fix-up (3); a / b with b >= 1 as a times rcp.approx.ftz (the full-range approximate division
+ * spends 6 more instructions on ranges b >= 1 never reaches); a·b + c as one FFMA, which --fmad=false (for the
+ * spikes' sake) would otherwise split in two. */
 __host__ __device__ __forceinline__ float sf_cuda_expf(float x)
 {
 #ifdef __CUDA_ARCH__
-    return __expf(x);
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x * 1.4426950408889634f));
+    return r;
 #else
     return expf(x);
 #endif
 }
+__host__ __device__ __forceinline__ float sf_cuda_grad_div(float a, float b)
+{
+#ifdef __CUDA_ARCH__
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+    return a * r;
+#else
+    return a / b;
+#endif
+}
+__host__ __device__ __forceinline__ float sf_cuda_fmaf(float a, float b, float c)
+{
+#ifdef __CUDA_ARCH__
+    return __fmaf_rn(a, b, c);
+#else
+    return a * b + c;
+#endif
+}
 #define SF_EXPF sf_cuda_expf
+#define SF_GRAD_DIV sf_cuda_grad_div
+#define SF_FMAF sf_cuda_fmaf
 
 extern "C" {
 #include "core/lif_math.h"
@@ -66,7 +91,6 @@ struct sf_cuda_neuron {
     sf_cuda_bn_in bn; /* used when the kernel's BN flag is set */
     sf_cuda_lif_tuning tune; /* a forced launch configuration (zeros: the automatic one) */
     sf_lif_state st;         /* [N] each, optional: the state carried across calls (spikefuse.h) */
-    int64_t bn_rows;         /* SF_DY_BN_DX: T·B of the whole batch when it spans several processes (0: this one's) */
 };
 
 /* v before the first step of neuron n: the carried state or the model's start value. */
@@ -133,12 +157,12 @@ __device__ __forceinline__ float sf_cuda_step(const sf_lif_coeffs &k, int soft, 
  * t + 1 = T − j·SF_LIF_CKPT_STEPS (v, then the ALIF's b after all the v slots). */
 static_assert((SF_LIF_CKPT_STEPS & (SF_LIF_CKPT_STEPS - 1)) == 0, "checkpoint spacing: a power of two");
 template <int V, int MODEL>
-__device__ __forceinline__ void sf_cuda_ckpt_store(const sf_cuda_neuron &a, int64_t t, int64_t n, const float *v,
+__device__ __forceinline__ void sf_cuda_ckpt_store(const sf_cuda_neuron &a, int t, int64_t n, const float *v,
                                                    const float *b)
 {
-    const int64_t left = a.T - 1 - t;
-    if (!a.st.v_ckpt || left <= 0 || (left & (SF_LIF_CKPT_STEPS - 1))) return;
-    float *slot = a.st.v_ckpt + (left / SF_LIF_CKPT_STEPS - 1) * a.N + n;
+    const int left = (int)a.T - 1 - t; /* time fits 32 bits (the launchers check T) */
+    if (left <= 0 || (left & (SF_LIF_CKPT_STEPS - 1)) || !a.st.v_ckpt) return;
+    float *slot = a.st.v_ckpt + (int64_t)(left / SF_LIF_CKPT_STEPS - 1) * a.N + n;
 #pragma unroll
     for (int j = 0; j < V; j++) {
         slot[j] = v[j];
@@ -157,13 +181,6 @@ __device__ __forceinline__ void sf_cuda_ckpt_load(const sf_cuda_neuron &a, int64
         b[j] = MODEL == SF_CUDA_ALIF ? slot[(a.T - 1) / SF_LIF_CKPT_STEPS * a.N + j] : 0.0f;
     }
 }
-
-/* What the backward does with dy_t = ∂L/∂y_t. */
-enum sf_cuda_dy_mode {
-    SF_DY_WRITE, /* dx_t = dy_t (plain LIF) */
-    SF_DY_SUMS,  /* per neuron: Σ_t dy_t and Σ_t dy_t·x̂_t into sums[n], sums[N + n] (BN pass 1) */
-    SF_DY_BN_DX /* dx_t = γ·invstd·(dy_t − mean(dy) − x̂_t·mean(dy·x̂)) with the sums in dgamma, dbeta (pass 2) */
-};
 
 struct sf_cuda_affine {
     float mean, invstd, gamma, beta;
@@ -201,22 +218,25 @@ template <int V, int U> struct sf_cuda_batch {
     float v[U][V];
 };
 
-/* Loads steps t, t+dir, … (U of them, those in [lo, hi)) of [T, N] tensor p at neuron n. */
+/* Loads steps t, t+dir, … (U of them) of [T, N] tensor p at neuron n; t is in [lo, hi). Time fits 32 bits (the
+ * launchers check T). In a batch that leaves [lo, hi) the steps outside load its last step in range again, unused:
+ * loads without branches or predicates, whose guards cost more instructions than the loads. */
 template <int V, int U, bool ONCE, class T>
-__device__ __forceinline__ void sf_cuda_load_batch(sf_cuda_batch<V, U> &b, const T *p, int64_t N, int64_t n,
-                                                   int64_t t, int dir, int64_t lo, int64_t hi)
+__device__ __forceinline__ void sf_cuda_load_batch(sf_cuda_batch<V, U> &b, const T *p, int64_t N, int64_t n, int t,
+                                                   int dir, int lo, int hi)
 {
-    const T *q = p + t * N + n;
+    const T *q = p + (int64_t)t * N + n;
     const int64_t step = dir * N;
     if (t + dir * (U - 1) >= lo && t + dir * (U - 1) < hi) { /* a full batch: straight-line loads, all in flight */
 #pragma unroll
         for (int u = 0; u < U; u++) sf_ld<V, ONCE>(q + u * step, b.v[u]);
         return;
     }
+    const int last = dir > 0 ? hi - 1 : lo; /* the batch's last step in range */
 #pragma unroll
     for (int u = 0; u < U; u++) {
-        int64_t tt = t + dir * u;
-        if (tt >= lo && tt < hi) sf_ld<V, ONCE>(q + u * step, b.v[u]);
+        const int tt = dir > 0 ? min(t + u, last) : max(t - u, last);
+        sf_ld<V, ONCE>(p + (int64_t)tt * N + n, b.v[u]);
     }
 }
 
@@ -247,8 +267,9 @@ __global__ void __launch_bounds__(256)
             pa[j] = kj.a;
             pc[j] = kj.c;
         }
-        auto step = [&](int64_t t, const float *xv) {
-            int64_t i = t * a.N + n;
+        const int T_ = (int)a.T; /* time in 32 bits (the launcher checks T) */
+        auto step = [&](int t, const float *xv) {
+            const int64_t i = (int64_t)t * a.N + n;
             float st[V], h[V];
 #pragma unroll
             for (int j = 0; j < V; j++) {
@@ -265,23 +286,27 @@ __global__ void __launch_bounds__(256)
         };
         if (V == 1) { /* the next batch is in flight while this one is integrated (few threads: long T) */
             sf_cuda_batch<V, U> next, cur;
-            sf_cuda_load_batch<V, U, false>(next, x, a.N, n, 0, 1, 0, a.T);
-            for (int64_t t0 = 0; t0 < a.T; t0 += U) {
+            sf_cuda_load_batch<V, U, false>(next, x, a.N, n, 0, 1, 0, T_);
+            for (int t0 = 0; t0 < T_; t0 += U) {
                 cur = next;
-                if (t0 + U < a.T) sf_cuda_load_batch<V, U, false>(next, x, a.N, n, t0 + U, 1, 0, a.T);
+                if (t0 + U < T_) sf_cuda_load_batch<V, U, false>(next, x, a.N, n, t0 + U, 1, 0, T_);
 #pragma unroll
-                for (int u = 0; u < U; u++)
-                    if (t0 + u < a.T) step(t0 + u, cur.v[u]);
+                for (int u = 0; u < U; u++) {
+                    if (t0 + u >= T_) break;
+                    step(t0 + u, cur.v[u]);
+                }
             }
         } else {
-            for (int64_t t0 = 0; t0 < a.T; t0 += U) {
+            for (int t0 = 0; t0 < T_; t0 += U) {
                 float xs[U][V];
 #pragma unroll
-                for (int u = 0; u < U; u++)
-                    if (t0 + u < a.T) sf_ld<V, false>(x + (t0 + u) * a.N + n, xs[u]);
+                for (int u = 0; u < U; u++) /* past T: the last step again, unused (no predicated loads) */
+                    sf_ld<V, false>(x + (int64_t)min(t0 + u, T_ - 1) * a.N + n, xs[u]);
 #pragma unroll
-                for (int u = 0; u < U; u++)
-                    if (t0 + u < a.T) step(t0 + u, xs[u]);
+                for (int u = 0; u < U; u++) {
+                    if (t0 + u >= T_) break;
+                    step(t0 + u, xs[u]);
+                }
             }
         }
         if (a.st.v_out)
@@ -305,29 +330,31 @@ __global__ void __launch_bounds__(256)
 #define SF_COL(base, t) ((base) + ((int)(t)*SF_CUDA_BWD_THREADS + (int)threadIdx.x) * V)
 
 /* Forward recompute of steps [t0, t1) from v (and the ALIF's b) into the thread's shared-memory column (and, KEEPX,
- * x into its column in xsm; the ALIF's θ into thsm); the next batch of x is in flight while the current one is
- * integrated. */
-template <class T, bool BN, bool KEEPX, int MODEL, int V, int U>
+ * x into its column in xsm; the ALIF's θ into thsm, or with ZCOL z = h − θ in place of h and no θ); the next batch of
+ * x is in flight while the current one is integrated. */
+template <class T, bool BN, bool KEEPX, int MODEL, bool ZCOL, int V, int U>
 __device__ __forceinline__ void sf_cuda_recompute(const sf_cuda_neuron &a, int soft, const sf_lif_coeffs &k,
-                                                  const sf_cuda_affine &f, int64_t n, int64_t t0, int64_t t1, float *v,
+                                                  const sf_cuda_affine &f, int64_t n, int t0, int t1, float *v,
                                                   float *b, float *smem, float *xsm, float *thsm)
 {
     const T *x = (const T *)a.x;
     sf_cuda_batch<V, U> next, cur;
     sf_cuda_load_batch<V, U, false>(next, x, a.N, n, t0, 1, t0, t1);
-    for (int64_t t = t0; t < t1; t += U) {
+    for (int t = t0; t < t1; t += U) {
         cur = next;
         if (t + U < t1) sf_cuda_load_batch<V, U, false>(next, x, a.N, n, t + U, 1, t0, t1);
         auto step = [&](int u) {
             float h[V], th[V];
 #pragma unroll
-            for (int j = 0; j < V; j++)
+            for (int j = 0; j < V; j++) {
                 sf_cuda_step<MODEL>(k, soft, BN ? f(cur.v[u][j]) : cur.v[u][j], &v[j], &b[j], &h[j], &th[j]);
+                if (ZCOL) h[j] -= th[j];
+            }
             if (V == 4)
                 *(float4 *)SF_COL(smem, t + u - t0) = make_float4(h[0], h[1], h[2], h[3]);
             else
                 *SF_COL(smem, t + u - t0) = h[0];
-            if (MODEL == SF_CUDA_ALIF) {
+            if (MODEL == SF_CUDA_ALIF && !ZCOL) {
                 if (V == 4)
                     *(float4 *)SF_COL(thsm, t + u - t0) = make_float4(th[0], th[1], th[2], th[3]);
                 else
@@ -344,35 +371,40 @@ __device__ __forceinline__ void sf_cuda_recompute(const sf_cuda_neuron &a, int s
         if (t + U <= t1) { /* full batch: straight-line code */
 #pragma unroll
             for (int u = 0; u < U; u++) step(u);
-        } else {
+        } else { /* the last steps: a branch out after each, not predicates on every step */
 #pragma unroll
-            for (int u = 0; u < U; u++)
-                if (t + u < t1) step(u);
+            for (int u = 0; u < U; u++) {
+                if (t + u >= t1) break;
+                step(u);
+            }
         }
     }
 }
 
-/* Backward over [T, N]. h: saved potentials (SAVED) or NULL (recompute through shared memory in segments of S steps,
+/* Backward over [T, N]: dx_t = dy_t = ∂L/∂y_t, the gradient of the neuron's input (for BN, of its normalised input:
+ * bn_lif.cu turns it into dx in place, from the per-neuron Σ_t dy_t and Σ_t dy_t·x̂_t that BN writes into sums[n],
+ * sums[N + n]). h: saved potentials (SAVED) or NULL (recompute through shared memory in segments of S steps,
  * with nseg = ceil(T / S) checkpoints after the S-step areas). Loads of ds (and x, KEEPX) run one batch ahead;
  * the first batch of a segment is requested before its recompute, so its latency overlaps that pass. The
- * surrogate is a template argument (SG), and so is the common hard-reset, no-θ_grad case (HARD): the loop is
+ * surrogate is a template argument (SG), and so is the common hard-reset, no-θ_grad case (HARD; for the ALIF:
+ * detach_reset and no θ_grad, whose backward needs only z = h − θ, one column instead of h's and θ's): the loop is
  * issue-bound at the occupancy registers and columns allow, and run-time switches cost instructions per element
  * (SAVED likewise: a run-time test of hsaved split each step into branches). Launched with SF_CUDA_BWD_THREADS.
  * Shared memory: [S steps of h][KEEPX: S of x][ALIF: S of θ][checkpoints: v (ALIF: v, then b) per segment].
  * PLIF: Σ_t dh_t·∂h_t/∂k with ∂h_t/∂k = c'·y_t − v_{t−1} (c' = 1 with decay_input, else 0) goes to sums[n]
- * (SF_DY_WRITE) or sums[2N + n] (SF_DY_SUMS); the term in v_{t−1} waits one step for h_{t−1} (which gives v_{t−1}),
+ * (or sums[2N + n] with BN); the term in v_{t−1} waits one step for h_{t−1} (which gives v_{t−1}),
  * the last for the start value. Without BN, y_t − v_{t−1} = (h_t − v_{t−1})/c (decay_input: h_t = v_{t−1} +
  * c·(y_t − v_{t−1})), so the whole term waits for v_{t−1} and x needs no column: the PLIF has the LIF's shared
  * memory (twice the blocks per SM) and its full mode reads no x; with BN, x̂'s column gives y_t. */
-template <class T, bool BN, int MODE, int V, int U, int SG, bool HARD, bool SAVED, int MODEL>
+template <class T, bool BN, int V, int U, int SG, bool HARD, bool SAVED, int MODEL>
 __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
-    sf_cuda_neuron_backward(sf_cuda_neuron a, const float *hsaved, const T *ds, T *dx, float *sums,
-                            const float *dgamma, const float *dbeta, int64_t S)
+    sf_cuda_neuron_backward(sf_cuda_neuron a, const float *hsaved, const T *ds, T *dx, float *sums, int S, int nseg)
 {
     static_assert(MODEL == SF_CUDA_LIF || V == 1, "the PLIF and ALIF backward runs one neuron per thread");
     static_assert(MODEL != SF_CUDA_ALIF || !SAVED, "the ALIF backward recomputes its thresholds");
     constexpr bool KEEPX = BN;                                /* x in a column too (x̂; a BN+PLIF's y_t) */
-    constexpr int COLS = 1 + KEEPX + (MODEL == SF_CUDA_ALIF); /* columns per step */
+    constexpr bool ZCOL = MODEL == SF_CUDA_ALIF && HARD;      /* the ALIF's z = h − θ instead of h and θ */
+    constexpr int COLS = 1 + KEEPX + (MODEL == SF_CUDA_ALIF && !ZCOL); /* columns per step */
     constexpr int CK = MODEL == SF_CUDA_ALIF ? 2 : 1;         /* checkpoint floats per segment */
     extern __shared__ float4 sf_cuda_smem4[];
     float *smem = (float *)sf_cuda_smem4;
@@ -381,8 +413,11 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
     const T *x = (const T *)a.x;
     sf_lif_params p = a.p;
     p.surrogate = (sf_surrogate)SG; /* a constant: the compiler keeps only this surrogate's arithmetic */
-    if (HARD) {                     /* the common case as constants too: hard reset, no θ_grad */
-        p.soft_reset = 0;
+    if (HARD) { /* the common case as constants too: hard reset (the ALIF: detach_reset), no θ_grad */
+        if (MODEL == SF_CUDA_ALIF)
+            p.detach_reset = 1;
+        else
+            p.soft_reset = 0;
         p.use_grad_threshold = 0;
     }
     const sf_lif_coeffs k = sf_cuda_coeffs<MODEL>(a, n); /* V = 1 for a PLIF: one channel's */
@@ -391,18 +426,19 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
     float *xsm = smem + area, *thsm = smem + (1 + KEEPX) * area, *ckpt = smem + (SAVED ? 1 : COLS) * area;
     /* Segments end at T: segment g >= 1 covers [T - (nseg - g)·S, T - (nseg - 1 - g)·S) and segment 0 the (shorter)
      * rest, so the first pass, which stops where the last segment starts, reads x over T - S steps only. */
-    int64_t nseg = SAVED ? 1 : (a.T + S - 1) / S;
+    const int T_ = (int)a.T; /* time in 32 bits (the launcher checks T) */
+    if (SAVED) nseg = 1;
     const bool given_ckpt = !SAVED && a.st.v_ckpt; /* the launcher passes it only where S is a multiple of 32 */
     float v[V], b[V];
     if (!SAVED && nseg > 1 && !given_ckpt) { /* v (b) at each segment start (slot g for segment g >= 1), x streamed */
 #pragma unroll
         for (int j = 0; j < V; j++) v[j] = sf_cuda_v0(a, k, n + j), b[j] = sf_cuda_b0(a, n + j);
-        const int64_t tend = a.T - S; /* the last segment's start: no further */
-        int64_t next_ck = a.T - (nseg - 1) * S;
+        const int tend = T_ - S; /* the last segment's start: no further */
+        int next_ck = T_ - (nseg - 1) * S;
         int ck = 1;
         sf_cuda_batch<V, U> next, cur;
         sf_cuda_load_batch<V, U, false>(next, x, a.N, n, 0, 1, 0, tend);
-        for (int64_t t = 0; t < tend; t += U) {
+        for (int t = 0; t < tend; t += U) {
             cur = next;
             if (t + U < tend) sf_cuda_load_batch<V, U, false>(next, x, a.N, n, t + U, 1, 0, tend);
 #pragma unroll
@@ -431,13 +467,6 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
             if (MODEL == SF_CUDA_ALIF) SF_COL(ckpt, CK * (nseg - 1) + 1)[j] = b[j];
         }
     }
-    float mdy = 0.0f, mdyx = 0.0f;
-    if (MODE == SF_DY_BN_DX) {
-        float cnt = (float)((a.bn_rows ? a.bn_rows : a.T * (a.N / a.bn.C / a.bn.hw)) * a.bn.hw);
-        int32_t ch = (int32_t)((n / a.bn.hw) % a.bn.C);
-        mdy = dbeta[ch] / cnt;
-        mdyx = dgamma[ch] / cnt;
-    }
     float dv[V], db[V], sdy[V], sdyx[V], dk = 0.0f, dh_later = 0.0f, h_later = 0.0f; /* dh_{t+1}, h_{t+1} (PLIF) */
 #pragma unroll
     for (int j = 0; j < V; j++) {
@@ -445,8 +474,8 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
         db[j] = MODEL == SF_CUDA_ALIF && a.st.dv_in ? a.st.dv_in[a.N + n + j] : 0.0f;
         sdy[j] = sdyx[j] = 0.0f;
     }
-    for (int64_t seg = nseg - 1; seg >= 0; seg--) {
-        int64_t t1 = SAVED ? a.T : a.T - (nseg - 1 - seg) * S, t0 = SAVED ? 0 : max(t1 - S, (int64_t)0);
+    for (int seg = nseg - 1; seg >= 0; seg--) {
+        const int t1 = SAVED ? T_ : T_ - (nseg - 1 - seg) * S, t0 = SAVED ? 0 : max(t1 - S, 0);
         sf_cuda_batch<V, U> nds, nx, cds, cx;
         sf_cuda_load_batch<V, U, true>(nds, ds, a.N, n, t1 - 1, -1, t0, t1);
         if (KEEPX && SAVED) sf_cuda_load_batch<V, U, false>(nx, x, a.N, n, t1 - 1, -1, t0, t1);
@@ -462,11 +491,12 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
                                                   : sf_cuda_b0(a, n + j);
                 }
             }
-            sf_cuda_recompute<T, BN, KEEPX, MODEL, V, U>(a, p.soft_reset, k, f, n, t0, t1, v, b, smem, xsm, thsm);
+            sf_cuda_recompute<T, BN, KEEPX, MODEL, ZCOL, V, U>(a, p.soft_reset, k, f, n, t0, t1, v, b, smem, xsm,
+                                                                thsm);
         }
         /* dx at step t - u: walks back one row per step (one add instead of a 64-bit multiply-add per element) */
-        T *dxt = MODE != SF_DY_SUMS ? dx + (t1 - 1) * a.N + n : NULL;
-        for (int64_t t = t1 - 1; t >= t0; t -= U) {
+        T *dxt = dx + (int64_t)(t1 - 1) * a.N + n;
+        for (int t = t1 - 1; t >= t0; t -= U) {
             cds = nds;
             if (KEEPX && SAVED) cx = nx;
             if (t - U >= t0) {
@@ -474,10 +504,10 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
                 if (KEEPX && SAVED) sf_cuda_load_batch<V, U, false>(nx, x, a.N, n, t - U, -1, t0, t1);
             }
             auto step = [&](int u) {
-                int64_t tt = t - u;
+                const int tt = t - u;
                 float out[V], hv[V], xv[V], thv[V];
                 if (SAVED) { /* full mode: h streams in beside ds (and x) */
-                    sf_ld<V, true>(hsaved + tt * a.N + n, hv);
+                    sf_ld<V, true>(hsaved + (int64_t)tt * a.N + n, hv);
                     if (KEEPX) {
 #pragma unroll
                         for (int j = 0; j < V; j++) xv[j] = cx.v[u][j];
@@ -492,13 +522,15 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
                 } else {
                     hv[0] = *SF_COL(smem, tt - t0);
                     if (KEEPX) xv[0] = *SF_COL(xsm, tt - t0);
-                    if (MODEL == SF_CUDA_ALIF) thv[0] = *SF_COL(thsm, tt - t0);
+                    if (MODEL == SF_CUDA_ALIF && !ZCOL) thv[0] = *SF_COL(thsm, tt - t0);
                 }
 #pragma unroll
                 for (int j = 0; j < V; j++) {
-                    float dh = MODEL == SF_CUDA_ALIF ? sf_alif_step_back(&p, &k, hv[j], thv[j], cds.v[u][j], &dv[j], &db[j])
-                                                     : sf_lif_step_back(&p, &k, hv[j], cds.v[u][j], &dv[j]);
-                    float dy = k.c * dh;
+                    float dh = MODEL != SF_CUDA_ALIF ? sf_lif_step_back(&p, &k, hv[j], cds.v[u][j], &dv[j])
+                               : ZCOL ? sf_alif_step_back_z(&p, &k, hv[j], cds.v[u][j], &dv[j], &db[j])
+                                      : sf_alif_step_back(&p, &k, hv[j], thv[j], cds.v[u][j], &dv[j], &db[j]);
+                    /* BN: as stored, so that its sums and its element-wise pass 2 see the same dy (16 bits) */
+                    const float dy = BN ? sf_widen(sf_narrow<T>(k.c * dh)) : k.c * dh;
                     float xhat = BN ? (xv[j] - f.mean) * f.invstd : 0.0f;
                     if (MODEL == SF_CUDA_PLIF) {
                         const float v_prev = sf_lif_v_after(&k, p.soft_reset, hv[j]); /* v_{t−1} of step tt + 1 */
@@ -509,34 +541,33 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
                         dh_later = dh;
                         h_later = hv[j];
                     }
-                    if (MODE == SF_DY_WRITE) out[j] = dy;
-                    if (MODE == SF_DY_SUMS) sdy[j] += dy, sdyx[j] += dy * xhat;
-                    if (MODE == SF_DY_BN_DX) out[j] = f.gamma * f.invstd * (dy - mdy - xhat * mdyx);
+                    out[j] = dy;
+                    if (BN) sdy[j] += dy, sdyx[j] = SF_FMAF(dy, xhat, sdyx[j]);
                 }
-                if (MODE != SF_DY_SUMS) {
-                    sf_st<V>(dxt, out);
-                    dxt -= a.N;
-                }
+                sf_st<V>(dxt, out);
+                dxt -= a.N;
             };
             if (t - (U - 1) >= t0) { /* full batch: straight-line code */
 #pragma unroll
                 for (int u = 0; u < U; u++) step(u);
             } else {
 #pragma unroll
-                for (int u = 0; u < U; u++)
-                    if (t - u >= t0) step(u);
+                for (int u = 0; u < U; u++) {
+                    if (t - u < t0) break;
+                    step(u);
+                }
             }
         }
     }
-    if (MODE == SF_DY_SUMS)
+    if (BN)
 #pragma unroll
         for (int j = 0; j < V; j++) {
             sums[n + j] = sdy[j];
             sums[a.N + n + j] = sdyx[j];
         }
-    if (MODEL == SF_CUDA_PLIF && MODE != SF_DY_BN_DX) { /* the first step's v_{t−1} is the start value */
+    if (MODEL == SF_CUDA_PLIF) { /* the first step's v_{t−1} is the start value */
         const float v0 = sf_cuda_v0(a, k, n);
-        float *dks = sums + (MODE == SF_DY_SUMS ? 2 * a.N : 0), term = dk - dh_later * v0;
+        float *dks = sums + (BN ? 2 * a.N : 0), term = dk - dh_later * v0;
         if (!KEEPX) { /* Σ dh_t·(h_t − v_{t−1}), over c with decay_input */
             term = dk + dh_later * ((p.decay_input ? h_later : 0.0f) - v0);
             if (p.decay_input) term = __fdiv_rn(term, k.c);
@@ -561,29 +592,25 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
 
 /* Launches (neuron_launch.cuh; one instance per activation type, each in its own file): forward, and backward
  * with the vector width, block size and segment length chosen from T, N, the pointers' alignment and the device's
- * shared memory. s, ds and dx are of type T (out->s too); dx may alias x (each element is read before it is
- * written, by the thread that writes it). */
+ * shared memory. s, ds and dx are of type T (out->s too); dx (dy with BN) may alias x (each element is read
+ * before it is written, by the thread that writes it), though BN's dx then has no x left to come from. */
 template <class T>
 sf_status sf_cuda_neuron_forward_launch(const sf_cuda_neuron &a, bool bn, const sf_lif_out *out, cudaStream_t st);
 template <class T>
-sf_status sf_cuda_neuron_backward_launch(const sf_cuda_neuron &a, bool bn, int mode, const float *h, const void *ds,
-                                         void *dx, float *sums, const float *dgamma, const float *dbeta,
-                                         cudaStream_t st);
+sf_status sf_cuda_neuron_backward_launch(const sf_cuda_neuron &a, bool bn, const float *h, const void *ds, void *dx,
+                                         float *sums, cudaStream_t st);
 extern template sf_status sf_cuda_neuron_forward_launch<float>(const sf_cuda_neuron &, bool, const sf_lif_out *,
                                                                cudaStream_t);
 extern template sf_status sf_cuda_neuron_forward_launch<__nv_bfloat16>(const sf_cuda_neuron &, bool,
                                                                        const sf_lif_out *, cudaStream_t);
 extern template sf_status sf_cuda_neuron_forward_launch<__half>(const sf_cuda_neuron &, bool, const sf_lif_out *,
                                                                 cudaStream_t);
-extern template sf_status sf_cuda_neuron_backward_launch<float>(const sf_cuda_neuron &, bool, int, const float *,
-                                                                const void *, void *, float *, const float *,
-                                                                const float *, cudaStream_t);
-extern template sf_status sf_cuda_neuron_backward_launch<__nv_bfloat16>(const sf_cuda_neuron &, bool, int,
-                                                                        const float *, const void *, void *, float *,
-                                                                        const float *, const float *, cudaStream_t);
-extern template sf_status sf_cuda_neuron_backward_launch<__half>(const sf_cuda_neuron &, bool, int, const float *,
-                                                                 const void *, void *, float *, const float *,
-                                                                 const float *, cudaStream_t);
+extern template sf_status sf_cuda_neuron_backward_launch<float>(const sf_cuda_neuron &, bool, const float *,
+                                                             const void *, void *, float *, cudaStream_t);
+extern template sf_status sf_cuda_neuron_backward_launch<__nv_bfloat16>(const sf_cuda_neuron &, bool, const float *,
+                                                             const void *, void *, float *, cudaStream_t);
+extern template sf_status sf_cuda_neuron_backward_launch<__half>(const sf_cuda_neuron &, bool, const float *,
+                                                             const void *, void *, float *, cudaStream_t);
 
 /* plif.cu: a PLIF's dw (a.st.dw) from the per-neuron (or per-warp: sf_cuda_plif_warp_sums) sums dk of its
  * backward, with the backend's scratch, or (the raw entry points, without a backend) with partials given:

@@ -2,7 +2,7 @@
  * and batch from alignment and the neuron count, the backward's model and surrogate instance, batch and
  * shared-memory segment length; a sf_cuda_lif_tuning can force each (benchmarks and tests compare them). Included by
  * one file per activation type (neuron_f32.cu, neuron_bf16.cu, neuron_f16.cu), which instantiates it with
- * SF_CUDA_NEURON_INSTANCES: the backward has 120 instances per type and model (the ALIF's 48: it always recomputes),
+ * SF_CUDA_NEURON_INSTANCES: the backward has 80 instances per type and model (the ALIF's 48: it always recomputes),
  * and three files compile in parallel. */
 #ifndef SF_CUDA_NEURON_LAUNCH_CUH
 #define SF_CUDA_NEURON_LAUNCH_CUH
@@ -82,6 +82,8 @@ template <class T>
 sf_status sf_cuda_neuron_forward_launch(const sf_cuda_neuron &a, bool bn, const sf_lif_out *out, cudaStream_t st)
 {
     if (a.N == 0) return SF_OK;
+    if (a.T > INT32_MAX) /* the kernels count time in 32 bits */
+        return sf_fail(SF_ERR_UNSUPPORTED, "LIF forward: T = %lld steps; at most %d", (long long)a.T, INT32_MAX);
     bool v4 = vec4_ok<T>(a, bn, out);
     return bn ? forward_config<T, true>(a, out, v4, st) : forward_config<T, false>(a, out, v4, st);
 }
@@ -91,31 +93,38 @@ template <class T> struct bwd_args {
     const T *ds;
     T *dx;
     float *sums;
-    const float *dgamma, *dbeta;
 };
 
+/* The backward's HARD instance: hard reset and no θ_grad; for the ALIF detach_reset and no θ_grad (either reset),
+ * whose recompute keeps one column, z = h − θ, instead of two. */
+template <int MODEL> static bool hard_instance(const sf_lif_params &p)
+{
+    return !p.use_grad_threshold && (MODEL == SF_CUDA_ALIF ? p.detach_reset : !p.soft_reset);
+}
+
 /* SF_CUDA_BWD_THREADS neurons per block; smem bytes for segments of S steps (0: h is given). */
-template <class T, bool BN, int MODE, int U, int MODEL>
+template <class T, bool BN, int U, int MODEL>
 static sf_status backward(const sf_cuda_neuron &a, const bwd_args<T> &b, int64_t S, size_t smem, cudaStream_t st)
 {
-    const bool hard = !a.p.soft_reset && !a.p.use_grad_threshold;
+    const bool hard = hard_instance<MODEL>(a.p);
     const int threads = SF_CUDA_BWD_THREADS;
     return with_surrogate(a.p.surrogate, [&](auto sg) -> sf_status {
         constexpr int SG = decltype(sg)::value;
-        auto kernel = hard ? sf_cuda_neuron_backward<T, BN, MODE, 1, U, SG, true, false, MODEL>
-                           : sf_cuda_neuron_backward<T, BN, MODE, 1, U, SG, false, false, MODEL>;
+        auto kernel = hard ? sf_cuda_neuron_backward<T, BN, 1, U, SG, true, false, MODEL>
+                           : sf_cuda_neuron_backward<T, BN, 1, U, SG, false, false, MODEL>;
         /* saved h: short batches only (32 steps ahead is for the recompute's few threads); not the ALIF's */
         if constexpr (U <= 8 && MODEL != SF_CUDA_ALIF)
             if (b.h)
-                kernel = hard ? sf_cuda_neuron_backward<T, BN, MODE, 1, U, SG, true, true, MODEL>
-                              : sf_cuda_neuron_backward<T, BN, MODE, 1, U, SG, false, true, MODEL>;
+                kernel = hard ? sf_cuda_neuron_backward<T, BN, 1, U, SG, true, true, MODEL>
+                              : sf_cuda_neuron_backward<T, BN, 1, U, SG, false, true, MODEL>;
         if (smem > 48 * 1024)
             SF_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         /* all of the unified L1/shared memory as shared: the recompute's columns are what limits residency */
         if (smem > 0)
             SF_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                                cudaSharedmemCarveoutMaxShared));
-        kernel<<<sf_cuda_blocks(a.N, threads), threads, smem, st>>>(a, b.h, b.ds, b.dx, b.sums, b.dgamma, b.dbeta, S);
+        const int nseg = S > 0 ? (int)((a.T + S - 1) / S) : 1;
+        kernel<<<sf_cuda_blocks(a.N, threads), threads, smem, st>>>(a, b.h, b.ds, b.dx, b.sums, (int)S, nseg);
         SF_CUDA_LAUNCHED();
         return SF_OK;
     });
@@ -124,8 +133,8 @@ static sf_status backward(const sf_cuda_neuron &a, const bwd_args<T> &b, int64_t
 /* Picks the configuration: one neuron per thread (four per thread with 16-byte accesses needed twice the registers
  * and ran slower: the loop is issue-bound at the occupancy registers and columns allow), loads 8 steps ahead (4 for
  * T < 8, so that batches are full). Recompute: each neuron needs 4 bytes of shared memory per step of a segment
- * (8 with BN, whose column keeps x too; 4 more for the ALIF's θ), plus a checkpoint per segment (v, and the
- * ALIF's b) unless the forward kept them (v_ckpt). The ALIF always recomputes (its θ is not saved).
+ * (8 with BN, whose column keeps x too; 4 more for the ALIF's θ unless its hard_instance keeps z = h − θ alone), plus
+ * a checkpoint per segment (v, and the ALIF's b) unless the forward kept them (v_ckpt). The ALIF always recomputes (its θ is not saved).
  * With the forward's checkpoints, past 32 steps: 32-step segments, which leave registers as the only limit on
  * residency; where the neurons are under two blocks per SM, 64-step segments loading 32 steps ahead, so that enough
  * bytes are in flight with few threads. Without them: up to T = 64 (with more than one column: 32) one segment at the
@@ -134,23 +143,25 @@ static sf_status backward(const sf_cuda_neuron &a, const bwd_args<T> &b, int64_t
  * bytes: it reads x over T - S steps (T = 256: 32 steps, 12.5 bytes per element for the backward, where 32-step
  * segments at 32 warps per SM read 15.5). A forced segment length that is no multiple of 32 finds its starts by the
  * first pass, checkpoints or not. */
-template <class T, bool BN, int MODE, int MODEL>
+template <class T, bool BN, int MODEL>
 static sf_status backward_model(const sf_cuda_neuron &given, bwd_args<T> b, cudaStream_t st)
 {
     sf_cuda_neuron a = given;
     const sf_cuda_lif_tuning &tu = a.tune;
+    if (a.T > INT32_MAX) /* the kernels count time in 32 bits */
+        return sf_fail(SF_ERR_UNSUPPORTED, "LIF backward: T = %lld steps; at most %d", (long long)a.T, INT32_MAX);
     if (MODEL == SF_CUDA_ALIF) b.h = NULL;
     int U = tu.bwd_ahead ? tu.bwd_ahead : a.T < 8 ? 4 : 8;
     if (U != 4 && U != 8 && (U != 32 || b.h))
         return sf_fail(SF_ERR_INVALID, "LIF backward tuning: %d steps ahead: expected 4, 8, or 32 without saved h", U);
     if (b.h)
-        return U == 4 ? backward<T, BN, MODE, 4, MODEL>(a, b, 0, 0, st) : backward<T, BN, MODE, 8, MODEL>(a, b, 0, 0, st);
+        return U == 4 ? backward<T, BN, 4, MODEL>(a, b, 0, 0, st) : backward<T, BN, 8, MODEL>(a, b, 0, 0, st);
     int dev, optin, sms;
     SF_CUDA_CHECK(cudaGetDevice(&dev));
     SF_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     SF_TRY(multiprocessors(&sms));
     const int64_t threads = SF_CUDA_BWD_THREADS, ck = MODEL == SF_CUDA_ALIF ? 2 : 1;
-    const int64_t cols = 1 + BN + (MODEL == SF_CUDA_ALIF);
+    const int64_t cols = 1 + BN + (MODEL == SF_CUDA_ALIF && !hard_instance<MODEL>(a.p));
     const bool kept = a.st.v_ckpt && a.T > SF_LIF_CKPT_STEPS; /* the forward's checkpoints */
     auto ckpt_floats = [&](int64_t S) { /* shared-memory checkpoints: where the segments do not start at kept ones */
         const int64_t nseg = (a.T + S - 1) / S;
@@ -177,34 +188,30 @@ static sf_status backward_model(const sf_cuda_neuron &given, bwd_args<T> b, cuda
                        (long long)a.T, (long long)S);
     if (nseg == 1 || ckpt_floats(S)) a.st.v_ckpt = NULL; /* the kernel's sign to start segments at kept ones */
     size_t smem = (size_t)(cols * S + ckpt_floats(S)) * 4 * threads;
-    if (U == 4) return backward<T, BN, MODE, 4, MODEL>(a, b, S, smem, st);
-    if (U == 32) return backward<T, BN, MODE, 32, MODEL>(a, b, S, smem, st);
-    return backward<T, BN, MODE, 8, MODEL>(a, b, S, smem, st);
+    if (U == 4) return backward<T, BN, 4, MODEL>(a, b, S, smem, st);
+    if (U == 32) return backward<T, BN, 32, MODEL>(a, b, S, smem, st);
+    return backward<T, BN, 8, MODEL>(a, b, S, smem, st);
 }
 
-template <class T, bool BN, int MODE>
+template <class T, bool BN>
 static sf_status backward_config(const sf_cuda_neuron &a, const bwd_args<T> &b, cudaStream_t st)
 {
-    return sf_cuda_with_model(&a.p, [&](auto model) { return backward_model<T, BN, MODE, decltype(model)::value>(a, b, st); });
+    return sf_cuda_with_model(&a.p, [&](auto model) { return backward_model<T, BN, decltype(model)::value>(a, b, st); });
 }
 
 template <class T>
-sf_status sf_cuda_neuron_backward_launch(const sf_cuda_neuron &a, bool bn, int mode, const float *h, const void *ds,
-                                         void *dx, float *sums, const float *dgamma, const float *dbeta,
-                                         cudaStream_t st)
+sf_status sf_cuda_neuron_backward_launch(const sf_cuda_neuron &a, bool bn, const float *h, const void *ds, void *dx,
+                                         float *sums, cudaStream_t st)
 {
     if (a.N == 0) return SF_OK;
-    bwd_args<T> b = {h, (const T *)ds, (T *)dx, sums, dgamma, dbeta};
-    if (!bn) return backward_config<T, false, SF_DY_WRITE>(a, b, st);
-    if (mode == SF_DY_SUMS) return backward_config<T, true, SF_DY_SUMS>(a, b, st);
-    return backward_config<T, true, SF_DY_BN_DX>(a, b, st);
+    bwd_args<T> b = {h, (const T *)ds, (T *)dx, sums};
+    return bn ? backward_config<T, true>(a, b, st) : backward_config<T, false>(a, b, st);
 }
 
 #define SF_CUDA_NEURON_INSTANCES(T)                                                                                    \
     template sf_status sf_cuda_neuron_forward_launch<T>(const sf_cuda_neuron &, bool, const sf_lif_out *,              \
                                                         cudaStream_t);                                                 \
-    template sf_status sf_cuda_neuron_backward_launch<T>(const sf_cuda_neuron &, bool, int, const float *,             \
-                                                         const void *, void *, float *, const float *, const float *, \
-                                                         cudaStream_t);
+    template sf_status sf_cuda_neuron_backward_launch<T>(const sf_cuda_neuron &, bool, const float *, const void *,     \
+                                                         void *, float *, cudaStream_t);
 
 #endif

@@ -6,7 +6,9 @@
  *     spikes, spike bytes and counts, max-pool values and argmax, byte conversions;
  *   1e-6 / 1e-5: float outputs computed from the same rounded inputs (LIF h, BN statistics and dγ, dβ, biases'
  *     gradients, logits and loss);
- *   1e-4: weight gradients the tensor cores accumulate in fp32 (linear), BN+LIF's dγ, dβ (as in test_gpu_ops);
+ *   1e-4: weight gradients the tensor cores accumulate in fp32 (linear);
+ *   one 16-bit rounding (a quarter of the 16-bit outputs' bound): BN+LIF's dγ, dβ, summed from dy as it is stored
+ *     between the backward's passes, in 16 bits (as autocast's batch norm sums its 16-bit incoming gradient);
  *   16-bit outputs (LIF and BN+LIF dx, BN, linear, conv, pools, dropout, add, axpy, readout, loss gradient, and a
  *     convolution's weight gradient, which cuDNN writes in 16 bits): 1e-2 for bf16, 2e-3 for fp16 (about 4× the
  *     rounding error of one step on random data);
@@ -359,8 +361,8 @@ static void test_bn(int64_t rows, int32_t C, int64_t hw, uint64_t seed)
                  (long long)T, keep);
         cmp(w, &s, 0.0);
         cmp16(w, &dx);
-        cmp(w, &dg, 1e-4);
-        cmp(w, &db, 1e-4);
+        cmp(w, &dg, tol / 4);
+        cmp(w, &db, tol / 4);
         drop(&s), drop(&h), drop(&ds);
     }
     drop(&x), drop(&dy), drop(&g), drop(&b), drop(&mean), drop(&var), drop(&y), drop(&dx), drop(&dg), drop(&db);
@@ -414,7 +416,7 @@ static void test_state(void)
                                     S(dg), S(db), side_ ? &bg : &bc, NULL));
         } else {
             sf_bn_split one = {.phase = 1};
-            RUN(be->bn_lif_backward(be, &p, Tb, sh, S(bx), NULL, S(mean), S(var), 1e-5f, S(g), S(b), S(bds), NULL,
+            RUN(be->bn_lif_backward(be, &p, Tb, sh, S(bx), NULL, S(mean), S(var), 1e-5f, S(g), S(b), S(bds), S(bdx),
                                     S(dg), S(db), side_ ? &bg : &bc, &one));
             RUN(be->bn_lif_backward(be, &p, Tb, sh, S(bx), NULL, S(mean), S(var), 1e-5f, S(g), S(b), S(bds), S(bdx),
                                     NULL, NULL, side_ ? &bg : &bc,
@@ -424,8 +426,8 @@ static void test_state(void)
         snprintf(w, sizeof w, "bn_lif T=100 with state, %s", split ? "two phases" : "one call");
         cmp(w, &bs, 0.0);
         cmp16(w, &bdx);
-        cmp(w, &dg, 1e-4);
-        cmp(w, &db, 1e-4);
+        cmp(w, &dg, tol / 4);
+        cmp(w, &db, tol / 4);
         cmp(w, &bdvout, 1e-5);
         drop(&bs), drop(&bdx), drop(&dg), drop(&db), drop(&bdvout);
     }

@@ -112,7 +112,7 @@ static void test_bn_lif_split(sf_backend *be, int64_t T, int keep_h)
     sf_lif_out go = {.s = ds_};
     sf_lif_state gst = {.v_in = dvin_, .dv_in = ddvin, .dv_out = ddvout};
     CHECK_OK(be->bn_lif_forward(be, &p, T, sh, dx_, dm, dvar, 1e-5f, dg, db, &go, &gst));
-    CHECK_OK(be->bn_lif_backward(be, &p, T, sh, dx_, keep_h ? dh : NULL, dm, dvar, 1e-5f, dg, db, dds, NULL, dpg, dpb,
+    CHECK_OK(be->bn_lif_backward(be, &p, T, sh, dx_, keep_h ? dh : NULL, dm, dvar, 1e-5f, dg, db, dds, ddx, dpg, dpb,
                                  &gst, &one));
     sf_bn_split gtwo = {.phase = 2, .sum_dyx = dsums, .sum_dy = dsums + C, .rows = 3 * T * B};
     CHECK_OK(be->bn_lif_backward(be, &p, T, sh, dx_, keep_h ? dh : NULL, dm, dvar, 1e-5f, dg, db, dds, ddx, NULL, NULL,
