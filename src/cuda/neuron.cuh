@@ -290,10 +290,14 @@ __global__ void __launch_bounds__(256)
             for (int t0 = 0; t0 < T_; t0 += U) {
                 cur = next;
                 if (t0 + U < T_) sf_cuda_load_batch<V, U, false>(next, x, a.N, n, t0 + U, 1, 0, T_);
+                /* The last batch's steps predicated or branched over, whichever the compiler does better with
+                 * (measured, docs/perf.md): predicates give the LIF and PLIF at U = 8 48 and 64 registers instead of
+                 * 76 and 80, branches the ALIF 64 instead of 78, and at U = 32 faster code at the same count. */
+                constexpr bool branch = U >= 32 || MODEL == SF_CUDA_ALIF;
 #pragma unroll
                 for (int u = 0; u < U; u++) {
-                    if (t0 + u >= T_) break;
-                    step(t0 + u, cur.v[u]);
+                    if (branch && t0 + u >= T_) break;
+                    if (branch || t0 + u < T_) step(t0 + u, cur.v[u]);
                 }
             }
         } else {

@@ -7,8 +7,9 @@
  *   1e-6 / 1e-5: float outputs computed from the same rounded inputs (LIF h, BN statistics and dγ, dβ, biases'
  *     gradients, logits and loss);
  *   1e-4: weight gradients the tensor cores accumulate in fp32 (linear);
- *   one 16-bit rounding (a quarter of the 16-bit outputs' bound): BN+LIF's dγ, dβ, summed from dy as it is stored
- *     between the backward's passes, in 16 bits (as autocast's batch norm sums its 16-bit incoming gradient);
+ *   half the 16-bit outputs' bound: BN+LIF's dγ, dβ, summed from dy as it is stored between the backward's
+ *     passes, in 16 bits (as autocast's batch norm sums its 16-bit incoming gradient; the sums cancel, and a short
+ *     channel's error reaches 3e-3 in bf16);
  *   16-bit outputs (LIF and BN+LIF dx, BN, linear, conv, pools, dropout, add, axpy, readout, loss gradient, and a
  *     convolution's weight gradient, which cuDNN writes in 16 bits): 1e-2 for bf16, 2e-3 for fp16 (about 4× the
  *     rounding error of one step on random data);
@@ -361,8 +362,8 @@ static void test_bn(int64_t rows, int32_t C, int64_t hw, uint64_t seed)
                  (long long)T, keep);
         cmp(w, &s, 0.0);
         cmp16(w, &dx);
-        cmp(w, &dg, tol / 4);
-        cmp(w, &db, tol / 4);
+        cmp(w, &dg, tol / 2);
+        cmp(w, &db, tol / 2);
         drop(&s), drop(&h), drop(&ds);
     }
     drop(&x), drop(&dy), drop(&g), drop(&b), drop(&mean), drop(&var), drop(&y), drop(&dx), drop(&dg), drop(&db);
@@ -426,8 +427,8 @@ static void test_state(void)
         snprintf(w, sizeof w, "bn_lif T=100 with state, %s", split ? "two phases" : "one call");
         cmp(w, &bs, 0.0);
         cmp16(w, &bdx);
-        cmp(w, &dg, tol / 4);
-        cmp(w, &db, tol / 4);
+        cmp(w, &dg, tol / 2);
+        cmp(w, &db, tol / 2);
         cmp(w, &bdvout, 1e-5);
         drop(&bs), drop(&bdx), drop(&dg), drop(&db), drop(&bdvout);
     }
