@@ -5,8 +5,13 @@
 #include "cuda/ops.cuh"
 #include "cuda/reduce.cuh"
 
-__device__ __forceinline__ int32_t bn_channel(int64_t i, int64_t hw, int32_t C)
+#include <type_traits>
+
+/* The channel of element i of an n-element tensor: in 32-bit divisions where n allows (a fraction of the 64-bit
+ * ones' instructions). */
+__device__ __forceinline__ int32_t bn_channel(int64_t i, int64_t n, int64_t hw, int32_t C)
 {
+    if (n <= UINT32_MAX) return (int32_t)((uint32_t)i / (uint32_t)hw % (uint32_t)C);
     return (int32_t)((i / hw) % C);
 }
 
@@ -42,7 +47,7 @@ __global__ void bn_forward_kernel(int64_t n, int64_t hw, int32_t C, const T *x, 
 {
     SF_CUDA_GRID_STRIDE(i, n)
     {
-        int32_t c = bn_channel(i, hw, C);
+        int32_t c = bn_channel(i, n, hw, C);
         float invstd = 1.0f / sqrtf(var[c] + eps);
         y[i] = sf_narrow<T>((sf_widen(x[i]) - mean[c]) * invstd * gamma[c] + beta[c]);
     }
@@ -83,8 +88,8 @@ template <class T> struct BackF {
 };
 
 /* dx = γ·invstd·(dy − Σdy/count − x̂·Σdy·x̂/count). A thread takes V consecutive elements of one channel (V = 8
- * where hw and the pointers allow: two 4-element accesses), so its channel's terms are computed once per V; the
- * channel index divides in 32 bits where the tensor allows. dx may be dy. */
+ * where hw and the pointers allow: two 4-element accesses), so its channel's terms are computed once per V. dx may
+ * be dy. */
 template <class T, int V>
 __global__ void bn_dx_kernel(int64_t n, int64_t hw, int32_t C, float inv_count, const T *x, const float *mean,
                              const float *var, float eps, const float *gamma, const T *dy, const float *dgamma,
@@ -94,8 +99,7 @@ __global__ void bn_dx_kernel(int64_t n, int64_t hw, int32_t C, float inv_count, 
     SF_CUDA_GRID_STRIDE(g, n / V)
     {
         const int64_t i = g * V;
-        const int32_t c =
-            n <= UINT32_MAX ? (int32_t)((uint32_t)i / (uint32_t)hw % (uint32_t)C) : bn_channel(i, hw, C);
+        const int32_t c = bn_channel(i, n, hw, C);
         const float invstd = 1.0f / sqrtf(var[c] + eps), m = mean[c];
         const float mdy = dbeta[c] * inv_count, mdyx = dgamma[c] * inv_count, scale = gamma[c] * invstd;
 #pragma unroll
@@ -121,15 +125,17 @@ sf_status sf_cuda_bn_dx(sf_act_type t, sf_bn_shape sh, double count, const void 
         using T = decltype(tag);
         const size_t a = 4 * sizeof(T);
         const bool v = (uintptr_t)x % a == 0 && (uintptr_t)dy % a == 0 && (uintptr_t)dx % a == 0;
+        auto launch = [&](auto width) {
+            constexpr int V = decltype(width)::value;
+            bn_dx_kernel<T, V><<<sf_cuda_blocks(n / V, 256), 256, 0, stream>>>(
+                n, sh.hw, sh.c, inv_count, (const T *)x, mean, var, eps, gamma, (const T *)dy, dgamma, dbeta, (T *)dx);
+        };
         if (v && sh.hw % 8 == 0)
-            bn_dx_kernel<T, 8><<<sf_cuda_blocks(n / 8, 256), 256, 0, stream>>>(
-                n, sh.hw, sh.c, inv_count, (const T *)x, mean, var, eps, gamma, (const T *)dy, dgamma, dbeta, (T *)dx);
+            launch(std::integral_constant<int, 8>());
         else if (v && sh.hw % 4 == 0)
-            bn_dx_kernel<T, 4><<<sf_cuda_blocks(n / 4, 256), 256, 0, stream>>>(
-                n, sh.hw, sh.c, inv_count, (const T *)x, mean, var, eps, gamma, (const T *)dy, dgamma, dbeta, (T *)dx);
+            launch(std::integral_constant<int, 4>());
         else
-            bn_dx_kernel<T, 1><<<sf_cuda_blocks(n, 256), 256, 0, stream>>>(
-                n, sh.hw, sh.c, inv_count, (const T *)x, mean, var, eps, gamma, (const T *)dy, dgamma, dbeta, (T *)dx);
+            launch(std::integral_constant<int, 1>());
         SF_CUDA_LAUNCHED();
         return SF_OK;
     });

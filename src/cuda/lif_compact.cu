@@ -56,8 +56,7 @@ sf_status sf_cuda_lif_compact_forward(const sf_cuda_neuron &a, sf_act_type t, co
     const int64_t blocks = a.N / n * ((n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG);
     if (blocks == 0) return SF_OK;
     if (blocks > INT32_MAX) return sf_fail(SF_ERR_INVALID, "LIF forward: N = %lld is too large", (long long)a.N);
-    if (a.T > INT32_MAX) /* checkpoints count time in 32 bits */
-        return sf_fail(SF_ERR_UNSUPPORTED, "LIF forward: T = %lld steps; at most %d", (long long)a.T, INT32_MAX);
+    SF_TRY(sf_cuda_time_fits(a, "LIF forward"));
     return sf_cuda_with_act(t, [&](auto tag) {
         using T = decltype(tag);
         T *s = (T *)out->s;

@@ -99,6 +99,13 @@ __device__ __forceinline__ float sf_cuda_v0(const sf_cuda_neuron &a, const sf_li
     return a.st.v_in ? a.st.v_in[n] : k.v0;
 }
 
+/* The kernels count time in 32 bits (indices, loops, checkpoint slots): every launcher checks T first. */
+static inline sf_status sf_cuda_time_fits(const sf_cuda_neuron &a, const char *what)
+{
+    if (a.T <= INT32_MAX) return SF_OK;
+    return sf_fail(SF_ERR_UNSUPPORTED, "%s: T = %lld steps; at most %d", what, (long long)a.T, INT32_MAX);
+}
+
 /* The kernels' neuron models: the IF runs as the LIF (its a = c = 1 come in a.k). */
 enum sf_cuda_model { SF_CUDA_LIF = 0, SF_CUDA_PLIF, SF_CUDA_ALIF };
 

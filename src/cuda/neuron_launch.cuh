@@ -82,8 +82,7 @@ template <class T>
 sf_status sf_cuda_neuron_forward_launch(const sf_cuda_neuron &a, bool bn, const sf_lif_out *out, cudaStream_t st)
 {
     if (a.N == 0) return SF_OK;
-    if (a.T > INT32_MAX) /* the kernels count time in 32 bits */
-        return sf_fail(SF_ERR_UNSUPPORTED, "LIF forward: T = %lld steps; at most %d", (long long)a.T, INT32_MAX);
+    SF_TRY(sf_cuda_time_fits(a, "LIF forward"));
     bool v4 = vec4_ok<T>(a, bn, out);
     return bn ? forward_config<T, true>(a, out, v4, st) : forward_config<T, false>(a, out, v4, st);
 }
@@ -148,8 +147,7 @@ static sf_status backward_model(const sf_cuda_neuron &given, bwd_args<T> b, cuda
 {
     sf_cuda_neuron a = given;
     const sf_cuda_lif_tuning &tu = a.tune;
-    if (a.T > INT32_MAX) /* the kernels count time in 32 bits */
-        return sf_fail(SF_ERR_UNSUPPORTED, "LIF backward: T = %lld steps; at most %d", (long long)a.T, INT32_MAX);
+    SF_TRY(sf_cuda_time_fits(a, "LIF backward"));
     if (MODEL == SF_CUDA_ALIF) b.h = NULL;
     int U = tu.bwd_ahead ? tu.bwd_ahead : a.T < 8 ? 4 : 8;
     if (U != 4 && U != 8 && (U != 32 || b.h))
