@@ -236,6 +236,30 @@ static void test_precision(void)
     expect_error(HEAD "precision = fp8\n" MLP, 3, "[train] precision = fp8: expects fp32, tf32, bf16 or fp16");
 }
 
+/* erase_p: off by default, parsed, written back, given to the training loader, and refused outside [0, 1]. */
+static void test_erase_p(void)
+{
+    sf_config *cfg = NULL;
+    CHECK_OK(sf_config_parse_string(HEAD MLP, "plain.ini", &cfg));
+    if (cfg) CHECK(cfg->train.erase_p == 0.0f, "erase_p defaults to 0 (off)");
+    sf_config_free(cfg);
+    cfg = NULL;
+    CHECK_OK(sf_config_parse_string(HEAD "augment = on\nerase_p = 0.5\n" MLP, "erase.ini", &cfg));
+    if (!cfg) return;
+    sf_loader_params lp;
+    sf_config_loader_params(cfg, 1, &lp);
+    CHECK(cfg->train.erase_p == 0.5f && lp.augment == 1 && lp.erase_p == 0.5f, "erase_p = 0.5 reaches the loader");
+    char *text = NULL;
+    CHECK_OK(sf_config_write(cfg, &text));
+    CHECK(text && strstr(text, "\nerase_p = 0.5\n"), "the writer keeps erase_p");
+    free(text);
+    CHECK_OK(sf_config_set_arg(cfg, "train.erase_p=1"));
+    CHECK(cfg->train.erase_p == 1.0f, "train.erase_p override");
+    sf_config_free(cfg);
+    expect_error(HEAD "erase_p = 1.5\n" MLP, 3, "[train] erase_p = 1.5: must be in [0, 1]");
+    expect_error(HEAD "erase_p = -0.1\n" MLP, 3, "[train] erase_p = -0.1: must be in [0, 1]");
+}
+
 /* [train] CUDA options: defaults, parsed values, and range or choice errors with file:line. */
 static void test_cuda_options(void)
 {
@@ -717,6 +741,7 @@ int main(void)
     test_readout();
     test_precision();
     test_cuda_options();
+    test_erase_p();
     test_readout_overrides();
     test_overrides();
     test_round_trip();

@@ -483,6 +483,136 @@ static void test_augmentation(void)
     sf_dataset_free(ds);
 }
 
+/* The crop/flip of sample `s` as drawn before random erasing existed (index 0 of the sample's augmentation stream),
+ * computed here to pin it: erasing must leave it as it was. */
+static void crop_flip_reference(const sf_dataset *ds, const sf_loader_params *p, int64_t epoch, int64_t s, float *out)
+{
+    const int C = ds->channels, H = ds->height, W = ds->width, pad = p->crop_pad;
+    const uint64_t r = sf_hash3(sf_draw_key(p->seed, SF_DRAW_AUGMENT, epoch), (uint64_t)s, 0);
+    const uint64_t span = 2 * (uint64_t)pad + 1;
+    const int dy = (int)(r % span) - pad, dx = (int)((r >> 16) % span) - pad, flip = (int)((r >> 40) & 1);
+    const uint8_t *src = ds->images + (size_t)s * C * H * W;
+    for (int c = 0; c < C; c++)
+        for (int y = 0; y < H; y++)
+            for (int x = 0; x < W; x++) {
+                int sy = y + dy, sx = (flip ? W - 1 - x : x) + dx;
+                out[(c * H + y) * W + x] =
+                    sy < 0 || sy >= H || sx < 0 || sx >= W ? 0.0f : src[(c * H + sy) * W + sx] / 255.0f;
+            }
+}
+
+typedef struct box {
+    int y, x, h, w;
+} box;
+
+/* The bounding box of the zeros of one image's channel 0 (h = 0: none); returns whether the zeros are exactly that
+ * box in every channel and every other pixel equals `ref`. */
+static int erased_box(const float *img, const float *ref, int C, int H, int W, box *b)
+{
+    int y0 = H, y1 = -1, x0 = W, x1 = -1;
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++)
+            if (img[y * W + x] == 0.0f) {
+                y0 = y < y0 ? y : y0, y1 = y > y1 ? y : y1;
+                x0 = x < x0 ? x : x0, x1 = x > x1 ? x : x1;
+            }
+    *b = y1 < 0 ? (box){0, 0, 0, 0} : (box){y0, x0, y1 - y0 + 1, x1 - x0 + 1};
+    for (int c = 0; c < C; c++)
+        for (int y = 0; y < H; y++)
+            for (int x = 0; x < W; x++) {
+                const int q = (c * H + y) * W + x, in = y >= b->y && y < b->y + b->h && x >= b->x && x < b->x + b->w;
+                if (in ? img[q] != 0.0f : img[q] != ref[q]) return 0;
+            }
+    return 1;
+}
+
+/* Random erasing: erase_p 0 leaves the crop/flip bitwise as it was; erase_p 1 zeroes one rectangle per training
+ * sample, the same for the same epoch and another in the next; evaluation is never erased. */
+static void test_random_erasing(void)
+{
+    enum { N = 40, C = 3, H = 16, W = 16, CHW = C * H * W };
+    sf_dataset *ds = synthetic(N, C, H, W);
+    for (size_t j = 0; j < (size_t)N * CHW; j++) ds->images[j] |= 1; /* no pixel is 0 before erasing */
+    sf_loader_params p;
+    sf_loader_default_params(&p);
+    p.batch = N;
+    p.normalize = 0;
+    p.augment = 1;
+    p.seed = 5;
+    int64_t idx[N];
+    for (int i = 0; i < N; i++) idx[i] = i;
+    float *x = malloc(N * CHW * sizeof *x), *y = malloc(N * CHW * sizeof *y), ref[CHW];
+    CHECK(p.erase_p == 0.0f, "erasing is off by default");
+    sf_encode_batch(ds, &p, 2, idx, N, x);
+    int unchanged = 0;
+    for (int b = 0; b < N; b++) {
+        crop_flip_reference(ds, &p, 2, b, ref);
+        unchanged += memcmp(x + b * CHW, ref, sizeof ref) == 0;
+    }
+    CHECK(unchanged == N, "erase_p 0: every image is bitwise the crop/flip of before (%d of %d)", unchanged, N);
+
+    p.crop_pad = 0; /* the flip alone, so that the only zeros are erased ones */
+    p.erase_p = 1;
+    sf_encode_batch(ds, &p, 2, idx, N, x);
+    box at[N];
+    int one_box = 0, sized = 0, moved = 0, twins = 0;
+    double fraction = 0;
+    for (int b = 0; b < N; b++) {
+        crop_flip_reference(ds, &p, 2, b, ref);
+        one_box += erased_box(x + b * CHW, ref, C, H, W, &at[b]) && at[b].h > 0;
+        /* h and w are sqrt(s·H·W·r) and sqrt(s·H·W / r) rounded: some s in [0.02, 0.33] must round to them. */
+        const double h = at[b].h, w = at[b].w;
+        sized += (h - 0.5) * (w - 0.5) <= 0.33 * H * W && (h + 0.5) * (w + 0.5) >= 0.02 * H * W;
+        fraction += h * w / (H * W) / N;
+        moved += at[b].y > 0 || at[b].x > 0;
+        twins += b > 0 && memcmp(&at[b], &at[b - 1], sizeof(box)) == 0;
+    }
+    CHECK(one_box == N, "erase_p 1: every image is its flip with one zeroed rectangle in all channels (%d of %d)",
+          one_box, N);
+    CHECK(sized == N, "every rectangle's area fraction is in [0.02, 0.33] up to rounding (%d of %d)", sized, N);
+    CHECK(fraction > 0.1 && fraction < 0.25, "the mean area fraction %.3f is about (0.02 + 0.33) / 2", fraction);
+    CHECK(moved > N / 2, "the rectangles lie anywhere, not in the corner (%d of %d moved)", moved, N);
+    CHECK(twins <= 2, "each sample draws its own rectangle (%d like the previous sample's)", twins);
+    p.normalize = 1;
+    sf_encode_batch(ds, &p, 2, idx, N, y);
+    int normalised = 0;
+    for (int j = 0; j < N * CHW; j++) {
+        const int c = j / (H * W) % C;
+        normalised += y[j] == (x[j] - ds->mean[c]) / ds->std[c];
+    }
+    CHECK(normalised == N * CHW, "erasing comes before normalisation (%d of %d pixels)", normalised, N * CHW);
+    p.normalize = 0;
+    sf_encode_batch(ds, &p, 2, idx, N, y);
+    CHECK(memcmp(x, y, N * CHW * sizeof *x) == 0, "the same seed and epoch erase the same rectangles");
+    sf_encode_batch(ds, &p, 3, idx, N, y);
+    int same = 0;
+    for (int b = 0; b < N; b++) {
+        box e;
+        crop_flip_reference(ds, &p, 3, b, ref);
+        same += erased_box(y + b * CHW, ref, C, H, W, &e) && memcmp(&e, &at[b], sizeof e) == 0;
+    }
+    CHECK(same <= 2, "another epoch erases other rectangles (%d of %d the same)", same, N);
+
+    p.training = 0;
+    sf_encode_batch(ds, &p, 2, idx, N, y);
+    int raw = 0;
+    for (int j = 0; j < N * CHW; j++) raw += y[j] == ds->images[j] / 255.0f;
+    CHECK(raw == N * CHW, "evaluation is never erased");
+    p.training = 1;
+    p.augment = 0;
+    sf_encode_batch(ds, &p, 2, idx, N, y);
+    raw = 0;
+    for (int j = 0; j < N * CHW; j++) raw += y[j] == ds->images[j] / 255.0f;
+    CHECK(raw == N * CHW, "training without augment is never erased");
+    sf_loader *l = NULL;
+    p.erase_p = 1.5f;
+    CHECK(sf_loader_create(ds, &p, &l) == SF_ERR_INVALID && !l && strstr(sf_last_error(), "erase_p 1.5"),
+          "the loader refuses erase_p 1.5: %s", sf_last_error());
+    free(x);
+    free(y);
+    sf_dataset_free(ds);
+}
+
 /* ---------------------------------------------------------------- shuffling and the loader */
 
 static void test_shuffle(void)
@@ -763,6 +893,7 @@ int main(void)
     test_cifar();
     test_encodings();
     test_augmentation();
+    test_random_erasing();
     test_shuffle();
     test_loader_training();
     test_loader_eval();

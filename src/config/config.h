@@ -40,6 +40,7 @@ typedef struct sf_config_train {
     int64_t timesteps;                 /* default 4 */
     sf_encoding encoding;              /* default direct */
     int32_t crop_pad;                  /* augmented images: the random crop's zero padding per side (0: flip only) */
+    float erase_p;                     /* augmented images: the probability of random erasing; default 0 (off) */
     int32_t augment;                   /* training augmentation: 1 on, 0 off, -1 auto (default: on for cifar10 and
                                         * the event datasets) */
     int32_t normalize;                 /* direct encoding: per-channel (x - mean) / std; default on */

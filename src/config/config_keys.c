@@ -39,6 +39,7 @@ const sf_key_spec sf_train_keys[] = {
     {.name = "encoding", .type = SF_V_ENUM, .offset = TRAIN(train.encoding), .choices = encoding_names},
     {.name = "augment", .type = SF_V_AUTO_BOOL, .offset = TRAIN(train.augment)},
     {.name = "crop_pad", .type = SF_V_INT32, .offset = TRAIN(train.crop_pad), .min = 0, .max = 64},
+    {.name = "erase_p", .type = SF_V_FLOAT, .offset = TRAIN(train.erase_p), .min = 0, .max = 1},
     {.name = "normalize", .type = SF_V_BOOL, .offset = TRAIN(train.normalize)},
     {.name = "mean", .type = SF_V_CHANNELS, .offset = TRAIN(train.mean), .min = -BIG, .max = BIG},
     {.name = "std", .type = SF_V_CHANNELS, .offset = TRAIN(train.std), .min = 0, .max = BIG, .open_min = 1},

@@ -38,6 +38,7 @@ void sf_config_loader_params(const sf_config *cfg, int32_t training, sf_loader_p
     p->training = training != 0;
     p->augment = training && (t->augment < 0 ? sf_dataset_kind_augments(t->dataset) : t->augment != 0);
     p->crop_pad = t->crop_pad;
+    p->erase_p = t->erase_p;
     p->normalize = t->normalize;
     float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS];
     sf_dataset_kind_stats(t->dataset, mean, std);

@@ -221,6 +221,7 @@ typedef struct sf_loader_params {
     int32_t augment;     /* training only: images get a random crop with zero padding crop_pad and a horizontal flip
                           * with p = 1/2, events the augmentation of `events` */
     int32_t crop_pad;    /* augmented images: the crop's shift in [-crop_pad, crop_pad] per axis (0: the flip alone) */
+    float erase_p;       /* augmented images: the probability of random erasing after the crop/flip (encode.c) */
     int32_t normalize;   /* direct encoding only: (x - mean) / std per channel */
     float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS]; /* std[0] == 0: the dataset's values */
     int32_t prefetch;    /* 1: a background thread encodes the next batch while the current one is used */
@@ -232,8 +233,8 @@ typedef struct sf_loader_params {
     int32_t shard;
 } sf_loader_params;
 
-/* batch 64, T 1, direct, seed 0, training, no augmentation (crop_pad 4 when turned on), normalised with the
- * dataset's values, prefetch on. */
+/* batch 64, T 1, direct, seed 0, training, no augmentation (crop_pad 4 and no erasing when turned on), normalised
+ * with the dataset's values, prefetch on. */
 void sf_loader_default_params(sf_loader_params *p);
 
 typedef struct sf_batch {

@@ -1,5 +1,5 @@
 /* encode.c — turning images into T steps of network input (direct, Poisson rate, latency), with the per-channel
- * normalisation of direct inputs and the seeded crop/flip augmentation. */
+ * normalisation of direct inputs and the seeded crop/flip and random erasing augmentations. */
 #include "data/dataset.h"
 
 #include "core/error.h"
@@ -38,6 +38,33 @@ static view sample_view(const sf_loader_params *p, uint64_t aug_key, int64_t sam
     v.dx = (int)((r >> 16) % span) - p->crop_pad;
     v.flip = (int)((r >> 40) & 1);
     return v;
+}
+
+/* Random erasing (Zhong et al. 2017, torchvision's RandomErasing with its scale, ratio and value = 0): with
+ * probability erase_p a sample gets one rectangle of area fraction s ~ U[0.02, 0.33] and aspect ratio r with
+ * log r ~ U[log 0.3, log 3.3], h = round(sqrt(s·H·W·r)), w = round(sqrt(s·H·W / r)), placed uniformly where it
+ * fits (h <= H, w <= W; up to 10 tries, then none). Its pixels, every channel, become intensity 0 (torchvision's
+ * value 0 on the image in [0, 1]) after the crop/flip, before normalisation and encoding. The draws take indices
+ * 1.. of the sample's augmentation stream, so the crop/flip (index 0) stays as it was. */
+typedef struct rect {
+    int y, x, h, w; /* h or w 0: nothing erased */
+} rect;
+
+static rect erase_rect(const sf_loader_params *p, int H, int W, uint64_t aug_key, int64_t sample)
+{
+    const rect none = {0, 0, 0, 0};
+    const uint64_t id = (uint64_t)sample;
+    if (!(p->training && p->augment) || sf_uniform(aug_key, id, 1) >= p->erase_p) return none;
+    const double area = (double)H * W, log_lo = log(0.3), log_hi = log(3.3);
+    for (uint64_t k = 2; k < 2 + 3 * 10; k += 3) {
+        const double s = 0.02 + 0.31 * sf_uniform(aug_key, id, k);
+        const double r = exp(log_lo + (log_hi - log_lo) * sf_uniform(aug_key, id, k + 1));
+        const int h = (int)lround(sqrt(s * area * r)), w = (int)lround(sqrt(s * area / r));
+        if (h > H || w > W) continue;
+        const uint64_t at = sf_hash3(aug_key, id, k + 2);
+        return (rect){(int)(at % (uint64_t)(H - h + 1)), (int)((at >> 32) % (uint64_t)(W - w + 1)), h, w};
+    }
+    return none;
 }
 
 /* Intensity in [0, 1] of output pixel (c, y, x), 0 where the crop reaches into the padding. */
@@ -107,6 +134,10 @@ void sf_encode_batch(const sf_dataset *ds, const sf_loader_params *p, int64_t ep
                 for (int y = 0; y < H; y++)
                     for (int xx = 0; xx < W; xx++) out[((size_t)c * H + y) * W + xx] = pixel(ds, img, v, c, y, xx);
         }
+        const rect e = erase_rect(p, H, W, aug_key, sample);
+        for (int c = 0; c < C; c++)
+            for (int y = e.y; y < e.y + e.h; y++)
+                memset(out + ((size_t)c * H + y) * W + e.x, 0, (size_t)e.w * sizeof *out);
         encode_steps(p, mean, std, hw, C, poisson_key, sample, out, step);
     }
 }

@@ -147,6 +147,8 @@ sf_status sf_loader_create(const sf_dataset *ds, const sf_loader_params *p, sf_l
         return sf_fail(SF_ERR_INVALID, "loader: timesteps %lld is not in 1..2^20", (long long)p->timesteps);
     if ((unsigned)p->encoding > SF_ENCODING_LATENCY)
         return sf_fail(SF_ERR_INVALID, "loader: unknown encoding %d", (int)p->encoding);
+    if (!(p->erase_p >= 0.0f && p->erase_p <= 1.0f))
+        return sf_fail(SF_ERR_INVALID, "loader: erase_p %g is not in [0, 1]", p->erase_p);
     if (p->shards < 0 || p->shard < 0 || p->shard >= shards_of(p))
         return sf_fail(SF_ERR_INVALID, "loader: shard %d of %d is not a part of the batch", p->shard, p->shards);
     const float *stdv = p->std[0] != 0.0f ? p->std : ds->std;
