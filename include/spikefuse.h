@@ -310,10 +310,19 @@ SF_API sf_status sf_precision_parse(const char *name, sf_precision *out);
  * the B·classes values (SpikingJelly's examples' F.mse_loss(rate, one_hot)). Accuracy: the argmax of the T-mean. */
 typedef enum sf_loss { SF_LOSS_CE_MEAN = 0, SF_LOSS_CE_PER_STEP, SF_LOSS_MSE_RATE } sf_loss;
 
-/* How each convolution op runs on a GPU: auto measures cuDNN's fastest algorithm and im2col + cuBLAS GEMM for every
- * conv shape and op at plan time and takes the faster; cudnn and gemm force one (gemm where the shape allows it). */
-typedef enum sf_conv_algo { SF_CONV_ALGO_AUTO = 0, SF_CONV_ALGO_CUDNN, SF_CONV_ALGO_GEMM } sf_conv_algo;
-SF_API const char *sf_conv_algo_name(sf_conv_algo a); /* "auto", "cudnn", "gemm" */
+/* How convolutions run on a GPU. cuDNN's tensor-core kernels want NHWC tensors; the engine's are NCHW but under
+ * nhwc (docs/architecture.md, Layouts). auto: per conv shape and op, measured at plan time, the fastest of cuDNN on
+ * the NCHW tensors, cuDNN on NHWC copies of them and im2col + cuBLAS GEMM. nchw: the faster of cuDNN on NCHW and
+ * im2col + GEMM. cudnn: cuDNN on NCHW. gemm: im2col + GEMM where the shape allows it (cuDNN elsewhere). nhwc: the
+ * tensors between convolutions stay NHWC, and cuDNN runs on them (on copies of a side that stays NCHW). */
+typedef enum sf_conv_algo {
+    SF_CONV_ALGO_AUTO = 0,
+    SF_CONV_ALGO_CUDNN,
+    SF_CONV_ALGO_GEMM,
+    SF_CONV_ALGO_NHWC,
+    SF_CONV_ALGO_NCHW
+} sf_conv_algo;
+SF_API const char *sf_conv_algo_name(sf_conv_algo a); /* "auto", "cudnn", "gemm", "nhwc", "nchw" */
 SF_API sf_status sf_conv_algo_parse(const char *name, sf_conv_algo *out);
 
 /* Choices of the CUDA backend (the CPU backend has none of these and ignores them). */

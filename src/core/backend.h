@@ -28,6 +28,7 @@ typedef struct sf_conv_shape {
     int32_t cin, h, w;      /* input */
     int32_t cout, k, stride, pad;
     int32_t oh, ow;         /* output, (h + 2·pad - k) / stride + 1 */
+    bool x_nhwc, y_nhwc;    /* x (and dx), y (and dy) are NHWC; only a backend with conv_nhwc takes them */
 } sf_conv_shape;
 
 typedef struct sf_pool_shape {
@@ -81,6 +82,7 @@ struct sf_backend {
     void *ctx;    /* backend-private state (streams, library handles) */
     sf_act_type act; /* how activations and the weights GEMMs read are stored; the CPU's is always SF_ACT_F32 */
     bool neuron_ckpt; /* the neuron backward starts its recompute at the forward's checkpoints (sf_lif_state.v_ckpt) */
+    bool conv_nhwc;   /* its convolutions run faster on NHWC tensors: the engine keeps the tensors between them so */
 
     /* memory */
     sf_status (*alloc)(sf_backend *be, size_t bytes, void **out);

@@ -43,8 +43,7 @@ static sf_status input_value(sf_net *net, const sf_net_layer *l, int32_t id, con
             SF_TRY(be->lif_forward(be, &p->d.lif, net->T, net->B * net->tensors[p->in].per_sample,
                                    sf_net_slot_ptr(net, net->tensors[root(net, p->in)].act), &o, st));
         } else {
-            const sf_net_tensor *xin = &net->tensors[src->in];
-            sf_bn_shape sh = {.rows = rows(net), .c = xin->c, .hw = (int64_t)xin->h * xin->w};
+            sf_bn_shape sh = sf_net_bn_shape(net, src->in, rows(net));
             SF_TRY(be->bn_lif_forward(be, &p->d.lif, net->T, sh, sf_net_slot_ptr(net, net->tensors[root(net, src->in)].act),
                                       sf_net_slot_ptr(net, src->mean), sf_net_slot_ptr(net, src->var), src->d.bn_eps,
                                       param(net, src->w_off), param(net, src->b_off), &o, st));
@@ -123,10 +122,9 @@ static sf_status layer_backward(sf_net *net, int32_t i)
         const float *x;
         SF_TRY(input_value(net, l, l->in, &x));
         float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc);
-        SF_TRY(be->bn_backward(be, (sf_bn_shape){rows(net), net->tensors[l->in].c,
-                                                 (int64_t)net->tensors[l->in].h * net->tensors[l->in].w},
-                               x, sf_net_slot_ptr(net, l->mean), sf_net_slot_ptr(net, l->var), l->d.bn_eps,
-                               param(net, l->w_off), dy, dx, pgrad(net, l->w_off), pgrad(net, l->b_off)));
+        SF_TRY(be->bn_backward(be, sf_net_bn_shape(net, l->in, rows(net)), x, sf_net_slot_ptr(net, l->mean),
+                               sf_net_slot_ptr(net, l->var), l->d.bn_eps, param(net, l->w_off), dy, dx,
+                               pgrad(net, l->w_off), pgrad(net, l->b_off)));
         return accumulate(net, acc, l->in, dx);
     }
     case SF_LAYER_LIF: {
@@ -154,8 +152,7 @@ static sf_status layer_backward(sf_net *net, int32_t i)
         const float *x;
         SF_TRY(input_value(net, bn, bn->in, &x));
         float *dx = dx_target(net, i, bn->in, bn->dx_tmp, &acc);
-        const sf_net_tensor *xin = &net->tensors[bn->in];
-        sf_bn_shape sh = {.rows = rows(net), .c = xin->c, .hw = (int64_t)xin->h * xin->w};
+        sf_bn_shape sh = sf_net_bn_shape(net, bn->in, rows(net));
         SF_TRY(sf_net_state_backward(net, l, &state, &st));
         SF_TRY(sf_net_bn_lif_backward(net, l, bn, sh, x, h, dy, dx, st));
         return accumulate(net, acc, bn->in, dx);

@@ -41,6 +41,7 @@ typedef struct sf_net_tensor {
     int32_t producer;   /* layer index, -1 for the input */
     int32_t consumers;  /* number of layer inputs reading it */
     bool binary;        /* values are 0/1 spikes */
+    bool nhwc;          /* stored [T·B, h, w, c] (plan.c, decide_layouts), else [T·B, c, h, w] */
     bool requires_grad; /* some parameter lies upstream */
     sf_keep_kind keep;
     sf_slot act;               /* forward values [T, B, per_sample] in the act type */
@@ -255,6 +256,9 @@ sf_status sf_net_scatter_output_grad(sf_net *net, float *grad);
  * sends the LIF's ∂L/∂v on). */
 sf_status sf_net_bn_stats(sf_net *net, const sf_net_layer *l, sf_bn_shape sh, const float *x, float *mean, float *var);
 int64_t sf_net_bn_rows(const sf_net *net);
+/* The BN shape of tensor t over `rows` rows (T·B, or sf_net_bn_rows): [rows, c, hw], or for an NHWC tensor
+ * [rows·hw, c, 1], which every BN kernel indexes alike (channel = element index mod c). */
+sf_bn_shape sf_net_bn_shape(const sf_net *net, int32_t t, int64_t rows);
 sf_status sf_net_bn_lif_backward(sf_net *net, const sf_net_layer *lif, const sf_net_layer *bn, sf_bn_shape sh,
                                  const float *x, const float *h, const float *ds, float *dx, const sf_lif_state *st);
 /* After layer i's backward: hands the gradients that became final to grads_ready (*final_from: the lowest final

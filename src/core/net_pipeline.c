@@ -39,7 +39,7 @@ bool sf_net_neuron_learned(sf_net *net, const sf_net_layer *l, bool grads, sf_li
     st->w = net->params + l->w_off;
     st->dw = grads ? net->grads + l->w_off : NULL;
     st->w_channels = (int32_t)l->w_numel; /* 1, or the channels of a w per channel */
-    st->w_hw = (int64_t)y->h * y->w;
+    st->w_hw = y->nhwc ? 1 : (int64_t)y->h * y->w; /* channel = (element / w_hw) mod w_channels */
     return true;
 }
 
@@ -132,6 +132,14 @@ sf_status sf_net_bn_stats(sf_net *net, const sf_net_layer *l, sf_bn_shape sh, co
 
 int64_t sf_net_bn_rows(const sf_net *net) { return net->T * net->B * net->hooks.bn_parts; }
 
+sf_bn_shape sf_net_bn_shape(const sf_net *net, int32_t t, int64_t rows)
+{
+    const sf_net_tensor *x = &net->tensors[t];
+    const int64_t hw = (int64_t)x->h * x->w;
+    if (x->nhwc) return (sf_bn_shape){.rows = rows * hw, .c = x->c, .hw = 1};
+    return (sf_bn_shape){.rows = rows, .c = x->c, .hw = hw};
+}
+
 sf_status sf_net_bn_lif_backward(sf_net *net, const sf_net_layer *lif, const sf_net_layer *bn, sf_bn_shape sh,
                                  const float *x, const float *h, const float *ds, float *dx, const sf_lif_state *st)
 {
@@ -157,7 +165,8 @@ sf_status sf_net_bn_lif_backward(sf_net *net, const sf_net_layer *lif, const sf_
     SF_TRY(be->copy(be, sums, dgamma, cb));
     SF_TRY(be->copy(be, sums + sh.c, dbeta, cb));
     SF_TRY(hk->bn_allreduce(hk->ctx, sums, 2 * (int64_t)sh.c));
-    sf_bn_split two = {.phase = 2, .sum_dyx = sums, .sum_dy = sums + sh.c, .rows = sf_net_bn_rows(net)};
+    sf_bn_split two = {.phase = 2, .sum_dyx = sums, .sum_dy = sums + sh.c,
+                       .rows = sf_net_bn_shape(net, bn->in, sf_net_bn_rows(net)).rows};
     return be->bn_lif_backward(be, &lif->d.lif, net->T, sh, x, h, mean, var, bn->d.bn_eps, gamma, beta, ds, dx, NULL,
                                NULL, st, &two);
 }

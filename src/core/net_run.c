@@ -21,11 +21,7 @@ static double now_ms(void)
 
 static int64_t rows(const sf_net *net) { return net->T * net->B; }
 
-static sf_bn_shape bn_shape(const sf_net *net, const sf_net_layer *bn)
-{
-    const sf_net_tensor *x = &net->tensors[bn->in];
-    return (sf_bn_shape){.rows = rows(net), .c = x->c, .hw = (int64_t)x->h * x->w};
-}
+static sf_bn_shape bn_shape(const sf_net *net, const sf_net_layer *bn) { return sf_net_bn_shape(net, bn->in, rows(net)); }
 
 /* Runs a LIF layer (with its fused BN, if any) forward, in time segments taking v from the previous segment and
  * passing its last v on. `out` says what to write. */
@@ -55,7 +51,7 @@ static sf_status bn_batch_stats(sf_net *net, const sf_net_layer *l)
     sf_bn_shape sh = bn_shape(net, l);
     float *mean = sf_net_slot_ptr(net, l->mean), *var = sf_net_slot_ptr(net, l->var);
     SF_TRY(sf_net_bn_stats(net, l, sh, sf_net_act(net, l->in), mean, var));
-    sh.rows = sf_net_bn_rows(net); /* the unbiased variance counts every value the statistics saw */
+    sh = sf_net_bn_shape(net, l->in, sf_net_bn_rows(net)); /* the unbiased variance counts every value seen */
     return be->bn_update_running(be, sh, l->d.bn_momentum, mean, var, net->buffers + l->rm_off,
                                  net->buffers + l->rv_off);
 }
@@ -269,6 +265,23 @@ sf_status sf_net_logits(const sf_net *net, float *out)
     return net->be->copy_to_host(net->be, out, net->logits, (size_t)(net->B * sf_net_classes(net)) * sizeof(float));
 }
 
+/* Values of tensor x read back to the host as [rows, c·h·w], put in NCHW order where the device keeps x NHWC. */
+static sf_status host_nchw(const sf_net_tensor *x, int64_t n_rows, float *v)
+{
+    if (!x->nhwc) return SF_OK;
+    const int64_t hw = (int64_t)x->h * x->w, c = x->c;
+    float *row = malloc(sizeof *row * (size_t)(hw * c));
+    if (!row) return sf_fail(SF_ERR_NOMEM, "out of host memory reordering a tensor read back");
+    for (int64_t r = 0; r < n_rows; r++) {
+        float *p = v + r * hw * c;
+        memcpy(row, p, sizeof *row * (size_t)(hw * c));
+        for (int64_t q = 0; q < hw; q++)
+            for (int64_t ch = 0; ch < c; ch++) p[ch * hw + q] = row[q * c + ch];
+    }
+    free(row);
+    return SF_OK;
+}
+
 sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *out)
 {
     if (!net->have_forward) return sf_fail(SF_ERR_STATE, "read_activation: run a forward first");
@@ -281,13 +294,16 @@ sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *out)
     sf_backend *be = net->be;
     int64_t n = rows(net) * x->per_sample;
     const void *src = sf_net_slot_ptr(net, x->act);
-    if (be->act == SF_ACT_F32) return be->copy_to_host(be, out, src, (size_t)n * sizeof(float));
+    if (be->act == SF_ACT_F32) {
+        SF_TRY(be->copy_to_host(be, out, src, (size_t)n * sizeof(float)));
+        return host_nchw(x, rows(net), out);
+    }
     void *wide = NULL; /* a rare query: its own allocation rather than planned workspace */
     SF_TRY(be->alloc(be, (size_t)n * sizeof(float), &wide));
     sf_status s = be->convert(be, n, be->act, src, SF_ACT_F32, wide);
     if (s == SF_OK) s = be->copy_to_host(be, out, wide, (size_t)n * sizeof(float));
     be->release(be, wide);
-    return s;
+    return s == SF_OK ? host_nchw(x, rows(net), out) : s;
 }
 
 sf_status sf_net_set_keep_activations(sf_net *net, int32_t on)
@@ -310,8 +326,9 @@ sf_status sf_net_read_membrane(const sf_net *net, int32_t id, float *out)
                        "the membrane potential of tensor %d is not held after this forward (call "
                        "sf_net_set_keep_activations before sf_net_compile)",
                        id);
-    return net->be->copy_to_host(net->be, out, sf_net_slot_ptr(net, l->h),
-                                 (size_t)(rows(net) * net->tensors[id].per_sample) * sizeof(float));
+    SF_TRY(net->be->copy_to_host(net->be, out, sf_net_slot_ptr(net, l->h),
+                                 (size_t)(rows(net) * net->tensors[id].per_sample) * sizeof(float)));
+    return host_nchw(&net->tensors[id], rows(net), out);
 }
 
 int32_t sf_net_firing_rates(const sf_net *net, float *rates, int32_t cap)

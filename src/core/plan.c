@@ -185,6 +185,53 @@ static void fuse_bn_lif(sf_net *net)
     }
 }
 
+/* Layers that read an NHWC tensor as well as an NCHW one: convolutions (through the backend), and those that treat
+ * every element alike or by channel alone (BN, the neurons, add). */
+static bool reads_nhwc(const sf_net_layer *l)
+{
+    return l->d.kind == SF_LAYER_CONV2D || l->d.kind == SF_LAYER_BATCHNORM || l->d.kind == SF_LAYER_LIF ||
+           l->d.kind == SF_LAYER_ADD;
+}
+
+/* Which tensors are NHWC: on a backend whose convolutions prefer it (conv_nhwc), the outputs of convolutions and of
+ * the BN, neuron and add layers after them, as long as every layer that reads them reads NHWC; a tensor that a
+ * pooling, flatten, dropout, linear or recurrent layer reads, the input and the output stay NCHW. A BN, neuron or add
+ * layer has one layout on all its sides, so an NCHW side makes the others NCHW too (repeated until nothing changes).
+ * A convolution may differ on its two sides: it copies the NCHW one (conv.cu). */
+static void decide_layouts(sf_net *net)
+{
+    const int32_t L = net->n_layers;
+    for (int32_t t = 0; t <= L; t++) {
+        sf_net_tensor *x = &net->tensors[t];
+        x->nhwc = net->be->conv_nhwc && t > 0 && t < L && x->alias_of == t && x->h * x->w > 1 && !x->compact &&
+                  reads_nhwc(&net->layers[x->producer]);
+    }
+    for (int32_t i = 0; i < L; i++) {
+        const sf_net_layer *l = &net->layers[i];
+        if (reads_nhwc(l)) continue;
+        net->tensors[root(net, l->in)].nhwc = false;
+        if (l->d.kind == SF_LAYER_ADD) net->tensors[root(net, l->in2)].nhwc = false;
+    }
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int32_t i = 0; i < L; i++) {
+            const sf_net_layer *l = &net->layers[i];
+            if (!reads_nhwc(l) || l->d.kind == SF_LAYER_CONV2D) continue;
+            bool *side[3] = {&net->tensors[l->in].nhwc, &net->tensors[l->out].nhwc,
+                             l->d.kind == SF_LAYER_ADD ? &net->tensors[l->in2].nhwc : NULL};
+            const bool all = *side[0] && *side[1] && (!side[2] || *side[2]);
+            for (int k = 0; k < 3 && !all; k++)
+                if (side[k] && *side[k]) *side[k] = false, changed = true;
+        }
+    }
+    for (int32_t i = 0; i < L; i++) {
+        sf_net_layer *l = &net->layers[i];
+        if (l->d.kind != SF_LAYER_CONV2D) continue;
+        l->conv.x_nhwc = net->tensors[l->in].nhwc;
+        l->conv.y_nhwc = net->tensors[l->out].nhwc;
+    }
+}
+
 /* Decides, per root tensor, how the backward gets its value (see sf_keep_kind). */
 static void decide_keeps(sf_net *net)
 {
@@ -415,6 +462,7 @@ sf_status sf_net_plan_memory(sf_net *net)
     build_tensors(net);
     fuse_bn_lif(net);
     sf_net_sparse_mark(net);
+    decide_layouts(net);
     decide_keeps(net);
     for (int32_t i = 0; i < L; i++) {
         sf_net_layer *l = &net->layers[i];

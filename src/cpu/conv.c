@@ -25,6 +25,7 @@ static size_t align64(size_t b) { return (b + 63) & ~(size_t)63; }
 static sf_status check_conv(const sf_conv_shape *sh)
 {
     if (!sh) return sf_fail(SF_ERR_INVALID, "conv: shape is NULL");
+    if (sh->x_nhwc || sh->y_nhwc) return sf_fail(SF_ERR_UNSUPPORTED, "conv: the CPU backend takes NCHW tensors only");
     if (sh->n < 0 || sh->cin <= 0 || sh->h <= 0 || sh->w <= 0 || sh->cout <= 0 || sh->k <= 0 || sh->stride <= 0 ||
         sh->pad < 0)
         return sf_fail(SF_ERR_INVALID,

@@ -251,6 +251,9 @@ sf_status sf_cuda_backend_create(int32_t device, sf_precision precision, const s
     sf_status s = init_ctx(c, device, precision, opt);
     be->act = c->act;
     be->neuron_ckpt = true;
+    /* NHWC tensors between convolutions only when asked: their BN and neuron kernels are not yet as fast as on NCHW
+     * (docs/perf.md, NHWC) */
+    be->conv_nhwc = c->conv_algo == SF_CONV_ALGO_NHWC;
     if (s != SF_OK) {
         cu_destroy(be);
         return sf_fail_context(s, "creating the CUDA backend (%s) on device %d: ", sf_precision_name(precision), device);

@@ -1,17 +1,26 @@
-/* conv.cu — 2-D convolution through cuDNN, NCHW, with T·B images folded into the batch. Algorithms are chosen
- * once per shape by cudnnFind* (measured on the device), restricted to the backend's precision (fp32: FMA math
- * only, no TF32 tensor ops; tf32: tensor ops allowed; bf16 and fp16: x, w, y, dy and dx in that type on the tensor
- * cores with fp32 accumulation — cuDNN's pseudo-bf16 and pseudo-half configurations —, the weight gradient written
- * in that type and widened into the fp32 one) and a bounded workspace, and cached with their descriptors. When the
- * fastest algorithm of an op needs more workspace than the cap, the op is also measured on the batch cut into 2, 4
- * or 8 chunks (workspace shrinks with the chunk) and runs chunk by chunk if that is faster in total; the weight
- * gradient accumulates over the chunks. Each op is also timed as im2col + cuBLAS GEMM (conv_gemm.cu) over chunks
- * that fit the same cap, and runs that way where it beats cuDNN's best. The bias and its gradient are kernels of
- * this file in every precision (a per-channel add, and a deterministic per-channel sum in double).
+/* conv.cu — 2-D convolution through cuDNN, with T·B images folded into the batch; the engine's tensors are NCHW.
+ * Algorithms are chosen once per shape by cudnnFind* (measured on the device), restricted to the backend's precision
+ * (fp32: FMA math only, no TF32 tensor ops; tf32: tensor ops allowed; bf16 and fp16: x, w, y, dy and dx in that type
+ * on the tensor cores with fp32 accumulation — cuDNN's pseudo-bf16 and pseudo-half configurations —, the weight
+ * gradient written in that type and widened into the fp32 one) and a bounded workspace, and cached with their
+ * descriptors. When the fastest algorithm of an op needs more workspace than the cap, the op is also measured on
+ * the batch cut into 2, 4 or 8 chunks (workspace shrinks with the chunk) and runs chunk by chunk if that is faster in
+ * total; the weight gradient accumulates over the chunks.
+ * Each op has three paths, and runs the fastest measured one (conv_algo can force one):
+ *  - cuDNN on the NCHW tensors (cuDNN's tensor-core kernels transpose such tensors internally, and on the H200 run
+ *    bf16 3×3 convolutions at a third of the tensor cores' rate);
+ *  - cuDNN on NHWC: chunk by chunk, the sides that the engine keeps NCHW (sf_conv_shape's x_nhwc, y_nhwc) are copied
+ *    to NHWC (x, dy) or back (y, dx), and the filter to KRSC, by cudnnTransformTensor inside the op's workspace, which
+ *    bounds the chunk; where the engine keeps a side NHWC (conv_algo = nhwc: docs/architecture.md, Layouts) that
+ *    side is not copied, and this is the only path;
+ *  - im2col + cuBLAS GEMM (conv_gemm.cu) over chunks that fit the same cap.
+ * The NHWC and GEMM paths are timed whole, copies included, by events. The bias and its gradient are kernels of this
+ * file in every precision (a per-channel add, and a deterministic per-channel sum in double).
  * Deterministic mode (sf_cuda_options.deterministic) takes only algorithms cuDNN marks deterministic, and chooses
  * without timing anything, so every process picks the same ones: the first of cuDNN's heuristic ranking
- * (cudnnGetConvolution*Algorithm_v7) that fits the cap on the fewest chunks, im2col + GEMM where none fits (or where
- * conv_algo = gemm asks for it); the bias gradient needs nothing more (it is always the fixed-order sum). */
+ * (cudnnGetConvolution*Algorithm_v7) that fits the cap on the fewest chunks, on NCHW tensors unless conv_algo = nhwc
+ * asks for NHWC, im2col + GEMM where none fits (or where conv_algo = gemm asks for it); the bias gradient needs
+ * nothing more (it is always the fixed-order sum). */
 #include "cuda/act.cuh"
 #include "cuda/cuda_backend.h"
 #include "cuda/ops.cuh"
@@ -22,10 +31,14 @@
 #include <stdlib.h>
 
 enum { SF_CONV_FWD, SF_CONV_BWD_DATA, SF_CONV_BWD_FILTER, SF_CONV_OPS };
+/* The layouts cuDNN runs on, and the paths an op can take: cuDNN in one of those layouts, or im2col + GEMM. */
+enum { SF_CONV_NCHW, SF_CONV_NHWC, SF_CONV_LAYOUTS };
+enum { SF_CONV_PATH_NCHW = SF_CONV_NCHW, SF_CONV_PATH_NHWC = SF_CONV_NHWC, SF_CONV_PATH_GEMM };
 
-/* One of the three ops: its algorithm with the math type cuDNN measured it in (the descriptor it runs with must carry
- * that type: a 16-bit algorithm measured in FMA math and run in tensor-op math fails with CUDNN_STATUS_BAD_PARAM on
- * shapes tensor ops cannot take), and the batch chunk (images per call) with descriptors of that size. */
+/* One of the three ops in one layout: its algorithm with the math type cuDNN measured it in (the descriptor it runs
+ * with must carry that type: a 16-bit algorithm measured in FMA math and run in tensor-op math fails with
+ * CUDNN_STATUS_BAD_PARAM on shapes tensor ops cannot take), and the batch chunk (images per call) with descriptors of
+ * that size (chunk 0: no algorithm fits). */
 typedef struct sf_cuda_conv_op {
     int algo;
     cudnnMathType_t math;
@@ -34,36 +47,96 @@ typedef struct sf_cuda_conv_op {
     float ms; /* measured time of all chunks */
     size_t ws;
     cudnnTensorDescriptor_t xd, yd;
+    cudnnTensorDescriptor_t xn, yn; /* NHWC ops: x and y of a chunk as NCHW, for the copies */
     int fastest_algo; /* the fastest allowed algorithm on the whole batch, whatever its workspace (for reports) */
     float fastest_ms;
     size_t fastest_ws;
-    bool gemm;      /* runs as im2col + GEMM over the entry's gemm_chunk instead */
-    float gemm_ms;  /* that path's measured time (0: not measured) */
 } sf_cuda_conv_op;
 
 struct sf_cuda_conv_entry {
     sf_conv_shape sh;
-    cudnnFilterDescriptor_t wd;
+    cudnnFilterDescriptor_t wd[SF_CONV_LAYOUTS]; /* KCRS, KRSC */
+    cudnnTensorDescriptor_t wt[SF_CONV_LAYOUTS]; /* the same as tensors, for the filter's copies */
     cudnnConvolutionDescriptor_t cd;
-    sf_cuda_conv_op op[SF_CONV_OPS];
+    sf_cuda_conv_op op[SF_CONV_LAYOUTS][SF_CONV_OPS];
+    int path[SF_CONV_OPS];
+    float nhwc_ms[SF_CONV_OPS], gemm_ms[SF_CONV_OPS]; /* those paths timed whole (0: not measured) */
     int64_t gemm_chunk; /* images per im2col + GEMM call (0: the path does not fit the cap) */
     size_t ws;
 };
 
+/* What the NHWC path keeps in an op's workspace after the algorithm's own: the filter in KRSC, the weight gradient
+ * in KRSC, and one chunk's x, y (or dy) and dx in NHWC. Each op keeps only those it uses, and of x, y and dx only
+ * the copies of sides the engine keeps NCHW. */
+enum { NHWC_W = 1, NHWC_DW = 2, NHWC_X = 4, NHWC_Y = 8, NHWC_DX = 16 };
+static const unsigned nhwc_uses[SF_CONV_OPS] = {NHWC_W | NHWC_X | NHWC_Y, NHWC_W | NHWC_Y | NHWC_DX,
+                                                NHWC_DW | NHWC_X | NHWC_Y};
+typedef struct nhwc_bufs {
+    char *w, *dw, *x, *y, *dx;
+} nhwc_bufs;
+
+static unsigned nhwc_copies(const sf_conv_shape *sh, int op)
+{
+    unsigned u = nhwc_uses[op];
+    if (sh->x_nhwc) u &= ~(unsigned)(NHWC_X | NHWC_DX);
+    if (sh->y_nhwc) u &= ~(unsigned)NHWC_Y;
+    return u;
+}
+
+static size_t align256(size_t b)
+{
+    return (b + 255) & ~(size_t)255;
+}
+
+/* Places the copies `uses` names after `base` (NULL: only sizes them); returns their bytes. */
+static size_t nhwc_place(const sf_conv_shape *sh, int64_t chunk, size_t es, unsigned uses, char *base, nhwc_bufs *b)
+{
+    const size_t nw = (size_t)sh->cout * sh->cin * sh->k * sh->k, nx = (size_t)chunk * sh->cin * sh->h * sh->w,
+                 ny = (size_t)chunk * sh->cout * sh->oh * sh->ow;
+    const struct {
+        unsigned use;
+        size_t elems;
+        char **at;
+    } part[] = {{NHWC_W, nw, &b->w}, {NHWC_DW, nw, &b->dw}, {NHWC_X, nx, &b->x}, {NHWC_Y, ny, &b->y},
+                {NHWC_DX, nx, &b->dx}};
+    size_t off = 0;
+    for (size_t i = 0; i < sizeof part / sizeof part[0]; i++) {
+        *part[i].at = NULL;
+        if (!(uses & part[i].use)) continue;
+        if (base) *part[i].at = base + off;
+        off += align256(part[i].elems * es);
+    }
+    return off;
+}
+
+/* The workspace an NHWC op needs: its algorithm's, then its copies. */
+static size_t nhwc_ws(const sf_conv_shape *sh, const sf_cuda_conv_op *op, size_t es, unsigned uses)
+{
+    nhwc_bufs b;
+    return align256(op->ws) + nhwc_place(sh, op->chunk, es, uses, NULL, &b);
+}
+
 static int same_shape(const sf_conv_shape *a, const sf_conv_shape *b)
 {
     return a->n == b->n && a->cin == b->cin && a->h == b->h && a->w == b->w && a->cout == b->cout && a->k == b->k &&
-           a->stride == b->stride && a->pad == b->pad && a->oh == b->oh && a->ow == b->ow;
+           a->stride == b->stride && a->pad == b->pad && a->oh == b->oh && a->ow == b->ow && a->x_nhwc == b->x_nhwc &&
+           a->y_nhwc == b->y_nhwc;
 }
 
 static void entry_destroy(sf_cuda_conv_entry *e)
 {
-    for (int i = 0; i < SF_CONV_OPS; i++) {
-        if (e->op[i].xd) cudnnDestroyTensorDescriptor(e->op[i].xd);
-        if (e->op[i].yd) cudnnDestroyTensorDescriptor(e->op[i].yd);
-        if (e->op[i].cd) cudnnDestroyConvolutionDescriptor(e->op[i].cd);
+    for (int l = 0; l < SF_CONV_LAYOUTS; l++) {
+        for (int i = 0; i < SF_CONV_OPS; i++) {
+            sf_cuda_conv_op *op = &e->op[l][i];
+            if (op->xd) cudnnDestroyTensorDescriptor(op->xd);
+            if (op->yd) cudnnDestroyTensorDescriptor(op->yd);
+            if (op->xn) cudnnDestroyTensorDescriptor(op->xn);
+            if (op->yn) cudnnDestroyTensorDescriptor(op->yn);
+            if (op->cd) cudnnDestroyConvolutionDescriptor(op->cd);
+        }
+        if (e->wd[l]) cudnnDestroyFilterDescriptor(e->wd[l]);
+        if (e->wt[l]) cudnnDestroyTensorDescriptor(e->wt[l]);
     }
-    if (e->wd) cudnnDestroyFilterDescriptor(e->wd);
     if (e->cd) cudnnDestroyConvolutionDescriptor(e->cd);
 }
 
@@ -130,19 +203,23 @@ static sf_status conv_desc(const sf_conv_shape *sh, cudnnMathType_t m, cudnnConv
     return SF_OK;
 }
 
-static sf_status set_nchw(cudnnTensorDescriptor_t d, cudnnDataType_t t, int64_t n, int32_t c, int32_t h, int32_t w)
+static sf_status set_desc(cudnnTensorDescriptor_t d, int layout, cudnnDataType_t t, int64_t n, int32_t c, int32_t h,
+                          int32_t w)
 {
-    SF_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, t, (int)n, c, h, w));
+    SF_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, layout == SF_CONV_NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, t,
+                                              (int)n, c, h, w));
     return SF_OK;
 }
 
-/* Measures the three ops on chunks of n / splits images; updates the ops that this makes faster. *more: some op's
- * fastest algorithm still needs more workspace than the cap. */
-static sf_status measure(sf_cuda_ctx *c, sf_cuda_conv_entry *e, int64_t splits, bool *more)
+/* Measures the three ops in `layout` on chunks of n / splits images; updates the ops that this makes faster. The
+ * NHWC copies of a chunk come out of the cap before the algorithm's workspace. *more: some op's fastest algorithm
+ * (or, in NHWC, the copies) still needs more workspace than the cap. */
+static sf_status measure(sf_cuda_ctx *c, sf_cuda_conv_entry *e, int layout, int64_t splits, bool *more)
 {
     const sf_conv_shape *sh = &e->sh;
     const sf_precision prec = c->prec;
     const cudnnDataType_t dt = sf_cudnn_type(c->act);
+    const size_t es = sf_act_type_size(c->act);
     int64_t chunk = sh->n / splits;
     cudnnTensorDescriptor_t xd = NULL, yd = NULL;
     sf_status st = SF_OK;
@@ -151,125 +228,179 @@ static sf_status measure(sf_cuda_ctx *c, sf_cuda_conv_entry *e, int64_t splits, 
     cudnnConvolutionFwdAlgoPerf_t pf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     cudnnConvolutionBwdDataAlgoPerf_t pd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     cudnnConvolutionBwdFilterAlgoPerf_t pw[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    cudnnFilterDescriptor_t wd = e->wd[layout];
     cudnnStatus_t cs = cudnnCreateTensorDescriptor(&xd);
     if (cs == CUDNN_STATUS_SUCCESS) cs = cudnnCreateTensorDescriptor(&yd);
     if (cs != CUDNN_STATUS_SUCCESS) {
         st = sf_cuda_fail_cudnn(cs, __FILE__, __LINE__, "cudnnCreateTensorDescriptor");
         goto done;
     }
-    if ((st = set_nchw(xd, dt, chunk, sh->cin, sh->h, sh->w)) != SF_OK) goto done;
-    if ((st = set_nchw(yd, dt, chunk, sh->cout, sh->oh, sh->ow)) != SF_OK) goto done;
+    if ((st = set_desc(xd, layout, dt, chunk, sh->cin, sh->h, sh->w)) != SF_OK) goto done;
+    if ((st = set_desc(yd, layout, dt, chunk, sh->cout, sh->oh, sh->ow)) != SF_OK) goto done;
     for (int o = 0; o < SF_CONV_OPS; o++) {
+        nhwc_bufs b;
+        const size_t copies = layout == SF_CONV_NHWC ? nhwc_place(sh, chunk, es, nhwc_copies(sh, o), NULL, &b) : 0;
+        if (copies >= c->conv_ws_cap) {
+            big[o] = true;
+            continue;
+        }
         /* Find measures every algorithm; Get_v7 ranks them by cuDNN's heuristics, the same in every process. */
         const bool det = c->deterministic;
         if (o == SF_CONV_FWD)
-            cs = det ? cudnnGetConvolutionForwardAlgorithm_v7(c->cudnn, xd, e->wd, e->cd, yd,
+            cs = det ? cudnnGetConvolutionForwardAlgorithm_v7(c->cudnn, xd, wd, e->cd, yd,
                                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, pf)
-                     : cudnnFindConvolutionForwardAlgorithm(c->cudnn, xd, e->wd, e->cd, yd,
+                     : cudnnFindConvolutionForwardAlgorithm(c->cudnn, xd, wd, e->cd, yd,
                                                             CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, pf);
         else if (o == SF_CONV_BWD_DATA)
-            cs = det ? cudnnGetConvolutionBackwardDataAlgorithm_v7(c->cudnn, e->wd, yd, e->cd, xd,
+            cs = det ? cudnnGetConvolutionBackwardDataAlgorithm_v7(c->cudnn, wd, yd, e->cd, xd,
                                                                     CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, pd)
-                     : cudnnFindConvolutionBackwardDataAlgorithm(c->cudnn, e->wd, yd, e->cd, xd,
+                     : cudnnFindConvolutionBackwardDataAlgorithm(c->cudnn, wd, yd, e->cd, xd,
                                                                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, pd);
         else
-            cs = det ? cudnnGetConvolutionBackwardFilterAlgorithm_v7(c->cudnn, xd, yd, e->cd, e->wd,
+            cs = det ? cudnnGetConvolutionBackwardFilterAlgorithm_v7(c->cudnn, xd, yd, e->cd, wd,
                                                                       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, pw)
-                     : cudnnFindConvolutionBackwardFilterAlgorithm(c->cudnn, xd, yd, e->cd, e->wd,
+                     : cudnnFindConvolutionBackwardFilterAlgorithm(c->cudnn, xd, yd, e->cd, wd,
                                                                    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, pw);
         if (cs != CUDNN_STATUS_SUCCESS) {
             st = sf_cuda_fail_cudnn(cs, __FILE__, __LINE__,
                                     det ? "cudnnGetConvolution*Algorithm_v7" : "cudnnFindConvolution*Algorithm");
             goto done;
         }
-        sf_cuda_conv_op *op = &e->op[o];
-        const size_t cap = c->conv_ws_cap;
+        sf_cuda_conv_op *op = &e->op[layout][o];
+        const size_t cap = c->conv_ws_cap - copies;
         big[o] = o == SF_CONV_FWD        ? consider(pf, got, splits, chunk, prec, cap, det, op, &changed)
                  : o == SF_CONV_BWD_DATA ? consider(pd, got, splits, chunk, prec, cap, det, op, &changed)
                                          : consider(pw, got, splits, chunk, prec, cap, det, op, &changed);
         if (changed) {
-            if ((st = set_nchw(op->xd, dt, chunk, sh->cin, sh->h, sh->w)) != SF_OK) goto done;
-            if ((st = set_nchw(op->yd, dt, chunk, sh->cout, sh->oh, sh->ow)) != SF_OK) goto done;
+            if ((st = set_desc(op->xd, layout, dt, chunk, sh->cin, sh->h, sh->w)) != SF_OK) goto done;
+            if ((st = set_desc(op->yd, layout, dt, chunk, sh->cout, sh->oh, sh->ow)) != SF_OK) goto done;
+            if ((st = set_desc(op->xn, SF_CONV_NCHW, dt, chunk, sh->cin, sh->h, sh->w)) != SF_OK) goto done;
+            if ((st = set_desc(op->yn, SF_CONV_NCHW, dt, chunk, sh->cout, sh->oh, sh->ow)) != SF_OK) goto done;
         }
     }
     /* deterministic: more chunks only while an op has nothing that fits */
-    *more = c->deterministic ? e->op[0].chunk == 0 || e->op[1].chunk == 0 || e->op[2].chunk == 0
-                             : big[0] || big[1] || big[2];
+    {
+        const sf_cuda_conv_op *op = e->op[layout];
+        *more = c->deterministic ? op[0].chunk == 0 || op[1].chunk == 0 || op[2].chunk == 0
+                                 : big[0] || big[1] || big[2];
+    }
 done:
     if (xd) cudnnDestroyTensorDescriptor(xd);
     if (yd) cudnnDestroyTensorDescriptor(yd);
     return st;
 }
 
-/* One op of the im2col + GEMM path on the timing buffers: x, dx, w, dw (fp32), y (also dy), workspace. */
-static sf_status run_gemm_op(sf_cuda_ctx *c, const sf_conv_shape *sh, int64_t chunk, int op, void *const *buf)
+static sf_status nhwc_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const void *x, const void *w, void *y,
+                              void *ws);
+static sf_status nhwc_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const void *x, const void *w,
+                               const void *dy, void *dx, float *dw, void *ws);
+
+/* The timing buffers: x, dx, w, dw (fp32), y (also dy), workspace. */
+enum { TB_X, TB_DX, TB_W, TB_DW, TB_Y, TB_WS, TB_COUNT };
+
+/* One op of a path (im2col + GEMM or cuDNN on NHWC copies) on the timing buffers. */
+static sf_status run_path_op(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int path, int op, void *const *buf)
 {
-    if (op == SF_CONV_FWD) return sf_cuda_conv_gemm_forward(c, sh, chunk, buf[0], buf[2], NULL, buf[4], buf[5]);
-    return sf_cuda_conv_gemm_backward(c, sh, chunk, buf[0], buf[2], buf[4], op == SF_CONV_BWD_DATA ? buf[1] : NULL,
-                                      op == SF_CONV_BWD_FILTER ? (float *)buf[3] : NULL, buf[5]);
+    const sf_conv_shape *sh = &e->sh;
+    void *dx = op == SF_CONV_BWD_DATA ? buf[TB_DX] : NULL;
+    float *dw = op == SF_CONV_BWD_FILTER ? (float *)buf[TB_DW] : NULL;
+    if (path == SF_CONV_PATH_GEMM) {
+        if (op == SF_CONV_FWD)
+            return sf_cuda_conv_gemm_forward(c, sh, e->gemm_chunk, buf[TB_X], buf[TB_W], NULL, buf[TB_Y], buf[TB_WS]);
+        return sf_cuda_conv_gemm_backward(c, sh, e->gemm_chunk, buf[TB_X], buf[TB_W], buf[TB_Y], dx, dw, buf[TB_WS]);
+    }
+    if (op == SF_CONV_FWD) return nhwc_forward(c, e, buf[TB_X], buf[TB_W], buf[TB_Y], buf[TB_WS]);
+    return nhwc_backward(c, e, buf[TB_X], buf[TB_W], buf[TB_Y], dx, dw, buf[TB_WS]);
 }
 
-/* Per op: one warm-up run, then the mean of two, by events on the backend's stream. */
-static sf_status time_gemm(sf_cuda_ctx *c, const sf_conv_shape *sh, int64_t chunk, void *const *buf, cudaEvent_t *ev,
-                           float ms[SF_CONV_OPS])
+/* One op of a path: one warm-up run, then the mean of two, by events on the backend's stream. */
+static sf_status time_path_op(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int path, int op, void *const *buf,
+                              cudaEvent_t *ev, float *ms)
 {
-    for (int o = 0; o < SF_CONV_OPS; o++) {
-        SF_TRY(run_gemm_op(c, sh, chunk, o, buf));
-        SF_CUDA_CHECK(cudaEventRecord(ev[0], c->stream));
-        for (int r = 0; r < 2; r++) SF_TRY(run_gemm_op(c, sh, chunk, o, buf));
-        SF_CUDA_CHECK(cudaEventRecord(ev[1], c->stream));
-        SF_CUDA_CHECK(cudaEventSynchronize(ev[1]));
-        SF_CUDA_CHECK(cudaEventElapsedTime(&ms[o], ev[0], ev[1]));
-        ms[o] /= 2;
-    }
+    SF_TRY(run_path_op(c, e, path, op, buf));
+    SF_CUDA_CHECK(cudaEventRecord(ev[0], c->stream));
+    for (int r = 0; r < 2; r++) SF_TRY(run_path_op(c, e, path, op, buf));
+    SF_CUDA_CHECK(cudaEventRecord(ev[1], c->stream));
+    SF_CUDA_CHECK(cudaEventSynchronize(ev[1]));
+    SF_CUDA_CHECK(cudaEventElapsedTime(ms, ev[0], ev[1]));
+    *ms /= 2;
     return SF_OK;
 }
 
-/* Measures the im2col + GEMM path on zeroed buffers of the shape (allocated for the measurement only) and takes
- * it for each op where it beats what cuDNN measured, or for every op where it fits under conv_algo = gemm. Without
- * room for the buffers the shape keeps cuDNN. */
-static sf_status consider_gemm(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
+/* Times the NHWC and im2col + GEMM paths of every op that has them on zeroed buffers of the shape (allocated for
+ * the measurement only) into e->nhwc_ms and e->gemm_ms. Without room for the buffers nothing is timed. */
+static sf_status time_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e, bool nhwc)
 {
     const sf_conv_shape *sh = &e->sh;
-    if (c->conv_algo == SF_CONV_ALGO_CUDNN) return SF_OK;
     const size_t es = sf_act_type_size(c->act);
-    const int64_t chunk = sf_cuda_conv_gemm_chunk(sh, c->conv_ws_cap, es);
-    if (chunk == 0) return SF_OK;
-    if (c->deterministic) { /* no timing: cuDNN's deterministic choice, unless forced or missing */
-        e->gemm_chunk = chunk;
-        for (int o = 0; o < SF_CONV_OPS; o++)
-            e->op[o].gemm = c->conv_algo == SF_CONV_ALGO_GEMM || e->op[o].chunk == 0;
-        return SF_OK;
-    }
     const size_t nx = (size_t)(sh->n * sh->cin * sh->h * sh->w), ny = (size_t)(sh->n * sh->cout * sh->oh * sh->ow),
                  nw = (size_t)sh->cout * sh->cin * sh->k * sh->k;
-    const size_t bytes[6] = {nx * es, nx * es, nw * es, nw * sizeof(float), ny * es, sf_cuda_conv_gemm_ws(sh, chunk, es)};
-    void *buf[6] = {NULL};
+    size_t ws = e->gemm_chunk ? sf_cuda_conv_gemm_ws(sh, e->gemm_chunk, es) : 0;
+    for (int o = 0; nhwc && o < SF_CONV_OPS; o++) {
+        const sf_cuda_conv_op *op = &e->op[SF_CONV_NHWC][o];
+        if (op->chunk && nhwc_ws(sh, op, es, nhwc_copies(sh, o)) > ws) ws = nhwc_ws(sh, op, es, nhwc_copies(sh, o));
+    }
+    const size_t bytes[TB_COUNT] = {nx * es, nx * es, nw * es, nw * sizeof(float), ny * es, ws};
+    void *buf[TB_COUNT] = {NULL};
     cudaEvent_t ev[2] = {NULL, NULL};
     cudaError_t ce = cudaSuccess;
     sf_status st = SF_OK;
-    for (int i = 0; i < 6 && ce == cudaSuccess; i++) {
+    for (int i = 0; i < TB_COUNT && ce == cudaSuccess; i++) {
         ce = cudaMalloc(&buf[i], bytes[i]);
         if (ce == cudaSuccess) ce = cudaMemsetAsync(buf[i], 0, bytes[i], c->stream);
     }
     for (int i = 0; i < 2 && ce == cudaSuccess; i++) ce = cudaEventCreate(&ev[i]);
-    float ms[SF_CONV_OPS] = {0.0f, 0.0f, 0.0f};
-    if (ce == cudaSuccess) st = time_gemm(c, sh, chunk, buf, ev, ms);
+    for (int o = 0; o < SF_CONV_OPS && ce == cudaSuccess && st == SF_OK; o++) {
+        if (e->gemm_chunk) st = time_path_op(c, e, SF_CONV_PATH_GEMM, o, buf, ev, &e->gemm_ms[o]);
+        if (st == SF_OK && nhwc && e->op[SF_CONV_NHWC][o].chunk)
+            st = time_path_op(c, e, SF_CONV_PATH_NHWC, o, buf, ev, &e->nhwc_ms[o]);
+    }
     cudaStreamSynchronize(c->stream);
-    for (int i = 0; i < 6; i++) cudaFree(buf[i]);
+    for (int i = 0; i < TB_COUNT; i++) cudaFree(buf[i]);
     for (int i = 0; i < 2; i++)
         if (ev[i]) cudaEventDestroy(ev[i]);
     if (ce == cudaErrorMemoryAllocation) {
         (void)cudaGetLastError();
         return SF_OK;
     }
-    if (ce != cudaSuccess) return sf_cuda_fail_cuda(ce, __FILE__, __LINE__, "preparing the im2col + GEMM timing");
-    SF_TRY(st);
-    e->gemm_chunk = chunk;
+    if (ce != cudaSuccess) return sf_cuda_fail_cuda(ce, __FILE__, __LINE__, "preparing the conv paths' timing");
+    return st;
+}
+
+/* Picks each op's path: NHWC where the engine keeps a side NHWC; else the one conv_algo forces where it has the op,
+ * else the fastest measured (deterministic mode: the forced one, else cuDNN on NCHW), falling back to any path that
+ * has the op. */
+static sf_status choose_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
+{
+    const sf_conv_algo algo = c->conv_algo;
+    const bool engine_nhwc = e->sh.x_nhwc || e->sh.y_nhwc;
+    const bool nhwc = engine_nhwc || algo == SF_CONV_ALGO_NHWC || (algo == SF_CONV_ALGO_AUTO && !c->deterministic);
+    if (!engine_nhwc && algo != SF_CONV_ALGO_CUDNN && algo != SF_CONV_ALGO_NHWC)
+        e->gemm_chunk = sf_cuda_conv_gemm_chunk(&e->sh, c->conv_ws_cap, sf_act_type_size(c->act));
+    if (nhwc) {
+        bool more = true;
+        for (int64_t splits = 1; splits <= 64 && more && e->sh.n % splits == 0; splits *= 2)
+            SF_TRY(measure(c, e, SF_CONV_NHWC, splits, &more));
+        for (int o = 0; o < SF_CONV_OPS; o++) { /* the timing below runs them */
+            sf_cuda_conv_op *op = &e->op[SF_CONV_NHWC][o];
+            if (op->chunk) SF_TRY(conv_desc(&e->sh, op->math, &op->cd));
+        }
+    }
+    const bool timed = (algo == SF_CONV_ALGO_AUTO || algo == SF_CONV_ALGO_NCHW) && !c->deterministic && !engine_nhwc;
+    if (!c->deterministic && !engine_nhwc && (nhwc || e->gemm_chunk)) SF_TRY(time_paths(c, e, nhwc));
     for (int o = 0; o < SF_CONV_OPS; o++) {
-        sf_cuda_conv_op *op = &e->op[o];
-        op->gemm_ms = ms[o];
-        op->gemm = c->conv_algo == SF_CONV_ALGO_GEMM || op->chunk == 0 || ms[o] < op->ms;
+        /* a path auto would compare must have been timed (the timing buffers may not have fit) */
+        const bool has[3] = {!engine_nhwc && e->op[SF_CONV_NCHW][o].chunk != 0,
+                             nhwc && e->op[SF_CONV_NHWC][o].chunk != 0 && (!timed || e->nhwc_ms[o] > 0),
+                             e->gemm_chunk != 0 && (!timed || e->gemm_ms[o] > 0)};
+        const float ms[3] = {e->op[SF_CONV_NCHW][o].ms, e->nhwc_ms[o], e->gemm_ms[o]};
+        const int forced = algo == SF_CONV_ALGO_GEMM                  ? SF_CONV_PATH_GEMM
+                           : algo == SF_CONV_ALGO_NHWC || engine_nhwc ? SF_CONV_PATH_NHWC
+                                                                      : SF_CONV_PATH_NCHW;
+        int best = has[forced] ? forced : -1;
+        for (int p = 0; p < 3; p++)
+            if (has[p] && (best < 0 || (timed && ms[p] < ms[best]))) best = p;
+        e->path[o] = best < 0 ? SF_CONV_PATH_NCHW : best;
     }
     return SF_OK;
 }
@@ -284,34 +415,55 @@ static sf_status setup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_ent
                        "inconsistent",
                        (long long)sh->n, sh->cin, sh->h, sh->w, sh->cout, sh->k, sh->stride, sh->pad, sh->oh, sh->ow);
     e->sh = *sh;
-    SF_CUDNN_CHECK(cudnnCreateFilterDescriptor(&e->wd));
-    for (int o = 0; o < SF_CONV_OPS; o++) {
-        SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&e->op[o].xd));
-        SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&e->op[o].yd));
+    for (int l = 0; l < SF_CONV_LAYOUTS; l++) {
+        const cudnnTensorFormat_t f = l == SF_CONV_NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+        SF_CUDNN_CHECK(cudnnCreateFilterDescriptor(&e->wd[l]));
+        SF_CUDNN_CHECK(cudnnSetFilter4dDescriptor(e->wd[l], sf_cudnn_type(c->act), f, sh->cout, sh->cin, sh->k, sh->k));
+        SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&e->wt[l]));
+        SF_CUDNN_CHECK(cudnnSetTensor4dDescriptor(e->wt[l], f, sf_cudnn_type(c->act), sh->cout, sh->cin, sh->k, sh->k));
+        for (int o = 0; o < SF_CONV_OPS; o++) {
+            sf_cuda_conv_op *op = &e->op[l][o];
+            SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&op->xd));
+            SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&op->yd));
+            SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&op->xn));
+            SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&op->yn));
+        }
     }
-    SF_CUDNN_CHECK(
-        cudnnSetFilter4dDescriptor(e->wd, sf_cudnn_type(c->act), CUDNN_TENSOR_NCHW, sh->cout, sh->cin, sh->k, sh->k));
     /* measured under fp32: FMA only; tf32, bf16 and fp16: tensor ops allowed (cuDNN also measures FMA there) */
     SF_TRY(conv_desc(sh, c->prec == SF_PRECISION_FP32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH, &e->cd));
-    bool more = true;
-    for (int64_t splits = 1; splits <= 8 && more && sh->n % splits == 0; splits *= 2) SF_TRY(measure(c, e, splits, &more));
-    SF_TRY(consider_gemm(c, e));
+    bool more = !sh->x_nhwc && !sh->y_nhwc; /* cuDNN on NCHW tensors, where the engine's are */
+    for (int64_t splits = 1; splits <= 8 && more && sh->n % splits == 0; splits *= 2)
+        SF_TRY(measure(c, e, SF_CONV_NCHW, splits, &more));
+    SF_TRY(choose_paths(c, e));
     static const char *const names[SF_CONV_OPS] = {"forward", "backward-data", "backward-filter"};
+    const size_t es = sf_act_type_size(c->act);
     e->ws = 0;
     for (int o = 0; o < SF_CONV_OPS; o++) {
-        if (e->op[o].gemm) {
-            size_t g = sf_cuda_conv_gemm_ws(sh, e->gemm_chunk, sf_act_type_size(c->act));
-            if (g > e->ws) e->ws = g;
-            continue;
+        size_t need;
+        if (e->path[o] == SF_CONV_PATH_GEMM) {
+            need = sf_cuda_conv_gemm_ws(sh, e->gemm_chunk, es);
+        } else {
+            sf_cuda_conv_op *op = &e->op[e->path[o]][o];
+            if (op->chunk == 0)
+                return sf_fail(SF_ERR_UNSUPPORTED,
+                               "cuDNN offers no %s %s algorithm within %zu MiB of workspace for conv n=%lld cin=%d "
+                               "%dx%d cout=%d k=%d stride=%d (raise conv_workspace_mib)",
+                               sf_precision_name(c->prec), names[o], c->conv_ws_cap >> 20, (long long)sh->n, sh->cin,
+                               sh->h, sh->w, sh->cout, sh->k, sh->stride);
+            need = e->path[o] == SF_CONV_PATH_NHWC ? nhwc_ws(sh, op, es, nhwc_copies(sh, o)) : op->ws;
+            if (!op->cd) SF_TRY(conv_desc(sh, op->math, &op->cd));
         }
-        if (e->op[o].chunk == 0)
-            return sf_fail(SF_ERR_UNSUPPORTED,
-                           "cuDNN offers no %s %s algorithm within %zu MiB of workspace for conv n=%lld cin=%d %dx%d "
-                           "cout=%d k=%d stride=%d (raise conv_workspace_mib)",
-                           sf_precision_name(c->prec), names[o], c->conv_ws_cap >> 20, (long long)sh->n, sh->cin, sh->h,
-                           sh->w, sh->cout, sh->k, sh->stride);
-        if (e->op[o].ws > e->ws) e->ws = e->op[o].ws;
-        SF_TRY(conv_desc(sh, e->op[o].math, &e->op[o].cd));
+        if (need > e->ws) e->ws = need;
+    }
+    /* both backward ops on NHWC copies of one chunk run as one pass that transposes dy once */
+    const sf_cuda_conv_op *bd = &e->op[SF_CONV_NHWC][SF_CONV_BWD_DATA], *bf = &e->op[SF_CONV_NHWC][SF_CONV_BWD_FILTER];
+    if (e->path[SF_CONV_BWD_DATA] == SF_CONV_PATH_NHWC && e->path[SF_CONV_BWD_FILTER] == SF_CONV_PATH_NHWC &&
+        bd->chunk == bf->chunk) {
+        nhwc_bufs b;
+        const size_t both = align256(bd->ws > bf->ws ? bd->ws : bf->ws) +
+                            nhwc_place(sh, bd->chunk, es,
+                                       nhwc_copies(sh, SF_CONV_BWD_DATA) | nhwc_copies(sh, SF_CONV_BWD_FILTER), NULL, &b);
+        if (both > e->ws) e->ws = both;
     }
     return SF_OK;
 }
@@ -359,7 +511,15 @@ template <class T> __global__ void bias_add_kernel(int64_t planes, int32_t C, in
     }
 }
 
-/* db[co] = Σ over images and pixels of dy[img][co][p] (reduce.cuh: fixed order, double sums). */
+/* y[r][co] += b[co] for the rows r (image, pixel) of an NHWC output: a row per block iteration. */
+template <class T> __global__ void bias_add_nhwc_kernel(int64_t rows, int32_t C, const float *b, T *y)
+{
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x)
+        for (int32_t co = threadIdx.x; co < C; co += blockDim.x) y[r * C + co] = sf_narrow<T>(sf_widen(y[r * C + co]) + b[co]);
+}
+
+/* db[co] = Σ over images and pixels of dy[img][co][p] (reduce.cuh: fixed order, double sums); an NHWC dy is
+ * [img·p][co][1] to the reduction. */
 template <class T> struct BiasGradF {
     const T *dy;
     float *db;
@@ -369,12 +529,17 @@ template <class T> struct BiasGradF {
 
 static sf_status bias_add(sf_cuda_ctx *c, const sf_conv_shape *sh, const float *b, void *y)
 {
-    const int64_t planes = sh->n * sh->cout;
+    const int64_t planes = sh->n * sh->cout, rows = sh->n * sh->oh * sh->ow;
     const int32_t hw = sh->oh * sh->ow, threads = hw >= 256 ? 256 : (hw + 31) / 32 * 32;
     const unsigned blocks = (unsigned)(planes < (1 << 30) ? planes : (1 << 30));
+    const int32_t row_threads = sh->cout >= 256 ? 256 : (sh->cout + 31) / 32 * 32;
+    const unsigned row_blocks = (unsigned)(rows < c->num_sms * 64 ? rows : c->num_sms * 64);
     return sf_cuda_with_act(c->act, [&](auto tag) {
         using T = decltype(tag);
-        bias_add_kernel<T><<<blocks, threads, 0, c->stream>>>(planes, sh->cout, hw, b, (T *)y);
+        if (sh->y_nhwc)
+            bias_add_nhwc_kernel<T><<<row_blocks, row_threads, 0, c->stream>>>(rows, sh->cout, b, (T *)y);
+        else
+            bias_add_kernel<T><<<blocks, threads, 0, c->stream>>>(planes, sh->cout, hw, b, (T *)y);
         SF_CUDA_LAUNCHED();
         return SF_OK;
     });
@@ -384,13 +549,101 @@ static sf_status bias_grad(sf_cuda_ctx *c, const sf_conv_shape *sh, const void *
 {
     return sf_cuda_with_act(c->act, [&](auto tag) {
         using T = decltype(tag);
-        return sf_cuda_channel_reduce(c, BiasGradF<T>{(const T *)dy, db}, sh->n, sh->cout,
-                                      (int64_t)sh->oh * sh->ow);
+        const int64_t hw = (int64_t)sh->oh * sh->ow;
+        return sf_cuda_channel_reduce(c, BiasGradF<T>{(const T *)dy, db}, sh->y_nhwc ? sh->n * hw : sh->n, sh->cout,
+                                      sh->y_nhwc ? 1 : hw);
     });
 }
 
 /* Element i of a tensor in the activation type. */
 #define AT(p, elems) ((char *)(p) + (size_t)(elems) * es)
+
+/* dst (+)= src between two descriptions of one tensor: a layout copy. cudnnTransformTensor moved W3's bf16
+ * activations at 2.4–2.6 TB/s on an H200, a tiled shared-memory transpose of our own at 1.5 (docs/perf.md). */
+static sf_status reorder(sf_cuda_ctx *c, cudnnTensorDescriptor_t from, const void *src, cudnnTensorDescriptor_t to,
+                         void *dst, bool add)
+{
+    float one = 1.0f, beta = add ? 1.0f : 0.0f;
+    SF_CUDNN_CHECK(cudnnTransformTensor(c->cudnn, &one, from, src, &beta, to, dst));
+    return SF_OK;
+}
+
+/* y = conv(x, w) by cuDNN on NHWC, chunk by chunk, copying the sides the engine keeps NCHW (no bias). */
+static sf_status nhwc_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const void *x, const void *w, void *y,
+                              void *ws)
+{
+    const sf_conv_shape *sh = &e->sh;
+    const sf_cuda_conv_op *op = &e->op[SF_CONV_NHWC][SF_CONV_FWD];
+    const size_t es = sf_act_type_size(c->act);
+    const int64_t xs = op->chunk * sh->cin * sh->h * sh->w, ys = op->chunk * sh->cout * sh->oh * sh->ow;
+    nhwc_bufs b;
+    nhwc_place(sh, op->chunk, es, nhwc_copies(sh, SF_CONV_FWD), (char *)ws + align256(op->ws), &b);
+    float one = 1.0f, zero = 0.0f;
+    SF_TRY(reorder(c, e->wt[SF_CONV_NCHW], w, e->wt[SF_CONV_NHWC], b.w, false));
+    for (int64_t i = 0; i < sh->n / op->chunk; i++) {
+        const void *xi = AT(x, i * xs);
+        void *yi = AT(y, i * ys);
+        if (b.x) {
+            SF_TRY(reorder(c, op->xn, xi, op->xd, b.x, false));
+            xi = b.x;
+        }
+        SF_CUDNN_CHECK(cudnnConvolutionForward(c->cudnn, &one, op->xd, xi, e->wd[SF_CONV_NHWC], b.w, op->cd,
+                                               (cudnnConvolutionFwdAlgo_t)op->algo, ws, op->ws, &zero, op->yd,
+                                               b.y ? b.y : yi));
+        if (b.y) SF_TRY(reorder(c, op->yd, b.y, op->yn, yi, false));
+    }
+    return SF_OK;
+}
+
+/* dw (fp32 KCRS, if not NULL) and dx (if not NULL) by cuDNN on NHWC, chunk by chunk, copying the sides the engine
+ * keeps NCHW; with both, one pass over the chunks of their common size copies each chunk of dy once. Within a chunk
+ * the weight gradient reads x before dx is written, so dx may be x. */
+static sf_status nhwc_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const void *x, const void *w,
+                               const void *dy, void *dx, float *dw, void *ws)
+{
+    const sf_conv_shape *sh = &e->sh;
+    const sf_cuda_conv_op *d = &e->op[SF_CONV_NHWC][SF_CONV_BWD_DATA], *f = &e->op[SF_CONV_NHWC][SF_CONV_BWD_FILTER];
+    const sf_cuda_conv_op *rows = dw ? f : d; /* the chunk and its descriptors */
+    const size_t es = sf_act_type_size(c->act);
+    const int64_t chunk = rows->chunk, xs = chunk * sh->cin * sh->h * sh->w, ys = chunk * sh->cout * sh->oh * sh->ow,
+                  nw = (int64_t)sh->cout * sh->cin * sh->k * sh->k;
+    const size_t algo_ws = dx && dw ? (d->ws > f->ws ? d->ws : f->ws) : rows->ws;
+    nhwc_bufs b;
+    nhwc_place(sh, chunk, es,
+               (dx ? nhwc_copies(sh, SF_CONV_BWD_DATA) : 0) | (dw ? nhwc_copies(sh, SF_CONV_BWD_FILTER) : 0),
+               (char *)ws + align256(algo_ws), &b);
+    const bool narrow_dw = c->act != SF_ACT_F32;
+    void *dw_kcrs = dw; /* a chunk's weight gradient back in KCRS, in the act type (widened into dw) */
+    if (dw && narrow_dw) SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_CONV_DW, (size_t)nw * es, &dw_kcrs));
+    float one = 1.0f, zero = 0.0f;
+    if (dx) SF_TRY(reorder(c, e->wt[SF_CONV_NCHW], w, e->wt[SF_CONV_NHWC], b.w, false));
+    for (int64_t i = 0; i < sh->n / chunk; i++) {
+        const void *dyi = AT(dy, i * ys), *xi = AT(x, i * xs);
+        if (b.y) {
+            SF_TRY(reorder(c, rows->yn, dyi, rows->yd, b.y, false));
+            dyi = b.y;
+        }
+        if (dw) {
+            if (b.x) {
+                SF_TRY(reorder(c, f->xn, xi, f->xd, b.x, false));
+                xi = b.x;
+            }
+            SF_CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->cudnn, &one, f->xd, xi, f->yd, dyi, f->cd,
+                                                          (cudnnConvolutionBwdFilterAlgo_t)f->algo, ws, f->ws, &zero,
+                                                          e->wd[SF_CONV_NHWC], b.dw));
+            SF_TRY(reorder(c, e->wt[SF_CONV_NHWC], b.dw, e->wt[SF_CONV_NCHW], dw_kcrs, !narrow_dw && i > 0));
+            if (narrow_dw) SF_TRY(sf_cuda_widen(c, nw, dw_kcrs, dw, i > 0));
+        }
+        if (dx) {
+            void *dxi = AT(dx, i * xs);
+            SF_CUDNN_CHECK(cudnnConvolutionBackwardData(c->cudnn, &one, e->wd[SF_CONV_NHWC], b.w, d->yd, dyi, d->cd,
+                                                        (cudnnConvolutionBwdDataAlgo_t)d->algo, ws, d->ws, &zero,
+                                                        d->xd, b.dx ? b.dx : dxi));
+            if (b.dx) SF_TRY(reorder(c, d->xd, b.dx, d->xn, dxi, false));
+        }
+    }
+    return SF_OK;
+}
 
 sf_status sf_cuda_op_conv_forward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
                                   const float *b, float *y, void *ws)
@@ -398,22 +651,26 @@ sf_status sf_cuda_op_conv_forward(sf_backend *be, const sf_conv_shape *sh, const
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     sf_cuda_conv_entry *e;
     SF_TRY(lookup(c, sh, &e));
-    const sf_cuda_conv_op *op = &e->op[SF_CONV_FWD];
-    if (op->gemm) return sf_cuda_conv_gemm_forward(c, sh, e->gemm_chunk, x, w, b, y, ws);
-    const size_t es = sf_act_type_size(c->act);
-    const int64_t xs = op->chunk * sh->cin * sh->h * sh->w, ys = op->chunk * sh->cout * sh->oh * sh->ow;
-    float one = 1.0f, zero = 0.0f;
-    for (int64_t i = 0; i < sh->n / op->chunk; i++)
-        SF_CUDNN_CHECK(cudnnConvolutionForward(c->cudnn, &one, op->xd, AT(x, i * xs), e->wd, w, op->cd,
-                                               (cudnnConvolutionFwdAlgo_t)op->algo, ws, op->ws, &zero, op->yd,
-                                               AT(y, i * ys)));
+    if (e->path[SF_CONV_FWD] == SF_CONV_PATH_GEMM) return sf_cuda_conv_gemm_forward(c, sh, e->gemm_chunk, x, w, b, y, ws);
+    if (e->path[SF_CONV_FWD] == SF_CONV_PATH_NHWC) {
+        SF_TRY(nhwc_forward(c, e, x, w, y, ws));
+    } else {
+        const sf_cuda_conv_op *op = &e->op[SF_CONV_NCHW][SF_CONV_FWD];
+        const size_t es = sf_act_type_size(c->act);
+        const int64_t xs = op->chunk * sh->cin * sh->h * sh->w, ys = op->chunk * sh->cout * sh->oh * sh->ow;
+        float one = 1.0f, zero = 0.0f;
+        for (int64_t i = 0; i < sh->n / op->chunk; i++)
+            SF_CUDNN_CHECK(cudnnConvolutionForward(c->cudnn, &one, op->xd, AT(x, i * xs), e->wd[SF_CONV_NCHW], w,
+                                                   op->cd, (cudnnConvolutionFwdAlgo_t)op->algo, ws, op->ws, &zero,
+                                                   op->yd, AT(y, i * ys)));
+    }
     return b ? bias_add(c, sh, b, y) : SF_OK;
 }
 
-/* The backward ops that run through cuDNN: dw (if not NULL, summed over chunks; under a 16-bit act type each
- * chunk's comes in that type and is widened into dw) and dx (if not NULL). */
-static sf_status cudnn_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const float *x, float *dw, float *dx,
-                                const float *w, const float *dy, void *ws)
+/* The backward ops that run through cuDNN on the NCHW tensors: dw (if not NULL, summed over chunks; under a 16-bit
+ * act type each chunk's comes in that type and is widened into dw) and dx (if not NULL). */
+static sf_status nchw_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const float *x, float *dw, float *dx,
+                               const float *w, const float *dy, void *ws)
 {
     const sf_conv_shape *sh = &e->sh;
     const size_t es = sf_act_type_size(c->act);
@@ -421,22 +678,32 @@ static sf_status cudnn_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, con
     float one = 1.0f, zero = 0.0f;
     const int64_t img_x = (int64_t)sh->cin * sh->h * sh->w, img_y = (int64_t)sh->cout * sh->oh * sh->ow,
                   nw = (int64_t)sh->cout * sh->cin * sh->k * sh->k;
-    const sf_cuda_conv_op *f = &e->op[SF_CONV_BWD_FILTER];
+    const sf_cuda_conv_op *f = &e->op[SF_CONV_NCHW][SF_CONV_BWD_FILTER];
     void *dwt = dw; /* where cuDNN writes each chunk's weight gradient */
     if (dw && narrow_dw) SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_CONV_DW, (size_t)nw * es, &dwt));
     for (int64_t i = 0; dw && i < sh->n / f->chunk; i++) {
         SF_CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->cudnn, &one, f->xd, AT(x, i * f->chunk * img_x), f->yd,
                                                       AT(dy, i * f->chunk * img_y), f->cd,
                                                       (cudnnConvolutionBwdFilterAlgo_t)f->algo, ws, f->ws,
-                                                      i && !narrow_dw ? &one : &zero, e->wd, dwt));
+                                                      i && !narrow_dw ? &one : &zero, e->wd[SF_CONV_NCHW], dwt));
         if (narrow_dw) SF_TRY(sf_cuda_widen(c, nw, dwt, dw, i > 0));
     }
-    const sf_cuda_conv_op *d = &e->op[SF_CONV_BWD_DATA];
+    const sf_cuda_conv_op *d = &e->op[SF_CONV_NCHW][SF_CONV_BWD_DATA];
     for (int64_t i = 0; dx && i < sh->n / d->chunk; i++)
-        SF_CUDNN_CHECK(cudnnConvolutionBackwardData(c->cudnn, &one, e->wd, w, d->yd, AT(dy, i * d->chunk * img_y),
-                                                    d->cd, (cudnnConvolutionBwdDataAlgo_t)d->algo, ws, d->ws, &zero,
-                                                    d->xd, AT(dx, i * d->chunk * img_x)));
+        SF_CUDNN_CHECK(cudnnConvolutionBackwardData(c->cudnn, &one, e->wd[SF_CONV_NCHW], w, d->yd,
+                                                    AT(dy, i * d->chunk * img_y), d->cd,
+                                                    (cudnnConvolutionBwdDataAlgo_t)d->algo, ws, d->ws, &zero, d->xd,
+                                                    AT(dx, i * d->chunk * img_x)));
     return SF_OK;
+}
+
+/* One or both backward ops (dw, dx where not NULL) on one path. */
+static sf_status backward_on(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int path, const float *x, const float *w,
+                             const float *dy, float *dx, float *dw, void *ws)
+{
+    if (path == SF_CONV_PATH_GEMM) return sf_cuda_conv_gemm_backward(c, &e->sh, e->gemm_chunk, x, w, dy, dx, dw, ws);
+    if (path == SF_CONV_PATH_NHWC) return nhwc_backward(c, e, x, w, dy, dx, dw, ws);
+    return nchw_backward(c, e, x, dw, dx, w, dy, ws);
 }
 
 sf_status sf_cuda_op_conv_backward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
@@ -445,15 +712,16 @@ sf_status sf_cuda_op_conv_backward(sf_backend *be, const sf_conv_shape *sh, cons
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     sf_cuda_conv_entry *e;
     SF_TRY(lookup(c, sh, &e));
-    const sf_cuda_conv_op *f = &e->op[SF_CONV_BWD_FILTER], *d = &e->op[SF_CONV_BWD_DATA];
-    /* dx may be x itself (backend.h): the path that reads x for dw runs first (the GEMM path image chunk by chunk,
-     * cuDNN all of dw before any dx), the other path then writes only dx. */
-    if (f->gemm) {
-        SF_TRY(sf_cuda_conv_gemm_backward(c, sh, e->gemm_chunk, x, w, dy, d->gemm ? dx : NULL, dw, ws));
-        if (dx && !d->gemm) SF_TRY(cudnn_backward(c, e, x, NULL, dx, w, dy, ws));
+    const int pd = e->path[SF_CONV_BWD_DATA], pf = e->path[SF_CONV_BWD_FILTER];
+    /* One pass for both where they share a path (and, on NHWC copies, a chunk). Otherwise dx may be x (backend.h):
+     * dw, which reads x, runs first, then dx. */
+    const bool together = pd == pf && (pd != SF_CONV_PATH_NHWC || e->op[SF_CONV_NHWC][SF_CONV_BWD_DATA].chunk ==
+                                                                       e->op[SF_CONV_NHWC][SF_CONV_BWD_FILTER].chunk);
+    if (together) {
+        SF_TRY(backward_on(c, e, pd, x, w, dy, dx, dw, ws));
     } else {
-        SF_TRY(cudnn_backward(c, e, x, dw, d->gemm ? NULL : dx, w, dy, ws));
-        if (dx && d->gemm) SF_TRY(sf_cuda_conv_gemm_backward(c, sh, e->gemm_chunk, x, w, dy, dx, NULL, ws));
+        if (dw) SF_TRY(backward_on(c, e, pf, x, w, dy, NULL, dw, ws));
+        if (dx) SF_TRY(backward_on(c, e, pd, x, w, dy, dx, NULL, ws));
     }
     return db ? bias_grad(c, sh, dy, db) : SF_OK;
 }
@@ -475,28 +743,34 @@ size_t sf_cuda_conv_report(sf_backend *be, char *buf, size_t cap)
 {
     const sf_cuda_ctx *c = (const sf_cuda_ctx *)be->ctx;
     static const char *const names[SF_CONV_OPS] = {"fwd", "bwd_data", "bwd_filter"};
+    static const char *const paths[] = {"nchw", "nhwc", "im2col_gemm"};
+    const size_t es = sf_act_type_size(c->act);
     size_t n = 0;
 #define PUT(...) n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, __VA_ARGS__)
-    PUT("conv algorithms (%s, workspace cap %zu MiB%s): shape | op: chosen algo x chunks, ms (Find or events), ws MiB "
-        "| fastest cuDNN allowed on the whole batch: algo, ms, ws MiB | cuDNN's choice ms, im2col+gemm x chunks ms "
-        "(0: not measured)\n",
+    PUT("conv algorithms (%s, workspace cap %zu MiB%s): shape | op: path, its algo x chunks, ws MiB | cuDNN on NCHW: "
+        "algo x chunks, ms (Find) | the fastest cuDNN NCHW allowed on the whole batch: algo, ms, ws MiB | cuDNN on NHWC "
+        "copies: algo x chunks, ms (events, copies included) | im2col+gemm x chunks ms (0: not measured)\n",
         sf_precision_name(c->prec), c->conv_ws_cap >> 20,
         c->deterministic ? ", deterministic: cuDNN's heuristic rank, no times" : "");
     for (int i = 0; i < c->n_convs; i++) {
         const sf_cuda_conv_entry *e = &c->convs[i];
         const sf_conv_shape *sh = &e->sh;
+        const int64_t gc = e->gemm_chunk ? e->gemm_chunk : sh->n;
         for (int o = 0; o < SF_CONV_OPS; o++) {
-            const sf_cuda_conv_op *op = &e->op[o];
-            const int64_t gc = e->gemm_chunk ? e->gemm_chunk : sh->n;
-            PUT("n=%lld %d->%d %dx%d s%d | %-10s %-22s x%lld %7.3f %6.0f | %-22s %7.3f %6.0f | cudnn %7.3f "
-                "im2col+gemm x%lld %7.3f\n",
-                (long long)sh->n, sh->cin, sh->cout, sh->h, sh->w, sh->stride, names[o],
-                op->gemm ? "im2col_gemm" : algo_name(o, op->algo),
-                (long long)(op->gemm ? (sh->n + gc - 1) / gc : sh->n / (op->chunk ? op->chunk : sh->n)),
-                op->gemm ? op->gemm_ms : op->ms,
-                (op->gemm ? sf_cuda_conv_gemm_ws(sh, gc, sf_act_type_size(c->act)) : op->ws) / 1048576.0,
-                algo_name(o, op->fastest_algo), op->fastest_ms, op->fastest_ws / 1048576.0, op->ms,
-                (long long)((sh->n + gc - 1) / gc), op->gemm_ms);
+            const sf_cuda_conv_op *a = &e->op[SF_CONV_NCHW][o], *h = &e->op[SF_CONV_NHWC][o];
+            const int p = e->path[o];
+            const sf_cuda_conv_op *run = p == SF_CONV_PATH_GEMM ? NULL : &e->op[p][o];
+            const size_t ws = p == SF_CONV_PATH_GEMM   ? sf_cuda_conv_gemm_ws(sh, gc, es)
+                              : p == SF_CONV_PATH_NHWC ? nhwc_ws(sh, run, es, nhwc_copies(sh, o))
+                                                       : run->ws;
+            PUT("n=%lld %d->%d %dx%d s%d | %-10s %-11s %-22s x%lld %6.0f | nchw %-22s x%lld %7.3f | %-22s %7.3f %6.0f "
+                "| nhwc %-22s x%lld %7.3f | im2col+gemm x%lld %7.3f\n",
+                (long long)sh->n, sh->cin, sh->cout, sh->h, sh->w, sh->stride, names[o], paths[p],
+                run ? algo_name(o, run->algo) : "-", (long long)(run ? sh->n / run->chunk : (sh->n + gc - 1) / gc),
+                ws / 1048576.0, algo_name(o, a->algo), (long long)(a->chunk ? sh->n / a->chunk : 0), a->ms,
+                algo_name(o, a->fastest_algo), a->fastest_ms, a->fastest_ws / 1048576.0,
+                h->chunk ? algo_name(o, h->algo) : "-", (long long)(h->chunk ? sh->n / h->chunk : 0), e->nhwc_ms[o],
+                (long long)((sh->n + gc - 1) / gc), e->gemm_ms[o]);
         }
     }
 #undef PUT

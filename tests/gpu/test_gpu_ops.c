@@ -232,11 +232,87 @@ static void test_linear(int64_t rows, int32_t in, int32_t o, int bias, int want_
     drop(&x), drop(&w), drop(&b), drop(&y), drop(&dy), drop(&dx), drop(&dw), drop(&db);
 }
 
+/* [n][c][hw] → [n][hw][c] (to_nhwc), or back. */
+static void permute(const float *src, float *dst, int64_t n, int64_t c, int64_t hw, bool to_nhwc)
+{
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t ch = 0; ch < c; ch++)
+            for (int64_t q = 0; q < hw; q++) {
+                const int64_t nchw = (i * c + ch) * hw + q, nhwc = (i * hw + q) * c + ch;
+                dst[to_nhwc ? nhwc : nchw] = src[to_nhwc ? nchw : nhwc];
+            }
+}
+
+/* A float tensor's CPU side to the host, permuted to NHWC if asked. */
+static float *host_of(const pair *p, int64_t n, int64_t c, int64_t hw, bool nhwc)
+{
+    float *h = malloc(p->bytes + 4), *r = malloc(p->bytes + 4);
+    CHECK_OK(cpu->copy_to_host(cpu, h, p->c, p->bytes));
+    if (!nhwc) return free(r), h;
+    permute(h, r, n, c, hw, true);
+    free(h);
+    return r;
+}
+
+/* The GPU's result g (NHWC if nhwc) against the CPU's NCHW one. */
+static void cmp_layout(const char *what, const void *g, const pair *ref, int64_t n, int64_t c, int64_t hw, bool nhwc)
+{
+    const size_t m = ref->bytes / 4;
+    float *gh = malloc(ref->bytes + 4), *gn = malloc(ref->bytes + 4), *ch = host_of(ref, n, c, hw, false);
+    double *r = malloc(8 * (m + 1));
+    CHECK_OK(gpu->copy_to_host(gpu, gh, g, ref->bytes));
+    if (nhwc) permute(gh, gn, n, c, hw, false);
+    for (size_t i = 0; i < m; i++) r[i] = ch[i];
+    const double e = tu_rel_err(nhwc ? gn : gh, r, (int64_t)m);
+    CHECK(e <= gemm_tol, "%s: rel err %.3e > %.0e", what, e, gemm_tol);
+    if (e > gemm_worst) gemm_worst = e;
+    free(gh), free(gn), free(ch), free(r);
+}
+
+/* The conv again on the GPU with x (and dx) and/or y (and dy) NHWC, as the engine keeps tensors between convolutions
+ * on such a backend: the results, put back in NCHW, against the CPU's. */
+static void conv_layouts(const sf_conv_shape *base, const pair *x, const pair *w, const pair *b, const pair *dy,
+                         const pair *y, const pair *dx, const pair *dw, const pair *db, const char *what)
+{
+    const int64_t hw = (int64_t)base->h * base->w, ohw = (int64_t)base->oh * base->ow;
+    for (int v = 1; v < 4; v++) {
+        sf_conv_shape sh = *base;
+        sh.x_nhwc = v & 1;
+        sh.y_nhwc = v >> 1;
+        /* 0: no NHWC algorithm fits the cap with the copies (a batch that cannot be chunked under 1 MiB) */
+        const size_t bytes = gpu->conv_workspace(gpu, &sh);
+        if (bytes == 0) continue;
+        float *xh = host_of(x, sh.n, sh.cin, hw, sh.x_nhwc), *dyh = host_of(dy, sh.n, sh.cout, ohw, sh.y_nhwc);
+        void *xg, *dyg, *yg, *dxg, *dwg, *dbg, *ws;
+        CHECK_OK(gpu->alloc(gpu, x->bytes, &xg));
+        CHECK_OK(gpu->alloc(gpu, dy->bytes, &dyg));
+        CHECK_OK(gpu->alloc(gpu, y->bytes, &yg));
+        CHECK_OK(gpu->alloc(gpu, dx->bytes, &dxg));
+        CHECK_OK(gpu->alloc(gpu, dw->bytes, &dwg));
+        CHECK_OK(gpu->alloc(gpu, db->bytes, &dbg));
+        CHECK_OK(gpu->alloc(gpu, bytes, &ws));
+        CHECK_OK(gpu->copy_from_host(gpu, xg, xh, x->bytes));
+        CHECK_OK(gpu->copy_from_host(gpu, dyg, dyh, dy->bytes));
+        const bool bias = db->bytes > 0;
+        CHECK_OK(gpu->conv_forward(gpu, &sh, xg, w->g, bias ? b->g : NULL, yg, ws));
+        CHECK_OK(gpu->conv_backward(gpu, &sh, xg, w->g, dyg, dxg, dwg, bias ? dbg : NULL, ws));
+        char t[160];
+        snprintf(t, sizeof t, "%s, x %s, y %s", what, sh.x_nhwc ? "NHWC" : "NCHW", sh.y_nhwc ? "NHWC" : "NCHW");
+        cmp_layout(t, yg, y, sh.n, sh.cout, ohw, sh.y_nhwc);
+        cmp_layout(t, dxg, dx, sh.n, sh.cin, hw, sh.x_nhwc);
+        cmp_layout(t, dwg, dw, 1, 1, (int64_t)(dw->bytes / 4), false);
+        if (bias) cmp_layout(t, dbg, db, 1, 1, sh.cout, false);
+        void *bufs[] = {xg, dyg, yg, dxg, dwg, dbg, ws};
+        for (int i = 0; i < 7; i++) gpu->release(gpu, bufs[i]);
+        free(xh), free(dyh);
+    }
+}
+
 static void test_conv(int64_t n, int32_t cin, int32_t hgt, int32_t wid, int32_t cout, int32_t k, int32_t stride,
                       int32_t pad, int bias)
 {
-    sf_conv_shape sh = {
-        n, cin, hgt, wid, cout, k, stride, pad, (hgt + 2 * pad - k) / stride + 1, (wid + 2 * pad - k) / stride + 1};
+    sf_conv_shape sh = {n,   cin, hgt, wid, cout, k, stride, pad, (hgt + 2 * pad - k) / stride + 1,
+                        (wid + 2 * pad - k) / stride + 1, false, false};
     size_t nx = (size_t)(n * cin * hgt * wid), ny = (size_t)(n * cout * sh.oh * sh.ow),
            nw = (size_t)(cout * cin * k * k);
     pair x = randn(nx, 0.0f, 1.0f, 41), w = randn(nw, 0.0f, 0.2f, 42), b = randn((size_t)cout, 0.0f, 0.2f, 43);
@@ -254,6 +330,8 @@ static void test_conv(int64_t n, int32_t cin, int32_t hgt, int32_t wid, int32_t 
     cmp_gemm(t, &dx);
     cmp_gemm(t, &dw);
     if (bias) cmp_gemm(t, &db);
+    pair nodb = {0, NULL, NULL};
+    conv_layouts(&sh, &x, &w, &b, &dy, &y, &dx, &dw, bias ? &db : &nodb, t);
     cpu->release(cpu, wsc);
     gpu->release(gpu, wsg);
     drop(&x), drop(&w), drop(&b), drop(&y), drop(&dy), drop(&dx), drop(&dw), drop(&db);
@@ -383,6 +461,12 @@ static void gemm_ops_with(sf_precision prec, sf_conv_algo algo, int32_t ws_mib, 
     test_gemm_ops();
     printf("%s linear/conv, conv %s, workspace %d MiB: worst rel err %.2e (bound %.0e)\n", sf_precision_name(prec),
            sf_conv_algo_name(algo), (int)ws_mib, gemm_worst, gemm_tol);
+    if (algo == SF_CONV_ALGO_NHWC) { /* the forced path ran where it fits, not only its NCHW fallback */
+        char report[16384];
+        sf_cuda_conv_report(gpu, report, sizeof report);
+        CHECK(strstr(report, "fwd        nhwc") && strstr(report, "bwd_data   nhwc") && strstr(report, "bwd_filter nhwc"),
+              "conv_algo = nhwc at %d MiB: no op ran on NHWC copies:\n%s", (int)ws_mib, report);
+    }
     sf_backend_free(gpu);
 }
 
@@ -423,8 +507,12 @@ int main(void)
     gemm_ops_with(SF_PRECISION_FP32, SF_CONV_ALGO_GEMM, 512, 1e-5);
     gemm_ops_with(SF_PRECISION_FP32, SF_CONV_ALGO_GEMM, 1, 1e-5);
     gemm_ops_with(SF_PRECISION_FP32, SF_CONV_ALGO_CUDNN, 512, 1e-5);
+    /* cuDNN on NHWC copies: whole batch, and chunks of the batch where its copies fill a 1 MiB cap */
+    gemm_ops_with(SF_PRECISION_FP32, SF_CONV_ALGO_NHWC, 512, 1e-5);
+    gemm_ops_with(SF_PRECISION_FP32, SF_CONV_ALGO_NHWC, 1, 1e-5);
     /* TF32 GEMM/conv arithmetic, against the same fp32 CPU results */
     gemm_ops_with(SF_PRECISION_TF32, SF_CONV_ALGO_AUTO, 512, 1e-3);
+    gemm_ops_with(SF_PRECISION_TF32, SF_CONV_ALGO_NHWC, 512, 1e-3);
     sf_backend_free(cpu);
     return tu_finish("test_gpu_ops");
 }

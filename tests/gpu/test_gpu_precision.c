@@ -29,6 +29,7 @@
  * a NaN loss still fails the step), and 16-bit plans smaller than fp32's; event-driven nets (feed-forward and
  * recurrent, sparse on) within the same bounds, on their sparse paths, fitting a batch; sparse = auto measuring its
  * crossovers in 16 bits. The errors seen are printed. */
+#include "core/net_internal.h"
 #include "cpu/cpu_backend.h"
 #include "cuda/cuda_backend.h"
 #include "gemm_cases.h"
@@ -454,8 +455,8 @@ static void test_linear(int64_t rows, int32_t in_f, int32_t o, int bias, int wan
 static void test_conv(int64_t n, int32_t cin, int32_t hgt, int32_t wid, int32_t cout, int32_t k, int32_t stride,
                       int32_t pad, int bias)
 {
-    sf_conv_shape sh = {
-        n, cin, hgt, wid, cout, k, stride, pad, (hgt + 2 * pad - k) / stride + 1, (wid + 2 * pad - k) / stride + 1};
+    sf_conv_shape sh = {n,   cin, hgt, wid, cout, k, stride, pad, (hgt + 2 * pad - k) / stride + 1,
+                        (wid + 2 * pad - k) / stride + 1, false, false};
     size_t nx = (size_t)(n * cin * hgt * wid), ny = (size_t)(n * cout * sh.oh * sh.ow), nw = (size_t)(cout * cin * k * k);
     ten x = in(nx, 0.0f, 1.0f, 41), w = in(nw, 0.0f, 0.2f, 42), b = in_f32((size_t)cout, 0.0f, 0.2f, 43);
     ten y = out(ny), dy = in(ny, 0.0f, 1.0f, 44), dx = out(nx), dw = out_f32(nw), db = out_f32((size_t)cout);
@@ -812,16 +813,24 @@ enum { NT = 4, NB = 8, NC = 2, NHW = 8, NK = 5 };
 
 static void add(sf_net *net, sf_layer_kind kind, int32_t n) { tu_add_layer(net, kind, n, 1); }
 
-/* conv → BN → LIF → maxpool → conv → BN → LIF → flatten → linear → LIF → linear, mean readout, SGD. */
-static sf_net *small_net(sf_device dev, sf_precision precision)
+/* An empty net for NC×NHW×NHW inputs on dev in precision, its convolutions as algo asks. */
+static sf_net *image_net(sf_device dev, sf_precision precision, sf_conv_algo algo)
 {
     sf_net_params p;
     sf_net_default_params(&p);
     p.device = dev;
     p.precision = precision;
+    p.cuda.conv_algo = algo;
     p.in_channels = NC, p.in_height = NHW, p.in_width = NHW;
     sf_net *net = NULL;
     CHECK_OK(sf_net_create(&p, &net));
+    return net;
+}
+
+/* conv → BN → LIF → maxpool → conv → BN → LIF → flatten → linear → LIF → linear, mean readout, SGD. */
+static sf_net *small_net(sf_device dev, sf_precision precision)
+{
+    sf_net *net = image_net(dev, precision, SF_CONV_ALGO_AUTO);
     if (!net) return NULL;
     add(net, SF_LAYER_CONV2D, 8);
     add(net, SF_LAYER_BATCHNORM, 0);
@@ -922,6 +931,105 @@ static void test_net(sf_precision p, double loss_tol, double grad_tol)
     }
     CHECK(last < first, "%s net: loss %.4g after 30 steps on 3 batches, %.4g at the first", prec, last, first);
     sf_net_free(c);
+    sf_net_free(g);
+}
+
+static double twin_grad_err(sf_net *d, sf_net *g, sf_precision p, const float *x, const int32_t *labels);
+
+/* conv → BN → LIF → conv → BN → add (the first LIF's spikes) → LIF → conv stride 2 → BN → LIF → flatten → linear,
+ * every tensor kept for reading. Under conv_algo = nhwc the seven tensors from the first conv to the add's LIF are
+ * NHWC; the last conv writes NCHW, as flatten reads its block's spikes so. */
+static sf_net *layout_net(sf_device dev, sf_precision precision, sf_conv_algo algo)
+{
+    sf_net *net = image_net(dev, precision, algo);
+    if (!net) return NULL;
+    CHECK_OK(sf_net_set_keep_activations(net, 1));
+    add(net, SF_LAYER_CONV2D, 8);
+    add(net, SF_LAYER_BATCHNORM, 0);
+    add(net, SF_LAYER_LIF, 0);
+    add(net, SF_LAYER_CONV2D, 8);
+    add(net, SF_LAYER_BATCHNORM, 0);
+    sf_layer_desc d;
+    sf_layer_default_desc(SF_LAYER_ADD, &d);
+    d.input2 = 3; /* the first LIF's spikes */
+    CHECK_OK(sf_net_add(net, &d, NULL));
+    add(net, SF_LAYER_LIF, 0);
+    tu_add_layer(net, SF_LAYER_CONV2D, 16, 2);
+    add(net, SF_LAYER_BATCHNORM, 0);
+    add(net, SF_LAYER_LIF, 0);
+    add(net, SF_LAYER_FLATTEN, 0);
+    add(net, SF_LAYER_LINEAR, NK);
+    CHECK_OK(sf_net_compile(net, NT, NB));
+    return net;
+}
+
+static int nhwc_tensors(const sf_net *net)
+{
+    int n = 0;
+    for (int32_t t = 0; t <= net->n_layers; t++) n += net->tensors[t].nhwc;
+    return n;
+}
+
+/* The layout net with NHWC tensors on the GPU in precision p against a reference: in tf32 the CPU in fp32 (the
+ * layouts' arithmetic differs only by TF32's rounding); in 16 bits the same net on NCHW tensors on the GPU in p, as
+ * 16-bit potentials that round across θ flip spikes, and the flips cascade through this net's add and three
+ * blocks (against the CPU its gradients differ by about 0.3 in either layout). The loss, the gradients, and every
+ * tensor and membrane potential read back (NCHW order on both sides). */
+static void test_nhwc_net(sf_precision p, double loss_tol, double grad_tol)
+{
+    const bool cpu_ref = p == SF_PRECISION_TF32;
+    sf_net *r = cpu_ref ? layout_net((sf_device){SF_DEVICE_CPU, 0}, SF_PRECISION_FP32, SF_CONV_ALGO_AUTO)
+                        : layout_net((sf_device){SF_DEVICE_CUDA, 0}, p, SF_CONV_ALGO_NCHW);
+    sf_net *g = layout_net((sf_device){SF_DEVICE_CUDA, 0}, p, SF_CONV_ALGO_NHWC);
+    if (!r || !g) return;
+    CHECK(nhwc_tensors(g) == 7 && nhwc_tensors(r) == 0, "%s layout net: %d and %d NHWC tensors, expected 7 and 0",
+          prec, nhwc_tensors(g), nhwc_tensors(r));
+    static float x[NT * NB * NC * NHW * NHW];
+    int32_t labels[NB];
+    batch(0, x, labels);
+    sf_step_result rr, rg;
+    double le, ge;
+    if (cpu_ref) {
+        step_both(r, g, p, x, labels, &rr, &rg, &le, &ge);
+    } else {
+        ge = twin_grad_err(r, g, p, x, labels);
+        CHECK_OK(sf_net_loss(r, labels, &rr));
+        CHECK_OK(sf_net_loss(g, labels, &rg));
+        le = fabs((double)rg.loss - rr.loss) / fabs((double)rr.loss);
+    }
+    const char *ref = cpu_ref ? "the CPU (fp32)" : "NCHW tensors";
+    CHECK(le <= loss_tol, "%s NHWC net: loss %.6g, %.6g on %s: rel %.3g > %g", prec, rg.loss, rr.loss, ref, le,
+          loss_tol);
+    CHECK(ge <= grad_tol, "%s NHWC net: gradients rel L2 %.3g > %g against %s", prec, ge, grad_tol, ref);
+    double worst_t = 0.0;
+    for (int32_t t = 1; t <= g->n_layers; t++) {
+        if (g->layers[t - 1].absorbed) continue; /* a BN that its LIF runs: its output is never stored */
+        const int64_t n = (int64_t)NT * NB * g->tensors[t].per_sample;
+        float *vr = malloc(sizeof *vr * (size_t)n), *vg = malloc(sizeof *vg * (size_t)n);
+        const bool lif = g->layers[t - 1].d.kind == SF_LAYER_LIF;
+        for (int what = 0; what < 1 + lif; what++) {
+            CHECK_OK(what ? sf_net_read_membrane(r, t, vr) : sf_net_read_activation(r, t, vr));
+            CHECK_OK(what ? sf_net_read_membrane(g, t, vg) : sf_net_read_activation(g, t, vg));
+            /* spikes: the share that differs (elements in a wrong order would differ in about half); other values:
+             * the relative L2 error */
+            const bool spikes = what == 0 && g->tensors[t].binary;
+            double e = 0.0;
+            if (spikes) {
+                for (int64_t i = 0; i < n; i++) e += vg[i] != vr[i];
+                e /= (double)n;
+            } else {
+                e = rel_l2(vg, vr, n, 1.0);
+            }
+            const double bound = spikes ? 0.05 : grad_tol;
+            CHECK(e <= bound, "%s NHWC net: tensor %d %s error %.3g > %g against %s", prec, t,
+                  what ? "membrane" : "value", e, bound, ref);
+            if (e > worst_t) worst_t = e;
+        }
+        free(vr), free(vg);
+    }
+    printf("%s NHWC net vs %s: loss rel %.2e, gradients rel %.2e, tensors read back %.2e\n", prec, ref, le, ge,
+           worst_t);
+    sf_net_free(r);
     sf_net_free(g);
 }
 
@@ -1127,8 +1235,8 @@ static void run_ops(sf_precision p, double bound)
     printf("%s ops, default conv choice: worst 16-bit output rel err %.2e (bound %.0e)\n", prec, worst, tol);
     sf_backend_free(gpu);
     /* the convolutions once more through each path, whole batch and in chunks (1 MiB cap) */
-    const sf_conv_algo algos[] = {SF_CONV_ALGO_CUDNN, SF_CONV_ALGO_GEMM, SF_CONV_ALGO_AUTO};
-    for (int a = 0; a < 3; a++)
+    const sf_conv_algo algos[] = {SF_CONV_ALGO_CUDNN, SF_CONV_ALGO_GEMM, SF_CONV_ALGO_NHWC, SF_CONV_ALGO_AUTO};
+    for (int a = 0; a < 4; a++)
         for (int32_t ws = 1; ws <= 512; ws *= 512) {
             sf_cuda_options opt = {.graph = 1, .conv_workspace_mib = ws, .conv_algo = algos[a]};
             gpu = NULL;
@@ -1152,11 +1260,15 @@ int main(void)
     if (!cpu) return tu_finish("test_gpu_precision");
     run_ops(SF_PRECISION_BF16, 1e-2);
     test_net(SF_PRECISION_BF16, 2e-2, 0.1);
+    test_nhwc_net(SF_PRECISION_BF16, 2e-2, 0.1);
     /* bf16's 8-bit mantissa: a recurrent net's summed products round differently on the two paths, and θ_grad then cuts
      * a few other steps (0.088 feed-forward, 0.116 recurrent on an H200) */
     test_sparse_nets(SF_PRECISION_BF16, 2e-2, 0.15);
     run_ops(SF_PRECISION_FP16, 2e-3);
     test_net(SF_PRECISION_FP16, 5e-3, 0.05);
+    test_nhwc_net(SF_PRECISION_FP16, 5e-3, 0.05);
+    prec = sf_precision_name(SF_PRECISION_TF32);
+    test_nhwc_net(SF_PRECISION_TF32, 1e-3, 0.02);
     test_sparse_nets(SF_PRECISION_FP16, 5e-3, 0.05);
     test_loss_scale();
     sf_backend_free(cpu);
