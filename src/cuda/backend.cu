@@ -251,8 +251,8 @@ sf_status sf_cuda_backend_create(int32_t device, sf_precision precision, const s
     sf_status s = init_ctx(c, device, precision, opt);
     be->act = c->act;
     be->neuron_ckpt = true;
-    /* NHWC tensors between convolutions only when asked: their BN and neuron kernels are not yet as fast as on NCHW
-     * (docs/perf.md, NHWC) */
+    /* NHWC tensors between convolutions only when asked: the BN+LIF kernels are not yet as fast on them as on NCHW
+     * (docs/perf.md, Convolutions on NHWC) */
     be->conv_nhwc = c->conv_algo == SF_CONV_ALGO_NHWC;
     if (s != SF_OK) {
         cu_destroy(be);

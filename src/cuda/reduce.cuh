@@ -1,6 +1,8 @@
 /* reduce.cuh — deterministic per-channel reductions over [R, C, hw] (batch-norm statistics and gradients): each
- * channel is split over P blocks that write double partials in a fixed order, then one thread per channel adds
- * them in order. No atomics, so results are bitwise identical run to run. */
+ * channel is split over P parts whose blocks write double partials in a fixed order, then one thread per channel
+ * adds them in order. No atomics, so results are bitwise identical run to run. With hw = 1 (features after a linear
+ * layer, NHWC tensors) a channel's elements lie C apart: there a block takes 32 channels side by side over a range of
+ * rows, so that a warp reads consecutive elements. */
 #ifndef SF_CUDA_REDUCE_CUH
 #define SF_CUDA_REDUCE_CUH
 
@@ -63,6 +65,28 @@ template <class F> __global__ void sf_cuda_channel_partials(F f, int64_t R, int3
     }
 }
 
+enum { SF_RED_ROWS = 16 }; /* rows in flight per block of the hw = 1 kernel (its threads: 32 channels × this) */
+
+/* hw = 1: block (x, p) sums channels 32x … 32x + 31 over part p of the R rows, each thread every SF_RED_ROWS-th row
+ * of it in order, then the block adds its rows' sums in a fixed order. */
+template <class F> __global__ void sf_cuda_row_partials(F f, int64_t R, int32_t C, int P, double *part)
+{
+    __shared__ double sa[SF_RED_ROWS][32], sb[SF_RED_ROWS][32];
+    const int32_t c = blockIdx.x * 32 + threadIdx.x;
+    const int64_t chunk = (R + P - 1) / P, r0 = blockIdx.y * chunk, r1 = min(R, r0 + chunk);
+    double a = 0.0, b = 0.0;
+    if (c < C)
+        for (int64_t r = r0 + threadIdx.y; r < r1; r += SF_RED_ROWS) f.term(r * C + c, c, &a, &b);
+    sa[threadIdx.y][threadIdx.x] = a;
+    sb[threadIdx.y][threadIdx.x] = b;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < C) {
+        for (int y = 1; y < SF_RED_ROWS; y++) a += sa[y][threadIdx.x], b += sb[y][threadIdx.x];
+        part[2 * ((int64_t)c * P + blockIdx.y)] = a;
+        part[2 * ((int64_t)c * P + blockIdx.y) + 1] = b;
+    }
+}
+
 template <class F> __global__ void sf_cuda_channel_finish(F f, int32_t C, int P, const double *part, double count)
 {
     int32_t c = blockIdx.x * blockDim.x + threadIdx.x;
@@ -75,10 +99,12 @@ template <class F> __global__ void sf_cuda_channel_finish(F f, int32_t C, int P,
     f.finish(c, a, b, count);
 }
 
-/* Blocks per channel: enough to fill the chip (sms multiprocessors), none with fewer than a few thousand elements. */
+/* Parts per channel: enough blocks to fill the chip (sms multiprocessors), none with fewer than a few thousand
+ * elements (hw = 1: a block holds 32 channels, and a part at least 128 rows). */
 static inline int64_t sf_cuda_channel_parts(int sms, int64_t R, int32_t C, int64_t hw)
 {
-    int64_t P = (4 * (int64_t)sms + C - 1) / C, pmax = (R * hw + 4095) / 4096;
+    const int64_t blocks = hw == 1 ? (C + 31) / 32 : C;
+    int64_t P = (4 * (int64_t)sms + blocks - 1) / blocks, pmax = hw == 1 ? (R + 127) / 128 : (R * hw + 4095) / 4096;
     if (P > pmax) P = pmax;
     if (P < 1) P = 1;
     if (P > 65535) P = 65535;
@@ -90,7 +116,12 @@ template <class F>
 sf_status sf_cuda_channel_reduce_into(F f, int64_t R, int32_t C, int64_t hw, int64_t P, double *part, cudaStream_t st)
 {
     if (C == 0) return SF_OK;
-    sf_cuda_channel_partials<F><<<dim3((unsigned)C, (unsigned)P), SF_RED_THREADS, 0, st>>>(f, R, C, hw, (int)P, part);
+    if (hw == 1)
+        sf_cuda_row_partials<F><<<dim3((unsigned)((C + 31) / 32), (unsigned)P), dim3(32, SF_RED_ROWS), 0, st>>>(
+            f, R, C, (int)P, part);
+    else
+        sf_cuda_channel_partials<F><<<dim3((unsigned)C, (unsigned)P), SF_RED_THREADS, 0, st>>>(f, R, C, hw, (int)P,
+                                                                                                part);
     SF_CUDA_LAUNCHED();
     sf_cuda_channel_finish<F><<<sf_cuda_blocks(C, 128), 128, 0, st>>>(f, C, (int)P, part, (double)(R * hw));
     SF_CUDA_LAUNCHED();
