@@ -109,11 +109,22 @@ static size_t nhwc_place(const sf_conv_shape *sh, int64_t chunk, size_t es, unsi
     return off;
 }
 
-/* The workspace an NHWC op needs: its algorithm's, then its copies. */
-static size_t nhwc_ws(const sf_conv_shape *sh, const sf_cuda_conv_op *op, size_t es, unsigned uses)
+/* The workspace of NHWC ops run together (ops: bits 1 << SF_CONV_*; the two backward ops together share a chunk):
+ * the largest of their algorithms' workspaces, then their copies, which are placed in ws where it is given. */
+static size_t nhwc_layout(const sf_cuda_conv_entry *e, size_t es, unsigned ops, void *ws, nhwc_bufs *b)
 {
-    nhwc_bufs b;
-    return align256(op->ws) + nhwc_place(sh, op->chunk, es, uses, NULL, &b);
+    size_t algo = 0;
+    unsigned uses = 0;
+    int64_t chunk = 0;
+    for (int o = 0; o < SF_CONV_OPS; o++) {
+        if (!(ops & 1u << o)) continue;
+        const sf_cuda_conv_op *op = &e->op[SF_CONV_NHWC][o];
+        if (op->ws > algo) algo = op->ws;
+        uses |= nhwc_copies(&e->sh, o);
+        chunk = op->chunk;
+    }
+    const size_t at = align256(algo);
+    return at + nhwc_place(&e->sh, chunk, es, uses, ws ? (char *)ws + at : NULL, b);
 }
 
 static int same_shape(const sf_conv_shape *a, const sf_conv_shape *b)
@@ -337,8 +348,9 @@ static sf_status time_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e, bool nhwc)
                  nw = (size_t)sh->cout * sh->cin * sh->k * sh->k;
     size_t ws = e->gemm_chunk ? sf_cuda_conv_gemm_ws(sh, e->gemm_chunk, es) : 0;
     for (int o = 0; nhwc && o < SF_CONV_OPS; o++) {
-        const sf_cuda_conv_op *op = &e->op[SF_CONV_NHWC][o];
-        if (op->chunk && nhwc_ws(sh, op, es, nhwc_copies(sh, o)) > ws) ws = nhwc_ws(sh, op, es, nhwc_copies(sh, o));
+        nhwc_bufs b;
+        const size_t need = e->op[SF_CONV_NHWC][o].chunk ? nhwc_layout(e, es, 1u << o, NULL, &b) : 0;
+        if (need > ws) ws = need;
     }
     const size_t bytes[TB_COUNT] = {nx * es, nx * es, nw * es, nw * sizeof(float), ny * es, ws};
     void *buf[TB_COUNT] = {NULL};
@@ -450,7 +462,8 @@ static sf_status setup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_ent
                                "%dx%d cout=%d k=%d stride=%d (raise conv_workspace_mib)",
                                sf_precision_name(c->prec), names[o], c->conv_ws_cap >> 20, (long long)sh->n, sh->cin,
                                sh->h, sh->w, sh->cout, sh->k, sh->stride);
-            need = e->path[o] == SF_CONV_PATH_NHWC ? nhwc_ws(sh, op, es, nhwc_copies(sh, o)) : op->ws;
+            nhwc_bufs b;
+            need = e->path[o] == SF_CONV_PATH_NHWC ? nhwc_layout(e, es, 1u << o, NULL, &b) : op->ws;
             if (!op->cd) SF_TRY(conv_desc(sh, op->math, &op->cd));
         }
         if (need > e->ws) e->ws = need;
@@ -460,9 +473,7 @@ static sf_status setup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_ent
     if (e->path[SF_CONV_BWD_DATA] == SF_CONV_PATH_NHWC && e->path[SF_CONV_BWD_FILTER] == SF_CONV_PATH_NHWC &&
         bd->chunk == bf->chunk) {
         nhwc_bufs b;
-        const size_t both = align256(bd->ws > bf->ws ? bd->ws : bf->ws) +
-                            nhwc_place(sh, bd->chunk, es,
-                                       nhwc_copies(sh, SF_CONV_BWD_DATA) | nhwc_copies(sh, SF_CONV_BWD_FILTER), NULL, &b);
+        const size_t both = nhwc_layout(e, es, 1u << SF_CONV_BWD_DATA | 1u << SF_CONV_BWD_FILTER, NULL, &b);
         if (both > e->ws) e->ws = both;
     }
     return SF_OK;
@@ -577,7 +588,7 @@ static sf_status nhwc_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const
     const size_t es = sf_act_type_size(c->act);
     const int64_t xs = op->chunk * sh->cin * sh->h * sh->w, ys = op->chunk * sh->cout * sh->oh * sh->ow;
     nhwc_bufs b;
-    nhwc_place(sh, op->chunk, es, nhwc_copies(sh, SF_CONV_FWD), (char *)ws + align256(op->ws), &b);
+    nhwc_layout(e, es, 1u << SF_CONV_FWD, ws, &b);
     float one = 1.0f, zero = 0.0f;
     SF_TRY(reorder(c, e->wt[SF_CONV_NCHW], w, e->wt[SF_CONV_NHWC], b.w, false));
     for (int64_t i = 0; i < sh->n / op->chunk; i++) {
@@ -607,11 +618,8 @@ static sf_status nhwc_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, cons
     const size_t es = sf_act_type_size(c->act);
     const int64_t chunk = rows->chunk, xs = chunk * sh->cin * sh->h * sh->w, ys = chunk * sh->cout * sh->oh * sh->ow,
                   nw = (int64_t)sh->cout * sh->cin * sh->k * sh->k;
-    const size_t algo_ws = dx && dw ? (d->ws > f->ws ? d->ws : f->ws) : rows->ws;
     nhwc_bufs b;
-    nhwc_place(sh, chunk, es,
-               (dx ? nhwc_copies(sh, SF_CONV_BWD_DATA) : 0) | (dw ? nhwc_copies(sh, SF_CONV_BWD_FILTER) : 0),
-               (char *)ws + align256(algo_ws), &b);
+    nhwc_layout(e, es, (dx ? 1u << SF_CONV_BWD_DATA : 0) | (dw ? 1u << SF_CONV_BWD_FILTER : 0), ws, &b);
     const bool narrow_dw = c->act != SF_ACT_F32;
     void *dw_kcrs = dw; /* a chunk's weight gradient back in KCRS, in the act type (widened into dw) */
     if (dw && narrow_dw) SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_CONV_DW, (size_t)nw * es, &dw_kcrs));
@@ -760,8 +768,9 @@ size_t sf_cuda_conv_report(sf_backend *be, char *buf, size_t cap)
             const sf_cuda_conv_op *a = &e->op[SF_CONV_NCHW][o], *h = &e->op[SF_CONV_NHWC][o];
             const int p = e->path[o];
             const sf_cuda_conv_op *run = p == SF_CONV_PATH_GEMM ? NULL : &e->op[p][o];
+            nhwc_bufs b;
             const size_t ws = p == SF_CONV_PATH_GEMM   ? sf_cuda_conv_gemm_ws(sh, gc, es)
-                              : p == SF_CONV_PATH_NHWC ? nhwc_ws(sh, run, es, nhwc_copies(sh, o))
+                              : p == SF_CONV_PATH_NHWC ? nhwc_layout(e, es, 1u << o, NULL, &b)
                                                        : run->ws;
             PUT("n=%lld %d->%d %dx%d s%d | %-10s %-11s %-22s x%lld %6.0f | nchw %-22s x%lld %7.3f | %-22s %7.3f %6.0f "
                 "| nhwc %-22s x%lld %7.3f | im2col+gemm x%lld %7.3f\n",
