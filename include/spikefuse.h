@@ -310,11 +310,12 @@ SF_API sf_status sf_precision_parse(const char *name, sf_precision *out);
  * the B·classes values (SpikingJelly's examples' F.mse_loss(rate, one_hot)). Accuracy: the argmax of the T-mean. */
 typedef enum sf_loss { SF_LOSS_CE_MEAN = 0, SF_LOSS_CE_PER_STEP, SF_LOSS_MSE_RATE } sf_loss;
 
-/* How convolutions run on a GPU. cuDNN's tensor-core kernels want NHWC tensors; the engine's are NCHW but under
- * nhwc (docs/architecture.md, Layouts). auto: per conv shape and op, measured at plan time, the fastest of cuDNN on
- * the NCHW tensors, cuDNN on NHWC copies of them and im2col + cuBLAS GEMM. nchw: the faster of cuDNN on NCHW and
- * im2col + GEMM. cudnn: cuDNN on NCHW. gemm: im2col + GEMM where the shape allows it (cuDNN elsewhere). nhwc: the
- * tensors between convolutions stay NHWC, and cuDNN runs on them (on copies of a side that stays NCHW). */
+/* How convolutions run on a GPU. cuDNN's tensor-core kernels want NHWC tensors; the engine's are NCHW on the CPU and
+ * may be NHWC between convolutions on a GPU (docs/architecture.md, Layouts). auto: NHWC tensors in tf32, bf16 and
+ * fp16 (the tensor cores' precisions), NCHW in fp32; per conv shape and op, measured at plan time, the fastest of
+ * cuDNN on NCHW tensors, cuDNN on NHWC (copying a side that is not) and im2col + cuBLAS GEMM, as each tensor's
+ * layout allows. nchw: NCHW tensors, the faster of cuDNN and im2col + GEMM. cudnn: cuDNN on NCHW. gemm: im2col + GEMM
+ * where the shape allows it (cuDNN elsewhere). nhwc: NHWC tensors in every precision. */
 typedef enum sf_conv_algo {
     SF_CONV_ALGO_AUTO = 0,
     SF_CONV_ALGO_CUDNN,

@@ -114,14 +114,60 @@ __global__ void bn_dx_kernel(int64_t n, int64_t hw, int32_t C, float inv_count, 
     }
 }
 
-sf_status sf_cuda_bn_dx(sf_act_type t, sf_bn_shape sh, double count, const void *x, const float *mean,
-                        const float *var, float eps, const float *gamma, const void *dy, const float *dgamma,
-                        const float *dbeta, void *dx, cudaStream_t stream)
+/* The same for hw = 1 (after a linear layer; NHWC tensors), where a channel's elements lie C apart: a thread takes
+ * 4 consecutive channels, computes their terms once, and walks the rows with the grid's stride, which the launcher
+ * makes a multiple of the C / 4 channel groups, so that the thread's channels never change. */
+template <class T>
+__global__ void bn_dx_rows_kernel(int64_t groups, int32_t C, float inv_count, const T *x, const float *mean,
+                                  const float *var, float eps, const float *gamma, const T *dy, const float *dgamma,
+                                  const float *dbeta, T *dx)
 {
+    int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= groups) return;
+    const int32_t c0 = (int32_t)(g % (C / 4)) * 4;
+    float invstd[4], m[4], mdy[4], mdyx[4], scale[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        invstd[j] = 1.0f / sqrtf(var[c0 + j] + eps);
+        m[j] = mean[c0 + j];
+        mdy[j] = dbeta[c0 + j] * inv_count;
+        mdyx[j] = dgamma[c0 + j] * inv_count;
+        scale[j] = gamma[c0 + j] * invstd[j];
+    }
+    for (const int64_t stride = (int64_t)gridDim.x * blockDim.x; g < groups; g += stride) {
+        float xv[4], gv[4], out[4];
+        sf_ld<4, true>(x + 4 * g, xv);
+        sf_ld<4, true>(dy + 4 * g, gv);
+#pragma unroll
+        for (int j = 0; j < 4; j++) out[j] = scale[j] * (gv[j] - mdy[j] - (xv[j] - m[j]) * invstd[j] * mdyx[j]);
+        sf_st<4>(dx + 4 * g, out);
+    }
+}
+
+/* Blocks of 256 threads for bn_dx_rows_kernel: about 16 per multiprocessor, a multiple of those that make the grid
+ * a multiple of the C / 4 channel groups; 0 where that multiple is too large. */
+static unsigned bn_dx_rows_blocks(int64_t groups, int32_t C, int sms)
+{
+    int64_t cg = C / 4, a = cg, b = 256;
+    while (b) { /* gcd(cg, 256) */
+        const int64_t r = a % b;
+        a = b, b = r;
+    }
+    const int64_t unit = cg / a; /* blocks per multiple of cg threads */
+    int64_t want = (groups + 255) / 256 < 16 * (int64_t)sms ? (groups + 255) / 256 : 16 * (int64_t)sms;
+    want = (want + unit - 1) / unit * unit;
+    return want > 65535 ? 0 : (unsigned)want;
+}
+
+sf_status sf_cuda_bn_dx(const sf_cuda_ctx *c, sf_bn_shape sh, double count, const void *x, const float *mean,
+                        const float *var, float eps, const float *gamma, const void *dy, const float *dgamma,
+                        const float *dbeta, void *dx)
+{
+    cudaStream_t stream = c->stream;
     const int64_t n = sh.rows * sh.c * sh.hw;
     if (n == 0) return SF_OK;
     const float inv_count = (float)(1.0 / count);
-    return sf_cuda_with_act(t, [&](auto tag) -> sf_status {
+    return sf_cuda_with_act(c->act, [&](auto tag) -> sf_status {
         using T = decltype(tag);
         const size_t a = 4 * sizeof(T);
         const bool v = (uintptr_t)x % a == 0 && (uintptr_t)dy % a == 0 && (uintptr_t)dx % a == 0;
@@ -130,7 +176,11 @@ sf_status sf_cuda_bn_dx(sf_act_type t, sf_bn_shape sh, double count, const void 
             bn_dx_kernel<T, V><<<sf_cuda_blocks(n / V, 256), 256, 0, stream>>>(
                 n, sh.hw, sh.c, inv_count, (const T *)x, mean, var, eps, gamma, (const T *)dy, dgamma, dbeta, (T *)dx);
         };
-        if (v && sh.hw % 8 == 0)
+        const unsigned rows_blocks = v && sh.hw == 1 && sh.c % 4 == 0 ? bn_dx_rows_blocks(n / 4, sh.c, c->num_sms) : 0;
+        if (rows_blocks)
+            bn_dx_rows_kernel<T><<<rows_blocks, 256, 0, stream>>>(n / 4, sh.c, inv_count, (const T *)x, mean, var, eps,
+                                                                  gamma, (const T *)dy, dgamma, dbeta, (T *)dx);
+        else if (v && sh.hw % 8 == 0)
             launch(std::integral_constant<int, 8>());
         else if (v && sh.hw % 4 == 0)
             launch(std::integral_constant<int, 4>());
@@ -151,8 +201,7 @@ sf_status sf_cuda_op_bn_backward(sf_backend *be, sf_bn_shape sh, const float *x,
         return sf_cuda_channel_reduce(c, BackF<T>{(const T *)x, (const T *)dy, mean, var, eps, dgamma, dbeta}, sh.rows,
                                       sh.c, sh.hw);
     }));
-    return sf_cuda_bn_dx(c->act, sh, (double)(sh.rows * sh.hw), x, mean, var, eps, gamma, dy, dgamma, dbeta, dx,
-                         c->stream);
+    return sf_cuda_bn_dx(c, sh, (double)(sh.rows * sh.hw), x, mean, var, eps, gamma, dy, dgamma, dbeta, dx);
 }
 
 __global__ void bn_running_kernel(int32_t C, float m, float unbias, const float *mean, const float *var, float *rm,

@@ -122,8 +122,8 @@ static sf_status bn_lif_backward_on(sf_cuda_ctx *c, const sf_lif_params *p, int6
         if (phase == 1) return SF_OK;
     }
     const bool all = phase == 2;
-    return sf_cuda_bn_dx(c->act, sh, (double)((all ? split->rows : sh.rows) * sh.hw), x, mean, var, eps, gamma, dx,
-                         all ? split->sum_dyx : dgamma, all ? split->sum_dy : dbeta, dx, c->stream);
+    return sf_cuda_bn_dx(c, sh, (double)((all ? split->rows : sh.rows) * sh.hw), x, mean, var, eps, gamma, dx,
+                         all ? split->sum_dyx : dgamma, all ? split->sum_dy : dbeta, dx);
 }
 
 sf_status sf_cuda_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,

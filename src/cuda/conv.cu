@@ -12,8 +12,9 @@
  *  - cuDNN on NHWC: chunk by chunk, the sides that the engine keeps NCHW (sf_conv_shape's x_nhwc, y_nhwc) are copied
  *    to NHWC (x, dy) or back (y, dx), and the filter to KRSC, by cudnnTransformTensor inside the op's workspace, which
  *    bounds the chunk; where the engine keeps a side NHWC (conv_algo = nhwc: docs/architecture.md, Layouts) that
- *    side is not copied, and this is the only path;
- *  - im2col + cuBLAS GEMM (conv_gemm.cu) over chunks that fit the same cap.
+ *    side is not copied;
+ *  - im2col + cuBLAS GEMM (conv_gemm.cu) over chunks that fit the same cap, where x is NCHW (y may be NHWC: a
+ *    network's first convolution under conv_algo = nhwc).
  * The NHWC and GEMM paths are timed whole, copies included, by events. The bias and its gradient are kernels of this
  * file in every precision (a per-channel add, and a deterministic per-channel sum in double).
  * Deterministic mode (sf_cuda_options.deterministic) takes only algorithms cuDNN marks deterministic, and chooses
@@ -379,15 +380,16 @@ static sf_status time_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e, bool nhwc)
     return st;
 }
 
-/* Picks each op's path: NHWC where the engine keeps a side NHWC; else the one conv_algo forces where it has the op,
- * else the fastest measured (deterministic mode: the forced one, else cuDNN on NCHW), falling back to any path that
- * has the op. */
+/* Picks each op's path: the fastest measured (auto, nchw; nhwc where the engine keeps a side NHWC), else the one
+ * conv_algo forces (deterministic mode: that one, else cuDNN on NCHW; NHWC where the engine keeps a side NHWC),
+ * falling back to any path that has the op. Where the engine keeps a side NHWC, cuDNN on NCHW is out, and so is
+ * im2col + GEMM where that side is x. */
 static sf_status choose_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
 {
     const sf_conv_algo algo = c->conv_algo;
     const bool engine_nhwc = e->sh.x_nhwc || e->sh.y_nhwc;
     const bool nhwc = engine_nhwc || algo == SF_CONV_ALGO_NHWC || (algo == SF_CONV_ALGO_AUTO && !c->deterministic);
-    if (!engine_nhwc && algo != SF_CONV_ALGO_CUDNN && algo != SF_CONV_ALGO_NHWC)
+    if (!e->sh.x_nhwc && algo != SF_CONV_ALGO_CUDNN && (algo != SF_CONV_ALGO_NHWC || engine_nhwc))
         e->gemm_chunk = sf_cuda_conv_gemm_chunk(&e->sh, c->conv_ws_cap, sf_act_type_size(c->act));
     if (nhwc) {
         bool more = true;
@@ -398,21 +400,25 @@ static sf_status choose_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
             if (op->chunk) SF_TRY(conv_desc(&e->sh, op->math, &op->cd));
         }
     }
-    const bool timed = (algo == SF_CONV_ALGO_AUTO || algo == SF_CONV_ALGO_NCHW) && !c->deterministic && !engine_nhwc;
-    if (!c->deterministic && !engine_nhwc && (nhwc || e->gemm_chunk)) SF_TRY(time_paths(c, e, nhwc));
+    const bool timed = !c->deterministic && (algo == SF_CONV_ALGO_AUTO || algo == SF_CONV_ALGO_NCHW ||
+                                             (algo == SF_CONV_ALGO_NHWC && engine_nhwc));
+    if (!c->deterministic && (nhwc || e->gemm_chunk)) SF_TRY(time_paths(c, e, nhwc));
     for (int o = 0; o < SF_CONV_OPS; o++) {
-        /* a path auto would compare must have been timed (the timing buffers may not have fit) */
         const bool has[3] = {!engine_nhwc && e->op[SF_CONV_NCHW][o].chunk != 0,
-                             nhwc && e->op[SF_CONV_NHWC][o].chunk != 0 && (!timed || e->nhwc_ms[o] > 0),
-                             e->gemm_chunk != 0 && (!timed || e->gemm_ms[o] > 0)};
+                             nhwc && e->op[SF_CONV_NHWC][o].chunk != 0, e->gemm_chunk != 0};
+        /* what auto compares must have been timed (the timing buffers may not have fit) */
+        const bool measured[3] = {has[0], has[1] && e->nhwc_ms[o] > 0, has[2] && e->gemm_ms[o] > 0};
         const float ms[3] = {e->op[SF_CONV_NCHW][o].ms, e->nhwc_ms[o], e->gemm_ms[o]};
         const int forced = algo == SF_CONV_ALGO_GEMM                  ? SF_CONV_PATH_GEMM
                            : algo == SF_CONV_ALGO_NHWC || engine_nhwc ? SF_CONV_PATH_NHWC
                                                                       : SF_CONV_PATH_NCHW;
-        int best = has[forced] ? forced : -1;
-        for (int p = 0; p < 3; p++)
-            if (has[p] && (best < 0 || (timed && ms[p] < ms[best]))) best = p;
-        e->path[o] = best < 0 ? SF_CONV_PATH_NCHW : best;
+        int best = -1;
+        for (int p = 0; timed && p < 3; p++)
+            if (measured[p] && (best < 0 || ms[p] < ms[best])) best = p;
+        if (best < 0 && has[forced]) best = forced;
+        for (int p = 0; best < 0 && p < 3; p++)
+            if (has[p]) best = p;
+        e->path[o] = best >= 0 ? best : engine_nhwc ? SF_CONV_PATH_NHWC : SF_CONV_PATH_NCHW;
     }
     return SF_OK;
 }
@@ -522,11 +528,20 @@ template <class T> __global__ void bias_add_kernel(int64_t planes, int32_t C, in
     }
 }
 
-/* y[r][co] += b[co] for the rows r (image, pixel) of an NHWC output: a row per block iteration. */
-template <class T> __global__ void bias_add_nhwc_kernel(int64_t rows, int32_t C, const float *b, T *y)
+/* y[r][co] += b[co] for the rows r (image, pixel) of an NHWC output of n elements: V consecutive elements, of V
+ * consecutive channels (C % V == 0), per thread and step; channel arithmetic in 32 bits where n fits. */
+template <class T, int V> __global__ void bias_add_nhwc_kernel(int64_t n, int32_t C, const float *b, T *y)
 {
-    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x)
-        for (int32_t co = threadIdx.x; co < C; co += blockDim.x) y[r * C + co] = sf_narrow<T>(sf_widen(y[r * C + co]) + b[co]);
+    SF_CUDA_GRID_STRIDE(g, n / V)
+    {
+        const int64_t i = g * V;
+        const int32_t c0 = n <= UINT32_MAX ? (int32_t)((uint32_t)i % (uint32_t)C) : (int32_t)(i % C);
+        float v[V];
+        sf_ld<V, true>(y + i, v);
+#pragma unroll
+        for (int j = 0; j < V; j++) v[j] += b[c0 + j];
+        sf_st<V>(y + i, v);
+    }
 }
 
 /* db[co] = Σ over images and pixels of dy[img][co][p] (reduce.cuh: fixed order, double sums); an NHWC dy is
@@ -540,15 +555,16 @@ template <class T> struct BiasGradF {
 
 static sf_status bias_add(sf_cuda_ctx *c, const sf_conv_shape *sh, const float *b, void *y)
 {
-    const int64_t planes = sh->n * sh->cout, rows = sh->n * sh->oh * sh->ow;
+    const int64_t planes = sh->n * sh->cout, n = planes * sh->oh * sh->ow;
     const int32_t hw = sh->oh * sh->ow, threads = hw >= 256 ? 256 : (hw + 31) / 32 * 32;
     const unsigned blocks = (unsigned)(planes < (1 << 30) ? planes : (1 << 30));
-    const int32_t row_threads = sh->cout >= 256 ? 256 : (sh->cout + 31) / 32 * 32;
-    const unsigned row_blocks = (unsigned)(rows < c->num_sms * 64 ? rows : c->num_sms * 64);
     return sf_cuda_with_act(c->act, [&](auto tag) {
         using T = decltype(tag);
-        if (sh->y_nhwc)
-            bias_add_nhwc_kernel<T><<<row_blocks, row_threads, 0, c->stream>>>(rows, sh->cout, b, (T *)y);
+        const bool v4 = sh->cout % 4 == 0 && (uintptr_t)y % (4 * sizeof(T)) == 0;
+        if (sh->y_nhwc && v4)
+            bias_add_nhwc_kernel<T, 4><<<sf_cuda_blocks(n / 4, 256), 256, 0, c->stream>>>(n, sh->cout, b, (T *)y);
+        else if (sh->y_nhwc)
+            bias_add_nhwc_kernel<T, 1><<<sf_cuda_blocks(n, 256), 256, 0, c->stream>>>(n, sh->cout, b, (T *)y);
         else
             bias_add_kernel<T><<<blocks, threads, 0, c->stream>>>(planes, sh->cout, hw, b, (T *)y);
         SF_CUDA_LAUNCHED();
@@ -659,8 +675,10 @@ sf_status sf_cuda_op_conv_forward(sf_backend *be, const sf_conv_shape *sh, const
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     sf_cuda_conv_entry *e;
     SF_TRY(lookup(c, sh, &e));
-    if (e->path[SF_CONV_FWD] == SF_CONV_PATH_GEMM) return sf_cuda_conv_gemm_forward(c, sh, e->gemm_chunk, x, w, b, y, ws);
-    if (e->path[SF_CONV_FWD] == SF_CONV_PATH_NHWC) {
+    if (e->path[SF_CONV_FWD] == SF_CONV_PATH_GEMM) { /* it adds the bias to an NCHW y itself */
+        SF_TRY(sf_cuda_conv_gemm_forward(c, sh, e->gemm_chunk, x, w, sh->y_nhwc ? NULL : b, y, ws));
+        if (!sh->y_nhwc) return SF_OK;
+    } else if (e->path[SF_CONV_FWD] == SF_CONV_PATH_NHWC) {
         SF_TRY(nhwc_forward(c, e, x, w, y, ws));
     } else {
         const sf_cuda_conv_op *op = &e->op[SF_CONV_NCHW][SF_CONV_FWD];

@@ -3,7 +3,9 @@
  * 3×3 convolutions run at about a third of the fp32 peak, where one large SGEMM reaches three quarters of it.
  * Layout of a chunk of nb images (P = oh·ow output pixels, K = cin·k·k): col[K][nb·P] (im2col of x), the output
  * and its gradient transposed to [cout][nb·P] ("CNHW"), so each op is a single GEMM over the whole chunk. x, y, dy,
- * dx, col and the transposes are in the activation type T (taps summed in float); the weight gradient is fp32. */
+ * dx, col and the transposes are in the activation type T (taps summed in float); the weight gradient is fp32. x and
+ * dx are NCHW; y and dy may be NHWC (sf_conv_shape.y_nhwc), the output of a network's first convolution under
+ * conv_algo = nhwc, whose weight gradient cuDNN's NHWC kernels take six times as long for (3 input channels). */
 #include "cuda/act.cuh"
 #include "cuda/ops.cuh"
 
@@ -111,10 +113,34 @@ template <class T> static sf_status im2col(sf_cuda_ctx *c, const sf_conv_shape *
     return SF_OK;
 }
 
+/* Between an NHWC y (or dy) of nb images and CNHW yc: a transpose of [nb·P][cout] and [cout][nb·P], which
+ * cudnnTransformTensor runs over a strided description of yc. */
+static sf_status cnhw_nhwc(sf_cuda_ctx *c, const sf_conv_shape *sh, const void *src, void *dst, int64_t nb,
+                           bool to_nhwc)
+{
+    const int p_img = sh->oh * sh->ow;
+    const cudnnDataType_t dt = sf_cudnn_type(c->act);
+    cudnnTensorDescriptor_t d[2] = {NULL, NULL}; /* NHWC, CNHW */
+    cudnnStatus_t e = cudnnCreateTensorDescriptor(&d[0]);
+    if (e == CUDNN_STATUS_SUCCESS) e = cudnnCreateTensorDescriptor(&d[1]);
+    if (e == CUDNN_STATUS_SUCCESS)
+        e = cudnnSetTensor4dDescriptor(d[0], CUDNN_TENSOR_NHWC, dt, (int)nb, sh->cout, sh->oh, sh->ow);
+    if (e == CUDNN_STATUS_SUCCESS)
+        e = cudnnSetTensor4dDescriptorEx(d[1], dt, (int)nb, sh->cout, sh->oh, sh->ow, p_img, (int)nb * p_img, sh->ow, 1);
+    float one = 1.0f, zero = 0.0f;
+    if (e == CUDNN_STATUS_SUCCESS)
+        e = cudnnTransformTensor(c->cudnn, &one, d[to_nhwc], src, &zero, d[!to_nhwc], dst);
+    for (int i = 0; i < 2; i++)
+        if (d[i]) cudnnDestroyTensorDescriptor(d[i]);
+    return e == CUDNN_STATUS_SUCCESS ? SF_OK : sf_cuda_fail_cudnn(e, __FILE__, __LINE__, "NHWC <-> CNHW copy");
+}
+
+/* Between y (or dy) in the engine's layout and yc; towards y the bias (if any; none where y is NHWC) is added. */
 template <class T>
 static sf_status cnhw(sf_cuda_ctx *c, const sf_conv_shape *sh, const T *src, T *dst, const float *bias, int64_t nb,
                       bool to_nchw)
 {
+    if (sh->y_nhwc) return cnhw_nhwc(c, sh, src, dst, nb, to_nchw);
     cnhw_kernel<T><<<grid_for(c, nb * sh->cout * sh->oh * sh->ow), 256, 0, c->stream>>>(
         src, dst, bias, sh->cout, sh->oh * sh->ow, (int)nb, to_nchw);
     SF_CUDA_LAUNCHED();

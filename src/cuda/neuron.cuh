@@ -198,7 +198,7 @@ struct sf_cuda_affine {
     }
 };
 
-/* All V neurons of a thread share a channel (the forward's launcher picks V = 4 for BN only when hw % 4 == 0). */
+/* Neuron n's BN (its channel's statistics and parameters); the identity without BN. */
 template <bool BN> __device__ __forceinline__ sf_cuda_affine sf_cuda_affine_of(const sf_cuda_neuron &a, int64_t n)
 {
     sf_cuda_affine f = {0.0f, 1.0f, 1.0f, 0.0f};
@@ -247,7 +247,9 @@ __device__ __forceinline__ void sf_cuda_load_batch(sf_cuda_batch<V, U> &b, const
     }
 }
 
-template <class T, bool BN, int V, int U, int MODEL>
+/* The forward. BN: PERN says whether a thread's V neurons may lie in different channels (hw % V != 0; NHWC
+ * tensors are [rows, C, 1]), each then with its own affine, else all share the first's. */
+template <class T, bool BN, int V, int U, int MODEL, bool PERN>
 __global__ void __launch_bounds__(256)
     sf_cuda_neuron_forward(sf_cuda_neuron a, T *s, uint8_t *s_u8, float *hout, float *count)
 {
@@ -257,7 +259,9 @@ __global__ void __launch_bounds__(256)
     if (n < a.N) {
         const sf_lif_coeffs k = a.k;
         const int soft = a.p.soft_reset;
-        const sf_cuda_affine f = sf_cuda_affine_of<BN>(a, n);
+        sf_cuda_affine f[PERN ? V : 1];
+#pragma unroll
+        for (int j = 0; j < (PERN ? V : 1); j++) f[j] = sf_cuda_affine_of<BN>(a, n + j);
         float v[V], b[V], pa[V], pc[V]; /* b: the ALIF's; pa, pc: a PLIF's a and c (V neurons may span channels) */
         /* a PLIF's sigmoid(w) once per thread where its V neurons share a w (at T = 4 it was half the forward's
          * instructions) */
@@ -283,7 +287,8 @@ __global__ void __launch_bounds__(256)
                 sf_lif_coeffs kj = k;
                 if (MODEL == SF_CUDA_PLIF) kj.a = pa[j], kj.c = pc[j];
                 float theta;
-                st[j] = sf_cuda_step<MODEL>(kj, soft, BN ? f(xv[j]) : xv[j], &v[j], &b[j], &h[j], &theta);
+                st[j] = sf_cuda_step<MODEL>(kj, soft, BN ? f[PERN ? j : 0](xv[j]) : xv[j], &v[j], &b[j], &h[j],
+                                            &theta);
                 spikes += st[j];
             }
             sf_cuda_ckpt_store<V, MODEL>(a, t, n, v, b);

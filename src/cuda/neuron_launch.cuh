@@ -28,22 +28,26 @@ template <class Fn> static sf_status with_surrogate(sf_surrogate sg, Fn fn)
     return sf_fail(SF_ERR_INVALID, "LIF surrogate %d is not one of sigmoid, atan, fast_sigmoid, rect", (int)sg);
 }
 
-/* 4-element accesses (forward) need N and every row start divisible by 4, (BN) 4 neurons of one channel, and the
- * pointers aligned to 4 of their elements: x and s of type T, h float, the spike bytes. */
-template <class T> static bool vec4_ok(const sf_cuda_neuron &a, bool bn, const sf_lif_out *o)
+/* 4-element accesses (forward) need N and every row start divisible by 4 and the pointers aligned to 4 of their
+ * elements: x and s of type T, h float, the spike bytes. With BN where hw % 4 != 0 (NHWC: hw = 1) a thread's 4
+ * neurons may span channels, and the kernel's PERN instance keeps an affine per neuron. */
+template <class T> static bool vec4_ok(const sf_cuda_neuron &a, const sf_lif_out *o)
 {
-    return a.N % 4 == 0 && !(bn && a.bn.hw % 4 != 0) && aligned(a.x, 4 * sizeof(T)) &&
-           aligned(o->s, 4 * sizeof(T)) && aligned(o->h, 16) && aligned(o->s_u8, 4);
+    return a.N % 4 == 0 && aligned(a.x, 4 * sizeof(T)) && aligned(o->s, 4 * sizeof(T)) && aligned(o->h, 16) &&
+           aligned(o->s_u8, 4);
 }
 
 template <class T, bool BN, int V, int U>
 static sf_status forward(const sf_cuda_neuron &a, const sf_lif_out *o, cudaStream_t st)
 {
     const int threads = 256;
+    const bool pern = BN && V > 1 && a.bn.hw % V != 0;
     return sf_cuda_with_model(&a.p, [&](auto model) -> sf_status {
-        sf_cuda_neuron_forward<T, BN, V, U, decltype(model)::value>
-            <<<sf_cuda_blocks((a.N + V - 1) / V, threads), threads, 0, st>>>(a, (T *)o->s, o->s_u8, o->h,
-                                                                            o->spike_count);
+        constexpr int MODEL = decltype(model)::value;
+        auto kernel = pern ? sf_cuda_neuron_forward<T, BN, V, U, MODEL, BN && (V > 1)>
+                           : sf_cuda_neuron_forward<T, BN, V, U, MODEL, false>;
+        kernel<<<sf_cuda_blocks((a.N + V - 1) / V, threads), threads, 0, st>>>(a, (T *)o->s, o->s_u8, o->h,
+                                                                              o->spike_count);
         SF_CUDA_LAUNCHED();
         return SF_OK;
     });
@@ -83,7 +87,7 @@ sf_status sf_cuda_neuron_forward_launch(const sf_cuda_neuron &a, bool bn, const 
 {
     if (a.N == 0) return SF_OK;
     SF_TRY(sf_cuda_time_fits(a, "LIF forward"));
-    bool v4 = vec4_ok<T>(a, bn, out);
+    bool v4 = vec4_ok<T>(a, out);
     return bn ? forward_config<T, true>(a, out, v4, st) : forward_config<T, false>(a, out, v4, st);
 }
 

@@ -24,10 +24,11 @@ sf_status sf_cuda_op_bn_update_running(sf_backend *be, sf_bn_shape sh, float mom
 sf_status sf_cuda_op_bn_stats_merge(sf_backend *be, int32_t parts, int32_t C, const float *part_stats, float *mean,
                                     float *var);
 /* BN's input gradient from Σdy (dbeta) and Σdy·x̂ (dgamma) over count values per channel, element-wise:
- * dx = γ·invstd·(dy − Σdy/count − x̂·Σdy·x̂/count); x, dy and dx of activation type t, dx may be dy. */
-sf_status sf_cuda_bn_dx(sf_act_type t, sf_bn_shape sh, double count, const void *x, const float *mean,
+ * dx = γ·invstd·(dy − Σdy/count − x̂·Σdy·x̂/count); x, dy and dx of c's activation type, dx may be dy; on c's
+ * stream. */
+sf_status sf_cuda_bn_dx(const sf_cuda_ctx *c, sf_bn_shape sh, double count, const void *x, const float *mean,
                         const float *var, float eps, const float *gamma, const void *dy, const float *dgamma,
-                        const float *dbeta, void *dx, cudaStream_t stream);
+                        const float *dbeta, void *dx);
 
 /* bn_lif.cu */
 sf_status sf_cuda_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,

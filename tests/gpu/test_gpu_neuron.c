@@ -318,6 +318,12 @@ int main(void)
     test_bn_lif(be, &p, 10, 2, 33, 1, 1, 54);
     test_bn_lif(be, &p, 100, 2, 3, 20, 0, 55); /* past 32 steps: one long segment at 32 steps ahead */
     test_bn_lif(be, &p, 300, 1, 2, 33, 0, 56); /* segments that end at T, a short first one */
+    /* NHWC tensors ([rows, C, 1]) and other hw % 4 != 0, with enough neurons for 4 per thread: the forward's 4
+     * neurons span channels (and rows); pass 2 walks rows with 4 channels per thread (C / 4 = 3 groups: a grid
+     * rounded to a multiple of 3) */
+    test_bn_lif(be, &p, 3, 2400, 128, 1, 0, 57);
+    test_bn_lif(be, &p, 2, 25600, 12, 1, 1, 58);
+    test_bn_lif(be, &p, 2, 2400, 64, 2, 0, 59);
     be->destroy(be);
     return tu_finish("test_gpu_neuron");
 }

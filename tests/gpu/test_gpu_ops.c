@@ -484,6 +484,8 @@ int main(void)
     test_bn(6, 5, 7, 310);
     test_bn(40, 16, 64, 320);
     test_bn(30, 33, 1, 330);
+    test_bn(50, 64, 1, 340); /* hw = 1, C % 4 == 0: 4 channels per thread over the rows */
+    test_bn(7, 12, 1, 350);
     test_gemm_ops();
     test_pool(7, 9, 9, 2, 2, 0);
     test_pool(9, 28, 28, 2, 2, 0); /* windows that tile the plane: the tiled kernels */
