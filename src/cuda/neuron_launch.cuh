@@ -140,7 +140,8 @@ static sf_status backward(const sf_cuda_neuron &a, const bwd_args<T> &b, int64_t
  * a checkpoint per segment (v, and the ALIF's b) unless the forward kept them (v_ckpt). The ALIF always recomputes (its θ is not saved).
  * With the forward's checkpoints, past 32 steps: 32-step segments, which leave registers as the only limit on
  * residency; where the neurons are under two blocks per SM, 64-step segments loading 32 steps ahead, so that enough
- * bytes are in flight with few threads. Without them: up to T = 64 (with more than one column: 32) one segment at the
+ * bytes are in flight with few threads, and 128-step ones where they are at most one block per SM (W1 at T = 1024:
+ * 79.0–81.8% of copy against 77.9–80.1, docs/perf.md). Without them: up to T = 64 (with more than one column: 32) one segment at the
  * occupancy registers allow; longer, one block of columns per SM with segments as long as its shared memory allows,
  * loading 32 steps ahead, which trades residency (8 warps per SM, each keeping 4 KiB in flight) for the first pass's
  * bytes: it reads x over T - S steps (T = 256: 32 steps, 12.5 bytes per element for the backward, where 32-step
@@ -175,6 +176,8 @@ static sf_status backward_model(const sf_cuda_neuron &given, bwd_args<T> b, cuda
         const bool few = a.N < 2 * threads * sms;
         if (!tu.bwd_ahead) U = few ? 32 : 8;
         S = few ? 2 * SF_LIF_CKPT_STEPS : SF_LIF_CKPT_STEPS;
+        /* at most one block per SM: longer segments cost no residency and start fewer reverse passes */
+        if (a.N <= threads * sms && fits(4 * SF_LIF_CKPT_STEPS)) S = 4 * SF_LIF_CKPT_STEPS;
     } else if (tu.bwd_seg < 0 || (tu.bwd_seg == 0 && a.T > (cols > 1 ? 32 : 64))) {
         if (!tu.bwd_ahead) U = 32;
         const int64_t step = kept ? SF_LIF_CKPT_STEPS : U; /* U divides 32 */
