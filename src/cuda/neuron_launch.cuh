@@ -43,7 +43,7 @@ static sf_status forward(const sf_cuda_neuron &a, const sf_lif_out *o, cudaStrea
     const int threads = 256;
     const bool pern = BN && V > 1 && a.bn.hw % V != 0;
     return sf_cuda_with_model(&a.p, [&](auto model) -> sf_status {
-        constexpr int MODEL = decltype(model)::value;
+        constexpr int MODEL = decltype(model)::value; /* a PERN instance only where it can apply */
         auto kernel = pern ? sf_cuda_neuron_forward<T, BN, V, U, MODEL, BN && (V > 1)>
                            : sf_cuda_neuron_forward<T, BN, V, U, MODEL, false>;
         kernel<<<sf_cuda_blocks((a.N + V - 1) / V, threads), threads, 0, st>>>(a, (T *)o->s, o->s_u8, o->h,
@@ -133,20 +133,20 @@ static sf_status backward(const sf_cuda_neuron &a, const bwd_args<T> &b, int64_t
     });
 }
 
-/* Picks the configuration: one neuron per thread (four per thread with 16-byte accesses needed twice the registers
- * and ran slower: the loop is issue-bound at the occupancy registers and columns allow), loads 8 steps ahead (4 for
- * T < 8, so that batches are full). Recompute: each neuron needs 4 bytes of shared memory per step of a segment
- * (8 with BN, whose column keeps x too; 4 more for the ALIF's θ unless its hard_instance keeps z = h − θ alone), plus
- * a checkpoint per segment (v, and the ALIF's b) unless the forward kept them (v_ckpt). The ALIF always recomputes (its θ is not saved).
- * With the forward's checkpoints, past 32 steps: 32-step segments, which leave registers as the only limit on
+/* Picks the configuration: one neuron per thread (four per thread with 16-byte accesses needed twice the registers and
+ * ran slower: the loop is issue-bound at the occupancy registers and columns allow), loads 8 steps ahead (4 for T < 8,
+ * so that batches are full). Recompute: each neuron needs 4 bytes of shared memory per step of a segment (8 with BN,
+ * whose column keeps x too; 4 more for the ALIF's θ unless its hard_instance keeps z = h − θ alone), plus a checkpoint
+ * per segment (v, and the ALIF's b) unless the forward kept them (v_ckpt). The ALIF always recomputes (its θ is not
+ * saved). With the forward's checkpoints, past 32 steps: 32-step segments, which leave registers as the only limit on
  * residency; where the neurons are under two blocks per SM, 64-step segments loading 32 steps ahead, so that enough
  * bytes are in flight with few threads, and 128-step ones where they are at most one block per SM (W1 at T = 1024:
- * 79.0–81.8% of copy against 77.9–80.1, docs/perf.md). Without them: up to T = 64 (with more than one column: 32) one segment at the
- * occupancy registers allow; longer, one block of columns per SM with segments as long as its shared memory allows,
- * loading 32 steps ahead, which trades residency (8 warps per SM, each keeping 4 KiB in flight) for the first pass's
- * bytes: it reads x over T - S steps (T = 256: 32 steps, 12.5 bytes per element for the backward, where 32-step
- * segments at 32 warps per SM read 15.5). A forced segment length that is no multiple of 32 finds its starts by the
- * first pass, checkpoints or not. */
+ * 79.6–80.3% of copy, against 77.9–80.1 with 64, docs/perf.md). Without them: up to T = 64 (with more than one column:
+ * 32) one segment at the occupancy registers allow; longer, one block of columns per SM with segments as long as its
+ * shared memory allows, loading 32 steps ahead, which trades residency (8 warps per SM, each keeping 4 KiB in flight)
+ * for the first pass's bytes: it reads x over T - S steps (T = 256: 32 steps, 12.5 bytes per element for the backward,
+ * where 32-step segments at 32 warps per SM read 15.5). A forced segment length that is no multiple of 32 finds its
+ * starts by the first pass, checkpoints or not. */
 template <class T, bool BN, int MODEL>
 static sf_status backward_model(const sf_cuda_neuron &given, bwd_args<T> b, cudaStream_t st)
 {
