@@ -4,7 +4,8 @@
  * and compares. Networks: an MLP (mean readout, recompute), the same with a leaky readout, the per-step loss and an
  * ALIF for its second neuron layer (full memory mode), the MLP with event-driven layers (sparse on: compact LIF outputs, spike-list products, masked
  * LIF backward), and a conv → BN → LIF → linear → BN → LIF → linear net (recompute, and BN statistics merged
- * over the time segments, and over the data ranks with SYNC_BN).
+ * over the time segments, and over the data ranks with SYNC_BN), also with a second conv block under conv_algo =
+ * nhwc, which on a GPU keeps the first block's tensors NHWC ([rows, C, 1] to BN and LIF, rows split over time).
  * What must hold (≤ 1e-5 relative, float sums in another order): the loss of every step (averaged over the data
  * ranks), every gradient after the all-reduce, the parameters after three SGD-momentum steps, this process's slice of
  * the output; the spike count of every LIF layer summed over all processes equals the reference's exactly. Then bad
@@ -22,8 +23,9 @@
 static sf_dist *g_dist;
 static sf_device g_dev;
 
-typedef enum { NET_MLP, NET_MLP_LEAKY, NET_CONV_BN, NET_SPIKES_OUT, NET_SPARSE, NET_RLIF } net_kind;
-static const char *const net_names[] = {"mlp", "mlp-leaky", "conv-bn", "spikes-out", "mlp-sparse", "rlif-sparse"};
+typedef enum { NET_MLP, NET_MLP_LEAKY, NET_CONV_BN, NET_CONV_NHWC, NET_SPIKES_OUT, NET_SPARSE, NET_RLIF } net_kind;
+static const char *const net_names[] = {"mlp",        "mlp-leaky",  "conv-bn",    "conv-nhwc",
+                                        "spikes-out", "mlp-sparse", "rlif-sparse"};
 
 static void add_model(sf_net *net, sf_layer_kind kind, int32_t size, sf_neuron_model model)
 {
@@ -47,8 +49,9 @@ static sf_net *build(net_kind kind)
     sf_net_default_params(&p);
     p.device = g_dev;
     p.seed = 11;
-    if (kind == NET_CONV_BN) {
+    if (kind == NET_CONV_BN || kind == NET_CONV_NHWC) {
         p.in_channels = 2, p.in_height = 5, p.in_width = 5;
+        if (kind == NET_CONV_NHWC) p.cuda.conv_algo = SF_CONV_ALGO_NHWC; /* the first block's tensors NHWC on a GPU */
     } else {
         p.in_channels = 12;
     }
@@ -61,10 +64,12 @@ static sf_net *build(net_kind kind)
     sf_net *net = NULL;
     CHECK_OK(sf_net_create(&p, &net));
     if (!net) return NULL;
-    if (kind == NET_CONV_BN) {
-        add(net, SF_LAYER_CONV2D, 4);
-        add(net, SF_LAYER_BATCHNORM, 0);
-        add(net, SF_LAYER_LIF, 0);
+    if (kind == NET_CONV_BN || kind == NET_CONV_NHWC) {
+        for (int block = 0; block < (kind == NET_CONV_NHWC ? 2 : 1); block++) {
+            add(net, SF_LAYER_CONV2D, 4);
+            add(net, SF_LAYER_BATCHNORM, 0);
+            add(net, SF_LAYER_LIF, 0);
+        }
         add(net, SF_LAYER_FLATTEN, 0);
         add(net, SF_LAYER_LINEAR, 24);
         add(net, SF_LAYER_BATCHNORM, 0);
@@ -120,18 +125,18 @@ static int spike_counts(sf_net *net, int64_t steps_times_batch, const int64_t *n
 /* The exchanges timed over `steps` training steps: each LIF layer receives v from the segment before and sends its
  * own on (∂L/∂v the other way), the output is gathered once, each fused BN gathers its statistics and sums its Σdy
  * terms, the gradients are joined once and the parameters gathered once (sharded state); every time >= 0. */
-static void check_profile(net_kind kind, int n_lif, int steps)
+static void check_profile(net_kind kind, int n_lif, int n_bn, int steps)
 {
     const int G = sf_dist_time_parallel(g_dist), g = sf_dist_segment(g_dist);
     double ms[SF_DIST_TIMER_COUNT];
     int64_t calls[SF_DIST_TIMER_COUNT];
     CHECK_OK(sf_dist_profile_read(g_dist, ms, calls));
-    const int64_t links = (g > 0) + (g < G - 1), bn = kind == NET_CONV_BN && (G > 1 || sf_dist_data_size(g_dist) > 1);
+    const int64_t links = (g > 0) + (g < G - 1), bn = G > 1 || sf_dist_data_size(g_dist) > 1 ? n_bn : 0;
     const int64_t want[SF_DIST_TIMER_COUNT] = {
         [SF_DIST_TIMER_STATE] = steps * n_lif * links,
         [SF_DIST_TIMER_GRAD_STATE] = steps * n_lif * links,
         [SF_DIST_TIMER_OUTPUT] = G > 1 ? steps : 0,
-        [SF_DIST_TIMER_BN] = bn ? steps * 2 * 2 : 0,
+        [SF_DIST_TIMER_BN] = steps * bn * 2,
         [SF_DIST_TIMER_GRADS] = steps,
         [SF_DIST_TIMER_PARAMS] = G > 1 ? steps : 0, /* sharded by default; every net here keeps momentum */
     };
@@ -180,12 +185,13 @@ static void compare_run(net_kind kind, int64_t T, int64_t B)
     const int64_t F = (int64_t)chw[0] * chw[1] * chw[2];
     const int32_t L = sf_net_num_layers(net);
     int64_t neurons[8];
-    int n_lif = 0;
-    for (int32_t id = 1; id <= L; id++) {
+    int n_lif = 0, n_bn = 0;
+    for (int32_t id = 1; id <= L; id++) { /* layer id - 1 makes tensor id */
         sf_net_tensor_shape(net, id, chw);
-        int64_t ns = (int64_t)chw[0] * chw[1] * chw[2];
-        if ((kind == NET_CONV_BN && (id == 3 || id == 7)) || (kind != NET_CONV_BN && (id == 2 || id == 4)))
-            neurons[n_lif++] = ns;
+        sf_layer_desc ld;
+        CHECK_OK(sf_net_layer_desc(net, id - 1, &ld));
+        if (ld.kind == SF_LAYER_LIF || ld.kind == SF_LAYER_RLIF) neurons[n_lif++] = (int64_t)chw[0] * chw[1] * chw[2];
+        n_bn += ld.kind == SF_LAYER_BATCHNORM;
     }
     sf_net_tensor_shape(net, L, chw);
     const int64_t K = chw[0];
@@ -240,7 +246,7 @@ static void compare_run(net_kind kind, int64_t T, int64_t B)
                   ls[2].eligible, ls[2].forward_sparse, ls[2].backward_sparse);
         }
     }
-    if (sf_dist_size(g_dist) > 1) check_profile(kind, n_lif, 3);
+    if (sf_dist_size(g_dist) > 1) check_profile(kind, n_lif, n_bn, 3);
     int64_t n_ref, n_got;
     float *pr = tu_net_read_role(ref, SF_ROLE_PARAM, &n_ref), *pd = tu_net_read_role(net, SF_ROLE_PARAM, &n_got);
     CHECK(n_ref == n_got && tu_rel_err_f32(pd, pr, n_ref) < TOL, "%s: parameters after 3 steps differ by %g", net_names[kind],
@@ -386,7 +392,10 @@ int main(int argc, char **argv)
     if (G == 1) compare_run(NET_RLIF, T, B); /* a recurrent layer cannot be split over time */
     shard_bitwise(T, B);
     /* BN over a data-parallel split matches one process only with synchronised statistics */
-    if (R == 1 || dp.sync_bn) compare_run(NET_CONV_BN, T, B);
+    if (R == 1 || dp.sync_bn) {
+        compare_run(NET_CONV_BN, T, B);
+        compare_run(NET_CONV_NHWC, T, B);
+    }
     bad_input();
     char name[64];
     snprintf(name, sizeof name, "test_dist_step rank %d/%d", sf_dist_rank(g_dist), sf_dist_size(g_dist));
