@@ -338,8 +338,10 @@ const char *sf_net_summary(sf_net *net)
         const char *kind = l->d.kind == SF_LAYER_LIF ? sf_neuron_model_name(l->d.lif.model) : sf_layer_kind_name(l->d.kind);
         len += (size_t)snprintf(s + len, cap - len, "%3d %-10s in=%-3d", i, kind, l->in);
         if (l->d.kind == SF_LAYER_ADD) len += (size_t)snprintf(s + len, cap - len, " +%-3d", l->in2);
-        len += (size_t)snprintf(s + len, cap - len, " -> %dx%dx%d  params %lld%s\n", o[0], o[1], o[2],
-                                (long long)np, l->fused_bn ? "  (fused with the batchnorm before)" : "");
+        /* NHWC: a compiled net's output kept in that layout on a GPU (docs/architecture.md, Layouts) */
+        len += (size_t)snprintf(s + len, cap - len, " -> %dx%dx%d  params %lld%s%s\n", o[0], o[1], o[2],
+                                (long long)np, l->fused_bn ? "  (fused with the batchnorm before)" : "",
+                                net->compiled && net->tensors[l->out].nhwc ? "  NHWC" : "");
     }
     len += (size_t)snprintf(s + len, cap - len, "parameters: %lld\n", (long long)net->n_params);
     return s;
