@@ -9,18 +9,20 @@
 # SPIKEFUSE_WHEELS: optional folders of peer wheels, separated by ':' (e.g. SpikingJelly 2.x with loguru, and
 #   SpikingJelly 0.0.0.0.14, which still has the cupy backend); each goes into its own /tmp/site_N, the tests run
 #   with the first, and the benchmark runs once with each (one process per SpikingJelly version).
-# SPIKEFUSE_DEBS: where the -dev packages the build needs (libcjson-dev, libinih-dev) are missing and cannot be
-#   installed, a folder of their Debian packages (with libcjson1, libinih1), unpacked under /tmp/deps for pkg-config.
+# SPIKEFUSE_DEBS: where the -dev packages the build needs (libcjson-dev, libinih-dev, libzip-dev) are missing and
+#   cannot be installed, a folder of their Debian packages (with libcjson1, libinih1, libzip4), unpacked under
+#   /tmp/deps for pkg-config.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp}
 stages=" ${*:-tests ddp w1 w3} "
 want() { [[ $stages == *" $1 "* ]]; }
 [ -d /usr/local/cuda/bin ] && export PATH=/usr/local/cuda/bin:$PATH
-if [ -n "${SPIKEFUSE_DEBS:-}" ] && ! pkg-config --exists libcjson inih 2>/dev/null; then
+if [ -n "${SPIKEFUSE_DEBS:-}" ] && ! pkg-config --exists libcjson inih libzip 2>/dev/null; then
   rm -rf /tmp/deps && for f in "$SPIKEFUSE_DEBS"/*.deb; do dpkg -x "$f" /tmp/deps; done
   sed -i 's#=/usr#=/tmp/deps/usr#' /tmp/deps/usr/lib/*/pkgconfig/*.pc
   export PKG_CONFIG_PATH=$(echo /tmp/deps/usr/lib/*/pkgconfig)${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+  export LD_LIBRARY_PATH=$(echo /tmp/deps/usr/lib/*-linux-gnu)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} # their runtimes
 fi
 sites=()
 n=0
