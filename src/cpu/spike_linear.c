@@ -44,30 +44,55 @@ void sf_cpu_tiled_transpose(int32_t in, int32_t out, const float *w, float *wt)
     }
 }
 
-/* Sixteen floats as one vector (GCC's vector extension: AVX-512 registers in that clone, four SSE ones in the baseline;
- * the same IEEE additions in each). */
-typedef float v16 __attribute__((vector_size(64)));
+/* A tile's 64 sums as eight vectors of eight floats (GCC's vector extension): 32-byte vectors are native in the AVX2
+ * and AVX-512 clones, so the eight accumulators stay in registers there. 64-byte ones were split by the AVX2
+ * clone through the stack, a store and two half-width reloads per vector and active input: 10× slower on an AVX2
+ * EPYC (docs/perf.md). Each element is still a plain sequence of IEEE additions, the same in every clone. */
+typedef float v8 __attribute__((vector_size(32)));
+enum { TILE_VECS = TILE / 8 };
+
+static inline void tile_zero(v8 a[TILE_VECS])
+{
+    for (int k = 0; k < TILE_VECS; k++) a[k] = (v8){0};
+}
+
+static inline void tile_add(v8 a[TILE_VECS], const float *w)
+{
+#pragma GCC unroll 8
+    for (int k = 0; k < TILE_VECS; k++) {
+        v8 x;
+        memcpy(&x, w + 8 * k, sizeof x);
+        a[k] += x;
+    }
+}
+
+/* a += g·w, a product then a sum (no contraction), as the scalar loop for a partial tile does */
+static inline void tile_add_scaled(v8 a[TILE_VECS], float g, const float *w)
+{
+#pragma GCC unroll 8
+    for (int k = 0; k < TILE_VECS; k++) {
+        v8 x;
+        memcpy(&x, w + 8 * k, sizeof x);
+        a[k] += g * x;
+    }
+}
 
 /* y[r, j0 .. j0+jn) = b + Σ over the row's active inputs i (its segment lists, ascending) of Wᵀ[i, j0 ..]; wt is
- * this tile's block of Wᵀ (in × TILE, see tiled_transpose). A whole tile sums into four vector registers (each
- * element still a plain sequence of additions). */
+ * this tile's block of Wᵀ (in × TILE, see tiled_transpose). */
 SF_CPU_CLONES static void row_tile(int32_t in, int32_t out, int32_t j0, int32_t jn, const sf_spikes *x, int64_t r,
                                    const float *wt, const float *b, float *y)
 {
     const int64_t segs = sf_spike_segs(in);
     float acc[TILE];
     if (jn == TILE) {
-        v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        v8 a[TILE_VECS];
+        tile_zero(a);
         for (int64_t g = 0; g < segs; g++) {
             const uint8_t *ix = x->idx + r * in + g * SF_SPIKE_SEG;
-            for (int32_t m = 0, k = x->cnt[r * segs + g]; m < k; m++) {
-                const float *wr = wt + (g * SF_SPIKE_SEG + ix[m]) * (int64_t)TILE;
-                v16 w0, w1, w2, w3;
-                memcpy(&w0, wr, 64), memcpy(&w1, wr + 16, 64), memcpy(&w2, wr + 32, 64), memcpy(&w3, wr + 48, 64);
-                a0 += w0, a1 += w1, a2 += w2, a3 += w3;
-            }
+            for (int32_t m = 0, k = x->cnt[r * segs + g]; m < k; m++)
+                tile_add(a, wt + (g * SF_SPIKE_SEG + ix[m]) * (int64_t)TILE);
         }
-        memcpy(acc, &a0, 64), memcpy(acc + 16, &a1, 64), memcpy(acc + 32, &a2, 64), memcpy(acc + 48, &a3, 64);
+        memcpy(acc, a, sizeof acc);
     } else {
         for (int32_t j = 0; j < jn; j++) acc[j] = 0.0f;
         for (int64_t g = 0; g < segs; g++) {
@@ -116,36 +141,40 @@ static inline bool tile_is_zero(const sf_spikes *dy_mask, int64_t wo, int64_t r,
     return any == 0;
 }
 
-/* One tile of output columns of dW = dyᵀ·x: for each input i, the sum of dy[r, tile] over the rows of its list
- * (ascending; rows whose tile the mask says is zero skipped), in four vector registers; blocks of 16 inputs are
- * written into dW [out, in] as whole cache lines. */
+/* acc[0 .. jn) = Σ of dy[r, j0 .. j0+jn) over one input's rows (ascending; rows whose tile the mask says is zero
+ * skipped). A whole tile sums in registers, each branch in its own loop. */
+static inline void list_sum(const int32_t *rows_of, int64_t n, int32_t out, int32_t j0, int32_t jn, const float *dy,
+                            const sf_spikes *dy_mask, float *acc)
+{
+    const int64_t wo = sf_spike_words(out);
+    if (jn == TILE) {
+        v8 a[TILE_VECS];
+        tile_zero(a);
+        for (int64_t k = 0; k < n; k++) {
+            if (dy_mask && tile_is_zero(dy_mask, wo, rows_of[k], j0, jn)) continue;
+            tile_add(a, dy + rows_of[k] * (int64_t)out + j0);
+        }
+        memcpy(acc, a, sizeof(float) * TILE);
+        return;
+    }
+    for (int32_t j = 0; j < jn; j++) acc[j] = 0.0f;
+    for (int64_t k = 0; k < n; k++) {
+        if (dy_mask && tile_is_zero(dy_mask, wo, rows_of[k], j0, jn)) continue;
+        const float *d = dy + rows_of[k] * (int64_t)out + j0;
+        for (int32_t j = 0; j < jn; j++) acc[j] += d[j];
+    }
+}
+
+/* One tile of output columns of dW = dyᵀ·x: for each input i, the sum of dy[r, tile] over the rows of its list;
+ * blocks of 16 inputs are written into dW [out, in] as whole cache lines. */
 SF_CPU_CLONES static void wgrad_tile(int32_t in, int32_t out, int32_t j0, int32_t jn, const int64_t *colptr,
                                      const int32_t *rowidx, const float *dy, const sf_spikes *dy_mask, float *dw)
 {
-    const int64_t wo = sf_spike_words(out);
     float blk[16][TILE];
     for (int32_t i0 = 0; i0 < in; i0 += 16) {
         const int32_t ni = in - i0 < 16 ? in - i0 : 16;
-        for (int32_t i = 0; i < ni; i++) {
-            v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-            float *acc = blk[i];
-            if (jn != TILE)
-                for (int32_t j = 0; j < jn; j++) acc[j] = 0.0f;
-            for (int64_t k = colptr[i0 + i]; k < colptr[i0 + i + 1]; k++) {
-                const int64_t r = rowidx[k];
-                if (dy_mask && tile_is_zero(dy_mask, wo, r, j0, jn)) continue;
-                const float *d = dy + r * out + j0;
-                if (jn == TILE) {
-                    v16 w0, w1, w2, w3;
-                    memcpy(&w0, d, 64), memcpy(&w1, d + 16, 64), memcpy(&w2, d + 32, 64), memcpy(&w3, d + 48, 64);
-                    a0 += w0, a1 += w1, a2 += w2, a3 += w3;
-                } else {
-                    for (int32_t j = 0; j < jn; j++) acc[j] += d[j];
-                }
-            }
-            if (jn == TILE)
-                memcpy(acc, &a0, 64), memcpy(acc + 16, &a1, 64), memcpy(acc + 32, &a2, 64), memcpy(acc + 48, &a3, 64);
-        }
+        for (int32_t i = 0; i < ni; i++)
+            list_sum(rowidx + colptr[i0 + i], colptr[i0 + i + 1] - colptr[i0 + i], out, j0, jn, dy, dy_mask, blk[i]);
         for (int32_t j = 0; j < jn; j++)
             for (int32_t i = 0; i < ni; i++) dw[(int64_t)(j0 + j) * in + i0 + i] = blk[i][j];
     }
@@ -198,21 +227,20 @@ SF_CPU_CLONES static void masked_tile(int32_t in, int32_t out, int32_t i0, int32
                                       const float *dyr, const uint32_t *m, float *dxr)
 {
     float acc[TILE];
-    v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    v8 a[TILE_VECS];
+    tile_zero(a);
     for (int j = 0; j < TILE; j++) acc[j] = 0.0f;
     for (int64_t q = 0; q < sf_spike_words(out); q++)
         for (uint32_t bitsq = m[q]; bitsq; bitsq &= bitsq - 1) {
             const int64_t j = 32 * q + __builtin_ctz(bitsq);
             const float g = dyr[j], *wr = wtile + j * TILE;
             if (n == TILE) {
-                v16 w0, w1, w2, w3;
-                memcpy(&w0, wr, 64), memcpy(&w1, wr + 16, 64), memcpy(&w2, wr + 32, 64), memcpy(&w3, wr + 48, 64);
-                a0 += g * w0, a1 += g * w1, a2 += g * w2, a3 += g * w3;
+                tile_add_scaled(a, g, wr);
             } else {
                 for (int32_t i = 0; i < n; i++) acc[i] += g * wr[i];
             }
         }
-    if (n == TILE) memcpy(acc, &a0, 64), memcpy(acc + 16, &a1, 64), memcpy(acc + 32, &a2, 64), memcpy(acc + 48, &a3, 64);
+    if (n == TILE) memcpy(acc, a, sizeof acc);
     memcpy(dxr + i0, acc, sizeof(float) * (size_t)n);
 }
 
