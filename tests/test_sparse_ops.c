@@ -345,6 +345,8 @@ int main(void)
     test_rlif(9, 2, 300, 1);
     test_rlif(8, 3, 70, 2);
     test_rlif(4, 1, 65, 0);
+    test_rlif(3, 70, 130, 1); /* the per-step products over two chunks of rows (64 + 6) */
+    test_rlif(2, 129, 64, 2);
     sf_backend_free(be);
     return tu_finish("test_sparse_ops");
 }

@@ -1,7 +1,8 @@
 /* rlif.c — the recurrent LIF layer on the CPU: y_t = x_t + V·s_{t-1}, then the LIF step (core/lif_math.h), one
  * time step after the other; V·s_{t-1} is one SGEMM per step (dense) or, event-driven, the sum of the rows of Vᵀ of
- * the neurons that spiked (their lists come out of the step before). The backward runs BPTT in reverse time with
- * Vᵀ·dy_{t+1} per step (SGEMM, or over the nonzero dy only) and dV = Σ_t dy_tᵀ·s_{t-1} in one pass at the end. */
+ * the neurons that spiked (their bits come out of the step before). The backward runs BPTT in reverse time with
+ * Vᵀ·dy_{t+1} per step (SGEMM, or over the nonzero dy only) and dV = Σ_t dy_tᵀ·s_{t-1} in one pass at the end. The
+ * event-driven per-step products stream V's tiles once for all B rows (sf_cpu_few_rows_product). */
 #include "cpu/cpu_layers.h"
 #include "cpu/cpu_neuron.h"
 #include "cpu/neuron_block.h"
@@ -20,6 +21,7 @@
 typedef struct rlif_ws {
     float *vt, *state, *rec, *sprev, *h;
     sf_spikes c;
+    uint64_t *colmask; /* the per-step product's inputs per row (sf_cpu_few_rows_product) */
 } rlif_ws;
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
@@ -29,15 +31,15 @@ static size_t layout(int64_t T, int64_t B, int64_t n, void *base, rlif_ws *w)
     const size_t f = sizeof(float), N = (size_t)(B * n), rows = (size_t)(T * B);
     const size_t sizes[] = {sf_cpu_op_spike_linear_workspace(NULL, 0, (int32_t)n, (int32_t)n), N * f, N * f, N * f,
                             rows * (size_t)n * f, rows * (size_t)sf_spike_words(n) * 4, rows * (size_t)n,
-                            rows * (size_t)sf_spike_segs(n) * 4};
+                            rows * (size_t)sf_spike_segs(n) * 4, (size_t)(sf_few_row_chunks(B) * n) * 8};
     char *p = base;
-    void *ptr[8];
+    void *ptr[9];
     size_t total = 0;
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 9; i++) {
         ptr[i] = p ? p + total : NULL;
         total += align64(sizes[i]);
     }
-    if (w) *w = (rlif_ws){ptr[0], ptr[1], ptr[2], ptr[3], ptr[4], {ptr[5], ptr[6], ptr[7]}};
+    if (w) *w = (rlif_ws){ptr[0], ptr[1], ptr[2], ptr[3], ptr[4], {ptr[5], ptr[6], ptr[7]}, ptr[8]};
     return total;
 }
 
@@ -91,8 +93,8 @@ static int64_t step_row(const sf_lif_coeffs *k, int soft, int64_t n, int64_t r, 
 static sf_status forward(const sf_lif_params *p, int64_t T, int64_t B, int64_t n, const float *x, const float *v,
                          int32_t sparse, const sf_lif_out *out, const rlif_ws *w)
 {
-    if (sparse && !(out->c.bits && out->c.idx && out->c.cnt))
-        return sf_fail(SF_ERR_INVALID, "recurrent LIF forward: the event-driven recurrence needs the compact output");
+    if (sparse && !out->c.bits)
+        return sf_fail(SF_ERR_INVALID, "recurrent LIF forward: the event-driven recurrence needs the spike bits");
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
     const int64_t N = B * n;
     if (sparse) sf_cpu_tiled_transpose((int32_t)n, (int32_t)n, v, w->vt);
@@ -104,10 +106,8 @@ static sf_status forward(const sf_lif_params *p, int64_t T, int64_t B, int64_t n
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)B, (int)n, (int)n, 1.0f, w->sprev, (int)n, v,
                         (int)n, 0.0f, w->rec, (int)n);
         if (t > 0 && sparse) { /* the B rows of step t-1, against Vᵀ tile by tile */
-            const int64_t r0 = (t - 1) * B;
-            sf_spikes prev = {out->c.bits + r0 * sf_spike_words(n), out->c.idx + r0 * n,
-                              out->c.cnt + r0 * sf_spike_segs(n)};
-            sf_cpu_spike_product(B, (int32_t)n, (int32_t)n, &prev, w->vt, NULL, w->rec);
+            sf_cpu_colmask_of_bits(B, (int32_t)n, out->c.bits + (t - 1) * B * sf_spike_words(n), w->colmask);
+            sf_cpu_few_rows_product(B, (int32_t)n, (int32_t)n, w->colmask, NULL, w->vt, w->rec);
         }
 #pragma omp parallel for schedule(static) reduction(+ : spikes) if (B > 1 && N >= RLIF_PARALLEL_MIN)
         for (int64_t b = 0; b < B; b++)
@@ -158,6 +158,7 @@ sf_status sf_cpu_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_
     }
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
     const int dy_sparse = (bwd_sparse & SF_RLIF_SPARSE_DY) != 0;
+    if (dy_sparse) sf_cpu_tile_columns(n, (int32_t)n, v, w.vt); /* V by column tiles: the recompute is done with Vᵀ */
     memset(w.state, 0, sizeof(float) * (size_t)N);
     int64_t nonzero = 0;
     for (int64_t t = T - 1; t >= 0; t--) {
@@ -165,20 +166,14 @@ sf_status sf_cpu_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_
         if (t < T - 1 && !dy_sparse)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)B, (int)n, (int)n, 1.0f, dyn, (int)n, v,
                         (int)n, 0.0f, w.rec, (int)n);
+        if (t < T - 1 && dy_sparse) { /* Vᵀ·dy_{t+1} over the nonzero entries, j ascending */
+            sf_cpu_colmask_of_nonzero(B, (int32_t)n, dyn, w.colmask);
+            sf_cpu_few_rows_product(B, (int32_t)n, (int32_t)n, w.colmask, dyn, w.vt, w.rec);
+        }
 #pragma omp parallel for schedule(static) reduction(+ : nonzero) if (B > 1 && N >= RLIF_PARALLEL_MIN)
         for (int64_t b = 0; b < B; b++) {
             float *g = w.rec + b * n, *dvb = w.state + b * n;
-            if (t == T - 1) {
-                memset(g, 0, sizeof(float) * (size_t)n);
-            } else if (dy_sparse) { /* Vᵀ·dy_{t+1} over the nonzero entries, j ascending */
-                memset(g, 0, sizeof(float) * (size_t)n);
-                for (int64_t j = 0; j < n; j++) {
-                    const float d = dyn[b * n + j], *vr = v + j * n;
-                    if (d == 0.0f) continue;
-#pragma omp simd
-                    for (int64_t i = 0; i < n; i++) g[i] += d * vr[i];
-                }
-            }
+            if (t == T - 1) memset(g, 0, sizeof(float) * (size_t)n);
             const int64_t o = (t * B + b) * n;
             for (int64_t i = 0; i < n; i++) {
                 float d = dvb[i];

@@ -222,7 +222,7 @@ sf_status sf_cpu_spike_weight_grad(int64_t rows, int32_t in, int32_t out, const 
 }
 
 /* dx[r, i0 .. i0+in_n) = Σ over the nonzero dy[r, j] (the mask's bits, j ascending) of dy[r, j]·W[j, i0 ..]; wtile is
- * W's tile of those input columns (out × TILE, see tile_columns): four vector accumulators, as row_tile. */
+ * W's tile of those input columns (out × TILE, see sf_cpu_tile_columns): four vector accumulators, as row_tile. */
 SF_CPU_CLONES static void masked_tile(int32_t in, int32_t out, int32_t i0, int32_t n, const float *wtile,
                                       const float *dyr, const uint32_t *m, float *dxr)
 {
@@ -245,7 +245,7 @@ SF_CPU_CLONES static void masked_tile(int32_t in, int32_t out, int32_t i0, int32
 }
 
 /* t holds a [rows_n, cols] by tiles of TILE columns: t[(k·rows_n + r)·TILE + c] = a[r, k·TILE + c]. */
-static void tile_columns(int64_t rows_n, int32_t cols, const float *a, float *t)
+void sf_cpu_tile_columns(int64_t rows_n, int32_t cols, const float *a, float *t)
 {
 #pragma omp parallel for schedule(static) if (rows_n * cols >= SF_CPU_PARALLEL_MIN)
     for (int32_t c0 = 0; c0 < cols; c0 += TILE) {
@@ -259,7 +259,7 @@ static void tile_columns(int64_t rows_n, int32_t cols, const float *a, float *t)
 static void masked_input_grad(int64_t rows, int32_t in, int32_t out, const float *w, const float *dy,
                               const sf_spikes *dy_mask, float *dx, float *scratch)
 {
-    tile_columns(out, in, w, scratch);
+    sf_cpu_tile_columns(out, in, w, scratch);
     const int64_t wo = sf_spike_words(out), tiles = (in + TILE - 1) / TILE, chunks = (rows + ROW_CHUNK - 1) / ROW_CHUNK;
 #pragma omp parallel for schedule(static) if (tiles * chunks > 1 && rows * (int64_t)in >= SF_CPU_PARALLEL_MIN / 4)
     for (int64_t it = 0; it < tiles * chunks; it++) {
@@ -267,6 +267,88 @@ static void masked_input_grad(int64_t rows, int32_t in, int32_t out, const float
         const int64_t r0 = it % chunks * ROW_CHUNK, r1 = r0 + ROW_CHUNK < rows ? r0 + ROW_CHUNK : rows;
         for (int64_t r = r0; r < r1; r++)
             masked_tile(in, out, i0, n, scratch + (int64_t)i0 * out, dy + r * out, dy_mask->bits + r * wo, dx + r * in);
+    }
+}
+
+/* Few rows against wide weights (the recurrent layer's B rows per step): gathering each row's inputs (row_tile)
+ * fetches an input's 256 bytes of the tile once per row, from L3 once the weights outgrow L2. Column-wise, a tile's
+ * rows stream through once per chunk of 64 rows, each read for every row that needs it (the bits of colmask[i]),
+ * into sums that stay in L1. Each element gets the same sum as from row_tile or masked_tile: inputs in ascending
+ * order, w (coef NULL) or coef[r, i]·w added one at a time. */
+static inline void tile_add_at(float *a, const float *w)
+{
+#pragma GCC unroll 8
+    for (int k = 0; k < TILE_VECS; k++) {
+        v8 x, y;
+        memcpy(&x, a + 8 * k, sizeof x);
+        memcpy(&y, w + 8 * k, sizeof y);
+        x += y;
+        memcpy(a + 8 * k, &x, sizeof x);
+    }
+}
+
+static inline void tile_add_scaled_at(float *a, float g, const float *w)
+{
+#pragma GCC unroll 8
+    for (int k = 0; k < TILE_VECS; k++) {
+        v8 x, y;
+        memcpy(&x, a + 8 * k, sizeof x);
+        memcpy(&y, w + 8 * k, sizeof y);
+        x += g * y;
+        memcpy(a + 8 * k, &x, sizeof x);
+    }
+}
+
+SF_CPU_CLONES static void few_rows_tile(int64_t rows, int32_t in, int32_t jn, const uint64_t *colmask,
+                                        const float *coef, const float *wtile, float *y, int64_t ystride)
+{
+    for (int64_t r = 0; r < rows; r++) memset(y + r * ystride, 0, sizeof(float) * (size_t)jn);
+    for (int32_t i = 0; i < in; i++) {
+        const float *w = wtile + (int64_t)i * TILE;
+        for (uint64_t m = colmask[i]; m; m &= m - 1) {
+            const int64_t r = __builtin_ctzll(m);
+            float *a = y + r * ystride;
+            if (jn == TILE && !coef) {
+                tile_add_at(a, w);
+            } else if (jn == TILE) {
+                tile_add_scaled_at(a, coef[r * in + i], w);
+            } else {
+                for (int32_t j = 0; j < jn; j++) a[j] += coef ? coef[r * in + i] * w[j] : w[j];
+            }
+        }
+    }
+}
+
+void sf_cpu_colmask_of_bits(int64_t rows, int32_t in, const uint32_t *bits, uint64_t *colmask)
+{
+    const int64_t wi = sf_spike_words(in);
+    memset(colmask, 0, sizeof *colmask * (size_t)(sf_few_row_chunks(rows) * in));
+    for (int64_t r = 0; r < rows; r++) {
+        uint64_t *cm = colmask + r / 64 * in;
+        for (int64_t q = 0; q < wi; q++)
+            for (uint32_t m = bits[r * wi + q]; m; m &= m - 1) cm[32 * q + __builtin_ctz(m)] |= 1ull << (r % 64);
+    }
+}
+
+void sf_cpu_colmask_of_nonzero(int64_t rows, int32_t in, const float *v, uint64_t *colmask)
+{
+    memset(colmask, 0, sizeof *colmask * (size_t)(sf_few_row_chunks(rows) * in));
+    for (int64_t r = 0; r < rows; r++) {
+        uint64_t *cm = colmask + r / 64 * in;
+        for (int32_t i = 0; i < in; i++) cm[i] |= (uint64_t)(v[r * in + i] != 0.0f) << (r % 64);
+    }
+}
+
+void sf_cpu_few_rows_product(int64_t rows, int32_t in, int32_t out, const uint64_t *colmask, const float *coef,
+                             const float *wtiles, float *y)
+{
+    const int64_t tiles = (out + TILE - 1) / TILE, chunks = sf_few_row_chunks(rows);
+#pragma omp parallel for schedule(static) if (tiles * chunks > 1 && rows * out >= SF_CPU_PARALLEL_MIN / 4)
+    for (int64_t it = 0; it < tiles * chunks; it++) {
+        const int32_t j0 = (int32_t)(it / chunks * TILE), jn = out - j0 < TILE ? out - j0 : TILE;
+        const int64_t r0 = it % chunks * 64, rn = rows - r0 < 64 ? rows - r0 : 64;
+        few_rows_tile(rn, in, jn, colmask + it % chunks * in, coef ? coef + r0 * in : NULL, wtiles + (int64_t)j0 * in,
+                      y + r0 * out + j0, out);
     }
 }
 
