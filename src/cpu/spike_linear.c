@@ -222,7 +222,7 @@ sf_status sf_cpu_spike_weight_grad(int64_t rows, int32_t in, int32_t out, const 
 }
 
 /* dx[r, i0 .. i0+in_n) = Σ over the nonzero dy[r, j] (the mask's bits, j ascending) of dy[r, j]·W[j, i0 ..]; wtile is
- * W's tile of those input columns (out × TILE, see sf_cpu_tile_columns): four vector accumulators, as row_tile. */
+ * W's tile of those input columns (out × TILE, see sf_cpu_tile_columns), summed as row_tile does. */
 SF_CPU_CLONES static void masked_tile(int32_t in, int32_t out, int32_t i0, int32_t n, const float *wtile,
                                       const float *dyr, const uint32_t *m, float *dxr)
 {
