@@ -2,9 +2,10 @@
  * network of seed_nets.h, time step and precision, the median time of a full training step (forward, loss,
  * backward, SGD with momentum 0.9; host clock around sf_net_train_step, which ends in a synchronising read of the
  * loss), the compile time, the memory plan and the net's peak device bytes, in recompute mode (Liang et al.'s
- * dataflow). Input: one N(0, 1) image per sample repeated over T (direct encoding). Each point is also checked: every
- * step's loss finite, the plan's parts adding up to its total, the peak at least the plan, one firing rate in [0, 1]
- * per LIF layer. Results go to stdout as a table and, with --json, to a file rewritten after every point (a crash
+ * dataflow). Input: one N(0, 1) image per sample repeated over T (direct encoding), uploaded by the first step and
+ * reused from the device by the others (x = NULL), as the peers keep theirs on the GPU. Each point is also checked:
+ * every step's loss finite, the plan's parts adding up to its total, the peak at least the plan, one firing rate in
+ * [0, 1] per LIF layer. Results go to stdout as a table and, with --json, to a file rewritten after every point (a crash
  * keeps what was measured). Runs on the CPU too: --smoke is the CI-sized run (widths / 8, B = 2, T = 2, 2 steps,
  * ImageNet-shaped nets on 64×64).
  *
@@ -227,7 +228,7 @@ static void run_point(const options *o, point *pt)
     sf_step_result r = {.loss = 0.0f};
     for (int i = 0; i < o->warmup + o->steps && s == SF_OK; i++) {
         double a = sf_bench_now_ms();
-        s = sf_net_train_step(b.net, x, labels, &r);
+        s = sf_net_train_step(b.net, i ? NULL : x, labels, &r); /* the input stays on the device, as the peers' */
         if (i >= o->warmup) ts[i - o->warmup] = sf_bench_now_ms() - a;
         if (i == 0) pt->first_loss = r.loss;
         if (s == SF_OK && !isfinite(r.loss)) s = SF_ERR_NUMERIC;

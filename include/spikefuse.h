@@ -418,7 +418,8 @@ SF_API void sf_schedule_default_params(sf_schedule_params *p);
 SF_API float sf_schedule_lr(const sf_schedule_params *p, float base_lr, int64_t epoch, int64_t total_epochs);
 
 /* ---------------------------------------------------------------- training and evaluation
- * x is host memory [T, B, C, H, W] as compiled; labels are B class indices in [0, classes). */
+ * x is host memory [T, B, C, H, W] as compiled, or NULL to run on the input of the last call that gave one, still on
+ * the device (for inputs that do not change, as in benchmarks: no upload); labels are B class indices in [0, classes). */
 typedef struct sf_step_result {
     float loss;        /* mean over the batch */
     int32_t correct;   /* samples whose argmax of the T-mean readout equals the label */

@@ -1,5 +1,6 @@
 /* test_net_api.c — the network API's contract: shape errors at sf_net_add, state errors, bad labels, NaN
- * detection without an update, named tensors, firing rates, evaluation, dropout determinism and the plan's sums. */
+ * detection without an update, named tensors, firing rates, evaluation, dropout determinism, the plan's sums and
+ * steps on the input already on the device (x = NULL). */
 #include "testutil.h"
 
 #include <math.h>
@@ -201,6 +202,52 @@ static void test_determinism(void)
     for (int k = 0; k < 3; k++) free(runs[k]);
 }
 
+/* x = NULL runs on the input of the last call that gave one, still on the device; before any there is none. The
+ * net starts with a pool, whose backward needs no input, so the plan must keep the input's buffer for it. */
+static void test_reused_input(void)
+{
+    const int64_t T = 2, B = 3;
+    float x[2][2 * 3 * 12];
+    tu_randn(x[0], T * B * 12, 1.0f, 1.0f, 8);
+    tu_randn(x[1], T * B * 12, 1.0f, 1.0f, 9);
+    int32_t labels[3] = {0, 1, 2};
+    float *params[2];
+    int64_t n = 0;
+    for (int k = 0; k < 2; k++) { /* k = 0: x[1] given twice; k = 1: then NULL */
+        sf_net *net = new_net(3, 2, 2, 21);
+        sf_layer_desc d = layer(SF_LAYER_AVGPOOL2D);
+        d.kernel = 2;
+        CHECK_OK(sf_net_add(net, &d, NULL));
+        d = layer(SF_LAYER_FLATTEN);
+        CHECK_OK(sf_net_add(net, &d, NULL));
+        d = layer(SF_LAYER_LINEAR);
+        d.out_features = 16;
+        CHECK_OK(sf_net_add(net, &d, NULL));
+        d = layer(SF_LAYER_LIF);
+        CHECK_OK(sf_net_add(net, &d, NULL));
+        d = layer(SF_LAYER_LINEAR);
+        d.out_features = 3;
+        CHECK_OK(sf_net_add(net, &d, NULL));
+        CHECK_OK(sf_net_compile(net, T, B));
+        sf_optim_params o;
+        sf_optim_default_params(&o);
+        CHECK_OK(sf_net_set_optimizer(net, &o));
+        sf_step_result r;
+        CHECK(sf_net_train_step(net, NULL, labels, &r) == SF_ERR_STATE, "a step with x = NULL before any input");
+        CHECK(sf_net_eval_step(net, NULL, labels, &r) == SF_ERR_STATE, "an eval with x = NULL before any input");
+        CHECK_OK(sf_net_train_step(net, x[0], labels, &r));
+        CHECK_OK(sf_net_train_step(net, x[1], labels, &r));
+        CHECK_OK(sf_net_train_step(net, k ? NULL : x[1], labels, &r));
+        CHECK_OK(sf_net_eval_step(net, k ? NULL : x[1], labels, &r));
+        params[k] = tu_net_read_role(net, SF_ROLE_PARAM, &n);
+        CHECK_OK(sf_net_compile(net, T, B));
+        CHECK(sf_net_train_step(net, NULL, labels, &r) == SF_ERR_STATE, "x = NULL after a new compile");
+        sf_net_free(net);
+    }
+    CHECK(memcmp(params[0], params[1], (size_t)n * sizeof(float)) == 0, "x = NULL trained otherwise than x again");
+    for (int k = 0; k < 2; k++) free(params[k]);
+}
+
 /* PyTorch's defaults: weights and biases of linear and conv U(-1/sqrt(fan_in), 1/sqrt(fan_in)); BN weight 1, bias 0,
  * running mean 0, running var 1. Checked by range and variance (bound^2/3). */
 static void check_uniform(sf_net *net, int32_t i, double bound)
@@ -255,5 +302,6 @@ int main(void)
     test_shape_errors();
     test_states_and_steps();
     test_determinism();
+    test_reused_input();
     return tu_finish("test_net_api");
 }

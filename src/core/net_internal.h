@@ -138,6 +138,7 @@ struct sf_net {
     float *input_f32;    /* [T, B, C, H, W]: the upload's float input before it becomes the act type (16-bit only) */
     int32_t n_lif;
     bool have_forward, have_loss, have_backward, last_training;
+    bool have_input; /* an input is on the device since compile: a step with x = NULL reuses it */
     float *host_counts;
     size_t peak_bytes;
     bool profiling;

@@ -114,7 +114,7 @@ sf_status sf_net_compile(sf_net *net, int64_t T, int64_t B)
     SF_TRY(sf_net_plan_memory(net)); /* fuses BN→LIF, which the check below looks at */
     SF_TRY(sf_net_pipeline_check(net, T));
     net->compiled = false;
-    net->have_forward = net->have_loss = net->have_backward = false;
+    net->have_forward = net->have_loss = net->have_backward = net->have_input = false;
     SF_TRY(sf_net_sparse_tune(net));
     plan_totals(net);
     net->compiled = true;

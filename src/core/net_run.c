@@ -155,13 +155,21 @@ static sf_status require_compiled(const sf_net *net)
 sf_status sf_net_upload_input(sf_net *net, const float *x)
 {
     SF_TRY(require_compiled(net));
-    if (!x) return sf_fail(SF_ERR_INVALID, "forward: input is NULL");
+    if (!x) /* the plan keeps the input's buffer to itself, so the last upload is still there */
+        return net->have_input ? SF_OK
+                               : sf_fail(SF_ERR_STATE, "forward: input is NULL, and no earlier step put one on the "
+                                                       "device since the network was compiled");
     sf_backend *be = net->be;
     int64_t n = rows(net) * net->tensors[0].per_sample;
     x += net->hooks.seg * n; /* x holds all T steps; a time segment takes its own (time-major: one contiguous block) */
-    if (be->act == SF_ACT_F32) return be->copy_from_host(be, sf_net_act(net, 0), x, (size_t)n * sizeof(float));
-    SF_TRY(be->copy_from_host(be, net->input_f32, x, (size_t)n * sizeof(float)));
-    return be->convert(be, n, SF_ACT_F32, net->input_f32, be->act, sf_net_act(net, 0));
+    if (be->act == SF_ACT_F32) {
+        SF_TRY(be->copy_from_host(be, sf_net_act(net, 0), x, (size_t)n * sizeof(float)));
+    } else {
+        SF_TRY(be->copy_from_host(be, net->input_f32, x, (size_t)n * sizeof(float)));
+        SF_TRY(be->convert(be, n, SF_ACT_F32, net->input_f32, be->act, sf_net_act(net, 0)));
+    }
+    net->have_input = true;
+    return SF_OK;
 }
 
 sf_status sf_net_run_forward(sf_net *net, bool training)

@@ -299,7 +299,7 @@ static void plan_forward(sf_net *net, planner *pl)
             if (root(net, l->in) == t || (l->d.kind == SF_LAYER_ADD && root(net, l->in2) == t))
                 if (t_fwd(pl, c) > lastuse) lastuse = t_fwd(pl, c);
         }
-        if (t == last) lastuse = t_end(pl); /* the output stays readable */
+        if (t == last || t == 0) lastuse = t_end(pl); /* the output stays readable; the input, for x = NULL */
         if (x->keep == SF_KEEP_FLOAT) want_saved(pl, &x->act, bytes);
         else want_work(pl, &x->act, bytes, first, lastuse);
         if (x->keep == SF_KEEP_BYTES) want_saved(pl, &x->bytes, tensor_bytes(net, t, 1));
