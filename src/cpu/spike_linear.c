@@ -56,24 +56,15 @@ static inline void tile_zero(v8 a[TILE_VECS])
     for (int k = 0; k < TILE_VECS; k++) a[k] = (v8){0};
 }
 
-static inline void tile_add(v8 a[TILE_VECS], const float *w)
+/* a += w, or with g, a += (*g)·w: a product then a sum (no contraction), as the scalar loops of partial tiles do.
+ * Callers pass g as a constant NULL where they only add, so the branch folds away. */
+static inline void tile_axpy(v8 a[TILE_VECS], const float *g, const float *w)
 {
 #pragma GCC unroll 8
     for (int k = 0; k < TILE_VECS; k++) {
         v8 x;
         memcpy(&x, w + 8 * k, sizeof x);
-        a[k] += x;
-    }
-}
-
-/* a += g·w, a product then a sum (no contraction), as the scalar loop for a partial tile does */
-static inline void tile_add_scaled(v8 a[TILE_VECS], float g, const float *w)
-{
-#pragma GCC unroll 8
-    for (int k = 0; k < TILE_VECS; k++) {
-        v8 x;
-        memcpy(&x, w + 8 * k, sizeof x);
-        a[k] += g * x;
+        a[k] += g ? *g * x : x;
     }
 }
 
@@ -90,7 +81,7 @@ SF_CPU_CLONES static void row_tile(int32_t in, int32_t out, int32_t j0, int32_t 
         for (int64_t g = 0; g < segs; g++) {
             const uint8_t *ix = x->idx + r * in + g * SF_SPIKE_SEG;
             for (int32_t m = 0, k = x->cnt[r * segs + g]; m < k; m++)
-                tile_add(a, wt + (g * SF_SPIKE_SEG + ix[m]) * (int64_t)TILE);
+                tile_axpy(a, NULL, wt + (g * SF_SPIKE_SEG + ix[m]) * (int64_t)TILE);
         }
         memcpy(acc, a, sizeof acc);
     } else {
@@ -152,7 +143,7 @@ static inline void list_sum(const int32_t *rows_of, int64_t n, int32_t out, int3
         tile_zero(a);
         for (int64_t k = 0; k < n; k++) {
             if (dy_mask && tile_is_zero(dy_mask, wo, rows_of[k], j0, jn)) continue;
-            tile_add(a, dy + rows_of[k] * (int64_t)out + j0);
+            tile_axpy(a, NULL, dy + rows_of[k] * (int64_t)out + j0);
         }
         memcpy(acc, a, sizeof(float) * TILE);
         return;
@@ -235,7 +226,7 @@ SF_CPU_CLONES static void masked_tile(int32_t in, int32_t out, int32_t i0, int32
             const int64_t j = 32 * q + __builtin_ctz(bitsq);
             const float g = dyr[j], *wr = wtile + j * TILE;
             if (n == TILE) {
-                tile_add_scaled(a, g, wr);
+                tile_axpy(a, &g, wr);
             } else {
                 for (int32_t i = 0; i < n; i++) acc[i] += g * wr[i];
             }
@@ -275,26 +266,15 @@ static void masked_input_grad(int64_t rows, int32_t in, int32_t out, const float
  * rows stream through once per chunk of 64 rows, each read for every row that needs it (the bits of colmask[i]),
  * into sums that stay in L1. Each element gets the same sum as from row_tile or masked_tile: inputs in ascending
  * order, w (coef NULL) or coef[r, i]·w added one at a time. */
-static inline void tile_add_at(float *a, const float *w)
+/* tile_axpy on sums kept in memory (the rows' sums of few_rows_tile, in L1) */
+static inline void tile_axpy_at(float *a, const float *g, const float *w)
 {
 #pragma GCC unroll 8
     for (int k = 0; k < TILE_VECS; k++) {
         v8 x, y;
         memcpy(&x, a + 8 * k, sizeof x);
         memcpy(&y, w + 8 * k, sizeof y);
-        x += y;
-        memcpy(a + 8 * k, &x, sizeof x);
-    }
-}
-
-static inline void tile_add_scaled_at(float *a, float g, const float *w)
-{
-#pragma GCC unroll 8
-    for (int k = 0; k < TILE_VECS; k++) {
-        v8 x, y;
-        memcpy(&x, a + 8 * k, sizeof x);
-        memcpy(&y, w + 8 * k, sizeof y);
-        x += g * y;
+        x += g ? *g * y : y;
         memcpy(a + 8 * k, &x, sizeof x);
     }
 }
@@ -308,12 +288,11 @@ SF_CPU_CLONES static void few_rows_tile(int64_t rows, int32_t in, int32_t jn, co
         for (uint64_t m = colmask[i]; m; m &= m - 1) {
             const int64_t r = __builtin_ctzll(m);
             float *a = y + r * ystride;
-            if (jn == TILE && !coef) {
-                tile_add_at(a, w);
-            } else if (jn == TILE) {
-                tile_add_scaled_at(a, coef[r * in + i], w);
+            const float *g = coef ? coef + r * in + i : NULL;
+            if (jn == TILE) {
+                tile_axpy_at(a, g, w);
             } else {
-                for (int32_t j = 0; j < jn; j++) a[j] += coef ? coef[r * in + i] * w[j] : w[j];
+                for (int32_t j = 0; j < jn; j++) a[j] += g ? *g * w[j] : w[j];
             }
         }
     }
