@@ -347,6 +347,8 @@ typedef struct sf_net_params {
     sf_readout readout;    /* default mean */
     float readout_tau;     /* SF_READOUT_LEAKY: r_t = a·r_{t-1} + (1-a)·o_t with a = 1 - 1/tau; default 2 */
     sf_loss loss;          /* default CE on the T-mean of the readout */
+    float label_smoothing; /* cross-entropy losses: the target puts 1 − ε on the label and ε/K on each of the K
+                            * classes (torch's CrossEntropyLoss(label_smoothing = ε)); in [0, 1], default 0 */
     sf_precision precision; /* arithmetic and storage; default fp32 (the CPU backend accepts only fp32) */
     sf_cuda_options cuda;   /* how the CUDA backend runs (ignored on the CPU) */
     sf_sparse_mode sparse;  /* event-driven layers; default auto */

@@ -313,7 +313,7 @@ static void test_readout(void)
     expect_error(HEAD MLP "[readout]\nloss = mse\n", 7, "[readout] loss = mse: expects ce_mean, ce_per_step or mse_rate");
     expect_error(HEAD MLP "[readout]\ntau = 3\ntau = 4\n", 8, "[readout] tau given twice");
     expect_error(HEAD MLP "[readout]\nreadout_tau = 3\n", 7,
-                 "unknown key 'readout_tau' in [readout] (accepted: type, tau, loss)");
+                 "unknown key 'readout_tau' in [readout] (accepted: type, tau, loss, label_smoothing)");
     expect_error(HEAD MLP "[readout]\n[lif]\n", 7,
                  "[lif] after [readout] (line 6): [readout] must be the last section");
     expect_error(HEAD "[flatten]\n[readout]\n[linear]\nout = 10\n", 5, "[linear] after [readout] (line 4)");

@@ -17,9 +17,10 @@ static void test_xent(const sf_safetensors *st)
         char name[64], what[128];
 #define GET32(field, n) (snprintf(name, sizeof name, "xent%d." field, c), tu_get_f32(st, name, n))
 #define GET64(field, n) (snprintf(name, sizeof name, "xent%d." field, c), tu_get_f64(st, name, n))
-        double *cfg = GET64("cfg", 4);
+        double *cfg = GET64("cfg", 5);
         const int64_t T = (int64_t)cfg[0], B = (int64_t)cfg[1];
         const int32_t K = (int32_t)cfg[2], per_step = (int32_t)cfg[3];
+        const float eps = (float)cfg[4];
         float *r = GET32("r", T * B * K);
         double *lab = GET64("labels", B), *loss_ref = GET64("loss", 1), *dr_ref = GET64("dr", T * B * K);
         double *mean_ref = GET64("mean", B * K), *correct_ref = GET64("correct", 1);
@@ -28,9 +29,9 @@ static void test_xent(const sf_safetensors *st)
         int32_t *labels = malloc(sizeof(int32_t) * B);
         for (int64_t b = 0; b < B; b++) labels[b] = (int32_t)lab[b];
         float *dr = malloc(sizeof(float) * T * B * K), *mean = malloc(sizeof(float) * B * K), stats[2];
-        CHECK_OK(sf_cpu_op_softmax_xent(NULL, T, B, K, per_step, r, labels, dr, mean, stats));
-        snprintf(what, sizeof what, "xent %d (T=%lld B=%lld K=%d per_step=%d)", c, (long long)T, (long long)B, K,
-                 per_step);
+        CHECK_OK(sf_cpu_op_softmax_xent(NULL, T, B, K, per_step, eps, r, labels, dr, mean, stats));
+        snprintf(what, sizeof what, "xent %d (T=%lld B=%lld K=%d per_step=%d eps=%g)", c, (long long)T, (long long)B, K,
+                 per_step, (double)eps);
         CHECK(fabs(stats[0] - loss_ref[0]) <= TOL * fmax(1.0, fabs(loss_ref[0])), "%s: loss %.9g, expected %.9g",
               what, stats[0], loss_ref[0]);
         CHECK(stats[1] == (float)correct_ref[0], "%s: %g correct, expected %g", what, stats[1], correct_ref[0]);
@@ -41,7 +42,7 @@ static void test_xent(const sf_safetensors *st)
         tu_expect_close(part, mean, mean_ref, B * K, TOL);
         /* Evaluation: no gradient buffer, same loss. */
         float stats2[2];
-        CHECK_OK(sf_cpu_op_softmax_xent(NULL, T, B, K, per_step, r, labels, NULL, mean, stats2));
+        CHECK_OK(sf_cpu_op_softmax_xent(NULL, T, B, K, per_step, eps, r, labels, NULL, mean, stats2));
         CHECK(stats2[0] == stats[0] && stats2[1] == stats[1], "%s: evaluation differs from training", what);
         free(cfg), free(r), free(lab), free(loss_ref), free(dr_ref), free(mean_ref), free(correct_ref);
         free(labels), free(dr), free(mean);
@@ -50,11 +51,16 @@ static void test_xent(const sf_safetensors *st)
 
     float r[6] = {0}, mean[6], stats[2];
     int32_t labels[2] = {0, 3};
-    CHECK(sf_cpu_op_softmax_xent(NULL, 1, 2, 3, 0, r, labels, NULL, mean, stats) == SF_ERR_INVALID,
+    CHECK(sf_cpu_op_softmax_xent(NULL, 1, 2, 3, 0, 0.0f, r, labels, NULL, mean, stats) == SF_ERR_INVALID,
           "label 3 of 3 classes accepted");
     labels[1] = -1;
-    CHECK(sf_cpu_op_softmax_xent(NULL, 1, 2, 3, 1, r, labels, NULL, mean, stats) == SF_ERR_INVALID,
+    CHECK(sf_cpu_op_softmax_xent(NULL, 1, 2, 3, 1, 0.0f, r, labels, NULL, mean, stats) == SF_ERR_INVALID,
           "label -1 accepted");
+    labels[1] = 2;
+    CHECK(sf_cpu_op_softmax_xent(NULL, 1, 2, 3, 0, 1.5f, r, labels, NULL, mean, stats) == SF_ERR_INVALID,
+          "label smoothing 1.5 accepted");
+    CHECK(sf_cpu_op_softmax_xent(NULL, 1, 2, 3, 0, -0.1f, r, labels, NULL, mean, stats) == SF_ERR_INVALID,
+          "label smoothing -0.1 accepted");
 }
 
 /* MSE on the firing rate (the T-mean) against the one-hot label. */

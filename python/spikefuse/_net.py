@@ -34,8 +34,8 @@ class NetParams(ctypes.Structure):
     _fields_ = [("device", Device), ("memory", ctypes.c_int), ("seed", ctypes.c_uint64),
                 ("in_channels", ctypes.c_int32), ("in_height", ctypes.c_int32), ("in_width", ctypes.c_int32),
                 ("readout", ctypes.c_int), ("readout_tau", ctypes.c_float), ("loss", ctypes.c_int),
-                ("precision", ctypes.c_int), ("cuda", CudaOptions), ("sparse", ctypes.c_int),
-                ("sparse_crossover", ctypes.c_float), ("input_spikes", ctypes.c_int32)]
+                ("label_smoothing", ctypes.c_float), ("precision", ctypes.c_int), ("cuda", CudaOptions),
+                ("sparse", ctypes.c_int), ("sparse_crossover", ctypes.c_float), ("input_spikes", ctypes.c_int32)]
 
 
 class TensorInfo(ctypes.Structure):
@@ -93,8 +93,9 @@ def _check_layouts(f):
            d.init_gain)
     ok = tail_ok and got == (1, -1, -1, 3, 1, 1, ctypes.c_float(0.1).value, 2.0, 4.0, -1, 1.0)
     p, tail_ok = _poisoned(NetParams, f["default_params"])
-    got_p = (p.memory, p.in_channels, p.in_width, p.readout_tau, p.cuda.graph, p.cuda.conv_workspace_mib)
-    if not (ok and tail_ok and got_p == (1, 1, 1, 2.0, 1, 512)):
+    got_p = (p.memory, p.in_channels, p.in_width, p.readout_tau, p.label_smoothing, p.cuda.graph,
+             p.cuda.conv_workspace_mib)
+    if not (ok and tail_ok and got_p == (1, 1, 1, 2.0, 0.0, 1, 512)):
         raise ImportError(f"spikefuse: {_lib.LIBRARY_PATH} does not match this package's sf_layer_desc / "
                           "sf_net_params layout: rebuild the package and the library together")
 

@@ -315,7 +315,7 @@ static int input_is_spikes(const sf_config *cfg)
 }
 
 /* Everything that depends on more than one key; `where` locates messages (the file, or "override x=y"). */
-static sf_status finish(sf_config *cfg, const char *where, int train_line, int neuron_line)
+static sf_status finish(sf_config *cfg, const char *where, int train_line, int neuron_line, int readout_line)
 {
     resolve_lif(cfg);
     sf_data_params dp;
@@ -329,6 +329,12 @@ static sf_status finish(sf_config *cfg, const char *where, int train_line, int n
     sf_status s = check_channels(cfg->train.mean, "mean", shape[0]);
     if (s == SF_OK) s = check_channels(cfg->train.std, "std", shape[0]);
     if (s != SF_OK) return located(s, where, train_line, "");
+    if (cfg->net.label_smoothing > 0.0f && cfg->net.loss == SF_LOSS_MSE_RATE)
+        return located(sf_fail(SF_ERR_INVALID,
+                               "label_smoothing = %g applies to the cross-entropy losses, not to "
+                               "loss = mse_rate",
+                               (double)cfg->net.label_smoothing),
+                       where, readout_line, "[readout] ");
     int bad;
     s = check_neuron_keys(cfg->neuron.model, cfg->neuron_own, &bad);
     if (s == SF_OK) s = sf_lif_params_check(&cfg->neuron);
@@ -517,7 +523,7 @@ sf_status sf_config_parse_string(const char *text, const char *name, sf_config *
     else if (cfg->num_layers == 0)
         s = sf_fail(SF_ERR_INVALID, "%s:%d: the config defines no layers", name, c.line ? c.line : 1);
     else
-        s = finish(cfg, cfg->source, c.seen[SEC_TRAIN], c.seen[SEC_NEURON]);
+        s = finish(cfg, cfg->source, c.seen[SEC_TRAIN], c.seen[SEC_NEURON], c.seen[SEC_READOUT]);
     if (s != SF_OK) {
         sf_config_free(cfg);
         return s;
@@ -586,7 +592,7 @@ sf_status sf_config_set(sf_config *cfg, const char *key, const char *value)
         return sf_fail(SF_ERR_INVALID, "%s: unknown section '%.*s' (train, neuron, layerN or readout)", where,
                        (int)slen, key);
     }
-    if (s == SF_OK) s = finish(cfg, where, 0, 0);
+    if (s == SF_OK) s = finish(cfg, where, 0, 0, 0);
     if (s != SF_OK) {
         const char *msg = sf_last_error();
         char copy[1024];

@@ -95,6 +95,7 @@ const sf_key_spec sf_readout_keys[] = {
     {.name = "type", .type = SF_V_ENUM, .offset = TRAIN(net.readout), .choices = readout_names},
     {.name = "tau", .type = SF_V_FLOAT, .offset = TRAIN(net.readout_tau), .min = 1, .max = 1e6},
     {.name = "loss", .type = SF_V_ENUM, .offset = TRAIN(net.loss), .choices = loss_names},
+    {.name = "label_smoothing", .type = SF_V_FLOAT, .offset = TRAIN(net.label_smoothing), .min = 0, .max = 1},
 };
 const int sf_num_readout_keys = (int)(sizeof sf_readout_keys / sizeof sf_readout_keys[0]);
 

@@ -178,12 +178,13 @@ struct sf_backend {
     sf_status (*leaky_backward)(sf_backend *be, int64_t T, int64_t n, float a, float c, const float *dr,
                                 float *doo);
     /* Softmax cross-entropy on logits built from r[T, B, K]:
-     *   per_step = 0: z = mean_t r_t, loss = mean_b CE(z_b); per_step = 1: loss = mean_{t,b} CE(r_{t,b}).
+     *   per_step = 0: z = mean_t r_t, loss = mean_b CE(z_b); per_step = 1: loss = mean_{t,b} CE(r_{t,b});
+     *   CE against the label smoothed by eps: 1 − eps on it, eps/K on every class (eps = 0: the one-hot label).
      * Writes dr[T, B, K] (the gradient of the loss), logits_mean[B, K] = mean_t r_t, and stats[0] = loss,
      * stats[1] = number of samples whose argmax(logits_mean) equals the label. labels are B int32 on the backend.
      * dr may be NULL (evaluation). */
-    sf_status (*softmax_xent)(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step, const float *r,
-                              const int32_t *labels, float *dr, float *logits_mean, float *stats);
+    sf_status (*softmax_xent)(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step, float eps,
+                              const float *r, const int32_t *labels, float *dr, float *logits_mean, float *stats);
     /* Mean squared error between the T-mean of r (the firing rate) and the one-hot label over the B·K values:
      * loss = Σ (mean_t r_t − onehot)² / (B·K), dr_t = 2·(mean_t r_t − onehot) / (B·K·T). The other arguments as
      * softmax_xent's. */

@@ -63,6 +63,11 @@ sf_status sf_net_params_check(const sf_net_params *p)
     if ((unsigned)p->memory > SF_MEMORY_RECOMPUTE) return sf_fail(SF_ERR_INVALID, "unknown memory mode %d", p->memory);
     if ((unsigned)p->readout > SF_READOUT_LEAKY) return sf_fail(SF_ERR_INVALID, "unknown readout %d", p->readout);
     if ((unsigned)p->loss > SF_LOSS_MSE_RATE) return sf_fail(SF_ERR_INVALID, "unknown loss %d", p->loss);
+    if (!(p->label_smoothing >= 0.0f && p->label_smoothing <= 1.0f))
+        return sf_fail(SF_ERR_INVALID, "label_smoothing = %g: must be in [0, 1]", (double)p->label_smoothing);
+    if (p->label_smoothing > 0.0f && p->loss == SF_LOSS_MSE_RATE)
+        return sf_fail(SF_ERR_INVALID, "label_smoothing = %g: applies to the cross-entropy losses, not to mse_rate",
+                       (double)p->label_smoothing);
     if (p->readout == SF_READOUT_LEAKY && !(p->readout_tau >= 1.0f))
         return sf_fail(SF_ERR_INVALID, "readout_tau = %g: must be >= 1", p->readout_tau);
     if (p->cuda.conv_workspace_mib < 0)

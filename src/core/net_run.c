@@ -236,8 +236,8 @@ sf_status sf_net_loss_ops(sf_net *net, bool labelled)
         if (!be->mse_rate) return sf_fail(SF_ERR_UNSUPPORTED, "the %s backend has no MSE-on-rate loss", be->name);
         SF_TRY(be->mse_rate(be, net->T_all, net->B, K, r, net->labels, dr, net->logits, net->stats));
     } else {
-        SF_TRY(be->softmax_xent(be, net->T_all, net->B, K, net->p.loss == SF_LOSS_CE_PER_STEP, r, net->labels, dr,
-                                net->logits, net->stats));
+        SF_TRY(be->softmax_xent(be, net->T_all, net->B, K, net->p.loss == SF_LOSS_CE_PER_STEP, net->p.label_smoothing,
+                                r, net->labels, dr, net->logits, net->stats));
     }
     /* fp16: the backward runs on the loss times the scale, so that small gradients stay above fp16's underflow */
     if (dr && sf_net_scales_loss(net))

@@ -45,18 +45,19 @@ sf_status sf_cpu_op_leaky_backward(sf_backend *be, int64_t T, int64_t n, float a
     return SF_OK;
 }
 
-/* Cross-entropy of one row of logits against `label`; writes softmax(z)·scale - onehot·scale into dz when given. */
-static double row_xent(int32_t K, const float *z, int32_t label, double scale, float *dz)
+/* Cross-entropy of one row of logits against the target q = (1 − eps)·onehot(label) + eps/K; writes
+ * (softmax(z) − q)·scale into dz when given. */
+static double row_xent(int32_t K, const float *z, int32_t label, float eps, double scale, float *dz)
 {
-    double zmax = z[0];
+    double zmax = z[0], zsum = 0.0;
     for (int32_t j = 1; j < K; j++) zmax = z[j] > zmax ? z[j] : zmax;
     double sum = 0.0;
-    for (int32_t j = 0; j < K; j++) sum += exp((double)z[j] - zmax);
-    const double lse = zmax + log(sum);
+    for (int32_t j = 0; j < K; j++) sum += exp((double)z[j] - zmax), zsum += z[j];
+    const double lse = zmax + log(sum), on = 1.0 - (double)eps, every = (double)eps / K;
     if (dz)
         for (int32_t j = 0; j < K; j++)
-            dz[j] = (float)((exp((double)z[j] - lse) - (j == label ? 1.0 : 0.0)) * scale);
-    return lse - z[label];
+            dz[j] = (float)((exp((double)z[j] - lse) - (j == label ? on : 0.0) - every) * scale);
+    return lse - on * z[label] - every * zsum;
 }
 
 static int32_t row_argmax(int32_t K, const float *z)
@@ -93,19 +94,20 @@ static sf_status mean_and_correct(const char *loss, int64_t T, int64_t B, int32_
     return SF_OK;
 }
 
-sf_status sf_cpu_op_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step,
-                                 const float *r, const int32_t *labels, float *dr, float *logits_mean,
-                                 float *stats)
+sf_status sf_cpu_op_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step, float eps,
+                                 const float *r, const int32_t *labels, float *dr, float *logits_mean, float *stats)
 {
     int64_t correct;
     SF_TRY(mean_and_correct("softmax cross-entropy", T, B, K, r, labels, logits_mean, stats, &correct));
+    if (!(eps >= 0.0f && eps <= 1.0f))
+        return sf_fail(SF_ERR_INVALID, "softmax cross-entropy: label smoothing %g is outside [0, 1]", (double)eps);
     const int64_t row = (int64_t)B * K;
     double loss = 0.0;
     if (!per_step) {
-        /* d loss / d r_t = (softmax(z) - onehot)/(B·T) for every t, since z = mean_t r_t. */
+        /* d loss / d r_t = (softmax(z) - q)/(B·T) for every t, since z = mean_t r_t. */
         const double scale = 1.0 / ((double)B * (double)T);
         for (int64_t b = 0; b < B; b++)
-            loss += row_xent(K, logits_mean + b * K, labels[b], scale, dr ? dr + b * K : NULL);
+            loss += row_xent(K, logits_mean + b * K, labels[b], eps, scale, dr ? dr + b * K : NULL);
         if (dr)
             for (int64_t t = 1; t < T; t++)
                 for (int64_t i = 0; i < row; i++) dr[t * row + i] = dr[i];
@@ -115,7 +117,7 @@ sf_status sf_cpu_op_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K
         for (int64_t t = 0; t < T; t++)
             for (int64_t b = 0; b < B; b++) {
                 const int64_t o = t * row + b * K;
-                loss += row_xent(K, r + o, labels[b], scale, dr ? dr + o : NULL);
+                loss += row_xent(K, r + o, labels[b], eps, scale, dr ? dr + o : NULL);
             }
         loss /= (double)B * (double)T;
     }

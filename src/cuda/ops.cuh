@@ -141,8 +141,8 @@ sf_status sf_cuda_op_check_finite(sf_backend *be, int64_t n, const float *x, flo
 sf_status sf_cuda_op_leaky_forward(sf_backend *be, int64_t T, int64_t n, float a, float c, const float *o, float *r);
 sf_status sf_cuda_op_leaky_backward(sf_backend *be, int64_t T, int64_t n, float a, float c, const float *dr,
                                     float *doo);
-sf_status sf_cuda_op_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step, const float *r,
-                                  const int32_t *labels, float *dr, float *logits_mean, float *stats);
+sf_status sf_cuda_op_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step, float eps,
+                                  const float *r, const int32_t *labels, float *dr, float *logits_mean, float *stats);
 sf_status sf_cuda_op_mse_rate(sf_backend *be, int64_t T, int64_t B, int32_t K, const float *r, const int32_t *labels,
                               float *dr, float *logits_mean, float *stats);
 

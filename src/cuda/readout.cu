@@ -55,21 +55,20 @@ sf_status sf_cuda_op_leaky_backward(sf_backend *be, int64_t T, int64_t n, float 
 
 #define SF_XENT_THREADS 256
 
-/* Cross-entropy of one row of K logits against `label`; writes (softmax − onehot)·gscale into g when given. */
+/* Cross-entropy of one row of K logits against the target q = (1 − eps)·onehot(label) + eps/K; writes
+ * (softmax − q)·gscale into g when given. */
 template <class Z, class A>
-__device__ float xent_row(const Z *z, int32_t K, int32_t label, float gscale, A *g, int64_t gstride, int64_t grows)
+__device__ float xent_row(const Z *z, int32_t K, int32_t label, float eps, float gscale, A *g)
 {
     float m = sf_widen(z[0]);
     for (int32_t k = 1; k < K; k++) m = fmaxf(m, sf_widen(z[k]));
-    float se = 0.0f;
-    for (int32_t k = 0; k < K; k++) se += expf(sf_widen(z[k]) - m);
-    float lse = m + logf(se);
+    float se = 0.0f, zsum = 0.0f;
+    for (int32_t k = 0; k < K; k++) se += expf(sf_widen(z[k]) - m), zsum += sf_widen(z[k]);
+    const float lse = m + logf(se), on = 1.0f - eps, every = eps / (float)K;
     if (g)
-        for (int32_t k = 0; k < K; k++) {
-            float d = (expf(sf_widen(z[k]) - lse) - (k == label ? 1.0f : 0.0f)) * gscale;
-            for (int64_t r = 0; r < grows; r++) g[r * gstride + k] = sf_narrow<A>(d);
-        }
-    return lse - sf_widen(z[label]);
+        for (int32_t k = 0; k < K; k++)
+            g[k] = sf_narrow<A>((expf(sf_widen(z[k]) - lse) - (k == label ? on : 0.0f) - every) * gscale);
+    return lse - on * sf_widen(z[label]) - every * zsum;
 }
 
 /* logits_mean[b, k] = the T-mean of r[·, b, k]: a thread per (b, k), summing over t in order (the CPU's order). */
@@ -124,7 +123,7 @@ __device__ void block_stats(double l, double ok, double div, float *stats)
  * (per_step: rows (t, b) at every step); the other steps repeat step 0. The per-sample work in the block is K (or
  * T·K per_step) long; the T-long sums and the T·B·K writes run on the whole grid. */
 template <class A>
-__global__ void softmax_xent_kernel(int64_t T, int64_t B, int32_t K, int32_t per_step, const A *r,
+__global__ void softmax_xent_kernel(int64_t T, int64_t B, int32_t K, int32_t per_step, float eps, const A *r,
                                     const int32_t *labels, A *dr, const float *zmean, float *stats)
 {
     double l = 0.0, ok = 0.0;
@@ -133,12 +132,12 @@ __global__ void softmax_xent_kernel(int64_t T, int64_t B, int32_t K, int32_t per
         int32_t y = labels[b];
         ok += argmax_row(z, K) == y;
         if (!per_step) {
-            /* loss = mean_b CE(z_b): dr_t = (softmax − onehot)/(B·T) at every step */
-            l += xent_row(z, K, y, 1.0f / (float)(B * T), dr ? dr + b * K : (A *)NULL, B * K, 1);
+            /* loss = mean_b CE(z_b): dr_t = (softmax − q)/(B·T) at every step */
+            l += xent_row(z, K, y, eps, 1.0f / (float)(B * T), dr ? dr + b * K : (A *)NULL);
         } else {
             for (int64_t t = 0; t < T; t++)
-                l += xent_row(r + (t * B + b) * K, K, y, 1.0f / (float)(B * T), dr ? dr + (t * B + b) * K : (A *)NULL,
-                              0, 1);
+                l += xent_row(r + (t * B + b) * K, K, y, eps, 1.0f / (float)(B * T),
+                              dr ? dr + (t * B + b) * K : (A *)NULL);
         }
     }
     block_stats(l, ok, (double)(per_step ? B * T : B), stats);
@@ -160,17 +159,19 @@ static sf_status readout_loss(sf_cuda_ctx *c, int64_t T, int64_t B, int32_t K, c
     return SF_OK;
 }
 
-sf_status sf_cuda_op_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step, const float *r,
-                                  const int32_t *labels, float *dr, float *logits_mean, float *stats)
+sf_status sf_cuda_op_softmax_xent(sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step, float eps,
+                                  const float *r, const int32_t *labels, float *dr, float *logits_mean, float *stats)
 {
     if (T < 1 || B < 1 || K < 1)
         return sf_fail(SF_ERR_INVALID, "softmax cross-entropy: T = %lld, B = %lld, K = %d must be >= 1", (long long)T,
                        (long long)B, K);
+    if (!(eps >= 0.0f && eps <= 1.0f))
+        return sf_fail(SF_ERR_INVALID, "softmax cross-entropy: label smoothing %g is outside [0, 1]", (double)eps);
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     return sf_cuda_with_act(c->act, [&](auto tag) {
         using A = decltype(tag);
         return readout_loss<A>(c, T, B, K, (const A *)r, (A *)dr, logits_mean, !per_step, [&] {
-            softmax_xent_kernel<A><<<1, SF_XENT_THREADS, 0, c->stream>>>(T, B, K, per_step, (const A *)r, labels,
+            softmax_xent_kernel<A><<<1, SF_XENT_THREADS, 0, c->stream>>>(T, B, K, per_step, eps, (const A *)r, labels,
                                                                          (A *)dr, logits_mean, stats);
         });
     });

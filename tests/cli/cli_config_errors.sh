@@ -41,6 +41,17 @@ has "old [train] key: file:line and where it went" moved_key.err \
 
 sf 3 bad_set_readout train "$HERE/tiny_mlp.ini" --set readout.tau=0.5
 has "bad --set readout value is named" bad_set_readout.err "readout.tau=0.5: must be in [1"
+
+cfg smoothing_range "[train]" "dataset = fashion-mnist" "[flatten]" "[linear]" "out = 10" "[readout]" \
+    "label_smoothing = 1.5"
+sf 3 smoothing_range train smoothing_range.ini
+has "label smoothing out of range: file:line" smoothing_range.err "smoothing_range.ini:7"
+cfg smoothing_mse "[train]" "dataset = fashion-mnist" "[flatten]" "[linear]" "out = 10" "[readout]" \
+    "loss = mse_rate" "label_smoothing = 0.1"
+sf 3 smoothing_mse train smoothing_mse.ini
+has "label smoothing with mse_rate: file:line, both keys" smoothing_mse.err \
+    "smoothing_mse.ini:6: [readout] label_smoothing = 0.1 applies to the cross-entropy losses, not to loss = mse_rate"
+
 sf 3 bad_set train "$HERE/tiny_mlp.ini" --set train.lr=fast
 has "bad --set value is named" bad_set.err "train.lr"
 sf 3 bad_set_key train "$HERE/tiny_mlp.ini" --set train.speed=1

@@ -413,11 +413,14 @@ static void test_readout_loss(int64_t T, int64_t B, int32_t K)
     for (int64_t b = 0; b < B; b++) lab[b] = (int32_t)((b * 7 + 3) % K);
     pair labels = mk(lab, 4 * (size_t)B);
     free(lab);
-    for (int per_step = 0; per_step < 2; per_step++) {
+    for (int variant = 0; variant < 4; variant++) {
+        const int per_step = variant & 1;
+        const float eps = variant & 2 ? 0.1f : 0.0f; /* label smoothing */
         pair g = out(m), lm = out((size_t)(B * K)), st = out(2);
-        RUN(be->softmax_xent(be, T, B, K, per_step, S(o), (const int32_t *)S(labels), S(g), S(lm), S(st)));
-        char t[96];
-        snprintf(t, sizeof t, "softmax_xent T=%lld B=%lld K=%d per_step=%d", (long long)T, (long long)B, K, per_step);
+        RUN(be->softmax_xent(be, T, B, K, per_step, eps, S(o), (const int32_t *)S(labels), S(g), S(lm), S(st)));
+        char t[112];
+        snprintf(t, sizeof t, "softmax_xent T=%lld B=%lld K=%d per_step=%d eps=%g", (long long)T, (long long)B, K,
+                 per_step, (double)eps);
         cmp(t, &g, 1e-5);
         cmp(t, &lm, 1e-6);
         cmp(t, &st, 1e-6);

@@ -91,20 +91,22 @@ def pool_cases():
 
 def loss_cases():
     out = {}
-    # T, B, K, per_step
-    cases = [(4, 5, 3, 0), (4, 5, 3, 1), (1, 1, 2, 0), (1, 1, 2, 1), (3, 7, 10, 0), (3, 7, 10, 1), (6, 2, 1, 1)]
-    for i, (T, B, K, per_step) in enumerate(cases):
+    # T, B, K, per_step, label smoothing
+    cases = [(4, 5, 3, 0, 0), (4, 5, 3, 1, 0), (1, 1, 2, 0, 0), (1, 1, 2, 1, 0), (3, 7, 10, 0, 0), (3, 7, 10, 1, 0),
+             (6, 2, 1, 1, 0), (4, 5, 3, 0, 0.1), (3, 7, 10, 1, 0.25), (2, 3, 4, 0, 1.0), (1, 2, 1, 0, 0.5)]
+    for i, (T, B, K, per_step, eps) in enumerate(cases):
+        eps = f32(eps)
         r = randn32((T, B, K), std=3.0).requires_grad_()
         labels = torch.randint(0, K, (B,), dtype=torch.int64)
         mean = r.mean(0)
         if per_step:
-            loss = F.cross_entropy(r.reshape(T * B, K), labels.repeat(T))
+            loss = F.cross_entropy(r.reshape(T * B, K), labels.repeat(T), label_smoothing=eps)
         else:
-            loss = F.cross_entropy(mean, labels)
+            loss = F.cross_entropy(mean, labels, label_smoothing=eps)
         loss.backward()
         correct = (mean.argmax(1) == labels).sum()
         p = f"xent{i}."
-        out.update({p + "cfg": cfg(T, B, K, per_step), p + "r": r, p + "labels": labels.int(), p + "loss": loss,
+        out.update({p + "cfg": cfg(T, B, K, per_step, eps), p + "r": r, p + "labels": labels.int(), p + "loss": loss,
                     p + "dr": r.grad, p + "mean": mean, p + "correct": correct.double()})
     out["count"] = cfg(len(cases))
     # MSE between the T-mean (firing rate) and the one-hot label: T, B, K (r as spikes, and as any numbers)
