@@ -361,6 +361,9 @@ typedef struct sf_net_params {
 } sf_net_params;
 
 SF_API void sf_net_default_params(sf_net_params *p);
+/* The loss options of p (label_smoothing in [0, 1], and only with a cross-entropy loss); sf_net_create checks them
+ * too. */
+SF_API sf_status sf_net_loss_check(const sf_net_params *p);
 
 typedef struct sf_net sf_net;
 

@@ -329,12 +329,8 @@ static sf_status finish(sf_config *cfg, const char *where, int train_line, int n
     sf_status s = check_channels(cfg->train.mean, "mean", shape[0]);
     if (s == SF_OK) s = check_channels(cfg->train.std, "std", shape[0]);
     if (s != SF_OK) return located(s, where, train_line, "");
-    if (cfg->net.label_smoothing > 0.0f && cfg->net.loss == SF_LOSS_MSE_RATE)
-        return located(sf_fail(SF_ERR_INVALID,
-                               "label_smoothing = %g applies to the cross-entropy losses, not to "
-                               "loss = mse_rate",
-                               (double)cfg->net.label_smoothing),
-                       where, readout_line, "[readout] ");
+    s = sf_net_loss_check(&cfg->net);
+    if (s != SF_OK) return located(s, where, readout_line, "[readout] ");
     int bad;
     s = check_neuron_keys(cfg->neuron.model, cfg->neuron_own, &bad);
     if (s == SF_OK) s = sf_lif_params_check(&cfg->neuron);

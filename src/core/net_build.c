@@ -54,6 +54,16 @@ void sf_net_default_params(sf_net_params *p)
     p->sparse = SF_SPARSE_AUTO;
 }
 
+sf_status sf_net_loss_check(const sf_net_params *p)
+{
+    if (!(p->label_smoothing >= 0.0f && p->label_smoothing <= 1.0f))
+        return sf_fail(SF_ERR_INVALID, "label_smoothing = %g: must be in [0, 1]", (double)p->label_smoothing);
+    if (p->label_smoothing > 0.0f && p->loss == SF_LOSS_MSE_RATE)
+        return sf_fail(SF_ERR_INVALID, "label_smoothing = %g applies to the cross-entropy losses, not to loss = mse_rate",
+                       (double)p->label_smoothing);
+    return SF_OK;
+}
+
 sf_status sf_net_params_check(const sf_net_params *p)
 {
     if (!p) return sf_fail(SF_ERR_INVALID, "net parameters are NULL");
@@ -63,11 +73,7 @@ sf_status sf_net_params_check(const sf_net_params *p)
     if ((unsigned)p->memory > SF_MEMORY_RECOMPUTE) return sf_fail(SF_ERR_INVALID, "unknown memory mode %d", p->memory);
     if ((unsigned)p->readout > SF_READOUT_LEAKY) return sf_fail(SF_ERR_INVALID, "unknown readout %d", p->readout);
     if ((unsigned)p->loss > SF_LOSS_MSE_RATE) return sf_fail(SF_ERR_INVALID, "unknown loss %d", p->loss);
-    if (!(p->label_smoothing >= 0.0f && p->label_smoothing <= 1.0f))
-        return sf_fail(SF_ERR_INVALID, "label_smoothing = %g: must be in [0, 1]", (double)p->label_smoothing);
-    if (p->label_smoothing > 0.0f && p->loss == SF_LOSS_MSE_RATE)
-        return sf_fail(SF_ERR_INVALID, "label_smoothing = %g: applies to the cross-entropy losses, not to mse_rate",
-                       (double)p->label_smoothing);
+    SF_TRY(sf_net_loss_check(p));
     if (p->readout == SF_READOUT_LEAKY && !(p->readout_tau >= 1.0f))
         return sf_fail(SF_ERR_INVALID, "readout_tau = %g: must be >= 1", p->readout_tau);
     if (p->cuda.conv_workspace_mib < 0)
