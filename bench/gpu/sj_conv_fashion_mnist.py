@@ -4,7 +4,9 @@ without network: the Fashion-MNIST files of DATA_DIR (the four .gz files, e.g. D
 /usr/share/datasets/fashion-mnist) are unpacked where torchvision looks, so it downloads nothing; the parts of the
 script that only log or plot (TensorBoard, matplotlib) get stand-ins where those packages are missing; NumPy >= 1.24
 gets back np.int, which that cupy code uses. The script's own output (a line per epoch: test accuracy, images/s)
-is left as it is. Usage: python3 sj_conv_fashion_mnist.py DATA_DIR OUT_DIR EPOCHS [extra arguments, e.g. -amp]."""
+is left as it is. Usage: python3 sj_conv_fashion_mnist.py DATA_DIR OUT_DIR EPOCHS [extra arguments, e.g. -amp].
+With SJ_MATMUL_TF32=1 the script's linear layers run in TF32 too (torch.backends.cuda.matmul.allow_tf32; PyTorch's
+default is fp32 matmuls beside TF32 convolutions), as spikefuse's `precision = tf32` runs them."""
 import gzip
 import os
 import runpy
@@ -69,6 +71,9 @@ def main():
     sys.argv = ["conv_fashion_mnist", "-T", "4", "-device", "cuda:0", "-b", "128", "-epochs", epochs, "-data-dir", root,
                 "-out-dir", os.path.join(out_dir, "logs"), "-cupy", "-opt", "sgd", "-lr", "0.1", "-j", "4",
                 *sys.argv[4:]]
+    if os.environ.get("SJ_MATMUL_TF32") == "1":
+        import torch
+        torch.backends.cuda.matmul.allow_tf32 = True
     runpy.run_module("spikingjelly.activation_based.examples.conv_fashion_mnist", run_name="__main__")
 
 
