@@ -7,7 +7,7 @@
 #  2. side by side, each run alone on the card: examples/fmnist_sj_csnn.ini (spikefuse) and SpikingJelly's own
 #     conv_fashion_mnist script (bench/gpu/sj_conv_fashion_mnist.py: cupy fp32, then cupy + AMP) for the same epochs;
 #     per epoch the test accuracy and training images/s of each (target: within 0.5 points at every epoch, >= 2.5x
-#     their images/s).
+#     their images/s). One draw a side shows the speed; bench/gpu/w8_draws.sh gives the accuracy curve over many.
 # Usage: bench/gpu/learning_fmnist_plif.sh BIN_DIR DATA_DIR [seeds ("0 1 2")] [plif epochs (50)] [sj epochs (3)]
 # BIN_DIR holds the spikefuse CLI; DATA_DIR the four Fashion-MNIST .gz files (Debian's
 # /usr/share/datasets/fashion-mnist). Environment: OUT (default ./learning-out) for run directories and logs;
