@@ -15,21 +15,10 @@
 # part 2's SpikingJelly runs (skipped without it), with PYTHON (default python3: one with torch, torchvision and
 # cupy). Not run by tests/gpu.sh.
 set -u -o pipefail
-if [ $# -lt 2 ]; then
-    sed -n '2,/^set -u/p' "$0" | sed '$d'
-    exit 2
-fi
-sf=$(realpath "$1")/spikefuse
-data=$(realpath "$2")
+. "$(dirname "$0")/learning_setup.sh" learning-out "$@"
 seeds=${3:-"0 1 2"}
 epochs=${4:-50}
 sj_epochs=${5:-3}
-SJ_SITE=${SJ_SITE:-/tmp/sj14}
-cd "$(dirname "$0")/../.."
-OUT=${OUT:-$PWD/learning-out}
-mkdir -p "$OUT"
-[ -x "$sf" ] || { echo "no spikefuse CLI in $1"; exit 2; }
-echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
 
 # "epoch accuracy% images/s" per epoch of a spikefuse run directory (metrics.jsonl).
 sf_epochs() {

@@ -11,22 +11,11 @@
 # SJ_MATMUL_TF32=1); PAIRS (default "tf32:fp32 bf16:amp", spikefuse precision:SpikingJelly mode); SJ_SITE (default
 # /tmp/sj14) where the SpikingJelly wheel is installed, with PYTHON (default python3: torch, torchvision and cupy).
 set -u -o pipefail
-if [ $# -lt 2 ]; then
-    sed -n '2,/^set -u/p' "$0" | sed '$d'
-    exit 2
-fi
-sf=$(realpath "$1")/spikefuse
-data=$(realpath "$2")
+. "$(dirname "$0")/learning_setup.sh" w8-out "$@"
 draws=${3:-5}
 first=${4:-0}
 epochs=${5:-3}
-SJ_SITE=${SJ_SITE:-/tmp/sj14}
-cd "$(dirname "$0")/../.."
-OUT=${OUT:-$PWD/w8-out}
-mkdir -p "$OUT"
-[ -x "$sf" ] || { echo "no spikefuse CLI in $1"; exit 2; }
 [ -d "$SJ_SITE/spikingjelly" ] || { echo "no spikingjelly in SJ_SITE=$SJ_SITE (pip install --target it)"; exit 2; }
-echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
 
 pids=()
 for i in $(seq 0 $((draws - 1))); do
