@@ -1,6 +1,7 @@
 /* conv.c — 2-D convolution on the CPU: im2col + OpenBLAS sgemm with the T·B images folded into the GEMM's column
  * dimension, processed in chunks of images so the scratch stays bounded; col2im for the input gradient. */
 #include "cpu/cpu_layers.h"
+#include "cpu/parallel.h"
 
 #include "core/error.h"
 
@@ -130,8 +131,7 @@ static void im2col_chunk(const sf_conv_shape *sh, const conv_plan *pl, const flo
                          float *col)
 {
     const int64_t ld = nb * pl->ohw, plane = (int64_t)sh->h * sh->w, kk2 = (int64_t)sh->k * sh->k;
-    const int nt = sf_cpu_side_threads();
-#pragma omp parallel for collapse(2) schedule(static) num_threads(nt) if (nt > 1)
+#pragma omp parallel for collapse(2) schedule(static) if (pl->kk * ld >= SF_CPU_PARALLEL_MIN)
     for (int64_t b = 0; b < nb; b++)
         for (int32_t c = 0; c < sh->cin; c++)
             im2col_plane(sh, x + ((i0 + b) * sh->cin + c) * plane, col + c * kk2 * ld + b * pl->ohw, ld);
@@ -141,8 +141,7 @@ static void col2im_chunk(const sf_conv_shape *sh, const conv_plan *pl, const flo
                          float *dx)
 {
     const int64_t ld = nb * pl->ohw, plane = (int64_t)sh->h * sh->w, kk2 = (int64_t)sh->k * sh->k;
-    const int nt = sf_cpu_side_threads();
-#pragma omp parallel for collapse(2) schedule(static) num_threads(nt) if (nt > 1)
+#pragma omp parallel for collapse(2) schedule(static) if (pl->kk * ld >= SF_CPU_PARALLEL_MIN)
     for (int64_t b = 0; b < nb; b++)
         for (int32_t c = 0; c < sh->cin; c++)
             col2im_plane(sh, dcol + c * kk2 * ld + b * pl->ohw, ld, dx + ((i0 + b) * sh->cin + c) * plane);
@@ -168,7 +167,6 @@ sf_status sf_cpu_op_conv_forward(sf_backend *be, const sf_conv_shape *sh, const 
     SF_TRY(check_ws(sh, ws));
     if (sh->n == 0) return SF_OK;
     const conv_plan pl = make_plan(sh);
-    const int nt = sf_cpu_side_threads();
     float *col = (float *)((char *)ws + pl.col_off), *buf = (float *)((char *)ws + pl.buf_off);
     for (int64_t i0 = 0; i0 < sh->n; i0 += pl.chunk) {
         const int64_t nb = sh->n - i0 < pl.chunk ? sh->n - i0 : pl.chunk, ld = nb * pl.ohw;
@@ -177,7 +175,7 @@ sf_status sf_cpu_op_conv_forward(sf_backend *be, const sf_conv_shape *sh, const 
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, sh->cout, (int)ld, (int)pl.kk, 1.0f, w, (int)pl.kk,
                     col, (int)ld, 0.0f, buf, (int)ld);
         /* Back to NCHW, adding the bias on the way. */
-#pragma omp parallel for collapse(2) schedule(static) num_threads(nt) if (nt > 1)
+#pragma omp parallel for collapse(2) schedule(static) if (sh->cout * ld >= SF_CPU_PARALLEL_MIN)
         for (int64_t bi = 0; bi < nb; bi++)
             for (int32_t co = 0; co < sh->cout; co++) {
                 const float *src = buf + co * ld + bi * pl.ohw;
@@ -200,7 +198,6 @@ sf_status sf_cpu_op_conv_backward(sf_backend *be, const sf_conv_shape *sh, const
         return SF_OK;
     }
     const conv_plan pl = make_plan(sh);
-    const int nt = sf_cpu_side_threads();
     float *col = (float *)((char *)ws + pl.col_off), *dyb = (float *)((char *)ws + pl.buf_off);
     float *dcol = (float *)((char *)ws + pl.dcol_off);
     double *dbacc = (double *)((char *)ws + pl.dbacc_off);
@@ -210,7 +207,7 @@ sf_status sf_cpu_op_conv_backward(sf_backend *be, const sf_conv_shape *sh, const
         im2col_chunk(sh, &pl, x, i0, nb, col);
         /* dyb[cout, nb·ohw] gathered from NCHW; the bias gradient is summed per channel by one thread, in image
          * order, so it is independent of the thread count. */
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+#pragma omp parallel for schedule(static) if (sh->cout * ld >= SF_CPU_PARALLEL_MIN)
         for (int32_t co = 0; co < sh->cout; co++) {
             double acc = 0.0;
             for (int64_t bi = 0; bi < nb; bi++) {

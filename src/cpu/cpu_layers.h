@@ -8,23 +8,9 @@
 #include "core/backend.h"
 
 #include <limits.h>
-#include <omp.h>
 
 /* BLAS takes int dimensions: every GEMM extent must fit. */
 #define SF_CPU_BLAS_MAX ((int64_t)INT_MAX)
-
-/* Threads for the memory-bound passes that run between sgemm calls (im2col, col2im, bias, layout changes). With
- * Debian's pthread OpenBLAS, whose workers spin after each call beside libgomp's spinning workers, threading these
- * passes made the conv of a W3-like layer 1.6-2.2x slower on a busy 2-core machine than running them on the calling
- * thread (on an idle one they would save at most ~15%, the share of im2col/col2im in one core's time). The build now
- * links the OpenMP OpenBLAS, whose threads are libgomp's own, so that contention is gone; the serial passes on fewer
- * than 4 threads were kept, not re-measured. With 4 or more threads the GEMM is fast enough that serial passes would
- * dominate, so they are threaded there. */
-static inline int sf_cpu_side_threads(void)
-{
-    int n = omp_get_max_threads();
-    return n >= 4 ? n : 1;
-}
 
 /* linear.c */
 sf_status sf_cpu_op_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,

@@ -1,5 +1,6 @@
 /* linear.c — fully connected layer on the CPU: y = x·Wᵀ + b through OpenBLAS sgemm, and its backward. */
 #include "cpu/cpu_layers.h"
+#include "cpu/parallel.h"
 
 #include "core/error.h"
 
@@ -21,8 +22,7 @@ sf_status sf_cpu_op_linear_forward(sf_backend *be, int64_t rows, int32_t in, int
     float beta = 0.0f;
     if (b) {
         /* Fill every row with the bias and let sgemm accumulate onto it. */
-        const int nt = sf_cpu_side_threads();
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+#pragma omp parallel for schedule(static) if (rows * out >= SF_CPU_PARALLEL_MIN)
         for (int64_t r = 0; r < rows; r++)
             for (int32_t j = 0; j < out; j++) y[r * out + j] = b[j];
         beta = 1.0f;
@@ -37,8 +37,7 @@ void sf_cpu_column_sums(int64_t rows, int32_t cols, const float *dy, float *db)
 {
     enum { BLOCK = 64 };
     const int64_t nblocks = (cols + BLOCK - 1) / BLOCK;
-    const int nt = sf_cpu_side_threads();
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+#pragma omp parallel for schedule(static) if (rows * cols >= SF_CPU_PARALLEL_MIN)
     for (int64_t blk = 0; blk < nblocks; blk++) {
         int32_t j0 = (int32_t)(blk * BLOCK), j1 = j0 + BLOCK < cols ? j0 + BLOCK : cols;
         double acc[BLOCK] = {0};
