@@ -8,12 +8,13 @@
 void sf_channel_gather(int32_t C, int64_t hw, int64_t n0, int nb, const float *per_channel, float *out)
 {
     int64_t c = (n0 / hw) % C, pos = n0 % hw;
-    for (int i = 0; i < nb; i++) {
-        out[i] = per_channel[c];
-        if (++pos == hw) {
-            pos = 0;
-            if (++c == C) c = 0;
-        }
+    for (int i = 0; i < nb;) { /* one run of a channel's value at a time: a fill the compiler vectorizes */
+        const int run = (int)(hw - pos < nb - i ? hw - pos : nb - i);
+        const float v = per_channel[c];
+        for (int j = 0; j < run; j++) out[i + j] = v;
+        i += run;
+        pos = 0;
+        if (++c == C) c = 0;
     }
 }
 
