@@ -83,6 +83,9 @@ sf_status sf_cpu_op_avgpool_backward(sf_backend *be, const sf_pool_shape *sh, co
     return SF_OK;
 }
 
+/* Whether val takes a max-pool window from best: the first maximum wins and a NaN propagates, as in PyTorch. */
+static inline bool max_wins(float val, float best) { return val > best || (isnan(val) && !isnan(best)); }
+
 /* Output row oy of one plane where every window lies inside it (pad 0): no clipping, and the same order and rules as
  * the general loop below. Inlined with k = stride = 2 as constants, the common 2×2 pool's window is unrolled. */
 static inline void maxpool_row_inside(const float *xp, int32_t w, int32_t k, int32_t s, int32_t oy, int32_t ow,
@@ -96,7 +99,7 @@ static inline void maxpool_row_inside(const float *xp, int32_t w, int32_t k, int
         for (int32_t ki = 0; ki < k; ki++)
             for (int32_t kj = 0; kj < k; kj++) {
                 const float val = win[(int64_t)ki * w + kj];
-                if (val > best || (isnan(val) && !isnan(best))) {
+                if (max_wins(val, best)) {
                     best = val;
                     at = ki * k + kj;
                 }
@@ -129,13 +132,13 @@ sf_status sf_cpu_op_maxpool_forward(sf_backend *be, const sf_pool_shape *sh, con
         for (int32_t oy = 0; oy < sh->oh; oy++)
             for (int32_t ox = 0; ox < sh->ow; ox++) {
                 const window v = window_of(sh, oy, ox);
-                /* First maximum wins and a NaN propagates, as in PyTorch; the border never wins. */
+                /* The border never wins. */
                 float best = xp[(int64_t)v.y0 * sh->w + v.x0];
                 int32_t at = (v.y0 - v.wy) * k + (v.x0 - v.wx);
                 for (int32_t iy = v.y0; iy < v.y1; iy++)
                     for (int32_t ix = v.x0; ix < v.x1; ix++) {
                         float val = xp[(int64_t)iy * sh->w + ix];
-                        if (val > best || (isnan(val) && !isnan(best))) {
+                        if (max_wins(val, best)) {
                             best = val;
                             at = (iy - v.wy) * k + (ix - v.wx);
                         }
