@@ -1,11 +1,12 @@
 /* sparse_tune.c — the crossover densities of event-driven layers (sparse = auto): when a net is compiled, a short
  * measurement on its own backend times the dense linear op and the event-driven one at two spike densities for
- * each layer shape; the event-driven time grows about linearly with the density, and the crossover is where the
- * line meets the dense time. Results are cached per backend, precision and shape for the life of the process, so
+ * each layer shape (a recurrent layer: its own op, forward and dV); the event-driven time grows about linearly with
+ * the density, and the crossover is where the line meets the dense time. Results are cached per backend, precision and shape for the life of the process, so
  * every net of a process chooses alike. The crossover is at most SF_SPARSE_MAX_CROSSOVER: at high activity the
  * dense path is taken whatever the measurement said. A fixed sparse_crossover, or deterministic = on, measures
  * nothing, so that every process chooses alike. */
 #include "core/error.h"
+#include "core/lif_math.h"
 #include "core/net_internal.h"
 #include "core/rng.h"
 
@@ -31,7 +32,7 @@ static int64_t tune_rows(const sf_backend *be, int64_t rows)
 
 typedef struct tune_key {
     char backend[16];
-    int32_t device, precision;
+    int32_t device, precision, recurrent;
     int64_t rows;
     int32_t in, out;
 } tune_key;
@@ -65,10 +66,11 @@ typedef struct bench {
 
 typedef enum op { OP_DENSE_FWD, OP_DENSE_BWD, OP_SPARSE_FWD, OP_SPARSE_BWD } op;
 
-static sf_status run_op(bench *b, op o)
+static sf_status run_op(void *ctx, int o)
 {
+    bench *b = ctx;
     sf_backend *be = b->be;
-    switch (o) {
+    switch ((op)o) {
     case OP_DENSE_FWD: return be->linear_forward(be, b->rows, b->in, b->out, b->x, b->w, NULL, b->y);
     case OP_DENSE_BWD:
         SF_TRY(be->spikes_expand(be, b->rows, b->in, b->c.bits, b->x));
@@ -81,16 +83,16 @@ static sf_status run_op(bench *b, op o)
     return SF_OK;
 }
 
-/* The best of two runs after a warm-up, in seconds. */
-static sf_status time_op(bench *b, op o, double *best)
+/* The best of two runs of run(ctx, o) after a warm-up, in seconds. */
+static sf_status time_op(sf_backend *be, sf_status (*run)(void *, int), void *ctx, int o, double *best)
 {
-    SF_TRY(run_op(b, o));
-    SF_TRY(b->be->sync(b->be));
+    SF_TRY(run(ctx, o));
+    SF_TRY(be->sync(be));
     *best = 1e30;
     for (int r = 0; r < 2; r++) {
         double t0 = now_s();
-        SF_TRY(run_op(b, o));
-        SF_TRY(b->be->sync(b->be));
+        SF_TRY(run(ctx, o));
+        SF_TRY(be->sync(be));
         double t = now_s() - t0;
         if (t < *best) *best = t;
     }
@@ -163,13 +165,13 @@ static sf_status measure(sf_backend *be, int64_t rows, int32_t in, int32_t out, 
     const float d1 = 1.0f / 32, d2 = SF_SPARSE_FIXED_CROSSOVER;
     double dense_f = 0, dense_b = 0, f1 = 0, f2 = 0, b1 = 0, b2 = 0;
     if (s == SF_OK) s = set_density(&b, d1, host);
-    if (s == SF_OK) s = time_op(&b, OP_DENSE_FWD, &dense_f);
-    if (s == SF_OK) s = time_op(&b, OP_DENSE_BWD, &dense_b);
-    if (s == SF_OK) s = time_op(&b, OP_SPARSE_FWD, &f1);
-    if (s == SF_OK) s = time_op(&b, OP_SPARSE_BWD, &b1);
+    if (s == SF_OK) s = time_op(be, run_op, &b, OP_DENSE_FWD, &dense_f);
+    if (s == SF_OK) s = time_op(be, run_op, &b, OP_DENSE_BWD, &dense_b);
+    if (s == SF_OK) s = time_op(be, run_op, &b, OP_SPARSE_FWD, &f1);
+    if (s == SF_OK) s = time_op(be, run_op, &b, OP_SPARSE_BWD, &b1);
     if (s == SF_OK) s = set_density(&b, d2, host);
-    if (s == SF_OK) s = time_op(&b, OP_SPARSE_FWD, &f2);
-    if (s == SF_OK) s = time_op(&b, OP_SPARSE_BWD, &b2);
+    if (s == SF_OK) s = time_op(be, run_op, &b, OP_SPARSE_FWD, &f2);
+    if (s == SF_OK) s = time_op(be, run_op, &b, OP_SPARSE_BWD, &b2);
     /* the dense backward above expanded the spikes of density d1; its time does not depend on them */
     for (int i = 0; i < NBUF; i++)
         if (mem[i]) be->release(be, mem[i]);
@@ -181,15 +183,113 @@ static sf_status measure(sf_backend *be, int64_t rows, int32_t in, int32_t out, 
     return SF_OK;
 }
 
-/* The cached crossovers of a shape, measured on first need. */
-static sf_status crossovers(const sf_net *net, int64_t rows, int32_t in, int32_t out, float *xfwd, float *xbwd)
+/* The buffers of a recurrent layer's measurement, on the backend (x, v, ds, dx in its act type). */
+typedef struct rbench {
+    sf_backend *be;
+    const sf_lif_params *p;
+    int64_t T, B;
+    int32_t n;
+    float *x, *v, *h, *ds, *dx, *dv, *count, *stage;
+    sf_spikes c;
+    void *ws;
+} rbench;
+
+enum { R_DENSE_FWD, R_SPARSE_FWD, R_DENSE_DV, R_SPARSE_DV };
+
+static sf_status run_rlif(void *ctx, int o)
+{
+    rbench *r = ctx;
+    sf_backend *be = r->be;
+    if (o == R_DENSE_FWD || o == R_SPARSE_FWD) {
+        sf_lif_out out = {.h = r->h, .spike_count = r->count, .c = r->c, .row = r->n};
+        return be->rlif_forward(be, r->p, r->T, r->B, r->n, r->x, r->v, o == R_SPARSE_FWD, &out, r->ws);
+    }
+    return be->rlif_backward(be, r->p, r->T, r->B, r->n, r->x, r->h, r->v, r->ds, 1,
+                             o == R_SPARSE_DV ? SF_RLIF_SPARSE_DV : 0, r->dx, r->dv, NULL, NULL, r->ws);
+}
+
+/* The input that makes a fraction d of the neurons fire at each step (V is zero, so the layer's spikes are its
+ * input's), and the density the event-driven forward then measures. */
+static sf_status set_drive(rbench *r, float d, float *host, float *density)
+{
+    const sf_lif_coeffs k = sf_lif_coeffs_of(r->p);
+    const float drive = 2.0f * (fabsf(r->p->v_threshold) + fabsf(r->p->v_reset) + 1.0f) / k.c;
+    const int64_t N = r->T * r->B * r->n;
+    for (int64_t i = 0; i < N; i++) host[i] = sf_uniform(0x5eed, 11, (uint64_t)i) < d ? drive : 0.0f;
+    bench up = {.be = r->be, .stage = r->stage};
+    SF_TRY(upload(&up, r->x, (size_t)N, host));
+    SF_TRY(r->be->zero(r->be, r->count, sizeof(float)));
+    SF_TRY(run_rlif(r, R_SPARSE_FWD));
+    float spikes = 0;
+    SF_TRY(r->be->copy_to_host(r->be, &spikes, r->count, sizeof spikes));
+    *density = spikes / (float)N;
+    return SF_OK;
+}
+
+/* A recurrent layer's crossovers, timed on its own op over at most 16 steps at two spike densities: the
+ * event-driven forward against the dense one, and dV from the spike bits against the dense product (the backward's
+ * recurrence is the same in both). */
+static sf_status measure_rlif(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int32_t n, float *xfwd,
+                              float *xbwd)
+{
+    rbench r = {.be = be, .p = p, .T = T < 16 ? T : 16, .B = B, .n = n};
+    const size_t f = sizeof(float), a = sf_act_type_size(be->act), rows = (size_t)(r.T * B), N = rows * (size_t)n;
+    const size_t host_n = N > (size_t)n * (size_t)n ? N : (size_t)n * (size_t)n;
+    size_t sizes[] = {N * a, (size_t)n * (size_t)n * a, N * f, N * a, N * a, (size_t)n * (size_t)n * f, f,
+                      rows * (size_t)sf_spike_words(n) * sizeof(uint32_t), N,
+                      rows * (size_t)sf_spike_segs(n) * sizeof(int32_t), be->rlif_workspace(be, r.T, B, n),
+                      be->act == SF_ACT_F32 ? 0 : host_n * f};
+    enum { NBUF = sizeof sizes / sizeof sizes[0] };
+    void *mem[NBUF] = {0};
+    float *host = malloc(host_n * f);
+    bench alloc = {.be = be};
+    sf_status s = host ? alloc_all(&alloc, mem, sizes, NBUF) : sf_fail(SF_ERR_NOMEM, "sparse tuning: out of memory");
+    if (s == SF_OK) {
+        r.x = mem[0], r.v = mem[1], r.h = mem[2], r.ds = mem[3], r.dx = mem[4], r.dv = mem[5], r.count = mem[6];
+        r.c = (sf_spikes){mem[7], mem[8], mem[9]};
+        r.ws = mem[10];
+        r.stage = mem[11];
+        s = be->zero(be, r.v, (size_t)n * (size_t)n * a);
+    }
+    bench up = {.be = be, .stage = r.stage};
+    if (s == SF_OK) s = upload_uniform(&up, r.ds, N, 12, host);
+    float d1 = 0, d2 = 0;
+    double dense_f = 0, dense_b = 0, f1 = 0, f2 = 0, b1 = 0, b2 = 0;
+    if (s == SF_OK) s = set_drive(&r, 1.0f / 32, host, &d1);
+    if (s == SF_OK) s = time_op(be, run_rlif, &r, R_DENSE_FWD, &dense_f);
+    if (s == SF_OK) s = time_op(be, run_rlif, &r, R_SPARSE_FWD, &f1);
+    if (s == SF_OK) s = time_op(be, run_rlif, &r, R_DENSE_DV, &dense_b);
+    if (s == SF_OK) s = time_op(be, run_rlif, &r, R_SPARSE_DV, &b1);
+    if (s == SF_OK) s = set_drive(&r, SF_SPARSE_FIXED_CROSSOVER, host, &d2);
+    if (s == SF_OK) s = time_op(be, run_rlif, &r, R_SPARSE_FWD, &f2);
+    if (s == SF_OK) s = time_op(be, run_rlif, &r, R_SPARSE_DV, &b2);
+    for (int i = 0; i < NBUF; i++)
+        if (mem[i]) be->release(be, mem[i]);
+    free(host);
+    if (s != SF_OK)
+        return sf_fail_context(s, "measuring the sparse crossover of a recurrent layer of %d neurons over %lld samples: ",
+                               n, (long long)B);
+    if (!(d2 > d1)) { /* the neuron's parameters kept the drive from setting the density: no measurement */
+        *xfwd = *xbwd = SF_SPARSE_FIXED_CROSSOVER;
+        return SF_OK;
+    }
+    *xfwd = crossover(dense_f, d1, f1, d2, f2);
+    *xbwd = crossover(dense_b, d1, b1, d2, b2);
+    return SF_OK;
+}
+
+/* The cached crossovers of a shape, measured on first need: a linear op of rows × in → out, or (p not NULL) a
+ * recurrent layer of `in` neurons over `rows` samples. */
+static sf_status crossovers(const sf_net *net, const sf_lif_params *p, int64_t rows, int32_t in, int32_t out,
+                            float *xfwd, float *xbwd)
 {
     tune_key k;
     memset(&k, 0, sizeof k);
     strncpy(k.backend, net->be->name, sizeof k.backend - 1);
     k.device = net->p.device.index;
     k.precision = (int32_t)net->p.precision;
-    k.rows = tune_rows(net->be, rows);
+    k.recurrent = p != NULL;
+    k.rows = p ? rows : tune_rows(net->be, rows);
     k.in = in;
     k.out = out;
     pthread_mutex_lock(&cache_lock);
@@ -198,7 +298,8 @@ static sf_status crossovers(const sf_net *net, int64_t rows, int32_t in, int32_t
     while (i < cache_n && memcmp(&cache[i].key, &k, sizeof k) != 0) i++;
     if (i == cache_n) {
         tune_entry e = {.key = k};
-        s = measure(net->be, rows, in, out, &e.xfwd, &e.xbwd);
+        s = p ? measure_rlif(net->be, p, net->T, rows, in, &e.xfwd, &e.xbwd)
+              : measure(net->be, rows, in, out, &e.xfwd, &e.xbwd);
         if (s == SF_OK) {
             i = cache_n < TUNE_CACHE ? cache_n++ : TUNE_CACHE - 1; /* a full cache forgets its last entry */
             cache[i] = e;
@@ -223,14 +324,11 @@ sf_status sf_net_sparse_tune(sf_net *net)
             continue;
         }
         const int32_t n = (int32_t)net->tensors[l->out].per_sample;
-        if (l->d.kind == SF_LAYER_LINEAR) {
-            SF_TRY(crossovers(net, net->T * net->B, (int32_t)net->tensors[l->in].per_sample, n, &l->xfwd, &l->xbwd));
-        } else { /* RLIF: the per-step product V·s over B rows; dV over the (T-1)·B rows of one call */
-            float unused;
-            SF_TRY(crossovers(net, net->B, n, n, &l->xfwd, &unused));
-            if (net->T > 1) SF_TRY(crossovers(net, (net->T - 1) * net->B, n, n, &unused, &l->xbwd));
-            else l->xbwd = l->xfwd;
-        }
+        if (l->d.kind == SF_LAYER_LINEAR)
+            SF_TRY(crossovers(net, NULL, net->T * net->B, (int32_t)net->tensors[l->in].per_sample, n, &l->xfwd,
+                              &l->xbwd));
+        else /* RLIF: its own op, forward and dV */
+            SF_TRY(crossovers(net, &l->d.lif, net->B, n, (int32_t)(net->T < 16 ? net->T : 16), &l->xfwd, &l->xbwd));
     }
     return SF_OK;
 }

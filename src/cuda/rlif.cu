@@ -1,9 +1,11 @@
 /* rlif.cu — the recurrent LIF layer on CUDA: y_t = x_t + V·s_{t-1}, then the LIF step, one time step after the other.
- *   Event-driven: one persistent kernel per call, a block per sample (the samples' recurrences are independent): its
- *   neurons' v stay in registers for all T steps; each step adds the rows of Vᵀ of the neurons that spiked at the
- *   step before (their list: this block's own compact output of that step), steps the neurons and writes the step's
- *   compact row. The backward likewise runs the reverse time loop in one kernel, with Vᵀ·dy_{t+1} summed over the
- *   nonzero entries of dy_{t+1}.
+ *   Where the shape fits, both time loops run as one kernel over the whole GPU (rlif_grid.cu): the event-driven
+ *   forward, and the backward (dense in dy) for every mode.
+ *   Otherwise, event-driven: one persistent kernel per call, a block per sample (the samples' recurrences are
+ *   independent): its neurons' v stay in registers for all T steps; each step adds the rows of Vᵀ of the neurons
+ *   that spiked at the step before (their list: this block's own compact output of that step), steps the neurons and
+ *   writes the step's compact row. The backward likewise runs the reverse time loop in one kernel, with Vᵀ·dy_{t+1}
+ *   summed over the nonzero entries of dy_{t+1}.
  *   Dense: per step one cuBLAS GEMM over the batch and one step kernel; a CUDA graph (the training step's) replays
  *   those 2T launches as one.
  * Sums run in the CPU op's order with the same operations, so the event-driven paths give the CPU's bits in fp32.
@@ -12,6 +14,7 @@
  * describe dx as stored (a value that rounds to 0 is a zero). */
 #include "cuda/neuron.cuh"
 #include "cuda/ops.cuh"
+#include "cuda/rlif_grid.cuh"
 #include "cuda/spikes.cuh"
 
 enum { RMAX = 8, MAX_THREADS = 1024 }; /* the persistent kernels hold up to RMAX neurons per thread: n <= 8192 */
@@ -307,6 +310,9 @@ static sf_status forward(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, int6
     if (sparse && persistent_ok(n)) {
         if (!(out->c.bits && out->c.idx && out->c.cnt))
             return sf_fail(SF_ERR_INVALID, "recurrent LIF forward: the event-driven recurrence needs the compact output");
+        bool ran;
+        SF_TRY(sf_cuda_rlif_grid_forward(c, p, T, B, n, x, v, out, &ran));
+        if (ran) return SF_OK;
         SF_TRY(sf_cuda_transpose(c, c->act, n, n, v, w.vt));
         return sf_cuda_with_act(c->act, [&](auto tag) {
             using A = decltype(tag);
@@ -367,7 +373,9 @@ sf_status sf_cuda_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64
     }
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
     const sf_spikes m = mask ? sf_spikes{mask->bits, NULL, mask->cnt} : sf_spikes{NULL, NULL, NULL};
-    if ((bwd_sparse & SF_RLIF_SPARSE_DY) && persistent_ok(n)) {
+    bool ran; /* the whole GPU's kernel where it fits, dense in dy */
+    SF_TRY(sf_cuda_rlif_grid_backward(c, p, T, B, n, h, v, ds, dx, mask ? &m : NULL, grad_count, &ran));
+    if (!ran && (bwd_sparse & SF_RLIF_SPARSE_DY) && persistent_ok(n)) {
         SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {
             using A = decltype(tag);
             return with_rounds(n, [&](auto qn) {
@@ -377,7 +385,7 @@ sf_status sf_cuda_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64
                 return SF_OK;
             });
         }));
-    } else {
+    } else if (!ran) {
         for (int64_t t = T - 1; t >= 0; t--) {
             if (t < T - 1) /* gᶜ[n, B] = Vᶜ·dy_{t+1}ᶜ: g[b, i] = Σ_j dy_{t+1}[b, j]·V[j, i], in float */
                 SF_TRY(sf_cuda_gemm(c, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)B, (int)n, v, (int)n,

@@ -432,6 +432,9 @@ int main(void)
     test_rlif(1, 1, 9, 0);
     test_rlif(9, 2, 300, 1);
     test_rlif(20, 4, 1472, 2);
+    test_rlif(12, 64, 1472, 0); /* W4's layer: one block per SM in the grid-wide kernels */
+    test_rlif(7, 70, 301, 2);   /* three groups of samples, the last one partial; rows of dx not 8-aligned */
+    test_rlif(5, 33, 1000, 1);
     test_rlif(3, 2, 8300, 0); /* more than the persistent kernel holds: the dense loop runs */
     test_nets();
     sf_backend_free(gpu);

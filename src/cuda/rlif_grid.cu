@@ -1,0 +1,319 @@
+/* rlif_grid.cu — the recurrent LIF layer's forward and backward time loops, each one cooperative kernel over the
+ * whole GPU (rlif_grid.cuh says how the work is split). */
+#include "cuda/neuron.cuh"
+#include "cuda/rlif_grid.cuh"
+#include "cuda/spikes.cuh"
+
+#include <cooperative_groups.h>
+
+namespace cg = cooperative_groups;
+
+/* A block owns SPB samples and at most NJ neurons; 16 warps. The backward's lane holds a tile of 8 samples × 3
+ * neurons (samples bq + 4r, neurons 3iq + c of the block's), the 32 lanes of a warp covering the block's 32 × 24;
+ * the warps split each staged chunk of CH inputs j. */
+enum { SPB = 32, NJ = 24, WARPS = 16, THREADS = WARPS * 32, CH = 384, CHS = CH + 4 };
+enum { STAGE = SPB * CH / 4 / THREADS, PAIRS = (SPB * NJ + THREADS - 1) / THREADS }; /* float4s a thread stages, and
+                                                                                      * (sample, neuron) pairs it steps */
+
+/* How the grid splits a call: sample groups × neuron groups, nj neurons each, one block per SM in all. */
+struct grid_split {
+    int64_t groups, nj, blocks;
+};
+
+static bool split_of(const sf_cuda_ctx *c, int64_t B, int64_t n, grid_split *g)
+{
+    const int64_t sg = (B + SPB - 1) / SPB;
+    if (sg > c->num_sms) return false;
+    g->nj = (n + c->num_sms / sg - 1) / (c->num_sms / sg);
+    g->groups = (n + g->nj - 1) / g->nj;
+    g->blocks = sg * g->groups;
+    return g->nj <= NJ;
+}
+
+/* Rewrites row r's idx and cnt (where c has them) from its bits: one block of SF_SPIKE_SEG threads per segment. */
+__global__ void __launch_bounds__(SF_SPIKE_SEG) compact_from_bits_kernel(sf_spikes c, int64_t n)
+{
+    __shared__ int wc[SF_SPIKE_SEG / 32];
+    const int64_t segs = (n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG, r = blockIdx.x / segs;
+    const int64_t j = blockIdx.x % segs * SF_SPIKE_SEG + threadIdx.x;
+    const bool valid = j < n;
+    const bool on = valid && (c.bits[r * ((n + 31) / 32) + j / 32] >> (j & 31) & 1u);
+    sf_cuda_emit_row(c, n, r, j, valid, on, wc);
+}
+
+static sf_status compact_from_bits(sf_cuda_ctx *c, const sf_spikes &s, int64_t rows, int64_t n)
+{
+    if (!s.cnt) return SF_OK;
+    compact_from_bits_kernel<<<(unsigned)(rows * ((n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG)), SF_SPIKE_SEG, 0,
+                               c->stream>>>(s, n);
+    SF_CUDA_LAUNCHED();
+    return SF_OK;
+}
+
+/* Launches `kernel` over `blocks` co-resident blocks, or sets *ran = false where they do not all fit at once. */
+static sf_status launch_cooperative(sf_cuda_ctx *c, const void *kernel, int blocks, int threads, size_t smem,
+                                    void **args, bool *ran)
+{
+    int optin = 0, per_sm = 0;
+    SF_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c->device));
+    *ran = false;
+    if (smem > (size_t)optin) return SF_OK;
+    SF_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    SF_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+    if ((int64_t)per_sm * c->num_sms < blocks) return SF_OK;
+    SF_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, blocks, threads, args, smem, c->stream));
+    *ran = true;
+    return SF_OK;
+}
+
+/* ---------------------------------------------------------------- forward */
+
+/* Shared memory: vs [n][nj] (V[j0 + jj][i] at vs[i·nj + jj]), the v of the block's samples [SPB][NJ], and a list of
+ * n inputs per warp. Warp w steps samples w and w + WARPS, lane jj neuron j0 + jj: the warp lists the inputs that
+ * spiked at the step before (from the bits every block wrote at that step), ascending, then each lane sums its row
+ * of V over the list, eight independent reads at a time and the additions in list order. */
+template <class A>
+__global__ void __launch_bounds__(THREADS)
+    grid_forward_kernel(sf_lif_params p, sf_lif_coeffs k, int T, int B, int n, int nj, int groups, const A *x,
+                        const A *v, A *s, float *hout, uint32_t *bits, float *count)
+{
+    extern __shared__ float sm[];
+    const int j0 = blockIdx.x % groups * nj, mj = min(nj, n - j0), b0 = blockIdx.x / groups * SPB;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, words = (n + 31) / 32, lj = lane < mj ? lane : 0;
+    float *vs = sm, *state = vs + (size_t)n * nj;
+    uint16_t *list = (uint16_t *)(state + SPB * NJ) + (size_t)warp * n;
+    for (int64_t q = threadIdx.x; q < (int64_t)n * mj; q += blockDim.x) /* along V's rows: coalesced */
+        vs[q % n * nj + q / n] = sf_widen(v[(int64_t)(j0 + q / n) * n + q % n]);
+    for (int q = threadIdx.x; q < SPB * NJ; q += blockDim.x) state[q] = k.v0;
+    cg::grid_group grid = cg::this_grid();
+    __syncthreads();
+    float spikes = 0.0f;
+    for (int t = 0; t < T; t++) {
+        for (int bl = warp; bl < SPB && b0 + bl < B; bl += WARPS) {
+            int len = 0;
+            if (t > 0) { /* lane l lists word w0 + l's inputs after the earlier lanes' (L2 reads: other blocks wrote) */
+                const uint32_t *row = bits + ((int64_t)(t - 1) * B + b0 + bl) * words;
+                for (int w0 = 0; w0 < words; w0 += 32) {
+                    uint32_t m = w0 + lane < words ? __ldcg(row + w0 + lane) : 0u;
+                    int end = __popc(m);
+                    for (int o = 1; o < 32; o <<= 1) {
+                        const int e = __shfl_up_sync(0xffffffffu, end, o);
+                        if (lane >= o) end += e;
+                    }
+                    for (int at = len + end - __popc(m); m; m &= m - 1u) list[at++] = (uint16_t)((w0 + lane) * 32 + __ffs(m) - 1);
+                    len += __shfl_sync(0xffffffffu, end, 31);
+                }
+                __syncwarp();
+            }
+            float acc = 0.0f;
+            int m = 0;
+            for (; m + 8 <= len; m += 8) {
+                float r[8];
+#pragma unroll
+                for (int u = 0; u < 8; u++) r[u] = vs[list[m + u] * nj + lj];
+#pragma unroll
+                for (int u = 0; u < 8; u++) acc += r[u];
+            }
+            for (; m < len; m++) acc += vs[list[m] * nj + lj];
+            __syncwarp(); /* the list is rewritten for the warp's next sample */
+            const int64_t r = (int64_t)t * B + b0 + bl, j = j0 + lane;
+            float st = 0.0f;
+            if (lane < mj) {
+                float vv = state[bl * NJ + lane], h;
+                st = sf_lif_step(&k, p.soft_reset, sf_widen(x[r * n + j]) + acc, &vv, &h);
+                state[bl * NJ + lane] = vv;
+                if (s) s[r * n + j] = sf_narrow<A>(st);
+                if (hout) hout[r * n + j] = h;
+            }
+            const uint32_t fired = __ballot_sync(0xffffffffu, st != 0.0f); /* bit jj: neuron j0 + jj */
+            if (lane == 0 && fired) {
+                uint32_t *row = bits + r * words;
+                atomicOr(row + j0 / 32, fired << (j0 & 31));
+                if ((j0 & 31) + mj > 32) atomicOr(row + j0 / 32 + 1, fired >> (32 - (j0 & 31)));
+                spikes += (float)__popc(fired);
+            }
+        }
+        grid.sync(); /* the step's bits, read by every block at the next step */
+    }
+    if (count) sf_cuda_add_count(count, spikes);
+}
+
+sf_status sf_cuda_rlif_grid_forward(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
+                                    const void *x, const void *v, const sf_lif_out *out, bool *ran)
+{
+    *ran = false;
+    grid_split g;
+    if (!split_of(c, B, n, &g) || T > INT32_MAX || n > 65536) return SF_OK; /* the lists hold 16-bit indices */
+    const int64_t words = (n + 31) / 32;
+    const size_t smem = ((size_t)(n * g.nj) + SPB * NJ) * 4 + (size_t)(WARPS * n) * 2;
+    SF_CUDA_CHECK(cudaMemsetAsync(out->c.bits, 0, (size_t)(T * B * words) * 4, c->stream));
+    SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {
+        using A = decltype(tag);
+        const sf_lif_coeffs k = sf_lif_coeffs_of(p);
+        int Ti = (int)T, Bi = (int)B, ni = (int)n, nji = (int)g.nj, gi = (int)g.groups;
+        const A *xa = (const A *)x, *va = (const A *)v;
+        A *sa = (A *)out->s;
+        float *h = out->h, *cnt = out->spike_count;
+        uint32_t *bits = out->c.bits;
+        sf_lif_params pp = *p;
+        void *args[] = {&pp, (void *)&k, &Ti, &Bi, &ni, &nji, &gi, &xa, &va, &sa, &h, &bits, &cnt};
+        return launch_cooperative(c, (const void *)grid_forward_kernel<A>, (int)g.blocks, THREADS, smem, args, ran);
+    }));
+    return *ran ? compact_from_bits(c, out->c, T * B, n) : SF_OK;
+}
+
+/* ---------------------------------------------------------------- backward */
+
+/* Four consecutive elements from L2 (another block wrote them during this kernel), widened. */
+__device__ __forceinline__ float4 load4(const float *p) { return __ldcg((const float4 *)p); }
+template <class H> __device__ __forceinline__ float4 load4(const H *p)
+{
+    float r[4];
+    sf_unpack4(__ldcg((const uint2 *)p), H(), r);
+    return make_float4(r[0], r[1], r[2], r[3]);
+}
+
+/* Row length of vt: whole float4s, and rows 4 banks apart, so that the lanes' float4 reads of 8 rows never collide. */
+__host__ __device__ inline int vt_row(int n) { return (n + 31) / 32 * 32 + 4; }
+
+/* Shared memory: vt [NJ][vt_row(n)] (V[j][i0 + ii] at vt[ii·vt_row(n) + j]; zero past the block's neurons and in the
+ * padding), buf (a chunk of dy_{t+1}, [SPB][CHS], then the warps' partial sums [WARPS][24][32]), dL/dv [SPB·NJ].
+ * vec: rows of dx may be read four elements at a time (n a multiple of 4, dx aligned to four elements). */
+template <class A>
+__global__ void __launch_bounds__(THREADS)
+    grid_backward_kernel(sf_lif_params p, sf_lif_coeffs k, int T, int B, int n, int nj, int groups, bool vec,
+                         const float *h, const A *v, const A *ds, A *dx, uint32_t *mbits, float *count)
+{
+    extern __shared__ float sm[];
+    const int ld = vt_row(n);
+    float *vt = sm, *buf = vt + (size_t)NJ * ld, *dvs = buf + SPB * CHS;
+    const int i0 = blockIdx.x % groups * nj, mi = min(nj, n - i0), b0 = blockIdx.x / groups * SPB;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, words = (n + 31) / 32;
+    const int bq = lane >> 3, iq = lane & 7; /* samples bq + 4r, neurons 3iq + c */
+    for (int64_t q = threadIdx.x; q < (int64_t)NJ * ld; q += blockDim.x) {
+        const int ii = (int)(q / ld), j = (int)(q % ld);
+        vt[q] = ii < mi && j < n ? sf_widen(v[(int64_t)j * n + i0 + ii]) : 0.0f;
+    }
+    for (int q = threadIdx.x; q < SPB * NJ; q += blockDim.x) dvs[q] = 0.0f;
+    cg::grid_group grid = cg::this_grid();
+    float nonzero = 0.0f;
+    __syncthreads();
+    for (int t = T - 1; t >= 0; t--) {
+        /* this thread's neurons' h and ds of step t, loaded now so that their latency hides behind the sums */
+        float hq[PAIRS], dsq[PAIRS];
+#pragma unroll
+        for (int u = 0; u < PAIRS; u++) {
+            const int q = threadIdx.x + u * THREADS, bl = q / NJ, ii = q % NJ;
+            const bool on = q < SPB * NJ && ii < mi && b0 + bl < B;
+            const int64_t at = ((int64_t)t * B + b0 + bl) * n + i0 + ii;
+            hq[u] = on ? h[at] : 0.0f;
+            dsq[u] = on ? sf_widen(ds[at]) : 0.0f;
+        }
+        if (t < T - 1) {
+            float acc[24];
+#pragma unroll
+            for (int a = 0; a < 24; a++) acc[a] = 0.0f;
+            /* dy_{t+1}'s chunk c0 into registers (zero past the rows' ends), then into buf: the next chunk's loads
+             * are in flight while this one's sums run */
+            float4 pre[STAGE];
+            auto fetch = [&](int c0) {
+                const int cl = min(CH, n - c0);
+#pragma unroll
+                for (int u = 0; u < STAGE; u++) {
+                    const int q = threadIdx.x + u * THREADS, bl = q / (CH / 4), j = q % (CH / 4) * 4;
+                    const A *row = dx + ((int64_t)(t + 1) * B + b0 + bl) * n + c0;
+                    float4 d = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                    if (b0 + bl < B && j < cl) {
+                        if (vec) {
+                            d = load4(row + j);
+                        } else {
+                            d.x = sf_widen(__ldcg(row + j));
+                            d.y = j + 1 < cl ? sf_widen(__ldcg(row + j + 1)) : 0.0f;
+                            d.z = j + 2 < cl ? sf_widen(__ldcg(row + j + 2)) : 0.0f;
+                            d.w = j + 3 < cl ? sf_widen(__ldcg(row + j + 3)) : 0.0f;
+                        }
+                    }
+                    pre[u] = d;
+                }
+            };
+            fetch(0);
+            for (int c0 = 0; c0 < n; c0 += CH) {
+#pragma unroll
+                for (int u = 0; u < STAGE; u++) {
+                    const int q = threadIdx.x + u * THREADS;
+                    *(float4 *)(buf + q / (CH / 4) * CHS + q % (CH / 4) * 4) = pre[u];
+                }
+                __syncthreads();
+                if (c0 + CH < n) fetch(c0 + CH);
+                const int je = min(n - c0, (warp + 1) * (CH / WARPS));
+                for (int j = warp * (CH / WARPS); j < je; j += 4) {
+                    float4 w[3];
+#pragma unroll
+                    for (int cc = 0; cc < 3; cc++) w[cc] = *(const float4 *)(vt + (3 * iq + cc) * ld + c0 + j);
+#pragma unroll
+                    for (int r = 0; r < 8; r++) {
+                        const float4 d = *(const float4 *)(buf + (bq + 4 * r) * CHS + j);
+#pragma unroll
+                        for (int cc = 0; cc < 3; cc++) {
+                            float a = acc[r * 3 + cc];
+                            a = fmaf(d.x, w[cc].x, a);
+                            a = fmaf(d.y, w[cc].y, a);
+                            a = fmaf(d.z, w[cc].z, a);
+                            acc[r * 3 + cc] = fmaf(d.w, w[cc].w, a);
+                        }
+                    }
+                }
+                __syncthreads(); /* buf is staged again, or holds the partial sums next */
+            }
+#pragma unroll
+            for (int a = 0; a < 24; a++) buf[(warp * 24 + a) * 32 + lane] = acc[a];
+            __syncthreads();
+        }
+#pragma unroll
+        for (int u = 0; u < PAIRS; u++) {
+            const int q = threadIdx.x + u * THREADS, bl = q / NJ, ii = q % NJ, b = b0 + bl;
+            bool nz = false;
+            if (q < SPB * NJ && ii < mi && b < B) {
+                float g = 0.0f; /* the warps' shares of Vᵀ·dy_{t+1}, in warp order */
+                const int at = ((bl >> 2) * 3 + ii % 3) * 32 + (bl & 3) * 8 + ii / 3;
+                for (int w = 0; t < T - 1 && w < WARPS; w++) g += buf[w * 24 * 32 + at];
+                const int64_t r = (int64_t)t * B + b, i = i0 + ii;
+                float d = dvs[q];
+                const float dy = k.c * sf_lif_step_back(&p, &k, hq[u], dsq[u] + g, &d);
+                dvs[q] = d;
+                const A stored = sf_narrow<A>(dy);
+                dx[r * n + i] = stored;
+                nz = sf_widen(stored) != 0.0f;
+                if (nz && mbits) atomicOr(mbits + r * words + i / 32, 1u << (i & 31));
+            }
+            nonzero += nz ? 1.0f : 0.0f;
+        }
+        grid.sync(); /* the step's dx, read by every block at the next step; buf is free again */
+    }
+    if (count) sf_cuda_add_count(count, nonzero);
+}
+
+sf_status sf_cuda_rlif_grid_backward(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
+                                     const float *h, const void *v, const void *ds, void *dx, const sf_spikes *mask,
+                                     float *count, bool *ran)
+{
+    *ran = false;
+    grid_split g;
+    if (!split_of(c, B, n, &g) || T > INT32_MAX || n > INT32_MAX - 64) return SF_OK;
+    const size_t smem = ((size_t)NJ * (size_t)vt_row((int)n) + SPB * CHS + SPB * NJ) * 4;
+    uint32_t *mbits = mask ? mask->bits : NULL;
+    if (mbits) SF_CUDA_CHECK(cudaMemsetAsync(mbits, 0, (size_t)(T * B * ((n + 31) / 32)) * 4, c->stream));
+    SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {
+        using A = decltype(tag);
+        const sf_lif_coeffs k = sf_lif_coeffs_of(p);
+        sf_lif_params pp = *p;
+        int Ti = (int)T, Bi = (int)B, nn = (int)n, nji = (int)g.nj, gi = (int)g.groups;
+        bool vec = n % 4 == 0 && (uintptr_t)dx % (4 * sizeof(A)) == 0;
+        const A *va = (const A *)v, *da = (const A *)ds;
+        A *xa = (A *)dx;
+        void *args[] = {&pp, (void *)&k, &Ti, &Bi, &nn, &nji, &gi, &vec, &h, &va, &da, &xa, &mbits, &count};
+        return launch_cooperative(c, (const void *)grid_backward_kernel<A>, (int)g.blocks, THREADS, smem, args, ran);
+    }));
+    if (!*ran || !mbits) return SF_OK;
+    return compact_from_bits(c, sf_spikes{mask->bits, NULL, mask->cnt}, T * B, n);
+}
