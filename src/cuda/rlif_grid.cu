@@ -69,7 +69,7 @@ static sf_status launch_cooperative(sf_cuda_ctx *c, const void *kernel, int bloc
 /* ---------------------------------------------------------------- forward */
 
 /* Shared memory: vs [n][nj] (V[j0 + jj][i] at vs[i·nj + jj]), the v of the block's samples [SPB][NJ], and a list of
- * n inputs per warp. Warp w steps samples w and w + WARPS, lane jj neuron j0 + jj: the warp lists the inputs that
+ * n inputs (their offsets in vs) per warp. Warp w steps samples w and w + WARPS, lane jj neuron j0 + jj: the warp lists the inputs that
  * spiked at the step before (from the bits every block wrote at that step), ascending, then each lane sums its row
  * of V over the list, eight independent reads at a time and the additions in list order. */
 template <class A>
@@ -100,7 +100,8 @@ __global__ void __launch_bounds__(THREADS)
                         const int e = __shfl_up_sync(0xffffffffu, end, o);
                         if (lane >= o) end += e;
                     }
-                    for (int at = len + end - __popc(m); m; m &= m - 1u) list[at++] = (uint16_t)((w0 + lane) * 32 + __ffs(m) - 1);
+                    for (int at = len + end - __popc(m); m; m &= m - 1u) /* as offsets into vs (< n·nj < 2^16) */
+                        list[at++] = (uint16_t)(((w0 + lane) * 32 + __ffs(m) - 1) * nj);
                     len += __shfl_sync(0xffffffffu, end, 31);
                 }
                 __syncwarp();
@@ -110,11 +111,11 @@ __global__ void __launch_bounds__(THREADS)
             for (; m + 8 <= len; m += 8) {
                 float r[8];
 #pragma unroll
-                for (int u = 0; u < 8; u++) r[u] = vs[list[m + u] * nj + lj];
+                for (int u = 0; u < 8; u++) r[u] = vs[list[m + u] + lj];
 #pragma unroll
                 for (int u = 0; u < 8; u++) acc += r[u];
             }
-            for (; m < len; m++) acc += vs[list[m] * nj + lj];
+            for (; m < len; m++) acc += vs[list[m] + lj];
             __syncwarp(); /* the list is rewritten for the warp's next sample */
             const int64_t r = (int64_t)t * B + b0 + bl, j = j0 + lane;
             float st = 0.0f;
@@ -143,7 +144,7 @@ sf_status sf_cuda_rlif_grid_forward(sf_cuda_ctx *c, const sf_lif_params *p, int6
 {
     *ran = false;
     grid_split g;
-    if (!split_of(c, B, n, &g) || T > INT32_MAX || n > 65536) return SF_OK; /* the lists hold 16-bit indices */
+    if (!split_of(c, B, n, &g) || T > INT32_MAX || n * g.nj > 65536) return SF_OK; /* the lists hold 16-bit offsets */
     const int64_t words = (n + 31) / 32;
     const size_t smem = ((size_t)(n * g.nj) + SPB * NJ) * 4 + (size_t)(WARPS * n) * 2;
     SF_CUDA_CHECK(cudaMemsetAsync(out->c.bits, 0, (size_t)(T * B * words) * 4, c->stream));
