@@ -360,12 +360,14 @@ static sf_status forward(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, int6
                          const float *v, int32_t sparse, const sf_lif_out *out, const rl_ws &w)
 {
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
+    if (sparse && !(out->c.bits && out->c.idx && out->c.cnt))
+        return sf_fail(SF_ERR_INVALID, "recurrent LIF forward: the event-driven recurrence needs the compact output");
+    sf_lif_out o = *out;
+    if (!o.c.bits) o.c = sf_spikes{w.c.bits, NULL, NULL}; /* the grid kernels pass each step's spikes on as bits */
+    bool ran;
+    SF_TRY(sf_cuda_rlif_grid_forward(c, p, T, B, n, x, v, sparse != 0, &o, &ran));
+    if (ran) return SF_OK;
     if (sparse && persistent_ok(n)) {
-        if (!(out->c.bits && out->c.idx && out->c.cnt))
-            return sf_fail(SF_ERR_INVALID, "recurrent LIF forward: the event-driven recurrence needs the compact output");
-        bool ran;
-        SF_TRY(sf_cuda_rlif_grid_forward(c, p, T, B, n, x, v, out, &ran));
-        if (ran) return SF_OK;
         SF_TRY(sf_cuda_transpose(c, c->act, n, n, v, w.vt));
         return sf_cuda_with_act(c->act, [&](auto tag) {
             using A = decltype(tag);

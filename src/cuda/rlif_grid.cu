@@ -66,6 +66,75 @@ static sf_status launch_cooperative(sf_cuda_ctx *c, const void *kernel, int bloc
     return SF_OK;
 }
 
+/* ---------------------------------------------------------------- the block's dense product */
+
+/* Four consecutive elements from L2 (another block wrote them during this kernel), widened. */
+__device__ __forceinline__ float4 load4(const float *p) { return __ldcg((const float4 *)p); }
+template <class H> __device__ __forceinline__ float4 load4(const H *p)
+{
+    float r[4];
+    sf_unpack4(__ldcg((const uint2 *)p), H(), r);
+    return make_float4(r[0], r[1], r[2], r[3]);
+}
+
+/* Row length of vt: whole float4s, and rows 4 banks apart, so that the lanes' float4 reads of 8 rows never collide. */
+__host__ __device__ inline int vt_row(int n) { return (n + 31) / 32 * 32 + 4; }
+
+/* P[SPB][NJ] = rows·vtᵀ over k < n: rows are SPB rows of n that fetch(c0, pre) loads chunk by chunk (CH columns from
+ * c0, zero past the rows' ends, STAGE float4s per thread), vt is [NJ][ld], zero-padded. The chunk is staged in buf,
+ * the next one's loads in flight meanwhile; lane (bq, iq) of each warp sums its tile, rows bq + 4r and columns
+ * 3iq + c, over the warp's share of the chunk. The warps' sums are left in buf as [WARPS][24][32] for product_at. */
+template <class Fetch>
+__device__ __forceinline__ void block_product(const float *vt, int ld, float *buf, int n, Fetch fetch)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, bq = lane >> 3, iq = lane & 7;
+    float acc[24];
+#pragma unroll
+    for (int a = 0; a < 24; a++) acc[a] = 0.0f;
+    float4 pre[STAGE];
+    fetch(0, pre);
+    for (int c0 = 0; c0 < n; c0 += CH) {
+#pragma unroll
+        for (int u = 0; u < STAGE; u++) {
+            const int q = threadIdx.x + u * THREADS;
+            *(float4 *)(buf + q / (CH / 4) * CHS + q % (CH / 4) * 4) = pre[u];
+        }
+        __syncthreads();
+        if (c0 + CH < n) fetch(c0 + CH, pre);
+        const int je = min(n - c0, (warp + 1) * (CH / WARPS));
+        for (int j = warp * (CH / WARPS); j < je; j += 4) {
+            float4 w[3];
+#pragma unroll
+            for (int cc = 0; cc < 3; cc++) w[cc] = *(const float4 *)(vt + (3 * iq + cc) * ld + c0 + j);
+#pragma unroll
+            for (int r = 0; r < 8; r++) {
+                const float4 d = *(const float4 *)(buf + (bq + 4 * r) * CHS + j);
+#pragma unroll
+                for (int cc = 0; cc < 3; cc++) {
+                    float a = acc[r * 3 + cc];
+                    a = fmaf(d.x, w[cc].x, a);
+                    a = fmaf(d.y, w[cc].y, a);
+                    a = fmaf(d.z, w[cc].z, a);
+                    acc[r * 3 + cc] = fmaf(d.w, w[cc].w, a);
+                }
+            }
+        }
+        __syncthreads(); /* buf is staged again, or holds the sums next */
+    }
+#pragma unroll
+    for (int a = 0; a < 24; a++) buf[(warp * 24 + a) * 32 + lane] = acc[a];
+    __syncthreads();
+}
+
+/* Entry (row bl, column jj) of the product block_product left in buf: the warps' shares added in warp order. */
+__device__ __forceinline__ float product_at(const float *buf, int bl, int jj)
+{
+    const int at = ((bl >> 2) * 3 + jj % 3) * 32 + (bl & 3) * 8 + jj / 3;
+    float g = 0.0f;
+    for (int w = 0; w < WARPS; w++) g += buf[w * 24 * 32 + at];
+    return g;
+}
+
 /* ---------------------------------------------------------------- forward */
 
 /* Shared memory: vs [n][nj] (V[j0 + jj][i] at vs[i·nj + jj]), the v of the block's samples [SPB][NJ], and a list of
@@ -139,14 +208,74 @@ __global__ void __launch_bounds__(THREADS)
     if (count) sf_cuda_add_count(count, spikes);
 }
 
+/* The dense forward: V·s_{t-1} for the block's samples and neurons j0.. as block_product over all n inputs (vt holds
+ * V's rows j0.., the staged rows are s_{t-1} expanded from the bits every block wrote at the step before), then the
+ * LIF step. Shared memory: vt [NJ][vt_row(n)], buf [SPB][CHS], the v of the block's samples [SPB·NJ]. */
+template <class A>
+__global__ void __launch_bounds__(THREADS)
+    grid_dense_forward_kernel(sf_lif_params p, sf_lif_coeffs k, int T, int B, int n, int nj, int groups, const A *x,
+                              const A *v, A *s, float *hout, uint32_t *bits, float *count)
+{
+    extern __shared__ float sm[];
+    const int ld = vt_row(n), words = (n + 31) / 32;
+    float *vt = sm, *buf = vt + (size_t)NJ * ld, *state = buf + SPB * CHS;
+    const int j0 = blockIdx.x % groups * nj, mj = min(nj, n - j0), b0 = blockIdx.x / groups * SPB;
+    for (int64_t q = threadIdx.x; q < (int64_t)NJ * ld; q += blockDim.x) { /* along V's rows: coalesced */
+        const int jj = (int)(q / ld), i = (int)(q % ld);
+        vt[q] = jj < mj && i < n ? sf_widen(v[(int64_t)(j0 + jj) * n + i]) : 0.0f;
+    }
+    for (int q = threadIdx.x; q < SPB * NJ; q += blockDim.x) state[q] = k.v0;
+    cg::grid_group grid = cg::this_grid();
+    float spikes = 0.0f;
+    __syncthreads();
+    for (int t = 0; t < T; t++) {
+        float xq[PAIRS]; /* loaded now so that their latency hides behind the sums */
+#pragma unroll
+        for (int u = 0; u < PAIRS; u++) {
+            const int q = threadIdx.x + u * THREADS, bl = q / NJ, jj = q % NJ;
+            xq[u] = q < SPB * NJ && jj < mj && b0 + bl < B ? sf_widen(x[((int64_t)t * B + b0 + bl) * n + j0 + jj]) : 0.0f;
+        }
+        if (t > 0)
+            block_product(vt, ld, buf, n, [&](int c0, float4 *pre) {
+#pragma unroll
+                for (int u = 0; u < STAGE; u++) { /* four inputs from one bits word (c0 and j are multiples of 4) */
+                    const int q = threadIdx.x + u * THREADS, bl = q / (CH / 4), j = c0 + q % (CH / 4) * 4;
+                    uint32_t m = 0;
+                    if (b0 + bl < B && j < n)
+                        m = __ldcg(bits + ((int64_t)(t - 1) * B + b0 + bl) * words + j / 32) >> (j & 31);
+                    pre[u] = make_float4((float)(m & 1u), (float)(m >> 1 & 1u), (float)(m >> 2 & 1u), (float)(m >> 3 & 1u));
+                }
+            });
+#pragma unroll
+        for (int u = 0; u < PAIRS; u++) {
+            const int q = threadIdx.x + u * THREADS, bl = q / NJ, jj = q % NJ;
+            if (q >= SPB * NJ || jj >= mj || b0 + bl >= B) continue;
+            const int64_t r = (int64_t)t * B + b0 + bl, j = j0 + jj;
+            float vv = state[q], h;
+            const float st = sf_lif_step(&k, p.soft_reset, xq[u] + (t > 0 ? product_at(buf, bl, jj) : 0.0f), &vv, &h);
+            state[q] = vv;
+            if (s) s[r * n + j] = sf_narrow<A>(st);
+            if (hout) hout[r * n + j] = h;
+            if (st != 0.0f) {
+                atomicOr(bits + r * words + j / 32, 1u << (j & 31));
+                spikes += 1.0f;
+            }
+        }
+        grid.sync(); /* the step's bits, read by every block at the next step; buf is free again */
+    }
+    if (count) sf_cuda_add_count(count, spikes);
+}
+
 sf_status sf_cuda_rlif_grid_forward(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
-                                    const void *x, const void *v, const sf_lif_out *out, bool *ran)
+                                    const void *x, const void *v, bool event_driven, const sf_lif_out *out, bool *ran)
 {
     *ran = false;
     grid_split g;
-    if (!split_of(c, B, n, &g) || T > INT32_MAX || n * g.nj > 65536) return SF_OK; /* the lists hold 16-bit offsets */
+    if (!split_of(c, B, n, &g) || T > INT32_MAX || n > INT32_MAX - 64 || (event_driven && n * g.nj > 65536))
+        return SF_OK; /* the event-driven lists hold 16-bit offsets */
     const int64_t words = (n + 31) / 32;
-    const size_t smem = ((size_t)(n * g.nj) + SPB * NJ) * 4 + (size_t)(WARPS * n) * 2;
+    const size_t smem = event_driven ? ((size_t)(n * g.nj) + SPB * NJ) * 4 + (size_t)(WARPS * n) * 2
+                                     : ((size_t)NJ * (size_t)vt_row((int)n) + SPB * CHS + SPB * NJ) * 4;
     SF_CUDA_CHECK(cudaMemsetAsync(out->c.bits, 0, (size_t)(T * B * words) * 4, c->stream));
     SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {
         using A = decltype(tag);
@@ -158,24 +287,13 @@ sf_status sf_cuda_rlif_grid_forward(sf_cuda_ctx *c, const sf_lif_params *p, int6
         uint32_t *bits = out->c.bits;
         sf_lif_params pp = *p;
         void *args[] = {&pp, (void *)&k, &Ti, &Bi, &ni, &nji, &gi, &xa, &va, &sa, &h, &bits, &cnt};
-        return launch_cooperative(c, (const void *)grid_forward_kernel<A>, (int)g.blocks, THREADS, smem, args, ran);
+        const void *kernel = event_driven ? (const void *)grid_forward_kernel<A> : (const void *)grid_dense_forward_kernel<A>;
+        return launch_cooperative(c, kernel, (int)g.blocks, THREADS, smem, args, ran);
     }));
     return *ran ? compact_from_bits(c, out->c, T * B, n) : SF_OK;
 }
 
 /* ---------------------------------------------------------------- backward */
-
-/* Four consecutive elements from L2 (another block wrote them during this kernel), widened. */
-__device__ __forceinline__ float4 load4(const float *p) { return __ldcg((const float4 *)p); }
-template <class H> __device__ __forceinline__ float4 load4(const H *p)
-{
-    float r[4];
-    sf_unpack4(__ldcg((const uint2 *)p), H(), r);
-    return make_float4(r[0], r[1], r[2], r[3]);
-}
-
-/* Row length of vt: whole float4s, and rows 4 banks apart, so that the lanes' float4 reads of 8 rows never collide. */
-__host__ __device__ inline int vt_row(int n) { return (n + 31) / 32 * 32 + 4; }
 
 /* Shared memory: vt [NJ][vt_row(n)] (V[j][i0 + ii] at vt[ii·vt_row(n) + j]; zero past the block's neurons and in the
  * padding), buf (a chunk of dy_{t+1}, [SPB][CHS], then the warps' partial sums [WARPS][24][32]), dL/dv [SPB·NJ].
@@ -189,8 +307,7 @@ __global__ void __launch_bounds__(THREADS)
     const int ld = vt_row(n);
     float *vt = sm, *buf = vt + (size_t)NJ * ld, *dvs = buf + SPB * CHS;
     const int i0 = blockIdx.x % groups * nj, mi = min(nj, n - i0), b0 = blockIdx.x / groups * SPB;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, words = (n + 31) / 32;
-    const int bq = lane >> 3, iq = lane & 7; /* samples bq + 4r, neurons 3iq + c */
+    const int words = (n + 31) / 32;
     for (int64_t q = threadIdx.x; q < (int64_t)NJ * ld; q += blockDim.x) {
         const int ii = (int)(q / ld), j = (int)(q % ld);
         vt[q] = ii < mi && j < n ? sf_widen(v[(int64_t)j * n + i0 + ii]) : 0.0f;
@@ -210,14 +327,8 @@ __global__ void __launch_bounds__(THREADS)
             hq[u] = on ? h[at] : 0.0f;
             dsq[u] = on ? sf_widen(ds[at]) : 0.0f;
         }
-        if (t < T - 1) {
-            float acc[24];
-#pragma unroll
-            for (int a = 0; a < 24; a++) acc[a] = 0.0f;
-            /* dy_{t+1}'s chunk c0 into registers (zero past the rows' ends), then into buf: the next chunk's loads
-             * are in flight while this one's sums run */
-            float4 pre[STAGE];
-            auto fetch = [&](int c0) {
+        if (t < T - 1) /* Vᵀ·dy_{t+1}: dy_{t+1}'s rows of the block's samples */
+            block_product(vt, ld, buf, n, [&](int c0, float4 *pre) {
                 const int cl = min(CH, n - c0);
 #pragma unroll
                 for (int u = 0; u < STAGE; u++) {
@@ -236,48 +347,13 @@ __global__ void __launch_bounds__(THREADS)
                     }
                     pre[u] = d;
                 }
-            };
-            fetch(0);
-            for (int c0 = 0; c0 < n; c0 += CH) {
-#pragma unroll
-                for (int u = 0; u < STAGE; u++) {
-                    const int q = threadIdx.x + u * THREADS;
-                    *(float4 *)(buf + q / (CH / 4) * CHS + q % (CH / 4) * 4) = pre[u];
-                }
-                __syncthreads();
-                if (c0 + CH < n) fetch(c0 + CH);
-                const int je = min(n - c0, (warp + 1) * (CH / WARPS));
-                for (int j = warp * (CH / WARPS); j < je; j += 4) {
-                    float4 w[3];
-#pragma unroll
-                    for (int cc = 0; cc < 3; cc++) w[cc] = *(const float4 *)(vt + (3 * iq + cc) * ld + c0 + j);
-#pragma unroll
-                    for (int r = 0; r < 8; r++) {
-                        const float4 d = *(const float4 *)(buf + (bq + 4 * r) * CHS + j);
-#pragma unroll
-                        for (int cc = 0; cc < 3; cc++) {
-                            float a = acc[r * 3 + cc];
-                            a = fmaf(d.x, w[cc].x, a);
-                            a = fmaf(d.y, w[cc].y, a);
-                            a = fmaf(d.z, w[cc].z, a);
-                            acc[r * 3 + cc] = fmaf(d.w, w[cc].w, a);
-                        }
-                    }
-                }
-                __syncthreads(); /* buf is staged again, or holds the partial sums next */
-            }
-#pragma unroll
-            for (int a = 0; a < 24; a++) buf[(warp * 24 + a) * 32 + lane] = acc[a];
-            __syncthreads();
-        }
+            });
 #pragma unroll
         for (int u = 0; u < PAIRS; u++) {
             const int q = threadIdx.x + u * THREADS, bl = q / NJ, ii = q % NJ, b = b0 + bl;
             bool nz = false;
             if (q < SPB * NJ && ii < mi && b < B) {
-                float g = 0.0f; /* the warps' shares of Vᵀ·dy_{t+1}, in warp order */
-                const int at = ((bl >> 2) * 3 + ii % 3) * 32 + (bl & 3) * 8 + ii / 3;
-                for (int w = 0; t < T - 1 && w < WARPS; w++) g += buf[w * 24 * 32 + at];
+                const float g = t < T - 1 ? product_at(buf, bl, ii) : 0.0f;
                 const int64_t r = (int64_t)t * B + b, i = i0 + ii;
                 float d = dvs[q];
                 const float dy = k.c * sf_lif_step_back(&p, &k, hq[u], dsq[u] + g, &d);

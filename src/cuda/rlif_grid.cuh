@@ -5,9 +5,9 @@
  *   forward (event-driven): a warp per sample, a lane per neuron: it sums its row of V over the inputs that spiked at
  *     the step before (the bits every block wrote at that step), in ascending input order: the CPU's sums, bit for
  *     bit.
- *   backward (dense dy): the rows dy_{t+1} of the block's samples are staged in chunks, and each lane sums Vᵀ·dy_{t+1}
- *     for a tile of 8 samples × 3 neurons over its warp's share of each chunk; the shares are added in warp order:
- *     deterministic.
+ *   forward (dense) and backward (dense dy): the rows s_{t-1} (from the bits) or dy_{t+1} of the block's samples are
+ *     staged in chunks, and each lane sums V·s_{t-1} or Vᵀ·dy_{t+1} for a tile of 8 samples × 3 neurons over its
+ *     warp's share of each chunk; the shares are added in warp order: deterministic.
  * Each sets *ran to false (and launches nothing) where the shape does not fit the device's shared memory or
  * co-resident blocks; the caller then runs its other paths. */
 #ifndef SF_CUDA_RLIF_GRID_CUH
@@ -16,9 +16,9 @@
 #include "cuda/common.cuh"
 
 /* Writes the spikes (s, h where not NULL) and out->c (bits, and idx, cnt where c has them) of the recurrence over x
- * [T, B, n] with V [n, n] (activation type). */
+ * [T, B, n] with V [n, n] (activation type), event-driven or dense. */
 sf_status sf_cuda_rlif_grid_forward(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
-                                    const void *x, const void *v, const sf_lif_out *out, bool *ran);
+                                    const void *x, const void *v, bool event_driven, const sf_lif_out *out, bool *ran);
 
 /* dx (activation type) from h, ds and V; mask (bits and cnt, may have bits NULL) marks the nonzero entries of dx as
  * stored; count (may be NULL) gets their number added. */
