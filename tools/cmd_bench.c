@@ -280,7 +280,8 @@ static void print_text(const bench_args *a, const sf_config *cfg, const sf_net *
     printf("peak memory:  %s allocated by the network", sf_cli_bytes((double)r->peak_bytes, b, sizeof b));
     printf(", %s resident (process)\n", sf_cli_bytes((double)r->peak_rss_bytes, b, sizeof b));
     printf("per layer (ms per step; spiking layers: firing rate; event-driven layers: input density, path of the "
-           "forward/backward):\n  %-32s %10s %10s\n", "layer", "forward", "backward");
+           "forward/backward, and under auto the densities below which each runs event-driven):\n  %-32s %10s %10s\n",
+           "layer", "forward", "backward");
     for (int32_t i = 0, k = 0; i < r->num_layers; i++) {
         char label[96];
         printf("  %-32s %10.3f %10.3f", layer_label(cfg, net, i, label, sizeof label), r->layers[i].forward_ms,
@@ -291,6 +292,8 @@ static void print_text(const bench_args *a, const sf_config *cfg, const sf_net *
         if (q->eligible)
             printf("  density %.4f %s/%s (%s)", q->density, q->forward_sparse ? "sparse" : "dense",
                    q->backward_sparse ? "sparse" : "dense", sf_sparse_mode_name(q->mode));
+        if (q->eligible && q->mode == SF_SPARSE_AUTO)
+            printf(" below %.3f/%.3f", q->crossover_forward, q->crossover_backward);
         putchar('\n');
     }
 }
