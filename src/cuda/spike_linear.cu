@@ -2,8 +2,8 @@
  *   forward: one block per row (and tile of 2048 output columns) walks the row's active inputs in ascending order
  *     and adds their rows of Wᵀ (a transposed copy made per call, so that a warp reads 128 contiguous bytes);
  *   dW: per-input row lists (the column lists of x, CSC: counted and filled per chunk of rows, offsets by a CUB scan)
- *     let one block per input add up the rows of dy where that input spiked, ascending, into row i of dWᵀ, which is
- *     then transposed into dW: no atomics, every element a sum in a fixed order;
+ *     let a block per input and tile of 512 columns add up the rows of dy where that input spiked, ascending, into
+ *     row i of dWᵀ, which is then transposed into dW: no atomics, every element a sum in a fixed order;
  *   dx: with the mask of nonzero dy, one block per row sums the rows of W of the nonzero entries, ascending; else
  *     cuBLAS as the dense layer.
  * Every sum runs in the order of the CPU op's and with the same operations (no FMA contraction in this build), so
@@ -17,6 +17,9 @@
 #include <cub/device/device_scan.cuh>
 
 enum { THREADS = 256, COLS = 8, TILE_COLS = COLS * THREADS, ROW_CHUNK = 64 };
+/* dW: a block per input and tile of WG_TILE columns, WG_AHEAD rows of dy loaded before they are added: an input that
+ * fires at most steps has a list as long as dy, which one SM alone would read at a fraction of the card's bandwidth. */
+enum { WG_COLS = 2, WG_TILE = WG_COLS * THREADS, WG_AHEAD = 8 };
 
 template <class E> __global__ void transpose_kernel(int64_t rows, int64_t cols, const E *a, E *at)
 {
@@ -192,25 +195,39 @@ __global__ void __launch_bounds__(THREADS)
     wgrad_kernel(int32_t out, const int32_t *colptr, const int32_t *rowidx, const T *dy, float *dwt)
 {
     __shared__ int list[THREADS];
-    const int64_t tiles = (out + TILE_COLS - 1) / TILE_COLS, i = blockIdx.x / tiles, j0 = blockIdx.x % tiles * TILE_COLS;
-    float acc[COLS];
+    const int64_t tiles = (out + WG_TILE - 1) / WG_TILE, i = blockIdx.x / tiles, j0 = blockIdx.x % tiles * WG_TILE;
+    float acc[WG_COLS];
 #pragma unroll
-    for (int q = 0; q < COLS; q++) acc[q] = 0.0f;
+    for (int q = 0; q < WG_COLS; q++) acc[q] = 0.0f;
     const int32_t k0 = colptr[i], k1 = colptr[i + 1];
     for (int32_t base = k0; base < k1; base += THREADS) {
         const int k = min(THREADS, k1 - base);
         if ((int)threadIdx.x < k) list[threadIdx.x] = rowidx[base + threadIdx.x];
         __syncthreads();
-        for (int m = 0; m < k; m++) {
+        int m = 0;
+        for (; m + WG_AHEAD <= k; m += WG_AHEAD) { /* the loads first, then the additions in list order */
+            float v[WG_AHEAD][WG_COLS];
+#pragma unroll
+            for (int u = 0; u < WG_AHEAD; u++) {
+                const T *d = dy + (int64_t)list[m + u] * out + j0 + threadIdx.x;
+#pragma unroll
+                for (int q = 0; q < WG_COLS; q++) v[u][q] = col_ok(j0, q, out) ? sf_widen(d[q * THREADS]) : 0.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < WG_AHEAD; u++)
+#pragma unroll
+                for (int q = 0; q < WG_COLS; q++) acc[q] += v[u][q];
+        }
+        for (; m < k; m++) {
             const T *d = dy + (int64_t)list[m] * out + j0 + threadIdx.x;
 #pragma unroll
-            for (int q = 0; q < COLS; q++)
+            for (int q = 0; q < WG_COLS; q++)
                 if (col_ok(j0, q, out)) acc[q] += sf_widen(d[q * THREADS]);
         }
         __syncthreads();
     }
 #pragma unroll
-    for (int q = 0; q < COLS; q++) {
+    for (int q = 0; q < WG_COLS; q++) {
         const int64_t j = j0 + threadIdx.x + (int64_t)q * THREADS;
         if (j < out) dwt[i * out + j] = acc[q];
     }
@@ -233,7 +250,7 @@ sf_status sf_cuda_spike_weight_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, in
     SF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(s.scan, bytes, s.total, s.colptr, in + 1, c->stream));
     csc_kernel<true><<<grid, THREADS, 0, c->stream>>>(rows, in, x, s.cnt, s.colptr, s.rowidx);
     SF_CUDA_LAUNCHED();
-    const int64_t tiles = (out + TILE_COLS - 1) / TILE_COLS;
+    const int64_t tiles = (out + WG_TILE - 1) / WG_TILE;
     SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {
         using T = decltype(tag);
         wgrad_kernel<T><<<(unsigned)(in * tiles), THREADS, 0, c->stream>>>(out, s.colptr, s.rowidx, (const T *)dy,
