@@ -140,6 +140,12 @@ struct sf_backend {
     /* dx (may be NULL) = dy·W; dW = dyᵀ·x; db (may be NULL) = Σ_rows dy. */
     sf_status (*linear_backward)(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
                                  const float *w, const float *dy, float *dx, float *dw, float *db);
+    /* linear_forward and _backward for an x that holds only 0 and 1 (spikes): the same results, which a backend may
+     * compute faster with that knowledge (CUDA in fp32: exact tensor-core products with W's or dy's two TF32 parts). */
+    sf_status (*binary_linear_forward)(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
+                                       const float *w, const float *b, float *y);
+    sf_status (*binary_linear_backward)(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
+                                        const float *w, const float *dy, float *dx, float *dw, float *db);
 
     /* Conv2d, NCHW with n = T·B images; W is [cout, cin, k, k]. Workspace bytes come from conv_workspace. */
     size_t (*conv_workspace)(sf_backend *be, const sf_conv_shape *sh);

@@ -92,8 +92,9 @@ static sf_status layer_backward(sf_net *net, int32_t i)
         const float *x;
         SF_TRY(input_value(net, l, l->in, &x));
         float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc);
-        SF_TRY(be->linear_backward(be, rows(net), (int32_t)net->tensors[l->in].per_sample, l->d.out_features, x,
-                                   sf_net_weight(net, l->w_off), dy, dx, pgrad(net, l->w_off), pgrad(net, l->b_off)));
+        SF_TRY((sf_net_tensor_is_binary(net, l->in) ? be->binary_linear_backward : be->linear_backward)(
+            be, rows(net), (int32_t)net->tensors[l->in].per_sample, l->d.out_features, x, sf_net_weight(net, l->w_off),
+            dy, dx, pgrad(net, l->w_off), pgrad(net, l->b_off)));
         return accumulate(net, acc, l->in, dx);
     }
     case SF_LAYER_CONV2D: {

@@ -274,6 +274,9 @@ sf_status sf_net_plan_memory(sf_net *net);
 void sf_net_sparse_mark(sf_net *net);
 /* Is tensor `id` 0/1 spikes, as far as the layers added so far tell? */
 bool sf_net_tensor_is_spikes(const sf_net *net, int32_t id);
+/* Whether tensor id holds only 0 and 1 for certain (spikes, or the input with input_spikes once it is checked): its
+ * linear layers may call the backend's binary_linear ops. */
+bool sf_net_tensor_is_binary(const sf_net *net, int32_t id);
 /* Crossovers of the AUTO layers: measured on the device once per shape (cached in the process), or the net's
  * fixed sparse_crossover. Called by sf_net_compile once the memory is planned. */
 sf_status sf_net_sparse_tune(sf_net *net);

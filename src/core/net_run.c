@@ -70,8 +70,9 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
             SF_TRY(sf_net_spike_linear_forward(net, l, y));
             break;
         }
-        SF_TRY(be->linear_forward(be, rows(net), (int32_t)net->tensors[l->in].per_sample, l->d.out_features, x,
-                                  sf_net_weight(net, l->w_off), param(net, l->b_off), y));
+        SF_TRY((sf_net_tensor_is_binary(net, l->in) ? be->binary_linear_forward : be->linear_forward)(
+            be, rows(net), (int32_t)net->tensors[l->in].per_sample, l->d.out_features, x, sf_net_weight(net, l->w_off),
+            param(net, l->b_off), y));
         break;
     case SF_LAYER_CONV2D:
         SF_TRY(be->conv_forward(be, &l->conv, x, sf_net_weight(net, l->w_off), param(net, l->b_off), y,

@@ -29,6 +29,12 @@ bool sf_net_tensor_is_spikes(const sf_net *net, int32_t id)
     }
 }
 
+bool sf_net_tensor_is_binary(const sf_net *net, int32_t id)
+{
+    /* the input once its values are checked: its compaction flags anything but 0 and 1 (net_step.c) */
+    return sf_net_tensor_is_spikes(net, id) && (root(net, id) != 0 || net->tensors[0].compact);
+}
+
 static bool is_sparse_linear(const sf_net_layer *l)
 {
     return l->d.kind == SF_LAYER_LINEAR && l->sparse != SF_SPARSE_OFF;
@@ -201,8 +207,8 @@ sf_status sf_net_spike_linear_forward(sf_net *net, sf_net_layer *l, float *y)
                                         param(net, l->b_off), y, sf_net_slot_ptr(net, l->sws_f));
     float *x = sf_net_act(net, t);
     if (!net->tensors[t].need_float && t != 0) SF_TRY(be->spikes_expand(be, rows(net), in, c.bits, x));
-    return be->linear_forward(be, rows(net), in, l->d.out_features, x, sf_net_weight(net, l->w_off),
-                              param(net, l->b_off), y);
+    return be->binary_linear_forward(be, rows(net), in, l->d.out_features, x, sf_net_weight(net, l->w_off),
+                                     param(net, l->b_off), y);
 }
 
 sf_status sf_net_spike_linear_backward(sf_net *net, sf_net_layer *l, const float *dy, float *dx)
@@ -220,8 +226,8 @@ sf_status sf_net_spike_linear_backward(sf_net *net, sf_net_layer *l, const float
     float *x = sf_net_slot_ptr(net, l->in_float);
     if (net->tensors[t].keep == SF_KEEP_FLOAT) x = sf_net_act(net, t); /* keep_all: kept as floats, nothing planned */
     else SF_TRY(be->spikes_expand(be, rows(net), in, c.bits, x));
-    return be->linear_backward(be, rows(net), in, l->d.out_features, x, sf_net_weight(net, l->w_off), dy, dx,
-                               pgrad(net, l->w_off), pgrad(net, l->b_off));
+    return be->binary_linear_backward(be, rows(net), in, l->d.out_features, x, sf_net_weight(net, l->w_off), dy, dx,
+                                      pgrad(net, l->w_off), pgrad(net, l->b_off));
 }
 
 int32_t sf_net_layer_sparsity(const sf_net *net, sf_layer_sparsity *out, int32_t cap)

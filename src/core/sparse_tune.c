@@ -71,10 +71,10 @@ static sf_status run_op(void *ctx, int o)
     bench *b = ctx;
     sf_backend *be = b->be;
     switch ((op)o) {
-    case OP_DENSE_FWD: return be->linear_forward(be, b->rows, b->in, b->out, b->x, b->w, NULL, b->y);
+    case OP_DENSE_FWD: return be->binary_linear_forward(be, b->rows, b->in, b->out, b->x, b->w, NULL, b->y);
     case OP_DENSE_BWD:
         SF_TRY(be->spikes_expand(be, b->rows, b->in, b->c.bits, b->x));
-        return be->linear_backward(be, b->rows, b->in, b->out, b->x, b->w, b->dy, b->dx, b->dw, NULL);
+        return be->binary_linear_backward(be, b->rows, b->in, b->out, b->x, b->w, b->dy, b->dx, b->dw, NULL);
     case OP_SPARSE_FWD: return be->spike_linear_forward(be, b->rows, b->in, b->out, &b->c, b->w, NULL, b->y, b->ws);
     case OP_SPARSE_BWD:
         return be->spike_linear_backward(be, b->rows, b->in, b->out, b->c.bits, b->w, b->dy, NULL, b->dx, b->dw, NULL,

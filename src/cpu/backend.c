@@ -68,6 +68,8 @@ sf_status sf_cpu_backend_create(sf_backend **out)
 
     be->linear_forward = sf_cpu_op_linear_forward;
     be->linear_backward = sf_cpu_op_linear_backward;
+    be->binary_linear_forward = sf_cpu_op_linear_forward; /* the CPU's BLAS has no faster path for 0/1 operands */
+    be->binary_linear_backward = sf_cpu_op_linear_backward;
     be->conv_workspace = sf_cpu_op_conv_workspace;
     be->conv_forward = sf_cpu_op_conv_forward;
     be->conv_backward = sf_cpu_op_conv_backward;

@@ -156,6 +156,8 @@ static void fill_table(sf_backend *be, bool graphs)
     be->bn_stats_merge = sf_cuda_op_bn_stats_merge;
     be->linear_forward = sf_cuda_op_linear_forward;
     be->linear_backward = sf_cuda_op_linear_backward;
+    be->binary_linear_forward = sf_cuda_op_binary_linear_forward;
+    be->binary_linear_backward = sf_cuda_op_binary_linear_backward;
     be->conv_workspace = sf_cuda_op_conv_workspace;
     be->conv_forward = sf_cuda_op_conv_forward;
     be->conv_backward = sf_cuda_op_conv_backward;

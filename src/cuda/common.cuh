@@ -22,8 +22,15 @@ extern "C" {
 struct sf_cuda_conv_entry; /* conv.cu */
 
 /* Scratch slots: per-neuron sums (BN+LIF), per-block partials (reductions), a convolution's weight gradient in a
- * 16-bit act type (cuDNN writes it in its operands' type; conv.cu widens it into the fp32 gradient). */
-enum { SF_CUDA_SCRATCH_SUMS = 0, SF_CUDA_SCRATCH_PARTIALS, SF_CUDA_SCRATCH_CONV_DW, SF_CUDA_SCRATCH_SLOTS };
+ * 16-bit act type (cuDNN writes it in its operands' type; conv.cu widens it into the fp32 gradient), the TF32 parts
+ * of an fp32 operand multiplied with spikes (binary_linear.cu). */
+enum {
+    SF_CUDA_SCRATCH_SUMS = 0,
+    SF_CUDA_SCRATCH_PARTIALS,
+    SF_CUDA_SCRATCH_CONV_DW,
+    SF_CUDA_SCRATCH_SPLIT,
+    SF_CUDA_SCRATCH_SLOTS
+};
 
 typedef struct sf_cuda_ctx {
     int device;

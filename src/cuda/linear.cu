@@ -76,6 +76,16 @@ static sf_status check_dims(int64_t rows, int32_t in, int32_t out)
     return SF_OK;
 }
 
+sf_status sf_cuda_bias_fill(sf_cuda_ctx *c, int64_t rows, int32_t out, const float *b, float *y)
+{
+    return sf_cuda_with_act(c->act, [&](auto tag) {
+        using T = decltype(tag);
+        bias_fill_kernel<T><<<sf_cuda_blocks(rows * out, 256), 256, 0, c->stream>>>(rows, out, b, (T *)y);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    });
+}
+
 sf_status sf_cuda_gemm(sf_cuda_ctx *c, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A,
                        int lda, const void *B, int ldb, float beta, void *C, int ldc, bool c_float)
 {
@@ -99,12 +109,7 @@ sf_status sf_cuda_op_linear_forward(sf_backend *be, int64_t rows, int32_t in, in
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     float beta = 0.0f;
     if (b) {
-        SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {
-            using T = decltype(tag);
-            bias_fill_kernel<T><<<sf_cuda_blocks(rows * out, 256), 256, 0, c->stream>>>(rows, out, b, (T *)y);
-            SF_CUDA_LAUNCHED();
-            return SF_OK;
-        }));
+        SF_TRY(sf_cuda_bias_fill(c, rows, out, b, y));
         beta = 1.0f;
     }
     if (in == 0) return b ? SF_OK : be->zero(be, y, (size_t)(rows * out) * sf_act_type_size(c->act));

@@ -44,6 +44,8 @@ sf_status sf_cuda_op_linear_forward(sf_backend *be, int64_t rows, int32_t in, in
                                     const float *w, const float *b, float *y);
 sf_status sf_cuda_op_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
                                      const float *w, const float *dy, float *dx, float *dw, float *db);
+/* y[r, :] = b in the backend's activation type (y [rows, out]). */
+sf_status sf_cuda_bias_fill(sf_cuda_ctx *c, int64_t rows, int32_t out, const float *b, float *y);
 /* C = op(A)·op(B) + beta·C, column-major, A and B in the backend's activation type, C in it too or float (c_float);
  * fp32 accumulation. */
 sf_status sf_cuda_gemm(sf_cuda_ctx *c, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A,
@@ -54,6 +56,16 @@ sf_status sf_cuda_gemm(sf_cuda_ctx *c, cublasOperation_t ta, cublasOperation_t t
 sf_status sf_cuda_column_sums(sf_cuda_ctx *c, int64_t rows, int32_t out, const float *dy, float *db);
 sf_status sf_cuda_linear_input_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *w,
                                     const float *dy, float *dx);
+
+/* binary_linear.cu: linear_forward and _backward for x of 0/1 values, exact on the tensor cores in fp32 (the other
+ * operand as two TF32 parts); sf_cuda_binary_weight_grad is its dW = dyᵀ·x (dw float; x and dy in the activation
+ * type), which the recurrent layer's dense dV uses too. */
+sf_status sf_cuda_op_binary_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
+                                           const float *w, const float *b, float *y);
+sf_status sf_cuda_op_binary_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
+                                            const float *w, const float *dy, float *dx, float *dw, float *db);
+sf_status sf_cuda_binary_weight_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *x,
+                                     const float *dy, float *dw);
 
 /* spikes.cu: the compact form (core/spikes.h). */
 sf_status sf_cuda_op_spikes_compact(sf_backend *be, int64_t rows, int64_t n, const float *x, const sf_spikes *out,

@@ -29,44 +29,33 @@ struct rl_ws {
     float *h;
     sf_spikes c;
     void *sl;
-    float *hi, *lo; /* dy's TF32 parts for a dense fp32 dV, SPLIT_ROWS rows at a time */
 };
-
-enum { SPLIT_ROWS = 2048 };
 
 static size_t up(size_t n) { return (n + 255) & ~(size_t)255; }
 
-static int64_t split_rows(int64_t T, int64_t B) { return T > 1 && (T - 1) * B < SPLIT_ROWS ? (T - 1) * B : SPLIT_ROWS; }
-
-/* A dense dV in fp32 runs as two TF32 products (dense_dv_split); other precisions' GEMMs take the act type as is. */
-static bool splits_dv(const sf_cuda_ctx *c) { return c->act == SF_ACT_F32 && c->prec == SF_PRECISION_FP32; }
-
-static size_t layout(const sf_cuda_ctx *c, int64_t T, int64_t B, int64_t n, void *base, rl_ws *w)
+static size_t layout(int64_t T, int64_t B, int64_t n, void *base, rl_ws *w)
 {
     const size_t f = sizeof(float), N = (size_t)(B * n), rows = (size_t)(T * B);
-    const size_t split = splits_dv(c) ? (size_t)split_rows(T, B) * (size_t)n * f : 0;
     const size_t sizes[] = {(size_t)(n * n) * f, N * f, N * f, N * f, rows * (size_t)n * f,
                             rows * (size_t)((n + 31) / 32) * 4, rows * (size_t)n,
                             rows * (size_t)((n + SF_SPIKE_SEG - 1) / SF_SPIKE_SEG) * 4,
-                            sf_cuda_spike_linear_ws(T > 1 ? (T - 1) * B : 1, (int32_t)n, (int32_t)n),
-                            split, split};
+                            sf_cuda_spike_linear_ws(T > 1 ? (T - 1) * B : 1, (int32_t)n, (int32_t)n)};
     char *p = (char *)base;
-    void *ptr[11];
+    void *ptr[9];
     size_t total = 0;
-    for (int i = 0; i < 11; i++) {
+    for (int i = 0; i < 9; i++) {
         ptr[i] = p ? p + total : NULL;
         total += up(sizes[i] ? sizes[i] : 4);
     }
     if (w)
         *w = rl_ws{ptr[0], (float *)ptr[1], (float *)ptr[2], ptr[3], (float *)ptr[4],
-                   sf_spikes{(uint32_t *)ptr[5], (uint8_t *)ptr[6], (int32_t *)ptr[7]}, ptr[8], (float *)ptr[9],
-                   (float *)ptr[10]};
+                   sf_spikes{(uint32_t *)ptr[5], (uint8_t *)ptr[6], (int32_t *)ptr[7]}, ptr[8]};
     return total;
 }
 
 size_t sf_cuda_op_rlif_workspace(sf_backend *be, int64_t T, int64_t B, int64_t n)
 {
-    return layout(sf_cuda_ctx_of(be), T, B, n, NULL, NULL);
+    return layout(T, B, n, NULL, NULL);
 }
 
 /* Threads of a persistent block: whole segments, up to 1024; the sample's n neurons in at most RMAX rounds. */
@@ -286,45 +275,6 @@ __global__ void __launch_bounds__(SF_SPIKE_SEG)
     if (count) sf_cuda_add_count(count, nz);
 }
 
-/* x rounded to TF32 (10 mantissa bits, to nearest even): the high part, and then the low part of x − high. */
-__device__ __forceinline__ float tf32_round(float x)
-{
-    uint32_t u = __float_as_uint(x);
-    u += 0xfffu + ((u >> 13) & 1u);
-    return __uint_as_float(u & 0xffffe000u);
-}
-
-__global__ void tf32_split_kernel(int64_t n, const float *x, float *hi, float *lo)
-{
-    SF_CUDA_GRID_STRIDE(i, n)
-    {
-        const float h = tf32_round(x[i]);
-        hi[i] = h;
-        lo[i] = tf32_round(x[i] - h);
-    }
-}
-
-/* dVᶜ[n, n] = sᶜ·dyᶜᵀ over r rows, s of 0/1 (exact in TF32): dy = hi + lo in two TF32 tensor-core products, rows in
- * chunks of SPLIT_ROWS. Each product of s with a part is exact, so the result is dy's sum rounded as fp32 sums
- * round (relative error 6e-8 against double where SGEMM gave 1.2e-7, H200), at tensor-core speed. */
-static sf_status dense_dv_split(sf_cuda_ctx *c, int64_t r, int64_t n, const float *s, const float *dy, float *dv,
-                                const rl_ws &w)
-{
-    const float one = 1.0f;
-    for (int64_t r0 = 0; r0 < r; r0 += SPLIT_ROWS) {
-        const int64_t rows = r - r0 < SPLIT_ROWS ? r - r0 : SPLIT_ROWS;
-        tf32_split_kernel<<<sf_cuda_blocks(rows * n, 256), 256, 0, c->stream>>>(rows * n, dy + r0 * n, w.hi, w.lo);
-        SF_CUDA_LAUNCHED();
-        for (int part = 0; part < 2; part++) {
-            const float beta = r0 == 0 && part == 0 ? 0.0f : 1.0f;
-            SF_CUBLAS_CHECK(cublasGemmEx(c->cublas, CUBLAS_OP_N, CUBLAS_OP_T, (int)n, (int)n, (int)rows, &one,
-                                         s + r0 * n, CUDA_R_32F, (int)n, part ? w.lo : w.hi, CUDA_R_32F, (int)n, &beta,
-                                         dv, CUDA_R_32F, (int)n, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
-        }
-    }
-    return SF_OK;
-}
-
 /* s = h >= θ as bits (the spikes of a forward whose h was kept). */
 __global__ void bits_from_h_kernel(int64_t rows, int64_t n, float theta, const float *h, uint32_t *bits)
 {
@@ -400,7 +350,7 @@ sf_status sf_cuda_op_rlif_forward(sf_backend *be, const sf_lif_params *p, int64_
 {
     SF_TRY(check("recurrent LIF forward", p, T, B, n));
     rl_ws w;
-    layout(sf_cuda_ctx_of(be), T, B, n, ws, &w);
+    layout(T, B, n, ws, &w);
     return forward(sf_cuda_ctx_of(be), p, T, B, n, x, v, sparse, out, w);
 }
 
@@ -412,7 +362,7 @@ sf_status sf_cuda_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64
     SF_TRY(check("recurrent LIF backward", p, T, B, n));
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     rl_ws w;
-    layout(sf_cuda_ctx_of(be), T, B, n, ws, &w);
+    layout(T, B, n, ws, &w);
     const int64_t rows = T * B;
     if (!h) { /* recompute: the forward again, the same way, keeping h and the spikes */
         sf_lif_out o = {};
@@ -460,8 +410,6 @@ sf_status sf_cuda_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64
     if (bwd_sparse & SF_RLIF_SPARSE_DV)
         return sf_cuda_spike_weight_grad(c, r1, (int32_t)n, (int32_t)n, w.c.bits, dy1, dv, w.sl);
     SF_TRY(sf_cuda_op_spikes_expand(be, r1, n, w.c.bits, w.h));
-    if (splits_dv(c)) return dense_dv_split(c, r1, n, w.h, dy1, dv, w);
-    /* dVᶜ[n, n] = sᶜ·dyᶜᵀ: dV[j, i] = Σ_r dy[r, j]·s[r, i], in float */
-    return sf_cuda_gemm(c, CUBLAS_OP_N, CUBLAS_OP_T, (int)n, (int)n, (int)r1, w.h, (int)n, dy1, (int)n, 0.0f, dv,
-                        (int)n, true);
+    /* dV[j, i] = Σ_r dy[r, j]·s[r, i]: the linear layer's dW with the shifted spike rows as its input */
+    return sf_cuda_binary_weight_grad(c, r1, (int32_t)n, (int32_t)n, w.h, dy1, dv);
 }

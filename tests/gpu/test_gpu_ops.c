@@ -232,6 +232,29 @@ static void test_linear(int64_t rows, int32_t in, int32_t o, int bias, int want_
     drop(&x), drop(&w), drop(&b), drop(&y), drop(&dy), drop(&dx), drop(&dw), drop(&db);
 }
 
+/* binary_linear_forward and _backward on 0/1 inputs (density 0.3): the fp32 CUDA backend's TF32-part products are
+ * exact, so they meet the CPU's SGEMM at 1e-6 (TF32 arithmetic would miss it by 300×). in·out and rows·out past
+ * 2^22 make the parts in two chunks. */
+static void test_binary_linear(int64_t rows, int32_t in, int32_t o, int bias)
+{
+    float *h = malloc(4 * (size_t)(rows * in));
+    tu_randn(h, rows * in, 0.0f, 1.0f, 41);
+    for (int64_t i = 0; i < rows * in; i++) h[i] = (float)(h[i] > 0.5244f); /* P(N(0, 1) > 0.5244) = 0.3 */
+    pair x = mk(h, 4 * (size_t)(rows * in)), w = randn((size_t)o * in, 0.0f, 0.3f, 42);
+    pair b = randn((size_t)o, 0.0f, 0.3f, 43), y = out((size_t)(rows * o)), dy = randn((size_t)(rows * o), 0, 1, 44);
+    pair dx = out((size_t)(rows * in)), dw = out((size_t)o * in), db = out((size_t)o);
+    RUN(be->binary_linear_forward(be, rows, in, o, S(x), S(w), bias ? S(b) : NULL, S(y)));
+    RUN(be->binary_linear_backward(be, rows, in, o, S(x), S(w), S(dy), S(dx), S(dw), bias ? S(db) : NULL));
+    char t[96];
+    snprintf(t, sizeof t, "binary linear rows=%lld in=%d out=%d bias=%d", (long long)rows, in, o, bias);
+    cmp(t, &y, 1e-6);
+    cmp(t, &dw, 1e-6);
+    cmp(t, &dx, 1e-5);
+    if (bias) cmp(t, &db, 1e-5);
+    drop(&x), drop(&w), drop(&b), drop(&y), drop(&dy), drop(&dx), drop(&dw), drop(&db);
+    free(h);
+}
+
 /* [n][c][hw] → [n][hw][c] (to_nhwc), or back. */
 static void permute(const float *src, float *dst, int64_t n, int64_t c, int64_t hw, bool to_nhwc)
 {
@@ -490,6 +513,11 @@ int main(void)
     test_bn(50, 64, 1, 340); /* hw = 1, C % 4 == 0: 4 channels per thread over the rows */
     test_bn(7, 12, 1, 350);
     test_gemm_ops();
+    test_binary_linear(64, 700, 1472, 1); /* W4's first layer */
+    test_binary_linear(7, 33, 5, 0);
+    test_binary_linear(1, 1, 1, 1);
+    test_binary_linear(3, 2100, 2003, 1); /* W's parts in two chunks */
+    test_binary_linear(2100, 3, 2003, 0); /* dy's parts in two chunks */
     test_pool(7, 9, 9, 2, 2, 0);
     test_pool(9, 28, 28, 2, 2, 0); /* windows that tile the plane: the tiled kernels */
     test_pool(4, 12, 6, 3, 3, 0);
