@@ -8,9 +8,8 @@
 
 namespace cg = cooperative_groups;
 
-/* A block owns SPB samples and at most NJ neurons; 16 warps. The backward's lane holds a tile of 8 samples × 3
- * neurons (samples bq + 4r, neurons 3iq + c of the block's), the 32 lanes of a warp covering the block's 32 × 24;
- * the warps split each staged chunk of CH inputs j. */
+/* A block owns SPB samples and at most NJ neurons; 16 warps. In the dense products each warp holds the block's
+ * whole 32 × 24 as 2 × 3 tensor-core tiles of 16 × 8, and the warps split each staged chunk of CH inputs j. */
 enum { SPB = 32, NJ = 24, WARPS = 16, THREADS = WARPS * 32, CH = 384, CHS = CH + 4 };
 enum { STAGE = SPB * CH / 4 / THREADS, PAIRS = (SPB * NJ + THREADS - 1) / THREADS }; /* float4s a thread stages, and
                                                                                       * (sample, neuron) pairs it steps */
@@ -77,20 +76,48 @@ template <class H> __device__ __forceinline__ float4 load4(const H *p)
     return make_float4(r[0], r[1], r[2], r[3]);
 }
 
-/* Row length of vt: whole float4s, and rows 4 banks apart, so that the lanes' float4 reads of 8 rows never collide. */
+/* Row length of vt: rows 4 banks apart, so that the lanes' fragment reads of 8 rows never collide; VT_SLACK floats
+ * after the last row (zero) take the reads of a last k-step past n. */
 __host__ __device__ inline int vt_row(int n) { return (n + 31) / 32 * 32 + 4; }
+enum { VT_SLACK = 8 };
 
-/* P[SPB][NJ] = rows·vtᵀ over k < n: rows are SPB rows of n that fetch(c0, pre) loads chunk by chunk (CH columns from
- * c0, zero past the rows' ends, STAGE float4s per thread), vt is [NJ][ld], zero-padded. The chunk is staged in buf,
- * the next one's loads in flight meanwhile; lane (bq, iq) of each warp sums its tile, rows bq + 4r and columns
- * 3iq + c, over the warp's share of the chunk. The warps' sums are left in buf as [WARPS][24][32] for product_at. */
-template <class Fetch>
+/* x rounded to TF32 (nearest, ties away), as the tensor cores read it. */
+__device__ __forceinline__ uint32_t tf32_of(float x)
+{
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return r;
+}
+
+/* c += a·b for a 16 × 8 tile over 8 of k, TF32 operands, fp32 accumulation (the PTX ISA's m16n8k8 fragments: lane
+ * (g, t) = (lane / 4, lane % 4) holds a at rows g, g + 8 and columns t, t + 4; b at rows t, t + 4 and column g; c at
+ * rows g, g + 8 and columns 2t, 2t + 1). */
+__device__ __forceinline__ void mma_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* P[SPB][NJ] = rows·vtᵀ over k < n on the tensor cores, in fp32: rows are SPB rows of n that fetch(c0, pre) loads
+ * chunk by chunk (CH columns from c0, zero past the rows' ends, STAGE float4s per thread), vt is [NJ][ld],
+ * zero-padded. Each operand is the sum of two TF32 parts (hi, and lo = x − hi rounded again); the products
+ * lo·hi + hi·lo + hi·hi are those of fp32 but for lo·lo and what lies below 2^-22 of each operand. Where the rows
+ * are 0/1 (BIN: spikes, exact in TF32) two products do: rows·lo + rows·hi. The chunk is staged in buf, the next
+ * one's loads in flight meanwhile; warp w takes 24 of each chunk's columns for all 32 × 24 of P, as 2 × 3 tiles.
+ * The warps' sums are left in buf as [WARPS][24][32] for product_at. */
+template <bool BIN, class Fetch>
 __device__ __forceinline__ void block_product(const float *vt, int ld, float *buf, int n, Fetch fetch)
 {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, bq = lane >> 3, iq = lane & 7;
-    float acc[24];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t4 = lane & 3;
+    float acc[2][3][4];
 #pragma unroll
-    for (int a = 0; a < 24; a++) acc[a] = 0.0f;
+    for (int m = 0; m < 2; m++)
+#pragma unroll
+        for (int c = 0; c < 3; c++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[m][c][e] = 0.0f;
     float4 pre[STAGE];
     fetch(0, pre);
     for (int c0 = 0; c0 < n; c0 += CH) {
@@ -102,34 +129,49 @@ __device__ __forceinline__ void block_product(const float *vt, int ld, float *bu
         __syncthreads();
         if (c0 + CH < n) fetch(c0 + CH, pre);
         const int je = min(n - c0, (warp + 1) * (CH / WARPS));
-        for (int j = warp * (CH / WARPS); j < je; j += 4) {
-            float4 w[3];
+        for (int j = warp * (CH / WARPS); j < je; j += 8) {
+            uint32_t bh[3][2], bl[3][2];
 #pragma unroll
-            for (int cc = 0; cc < 3; cc++) w[cc] = *(const float4 *)(vt + (3 * iq + cc) * ld + c0 + j);
+            for (int c = 0; c < 3; c++)
 #pragma unroll
-            for (int r = 0; r < 8; r++) {
-                const float4 d = *(const float4 *)(buf + (bq + 4 * r) * CHS + j);
+                for (int h = 0; h < 2; h++) {
+                    const float x = vt[(8 * c + g) * ld + c0 + j + t4 + 4 * h];
+                    bh[c][h] = tf32_of(x);
+                    bl[c][h] = tf32_of(x - __uint_as_float(bh[c][h]));
+                }
 #pragma unroll
-                for (int cc = 0; cc < 3; cc++) {
-                    float a = acc[r * 3 + cc];
-                    a = fmaf(d.x, w[cc].x, a);
-                    a = fmaf(d.y, w[cc].y, a);
-                    a = fmaf(d.z, w[cc].z, a);
-                    acc[r * 3 + cc] = fmaf(d.w, w[cc].w, a);
+            for (int m = 0; m < 2; m++) {
+                uint32_t ah[4], al[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const float x = buf[(16 * m + g + 8 * (e & 1)) * CHS + j + t4 + 4 * (e >> 1)];
+                    ah[e] = BIN ? __float_as_uint(x) : tf32_of(x);
+                    al[e] = BIN ? 0u : tf32_of(x - __uint_as_float(ah[e]));
+                }
+#pragma unroll
+                for (int c = 0; c < 3; c++) {
+                    if (!BIN) mma_tf32(acc[m][c], al, bh[c][0], bh[c][1]);
+                    mma_tf32(acc[m][c], ah, bl[c][0], bl[c][1]);
+                    mma_tf32(acc[m][c], ah, bh[c][0], bh[c][1]);
                 }
             }
         }
         __syncthreads(); /* buf is staged again, or holds the sums next */
     }
 #pragma unroll
-    for (int a = 0; a < 24; a++) buf[(warp * 24 + a) * 32 + lane] = acc[a];
+    for (int m = 0; m < 2; m++)
+#pragma unroll
+        for (int c = 0; c < 3; c++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) buf[(warp * 24 + (m * 3 + c) * 4 + e) * 32 + lane] = acc[m][c][e];
     __syncthreads();
 }
 
 /* Entry (row bl, column jj) of the product block_product left in buf: the warps' shares added in warp order. */
 __device__ __forceinline__ float product_at(const float *buf, int bl, int jj)
 {
-    const int at = ((bl >> 2) * 3 + jj % 3) * 32 + (bl & 3) * 8 + jj / 3;
+    const int r = bl & 15, col = jj & 7;
+    const int at = (((bl >> 4) * 3 + (jj >> 3)) * 4 + (r >> 3) * 2 + (col & 1)) * 32 + (r & 7) * 4 + (col >> 1);
     float g = 0.0f;
     for (int w = 0; w < WARPS; w++) g += buf[w * 24 * 32 + at];
     return g;
@@ -218,9 +260,9 @@ __global__ void __launch_bounds__(THREADS)
 {
     extern __shared__ float sm[];
     const int ld = vt_row(n), words = (n + 31) / 32;
-    float *vt = sm, *buf = vt + (size_t)NJ * ld, *state = buf + SPB * CHS;
+    float *vt = sm, *buf = vt + (size_t)NJ * ld + VT_SLACK, *state = buf + SPB * CHS;
     const int j0 = blockIdx.x % groups * nj, mj = min(nj, n - j0), b0 = blockIdx.x / groups * SPB;
-    for (int64_t q = threadIdx.x; q < (int64_t)NJ * ld; q += blockDim.x) { /* along V's rows: coalesced */
+    for (int64_t q = threadIdx.x; q < (int64_t)NJ * ld + VT_SLACK; q += blockDim.x) { /* along V's rows: coalesced */
         const int jj = (int)(q / ld), i = (int)(q % ld);
         vt[q] = jj < mj && i < n ? sf_widen(v[(int64_t)(j0 + jj) * n + i]) : 0.0f;
     }
@@ -236,7 +278,7 @@ __global__ void __launch_bounds__(THREADS)
             xq[u] = q < SPB * NJ && jj < mj && b0 + bl < B ? sf_widen(x[((int64_t)t * B + b0 + bl) * n + j0 + jj]) : 0.0f;
         }
         if (t > 0)
-            block_product(vt, ld, buf, n, [&](int c0, float4 *pre) {
+            block_product<true>(vt, ld, buf, n, [&](int c0, float4 *pre) {
 #pragma unroll
                 for (int u = 0; u < STAGE; u++) { /* four inputs from one bits word (c0 and j are multiples of 4) */
                     const int q = threadIdx.x + u * THREADS, bl = q / (CH / 4), j = c0 + q % (CH / 4) * 4;
@@ -275,7 +317,7 @@ sf_status sf_cuda_rlif_grid_forward(sf_cuda_ctx *c, const sf_lif_params *p, int6
         return SF_OK; /* the event-driven lists hold 16-bit offsets */
     const int64_t words = (n + 31) / 32;
     const size_t smem = event_driven ? ((size_t)(n * g.nj) + SPB * NJ) * 4 + (size_t)(WARPS * n) * 2
-                                     : ((size_t)NJ * (size_t)vt_row((int)n) + SPB * CHS + SPB * NJ) * 4;
+                                     : ((size_t)NJ * (size_t)vt_row((int)n) + VT_SLACK + SPB * CHS + SPB * NJ) * 4;
     SF_CUDA_CHECK(cudaMemsetAsync(out->c.bits, 0, (size_t)(T * B * words) * 4, c->stream));
     SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {
         using A = decltype(tag);
@@ -305,10 +347,10 @@ __global__ void __launch_bounds__(THREADS)
 {
     extern __shared__ float sm[];
     const int ld = vt_row(n);
-    float *vt = sm, *buf = vt + (size_t)NJ * ld, *dvs = buf + SPB * CHS;
+    float *vt = sm, *buf = vt + (size_t)NJ * ld + VT_SLACK, *dvs = buf + SPB * CHS;
     const int i0 = blockIdx.x % groups * nj, mi = min(nj, n - i0), b0 = blockIdx.x / groups * SPB;
     const int words = (n + 31) / 32;
-    for (int64_t q = threadIdx.x; q < (int64_t)NJ * ld; q += blockDim.x) {
+    for (int64_t q = threadIdx.x; q < (int64_t)NJ * ld + VT_SLACK; q += blockDim.x) {
         const int ii = (int)(q / ld), j = (int)(q % ld);
         vt[q] = ii < mi && j < n ? sf_widen(v[(int64_t)j * n + i0 + ii]) : 0.0f;
     }
@@ -328,7 +370,7 @@ __global__ void __launch_bounds__(THREADS)
             dsq[u] = on ? sf_widen(ds[at]) : 0.0f;
         }
         if (t < T - 1) /* Vᵀ·dy_{t+1}: dy_{t+1}'s rows of the block's samples */
-            block_product(vt, ld, buf, n, [&](int c0, float4 *pre) {
+            block_product<false>(vt, ld, buf, n, [&](int c0, float4 *pre) {
                 const int cl = min(CH, n - c0);
 #pragma unroll
                 for (int u = 0; u < STAGE; u++) {
@@ -377,7 +419,7 @@ sf_status sf_cuda_rlif_grid_backward(sf_cuda_ctx *c, const sf_lif_params *p, int
     *ran = false;
     grid_split g;
     if (!split_of(c, B, n, &g) || T > INT32_MAX || n > INT32_MAX - 64) return SF_OK;
-    const size_t smem = ((size_t)NJ * (size_t)vt_row((int)n) + SPB * CHS + SPB * NJ) * 4;
+    const size_t smem = ((size_t)NJ * (size_t)vt_row((int)n) + VT_SLACK + SPB * CHS + SPB * NJ) * 4;
     uint32_t *mbits = mask ? mask->bits : NULL;
     if (mbits) SF_CUDA_CHECK(cudaMemsetAsync(mbits, 0, (size_t)(T * B * ((n + 31) / 32)) * 4, c->stream));
     SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {

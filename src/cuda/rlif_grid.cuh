@@ -6,8 +6,9 @@
  *     the step before (the bits every block wrote at that step), in ascending input order: the CPU's sums, bit for
  *     bit.
  *   forward (dense) and backward (dense dy): the rows s_{t-1} (from the bits) or dy_{t+1} of the block's samples are
- *     staged in chunks, and each lane sums V·s_{t-1} or Vᵀ·dy_{t+1} for a tile of 8 samples × 3 neurons over its
- *     warp's share of each chunk; the shares are added in warp order: deterministic.
+ *     staged in chunks, and each warp multiplies its share of each chunk into the block's 32 samples × 24 neurons
+ *     on the tensor cores, in fp32 through TF32 splits (three products; two where the rows are 0/1 spikes); the
+ *     warps' shares are added in warp order: deterministic.
  * Each sets *ran to false (and launches nothing) where the shape does not fit the device's shared memory or
  * co-resident blocks; the caller then runs its other paths. */
 #ifndef SF_CUDA_RLIF_GRID_CUH
