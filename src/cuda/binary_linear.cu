@@ -1,31 +1,25 @@
 /* binary_linear.cu — fp32 products with a 0/1 operand (spikes) on the tensor cores, exactly: the other operand is
- * the sum of its two TF32 parts (hi = x rounded to TF32, lo = x − hi rounded again; the rest, below 2^-22 of x, is
- * dropped), and the product of 0/1 values with a TF32 part is exact, so only the fp32 sums round. A dense dV of the
- * recurrent layer measured 6e-8 relative error against double this way where SGEMM gave 1.2e-7 (1472 × 1472 over
- * 6400 rows, H200), at tensor-core speed. Other precisions and activation types keep linear.cu's GEMMs: tf32 is
- * TF32 already, and bf16/fp16 run on the tensor cores with 16-bit operands. The parts are made chunk by chunk in a
- * scratch buffer of at most 2·SPLIT_ELEMS floats. */
+ * the sum of its two TF32 parts (tf32.cuh; what lies below 2^-22 of it is dropped), and the product of 0/1 values
+ * with a TF32 part is exact, so only the fp32 sums round. A dense dV of the recurrent layer measured 6e-8 relative
+ * error against double this way where SGEMM gave 1.2e-7 (1472 × 1472 over 6400 rows, H200), at tensor-core speed.
+ * Other precisions and activation types keep linear.cu's GEMMs: tf32 is TF32 already, and bf16/fp16 run on the
+ * tensor cores with 16-bit operands. The parts are made chunk by chunk in a scratch buffer of at most 2·SPLIT_ELEMS
+ * floats. */
 #include "cuda/ops.cuh"
+#include "cuda/tf32.cuh"
 
 enum { SPLIT_ELEMS = 1 << 22 };
 
 static bool splits(const sf_cuda_ctx *c) { return c->act == SF_ACT_F32 && c->prec == SF_PRECISION_FP32; }
 
-/* x rounded to TF32 (10 mantissa bits, to nearest even). */
-__device__ __forceinline__ float tf32_round(float x)
-{
-    uint32_t u = __float_as_uint(x);
-    u += 0xfffu + ((u >> 13) & 1u);
-    return __uint_as_float(u & 0xffffe000u);
-}
-
 __global__ void tf32_split_kernel(int64_t n, const float *x, float *hi, float *lo)
 {
     SF_CUDA_GRID_STRIDE(i, n)
     {
-        const float h = tf32_round(x[i]);
-        hi[i] = h;
-        lo[i] = tf32_round(x[i] - h);
+        uint32_t h, l;
+        sf_tf32_split(x[i], &h, &l);
+        hi[i] = __uint_as_float(h);
+        lo[i] = __uint_as_float(l);
     }
 }
 

@@ -3,16 +3,16 @@
 #include "cuda/neuron.cuh"
 #include "cuda/rlif_grid.cuh"
 #include "cuda/spikes.cuh"
+#include "cuda/tf32.cuh"
 
 #include <cooperative_groups.h>
 
 namespace cg = cooperative_groups;
 
 /* A block owns SPB samples and at most NJ neurons; 16 warps. In the dense products each warp holds the block's
- * whole 32 × 24 as 2 × 3 tensor-core tiles of 16 × 8, and the warps split each staged chunk of CH inputs j. */
-enum { SPB = 32, NJ = 24, WARPS = 16, THREADS = WARPS * 32, CH = 384, CHS = CH + 4 };
-enum { STAGE = SPB * CH / 4 / THREADS, PAIRS = (SPB * NJ + THREADS - 1) / THREADS }; /* float4s a thread stages, and
-                                                                                      * (sample, neuron) pairs it steps */
+ * whole 32 × 24 as 2 × 3 tensor-core tiles of 16 × 8 and sums them over its own columns of the inputs j. */
+enum { SPB = 32, NJ = 24, WARPS = 16, THREADS = WARPS * 32, SUMS = WARPS * NJ * SPB };
+enum { PAIRS = (SPB * NJ + THREADS - 1) / THREADS }; /* (sample, neuron) pairs a thread steps */
 
 /* How the grid splits a call: sample groups × neuron groups, nj neurons each, one block per SM in all. */
 struct grid_split {
@@ -76,41 +76,77 @@ template <class H> __device__ __forceinline__ float4 load4(const H *p)
     return make_float4(r[0], r[1], r[2], r[3]);
 }
 
-/* Row length of vt: rows 4 banks apart, so that the lanes' fragment reads of 8 rows never collide; VT_SLACK floats
- * after the last row (zero) take the reads of a last k-step past n. */
-__host__ __device__ inline int vt_row(int n) { return (n + 31) / 32 * 32 + 4; }
-enum { VT_SLACK = 8 };
-
-/* x rounded to TF32 (nearest, ties away), as the tensor cores read it. */
-__device__ __forceinline__ uint32_t tf32_of(float x)
-{
-    uint32_t r;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-    return r;
-}
+/* Row length of vt: 16 floats past a multiple of 32 (and past n), so that the 8 lanes of a quarter warp, reading a
+ * float4 each from two rows, touch 32 different banks. */
+__host__ __device__ inline int vt_row(int n) { return (n + 31) / 32 * 32 + 16; }
 
 /* c += a·b for a 16 × 8 tile over 8 of k, TF32 operands, fp32 accumulation (the PTX ISA's m16n8k8 fragments: lane
  * (g, t) = (lane / 4, lane % 4) holds a at rows g, g + 8 and columns t, t + 4; b at rows t, t + 4 and column g; c at
  * rows g, g + 8 and columns 2t, 2t + 1). */
-__device__ __forceinline__ void mma_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+__device__ __forceinline__ void mma_tf32(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1)
 {
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
         "{%0, %1, %2, %3};"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-/* P[SPB][NJ] = rows·vtᵀ over k < n on the tensor cores, in fp32: rows are SPB rows of n that fetch(c0, pre) loads
- * chunk by chunk (CH columns from c0, zero past the rows' ends, STAGE float4s per thread), vt is [NJ][ld],
- * zero-padded. Each operand is the sum of two TF32 parts (hi, and lo = x − hi rounded again); the products
- * lo·hi + hi·lo + hi·hi are those of fp32 but for lo·lo and what lies below 2^-22 of each operand. Where the rows
- * are 0/1 (BIN: spikes, exact in TF32) two products do: rows·lo + rows·hi. The chunk is staged in buf, the next
- * one's loads in flight meanwhile; warp w takes 24 of each chunk's columns for all 32 × 24 of P, as 2 × 3 tiles.
- * The warps' sums are left in buf as [WARPS][24][32] for product_at. */
-template <bool BIN, class Fetch>
-__device__ __forceinline__ void block_product(const float *vt, int ld, float *buf, int n, Fetch fetch)
+__device__ __forceinline__ void split4(float4 x, uint32_t (&hi)[4], uint32_t (&lo)[4])
 {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t4 = lane & 3;
+    sf_tf32_split(x.x, &hi[0], &lo[0]);
+    sf_tf32_split(x.y, &hi[1], &lo[1]);
+    sf_tf32_split(x.z, &hi[2], &lo[2]);
+    sf_tf32_split(x.w, &hi[3], &lo[3]);
+}
+
+/* Adds to acc one group of 16 columns: a[f] holds this lane's four columns of the rows g + 8f, vq its four of vt's
+ * row g (the tiles' other rows 8·ld apart). The group's columns map onto two k-steps so that a lane's four are one
+ * float4: k-step s takes column 4t + 2s as k = t and 4t + 2s + 1 as k = t + 4, in the rows and in vt alike. Each
+ * operand is split in TF32 parts: lo·hi + hi·lo + hi·hi, the fp32 product but for lo·lo and what lies below 2^-22
+ * of each operand; where the rows are 0/1 (BIN: spikes, exact in TF32) two do: rows·lo + rows·hi. */
+template <bool BIN>
+__device__ __forceinline__ void product_group(float (&acc)[2][3][4], const float *vq, int ld, const float4 (&a)[4])
+{
+    uint32_t bh[3][4], bl[3][4];
+#pragma unroll
+    for (int c = 0; c < 3; c++) split4(*(const float4 *)(vq + 8 * c * ld), bh[c], bl[c]);
+#pragma unroll
+    for (int m = 0; m < 2; m++) {
+        uint32_t h0[4], l0[4], h1[4], l1[4]; /* rows g and g + 8 of tile m */
+        if (BIN) {
+            const float4 r0 = a[2 * m], r1 = a[2 * m + 1];
+            h0[0] = __float_as_uint(r0.x), h0[1] = __float_as_uint(r0.y), h0[2] = __float_as_uint(r0.z),
+            h0[3] = __float_as_uint(r0.w);
+            h1[0] = __float_as_uint(r1.x), h1[1] = __float_as_uint(r1.y), h1[2] = __float_as_uint(r1.z),
+            h1[3] = __float_as_uint(r1.w);
+        } else {
+            split4(a[2 * m], h0, l0);
+            split4(a[2 * m + 1], h1, l1);
+        }
+#pragma unroll
+        for (int s = 0; s < 2; s++) {
+            const int x = 2 * s, y = 2 * s + 1;
+            if (!BIN)
+#pragma unroll
+                for (int c = 0; c < 3; c++) mma_tf32(acc[m][c], l0[x], l1[x], l0[y], l1[y], bh[c][x], bh[c][y]);
+#pragma unroll
+            for (int c = 0; c < 3; c++) mma_tf32(acc[m][c], h0[x], h1[x], h0[y], h1[y], bl[c][x], bl[c][y]);
+#pragma unroll
+            for (int c = 0; c < 3; c++) mma_tf32(acc[m][c], h0[x], h1[x], h0[y], h1[y], bh[c][x], bh[c][y]);
+        }
+    }
+}
+
+/* P[SPB][NJ] = rows·vtᵀ over k < n on the tensor cores, in fp32 (product_group): vt is [NJ][ld], zero past n; warp w
+ * takes the groups of 16 columns w, w + WARPS, ..., whose rows rows(q, a) loads (a[f]: this lane's columns
+ * 16q + 4t .. 16q + 4t + 3 of row g + 8f, zero past n or B), the next group's loads in flight during the products.
+ * The warps' sums are left in buf as [WARPS][24][32] (accumulator, lane) for product_at; buf must be free on entry. */
+template <bool BIN, class Rows>
+__device__ __forceinline__ void block_product(const float *vt, int ld, float *buf, int n, Rows rows)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, groups = (n + 15) / 16;
+    const float *vq = vt + (lane >> 2) * ld + 4 * (lane & 3);
     float acc[2][3][4];
 #pragma unroll
     for (int m = 0; m < 2; m++)
@@ -118,45 +154,15 @@ __device__ __forceinline__ void block_product(const float *vt, int ld, float *bu
         for (int c = 0; c < 3; c++)
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[m][c][e] = 0.0f;
-    float4 pre[STAGE];
-    fetch(0, pre);
-    for (int c0 = 0; c0 < n; c0 += CH) {
-#pragma unroll
-        for (int u = 0; u < STAGE; u++) {
-            const int q = threadIdx.x + u * THREADS;
-            *(float4 *)(buf + q / (CH / 4) * CHS + q % (CH / 4) * 4) = pre[u];
-        }
-        __syncthreads();
-        if (c0 + CH < n) fetch(c0 + CH, pre);
-        const int je = min(n - c0, (warp + 1) * (CH / WARPS));
-        for (int j = warp * (CH / WARPS); j < je; j += 8) {
-            uint32_t bh[3][2], bl[3][2];
-#pragma unroll
-            for (int c = 0; c < 3; c++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const float x = vt[(8 * c + g) * ld + c0 + j + t4 + 4 * h];
-                    bh[c][h] = tf32_of(x);
-                    bl[c][h] = tf32_of(x - __uint_as_float(bh[c][h]));
-                }
-#pragma unroll
-            for (int m = 0; m < 2; m++) {
-                uint32_t ah[4], al[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const float x = buf[(16 * m + g + 8 * (e & 1)) * CHS + j + t4 + 4 * (e >> 1)];
-                    ah[e] = BIN ? __float_as_uint(x) : tf32_of(x);
-                    al[e] = BIN ? 0u : tf32_of(x - __uint_as_float(ah[e]));
-                }
-#pragma unroll
-                for (int c = 0; c < 3; c++) {
-                    if (!BIN) mma_tf32(acc[m][c], al, bh[c][0], bh[c][1]);
-                    mma_tf32(acc[m][c], ah, bl[c][0], bl[c][1]);
-                    mma_tf32(acc[m][c], ah, bh[c][0], bh[c][1]);
-                }
-            }
-        }
-        __syncthreads(); /* buf is staged again, or holds the sums next */
+    float4 a0[4], a1[4]; /* two groups' rows: one being multiplied, the next one loading */
+    int q = warp;
+    if (q < groups) rows(q, a0);
+    for (; q < groups; q += 2 * WARPS) {
+        if (q + WARPS < groups) rows(q + WARPS, a1);
+        product_group<BIN>(acc, vq + 16 * q, ld, a0);
+        if (q + WARPS >= groups) break;
+        if (q + 2 * WARPS < groups) rows(q + 2 * WARPS, a0);
+        product_group<BIN>(acc, vq + 16 * (q + WARPS), ld, a1);
     }
 #pragma unroll
     for (int m = 0; m < 2; m++)
@@ -251,8 +257,9 @@ __global__ void __launch_bounds__(THREADS)
 }
 
 /* The dense forward: V·s_{t-1} for the block's samples and neurons j0.. as block_product over all n inputs (vt holds
- * V's rows j0.., the staged rows are s_{t-1} expanded from the bits every block wrote at the step before), then the
- * LIF step. Shared memory: vt [NJ][vt_row(n)], buf [SPB][CHS], the v of the block's samples [SPB·NJ]. */
+ * V's rows j0.., the rows are s_{t-1}, read from the bits every block wrote at the step before, staged in shared
+ * memory), then the LIF step. Shared memory: vt [NJ][vt_row(n)], buf [SUMS], the v of the block's samples
+ * [SPB·NJ], the staged bits [SPB][words]. */
 template <class A>
 __global__ void __launch_bounds__(THREADS)
     grid_dense_forward_kernel(sf_lif_params p, sf_lif_coeffs k, int T, int B, int n, int nj, int groups, const A *x,
@@ -260,9 +267,10 @@ __global__ void __launch_bounds__(THREADS)
 {
     extern __shared__ float sm[];
     const int ld = vt_row(n), words = (n + 31) / 32;
-    float *vt = sm, *buf = vt + (size_t)NJ * ld + VT_SLACK, *state = buf + SPB * CHS;
+    float *vt = sm, *buf = vt + (size_t)NJ * ld, *state = buf + SUMS;
+    uint32_t *sbits = (uint32_t *)(state + SPB * NJ);
     const int j0 = blockIdx.x % groups * nj, mj = min(nj, n - j0), b0 = blockIdx.x / groups * SPB;
-    for (int64_t q = threadIdx.x; q < (int64_t)NJ * ld + VT_SLACK; q += blockDim.x) { /* along V's rows: coalesced */
+    for (int64_t q = threadIdx.x; q < (int64_t)NJ * ld; q += blockDim.x) { /* along V's rows: coalesced */
         const int jj = (int)(q / ld), i = (int)(q % ld);
         vt[q] = jj < mj && i < n ? sf_widen(v[(int64_t)(j0 + jj) * n + i]) : 0.0f;
     }
@@ -277,17 +285,22 @@ __global__ void __launch_bounds__(THREADS)
             const int q = threadIdx.x + u * THREADS, bl = q / NJ, jj = q % NJ;
             xq[u] = q < SPB * NJ && jj < mj && b0 + bl < B ? sf_widen(x[((int64_t)t * B + b0 + bl) * n + j0 + jj]) : 0.0f;
         }
-        if (t > 0)
-            block_product<true>(vt, ld, buf, n, [&](int c0, float4 *pre) {
+        if (t > 0) {
+            for (int q = threadIdx.x; q < SPB * words; q += blockDim.x) { /* L2 reads: other blocks wrote them */
+                const int bl = q / words;
+                sbits[q] = b0 + bl < B ? __ldcg(bits + ((int64_t)(t - 1) * B + b0 + bl) * words + q % words) : 0u;
+            }
+            __syncthreads();
+            const int g = (threadIdx.x & 31) >> 2, t4 = threadIdx.x & 3;
+            block_product<true>(vt, ld, buf, n, [&](int q, float4(&a)[4]) {
 #pragma unroll
-                for (int u = 0; u < STAGE; u++) { /* four inputs from one bits word (c0 and j are multiples of 4) */
-                    const int q = threadIdx.x + u * THREADS, bl = q / (CH / 4), j = c0 + q % (CH / 4) * 4;
-                    uint32_t m = 0;
-                    if (b0 + bl < B && j < n)
-                        m = __ldcg(bits + ((int64_t)(t - 1) * B + b0 + bl) * words + j / 32) >> (j & 31);
-                    pre[u] = make_float4((float)(m & 1u), (float)(m >> 1 & 1u), (float)(m >> 2 & 1u), (float)(m >> 3 & 1u));
+                for (int f = 0; f < 4; f++) { /* four inputs from one bits word (16q + 4t is a multiple of 4) */
+                    const int j = 16 * q + 4 * t4;
+                    const uint32_t m = sbits[(g + 8 * f) * words + j / 32] >> (j & 31);
+                    a[f] = make_float4((float)(m & 1u), (float)(m >> 1 & 1u), (float)(m >> 2 & 1u), (float)(m >> 3 & 1u));
                 }
             });
+        }
 #pragma unroll
         for (int u = 0; u < PAIRS; u++) {
             const int q = threadIdx.x + u * THREADS, bl = q / NJ, jj = q % NJ;
@@ -303,7 +316,7 @@ __global__ void __launch_bounds__(THREADS)
                 spikes += 1.0f;
             }
         }
-        grid.sync(); /* the step's bits, read by every block at the next step; buf is free again */
+        grid.sync(); /* the step's bits, read by every block at the next step; buf and sbits are free again */
     }
     if (count) sf_cuda_add_count(count, spikes);
 }
@@ -317,7 +330,7 @@ sf_status sf_cuda_rlif_grid_forward(sf_cuda_ctx *c, const sf_lif_params *p, int6
         return SF_OK; /* the event-driven lists hold 16-bit offsets */
     const int64_t words = (n + 31) / 32;
     const size_t smem = event_driven ? ((size_t)(n * g.nj) + SPB * NJ) * 4 + (size_t)(WARPS * n) * 2
-                                     : ((size_t)NJ * (size_t)vt_row((int)n) + VT_SLACK + SPB * CHS + SPB * NJ) * 4;
+                                     : ((size_t)NJ * (size_t)vt_row((int)n) + SUMS + SPB * NJ + SPB * words) * 4;
     SF_CUDA_CHECK(cudaMemsetAsync(out->c.bits, 0, (size_t)(T * B * words) * 4, c->stream));
     SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {
         using A = decltype(tag);
@@ -338,8 +351,9 @@ sf_status sf_cuda_rlif_grid_forward(sf_cuda_ctx *c, const sf_lif_params *p, int6
 /* ---------------------------------------------------------------- backward */
 
 /* Shared memory: vt [NJ][vt_row(n)] (V[j][i0 + ii] at vt[ii·vt_row(n) + j]; zero past the block's neurons and in the
- * padding), buf (a chunk of dy_{t+1}, [SPB][CHS], then the warps' partial sums [WARPS][24][32]), dL/dv [SPB·NJ].
- * vec: rows of dx may be read four elements at a time (n a multiple of 4, dx aligned to four elements). */
+ * padding), buf (the warps' partial sums [SUMS]), dL/dv [SPB·NJ]. The rows of dy_{t+1} go from L2 straight into
+ * the fragments. vec: rows of dx may be read four elements at a time (n a multiple of 4, dx aligned to four
+ * elements). */
 template <class A>
 __global__ void __launch_bounds__(THREADS)
     grid_backward_kernel(sf_lif_params p, sf_lif_coeffs k, int T, int B, int n, int nj, int groups, bool vec,
@@ -347,10 +361,10 @@ __global__ void __launch_bounds__(THREADS)
 {
     extern __shared__ float sm[];
     const int ld = vt_row(n);
-    float *vt = sm, *buf = vt + (size_t)NJ * ld + VT_SLACK, *dvs = buf + SPB * CHS;
+    float *vt = sm, *buf = vt + (size_t)NJ * ld, *dvs = buf + SUMS;
     const int i0 = blockIdx.x % groups * nj, mi = min(nj, n - i0), b0 = blockIdx.x / groups * SPB;
-    const int words = (n + 31) / 32;
-    for (int64_t q = threadIdx.x; q < (int64_t)NJ * ld + VT_SLACK; q += blockDim.x) {
+    const int words = (n + 31) / 32, g = (threadIdx.x & 31) >> 2, t4 = threadIdx.x & 3;
+    for (int64_t q = threadIdx.x; q < (int64_t)NJ * ld; q += blockDim.x) {
         const int ii = (int)(q / ld), j = (int)(q % ld);
         vt[q] = ii < mi && j < n ? sf_widen(v[(int64_t)j * n + i0 + ii]) : 0.0f;
     }
@@ -370,24 +384,23 @@ __global__ void __launch_bounds__(THREADS)
             dsq[u] = on ? sf_widen(ds[at]) : 0.0f;
         }
         if (t < T - 1) /* Vᵀ·dy_{t+1}: dy_{t+1}'s rows of the block's samples */
-            block_product<false>(vt, ld, buf, n, [&](int c0, float4 *pre) {
-                const int cl = min(CH, n - c0);
+            block_product<false>(vt, ld, buf, n, [&](int q, float4(&a)[4]) {
+                const int j = 16 * q + 4 * t4;
 #pragma unroll
-                for (int u = 0; u < STAGE; u++) {
-                    const int q = threadIdx.x + u * THREADS, bl = q / (CH / 4), j = q % (CH / 4) * 4;
-                    const A *row = dx + ((int64_t)(t + 1) * B + b0 + bl) * n + c0;
+                for (int f = 0; f < 4; f++) {
+                    const A *row = dx + ((int64_t)(t + 1) * B + b0 + g + 8 * f) * n;
                     float4 d = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                    if (b0 + bl < B && j < cl) {
+                    if (b0 + g + 8 * f < B && j < n) {
                         if (vec) {
                             d = load4(row + j);
                         } else {
                             d.x = sf_widen(__ldcg(row + j));
-                            d.y = j + 1 < cl ? sf_widen(__ldcg(row + j + 1)) : 0.0f;
-                            d.z = j + 2 < cl ? sf_widen(__ldcg(row + j + 2)) : 0.0f;
-                            d.w = j + 3 < cl ? sf_widen(__ldcg(row + j + 3)) : 0.0f;
+                            d.y = j + 1 < n ? sf_widen(__ldcg(row + j + 1)) : 0.0f;
+                            d.z = j + 2 < n ? sf_widen(__ldcg(row + j + 2)) : 0.0f;
+                            d.w = j + 3 < n ? sf_widen(__ldcg(row + j + 3)) : 0.0f;
                         }
                     }
-                    pre[u] = d;
+                    a[f] = d;
                 }
             });
 #pragma unroll
@@ -419,7 +432,7 @@ sf_status sf_cuda_rlif_grid_backward(sf_cuda_ctx *c, const sf_lif_params *p, int
     *ran = false;
     grid_split g;
     if (!split_of(c, B, n, &g) || T > INT32_MAX || n > INT32_MAX - 64) return SF_OK;
-    const size_t smem = ((size_t)NJ * (size_t)vt_row((int)n) + VT_SLACK + SPB * CHS + SPB * NJ) * 4;
+    const size_t smem = ((size_t)NJ * (size_t)vt_row((int)n) + SUMS + SPB * NJ) * 4;
     uint32_t *mbits = mask ? mask->bits : NULL;
     if (mbits) SF_CUDA_CHECK(cudaMemsetAsync(mbits, 0, (size_t)(T * B * ((n + 31) / 32)) * 4, c->stream));
     SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {
