@@ -11,7 +11,8 @@ namespace cg = cooperative_groups;
 
 /* A block owns SPB samples and at most NJ neurons; 16 warps. In the dense products each warp holds the block's
  * whole 32 × 24 as 2 × 3 tensor-core tiles of 16 × 8 and sums them over its own columns of the inputs j. */
-enum { SPB = 32, NJ = 24, WARPS = 16, THREADS = WARPS * 32, SUMS = WARPS * NJ * SPB };
+enum { SPB = 32, NJ = 24, WARPS = 16, THREADS = WARPS * 32 };
+enum { PARTS = WARPS * NJ * SPB, SUMS = PARTS + SPB * NJ }; /* a product's buffer: the warps' parts, then the sums */
 enum { PAIRS = (SPB * NJ + THREADS - 1) / THREADS }; /* (sample, neuron) pairs a thread steps */
 
 /* How the grid splits a call: sample groups × neuron groups, nj neurons each, one block per SM in all. */
@@ -141,7 +142,8 @@ __device__ __forceinline__ void product_group(float (&acc)[2][3][4], const float
 /* P[SPB][NJ] = rows·vtᵀ over k < n on the tensor cores, in fp32 (product_group): vt is [NJ][ld], zero past n; warp w
  * takes the groups of 16 columns w, w + WARPS, ..., whose rows rows(q, a) loads (a[f]: this lane's columns
  * 16q + 4t .. 16q + 4t + 3 of row g + 8f, zero past n or B), the next group's loads in flight during the products.
- * The warps' sums are left in buf as [WARPS][24][32] (accumulator, lane) for product_at; buf must be free on entry. */
+ * The warps' parts meet in buf ([WARPS][24][32]: accumulator, lane), and their sums, added in warp order, are left
+ * after them as [SPB][NJ] for product_at; buf [SUMS] must be free on entry. */
 template <bool BIN, class Rows>
 __device__ __forceinline__ void block_product(const float *vt, int ld, float *buf, int n, Rows rows)
 {
@@ -171,17 +173,17 @@ __device__ __forceinline__ void block_product(const float *vt, int ld, float *bu
 #pragma unroll
             for (int e = 0; e < 4; e++) buf[(warp * 24 + (m * 3 + c) * 4 + e) * 32 + lane] = acc[m][c][e];
     __syncthreads();
+    for (int at = threadIdx.x; at < 24 * 32; at += THREADS) { /* consecutive threads, consecutive parts */
+        float sum = 0.0f;
+        for (int w = 0; w < WARPS; w++) sum += buf[w * 24 * 32 + at];
+        const int l = at & 31, e = at >> 5 & 3, m = (at >> 7) / 3, c = (at >> 7) % 3; /* accumulator e of tile m, c */
+        buf[PARTS + (16 * m + 8 * (e >> 1) + (l >> 2)) * NJ + 8 * c + 2 * (l & 3) + (e & 1)] = sum;
+    }
+    __syncthreads();
 }
 
-/* Entry (row bl, column jj) of the product block_product left in buf: the warps' shares added in warp order. */
-__device__ __forceinline__ float product_at(const float *buf, int bl, int jj)
-{
-    const int r = bl & 15, col = jj & 7;
-    const int at = (((bl >> 4) * 3 + (jj >> 3)) * 4 + (r >> 3) * 2 + (col & 1)) * 32 + (r & 7) * 4 + (col >> 1);
-    float g = 0.0f;
-    for (int w = 0; w < WARPS; w++) g += buf[w * 24 * 32 + at];
-    return g;
-}
+/* Entry (row bl, column jj) of the product block_product left in buf. */
+__device__ __forceinline__ float product_at(const float *buf, int bl, int jj) { return buf[PARTS + bl * NJ + jj]; }
 
 /* ---------------------------------------------------------------- forward */
 
