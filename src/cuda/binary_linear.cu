@@ -1,14 +1,17 @@
-/* binary_linear.cu — fp32 products with a 0/1 operand (spikes) on the tensor cores, exactly: the other operand is
- * the sum of its two TF32 parts (tf32.cuh; what lies below 2^-22 of it is dropped), and the product of 0/1 values
- * with a TF32 part is exact, so only the fp32 sums round. A dense dV of the recurrent layer measured 6e-8 relative
- * error against double this way where SGEMM gave 1.2e-7 (1472 × 1472 over 6400 rows, H200), at tensor-core speed.
- * Other precisions and activation types keep linear.cu's GEMMs: tf32 is TF32 already, and bf16/fp16 run on the
- * tensor cores with 16-bit operands. The parts are made chunk by chunk in a scratch buffer of at most 2·SPLIT_ELEMS
- * floats. */
+/* binary_linear.cu — fp32 products with a 0/1 operand (spikes) on the tensor cores, to fp32 accuracy: the product
+ * of 0/1 values with a part of the other operand is exact, so only the fp32 sums round.
+ *   forward: W as the sum of its two TF32 parts (tf32.cuh; what lies below 2^-22 of it is dropped), two TF32
+ *     products with the spikes as they are.
+ *   weight gradient: dy as the sum of three bf16 parts (what lies below 2^-27 of it is dropped), three bf16
+ *     products with a bf16 copy of the spikes, at twice TF32's rate.
+ * A dense dV of the recurrent layer measured 6e-8 relative error against double with TF32 parts, where SGEMM gave
+ * 1.2e-7 (1472 × 1472 over 6400 rows, H200). Other precisions and activation types keep linear.cu's GEMMs: tf32 is
+ * TF32 already, and bf16/fp16 run on the tensor cores with 16-bit operands. The parts are made chunk by chunk in one
+ * scratch buffer: at most 2·SPLIT_ELEMS floats, or GRAD_ELEMS bf16 values. */
 #include "cuda/ops.cuh"
 #include "cuda/tf32.cuh"
 
-enum { SPLIT_ELEMS = 1 << 22 };
+enum { SPLIT_ELEMS = 1 << 22, GRAD_ELEMS = 1 << 25 };
 
 static bool splits(const sf_cuda_ctx *c) { return c->act == SF_ACT_F32 && c->prec == SF_PRECISION_FP32; }
 
@@ -36,17 +39,31 @@ static sf_status split(sf_cuda_ctx *c, int64_t n, const float *x, const float *p
     return SF_OK;
 }
 
-/* C = op(A)·op(B) + beta·C with one operand given as its two TF32 parts (part[0] + part[1]: A where a_parts, else
- * B) and the other as `other`: two tensor-core products, the second added to the first. */
+/* out[p·n + i] for p < parts: x as `parts` bf16 values whose sum is x (each the rest rounded to nearest): one part
+ * holds 0/1 exactly, three hold x but for less than 2^-27 of it. */
+__global__ void bf16_parts_kernel(int64_t n, const float *x, int parts, __nv_bfloat16 *out)
+{
+    SF_CUDA_GRID_STRIDE(i, n)
+    {
+        float rest = x[i];
+        for (int p = 0; p < parts; p++) {
+            const __nv_bfloat16 h = __float2bfloat16_rn(rest);
+            out[p * n + i] = h;
+            rest -= __bfloat162float(h);
+        }
+    }
+}
+
+/* C = op(A)·op(B) + beta·C with A given as its two TF32 parts (part[0] + part[1]): two tensor-core products, the
+ * second added to the first. */
 static sf_status gemm_parts(sf_cuda_ctx *c, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            const float *const part[2], bool a_parts, const float *other, int lda, int ldb, float beta,
-                            float *C, int ldc)
+                            const float *const part[2], int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
     const float one = 1.0f;
     for (int i = 0; i < 2; i++) {
-        const float *A = a_parts ? part[i] : other, *B = a_parts ? other : part[i], b = i ? 1.0f : beta;
-        SF_CUBLAS_CHECK(cublasGemmEx(c->cublas, ta, tb, m, n, k, &one, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, &b, C,
-                                     CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
+        const float b = i ? 1.0f : beta;
+        SF_CUBLAS_CHECK(cublasGemmEx(c->cublas, ta, tb, m, n, k, &one, part[i], CUDA_R_32F, lda, B, CUDA_R_32F, ldb,
+                                     &b, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
     }
     return SF_OK;
 }
@@ -54,16 +71,27 @@ static sf_status gemm_parts(sf_cuda_ctx *c, cublasOperation_t ta, cublasOperatio
 sf_status sf_cuda_binary_weight_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *x,
                                      const float *dy, float *dw)
 {
-    /* dWᶜ[in, out] = xᶜ[in, rows]·dyᶜ[out, rows]ᵀ, over rows in chunks (dy's parts), the chunks' sums added */
+    /* dWᶜ[in, out] = xᶜ[in, rows]·dyᶜ[out, rows]ᵀ, over rows in even chunks, the chunks' and parts' sums added */
     if (!splits(c) || rows == 0)
         return sf_cuda_gemm(c, CUBLAS_OP_N, CUBLAS_OP_T, in, out, (int)rows, x, in, dy, out, 0.0f, dw, in, true);
-    const int64_t chunk = out > 0 && SPLIT_ELEMS / out > 0 ? SPLIT_ELEMS / out : 1;
+    const int64_t per_row = (int64_t)in + 3 * (int64_t)out, most = GRAD_ELEMS / per_row > 0 ? GRAD_ELEMS / per_row : 1;
+    const int64_t chunks = (rows + most - 1) / most, chunk = (rows + chunks - 1) / chunks;
+    void *s;
+    SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SPLIT, sizeof(__nv_bfloat16) * (size_t)(chunk * per_row), &s));
+    __nv_bfloat16 *xb = (__nv_bfloat16 *)s, *parts = xb + chunk * in;
+    const float one = 1.0f;
     for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
         const int64_t r = rows - r0 < chunk ? rows - r0 : chunk;
-        const float *part[2];
-        SF_TRY(split(c, r * out, dy + r0 * out, part));
-        SF_TRY(gemm_parts(c, CUBLAS_OP_N, CUBLAS_OP_T, in, out, (int)r, part, false, x + r0 * in, in, out,
-                          r0 == 0 ? 0.0f : 1.0f, dw, in));
+        bf16_parts_kernel<<<sf_cuda_blocks(r * in, 256), 256, 0, c->stream>>>(r * in, x + r0 * in, 1, xb);
+        SF_CUDA_LAUNCHED();
+        bf16_parts_kernel<<<sf_cuda_blocks(r * out, 256), 256, 0, c->stream>>>(r * out, dy + r0 * out, 3, parts);
+        SF_CUDA_LAUNCHED();
+        for (int p = 0; p < 3; p++) {
+            const float beta = r0 == 0 && p == 0 ? 0.0f : 1.0f;
+            SF_CUBLAS_CHECK(cublasGemmEx(c->cublas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, (int)r, &one, xb, CUDA_R_16BF,
+                                         in, parts + p * r * out, CUDA_R_16BF, out, &beta, dw, CUDA_R_32F, in,
+                                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        }
     }
     return SF_OK;
 }
@@ -85,7 +113,7 @@ sf_status sf_cuda_op_binary_linear_forward(sf_backend *be, int64_t rows, int32_t
         const int64_t m = out - o0 < chunk ? out - o0 : chunk;
         const float *part[2];
         SF_TRY(split(c, m * in, w + o0 * in, part));
-        SF_TRY(gemm_parts(c, CUBLAS_OP_T, CUBLAS_OP_N, (int)m, (int)rows, in, part, true, x, in, in, beta, y + o0,
+        SF_TRY(gemm_parts(c, CUBLAS_OP_T, CUBLAS_OP_N, (int)m, (int)rows, in, part, in, x, in, beta, y + o0,
                           out));
     }
     return SF_OK;
