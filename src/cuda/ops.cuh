@@ -57,9 +57,9 @@ sf_status sf_cuda_column_sums(sf_cuda_ctx *c, int64_t rows, int32_t out, const f
 sf_status sf_cuda_linear_input_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *w,
                                     const float *dy, float *dx);
 
-/* binary_linear.cu: linear_forward and _backward for x of 0/1 values, exact on the tensor cores in fp32 (the other
- * operand as two TF32 parts); sf_cuda_binary_weight_grad is its dW = dyᵀ·x (dw float; x and dy in the activation
- * type), which the recurrent layer's dense dV uses too. */
+/* binary_linear.cu: linear_forward and _backward for x of 0/1 values, on the tensor cores to fp32 accuracy (the
+ * other operands as sums of TF32 or bf16 parts); sf_cuda_binary_weight_grad is its dW = dyᵀ·x (dw float; x and dy
+ * in the activation type), which the recurrent layer's dense dV uses too. */
 sf_status sf_cuda_op_binary_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
                                            const float *w, const float *b, float *y);
 sf_status sf_cuda_op_binary_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,

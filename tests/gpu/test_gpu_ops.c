@@ -516,8 +516,9 @@ int main(void)
     test_binary_linear(64, 700, 1472, 1); /* W4's first layer */
     test_binary_linear(7, 33, 5, 0);
     test_binary_linear(1, 1, 1, 1);
-    test_binary_linear(3, 2100, 2003, 1); /* W's parts in two chunks */
-    test_binary_linear(2100, 3, 2003, 0); /* dy's parts in two chunks */
+    test_binary_linear(3, 2100, 2003, 1); /* the forward's W parts in two chunks */
+    test_binary_linear(6000, 3, 4000, 0); /* the backward's dy parts in three chunks of rows */
+    test_binary_linear(2, 2400, 2400, 1); /* W's parts too large for the backward's room: dx by SGEMM */
     test_pool(7, 9, 9, 2, 2, 0);
     test_pool(9, 28, 28, 2, 2, 0); /* windows that tile the plane: the tiled kernels */
     test_pool(4, 12, 6, 3, 3, 0);
