@@ -85,10 +85,11 @@ static sf_status gemm_bf16(sf_cuda_ctx *c, cublasOperation_t ta, cublasOperation
  * those below 2^-24 of the whole (the parts shrink by 2^-8 each). */
 static const int DX_PAIRS[6][2] = {{1, 1}, {0, 2}, {2, 0}, {0, 1}, {1, 0}, {0, 0}};
 
-/* dw = xᵀ·dy over `rows` rows of x (0/1) and dy, and dx = dy·W where dx and w are not NULL, all in bf16 parts:
- * dy's three parts in even chunks of rows, with a bf16 copy of x's chunk for dW, and W's three parts for dx. */
-static sf_status split_grads(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *x, const float *w,
-                             const float *dy, float *dx, float *dw)
+/* dw = xᵀ·dy over `rows` rows of x (0/1: floats, or the bits xbits where not NULL) and dy, and dx = dy·W where dx
+ * and w are not NULL, all in bf16 parts: dy's three parts in even chunks of rows, with a bf16 copy of x's chunk for
+ * dW, and W's three parts for dx. */
+static sf_status split_grads(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *x,
+                             const uint32_t *xbits, const float *w, const float *dy, float *dx, float *dw)
 {
     const int64_t wparts = dx ? 3 * (int64_t)out * in : 0, per_row = (int64_t)in + 3 * (int64_t)out;
     const int64_t room = GRAD_ELEMS - wparts, most = room / per_row > 0 ? room / per_row : 1;
@@ -109,9 +110,13 @@ static sf_status split_grads(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t o
         for (int k = 0; dx && k < 6; k++) /* dxᶜ[in, r] = Wᶜ[in, out]·dyᶜ[out, r] */
             SF_TRY(gemm_bf16(c, CUBLAS_OP_N, CUBLAS_OP_N, in, r, out, wq + DX_PAIRS[k][0] * (int64_t)out * in, in,
                              p[DX_PAIRS[k][1]], out, k ? 1.0f : 0.0f, dx + r0 * in, in));
-        bf16_parts_kernel<<<sf_cuda_blocks((int64_t)r * in, 256), 256, 0, c->stream>>>((int64_t)r * in, x + r0 * in,
-                                                                                      1, xb);
-        SF_CUDA_LAUNCHED();
+        if (xbits) {
+            SF_TRY(sf_cuda_spikes_expand_bf16(c, r, in, xbits + r0 * ((in + 31) / 32), xb));
+        } else {
+            bf16_parts_kernel<<<sf_cuda_blocks((int64_t)r * in, 256), 256, 0, c->stream>>>((int64_t)r * in,
+                                                                                          x + r0 * in, 1, xb);
+            SF_CUDA_LAUNCHED();
+        }
         for (int k = 0; k < 3; k++) /* dWᶜ[in, out] = xᶜ[in, r]·dyᶜ[out, r]ᵀ, the chunks' sums added */
             SF_TRY(gemm_bf16(c, CUBLAS_OP_N, CUBLAS_OP_T, in, out, r, xb, in, p[2 - k], out,
                              r0 == 0 && k == 0 ? 0.0f : 1.0f, dw, in));
@@ -119,12 +124,13 @@ static sf_status split_grads(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t o
     return SF_OK;
 }
 
-sf_status sf_cuda_binary_weight_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *x,
-                                     const float *dy, float *dw)
+sf_status sf_cuda_binary_weight_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const uint32_t *xbits,
+                                     float *x, const float *dy, float *dw)
 {
-    if (!splits(c) || rows == 0) /* dWᶜ[in, out] = xᶜ[in, rows]·dyᶜ[out, rows]ᵀ */
-        return sf_cuda_gemm(c, CUBLAS_OP_N, CUBLAS_OP_T, in, out, (int)rows, x, in, dy, out, 0.0f, dw, in, true);
-    return split_grads(c, rows, in, out, x, NULL, dy, NULL, dw);
+    if (rows == 0) return sf_cuda_zero_f32(c, dw, (int64_t)in * out);
+    if (splits(c)) return split_grads(c, rows, in, out, NULL, xbits, NULL, dy, NULL, dw);
+    SF_TRY(sf_cuda_spikes_expand(c, rows, in, xbits, x)); /* dWᶜ[in, out] = xᶜ[in, rows]·dyᶜ[out, rows]ᵀ */
+    return sf_cuda_gemm(c, CUBLAS_OP_N, CUBLAS_OP_T, in, out, (int)rows, x, in, dy, out, 0.0f, dw, in, true);
 }
 
 sf_status sf_cuda_op_binary_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
@@ -162,6 +168,6 @@ sf_status sf_cuda_op_binary_linear_backward(sf_backend *be, int64_t rows, int32_
         SF_TRY(sf_cuda_linear_input_grad(c, rows, in, out, w, dy, dx));
         dx = NULL;
     }
-    SF_TRY(split_grads(c, rows, in, out, x, w, dy, dx, dw));
+    SF_TRY(split_grads(c, rows, in, out, x, NULL, w, dy, dx, dw));
     return db ? sf_cuda_column_sums(c, rows, out, dy, db) : SF_OK;
 }

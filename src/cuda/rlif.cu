@@ -409,7 +409,6 @@ sf_status sf_cuda_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64
     const float *dy1 = (const float *)at(c, dx, B * n);
     if (bwd_sparse & SF_RLIF_SPARSE_DV)
         return sf_cuda_spike_weight_grad(c, r1, (int32_t)n, (int32_t)n, w.c.bits, dy1, dv, w.sl);
-    SF_TRY(sf_cuda_op_spikes_expand(be, r1, n, w.c.bits, w.h));
     /* dV[j, i] = Σ_r dy[r, j]·s[r, i]: the linear layer's dW with the shifted spike rows as its input */
-    return sf_cuda_binary_weight_grad(c, r1, (int32_t)n, (int32_t)n, w.h, dy1, dv);
+    return sf_cuda_binary_weight_grad(c, r1, (int32_t)n, (int32_t)n, w.c.bits, w.h, dy1, dv);
 }

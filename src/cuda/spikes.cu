@@ -50,15 +50,27 @@ sf_status sf_cuda_op_spikes_compact(sf_backend *be, int64_t rows, int64_t n, con
     return sf_cuda_spikes_compact(sf_cuda_ctx_of(be), rows, n, x, out, count, flag);
 }
 
-sf_status sf_cuda_op_spikes_expand(sf_backend *be, int64_t rows, int64_t n, const uint32_t *bits, float *y)
+sf_status sf_cuda_spikes_expand(sf_cuda_ctx *c, int64_t rows, int64_t n, const uint32_t *bits, void *y)
 {
     if (rows < 0 || n < 0) return sf_fail(SF_ERR_INVALID, "spikes_expand: rows = %lld, n = %lld", (long long)rows, (long long)n);
     if (rows * n == 0) return SF_OK;
-    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     return sf_cuda_with_act(c->act, [&](auto tag) {
         using T = decltype(tag);
         expand_kernel<T><<<sf_cuda_blocks(rows * n, 256), 256, 0, c->stream>>>(rows, n, bits, (T *)y);
         SF_CUDA_LAUNCHED();
         return SF_OK;
     });
+}
+
+sf_status sf_cuda_op_spikes_expand(sf_backend *be, int64_t rows, int64_t n, const uint32_t *bits, float *y)
+{
+    return sf_cuda_spikes_expand(sf_cuda_ctx_of(be), rows, n, bits, y);
+}
+
+sf_status sf_cuda_spikes_expand_bf16(sf_cuda_ctx *c, int64_t rows, int64_t n, const uint32_t *bits, __nv_bfloat16 *y)
+{
+    if (rows * n == 0) return SF_OK;
+    expand_kernel<__nv_bfloat16><<<sf_cuda_blocks(rows * n, 256), 256, 0, c->stream>>>(rows, n, bits, y);
+    SF_CUDA_LAUNCHED();
+    return SF_OK;
 }
