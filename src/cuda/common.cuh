@@ -22,8 +22,8 @@ extern "C" {
 struct sf_cuda_conv_entry; /* conv.cu */
 
 /* Scratch slots: per-neuron sums (BN+LIF), per-block partials (reductions), a convolution's weight gradient in a
- * 16-bit act type (cuDNN writes it in its operands' type; conv.cu widens it into the fp32 gradient), the TF32 parts
- * of an fp32 operand multiplied with spikes (binary_linear.cu). */
+ * 16-bit act type (cuDNN writes it in its operands' type; conv.cu widens it into the fp32 gradient), the TF32 or
+ * bf16 parts of fp32 operands multiplied on the tensor cores (binary_linear.cu). */
 enum {
     SF_CUDA_SCRATCH_SUMS = 0,
     SF_CUDA_SCRATCH_PARTIALS,
