@@ -141,7 +141,8 @@ struct sf_backend {
     sf_status (*linear_backward)(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
                                  const float *w, const float *dy, float *dx, float *dw, float *db);
     /* linear_forward and _backward for an x that holds only 0 and 1 (spikes): the same results, which a backend may
-     * compute faster with that knowledge (CUDA in fp32: exact tensor-core products with W's or dy's two TF32 parts). */
+     * compute faster with that knowledge (CUDA in fp32: tensor-core products with W's TF32 parts and dy's bf16
+     * parts, exact where they meet the 0/1 operand). */
     sf_status (*binary_linear_forward)(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
                                        const float *w, const float *b, float *y);
     sf_status (*binary_linear_backward)(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,

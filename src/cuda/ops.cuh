@@ -72,8 +72,9 @@ sf_status sf_cuda_binary_weight_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, i
 sf_status sf_cuda_op_spikes_compact(sf_backend *be, int64_t rows, int64_t n, const float *x, const sf_spikes *out,
                                     float *count, float *flag);
 sf_status sf_cuda_op_spikes_expand(sf_backend *be, int64_t rows, int64_t n, const uint32_t *bits, float *y);
+/* The same on a context, y in the activation type; and as bf16 values (exact), for the tensor cores whatever the
+ * activation type. */
 sf_status sf_cuda_spikes_expand(sf_cuda_ctx *c, int64_t rows, int64_t n, const uint32_t *bits, void *y);
-/* The same as bf16 values (exact), for the tensor cores whatever the activation type. */
 sf_status sf_cuda_spikes_expand_bf16(sf_cuda_ctx *c, int64_t rows, int64_t n, const uint32_t *bits, __nv_bfloat16 *y);
 sf_status sf_cuda_spikes_compact(sf_cuda_ctx *c, int64_t rows, int64_t n, const float *x, const sf_spikes *out,
                                  float *count, float *flag);

@@ -20,8 +20,9 @@
 enum { RMAX = 8, MAX_THREADS = 1024 }; /* the persistent kernels hold up to RMAX neurons per thread: n <= 8192 */
 
 /* The workspace: Vᵀ, the neuron state and per-step product ([B, n] each), s_{t-1} as the GEMM's operand, h over all
- * steps (recompute; then the spikes as a dense dV's operand), the recompute's compact spikes, and dV's scratch. Sized
- * in floats, so it holds the activation type's copies (vt, sprev, the spikes in h) in every type. */
+ * steps (recompute; then the expanded spikes where a dense dV's precision needs them), the recompute's compact
+ * spikes, and the event-driven dV's scratch. Sized in floats, so it holds the activation type's copies (vt, sprev,
+ * the spikes in h) in every type. */
 struct rl_ws {
     void *vt;
     float *state, *rec;
