@@ -315,15 +315,18 @@ typedef enum sf_loss { SF_LOSS_CE_MEAN = 0, SF_LOSS_CE_PER_STEP, SF_LOSS_MSE_RAT
  * fp16 (the tensor cores' precisions), NCHW in fp32; per conv shape and op, measured at plan time, the fastest of
  * cuDNN on NCHW tensors, cuDNN on NHWC (copying a side that is not) and im2col + cuBLAS GEMM, as each tensor's
  * layout allows. nchw: NCHW tensors, the faster of cuDNN and im2col + GEMM. cudnn: cuDNN on NCHW. gemm: im2col + GEMM
- * where the shape allows it (cuDNN elsewhere). nhwc: NHWC tensors in every precision. */
+ * where the shape allows it (cuDNN elsewhere). nhwc: NHWC tensors in every precision. split: in fp32, every
+ * convolution of spikes (0/1 inputs) as TF32 tensor-core products of exact parts (what auto takes where it measures
+ * faster), the others as auto. */
 typedef enum sf_conv_algo {
     SF_CONV_ALGO_AUTO = 0,
     SF_CONV_ALGO_CUDNN,
     SF_CONV_ALGO_GEMM,
     SF_CONV_ALGO_NHWC,
-    SF_CONV_ALGO_NCHW
+    SF_CONV_ALGO_NCHW,
+    SF_CONV_ALGO_SPLIT
 } sf_conv_algo;
-SF_API const char *sf_conv_algo_name(sf_conv_algo a); /* "auto", "cudnn", "gemm", "nhwc", "nchw" */
+SF_API const char *sf_conv_algo_name(sf_conv_algo a); /* "auto", "cudnn", "gemm", "nhwc", "nchw", "split" */
 SF_API sf_status sf_conv_algo_parse(const char *name, sf_conv_algo *out);
 
 /* Choices of the CUDA backend (the CPU backend has none of these and ignores them). */

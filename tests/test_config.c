@@ -278,7 +278,7 @@ static void test_cuda_options(void)
                   cfg->net.cuda.conv_algo == SF_CONV_ALGO_GEMM && cfg->net.cuda.deterministic == 1,
               "cuda_graph = off, conv_workspace_mib = 64, conv_algo = gemm, deterministic = on");
     sf_config_free(cfg);
-    expect_error(HEAD "conv_algo = winograd\n" MLP, 3, "[train] conv_algo = winograd: expects auto, cudnn, gemm, nhwc or nchw");
+    expect_error(HEAD "conv_algo = winograd\n" MLP, 3, "[train] conv_algo = winograd: expects auto, cudnn, gemm, nhwc, nchw or split");
     expect_error(HEAD "conv_workspace_mib = -1\n" MLP, 3, "[train] conv_workspace_mib = -1: must be in [0, 65536]");
     expect_error(HEAD "deterministic = mostly\n" MLP, 3, "[train] deterministic = mostly: expects on or off");
 }

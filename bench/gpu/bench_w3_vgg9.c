@@ -6,7 +6,7 @@
  * net's peak bytes and the device memory in use, for both memory modes, then a per-layer breakdown (profiling mode
  * synchronises after each layer). Usage: bench_w3_vgg9 [steps [fp32|tf32|bf16|fp16 [option=value ...]]]: the
  * precision (default fp32, TF32 off; bf16 and fp16 keep activations in 16 bits) and CUDA options (gb_cuda_options:
- * graph=0, conv_workspace_mib=N, conv_algo=auto|cudnn|gemm|nhwc|nchw, deterministic=1).
+ * graph=0, conv_workspace_mib=N, conv_algo=auto|cudnn|gemm|nhwc|nchw|split, deterministic=1).
  * Floor: the convolutions' and linear layers' multiply-adds (forward, backward-data except the first layer's,
  * backward-filter; as direct convolution, so Winograd can run under it) at the GEMM rate of the precision measured
  * in this run, plus the bytes the BN and LIF layers must move in the recompute mode (per element of a BN+LIF input:
@@ -127,7 +127,7 @@ int main(int argc, char **argv)
             }
             printf("total fwd %.2f ms, bwd %.2f ms\n%s\n", sf, sb, sf_net_summary(net));
             free(lt);
-            char rep[16384];
+            static char rep[1 << 17];
             sf_cuda_conv_report(net->be, rep, sizeof rep);
             fputs(rep, stdout);
         }

@@ -55,7 +55,7 @@ static inline sf_precision gb_precision(const char *name)
 }
 
 /* CUDA options from a benchmark's trailing "key=value" arguments: graph=0|1, conv_workspace_mib=N,
- * conv_algo=auto|cudnn|gemm|nhwc|nchw, deterministic=0|1 (the sf_cuda_options fields; the rest keep their defaults). */
+ * conv_algo=auto|cudnn|gemm|nhwc|nchw|split, deterministic=0|1 (the sf_cuda_options fields; the rest keep their defaults). */
 static inline sf_cuda_options gb_cuda_options(int argc, char **argv, int first)
 {
     sf_net_params p;
@@ -69,7 +69,7 @@ static inline sf_cuda_options gb_cuda_options(int argc, char **argv, int first)
         else if (!(k == 9 && strncmp(argv[i], "conv_algo", k) == 0 &&
                    sf_conv_algo_parse(v + 1, &p.cuda.conv_algo) == SF_OK)) {
             fprintf(stderr,
-                    "option '%s': expected graph=0|1, conv_workspace_mib=N, conv_algo=auto|cudnn|gemm|nhwc|nchw or "
+                    "option '%s': expected graph=0|1, conv_workspace_mib=N, conv_algo=auto|cudnn|gemm|nhwc|nchw|split or "
                     "deterministic=0|1\n",
                     argv[i]);
             exit(2);

@@ -29,6 +29,7 @@ typedef struct sf_conv_shape {
     int32_t cout, k, stride, pad;
     int32_t oh, ow;         /* output, (h + 2·pad - k) / stride + 1 */
     bool x_nhwc, y_nhwc;    /* x (and dx), y (and dy) are NHWC; only a backend with conv_nhwc takes them */
+    bool x_binary;          /* x holds only 0 and 1 (spikes): products with it may run on exact parts of the rest */
 } sf_conv_shape;
 
 typedef struct sf_pool_shape {

@@ -78,7 +78,7 @@ sf_status sf_net_params_check(const sf_net_params *p)
         return sf_fail(SF_ERR_INVALID, "readout_tau = %g: must be >= 1", p->readout_tau);
     if (p->cuda.conv_workspace_mib < 0)
         return sf_fail(SF_ERR_INVALID, "conv_workspace_mib = %d: must be >= 0", (int)p->cuda.conv_workspace_mib);
-    if ((unsigned)p->cuda.conv_algo > SF_CONV_ALGO_NCHW)
+    if ((unsigned)p->cuda.conv_algo > SF_CONV_ALGO_SPLIT)
         return sf_fail(SF_ERR_INVALID, "unknown conv algorithm %d", (int)p->cuda.conv_algo);
     if ((unsigned)p->precision > SF_PRECISION_FP16) return sf_fail(SF_ERR_INVALID, "unknown precision %d", p->precision);
     if ((unsigned)p->sparse > SF_SPARSE_ON) return sf_fail(SF_ERR_INVALID, "unknown sparse mode %d", (int)p->sparse);

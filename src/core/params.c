@@ -209,7 +209,7 @@ sf_status sf_precision_parse(const char *name, sf_precision *out)
     return sf_fail(SF_ERR_INVALID, "unknown precision '%s' (expected fp32, tf32, bf16 or fp16)", name ? name : "(null)");
 }
 
-static const char *const conv_algo_names[] = {"auto", "cudnn", "gemm", "nhwc", "nchw"};
+static const char *const conv_algo_names[] = {"auto", "cudnn", "gemm", "nhwc", "nchw", "split"};
 #define SF_CONV_ALGO_COUNT ((int)(sizeof conv_algo_names / sizeof conv_algo_names[0]))
 
 const char *sf_conv_algo_name(sf_conv_algo a) { return (unsigned)a < SF_CONV_ALGO_COUNT ? conv_algo_names[a] : "?"; }
@@ -221,7 +221,7 @@ sf_status sf_conv_algo_parse(const char *name, sf_conv_algo *out)
         *out = (sf_conv_algo)i;
         return SF_OK;
     }
-    return sf_fail(SF_ERR_INVALID, "unknown conv algorithm '%s' (expected auto, cudnn or gemm)",
+    return sf_fail(SF_ERR_INVALID, "unknown conv algorithm '%s' (expected auto, nchw, cudnn, gemm, nhwc or split)",
                    name ? name : "(null)");
 }
 

@@ -229,6 +229,7 @@ static void decide_layouts(sf_net *net)
         if (l->d.kind != SF_LAYER_CONV2D) continue;
         l->conv.x_nhwc = net->tensors[l->in].nhwc;
         l->conv.y_nhwc = net->tensors[l->out].nhwc;
+        l->conv.x_binary = sf_net_tensor_is_binary(net, l->in);
     }
 }
 

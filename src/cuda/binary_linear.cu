@@ -11,33 +11,19 @@
  * TF32 already, and bf16/fp16 run on the tensor cores with 16-bit operands. The parts are made chunk by chunk in one
  * scratch buffer: at most 2·SPLIT_ELEMS floats, or GRAD_ELEMS bf16 values. */
 #include "cuda/ops.cuh"
-#include "cuda/tf32.cuh"
 
 enum { SPLIT_ELEMS = 1 << 22, GRAD_ELEMS = 1 << 25 };
 
 static bool splits(const sf_cuda_ctx *c) { return c->act == SF_ACT_F32 && c->prec == SF_PRECISION_FP32; }
-
-__global__ void tf32_split_kernel(int64_t n, const float *x, float *hi, float *lo)
-{
-    SF_CUDA_GRID_STRIDE(i, n)
-    {
-        uint32_t h, l;
-        sf_tf32_split(x[i], &h, &l);
-        hi[i] = __uint_as_float(h);
-        lo[i] = __uint_as_float(l);
-    }
-}
 
 /* Splits n (at most SPLIT_ELEMS) floats of x into the scratch: part[0] the high TF32 parts, part[1] the low. */
 static sf_status split(sf_cuda_ctx *c, int64_t n, const float *x, const float *part[2])
 {
     void *s;
     SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SPLIT, 2 * sizeof(float) * (size_t)SPLIT_ELEMS, &s));
-    float *hi = (float *)s, *lo = hi + SPLIT_ELEMS;
-    tf32_split_kernel<<<sf_cuda_blocks(n, 256), 256, 0, c->stream>>>(n, x, hi, lo);
-    SF_CUDA_LAUNCHED();
-    part[0] = hi;
-    part[1] = lo;
+    SF_TRY(sf_cuda_tf32_stack(c, 1, n, x, 2, 2u, (float *)s));
+    part[0] = (const float *)s;
+    part[1] = part[0] + n;
     return SF_OK;
 }
 

@@ -14,8 +14,17 @@
  *    bounds the chunk; where the engine keeps a side NHWC (conv_algo = nhwc: docs/architecture.md, Layouts) that
  *    side is not copied;
  *  - im2col + cuBLAS GEMM (conv_gemm.cu) over chunks that fit the same cap, where x is NCHW (y may be NHWC: a
- *    network's first convolution under conv_algo = nhwc).
- * The NHWC and GEMM paths are timed whole, copies included, by events. The bias and its gradient are kernels of this
+ *    network's first convolution under conv_algo = nhwc);
+ *  - in fp32, where x is spikes (sf_conv_shape.x_binary) and the engine's tensors NCHW, TF32 tensor-core products
+ *    of exact parts: the product of a 0/1 value with a TF32 value is exact, so y = conv(x, W_hi) + conv(x, W_lo)
+ *    and dW = x ⋆ dy_hi + x ⋆ dy_lo lose only what lies below 2^-22 of W and dy (tf32.cuh), and dx = dy_hi·W_hi +
+ *    dy_hi·W_lo + dy_lo·W_hi what lies below 2^-22 of their product; fp32 sums throughout. Each op is one cuDNN call
+ *    per chunk over parts stacked as channels (conv_parts.cu): y2 = conv(x, [W_hi; W_lo]) with 2·cout outputs,
+ *    folded; dW2 = x ⋆ [dy_hi; dy_lo], folded; dx = [dy_hi; dy_hi; dy_lo] ·ᵀ [W_hi; W_lo; W_hi] with 3·cout. Those
+ *    shapes have entries of their own (tensor-op math; implicit-GEMM and direct algorithms only, since FFT and
+ *    Winograd would round transformed operands to TF32), on chunks of images whose stacked dy fits an eighth of the
+ *    cap. It wins where cuDNN's fp32 kernels cannot use Winograd (strided convolutions: 23–33 TFLOP/s on an H200).
+ * The NHWC, GEMM and split paths are timed whole, copies and parts included, by events. The bias and its gradient are kernels of this
  * file in every precision (a per-channel add, and a deterministic per-channel sum in double).
  * Deterministic mode (sf_cuda_options.deterministic) takes only algorithms cuDNN marks deterministic, and chooses
  * without timing anything, so every process picks the same ones: the first of cuDNN's heuristic ranking
@@ -34,7 +43,8 @@
 enum { SF_CONV_FWD, SF_CONV_BWD_DATA, SF_CONV_BWD_FILTER, SF_CONV_OPS };
 /* The layouts cuDNN runs on, and the paths an op can take: cuDNN in one of those layouts, or im2col + GEMM. */
 enum { SF_CONV_NCHW, SF_CONV_NHWC, SF_CONV_LAYOUTS };
-enum { SF_CONV_PATH_NCHW = SF_CONV_NCHW, SF_CONV_PATH_NHWC = SF_CONV_NHWC, SF_CONV_PATH_GEMM };
+enum { SF_CONV_PATH_NCHW = SF_CONV_NCHW, SF_CONV_PATH_NHWC = SF_CONV_NHWC, SF_CONV_PATH_GEMM, SF_CONV_PATH_SPLIT,
+       SF_CONV_PATHS };
 
 /* One of the three ops in one layout: its algorithm with the math type cuDNN measured it in (the descriptor it runs
  * with must carry that type: a 16-bit algorithm measured in FMA math and run in tensor-op math fails with
@@ -56,12 +66,14 @@ typedef struct sf_cuda_conv_op {
 
 struct sf_cuda_conv_entry {
     sf_conv_shape sh;
+    bool tf32_parts; /* runs the products of the split path: tensor-op math, exact-product algorithms, no GEMM path */
+    int split_entries[2]; /* the split path's entries in sf_cuda_ctx.convs: 2·cout and 3·cout outputs (-1: none) */
     cudnnFilterDescriptor_t wd[SF_CONV_LAYOUTS]; /* KCRS, KRSC */
     cudnnTensorDescriptor_t wt[SF_CONV_LAYOUTS]; /* the same as tensors, for the filter's copies */
     cudnnConvolutionDescriptor_t cd;
     sf_cuda_conv_op op[SF_CONV_LAYOUTS][SF_CONV_OPS];
     int path[SF_CONV_OPS];
-    float nhwc_ms[SF_CONV_OPS], gemm_ms[SF_CONV_OPS]; /* those paths timed whole (0: not measured) */
+    float nhwc_ms[SF_CONV_OPS], gemm_ms[SF_CONV_OPS], split_ms[SF_CONV_OPS]; /* paths timed whole (0: not measured) */
     int64_t gemm_chunk; /* images per im2col + GEMM call (0: the path does not fit the cap) */
     size_t ws;
 };
@@ -132,7 +144,7 @@ static int same_shape(const sf_conv_shape *a, const sf_conv_shape *b)
 {
     return a->n == b->n && a->cin == b->cin && a->h == b->h && a->w == b->w && a->cout == b->cout && a->k == b->k &&
            a->stride == b->stride && a->pad == b->pad && a->oh == b->oh && a->ow == b->ow && a->x_nhwc == b->x_nhwc &&
-           a->y_nhwc == b->y_nhwc;
+           a->y_nhwc == b->y_nhwc && a->x_binary == b->x_binary;
 }
 
 static void entry_destroy(sf_cuda_conv_entry *e)
@@ -165,21 +177,38 @@ static bool math_ok(cudnnMathType_t m, sf_precision prec)
     return m == CUDNN_FMA_MATH || (prec != SF_PRECISION_FP32 && (m == CUDNN_DEFAULT_MATH || m == CUDNN_TENSOR_OP_MATH));
 }
 
-/* Takes the fastest measured result that succeeded, uses an allowed math type and fits the workspace cap, if
- * `splits` calls of it beat what op already has. Returns whether the overall fastest allowed result did not fit
+/* Whether algorithm `algo` of op multiplies the operands as they are (direct and implicit or explicit GEMM), which
+ * the split path's exact parts need: FFT and Winograd transform them first. */
+static bool exact_products(int op, int algo)
+{
+    switch (op) {
+    case SF_CONV_FWD:
+        return algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM || algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
+               algo == CUDNN_CONVOLUTION_FWD_ALGO_GEMM || algo == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT;
+    case SF_CONV_BWD_DATA: return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+    default:
+        return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 ||
+               algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
+    }
+}
+
+/* Takes the fastest measured result that succeeded, uses an allowed math type (any, for an entry of TF32 parts,
+ * whose algorithms must take the operands as they are) and fits the workspace cap, if `splits` calls of it beat what
+ * op already has. Returns whether the overall fastest allowed result did not fit
  * (then more chunks may pay). fp32: FMA only (cuDNN's DEFAULT_MATH may use TF32 on Ampere and later). Outside
  * deterministic mode determinism is not required (with deterministic algorithms only, the W3 step took 130 ms instead
  * of 111 ms on an H200), so convolution gradients may differ in the last bits from run to run. In deterministic mode
  * `perf` is cuDNN's heuristic ranking (no times): the first deterministic result that fits is taken, and a later
  * (larger) `splits` never replaces it. */
 template <class Perf>
-static bool consider(const Perf *perf, int count, int64_t splits, int64_t chunk, sf_precision prec, size_t cap,
-                     bool deterministic, sf_cuda_conv_op *op, bool *changed)
+static bool consider(const Perf *perf, int count, int o, int64_t splits, int64_t chunk, sf_precision prec,
+                     bool tf32_parts, size_t cap, bool deterministic, sf_cuda_conv_op *op, bool *changed)
 {
     bool fastest_too_big = false, first = true;
     *changed = false;
     for (int i = 0; i < count; i++) {
-        if (perf[i].status != CUDNN_STATUS_SUCCESS || !math_ok(perf[i].mathType, prec)) continue;
+        if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+        if (tf32_parts ? !exact_products(o, (int)perf[i].algo) : !math_ok(perf[i].mathType, prec)) continue;
         if (deterministic && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
         if (first && splits == 1) {
             op->fastest_algo = (int)perf[i].algo;
@@ -280,9 +309,10 @@ static sf_status measure(sf_cuda_ctx *c, sf_cuda_conv_entry *e, int layout, int6
         }
         sf_cuda_conv_op *op = &e->op[layout][o];
         const size_t cap = c->conv_ws_cap - copies;
-        big[o] = o == SF_CONV_FWD        ? consider(pf, got, splits, chunk, prec, cap, det, op, &changed)
-                 : o == SF_CONV_BWD_DATA ? consider(pd, got, splits, chunk, prec, cap, det, op, &changed)
-                                         : consider(pw, got, splits, chunk, prec, cap, det, op, &changed);
+        const bool p = e->tf32_parts;
+        big[o] = o == SF_CONV_FWD        ? consider(pf, got, o, splits, chunk, prec, p, cap, det, op, &changed)
+                 : o == SF_CONV_BWD_DATA ? consider(pd, got, o, splits, chunk, prec, p, cap, det, op, &changed)
+                                         : consider(pw, got, o, splits, chunk, prec, p, cap, det, op, &changed);
         if (changed) {
             if ((st = set_desc(op->xd, layout, dt, chunk, sh->cin, sh->h, sh->w)) != SF_OK) goto done;
             if ((st = set_desc(op->yd, layout, dt, chunk, sh->cout, sh->oh, sh->ow)) != SF_OK) goto done;
@@ -303,14 +333,19 @@ done:
 }
 
 static sf_status nhwc_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const void *x, const void *w, void *y,
-                              void *ws);
+                              void *ws, bool add);
 static sf_status nhwc_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const void *x, const void *w,
-                               const void *dy, void *dx, float *dw, void *ws);
+                               const void *dy, void *dx, float *dw, void *ws, bool add);
+static size_t split_ws(const sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int op);
+static sf_status split_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const float *x, const float *w, float *y,
+                               void *ws);
+static sf_status split_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const float *x, const float *w,
+                                const float *dy, float *dx, float *dw, void *ws);
 
 /* The timing buffers: x, dx, w, dw (fp32), y (also dy), workspace. */
 enum { TB_X, TB_DX, TB_W, TB_DW, TB_Y, TB_WS, TB_COUNT };
 
-/* One op of a path (im2col + GEMM or cuDNN on NHWC copies) on the timing buffers. */
+/* One op of a path (im2col + GEMM, cuDNN on NHWC copies or the split path) on the timing buffers. */
 static sf_status run_path_op(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int path, int op, void *const *buf)
 {
     const sf_conv_shape *sh = &e->sh;
@@ -321,8 +356,13 @@ static sf_status run_path_op(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int pa
             return sf_cuda_conv_gemm_forward(c, sh, e->gemm_chunk, buf[TB_X], buf[TB_W], NULL, buf[TB_Y], buf[TB_WS]);
         return sf_cuda_conv_gemm_backward(c, sh, e->gemm_chunk, buf[TB_X], buf[TB_W], buf[TB_Y], dx, dw, buf[TB_WS]);
     }
-    if (op == SF_CONV_FWD) return nhwc_forward(c, e, buf[TB_X], buf[TB_W], buf[TB_Y], buf[TB_WS]);
-    return nhwc_backward(c, e, buf[TB_X], buf[TB_W], buf[TB_Y], dx, dw, buf[TB_WS]);
+    if (path == SF_CONV_PATH_SPLIT) {
+        const float *x = (const float *)buf[TB_X], *w = (const float *)buf[TB_W];
+        if (op == SF_CONV_FWD) return split_forward(c, e, x, w, (float *)buf[TB_Y], buf[TB_WS]);
+        return split_backward(c, e, x, w, (const float *)buf[TB_Y], (float *)dx, dw, buf[TB_WS]);
+    }
+    if (op == SF_CONV_FWD) return nhwc_forward(c, e, buf[TB_X], buf[TB_W], buf[TB_Y], buf[TB_WS], false);
+    return nhwc_backward(c, e, buf[TB_X], buf[TB_W], buf[TB_Y], dx, dw, buf[TB_WS], false);
 }
 
 /* One op of a path: one warm-up run, then the mean of two, by events on the backend's stream. */
@@ -339,8 +379,9 @@ static sf_status time_path_op(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int p
     return SF_OK;
 }
 
-/* Times the NHWC and im2col + GEMM paths of every op that has them on zeroed buffers of the shape (allocated for
- * the measurement only) into e->nhwc_ms and e->gemm_ms. Without room for the buffers nothing is timed. */
+/* Times the NHWC, im2col + GEMM and split paths of every op that has them on zeroed buffers of the shape
+ * (allocated for the measurement only) into e->nhwc_ms, gemm_ms and split_ms. Without room for the buffers nothing
+ * is timed. */
 static sf_status time_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e, bool nhwc)
 {
     const sf_conv_shape *sh = &e->sh;
@@ -348,10 +389,12 @@ static sf_status time_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e, bool nhwc)
     const size_t nx = (size_t)(sh->n * sh->cin * sh->h * sh->w), ny = (size_t)(sh->n * sh->cout * sh->oh * sh->ow),
                  nw = (size_t)sh->cout * sh->cin * sh->k * sh->k;
     size_t ws = e->gemm_chunk ? sf_cuda_conv_gemm_ws(sh, e->gemm_chunk, es) : 0;
-    for (int o = 0; nhwc && o < SF_CONV_OPS; o++) {
+    for (int o = 0; o < SF_CONV_OPS; o++) {
         nhwc_bufs b;
-        const size_t need = e->op[SF_CONV_NHWC][o].chunk ? nhwc_layout(e, es, 1u << o, NULL, &b) : 0;
+        const size_t need = nhwc && e->op[SF_CONV_NHWC][o].chunk ? nhwc_layout(e, es, 1u << o, NULL, &b) : 0;
+        const size_t split = e->split_entries[0] >= 0 ? split_ws(c, e, o) : 0;
         if (need > ws) ws = need;
+        if (split > ws) ws = split;
     }
     const size_t bytes[TB_COUNT] = {nx * es, nx * es, nw * es, nw * sizeof(float), ny * es, ws};
     void *buf[TB_COUNT] = {NULL};
@@ -367,6 +410,8 @@ static sf_status time_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e, bool nhwc)
         if (e->gemm_chunk) st = time_path_op(c, e, SF_CONV_PATH_GEMM, o, buf, ev, &e->gemm_ms[o]);
         if (st == SF_OK && nhwc && e->op[SF_CONV_NHWC][o].chunk)
             st = time_path_op(c, e, SF_CONV_PATH_NHWC, o, buf, ev, &e->nhwc_ms[o]);
+        if (st == SF_OK && e->split_entries[0] >= 0)
+            st = time_path_op(c, e, SF_CONV_PATH_SPLIT, o, buf, ev, &e->split_ms[o]);
     }
     cudaStreamSynchronize(c->stream);
     for (int i = 0; i < TB_COUNT; i++) cudaFree(buf[i]);
@@ -380,16 +425,42 @@ static sf_status time_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e, bool nhwc)
     return st;
 }
 
+static sf_status find(sf_cuda_ctx *c, const sf_conv_shape *sh, bool tf32_parts, int *index);
+
+/* Gives e the entries of its split path: the convolution with 2·cout and 3·cout outputs on chunks of images whose
+ * three stacked parts of dy fill at most an eighth of the workspace cap (the largest divisor of the batch that
+ * fits, at least one image). */
+static sf_status add_split_entries(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
+{
+    const int64_t stacked_per_img = 3 * (int64_t)sizeof(float) * e->sh.cout * e->sh.oh * e->sh.ow;
+    int64_t nb = (int64_t)(c->conv_ws_cap / 8) / stacked_per_img;
+    if (nb > e->sh.n) nb = e->sh.n;
+    if (nb < 1) nb = 1;
+    while (e->sh.n % nb) nb--;
+    for (int g = 0; g < 2; g++) {
+        sf_conv_shape sub = e->sh;
+        sub.n = nb;
+        sub.cout = (2 + g) * e->sh.cout;
+        sub.x_binary = false;
+        SF_TRY(find(c, &sub, true, &e->split_entries[g]));
+    }
+    return SF_OK;
+}
+
 /* Picks each op's path: the fastest measured (auto, nchw; nhwc where the engine keeps a side NHWC), else the one
  * conv_algo forces (deterministic mode: that one, else cuDNN on NCHW; NHWC where the engine keeps a side NHWC),
  * falling back to any path that has the op. Where the engine keeps a side NHWC, cuDNN on NCHW is out, and so is
- * im2col + GEMM where that side is x. */
+ * im2col + GEMM where that side is x. The split path is there for fp32 convolutions of spikes under auto and split
+ * outside deterministic mode; an entry of TF32 parts has no im2col + GEMM path (its GEMMs would be SGEMMs). */
 static sf_status choose_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
 {
     const sf_conv_algo algo = c->conv_algo;
-    const bool engine_nhwc = e->sh.x_nhwc || e->sh.y_nhwc;
-    const bool nhwc = engine_nhwc || algo == SF_CONV_ALGO_NHWC || (algo == SF_CONV_ALGO_AUTO && !c->deterministic);
-    if (!e->sh.x_nhwc && algo != SF_CONV_ALGO_CUDNN && (algo != SF_CONV_ALGO_NHWC || engine_nhwc))
+    const bool engine_nhwc = e->sh.x_nhwc || e->sh.y_nhwc, forced_split = algo == SF_CONV_ALGO_SPLIT;
+    const bool nhwc = engine_nhwc || algo == SF_CONV_ALGO_NHWC ||
+                      ((algo == SF_CONV_ALGO_AUTO || forced_split) && !c->deterministic);
+    const bool split = e->sh.x_binary && !engine_nhwc && !e->tf32_parts && c->prec == SF_PRECISION_FP32 &&
+                       c->act == SF_ACT_F32 && (algo == SF_CONV_ALGO_AUTO || forced_split) && !c->deterministic;
+    if (!e->tf32_parts && !e->sh.x_nhwc && algo != SF_CONV_ALGO_CUDNN && (algo != SF_CONV_ALGO_NHWC || engine_nhwc))
         e->gemm_chunk = sf_cuda_conv_gemm_chunk(&e->sh, c->conv_ws_cap, sf_act_type_size(c->act));
     if (nhwc) {
         bool more = true;
@@ -400,23 +471,26 @@ static sf_status choose_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
             if (op->chunk) SF_TRY(conv_desc(&e->sh, op->math, &op->cd));
         }
     }
-    const bool timed = !c->deterministic && (algo == SF_CONV_ALGO_AUTO || algo == SF_CONV_ALGO_NCHW ||
+    if (split) SF_TRY(add_split_entries(c, e));
+    const bool timed = !c->deterministic && (algo == SF_CONV_ALGO_AUTO || algo == SF_CONV_ALGO_NCHW || forced_split ||
                                              (algo == SF_CONV_ALGO_NHWC && engine_nhwc));
-    if (!c->deterministic && (nhwc || e->gemm_chunk)) SF_TRY(time_paths(c, e, nhwc));
+    if (!c->deterministic && (nhwc || e->gemm_chunk || split)) SF_TRY(time_paths(c, e, nhwc));
     for (int o = 0; o < SF_CONV_OPS; o++) {
-        const bool has[3] = {!engine_nhwc && e->op[SF_CONV_NCHW][o].chunk != 0,
-                             nhwc && e->op[SF_CONV_NHWC][o].chunk != 0, e->gemm_chunk != 0};
+        const bool has[SF_CONV_PATHS] = {!engine_nhwc && e->op[SF_CONV_NCHW][o].chunk != 0,
+                                         nhwc && e->op[SF_CONV_NHWC][o].chunk != 0, e->gemm_chunk != 0, split};
         /* what auto compares must have been timed (the timing buffers may not have fit) */
-        const bool measured[3] = {has[0], has[1] && e->nhwc_ms[o] > 0, has[2] && e->gemm_ms[o] > 0};
-        const float ms[3] = {e->op[SF_CONV_NCHW][o].ms, e->nhwc_ms[o], e->gemm_ms[o]};
-        const int forced = algo == SF_CONV_ALGO_GEMM                  ? SF_CONV_PATH_GEMM
+        const bool measured[SF_CONV_PATHS] = {has[0], has[1] && e->nhwc_ms[o] > 0, has[2] && e->gemm_ms[o] > 0,
+                                              has[3] && e->split_ms[o] > 0};
+        const float ms[SF_CONV_PATHS] = {e->op[SF_CONV_NCHW][o].ms, e->nhwc_ms[o], e->gemm_ms[o], e->split_ms[o]};
+        const int forced = forced_split && split                      ? SF_CONV_PATH_SPLIT
+                           : algo == SF_CONV_ALGO_GEMM                ? SF_CONV_PATH_GEMM
                            : algo == SF_CONV_ALGO_NHWC || engine_nhwc ? SF_CONV_PATH_NHWC
                                                                       : SF_CONV_PATH_NCHW;
-        int best = -1;
-        for (int p = 0; timed && p < 3; p++)
+        int best = forced == SF_CONV_PATH_SPLIT ? forced : -1;
+        for (int p = 0; timed && best != SF_CONV_PATH_SPLIT && p < SF_CONV_PATHS; p++)
             if (measured[p] && (best < 0 || ms[p] < ms[best])) best = p;
         if (best < 0 && has[forced]) best = forced;
-        for (int p = 0; best < 0 && p < 3; p++)
+        for (int p = 0; best < 0 && p < SF_CONV_PATHS; p++)
             if (has[p]) best = p;
         e->path[o] = best >= 0 ? best : engine_nhwc ? SF_CONV_PATH_NHWC : SF_CONV_PATH_NCHW;
     }
@@ -447,8 +521,9 @@ static sf_status setup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_ent
             SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&op->yn));
         }
     }
-    /* measured under fp32: FMA only; tf32, bf16 and fp16: tensor ops allowed (cuDNN also measures FMA there) */
-    SF_TRY(conv_desc(sh, c->prec == SF_PRECISION_FP32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH, &e->cd));
+    /* measured under fp32: FMA only; tf32, bf16, fp16 and TF32 parts: tensor ops allowed (cuDNN also measures FMA) */
+    const bool fma = c->prec == SF_PRECISION_FP32 && !e->tf32_parts;
+    SF_TRY(conv_desc(sh, fma ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH, &e->cd));
     bool more = !sh->x_nhwc && !sh->y_nhwc; /* cuDNN on NCHW tensors, where the engine's are */
     for (int64_t splits = 1; splits <= 8 && more && sh->n % splits == 0; splits *= 2)
         SF_TRY(measure(c, e, SF_CONV_NCHW, splits, &more));
@@ -460,6 +535,8 @@ static sf_status setup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_ent
         size_t need;
         if (e->path[o] == SF_CONV_PATH_GEMM) {
             need = sf_cuda_conv_gemm_ws(sh, e->gemm_chunk, es);
+        } else if (e->path[o] == SF_CONV_PATH_SPLIT) {
+            need = split_ws(c, e, o);
         } else {
             sf_cuda_conv_op *op = &e->op[e->path[o]][o];
             if (op->chunk == 0)
@@ -485,29 +562,44 @@ static sf_status setup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_ent
     return SF_OK;
 }
 
-static sf_status lookup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_entry **out)
+/* The index in c->convs of the entry of sh (one of TF32 parts where tf32_parts), set up on first use. Its setup
+ * may add the entry of its split path first, so it is built aside and placed last. */
+static sf_status find(sf_cuda_ctx *c, const sf_conv_shape *sh, bool tf32_parts, int *index)
 {
     for (int i = 0; i < c->n_convs; i++)
-        if (same_shape(&c->convs[i].sh, sh)) {
-            *out = &c->convs[i];
+        if (same_shape(&c->convs[i].sh, sh) && c->convs[i].tf32_parts == tf32_parts) {
+            *index = i;
             return SF_OK;
         }
-    if (c->n_convs == c->cap_convs) {
+    sf_cuda_conv_entry e;
+    memset(&e, 0, sizeof e);
+    e.tf32_parts = tf32_parts;
+    e.split_entries[0] = e.split_entries[1] = -1;
+    sf_status s = setup(c, sh, &e);
+    if (s == SF_OK && c->n_convs == c->cap_convs) {
         int cap = c->cap_convs ? 2 * c->cap_convs : 16;
         sf_cuda_conv_entry *p = (sf_cuda_conv_entry *)realloc(c->convs, sizeof *p * (size_t)cap);
-        if (!p) return sf_fail(SF_ERR_NOMEM, "conv algorithm cache: out of host memory");
-        c->convs = p;
-        c->cap_convs = cap;
+        if (p) {
+            c->convs = p;
+            c->cap_convs = cap;
+        } else {
+            s = sf_fail(SF_ERR_NOMEM, "conv algorithm cache: out of host memory");
+        }
     }
-    sf_cuda_conv_entry *e = &c->convs[c->n_convs];
-    memset(e, 0, sizeof *e);
-    sf_status s = setup(c, sh, e);
     if (s != SF_OK) {
-        entry_destroy(e);
+        entry_destroy(&e);
         return s;
     }
-    c->n_convs++;
-    *out = e;
+    c->convs[c->n_convs] = e;
+    *index = c->n_convs++;
+    return SF_OK;
+}
+
+static sf_status lookup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_entry **out)
+{
+    int i;
+    SF_TRY(find(c, sh, false, &i));
+    *out = &c->convs[i];
     return SF_OK;
 }
 
@@ -595,9 +687,9 @@ static sf_status reorder(sf_cuda_ctx *c, cudnnTensorDescriptor_t from, const voi
     return SF_OK;
 }
 
-/* y = conv(x, w) by cuDNN on NHWC, chunk by chunk, copying the sides the engine keeps NCHW (no bias). */
+/* y (+)= conv(x, w) by cuDNN on NHWC, chunk by chunk, copying the sides the engine keeps NCHW (no bias). */
 static sf_status nhwc_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const void *x, const void *w, void *y,
-                              void *ws)
+                              void *ws, bool add)
 {
     const sf_conv_shape *sh = &e->sh;
     const sf_cuda_conv_op *op = &e->op[SF_CONV_NHWC][SF_CONV_FWD];
@@ -615,18 +707,18 @@ static sf_status nhwc_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const
             xi = b.x;
         }
         SF_CUDNN_CHECK(cudnnConvolutionForward(c->cudnn, &one, op->xd, xi, e->wd[SF_CONV_NHWC], b.w, op->cd,
-                                               (cudnnConvolutionFwdAlgo_t)op->algo, ws, op->ws, &zero, op->yd,
-                                               b.y ? b.y : yi));
-        if (b.y) SF_TRY(reorder(c, op->yd, b.y, op->yn, yi, false));
+                                               (cudnnConvolutionFwdAlgo_t)op->algo, ws, op->ws,
+                                               add && !b.y ? &one : &zero, op->yd, b.y ? b.y : yi));
+        if (b.y) SF_TRY(reorder(c, op->yd, b.y, op->yn, yi, add));
     }
     return SF_OK;
 }
 
 /* dw (fp32 KCRS, if not NULL) and dx (if not NULL) by cuDNN on NHWC, chunk by chunk, copying the sides the engine
  * keeps NCHW; with both, one pass over the chunks of their common size copies each chunk of dy once. Within a chunk
- * the weight gradient reads x before dx is written, so dx may be x. */
+ * the weight gradient reads x before dx is written, so dx may be x. add: both are added to what they hold. */
 static sf_status nhwc_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const void *x, const void *w,
-                               const void *dy, void *dx, float *dw, void *ws)
+                               const void *dy, void *dx, float *dw, void *ws, bool add)
 {
     const sf_conv_shape *sh = &e->sh;
     const sf_cuda_conv_op *d = &e->op[SF_CONV_NHWC][SF_CONV_BWD_DATA], *f = &e->op[SF_CONV_NHWC][SF_CONV_BWD_FILTER];
@@ -655,17 +747,33 @@ static sf_status nhwc_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, cons
             SF_CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->cudnn, &one, f->xd, xi, f->yd, dyi, f->cd,
                                                           (cudnnConvolutionBwdFilterAlgo_t)f->algo, ws, f->ws, &zero,
                                                           e->wd[SF_CONV_NHWC], b.dw));
-            SF_TRY(reorder(c, e->wt[SF_CONV_NHWC], b.dw, e->wt[SF_CONV_NCHW], dw_kcrs, !narrow_dw && i > 0));
-            if (narrow_dw) SF_TRY(sf_cuda_widen(c, nw, dw_kcrs, dw, i > 0));
+            SF_TRY(reorder(c, e->wt[SF_CONV_NHWC], b.dw, e->wt[SF_CONV_NCHW], dw_kcrs, !narrow_dw && (i > 0 || add)));
+            if (narrow_dw) SF_TRY(sf_cuda_widen(c, nw, dw_kcrs, dw, i > 0 || add));
         }
         if (dx) {
             void *dxi = AT(dx, i * xs);
             SF_CUDNN_CHECK(cudnnConvolutionBackwardData(c->cudnn, &one, e->wd[SF_CONV_NHWC], b.w, d->yd, dyi, d->cd,
-                                                        (cudnnConvolutionBwdDataAlgo_t)d->algo, ws, d->ws, &zero,
-                                                        d->xd, b.dx ? b.dx : dxi));
-            if (b.dx) SF_TRY(reorder(c, d->xd, b.dx, d->xn, dxi, false));
+                                                        (cudnnConvolutionBwdDataAlgo_t)d->algo, ws, d->ws,
+                                                        add && !b.dx ? &one : &zero, d->xd, b.dx ? b.dx : dxi));
+            if (b.dx) SF_TRY(reorder(c, d->xd, b.dx, d->xn, dxi, add));
         }
     }
+    return SF_OK;
+}
+
+/* y (+)= conv(x, w) by cuDNN on the NCHW tensors (no bias). */
+static sf_status nchw_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const void *x, const void *w, void *y,
+                              void *ws, bool add)
+{
+    const sf_conv_shape *sh = &e->sh;
+    const sf_cuda_conv_op *op = &e->op[SF_CONV_NCHW][SF_CONV_FWD];
+    const size_t es = sf_act_type_size(c->act);
+    const int64_t xs = op->chunk * sh->cin * sh->h * sh->w, ys = op->chunk * sh->cout * sh->oh * sh->ow;
+    float one = 1.0f, zero = 0.0f;
+    for (int64_t i = 0; i < sh->n / op->chunk; i++)
+        SF_CUDNN_CHECK(cudnnConvolutionForward(c->cudnn, &one, op->xd, AT(x, i * xs), e->wd[SF_CONV_NCHW], w, op->cd,
+                                               (cudnnConvolutionFwdAlgo_t)op->algo, ws, op->ws, add ? &one : &zero,
+                                               op->yd, AT(y, i * ys)));
     return SF_OK;
 }
 
@@ -675,28 +783,23 @@ sf_status sf_cuda_op_conv_forward(sf_backend *be, const sf_conv_shape *sh, const
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     sf_cuda_conv_entry *e;
     SF_TRY(lookup(c, sh, &e));
-    if (e->path[SF_CONV_FWD] == SF_CONV_PATH_GEMM) { /* it adds the bias to an NCHW y itself */
+    switch (e->path[SF_CONV_FWD]) {
+    case SF_CONV_PATH_GEMM: /* it adds the bias to an NCHW y itself */
         SF_TRY(sf_cuda_conv_gemm_forward(c, sh, e->gemm_chunk, x, w, sh->y_nhwc ? NULL : b, y, ws));
         if (!sh->y_nhwc) return SF_OK;
-    } else if (e->path[SF_CONV_FWD] == SF_CONV_PATH_NHWC) {
-        SF_TRY(nhwc_forward(c, e, x, w, y, ws));
-    } else {
-        const sf_cuda_conv_op *op = &e->op[SF_CONV_NCHW][SF_CONV_FWD];
-        const size_t es = sf_act_type_size(c->act);
-        const int64_t xs = op->chunk * sh->cin * sh->h * sh->w, ys = op->chunk * sh->cout * sh->oh * sh->ow;
-        float one = 1.0f, zero = 0.0f;
-        for (int64_t i = 0; i < sh->n / op->chunk; i++)
-            SF_CUDNN_CHECK(cudnnConvolutionForward(c->cudnn, &one, op->xd, AT(x, i * xs), e->wd[SF_CONV_NCHW], w,
-                                                   op->cd, (cudnnConvolutionFwdAlgo_t)op->algo, ws, op->ws, &zero,
-                                                   op->yd, AT(y, i * ys)));
+        break;
+    case SF_CONV_PATH_NHWC: SF_TRY(nhwc_forward(c, e, x, w, y, ws, false)); break;
+    case SF_CONV_PATH_SPLIT: SF_TRY(split_forward(c, e, x, w, y, ws)); break;
+    default: SF_TRY(nchw_forward(c, e, x, w, y, ws, false));
     }
     return b ? bias_add(c, sh, b, y) : SF_OK;
 }
 
 /* The backward ops that run through cuDNN on the NCHW tensors: dw (if not NULL, summed over chunks; under a 16-bit
- * act type each chunk's comes in that type and is widened into dw) and dx (if not NULL). */
-static sf_status nchw_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const float *x, float *dw, float *dx,
-                               const float *w, const float *dy, void *ws)
+ * act type each chunk's comes in that type and is widened into dw) and dx (if not NULL); add: both are added to what
+ * they hold. */
+static sf_status nchw_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const void *x, const void *w,
+                               const void *dy, void *dx, float *dw, void *ws, bool add)
 {
     const sf_conv_shape *sh = &e->sh;
     const size_t es = sf_act_type_size(c->act);
@@ -711,15 +814,16 @@ static sf_status nchw_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, cons
         SF_CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->cudnn, &one, f->xd, AT(x, i * f->chunk * img_x), f->yd,
                                                       AT(dy, i * f->chunk * img_y), f->cd,
                                                       (cudnnConvolutionBwdFilterAlgo_t)f->algo, ws, f->ws,
-                                                      i && !narrow_dw ? &one : &zero, e->wd[SF_CONV_NCHW], dwt));
-        if (narrow_dw) SF_TRY(sf_cuda_widen(c, nw, dwt, dw, i > 0));
+                                                      (i || add) && !narrow_dw ? &one : &zero, e->wd[SF_CONV_NCHW],
+                                                      dwt));
+        if (narrow_dw) SF_TRY(sf_cuda_widen(c, nw, dwt, dw, i > 0 || add));
     }
     const sf_cuda_conv_op *d = &e->op[SF_CONV_NCHW][SF_CONV_BWD_DATA];
     for (int64_t i = 0; dx && i < sh->n / d->chunk; i++)
         SF_CUDNN_CHECK(cudnnConvolutionBackwardData(c->cudnn, &one, e->wd[SF_CONV_NCHW], w, d->yd,
                                                     AT(dy, i * d->chunk * img_y), d->cd,
-                                                    (cudnnConvolutionBwdDataAlgo_t)d->algo, ws, d->ws, &zero, d->xd,
-                                                    AT(dx, i * d->chunk * img_x)));
+                                                    (cudnnConvolutionBwdDataAlgo_t)d->algo, ws, d->ws,
+                                                    add ? &one : &zero, d->xd, AT(dx, i * d->chunk * img_x)));
     return SF_OK;
 }
 
@@ -727,9 +831,91 @@ static sf_status nchw_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, cons
 static sf_status backward_on(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int path, const float *x, const float *w,
                              const float *dy, float *dx, float *dw, void *ws)
 {
-    if (path == SF_CONV_PATH_GEMM) return sf_cuda_conv_gemm_backward(c, &e->sh, e->gemm_chunk, x, w, dy, dx, dw, ws);
-    if (path == SF_CONV_PATH_NHWC) return nhwc_backward(c, e, x, w, dy, dx, dw, ws);
-    return nchw_backward(c, e, x, dw, dx, w, dy, ws);
+    switch (path) {
+    case SF_CONV_PATH_GEMM: return sf_cuda_conv_gemm_backward(c, &e->sh, e->gemm_chunk, x, w, dy, dx, dw, ws);
+    case SF_CONV_PATH_NHWC: return nhwc_backward(c, e, x, w, dy, dx, dw, ws, false);
+    case SF_CONV_PATH_SPLIT: return split_backward(c, e, x, w, dy, dx, dw, ws);
+    default: return nchw_backward(c, e, x, w, dy, dx, dw, ws, false);
+    }
+}
+
+/* The split path (see the top of this file). Its workspace: that of the op's entry of stacked parts, then W's
+ * stacked parts (or the stacked weight gradient), then a chunk's stacked dy (or y). */
+static const sf_cuda_conv_entry *stacked_entry(const sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int op)
+{
+    return &c->convs[e->split_entries[op == SF_CONV_BWD_DATA]];
+}
+
+static size_t split_ws(const sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int op)
+{
+    const sf_cuda_conv_entry *s = stacked_entry(c, e, op);
+    const size_t nw = (size_t)e->sh.cin * e->sh.k * e->sh.k * s->sh.cout,
+                 ny = (size_t)s->sh.n * s->sh.cout * s->sh.oh * s->sh.ow;
+    return align256(s->ws) + align256(nw * sizeof(float)) + ny * sizeof(float);
+}
+
+/* The op's stacked weights (or weight gradient) and chunk of y or dy in its workspace. */
+static void split_bufs(const sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int op, void *ws, float **w, float **y)
+{
+    const sf_cuda_conv_entry *s = stacked_entry(c, e, op);
+    const size_t nw = (size_t)e->sh.cin * e->sh.k * e->sh.k * s->sh.cout;
+    *w = (float *)((char *)ws + align256(s->ws));
+    *y = (float *)((char *)*w + align256(nw * sizeof(float)));
+}
+
+/* An entry of stacked parts runs on cuDNN's paths only (NCHW, or NHWC copies). */
+static bool on_nhwc(const sf_cuda_conv_entry *s, int op) { return s->path[op] == SF_CONV_PATH_NHWC; }
+
+/* y = fold(conv(x, [W_hi; W_lo])) chunk by chunk. */
+static sf_status split_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const float *x, const float *w, float *y,
+                               void *ws)
+{
+    const sf_cuda_conv_entry *s = stacked_entry(c, e, SF_CONV_FWD);
+    const sf_conv_shape *sh = &e->sh;
+    const int64_t nw = (int64_t)sh->cout * sh->cin * sh->k * sh->k, nb = s->sh.n,
+                  img_x = (int64_t)sh->cin * sh->h * sh->w, img_y = (int64_t)sh->cout * sh->oh * sh->ow;
+    float *w2, *y2;
+    split_bufs(c, e, SF_CONV_FWD, ws, &w2, &y2);
+    SF_TRY(sf_cuda_tf32_stack(c, 1, nw, w, 2, 2u, w2));
+    for (int64_t i0 = 0; i0 < sh->n; i0 += nb) {
+        SF_TRY((on_nhwc(s, SF_CONV_FWD) ? nhwc_forward : nchw_forward)(c, s, x + i0 * img_x, w2, y2, ws, false));
+        SF_TRY(sf_cuda_fold(c, nb, img_y, 2, y2, y + i0 * img_y));
+    }
+    return SF_OK;
+}
+
+/* dw = fold(Σ over chunks of x ⋆ [dy_hi; dy_lo]), then (as dx may be x) dx = [dy_hi; dy_hi; dy_lo] ·ᵀ [W_hi; W_lo;
+ * W_hi] chunk by chunk, each where not NULL. */
+static sf_status split_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const float *x, const float *w,
+                                const float *dy, float *dx, float *dw, void *ws)
+{
+    const sf_conv_shape *sh = &e->sh;
+    const int64_t nw = (int64_t)sh->cout * sh->cin * sh->k * sh->k, img_x = (int64_t)sh->cin * sh->h * sh->w,
+                  img_y = (int64_t)sh->cout * sh->oh * sh->ow;
+    float *wp, *dyp;
+    if (dw) {
+        const sf_cuda_conv_entry *s = stacked_entry(c, e, SF_CONV_BWD_FILTER);
+        const int64_t nb = s->sh.n;
+        split_bufs(c, e, SF_CONV_BWD_FILTER, ws, &wp, &dyp);
+        for (int64_t i0 = 0; i0 < sh->n; i0 += nb) {
+            SF_TRY(sf_cuda_tf32_stack(c, nb, img_y, dy + i0 * img_y, 2, 2u, dyp));
+            SF_TRY((on_nhwc(s, SF_CONV_BWD_FILTER) ? nhwc_backward : nchw_backward)(c, s, x + i0 * img_x, NULL, dyp,
+                                                                                  NULL, wp, ws, i0 > 0));
+        }
+        SF_TRY(sf_cuda_fold(c, 1, nw, 2, wp, dw));
+    }
+    if (dx) {
+        const sf_cuda_conv_entry *s = stacked_entry(c, e, SF_CONV_BWD_DATA);
+        const int64_t nb = s->sh.n;
+        split_bufs(c, e, SF_CONV_BWD_DATA, ws, &wp, &dyp);
+        SF_TRY(sf_cuda_tf32_stack(c, 1, nw, w, 3, 2u, wp));
+        for (int64_t i0 = 0; i0 < sh->n; i0 += nb) {
+            SF_TRY(sf_cuda_tf32_stack(c, nb, img_y, dy + i0 * img_y, 3, 4u, dyp));
+            SF_TRY((on_nhwc(s, SF_CONV_BWD_DATA) ? nhwc_backward : nchw_backward)(c, s, x + i0 * img_x, wp, dyp,
+                                                                                dx + i0 * img_x, NULL, ws, false));
+        }
+    }
+    return SF_OK;
 }
 
 sf_status sf_cuda_op_conv_backward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
@@ -769,13 +955,15 @@ size_t sf_cuda_conv_report(sf_backend *be, char *buf, size_t cap)
 {
     const sf_cuda_ctx *c = (const sf_cuda_ctx *)be->ctx;
     static const char *const names[SF_CONV_OPS] = {"fwd", "bwd_data", "bwd_filter"};
-    static const char *const paths[] = {"nchw", "nhwc", "im2col_gemm"};
+    static const char *const paths[] = {"nchw", "nhwc", "im2col_gemm", "split"};
     const size_t es = sf_act_type_size(c->act);
     size_t n = 0;
 #define PUT(...) n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, __VA_ARGS__)
     PUT("conv algorithms (%s, workspace cap %zu MiB%s): shape | op: path, its algo x chunks, ws MiB | cuDNN on NCHW: "
         "algo x chunks, ms (Find) | the fastest cuDNN NCHW allowed on the whole batch: algo, ms, ws MiB | cuDNN on NHWC "
-        "copies: algo x chunks, ms (events, copies included) | im2col+gemm x chunks ms (0: not measured)\n",
+        "copies: algo x chunks, ms (events, copies included) | im2col+gemm x chunks ms | split path x chunks ms (events, "
+        "parts included; 0: not measured); a shape marked 'spikes' has spike inputs, one marked 'parts' runs the TF32 "
+        "parts of such a shape\n",
         sf_precision_name(c->prec), c->conv_ws_cap >> 20,
         c->deterministic ? ", deterministic: cuDNN's heuristic rank, no times" : "");
     for (int i = 0; i < c->n_convs; i++) {
@@ -785,19 +973,24 @@ size_t sf_cuda_conv_report(sf_backend *be, char *buf, size_t cap)
         for (int o = 0; o < SF_CONV_OPS; o++) {
             const sf_cuda_conv_op *a = &e->op[SF_CONV_NCHW][o], *h = &e->op[SF_CONV_NHWC][o];
             const int p = e->path[o];
-            const sf_cuda_conv_op *run = p == SF_CONV_PATH_GEMM ? NULL : &e->op[p][o];
+            const sf_cuda_conv_op *run = p == SF_CONV_PATH_GEMM || p == SF_CONV_PATH_SPLIT ? NULL : &e->op[p][o];
+            const int64_t sc = e->split_entries[0] >= 0 ? sh->n / c->convs[e->split_entries[0]].sh.n : 0;
             nhwc_bufs b;
-            const size_t ws = p == SF_CONV_PATH_GEMM   ? sf_cuda_conv_gemm_ws(sh, gc, es)
-                              : p == SF_CONV_PATH_NHWC ? nhwc_layout(e, es, 1u << o, NULL, &b)
-                                                       : run->ws;
-            PUT("n=%lld %d->%d %dx%d s%d | %-10s %-11s %-22s x%lld %6.0f | nchw %-22s x%lld %7.3f | %-22s %7.3f %6.0f "
-                "| nhwc %-22s x%lld %7.3f | im2col+gemm x%lld %7.3f\n",
-                (long long)sh->n, sh->cin, sh->cout, sh->h, sh->w, sh->stride, names[o], paths[p],
-                run ? algo_name(o, run->algo) : "-", (long long)(run ? sh->n / run->chunk : (sh->n + gc - 1) / gc),
+            const size_t ws = p == SF_CONV_PATH_GEMM    ? sf_cuda_conv_gemm_ws(sh, gc, es)
+                              : p == SF_CONV_PATH_SPLIT ? split_ws(c, e, o)
+                              : p == SF_CONV_PATH_NHWC  ? nhwc_layout(e, es, 1u << o, NULL, &b)
+                                                        : run->ws;
+            const int64_t chunks = run ? sh->n / run->chunk : p == SF_CONV_PATH_SPLIT ? sc : (sh->n + gc - 1) / gc;
+            PUT("n=%lld %d->%d %dx%d s%d%s%s%s | %-10s %-11s %-22s x%lld %6.0f | nchw %-22s x%lld %7.3f | %-22s %7.3f %6.0f "
+                "| nhwc %-22s x%lld %7.3f | im2col+gemm x%lld %7.3f | split x%lld %7.3f\n",
+                (long long)sh->n, sh->cin, sh->cout, sh->h, sh->w, sh->stride,
+                e->tf32_parts ? " parts" : sh->x_binary ? " spikes" : "", sh->x_nhwc ? " x:nhwc" : "",
+                sh->y_nhwc ? " y:nhwc" : "", names[o], paths[p],
+                run ? algo_name(o, run->algo) : "-", (long long)chunks,
                 ws / 1048576.0, algo_name(o, a->algo), (long long)(a->chunk ? sh->n / a->chunk : 0), a->ms,
                 algo_name(o, a->fastest_algo), a->fastest_ms, a->fastest_ws / 1048576.0,
                 h->chunk ? algo_name(o, h->algo) : "-", (long long)(h->chunk ? sh->n / h->chunk : 0), e->nhwc_ms[o],
-                (long long)((sh->n + gc - 1) / gc), e->gemm_ms[o]);
+                (long long)((sh->n + gc - 1) / gc), e->gemm_ms[o], (long long)sc, e->split_ms[o]);
         }
     }
 #undef PUT

@@ -68,6 +68,13 @@ sf_status sf_cuda_op_binary_linear_backward(sf_backend *be, int64_t rows, int32_
 sf_status sf_cuda_binary_weight_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const uint32_t *xbits,
                                      float *x, const float *dy, float *dw);
 
+/* conv_parts.cu. tf32_stack: x[images][block] as out[images][groups][block], group g holding x's high TF32 part, or
+ * its low one where bit g of lo_mask is set (the two sum to x but for less than 2^-22 of it; tf32.cuh). fold:
+ * out[images][block] = the sum of in[images][groups][block] over the groups. */
+sf_status sf_cuda_tf32_stack(sf_cuda_ctx *c, int64_t images, int64_t block, const float *x, int groups,
+                             unsigned lo_mask, float *out);
+sf_status sf_cuda_fold(sf_cuda_ctx *c, int64_t images, int64_t block, int groups, const float *in, float *out);
+
 /* spikes.cu: the compact form (core/spikes.h). */
 sf_status sf_cuda_op_spikes_compact(sf_backend *be, int64_t rows, int64_t n, const float *x, const sf_spikes *out,
                                     float *count, float *flag);

@@ -20,6 +20,7 @@
 static sf_backend *cpu, *gpu;
 static double gemm_tol = 1e-5; /* linear and conv bound: the GPU backend's precision decides it */
 static double gemm_worst;      /* the largest linear/conv error seen under that precision */
+static bool spike_x;           /* test_conv's x is spikes: 0/1 (30% ones), marked so (sf_conv_shape.x_binary) */
 
 /* A tensor on both backends, from the same host data. */
 typedef struct {
@@ -335,10 +336,14 @@ static void test_conv(int64_t n, int32_t cin, int32_t hgt, int32_t wid, int32_t 
                       int32_t pad, int bias)
 {
     sf_conv_shape sh = {n,   cin, hgt, wid, cout, k, stride, pad, (hgt + 2 * pad - k) / stride + 1,
-                        (wid + 2 * pad - k) / stride + 1, false, false};
+                        (wid + 2 * pad - k) / stride + 1, false, false, spike_x};
     size_t nx = (size_t)(n * cin * hgt * wid), ny = (size_t)(n * cout * sh.oh * sh.ow),
            nw = (size_t)(cout * cin * k * k);
-    pair x = randn(nx, 0.0f, 1.0f, 41), w = randn(nw, 0.0f, 0.2f, 42), b = randn((size_t)cout, 0.0f, 0.2f, 43);
+    float *xh = malloc(4 * nx);
+    tu_randn(xh, (int64_t)nx, 0.0f, 1.0f, 41);
+    for (size_t i = 0; spike_x && i < nx; i++) xh[i] = (float)(xh[i] > 0.5244f); /* P(N(0, 1) > 0.5244) = 0.3 */
+    pair x = mk(xh, 4 * nx), w = randn(nw, 0.0f, 0.2f, 42), b = randn((size_t)cout, 0.0f, 0.2f, 43);
+    free(xh);
     pair y = out(ny), dy = randn(ny, 0.0f, 1.0f, 44), dx = out(nx), dw = out(nw), db = out((size_t)cout);
     void *wsc = NULL, *wsg = NULL;
     size_t bc = cpu->conv_workspace(cpu, &sh), bg = gpu->conv_workspace(gpu, &sh);
@@ -347,8 +352,8 @@ static void test_conv(int64_t n, int32_t cin, int32_t hgt, int32_t wid, int32_t 
     RUN(be->conv_forward(be, &sh, S(x), S(w), bias ? S(b) : NULL, S(y), side_ ? wsg : wsc));
     RUN(be->conv_backward(be, &sh, S(x), S(w), S(dy), S(dx), S(dw), bias ? S(db) : NULL, side_ ? wsg : wsc));
     char t[128];
-    snprintf(t, sizeof t, "conv n=%lld %dx%dx%d -> %d k=%d s=%d p=%d", (long long)n, cin, hgt, wid, cout, k, stride,
-             pad);
+    snprintf(t, sizeof t, "conv n=%lld %dx%dx%d -> %d k=%d s=%d p=%d%s", (long long)n, cin, hgt, wid, cout, k, stride,
+             pad, spike_x ? ", spikes" : "");
     cmp_gemm(t, &y);
     cmp_gemm(t, &dx);
     cmp_gemm(t, &dw);
@@ -496,6 +501,40 @@ static void gemm_ops_with(sf_precision prec, sf_conv_algo algo, int32_t ws_mib, 
     sf_backend_free(gpu);
 }
 
+/* The conv cases on spikes in fp32 under conv_algo `algo` (split: every op of every shape on the split path, whose
+ * TF32 parts run in chunks of images where the cap is small), against the fp32 CPU results. */
+static void spike_convs_with(sf_conv_algo algo, int32_t ws_mib)
+{
+    sf_cuda_options opt = {.graph = 1, .conv_workspace_mib = ws_mib, .conv_algo = algo};
+    gpu = NULL;
+    CHECK_OK(sf_cuda_backend_create(0, SF_PRECISION_FP32, &opt, &gpu));
+    if (!gpu) return;
+    gemm_tol = 1e-5;
+    gemm_worst = 0.0;
+    spike_x = true;
+    for (size_t i = 0; i < sizeof gemm_conv_cases / sizeof gemm_conv_cases[0]; i++)
+        test_conv(gemm_conv_cases[i].n, gemm_conv_cases[i].cin, gemm_conv_cases[i].h, gemm_conv_cases[i].w,
+                  gemm_conv_cases[i].cout, gemm_conv_cases[i].k, gemm_conv_cases[i].stride, gemm_conv_cases[i].pad,
+                  gemm_conv_cases[i].bias);
+    spike_x = false;
+    static char report[1 << 17];
+    sf_cuda_conv_report(gpu, report, sizeof report);
+    printf("fp32 conv of spikes, conv %s, workspace %d MiB: worst rel err %.2e (bound %.0e)\n", sf_conv_algo_name(algo),
+           (int)ws_mib, gemm_worst, gemm_tol);
+    if (algo == SF_CONV_ALGO_SPLIT) { /* every op of a spike shape took the split path */
+        int spikes = 0, split = 0;
+        for (const char *l = report; (l = strstr(l, " spikes |")) != NULL; l++) {
+            spikes++;
+            const char *end = strchr(l, '\n');
+            const char *p = strstr(l, " split ");
+            split += p && (!end || p < end) && p < l + 40;
+        }
+        CHECK(spikes > 0 && split == spikes, "conv_algo = split at %d MiB: %d of %d spike ops on the split path:\n%s",
+              (int)ws_mib, split, spikes, report);
+    }
+    sf_backend_free(gpu);
+}
+
 int main(void)
 {
     if (sf_cuda_device_count() == 0) {
@@ -547,6 +586,10 @@ int main(void)
     /* TF32 GEMM/conv arithmetic, against the same fp32 CPU results */
     gemm_ops_with(SF_PRECISION_TF32, SF_CONV_ALGO_AUTO, 512, 1e-3);
     gemm_ops_with(SF_PRECISION_TF32, SF_CONV_ALGO_NHWC, 512, 1e-3);
+    /* fp32 convolutions of spikes: the fastest path (auto), and TF32 parts forced, on whole batches and in chunks */
+    spike_convs_with(SF_CONV_ALGO_AUTO, 512);
+    spike_convs_with(SF_CONV_ALGO_SPLIT, 512);
+    spike_convs_with(SF_CONV_ALGO_SPLIT, 1);
     sf_backend_free(cpu);
     return tu_finish("test_gpu_ops");
 }

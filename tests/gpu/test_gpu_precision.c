@@ -456,7 +456,7 @@ static void test_conv(int64_t n, int32_t cin, int32_t hgt, int32_t wid, int32_t 
                       int32_t pad, int bias)
 {
     sf_conv_shape sh = {n,   cin, hgt, wid, cout, k, stride, pad, (hgt + 2 * pad - k) / stride + 1,
-                        (wid + 2 * pad - k) / stride + 1, false, false};
+                        (wid + 2 * pad - k) / stride + 1, false, false, false};
     size_t nx = (size_t)(n * cin * hgt * wid), ny = (size_t)(n * cout * sh.oh * sh.ow), nw = (size_t)(cout * cin * k * k);
     ten x = in(nx, 0.0f, 1.0f, 41), w = in(nw, 0.0f, 0.2f, 42), b = in_f32((size_t)cout, 0.0f, 0.2f, 43);
     ten y = out(ny), dy = in(ny, 0.0f, 1.0f, 44), dx = out(nx), dw = out_f32(nw), db = out_f32((size_t)cout);
