@@ -18,12 +18,14 @@
  *  - in fp32, where x is spikes (sf_conv_shape.x_binary) and the engine's tensors NCHW, TF32 tensor-core products
  *    of exact parts: the product of a 0/1 value with a TF32 value is exact, so y = conv(x, W_hi) + conv(x, W_lo)
  *    and dW = x ⋆ dy_hi + x ⋆ dy_lo lose only what lies below 2^-22 of W and dy (tf32.cuh), and dx = dy_hi·W_hi +
- *    dy_hi·W_lo + dy_lo·W_hi what lies below 2^-22 of their product; fp32 sums throughout. Each op is one cuDNN call
- *    per chunk over parts stacked as channels (conv_parts.cu): y2 = conv(x, [W_hi; W_lo]) with 2·cout outputs,
- *    folded; dW2 = x ⋆ [dy_hi; dy_lo], folded; dx = [dy_hi; dy_hi; dy_lo] ·ᵀ [W_hi; W_lo; W_hi] with 3·cout. Those
- *    shapes have entries of their own (tensor-op math; implicit-GEMM and direct algorithms only, since FFT and
- *    Winograd would round transformed operands to TF32), on chunks of images whose stacked dy fits an eighth of the
- *    cap. It wins where cuDNN's fp32 kernels cannot use Winograd (strided convolutions: 23–33 TFLOP/s on an H200).
+ *    dy_hi·W_lo + dy_lo·W_hi what lies below 2^-22 of their product; fp32 sums throughout. The ops run per chunk
+ *    over parts stacked as channels (conv_parts.cu): y2 = conv(x, [W_hi; W_lo]) with 2·cout outputs, folded;
+ *    dW2 = x ⋆ [dy_hi; dy_lo], folded; dx = [dy_hi; dy_lo] ·ᵀ [W_lo; W_hi], then + dy_hi ·ᵀ W_hi. dx keeps its
+ *    large pair apart: stacked into the same sums, the small products tripled the error (2.9e-6 against 3.6e-7
+ *    in test_gpu_ops, H200), as the tensor cores truncate what they add. Those shapes (2·cout and cout outputs)
+ *    have entries of their own (tensor-op math; implicit-GEMM and direct algorithms only, since FFT and Winograd
+ *    would round transformed operands to TF32), with y and dy NHWC (the stacks are written, and y2 read, NHWC:
+ *    no copies of them) on cuDNN's NHWC path, on chunks of images whose stacks of dy fit an eighth of the cap. It wins where cuDNN's fp32 kernels cannot use Winograd (strided convolutions: 23–33 TFLOP/s on an H200).
  * The NHWC, GEMM and split paths are timed whole, copies and parts included, by events. The bias and its gradient are kernels of this
  * file in every precision (a per-channel add, and a deterministic per-channel sum in double).
  * Deterministic mode (sf_cuda_options.deterministic) takes only algorithms cuDNN marks deterministic, and chooses
@@ -67,7 +69,7 @@ typedef struct sf_cuda_conv_op {
 struct sf_cuda_conv_entry {
     sf_conv_shape sh;
     bool tf32_parts; /* runs the products of the split path: tensor-op math, exact-product algorithms, no GEMM path */
-    int split_entries[2]; /* the split path's entries in sf_cuda_ctx.convs: 2·cout and 3·cout outputs (-1: none) */
+    int split_entries[2]; /* the split path's entries in sf_cuda_ctx.convs: 2·cout and cout outputs (-1: none) */
     cudnnFilterDescriptor_t wd[SF_CONV_LAYOUTS]; /* KCRS, KRSC */
     cudnnTensorDescriptor_t wt[SF_CONV_LAYOUTS]; /* the same as tensors, for the filter's copies */
     cudnnConvolutionDescriptor_t cd;
@@ -192,8 +194,9 @@ static bool exact_products(int op, int algo)
     }
 }
 
-/* Takes the fastest measured result that succeeded, uses an allowed math type (any, for an entry of TF32 parts,
- * whose algorithms must take the operands as they are) and fits the workspace cap, if `splits` calls of it beat what
+/* Takes the fastest measured result that succeeded, uses an allowed math type (for an entry of TF32 parts any that
+ * keeps fp32 operands, without conversion to 16 bits, in an algorithm that takes them as they are) and fits the
+ * workspace cap, if `splits` calls of it beat what
  * op already has. Returns whether the overall fastest allowed result did not fit
  * (then more chunks may pay). fp32: FMA only (cuDNN's DEFAULT_MATH may use TF32 on Ampere and later). Outside
  * deterministic mode determinism is not required (with deterministic algorithms only, the W3 step took 130 ms instead
@@ -208,7 +211,10 @@ static bool consider(const Perf *perf, int count, int o, int64_t splits, int64_t
     *changed = false;
     for (int i = 0; i < count; i++) {
         if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-        if (tf32_parts ? !exact_products(o, (int)perf[i].algo) : !math_ok(perf[i].mathType, prec)) continue;
+        const bool ok = tf32_parts ? exact_products(o, (int)perf[i].algo) &&
+                                         perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+                                   : math_ok(perf[i].mathType, prec);
+        if (!ok) continue;
         if (deterministic && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
         if (first && splits == 1) {
             op->fastest_algo = (int)perf[i].algo;
@@ -333,10 +339,10 @@ done:
 }
 
 static sf_status nhwc_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const void *x, const void *w, void *y,
-                              void *ws, bool add);
+                              void *ws);
 static sf_status nhwc_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const void *x, const void *w,
                                const void *dy, void *dx, float *dw, void *ws, bool add);
-static size_t split_ws(const sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int op);
+static size_t split_layout(const sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int op, void *ws, float **w, float **y);
 static sf_status split_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const float *x, const float *w, float *y,
                                void *ws);
 static sf_status split_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const float *x, const float *w,
@@ -361,7 +367,7 @@ static sf_status run_path_op(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int pa
         if (op == SF_CONV_FWD) return split_forward(c, e, x, w, (float *)buf[TB_Y], buf[TB_WS]);
         return split_backward(c, e, x, w, (const float *)buf[TB_Y], (float *)dx, dw, buf[TB_WS]);
     }
-    if (op == SF_CONV_FWD) return nhwc_forward(c, e, buf[TB_X], buf[TB_W], buf[TB_Y], buf[TB_WS], false);
+    if (op == SF_CONV_FWD) return nhwc_forward(c, e, buf[TB_X], buf[TB_W], buf[TB_Y], buf[TB_WS]);
     return nhwc_backward(c, e, buf[TB_X], buf[TB_W], buf[TB_Y], dx, dw, buf[TB_WS], false);
 }
 
@@ -392,7 +398,7 @@ static sf_status time_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e, bool nhwc)
     for (int o = 0; o < SF_CONV_OPS; o++) {
         nhwc_bufs b;
         const size_t need = nhwc && e->op[SF_CONV_NHWC][o].chunk ? nhwc_layout(e, es, 1u << o, NULL, &b) : 0;
-        const size_t split = e->split_entries[0] >= 0 ? split_ws(c, e, o) : 0;
+        const size_t split = e->split_entries[0] >= 0 ? split_layout(c, e, o, NULL, NULL, NULL) : 0;
         if (need > ws) ws = need;
         if (split > ws) ws = split;
     }
@@ -427,20 +433,22 @@ static sf_status time_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e, bool nhwc)
 
 static sf_status find(sf_cuda_ctx *c, const sf_conv_shape *sh, bool tf32_parts, int *index);
 
-/* Gives e the entries of its split path: the convolution with 2·cout and 3·cout outputs on chunks of images whose
- * three stacked parts of dy fill at most an eighth of the workspace cap (the largest divisor of the batch that
- * fits, at least one image). */
+/* Gives e the entries of its split path: the convolution with 2·cout and cout outputs on chunks of images whose
+ * three stacked parts of dy (dx's) fill at most an eighth of the workspace cap (the largest divisor of the batch
+ * that fits, at least one image). */
 static sf_status add_split_entries(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
 {
     const int64_t stacked_per_img = 3 * (int64_t)sizeof(float) * e->sh.cout * e->sh.oh * e->sh.ow;
     int64_t nb = (int64_t)(c->conv_ws_cap / 8) / stacked_per_img;
     if (nb > e->sh.n) nb = e->sh.n;
+    if (nb > 65535) nb = 65535; /* conv_parts.cu's grids */
     if (nb < 1) nb = 1;
     while (e->sh.n % nb) nb--;
     for (int g = 0; g < 2; g++) {
         sf_conv_shape sub = e->sh;
         sub.n = nb;
-        sub.cout = (2 + g) * e->sh.cout;
+        sub.cout = (2 - g) * e->sh.cout;
+        sub.y_nhwc = true;
         sub.x_binary = false;
         SF_TRY(find(c, &sub, true, &e->split_entries[g]));
     }
@@ -536,7 +544,7 @@ static sf_status setup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_ent
         if (e->path[o] == SF_CONV_PATH_GEMM) {
             need = sf_cuda_conv_gemm_ws(sh, e->gemm_chunk, es);
         } else if (e->path[o] == SF_CONV_PATH_SPLIT) {
-            need = split_ws(c, e, o);
+            need = split_layout(c, e, o, NULL, NULL, NULL);
         } else {
             sf_cuda_conv_op *op = &e->op[e->path[o]][o];
             if (op->chunk == 0)
@@ -687,9 +695,9 @@ static sf_status reorder(sf_cuda_ctx *c, cudnnTensorDescriptor_t from, const voi
     return SF_OK;
 }
 
-/* y (+)= conv(x, w) by cuDNN on NHWC, chunk by chunk, copying the sides the engine keeps NCHW (no bias). */
+/* y = conv(x, w) by cuDNN on NHWC, chunk by chunk, copying the sides the engine keeps NCHW (no bias). */
 static sf_status nhwc_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const void *x, const void *w, void *y,
-                              void *ws, bool add)
+                              void *ws)
 {
     const sf_conv_shape *sh = &e->sh;
     const sf_cuda_conv_op *op = &e->op[SF_CONV_NHWC][SF_CONV_FWD];
@@ -707,16 +715,16 @@ static sf_status nhwc_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const
             xi = b.x;
         }
         SF_CUDNN_CHECK(cudnnConvolutionForward(c->cudnn, &one, op->xd, xi, e->wd[SF_CONV_NHWC], b.w, op->cd,
-                                               (cudnnConvolutionFwdAlgo_t)op->algo, ws, op->ws,
-                                               add && !b.y ? &one : &zero, op->yd, b.y ? b.y : yi));
-        if (b.y) SF_TRY(reorder(c, op->yd, b.y, op->yn, yi, add));
+                                               (cudnnConvolutionFwdAlgo_t)op->algo, ws, op->ws, &zero, op->yd,
+                                               b.y ? b.y : yi));
+        if (b.y) SF_TRY(reorder(c, op->yd, b.y, op->yn, yi, false));
     }
     return SF_OK;
 }
 
 /* dw (fp32 KCRS, if not NULL) and dx (if not NULL) by cuDNN on NHWC, chunk by chunk, copying the sides the engine
  * keeps NCHW; with both, one pass over the chunks of their common size copies each chunk of dy once. Within a chunk
- * the weight gradient reads x before dx is written, so dx may be x. add: both are added to what they hold. */
+ * the weight gradient reads x before dx is written, so dx may be x. add: dw and dx are added to what they hold. */
 static sf_status nhwc_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const void *x, const void *w,
                                const void *dy, void *dx, float *dw, void *ws, bool add)
 {
@@ -761,9 +769,9 @@ static sf_status nhwc_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, cons
     return SF_OK;
 }
 
-/* y (+)= conv(x, w) by cuDNN on the NCHW tensors (no bias). */
+/* y = conv(x, w) by cuDNN on the NCHW tensors (no bias). */
 static sf_status nchw_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const void *x, const void *w, void *y,
-                              void *ws, bool add)
+                              void *ws)
 {
     const sf_conv_shape *sh = &e->sh;
     const sf_cuda_conv_op *op = &e->op[SF_CONV_NCHW][SF_CONV_FWD];
@@ -772,8 +780,8 @@ static sf_status nchw_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const
     float one = 1.0f, zero = 0.0f;
     for (int64_t i = 0; i < sh->n / op->chunk; i++)
         SF_CUDNN_CHECK(cudnnConvolutionForward(c->cudnn, &one, op->xd, AT(x, i * xs), e->wd[SF_CONV_NCHW], w, op->cd,
-                                               (cudnnConvolutionFwdAlgo_t)op->algo, ws, op->ws, add ? &one : &zero,
-                                               op->yd, AT(y, i * ys)));
+                                               (cudnnConvolutionFwdAlgo_t)op->algo, ws, op->ws, &zero, op->yd,
+                                               AT(y, i * ys)));
     return SF_OK;
 }
 
@@ -788,18 +796,17 @@ sf_status sf_cuda_op_conv_forward(sf_backend *be, const sf_conv_shape *sh, const
         SF_TRY(sf_cuda_conv_gemm_forward(c, sh, e->gemm_chunk, x, w, sh->y_nhwc ? NULL : b, y, ws));
         if (!sh->y_nhwc) return SF_OK;
         break;
-    case SF_CONV_PATH_NHWC: SF_TRY(nhwc_forward(c, e, x, w, y, ws, false)); break;
+    case SF_CONV_PATH_NHWC: SF_TRY(nhwc_forward(c, e, x, w, y, ws)); break;
     case SF_CONV_PATH_SPLIT: SF_TRY(split_forward(c, e, x, w, y, ws)); break;
-    default: SF_TRY(nchw_forward(c, e, x, w, y, ws, false));
+    default: SF_TRY(nchw_forward(c, e, x, w, y, ws));
     }
     return b ? bias_add(c, sh, b, y) : SF_OK;
 }
 
 /* The backward ops that run through cuDNN on the NCHW tensors: dw (if not NULL, summed over chunks; under a 16-bit
- * act type each chunk's comes in that type and is widened into dw) and dx (if not NULL); add: both are added to what
- * they hold. */
+ * act type each chunk's comes in that type and is widened into dw) and dx (if not NULL). */
 static sf_status nchw_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const void *x, const void *w,
-                               const void *dy, void *dx, float *dw, void *ws, bool add)
+                               const void *dy, void *dx, float *dw, void *ws)
 {
     const sf_conv_shape *sh = &e->sh;
     const size_t es = sf_act_type_size(c->act);
@@ -814,16 +821,15 @@ static sf_status nchw_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, cons
         SF_CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->cudnn, &one, f->xd, AT(x, i * f->chunk * img_x), f->yd,
                                                       AT(dy, i * f->chunk * img_y), f->cd,
                                                       (cudnnConvolutionBwdFilterAlgo_t)f->algo, ws, f->ws,
-                                                      (i || add) && !narrow_dw ? &one : &zero, e->wd[SF_CONV_NCHW],
-                                                      dwt));
-        if (narrow_dw) SF_TRY(sf_cuda_widen(c, nw, dwt, dw, i > 0 || add));
+                                                      i && !narrow_dw ? &one : &zero, e->wd[SF_CONV_NCHW], dwt));
+        if (narrow_dw) SF_TRY(sf_cuda_widen(c, nw, dwt, dw, i > 0));
     }
     const sf_cuda_conv_op *d = &e->op[SF_CONV_NCHW][SF_CONV_BWD_DATA];
     for (int64_t i = 0; dx && i < sh->n / d->chunk; i++)
         SF_CUDNN_CHECK(cudnnConvolutionBackwardData(c->cudnn, &one, e->wd[SF_CONV_NCHW], w, d->yd,
                                                     AT(dy, i * d->chunk * img_y), d->cd,
-                                                    (cudnnConvolutionBwdDataAlgo_t)d->algo, ws, d->ws,
-                                                    add ? &one : &zero, d->xd, AT(dx, i * d->chunk * img_x)));
+                                                    (cudnnConvolutionBwdDataAlgo_t)d->algo, ws, d->ws, &zero, d->xd,
+                                                    AT(dx, i * d->chunk * img_x)));
     return SF_OK;
 }
 
@@ -835,84 +841,78 @@ static sf_status backward_on(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int pa
     case SF_CONV_PATH_GEMM: return sf_cuda_conv_gemm_backward(c, &e->sh, e->gemm_chunk, x, w, dy, dx, dw, ws);
     case SF_CONV_PATH_NHWC: return nhwc_backward(c, e, x, w, dy, dx, dw, ws, false);
     case SF_CONV_PATH_SPLIT: return split_backward(c, e, x, w, dy, dx, dw, ws);
-    default: return nchw_backward(c, e, x, w, dy, dx, dw, ws, false);
+    default: return nchw_backward(c, e, x, w, dy, dx, dw, ws);
     }
 }
 
-/* The split path (see the top of this file). Its workspace: that of the op's entry of stacked parts, then W's
- * stacked parts (or the stacked weight gradient), then a chunk's stacked dy (or y). */
-static const sf_cuda_conv_entry *stacked_entry(const sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int op)
+/* The split path (see the top of this file). Its workspace for op: cuDNN's (the larger of the op's entries'), then
+ * W's stacked parts or the stacked weight gradient (2·nw floats; for dx 3·nw: W_hi, then [W_lo; W_hi]), then a
+ * chunk's stacks of y or dy (2 groups; for dx 3: dy_hi, then [dy_hi; dy_lo]); where ws is given, *w and *y point
+ * into it. Returns its bytes. */
+static size_t split_layout(const sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int op, void *ws, float **w, float **y)
 {
-    return &c->convs[e->split_entries[op == SF_CONV_BWD_DATA]];
+    const sf_cuda_conv_entry *s2 = &c->convs[e->split_entries[0]], *s1 = &c->convs[e->split_entries[1]];
+    const size_t groups = op == SF_CONV_BWD_DATA ? 3 : 2,
+                 cudnn = op == SF_CONV_BWD_DATA && s1->ws > s2->ws ? s1->ws : s2->ws,
+                 nw = (size_t)e->sh.cout * e->sh.cin * e->sh.k * e->sh.k,
+                 ny = (size_t)s2->sh.n * e->sh.cout * e->sh.oh * e->sh.ow;
+    const size_t at_w = align256(cudnn), at_y = at_w + align256(groups * nw * sizeof(float));
+    if (ws) {
+        *w = (float *)((char *)ws + at_w);
+        *y = (float *)((char *)ws + at_y);
+    }
+    return at_y + groups * ny * sizeof(float);
 }
 
-static size_t split_ws(const sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int op)
-{
-    const sf_cuda_conv_entry *s = stacked_entry(c, e, op);
-    const size_t nw = (size_t)e->sh.cin * e->sh.k * e->sh.k * s->sh.cout,
-                 ny = (size_t)s->sh.n * s->sh.cout * s->sh.oh * s->sh.ow;
-    return align256(s->ws) + align256(nw * sizeof(float)) + ny * sizeof(float);
-}
-
-/* The op's stacked weights (or weight gradient) and chunk of y or dy in its workspace. */
-static void split_bufs(const sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int op, void *ws, float **w, float **y)
-{
-    const sf_cuda_conv_entry *s = stacked_entry(c, e, op);
-    const size_t nw = (size_t)e->sh.cin * e->sh.k * e->sh.k * s->sh.cout;
-    *w = (float *)((char *)ws + align256(s->ws));
-    *y = (float *)((char *)*w + align256(nw * sizeof(float)));
-}
-
-/* An entry of stacked parts runs on cuDNN's paths only (NCHW, or NHWC copies). */
-static bool on_nhwc(const sf_cuda_conv_entry *s, int op) { return s->path[op] == SF_CONV_PATH_NHWC; }
-
-/* y = fold(conv(x, [W_hi; W_lo])) chunk by chunk. */
+/* y = fold(conv(x, [W_hi; W_lo])) chunk by chunk (the entries of stacked parts keep y and dy NHWC: cuDNN's NHWC
+ * path, copying x). */
 static sf_status split_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const float *x, const float *w, float *y,
                                void *ws)
 {
-    const sf_cuda_conv_entry *s = stacked_entry(c, e, SF_CONV_FWD);
+    const sf_cuda_conv_entry *s = &c->convs[e->split_entries[0]];
     const sf_conv_shape *sh = &e->sh;
+    const int32_t pixels = sh->oh * sh->ow;
     const int64_t nw = (int64_t)sh->cout * sh->cin * sh->k * sh->k, nb = s->sh.n,
-                  img_x = (int64_t)sh->cin * sh->h * sh->w, img_y = (int64_t)sh->cout * sh->oh * sh->ow;
-    float *w2, *y2;
-    split_bufs(c, e, SF_CONV_FWD, ws, &w2, &y2);
+                  img_x = (int64_t)sh->cin * sh->h * sh->w, img_y = (int64_t)sh->cout * pixels;
+    float *w2 = NULL, *y2 = NULL;
+    split_layout(c, e, SF_CONV_FWD, ws, &w2, &y2);
     SF_TRY(sf_cuda_tf32_stack(c, 1, nw, w, 2, 2u, w2));
     for (int64_t i0 = 0; i0 < sh->n; i0 += nb) {
-        SF_TRY((on_nhwc(s, SF_CONV_FWD) ? nhwc_forward : nchw_forward)(c, s, x + i0 * img_x, w2, y2, ws, false));
-        SF_TRY(sf_cuda_fold(c, nb, img_y, 2, y2, y + i0 * img_y));
+        SF_TRY(nhwc_forward(c, s, x + i0 * img_x, w2, y2, ws));
+        SF_TRY(sf_cuda_fold_nchw(c, nb, sh->cout, pixels, 2, y2, y + i0 * img_y));
     }
     return SF_OK;
 }
 
-/* dw = fold(Σ over chunks of x ⋆ [dy_hi; dy_lo]), then (as dx may be x) dx = [dy_hi; dy_hi; dy_lo] ·ᵀ [W_hi; W_lo;
- * W_hi] chunk by chunk, each where not NULL. */
+/* dw = fold(Σ over chunks of x ⋆ [dy_hi; dy_lo]), then (as dx may be x) dx = [dy_hi; dy_lo] ·ᵀ [W_lo; W_hi] +
+ * dy_hi ·ᵀ W_hi chunk by chunk, each where not NULL. */
 static sf_status split_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const float *x, const float *w,
                                 const float *dy, float *dx, float *dw, void *ws)
 {
+    const sf_cuda_conv_entry *s2 = &c->convs[e->split_entries[0]], *s1 = &c->convs[e->split_entries[1]];
     const sf_conv_shape *sh = &e->sh;
-    const int64_t nw = (int64_t)sh->cout * sh->cin * sh->k * sh->k, img_x = (int64_t)sh->cin * sh->h * sh->w,
-                  img_y = (int64_t)sh->cout * sh->oh * sh->ow;
-    float *wp, *dyp;
+    const int32_t pixels = sh->oh * sh->ow;
+    const int64_t nw = (int64_t)sh->cout * sh->cin * sh->k * sh->k, nb = s2->sh.n,
+                  img_x = (int64_t)sh->cin * sh->h * sh->w, img_y = (int64_t)sh->cout * pixels;
+    float *wp = NULL, *dyp = NULL;
     if (dw) {
-        const sf_cuda_conv_entry *s = stacked_entry(c, e, SF_CONV_BWD_FILTER);
-        const int64_t nb = s->sh.n;
-        split_bufs(c, e, SF_CONV_BWD_FILTER, ws, &wp, &dyp);
+        split_layout(c, e, SF_CONV_BWD_FILTER, ws, &wp, &dyp);
         for (int64_t i0 = 0; i0 < sh->n; i0 += nb) {
-            SF_TRY(sf_cuda_tf32_stack(c, nb, img_y, dy + i0 * img_y, 2, 2u, dyp));
-            SF_TRY((on_nhwc(s, SF_CONV_BWD_FILTER) ? nhwc_backward : nchw_backward)(c, s, x + i0 * img_x, NULL, dyp,
-                                                                                  NULL, wp, ws, i0 > 0));
+            SF_TRY(sf_cuda_tf32_stack_nhwc(c, nb, sh->cout, pixels, dy + i0 * img_y, 2, 2u, dyp, NULL));
+            SF_TRY(nhwc_backward(c, s2, x + i0 * img_x, NULL, dyp, NULL, wp, ws, i0 > 0));
         }
         SF_TRY(sf_cuda_fold(c, 1, nw, 2, wp, dw));
     }
     if (dx) {
-        const sf_cuda_conv_entry *s = stacked_entry(c, e, SF_CONV_BWD_DATA);
-        const int64_t nb = s->sh.n;
-        split_bufs(c, e, SF_CONV_BWD_DATA, ws, &wp, &dyp);
-        SF_TRY(sf_cuda_tf32_stack(c, 1, nw, w, 3, 2u, wp));
+        split_layout(c, e, SF_CONV_BWD_DATA, ws, &wp, &dyp);
+        float *w_small = wp + nw, *dy_small = dyp + nb * img_y;
+        SF_TRY(sf_cuda_tf32_stack(c, 1, nw, w, 1, 0u, wp));
+        SF_TRY(sf_cuda_tf32_stack(c, 1, nw, w, 2, 1u, w_small));
         for (int64_t i0 = 0; i0 < sh->n; i0 += nb) {
-            SF_TRY(sf_cuda_tf32_stack(c, nb, img_y, dy + i0 * img_y, 3, 4u, dyp));
-            SF_TRY((on_nhwc(s, SF_CONV_BWD_DATA) ? nhwc_backward : nchw_backward)(c, s, x + i0 * img_x, wp, dyp,
-                                                                                dx + i0 * img_x, NULL, ws, false));
+            float *dxi = dx + i0 * img_x;
+            SF_TRY(sf_cuda_tf32_stack_nhwc(c, nb, sh->cout, pixels, dy + i0 * img_y, 2, 2u, dy_small, dyp));
+            SF_TRY(nhwc_backward(c, s2, x + i0 * img_x, w_small, dy_small, dxi, NULL, ws, false));
+            SF_TRY(nhwc_backward(c, s1, x + i0 * img_x, wp, dyp, dxi, NULL, ws, true));
         }
     }
     return SF_OK;
@@ -977,7 +977,7 @@ size_t sf_cuda_conv_report(sf_backend *be, char *buf, size_t cap)
             const int64_t sc = e->split_entries[0] >= 0 ? sh->n / c->convs[e->split_entries[0]].sh.n : 0;
             nhwc_bufs b;
             const size_t ws = p == SF_CONV_PATH_GEMM    ? sf_cuda_conv_gemm_ws(sh, gc, es)
-                              : p == SF_CONV_PATH_SPLIT ? split_ws(c, e, o)
+                              : p == SF_CONV_PATH_SPLIT ? split_layout(c, e, o, NULL, NULL, NULL)
                               : p == SF_CONV_PATH_NHWC  ? nhwc_layout(e, es, 1u << o, NULL, &b)
                                                         : run->ws;
             const int64_t chunks = run ? sh->n / run->chunk : p == SF_CONV_PATH_SPLIT ? sc : (sh->n + gc - 1) / gc;

@@ -74,6 +74,13 @@ sf_status sf_cuda_binary_weight_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, i
 sf_status sf_cuda_tf32_stack(sf_cuda_ctx *c, int64_t images, int64_t block, const float *x, int groups,
                              unsigned lo_mask, float *out);
 sf_status sf_cuda_fold(sf_cuda_ctx *c, int64_t images, int64_t block, int groups, const float *in, float *out);
+/* The same between NCHW x[images][channels][pixels] and NHWC stacks [images][pixels][groups·channels] (at most 65535
+ * images): tf32_stack_nhwc stacks an NCHW x (and writes its high parts alone to hi, NHWC, where hi is not NULL),
+ * fold_nchw folds an NHWC stack into an NCHW out. */
+sf_status sf_cuda_tf32_stack_nhwc(sf_cuda_ctx *c, int64_t images, int32_t channels, int32_t pixels, const float *x,
+                                  int groups, unsigned lo_mask, float *out, float *hi);
+sf_status sf_cuda_fold_nchw(sf_cuda_ctx *c, int64_t images, int32_t channels, int32_t pixels, int groups,
+                            const float *in, float *out);
 
 /* spikes.cu: the compact form (core/spikes.h). */
 sf_status sf_cuda_op_spikes_compact(sf_backend *be, int64_t rows, int64_t n, const float *x, const sf_spikes *out,
