@@ -21,13 +21,14 @@
  *    dy_hi·W_lo + dy_lo·W_hi what lies below 2^-22 of their product; fp32 sums throughout. The ops run per chunk
  *    over parts stacked as channels (conv_parts.cu): y2 = conv(x, [W_hi; W_lo]) with 2·cout outputs, folded;
  *    dW2 = x ⋆ [dy_hi; dy_lo], folded; dx = [dy_hi; dy_lo] ·ᵀ [W_lo; W_hi], then + dy_hi ·ᵀ W_hi. dx keeps its
- *    large pair apart: stacked into the same sums, the small products tripled the error (2.9e-6 against 3.6e-7
- *    in test_gpu_ops, H200), as the tensor cores truncate what they add. Those shapes (2·cout and cout outputs)
+ *    large pair apart: in one sum with the small products its error grew eightfold (2.9e-6 against 3.6e-7 in
+ *    test_gpu_ops, H200), as the tensor cores truncate what they add. Those shapes (2·cout and cout outputs)
  *    have entries of their own (tensor-op math; implicit-GEMM and direct algorithms only, since FFT and Winograd
  *    would round transformed operands to TF32), with y and dy NHWC (the stacks are written, and y2 read, NHWC:
- *    no copies of them) on cuDNN's NHWC path, on chunks of images whose stacks of dy fit an eighth of the cap. It wins where cuDNN's fp32 kernels cannot use Winograd (strided convolutions: 23–33 TFLOP/s on an H200).
- * The NHWC, GEMM and split paths are timed whole, copies and parts included, by events. The bias and its gradient are kernels of this
- * file in every precision (a per-channel add, and a deterministic per-channel sum in double).
+ *    no copies of them) on cuDNN's NHWC path, on chunks of images whose stacks of dy fit an eighth of the cap.
+ *    It wins where cuDNN's fp32 kernels cannot use Winograd (strided convolutions: 23–33 TFLOP/s on an H200).
+ * The NHWC, GEMM and split paths are timed whole, copies and parts included, by events. The bias and its gradient
+ * are kernels of this file in every precision (a per-channel add, and a deterministic per-channel sum in double).
  * Deterministic mode (sf_cuda_options.deterministic) takes only algorithms cuDNN marks deterministic, and chooses
  * without timing anything, so every process picks the same ones: the first of cuDNN's heuristic ranking
  * (cudnnGetConvolution*Algorithm_v7) that fits the cap on the fewest chunks, on NCHW tensors unless conv_algo = nhwc
@@ -185,9 +186,11 @@ static bool exact_products(int op, int algo)
 {
     switch (op) {
     case SF_CONV_FWD:
-        return algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM || algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
-               algo == CUDNN_CONVOLUTION_FWD_ALGO_GEMM || algo == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT;
-    case SF_CONV_BWD_DATA: return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+        return algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
+               algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM || algo == CUDNN_CONVOLUTION_FWD_ALGO_GEMM ||
+               algo == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT;
+    case SF_CONV_BWD_DATA:
+        return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
     default:
         return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 ||
                algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
@@ -196,13 +199,12 @@ static bool exact_products(int op, int algo)
 
 /* Takes the fastest measured result that succeeded, uses an allowed math type (for an entry of TF32 parts any that
  * keeps fp32 operands, without conversion to 16 bits, in an algorithm that takes them as they are) and fits the
- * workspace cap, if `splits` calls of it beat what
- * op already has. Returns whether the overall fastest allowed result did not fit
- * (then more chunks may pay). fp32: FMA only (cuDNN's DEFAULT_MATH may use TF32 on Ampere and later). Outside
- * deterministic mode determinism is not required (with deterministic algorithms only, the W3 step took 130 ms instead
- * of 111 ms on an H200), so convolution gradients may differ in the last bits from run to run. In deterministic mode
- * `perf` is cuDNN's heuristic ranking (no times): the first deterministic result that fits is taken, and a later
- * (larger) `splits` never replaces it. */
+ * workspace cap, if `splits` calls of it beat what op already has. Returns whether the overall fastest allowed
+ * result did not fit (then more chunks may pay). fp32: FMA only (cuDNN's DEFAULT_MATH may use TF32 on Ampere and
+ * later). Outside deterministic mode determinism is not required (with deterministic algorithms only, the W3 step
+ * took 130 ms instead of 111 ms on an H200), so convolution gradients may differ in the last bits from run to run.
+ * In deterministic mode `perf` is cuDNN's heuristic ranking (no times): the first deterministic result that fits is
+ * taken, and a later (larger) `splits` never replaces it. */
 template <class Perf>
 static bool consider(const Perf *perf, int count, int o, int64_t splits, int64_t chunk, sf_precision prec,
                      bool tf32_parts, size_t cap, bool deterministic, sf_cuda_conv_op *op, bool *changed)
@@ -961,9 +963,9 @@ size_t sf_cuda_conv_report(sf_backend *be, char *buf, size_t cap)
 #define PUT(...) n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, __VA_ARGS__)
     PUT("conv algorithms (%s, workspace cap %zu MiB%s): shape | op: path, its algo x chunks, ws MiB | cuDNN on NCHW: "
         "algo x chunks, ms (Find) | the fastest cuDNN NCHW allowed on the whole batch: algo, ms, ws MiB | cuDNN on NHWC "
-        "copies: algo x chunks, ms (events, copies included) | im2col+gemm x chunks ms | split path x chunks ms (events, "
-        "parts included; 0: not measured); a shape marked 'spikes' has spike inputs, one marked 'parts' runs the TF32 "
-        "parts of such a shape\n",
+        "copies: algo x chunks, ms (events, copies included) | im2col+gemm x chunks ms | split path x chunks ms "
+        "(events, parts included; 0: not measured); a shape marked 'spikes' has spike inputs, one marked 'parts' runs "
+        "the TF32 parts of such a shape\n",
         sf_precision_name(c->prec), c->conv_ws_cap >> 20,
         c->deterministic ? ", deterministic: cuDNN's heuristic rank, no times" : "");
     for (int i = 0; i < c->n_convs; i++) {
@@ -981,8 +983,8 @@ size_t sf_cuda_conv_report(sf_backend *be, char *buf, size_t cap)
                               : p == SF_CONV_PATH_NHWC  ? nhwc_layout(e, es, 1u << o, NULL, &b)
                                                         : run->ws;
             const int64_t chunks = run ? sh->n / run->chunk : p == SF_CONV_PATH_SPLIT ? sc : (sh->n + gc - 1) / gc;
-            PUT("n=%lld %d->%d %dx%d s%d%s%s%s | %-10s %-11s %-22s x%lld %6.0f | nchw %-22s x%lld %7.3f | %-22s %7.3f %6.0f "
-                "| nhwc %-22s x%lld %7.3f | im2col+gemm x%lld %7.3f | split x%lld %7.3f\n",
+            PUT("n=%lld %d->%d %dx%d s%d%s%s%s | %-10s %-11s %-22s x%lld %6.0f | nchw %-22s x%lld %7.3f | %-22s %7.3f "
+                "%6.0f | nhwc %-22s x%lld %7.3f | im2col+gemm x%lld %7.3f | split x%lld %7.3f\n",
                 (long long)sh->n, sh->cin, sh->cout, sh->h, sh->w, sh->stride,
                 e->tf32_parts ? " parts" : sh->x_binary ? " spikes" : "", sh->x_nhwc ? " x:nhwc" : "",
                 sh->y_nhwc ? " y:nhwc" : "", names[o], paths[p],
