@@ -2,7 +2,8 @@
  * inputs, at awkward sizes (odd counts, T=1, B=1, one channel). Bounds (relative L2 error unless said):
  *   exact: spikes, dropout, add, u8/f32 conversions, maxpool forward and argmax, check_finite, accuracy count;
  *   1e-6: element-wise optimizers, leaky readout, avgpool;   1e-5: BN statistics and backward,
- *   softmax cross-entropy, linear and conv (fp32 FMA math, different summation orders); 1e-6: conv of spikes;
+ *   softmax cross-entropy, linear and conv (fp32 FMA math, different summation orders); 1e-6: conv of spikes on
+ *   the split path (TF32 parts);
  *   1e-4: LIF and fused BN+LIF gradients (surrogate expf in two libraries, per-channel sums over T·B·H·W), BN
  *   forward (the CPU folds γ·invstd before multiplying: outputs near zero lose digits to cancellation).
  * Then linear and conv again on a backend created with tf32, against the same fp32 CPU results: 1e-3 (operands
@@ -504,15 +505,16 @@ static void gemm_ops_with(sf_precision prec, sf_conv_algo algo, int32_t ws_mib, 
 }
 
 /* The conv cases on spikes in fp32 under conv_algo `algo` (split: every op of every shape on the split path, whose
- * TF32 parts run in chunks of images where the cap is small), against the fp32 CPU results at 1e-6: exact products,
- * only fp32 sums round (a part converted to 16 bits would show as 1e-6 and more). */
+ * TF32 parts run in chunks of images where the cap is small), against the fp32 CPU results: under split at 1e-6
+ * (exact products, only fp32 sums round; a part converted to 16 bits, or small and large products in one
+ * tensor-core sum, shows as 1e-6 and more), under auto at the fp32 conv bound (it may take FFT or Winograd). */
 static void spike_convs_with(sf_conv_algo algo, int32_t ws_mib)
 {
     sf_cuda_options opt = {.graph = 1, .conv_workspace_mib = ws_mib, .conv_algo = algo};
     gpu = NULL;
     CHECK_OK(sf_cuda_backend_create(0, SF_PRECISION_FP32, &opt, &gpu));
     if (!gpu) return;
-    gemm_tol = 1e-6;
+    gemm_tol = algo == SF_CONV_ALGO_SPLIT ? 1e-6 : 1e-5;
     gemm_worst = 0.0;
     spike_x = true;
     for (size_t i = 0; i < sizeof gemm_conv_cases / sizeof gemm_conv_cases[0]; i++)
