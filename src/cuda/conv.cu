@@ -468,8 +468,8 @@ static sf_status choose_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
     const bool engine_nhwc = e->sh.x_nhwc || e->sh.y_nhwc, forced_split = algo == SF_CONV_ALGO_SPLIT;
     const bool nhwc = engine_nhwc || algo == SF_CONV_ALGO_NHWC ||
                       ((algo == SF_CONV_ALGO_AUTO || forced_split) && !c->deterministic);
-    const bool split = e->sh.x_binary && !engine_nhwc && !e->tf32_parts && c->prec == SF_PRECISION_FP32 &&
-                       c->act == SF_ACT_F32 && (algo == SF_CONV_ALGO_AUTO || forced_split) && !c->deterministic;
+    bool split = e->sh.x_binary && !engine_nhwc && !e->tf32_parts && c->prec == SF_PRECISION_FP32 &&
+                 c->act == SF_ACT_F32 && (algo == SF_CONV_ALGO_AUTO || forced_split) && !c->deterministic;
     if (!e->tf32_parts && !e->sh.x_nhwc && algo != SF_CONV_ALGO_CUDNN && (algo != SF_CONV_ALGO_NHWC || engine_nhwc))
         e->gemm_chunk = sf_cuda_conv_gemm_chunk(&e->sh, c->conv_ws_cap, sf_act_type_size(c->act));
     if (nhwc) {
@@ -481,7 +481,14 @@ static sf_status choose_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
             if (op->chunk) SF_TRY(conv_desc(&e->sh, op->math, &op->cd));
         }
     }
-    if (split) SF_TRY(add_split_entries(c, e));
+    if (split) { /* under auto, a shape whose stacked parts cuDNN cannot run goes without the split path */
+        const sf_status st = add_split_entries(c, e);
+        if (st != SF_OK && forced_split) return st;
+        if (st != SF_OK) {
+            split = false;
+            e->split_entries[0] = e->split_entries[1] = -1;
+        }
+    }
     const bool timed = !c->deterministic && (algo == SF_CONV_ALGO_AUTO || algo == SF_CONV_ALGO_NCHW || forced_split ||
                                              (algo == SF_CONV_ALGO_NHWC && engine_nhwc));
     if (!c->deterministic && (nhwc || e->gemm_chunk || split)) SF_TRY(time_paths(c, e, nhwc));
