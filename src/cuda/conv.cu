@@ -915,8 +915,7 @@ static sf_status split_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, con
     if (dx) {
         split_layout(c, e, SF_CONV_BWD_DATA, ws, &wp, &dyp);
         float *w_small = wp + nw, *dy_small = dyp + nb * img_y;
-        SF_TRY(sf_cuda_tf32_stack(c, 1, nw, w, 1, 0u, wp));
-        SF_TRY(sf_cuda_tf32_stack(c, 1, nw, w, 2, 1u, w_small));
+        SF_TRY(sf_cuda_tf32_stack(c, 1, nw, w, 3, 2u, wp)); /* [W_hi; W_lo; W_hi]: W_hi, then w_small */
         for (int64_t i0 = 0; i0 < sh->n; i0 += nb) {
             float *dxi = dx + i0 * img_x;
             SF_TRY(sf_cuda_tf32_stack_nhwc(c, nb, sh->cout, pixels, dy + i0 * img_y, 2, 2u, dy_small, dyp));
