@@ -252,6 +252,9 @@ static void run_point(const options *o, point *pt)
 
 static double mib(size_t bytes) { return (double)bytes / 1048576.0; }
 
+/* The plan's bytes that do not grow with T or B: parameters, gradients, optimizer state, buffers. */
+static size_t fixed_bytes(const sf_memory_plan *m) { return m->params + m->grads + m->optimizer + m->buffers; }
+
 static cJSON *point_json(const point *pt)
 {
     cJSON *o = cJSON_CreateObject();
@@ -275,6 +278,8 @@ static cJSON *point_json(const point *pt)
         cJSON_AddNumberToObject(o, "peak_mib", mib(pt->peak));
         cJSON_AddNumberToObject(o, "plan_mib", mib(pt->plan.total));
         cJSON_AddNumberToObject(o, "saved_mib", mib(pt->plan.saved));
+        cJSON_AddNumberToObject(o, "workspace_mib", mib(pt->plan.workspace));
+        cJSON_AddNumberToObject(o, "fixed_mib", mib(fixed_bytes(&pt->plan)));
         /* the fp32 gradients count the parameters in every precision (bf16's params also hold a 16-bit copy) */
         cJSON_AddNumberToObject(o, "params", (double)(pt->plan.grads / sizeof(float)));
         cJSON_AddNumberToObject(o, "first_loss", pt->first_loss);
@@ -351,8 +356,9 @@ int main(int argc, char **argv)
     printf("bench_seed: %d points on %s%s, %d steps after %d warm-up  (%s)\n", n,
            o.device.kind == SF_DEVICE_CUDA ? "cuda" : "cpu",
            o.smoke ? " (smoke: widths / 8, B = 2, 64x64 for ImageNet)" : "", o.steps, o.warmup, sf_build_info());
-    printf("%-4s %-12s %4s %3s %-5s %9s %8s %8s %10s %9s %9s %8s %6s  %s\n", "wl", "net", "T", "B", "prec", "ms/step",
-           "p10", "p90", "compile_ms", "peak_MiB", "plan_MiB", "loss", "rate", "check");
+    printf("%-4s %-12s %4s %3s %-5s %9s %8s %8s %10s %9s %9s %9s %9s %8s %6s  %s\n", "wl", "net", "T", "B", "prec",
+           "ms/step", "p10", "p90", "compile_ms", "peak_MiB", "fixed_MiB", "saved_MiB", "work_MiB", "loss", "rate",
+           "check");
     int bad = 0;
     double t0 = sf_bench_now_s();
     for (int i = 0; i < n; i++) {
@@ -361,8 +367,9 @@ int main(int argc, char **argv)
         printf("%-4s %-12s %4lld %3lld %-5s", pt->kind->workload, pt->kind->name, (long long)pt->T, (long long)pt->B,
                sf_precision_name(pt->prec));
         if (pt->steps)
-            printf(" %9.2f %8.2f %8.2f %10.0f %9.0f %9.0f %8.4f %6.3f", pt->ms, pt->p10, pt->p90, pt->compile_ms,
-                   mib(pt->peak), mib(pt->plan.total), pt->last_loss, pt->mean_rate);
+            printf(" %9.2f %8.2f %8.2f %10.0f %9.0f %9.0f %9.0f %9.0f %8.4f %6.3f", pt->ms, pt->p10, pt->p90,
+                   pt->compile_ms, mib(pt->peak), mib(fixed_bytes(&pt->plan)), mib(pt->plan.saved),
+                   mib(pt->plan.workspace), pt->last_loss, pt->mean_rate);
         printf("  %s\n", pt->error[0] ? pt->error : "ok");
         fflush(stdout);
         bad |= pt->error[0] != 0;

@@ -83,7 +83,7 @@ static void run_conv_case(const sf_safetensors *st, int c)
     float *y = malloc(sizeof(float) * ny), *dx = malloc(sizeof(float) * nx), *dw = malloc(sizeof(float) * nw);
     float *db = malloc(sizeof(float) * sh.cout);
     void *ws = NULL;
-    size_t wsb = sf_cpu_op_conv_workspace(NULL, &sh);
+    size_t wsb = sf_cpu_op_conv_workspace(NULL, &sh, SF_CONV_PASS_BOTH);
     CHECK(wsb > 0, "conv %d: workspace is 0", c);
     CHECK(posix_memalign(&ws, 64, wsb) == 0, "workspace allocation");
 
@@ -130,14 +130,14 @@ static void test_conv(void)
     sf_conv_shape big = {.n = 10, .cin = 32, .h = 32, .w = 32, .cout = 8, .k = 3, .stride = 1, .pad = 1,
                          .oh = 32, .ow = 32};
     size_t all_at_once = (size_t)big.n * (2 * 32 * 9 + 8) * 32 * 32 * sizeof(float);
-    CHECK(sf_cpu_op_conv_workspace(NULL, &big) < all_at_once, "conv workspace does not chunk (%zu bytes)",
-          sf_cpu_op_conv_workspace(NULL, &big));
+    CHECK(sf_cpu_op_conv_workspace(NULL, &big, SF_CONV_PASS_BOTH) < all_at_once, "conv workspace does not chunk (%zu bytes)",
+          sf_cpu_op_conv_workspace(NULL, &big, SF_CONV_PASS_BOTH));
 
     sf_conv_shape bad = big;
     bad.oh = 31;
     float z = 0;
     CHECK(sf_cpu_op_conv_forward(NULL, &bad, &z, &z, NULL, &z, &z) == SF_ERR_INVALID, "wrong oh accepted");
-    CHECK(sf_cpu_op_conv_workspace(NULL, &bad) == 0, "workspace of an invalid shape");
+    CHECK(sf_cpu_op_conv_workspace(NULL, &bad, SF_CONV_PASS_BOTH) == 0, "workspace of an invalid shape");
     CHECK(sf_cpu_op_conv_forward(NULL, &big, &z, &z, NULL, &z, NULL) == SF_ERR_INVALID, "NULL workspace accepted");
 }
 

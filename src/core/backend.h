@@ -32,6 +32,9 @@ typedef struct sf_conv_shape {
     bool x_binary;          /* x holds only 0 and 1 (spikes): products with it may run on exact parts of the rest */
 } sf_conv_shape;
 
+/* The passes of a convolution a workspace serves (conv_workspace). */
+typedef enum sf_conv_pass { SF_CONV_PASS_FORWARD = 1, SF_CONV_PASS_BACKWARD = 2, SF_CONV_PASS_BOTH = 3 } sf_conv_pass;
+
 typedef struct sf_pool_shape {
     int64_t n;         /* T·B·C planes */
     int32_t h, w, k, stride, oh, ow;
@@ -149,8 +152,9 @@ struct sf_backend {
     sf_status (*binary_linear_backward)(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
                                         const float *w, const float *dy, float *dx, float *dw, float *db);
 
-    /* Conv2d, NCHW with n = T·B images; W is [cout, cin, k, k]. Workspace bytes come from conv_workspace. */
-    size_t (*conv_workspace)(sf_backend *be, const sf_conv_shape *sh);
+    /* Conv2d, NCHW with n = T·B images; W is [cout, cin, k, k]. Workspace bytes come from conv_workspace: what
+     * conv_forward, conv_backward or either (SF_CONV_PASS_BOTH) needs. */
+    size_t (*conv_workspace)(sf_backend *be, const sf_conv_shape *sh, sf_conv_pass pass);
     sf_status (*conv_forward)(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
                               const float *b, float *y, void *ws);
     /* dx may be NULL (first layer); db may be NULL (no bias). dx may be x itself: each image of x is read before

@@ -339,9 +339,11 @@ static void plan_forward(sf_net *net, planner *pl)
         if (l->d.kind == SF_LAYER_MAXPOOL2D) want_saved(pl, &l->argmax, per_t * (size_t)o->per_sample);
         if (l->d.kind == SF_LAYER_CONV2D) {
             l->conv.n = (int64_t)per_t;
-            size_t ws = net->be->conv_workspace(net->be, &l->conv);
-            want_work(pl, &l->fwd_scratch, ws, t_fwd(pl, i), t_fwd(pl, i));
-            if (backward_runs(net, i)) want_work(pl, &l->bwd_scratch, ws, t_bwd(pl, i), t_bwd(pl, i));
+            want_work(pl, &l->fwd_scratch, net->be->conv_workspace(net->be, &l->conv, SF_CONV_PASS_FORWARD),
+                      t_fwd(pl, i), t_fwd(pl, i));
+            if (backward_runs(net, i))
+                want_work(pl, &l->bwd_scratch, net->be->conv_workspace(net->be, &l->conv, SF_CONV_PASS_BACKWARD),
+                          t_bwd(pl, i), t_bwd(pl, i));
         }
         if (l->d.kind == SF_LAYER_AVGPOOL2D || l->d.kind == SF_LAYER_MAXPOOL2D)
             l->pool.n = (int64_t)per_t * net->tensors[l->in].c;

@@ -147,8 +147,8 @@ static void col2im_chunk(const sf_conv_shape *sh, const conv_plan *pl, const flo
             col2im_plane(sh, dcol + c * kk2 * ld + b * pl->ohw, ld, dx + ((i0 + b) * sh->cin + c) * plane);
 }
 
-size_t sf_cpu_op_conv_workspace(sf_backend *be, const sf_conv_shape *sh)
-{
+size_t sf_cpu_op_conv_workspace(sf_backend *be, const sf_conv_shape *sh, sf_conv_pass pass)
+{ /* both passes run im2col chunks of the same size */
     if (check_conv(sh) != SF_OK || sh->n == 0) return 0;
     return make_plan(sh).bytes;
 }

@@ -55,7 +55,7 @@ sf_status sf_cpu_op_spikes_compact(sf_backend *be, int64_t rows, int64_t n, cons
 sf_status sf_cpu_op_spikes_expand(sf_backend *be, int64_t rows, int64_t n, const uint32_t *bits, float *y);
 
 /* conv.c */
-size_t sf_cpu_op_conv_workspace(sf_backend *be, const sf_conv_shape *sh);
+size_t sf_cpu_op_conv_workspace(sf_backend *be, const sf_conv_shape *sh, sf_conv_pass pass);
 sf_status sf_cpu_op_conv_forward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
                                  const float *b, float *y, void *ws);
 sf_status sf_cpu_op_conv_backward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,

@@ -78,8 +78,13 @@ struct sf_cuda_conv_entry {
     int path[SF_CONV_OPS];
     float nhwc_ms[SF_CONV_OPS], gemm_ms[SF_CONV_OPS], split_ms[SF_CONV_OPS]; /* paths timed whole (0: not measured) */
     int64_t gemm_chunk; /* images per im2col + GEMM call (0: the path does not fit the cap) */
-    size_t ws;
+    size_t ws_forward, ws_backward; /* the workspace conv_forward and conv_backward need on the chosen paths */
 };
+
+/* An op may take an algorithm or a path up to this much slower than its fastest measured choice when that needs less
+ * workspace: a large convolution's workspace adds to the plan's peak (W6's medium net at T = 2 plans 781 MiB on an
+ * H200, 500 MiB on the CPU, whose convolutions need little). */
+#define LEAN_SLACK 0.03f
 
 /* What the NHWC path keeps in an op's workspace after the algorithm's own: the filter in KRSC, the weight gradient
  * in KRSC, and one chunk's x, y (or dy) and dx in NHWC. Each op keeps only those it uses, and of x, y and dx only
@@ -199,17 +204,19 @@ static bool exact_products(int op, int algo)
 
 /* Takes the fastest measured result that succeeded, uses an allowed math type (for an entry of TF32 parts any that
  * keeps fp32 operands, without conversion to 16 bits, in an algorithm that takes them as they are) and fits the
- * workspace cap, if `splits` calls of it beat what op already has. Returns whether the overall fastest allowed
- * result did not fit (then more chunks may pay). fp32: FMA only (cuDNN's DEFAULT_MATH may use TF32 on Ampere and
- * later). Outside deterministic mode determinism is not required (with deterministic algorithms only, the W3 step
- * took 130 ms instead of 111 ms on an H200), so convolution gradients may differ in the last bits from run to run.
- * In deterministic mode `perf` is cuDNN's heuristic ranking (no times): the first deterministic result that fits is
- * taken, and a later (larger) `splits` never replaces it. */
+ * workspace cap, or the one of least workspace within LEAN_SLACK of its time, if `splits` calls of it beat what op
+ * already has. Returns whether the overall fastest allowed result did not fit (then more chunks may pay). fp32: FMA
+ * only (cuDNN's DEFAULT_MATH may use TF32 on Ampere and later). Outside deterministic mode determinism is not required
+ * (with deterministic algorithms only, the W3 step took 130 ms instead of 111 ms on an H200), so convolution gradients
+ * may differ in the last bits from run to run. In deterministic mode `perf` is cuDNN's heuristic ranking (no times):
+ * the first deterministic result that fits is taken, and a later (larger) `splits` never replaces it. */
 template <class Perf>
 static bool consider(const Perf *perf, int count, int o, int64_t splits, int64_t chunk, sf_precision prec,
                      bool tf32_parts, size_t cap, bool deterministic, sf_cuda_conv_op *op, bool *changed)
 {
     bool fastest_too_big = false, first = true;
+    int pick = -1;
+    float lean_until = 0.0f;
     *changed = false;
     for (int i = 0; i < count; i++) {
         if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
@@ -223,21 +230,26 @@ static bool consider(const Perf *perf, int count, int o, int64_t splits, int64_t
             op->fastest_ms = perf[i].time;
             op->fastest_ws = perf[i].memory;
         }
-        if (perf[i].memory > cap) {
-            if (first) fastest_too_big = true;
-            first = false;
-            continue;
+        if (perf[i].memory > cap && first) fastest_too_big = true;
+        first = false;
+        if (perf[i].memory > cap) continue;
+        if (pick < 0) {
+            pick = i;
+            lean_until = perf[i].time * (1.0f + LEAN_SLACK);
+            if (deterministic) break;
+        } else if (perf[i].time <= lean_until && perf[i].memory < perf[pick].memory) {
+            pick = i;
         }
-        float total = perf[i].time * (float)splits;
-        if (op->chunk == 0 || (!deterministic && total < op->ms)) {
-            op->algo = (int)perf[i].algo;
-            op->math = perf[i].mathType;
-            op->chunk = chunk;
-            op->ms = total;
-            op->ws = perf[i].memory;
-            *changed = true;
-        }
-        break;
+    }
+    if (pick < 0) return fastest_too_big;
+    const float total = perf[pick].time * (float)splits;
+    if (op->chunk == 0 || (!deterministic && total < op->ms)) {
+        op->algo = (int)perf[pick].algo;
+        op->math = perf[pick].mathType;
+        op->chunk = chunk;
+        op->ms = total;
+        op->ws = perf[pick].memory;
+        *changed = true;
     }
     return fastest_too_big;
 }
@@ -350,6 +362,18 @@ static sf_status split_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, cons
 static sf_status split_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const float *x, const float *w,
                                 const float *dy, float *dx, float *dw, void *ws);
 
+/* The workspace op o needs on path p of e (cuDNN's own, and the copies or parts the path keeps there). */
+static size_t path_ws(const sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int p, int o)
+{
+    nhwc_bufs b;
+    switch (p) {
+    case SF_CONV_PATH_GEMM: return sf_cuda_conv_gemm_ws(&e->sh, e->gemm_chunk, sf_act_type_size(c->act));
+    case SF_CONV_PATH_NHWC: return nhwc_layout(e, sf_act_type_size(c->act), 1u << o, NULL, &b);
+    case SF_CONV_PATH_SPLIT: return split_layout(c, e, o, NULL, NULL, NULL);
+    default: return e->op[SF_CONV_NCHW][o].ws;
+    }
+}
+
 /* The timing buffers: x, dx, w, dw (fp32), y (also dy), workspace. */
 enum { TB_X, TB_DX, TB_W, TB_DW, TB_Y, TB_WS, TB_COUNT };
 
@@ -396,11 +420,10 @@ static sf_status time_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e, bool nhwc)
     const size_t es = sf_act_type_size(c->act);
     const size_t nx = (size_t)(sh->n * sh->cin * sh->h * sh->w), ny = (size_t)(sh->n * sh->cout * sh->oh * sh->ow),
                  nw = (size_t)sh->cout * sh->cin * sh->k * sh->k;
-    size_t ws = e->gemm_chunk ? sf_cuda_conv_gemm_ws(sh, e->gemm_chunk, es) : 0;
+    size_t ws = e->gemm_chunk ? path_ws(c, e, SF_CONV_PATH_GEMM, 0) : 0;
     for (int o = 0; o < SF_CONV_OPS; o++) {
-        nhwc_bufs b;
-        const size_t need = nhwc && e->op[SF_CONV_NHWC][o].chunk ? nhwc_layout(e, es, 1u << o, NULL, &b) : 0;
-        const size_t split = e->split_entries[0] >= 0 ? split_layout(c, e, o, NULL, NULL, NULL) : 0;
+        const size_t need = nhwc && e->op[SF_CONV_NHWC][o].chunk ? path_ws(c, e, SF_CONV_PATH_NHWC, o) : 0;
+        const size_t split = e->split_entries[0] >= 0 ? path_ws(c, e, SF_CONV_PATH_SPLIT, o) : 0;
         if (need > ws) ws = need;
         if (split > ws) ws = split;
     }
@@ -457,9 +480,25 @@ static sf_status add_split_entries(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
     return SF_OK;
 }
 
-/* Picks each op's path: the fastest measured (auto, nchw; nhwc where the engine keeps a side NHWC), else the one
- * conv_algo forces (deterministic mode: that one, else cuDNN on NCHW; NHWC where the engine keeps a side NHWC),
- * falling back to any path that has the op. Where the engine keeps a side NHWC, cuDNN on NCHW is out, and so is
+/* Among the measured paths of op o, the fastest, or the one of least workspace within LEAN_SLACK of its time (-1:
+ * none measured). */
+static int lean_fastest(const sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int o, const bool *measured,
+                        const float *ms)
+{
+    int best = -1;
+    for (int p = 0; p < SF_CONV_PATHS; p++)
+        if (measured[p] && (best < 0 || ms[p] < ms[best])) best = p;
+    if (best < 0) return best;
+    const float until = ms[best] * (1.0f + LEAN_SLACK);
+    int lean = best;
+    for (int p = 0; p < SF_CONV_PATHS; p++)
+        if (measured[p] && ms[p] <= until && path_ws(c, e, p, o) < path_ws(c, e, lean, o)) lean = p;
+    return lean;
+}
+
+/* Picks each op's path: the fastest measured or a leaner one (lean_fastest; auto, nchw; nhwc where the engine keeps
+ * a side NHWC), else the one conv_algo forces (deterministic mode: that one, else cuDNN on NCHW; NHWC where the
+ * engine keeps a side NHWC), falling back to any path that has the op. Where the engine keeps a side NHWC, cuDNN on NCHW is out, and so is
  * im2col + GEMM where that side is x. The split path is there for fp32 convolutions of spikes under auto and split
  * outside deterministic mode; an entry of TF32 parts has no im2col + GEMM path (its GEMMs would be SGEMMs). */
 static sf_status choose_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
@@ -503,9 +542,7 @@ static sf_status choose_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
                            : algo == SF_CONV_ALGO_GEMM                ? SF_CONV_PATH_GEMM
                            : algo == SF_CONV_ALGO_NHWC || engine_nhwc ? SF_CONV_PATH_NHWC
                                                                       : SF_CONV_PATH_NCHW;
-        int best = forced == SF_CONV_PATH_SPLIT ? forced : -1;
-        for (int p = 0; timed && best != SF_CONV_PATH_SPLIT && p < SF_CONV_PATHS; p++)
-            if (measured[p] && (best < 0 || ms[p] < ms[best])) best = p;
+        int best = forced == SF_CONV_PATH_SPLIT ? forced : timed ? lean_fastest(c, e, o, measured, ms) : -1;
         if (best < 0 && has[forced]) best = forced;
         for (int p = 0; best < 0 && p < SF_CONV_PATHS; p++)
             if (has[p]) best = p;
@@ -546,35 +583,32 @@ static sf_status setup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_ent
         SF_TRY(measure(c, e, SF_CONV_NCHW, splits, &more));
     SF_TRY(choose_paths(c, e));
     static const char *const names[SF_CONV_OPS] = {"forward", "backward-data", "backward-filter"};
-    const size_t es = sf_act_type_size(c->act);
-    e->ws = 0;
+    size_t need[SF_CONV_OPS];
     for (int o = 0; o < SF_CONV_OPS; o++) {
-        size_t need;
-        if (e->path[o] == SF_CONV_PATH_GEMM) {
-            need = sf_cuda_conv_gemm_ws(sh, e->gemm_chunk, es);
-        } else if (e->path[o] == SF_CONV_PATH_SPLIT) {
-            need = split_layout(c, e, o, NULL, NULL, NULL);
-        } else {
-            sf_cuda_conv_op *op = &e->op[e->path[o]][o];
+        const int p = e->path[o];
+        if (p == SF_CONV_PATH_NCHW || p == SF_CONV_PATH_NHWC) {
+            sf_cuda_conv_op *op = &e->op[p][o];
             if (op->chunk == 0)
                 return sf_fail(SF_ERR_UNSUPPORTED,
                                "cuDNN offers no %s %s algorithm within %zu MiB of workspace for conv n=%lld cin=%d "
                                "%dx%d cout=%d k=%d stride=%d (raise conv_workspace_mib)",
                                sf_precision_name(c->prec), names[o], c->conv_ws_cap >> 20, (long long)sh->n, sh->cin,
                                sh->h, sh->w, sh->cout, sh->k, sh->stride);
-            nhwc_bufs b;
-            need = e->path[o] == SF_CONV_PATH_NHWC ? nhwc_layout(e, es, 1u << o, NULL, &b) : op->ws;
             if (!op->cd) SF_TRY(conv_desc(sh, op->math, &op->cd));
         }
-        if (need > e->ws) e->ws = need;
+        need[o] = path_ws(c, e, p, o);
     }
+    e->ws_forward = need[SF_CONV_FWD];
+    e->ws_backward = need[SF_CONV_BWD_DATA] > need[SF_CONV_BWD_FILTER] ? need[SF_CONV_BWD_DATA]
+                                                                         : need[SF_CONV_BWD_FILTER];
     /* both backward ops on NHWC copies of one chunk run as one pass that transposes dy once */
     const sf_cuda_conv_op *bd = &e->op[SF_CONV_NHWC][SF_CONV_BWD_DATA], *bf = &e->op[SF_CONV_NHWC][SF_CONV_BWD_FILTER];
     if (e->path[SF_CONV_BWD_DATA] == SF_CONV_PATH_NHWC && e->path[SF_CONV_BWD_FILTER] == SF_CONV_PATH_NHWC &&
         bd->chunk == bf->chunk) {
         nhwc_bufs b;
-        const size_t both = nhwc_layout(e, es, 1u << SF_CONV_BWD_DATA | 1u << SF_CONV_BWD_FILTER, NULL, &b);
-        if (both > e->ws) e->ws = both;
+        const size_t both =
+            nhwc_layout(e, sf_act_type_size(c->act), 1u << SF_CONV_BWD_DATA | 1u << SF_CONV_BWD_FILTER, NULL, &b);
+        if (both > e->ws_backward) e->ws_backward = both;
     }
     return SF_OK;
 }
@@ -620,11 +654,13 @@ static sf_status lookup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_en
     return SF_OK;
 }
 
-size_t sf_cuda_op_conv_workspace(sf_backend *be, const sf_conv_shape *sh)
+size_t sf_cuda_op_conv_workspace(sf_backend *be, const sf_conv_shape *sh, sf_conv_pass pass)
 {
     sf_cuda_conv_entry *e = NULL;
     /* A failure here is reported again, with its message, by the conv call that follows. */
-    return lookup(sf_cuda_ctx_of(be), sh, &e) == SF_OK ? e->ws : 0;
+    if (lookup(sf_cuda_ctx_of(be), sh, &e) != SF_OK) return 0;
+    const size_t f = pass & SF_CONV_PASS_FORWARD ? e->ws_forward : 0, b = pass & SF_CONV_PASS_BACKWARD ? e->ws_backward : 0;
+    return f > b ? f : b;
 }
 
 /* y[img][co][p] += b[co]: a block per (image, channel) plane. */
@@ -861,8 +897,8 @@ static sf_status backward_on(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int pa
 static size_t split_layout(const sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int op, void *ws, float **w, float **y)
 {
     const sf_cuda_conv_entry *s2 = &c->convs[e->split_entries[0]], *s1 = &c->convs[e->split_entries[1]];
-    const size_t groups = op == SF_CONV_BWD_DATA ? 3 : 2,
-                 cudnn = op == SF_CONV_BWD_DATA && s1->ws > s2->ws ? s1->ws : s2->ws,
+    const size_t ws2 = path_ws(c, s2, s2->path[op], op), ws1 = op == SF_CONV_BWD_DATA ? path_ws(c, s1, s1->path[op], op) : 0;
+    const size_t groups = op == SF_CONV_BWD_DATA ? 3 : 2, cudnn = ws1 > ws2 ? ws1 : ws2,
                  nw = (size_t)e->sh.cout * e->sh.cin * e->sh.k * e->sh.k,
                  ny = (size_t)s2->sh.n * e->sh.cout * e->sh.oh * e->sh.ow;
     const size_t at_w = align256(cudnn), at_y = at_w + align256(groups * nw * sizeof(float));
@@ -964,7 +1000,6 @@ size_t sf_cuda_conv_report(sf_backend *be, char *buf, size_t cap)
     const sf_cuda_ctx *c = (const sf_cuda_ctx *)be->ctx;
     static const char *const names[SF_CONV_OPS] = {"fwd", "bwd_data", "bwd_filter"};
     static const char *const paths[] = {"nchw", "nhwc", "im2col_gemm", "split"};
-    const size_t es = sf_act_type_size(c->act);
     size_t n = 0;
 #define PUT(...) n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, __VA_ARGS__)
     PUT("conv algorithms (%s, workspace cap %zu MiB%s): shape | op: path, its algo x chunks, ws MiB | cuDNN on NCHW: "
@@ -983,11 +1018,7 @@ size_t sf_cuda_conv_report(sf_backend *be, char *buf, size_t cap)
             const int p = e->path[o];
             const sf_cuda_conv_op *run = p == SF_CONV_PATH_GEMM || p == SF_CONV_PATH_SPLIT ? NULL : &e->op[p][o];
             const int64_t sc = e->split_entries[0] >= 0 ? sh->n / c->convs[e->split_entries[0]].sh.n : 0;
-            nhwc_bufs b;
-            const size_t ws = p == SF_CONV_PATH_GEMM    ? sf_cuda_conv_gemm_ws(sh, gc, es)
-                              : p == SF_CONV_PATH_SPLIT ? split_layout(c, e, o, NULL, NULL, NULL)
-                              : p == SF_CONV_PATH_NHWC  ? nhwc_layout(e, es, 1u << o, NULL, &b)
-                                                        : run->ws;
+            const size_t ws = path_ws(c, e, p, o);
             const int64_t chunks = run ? sh->n / run->chunk : p == SF_CONV_PATH_SPLIT ? sc : (sh->n + gc - 1) / gc;
             PUT("n=%lld %d->%d %dx%d s%d%s%s%s | %-10s %-11s %-22s x%lld %6.0f | nchw %-22s x%lld %7.3f | %-22s %7.3f "
                 "%6.0f | nhwc %-22s x%lld %7.3f | im2col+gemm x%lld %7.3f | split x%lld %7.3f\n",

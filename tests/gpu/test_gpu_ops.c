@@ -307,7 +307,7 @@ static void conv_layouts(const sf_conv_shape *base, const pair *x, const pair *w
         sh.x_nhwc = v & 1;
         sh.y_nhwc = v >> 1;
         /* 0: no NHWC algorithm fits the cap with the copies (a batch that cannot be chunked under 1 MiB) */
-        const size_t bytes = gpu->conv_workspace(gpu, &sh);
+        const size_t bytes = gpu->conv_workspace(gpu, &sh, SF_CONV_PASS_BOTH);
         if (bytes == 0) continue;
         float *xh = host_of(x, sh.n, sh.cin, hw, sh.x_nhwc), *dyh = host_of(dy, sh.n, sh.cout, ohw, sh.y_nhwc);
         void *xg, *dyg, *yg, *dxg, *dwg, *dbg, *ws;
@@ -335,6 +335,30 @@ static void conv_layouts(const sf_conv_shape *base, const pair *x, const pair *w
     }
 }
 
+/* A GPU workspace of what conv_workspace says `pass` needs, followed by a guard of known bytes: a pass that writes
+ * past its stated workspace changes the guard (check_ws_guard). */
+enum { WS_GUARD = 4096 };
+static void *guarded_ws(const sf_conv_shape *sh, sf_conv_pass pass, size_t *bytes)
+{
+    *bytes = gpu->conv_workspace(gpu, sh, pass);
+    unsigned char guard[WS_GUARD];
+    memset(guard, 0xA5, sizeof guard);
+    void *ws;
+    CHECK_OK(gpu->alloc(gpu, *bytes + WS_GUARD, &ws));
+    CHECK_OK(gpu->copy_from_host(gpu, (char *)ws + *bytes, guard, sizeof guard));
+    return ws;
+}
+
+static void check_ws_guard(void *ws, size_t bytes, const char *what, const char *pass)
+{
+    unsigned char guard[WS_GUARD];
+    CHECK_OK(gpu->copy_to_host(gpu, guard, (char *)ws + bytes, sizeof guard));
+    int bad = 0;
+    for (int i = 0; i < WS_GUARD; i++) bad += guard[i] != 0xA5;
+    CHECK(bad == 0, "%s: the %s wrote %d bytes past its %zu bytes of workspace", what, pass, bad, bytes);
+    gpu->release(gpu, ws);
+}
+
 static void test_conv(int64_t n, int32_t cin, int32_t hgt, int32_t wid, int32_t cout, int32_t k, int32_t stride,
                       int32_t pad, int bias)
 {
@@ -348,15 +372,17 @@ static void test_conv(int64_t n, int32_t cin, int32_t hgt, int32_t wid, int32_t 
     pair x = mk(xh, 4 * nx), w = randn(nw, 0.0f, 0.2f, 42), b = randn((size_t)cout, 0.0f, 0.2f, 43);
     free(xh);
     pair y = out(ny), dy = randn(ny, 0.0f, 1.0f, 44), dx = out(nx), dw = out(nw), db = out((size_t)cout);
-    void *wsc = NULL, *wsg = NULL;
-    size_t bc = cpu->conv_workspace(cpu, &sh), bg = gpu->conv_workspace(gpu, &sh);
+    void *wsc = NULL;
+    size_t bc = cpu->conv_workspace(cpu, &sh, SF_CONV_PASS_BOTH), bf, bb;
     CHECK_OK(cpu->alloc(cpu, bc ? bc : 4, &wsc));
-    CHECK_OK(gpu->alloc(gpu, bg ? bg : 4, &wsg));
-    RUN(be->conv_forward(be, &sh, S(x), S(w), bias ? S(b) : NULL, S(y), side_ ? wsg : wsc));
-    RUN(be->conv_backward(be, &sh, S(x), S(w), S(dy), S(dx), S(dw), bias ? S(db) : NULL, side_ ? wsg : wsc));
+    void *wsf = guarded_ws(&sh, SF_CONV_PASS_FORWARD, &bf), *wsb = guarded_ws(&sh, SF_CONV_PASS_BACKWARD, &bb);
+    RUN(be->conv_forward(be, &sh, S(x), S(w), bias ? S(b) : NULL, S(y), side_ ? wsf : wsc));
+    RUN(be->conv_backward(be, &sh, S(x), S(w), S(dy), S(dx), S(dw), bias ? S(db) : NULL, side_ ? wsb : wsc));
     char t[128];
     snprintf(t, sizeof t, "conv n=%lld %dx%dx%d -> %d k=%d s=%d p=%d%s", (long long)n, cin, hgt, wid, cout, k, stride,
              pad, spike_x ? ", spikes" : "");
+    check_ws_guard(wsf, bf, t, "forward");
+    check_ws_guard(wsb, bb, t, "backward");
     cmp_gemm(t, "y", &y);
     cmp_gemm(t, "dx", &dx);
     cmp_gemm(t, "dw", &dw);
@@ -364,7 +390,6 @@ static void test_conv(int64_t n, int32_t cin, int32_t hgt, int32_t wid, int32_t 
     pair nodb = {0, NULL, NULL};
     conv_layouts(&sh, &x, &w, &b, &dy, &y, &dx, &dw, bias ? &db : &nodb, t);
     cpu->release(cpu, wsc);
-    gpu->release(gpu, wsg);
     drop(&x), drop(&w), drop(&b), drop(&y), drop(&dy), drop(&dx), drop(&dw), drop(&db);
 }
 

@@ -461,7 +461,7 @@ static void test_conv(int64_t n, int32_t cin, int32_t hgt, int32_t wid, int32_t 
     ten x = in(nx, 0.0f, 1.0f, 41), w = in(nw, 0.0f, 0.2f, 42), b = in_f32((size_t)cout, 0.0f, 0.2f, 43);
     ten y = out(ny), dy = in(ny, 0.0f, 1.0f, 44), dx = out(nx), dw = out_f32(nw), db = out_f32((size_t)cout);
     void *wsc = NULL, *wsg = NULL;
-    size_t bc = cpu->conv_workspace(cpu, &sh), bg = gpu->conv_workspace(gpu, &sh);
+    size_t bc = cpu->conv_workspace(cpu, &sh, SF_CONV_PASS_BOTH), bg = gpu->conv_workspace(gpu, &sh, SF_CONV_PASS_BOTH);
     CHECK_OK(cpu->alloc(cpu, bc ? bc : 4, &wsc));
     wsg = gpu_alloc(bg);
     RUN(be->conv_forward(be, &sh, S(x), S(w), bias ? S(b) : NULL, S(y), side_ ? wsg : wsc));
