@@ -38,16 +38,12 @@ void sf_cpu_tiled_transpose(int32_t in, int32_t out, const float *w, float *wt);
 void sf_cpu_spike_product(int64_t rows, int32_t in, int32_t out, const sf_spikes *x, const float *wt, const float *b,
                           float *y);
 
-/* y [rows, out] = Σ over the inputs i of each row r (colmask: chunks of 64 rows, [chunk][in], bit r % 64 where row
- * r has input i) of coef[r, i]·W[i, :] (coef [rows, in], or NULL for 1), W by tiles of 64 output columns
- * (sf_cpu_tiled_transpose of a [out, in] weight, or sf_cpu_tile_columns of an [in, out] one): for few rows
- * against wide weights, each tile streamed once per chunk. The masks come from spike bits or nonzero floats. */
-static inline int64_t sf_few_row_chunks(int64_t rows) { return (rows + 63) / 64; }
+/* y [rows, n] = Σ over the set bits j of each row of mask [rows, words(k)] (ascending) of coef[r, j]·W[j, :] (coef
+ * [rows, k], or NULL for 1), W [k, n] by tiles of 64 columns (sf_cpu_tile_columns, or sf_cpu_tiled_transpose of a
+ * [n, k] weight): the masked dx of the event-driven linear layer and the recurrent layer's per-step products. */
 void sf_cpu_tile_columns(int64_t rows_n, int32_t cols, const float *a, float *t);
-void sf_cpu_colmask_of_bits(int64_t rows, int32_t in, const uint32_t *bits, uint64_t *colmask);
-void sf_cpu_colmask_of_nonzero(int64_t rows, int32_t in, const float *v, uint64_t *colmask);
-void sf_cpu_few_rows_product(int64_t rows, int32_t in, int32_t out, const uint64_t *colmask, const float *coef,
-                             const float *wtiles, float *y);
+void sf_cpu_masked_product(int64_t rows, int32_t k, int32_t n, const uint32_t *mask, const float *coef,
+                           const float *wtiles, float *y);
 
 /* spikes.c */
 sf_status sf_cpu_op_spikes_compact(sf_backend *be, int64_t rows, int64_t n, const float *x, const sf_spikes *out,

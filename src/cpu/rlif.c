@@ -2,7 +2,8 @@
  * time step after the other; V·s_{t-1} is one SGEMM per step (dense) or, event-driven, the sum of the rows of Vᵀ of
  * the neurons that spiked (their bits come out of the step before). The backward runs BPTT in reverse time with
  * Vᵀ·dy_{t+1} per step (SGEMM, or over the nonzero dy only) and dV = Σ_t dy_tᵀ·s_{t-1} in one pass at the end. The
- * event-driven per-step products stream V's tiles once for all B rows (sf_cpu_few_rows_product). */
+ * event-driven per-step products take V by tiles of 64 columns and sum each row's tile in registers
+ * (sf_cpu_masked_product). */
 #include "cpu/cpu_layers.h"
 #include "cpu/cpu_neuron.h"
 #include "cpu/neuron_block.h"
@@ -16,12 +17,12 @@
 /* Per-step work is B·n neurons; below this the other threads cost more to wake than they save (parallel.h). */
 #define RLIF_PARALLEL_MIN 16384
 
-/* The workspace: Vᵀ by tiles (and dV's tiles), the neuron state, the per-step product, s_{t-1} as floats, and for the
- * backward's recompute h over all steps with the compact spikes. */
+/* The workspace: Vᵀ by tiles (and dV's tiles), the neuron state, the per-step product, s_{t-1} as floats, for the
+ * backward's recompute h over all steps with the compact spikes, and the bits of the nonzero dy. */
 typedef struct rlif_ws {
     float *vt, *state, *rec, *sprev, *h;
     sf_spikes c;
-    uint64_t *colmask; /* the per-step product's inputs per row (sf_cpu_few_rows_product) */
+    uint32_t *dy_bits; /* [T·B, words(n)] */
 } rlif_ws;
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
@@ -31,7 +32,7 @@ static size_t layout(int64_t T, int64_t B, int64_t n, void *base, rlif_ws *w)
     const size_t f = sizeof(float), N = (size_t)(B * n), rows = (size_t)(T * B);
     const size_t sizes[] = {sf_cpu_op_spike_linear_workspace(NULL, 0, (int32_t)n, (int32_t)n), N * f, N * f, N * f,
                             rows * (size_t)n * f, rows * (size_t)sf_spike_words(n) * 4, rows * (size_t)n,
-                            rows * (size_t)sf_spike_segs(n) * 4, (size_t)(sf_few_row_chunks(B) * n) * 8};
+                            rows * (size_t)sf_spike_segs(n) * 4, rows * (size_t)sf_spike_words(n) * 4};
     char *p = base;
     void *ptr[9];
     size_t total = 0;
@@ -105,10 +106,9 @@ static sf_status forward(const sf_lif_params *p, int64_t T, int64_t B, int64_t n
         if (t > 0 && !sparse)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)B, (int)n, (int)n, 1.0f, w->sprev, (int)n, v,
                         (int)n, 0.0f, w->rec, (int)n);
-        if (t > 0 && sparse) { /* the B rows of step t-1, against Vᵀ tile by tile */
-            sf_cpu_colmask_of_bits(B, (int32_t)n, out->c.bits + (t - 1) * B * sf_spike_words(n), w->colmask);
-            sf_cpu_few_rows_product(B, (int32_t)n, (int32_t)n, w->colmask, NULL, w->vt, w->rec);
-        }
+        if (t > 0 && sparse) /* the B rows of step t-1, against Vᵀ tile by tile */
+            sf_cpu_masked_product(B, (int32_t)n, (int32_t)n, out->c.bits + (t - 1) * B * sf_spike_words(n), NULL,
+                                  w->vt, w->rec);
 #pragma omp parallel for schedule(static) reduction(+ : spikes) if (B > 1 && N >= RLIF_PARALLEL_MIN)
         for (int64_t b = 0; b < B; b++)
             spikes += step_row(&k, p->soft_reset, n, t * B + b, x + (t * B + b) * n, w->rec + b * n, w->state + b * n,
@@ -160,16 +160,16 @@ sf_status sf_cpu_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_
     const int dy_sparse = (bwd_sparse & SF_RLIF_SPARSE_DY) != 0;
     if (dy_sparse) sf_cpu_tile_columns(n, (int32_t)n, v, w.vt); /* V by column tiles: the recompute is done with Vᵀ */
     memset(w.state, 0, sizeof(float) * (size_t)N);
+    const sf_spikes dy_nonzero = mask ? *mask : (sf_spikes){w.dy_bits, NULL, NULL}; /* mask: the layer's own */
     int64_t nonzero = 0;
     for (int64_t t = T - 1; t >= 0; t--) {
         const float *dyn = dx + (t + 1) * N; /* dy_{t+1}, valid for t < T-1 */
         if (t < T - 1 && !dy_sparse)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)B, (int)n, (int)n, 1.0f, dyn, (int)n, v,
                         (int)n, 0.0f, w.rec, (int)n);
-        if (t < T - 1 && dy_sparse) { /* Vᵀ·dy_{t+1} over the nonzero entries, j ascending */
-            sf_cpu_colmask_of_nonzero(B, (int32_t)n, dyn, w.colmask);
-            sf_cpu_few_rows_product(B, (int32_t)n, (int32_t)n, w.colmask, dyn, w.vt, w.rec);
-        }
+        if (t < T - 1 && dy_sparse) /* Vᵀ·dy_{t+1} over the nonzero entries, j ascending */
+            sf_cpu_masked_product(B, (int32_t)n, (int32_t)n, dy_nonzero.bits + (t + 1) * B * sf_spike_words(n), dyn,
+                                  w.vt, w.rec);
 #pragma omp parallel for schedule(static) reduction(+ : nonzero) if (B > 1 && N >= RLIF_PARALLEL_MIN)
         for (int64_t b = 0; b < B; b++) {
             float *g = w.rec + b * n, *dvb = w.state + b * n;
@@ -182,7 +182,7 @@ sf_status sf_cpu_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_
                 dx[o + i] = dy;
                 nonzero += dy != 0.0f;
             }
-            if (mask) emit_row(mask, n, t * B + b, dx + o);
+            if (mask || dy_sparse) emit_row(&dy_nonzero, n, t * B + b, dx + o);
         }
     }
     if (grad_count) *grad_count += (float)nonzero;

@@ -212,27 +212,36 @@ sf_status sf_cpu_spike_weight_grad(int64_t rows, int32_t in, int32_t out, const 
     return SF_OK;
 }
 
-/* dx[r, i0 .. i0+in_n) = Σ over the nonzero dy[r, j] (the mask's bits, j ascending) of dy[r, j]·W[j, i0 ..]; wtile is
- * W's tile of those input columns (out × TILE, see sf_cpu_tile_columns), summed as row_tile does. */
-SF_CPU_CLONES static void masked_tile(int32_t in, int32_t out, int32_t i0, int32_t n, const float *wtile,
-                                      const float *dyr, const uint32_t *m, float *dxr)
+/* y[r, i0 .. i0+n) = Σ over the set bits j of the row's mask m (ascending) of W[j, i0 ..], or with coefficients cr,
+ * of cr[j]·W[j, i0 ..]; wtile is W's tile of those columns (k × TILE, see sf_cpu_tile_columns), summed in registers
+ * as row_tile does. Inlined with cr a constant NULL where only adds are wanted. */
+static inline void masked_tile(int32_t k, int32_t n, const float *wtile, const float *cr, const uint32_t *m, float *yr)
 {
     float acc[TILE];
     v8 a[TILE_VECS];
     tile_zero(a);
     for (int j = 0; j < TILE; j++) acc[j] = 0.0f;
-    for (int64_t q = 0; q < sf_spike_words(out); q++)
+    for (int64_t q = 0; q < sf_spike_words(k); q++)
         for (uint32_t bitsq = m[q]; bitsq; bitsq &= bitsq - 1) {
             const int64_t j = 32 * q + __builtin_ctz(bitsq);
-            const float g = dyr[j], *wr = wtile + j * TILE;
+            const float *g = cr ? cr + j : NULL, *wr = wtile + j * TILE;
             if (n == TILE) {
-                tile_axpy(a, &g, wr);
+                tile_axpy(a, g, wr);
             } else {
-                for (int32_t i = 0; i < n; i++) acc[i] += g * wr[i];
+                for (int32_t i = 0; i < n; i++) acc[i] += g ? *g * wr[i] : wr[i];
             }
         }
     if (n == TILE) memcpy(acc, a, sizeof acc);
-    memcpy(dxr + i0, acc, sizeof(float) * (size_t)n);
+    memcpy(yr, acc, sizeof(float) * (size_t)n);
+}
+
+SF_CPU_CLONES static void masked_row(int32_t k, int32_t n, const float *wtile, const float *cr, const uint32_t *m,
+                                     float *yr)
+{
+    if (cr)
+        masked_tile(k, n, wtile, cr, m, yr);
+    else
+        masked_tile(k, n, wtile, NULL, m, yr);
 }
 
 /* t holds a [rows_n, cols] by tiles of TILE columns: t[(k·rows_n + r)·TILE + c] = a[r, k·TILE + c]. */
@@ -245,89 +254,17 @@ void sf_cpu_tile_columns(int64_t rows_n, int32_t cols, const float *a, float *t)
     }
 }
 
-/* dx = dy·W over the nonzero entries of dy: W by tiles of input columns (in the scratch), rows against one tile at
- * a time, as the forward. */
-static void masked_input_grad(int64_t rows, int32_t in, int32_t out, const float *w, const float *dy,
-                              const sf_spikes *dy_mask, float *dx, float *scratch)
+void sf_cpu_masked_product(int64_t rows, int32_t k, int32_t n, const uint32_t *mask, const float *coef,
+                           const float *wtiles, float *y)
 {
-    sf_cpu_tile_columns(out, in, w, scratch);
-    const int64_t wo = sf_spike_words(out), tiles = (in + TILE - 1) / TILE, chunks = (rows + ROW_CHUNK - 1) / ROW_CHUNK;
-#pragma omp parallel for schedule(static) if (tiles * chunks > 1 && rows * (int64_t)in >= SF_CPU_PARALLEL_MIN / 4)
+    const int64_t wk = sf_spike_words(k), tiles = (n + TILE - 1) / TILE, chunks = (rows + ROW_CHUNK - 1) / ROW_CHUNK;
+    /* Tile-major, as sf_cpu_spike_product: a thread's rows reuse its tile of W from L2. */
+#pragma omp parallel for schedule(static) if (tiles * chunks > 1 && rows * (int64_t)n >= SF_CPU_PARALLEL_MIN / 4)
     for (int64_t it = 0; it < tiles * chunks; it++) {
-        const int32_t i0 = (int32_t)(it / chunks * TILE), n = in - i0 < TILE ? in - i0 : TILE;
+        const int32_t i0 = (int32_t)(it / chunks * TILE), nn = n - i0 < TILE ? n - i0 : TILE;
         const int64_t r0 = it % chunks * ROW_CHUNK, r1 = r0 + ROW_CHUNK < rows ? r0 + ROW_CHUNK : rows;
         for (int64_t r = r0; r < r1; r++)
-            masked_tile(in, out, i0, n, scratch + (int64_t)i0 * out, dy + r * out, dy_mask->bits + r * wo, dx + r * in);
-    }
-}
-
-/* Few rows against wide weights (the recurrent layer's B rows per step): gathering each row's inputs (row_tile)
- * fetches an input's 256 bytes of the tile once per row, from L3 once the weights outgrow L2. Column-wise, a tile's
- * rows stream through once per chunk of 64 rows, each read for every row that needs it (the bits of colmask[i]),
- * into sums that stay in L1. Each element gets the same sum as from row_tile or masked_tile: inputs in ascending
- * order, w (coef NULL) or coef[r, i]·w added one at a time. */
-/* tile_axpy on sums kept in memory (the rows' sums of few_rows_tile, in L1) */
-static inline void tile_axpy_at(float *a, const float *g, const float *w)
-{
-#pragma GCC unroll 8
-    for (int k = 0; k < TILE_VECS; k++) {
-        v8 x, y;
-        memcpy(&x, a + 8 * k, sizeof x);
-        memcpy(&y, w + 8 * k, sizeof y);
-        x += g ? *g * y : y;
-        memcpy(a + 8 * k, &x, sizeof x);
-    }
-}
-
-SF_CPU_CLONES static void few_rows_tile(int64_t rows, int32_t in, int32_t jn, const uint64_t *colmask,
-                                        const float *coef, const float *wtile, float *y, int64_t ystride)
-{
-    for (int64_t r = 0; r < rows; r++) memset(y + r * ystride, 0, sizeof(float) * (size_t)jn);
-    for (int32_t i = 0; i < in; i++) {
-        const float *w = wtile + (int64_t)i * TILE;
-        for (uint64_t m = colmask[i]; m; m &= m - 1) {
-            const int64_t r = __builtin_ctzll(m);
-            float *a = y + r * ystride;
-            const float *g = coef ? coef + r * in + i : NULL;
-            if (jn == TILE) {
-                tile_axpy_at(a, g, w);
-            } else {
-                for (int32_t j = 0; j < jn; j++) a[j] += g ? *g * w[j] : w[j];
-            }
-        }
-    }
-}
-
-void sf_cpu_colmask_of_bits(int64_t rows, int32_t in, const uint32_t *bits, uint64_t *colmask)
-{
-    const int64_t wi = sf_spike_words(in);
-    memset(colmask, 0, sizeof *colmask * (size_t)(sf_few_row_chunks(rows) * in));
-    for (int64_t r = 0; r < rows; r++) {
-        uint64_t *cm = colmask + r / 64 * in;
-        for (int64_t q = 0; q < wi; q++)
-            for (uint32_t m = bits[r * wi + q]; m; m &= m - 1) cm[32 * q + __builtin_ctz(m)] |= 1ull << (r % 64);
-    }
-}
-
-void sf_cpu_colmask_of_nonzero(int64_t rows, int32_t in, const float *v, uint64_t *colmask)
-{
-    memset(colmask, 0, sizeof *colmask * (size_t)(sf_few_row_chunks(rows) * in));
-    for (int64_t r = 0; r < rows; r++) {
-        uint64_t *cm = colmask + r / 64 * in;
-        for (int32_t i = 0; i < in; i++) cm[i] |= (uint64_t)(v[r * in + i] != 0.0f) << (r % 64);
-    }
-}
-
-void sf_cpu_few_rows_product(int64_t rows, int32_t in, int32_t out, const uint64_t *colmask, const float *coef,
-                             const float *wtiles, float *y)
-{
-    const int64_t tiles = (out + TILE - 1) / TILE, chunks = sf_few_row_chunks(rows);
-#pragma omp parallel for schedule(static) if (tiles * chunks > 1 && rows * out >= SF_CPU_PARALLEL_MIN / 4)
-    for (int64_t it = 0; it < tiles * chunks; it++) {
-        const int32_t j0 = (int32_t)(it / chunks * TILE), jn = out - j0 < TILE ? out - j0 : TILE;
-        const int64_t r0 = it % chunks * 64, rn = rows - r0 < 64 ? rows - r0 : 64;
-        few_rows_tile(rn, in, jn, colmask + it % chunks * in, coef ? coef + r0 * in : NULL, wtiles + (int64_t)j0 * in,
-                      y + r0 * out + j0, out);
+            masked_row(k, nn, wtiles + (int64_t)i0 * k, coef ? coef + r * k : NULL, mask + r * wk, y + r * n + i0);
     }
 }
 
@@ -339,9 +276,10 @@ sf_status sf_cpu_op_spike_linear_backward(sf_backend *be, int64_t rows, int32_t 
     SF_TRY(sf_cpu_spike_weight_grad(rows, in, out, x, dy, dy_mask, dw));
     if (db) sf_cpu_column_sums(rows, out, dy, db);
     if (!dx || rows == 0) return SF_OK;
-    if (dy_mask)
-        masked_input_grad(rows, in, out, w, dy, dy_mask, dx, ws);
-    else
+    if (dy_mask) { /* dx = dy·W over the nonzero entries of dy, W by tiles of input columns */
+        sf_cpu_tile_columns(out, in, w, ws);
+        sf_cpu_masked_product(rows, out, in, dy_mask->bits, dy, ws, dx);
+    } else
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, in, out, 1.0f, dy, out, w, in, 0.0f, dx,
                     in);
     return SF_OK;
