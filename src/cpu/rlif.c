@@ -140,6 +140,22 @@ static void bits_from_h(const sf_lif_params *p, int64_t rows, int64_t n, const f
         }
 }
 
+/* One reverse step of one sample: dy = c·dh from h, ds plus the recurrent gradient g (which it overwrites) and dv
+ * (∂L/∂v_t in, ∂L/∂v_{t-1} out), by the LIF's vector loop for p's flags; returns how many dy are nonzero. */
+static int64_t back_row(sf_block_backward_fn back, const sf_lif_params *p, const sf_lif_coeffs *k, int64_t n,
+                        const float *h, const float *ds, float *g, float *dv, float *dy)
+{
+    for (int64_t i = 0; i < n; i++) g[i] += ds[i];
+    for (int64_t first = 0; first < n; first += SF_CPU_BLOCK) {
+        const sf_block_back io = {.h = h + first, .ds = g + first, .dy = dy + first, .dv_in = dv + first,
+                                  .dv_out = dv + first};
+        back(p, k, 1, n, (int)(n - first < SF_CPU_BLOCK ? n - first : SF_CPU_BLOCK), &io);
+    }
+    int64_t nonzero = 0;
+    for (int64_t i = 0; i < n; i++) nonzero += dy[i] != 0.0f;
+    return nonzero;
+}
+
 sf_status sf_cpu_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
                                   const float *x, const float *h, const float *v, const float *ds, int32_t fwd_sparse,
                                   int32_t bwd_sparse, float *dx, float *dv, const sf_spikes *mask, float *grad_count,
@@ -157,6 +173,7 @@ sf_status sf_cpu_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_
         bits_from_h(p, rows, n, h, w.c.bits);
     }
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
+    const sf_block_backward_fn back = sf_block_backward_for(p);
     const int dy_sparse = (bwd_sparse & SF_RLIF_SPARSE_DY) != 0;
     if (dy_sparse) sf_cpu_tile_columns(n, (int32_t)n, v, w.vt); /* V by column tiles: the recompute is done with Vᵀ */
     memset(w.state, 0, sizeof(float) * (size_t)N);
@@ -172,16 +189,10 @@ sf_status sf_cpu_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_
                                   w.vt, w.rec);
 #pragma omp parallel for schedule(static) reduction(+ : nonzero) if (B > 1 && N >= RLIF_PARALLEL_MIN)
         for (int64_t b = 0; b < B; b++) {
-            float *g = w.rec + b * n, *dvb = w.state + b * n;
+            float *g = w.rec + b * n;
             if (t == T - 1) memset(g, 0, sizeof(float) * (size_t)n);
             const int64_t o = (t * B + b) * n;
-            for (int64_t i = 0; i < n; i++) {
-                float d = dvb[i];
-                const float dy = k.c * sf_lif_step_back(p, &k, h[o + i], ds[o + i] + g[i], &d);
-                dvb[i] = d;
-                dx[o + i] = dy;
-                nonzero += dy != 0.0f;
-            }
+            nonzero += back_row(back, p, &k, n, h + o, ds + o, g, w.state + b * n, dx + o);
             if (mask || dy_sparse) emit_row(&dy_nonzero, n, t * B + b, dx + o);
         }
     }
