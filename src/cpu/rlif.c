@@ -54,26 +54,42 @@ static sf_status check(const char *op, const sf_lif_params *p, int64_t T, int64_
     return SF_OK;
 }
 
-/* The compact row r of v [n] (where it is nonzero) into c: bits, and lists and counts where c has them. */
-static void emit_row(const sf_spikes *c, int64_t n, int64_t r, const float *v)
+/* How many of a row's n neurons the block starting at `first` holds. */
+static int block_width(int64_t n, int64_t first) { return (int)(n - first < SF_CPU_BLOCK ? n - first : SF_CPU_BLOCK); }
+
+/* The block of row r starting at `first` (v: its values) into the compact c where nonzero: bits, and lists and
+ * counts where c has them; the blocks of a row go in order. Returns how many are set. */
+static int emit_block(const sf_spikes *c, int64_t n, int64_t r, int64_t first, const float *v)
 {
-    const int64_t words = sf_spike_words(n), segs = sf_spike_segs(n);
-    for (int64_t first = 0; first < n; first += SF_CPU_BLOCK) {
-        const int64_t g = first / SF_SPIKE_SEG;
-        sf_block_emit e = {c->bits + r * words + first / 32, c->idx ? c->idx + r * n + g * SF_SPIKE_SEG : NULL,
-                           c->cnt ? c->cnt + r * segs + g : NULL, 0, 0, 0, (int32_t)(first % SF_SPIKE_SEG)};
-        sf_block_emit_row(&e, 0, v + first, (int)(n - first < SF_CPU_BLOCK ? n - first : SF_CPU_BLOCK));
-    }
+    const int64_t g = first / SF_SPIKE_SEG;
+    sf_block_emit e = {c->bits + r * sf_spike_words(n) + first / 32, c->idx ? c->idx + r * n + g * SF_SPIKE_SEG : NULL,
+                       c->cnt ? c->cnt + r * sf_spike_segs(n) + g : NULL, 0, 0, 0, (int32_t)(first % SF_SPIKE_SEG)};
+    return sf_block_emit_row(&e, 0, v, block_width(n, first));
 }
 
-/* One step of one sample: y = x + rec, the LIF step for its n neurons, its outputs and the compact row r. */
+static int64_t emit_row(const sf_spikes *c, int64_t n, int64_t r, const float *v)
+{
+    int64_t set = 0;
+    for (int64_t first = 0; first < n; first += SF_CPU_BLOCK) set += emit_block(c, n, r, first, v + first);
+    return set;
+}
+
+static int64_t count_nonzero(int64_t n, const float *v)
+{
+    int64_t nonzero = 0;
+    for (int64_t i = 0; i < n; i++) nonzero += v[i] != 0.0f;
+    return nonzero;
+}
+
+/* One step of one sample: y = x + rec, the LIF step for its n neurons, its outputs, the compact row r and s_{t-1}
+ * for the dense recurrence (sprev, NULL: not wanted); returns the spike count. */
 static int64_t step_row(const sf_lif_coeffs *k, int soft, int64_t n, int64_t r, const float *x, const float *rec,
                         float *v, float *sprev, const sf_lif_out *out)
 {
     const sf_lif_coeffs kc = *k;
     int64_t spikes = 0;
     for (int64_t first = 0; first < n; first += SF_CPU_BLOCK) {
-        const int nb = (int)(n - first < SF_CPU_BLOCK ? n - first : SF_CPU_BLOCK);
+        const int nb = block_width(n, first);
         float s_row[SF_CPU_BLOCK], h_row[SF_CPU_BLOCK];
 #pragma omp simd
         for (int i = 0; i < nb; i++) {
@@ -82,12 +98,11 @@ static int64_t step_row(const sf_lif_coeffs *k, int soft, int64_t n, int64_t r, 
             v[first + i] = vv;
             h_row[i] = hv;
         }
-        for (int i = 0; i < nb; i++) spikes += s_row[i] != 0.0f;
-        memcpy(sprev + first, s_row, sizeof(float) * (size_t)nb);
+        spikes += out->c.bits ? emit_block(&out->c, n, r, first, s_row) : count_nonzero(nb, s_row);
+        if (sprev) memcpy(sprev + first, s_row, sizeof(float) * (size_t)nb);
         if (out->s) memcpy(out->s + r * n + first, s_row, sizeof(float) * (size_t)nb);
         if (out->h) memcpy(out->h + r * n + first, h_row, sizeof(float) * (size_t)nb);
     }
-    if (out->c.bits) emit_row(&out->c, n, r, sprev);
     return spikes;
 }
 
@@ -112,7 +127,7 @@ static sf_status forward(const sf_lif_params *p, int64_t T, int64_t B, int64_t n
 #pragma omp parallel for schedule(static) reduction(+ : spikes) if (B > 1 && N >= RLIF_PARALLEL_MIN)
         for (int64_t b = 0; b < B; b++)
             spikes += step_row(&k, p->soft_reset, n, t * B + b, x + (t * B + b) * n, w->rec + b * n, w->state + b * n,
-                               w->sprev + b * n, out);
+                               sparse ? NULL : w->sprev + b * n, out);
     }
     if (out->spike_count) *out->spike_count += (float)spikes;
     return SF_OK;
@@ -141,19 +156,16 @@ static void bits_from_h(const sf_lif_params *p, int64_t rows, int64_t n, const f
 }
 
 /* One reverse step of one sample: dy = c·dh from h, ds plus the recurrent gradient g (which it overwrites) and dv
- * (∂L/∂v_t in, ∂L/∂v_{t-1} out), by the LIF's vector loop for p's flags; returns how many dy are nonzero. */
-static int64_t back_row(sf_block_backward_fn back, const sf_lif_params *p, const sf_lif_coeffs *k, int64_t n,
+ * (∂L/∂v_t in, ∂L/∂v_{t-1} out), by the LIF's vector loop for p's flags. */
+static void back_row(sf_block_backward_fn back, const sf_lif_params *p, const sf_lif_coeffs *k, int64_t n,
                         const float *h, const float *ds, float *g, float *dv, float *dy)
 {
     for (int64_t i = 0; i < n; i++) g[i] += ds[i];
     for (int64_t first = 0; first < n; first += SF_CPU_BLOCK) {
         const sf_block_back io = {.h = h + first, .ds = g + first, .dy = dy + first, .dv_in = dv + first,
                                   .dv_out = dv + first};
-        back(p, k, 1, n, (int)(n - first < SF_CPU_BLOCK ? n - first : SF_CPU_BLOCK), &io);
+        back(p, k, 1, n, block_width(n, first), &io);
     }
-    int64_t nonzero = 0;
-    for (int64_t i = 0; i < n; i++) nonzero += dy[i] != 0.0f;
-    return nonzero;
 }
 
 sf_status sf_cpu_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
@@ -192,8 +204,8 @@ sf_status sf_cpu_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_
             float *g = w.rec + b * n;
             if (t == T - 1) memset(g, 0, sizeof(float) * (size_t)n);
             const int64_t o = (t * B + b) * n;
-            nonzero += back_row(back, p, &k, n, h + o, ds + o, g, w.state + b * n, dx + o);
-            if (mask || dy_sparse) emit_row(&dy_nonzero, n, t * B + b, dx + o);
+            back_row(back, p, &k, n, h + o, ds + o, g, w.state + b * n, dx + o);
+            nonzero += mask || dy_sparse ? emit_row(&dy_nonzero, n, t * B + b, dx + o) : count_nonzero(n, dx + o);
         }
     }
     if (grad_count) *grad_count += (float)nonzero;
