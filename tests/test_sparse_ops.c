@@ -278,6 +278,20 @@ static void test_rlif(int64_t T, int64_t B, int64_t n, int grad_threshold)
     CHECK(gc[0] == gc[1] && gc[1] == gc[2], "%s: nonzero gradient counts %g %g %g", what, gc[0], gc[1], gc[2]);
     if (T == 1)
         for (int64_t i = 0; i < n * n; i++) CHECK(dv[0][i] == 0.0f && dv[1][i] == 0.0f, "%s: T = 1 but dV != 0", what);
+    /* One thread gives the event-driven results bitwise (the sweeps split the neurons between threads). */
+    const int32_t threads = sf_get_num_threads();
+    float *s1 = zalloc(4 * (size_t)total), *h1 = zalloc(4 * (size_t)total), *dx1 = zalloc(4 * (size_t)total);
+    float *dv1 = zalloc(4 * (size_t)(n * n)), cnt1 = 0.0f, gc1 = 0.0f;
+    sf_set_num_threads(1);
+    sf_lif_out one = {.s = s1, .h = h1, .spike_count = &cnt1, .c = c[1], .row = n};
+    CHECK_OK(be->rlif_forward(be, &p, T, B, n, x, v, 1, &one, ws));
+    CHECK_OK(be->rlif_backward(be, &p, T, B, n, x, h1, v, ds, 1, flags[1], dx1, dv1, NULL, &gc1, ws));
+    sf_set_num_threads(threads);
+    CHECK(memcmp(s1, s[1], 4 * (size_t)total) == 0 && memcmp(h1, h[1], 4 * (size_t)total) == 0 &&
+              memcmp(dx1, dx[1], 4 * (size_t)total) == 0 && memcmp(dv1, dv[1], 4 * (size_t)(n * n)) == 0 &&
+              cnt1 == cnt[1] && gc1 == gc[1],
+          "%s: one thread and %d differ", what, threads);
+    free(s1), free(h1), free(dx1), free(dv1);
     for (int k = 0; k < 3; k++) free(dx[k]), free(dv[k]);
     for (int k = 0; k < 2; k++) free(s[k]), free(h[k]), free_spikes(&c[k]);
     free(x), free(v), free(ds), free(ws);
@@ -347,6 +361,7 @@ int main(void)
     test_rlif(4, 1, 65, 0);
     test_rlif(3, 70, 130, 1); /* the per-step products over two chunks of rows (64 + 6) */
     test_rlif(2, 129, 64, 2);
+    for (int g = 0; g < 3; g++) test_rlif(3, 16, 1100, g); /* several threads, each a range of segments */
     sf_backend_free(be);
     return tu_finish("test_sparse_ops");
 }

@@ -11,6 +11,7 @@
 #include "core/error.h"
 
 #include <cblas.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,10 +68,11 @@ static int emit_block(const sf_spikes *c, int64_t n, int64_t r, int64_t first, c
     return sf_block_emit_row(&e, 0, v, block_width(n, first));
 }
 
-static int64_t emit_row(const sf_spikes *c, int64_t n, int64_t r, const float *v)
+/* Columns [c0, c1) of row r (c0 a multiple of the block) the same way. */
+static int64_t emit_columns(const sf_spikes *c, int64_t n, int64_t c0, int64_t c1, int64_t r, const float *v)
 {
     int64_t set = 0;
-    for (int64_t first = 0; first < n; first += SF_CPU_BLOCK) set += emit_block(c, n, r, first, v + first);
+    for (int64_t first = c0; first < c1; first += SF_CPU_BLOCK) set += emit_block(c, n, r, first, v + first);
     return set;
 }
 
@@ -81,14 +83,14 @@ static int64_t count_nonzero(int64_t n, const float *v)
     return nonzero;
 }
 
-/* One step of one sample: y = x + rec, the LIF step for its n neurons, its outputs, the compact row r and s_{t-1}
+/* The columns [c0, c1) of the row r of a step: y = x + rec, the LIF step, its outputs, the compact row and s_{t-1}
  * for the dense recurrence (sprev, NULL: not wanted); returns the spike count. */
-static int64_t step_row(const sf_lif_coeffs *k, int soft, int64_t n, int64_t r, const float *x, const float *rec,
-                        float *v, float *sprev, const sf_lif_out *out)
+static int64_t step_row(const sf_lif_coeffs *k, int soft, int64_t n, int64_t c0, int64_t c1, int64_t r, const float *x,
+                        const float *rec, float *v, float *sprev, const sf_lif_out *out)
 {
     const sf_lif_coeffs kc = *k;
     int64_t spikes = 0;
-    for (int64_t first = 0; first < n; first += SF_CPU_BLOCK) {
+    for (int64_t first = c0; first < c1; first += SF_CPU_BLOCK) {
         const int nb = block_width(n, first);
         float s_row[SF_CPU_BLOCK], h_row[SF_CPU_BLOCK];
 #pragma omp simd
@@ -106,6 +108,57 @@ static int64_t step_row(const sf_lif_coeffs *k, int soft, int64_t n, int64_t r, 
     return spikes;
 }
 
+/* The columns [*c0, *c1) this thread owns in the event-driven recurrences: whole segments of the compact form, so
+ * no word, list or count of a row is written by two threads. The threads then meet once per step, where the next
+ * step's product needs every neuron's output (a parallel region per step cost more than the work at B = 16). */
+static void own_columns(int64_t n, int64_t *c0, int64_t *c1)
+{
+    const int64_t segs = sf_spike_segs(n), id = omp_get_thread_num(), threads = omp_get_num_threads();
+    *c0 = segs * id / threads * SF_SPIKE_SEG;
+    *c1 = segs * (id + 1) / threads * SF_SPIKE_SEG;
+    if (*c1 > n) *c1 = n;
+}
+
+/* The dense recurrence: one SGEMM per step, the LIF over the batch's rows. */
+static int64_t forward_dense(const sf_lif_coeffs *k, int soft, int64_t T, int64_t B, int64_t n, const float *x,
+                             const float *v, const sf_lif_out *out, const rlif_ws *w)
+{
+    int64_t spikes = 0;
+    for (int64_t t = 0; t < T; t++) {
+        if (t > 0)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)B, (int)n, (int)n, 1.0f, w->sprev, (int)n, v,
+                        (int)n, 0.0f, w->rec, (int)n);
+#pragma omp parallel for schedule(static) reduction(+ : spikes) if (B > 1 && B * n >= RLIF_PARALLEL_MIN)
+        for (int64_t b = 0; b < B; b++)
+            spikes += step_row(k, soft, n, 0, n, t * B + b, x + (t * B + b) * n, w->rec + b * n, w->state + b * n,
+                               w->sprev + b * n, out);
+    }
+    return spikes;
+}
+
+/* The event-driven recurrence: each thread sums the spikes of step t-1 against its columns of Vᵀ (by tiles in
+ * w->vt) and steps its neurons. */
+static int64_t forward_events(const sf_lif_coeffs *k, int soft, int64_t T, int64_t B, int64_t n, const float *x,
+                              const sf_lif_out *out, const rlif_ws *w)
+{
+    int64_t spikes = 0;
+#pragma omp parallel reduction(+ : spikes) if (B * n >= RLIF_PARALLEL_MIN)
+    {
+        int64_t c0, c1;
+        own_columns(n, &c0, &c1);
+        for (int64_t t = 0; t < T; t++) {
+            if (t > 0)
+                sf_cpu_masked_columns(B, (int32_t)n, (int32_t)n, (int32_t)c0, (int32_t)c1,
+                                      out->c.bits + (t - 1) * B * sf_spike_words(n), NULL, w->vt, w->rec);
+            for (int64_t b = 0; b < B; b++)
+                spikes += step_row(k, soft, n, c0, c1, t * B + b, x + (t * B + b) * n, w->rec + b * n,
+                                   w->state + b * n, NULL, out);
+#pragma omp barrier
+        }
+    }
+    return spikes;
+}
+
 static sf_status forward(const sf_lif_params *p, int64_t T, int64_t B, int64_t n, const float *x, const float *v,
                          int32_t sparse, const sf_lif_out *out, const rlif_ws *w)
 {
@@ -116,19 +169,8 @@ static sf_status forward(const sf_lif_params *p, int64_t T, int64_t B, int64_t n
     if (sparse) sf_cpu_tiled_transpose((int32_t)n, (int32_t)n, v, w->vt);
     for (int64_t i = 0; i < N; i++) w->state[i] = k.v0;
     memset(w->rec, 0, sizeof(float) * (size_t)N);
-    int64_t spikes = 0;
-    for (int64_t t = 0; t < T; t++) {
-        if (t > 0 && !sparse)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)B, (int)n, (int)n, 1.0f, w->sprev, (int)n, v,
-                        (int)n, 0.0f, w->rec, (int)n);
-        if (t > 0 && sparse) /* the B rows of step t-1, against Vᵀ tile by tile */
-            sf_cpu_masked_product(B, (int32_t)n, (int32_t)n, out->c.bits + (t - 1) * B * sf_spike_words(n), NULL,
-                                  w->vt, w->rec);
-#pragma omp parallel for schedule(static) reduction(+ : spikes) if (B > 1 && N >= RLIF_PARALLEL_MIN)
-        for (int64_t b = 0; b < B; b++)
-            spikes += step_row(&k, p->soft_reset, n, t * B + b, x + (t * B + b) * n, w->rec + b * n, w->state + b * n,
-                               sparse ? NULL : w->sprev + b * n, out);
-    }
+    const int64_t spikes = sparse ? forward_events(&k, p->soft_reset, T, B, n, x, out, w)
+                                  : forward_dense(&k, p->soft_reset, T, B, n, x, v, out, w);
     if (out->spike_count) *out->spike_count += (float)spikes;
     return SF_OK;
 }
@@ -155,17 +197,72 @@ static void bits_from_h(const sf_lif_params *p, int64_t rows, int64_t n, const f
         }
 }
 
-/* One reverse step of one sample: dy = c·dh from h, ds plus the recurrent gradient g (which it overwrites) and dv
- * (∂L/∂v_t in, ∂L/∂v_{t-1} out), by the LIF's vector loop for p's flags. */
-static void back_row(sf_block_backward_fn back, const sf_lif_params *p, const sf_lif_coeffs *k, int64_t n,
-                        const float *h, const float *ds, float *g, float *dv, float *dy)
+/* The reverse step of one sample over its columns [c0, c1) (the pointers are the whole row's): dy = c·dh from h, ds
+ * plus the recurrent gradient g (which it overwrites) and dv (∂L/∂v_t in, ∂L/∂v_{t-1} out), by the LIF's vector
+ * loop for p's flags. */
+static void back_row(sf_block_backward_fn back, const sf_lif_params *p, const sf_lif_coeffs *k, int64_t n, int64_t c0,
+                     int64_t c1, const float *h, const float *ds, float *g, float *dv, float *dy)
 {
-    for (int64_t i = 0; i < n; i++) g[i] += ds[i];
-    for (int64_t first = 0; first < n; first += SF_CPU_BLOCK) {
+    for (int64_t i = c0; i < c1; i++) g[i] += ds[i];
+    for (int64_t first = c0; first < c1; first += SF_CPU_BLOCK) {
         const sf_block_back io = {.h = h + first, .ds = g + first, .dy = dy + first, .dv_in = dv + first,
                                   .dv_out = dv + first};
         back(p, k, 1, n, block_width(n, first), &io);
     }
+}
+
+/* The reverse sweep with the dense recurrence: Vᵀ·dy_{t+1} by one SGEMM per step; the nonzero dy into mask (NULL:
+ * only counted). Returns their number. */
+static int64_t backward_dense(sf_block_backward_fn back, const sf_lif_params *p, const sf_lif_coeffs *k, int64_t T,
+                              int64_t B, int64_t n, const float *h, const float *v, const float *ds, float *dx,
+                              const sf_spikes *mask, const rlif_ws *w)
+{
+    const int64_t N = B * n;
+    int64_t nonzero = 0;
+    for (int64_t t = T - 1; t >= 0; t--) {
+        if (t < T - 1)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)B, (int)n, (int)n, 1.0f, dx + (t + 1) * N,
+                        (int)n, v, (int)n, 0.0f, w->rec, (int)n);
+#pragma omp parallel for schedule(static) reduction(+ : nonzero) if (B > 1 && N >= RLIF_PARALLEL_MIN)
+        for (int64_t b = 0; b < B; b++) {
+            float *g = w->rec + b * n;
+            if (t == T - 1) memset(g, 0, sizeof(float) * (size_t)n);
+            const int64_t o = (t * B + b) * n;
+            back_row(back, p, k, n, 0, n, h + o, ds + o, g, w->state + b * n, dx + o);
+            nonzero += mask ? emit_columns(mask, n, 0, n, t * B + b, dx + o) : count_nonzero(n, dx + o);
+        }
+    }
+    return nonzero;
+}
+
+/* The event-driven reverse sweep: each thread sums the nonzero dy_{t+1} (their bits in dy_nonzero, which it fills)
+ * against its columns of V (by tiles in w->vt), j ascending, and steps its neurons back. Returns the nonzero count. */
+static int64_t backward_events(sf_block_backward_fn back, const sf_lif_params *p, const sf_lif_coeffs *k, int64_t T,
+                               int64_t B, int64_t n, const float *h, const float *ds, float *dx,
+                               const sf_spikes *dy_nonzero, const rlif_ws *w)
+{
+    const int64_t N = B * n;
+    int64_t nonzero = 0;
+#pragma omp parallel reduction(+ : nonzero) if (N >= RLIF_PARALLEL_MIN)
+    {
+        int64_t c0, c1;
+        own_columns(n, &c0, &c1);
+        for (int64_t t = T - 1; t >= 0; t--) {
+            if (t < T - 1)
+                sf_cpu_masked_columns(B, (int32_t)n, (int32_t)n, (int32_t)c0, (int32_t)c1,
+                                      dy_nonzero->bits + (t + 1) * B * sf_spike_words(n), dx + (t + 1) * N, w->vt,
+                                      w->rec);
+            for (int64_t b = 0; b < B; b++) {
+                float *g = w->rec + b * n;
+                if (t == T - 1) memset(g + c0, 0, sizeof(float) * (size_t)(c1 - c0));
+                const int64_t o = (t * B + b) * n;
+                back_row(back, p, k, n, c0, c1, h + o, ds + o, g, w->state + b * n, dx + o);
+                nonzero += emit_columns(dy_nonzero, n, c0, c1, t * B + b, dx + o);
+            }
+#pragma omp barrier
+        }
+    }
+    return nonzero;
 }
 
 sf_status sf_cpu_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
@@ -186,27 +283,14 @@ sf_status sf_cpu_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_
     }
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
     const sf_block_backward_fn back = sf_block_backward_for(p);
-    const int dy_sparse = (bwd_sparse & SF_RLIF_SPARSE_DY) != 0;
-    if (dy_sparse) sf_cpu_tile_columns(n, (int32_t)n, v, w.vt); /* V by column tiles: the recompute is done with Vᵀ */
     memset(w.state, 0, sizeof(float) * (size_t)N);
-    const sf_spikes dy_nonzero = mask ? *mask : (sf_spikes){w.dy_bits, NULL, NULL}; /* mask: the layer's own */
-    int64_t nonzero = 0;
-    for (int64_t t = T - 1; t >= 0; t--) {
-        const float *dyn = dx + (t + 1) * N; /* dy_{t+1}, valid for t < T-1 */
-        if (t < T - 1 && !dy_sparse)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)B, (int)n, (int)n, 1.0f, dyn, (int)n, v,
-                        (int)n, 0.0f, w.rec, (int)n);
-        if (t < T - 1 && dy_sparse) /* Vᵀ·dy_{t+1} over the nonzero entries, j ascending */
-            sf_cpu_masked_product(B, (int32_t)n, (int32_t)n, dy_nonzero.bits + (t + 1) * B * sf_spike_words(n), dyn,
-                                  w.vt, w.rec);
-#pragma omp parallel for schedule(static) reduction(+ : nonzero) if (B > 1 && N >= RLIF_PARALLEL_MIN)
-        for (int64_t b = 0; b < B; b++) {
-            float *g = w.rec + b * n;
-            if (t == T - 1) memset(g, 0, sizeof(float) * (size_t)n);
-            const int64_t o = (t * B + b) * n;
-            back_row(back, p, &k, n, h + o, ds + o, g, w.state + b * n, dx + o);
-            nonzero += mask || dy_sparse ? emit_row(&dy_nonzero, n, t * B + b, dx + o) : count_nonzero(n, dx + o);
-        }
+    int64_t nonzero;
+    if (bwd_sparse & SF_RLIF_SPARSE_DY) {
+        sf_cpu_tile_columns(n, (int32_t)n, v, w.vt); /* V by column tiles: the recompute is done with Vᵀ */
+        const sf_spikes dy_nonzero = mask ? *mask : (sf_spikes){w.dy_bits, NULL, NULL}; /* mask: the layer's own */
+        nonzero = backward_events(back, p, &k, T, B, n, h, ds, dx, &dy_nonzero, &w);
+    } else {
+        nonzero = backward_dense(back, p, &k, T, B, n, h, v, ds, dx, mask, &w);
     }
     if (grad_count) *grad_count += (float)nonzero;
     if (T == 1) {

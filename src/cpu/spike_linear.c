@@ -254,18 +254,33 @@ void sf_cpu_tile_columns(int64_t rows_n, int32_t cols, const float *a, float *t)
     }
 }
 
+/* Rows [r0, r1) of the product over the tile of columns starting at i0. */
+static void masked_rows(int64_t r0, int64_t r1, int32_t k, int32_t n, int32_t i0, const uint32_t *mask,
+                        const float *coef, const float *wtiles, float *y)
+{
+    const int64_t wk = sf_spike_words(k);
+    for (int64_t r = r0; r < r1; r++)
+        masked_row(k, n - i0 < TILE ? n - i0 : TILE, wtiles + (int64_t)i0 * k, coef ? coef + r * k : NULL,
+                   mask + r * wk, y + r * n + i0);
+}
+
 void sf_cpu_masked_product(int64_t rows, int32_t k, int32_t n, const uint32_t *mask, const float *coef,
                            const float *wtiles, float *y)
 {
-    const int64_t wk = sf_spike_words(k), tiles = (n + TILE - 1) / TILE, chunks = (rows + ROW_CHUNK - 1) / ROW_CHUNK;
+    const int64_t tiles = (n + TILE - 1) / TILE, chunks = (rows + ROW_CHUNK - 1) / ROW_CHUNK;
     /* Tile-major, as sf_cpu_spike_product: a thread's rows reuse its tile of W from L2. */
 #pragma omp parallel for schedule(static) if (tiles * chunks > 1 && rows * (int64_t)n >= SF_CPU_PARALLEL_MIN / 4)
     for (int64_t it = 0; it < tiles * chunks; it++) {
-        const int32_t i0 = (int32_t)(it / chunks * TILE), nn = n - i0 < TILE ? n - i0 : TILE;
-        const int64_t r0 = it % chunks * ROW_CHUNK, r1 = r0 + ROW_CHUNK < rows ? r0 + ROW_CHUNK : rows;
-        for (int64_t r = r0; r < r1; r++)
-            masked_row(k, nn, wtiles + (int64_t)i0 * k, coef ? coef + r * k : NULL, mask + r * wk, y + r * n + i0);
+        const int64_t r0 = it % chunks * ROW_CHUNK;
+        masked_rows(r0, r0 + ROW_CHUNK < rows ? r0 + ROW_CHUNK : rows, k, n, (int32_t)(it / chunks * TILE), mask,
+                    coef, wtiles, y);
     }
+}
+
+void sf_cpu_masked_columns(int64_t rows, int32_t k, int32_t n, int32_t c0, int32_t c1, const uint32_t *mask,
+                           const float *coef, const float *wtiles, float *y)
+{
+    for (int32_t i0 = c0; i0 < c1; i0 += TILE) masked_rows(0, rows, k, n, i0, mask, coef, wtiles, y);
 }
 
 sf_status sf_cpu_op_spike_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const uint32_t *x,
