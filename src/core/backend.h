@@ -91,6 +91,8 @@ struct sf_backend {
     /* memory */
     sf_status (*alloc)(sf_backend *be, size_t bytes, void **out);
     void (*release)(sf_backend *be, void *p);
+    /* Bytes the backend holds beyond what alloc gave out: library workspaces and its own scratch (NULL: none). */
+    size_t (*held_bytes)(sf_backend *be);
     sf_status (*copy_from_host)(sf_backend *be, void *dst, const void *src, size_t bytes);
     sf_status (*copy_to_host)(sf_backend *be, void *dst, const void *src, size_t bytes);
     sf_status (*copy)(sf_backend *be, void *dst, const void *src, size_t bytes);

@@ -166,7 +166,10 @@ sf_status sf_net_memory_plan(const sf_net *net, sf_memory_plan *out)
     return SF_OK;
 }
 
-size_t sf_net_peak_bytes(const sf_net *net) { return net->peak_bytes; }
+size_t sf_net_peak_bytes(const sf_net *net)
+{
+    return net->peak_bytes + (net->be->held_bytes ? net->be->held_bytes(net->be) : 0);
+}
 
 /* ------------------------------------------------------------------------------------------------ optimizer */
 

@@ -7,6 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* cuBLAS's workspace: one fixed size (cuBLAS's recommendation for Hopper) makes it choose the same kernels inside and
+ * outside a CUDA-graph capture, so a graphed step computes the same bits as a plain one. */
+#define CUBLAS_WS_BYTES ((size_t)32 << 20)
+
 static sf_status cu_alloc(sf_backend *be, size_t bytes, void **out)
 {
     sf_cuda_ctx_of(be);
@@ -19,6 +23,14 @@ static void cu_release(sf_backend *be, void *p)
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     cudaStreamSynchronize(c->stream); /* nothing queued may still use it */
     cudaFree(p);
+}
+
+static size_t cu_held_bytes(sf_backend *be)
+{
+    const sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    size_t n = CUBLAS_WS_BYTES;
+    for (int i = 0; i < SF_CUDA_SCRATCH_SLOTS; i++) n += c->scratch_bytes[i];
+    return n;
 }
 
 static sf_status cu_copy_from_host(sf_backend *be, void *dst, const void *src, size_t bytes)
@@ -158,6 +170,7 @@ static void fill_table(sf_backend *be, bool graphs)
     be->linear_backward = sf_cuda_op_linear_backward;
     be->binary_linear_forward = sf_cuda_op_binary_linear_forward;
     be->binary_linear_backward = sf_cuda_op_binary_linear_backward;
+    be->held_bytes = cu_held_bytes;
     be->conv_workspace = sf_cuda_op_conv_workspace;
     be->conv_forward = sf_cuda_op_conv_forward;
     be->conv_backward = sf_cuda_op_conv_backward;
@@ -212,11 +225,8 @@ static sf_status init_ctx(sf_cuda_ctx *c, int32_t device, sf_precision prec, con
     SF_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     SF_CUBLAS_CHECK(cublasCreate(&c->cublas));
     SF_CUBLAS_CHECK(cublasSetStream(c->cublas, c->stream));
-    /* One fixed workspace (32 MiB, cuBLAS's recommendation for Hopper) makes cuBLAS choose the same kernels inside
-     * and outside a CUDA-graph capture, so a graphed step computes the same bits as a plain one. */
-    const size_t cublas_ws = (size_t)32 << 20;
-    SF_CUDA_CHECK(cudaMalloc(&c->cublas_ws, cublas_ws));
-    SF_CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_ws, cublas_ws));
+    SF_CUDA_CHECK(cudaMalloc(&c->cublas_ws, CUBLAS_WS_BYTES));
+    SF_CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_ws, CUBLAS_WS_BYTES));
     if ((unsigned)prec > SF_PRECISION_FP16) return sf_fail(SF_ERR_INVALID, "unknown precision %d", (int)prec);
     c->prec = prec;
     c->act = prec == SF_PRECISION_BF16 ? SF_ACT_BF16 : prec == SF_PRECISION_FP16 ? SF_ACT_F16 : SF_ACT_F32;
