@@ -361,7 +361,7 @@ int main(void)
     test_rlif(4, 1, 65, 0);
     test_rlif(3, 70, 130, 1); /* the per-step products over two chunks of rows (64 + 6) */
     test_rlif(2, 129, 64, 2);
-    for (int g = 0; g < 3; g++) test_rlif(3, 16, 1100, g); /* several threads, each a range of segments */
+    for (int g = 0; g < 3; g++) test_rlif(3, 16, 1100, g); /* several threads, each its own samples */
     sf_backend_free(be);
     return tu_finish("test_sparse_ops");
 }

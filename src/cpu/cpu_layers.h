@@ -44,10 +44,9 @@ void sf_cpu_spike_product(int64_t rows, int32_t in, int32_t out, const sf_spikes
 void sf_cpu_tile_columns(int64_t rows_n, int32_t cols, const float *a, float *t);
 void sf_cpu_masked_product(int64_t rows, int32_t k, int32_t n, const uint32_t *mask, const float *coef,
                            const float *wtiles, float *y);
-/* The same over the columns [c0, c1) only (c0 a multiple of 64), on the calling thread: for the threads of a
- * parallel region that each own a range of columns. */
-void sf_cpu_masked_columns(int64_t rows, int32_t k, int32_t n, int32_t c0, int32_t c1, const uint32_t *mask,
-                           const float *coef, const float *wtiles, float *y);
+/* The same on the calling thread (for the threads of a parallel region that each own some rows). */
+void sf_cpu_masked_product_here(int64_t rows, int32_t k, int32_t n, const uint32_t *mask, const float *coef,
+                                const float *wtiles, float *y);
 
 /* spikes.c */
 sf_status sf_cpu_op_spikes_compact(sf_backend *be, int64_t rows, int64_t n, const float *x, const sf_spikes *out,

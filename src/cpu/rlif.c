@@ -68,11 +68,10 @@ static int emit_block(const sf_spikes *c, int64_t n, int64_t r, int64_t first, c
     return sf_block_emit_row(&e, 0, v, block_width(n, first));
 }
 
-/* Columns [c0, c1) of row r (c0 a multiple of the block) the same way. */
-static int64_t emit_columns(const sf_spikes *c, int64_t n, int64_t c0, int64_t c1, int64_t r, const float *v)
+static int64_t emit_row(const sf_spikes *c, int64_t n, int64_t r, const float *v)
 {
     int64_t set = 0;
-    for (int64_t first = c0; first < c1; first += SF_CPU_BLOCK) set += emit_block(c, n, r, first, v + first);
+    for (int64_t first = 0; first < n; first += SF_CPU_BLOCK) set += emit_block(c, n, r, first, v + first);
     return set;
 }
 
@@ -83,14 +82,14 @@ static int64_t count_nonzero(int64_t n, const float *v)
     return nonzero;
 }
 
-/* The columns [c0, c1) of the row r of a step: y = x + rec, the LIF step, its outputs, the compact row and s_{t-1}
+/* One step of one sample: y = x + rec, the LIF step for its n neurons, its outputs, the compact row r and s_{t-1}
  * for the dense recurrence (sprev, NULL: not wanted); returns the spike count. */
-static int64_t step_row(const sf_lif_coeffs *k, int soft, int64_t n, int64_t c0, int64_t c1, int64_t r, const float *x,
-                        const float *rec, float *v, float *sprev, const sf_lif_out *out)
+static int64_t step_row(const sf_lif_coeffs *k, int soft, int64_t n, int64_t r, const float *x, const float *rec,
+                        float *v, float *sprev, const sf_lif_out *out)
 {
     const sf_lif_coeffs kc = *k;
     int64_t spikes = 0;
-    for (int64_t first = c0; first < c1; first += SF_CPU_BLOCK) {
+    for (int64_t first = 0; first < n; first += SF_CPU_BLOCK) {
         const int nb = block_width(n, first);
         float s_row[SF_CPU_BLOCK], h_row[SF_CPU_BLOCK];
 #pragma omp simd
@@ -108,15 +107,15 @@ static int64_t step_row(const sf_lif_coeffs *k, int soft, int64_t n, int64_t c0,
     return spikes;
 }
 
-/* The columns [*c0, *c1) this thread owns in the event-driven recurrences: whole segments of the compact form, so
- * no word, list or count of a row is written by two threads. The threads then meet once per step, where the next
- * step's product needs every neuron's output (a parallel region per step cost more than the work at B = 16). */
-static void own_columns(int64_t n, int64_t *c0, int64_t *c1)
+/* The samples [*r0, *r1) this thread runs in the event-driven recurrences. Samples do not interact, so each thread
+ * sweeps its own through all steps without meeting the others: at B = 16 a parallel region per step, and even a
+ * barrier per step, cost more than the work (about 20 µs a barrier on a 2-vCPU VM), while half the rows against
+ * all of V cost half the time of all of them. */
+static void own_rows(int64_t B, int64_t *r0, int64_t *r1)
 {
-    const int64_t segs = sf_spike_segs(n), id = omp_get_thread_num(), threads = omp_get_num_threads();
-    *c0 = segs * id / threads * SF_SPIKE_SEG;
-    *c1 = segs * (id + 1) / threads * SF_SPIKE_SEG;
-    if (*c1 > n) *c1 = n;
+    const int64_t id = omp_get_thread_num(), threads = omp_get_num_threads();
+    *r0 = B * id / threads;
+    *r1 = B * (id + 1) / threads;
 }
 
 /* The dense recurrence: one SGEMM per step, the LIF over the batch's rows. */
@@ -130,30 +129,30 @@ static int64_t forward_dense(const sf_lif_coeffs *k, int soft, int64_t T, int64_
                         (int)n, 0.0f, w->rec, (int)n);
 #pragma omp parallel for schedule(static) reduction(+ : spikes) if (B > 1 && B * n >= RLIF_PARALLEL_MIN)
         for (int64_t b = 0; b < B; b++)
-            spikes += step_row(k, soft, n, 0, n, t * B + b, x + (t * B + b) * n, w->rec + b * n, w->state + b * n,
+            spikes += step_row(k, soft, n, t * B + b, x + (t * B + b) * n, w->rec + b * n, w->state + b * n,
                                w->sprev + b * n, out);
     }
     return spikes;
 }
 
-/* The event-driven recurrence: each thread sums the spikes of step t-1 against its columns of Vᵀ (by tiles in
- * w->vt) and steps its neurons. */
+/* The event-driven recurrence: each thread sums its samples' spikes of step t-1 against Vᵀ (by tiles in w->vt)
+ * and steps their neurons. */
 static int64_t forward_events(const sf_lif_coeffs *k, int soft, int64_t T, int64_t B, int64_t n, const float *x,
                               const sf_lif_out *out, const rlif_ws *w)
 {
     int64_t spikes = 0;
-#pragma omp parallel reduction(+ : spikes) if (B * n >= RLIF_PARALLEL_MIN)
+#pragma omp parallel reduction(+ : spikes) if (B > 1 && B * n >= RLIF_PARALLEL_MIN)
     {
-        int64_t c0, c1;
-        own_columns(n, &c0, &c1);
-        for (int64_t t = 0; t < T; t++) {
+        int64_t r0, r1;
+        own_rows(B, &r0, &r1);
+        for (int64_t t = 0; t < T && r0 < r1; t++) {
             if (t > 0)
-                sf_cpu_masked_columns(B, (int32_t)n, (int32_t)n, (int32_t)c0, (int32_t)c1,
-                                      out->c.bits + (t - 1) * B * sf_spike_words(n), NULL, w->vt, w->rec);
-            for (int64_t b = 0; b < B; b++)
-                spikes += step_row(k, soft, n, c0, c1, t * B + b, x + (t * B + b) * n, w->rec + b * n,
-                                   w->state + b * n, NULL, out);
-#pragma omp barrier
+                sf_cpu_masked_product_here(r1 - r0, (int32_t)n, (int32_t)n,
+                                           out->c.bits + ((t - 1) * B + r0) * sf_spike_words(n), NULL, w->vt,
+                                           w->rec + r0 * n);
+            for (int64_t b = r0; b < r1; b++)
+                spikes += step_row(k, soft, n, t * B + b, x + (t * B + b) * n, w->rec + b * n, w->state + b * n,
+                                   NULL, out);
         }
     }
     return spikes;
@@ -197,14 +196,13 @@ static void bits_from_h(const sf_lif_params *p, int64_t rows, int64_t n, const f
         }
 }
 
-/* The reverse step of one sample over its columns [c0, c1) (the pointers are the whole row's): dy = c·dh from h, ds
- * plus the recurrent gradient g (which it overwrites) and dv (∂L/∂v_t in, ∂L/∂v_{t-1} out), by the LIF's vector
- * loop for p's flags. */
-static void back_row(sf_block_backward_fn back, const sf_lif_params *p, const sf_lif_coeffs *k, int64_t n, int64_t c0,
-                     int64_t c1, const float *h, const float *ds, float *g, float *dv, float *dy)
+/* One reverse step of one sample: dy = c·dh from h, ds plus the recurrent gradient g (which it overwrites) and dv
+ * (∂L/∂v_t in, ∂L/∂v_{t-1} out), by the LIF's vector loop for p's flags. */
+static void back_row(sf_block_backward_fn back, const sf_lif_params *p, const sf_lif_coeffs *k, int64_t n,
+                     const float *h, const float *ds, float *g, float *dv, float *dy)
 {
-    for (int64_t i = c0; i < c1; i++) g[i] += ds[i];
-    for (int64_t first = c0; first < c1; first += SF_CPU_BLOCK) {
+    for (int64_t i = 0; i < n; i++) g[i] += ds[i];
+    for (int64_t first = 0; first < n; first += SF_CPU_BLOCK) {
         const sf_block_back io = {.h = h + first, .ds = g + first, .dy = dy + first, .dv_in = dv + first,
                                   .dv_out = dv + first};
         back(p, k, 1, n, block_width(n, first), &io);
@@ -228,38 +226,37 @@ static int64_t backward_dense(sf_block_backward_fn back, const sf_lif_params *p,
             float *g = w->rec + b * n;
             if (t == T - 1) memset(g, 0, sizeof(float) * (size_t)n);
             const int64_t o = (t * B + b) * n;
-            back_row(back, p, k, n, 0, n, h + o, ds + o, g, w->state + b * n, dx + o);
-            nonzero += mask ? emit_columns(mask, n, 0, n, t * B + b, dx + o) : count_nonzero(n, dx + o);
+            back_row(back, p, k, n, h + o, ds + o, g, w->state + b * n, dx + o);
+            nonzero += mask ? emit_row(mask, n, t * B + b, dx + o) : count_nonzero(n, dx + o);
         }
     }
     return nonzero;
 }
 
-/* The event-driven reverse sweep: each thread sums the nonzero dy_{t+1} (their bits in dy_nonzero, which it fills)
- * against its columns of V (by tiles in w->vt), j ascending, and steps its neurons back. Returns the nonzero count. */
+/* The event-driven reverse sweep: each thread sums its samples' nonzero dy_{t+1} (their bits in dy_nonzero, which it
+ * fills) against V (by tiles in w->vt), j ascending, and steps their neurons back. Returns the nonzero count. */
 static int64_t backward_events(sf_block_backward_fn back, const sf_lif_params *p, const sf_lif_coeffs *k, int64_t T,
                                int64_t B, int64_t n, const float *h, const float *ds, float *dx,
                                const sf_spikes *dy_nonzero, const rlif_ws *w)
 {
     const int64_t N = B * n;
     int64_t nonzero = 0;
-#pragma omp parallel reduction(+ : nonzero) if (N >= RLIF_PARALLEL_MIN)
+#pragma omp parallel reduction(+ : nonzero) if (B > 1 && N >= RLIF_PARALLEL_MIN)
     {
-        int64_t c0, c1;
-        own_columns(n, &c0, &c1);
-        for (int64_t t = T - 1; t >= 0; t--) {
+        int64_t r0, r1;
+        own_rows(B, &r0, &r1);
+        for (int64_t t = T - 1; t >= 0 && r0 < r1; t--) {
             if (t < T - 1)
-                sf_cpu_masked_columns(B, (int32_t)n, (int32_t)n, (int32_t)c0, (int32_t)c1,
-                                      dy_nonzero->bits + (t + 1) * B * sf_spike_words(n), dx + (t + 1) * N, w->vt,
-                                      w->rec);
-            for (int64_t b = 0; b < B; b++) {
+                sf_cpu_masked_product_here(r1 - r0, (int32_t)n, (int32_t)n,
+                                           dy_nonzero->bits + ((t + 1) * B + r0) * sf_spike_words(n),
+                                           dx + (t + 1) * N + r0 * n, w->vt, w->rec + r0 * n);
+            for (int64_t b = r0; b < r1; b++) {
                 float *g = w->rec + b * n;
-                if (t == T - 1) memset(g + c0, 0, sizeof(float) * (size_t)(c1 - c0));
+                if (t == T - 1) memset(g, 0, sizeof(float) * (size_t)n);
                 const int64_t o = (t * B + b) * n;
-                back_row(back, p, k, n, c0, c1, h + o, ds + o, g, w->state + b * n, dx + o);
-                nonzero += emit_columns(dy_nonzero, n, c0, c1, t * B + b, dx + o);
+                back_row(back, p, k, n, h + o, ds + o, g, w->state + b * n, dx + o);
+                nonzero += emit_row(dy_nonzero, n, t * B + b, dx + o);
             }
-#pragma omp barrier
         }
     }
     return nonzero;

@@ -277,10 +277,10 @@ void sf_cpu_masked_product(int64_t rows, int32_t k, int32_t n, const uint32_t *m
     }
 }
 
-void sf_cpu_masked_columns(int64_t rows, int32_t k, int32_t n, int32_t c0, int32_t c1, const uint32_t *mask,
-                           const float *coef, const float *wtiles, float *y)
+void sf_cpu_masked_product_here(int64_t rows, int32_t k, int32_t n, const uint32_t *mask, const float *coef,
+                                const float *wtiles, float *y)
 {
-    for (int32_t i0 = c0; i0 < c1; i0 += TILE) masked_rows(0, rows, k, n, i0, mask, coef, wtiles, y);
+    for (int32_t i0 = 0; i0 < n; i0 += TILE) masked_rows(0, rows, k, n, i0, mask, coef, wtiles, y);
 }
 
 sf_status sf_cpu_op_spike_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const uint32_t *x,
