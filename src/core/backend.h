@@ -35,6 +35,13 @@ typedef struct sf_conv_shape {
 /* The passes of a convolution a workspace serves (conv_workspace). */
 typedef enum sf_conv_pass { SF_CONV_PASS_FORWARD = 1, SF_CONV_PASS_BACKWARD = 2, SF_CONV_PASS_BOTH = 3 } sf_conv_pass;
 
+/* A pass's choice of least workspace (conv_lean): its bytes, and the time per call of the current choice and what
+ * the leaner one adds to it. */
+typedef struct sf_conv_lean {
+    size_t ws;
+    float ms, extra_ms;
+} sf_conv_lean;
+
 typedef struct sf_pool_shape {
     int64_t n;         /* T·B·C planes */
     int32_t h, w, k, stride, oh, ow;
@@ -157,6 +164,10 @@ struct sf_backend {
     /* Conv2d, NCHW with n = T·B images; W is [cout, cin, k, k]. Workspace bytes come from conv_workspace: what
      * conv_forward, conv_backward or either (SF_CONV_PASS_BOTH) needs. */
     size_t (*conv_workspace)(sf_backend *be, const sf_conv_shape *sh, sf_conv_pass pass);
+    /* Whether `pass` (forward or backward) of the convolution of sh has a measured choice that needs less workspace
+     * than the one it runs (*out: that choice), and with apply, takes it: conv_workspace answers for it from then
+     * on, for every layer of that shape (NULL: nothing to choose). */
+    bool (*conv_lean)(sf_backend *be, const sf_conv_shape *sh, sf_conv_pass pass, bool apply, sf_conv_lean *out);
     sf_status (*conv_forward)(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
                               const float *b, float *y, void *ws);
     /* dx may be NULL (first layer); db may be NULL (no bias). dx may be x itself: each image of x is read before

@@ -90,6 +90,96 @@ static size_t pack_workspace(planner *pl)
     return total;
 }
 
+/* The convolutions' leaner choices may add at most this fraction of their time (lean_convs). */
+#define LEAN_BUDGET 0.05
+
+static bool same_conv(const sf_conv_shape *a, const sf_conv_shape *b)
+{
+    return a->n == b->n && a->cin == b->cin && a->h == b->h && a->w == b->w && a->cout == b->cout && a->k == b->k &&
+           a->stride == b->stride && a->pad == b->pad && a->x_nhwc == b->x_nhwc && a->y_nhwc == b->y_nhwc &&
+           a->x_binary == b->x_binary;
+}
+
+/* The workspace request of pass `pass` of conv layer l (NULL: it has none). */
+static request *scratch_request(request *req, int32_t n, sf_net_layer *l, sf_conv_pass pass)
+{
+    const sf_slot *dst = pass == SF_CONV_PASS_FORWARD ? &l->fwd_scratch : &l->bwd_scratch;
+    for (int32_t j = 0; j < n; j++)
+        if (req[j].dst == dst) return &req[j];
+    return NULL;
+}
+
+/* Sets the requests of `pass` of every conv layer of shape sh to `bytes`. */
+static void set_scratch(sf_net *net, request *req, int32_t n, const sf_conv_shape *sh, sf_conv_pass pass,
+                        size_t bytes)
+{
+    for (int32_t i = 0; i < net->n_layers; i++) {
+        sf_net_layer *l = &net->layers[i];
+        request *r = l->d.kind == SF_LAYER_CONV2D && same_conv(&l->conv, sh) ? scratch_request(req, n, l, pass) : NULL;
+        if (r) r->bytes = align_up(bytes);
+    }
+}
+
+/* The packed workspace with the requests of `pass` of shape sh (NULL: none) at `bytes`, on a copy of the requests. */
+static size_t packed_with(sf_net *net, const planner *pl, request *copy, const sf_conv_shape *sh, sf_conv_pass pass,
+                          size_t bytes)
+{
+    memcpy(copy, pl->req, (size_t)pl->n * sizeof *copy);
+    if (sh) set_scratch(net, copy, pl->n, sh, pass, bytes);
+    planner t = *pl;
+    t.req = copy;
+    return pack_workspace(&t); /* it writes the slots too: the final packing writes them again */
+}
+
+/* Where a convolution's workspace raises the packed workspace, its backend may offer a leaner choice at some time
+ * (backend.h conv_lean): takes them one at a time, the one that lowers the packed total most, while what they add
+ * stays within LEAN_BUDGET of the convolutions' time. A choice applies to every layer of its shape. */
+static void lean_convs(sf_net *net, planner *pl)
+{
+    sf_backend *be = net->be;
+    request *copy = be->conv_lean && pl->n ? malloc((size_t)pl->n * sizeof *copy) : NULL;
+    if (!copy) return; /* out of memory: the plan keeps the fastest choices */
+    static const sf_conv_pass passes[2] = {SF_CONV_PASS_FORWARD, SF_CONV_PASS_BACKWARD};
+    double budget = 0.0;
+    for (int32_t i = 0; i < net->n_layers; i++)
+        for (int k = 0; k < 2 && net->layers[i].d.kind == SF_LAYER_CONV2D; k++) {
+            sf_conv_lean q = {0};
+            be->conv_lean(be, &net->layers[i].conv, passes[k], false, &q);
+            budget += q.ms;
+        }
+    budget *= LEAN_BUDGET;
+    size_t total = packed_with(net, pl, copy, NULL, SF_CONV_PASS_BOTH, 0);
+    for (;;) {
+        sf_net_layer *best = NULL;
+        sf_conv_pass best_pass = SF_CONV_PASS_FORWARD;
+        size_t best_total = total;
+        double best_cost = 0.0;
+        for (int32_t i = 0; i < net->n_layers; i++)
+            for (int k = 0; k < 2 && net->layers[i].d.kind == SF_LAYER_CONV2D; k++) {
+                sf_net_layer *l = &net->layers[i];
+                sf_conv_lean q;
+                if (!scratch_request(pl->req, pl->n, l, passes[k]) || !be->conv_lean(be, &l->conv, passes[k], false, &q))
+                    continue;
+                int32_t uses = 0; /* the layers of that shape whose pass runs */
+                for (int32_t j = 0; j < net->n_layers; j++)
+                    uses += net->layers[j].d.kind == SF_LAYER_CONV2D && same_conv(&net->layers[j].conv, &l->conv) &&
+                            scratch_request(pl->req, pl->n, &net->layers[j], passes[k]);
+                const double cost = (q.extra_ms > 0.0f ? q.extra_ms : 0.0) * uses;
+                if (cost > budget) continue;
+                const size_t t = packed_with(net, pl, copy, &l->conv, passes[k], q.ws);
+                if (t < best_total || (best && t == best_total && cost < best_cost)) {
+                    best = l, best_pass = passes[k], best_total = t, best_cost = cost;
+                }
+            }
+        sf_conv_lean q;
+        if (!best || best_total >= total || !be->conv_lean(be, &best->conv, best_pass, true, &q)) break;
+        set_scratch(net, pl->req, pl->n, &best->conv, best_pass, q.ws);
+        budget -= best_cost;
+        total = best_total;
+    }
+    free(copy);
+}
+
 static int32_t root(const sf_net *net, int32_t t) { return net->tensors[t].alias_of; }
 
 static size_t tensor_bytes(const sf_net *net, int32_t t, size_t elem)
@@ -482,6 +572,7 @@ sf_status sf_net_plan_memory(sf_net *net)
         free(pl.req);
         return sf_fail(SF_ERR_NOMEM, "out of memory planning");
     }
+    lean_convs(net, &pl);
     size_t work = pack_workspace(&pl);
     free(pl.req);
 

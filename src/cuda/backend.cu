@@ -172,6 +172,7 @@ static void fill_table(sf_backend *be, bool graphs)
     be->binary_linear_backward = sf_cuda_op_binary_linear_backward;
     be->held_bytes = cu_held_bytes;
     be->conv_workspace = sf_cuda_op_conv_workspace;
+    be->conv_lean = sf_cuda_op_conv_lean;
     be->conv_forward = sf_cuda_op_conv_forward;
     be->conv_backward = sf_cuda_op_conv_backward;
     be->avgpool_forward = sf_cuda_op_avgpool_forward;

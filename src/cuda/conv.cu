@@ -40,6 +40,7 @@
 #include "cuda/reduce.cuh"
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -480,16 +481,16 @@ static sf_status add_split_entries(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
     return SF_OK;
 }
 
-/* Among the measured paths of op o, the fastest, or the one of least workspace within LEAN_SLACK of its time (-1:
- * none measured). */
+/* Among the measured paths of op o, the fastest, or the one of least workspace within `slack` of its time (-1: none
+ * measured). */
 static int lean_fastest(const sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int o, const bool *measured,
-                        const float *ms)
+                        const float *ms, float slack)
 {
     int best = -1;
     for (int p = 0; p < SF_CONV_PATHS; p++)
         if (measured[p] && (best < 0 || ms[p] < ms[best])) best = p;
     if (best < 0) return best;
-    const float until = ms[best] * (1.0f + LEAN_SLACK);
+    const float until = ms[best] * (1.0f + slack);
     int lean = best;
     for (int p = 0; p < SF_CONV_PATHS; p++)
         if (measured[p] && ms[p] <= until && path_ws(c, e, p, o) < path_ws(c, e, lean, o)) lean = p;
@@ -542,11 +543,36 @@ static sf_status choose_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
                            : algo == SF_CONV_ALGO_GEMM                ? SF_CONV_PATH_GEMM
                            : algo == SF_CONV_ALGO_NHWC || engine_nhwc ? SF_CONV_PATH_NHWC
                                                                       : SF_CONV_PATH_NCHW;
-        int best = forced == SF_CONV_PATH_SPLIT ? forced : timed ? lean_fastest(c, e, o, measured, ms) : -1;
+        int best = forced == SF_CONV_PATH_SPLIT ? forced : timed ? lean_fastest(c, e, o, measured, ms, LEAN_SLACK) : -1;
         if (best < 0 && has[forced]) best = forced;
         for (int p = 0; best < 0 && p < SF_CONV_PATHS; p++)
             if (has[p]) best = p;
         e->path[o] = best >= 0 ? best : engine_nhwc ? SF_CONV_PATH_NHWC : SF_CONV_PATH_NCHW;
+    }
+    return SF_OK;
+}
+
+/* The workspace of each pass on the paths in e->path, and the descriptors its cuDNN ops run with. */
+static sf_status take_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
+{
+    size_t need[SF_CONV_OPS];
+    for (int o = 0; o < SF_CONV_OPS; o++) {
+        const int p = e->path[o];
+        sf_cuda_conv_op *op = p == SF_CONV_PATH_NCHW || p == SF_CONV_PATH_NHWC ? &e->op[p][o] : NULL;
+        if (op && !op->cd) SF_TRY(conv_desc(&e->sh, op->math, &op->cd));
+        need[o] = path_ws(c, e, p, o);
+    }
+    e->ws_forward = need[SF_CONV_FWD];
+    e->ws_backward = need[SF_CONV_BWD_DATA] > need[SF_CONV_BWD_FILTER] ? need[SF_CONV_BWD_DATA]
+                                                                         : need[SF_CONV_BWD_FILTER];
+    /* both backward ops on NHWC copies of one chunk run as one pass that transposes dy once */
+    const sf_cuda_conv_op *bd = &e->op[SF_CONV_NHWC][SF_CONV_BWD_DATA], *bf = &e->op[SF_CONV_NHWC][SF_CONV_BWD_FILTER];
+    if (e->path[SF_CONV_BWD_DATA] == SF_CONV_PATH_NHWC && e->path[SF_CONV_BWD_FILTER] == SF_CONV_PATH_NHWC &&
+        bd->chunk == bf->chunk) {
+        nhwc_bufs b;
+        const size_t both =
+            nhwc_layout(e, sf_act_type_size(c->act), 1u << SF_CONV_BWD_DATA | 1u << SF_CONV_BWD_FILTER, NULL, &b);
+        if (both > e->ws_backward) e->ws_backward = both;
     }
     return SF_OK;
 }
@@ -583,34 +609,16 @@ static sf_status setup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_ent
         SF_TRY(measure(c, e, SF_CONV_NCHW, splits, &more));
     SF_TRY(choose_paths(c, e));
     static const char *const names[SF_CONV_OPS] = {"forward", "backward-data", "backward-filter"};
-    size_t need[SF_CONV_OPS];
     for (int o = 0; o < SF_CONV_OPS; o++) {
         const int p = e->path[o];
-        if (p == SF_CONV_PATH_NCHW || p == SF_CONV_PATH_NHWC) {
-            sf_cuda_conv_op *op = &e->op[p][o];
-            if (op->chunk == 0)
-                return sf_fail(SF_ERR_UNSUPPORTED,
-                               "cuDNN offers no %s %s algorithm within %zu MiB of workspace for conv n=%lld cin=%d "
-                               "%dx%d cout=%d k=%d stride=%d (raise conv_workspace_mib)",
-                               sf_precision_name(c->prec), names[o], c->conv_ws_cap >> 20, (long long)sh->n, sh->cin,
-                               sh->h, sh->w, sh->cout, sh->k, sh->stride);
-            if (!op->cd) SF_TRY(conv_desc(sh, op->math, &op->cd));
-        }
-        need[o] = path_ws(c, e, p, o);
+        if ((p == SF_CONV_PATH_NCHW || p == SF_CONV_PATH_NHWC) && e->op[p][o].chunk == 0)
+            return sf_fail(SF_ERR_UNSUPPORTED,
+                           "cuDNN offers no %s %s algorithm within %zu MiB of workspace for conv n=%lld cin=%d "
+                           "%dx%d cout=%d k=%d stride=%d (raise conv_workspace_mib)",
+                           sf_precision_name(c->prec), names[o], c->conv_ws_cap >> 20, (long long)sh->n, sh->cin,
+                           sh->h, sh->w, sh->cout, sh->k, sh->stride);
     }
-    e->ws_forward = need[SF_CONV_FWD];
-    e->ws_backward = need[SF_CONV_BWD_DATA] > need[SF_CONV_BWD_FILTER] ? need[SF_CONV_BWD_DATA]
-                                                                         : need[SF_CONV_BWD_FILTER];
-    /* both backward ops on NHWC copies of one chunk run as one pass that transposes dy once */
-    const sf_cuda_conv_op *bd = &e->op[SF_CONV_NHWC][SF_CONV_BWD_DATA], *bf = &e->op[SF_CONV_NHWC][SF_CONV_BWD_FILTER];
-    if (e->path[SF_CONV_BWD_DATA] == SF_CONV_PATH_NHWC && e->path[SF_CONV_BWD_FILTER] == SF_CONV_PATH_NHWC &&
-        bd->chunk == bf->chunk) {
-        nhwc_bufs b;
-        const size_t both =
-            nhwc_layout(e, sf_act_type_size(c->act), 1u << SF_CONV_BWD_DATA | 1u << SF_CONV_BWD_FILTER, NULL, &b);
-        if (both > e->ws_backward) e->ws_backward = both;
-    }
-    return SF_OK;
+    return take_paths(c, e);
 }
 
 /* The index in c->convs of the entry of sh (one of TF32 parts where tf32_parts), set up on first use. Its setup
@@ -661,6 +669,53 @@ size_t sf_cuda_op_conv_workspace(sf_backend *be, const sf_conv_shape *sh, sf_con
     if (lookup(sf_cuda_ctx_of(be), sh, &e) != SF_OK) return 0;
     const size_t f = pass & SF_CONV_PASS_FORWARD ? e->ws_forward : 0, b = pass & SF_CONV_PASS_BACKWARD ? e->ws_backward : 0;
     return f > b ? f : b;
+}
+
+/* The measured time of op o on path p of e, or -1 where that path was not timed for it. */
+static float path_ms(const sf_cuda_conv_entry *e, int p, int o)
+{
+    switch (p) {
+    case SF_CONV_PATH_NCHW:
+        return !e->sh.x_nhwc && !e->sh.y_nhwc && e->op[SF_CONV_NCHW][o].chunk ? e->op[SF_CONV_NCHW][o].ms : -1.0f;
+    case SF_CONV_PATH_NHWC: return e->op[SF_CONV_NHWC][o].chunk && e->nhwc_ms[o] > 0 ? e->nhwc_ms[o] : -1.0f;
+    case SF_CONV_PATH_GEMM: return e->gemm_chunk && e->gemm_ms[o] > 0 ? e->gemm_ms[o] : -1.0f;
+    default: return e->split_entries[0] >= 0 && e->split_ms[o] > 0 ? e->split_ms[o] : -1.0f;
+    }
+}
+
+bool sf_cuda_op_conv_lean(sf_backend *be, const sf_conv_shape *sh, sf_conv_pass pass, bool apply, sf_conv_lean *out)
+{
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    sf_cuda_conv_entry *e = NULL;
+    /* only auto chooses by time; deterministic mode's choices must not depend on a clock */
+    if (c->deterministic || c->conv_algo != SF_CONV_ALGO_AUTO || lookup(c, sh, &e) != SF_OK) return false;
+    const int first = pass & SF_CONV_PASS_FORWARD ? SF_CONV_FWD : SF_CONV_BWD_DATA,
+              last = pass & SF_CONV_PASS_BACKWARD ? SF_CONV_BWD_FILTER : SF_CONV_FWD;
+    int path[SF_CONV_OPS];
+    memcpy(path, e->path, sizeof path);
+    float now = 0.0f, then = 0.0f;
+    for (int o = first; o <= last; o++) {
+        bool measured[SF_CONV_PATHS];
+        float ms[SF_CONV_PATHS];
+        for (int p = 0; p < SF_CONV_PATHS; p++) measured[p] = (ms[p] = path_ms(e, p, o)) >= 0.0f;
+        if (!measured[e->path[o]]) return false; /* a path taken without a time: nothing to weigh it against */
+        path[o] = lean_fastest(c, e, o, measured, ms, INFINITY);
+        now += ms[e->path[o]];
+        then += ms[path[o]];
+    }
+    int taken[SF_CONV_OPS];
+    memcpy(taken, e->path, sizeof taken);
+    const size_t ws_now = sf_cuda_op_conv_workspace(be, sh, pass);
+    memcpy(e->path, path, sizeof path);
+    bool leaner = take_paths(c, e) == SF_OK && sf_cuda_op_conv_workspace(be, sh, pass) < ws_now;
+    out->ws = sf_cuda_op_conv_workspace(be, sh, pass);
+    out->ms = now;
+    out->extra_ms = then - now;
+    if (!leaner || !apply) { /* back to the paths it had (their descriptors exist) */
+        memcpy(e->path, taken, sizeof taken);
+        take_paths(c, e);
+    }
+    return leaner;
 }
 
 /* y[img][co][p] += b[co]: a block per (image, channel) plane. */

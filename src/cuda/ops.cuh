@@ -124,6 +124,7 @@ sf_status sf_cuda_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64
 
 /* conv.cu */
 size_t sf_cuda_op_conv_workspace(sf_backend *be, const sf_conv_shape *sh, sf_conv_pass pass);
+bool sf_cuda_op_conv_lean(sf_backend *be, const sf_conv_shape *sh, sf_conv_pass pass, bool apply, sf_conv_lean *out);
 sf_status sf_cuda_op_conv_forward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
                                   const float *b, float *y, void *ws);
 sf_status sf_cuda_op_conv_backward(sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w,
