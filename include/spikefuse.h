@@ -340,6 +340,9 @@ typedef struct sf_cuda_options {
                                  * run repeats to the bit on the same GPU and software, and a resumed run equals an
                                  * uninterrupted one (the CPU always is, but for sparse = auto's measured
                                  * crossovers, which this fixes too: see sf_sparse_mode); costs step time; default 0 */
+    float conv_lean;            /* the fraction of the convolutions' measured time the memory plan may add by taking
+                                 * leaner algorithms where their workspace sets the peak; 0: the fastest only;
+                                 * default 0.05 */
 } sf_cuda_options;
 
 typedef struct sf_net_params {

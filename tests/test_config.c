@@ -272,15 +272,18 @@ static void test_cuda_options(void)
     sf_config_free(cfg);
     cfg = NULL;
     CHECK_OK(sf_config_parse_string(
-        HEAD "cuda_graph = off\nconv_workspace_mib = 64\nconv_algo = gemm\ndeterministic = on\n" MLP, "cuda.ini", &cfg));
+        HEAD "cuda_graph = off\nconv_workspace_mib = 64\nconv_algo = gemm\ndeterministic = on\nconv_lean = 0\n" MLP,
+        "cuda.ini", &cfg));
     if (cfg)
         CHECK(cfg->net.cuda.graph == 0 && cfg->net.cuda.conv_workspace_mib == 64 &&
-                  cfg->net.cuda.conv_algo == SF_CONV_ALGO_GEMM && cfg->net.cuda.deterministic == 1,
-              "cuda_graph = off, conv_workspace_mib = 64, conv_algo = gemm, deterministic = on");
+                  cfg->net.cuda.conv_algo == SF_CONV_ALGO_GEMM && cfg->net.cuda.deterministic == 1 &&
+                  cfg->net.cuda.conv_lean == 0.0f,
+              "cuda_graph = off, conv_workspace_mib = 64, conv_algo = gemm, deterministic = on, conv_lean = 0");
     sf_config_free(cfg);
     expect_error(HEAD "conv_algo = winograd\n" MLP, 3, "[train] conv_algo = winograd: expects auto, cudnn, gemm, nhwc, nchw or split");
     expect_error(HEAD "conv_workspace_mib = -1\n" MLP, 3, "[train] conv_workspace_mib = -1: must be in [0, 65536]");
     expect_error(HEAD "deterministic = mostly\n" MLP, 3, "[train] deterministic = mostly: expects on or off");
+    expect_error(HEAD "conv_lean = 2\n" MLP, 3, "[train] conv_lean = 2: must be in [0, 1]");
 }
 
 /* [readout]: optional, the last section, at most once; its keys left [train]. */

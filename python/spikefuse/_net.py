@@ -26,7 +26,7 @@ class LayerDesc(ctypes.Structure):
 
 class CudaOptions(ctypes.Structure):
     _fields_ = [("graph", ctypes.c_int32), ("conv_workspace_mib", ctypes.c_int32), ("conv_algo", ctypes.c_int),
-                ("deterministic", ctypes.c_int32)]
+                ("deterministic", ctypes.c_int32), ("conv_lean", ctypes.c_float)]
 
 
 class NetParams(ctypes.Structure):

@@ -80,6 +80,7 @@ const sf_key_spec sf_train_keys[] = {
      .max = 65536},
     {.name = "conv_algo", .type = SF_V_ENUM, .offset = TRAIN(net.cuda.conv_algo), .choices = conv_algo_names},
     {.name = "deterministic", .type = SF_V_BOOL, .offset = TRAIN(net.cuda.deterministic)},
+    {.name = "conv_lean", .type = SF_V_FLOAT, .offset = TRAIN(net.cuda.conv_lean), .min = 0, .max = 1},
     {.name = "sparse", .type = SF_V_ENUM, .offset = TRAIN(net.sparse), .choices = sparse_names},
     {.name = "sparse_crossover", .type = SF_V_FLOAT, .offset = TRAIN(net.sparse_crossover), .min = 0, .max = 1},
     {.name = "threads", .type = SF_V_INT32, .offset = TRAIN(train.threads), .min = 0, .max = 4096},

@@ -50,6 +50,7 @@ void sf_net_default_params(sf_net_params *p)
     p->cuda.graph = 1;
     p->cuda.conv_workspace_mib = 512;
     p->cuda.conv_algo = SF_CONV_ALGO_AUTO;
+    p->cuda.conv_lean = 0.05f;
     p->cuda.deterministic = 0;
     p->sparse = SF_SPARSE_AUTO;
 }
@@ -78,6 +79,8 @@ sf_status sf_net_params_check(const sf_net_params *p)
         return sf_fail(SF_ERR_INVALID, "readout_tau = %g: must be >= 1", p->readout_tau);
     if (p->cuda.conv_workspace_mib < 0)
         return sf_fail(SF_ERR_INVALID, "conv_workspace_mib = %d: must be >= 0", (int)p->cuda.conv_workspace_mib);
+    if (!(p->cuda.conv_lean >= 0.0f && p->cuda.conv_lean <= 1.0f))
+        return sf_fail(SF_ERR_INVALID, "conv_lean = %g: must be in [0, 1]", p->cuda.conv_lean);
     if ((unsigned)p->cuda.conv_algo > SF_CONV_ALGO_SPLIT)
         return sf_fail(SF_ERR_INVALID, "unknown conv algorithm %d", (int)p->cuda.conv_algo);
     if ((unsigned)p->precision > SF_PRECISION_FP16) return sf_fail(SF_ERR_INVALID, "unknown precision %d", p->precision);

@@ -90,9 +90,6 @@ static size_t pack_workspace(planner *pl)
     return total;
 }
 
-/* The convolutions' leaner choices may add at most this fraction of their time (lean_convs). */
-#define LEAN_BUDGET 0.05
-
 static bool same_conv(const sf_conv_shape *a, const sf_conv_shape *b)
 {
     return a->n == b->n && a->cin == b->cin && a->h == b->h && a->w == b->w && a->cout == b->cout && a->k == b->k &&
@@ -133,11 +130,11 @@ static size_t packed_with(sf_net *net, const planner *pl, request *copy, const s
 
 /* Where a convolution's workspace raises the packed workspace, its backend may offer a leaner choice at some time
  * (backend.h conv_lean): takes them one at a time, the one that lowers the packed total most, while what they add
- * stays within LEAN_BUDGET of the convolutions' time. A choice applies to every layer of its shape. */
+ * stays within the fraction cuda.conv_lean of the convolutions' time. A choice applies to every layer of its shape. */
 static void lean_convs(sf_net *net, planner *pl)
 {
     sf_backend *be = net->be;
-    request *copy = be->conv_lean && pl->n ? malloc((size_t)pl->n * sizeof *copy) : NULL;
+    request *copy = be->conv_lean && net->p.cuda.conv_lean > 0.0f && pl->n ? malloc((size_t)pl->n * sizeof *copy) : NULL;
     if (!copy) return; /* out of memory: the plan keeps the fastest choices */
     static const sf_conv_pass passes[2] = {SF_CONV_PASS_FORWARD, SF_CONV_PASS_BACKWARD};
     double budget = 0.0;
@@ -147,7 +144,7 @@ static void lean_convs(sf_net *net, planner *pl)
             be->conv_lean(be, &net->layers[i].conv, passes[k], false, &q);
             budget += q.ms;
         }
-    budget *= LEAN_BUDGET;
+    budget *= net->p.cuda.conv_lean;
     size_t total = packed_with(net, pl, copy, NULL, SF_CONV_PASS_BOTH, 0);
     for (;;) {
         sf_net_layer *best = NULL;
