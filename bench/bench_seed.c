@@ -13,7 +13,8 @@
  *                   [--precision fp32,tf32,bf16] [--batch N] [--steps N] [--warmup N] [--conv-workspace-mib N]
  *                   [--json FILE] [--smoke] [--list]
  * Defaults: cuda, all, every net, each net's workload T and batch, fp32 and bf16 on CUDA (fp32 on the CPU), 10 steps
- * after 2 warm-up steps, the library's conv workspace cap (--conv-workspace-mib trades speed for memory). Exit status 1 if any point failed to run or failed a check (the others still run). */
+ * after 2 warm-up steps, the library's conv workspace cap (--conv-workspace-mib trades speed for memory). Exit status
+ * 1 if any point failed to run or failed a check (the others still run). */
 #include "bench_clock.h"
 #include "bench_randn.h"
 #include "seed_nets.h"

@@ -32,6 +32,14 @@ typedef struct sf_conv_shape {
     bool x_binary;          /* x holds only 0 and 1 (spikes): products with it may run on exact parts of the rest */
 } sf_conv_shape;
 
+/* Whether two convolutions have the same shape (a backend's choices are per shape). */
+static inline bool sf_conv_shape_equal(const sf_conv_shape *a, const sf_conv_shape *b)
+{
+    return a->n == b->n && a->cin == b->cin && a->h == b->h && a->w == b->w && a->cout == b->cout && a->k == b->k &&
+           a->stride == b->stride && a->pad == b->pad && a->oh == b->oh && a->ow == b->ow && a->x_nhwc == b->x_nhwc &&
+           a->y_nhwc == b->y_nhwc && a->x_binary == b->x_binary;
+}
+
 /* The passes of a convolution a workspace serves (conv_workspace). */
 typedef enum sf_conv_pass { SF_CONV_PASS_FORWARD = 1, SF_CONV_PASS_BACKWARD = 2, SF_CONV_PASS_BOTH = 3 } sf_conv_pass;
 

@@ -90,13 +90,6 @@ static size_t pack_workspace(planner *pl)
     return total;
 }
 
-static bool same_conv(const sf_conv_shape *a, const sf_conv_shape *b)
-{
-    return a->n == b->n && a->cin == b->cin && a->h == b->h && a->w == b->w && a->cout == b->cout && a->k == b->k &&
-           a->stride == b->stride && a->pad == b->pad && a->x_nhwc == b->x_nhwc && a->y_nhwc == b->y_nhwc &&
-           a->x_binary == b->x_binary;
-}
-
 /* The workspace request of pass `pass` of conv layer l (NULL: it has none). */
 static request *scratch_request(request *req, int32_t n, sf_net_layer *l, sf_conv_pass pass)
 {
@@ -106,15 +99,20 @@ static request *scratch_request(request *req, int32_t n, sf_net_layer *l, sf_con
     return NULL;
 }
 
-/* Sets the requests of `pass` of every conv layer of shape sh to `bytes`. */
-static void set_scratch(sf_net *net, request *req, int32_t n, const sf_conv_shape *sh, sf_conv_pass pass,
-                        size_t bytes)
+/* Sets the requests of `pass` of every conv layer of shape sh to *bytes (NULL: leaves them); returns how many there
+ * are. */
+static int32_t set_scratch(sf_net *net, request *req, int32_t n, const sf_conv_shape *sh, sf_conv_pass pass,
+                           const size_t *bytes)
 {
+    int32_t found = 0;
     for (int32_t i = 0; i < net->n_layers; i++) {
         sf_net_layer *l = &net->layers[i];
-        request *r = l->d.kind == SF_LAYER_CONV2D && same_conv(&l->conv, sh) ? scratch_request(req, n, l, pass) : NULL;
-        if (r) r->bytes = align_up(bytes);
+        const bool same = l->d.kind == SF_LAYER_CONV2D && sf_conv_shape_equal(&l->conv, sh);
+        request *r = same ? scratch_request(req, n, l, pass) : NULL;
+        if (r && bytes) r->bytes = align_up(*bytes);
+        found += r != NULL;
     }
+    return found;
 }
 
 /* The packed workspace with the requests of `pass` of shape sh (NULL: none) at `bytes`, on a copy of the requests. */
@@ -122,7 +120,7 @@ static size_t packed_with(sf_net *net, const planner *pl, request *copy, const s
                           size_t bytes)
 {
     memcpy(copy, pl->req, (size_t)pl->n * sizeof *copy);
-    if (sh) set_scratch(net, copy, pl->n, sh, pass, bytes);
+    if (sh) set_scratch(net, copy, pl->n, sh, pass, &bytes);
     planner t = *pl;
     t.req = copy;
     return pack_workspace(&t); /* it writes the slots too: the final packing writes them again */
@@ -134,7 +132,8 @@ static size_t packed_with(sf_net *net, const planner *pl, request *copy, const s
 static void lean_convs(sf_net *net, planner *pl)
 {
     sf_backend *be = net->be;
-    request *copy = be->conv_lean && net->p.cuda.conv_lean > 0.0f && pl->n ? malloc((size_t)pl->n * sizeof *copy) : NULL;
+    const bool lean = be->conv_lean && net->p.cuda.conv_lean > 0.0f && pl->n;
+    request *copy = lean ? malloc((size_t)pl->n * sizeof *copy) : NULL;
     if (!copy) return; /* out of memory: the plan keeps the fastest choices */
     static const sf_conv_pass passes[2] = {SF_CONV_PASS_FORWARD, SF_CONV_PASS_BACKWARD};
     double budget = 0.0;
@@ -155,12 +154,11 @@ static void lean_convs(sf_net *net, planner *pl)
             for (int k = 0; k < 2 && net->layers[i].d.kind == SF_LAYER_CONV2D; k++) {
                 sf_net_layer *l = &net->layers[i];
                 sf_conv_lean q;
-                if (!scratch_request(pl->req, pl->n, l, passes[k]) || !be->conv_lean(be, &l->conv, passes[k], false, &q))
+                if (!scratch_request(pl->req, pl->n, l, passes[k]) ||
+                    !be->conv_lean(be, &l->conv, passes[k], false, &q))
                     continue;
-                int32_t uses = 0; /* the layers of that shape whose pass runs */
-                for (int32_t j = 0; j < net->n_layers; j++)
-                    uses += net->layers[j].d.kind == SF_LAYER_CONV2D && same_conv(&net->layers[j].conv, &l->conv) &&
-                            scratch_request(pl->req, pl->n, &net->layers[j], passes[k]);
+                /* the layers of that shape whose pass runs */
+                const int32_t uses = set_scratch(net, pl->req, pl->n, &l->conv, passes[k], NULL);
                 const double cost = (q.extra_ms > 0.0f ? q.extra_ms : 0.0) * uses;
                 if (cost > budget) continue;
                 const size_t t = packed_with(net, pl, copy, &l->conv, passes[k], q.ws);
@@ -170,7 +168,7 @@ static void lean_convs(sf_net *net, planner *pl)
             }
         sf_conv_lean q;
         if (!best || best_total >= total || !be->conv_lean(be, &best->conv, best_pass, true, &q)) break;
-        set_scratch(net, pl->req, pl->n, &best->conv, best_pass, q.ws);
+        set_scratch(net, pl->req, pl->n, &best->conv, best_pass, &q.ws);
         budget -= best_cost;
         total = best_total;
     }

@@ -149,13 +149,6 @@ static size_t nhwc_layout(const sf_cuda_conv_entry *e, size_t es, unsigned ops, 
     return at + nhwc_place(&e->sh, chunk, es, uses, ws ? (char *)ws + at : NULL, b);
 }
 
-static int same_shape(const sf_conv_shape *a, const sf_conv_shape *b)
-{
-    return a->n == b->n && a->cin == b->cin && a->h == b->h && a->w == b->w && a->cout == b->cout && a->k == b->k &&
-           a->stride == b->stride && a->pad == b->pad && a->oh == b->oh && a->ow == b->ow && a->x_nhwc == b->x_nhwc &&
-           a->y_nhwc == b->y_nhwc && a->x_binary == b->x_binary;
-}
-
 static void entry_destroy(sf_cuda_conv_entry *e)
 {
     for (int l = 0; l < SF_CONV_LAYOUTS; l++) {
@@ -499,9 +492,10 @@ static int lean_fastest(const sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int o
 
 /* Picks each op's path: the fastest measured or a leaner one (lean_fastest; auto, nchw; nhwc where the engine keeps
  * a side NHWC), else the one conv_algo forces (deterministic mode: that one, else cuDNN on NCHW; NHWC where the
- * engine keeps a side NHWC), falling back to any path that has the op. Where the engine keeps a side NHWC, cuDNN on NCHW is out, and so is
- * im2col + GEMM where that side is x. The split path is there for fp32 convolutions of spikes under auto and split
- * outside deterministic mode; an entry of TF32 parts has no im2col + GEMM path (its GEMMs would be SGEMMs). */
+ * engine keeps a side NHWC), falling back to any path that has the op. Where the engine keeps a side NHWC, cuDNN on
+ * NCHW is out, and so is im2col + GEMM where that side is x. The split path is there for fp32 convolutions of spikes
+ * under auto and split outside deterministic mode; an entry of TF32 parts has no im2col + GEMM path (its GEMMs would
+ * be SGEMMs). */
 static sf_status choose_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
 {
     const sf_conv_algo algo = c->conv_algo;
@@ -626,7 +620,7 @@ static sf_status setup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_ent
 static sf_status find(sf_cuda_ctx *c, const sf_conv_shape *sh, bool tf32_parts, int *index)
 {
     for (int i = 0; i < c->n_convs; i++)
-        if (same_shape(&c->convs[i].sh, sh) && c->convs[i].tf32_parts == tf32_parts) {
+        if (sf_conv_shape_equal(&c->convs[i].sh, sh) && c->convs[i].tf32_parts == tf32_parts) {
             *index = i;
             return SF_OK;
         }
@@ -667,7 +661,8 @@ size_t sf_cuda_op_conv_workspace(sf_backend *be, const sf_conv_shape *sh, sf_con
     sf_cuda_conv_entry *e = NULL;
     /* A failure here is reported again, with its message, by the conv call that follows. */
     if (lookup(sf_cuda_ctx_of(be), sh, &e) != SF_OK) return 0;
-    const size_t f = pass & SF_CONV_PASS_FORWARD ? e->ws_forward : 0, b = pass & SF_CONV_PASS_BACKWARD ? e->ws_backward : 0;
+    const size_t f = pass & SF_CONV_PASS_FORWARD ? e->ws_forward : 0,
+                 b = pass & SF_CONV_PASS_BACKWARD ? e->ws_backward : 0;
     return f > b ? f : b;
 }
 
@@ -952,7 +947,8 @@ static sf_status backward_on(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int pa
 static size_t split_layout(const sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int op, void *ws, float **w, float **y)
 {
     const sf_cuda_conv_entry *s2 = &c->convs[e->split_entries[0]], *s1 = &c->convs[e->split_entries[1]];
-    const size_t ws2 = path_ws(c, s2, s2->path[op], op), ws1 = op == SF_CONV_BWD_DATA ? path_ws(c, s1, s1->path[op], op) : 0;
+    const size_t ws2 = path_ws(c, s2, s2->path[op], op),
+                 ws1 = op == SF_CONV_BWD_DATA ? path_ws(c, s1, s1->path[op], op) : 0;
     const size_t groups = op == SF_CONV_BWD_DATA ? 3 : 2, cudnn = ws1 > ws2 ? ws1 : ws2,
                  nw = (size_t)e->sh.cout * e->sh.cin * e->sh.k * e->sh.k,
                  ny = (size_t)s2->sh.n * e->sh.cout * e->sh.oh * e->sh.ow;
