@@ -27,6 +27,10 @@ static sf_status input_value(sf_net *net, const sf_net_layer *l, int32_t id, con
         *out = buf;
         return SF_OK;
     case SF_KEEP_BITS:
+        if (root(net, id) == 0) { /* the input's values stay on the device for the whole step (x = NULL) */
+            *out = sf_net_slot_ptr(net, x->act);
+            return SF_OK;
+        }
         SF_TRY(net->be->spikes_expand(net->be, rows(net), x->per_sample, sf_net_slot_ptr(net, x->cbits), buf));
         *out = buf;
         return SF_OK;

@@ -51,6 +51,7 @@ typedef struct sf_net_tensor {
     /* event-driven execution (sparse.c) */
     bool compact;              /* the forward also makes the compact form (core/spikes.h) of these spikes */
     bool need_float;           /* compact: a reader needs the float values (else expanded only for a dense path) */
+    bool lists;                /* compact: a reader may run event-driven, so the lists and counts are planned */
     sf_slot cbits, cidx, ccnt; /* compact form: bits (saved arena when keep is SF_KEEP_BITS), lists, counts */
     bool gmask;                /* the gradient's nonzero pattern is written by the θ_grad LIF that alone reads it */
     sf_slot gbits, gcnt;
@@ -280,8 +281,12 @@ bool sf_net_tensor_is_binary(const sf_net *net, int32_t id);
 /* Crossovers of the AUTO layers: measured on the device once per shape (cached in the process), or the net's
  * fixed sparse_crossover. Called by sf_net_compile once the memory is planned. */
 sf_status sf_net_sparse_tune(sf_net *net);
-/* The compact form of tensor id (bits, idx, cnt as planned). */
+/* The compact form of tensor id as this step writes it: the bits, and the lists and counts where a reader runs
+ * event-driven this step (on a host backend, where readers choose after the tensor is made: wherever planned). */
 sf_spikes sf_net_compact_of(sf_net *net, int32_t id);
+/* Whether the producer of compact tensor id writes its float values this step: a reader needs them always, or on a
+ * device backend one runs dense this step (it would expand the bits otherwise). */
+bool sf_net_compact_values(sf_net *net, int32_t id);
 /* Where the number of ones of compact tensor id accumulates during a forward; of nonzero gradient entries of id. */
 float *sf_net_ones_count(sf_net *net, int32_t id);
 float *sf_net_grad_count(sf_net *net, int32_t id);

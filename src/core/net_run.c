@@ -104,13 +104,13 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
         if (training && out_t->keep == SF_KEEP_BYTES && l->d.kind == SF_LAYER_LIF)
             out.s_u8 = sf_net_slot_ptr(net, out_t->bytes);
         if (training || net->keep_all) out.h = sf_net_slot_ptr(net, l->h);
+        if (l->d.kind == SF_LAYER_RLIF) SF_TRY(sf_net_sparse_decide(net, l)); /* before its lists are asked for */
         if (out_t->compact && !l->fused_bn) { /* the kernel writes the compact form itself */
             out.c = sf_net_compact_of(net, l->out);
             out.row = out_t->per_sample;
-            if (!out_t->need_float) out.s = NULL;
+            if (!sf_net_compact_values(net, l->out)) out.s = NULL;
         }
         if (l->d.kind == SF_LAYER_RLIF) {
-            SF_TRY(sf_net_sparse_decide(net, l));
             SF_TRY(be->rlif_forward(be, &l->d.lif, net->T, net->B, out_t->per_sample, x,
                                     sf_net_weight(net, l->w_off), l->fwd_sparse, &out, sf_net_slot_ptr(net, l->sws_f)));
         } else {

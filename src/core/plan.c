@@ -395,8 +395,10 @@ static void plan_forward(sf_net *net, planner *pl)
             /* the backward of a linear layer reading them takes their bits (kept also when keep_all keeps floats) */
             if (x->keep != SF_KEEP_NONE) want_saved(pl, &x->cbits, bits);
             else want_work(pl, &x->cbits, bits, first, lastuse);
-            want_work(pl, &x->cidx, r * (size_t)x->per_sample, first, lastuse);
-            want_work(pl, &x->ccnt, r * (size_t)sf_spike_segs(x->per_sample) * sizeof(int32_t), first, lastuse);
+            if (x->lists) {
+                want_work(pl, &x->cidx, r * (size_t)x->per_sample, first, lastuse);
+                want_work(pl, &x->ccnt, r * (size_t)sf_spike_segs(x->per_sample) * sizeof(int32_t), first, lastuse);
+            }
         }
     }
     for (int32_t i = 0; i < L; i++) {
@@ -469,7 +471,9 @@ static void plan_backward(sf_net *net, planner *pl)
         int32_t t = t_bwd(pl, w);
         int32_t in = root(net, l->in);
         sf_keep_kind k = net->tensors[in].keep;
-        bool rebuild = (k == SF_KEEP_BYTES || k == SF_KEEP_RECOMPUTE || k == SF_KEEP_BITS) && needs_input_value(net, i);
+        /* the input's values need no rebuilding: they stay for the whole step */
+        bool rebuild = in != 0 && (k == SF_KEEP_BYTES || k == SF_KEEP_RECOMPUTE || k == SF_KEEP_BITS) &&
+                       needs_input_value(net, i);
         /* A conv reads its input before it writes dx (backend.h), so when it writes its input's gradient first the
          * input can be rebuilt right there: one activation-sized buffer less at the backward's peak. */
         l->rebuild_in_grad = rebuild && l->d.kind == SF_LAYER_CONV2D && net->tensors[in].requires_grad &&

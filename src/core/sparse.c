@@ -40,10 +40,24 @@ static bool is_sparse_linear(const sf_net_layer *l)
     return l->d.kind == SF_LAYER_LINEAR && l->sparse != SF_SPARSE_OFF;
 }
 
+/* Does a linear or convolution read the input? Their dense paths take a faster route for spikes known to be 0/1. */
+static bool input_feeds_product(const sf_net *net)
+{
+    for (int32_t i = 0; i < net->n_layers; i++) {
+        const sf_net_layer *l = &net->layers[i];
+        if (root(net, l->in) == 0 && (l->d.kind == SF_LAYER_LINEAR || l->d.kind == SF_LAYER_CONV2D)) return true;
+    }
+    return false;
+}
+
 void sf_net_sparse_mark(sf_net *net)
 {
     const int32_t L = net->n_layers;
-    for (int32_t t = 0; t <= L; t++) net->tensors[t].compact = net->tensors[t].need_float = net->tensors[t].gmask = false;
+    for (int32_t t = 0; t <= L; t++)
+        net->tensors[t].compact = net->tensors[t].need_float = net->tensors[t].lists = net->tensors[t].gmask = false;
+    /* Input spikes are checked in every mode (their compaction flags a value other than 0 or 1), which makes them
+     * binary for the dense products too. */
+    net->tensors[0].compact = net->p.input_spikes && input_feeds_product(net);
     for (int32_t i = 0; i < L; i++) {
         sf_net_layer *l = &net->layers[i];
         sf_sparse_mode mode = l->d.sparse < 0 ? net->p.sparse : (sf_sparse_mode)l->d.sparse;
@@ -58,10 +72,10 @@ void sf_net_sparse_mark(sf_net *net)
         l->bwd_flags = 0;
         if (l->d.kind == SF_LAYER_LINEAR && sf_net_tensor_is_spikes(net, l->in)) {
             l->sparse = mode;
-            if (mode != SF_SPARSE_OFF) net->tensors[root(net, l->in)].compact = true;
+            if (mode != SF_SPARSE_OFF) net->tensors[root(net, l->in)].compact = net->tensors[root(net, l->in)].lists = true;
         } else if (l->d.kind == SF_LAYER_RLIF) {
             l->sparse = mode;
-            if (mode != SF_SPARSE_OFF) net->tensors[l->out].compact = true;
+            if (mode != SF_SPARSE_OFF) net->tensors[l->out].compact = net->tensors[l->out].lists = true;
         }
     }
     /* Float values are written for readers other than event-driven linear layers, and for the output. */
@@ -87,10 +101,43 @@ void sf_net_sparse_mark(sf_net *net)
     }
 }
 
+/* Does a reader of compact tensor t run its forward event-driven (want = true) or dense (false) this step? On a
+ * device backend the choices come from the last step, so asking here gives what the reader will choose. */
+static bool reader_runs(sf_net *net, int32_t t, bool want)
+{
+    for (int32_t i = 0; i < net->n_layers; i++) {
+        sf_net_layer *l = &net->layers[i];
+        if (!is_sparse_linear(l) || root(net, l->in) != t) continue;
+        if (sf_net_sparse_decide(net, l) == SF_OK && l->fwd_sparse == want) return true;
+    }
+    return false;
+}
+
+/* Lists are written where a reader may use them: every step on a host backend, whose readers choose after they are
+ * made; on a device, where a reader's forward runs event-driven this step or, for a recurrent layer's own output, its
+ * recurrence does (the grid kernels make their lists from the bits, the per-sample fallback reads them). */
+static bool lists_now(sf_net *net, int32_t t)
+{
+    const sf_net_tensor *x = &net->tensors[t];
+    if (!x->lists) return false;
+    if (net->be->host_memory) return true;
+    const sf_net_layer *p = x->producer >= 0 ? &net->layers[x->producer] : NULL;
+    return (p && p->d.kind == SF_LAYER_RLIF && p->fwd_sparse) || reader_runs(net, t, true);
+}
+
 sf_spikes sf_net_compact_of(sf_net *net, int32_t id)
 {
-    const sf_net_tensor *x = &net->tensors[root(net, id)];
-    return (sf_spikes){sf_net_slot_ptr(net, x->cbits), sf_net_slot_ptr(net, x->cidx), sf_net_slot_ptr(net, x->ccnt)};
+    const int32_t t = root(net, id);
+    const sf_net_tensor *x = &net->tensors[t];
+    const bool lists = lists_now(net, t);
+    return (sf_spikes){sf_net_slot_ptr(net, x->cbits), lists ? sf_net_slot_ptr(net, x->cidx) : NULL,
+                       lists ? sf_net_slot_ptr(net, x->ccnt) : NULL};
+}
+
+bool sf_net_compact_values(sf_net *net, int32_t id)
+{
+    const int32_t t = root(net, id);
+    return net->tensors[t].need_float || (!net->be->host_memory && reader_runs(net, t, false));
 }
 
 /* Counts live in two head arrays; an index k names one: tcounts[k] for k < 2(L+1), else spike_counts[k - 2(L+1)].
@@ -206,7 +253,7 @@ sf_status sf_net_spike_linear_forward(sf_net *net, sf_net_layer *l, float *y)
         return be->spike_linear_forward(be, rows(net), in, l->d.out_features, &c, sf_net_weight(net, l->w_off),
                                         param(net, l->b_off), y, sf_net_slot_ptr(net, l->sws_f));
     float *x = sf_net_act(net, t);
-    if (!net->tensors[t].need_float && t != 0) SF_TRY(be->spikes_expand(be, rows(net), in, c.bits, x));
+    if (t != 0 && !sf_net_compact_values(net, t)) SF_TRY(be->spikes_expand(be, rows(net), in, c.bits, x));
     return be->binary_linear_forward(be, rows(net), in, l->d.out_features, x, sf_net_weight(net, l->w_off),
                                      param(net, l->b_off), y);
 }
@@ -224,7 +271,8 @@ sf_status sf_net_spike_linear_backward(sf_net *net, sf_net_layer *l, const float
                                          sf_net_slot_ptr(net, l->sws_b));
     }
     float *x = sf_net_slot_ptr(net, l->in_float);
-    if (net->tensors[t].keep == SF_KEEP_FLOAT) x = sf_net_act(net, t); /* keep_all: kept as floats, nothing planned */
+    /* kept as floats (keep_all), or the input, whose values stay on the device for the whole step */
+    if (net->tensors[t].keep == SF_KEEP_FLOAT || t == 0) x = sf_net_act(net, t);
     else SF_TRY(be->spikes_expand(be, rows(net), in, c.bits, x));
     return be->binary_linear_backward(be, rows(net), in, l->d.out_features, x, sf_net_weight(net, l->w_off), dy, dx,
                                       pgrad(net, l->w_off), pgrad(net, l->b_off));
