@@ -15,6 +15,9 @@
 
 #include <stdbool.h>
 
+/* Recordings of the training step a net keeps, one per combination of event-driven paths (net_step.c). */
+#define SF_NET_GRAPHS 4
+
 /* How the backward obtains a tensor that a consumer's backward needs (e.g. a linear layer's input). */
 typedef enum sf_keep_kind {
     SF_KEEP_NONE = 0, /* no backward reads it */
@@ -145,11 +148,14 @@ struct sf_net {
     bool profiling;
     bool keep_all; /* sf_net_set_keep_activations: every tensor and LIF membrane potential stays readable */
     char *summary;
-    /* the training step recorded as a backend graph (net_step.c) */
-    void *graph;
+    /* the training step recorded as backend graphs (net_step.c), one per combination of event-driven paths that
+     * recent steps took: a layer whose density sits at its crossover may switch paths from step to step */
+    void *graphs[SF_NET_GRAPHS];
+    uint64_t graph_paths[SF_NET_GRAPHS]; /* sf_net_sparse_signature of each recording */
+    int32_t n_graphs, oldest_graph;      /* recordings held; the one a new recording replaces once all are held */
+    void *graph;                         /* the recording of this step's paths, or NULL */
     int32_t plain_steps; /* training steps run without a graph since the compile */
     bool graph_failed;   /* recording failed once for this compile: stay on the plain path */
-    uint64_t graph_paths; /* sf_net_sparse_signature when it was recorded */
     /* fp16's dynamic loss scale (GradScaler's rule; net_step.c) */
     float loss_scale;
     int64_t loss_scale_steps; /* good steps since the scale last changed */

@@ -56,16 +56,22 @@ static bool graph_allowed(const sf_net *net)
     return true;
 }
 
+static void free_recordings(sf_net *net)
+{
+    for (int32_t i = 0; i < net->n_graphs; i++) net->be->graph_free(net->be, net->graphs[i]);
+    net->n_graphs = net->oldest_graph = 0;
+    net->graph = NULL;
+}
+
 void sf_net_drop_graph(sf_net *net)
 {
-    if (net->graph) net->be->graph_free(net->be, net->graph);
-    net->graph = NULL;
+    free_recordings(net);
     net->plain_steps = 0;
     net->graph_failed = false;
 }
 
-/* Records the body. A failure leaves no graph and marks the net so that it stays on the plain path: a graph is
- * an optimisation and never fails a step. */
+/* Records the body for this step's paths, in a free slot or in place of the oldest recording. A failure leaves no
+ * graph and marks the net so that it stays on the plain path: a graph is an optimisation and never fails a step. */
 static void record(sf_net *net)
 {
     sf_backend *be = net->be;
@@ -81,19 +87,28 @@ static void record(sf_net *net)
         net->graph_failed = true;
         return;
     }
-    net->graph = g;
+    int32_t k = net->n_graphs;
+    if (k == SF_NET_GRAPHS) {
+        k = net->oldest_graph;
+        net->oldest_graph = (k + 1) % SF_NET_GRAPHS;
+        be->graph_free(be, net->graphs[k]);
+    } else {
+        net->n_graphs++;
+    }
+    net->graphs[k] = net->graph = g;
+    net->graph_paths[k] = sf_net_sparse_signature(net);
 }
 
 /* On a device backend the event-driven layers choose their paths from the last step before the step runs, so a
- * recorded step is replayed only while those choices are the ones it recorded. */
+ * step replays the recording made for the same choices, if one is held. */
 static sf_status choose_paths(sf_net *net)
 {
     if (net->be->host_memory) return SF_OK;
     for (int32_t i = 0; i < net->n_layers; i++) SF_TRY(sf_net_sparse_decide(net, &net->layers[i]));
-    if (net->graph && net->graph_paths != sf_net_sparse_signature(net)) {
-        net->be->graph_free(net->be, net->graph);
-        net->graph = NULL;
-    }
+    const uint64_t paths = sf_net_sparse_signature(net);
+    net->graph = NULL;
+    for (int32_t i = 0; i < net->n_graphs; i++)
+        if (net->graph_paths[i] == paths) net->graph = net->graphs[i];
     return SF_OK;
 }
 
@@ -101,10 +116,7 @@ static sf_status step_body(sf_net *net)
 {
     SF_TRY(choose_paths(net));
     if (graph_allowed(net)) {
-        if (!net->graph) {
-            record(net);
-            net->graph_paths = sf_net_sparse_signature(net);
-        }
+        if (!net->graph) record(net);
         if (net->graph) {
             sf_status s = net->be->graph_launch(net->be, net->graph);
             if (s == SF_OK) {
@@ -113,9 +125,8 @@ static sf_status step_body(sf_net *net)
                 return SF_OK;
             }
             if (s != SF_ERR_STATE) return s;
-            /* backend memory moved since the recording: record again next step, run this one plainly */
-            net->be->graph_free(net->be, net->graph);
-            net->graph = NULL;
+            /* backend memory moved since the recordings: record again next step, run this one plainly */
+            free_recordings(net);
         }
     }
     SF_TRY(body_ops(net));

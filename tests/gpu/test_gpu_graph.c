@@ -2,8 +2,9 @@
  * of a small net (conv → BN → LIF → maxpool → linear → BN → LIF → linear, leaky readout), one on a backend with
  * graphs and one created with sf_cuda_options.graph = 0, train on the same batches. Covers SGD and AdamW, an eval step
  * between training steps, a recompile to another batch size (the graph is recorded anew), a net with dropout,
- * which must stay on the plain path, and the 16-bit precisions (bf16 with SGD, fp16 with AdamW: its loss scale is
- * read from device memory inside the graph).
+ * which must stay on the plain path, the 16-bit precisions (bf16 with SGD, fp16 with AdamW: its loss scale is
+ * read from device memory inside the graph), and an event-driven net whose layers switch paths from step to step
+ * (each combination of paths keeps its own recording, replayed when it comes back).
  * Bitwise: both nets run the same kernels (a fixed cuBLAS workspace keeps cuBLAS's choice the same under capture,
  * and the convolutions take the fixed im2col + SGEMM path), so losses, parameters, gradients, BN statistics and
  * optimizer states must agree to the bit; any difference is printed. */
@@ -139,6 +140,59 @@ static void compare(sf_optimizer opt, sf_precision prec)
     sf_net_free(p);
 }
 
+/* A spiking MLP on spike input with sparse = auto, its crossovers set before each step so that the two event-driven
+ * layers take the combinations A, B, A, C, B, A of forward paths: three recordings, each replayed when its paths
+ * come back, and the same results as the plain steps. */
+static void switching_paths(void)
+{
+    printf("event-driven paths switching between steps:\n");
+    sf_net *nets[2];
+    for (int k = 0; k < 2; k++) {
+        sf_net_params p;
+        sf_net_default_params(&p);
+        p.cuda.graph = k == 0;
+        p.device = (sf_device){SF_DEVICE_CUDA, 0};
+        p.in_channels = 40;
+        p.input_spikes = 1;
+        p.sparse = SF_SPARSE_AUTO;
+        p.sparse_crossover = 0.5f; /* fixed: nothing timed, both nets alike */
+        CHECK_OK(sf_net_create(&p, &nets[k]));
+        add(nets[k], SF_LAYER_LINEAR, 24);
+        add(nets[k], SF_LAYER_LIF, 0);
+        add(nets[k], SF_LAYER_LINEAR, K);
+        CHECK_OK(sf_net_compile(nets[k], T, B_MAX));
+        sf_optim_params o;
+        sf_optim_default_params(&o);
+        o.lr = 0.05f;
+        CHECK_OK(sf_net_set_optimizer(nets[k], &o));
+    }
+    static const float crossover[][2] = {{1.0f, 1.0f}, {0.0f, 1.0f}, {1.0f, 1.0f}, {1.0f, 0.0f}, {0.0f, 1.0f}, {1.0f, 1.0f}};
+    float x[T * B_MAX * 40];
+    int32_t labels[B_MAX];
+    for (int s = 0; s < 7; s++) {
+        for (int64_t i = 0; i < T * B_MAX * 40; i++) x[i] = (float)((i * 7919 + s * 104729) % 5 == 0);
+        for (int64_t b = 0; b < B_MAX; b++) labels[b] = (int32_t)((b + s) % K);
+        sf_step_result r[2];
+        for (int k = 0; k < 2; k++) {
+            if (s > 0) /* the first step runs plainly and measures the densities the choices read */
+                for (int32_t layer = 0; layer < 3; layer += 2) {
+                    sf_layer_sparsity q[3];
+                    sf_net_layer_sparsity(nets[k], q, 3);
+                    q[layer].crossover_forward = q[layer].crossover_backward = crossover[s - 1][layer / 2];
+                    CHECK_OK(sf_net_set_layer_sparsity(nets[k], layer, &q[layer]));
+                }
+            CHECK_OK(sf_net_train_step(nets[k], x, labels, &r[k]));
+        }
+        CHECK(r[0].loss == r[1].loss, "step %d: loss %.9g with graphs, %.9g without", s, r[0].loss, r[1].loss);
+    }
+    CHECK(nets[0]->n_graphs == 3 && nets[0]->plain_steps == 1,
+          "%d recordings and %d plain steps, expected 3 and 1 (one per combination of paths, each replayed)",
+          nets[0]->n_graphs, nets[0]->plain_steps);
+    close_role(nets[0], nets[1], SF_ROLE_PARAM, "parameters", 0.0);
+    sf_net_free(nets[0]);
+    sf_net_free(nets[1]);
+}
+
 int main(void)
 {
     if (sf_cuda_device_count() < 1) {
@@ -156,5 +210,6 @@ int main(void)
     close_role(d, dp, SF_ROLE_PARAM, "parameters", 0.0);
     sf_net_free(d);
     sf_net_free(dp);
+    switching_paths();
     return tu_finish("test_gpu_graph");
 }
