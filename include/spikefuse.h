@@ -57,6 +57,11 @@ typedef struct sf_device {
 SF_API sf_status sf_device_parse(const char *text, sf_device *out);
 /* Number of usable CUDA devices (0 when built without CUDA or when no GPU is present). */
 SF_API int32_t sf_cuda_device_count(void);
+/* Host memory for the batches given to a net on `device`: page-locked on a CUDA device, where a step's upload then
+ * runs at the bus's speed (pageable memory is staged through a driver buffer at a fraction of it), malloc's
+ * elsewhere or where no page-locked memory can be had. NULL when out of memory. Free with sf_host_free, same device. */
+SF_API void *sf_host_alloc(sf_device device, size_t bytes);
+SF_API void sf_host_free(sf_device device, void *p);
 /* Sets the number of OpenMP threads the CPU backend uses (<= 0: the OpenMP default). */
 SF_API void sf_set_num_threads(int32_t n);
 SF_API int32_t sf_get_num_threads(void);

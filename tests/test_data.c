@@ -643,6 +643,21 @@ static int batch_equal(const sf_batch *a, const sf_batch *b)
            memcmp(a->x, b->x, n * sizeof(float)) == 0 && memcmp(a->labels, b->labels, (size_t)a->B * 4) == 0;
 }
 
+/* An allocator that counts what it hands out and takes back (a trainer's is page-locked memory for a GPU). */
+static int live_batches, batch_allocs;
+static void *counted_alloc(size_t bytes, void *ctx)
+{
+    (void)ctx;
+    live_batches++, batch_allocs++;
+    return malloc(bytes);
+}
+static void counted_release(void *p, void *ctx)
+{
+    (void)ctx;
+    live_batches -= p != NULL;
+    free(p);
+}
+
 static void test_loader_training(void)
 {
     sf_dataset *ds = synthetic(53, 1, 4, 5);
@@ -656,7 +671,11 @@ static void test_loader_training(void)
     p.prefetch = 0;
     CHECK_OK(sf_loader_create(ds, &p, &sync));
     p.prefetch = 1;
+    p.memory = (sf_batch_memory){counted_alloc, counted_release, NULL}; /* the batches in the caller's memory */
     CHECK_OK(sf_loader_create(ds, &p, &pre));
+    p.memory = (sf_batch_memory){0};
+    CHECK(batch_allocs == 2 && live_batches == 2, "the loader took its two batches from the allocator given (%d, %d)",
+          batch_allocs, live_batches);
     if (!sync || !pre) return;
     CHECK(sf_loader_batches_per_epoch(pre) == 6, "training drops the incomplete last batch (6 of 8)");
     int64_t order[53];
@@ -739,6 +758,7 @@ static void test_loader_training(void)
     CHECK(sf_loader_set_state(pre, &bad) == SF_ERR_INVALID, "a state past the epoch end is refused");
     sf_loader_free(sync);
     sf_loader_free(pre);
+    CHECK(live_batches == 0, "%d batches not given back to the allocator", live_batches);
 
     p.batch = 54;
     sf_loader *none = NULL;

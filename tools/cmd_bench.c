@@ -95,13 +95,15 @@ static int parse_args(int argc, char **argv, bench_args *a, int *help)
 typedef struct batch_source {
     sf_dataset *ds;
     sf_loader *ld;
-    float *x;
+    float *x; /* the fixed batch, in host memory for the net's device */
     int32_t *labels;
+    sf_device device;
 } batch_source;
 
 static sf_status source_open(batch_source *src, const sf_config *cfg, int synthetic)
 {
     memset(src, 0, sizeof *src);
+    src->device = cfg->net.device;
     if (!synthetic) {
         SF_TRY(sf_config_load_split(cfg, SF_SPLIT_TRAIN, &src->ds));
         sf_loader_params lp;
@@ -111,7 +113,7 @@ static sf_status source_open(batch_source *src, const sf_config *cfg, int synthe
     const sf_net_params *np = &cfg->net;
     size_t n = (size_t)cfg->train.timesteps * (size_t)cfg->train.batch * (size_t)np->in_channels *
                (size_t)np->in_height * (size_t)np->in_width;
-    src->x = malloc(n * sizeof *src->x);
+    src->x = sf_host_alloc(cfg->net.device, n * sizeof *src->x);
     src->labels = malloc((size_t)cfg->train.batch * sizeof *src->labels);
     if (!src->x || !src->labels) return sf_fail(SF_ERR_NOMEM, "out of memory for a synthetic batch");
     for (size_t i = 0; i < n; i++) { /* spikes (10%) where the net takes spikes, else uniform values */
@@ -142,7 +144,7 @@ static void source_close(batch_source *src)
 {
     sf_loader_free(src->ld);
     sf_dataset_free(src->ds);
-    free(src->x);
+    sf_host_free(src->device, src->x);
     free(src->labels);
 }
 

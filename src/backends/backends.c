@@ -8,6 +8,8 @@
 #include "cuda/cuda_backend.h"
 #endif
 
+#include <stdlib.h>
+
 sf_status sf_backend_create(sf_device dev, sf_precision precision, const sf_cuda_options *cuda, sf_backend **out)
 {
     *out = NULL;
@@ -48,6 +50,25 @@ int32_t sf_cuda_device_count(void)
 #else
     return 0;
 #endif
+}
+
+void *sf_host_alloc(sf_device device, size_t bytes)
+{
+#ifdef SF_HAVE_CUDA
+    if (device.kind == SF_DEVICE_CUDA) return sf_cuda_host_alloc(bytes);
+#endif
+    return malloc(bytes ? bytes : 1);
+}
+
+void sf_host_free(sf_device device, void *p)
+{
+#ifdef SF_HAVE_CUDA
+    if (device.kind == SF_DEVICE_CUDA) {
+        sf_cuda_host_free(p);
+        return;
+    }
+#endif
+    free(p);
 }
 
 void sf_set_num_threads(int32_t n) { sf_cpu_set_threads(n); }

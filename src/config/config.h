@@ -97,7 +97,8 @@ sf_status sf_config_write(const sf_config *cfg, char **text);
 void sf_config_data_params(const sf_config *cfg, sf_data_params *out);
 /* Loads one split of the config's dataset from train.data_dir (or the dataset's default directory). */
 sf_status sf_config_load_split(const sf_config *cfg, sf_split split, sf_dataset **out);
-/* Loader parameters for the training (training = 1) or evaluation split of this config. */
+/* Loader parameters for the training (training = 1) or evaluation split of this config. Its batches live in host
+ * memory for cfg's device (sf_host_alloc), so cfg must outlive the loader. */
 void sf_config_loader_params(const sf_config *cfg, int32_t training, sf_loader_params *out);
 
 /* Creates the network: sf_net_create with cfg->net, then sf_net_add for every layer, then sets the optimizer.

@@ -27,6 +27,9 @@ sf_status sf_config_load_split(const sf_config *cfg, sf_split split, sf_dataset 
     return sf_dataset_load(cfg->train.dataset, cfg->train.data_dir[0] ? cfg->train.data_dir : NULL, split, &p, out);
 }
 
+static void *batch_alloc(size_t bytes, void *device) { return sf_host_alloc(*(const sf_device *)device, bytes); }
+static void batch_release(void *p, void *device) { sf_host_free(*(const sf_device *)device, p); }
+
 void sf_config_loader_params(const sf_config *cfg, int32_t training, sf_loader_params *p)
 {
     const sf_config_train *t = &cfg->train;
@@ -48,6 +51,8 @@ void sf_config_loader_params(const sf_config *cfg, int32_t training, sf_loader_p
     }
     p->prefetch = 1;
     p->events = t->events;
+    /* page-locked where the net runs on a GPU: each step's upload then runs at the bus's speed */
+    p->memory = (sf_batch_memory){batch_alloc, batch_release, (void *)&cfg->net.device};
 }
 
 sf_status sf_config_build_net(const sf_config *cfg, sf_net **out)

@@ -36,8 +36,14 @@ static size_t cu_held_bytes(sf_backend *be)
 static sf_status cu_copy_from_host(sf_backend *be, void *dst, const void *src, size_t bytes)
 {
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
-    /* From pageable memory this returns once src has been staged, so the caller may reuse src at once. */
-    if (bytes) SF_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->stream));
+    /* From pageable memory this returns once src has been staged, so the caller may reuse src at once; from
+     * page-locked memory (sf_host_alloc) the copy runs at the bus's speed but asynchronously, so it is waited for. */
+    if (!bytes) return SF_OK;
+    SF_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->stream));
+    cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, src) == cudaSuccess && a.type == cudaMemoryTypeHost)
+        SF_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    (void)cudaGetLastError();
     return SF_OK;
 }
 
@@ -277,6 +283,23 @@ sf_status sf_cuda_backend_create(int32_t device, sf_precision precision, const s
 }
 
 void *sf_cuda_backend_stream(sf_backend *be) { return ((sf_cuda_ctx *)be->ctx)->stream; }
+
+void *sf_cuda_host_alloc(size_t bytes)
+{
+    void *p = NULL;
+    if (cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable) == cudaSuccess) return p;
+    (void)cudaGetLastError(); /* no device, or no page-locked memory left: pageable memory works, only slower */
+    return malloc(bytes ? bytes : 1);
+}
+
+void sf_cuda_host_free(void *p)
+{
+    cudaPointerAttributes a;
+    if (!p) return;
+    if (cudaPointerGetAttributes(&a, p) == cudaSuccess && a.type == cudaMemoryTypeHost) cudaFreeHost(p);
+    else free(p);
+    (void)cudaGetLastError();
+}
 
 int32_t sf_cuda_count_devices(void)
 {

@@ -49,6 +49,10 @@ sf_status sf_cuda_bn_lif_backward(const sf_lif_params *p, int64_t T, sf_bn_shape
                                   const void *ds, void *dx, float *dgamma, float *dbeta, const sf_lif_state *st,
                                   void *workspace, size_t workspace_bytes, void *stream);
 
+/* sf_host_alloc and sf_host_free on a CUDA device: page-locked memory, or malloc's where none can be had. */
+void *sf_cuda_host_alloc(size_t bytes);
+void sf_cuda_host_free(void *p);
+
 /* Usable CUDA devices now (0 when the driver finds none). */
 int32_t sf_cuda_count_devices(void);
 

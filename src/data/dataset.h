@@ -210,6 +210,14 @@ sf_status sf_encoding_parse(const char *name, sf_encoding *out);
 const char *sf_encoding_name(sf_encoding e);
 
 /* ---------------------------------------------------------------- loader */
+/* Where a loader keeps its batches: malloc's memory unless given an allocator (a trainer feeding a GPU gives
+ * page-locked memory, sf_host_alloc, whose uploads run at the bus's speed). */
+typedef struct sf_batch_memory {
+    void *(*alloc)(size_t bytes, void *ctx); /* NULL: malloc and free */
+    void (*release)(void *p, void *ctx);
+    void *ctx;
+} sf_batch_memory;
+
 typedef struct sf_loader_params {
     int64_t batch;       /* B */
     int64_t timesteps;   /* T */
@@ -231,6 +239,7 @@ typedef struct sf_loader_params {
                           * (samples shard·batch .. (shard+1)·batch − 1 of it); an evaluation epoch's last global
                           * batch may leave a shard fewer real samples than others, even none (valid = 0) */
     int32_t shard;
+    sf_batch_memory memory; /* the batches' floats */
 } sf_loader_params;
 
 /* batch 64, T 1, direct, seed 0, training, no augmentation (crop_pad 4 and no erasing when turned on), normalised

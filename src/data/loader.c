@@ -198,7 +198,7 @@ sf_status sf_loader_create(const sf_dataset *ds, const sf_loader_params *p, sf_l
     int ok = l->order && l->idx;
     for (int i = 0; i < NUM_SLOTS && ok; i++) {
         slot *s = &l->slots[i];
-        s->x = malloc(numel * sizeof *s->x);
+        s->x = p->memory.alloc ? p->memory.alloc(numel * sizeof *s->x, p->memory.ctx) : malloc(numel * sizeof *s->x);
         s->labels = malloc((size_t)p->batch * sizeof *s->labels);
         ok = s->x && s->labels;
         s->batch = (sf_batch){s->x, s->labels, p->timesteps, p->batch, shape[0], shape[1], shape[2], 0, 0, 0};
@@ -231,7 +231,8 @@ void sf_loader_free(sf_loader *l)
     pthread_mutex_destroy(&l->mu);
     pthread_cond_destroy(&l->cv);
     for (int i = 0; i < NUM_SLOTS; i++) {
-        free(l->slots[i].x);
+        if (l->p.memory.alloc) l->p.memory.release(l->slots[i].x, l->p.memory.ctx);
+        else free(l->slots[i].x);
         free(l->slots[i].labels);
     }
     free(l->order);

@@ -4,13 +4,15 @@
  * between training steps, a recompile to another batch size (the graph is recorded anew), a net with dropout,
  * which must stay on the plain path, the 16-bit precisions (bf16 with SGD, fp16 with AdamW: its loss scale is
  * read from device memory inside the graph), and an event-driven net whose layers switch paths from step to step
- * (each combination of paths keeps its own recording, replayed when it comes back).
+ * (each combination of paths keeps its own recording, replayed when it comes back), its batches given to the graph
+ * net from page-locked memory (sf_host_alloc) and to the plain one from pageable memory.
  * Bitwise: both nets run the same kernels (a fixed cuBLAS workspace keeps cuBLAS's choice the same under capture,
  * and the convolutions take the fixed im2col + SGEMM path), so losses, parameters, gradients, BN statistics and
  * optimizer states must agree to the bit; any difference is printed. */
 #include "core/net_internal.h"
 #include "testutil.h"
 
+#include <cuda_runtime.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,8 +171,14 @@ static void switching_paths(void)
     static const float crossover[][2] = {{1.0f, 1.0f}, {0.0f, 1.0f}, {1.0f, 1.0f}, {1.0f, 0.0f}, {0.0f, 1.0f}, {1.0f, 1.0f}};
     float x[T * B_MAX * 40];
     int32_t labels[B_MAX];
+    const sf_device gpu = {SF_DEVICE_CUDA, 0};
+    float *locked = sf_host_alloc(gpu, sizeof x);
+    struct cudaPointerAttributes at;
+    CHECK(locked && cudaPointerGetAttributes(&at, locked) == cudaSuccess && at.type == cudaMemoryTypeHost,
+          "sf_host_alloc on a GPU gave no page-locked memory");
     for (int s = 0; s < 7; s++) {
         for (int64_t i = 0; i < T * B_MAX * 40; i++) x[i] = (float)((i * 7919 + s * 104729) % 5 == 0);
+        memcpy(locked, x, sizeof x);
         for (int64_t b = 0; b < B_MAX; b++) labels[b] = (int32_t)((b + s) % K);
         sf_step_result r[2];
         for (int k = 0; k < 2; k++) {
@@ -181,7 +189,7 @@ static void switching_paths(void)
                     q[layer].crossover_forward = q[layer].crossover_backward = crossover[s - 1][layer / 2];
                     CHECK_OK(sf_net_set_layer_sparsity(nets[k], layer, &q[layer]));
                 }
-            CHECK_OK(sf_net_train_step(nets[k], x, labels, &r[k]));
+            CHECK_OK(sf_net_train_step(nets[k], k == 0 ? locked : x, labels, &r[k]));
         }
         CHECK(r[0].loss == r[1].loss, "step %d: loss %.9g with graphs, %.9g without", s, r[0].loss, r[1].loss);
     }
@@ -189,6 +197,7 @@ static void switching_paths(void)
           "%d recordings and %d plain steps, expected 3 and 1 (one per combination of paths, each replayed)",
           nets[0]->n_graphs, nets[0]->plain_steps);
     close_role(nets[0], nets[1], SF_ROLE_PARAM, "parameters", 0.0);
+    sf_host_free(gpu, locked);
     sf_net_free(nets[0]);
     sf_net_free(nets[1]);
 }
