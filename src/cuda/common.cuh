@@ -104,6 +104,15 @@ static inline unsigned sf_cuda_blocks(int64_t n, int threads)
     return (unsigned)b;
 }
 
+/* A grid over [rows, cols] for kernels that give each thread one column (blocks of `threads` across) and loop over
+ * every gridDim.y-th row: enough rows of blocks to fill the GPU, about 2048 blocks in all. */
+static inline dim3 sf_cuda_row_grid(int64_t rows, int64_t cols, int threads)
+{
+    const unsigned across = sf_cuda_blocks(cols, threads);
+    const int64_t down = rows < 1 ? 1 : rows < 65535 ? rows : 65535, fill = (2048 + across - 1) / across;
+    return dim3(across, (unsigned)(down < fill ? down : fill));
+}
+
 #define SF_CUDA_GRID_STRIDE(i, n)                                                                                      \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 

@@ -9,9 +9,13 @@
 
 #include <limits.h>
 
+/* A thread per column, its value kept in a register, over every gridDim.y-th row: no 64-bit modulo per element. */
 template <class T> __global__ void bias_fill_kernel(int64_t rows, int32_t out, const float *b, T *y)
 {
-    SF_CUDA_GRID_STRIDE(i, rows * out) y[i] = sf_narrow<T>(b[i % out]);
+    const int32_t j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= out) return;
+    const T v = sf_narrow<T>(b[j]);
+    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) y[r * out + j] = v;
 }
 
 /* db[j] = Σ_r dy[r, j] in two deterministic steps: blocks of 32 columns × 8 row-lanes sum a chunk of rows each
@@ -78,9 +82,11 @@ static sf_status check_dims(int64_t rows, int32_t in, int32_t out)
 
 sf_status sf_cuda_bias_fill(sf_cuda_ctx *c, int64_t rows, int32_t out, const float *b, float *y)
 {
+    if (rows <= 0 || out <= 0) return SF_OK;
+    const dim3 grid = sf_cuda_row_grid(rows, out, 256);
     return sf_cuda_with_act(c->act, [&](auto tag) {
         using T = decltype(tag);
-        bias_fill_kernel<T><<<sf_cuda_blocks(rows * out, 256), 256, 0, c->stream>>>(rows, out, b, (T *)y);
+        bias_fill_kernel<T><<<grid, 256, 0, c->stream>>>(rows, out, b, (T *)y);
         SF_CUDA_LAUNCHED();
         return SF_OK;
     });

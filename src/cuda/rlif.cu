@@ -276,16 +276,15 @@ __global__ void __launch_bounds__(SF_SPIKE_SEG)
     if (count) sf_cuda_add_count(count, nz);
 }
 
-/* s = h >= θ as bits (the spikes of a forward whose h was kept). */
+/* s = h >= θ as bits (the spikes of a forward whose h was kept): a thread per neuron of a row, its warp's ballot
+ * one word, over every gridDim.y-th row (reads coalesced, where a thread per word read 32 strided floats). */
 __global__ void bits_from_h_kernel(int64_t rows, int64_t n, float theta, const float *h, uint32_t *bits)
 {
-    const int64_t words = (n + 31) / 32;
-    SF_CUDA_GRID_STRIDE(q, rows * words)
-    {
-        const int64_t r = q / words, w = q % words;
-        uint32_t word = 0;
-        for (int64_t i = 32 * w; i < n && i < 32 * w + 32; i++) word |= (uint32_t)(h[r * n + i] >= theta) << (i & 31);
-        bits[q] = word;
+    const int64_t words = (n + 31) / 32, i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= 32 * words) return; /* whole warps: 32·words and the warps both align to 32 */
+    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+        const unsigned m = __ballot_sync(0xffffffffu, i < n && h[r * n + i] >= theta);
+        if ((threadIdx.x & 31) == 0) bits[r * words + i / 32] = m;
     }
 }
 
@@ -373,8 +372,8 @@ sf_status sf_cuda_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64
         SF_TRY(forward(c, p, T, B, n, x, v, fwd_sparse, &o, w));
         h = w.h;
     } else {
-        bits_from_h_kernel<<<sf_cuda_blocks(rows * ((n + 31) / 32), 256), 256, 0, c->stream>>>(rows, n, p->v_threshold,
-                                                                                             h, w.c.bits);
+        bits_from_h_kernel<<<sf_cuda_row_grid(rows, 32 * ((n + 31) / 32), 256), 256, 0, c->stream>>>(
+            rows, n, p->v_threshold, h, w.c.bits);
         SF_CUDA_LAUNCHED();
     }
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
