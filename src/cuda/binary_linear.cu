@@ -16,11 +16,12 @@ enum { SPLIT_ELEMS = 1 << 22, GRAD_ELEMS = 1 << 25 };
 
 static bool splits(const sf_cuda_ctx *c) { return c->act == SF_ACT_F32 && c->prec == SF_PRECISION_FP32; }
 
-/* Splits n (at most SPLIT_ELEMS) floats of x into the scratch: part[0] the high TF32 parts, part[1] the low. */
+/* Splits n (at most SPLIT_ELEMS) floats of x into the scratch, sized to them (a small layer's parts take a small
+ * slot): part[0] the high TF32 parts, part[1] the low. */
 static sf_status split(sf_cuda_ctx *c, int64_t n, const float *x, const float *part[2])
 {
     void *s;
-    SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SPLIT, 2 * sizeof(float) * (size_t)SPLIT_ELEMS, &s));
+    SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SPLIT, 2 * sizeof(float) * (size_t)n, &s));
     SF_TRY(sf_cuda_tf32_stack(c, 1, n, x, 2, 2u, (float *)s));
     part[0] = (const float *)s;
     part[1] = part[0] + n;
