@@ -123,12 +123,12 @@ static void check_case(const sf_safetensors *st, int idx)
 
     /* Fused backward, recompute and full: close to the reference, and bitwise equal to each other. */
     CHECK_OK(sf_cpu_op_bn_lif_backward(NULL, &k.p, k.T, k.sh, k.x, NULL, mean, var, k.eps, k.gamma, k.beta, k.ds,
-                                       dx, dg, db, NULL, NULL));
+                                       dx, dg, db, NULL, NULL, NULL));
     tu_expect_close(WHAT("BN-LIF dx"), dx, k.dx, n, TOL_GRAD);
     tu_expect_close(WHAT("BN-LIF dgamma"), dg, k.dgamma, C, TOL_GRAD);
     tu_expect_close(WHAT("BN-LIF dbeta"), db, k.dbeta, C, TOL_GRAD);
     CHECK_OK(sf_cpu_op_bn_lif_backward(NULL, &k.p, k.T, k.sh, k.x, h, mean, var, k.eps, k.gamma, k.beta, k.ds,
-                                       dx_full, dg_full, db_full, NULL, NULL));
+                                       dx_full, dg_full, db_full, NULL, NULL, NULL));
     CHECK(memcmp(dx, dx_full, n * sizeof *dx) == 0 && memcmp(dg, dg_full, C * sizeof *dg) == 0 &&
               memcmp(db, db_full, C * sizeof *db) == 0,
           "%s", WHAT("full and recompute gradients are not bitwise equal"));
@@ -170,7 +170,7 @@ static void check_threads(int64_t T, int64_t B, int64_t hw)
         sf_lif_out o = {.s = s};
         CHECK_OK(sf_cpu_op_bn_lif_forward(NULL, &p, T, sh, x, mean, var, 1e-5f, gamma, beta, &o, NULL));
         CHECK_OK(sf_cpu_op_bn_lif_backward(NULL, &p, T, sh, x, NULL, mean, var, 1e-5f, gamma, beta, ds, dx, sums,
-                                           sums + C, NULL, NULL));
+                                           sums + C, NULL, NULL, NULL));
         CHECK_OK(sf_cpu_op_bn_backward(NULL, sh, x, mean, var, 1e-5f, gamma, ds, bdx, sums + 2 * C, sums + 3 * C));
         out[k][0] = mean;
         out[k][1] = var;
@@ -212,7 +212,7 @@ static void check_streaming(void)
         sf_lif_out o = {.s = s[k] + k};
         CHECK_OK(sf_cpu_op_bn_lif_forward(NULL, &p, T, sh, x, mean, var, 1e-5f, gamma, beta, &o, NULL));
         CHECK_OK(sf_cpu_op_bn_lif_backward(NULL, &p, T, sh, x, NULL, mean, var, 1e-5f, gamma, beta, ds, dx[k] + k,
-                                           dg[k], db[k], NULL, NULL));
+                                           dg[k], db[k], NULL, NULL, NULL));
     }
     CHECK(memcmp(s[0], s[1] + 1, n * sizeof(float)) == 0 && memcmp(dx[0], dx[1] + 1, n * sizeof(float)) == 0,
           "BN-LIF: streamed and plain outputs differ");

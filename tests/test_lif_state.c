@@ -115,7 +115,7 @@ static void check_bn_lif_pieces(int parts, int keep_h)
     CHECK_OK(sf_cpu_op_bn_lif_forward(NULL, &p, T, sh, x, mean, var, eps, gamma, beta, &out, NULL));
     sf_lif_state whole = {.dv_out = dv0};
     CHECK_OK(sf_cpu_op_bn_lif_backward(NULL, &p, T, sh, x, keep_h ? h : NULL, mean, var, eps, gamma, beta, ds, dx, dg,
-                                       db, &whole, NULL));
+                                       db, &whole, NULL, NULL));
 
     /* statistics: each piece's, merged */
     sf_bn_shape psh = {.rows = Tp * B, .c = (int32_t)C, .hw = hw};
@@ -140,7 +140,7 @@ static void check_bn_lif_pieces(int parts, int keep_h)
                            .dv_out = dv + k * N};
         CHECK_OK(sf_cpu_op_bn_lif_backward(NULL, &p, Tp, psh, x + k * Tp * N, keep_h ? h2 + k * Tp * N : NULL, mean,
                                            var, eps, gamma, beta, ds + k * Tp * N, NULL, pg + k * C, pb + k * C, &st,
-                                           &one));
+                                           &one, NULL));
     }
     float *sum_g = alloc_f(C), *sum_b = alloc_f(C);
     for (int k = 0; k < parts; k++)
@@ -150,7 +150,7 @@ static void check_bn_lif_pieces(int parts, int keep_h)
         sf_lif_state st = {.v_in = k ? v + k * N : NULL, .dv_in = k + 1 < parts ? dv + (k + 1) * N : NULL};
         CHECK_OK(sf_cpu_op_bn_lif_backward(NULL, &p, Tp, psh, x + k * Tp * N, keep_h ? h2 + k * Tp * N : NULL, mean,
                                            var, eps, gamma, beta, ds + k * Tp * N, dx2 + k * Tp * N, NULL, NULL, &st,
-                                           &two));
+                                           &two, NULL));
     }
     CHECK(tu_rel_err_f32(sum_g, dg, C) < 1e-6 && tu_rel_err_f32(sum_b, db, C) < 1e-6, "%d parts: dgamma/dbeta differ (%g, %g)",
           parts, tu_rel_err_f32(sum_g, dg, C), tu_rel_err_f32(sum_b, db, C));
@@ -160,14 +160,14 @@ static void check_bn_lif_pieces(int parts, int keep_h)
     /* bad input is refused */
     sf_bn_split bad = {.phase = 3};
     CHECK(sf_cpu_op_bn_lif_backward(NULL, &p, Tp, psh, x, NULL, mean, var, eps, gamma, beta, ds, dx2, dg, db, NULL,
-                                    &bad) == SF_ERR_INVALID,
+                                    &bad, NULL) == SF_ERR_INVALID,
           "phase 3 must be rejected");
     CHECK(sf_cpu_op_bn_lif_backward(NULL, &p, Tp, psh, x, NULL, mean, var, eps, gamma, beta, ds, NULL, NULL, NULL, NULL,
-                                    &one) == SF_ERR_INVALID,
+                                    &one, NULL) == SF_ERR_INVALID,
           "phase 1 without dgamma/dbeta must be rejected");
     sf_bn_split two_empty = {.phase = 2};
     CHECK(sf_cpu_op_bn_lif_backward(NULL, &p, Tp, psh, x, NULL, mean, var, eps, gamma, beta, ds, dx2, NULL, NULL, NULL,
-                                    &two_empty) == SF_ERR_INVALID,
+                                    &two_empty, NULL) == SF_ERR_INVALID,
           "phase 2 without the sums must be rejected");
     CHECK(sf_cpu_op_bn_stats_merge(NULL, 0, (int32_t)C, ps, pm, pv) == SF_ERR_INVALID, "0 parts must be rejected");
     free(x), free(ds), free(gamma), free(beta), free(mean), free(var), free(s), free(h), free(dx), free(dg), free(db),

@@ -212,13 +212,13 @@ static void check_bn_case(const sf_safetensors *st, int idx)
           WHAT("fused forward differs bitwise from BN then the neuron"));
 
     CHECK_OK(sf_cpu_op_bn_lif_backward(NULL, &p, T, sh, x, NULL, mean, var, eps, gamma, beta, ds, dx, dg, db, use,
-                                       NULL));
+                                       NULL, NULL));
     tu_expect_close(WHAT("dx"), dx, dx_ref, n, TOL_GRAD);
     tu_expect_close(WHAT("dgamma"), dg, dg_ref, C, TOL_GRAD);
     tu_expect_close(WHAT("dbeta"), db, db_ref, C, TOL_GRAD);
     if (wc) tu_expect_close(WHAT("dw"), dw[0], dw_ref, wc, TOL_GRAD);
     CHECK_OK(sf_cpu_op_bn_lif_backward(NULL, &p, T, sh, x, h, mean, var, eps, gamma, beta, ds, dx_full, dg_full,
-                                       db_full, wc ? &stf : NULL, NULL));
+                                       db_full, wc ? &stf : NULL, NULL, NULL));
     CHECK(memcmp(dx, dx_full, n * sizeof *dx) == 0 && memcmp(dg, dg_full, 2 * C * sizeof *dg) == 0 &&
               (!wc || memcmp(dw[0], dw[1], wc * sizeof(float)) == 0),
           "%s", WHAT("full and recompute gradients are not bitwise equal"));
@@ -226,10 +226,10 @@ static void check_bn_case(const sf_safetensors *st, int idx)
     /* Two phases (statistics over several processes, here one): phase 1 writes the sums and dw, phase 2 dx. */
     sf_bn_split one = {.phase = 1};
     CHECK_OK(sf_cpu_op_bn_lif_backward(NULL, &p, T, sh, x, NULL, mean, var, eps, gamma, beta, ds, NULL, dg_full,
-                                       db_full, wc ? &sts : NULL, &one));
+                                       db_full, wc ? &sts : NULL, &one, NULL));
     sf_bn_split two = {.phase = 2, .sum_dy = db_full, .sum_dyx = dg_full, .rows = T * B}; /* dgamma is Σ dy·x̂ */
     CHECK_OK(sf_cpu_op_bn_lif_backward(NULL, &p, T, sh, x, NULL, mean, var, eps, gamma, beta, ds, dx_split, NULL,
-                                       NULL, wc ? &sts : NULL, &two));
+                                       NULL, wc ? &sts : NULL, &two, NULL));
     tu_expect_close(WHAT("dx in two phases"), dx_split, dx_ref, n, TOL_GRAD);
     if (wc) CHECK(memcmp(dw[0], dw[2], wc * sizeof(float)) == 0, "%s", WHAT("phase 1's dw differs"));
 #undef WHAT

@@ -66,6 +66,7 @@ static sf_backend *stub_backend(sf_act_type act)
     be->conv_workspace = sf_cpu_op_conv_workspace; /* sizes only: the same on both sides */
     be->spike_linear_workspace = sf_cpu_op_spike_linear_workspace;
     be->rlif_workspace = sf_cpu_op_rlif_workspace;
+    be->bn_lif_scratch = sf_cpu_op_bn_lif_scratch;
     be->convert = stub_convert;
     return be;
 }

@@ -64,7 +64,7 @@ sf_status sf_bn_lif_backward(const sf_lif_params *p, int64_t T, int64_t B, int32
     SF_TRY(sf_backend_dtype_check(dtype, device, "BN+LIF backward"));
     if (device.kind == SF_DEVICE_CPU)
         return sf_cpu_op_bn_lif_backward(NULL, p, T, sh, x, NULL, mean, var, eps, gamma, beta, ds, dx, dgamma, dbeta,
-                                         st, NULL);
+                                         st, NULL, NULL);
 #ifdef SF_HAVE_CUDA
     if (device.kind == SF_DEVICE_CUDA)
         return sf_cuda_bn_lif_backward(p, T, sh, sf_backend_act_type(dtype), x, mean, var, eps, gamma, beta, ds, dx,

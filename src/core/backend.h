@@ -139,7 +139,8 @@ struct sf_backend {
      * when given), reduces dgamma and dbeta per channel and writes dx (dx must not overlap x). The backward always
      * treats mean/var as the batch statistics of x (dx includes the terms through mean and var). st as for the LIF
      * ops ([B·C·hw] per pointer). split (NULL: none) runs the backward in two phases for statistics that span
-     * several processes, see sf_bn_split. */
+     * several processes, see sf_bn_split. scratch: bn_lif_scratch bytes the plan holds for the backward's per-neuron
+     * sums, or NULL (the backend's own). */
     sf_status (*bn_lif_forward)(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
                                 const float *x, const float *mean, const float *var, float eps,
                                 const float *gamma, const float *beta, const sf_lif_out *out,
@@ -147,7 +148,10 @@ struct sf_backend {
     sf_status (*bn_lif_backward)(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
                                  const float *x, const float *h, const float *mean, const float *var, float eps,
                                  const float *gamma, const float *beta, const float *ds, float *dx,
-                                 float *dgamma, float *dbeta, const sf_lif_state *st, const sf_bn_split *split);
+                                 float *dgamma, float *dbeta, const sf_lif_state *st, const sf_bn_split *split,
+                                 void *scratch);
+    /* Bytes of the per-neuron sums bn_lif_backward keeps between its passes for [T·B, C, hw] (0: none). */
+    size_t (*bn_lif_scratch)(sf_backend *be, int64_t T, sf_bn_shape sh);
     /* Statistics of `parts` equal-sized parts of one batch (time segments or data shards on several processes)
      * merged into those of the whole: part_stats is [parts][2][C] (each part's mean, then its biased var, as
      * bn_stats writes them); mean = Σ mean_p / parts, var = Σ (var_p + (mean_p − mean)²) / parts, in double, parts in

@@ -149,10 +149,11 @@ sf_status sf_net_bn_lif_backward(sf_net *net, const sf_net_layer *lif, const sf_
     const float *beta = bn->b_off >= 0 ? net->params + bn->b_off : NULL;
     float *dgamma = bn->w_off >= 0 ? net->grads + bn->w_off : NULL;
     float *dbeta = bn->b_off >= 0 ? net->grads + bn->b_off : NULL;
+    void *scratch = sf_net_slot_ptr(net, lif->bwd_scratch); /* the per-neuron sums between the passes, planned */
     const sf_net_hooks *hk = &net->hooks;
     if (hk->bn_parts == 1) {
         SF_TRY(be->bn_lif_backward(be, &lif->d.lif, net->T, sh, x, h, mean, var, bn->d.bn_eps, gamma, beta, ds, dx,
-                                   dgamma, dbeta, st, NULL));
+                                   dgamma, dbeta, st, NULL, scratch));
         return sf_net_state_backward_done(net, lif);
     }
     /* phase 1 (this part's sums and ∂L/∂v for the earlier segment), the sums over the group, phase 2 (dx) */
@@ -160,7 +161,7 @@ sf_status sf_net_bn_lif_backward(sf_net *net, const sf_net_layer *lif, const sf_
     const size_t cb = (size_t)sh.c * sizeof(float);
     sf_bn_split one = {.phase = 1};
     SF_TRY(be->bn_lif_backward(be, &lif->d.lif, net->T, sh, x, h, mean, var, bn->d.bn_eps, gamma, beta, ds, dx,
-                               dgamma, dbeta, st, &one));
+                               dgamma, dbeta, st, &one, scratch));
     SF_TRY(sf_net_state_backward_done(net, lif));
     SF_TRY(be->copy(be, sums, dgamma, cb));
     SF_TRY(be->copy(be, sums + sh.c, dbeta, cb));
@@ -168,7 +169,7 @@ sf_status sf_net_bn_lif_backward(sf_net *net, const sf_net_layer *lif, const sf_
     sf_bn_split two = {.phase = 2, .sum_dyx = sums, .sum_dy = sums + sh.c,
                        .rows = sf_net_bn_shape(net, bn->in, sf_net_bn_rows(net)).rows};
     return be->bn_lif_backward(be, &lif->d.lif, net->T, sh, x, h, mean, var, bn->d.bn_eps, gamma, beta, ds, dx, NULL,
-                               NULL, st, &two);
+                               NULL, st, &two, scratch);
 }
 
 /* --------------------------------------------------------------------------------------------- gradients */

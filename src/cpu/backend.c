@@ -23,6 +23,7 @@ static sf_status cpu_alloc(sf_backend *be, size_t bytes, void **out)
 
 static void cpu_release(sf_backend *be, void *p) { free(p); }
 
+
 static sf_status cpu_copy(sf_backend *be, void *dst, const void *src, size_t bytes)
 {
     if (bytes) memmove(dst, src, bytes);
@@ -64,6 +65,7 @@ sf_status sf_cpu_backend_create(sf_backend **out)
     be->bn_update_running = sf_cpu_op_bn_update_running;
     be->bn_lif_forward = sf_cpu_op_bn_lif_forward;
     be->bn_lif_backward = sf_cpu_op_bn_lif_backward;
+    be->bn_lif_scratch = sf_cpu_op_bn_lif_scratch;
     be->bn_stats_merge = sf_cpu_op_bn_stats_merge;
 
     be->linear_forward = sf_cpu_op_linear_forward;

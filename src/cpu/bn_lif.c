@@ -93,9 +93,10 @@ sf_status sf_cpu_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64
 sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
                                     const float *x, const float *h, const float *mean, const float *var, float eps,
                                     const float *gamma, const float *beta, const float *ds, float *dx,
-                                    float *dgamma, float *dbeta, const sf_lif_state *st, const sf_bn_split *split)
+                                    float *dgamma, float *dbeta, const sf_lif_state *st, const sf_bn_split *split,
+                                    void *planned)
 {
-    (void)be;
+    (void)be, (void)planned; /* a block's sums live in its thread's own scratch */
     bn_lif_geom g;
     sf_neuron_call nc;
     SF_TRY(geom_of("BN-LIF backward", T, sh, &g));
@@ -200,4 +201,10 @@ done:
     free(dk);
     sf_neuron_call_free(&nc);
     return status;
+}
+
+size_t sf_cpu_op_bn_lif_scratch(sf_backend *be, int64_t T, sf_bn_shape sh)
+{
+    (void)be, (void)T, (void)sh;
+    return 0;
 }

@@ -54,6 +54,9 @@ sf_status sf_cpu_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64
 sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
                                     const float *x, const float *h, const float *mean, const float *var, float eps,
                                     const float *gamma, const float *beta, const float *ds, float *dx,
-                                    float *dgamma, float *dbeta, const sf_lif_state *st, const sf_bn_split *split);
+                                    float *dgamma, float *dbeta, const sf_lif_state *st, const sf_bn_split *split,
+                                    void *planned);
+/* 0: the backward keeps a block's sums in its thread's own scratch, nothing planned. */
+size_t sf_cpu_op_bn_lif_scratch(sf_backend *be, int64_t T, sf_bn_shape sh);
 
 #endif

@@ -171,6 +171,7 @@ static void fill_table(sf_backend *be, bool graphs)
     be->bn_update_running = sf_cuda_op_bn_update_running;
     be->bn_lif_forward = sf_cuda_op_bn_lif_forward;
     be->bn_lif_backward = sf_cuda_op_bn_lif_backward;
+    be->bn_lif_scratch = sf_cuda_op_bn_lif_scratch;
     be->bn_stats_merge = sf_cuda_op_bn_stats_merge;
     be->linear_forward = sf_cuda_op_linear_forward;
     be->linear_backward = sf_cuda_op_linear_backward;

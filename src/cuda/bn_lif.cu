@@ -85,13 +85,14 @@ static bool overlap(const void *a, const void *b, size_t bytes)
     return (const char *)a < (const char *)b + bytes && (const char *)b < (const char *)a + bytes;
 }
 
-/* The backward on context c: its activation type, stream, SM count and scratch slots (per-neuron sums, partials).
+/* The backward on context c: its activation type, stream, SM count and scratch slots (per-neuron sums, partials;
+ * sums, where not NULL, holds the per-neuron sums instead: sums_bytes, the plan's).
  * Pass 1 runs the reverse time loop: dy into dx, Σdy and Σdy·x̂ per neuron, a PLIF's dw terms; pass 2 turns dy
  * into dx in place, element-wise (bn.cu). Under a split, phase 1 leaves dy in dx for phase 2. */
 static sf_status bn_lif_backward_on(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const void *x,
                                     const float *h, const float *mean, const float *var, float eps, const float *gamma,
                                     const float *beta, const void *ds, void *dx, float *dgamma, float *dbeta,
-                                    const sf_lif_state *st, const sf_bn_split *split)
+                                    const sf_lif_state *st, const sf_bn_split *split, void *sums)
 {
     SF_TRY(check_rows(T, sh));
     const int phase = split ? split->phase : 0; /* 0: both passes here */
@@ -111,8 +112,7 @@ static sf_status bn_lif_backward_on(sf_cuda_ctx *c, const sf_lif_params *p, int6
     if (a.N == 0) return SF_OK;
     if (phase != 2) { /* pass 1 */
         const bool plif = p->model == SF_NEURON_PLIF;
-        void *sums;
-        SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SUMS, sizeof(float) * (plif ? 3 : 2) * (size_t)a.N, &sums));
+        if (!sums) SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SUMS, sizeof(float) * (plif ? 3 : 2) * (size_t)a.N, &sums));
         float *s = (float *)sums;
         SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {
             return sf_cuda_neuron_backward_launch<decltype(tag)>(a, true, h, ds, dx, s, c->stream);
@@ -129,10 +129,10 @@ static sf_status bn_lif_backward_on(sf_cuda_ctx *c, const sf_lif_params *p, int6
 sf_status sf_cuda_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x,
                                      const float *h, const float *mean, const float *var, float eps, const float *gamma,
                                      const float *beta, const float *ds, float *dx, float *dgamma, float *dbeta,
-                                     const sf_lif_state *st, const sf_bn_split *split)
+                                     const sf_lif_state *st, const sf_bn_split *split, void *scratch)
 {
     return bn_lif_backward_on(sf_cuda_ctx_of(be), p, T, sh, x, h, mean, var, eps, gamma, beta, ds, dx, dgamma, dbeta,
-                              st, split);
+                              st, split, scratch);
 }
 
 /* The caller's workspace, cut into the two scratch slots the backward uses: the per-neuron sums (2·N floats, and N
@@ -151,6 +151,12 @@ static sf_status current_sms(int *device, int *sms)
 }
 
 static size_t partial_bytes(int sms, int32_t C) { return sizeof(double) * 2 * (4 * (size_t)sms + (size_t)C); }
+
+size_t sf_cuda_op_bn_lif_scratch(sf_backend *be, int64_t T, sf_bn_shape sh)
+{
+    (void)be;
+    return T > 0 && sh.rows % T == 0 ? sums_bytes(sh, T) : 0;
+}
 
 size_t sf_cuda_bn_lif_workspace(int64_t T, sf_bn_shape sh)
 {
@@ -178,5 +184,6 @@ sf_status sf_cuda_bn_lif_backward(const sf_lif_params *p, int64_t T, sf_bn_shape
     c.scratch_bytes[SF_CUDA_SCRATCH_SUMS] = sums_bytes(sh, T);
     c.scratch[SF_CUDA_SCRATCH_PARTIALS] = (char *)workspace + sums_bytes(sh, T);
     c.scratch_bytes[SF_CUDA_SCRATCH_PARTIALS] = partial_bytes(c.num_sms, sh.c);
-    return bn_lif_backward_on(&c, p, T, sh, x, NULL, mean, var, eps, gamma, beta, ds, dx, dgamma, dbeta, st, NULL);
+    return bn_lif_backward_on(&c, p, T, sh, x, NULL, mean, var, eps, gamma, beta, ds, dx, dgamma, dbeta, st, NULL,
+                              NULL);
 }

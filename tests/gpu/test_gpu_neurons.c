@@ -133,7 +133,7 @@ static void check_ckpt_bn(sf_backend *be, const sf_lif_params *p, int64_t T, sf_
     sf_lif_out o = {.s = s};
     CHECK_OK(be->bn_lif_forward(be, p, T, sh, x, stats[0], stats[1], 1e-5f, stats[2], stats[3], &o, &st));
     CHECK_OK(be->bn_lif_backward(be, p, T, sh, x, NULL, stats[0], stats[1], 1e-5f, stats[2], stats[3], ds, dx, dg, db,
-                                 &st, NULL));
+                                 &st, NULL, NULL));
     CHECK_OK(be->sync(be));
     float *cdx = host_from(dx, n), *cg = host_from(dg, C), *cb = host_from(db, C), *cdw = host_from(dw, wc ? wc : 1);
     CHECK(memcmp(cdx, gdx, 4 * n) == 0 && memcmp(cg, gg, 4 * C) == 0 && memcmp(cb, gb, 4 * C) == 0 &&
@@ -160,7 +160,7 @@ static void test_bn(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B
     const sf_lif_state *use = wc ? &st : NULL;
     CHECK_OK(sf_cpu_op_bn_lif_forward(NULL, p, T, sh, x, mean, var, 1e-5f, g, b, &o, use));
     CHECK_OK(sf_cpu_op_bn_lif_backward(NULL, p, T, sh, x, keep_h ? h : NULL, mean, var, 1e-5f, g, b, ds, dx, pg, pb,
-                                       use, NULL));
+                                       use, NULL, NULL));
     float *dx_ = dev_from(x, n), *dds = dev_from(ds, n), *dg_ = dev_from(g, C), *db_ = dev_from(b, C);
     float *dmean = dev_from(mean, C), *dvar = dev_from(var, C), *ds_ = dev_from(s, n), *dh = dev_from(h, n);
     float *ddx = dev_from(dx, n), *dpg = dev_from(pg, C), *dpb = dev_from(pb, C), *dw_ = dev_from(w, wc ? wc : 1);
@@ -170,8 +170,10 @@ static void test_bn(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B
     sf_lif_state gst = {.w = dw_, .dw = ddw, .w_channels = wc > 1 ? wc : 1, .w_hw = hw};
     const sf_lif_state *guse = wc ? &gst : NULL;
     CHECK_OK(be->bn_lif_forward(be, p, T, sh, dx_, dmean, dvar, 1e-5f, dg_, db_, &go, guse));
+    void *sums = NULL; /* the per-neuron sums in a buffer of the caller's, as a net's plan holds them */
+    CHECK_OK(be->alloc(be, be->bn_lif_scratch(be, T, sh), &sums));
     CHECK_OK(be->bn_lif_backward(be, p, T, sh, dx_, keep_h ? dh : NULL, dmean, dvar, 1e-5f, dg_, db_, dds, ddx, dpg,
-                                 dpb, guse, NULL));
+                                 dpb, guse, NULL, sums));
     CHECK_OK(be->sync(be));
     float *gs = host_from(ds_, n), *gdx = host_from(ddx, n);
     CU(cudaMemcpy(gg, dpg, 4 * (size_t)C, cudaMemcpyDeviceToHost));
@@ -188,6 +190,7 @@ static void test_bn(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B
     }
     float *devs[] = {dx_, dds, dg_, db_, dmean, dvar, ds_, dh, ddx, dpg, dpb, dw_, ddw};
     for (size_t i = 0; i < sizeof devs / sizeof *devs; i++) cudaFree(devs[i]);
+    be->release(be, sums);
     void *hs[] = {x, ds, g, b, w, s, h, dx, gs, gdx};
     for (size_t i = 0; i < sizeof hs / sizeof *hs; i++) free(hs[i]);
 }

@@ -204,7 +204,7 @@ static void test_bn(int64_t rows, int32_t C, int64_t hw, uint64_t seed)
             sf_lif_out oc = {.s = s.c, .h = h.c}, og = {.s = s.g, .h = h.g};
             RUN(be->bn_lif_forward(be, &p, T, sh, S(x), S(mean), S(var), 1e-5f, S(g), S(b), side_ ? &og : &oc, NULL));
             RUN(be->bn_lif_backward(be, &p, T, sh, S(x), keep ? S(h) : NULL, S(mean), S(var), 1e-5f, S(g), S(b), S(ds),
-                                    S(dx), S(dg), S(db), NULL, NULL));
+                                    S(dx), S(dg), S(db), NULL, NULL, NULL));
             char w[128];
             snprintf(w, sizeof w, "bn_lif rows=%lld C=%d hw=%lld T=%lld keep_h=%d", (long long)rows, C, (long long)hw,
                      (long long)T, keep);

@@ -357,7 +357,7 @@ static void test_bn(int64_t rows, int32_t C, int64_t hw, uint64_t seed)
         sf_lif_out oc = {.s = s.c, .h = keep ? h.c : NULL}, og = {.s = s.g, .h = keep ? h.g : NULL};
         RUN(be->bn_lif_forward(be, &p, T, sh, S(x), S(mean), S(var), 1e-5f, S(g), S(b), side_ ? &og : &oc, NULL));
         RUN(be->bn_lif_backward(be, &p, T, sh, S(x), keep ? S(h) : NULL, S(mean), S(var), 1e-5f, S(g), S(b), S(ds),
-                                S(dx), S(dg), S(db), NULL, NULL));
+                                S(dx), S(dg), S(db), NULL, NULL, NULL));
         char w[128];
         snprintf(w, sizeof w, "bn_lif rows=%lld C=%d hw=%lld T=%lld keep_h=%d", (long long)rows, C, (long long)hw,
                  (long long)T, keep);
@@ -415,14 +415,14 @@ static void test_state(void)
                                side_ ? &bg : &bc));
         if (!split) {
             RUN(be->bn_lif_backward(be, &p, Tb, sh, S(bx), NULL, S(mean), S(var), 1e-5f, S(g), S(b), S(bds), S(bdx),
-                                    S(dg), S(db), side_ ? &bg : &bc, NULL));
+                                    S(dg), S(db), side_ ? &bg : &bc, NULL, NULL));
         } else {
             sf_bn_split one = {.phase = 1};
             RUN(be->bn_lif_backward(be, &p, Tb, sh, S(bx), NULL, S(mean), S(var), 1e-5f, S(g), S(b), S(bds), S(bdx),
-                                    S(dg), S(db), side_ ? &bg : &bc, &one));
+                                    S(dg), S(db), side_ ? &bg : &bc, &one, NULL));
             RUN(be->bn_lif_backward(be, &p, Tb, sh, S(bx), NULL, S(mean), S(var), 1e-5f, S(g), S(b), S(bds), S(bdx),
                                     NULL, NULL, side_ ? &bg : &bc,
-                                    &(sf_bn_split){.phase = 2, .sum_dy = S(db), .sum_dyx = S(dg), .rows = Tb * B}));
+                                    &(sf_bn_split){.phase = 2, .sum_dy = S(db), .sum_dyx = S(dg), .rows = Tb * B}, NULL));
         }
         char w[96];
         snprintf(w, sizeof w, "bn_lif T=100 with state, %s", split ? "two phases" : "one call");

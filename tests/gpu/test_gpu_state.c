@@ -96,12 +96,12 @@ static void test_bn_lif_split(sf_backend *be, int64_t T, int keep_h)
     CHECK_OK(sf_cpu_op_bn_lif_forward(NULL, &p, T, sh, x, mean, var, 1e-5f, g, b, &o, &st));
     sf_bn_split one = {.phase = 1};
     CHECK_OK(sf_cpu_op_bn_lif_backward(NULL, &p, T, sh, x, keep_h ? h : NULL, mean, var, 1e-5f, g, b, ds, NULL, pg,
-                                       pb, &st, &one));
+                                       pb, &st, &one, NULL));
     /* phase 2 as if three processes had given these sums */
     for (int c = 0; c < C; c++) sums[c] = 3.0f * pg[c], sums[C + c] = 3.0f * pb[c];
     sf_bn_split two = {.phase = 2, .sum_dyx = sums, .sum_dy = sums + C, .rows = 3 * T * B};
     CHECK_OK(sf_cpu_op_bn_lif_backward(NULL, &p, T, sh, x, keep_h ? h : NULL, mean, var, 1e-5f, g, b, ds, dx, NULL,
-                                       NULL, &st, &two));
+                                       NULL, &st, &two, NULL));
 
     float *dx_ = dev_from(x, n), *dds = dev_from(ds, n), *dg = dev_from(g, C), *db = dev_from(b, C);
     float *dm = dev_from(mean, C), *dvar = dev_from(var, C), *dvin_ = dev_from(vin, N), *ddvin = dev_from(dvin, N);
@@ -113,10 +113,10 @@ static void test_bn_lif_split(sf_backend *be, int64_t T, int keep_h)
     sf_lif_state gst = {.v_in = dvin_, .dv_in = ddvin, .dv_out = ddvout};
     CHECK_OK(be->bn_lif_forward(be, &p, T, sh, dx_, dm, dvar, 1e-5f, dg, db, &go, &gst));
     CHECK_OK(be->bn_lif_backward(be, &p, T, sh, dx_, keep_h ? dh : NULL, dm, dvar, 1e-5f, dg, db, dds, ddx, dpg, dpb,
-                                 &gst, &one));
+                                 &gst, &one, NULL));
     sf_bn_split gtwo = {.phase = 2, .sum_dyx = dsums, .sum_dy = dsums + C, .rows = 3 * T * B};
     CHECK_OK(be->bn_lif_backward(be, &p, T, sh, dx_, keep_h ? dh : NULL, dm, dvar, 1e-5f, dg, db, dds, ddx, NULL, NULL,
-                                 &gst, &gtwo));
+                                 &gst, &gtwo, NULL));
     CHECK_OK(be->sync(be));
     float *gs = host_from(ds_, n), *gdx = host_from(ddx, n), *gdv = host_from(ddvout, N), *gpg = host_from(dpg, C);
     float *gpb = host_from(dpb, C);
