@@ -11,6 +11,7 @@
  *
  * Usage: bench_seed [--device cpu|cuda[:N]] [--workload W6|W7|all] [--nets a,b,..] [--T 2,4,..]
  *                   [--precision fp32,tf32,bf16] [--batch N] [--steps N] [--warmup N] [--conv-workspace-mib N]
+ *                   [--conv-lean F]
  *                   [--json FILE] [--smoke] [--list]
  * Defaults: cuda, all, every net, each net's workload T and batch, fp32 and bf16 on CUDA (fp32 on the CPU), 10 steps
  * after 2 warm-up steps, the library's conv workspace cap (--conv-workspace-mib trades speed for memory). Exit status
@@ -29,6 +30,7 @@ typedef struct options {
     sf_device device;
     const char *workload, *nets, *Ts, *precisions, *json;
     int steps, warmup, smoke, batch, conv_ws_mib; /* conv_ws_mib < 0: the library's default */
+    float conv_lean;                              /* < 0: the library's default */
 } options;
 
 typedef struct point {
@@ -48,7 +50,7 @@ static void usage(void)
 {
     fputs("usage: bench_seed [--device cpu|cuda[:N]] [--workload W6|W7|all] [--nets a,b,..] [--T 2,4,..]\n"
           "                  [--precision fp32,tf32,bf16] [--batch N] [--steps N] [--warmup N]\n"
-          "                  [--conv-workspace-mib N] [--json FILE] [--smoke] [--list]\n",
+          "                  [--conv-workspace-mib N] [--conv-lean F] [--json FILE] [--smoke] [--list]\n",
           stderr);
     exit(2);
 }
@@ -98,7 +100,7 @@ static int T_valid(const char *s)
 
 static options parse(int argc, char **argv)
 {
-    options o = {{SF_DEVICE_CUDA, 0}, "all", NULL, NULL, NULL, NULL, 10, 2, 0, 0, -1};
+    options o = {{SF_DEVICE_CUDA, 0}, "all", NULL, NULL, NULL, NULL, 10, 2, 0, 0, -1, -1.0f};
     int device_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -133,6 +135,9 @@ static options parse(int argc, char **argv)
         } else if (!strcmp(a, "--conv-workspace-mib")) {
             o.conv_ws_mib = atoi(v);
             if (o.conv_ws_mib < 0) usage();
+        } else if (!strcmp(a, "--conv-lean")) { /* [train] conv_lean: time the plan may add to save memory */
+            o.conv_lean = (float)atof(v);
+            if (!(o.conv_lean >= 0.0f)) usage();
         } else if (!strcmp(a, "--json")) {
             o.json = v;
         } else {
@@ -191,6 +196,7 @@ static void run_point(const options *o, point *pt)
     p.precision = pt->prec;
     p.in_channels = 3, p.in_height = p.in_width = pt->image;
     if (o->conv_ws_mib >= 0) p.cuda.conv_workspace_mib = o->conv_ws_mib;
+    if (o->conv_lean >= 0.0f) p.cuda.conv_lean = o->conv_lean;
     sb_builder b = {NULL, pt->div, 0, SF_OK, 0};
     sf_status s = sf_net_create(&p, &b.net);
     if (s != SF_OK) {
@@ -305,6 +311,7 @@ static void write_json(const options *o, const point *pts, int n)
     cJSON_AddBoolToObject(root, "smoke", o->smoke);
     cJSON_AddNumberToObject(root, "warmup", o->warmup);
     if (o->conv_ws_mib >= 0) cJSON_AddNumberToObject(root, "conv_workspace_mib", o->conv_ws_mib);
+    if (o->conv_lean >= 0.0f) cJSON_AddNumberToObject(root, "conv_lean", o->conv_lean);
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, point_json(&pts[i]));
     cJSON_AddItemToObject(root, "points", arr);
     char *text = cJSON_Print(root);

@@ -151,7 +151,7 @@ struct sf_backend {
                                  float *dgamma, float *dbeta, const sf_lif_state *st, const sf_bn_split *split,
                                  void *scratch);
     /* Bytes of the per-neuron sums bn_lif_backward keeps between its passes for [T·B, C, hw] (0: none). */
-    size_t (*bn_lif_scratch)(sf_backend *be, int64_t T, sf_bn_shape sh);
+    size_t (*bn_lif_scratch)(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh);
     /* Statistics of `parts` equal-sized parts of one batch (time segments or data shards on several processes)
      * merged into those of the whole: part_stats is [parts][2][C] (each part's mean, then its biased var, as
      * bn_stats writes them); mean = Σ mean_p / parts, var = Σ (var_p + (mean_p − mean)²) / parts, in double, parts in

@@ -203,8 +203,8 @@ done:
     return status;
 }
 
-size_t sf_cpu_op_bn_lif_scratch(sf_backend *be, int64_t T, sf_bn_shape sh)
+size_t sf_cpu_op_bn_lif_scratch(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh)
 {
-    (void)be, (void)T, (void)sh;
+    (void)be, (void)p, (void)T, (void)sh;
     return 0;
 }

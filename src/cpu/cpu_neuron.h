@@ -57,6 +57,6 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
                                     float *dgamma, float *dbeta, const sf_lif_state *st, const sf_bn_split *split,
                                     void *planned);
 /* 0: the backward keeps a block's sums in its thread's own scratch, nothing planned. */
-size_t sf_cpu_op_bn_lif_scratch(sf_backend *be, int64_t T, sf_bn_shape sh);
+size_t sf_cpu_op_bn_lif_scratch(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh);
 
 #endif

@@ -138,9 +138,9 @@ sf_status sf_cuda_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int
 /* The caller's workspace, cut into the two scratch slots the backward uses: the per-neuron sums (2·N floats, and N
  * more for a PLIF's dw: the size does not depend on the model) and the channel reduction's partials (at most 2·C·P
  * doubles with P <= (4·SMs + C - 1) / C, see reduce.cuh; a PLIF's w has 1 or C channels). */
-static size_t sums_bytes(sf_bn_shape sh, int64_t T)
+static size_t sums_bytes(sf_bn_shape sh, int64_t T, int per_neuron)
 {
-    return (sizeof(float) * 3 * (size_t)(sh.rows / T * sh.c * sh.hw) + 255) & ~(size_t)255; /* partials 256-aligned */
+    return (sizeof(float) * (size_t)per_neuron * (size_t)(sh.rows / T * sh.c * sh.hw) + 255) & ~(size_t)255;
 }
 
 static sf_status current_sms(int *device, int *sms)
@@ -152,17 +152,17 @@ static sf_status current_sms(int *device, int *sms)
 
 static size_t partial_bytes(int sms, int32_t C) { return sizeof(double) * 2 * (4 * (size_t)sms + (size_t)C); }
 
-size_t sf_cuda_op_bn_lif_scratch(sf_backend *be, int64_t T, sf_bn_shape sh)
+size_t sf_cuda_op_bn_lif_scratch(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh)
 {
     (void)be;
-    return T > 0 && sh.rows % T == 0 ? sums_bytes(sh, T) : 0;
+    return T > 0 && sh.rows % T == 0 ? sums_bytes(sh, T, p->model == SF_NEURON_PLIF ? 3 : 2) : 0;
 }
 
 size_t sf_cuda_bn_lif_workspace(int64_t T, sf_bn_shape sh)
 {
     int device, sms;
     if (T <= 0 || sh.rows % T != 0 || current_sms(&device, &sms) != SF_OK) return 0;
-    return sums_bytes(sh, T) + partial_bytes(sms, sh.c);
+    return sums_bytes(sh, T, 3) + partial_bytes(sms, sh.c);
 }
 
 sf_status sf_cuda_bn_lif_backward(const sf_lif_params *p, int64_t T, sf_bn_shape sh, sf_act_type t, const void *x,
@@ -174,15 +174,15 @@ sf_status sf_cuda_bn_lif_backward(const sf_lif_params *p, int64_t T, sf_bn_shape
     sf_cuda_ctx c;
     memset(&c, 0, sizeof c);
     SF_TRY(current_sms(&c.device, &c.num_sms));
-    const size_t need = sums_bytes(sh, T) + partial_bytes(c.num_sms, sh.c);
+    const size_t need = sums_bytes(sh, T, 3) + partial_bytes(c.num_sms, sh.c);
     if (!workspace || workspace_bytes < need)
         return sf_fail(SF_ERR_INVALID, "BN+LIF backward: the workspace has %zu bytes, %zu are needed "
                                        "(sf_bn_lif_workspace_bytes)", workspace ? workspace_bytes : 0, need);
     c.act = t;
     c.stream = (cudaStream_t)stream;
     c.scratch[SF_CUDA_SCRATCH_SUMS] = workspace; /* preset slots: sf_cuda_scratch hands them out, never allocates */
-    c.scratch_bytes[SF_CUDA_SCRATCH_SUMS] = sums_bytes(sh, T);
-    c.scratch[SF_CUDA_SCRATCH_PARTIALS] = (char *)workspace + sums_bytes(sh, T);
+    c.scratch_bytes[SF_CUDA_SCRATCH_SUMS] = sums_bytes(sh, T, 3);
+    c.scratch[SF_CUDA_SCRATCH_PARTIALS] = (char *)workspace + sums_bytes(sh, T, 3);
     c.scratch_bytes[SF_CUDA_SCRATCH_PARTIALS] = partial_bytes(c.num_sms, sh.c);
     return bn_lif_backward_on(&c, p, T, sh, x, NULL, mean, var, eps, gamma, beta, ds, dx, dgamma, dbeta, st, NULL,
                               NULL);

@@ -38,7 +38,7 @@ sf_status sf_cuda_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int
                                      const float *h, const float *mean, const float *var, float eps, const float *gamma,
                                      const float *beta, const float *ds, float *dx, float *dgamma, float *dbeta,
                                      const sf_lif_state *st, const sf_bn_split *split, void *scratch);
-size_t sf_cuda_op_bn_lif_scratch(sf_backend *be, int64_t T, sf_bn_shape sh);
+size_t sf_cuda_op_bn_lif_scratch(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh);
 
 /* linear.cu */
 sf_status sf_cuda_op_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,

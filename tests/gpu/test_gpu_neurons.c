@@ -171,7 +171,7 @@ static void test_bn(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B
     const sf_lif_state *guse = wc ? &gst : NULL;
     CHECK_OK(be->bn_lif_forward(be, p, T, sh, dx_, dmean, dvar, 1e-5f, dg_, db_, &go, guse));
     void *sums = NULL; /* the per-neuron sums in a buffer of the caller's, as a net's plan holds them */
-    CHECK_OK(be->alloc(be, be->bn_lif_scratch(be, T, sh), &sums));
+    CHECK_OK(be->alloc(be, be->bn_lif_scratch(be, p, T, sh), &sums));
     CHECK_OK(be->bn_lif_backward(be, p, T, sh, dx_, keep_h ? dh : NULL, dmean, dvar, 1e-5f, dg_, db_, dds, ddx, dpg,
                                  dpb, guse, NULL, sums));
     CHECK_OK(be->sync(be));
