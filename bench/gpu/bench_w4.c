@@ -4,8 +4,8 @@
  * step replayed as a CUDA graph and, for W4rec, also without one. The input batch is uploaded once and stays on the
  * device (x = NULL after the first step), as the peers build theirs on the GPU; two more dense runs upload its
  * [T, B, 700] floats at every step, as a training loop does: from pageable memory, and from page-locked memory
- * (sf_host_alloc, what spikefuse's loaders fill when the net is on a GPU). Per run: the median ms per full training step
- * (CUDA events, 10 steps after 3 of warm-up), samples/s, the hidden layers' firing rates, each event-driven layer's
+ * (sf_host_alloc, what spikefuse's loaders fill when the net is on a GPU). Per run: the median ms per full training
+ * step (CUDA events, 10 steps after 3 of warm-up), samples/s, the hidden layers' firing rates, each event-driven layer's
  * input density and paths, the memory plan's saved bytes and the device memory the net allocated. Then the speedups
  * over dense.
  * Usage: bench_w4 [ff|rec|all] [B (64)] [fp32|tf32|bf16|fp16 (fp32)]. The peers run in the same session:

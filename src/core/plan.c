@@ -434,7 +434,8 @@ static void plan_forward(sf_net *net, planner *pl)
         }
         if (l->d.kind == SF_LAYER_LIF && l->fused_bn && backward_runs(net, i)) { /* its sums between the passes */
             const sf_bn_shape sh = sf_net_bn_shape(net, net->layers[l->bn].in, net->T * net->B);
-            want_work(pl, &l->bwd_scratch, net->be->bn_lif_scratch(net->be, &l->d.lif, net->T, sh), t_bwd(pl, i), t_bwd(pl, i));
+            const size_t sums = net->be->bn_lif_scratch(net->be, &l->d.lif, net->T, sh);
+            want_work(pl, &l->bwd_scratch, sums, t_bwd(pl, i), t_bwd(pl, i));
         }
         if (l->d.kind == SF_LAYER_AVGPOOL2D || l->d.kind == SF_LAYER_MAXPOOL2D)
             l->pool.n = (int64_t)per_t * net->tensors[l->in].c;

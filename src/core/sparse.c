@@ -72,7 +72,8 @@ void sf_net_sparse_mark(sf_net *net)
         l->bwd_flags = 0;
         if (l->d.kind == SF_LAYER_LINEAR && sf_net_tensor_is_spikes(net, l->in)) {
             l->sparse = mode;
-            if (mode != SF_SPARSE_OFF) net->tensors[root(net, l->in)].compact = net->tensors[root(net, l->in)].lists = true;
+            sf_net_tensor *x = &net->tensors[root(net, l->in)];
+            if (mode != SF_SPARSE_OFF) x->compact = x->lists = true;
         } else if (l->d.kind == SF_LAYER_RLIF) {
             l->sparse = mode;
             if (mode != SF_SPARSE_OFF) net->tensors[l->out].compact = net->tensors[l->out].lists = true;

@@ -112,7 +112,8 @@ static sf_status bn_lif_backward_on(sf_cuda_ctx *c, const sf_lif_params *p, int6
     if (a.N == 0) return SF_OK;
     if (phase != 2) { /* pass 1 */
         const bool plif = p->model == SF_NEURON_PLIF;
-        if (!sums) SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SUMS, sizeof(float) * (plif ? 3 : 2) * (size_t)a.N, &sums));
+        if (!sums)
+            SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SUMS, sizeof(float) * (plif ? 3 : 2) * (size_t)a.N, &sums));
         float *s = (float *)sums;
         SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {
             return sf_cuda_neuron_backward_launch<decltype(tag)>(a, true, h, ds, dx, s, c->stream);

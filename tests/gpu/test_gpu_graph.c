@@ -168,7 +168,8 @@ static void switching_paths(void)
         o.lr = 0.05f;
         CHECK_OK(sf_net_set_optimizer(nets[k], &o));
     }
-    static const float crossover[][2] = {{1.0f, 1.0f}, {0.0f, 1.0f}, {1.0f, 1.0f}, {1.0f, 0.0f}, {0.0f, 1.0f}, {1.0f, 1.0f}};
+    static const float crossover[][2] = {{1.0f, 1.0f}, {0.0f, 1.0f}, {1.0f, 1.0f},
+                                         {1.0f, 0.0f}, {0.0f, 1.0f}, {1.0f, 1.0f}};
     float x[T * B_MAX * 40];
     int32_t labels[B_MAX];
     const sf_device gpu = {SF_DEVICE_CUDA, 0};

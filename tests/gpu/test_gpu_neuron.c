@@ -279,7 +279,8 @@ static void test_bn_lif(sf_backend *be, const sf_lif_params *p, int64_t T, int64
     CU(cudaDeviceSynchronize()); /* the backend's stream does not wait for these (gpu_copies.h) */
     sf_lif_out out = {.s = ds_, .h = dh};
     CHECK_OK(be->bn_lif_forward(be, p, T, sh, dx_, dmean, dvar, eps, dg, db, &out, NULL));
-    CHECK_OK(be->bn_lif_backward(be, p, T, sh, dx_, dh, dmean, dvar, eps, dg, db, dds, ddx, ddg, ddb, NULL, NULL, NULL));
+    CHECK_OK(
+        be->bn_lif_backward(be, p, T, sh, dx_, dh, dmean, dvar, eps, dg, db, dds, ddx, ddg, ddb, NULL, NULL, NULL));
     CHECK_OK(be->sync(be));
     float *gs = host_from(ds_, n), *gdx = host_from(ddx, n), *gdg = host_from(ddg, (size_t)C);
     float *gdb = host_from(ddb, (size_t)C);

@@ -422,7 +422,8 @@ static void test_state(void)
                                     S(dg), S(db), side_ ? &bg : &bc, &one, NULL));
             RUN(be->bn_lif_backward(be, &p, Tb, sh, S(bx), NULL, S(mean), S(var), 1e-5f, S(g), S(b), S(bds), S(bdx),
                                     NULL, NULL, side_ ? &bg : &bc,
-                                    &(sf_bn_split){.phase = 2, .sum_dy = S(db), .sum_dyx = S(dg), .rows = Tb * B}, NULL));
+                                    &(sf_bn_split){.phase = 2, .sum_dy = S(db), .sum_dyx = S(dg), .rows = Tb * B},
+                                    NULL));
         }
         char w[96];
         snprintf(w, sizeof w, "bn_lif T=100 with state, %s", split ? "two phases" : "one call");
