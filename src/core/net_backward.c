@@ -88,7 +88,7 @@ static sf_status layer_backward(sf_net *net, int32_t i)
     bool acc = false;
     switch (l->d.kind) {
     case SF_LAYER_LINEAR: {
-        if (l->sparse != SF_SPARSE_OFF) {
+        if (l->bwd_flags) { /* event-driven; a layer that may be but runs dense this step takes the path below */
             float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc);
             SF_TRY(sf_net_spike_linear_backward(net, l, dy, dx));
             return accumulate(net, acc, l->in, dx);

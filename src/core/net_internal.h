@@ -302,7 +302,7 @@ sf_status sf_net_sparse_decide(sf_net *net, sf_net_layer *l);
 sf_status sf_net_sparse_after_step(sf_net *net);
 /* The paths of all layers as one value: a recorded step graph is valid only while it stays the same. */
 uint64_t sf_net_sparse_signature(const sf_net *net);
-/* Forward of a linear layer reading spikes, and its backward (the layer's choices made). */
+/* Forward of a linear layer reading spikes (its choices made here), and its event-driven backward (bwd_flags set). */
 sf_status sf_net_spike_linear_forward(sf_net *net, sf_net_layer *l, float *y);
 sf_status sf_net_spike_linear_backward(sf_net *net, sf_net_layer *l, const float *dy, float *dx);
 

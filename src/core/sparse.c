@@ -262,21 +262,12 @@ sf_status sf_net_spike_linear_forward(sf_net *net, sf_net_layer *l, float *y)
 sf_status sf_net_spike_linear_backward(sf_net *net, sf_net_layer *l, const float *dy, float *dx)
 {
     sf_backend *be = net->be;
-    const int32_t in = (int32_t)net->tensors[l->in].per_sample, t = root(net, l->in);
-    sf_spikes c = sf_net_compact_of(net, t);
-    if (l->bwd_flags) {
-        const sf_net_tensor *o = &net->tensors[l->out];
-        sf_spikes mask = {sf_net_slot_ptr(net, o->gbits), NULL, sf_net_slot_ptr(net, o->gcnt)};
-        return be->spike_linear_backward(be, rows(net), in, l->d.out_features, c.bits, sf_net_weight(net, l->w_off),
-                                         dy, o->gmask ? &mask : NULL, dx, pgrad(net, l->w_off), pgrad(net, l->b_off),
-                                         sf_net_slot_ptr(net, l->sws_b));
-    }
-    float *x = sf_net_slot_ptr(net, l->in_float);
-    /* kept as floats (keep_all), or the input, whose values stay on the device for the whole step */
-    if (net->tensors[t].keep == SF_KEEP_FLOAT || t == 0) x = sf_net_act(net, t);
-    else SF_TRY(be->spikes_expand(be, rows(net), in, c.bits, x));
-    return be->binary_linear_backward(be, rows(net), in, l->d.out_features, x, sf_net_weight(net, l->w_off), dy, dx,
-                                      pgrad(net, l->w_off), pgrad(net, l->b_off));
+    const sf_net_tensor *o = &net->tensors[l->out];
+    const uint32_t *bits = sf_net_slot_ptr(net, net->tensors[root(net, l->in)].cbits); /* the input's, kept */
+    sf_spikes mask = {sf_net_slot_ptr(net, o->gbits), NULL, sf_net_slot_ptr(net, o->gcnt)};
+    return be->spike_linear_backward(be, rows(net), (int32_t)net->tensors[l->in].per_sample, l->d.out_features, bits,
+                                     sf_net_weight(net, l->w_off), dy, o->gmask ? &mask : NULL, dx,
+                                     pgrad(net, l->w_off), pgrad(net, l->b_off), sf_net_slot_ptr(net, l->sws_b));
 }
 
 int32_t sf_net_layer_sparsity(const sf_net *net, sf_layer_sparsity *out, int32_t cap)
