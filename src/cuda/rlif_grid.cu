@@ -14,6 +14,8 @@ namespace cg = cooperative_groups;
 enum { SPB = 32, NJ = 24, WARPS = 16, THREADS = WARPS * 32 };
 enum { PARTS = WARPS * NJ * SPB, SUMS = PARTS + SPB * NJ }; /* a product's buffer: the warps' parts, then the sums */
 enum { PAIRS = (SPB * NJ + THREADS - 1) / THREADS }; /* (sample, neuron) pairs a thread steps */
+enum { SPW = SPB / WARPS };                          /* samples a warp steps in the event-driven forward */
+static_assert(SPB % WARPS == 0, "each warp takes the same number of samples");
 
 /* How the grid splits a call: sample groups × neuron groups, nj neurons each, one block per SM in all. */
 struct grid_split {
@@ -95,42 +97,49 @@ __device__ __forceinline__ void mma_tf32(float (&c)[4], uint32_t a0, uint32_t a1
 
 __device__ __forceinline__ void split4(float4 x, uint32_t (&hi)[4], uint32_t (&lo)[4])
 {
-    sf_tf32_split(x.x, &hi[0], &lo[0]);
-    sf_tf32_split(x.y, &hi[1], &lo[1]);
-    sf_tf32_split(x.z, &hi[2], &lo[2]);
-    sf_tf32_split(x.w, &hi[3], &lo[3]);
+    sf_tf32_split_mma(x.x, &hi[0], &lo[0]);
+    sf_tf32_split_mma(x.y, &hi[1], &lo[1]);
+    sf_tf32_split_mma(x.z, &hi[2], &lo[2]);
+    sf_tf32_split_mma(x.w, &hi[3], &lo[3]);
 }
 
-/* Adds to acc one group of 16 columns: a[f] holds this lane's four columns of the rows g + 8f, vq its four of vt's
- * row g (the tiles' other rows 8·ld apart). The group's columns map onto two k-steps so that a lane's four are one
- * float4: k-step s takes column 4t + 2s as k = t and 4t + 2s + 1 as k = t + 4, in the rows and in vt alike. Each
- * operand is split in TF32 parts: lo·hi + hi·lo + hi·hi, the fp32 product but for lo·lo and what lies below 2^-22
- * of each operand; where the rows are 0/1 (BIN: spikes, exact in TF32) two do: rows·lo + rows·hi. */
-template <bool BIN>
-__device__ __forceinline__ void product_group(float (&acc)[2][3][4], const float *vq, int ld, const float4 (&a)[4])
+/* A group of 16 columns of the rows g + 8f (f < 4) of a lane, as its block_product loads them. The group's columns
+ * map onto two k-steps so that a lane's four are one float4: k-step s takes column 4t + 2s as k = t and 4t + 2s + 1
+ * as k = t + 4, in the rows and in vt alike. */
+struct value_frag { /* a[f]: the lane's four columns of row g + 8f */
+    float4 a[4];
+};
+struct spike_frag { /* 0/1 rows: the operand registers of tile m (rows g + 16m, g + 16m + 8) at k-step s, ready */
+    uint32_t a[2][2][4];
+};
+
+/* The bits of 1.0f where bit k of u is set, else 0. */
+__device__ __forceinline__ uint32_t one_if(uint32_t u, int k) { return (u & 1u << k) * (0x3f800000u >> k); }
+
+/* The B operands of a group: vq holds this lane's four columns of vt's row g (the tiles' other rows 8·ld apart),
+ * split in TF32 parts (sf_tf32_split_mma). */
+__device__ __forceinline__ void vt_parts(const float *vq, int ld, uint32_t (&bh)[3][4], uint32_t (&bl)[3][4])
 {
-    uint32_t bh[3][4], bl[3][4];
 #pragma unroll
     for (int c = 0; c < 3; c++) split4(*(const float4 *)(vq + 8 * c * ld), bh[c], bl[c]);
+}
+
+/* Adds to acc one group of 16 columns, the fp32 product on the tensor cores: each operand split in TF32 parts,
+ * lo·hi + hi·lo + hi·hi, all but lo·lo and what lies below 2^-21 of each operand. */
+__device__ __forceinline__ void product_group(float (&acc)[2][3][4], const float *vq, int ld, const value_frag &r)
+{
+    uint32_t bh[3][4], bl[3][4];
+    vt_parts(vq, ld, bh, bl);
 #pragma unroll
     for (int m = 0; m < 2; m++) {
         uint32_t h0[4], l0[4], h1[4], l1[4]; /* rows g and g + 8 of tile m */
-        if (BIN) {
-            const float4 r0 = a[2 * m], r1 = a[2 * m + 1];
-            h0[0] = __float_as_uint(r0.x), h0[1] = __float_as_uint(r0.y), h0[2] = __float_as_uint(r0.z),
-            h0[3] = __float_as_uint(r0.w);
-            h1[0] = __float_as_uint(r1.x), h1[1] = __float_as_uint(r1.y), h1[2] = __float_as_uint(r1.z),
-            h1[3] = __float_as_uint(r1.w);
-        } else {
-            split4(a[2 * m], h0, l0);
-            split4(a[2 * m + 1], h1, l1);
-        }
+        split4(r.a[2 * m], h0, l0);
+        split4(r.a[2 * m + 1], h1, l1);
 #pragma unroll
         for (int s = 0; s < 2; s++) {
             const int x = 2 * s, y = 2 * s + 1;
-            if (!BIN)
 #pragma unroll
-                for (int c = 0; c < 3; c++) mma_tf32(acc[m][c], l0[x], l1[x], l0[y], l1[y], bh[c][x], bh[c][y]);
+            for (int c = 0; c < 3; c++) mma_tf32(acc[m][c], l0[x], l1[x], l0[y], l1[y], bh[c][x], bh[c][y]);
 #pragma unroll
             for (int c = 0; c < 3; c++) mma_tf32(acc[m][c], h0[x], h1[x], h0[y], h1[y], bl[c][x], bl[c][y]);
 #pragma unroll
@@ -139,12 +148,30 @@ __device__ __forceinline__ void product_group(float (&acc)[2][3][4], const float
     }
 }
 
+/* The same for 0/1 rows (spikes, exact in TF32): rows·lo + rows·hi. */
+__device__ __forceinline__ void product_group(float (&acc)[2][3][4], const float *vq, int ld, const spike_frag &r)
+{
+    uint32_t bh[3][4], bl[3][4];
+    vt_parts(vq, ld, bh, bl);
+#pragma unroll
+    for (int m = 0; m < 2; m++)
+#pragma unroll
+        for (int s = 0; s < 2; s++) {
+            const uint32_t(&a)[4] = r.a[m][s];
+            const int x = 2 * s, y = 2 * s + 1;
+#pragma unroll
+            for (int c = 0; c < 3; c++) mma_tf32(acc[m][c], a[0], a[1], a[2], a[3], bl[c][x], bl[c][y]);
+#pragma unroll
+            for (int c = 0; c < 3; c++) mma_tf32(acc[m][c], a[0], a[1], a[2], a[3], bh[c][x], bh[c][y]);
+        }
+}
+
 /* P[SPB][NJ] = rows·vtᵀ over k < n on the tensor cores, in fp32 (product_group): vt is [NJ][ld], zero past n; warp w
- * takes the groups of 16 columns w, w + WARPS, ..., whose rows rows(q, a) loads (a[f]: this lane's columns
- * 16q + 4t .. 16q + 4t + 3 of row g + 8f, zero past n or B), the next group's loads in flight during the products.
+ * takes the groups of 16 columns w, w + WARPS, ..., whose rows rows(q, a) loads into a Frag (this lane's columns
+ * 16q + 4t .. 16q + 4t + 3 of the rows g + 8f, zero past n or B), the next group's loads in flight during the products.
  * The warps' parts meet in buf ([WARPS][24][32]: accumulator, lane), and their sums, added in warp order, are left
  * after them as [SPB][NJ] for product_at; buf [SUMS] must be free on entry. */
-template <bool BIN, class Rows>
+template <class Frag, class Rows>
 __device__ __forceinline__ void block_product(const float *vt, int ld, float *buf, int n, Rows rows)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, groups = (n + 15) / 16;
@@ -156,15 +183,15 @@ __device__ __forceinline__ void block_product(const float *vt, int ld, float *bu
         for (int c = 0; c < 3; c++)
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[m][c][e] = 0.0f;
-    float4 a0[4], a1[4]; /* two groups' rows: one being multiplied, the next one loading */
+    Frag a0, a1; /* two groups' rows: one being multiplied, the next one loading */
     int q = warp;
     if (q < groups) rows(q, a0);
     for (; q < groups; q += 2 * WARPS) {
         if (q + WARPS < groups) rows(q + WARPS, a1);
-        product_group<BIN>(acc, vq + 16 * q, ld, a0);
+        product_group(acc, vq + 16 * q, ld, a0);
         if (q + WARPS >= groups) break;
         if (q + 2 * WARPS < groups) rows(q + 2 * WARPS, a0);
-        product_group<BIN>(acc, vq + 16 * (q + WARPS), ld, a1);
+        product_group(acc, vq + 16 * (q + WARPS), ld, a1);
     }
 #pragma unroll
     for (int m = 0; m < 2; m++)
@@ -185,12 +212,28 @@ __device__ __forceinline__ void block_product(const float *vt, int ld, float *bu
 /* Entry (row bl, column jj) of the product block_product left in buf. */
 __device__ __forceinline__ float product_at(const float *buf, int bl, int jj) { return buf[PARTS + bl * NJ + jj]; }
 
+/* Copies the bits of step t's rows of the block's samples into sbits [SPB][words], zero past B: a warp per row, a
+ * lane per word, every load of a thread in flight at once (L2 reads: other blocks wrote them in this kernel). */
+__device__ __forceinline__ void stage_bits(uint32_t *sbits, const uint32_t *bits, int t, int B, int b0, int words)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int u = 0; u < SPW; u++) {
+        const int bl = warp + u * WARPS;
+        const uint32_t *row = bits + ((int64_t)t * B + b0 + bl) * words;
+#pragma unroll 2
+        for (int w = lane; w < words; w += 32) sbits[bl * words + w] = b0 + bl < B ? __ldcg(row + w) : 0u;
+    }
+}
+
 /* ---------------------------------------------------------------- forward */
 
-/* Shared memory: vs [n][nj] (V[j0 + jj][i] at vs[i·nj + jj]), the v of the block's samples [SPB][NJ], and a list of
- * n inputs (their offsets in vs) per warp. Warp w steps samples w and w + WARPS, lane jj neuron j0 + jj: the warp lists the inputs that
- * spiked at the step before (from the bits every block wrote at that step), ascending, then each lane sums its row
- * of V over the list, eight independent reads at a time and the additions in list order. */
+/* Shared memory: vs [n][nj] (V[j0 + jj][i] at vs[i·nj + jj]), the v of the block's samples [SPB][NJ], the staged
+ * bits of the step before [SPB][words], and a list of n inputs (their offsets in vs) per warp. Warp w steps samples
+ * w, w + WARPS, ..., lane jj neuron j0 + jj: the warp lists the inputs that spiked at the step before (from the
+ * bits every block wrote at that step, staged), ascending, then each lane sums its row of V over the list, eight
+ * independent reads at a time and the additions in list order. The step's inputs x are loaded first, so that their
+ * latency hides behind the staging. */
 template <class A>
 __global__ void __launch_bounds__(THREADS)
     grid_forward_kernel(sf_lif_params p, sf_lif_coeffs k, int T, int B, int n, int nj, int groups, const A *x,
@@ -200,7 +243,8 @@ __global__ void __launch_bounds__(THREADS)
     const int j0 = blockIdx.x % groups * nj, mj = min(nj, n - j0), b0 = blockIdx.x / groups * SPB;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, words = (n + 31) / 32, lj = lane < mj ? lane : 0;
     float *vs = sm, *state = vs + (size_t)n * nj;
-    uint16_t *list = (uint16_t *)(state + SPB * NJ) + (size_t)warp * n;
+    uint32_t *sbits = (uint32_t *)(state + SPB * NJ);
+    uint16_t *list = (uint16_t *)(sbits + SPB * words) + (size_t)warp * n;
     for (int64_t q = threadIdx.x; q < (int64_t)n * mj; q += blockDim.x) /* along V's rows: coalesced */
         vs[q % n * nj + q / n] = sf_widen(v[(int64_t)(j0 + q / n) * n + q % n]);
     for (int q = threadIdx.x; q < SPB * NJ; q += blockDim.x) state[q] = k.v0;
@@ -208,12 +252,25 @@ __global__ void __launch_bounds__(THREADS)
     __syncthreads();
     float spikes = 0.0f;
     for (int t = 0; t < T; t++) {
-        for (int bl = warp; bl < SPB && b0 + bl < B; bl += WARPS) {
+        float xq[SPW];
+#pragma unroll
+        for (int u = 0; u < SPW; u++) {
+            const int bl = warp + u * WARPS;
+            xq[u] = lane < mj && b0 + bl < B ? sf_widen(x[((int64_t)t * B + b0 + bl) * n + j0 + lane]) : 0.0f;
+        }
+        if (t > 0) {
+            stage_bits(sbits, bits, t - 1, B, b0, words);
+            __syncthreads();
+        }
+#pragma unroll
+        for (int u = 0; u < SPW; u++) {
+            const int bl = warp + u * WARPS;
+            if (b0 + bl >= B) break; /* the same for the whole warp */
             int len = 0;
-            if (t > 0) { /* lane l lists word w0 + l's inputs after the earlier lanes' (L2 reads: other blocks wrote) */
-                const uint32_t *row = bits + ((int64_t)(t - 1) * B + b0 + bl) * words;
+            if (t > 0) { /* lane l lists word w0 + l's inputs after the earlier lanes' */
+                const uint32_t *row = sbits + bl * words;
                 for (int w0 = 0; w0 < words; w0 += 32) {
-                    uint32_t m = w0 + lane < words ? __ldcg(row + w0 + lane) : 0u;
+                    uint32_t m = w0 + lane < words ? row[w0 + lane] : 0u;
                     int end = __popc(m);
                     for (int o = 1; o < 32; o <<= 1) {
                         const int e = __shfl_up_sync(0xffffffffu, end, o);
@@ -230,9 +287,9 @@ __global__ void __launch_bounds__(THREADS)
             for (; m + 8 <= len; m += 8) {
                 float r[8];
 #pragma unroll
-                for (int u = 0; u < 8; u++) r[u] = vs[list[m + u] + lj];
+                for (int e = 0; e < 8; e++) r[e] = vs[list[m + e] + lj];
 #pragma unroll
-                for (int u = 0; u < 8; u++) acc += r[u];
+                for (int e = 0; e < 8; e++) acc += r[e];
             }
             for (; m < len; m++) acc += vs[list[m] + lj];
             __syncwarp(); /* the list is rewritten for the warp's next sample */
@@ -240,7 +297,7 @@ __global__ void __launch_bounds__(THREADS)
             float st = 0.0f;
             if (lane < mj) {
                 float vv = state[bl * NJ + lane], h;
-                st = sf_lif_step(&k, p.soft_reset, sf_widen(x[r * n + j]) + acc, &vv, &h);
+                st = sf_lif_step(&k, p.soft_reset, xq[u] + acc, &vv, &h);
                 state[bl * NJ + lane] = vv;
                 if (s) s[r * n + j] = sf_narrow<A>(st);
                 if (hout) hout[r * n + j] = h;
@@ -253,15 +310,15 @@ __global__ void __launch_bounds__(THREADS)
                 spikes += (float)__popc(fired);
             }
         }
-        grid.sync(); /* the step's bits, read by every block at the next step */
+        grid.sync(); /* the step's bits, read by every block at the next step; sbits is free again */
     }
     if (count) sf_cuda_add_count(count, spikes);
 }
 
 /* The dense forward: V·s_{t-1} for the block's samples and neurons j0.. as block_product over all n inputs (vt holds
  * V's rows j0.., the rows are s_{t-1}, read from the bits every block wrote at the step before, staged in shared
- * memory), then the LIF step. Shared memory: vt [NJ][vt_row(n)], buf [SUMS], the v of the block's samples
- * [SPB·NJ], the staged bits [SPB][words]. */
+ * memory and turned into the operand registers), then the LIF step. Shared memory:
+ * vt [NJ][vt_row(n)], buf [SUMS], the v of the block's samples [SPB·NJ], the staged bits [SPB][words]. */
 template <class A>
 __global__ void __launch_bounds__(THREADS)
     grid_dense_forward_kernel(sf_lif_params p, sf_lif_coeffs k, int T, int B, int n, int nj, int groups, const A *x,
@@ -288,19 +345,22 @@ __global__ void __launch_bounds__(THREADS)
             xq[u] = q < SPB * NJ && jj < mj && b0 + bl < B ? sf_widen(x[((int64_t)t * B + b0 + bl) * n + j0 + jj]) : 0.0f;
         }
         if (t > 0) {
-            for (int q = threadIdx.x; q < SPB * words; q += blockDim.x) { /* L2 reads: other blocks wrote them */
-                const int bl = q / words;
-                sbits[q] = b0 + bl < B ? __ldcg(bits + ((int64_t)(t - 1) * B + b0 + bl) * words + q % words) : 0u;
-            }
+            stage_bits(sbits, bits, t - 1, B, b0, words);
             __syncthreads();
-            const int g = (threadIdx.x & 31) >> 2, t4 = threadIdx.x & 3;
-            block_product<true>(vt, ld, buf, n, [&](int q, float4(&a)[4]) {
+            const int t4 = threadIdx.x & 3;
+            const uint32_t *rows = sbits + ((threadIdx.x & 31) >> 2) * words; /* row g; row g + 8f 8f·words on */
+            block_product<spike_frag>(vt, ld, buf, n, [&](int q, spike_frag &a) {
+                const int j = 16 * q + 4 * t4; /* four inputs from one bits word (a multiple of 4) */
+                uint32_t u[4];                 /* row g + 8f's four bits */
 #pragma unroll
-                for (int f = 0; f < 4; f++) { /* four inputs from one bits word (16q + 4t is a multiple of 4) */
-                    const int j = 16 * q + 4 * t4;
-                    const uint32_t m = sbits[(g + 8 * f) * words + j / 32] >> (j & 31);
-                    a[f] = make_float4((float)(m & 1u), (float)(m >> 1 & 1u), (float)(m >> 2 & 1u), (float)(m >> 3 & 1u));
-                }
+                for (int f = 0; f < 4; f++) u[f] = rows[8 * f * words + (j >> 5)] >> (j & 31);
+#pragma unroll
+                for (int m = 0; m < 2; m++)
+#pragma unroll
+                    for (int s = 0; s < 2; s++) {
+                        a.a[m][s][0] = one_if(u[2 * m], 2 * s), a.a[m][s][1] = one_if(u[2 * m + 1], 2 * s);
+                        a.a[m][s][2] = one_if(u[2 * m], 2 * s + 1), a.a[m][s][3] = one_if(u[2 * m + 1], 2 * s + 1);
+                    }
             });
         }
 #pragma unroll
@@ -331,7 +391,7 @@ sf_status sf_cuda_rlif_grid_forward(sf_cuda_ctx *c, const sf_lif_params *p, int6
     if (!split_of(c, B, n, &g) || T > INT32_MAX || n > INT32_MAX - 64 || (event_driven && n * g.nj > 65536))
         return SF_OK; /* the event-driven lists hold 16-bit offsets */
     const int64_t words = (n + 31) / 32;
-    const size_t smem = event_driven ? ((size_t)(n * g.nj) + SPB * NJ) * 4 + (size_t)(WARPS * n) * 2
+    const size_t smem = event_driven ? ((size_t)(n * g.nj) + SPB * NJ + SPB * words) * 4 + (size_t)(WARPS * n) * 2
                                      : ((size_t)NJ * (size_t)vt_row((int)n) + SUMS + SPB * NJ + SPB * words) * 4;
     SF_CUDA_CHECK(cudaMemsetAsync(out->c.bits, 0, (size_t)(T * B * words) * 4, c->stream));
     SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {
@@ -354,12 +414,12 @@ sf_status sf_cuda_rlif_grid_forward(sf_cuda_ctx *c, const sf_lif_params *p, int6
 
 /* Shared memory: vt [NJ][vt_row(n)] (V[j][i0 + ii] at vt[ii·vt_row(n) + j]; zero past the block's neurons and in the
  * padding), buf (the warps' partial sums [SUMS]), dL/dv [SPB·NJ]. The rows of dy_{t+1} go from L2 straight into
- * the fragments. vec: rows of dx may be read four elements at a time (n a multiple of 4, dx aligned to four
+ * the fragments. VEC: rows of dx may be read four elements at a time (n a multiple of 4, dx aligned to four
  * elements). */
-template <class A>
+template <class A, bool VEC>
 __global__ void __launch_bounds__(THREADS)
-    grid_backward_kernel(sf_lif_params p, sf_lif_coeffs k, int T, int B, int n, int nj, int groups, bool vec,
-                         const float *h, const A *v, const A *ds, A *dx, uint32_t *mbits, float *count)
+    grid_backward_kernel(sf_lif_params p, sf_lif_coeffs k, int T, int B, int n, int nj, int groups, const float *h,
+                         const A *v, const A *ds, A *dx, uint32_t *mbits, float *count)
 {
     extern __shared__ float sm[];
     const int ld = vt_row(n);
@@ -385,26 +445,29 @@ __global__ void __launch_bounds__(THREADS)
             hq[u] = on ? h[at] : 0.0f;
             dsq[u] = on ? sf_widen(ds[at]) : 0.0f;
         }
-        if (t < T - 1) /* Vᵀ·dy_{t+1}: dy_{t+1}'s rows of the block's samples */
-            block_product<false>(vt, ld, buf, n, [&](int q, float4(&a)[4]) {
+        if (t < T - 1) { /* Vᵀ·dy_{t+1}: dy_{t+1}'s rows g + 8f (f < on) of the block's samples, from column 4t on */
+            const A *row = dx + ((int64_t)(t + 1) * B + min(b0 + g, B - 1)) * n + 4 * t4;
+            const int on = (B - b0 - g + 7) / 8;
+            block_product<value_frag>(vt, ld, buf, n, [&](int q, value_frag &a) {
                 const int j = 16 * q + 4 * t4;
 #pragma unroll
                 for (int f = 0; f < 4; f++) {
-                    const A *row = dx + ((int64_t)(t + 1) * B + b0 + g + 8 * f) * n;
+                    const A *at = row + f * 8 * n + 16 * q;
                     float4 d = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                    if (b0 + g + 8 * f < B && j < n) {
-                        if (vec) {
-                            d = load4(row + j);
+                    if (f < on && j < n) {
+                        if (VEC) {
+                            d = load4(at);
                         } else {
-                            d.x = sf_widen(__ldcg(row + j));
-                            d.y = j + 1 < n ? sf_widen(__ldcg(row + j + 1)) : 0.0f;
-                            d.z = j + 2 < n ? sf_widen(__ldcg(row + j + 2)) : 0.0f;
-                            d.w = j + 3 < n ? sf_widen(__ldcg(row + j + 3)) : 0.0f;
+                            d.x = sf_widen(__ldcg(at));
+                            d.y = j + 1 < n ? sf_widen(__ldcg(at + 1)) : 0.0f;
+                            d.z = j + 2 < n ? sf_widen(__ldcg(at + 2)) : 0.0f;
+                            d.w = j + 3 < n ? sf_widen(__ldcg(at + 3)) : 0.0f;
                         }
                     }
-                    a[f] = d;
+                    a.a[f] = d;
                 }
             });
+        }
 #pragma unroll
         for (int u = 0; u < PAIRS; u++) {
             const int q = threadIdx.x + u * THREADS, bl = q / NJ, ii = q % NJ, b = b0 + bl;
@@ -442,11 +505,12 @@ sf_status sf_cuda_rlif_grid_backward(sf_cuda_ctx *c, const sf_lif_params *p, int
         const sf_lif_coeffs k = sf_lif_coeffs_of(p);
         sf_lif_params pp = *p;
         int Ti = (int)T, Bi = (int)B, nn = (int)n, nji = (int)g.nj, gi = (int)g.groups;
-        bool vec = n % 4 == 0 && (uintptr_t)dx % (4 * sizeof(A)) == 0;
+        const bool vec = n % 4 == 0 && (uintptr_t)dx % (4 * sizeof(A)) == 0;
         const A *va = (const A *)v, *da = (const A *)ds;
         A *xa = (A *)dx;
-        void *args[] = {&pp, (void *)&k, &Ti, &Bi, &nn, &nji, &gi, &vec, &h, &va, &da, &xa, &mbits, &count};
-        return launch_cooperative(c, (const void *)grid_backward_kernel<A>, (int)g.blocks, THREADS, smem, args, ran);
+        void *args[] = {&pp, (void *)&k, &Ti, &Bi, &nn, &nji, &gi, &h, &va, &da, &xa, &mbits, &count};
+        const void *kernel = vec ? (const void *)grid_backward_kernel<A, true> : (const void *)grid_backward_kernel<A, false>;
+        return launch_cooperative(c, kernel, (int)g.blocks, THREADS, smem, args, ran);
     }));
     if (!*ran || !mbits) return SF_OK;
     return compact_from_bits(c, sf_spikes{mask->bits, NULL, mask->cnt}, T * B, n);
