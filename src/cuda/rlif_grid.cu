@@ -212,17 +212,28 @@ __device__ __forceinline__ void block_product(const float *vt, int ld, float *bu
 /* Entry (row bl, column jj) of the product block_product left in buf. */
 __device__ __forceinline__ float product_at(const float *buf, int bl, int jj) { return buf[PARTS + bl * NJ + jj]; }
 
-/* Copies the bits of step t's rows of the block's samples into sbits [SPB][words], zero past B: a warp per row, a
- * lane per word, every load of a thread in flight at once (L2 reads: other blocks wrote them in this kernel). */
+/* Copies the bits of step t's rows of the block's samples into sbits [SPB][words], zero past B: warp w the rows w,
+ * w + WARPS, ..., a lane per word, each thread's loads of 64 words a row all issued before the first store (L2
+ * reads: other blocks wrote them in this kernel). */
 __device__ __forceinline__ void stage_bits(uint32_t *sbits, const uint32_t *bits, int t, int B, int b0, int words)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int w0 = 0; w0 < words; w0 += 64) {
+        uint32_t v[SPW][2];
 #pragma unroll
-    for (int u = 0; u < SPW; u++) {
-        const int bl = warp + u * WARPS;
-        const uint32_t *row = bits + ((int64_t)t * B + b0 + bl) * words;
-#pragma unroll 2
-        for (int w = lane; w < words; w += 32) sbits[bl * words + w] = b0 + bl < B ? __ldcg(row + w) : 0u;
+        for (int u = 0; u < SPW; u++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int bl = warp + u * WARPS, w = w0 + lane + 32 * e;
+                v[u][e] = w < words && b0 + bl < B ? __ldcg(bits + ((int64_t)t * B + b0 + bl) * words + w) : 0u;
+            }
+#pragma unroll
+        for (int u = 0; u < SPW; u++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int w = w0 + lane + 32 * e;
+                if (w < words) sbits[(warp + u * WARPS) * words + w] = v[u][e];
+            }
     }
 }
 
