@@ -520,7 +520,8 @@ sf_status sf_cuda_rlif_grid_backward(sf_cuda_ctx *c, const sf_lif_params *p, int
         const A *va = (const A *)v, *da = (const A *)ds;
         A *xa = (A *)dx;
         void *args[] = {&pp, (void *)&k, &Ti, &Bi, &nn, &nji, &gi, &h, &va, &da, &xa, &mbits, &count};
-        const void *kernel = vec ? (const void *)grid_backward_kernel<A, true> : (const void *)grid_backward_kernel<A, false>;
+        const void *kernel =
+            vec ? (const void *)grid_backward_kernel<A, true> : (const void *)grid_backward_kernel<A, false>;
         return launch_cooperative(c, kernel, (int)g.blocks, THREADS, smem, args, ran);
     }));
     if (!*ran || !mbits) return SF_OK;
