@@ -23,7 +23,6 @@ static sf_status cpu_alloc(sf_backend *be, size_t bytes, void **out)
 
 static void cpu_release(sf_backend *be, void *p) { free(p); }
 
-
 static sf_status cpu_copy(sf_backend *be, void *dst, const void *src, size_t bytes)
 {
     if (bytes) memmove(dst, src, bytes);
