@@ -32,7 +32,7 @@ static int64_t tune_rows(const sf_backend *be, int64_t rows)
 
 typedef struct tune_key {
     char backend[16];
-    int32_t device, precision, recurrent;
+    int32_t device, precision, recurrent, dx;
     int64_t rows;
     int32_t in, out;
 } tune_key;
@@ -59,7 +59,7 @@ typedef struct bench {
     sf_backend *be;
     int64_t rows;
     int32_t in, out;
-    float *w, *x, *y, *dy, *dx, *dw, *stage;
+    float *w, *x, *y, *dy, *dx, *dw, *stage; /* dx NULL where the layer's input takes no gradient */
     sf_spikes c;
     void *ws;
 } bench;
@@ -139,7 +139,7 @@ static sf_status alloc_all(bench *b, void **mem, size_t *sizes, int n)
     return SF_OK;
 }
 
-static sf_status measure(sf_backend *be, int64_t rows, int32_t in, int32_t out, float *xfwd, float *xbwd)
+static sf_status measure(sf_backend *be, int64_t rows, int32_t in, int32_t out, bool dx, float *xfwd, float *xbwd)
 {
     bench b = {.be = be, .rows = tune_rows(be, rows), .in = in, .out = out};
     const size_t f = sizeof(float), a = sf_act_type_size(be->act), r = (size_t)b.rows;
@@ -155,7 +155,7 @@ static sf_status measure(sf_backend *be, int64_t rows, int32_t in, int32_t out, 
     float *host = malloc(host_n * f);
     sf_status s = host ? alloc_all(&b, mem, sizes, NBUF) : sf_fail(SF_ERR_NOMEM, "sparse tuning: out of memory");
     if (s == SF_OK) {
-        b.w = mem[0], b.x = mem[1], b.y = mem[2], b.dy = mem[3], b.dx = mem[4], b.dw = mem[5];
+        b.w = mem[0], b.x = mem[1], b.y = mem[2], b.dy = mem[3], b.dx = dx ? mem[4] : NULL, b.dw = mem[5];
         b.c = (sf_spikes){mem[6], mem[7], mem[8]};
         b.ws = mem[9];
         b.stage = mem[10];
@@ -278,9 +278,9 @@ static sf_status measure_rlif(sf_backend *be, const sf_lif_params *p, int64_t T,
     return SF_OK;
 }
 
-/* The cached crossovers of a shape, measured on first need: a linear op of rows × in → out, or (p not NULL) a
- * recurrent layer of `in` neurons over `rows` samples. */
-static sf_status crossovers(const sf_net *net, const sf_lif_params *p, int64_t rows, int32_t in, int32_t out,
+/* The cached crossovers of a shape, measured on first need: a linear op of rows × in → out, its backward with dx or
+ * without (an input layer's), or (p not NULL) a recurrent layer of `in` neurons over `rows` samples. */
+static sf_status crossovers(const sf_net *net, const sf_lif_params *p, int64_t rows, int32_t in, int32_t out, bool dx,
                             float *xfwd, float *xbwd)
 {
     tune_key k;
@@ -289,6 +289,7 @@ static sf_status crossovers(const sf_net *net, const sf_lif_params *p, int64_t r
     k.device = net->p.device.index;
     k.precision = (int32_t)net->p.precision;
     k.recurrent = p != NULL;
+    k.dx = dx;
     k.rows = p ? rows : tune_rows(net->be, rows);
     k.in = in;
     k.out = out;
@@ -299,7 +300,7 @@ static sf_status crossovers(const sf_net *net, const sf_lif_params *p, int64_t r
     if (i == cache_n) {
         tune_entry e = {.key = k};
         s = p ? measure_rlif(net->be, p, net->T, rows, in, &e.xfwd, &e.xbwd)
-              : measure(net->be, rows, in, out, &e.xfwd, &e.xbwd);
+              : measure(net->be, rows, in, out, dx, &e.xfwd, &e.xbwd);
         if (s == SF_OK) {
             i = cache_n < TUNE_CACHE ? cache_n++ : TUNE_CACHE - 1; /* a full cache forgets its last entry */
             cache[i] = e;
@@ -325,10 +326,11 @@ sf_status sf_net_sparse_tune(sf_net *net)
         }
         const int32_t n = (int32_t)net->tensors[l->out].per_sample;
         if (l->d.kind == SF_LAYER_LINEAR)
-            SF_TRY(crossovers(net, NULL, net->T * net->B, (int32_t)net->tensors[l->in].per_sample, n, &l->xfwd,
-                              &l->xbwd));
+            SF_TRY(crossovers(net, NULL, net->T * net->B, (int32_t)net->tensors[l->in].per_sample, n,
+                              net->tensors[l->in].requires_grad, &l->xfwd, &l->xbwd));
         else /* RLIF: its own op, forward and dV */
-            SF_TRY(crossovers(net, &l->d.lif, net->B, n, (int32_t)(net->T < 16 ? net->T : 16), &l->xfwd, &l->xbwd));
+            SF_TRY(crossovers(net, &l->d.lif, net->B, n, (int32_t)(net->T < 16 ? net->T : 16), true, &l->xfwd,
+                              &l->xbwd));
     }
     return SF_OK;
 }

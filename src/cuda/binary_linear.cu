@@ -1,113 +1,202 @@
 /* binary_linear.cu — fp32 products with a 0/1 operand (spikes) on the tensor cores, to fp32 accuracy: the product
- * of 0/1 values with a part of the other operand is exact, so only the fp32 sums round.
- *   forward: W as the sum of its two TF32 parts (tf32.cuh; what lies below 2^-22 of it is dropped), two TF32
- *     products with the spikes as they are.
- *   backward: dy as the sum of three bf16 parts (what lies below 2^-27 of it is dropped); dW as three bf16
- *     products with a bf16 copy of the spikes, at twice TF32's rate; dx = dy·W (no spikes in it) as six products
- *     of dy's parts with W's three, all but those below 2^-24 of the whole, where cuBLAS's SGEMM ran at a third of
- *     the speed.
- * A dense dV of the recurrent layer measured 6e-8 relative error against double with TF32 parts, where SGEMM gave
- * 1.2e-7 (1472 × 1472 over 6400 rows, H200); the bf16 parts drop less. Other precisions and activation types keep linear.cu's GEMMs: tf32 is
- * TF32 already, and bf16/fp16 run on the tensor cores with 16-bit operands. The parts are made chunk by chunk in one
- * scratch buffer: at most 2·SPLIT_ELEMS floats, or GRAD_ELEMS bf16 values. */
+ * of 0/1 values with a part of the other operand is exact, so only the fp32 sums round. The other operand is the sum
+ * of three bf16 parts (each the rest rounded to nearest: what lies below 2^-27 of it is dropped), and every sum of
+ * part products runs as ONE product over a k that lays the parts side by side, so the output is written once:
+ *   forward: y = x·Wᵀ + b over k = 3·(in + 1), W's and b's three parts against three copies of x and a 1 (one bf16 product 1472 × 1472 over
+ *     6400 rows took 136 µs on an H200, where two TF32 products of W's TF32 parts took 197 µs); layers with fewer
+ *     than 512 outputs keep the TF32 parts (tf32.cuh; below 2^-22 dropped), where x's copies would cost more than
+ *     the product saves;
+ *   backward: dW = xᵀ·dy as three bf16 products of dy's parts with a bf16 copy of x; dx = dy·W over k = 6·out, the
+ *     six pairs of parts of dy and W above 2^-24 of the whole (238 µs at 1472 × 1472 × 6400, where six products each
+ *     adding into dx took 353 µs; cuBLAS's SGEMM 672 µs); layers with fewer than 192 outputs run SGEMMs (measured
+ *     faster at 20, 64 and 128 outputs, counting x's bf16 copy, and slower at 256).
+ * Every bf16 operand has rows of a multiple of 8 values (zeros padded): cuBLAS's Hopper kernels need 16-byte rows,
+ * and W4's 700 inputs ran 3× slower without them (three dW products of 700 × 1472 over 6400 rows: 268 µs, 90 with
+ * the dimension padded to 704, dW computed in scratch and copied out). Other precisions and activation types keep
+ * linear.cu's GEMMs: tf32 is TF32 already, and bf16/fp16 run on the tensor cores with 16-bit operands. The parts
+ * live in one scratch slot, at most PART_ELEMS bf16 values (in chunks of rows), or 2·SPLIT_ELEMS floats for TF32
+ * parts. */
 #include "cuda/ops.cuh"
 
-enum { SPLIT_ELEMS = 1 << 22, GRAD_ELEMS = 1 << 25 };
+enum { SPLIT_ELEMS = 1 << 22, PART_ELEMS = 1 << 26, PARTS_MIN_OUT = 512, DW_PARTS_MIN_OUT = 192 };
 
 static bool splits(const sf_cuda_ctx *c) { return c->act == SF_ACT_F32 && c->prec == SF_PRECISION_FP32; }
 
-/* Splits n (at most SPLIT_ELEMS) floats of x into the scratch, sized to them (a small layer's parts take a small
- * slot): part[0] the high TF32 parts, part[1] the low. */
-static sf_status split(sf_cuda_ctx *c, int64_t n, const float *x, const float *part[2])
-{
-    void *s;
-    SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SPLIT, 2 * sizeof(float) * (size_t)n, &s));
-    SF_TRY(sf_cuda_tf32_stack(c, 1, n, x, 2, 2u, (float *)s));
-    part[0] = (const float *)s;
-    part[1] = part[0] + n;
-    return SF_OK;
-}
+static int64_t pad8(int64_t n) { return (n + 7) / 8 * 8; }
 
-/* out[p·n + i] for p < parts: x as `parts` bf16 values whose sum is x (each the rest rounded to nearest): one part
- * holds 0/1 exactly, three hold x but for less than 2^-27 of it. */
-__global__ void bf16_parts_kernel(int64_t n, const float *x, int parts, __nv_bfloat16 *out)
+/* Where pack_kernel writes: value j of x's row i, as part `part(s)` of segment s < nseg, at i·row_ld + s·seg_ld + j;
+ * parts are given 4 bits per segment, segment 0 lowest. Column `cols` (the first pad) may hold a value per row:
+ * tail[i], or tail_one where tail is NULL (0: a pad like the others). */
+struct parts_layout {
+    int nseg;
+    unsigned parts;
+    int64_t row_ld, seg_ld;
+    const float *tail;
+    float tail_one;
+};
+
+/* Four bf16 values, stored as one 8-byte word. */
+union bf16x4 {
+    uint2 word;
+    __nv_bfloat16 v[4];
+};
+
+/* The bf16 parts of x [rows][cols] laid out as L says, for i < rows_pad and j < cols_pad (a multiple of 4, as the
+ * layout's strides are): zeros where i ≥ rows or j ≥ cols, so a product whose k or m runs over the pads adds nothing.
+ * A thread per 4 columns, over every gridDim.y-th row (sf_cuda_row_grid). */
+__global__ void pack_kernel(int64_t rows, int64_t cols, const float *x, int64_t rows_pad, int64_t cols_pad,
+                            parts_layout L, __nv_bfloat16 *out)
 {
-    SF_CUDA_GRID_STRIDE(i, n)
-    {
-        float rest = x[i];
-        for (int p = 0; p < parts; p++) {
-            const __nv_bfloat16 h = __float2bfloat16_rn(rest);
-            out[p * n + i] = h;
-            rest -= __bfloat162float(h);
+    const int64_t j = 4 * ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
+    if (j >= cols_pad) return;
+    for (int64_t i = blockIdx.y; i < rows_pad; i += gridDim.y) {
+        float v[4];
+        if (i < rows && cols % 4 == 0 && j < cols) {
+            const float4 q = *(const float4 *)(x + i * cols + j);
+            v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+        } else {
+            for (int e = 0; e < 4; e++)
+                v[e] = i >= rows       ? 0.0f
+                       : j + e < cols  ? x[i * cols + j + e]
+                       : j + e == cols ? (L.tail ? L.tail[i] : L.tail_one)
+                                       : 0.0f;
+        }
+        bf16x4 part[3];
+        for (int e = 0; e < 4; e++)
+            for (int p = 0; p < 3; p++) {
+                part[p].v[e] = __float2bfloat16_rn(v[e]);
+                v[e] -= __bfloat162float(part[p].v[e]);
+            }
+        for (int s = 0; s < L.nseg; s++) {
+            const unsigned p = L.parts >> 4 * s & 15u;
+            *(uint2 *)(out + i * L.row_ld + s * L.seg_ld + j) = p == 0   ? part[0].word
+                                                                : p == 1 ? part[1].word
+                                                                         : part[2].word;
         }
     }
 }
 
-/* C = op(A)·op(B) + beta·C with A given as its two TF32 parts (part[0] + part[1]): two tensor-core products, the
- * second added to the first. */
-static sf_status gemm_parts(sf_cuda_ctx *c, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            const float *const part[2], int lda, const float *B, int ldb, float beta, float *C, int ldc)
+static sf_status pack(sf_cuda_ctx *c, int64_t rows, int64_t cols, const float *x, int64_t rows_pad, int64_t cols_pad,
+                      parts_layout L, __nv_bfloat16 *out)
 {
-    const float one = 1.0f;
-    for (int i = 0; i < 2; i++) {
-        const float b = i ? 1.0f : beta;
-        SF_CUBLAS_CHECK(cublasGemmEx(c->cublas, ta, tb, m, n, k, &one, part[i], CUDA_R_32F, lda, B, CUDA_R_32F, ldb,
-                                     &b, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
-    }
+    pack_kernel<<<sf_cuda_row_grid(rows_pad, cols_pad / 4, 256), 256, 0, c->stream>>>(rows, cols, x, rows_pad, cols_pad,
+                                                                                      L, out);
+    SF_CUDA_LAUNCHED();
     return SF_OK;
 }
 
 /* A bf16 GEMM with fp32 output on the tensor cores: C = op(A)·op(B) + beta·C, column-major. */
-static sf_status gemm_bf16(sf_cuda_ctx *c, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                           const __nv_bfloat16 *A, int lda, const __nv_bfloat16 *B, int ldb, float beta, float *C,
-                           int ldc)
+static sf_status gemm_bf16(sf_cuda_ctx *c, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,
+                           const __nv_bfloat16 *A, int64_t lda, const __nv_bfloat16 *B, int64_t ldb, float beta,
+                           float *C, int64_t ldc)
 {
     const float one = 1.0f;
-    SF_CUBLAS_CHECK(cublasGemmEx(c->cublas, ta, tb, m, n, k, &one, A, CUDA_R_16BF, lda, B, CUDA_R_16BF, ldb, &beta, C,
-                                 CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    SF_CUBLAS_CHECK(cublasGemmEx(c->cublas, ta, tb, (int)m, (int)n, (int)k, &one, A, CUDA_R_16BF, (int)lda, B,
+                                 CUDA_R_16BF, (int)ldb, &beta, C, CUDA_R_32F, (int)ldc, CUBLAS_COMPUTE_32F,
+                                 CUBLAS_GEMM_DEFAULT));
+    return SF_OK;
+}
+
+/* Rows per chunk when each row takes per_row of the `room` bf16 values: even chunks, at least one row. */
+static int64_t chunk_rows(int64_t rows, int64_t room, int64_t per_row)
+{
+    const int64_t most = room / per_row > 0 ? room / per_row : 1, chunks = (rows + most - 1) / most;
+    return (rows + chunks - 1) / chunks;
+}
+
+/* yᶜ[out, rows] = Wᶜᵀ·xᶜ + b as one bf16 product over k = 3·kin (kin = in + 1 for b, padded to 8): in each
+ * output's column of A, W's three parts side by side, the smallest first, with b's after W's row; in each row's
+ * column of B, x three times, with a 1 after it (the bias costs no pass over y). The
+ * tensor cores add each group of products to the sum with its low bits cut, so the small parts go in while the sum
+ * is small (largest first measured 2.4e-6 relative error against the CPU's SGEMM at 64 × 700 → 1472). */
+static sf_status forward_parts(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *x, const float *w,
+                               const float *b, float *y)
+{
+    const int64_t kin = pad8(in + (b != NULL)), k = 3 * kin, wparts = (int64_t)out * k;
+    const int64_t chunk = chunk_rows(rows, PART_ELEMS - wparts, k);
+    void *s;
+    SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SPLIT, sizeof(__nv_bfloat16) * (size_t)(wparts + chunk * k), &s));
+    __nv_bfloat16 *wq = (__nv_bfloat16 *)s, *xq = wq + wparts;
+    SF_TRY(pack(c, out, in, w, out, kin, {3, 0x012u, k, kin, b, 0.0f}, wq));
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+        const int64_t r = rows - r0 < chunk ? rows - r0 : chunk;
+        /* 0/1: its first part is x */
+        SF_TRY(pack(c, r, in, x + r0 * in, r, kin, {3, 0x000u, k, kin, NULL, b ? 1.0f : 0.0f}, xq));
+        SF_TRY(gemm_bf16(c, CUBLAS_OP_T, CUBLAS_OP_N, out, r, k, wq, k, xq, k, 0.0f, y + r0 * out, out));
+    }
+    return SF_OK;
+}
+
+/* The same with W's two TF32 parts (part[0] high, part[1] low) in two products, the second added to the first, over
+ * W's rows in chunks of at most SPLIT_ELEMS values. */
+static sf_status forward_tf32(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *x, const float *w,
+                              float beta, float *y)
+{
+    const float one = 1.0f;
+    const int64_t chunk = SPLIT_ELEMS / in > 0 ? SPLIT_ELEMS / in : 1;
+    for (int64_t o0 = 0; o0 < out; o0 += chunk) {
+        const int64_t m = out - o0 < chunk ? out - o0 : chunk;
+        void *s;
+        SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SPLIT, 2 * sizeof(float) * (size_t)(m * in), &s));
+        SF_TRY(sf_cuda_tf32_stack(c, 1, m * in, w + o0 * in, 2, 2u, (float *)s));
+        for (int i = 0; i < 2; i++) {
+            const float b = i ? 1.0f : beta;
+            SF_CUBLAS_CHECK(cublasGemmEx(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)m, (int)rows, in, &one,
+                                         (const float *)s + i * m * in, CUDA_R_32F, in, x, CUDA_R_32F, in, &b, y + o0,
+                                         CUDA_R_32F, out, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
+        }
+    }
     return SF_OK;
 }
 
 /* The pairs (part of W, part of dy) whose products dx sums, the smallest first: every product of two parts but
- * those below 2^-24 of the whole (the parts shrink by 2^-8 each). */
-static const int DX_PAIRS[6][2] = {{1, 1}, {0, 2}, {2, 0}, {0, 1}, {1, 0}, {0, 0}};
+ * those below 2^-24 of the whole (the parts shrink by 2^-8 each), as 4-bit fields per segment. */
+enum { DX_W_PARTS = 0x010201u, DX_DY_PARTS = 0x001021u };
+
+/* The segment of dy's layout holding part p. */
+static int64_t segment_of(unsigned parts, int nseg, int p)
+{
+    for (int s = 0; s < nseg; s++)
+        if ((parts >> 4 * s & 15u) == (unsigned)p) return s;
+    return -1;
+}
 
 /* dw = xᵀ·dy over `rows` rows of x (0/1: floats, or the bits xbits where not NULL) and dy, and dx = dy·W where dx
- * and w are not NULL, all in bf16 parts: dy's three parts in even chunks of rows, with a bf16 copy of x's chunk for
- * dW, and W's three parts for dx. */
+ * and w are not NULL, all in bf16 parts, in even chunks of rows: per row, dy's parts (six segments for dx, in
+ * DX_DY_PARTS' order, else three) and a bf16 copy of x; for dx, W's six parts of DX_W_PARTS once. Where in is not a
+ * multiple of 8, dW is computed padded in scratch (kin × out floats) and copied out. */
 static sf_status split_grads(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *x,
                              const uint32_t *xbits, const float *w, const float *dy, float *dx, float *dw)
 {
-    const int64_t wparts = dx ? 3 * (int64_t)out * in : 0, per_row = (int64_t)in + 3 * (int64_t)out;
-    const int64_t room = GRAD_ELEMS - wparts, most = room / per_row > 0 ? room / per_row : 1;
-    const int64_t chunks = (rows + most - 1) / most, chunk = (rows + chunks - 1) / chunks;
+    const int64_t kin = pad8(in), kout = pad8(out);
+    const int nseg = dx ? 6 : 3;
+    const unsigned dy_parts = dx ? DX_DY_PARTS : 0x210u;
+    const int64_t wparts = dx ? 6 * kout * kin : 0, per_row = kin + nseg * kout;
+    const int64_t chunk = chunk_rows(rows, PART_ELEMS - wparts, per_row);
+    const size_t dw_bytes = kin != in ? sizeof(float) * (size_t)(kin * out) : 0;
     void *s;
-    SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SPLIT, sizeof(__nv_bfloat16) * (size_t)(wparts + chunk * per_row), &s));
-    __nv_bfloat16 *wq = (__nv_bfloat16 *)s, *xb = wq + wparts, *dyp = xb + chunk * in;
-    if (dx) {
-        bf16_parts_kernel<<<sf_cuda_blocks(wparts / 3, 256), 256, 0, c->stream>>>(wparts / 3, w, 3, wq);
-        SF_CUDA_LAUNCHED();
-    }
+    SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SPLIT,
+                           dw_bytes + sizeof(__nv_bfloat16) * (size_t)(wparts + chunk * per_row), &s));
+    float *dwk = dw_bytes ? (float *)s : dw;
+    __nv_bfloat16 *wq = (__nv_bfloat16 *)((char *)s + dw_bytes), *xb = wq + wparts, *dyq = xb + chunk * kin;
+    /* Aᶜ[kin, 6·kout]: column block s holds W's part of segment s (W's rows as columns), zero columns past out */
+    if (dx) SF_TRY(pack(c, out, in, w, kout, kin, {6, DX_W_PARTS, kin, kout * kin, NULL, 0.0f}, wq));
     for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
-        const int r = (int)(rows - r0 < chunk ? rows - r0 : chunk);
-        bf16_parts_kernel<<<sf_cuda_blocks((int64_t)r * out, 256), 256, 0, c->stream>>>((int64_t)r * out,
-                                                                                       dy + r0 * out, 3, dyp);
-        SF_CUDA_LAUNCHED();
-        const __nv_bfloat16 *p[3] = {dyp, dyp + (int64_t)r * out, dyp + 2 * (int64_t)r * out};
-        for (int k = 0; dx && k < 6; k++) /* dxᶜ[in, r] = Wᶜ[in, out]·dyᶜ[out, r] */
-            SF_TRY(gemm_bf16(c, CUBLAS_OP_N, CUBLAS_OP_N, in, r, out, wq + DX_PAIRS[k][0] * (int64_t)out * in, in,
-                             p[DX_PAIRS[k][1]], out, k ? 1.0f : 0.0f, dx + r0 * in, in));
-        if (xbits) {
-            SF_TRY(sf_cuda_spikes_expand_bf16(c, r, in, xbits + r0 * ((in + 31) / 32), xb));
-        } else {
-            bf16_parts_kernel<<<sf_cuda_blocks((int64_t)r * in, 256), 256, 0, c->stream>>>((int64_t)r * in,
-                                                                                          x + r0 * in, 1, xb);
-            SF_CUDA_LAUNCHED();
-        }
-        for (int k = 0; k < 3; k++) /* dWᶜ[in, out] = xᶜ[in, r]·dyᶜ[out, r]ᵀ, the chunks' sums added */
-            SF_TRY(gemm_bf16(c, CUBLAS_OP_N, CUBLAS_OP_T, in, out, r, xb, in, p[2 - k], out,
-                             r0 == 0 && k == 0 ? 0.0f : 1.0f, dw, in));
+        const int64_t r = rows - r0 < chunk ? rows - r0 : chunk;
+        SF_TRY(pack(c, r, out, dy + r0 * out, r, kout, {nseg, dy_parts, nseg * kout, kout, NULL, 0.0f}, dyq));
+        if (dx) /* dxᶜ[in, r] = Aᶜ·dyqᶜ[6·kout, r] */
+            SF_TRY(gemm_bf16(c, CUBLAS_OP_N, CUBLAS_OP_N, in, r, 6 * kout, wq, kin, dyq, 6 * kout, 0.0f, dx + r0 * in,
+                             in));
+        if (xbits) SF_TRY(sf_cuda_spikes_expand_bf16(c, r, in, kin, xbits + r0 * ((in + 31) / 32), xb));
+        else SF_TRY(pack(c, r, in, x + r0 * in, r, kin, {1, 0u, kin, 0, NULL, 0.0f}, xb));
+        for (int p = 2; p >= 0; p--) /* dWᶜ[kin, out] = xbᶜ[kin, r]·dyᶜ[out, r]ᵀ by parts, the smallest first */
+            SF_TRY(gemm_bf16(c, CUBLAS_OP_N, CUBLAS_OP_T, kin, out, r, xb, kin,
+                             dyq + segment_of(dy_parts, nseg, p) * kout, nseg * kout, r0 == 0 && p == 2 ? 0.0f : 1.0f,
+                             dwk, kin));
     }
+    if (dw_bytes)
+        SF_CUDA_CHECK(cudaMemcpy2DAsync(dw, sizeof(float) * in, dwk, sizeof(float) * kin, sizeof(float) * in, out,
+                                        cudaMemcpyDeviceToDevice, c->stream));
     return SF_OK;
 }
 
@@ -115,7 +204,7 @@ sf_status sf_cuda_binary_weight_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, i
                                      float *x, const float *dy, float *dw)
 {
     if (rows == 0) return sf_cuda_zero_f32(c, dw, (int64_t)in * out);
-    if (splits(c)) return split_grads(c, rows, in, out, NULL, xbits, NULL, dy, NULL, dw);
+    if (splits(c) && out >= DW_PARTS_MIN_OUT) return split_grads(c, rows, in, out, NULL, xbits, NULL, dy, NULL, dw);
     SF_TRY(sf_cuda_spikes_expand(c, rows, in, xbits, x)); /* dWᶜ[in, out] = xᶜ[in, rows]·dyᶜ[out, rows]ᵀ */
     return sf_cuda_gemm(c, CUBLAS_OP_N, CUBLAS_OP_T, in, out, (int)rows, x, in, dy, out, 0.0f, dw, in, true);
 }
@@ -126,32 +215,21 @@ sf_status sf_cuda_op_binary_linear_forward(sf_backend *be, int64_t rows, int32_t
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     if (!splits(c) || rows == 0 || out == 0 || in == 0 || rows > INT32_MAX)
         return sf_cuda_op_linear_forward(be, rows, in, out, x, w, b, y);
-    float beta = 0.0f;
-    if (b) {
-        SF_TRY(sf_cuda_bias_fill(c, rows, out, b, y));
-        beta = 1.0f;
-    }
-    /* yᶜ[out, rows] = Wᶜᵀ·xᶜ, over W's rows (the outputs) in chunks, each chunk's parts */
-    const int64_t chunk = SPLIT_ELEMS / in > 0 ? SPLIT_ELEMS / in : 1;
-    for (int64_t o0 = 0; o0 < out; o0 += chunk) {
-        const int64_t m = out - o0 < chunk ? out - o0 : chunk;
-        const float *part[2];
-        SF_TRY(split(c, m * in, w + o0 * in, part));
-        SF_TRY(gemm_parts(c, CUBLAS_OP_T, CUBLAS_OP_N, (int)m, (int)rows, in, part, in, x, in, beta, y + o0,
-                          out));
-    }
-    return SF_OK;
+    if (out >= PARTS_MIN_OUT && 3 * (int64_t)out * pad8(in + 1) <= PART_ELEMS / 2)
+        return forward_parts(c, rows, in, out, x, w, b, y);
+    if (b) SF_TRY(sf_cuda_bias_fill(c, rows, out, b, y));
+    return forward_tf32(c, rows, in, out, x, w, b ? 1.0f : 0.0f, y);
 }
 
 sf_status sf_cuda_op_binary_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
                                             const float *w, const float *dy, float *dx, float *dw, float *db)
 {
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
-    if (!splits(c) || rows == 0 || out == 0 || in == 0 || rows > INT32_MAX)
+    if (!splits(c) || rows == 0 || out == 0 || in == 0 || rows > INT32_MAX || out < DW_PARTS_MIN_OUT)
         return sf_cuda_op_linear_backward(be, rows, in, out, x, w, dy, dx, dw, db);
-    /* dx by SGEMM where out is too short for six products to pay (each reads and writes dx: memory-bound below
-     * about 512 on an H200) or W's parts would leave too little room */
-    if (dx && (out < 512 || 3 * (int64_t)out * in > GRAD_ELEMS / 2)) {
+    /* dx by SGEMM where out is too short for the parts to pay (memory-bound below about 512 on an H200) or W's
+     * parts would leave too little room */
+    if (dx && (out < PARTS_MIN_OUT || 6 * pad8(out) * pad8(in) > PART_ELEMS / 2)) {
         SF_TRY(sf_cuda_linear_input_grad(c, rows, in, out, w, dy, dx));
         dx = NULL;
     }

@@ -59,7 +59,7 @@ sf_status sf_cuda_linear_input_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, in
                                     const float *dy, float *dx);
 
 /* binary_linear.cu: linear_forward and _backward for x of 0/1 values, on the tensor cores to fp32 accuracy (the
- * other operands as sums of TF32 or bf16 parts). sf_cuda_binary_weight_grad is its dW = dyᵀ·x (dw float; dy in the
+ * other operands as sums of bf16 or TF32 parts). sf_cuda_binary_weight_grad is its dW = dyᵀ·x (dw float; dy in the
  * activation type) with x from the spike bits xbits [rows][words], for the recurrent layer's dense dV; x is scratch
  * of rows·in activation values where the backend's precision multiplies the expanded spikes. */
 sf_status sf_cuda_op_binary_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
@@ -88,9 +88,10 @@ sf_status sf_cuda_op_spikes_compact(sf_backend *be, int64_t rows, int64_t n, con
                                     float *count, float *flag);
 sf_status sf_cuda_op_spikes_expand(sf_backend *be, int64_t rows, int64_t n, const uint32_t *bits, float *y);
 /* The same on a context, y in the activation type; and as bf16 values (exact), for the tensor cores whatever the
- * activation type. */
+ * activation type, in rows ld ≥ n apart with zeros past n. */
 sf_status sf_cuda_spikes_expand(sf_cuda_ctx *c, int64_t rows, int64_t n, const uint32_t *bits, void *y);
-sf_status sf_cuda_spikes_expand_bf16(sf_cuda_ctx *c, int64_t rows, int64_t n, const uint32_t *bits, __nv_bfloat16 *y);
+sf_status sf_cuda_spikes_expand_bf16(sf_cuda_ctx *c, int64_t rows, int64_t n, int64_t ld, const uint32_t *bits,
+                                     __nv_bfloat16 *y);
 sf_status sf_cuda_spikes_compact(sf_cuda_ctx *c, int64_t rows, int64_t n, const float *x, const sf_spikes *out,
                                  float *count, float *flag);
 

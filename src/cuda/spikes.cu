@@ -34,13 +34,14 @@ __global__ void __launch_bounds__(SF_SPIKE_SEG)
     if (count && threadIdx.x == 0 && ones) atomicAdd(count, (float)ones);
 }
 
-/* A thread per neuron k of a row, over every gridDim.y-th row (sf_cuda_row_grid): no 64-bit division per value. */
-template <class T> __global__ void expand_kernel(int64_t rows, int64_t n, const uint32_t *bits, T *y)
+/* A thread per column k < ld of a row (rows ld apart, zeros past n), over every gridDim.y-th row (sf_cuda_row_grid):
+ * no 64-bit division per value. */
+template <class T> __global__ void expand_kernel(int64_t rows, int64_t n, int64_t ld, const uint32_t *bits, T *y)
 {
     const int64_t words = (n + 31) / 32, k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= n) return;
+    if (k >= ld) return;
     for (int64_t r = blockIdx.y; r < rows; r += gridDim.y)
-        y[r * n + k] = sf_narrow<T>((float)((bits[r * words + k / 32] >> (k % 32)) & 1u));
+        y[r * ld + k] = sf_narrow<T>(k < n ? (float)((bits[r * words + k / 32] >> (k % 32)) & 1u) : 0.0f);
 }
 
 sf_status sf_cuda_spikes_compact(sf_cuda_ctx *c, int64_t rows, int64_t n, const float *x, const sf_spikes *out,
@@ -70,7 +71,7 @@ sf_status sf_cuda_spikes_expand(sf_cuda_ctx *c, int64_t rows, int64_t n, const u
     if (rows * n == 0) return SF_OK;
     return sf_cuda_with_act(c->act, [&](auto tag) {
         using T = decltype(tag);
-        expand_kernel<T><<<sf_cuda_row_grid(rows, n, 256), 256, 0, c->stream>>>(rows, n, bits, (T *)y);
+        expand_kernel<T><<<sf_cuda_row_grid(rows, n, 256), 256, 0, c->stream>>>(rows, n, n, bits, (T *)y);
         SF_CUDA_LAUNCHED();
         return SF_OK;
     });
@@ -81,10 +82,11 @@ sf_status sf_cuda_op_spikes_expand(sf_backend *be, int64_t rows, int64_t n, cons
     return sf_cuda_spikes_expand(sf_cuda_ctx_of(be), rows, n, bits, y);
 }
 
-sf_status sf_cuda_spikes_expand_bf16(sf_cuda_ctx *c, int64_t rows, int64_t n, const uint32_t *bits, __nv_bfloat16 *y)
+sf_status sf_cuda_spikes_expand_bf16(sf_cuda_ctx *c, int64_t rows, int64_t n, int64_t ld, const uint32_t *bits,
+                                     __nv_bfloat16 *y)
 {
-    if (rows * n == 0) return SF_OK;
-    expand_kernel<__nv_bfloat16><<<sf_cuda_row_grid(rows, n, 256), 256, 0, c->stream>>>(rows, n, bits, y);
+    if (rows * ld == 0) return SF_OK;
+    expand_kernel<__nv_bfloat16><<<sf_cuda_row_grid(rows, ld, 256), 256, 0, c->stream>>>(rows, n, ld, bits, y);
     SF_CUDA_LAUNCHED();
     return SF_OK;
 }

@@ -236,9 +236,10 @@ static void test_linear(int64_t rows, int32_t in, int32_t o, int bias, int want_
     drop(&x), drop(&w), drop(&b), drop(&y), drop(&dy), drop(&dx), drop(&dw), drop(&db);
 }
 
-/* binary_linear_forward and _backward on 0/1 inputs (density 0.3): the fp32 CUDA backend's TF32-part products are
- * exact, so they meet the CPU's SGEMM at 1e-6 (TF32 arithmetic would miss it by 300×). in·out and rows·out past
- * 2^22 make the parts in two chunks. */
+/* binary_linear_forward and _backward on 0/1 inputs (density 0.3): the fp32 CUDA backend's products of bf16 or TF32
+ * parts are exact, so they meet the CPU's SGEMM at 1e-6 (TF32 arithmetic would miss it by 300×). The shapes below
+ * take each path of binary_linear.cu: bf16 parts (512 outputs or more), TF32 parts and SGEMMs (fewer), padded
+ * dimensions, and parts in chunks. */
 static void test_binary_linear(int64_t rows, int32_t in, int32_t o, int bias)
 {
     float *h = malloc(4 * (size_t)(rows * in));
@@ -583,12 +584,15 @@ int main(void)
     test_bn(50, 64, 1, 340); /* hw = 1, C % 4 == 0: 4 channels per thread over the rows */
     test_bn(7, 12, 1, 350);
     test_gemm_ops();
-    test_binary_linear(64, 700, 1472, 1); /* W4's first layer */
-    test_binary_linear(7, 33, 5, 0);
+    test_binary_linear(64, 700, 1472, 1); /* W4's first layer: in padded to 704, dW copied out of scratch */
+    test_binary_linear(7, 33, 5, 0);       /* SGEMMs backward, TF32 parts forward */
     test_binary_linear(1, 1, 1, 1);
-    test_binary_linear(3, 2100, 2003, 1); /* the forward's W parts in two chunks */
-    test_binary_linear(6000, 3, 4000, 0); /* the backward's dy parts in three chunks of rows */
-    test_binary_linear(2, 2400, 2400, 1); /* W's parts too large for the backward's room: dx by SGEMM */
+    test_binary_linear(50, 61, 300, 1);    /* dW by bf16 parts, dx by SGEMM */
+    test_binary_linear(3, 2100, 2003, 1);  /* out padded to 2008 in dx's segments */
+    test_binary_linear(3, 9000, 500, 1);   /* the forward's TF32 parts in two chunks of W's rows */
+    test_binary_linear(6000, 3, 4000, 0);  /* the backward's dy parts in three chunks of rows */
+    test_binary_linear(23000, 1000, 512, 1); /* the forward's copies of x in two chunks of rows */
+    test_binary_linear(2, 2400, 2400, 1);  /* W's parts too large for the backward's room: dx by SGEMM */
     test_pool(7, 9, 9, 2, 2, 0);
     test_pool(9, 28, 28, 2, 2, 0); /* windows that tile the plane: the tiled kernels */
     test_pool(4, 12, 6, 3, 3, 0);
