@@ -75,8 +75,10 @@ void sf_net_sparse_mark(sf_net *net)
             sf_net_tensor *x = &net->tensors[root(net, l->in)];
             if (mode != SF_SPARSE_OFF) x->compact = x->lists = true;
         } else if (l->d.kind == SF_LAYER_RLIF) {
+            /* its kernels make the bits anyway: kept, they spare the backward a pass to bytes and back */
             l->sparse = mode;
-            if (mode != SF_SPARSE_OFF) net->tensors[l->out].compact = net->tensors[l->out].lists = true;
+            net->tensors[l->out].compact = true;
+            net->tensors[l->out].lists = mode != SF_SPARSE_OFF;
         }
     }
     /* Float values are written for readers other than event-driven linear layers, and for the output. */

@@ -19,17 +19,19 @@ __global__ void __launch_bounds__(SF_SPIKE_SEG)
     const sf_lif_coeffs k = sf_cuda_coeffs<MODEL>(a, nf);
     const int soft = a.p.soft_reset;
     float v = sf_cuda_v0(a, k, nf), ab = MODEL == SF_CUDA_ALIF ? sf_cuda_b0(a, nf) : 0.0f, spikes = 0.0f;
-    for (int64_t t0 = 0; t0 < a.T; t0 += U) {
-        float xs[U];
-#pragma unroll
-        for (int u = 0; u < U; u++)
-            if (t0 + u < a.T) xs[u] = sf_widen(x[(t0 + u) * a.N + nf]);
+    const int T_ = (int)a.T; /* time in 32 bits (sf_cuda_time_fits) */
+    sf_cuda_batch<1, U> next, cur; /* the next batch of x in flight while this one is integrated, as the plain
+                                      forward has it (loading each batch when needed took twice its time) */
+    sf_cuda_load_batch<1, U, false>(next, x, a.N, nf, 0, 1, 0, T_);
+    for (int t0 = 0; t0 < T_; t0 += U) {
+        cur = next;
+        if (t0 + U < T_) sf_cuda_load_batch<1, U, false>(next, x, a.N, nf, t0 + U, 1, 0, T_);
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int64_t t = t0 + u;
-            if (t >= a.T) break; /* the same for the whole block */
+            if (t >= T_) break; /* the same for the whole block */
             float h, theta;
-            const float st = sf_cuda_step<MODEL>(k, soft, xs[u], &v, &ab, &h, &theta);
+            const float st = sf_cuda_step<MODEL>(k, soft, cur.v[u][0], &v, &ab, &h, &theta);
             const int64_t i = t * a.N + nf;
             if (valid) {
                 sf_cuda_ckpt_store<1, MODEL>(a, (int)t, nf, &v, &ab);
@@ -37,7 +39,12 @@ __global__ void __launch_bounds__(SF_SPIKE_SEG)
                 if (s_u8) s_u8[i] = (uint8_t)st;
                 if (hout) hout[i] = h;
             }
-            spikes += (float)sf_cuda_emit_row(c, n, t * B + b, j, valid, st != 0.0f, wc[t & 1]);
+            if (c.cnt) { /* lists: the segment's warps rank their spikes together */
+                spikes += (float)sf_cuda_emit_row(c, n, t * B + b, j, valid, st != 0.0f, wc[t & 1]);
+            } else { /* bits alone: each warp on its own, no barrier per step */
+                const unsigned m = sf_cuda_emit_bits(c, n, t * B + b, j, valid, st != 0.0f);
+                if ((threadIdx.x & 31) == 0) spikes += (float)__popc(m);
+            }
         }
     }
     if (valid && a.st.v_out) {

@@ -10,6 +10,17 @@
 
 #include "cuda/common.cuh"
 
+/* Writes the calling warp's bits word of row r (thread t of the warp: neuron j, a multiple of 32 apart from t) and
+ * returns it: no lists, no barrier. */
+__device__ __forceinline__ unsigned sf_cuda_emit_bits(const sf_spikes &c, int64_t n, int64_t r, int64_t j, bool valid,
+                                                      bool on)
+{
+    const unsigned m = __ballot_sync(0xffffffffu, valid && on);
+    const int64_t j0 = j - (threadIdx.x & 31); /* the warp's first neuron: a multiple of 32 */
+    if ((threadIdx.x & 31) == 0 && j0 < n) c.bits[r * ((n + 31) / 32) + j0 / 32] = m;
+    return m;
+}
+
 /* Writes the compact row r (bits; idx and cnt where c has them) for the neurons this block covers; `on` where the
  * thread's neuron is active, valid where it exists (j < n). wc: blockDim/32 ints of shared memory, which the caller
  * must not reuse until after its next __syncthreads. Every thread of the block calls it. Returns the block's number
@@ -18,12 +29,8 @@ __device__ __forceinline__ int sf_cuda_emit_row(const sf_spikes &c, int64_t n, i
                                                 int *wc)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const unsigned m = __ballot_sync(0xffffffffu, valid && on);
-    const int64_t j0 = j - lane; /* the warp's first neuron: a multiple of 32 */
-    if (lane == 0) {
-        if (j0 < n) c.bits[r * ((n + 31) / 32) + j0 / 32] = m;
-        wc[warp] = __popc(m);
-    }
+    const unsigned m = sf_cuda_emit_bits(c, n, r, j, valid, on);
+    if (lane == 0) wc[warp] = __popc(m);
     __syncthreads();
     if (c.cnt) {
         const int first = warp & ~(SF_SPIKE_SEG / 32 - 1); /* the segment's first warp */
