@@ -1,24 +1,30 @@
 /* binary_linear.cu — fp32 products with a 0/1 operand (spikes) on the tensor cores, to fp32 accuracy: the product
- * of 0/1 values with a part of the other operand is exact, so only the fp32 sums round. The other operand is the sum
- * of three bf16 parts (each the rest rounded to nearest: what lies below 2^-27 of it is dropped), and every sum of
- * part products runs as ONE product over a k that lays the parts side by side, so the output is written once:
- *   forward: y = x·Wᵀ + b over k = 3·(in + 1), W's and b's three parts against three copies of x and a 1 (one bf16 product 1472 × 1472 over
- *     6400 rows took 136 µs on an H200, where two TF32 products of W's TF32 parts took 197 µs); layers with fewer
- *     than 512 outputs keep the TF32 parts (tf32.cuh; below 2^-22 dropped), where x's copies would cost more than
- *     the product saves;
- *   backward: dW = xᵀ·dy as three bf16 products of dy's parts with a bf16 copy of x; dx = dy·W over k = 6·out, the
- *     six pairs of parts of dy and W above 2^-24 of the whole (238 µs at 1472 × 1472 × 6400, where six products each
- *     adding into dx took 353 µs; cuBLAS's SGEMM 672 µs); layers with fewer than 192 outputs run SGEMMs (measured
- *     faster at 20, 64 and 128 outputs, counting x's bf16 copy, and slower at 256).
- * Every bf16 operand has rows of a multiple of 8 values (zeros padded): cuBLAS's Hopper kernels need 16-byte rows,
- * and W4's 700 inputs ran 3× slower without them (three dW products of 700 × 1472 over 6400 rows: 268 µs, 90 with
- * the dimension padded to 704, dW computed in scratch and copied out). Other precisions and activation types keep
- * linear.cu's GEMMs: tf32 is TF32 already, and bf16/fp16 run on the tensor cores with 16-bit operands. The parts
- * live in one scratch slot, at most PART_ELEMS bf16 values (in chunks of rows), or 2·SPLIT_ELEMS floats for TF32
- * parts. */
+ * of 0/1 values with a part of the other operand is exact, so only the fp32 sums round. The other operand is the
+ * sum of three bf16 parts (each the rest rounded to nearest: what lies below 2^-27 of it is dropped), and a sum of
+ * part products runs as ONE product over a k that lays the parts side by side, so its output is written once.
+ * Times below: one H200, W4's 6400 rows (docs/perf.md, "W4's linear layers as one bf16 product each").
+ *   forward: y = x·Wᵀ + b over k = 3·(in + 1), W's and b's parts against three copies of x and a 1 (1472 → 1472:
+ *     136 µs, where two TF32 products of W's TF32 parts took 197 µs). Layers with fewer than 512 outputs, where
+ *     x's copies cost more than the product saves, and layers whose W parts would pass 16 MiB (W6's 8192 → 1024,
+ *     which the TF32 path splits in 32 MiB) keep the TF32 parts (tf32.cuh; below 2^-22 dropped).
+ *   backward: dW = xᵀ·dy as three bf16 products of dy's parts with a bf16 copy of x; dx = dy·W over k = 6·out,
+ *     the six pairs of parts of dy and W above 2^-24 of the whole (238 µs, where six products each adding into dx
+ *     took 353 µs and SGEMM 672 µs). Layers with fewer than 192 outputs run SGEMMs (faster at 20, 64 and 128
+ *     outputs, counting x's bf16 copy; slower at 256).
+ * Every bf16 operand has rows of a multiple of 8 values, zeros padded: cuBLAS's Hopper kernels need 16-byte rows,
+ * and W4's 700 inputs ran 3× slower without them (dW, 700 × 1472: 268 µs, 90 with the dimension padded to 704, dW
+ * computed in scratch and copied out). Other precisions and activation types keep linear.cu's GEMMs: tf32 is TF32
+ * already, and bf16/fp16 run on the tensor cores with 16-bit operands. The parts live in one scratch slot: at most
+ * PART_ELEMS bf16 values, in chunks of rows, or 2·SPLIT_ELEMS floats for TF32 parts. */
 #include "cuda/ops.cuh"
 
-enum { SPLIT_ELEMS = 1 << 22, PART_ELEMS = 1 << 26, PARTS_MIN_OUT = 512, DW_PARTS_MIN_OUT = 192 };
+enum {
+    SPLIT_ELEMS = 1 << 22,
+    PART_ELEMS = 1 << 26,
+    FWD_W_PARTS = 1 << 23,
+    PARTS_MIN_OUT = 512,
+    DW_PARTS_MIN_OUT = 192
+};
 
 static bool splits(const sf_cuda_ctx *c) { return c->act == SF_ACT_F32 && c->prec == SF_PRECISION_FP32; }
 
@@ -215,7 +221,7 @@ sf_status sf_cuda_op_binary_linear_forward(sf_backend *be, int64_t rows, int32_t
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     if (!splits(c) || rows == 0 || out == 0 || in == 0 || rows > INT32_MAX)
         return sf_cuda_op_linear_forward(be, rows, in, out, x, w, b, y);
-    if (out >= PARTS_MIN_OUT && 3 * (int64_t)out * pad8(in + 1) <= PART_ELEMS / 2)
+    if (out >= PARTS_MIN_OUT && 3 * (int64_t)out * pad8(in + 1) <= FWD_W_PARTS)
         return forward_parts(c, rows, in, out, x, w, b, y);
     if (b) SF_TRY(sf_cuda_bias_fill(c, rows, out, b, y));
     return forward_tf32(c, rows, in, out, x, w, b ? 1.0f : 0.0f, y);
