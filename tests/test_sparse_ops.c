@@ -260,10 +260,10 @@ static void test_rlif(int64_t T, int64_t B, int64_t n, int grad_threshold)
     sf_spikes m = alloc_spikes(rows, n);
     free(m.idx);
     m.idx = NULL;
-    for (int k = 0; k < 3; k++) { /* dense; event-driven from the saved h; event-driven recomputing h */
+    for (int k = 0; k < 3; k++) { /* dense; event-driven from the saved h and spike bits; event-driven recomputing h */
         dx[k] = zalloc(4 * (size_t)total), dv[k] = zalloc(4 * (size_t)(n * n));
-        CHECK_OK(be->rlif_backward(be, &p, T, B, n, x, k == 2 ? NULL : h[k > 0], v, ds, k > 0, flags[k], dx[k],
-                                   dv[k], k == 1 ? &m : NULL, &gc[k], ws));
+        CHECK_OK(be->rlif_backward(be, &p, T, B, n, x, k == 2 ? NULL : h[k > 0], k == 1 ? c[1].bits : NULL, v, ds,
+                                   k > 0, flags[k], dx[k], dv[k], k == 1 ? &m : NULL, &gc[k], ws));
     }
     sf_spikes ref = mask_of(dx[1], rows, n);
     CHECK(memcmp(m.bits, ref.bits, (size_t)(rows * sf_spike_words(n)) * 4) == 0 &&
@@ -285,7 +285,7 @@ static void test_rlif(int64_t T, int64_t B, int64_t n, int grad_threshold)
     sf_set_num_threads(1);
     sf_lif_out one = {.s = s1, .h = h1, .spike_count = &cnt1, .c = c[1], .row = n};
     CHECK_OK(be->rlif_forward(be, &p, T, B, n, x, v, 1, &one, ws));
-    CHECK_OK(be->rlif_backward(be, &p, T, B, n, x, h1, v, ds, 1, flags[1], dx1, dv1, NULL, &gc1, ws));
+    CHECK_OK(be->rlif_backward(be, &p, T, B, n, x, h1, NULL, v, ds, 1, flags[1], dx1, dv1, NULL, &gc1, ws));
     sf_set_num_threads(threads);
     CHECK(memcmp(s1, s[1], 4 * (size_t)total) == 0 && memcmp(h1, h[1], 4 * (size_t)total) == 0 &&
               memcmp(dx1, dx[1], 4 * (size_t)total) == 0 && memcmp(dv1, dv[1], 4 * (size_t)(n * n)) == 0 &&

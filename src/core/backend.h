@@ -166,12 +166,16 @@ struct sf_backend {
     sf_status (*linear_backward)(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
                                  const float *w, const float *dy, float *dx, float *dw, float *db);
     /* linear_forward and _backward for an x that holds only 0 and 1 (spikes): the same results, which a backend may
-     * compute faster with that knowledge (CUDA in fp32: tensor-core products with W's TF32 parts and dy's bf16
-     * parts, exact where they meet the 0/1 operand). */
+     * compute faster with that knowledge (CUDA in fp32: tensor-core products with bf16 or TF32 parts of the other
+     * operand, exact where they meet the 0/1 operand). _backward_bits takes x as its spike bits [rows][words]
+     * (core/spikes.h) instead; optional: NULL where the backend has no faster way than expanding them. */
     sf_status (*binary_linear_forward)(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
                                        const float *w, const float *b, float *y);
     sf_status (*binary_linear_backward)(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
                                         const float *w, const float *dy, float *dx, float *dw, float *db);
+    sf_status (*binary_linear_backward_bits)(sf_backend *be, int64_t rows, int32_t in, int32_t out,
+                                             const uint32_t *xbits, const float *w, const float *dy, float *dx,
+                                             float *dw, float *db);
 
     /* Conv2d, NCHW with n = T·B images; W is [cout, cin, k, k]. Workspace bytes come from conv_workspace: what
      * conv_forward, conv_backward or either (SF_CONV_PASS_BOTH) needs. */
@@ -282,11 +286,12 @@ struct sf_backend {
      * dv = dL/dV. h: the forward's membrane potentials, or NULL to rerun the forward from x (with fwd_sparse as the
      * forward ran, so h is bitwise the same). bwd_sparse: SF_RLIF_SPARSE_DV takes dV from the spike bits,
      * SF_RLIF_SPARSE_DY sums Vᵀ·dy_{t+1} over the nonzero entries of dy_{t+1} only. mask (may be NULL): where dx is
-     * nonzero, as lif_backward_masked writes it; *grad_count += their number (may be NULL). */
+     * nonzero, as lif_backward_masked writes it; *grad_count += their number (may be NULL). s_bits (may be NULL):
+     * the forward's spike bits [T·B][words] where they were kept, else they are made again from h. */
     sf_status (*rlif_backward)(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
-                               const float *x, const float *h, const float *v, const float *ds, int32_t fwd_sparse,
-                               int32_t bwd_sparse, float *dx, float *dv, const sf_spikes *mask, float *grad_count,
-                               void *ws);
+                               const float *x, const float *h, const uint32_t *s_bits, const float *v, const float *ds,
+                               int32_t fwd_sparse, int32_t bwd_sparse, float *dx, float *dv, const sf_spikes *mask,
+                               float *grad_count, void *ws);
 
     /* Optional (NULL where a backend has none, e.g. the CPU): record the ops issued between graph_begin and
      * graph_end instead of running them, then replay them all with one graph_launch. Recorded ops keep their

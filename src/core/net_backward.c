@@ -93,12 +93,22 @@ static sf_status layer_backward(sf_net *net, int32_t i)
             SF_TRY(sf_net_spike_linear_backward(net, l, dy, dx));
             return accumulate(net, acc, l->in, dx);
         }
+        const int32_t in = (int32_t)net->tensors[l->in].per_sample;
+        const sf_net_tensor *kept = &net->tensors[root(net, l->in)];
+        if (kept->keep == SF_KEEP_BITS && root(net, l->in) != 0 && be->binary_linear_backward_bits) {
+            /* the kept bits straight into the products: no float copy of the spikes */
+            float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc);
+            SF_TRY(be->binary_linear_backward_bits(be, rows(net), in, l->d.out_features,
+                                                   sf_net_slot_ptr(net, kept->cbits), sf_net_weight(net, l->w_off),
+                                                   dy, dx, pgrad(net, l->w_off), pgrad(net, l->b_off)));
+            return accumulate(net, acc, l->in, dx);
+        }
         const float *x;
         SF_TRY(input_value(net, l, l->in, &x));
         float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc);
         SF_TRY((sf_net_tensor_is_binary(net, l->in) ? be->binary_linear_backward : be->linear_backward)(
-            be, rows(net), (int32_t)net->tensors[l->in].per_sample, l->d.out_features, x, sf_net_weight(net, l->w_off),
-            dy, dx, pgrad(net, l->w_off), pgrad(net, l->b_off)));
+            be, rows(net), in, l->d.out_features, x, sf_net_weight(net, l->w_off), dy, dx, pgrad(net, l->w_off),
+            pgrad(net, l->b_off)));
         return accumulate(net, acc, l->in, dx);
     }
     case SF_LAYER_CONV2D: {
@@ -166,9 +176,12 @@ static sf_status layer_backward(sf_net *net, int32_t i)
         const float *h = sf_net_slot_ptr(net, l->h); /* a recurrent layer always keeps it (sf_net_keeps_h) */
         float *dx = dx_target(net, i, l->in, l->dx_tmp, &acc); /* dx_tmp also when the input needs none: the
                                                                  * recurrence runs on dy */
-        const sf_net_tensor *in = &net->tensors[root(net, l->in)];
+        const sf_net_tensor *in = &net->tensors[root(net, l->in)], *out = &net->tensors[root(net, l->out)];
         sf_spikes mask = {sf_net_slot_ptr(net, in->gbits), NULL, sf_net_slot_ptr(net, in->gcnt)};
-        SF_TRY(be->rlif_backward(be, &l->d.lif, net->T, net->B, net->tensors[l->out].per_sample, NULL, h,
+        /* its spikes' bits where the plan kept them for a reader (pipelined segments make them again) */
+        const uint32_t *s_bits =
+            out->keep == SF_KEEP_BITS && !sf_net_pipelined(net) ? sf_net_slot_ptr(net, out->cbits) : NULL;
+        SF_TRY(be->rlif_backward(be, &l->d.lif, net->T, net->B, net->tensors[l->out].per_sample, NULL, h, s_bits,
                                  sf_net_weight(net, l->w_off), dy, l->fwd_sparse, l->bwd_flags, dx,
                                  pgrad(net, l->w_off), in->gmask ? &mask : NULL, sf_net_grad_count(net, l->in),
                                  sf_net_slot_ptr(net, l->sws_b)));

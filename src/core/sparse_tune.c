@@ -75,7 +75,10 @@ static sf_status run_op(void *ctx, int o)
     sf_backend *be = b->be;
     switch ((op)o) {
     case OP_DENSE_FWD: return be->binary_linear_forward(be, b->rows, b->in, b->out, b->x, b->w, NULL, b->y);
-    case OP_DENSE_BWD:
+    case OP_DENSE_BWD: /* from the bits, as the net's dense backward takes them */
+        if (be->binary_linear_backward_bits)
+            return be->binary_linear_backward_bits(be, b->rows, b->in, b->out, b->c.bits, b->w, b->dy, b->dx, b->dw,
+                                                   NULL);
         SF_TRY(be->spikes_expand(be, b->rows, b->in, b->c.bits, b->x));
         return be->binary_linear_backward(be, b->rows, b->in, b->out, b->x, b->w, b->dy, b->dx, b->dw, NULL);
     case OP_SPARSE_FWD: return be->spike_linear_forward(be, b->rows, b->in, b->out, &b->c, b->w, NULL, b->y, b->ws);
@@ -207,7 +210,7 @@ static sf_status run_rlif(void *ctx, int o)
         sf_lif_out out = {.h = r->h, .spike_count = r->count, .c = r->c, .row = r->n};
         return be->rlif_forward(be, r->p, r->T, r->B, r->n, r->x, r->v, o == R_SPARSE_FWD, &out, r->ws);
     }
-    return be->rlif_backward(be, r->p, r->T, r->B, r->n, r->x, r->h, r->v, r->ds, 1,
+    return be->rlif_backward(be, r->p, r->T, r->B, r->n, r->x, r->h, NULL, r->v, r->ds, 1,
                              o == R_SPARSE_DV ? SF_RLIF_SPARSE_DV : 0, r->dx, r->dv, NULL, NULL, r->ws);
 }
 

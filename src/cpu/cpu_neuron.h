@@ -29,9 +29,9 @@ size_t sf_cpu_op_rlif_workspace(sf_backend *be, int64_t T, int64_t B, int64_t n)
 sf_status sf_cpu_op_rlif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
                                  const float *x, const float *v, int32_t sparse, const sf_lif_out *out, void *ws);
 sf_status sf_cpu_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
-                                  const float *x, const float *h, const float *v, const float *ds, int32_t fwd_sparse,
-                                  int32_t bwd_sparse, float *dx, float *dv, const sf_spikes *mask, float *grad_count,
-                                  void *ws);
+                                  const float *x, const float *h, const uint32_t *s_bits, const float *v,
+                                  const float *ds, int32_t fwd_sparse, int32_t bwd_sparse, float *dx, float *dv,
+                                  const sf_spikes *mask, float *grad_count, void *ws);
 
 sf_status sf_cpu_op_bn_stats(sf_backend *be, sf_bn_shape sh, const float *x, float *mean, float *var);
 sf_status sf_cpu_op_bn_forward(sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var,

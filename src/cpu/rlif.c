@@ -263,18 +263,21 @@ static int64_t backward_events(sf_block_backward_fn back, const sf_lif_params *p
 }
 
 sf_status sf_cpu_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
-                                  const float *x, const float *h, const float *v, const float *ds, int32_t fwd_sparse,
-                                  int32_t bwd_sparse, float *dx, float *dv, const sf_spikes *mask, float *grad_count,
-                                  void *ws)
+                                  const float *x, const float *h, const uint32_t *s_bits, const float *v,
+                                  const float *ds, int32_t fwd_sparse, int32_t bwd_sparse, float *dx, float *dv,
+                                  const sf_spikes *mask, float *grad_count, void *ws)
 {
     SF_TRY(check("recurrent LIF backward", p, T, B, n));
     rlif_ws w;
     layout(T, B, n, ws, &w);
     const int64_t N = B * n, rows = T * B;
+    const uint32_t *bits = w.c.bits; /* the forward's spikes, for dV */
     if (!h) { /* recompute: the forward again, the same way, keeping h and the spikes */
         sf_lif_out o = {.h = w.h, .c = w.c, .row = n};
         SF_TRY(forward(p, T, B, n, x, v, fwd_sparse, &o, &w));
         h = w.h;
+    } else if (s_bits) {
+        bits = s_bits;
     } else {
         bits_from_h(p, rows, n, h, w.c.bits);
     }
@@ -293,9 +296,9 @@ sf_status sf_cpu_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_
     if (T == 1) {
         memset(dv, 0, sizeof(float) * (size_t)(n * n));
     } else if (bwd_sparse & SF_RLIF_SPARSE_DV) { /* dV = Σ_{t >= 1} dy_tᵀ·s_{t-1}: the spike rows shifted by one step */
-        SF_TRY(sf_cpu_spike_weight_grad((T - 1) * B, (int32_t)n, (int32_t)n, w.c.bits, dx + N, NULL, dv));
+        SF_TRY(sf_cpu_spike_weight_grad((T - 1) * B, (int32_t)n, (int32_t)n, bits, dx + N, NULL, dv));
     } else {
-        SF_TRY(sf_cpu_op_spikes_expand(be, (T - 1) * B, n, w.c.bits, w.h));
+        SF_TRY(sf_cpu_op_spikes_expand(be, (T - 1) * B, n, bits, w.h));
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)n, (int)n, (int)((T - 1) * B), 1.0f, dx + N, (int)n,
                     w.h, (int)n, 0.0f, dv, (int)n);
     }

@@ -177,6 +177,7 @@ static void fill_table(sf_backend *be, bool graphs)
     be->linear_backward = sf_cuda_op_linear_backward;
     be->binary_linear_forward = sf_cuda_op_binary_linear_forward;
     be->binary_linear_backward = sf_cuda_op_binary_linear_backward;
+    be->binary_linear_backward_bits = sf_cuda_op_binary_linear_backward_bits;
     be->held_bytes = cu_held_bytes;
     be->conv_workspace = sf_cuda_op_conv_workspace;
     be->conv_lean = sf_cuda_op_conv_lean;

@@ -227,18 +227,42 @@ sf_status sf_cuda_op_binary_linear_forward(sf_backend *be, int64_t rows, int32_t
     return forward_tf32(c, rows, in, out, x, w, b ? 1.0f : 0.0f, y);
 }
 
-sf_status sf_cuda_op_binary_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
-                                            const float *w, const float *dy, float *dx, float *dw, float *db)
+/* The backward of a layer that takes the parts (splits(c), out >= DW_PARTS_MIN_OUT), x as floats or bits. */
+static sf_status parts_backward(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *x,
+                                const uint32_t *xbits, const float *w, const float *dy, float *dx, float *dw,
+                                float *db)
 {
-    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
-    if (!splits(c) || rows == 0 || out == 0 || in == 0 || rows > INT32_MAX || out < DW_PARTS_MIN_OUT)
-        return sf_cuda_op_linear_backward(be, rows, in, out, x, w, dy, dx, dw, db);
     /* dx by SGEMM where out is too short for the parts to pay (memory-bound below about 512 on an H200) or W's
      * parts would leave too little room */
     if (dx && (out < PARTS_MIN_OUT || 6 * pad8(out) * pad8(in) > PART_ELEMS / 2)) {
         SF_TRY(sf_cuda_linear_input_grad(c, rows, in, out, w, dy, dx));
         dx = NULL;
     }
-    SF_TRY(split_grads(c, rows, in, out, x, NULL, w, dy, dx, dw));
+    SF_TRY(split_grads(c, rows, in, out, x, xbits, w, dy, dx, dw));
     return db ? sf_cuda_column_sums(c, rows, out, dy, db) : SF_OK;
+}
+
+static bool takes_parts(const sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out)
+{
+    return splits(c) && rows > 0 && in > 0 && out >= DW_PARTS_MIN_OUT && rows <= INT32_MAX;
+}
+
+sf_status sf_cuda_op_binary_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
+                                            const float *w, const float *dy, float *dx, float *dw, float *db)
+{
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    if (!takes_parts(c, rows, in, out)) return sf_cuda_op_linear_backward(be, rows, in, out, x, w, dy, dx, dw, db);
+    return parts_backward(c, rows, in, out, x, NULL, w, dy, dx, dw, db);
+}
+
+sf_status sf_cuda_op_binary_linear_backward_bits(sf_backend *be, int64_t rows, int32_t in, int32_t out,
+                                                 const uint32_t *xbits, const float *w, const float *dy, float *dx,
+                                                 float *dw, float *db)
+{
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    if (takes_parts(c, rows, in, out)) return parts_backward(c, rows, in, out, NULL, xbits, w, dy, dx, dw, db);
+    void *x; /* the spikes as values, for linear.cu's GEMMs */
+    SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SPLIT, sf_act_type_size(c->act) * (size_t)(rows * in), &x));
+    SF_TRY(sf_cuda_spikes_expand(c, rows, in, xbits, x));
+    return sf_cuda_op_linear_backward(be, rows, in, out, (const float *)x, w, dy, dx, dw, db);
 }

@@ -66,6 +66,9 @@ sf_status sf_cuda_op_binary_linear_forward(sf_backend *be, int64_t rows, int32_t
                                            const float *w, const float *b, float *y);
 sf_status sf_cuda_op_binary_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
                                             const float *w, const float *dy, float *dx, float *dw, float *db);
+sf_status sf_cuda_op_binary_linear_backward_bits(sf_backend *be, int64_t rows, int32_t in, int32_t out,
+                                                 const uint32_t *xbits, const float *w, const float *dy, float *dx,
+                                                 float *dw, float *db);
 sf_status sf_cuda_binary_weight_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const uint32_t *xbits,
                                      float *x, const float *dy, float *dw);
 
@@ -120,9 +123,9 @@ size_t sf_cuda_op_rlif_workspace(sf_backend *be, int64_t T, int64_t B, int64_t n
 sf_status sf_cuda_op_rlif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
                                   const float *x, const float *v, int32_t sparse, const sf_lif_out *out, void *ws);
 sf_status sf_cuda_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
-                                   const float *x, const float *h, const float *v, const float *ds, int32_t fwd_sparse,
-                                   int32_t bwd_sparse, float *dx, float *dv, const sf_spikes *mask,
-                                   float *grad_count, void *ws);
+                                   const float *x, const float *h, const uint32_t *s_bits, const float *v,
+                                   const float *ds, int32_t fwd_sparse, int32_t bwd_sparse, float *dx, float *dv,
+                                   const sf_spikes *mask, float *grad_count, void *ws);
 
 /* conv.cu */
 size_t sf_cuda_op_conv_workspace(sf_backend *be, const sf_conv_shape *sh, sf_conv_pass pass);

@@ -355,15 +355,16 @@ sf_status sf_cuda_op_rlif_forward(sf_backend *be, const sf_lif_params *p, int64_
 }
 
 sf_status sf_cuda_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n,
-                                   const float *x, const float *h, const float *v, const float *ds, int32_t fwd_sparse,
-                                   int32_t bwd_sparse, float *dx, float *dv, const sf_spikes *mask,
-                                   float *grad_count, void *ws)
+                                   const float *x, const float *h, const uint32_t *s_bits, const float *v,
+                                   const float *ds, int32_t fwd_sparse, int32_t bwd_sparse, float *dx, float *dv,
+                                   const sf_spikes *mask, float *grad_count, void *ws)
 {
     SF_TRY(check("recurrent LIF backward", p, T, B, n));
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     rl_ws w;
     layout(T, B, n, ws, &w);
     const int64_t rows = T * B;
+    const uint32_t *bits = w.c.bits; /* the forward's spikes, for dV */
     if (!h) { /* recompute: the forward again, the same way, keeping h and the spikes */
         sf_lif_out o = {};
         o.h = w.h;
@@ -371,6 +372,8 @@ sf_status sf_cuda_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64
         o.row = n;
         SF_TRY(forward(c, p, T, B, n, x, v, fwd_sparse, &o, w));
         h = w.h;
+    } else if (s_bits) {
+        bits = s_bits;
     } else {
         bits_from_h_kernel<<<sf_cuda_row_grid(rows, 32 * ((n + 31) / 32), 256), 256, 0, c->stream>>>(
             rows, n, p->v_threshold, h, w.c.bits);
@@ -408,7 +411,7 @@ sf_status sf_cuda_op_rlif_backward(sf_backend *be, const sf_lif_params *p, int64
     const int64_t r1 = (T - 1) * B; /* dV = Σ_{t >= 1} dy_tᵀ·s_{t-1}: the spike rows shifted by one step */
     const float *dy1 = (const float *)at(c, dx, B * n);
     if (bwd_sparse & SF_RLIF_SPARSE_DV)
-        return sf_cuda_spike_weight_grad(c, r1, (int32_t)n, (int32_t)n, w.c.bits, dy1, dv, w.sl);
+        return sf_cuda_spike_weight_grad(c, r1, (int32_t)n, (int32_t)n, bits, dy1, dv, w.sl);
     /* dV[j, i] = Σ_r dy[r, j]·s[r, i]: the linear layer's dW with the shifted spike rows as its input */
-    return sf_cuda_binary_weight_grad(c, r1, (int32_t)n, (int32_t)n, w.c.bits, w.h, dy1, dv);
+    return sf_cuda_binary_weight_grad(c, r1, (int32_t)n, (int32_t)n, bits, w.h, dy1, dv);
 }

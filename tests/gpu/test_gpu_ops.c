@@ -90,6 +90,16 @@ static double cmp(const char *what, const pair *p, double tol)
     return e;
 }
 
+/* Two float tensors of the GPU side bitwise equal. */
+static void same_on_gpu(const char *what, const char *name, const pair *a, const pair *b)
+{
+    float *x = malloc(a->bytes + 4), *y = malloc(a->bytes + 4);
+    CHECK_OK(gpu->copy_to_host(gpu, x, a->g, a->bytes));
+    CHECK_OK(gpu->copy_to_host(gpu, y, b->g, a->bytes));
+    CHECK(memcmp(x, y, a->bytes) == 0, "%s: %s differs from the float input's", what, name);
+    free(x), free(y);
+}
+
 /* A linear or conv result (`name` of the op `what`) under the GPU backend's precision. */
 static void cmp_gemm(const char *what, const char *name, const pair *p)
 {
@@ -256,8 +266,20 @@ static void test_binary_linear(int64_t rows, int32_t in, int32_t o, int bias)
     cmp(t, &dw, 1e-6);
     cmp(t, &dx, 1e-5);
     if (bias) cmp(t, &db, 1e-5);
+    /* the backward from x's spike bits: the same products, so the same bits of output */
+    const int64_t words = (in + 31) / 32;
+    uint32_t *hb = calloc((size_t)(rows * words), sizeof *hb);
+    for (int64_t r = 0; r < rows; r++)
+        for (int32_t k = 0; k < in; k++) hb[r * words + k / 32] |= (uint32_t)(h[r * in + k] != 0.0f) << (k % 32);
+    pair xb = mk(hb, sizeof *hb * (size_t)(rows * words));
+    pair dx2 = out((size_t)(rows * in)), dw2 = out((size_t)o * in), db2 = out((size_t)o);
+    CHECK_OK(gpu->binary_linear_backward_bits(gpu, rows, in, o, xb.g, w.g, dy.g, dx2.g, dw2.g, bias ? db2.g : NULL));
+    same_on_gpu(t, "dx from bits", &dx, &dx2);
+    same_on_gpu(t, "dw from bits", &dw, &dw2);
+    if (bias) same_on_gpu(t, "db from bits", &db, &db2);
     drop(&x), drop(&w), drop(&b), drop(&y), drop(&dy), drop(&dx), drop(&dw), drop(&db);
-    free(h);
+    drop(&xb), drop(&dx2), drop(&dw2), drop(&db2);
+    free(h), free(hb);
 }
 
 /* [n][c][hw] → [n][hw][c] (to_nhwc), or back. */

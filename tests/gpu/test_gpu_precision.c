@@ -772,7 +772,7 @@ static void test_rlif(int64_t T, int64_t B, int64_t n, int g)
                 ten dx = out((size_t)total), dv = out_f32((size_t)(n * n)), gc = out_f32(1);
                 craw m = craw_of(rows, n, false);
                 RUN(be->zero(be, S(gc), 4));
-                RUN(be->rlif_backward(be, &p, T, B, n, S(x), recompute ? NULL : S(h), S(v), S(ds), sparse, flags,
+                RUN(be->rlif_backward(be, &p, T, B, n, S(x), recompute ? NULL : S(h), NULL, S(v), S(ds), sparse, flags,
                                       S(dx), S(dv), SC(m, false), S(gc), side_ ? wsg : wsc));
                 char wb[200];
                 snprintf(wb, sizeof wb, "%.160s backward %s", w, recompute ? "recompute" : "saved h");

@@ -335,8 +335,9 @@ static void test_rlif(int64_t T, int64_t B, int64_t n, int g)
         const int flags = sparse ? SF_RLIF_SPARSE_DV | SF_RLIF_SPARSE_DY : 0;
         for (int recompute = 0; recompute < 2; recompute++) {
             RUN(be->zero(be, S(gc), 4));
-            RUN(be->rlif_backward(be, &p, T, B, n, S(x), recompute ? NULL : S(h), S(v), S(ds), sparse, flags, S(dx),
-                                  S(dv), SC(m, false), S(gc), S(ws)));
+            /* saved h: with the forward's spike bits, as the net passes them */
+            RUN(be->rlif_backward(be, &p, T, B, n, S(x), recompute ? NULL : S(h), recompute ? NULL : S(c.bits), S(v),
+                                  S(ds), sparse, flags, S(dx), S(dv), SC(m, false), S(gc), S(ws)));
             snprintf(w2, sizeof w2, "%.120s %s backward %s", what, sparse ? "sparse" : "dense", recompute ? "recompute" : "saved h");
             cmp(w2, &dx, 1e-4);
             cmp(w2, &dv, 1e-4);
