@@ -30,9 +30,9 @@ static bool splits(const sf_cuda_ctx *c) { return c->act == SF_ACT_F32 && c->pre
 
 static int64_t pad8(int64_t n) { return (n + 7) / 8 * 8; }
 
-/* Where pack_kernel writes: value j of x's row i, as part `part(s)` of segment s < nseg, at i·row_ld + s·seg_ld + j;
- * parts are given 4 bits per segment, segment 0 lowest. Column `cols` (the first pad) may hold a value per row:
- * tail[i], or tail_one where tail is NULL (0: a pad like the others). */
+/* Where pack_kernel writes: value j of x's row i goes to each segment s < nseg, at i·row_ld + s·seg_ld + j, as the
+ * part of it that `parts` names for s (4 bits per segment, segment 0 lowest; part 0 the largest). Column `cols` (the
+ * first pad) may hold a value per row: tail[i], or tail_one where tail is NULL (0: a pad like the others). */
 struct parts_layout {
     int nseg;
     unsigned parts;
@@ -112,9 +112,9 @@ static int64_t chunk_rows(int64_t rows, int64_t room, int64_t per_row)
 
 /* yᶜ[out, rows] = Wᶜᵀ·xᶜ + b as one bf16 product over k = 3·kin (kin = in + 1 for b, padded to 8): in each
  * output's column of A, W's three parts side by side, the smallest first, with b's after W's row; in each row's
- * column of B, x three times, with a 1 after it (the bias costs no pass over y). The
- * tensor cores add each group of products to the sum with its low bits cut, so the small parts go in while the sum
- * is small (largest first measured 2.4e-6 relative error against the CPU's SGEMM at 64 × 700 → 1472). */
+ * column of B, x three times, with a 1 after it (the bias costs no pass over y). The tensor cores add each group of
+ * products to the sum with its low bits cut, so the small parts go in while the sum is small (largest first
+ * measured 2.4e-6 relative error against the CPU's SGEMM at 64 × 700 → 1472). */
 static sf_status forward_parts(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *x, const float *w,
                                const float *b, float *y)
 {
@@ -133,8 +133,8 @@ static sf_status forward_parts(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t
     return SF_OK;
 }
 
-/* The same with W's two TF32 parts (part[0] high, part[1] low) in two products, the second added to the first, over
- * W's rows in chunks of at most SPLIT_ELEMS values. */
+/* y (+beta) = x·Wᵀ with W's two TF32 parts, high then low, in two products, the second added to the first, over W's
+ * rows in chunks of at most SPLIT_ELEMS values. */
 static sf_status forward_tf32(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *x, const float *w,
                               float beta, float *y)
 {
@@ -229,8 +229,7 @@ sf_status sf_cuda_op_binary_linear_forward(sf_backend *be, int64_t rows, int32_t
 
 /* The backward of a layer that takes the parts (splits(c), out >= DW_PARTS_MIN_OUT), x as floats or bits. */
 static sf_status parts_backward(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *x,
-                                const uint32_t *xbits, const float *w, const float *dy, float *dx, float *dw,
-                                float *db)
+                                const uint32_t *xbits, const float *w, const float *dy, float *dx, float *dw, float *db)
 {
     /* dx by SGEMM where out is too short for the parts to pay (memory-bound below about 512 on an H200) or W's
      * parts would leave too little room */
