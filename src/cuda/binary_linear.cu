@@ -110,6 +110,18 @@ static int64_t chunk_rows(int64_t rows, int64_t room, int64_t per_row)
     return (rows + chunks - 1) / chunks;
 }
 
+/* The parts per segment (parts_layout.parts): all three in order; smallest first (the forward's k, see
+ * forward_parts); a 0/1 operand, whose first part is itself, in every segment. dx's pairs (part of W, part of dy),
+ * the smallest first: every product of two parts but those below 2^-24 of the whole (the parts shrink by 2^-8
+ * each). */
+enum {
+    PARTS_IN_ORDER = 0x210u,
+    PARTS_SMALL_FIRST = 0x012u,
+    PARTS_EXACT = 0x000u,
+    DX_W_PARTS = 0x010201u,
+    DX_DY_PARTS = 0x001021u
+};
+
 /* yᶜ[out, rows] = Wᶜᵀ·xᶜ + b as one bf16 product over k = 3·kin (kin = in + 1 for b, padded to 8): in each
  * output's column of A, W's three parts side by side, the smallest first, with b's after W's row; in each row's
  * column of B, x three times, with a 1 after it (the bias costs no pass over y). The tensor cores add each group of
@@ -123,11 +135,10 @@ static sf_status forward_parts(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t
     void *s;
     SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SPLIT, sizeof(__nv_bfloat16) * (size_t)(wparts + chunk * k), &s));
     __nv_bfloat16 *wq = (__nv_bfloat16 *)s, *xq = wq + wparts;
-    SF_TRY(pack(c, out, in, w, out, kin, {3, 0x012u, k, kin, b, 0.0f}, wq));
+    SF_TRY(pack(c, out, in, w, out, kin, {3, PARTS_SMALL_FIRST, k, kin, b, 0.0f}, wq));
     for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
         const int64_t r = rows - r0 < chunk ? rows - r0 : chunk;
-        /* 0/1: its first part is x */
-        SF_TRY(pack(c, r, in, x + r0 * in, r, kin, {3, 0x000u, k, kin, NULL, b ? 1.0f : 0.0f}, xq));
+        SF_TRY(pack(c, r, in, x + r0 * in, r, kin, {3, PARTS_EXACT, k, kin, NULL, b ? 1.0f : 0.0f}, xq));
         SF_TRY(gemm_bf16(c, CUBLAS_OP_T, CUBLAS_OP_N, out, r, k, wq, k, xq, k, 0.0f, y + r0 * out, out));
     }
     return SF_OK;
@@ -155,10 +166,6 @@ static sf_status forward_tf32(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t 
     return SF_OK;
 }
 
-/* The pairs (part of W, part of dy) whose products dx sums, the smallest first: every product of two parts but
- * those below 2^-24 of the whole (the parts shrink by 2^-8 each), as 4-bit fields per segment. */
-enum { DX_W_PARTS = 0x010201u, DX_DY_PARTS = 0x001021u };
-
 /* The segment of dy's layout holding part p. */
 static int64_t segment_of(unsigned parts, int nseg, int p)
 {
@@ -176,7 +183,7 @@ static sf_status split_grads(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t o
 {
     const int64_t kin = pad8(in), kout = pad8(out);
     const int nseg = dx ? 6 : 3;
-    const unsigned dy_parts = dx ? DX_DY_PARTS : 0x210u;
+    const unsigned dy_parts = dx ? DX_DY_PARTS : PARTS_IN_ORDER;
     const int64_t wparts = dx ? 6 * kout * kin : 0, per_row = kin + nseg * kout;
     const int64_t chunk = chunk_rows(rows, PART_ELEMS - wparts, per_row);
     const size_t dw_bytes = kin != in ? sizeof(float) * (size_t)(kin * out) : 0;
@@ -194,7 +201,7 @@ static sf_status split_grads(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t o
             SF_TRY(gemm_bf16(c, CUBLAS_OP_N, CUBLAS_OP_N, in, r, 6 * kout, wq, kin, dyq, 6 * kout, 0.0f, dx + r0 * in,
                              in));
         if (xbits) SF_TRY(sf_cuda_spikes_expand_bf16(c, r, in, kin, xbits + r0 * ((in + 31) / 32), xb));
-        else SF_TRY(pack(c, r, in, x + r0 * in, r, kin, {1, 0u, kin, 0, NULL, 0.0f}, xb));
+        else SF_TRY(pack(c, r, in, x + r0 * in, r, kin, {1, PARTS_EXACT, kin, 0, NULL, 0.0f}, xb));
         for (int p = 2; p >= 0; p--) /* dWᶜ[kin, out] = xbᶜ[kin, r]·dyᶜ[out, r]ᵀ by parts, the smallest first */
             SF_TRY(gemm_bf16(c, CUBLAS_OP_N, CUBLAS_OP_T, kin, out, r, xb, kin,
                              dyq + segment_of(dy_parts, nseg, p) * kout, nseg * kout, r0 == 0 && p == 2 ? 0.0f : 1.0f,
@@ -206,11 +213,17 @@ static sf_status split_grads(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t o
     return SF_OK;
 }
 
+/* Whether a layer's backward takes the bf16 parts (else linear.cu's GEMMs). */
+static bool takes_parts(const sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out)
+{
+    return splits(c) && rows > 0 && in > 0 && out >= DW_PARTS_MIN_OUT && rows <= INT32_MAX;
+}
+
 sf_status sf_cuda_binary_weight_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const uint32_t *xbits,
                                      float *x, const float *dy, float *dw)
 {
     if (rows == 0) return sf_cuda_zero_f32(c, dw, (int64_t)in * out);
-    if (splits(c) && out >= DW_PARTS_MIN_OUT) return split_grads(c, rows, in, out, NULL, xbits, NULL, dy, NULL, dw);
+    if (takes_parts(c, rows, in, out)) return split_grads(c, rows, in, out, NULL, xbits, NULL, dy, NULL, dw);
     SF_TRY(sf_cuda_spikes_expand(c, rows, in, xbits, x)); /* dWᶜ[in, out] = xᶜ[in, rows]·dyᶜ[out, rows]ᵀ */
     return sf_cuda_gemm(c, CUBLAS_OP_N, CUBLAS_OP_T, in, out, (int)rows, x, in, dy, out, 0.0f, dw, in, true);
 }
@@ -227,7 +240,7 @@ sf_status sf_cuda_op_binary_linear_forward(sf_backend *be, int64_t rows, int32_t
     return forward_tf32(c, rows, in, out, x, w, b ? 1.0f : 0.0f, y);
 }
 
-/* The backward of a layer that takes the parts (splits(c), out >= DW_PARTS_MIN_OUT), x as floats or bits. */
+/* The backward of a layer that takes the parts (takes_parts), x as floats or bits. */
 static sf_status parts_backward(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *x,
                                 const uint32_t *xbits, const float *w, const float *dy, float *dx, float *dw, float *db)
 {
@@ -239,11 +252,6 @@ static sf_status parts_backward(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_
     }
     SF_TRY(split_grads(c, rows, in, out, x, xbits, w, dy, dx, dw));
     return db ? sf_cuda_column_sums(c, rows, out, dy, db) : SF_OK;
-}
-
-static bool takes_parts(const sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out)
-{
-    return splits(c) && rows > 0 && in > 0 && out >= DW_PARTS_MIN_OUT && rows <= INT32_MAX;
 }
 
 sf_status sf_cuda_op_binary_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
