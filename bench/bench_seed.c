@@ -2,7 +2,7 @@
  * network of seed_nets.h, time step and precision, the median time of a full training step (forward, loss,
  * backward, SGD with momentum 0.9; host clock around sf_net_train_step, which ends in a synchronising read of the
  * loss), the compile time, the memory plan and the net's peak device bytes, in recompute mode (Liang et al.'s
- * dataflow). Input: one N(0, 1) image per sample repeated over T (direct encoding), uploaded by the first step and
+ * dataflow) unless --memory says otherwise. Input: one N(0, 1) image per sample repeated over T (direct encoding), uploaded by the first step and
  * reused from the device by the others (x = NULL), as the peers keep theirs on the GPU. Each point is also checked:
  * every step's loss finite, the plan's parts adding up to its total, the peak at least the plan, one firing rate in
  * [0, 1] per LIF layer. Results go to stdout as a table and, with --json, to a file rewritten after every point (a crash
@@ -11,7 +11,7 @@
  *
  * Usage: bench_seed [--device cpu|cuda[:N]] [--workload W6|W7|all] [--nets a,b,..] [--T 2,4,..]
  *                   [--precision fp32,tf32,bf16] [--batch N] [--steps N] [--warmup N] [--conv-workspace-mib N]
- *                   [--conv-lean F]
+ *                   [--conv-lean F] [--memory recompute|lean|full]
  *                   [--json FILE] [--smoke] [--list]
  * Defaults: cuda, all, every net, each net's workload T and batch, fp32 and bf16 on CUDA (fp32 on the CPU), 10 steps
  * after 2 warm-up steps, the library's conv workspace cap (--conv-workspace-mib trades speed for memory). Exit status
@@ -31,12 +31,14 @@ typedef struct options {
     const char *workload, *nets, *Ts, *precisions, *json;
     int steps, warmup, smoke, batch, conv_ws_mib; /* conv_ws_mib < 0: the library's default */
     float conv_lean;                              /* < 0: the library's default */
+    sf_memory_mode memory;
 } options;
 
 typedef struct point {
     const sb_net_kind *kind;
     int64_t T, B;
     sf_precision prec;
+    sf_memory_mode memory;
     int32_t div, image;
     /* results */
     double ms, p10, p90, compile_ms, first_loss, last_loss, mean_rate;
@@ -50,7 +52,8 @@ static void usage(void)
 {
     fputs("usage: bench_seed [--device cpu|cuda[:N]] [--workload W6|W7|all] [--nets a,b,..] [--T 2,4,..]\n"
           "                  [--precision fp32,tf32,bf16] [--batch N] [--steps N] [--warmup N]\n"
-          "                  [--conv-workspace-mib N] [--conv-lean F] [--json FILE] [--smoke] [--list]\n",
+          "                  [--conv-workspace-mib N] [--conv-lean F] [--memory recompute|lean|full]\n"
+          "                  [--json FILE] [--smoke] [--list]\n",
           stderr);
     exit(2);
 }
@@ -100,7 +103,7 @@ static int T_valid(const char *s)
 
 static options parse(int argc, char **argv)
 {
-    options o = {{SF_DEVICE_CUDA, 0}, "all", NULL, NULL, NULL, NULL, 10, 2, 0, 0, -1, -1.0f};
+    options o = {{SF_DEVICE_CUDA, 0}, "all", NULL, NULL, NULL, NULL, 10, 2, 0, 0, -1, -1.0f, SF_MEMORY_RECOMPUTE};
     int device_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -138,6 +141,12 @@ static options parse(int argc, char **argv)
         } else if (!strcmp(a, "--conv-lean")) { /* [train] conv_lean: time the plan may add to save memory */
             o.conv_lean = (float)atof(v);
             if (!(o.conv_lean >= 0.0f)) usage();
+        } else if (!strcmp(a, "--memory")) {
+            static const char *const modes[] = {"full", "recompute", "lean"}; /* sf_memory_mode order */
+            int m = 0;
+            while (m < 3 && (!v || strcmp(v, modes[m]))) m++;
+            if (m == 3) usage();
+            o.memory = (sf_memory_mode)m;
         } else if (!strcmp(a, "--json")) {
             o.json = v;
         } else {
@@ -192,7 +201,7 @@ static void run_point(const options *o, point *pt)
     sf_net_params p;
     sf_net_default_params(&p);
     p.device = o->device;
-    p.memory = SF_MEMORY_RECOMPUTE;
+    p.memory = pt->memory;
     p.precision = pt->prec;
     p.in_channels = 3, p.in_height = p.in_width = pt->image;
     if (o->conv_ws_mib >= 0) p.cuda.conv_workspace_mib = o->conv_ws_mib;
@@ -278,6 +287,8 @@ static cJSON *point_json(const point *pt)
     cJSON_AddNumberToObject(o, "width_div", pt->div);
     cJSON_AddStringToObject(o, "impl", "spikefuse");
     cJSON_AddStringToObject(o, "precision", sf_precision_name(pt->prec));
+    static const char *const modes[] = {"full", "recompute", "lean"}; /* sf_memory_mode order */
+    cJSON_AddStringToObject(o, "memory", modes[pt->memory]);
     cJSON_AddBoolToObject(o, "ok", !pt->error[0]);
     if (pt->error[0]) cJSON_AddStringToObject(o, "error", pt->error);
     if (pt->steps) {
@@ -353,6 +364,7 @@ static int plan_points(const options *o, point *pts, int cap)
                                       : o->smoke ? 2
                                                  : kind->batch,
                                  .prec = precs[q],
+                                 .memory = o->memory,
                                  .div = o->smoke ? 8 : 1,
                                  .image = o->smoke && kind->image > 64 ? 64 : kind->image};
                 n++;

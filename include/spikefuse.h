@@ -289,8 +289,10 @@ SF_API void sf_layer_default_desc(sf_layer_kind kind, sf_layer_desc *d);
 SF_API const char *sf_layer_kind_name(sf_layer_kind kind);
 
 typedef enum sf_memory_mode {
-    SF_MEMORY_FULL = 0, /* keep membrane potentials for the backward */
-    SF_MEMORY_RECOMPUTE /* keep only each neuron layer's input current; recompute h and s in the backward */
+    SF_MEMORY_FULL = 0,  /* keep membrane potentials for the backward */
+    SF_MEMORY_RECOMPUTE, /* keep only each neuron layer's input current; recompute h and s in the backward */
+    SF_MEMORY_LEAN       /* keep spikes as bits and the network input; rerun the conv, linear and avg-pool layers
+                          * that make a neuron layer's input current (from those), then h and s, in the backward */
 } sf_memory_mode;
 
 typedef enum sf_readout { SF_READOUT_MEAN = 0, SF_READOUT_LEAKY } sf_readout;

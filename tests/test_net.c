@@ -1,6 +1,7 @@
 /* test_net.c — whole networks against PyTorch (tests/ref/gen_net.py), with every neuron model: loss, every parameter
- * gradient (a PLIF's w too), BN running statistics and a 10-step SGD trajectory, in both memory modes; full and recompute must agree bitwise,
- * recompute must plan fewer saved bytes, and repeated runs must be bitwise identical. */
+ * gradient (a PLIF's w too), BN running statistics and a 10-step SGD trajectory, in every memory mode; full,
+ * recompute and lean must agree bitwise, recompute must plan fewer saved bytes than full and lean no more than
+ * recompute (fewer where a conv or linear layer feeds a neuron), and repeated runs must be bitwise identical. */
 #include "testutil.h"
 
 #include <math.h>
@@ -280,15 +281,21 @@ int main(void)
         const net_case *c = &cases[k];
         sf_safetensors *fx = tu_fixture(c->fixture);
         sf_net *full = make(c, fx, SF_MEMORY_FULL), *rec = make(c, fx, SF_MEMORY_RECOMPUTE);
+        sf_net *lean = make(c, fx, SF_MEMORY_LEAN);
         check_one_step(c, fx, full, "full");
         check_one_step(c, fx, rec, "recompute");
+        check_one_step(c, fx, lean, "lean");
 
-        int64_t n1, n2;
+        int64_t n1, n2, n3;
         float *g1 = tu_net_read_role(full, SF_ROLE_GRAD, &n1), *g2 = tu_net_read_role(rec, SF_ROLE_GRAD, &n2);
+        float *g3 = tu_net_read_role(lean, SF_ROLE_GRAD, &n3);
         CHECK(n1 == n2 && memcmp(g1, g2, (size_t)n1 * sizeof *g1) == 0, "%s: full and recompute gradients differ",
+              c->fixture);
+        CHECK(n1 == n3 && memcmp(g1, g3, (size_t)n1 * sizeof *g1) == 0, "%s: full and lean gradients differ",
               c->fixture);
         free(g1);
         free(g2);
+        free(g3);
 
         /* Recompute keeps less than full; with the event-driven plan both keep the spikes' bits, and net_c's one
          * neuron keeps h (full) or its input (recompute) in one aligned block either way: equal there. */
@@ -296,6 +303,9 @@ int main(void)
         CHECK_OK(sf_net_memory_plan(full, &pf));
         CHECK_OK(sf_net_memory_plan(rec, &pr));
         CHECK(pr.saved <= pf.saved, "%s: recompute saves %zu bytes, full %zu", c->fixture, pr.saved, pf.saved);
+        sf_memory_plan pl;
+        CHECK_OK(sf_net_memory_plan(lean, &pl));
+        CHECK(pl.saved < pr.saved, "%s: lean saves %zu bytes, recompute %zu", c->fixture, pl.saved, pr.saved);
         sf_net *dense_full = make_as(c, fx, SF_MEMORY_FULL, SF_SPARSE_OFF);
         sf_net *dense_rec = make_as(c, fx, SF_MEMORY_RECOMPUTE, SF_SPARSE_OFF);
         CHECK_OK(sf_net_memory_plan(dense_full, &dense_f));
@@ -304,17 +314,20 @@ int main(void)
               dense_r.saved, dense_f.saved);
         sf_net_free(dense_full);
         sf_net_free(dense_rec);
-        printf("%s: saved bytes full %zu, recompute %zu (%.2fx); workspace %zu / %zu\n", c->fixture, pf.saved,
-               pr.saved, (double)pr.saved / (double)pf.saved, pf.workspace, pr.workspace);
+        printf("%s: saved bytes full %zu, recompute %zu (%.2fx), lean %zu (%.2fx); workspace %zu / %zu / %zu\n",
+               c->fixture, pf.saved, pr.saved, (double)pr.saved / (double)pf.saved, pl.saved,
+               (double)pl.saved / (double)pf.saved, pf.workspace, pr.workspace, pl.workspace);
         sf_net_free(full);
         sf_net_free(rec);
+        sf_net_free(lean);
 
         /* Trajectories, and bitwise repeatability of a whole run. */
-        sf_net *a = make(c, fx, SF_MEMORY_RECOMPUTE), *b = make(c, fx, SF_MEMORY_RECOMPUTE);
+        sf_net *a = make(c, fx, SF_MEMORY_RECOMPUTE), *b = make(c, fx, SF_MEMORY_LEAN);
         int64_t na, nb;
         float *pa = check_trajectory(c, fx, a, "recompute", &na);
-        float *pb = check_trajectory(c, fx, b, "recompute (again)", &nb);
-        CHECK(na == nb && memcmp(pa, pb, (size_t)na * sizeof *pa) == 0, "%s: two identical runs differ", c->fixture);
+        float *pb = check_trajectory(c, fx, b, "lean", &nb);
+        CHECK(na == nb && memcmp(pa, pb, (size_t)na * sizeof *pa) == 0, "%s: recompute and lean runs differ",
+              c->fixture);
         free(pa);
         free(pb);
         sf_net_free(a);

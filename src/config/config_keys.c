@@ -13,7 +13,7 @@
 static const char *const encoding_names[] = {"direct", "poisson", "latency", NULL};
 static const char *const optimizer_names[] = {"sgd", "adam", "adamw", NULL};
 static const char *const schedule_names[] = {"constant", "step", "cosine", NULL};
-static const char *const memory_names[] = {"full", "recompute", NULL};
+static const char *const memory_names[] = {"full", "recompute", "lean", NULL};
 static const char *const precision_names[] = {"fp32", "tf32", "bf16", "fp16", NULL}; /* sf_precision order */
 static const char *const conv_algo_names[] = {"auto", "cudnn", "gemm", "nhwc", "nchw", "split", NULL}; /* sf_conv_algo order */
 static const char *const readout_names[] = {"mean", "leaky", NULL};

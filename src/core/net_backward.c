@@ -1,5 +1,5 @@
 /* net_backward.c — the backward pass: layers in reverse order, rebuilding each input a backward needs from where
- * the plan kept it (as it is, as bytes, or recomputed by rerunning the neuron layer that produced it). */
+ * the plan kept it (as it is, as bytes or bits, or recomputed by rerunning the layer that produced it). */
 #include "core/error.h"
 #include "core/lif_math.h"
 #include "core/net_internal.h"
@@ -14,12 +14,13 @@ static float *pgrad(sf_net *net, int64_t off) { return off >= 0 ? net->grads + o
 static int32_t root(const sf_net *net, int32_t t) { return net->tensors[t].alias_of; }
 static float *grad_of(sf_net *net, int32_t id) { return sf_net_slot_ptr(net, net->tensors[root(net, id)].grad); }
 
-/* The value of tensor `id` for layer l's backward: kept as it is, expanded from bytes, or recomputed by
- * rerunning the neuron layer that produced it (Liang et al.: store the Conv/FC output only). */
-static sf_status input_value(sf_net *net, const sf_net_layer *l, int32_t id, const float **out)
+/* The value of tensor `id` in buffer buf (unless it stays where the forward left it): kept as it is, expanded from
+ * bytes or bits, recomputed by rerunning the neuron layer that produced it (Liang et al.: store the Conv/FC output
+ * only), or, in lean mode, by rerunning the conv, linear or avg-pool layer that produced it from its own input, which
+ * goes to `rerun_in` where it has to be rebuilt. */
+static sf_status value_into(sf_net *net, int32_t id, float *buf, float *rerun_in, void *rerun_scratch, const float **out)
 {
     const sf_net_tensor *x = &net->tensors[root(net, id)];
-    float *buf = l->rebuild_in_grad ? grad_of(net, id) : sf_net_slot_ptr(net, l->in_float);
     switch (x->keep) {
     case SF_KEEP_FLOAT: *out = sf_net_slot_ptr(net, x->act); return SF_OK;
     case SF_KEEP_BYTES:
@@ -55,9 +56,24 @@ static sf_status input_value(sf_net *net, const sf_net_layer *l, int32_t id, con
         *out = buf;
         return SF_OK;
     }
+    case SF_KEEP_RERUN: { /* the producer's input is never rerun itself (plan.c, rerunnable) */
+        const sf_net_layer *p = &net->layers[x->producer];
+        const float *in;
+        SF_TRY(value_into(net, p->in, rerun_in, NULL, NULL, &in));
+        SF_TRY(sf_net_synapse_forward(net, p, in, buf, rerun_scratch));
+        *out = buf;
+        return SF_OK;
+    }
     case SF_KEEP_NONE: break;
     }
     return sf_fail(SF_ERR_STATE, "internal: tensor %d was not kept for the backward", id);
+}
+
+/* The value of tensor `id` for layer l's backward, in the buffers the plan gave l for it. */
+static sf_status input_value(sf_net *net, const sf_net_layer *l, int32_t id, const float **out)
+{
+    float *buf = l->rebuild_in_grad ? grad_of(net, id) : sf_net_slot_ptr(net, l->in_float);
+    return value_into(net, id, buf, sf_net_slot_ptr(net, l->rerun_in), sf_net_slot_ptr(net, l->rerun_scratch), out);
 }
 
 /* Where layer `w` writes the gradient of its input `id`: straight into the gradient buffer if it is the first

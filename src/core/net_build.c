@@ -71,7 +71,7 @@ sf_status sf_net_params_check(const sf_net_params *p)
     if (p->in_channels <= 0 || p->in_height <= 0 || p->in_width <= 0)
         return sf_fail(SF_ERR_INVALID, "input shape %dx%dx%d: every dimension must be >= 1", p->in_channels,
                        p->in_height, p->in_width);
-    if ((unsigned)p->memory > SF_MEMORY_RECOMPUTE) return sf_fail(SF_ERR_INVALID, "unknown memory mode %d", p->memory);
+    if ((unsigned)p->memory > SF_MEMORY_LEAN) return sf_fail(SF_ERR_INVALID, "unknown memory mode %d", p->memory);
     if ((unsigned)p->readout > SF_READOUT_LEAKY) return sf_fail(SF_ERR_INVALID, "unknown readout %d", p->readout);
     if ((unsigned)p->loss > SF_LOSS_MSE_RATE) return sf_fail(SF_ERR_INVALID, "unknown loss %d", p->loss);
     SF_TRY(sf_net_loss_check(p));

@@ -24,8 +24,10 @@ typedef enum sf_keep_kind {
     SF_KEEP_FLOAT,     /* its forward buffer (in the backend's act type) lives in the saved arena */
     SF_KEEP_BYTES,     /* binary spikes, copied to uint8 in the saved arena, expanded to the act type when needed */
     SF_KEEP_RECOMPUTE, /* produced by a neuron layer whose input is kept: rerun that layer's forward */
-    SF_KEEP_BITS       /* spikes an event-driven layer reads: their compact form's bits stay in the saved arena
-                        * (the same bits in every act type), expanded to the act type when needed */
+    SF_KEEP_BITS,      /* spikes: their bits (the compact form's, where a layer reads them event-driven) stay in the
+                        * saved arena (the same bits in every act type), expanded to the act type when needed */
+    SF_KEEP_RERUN      /* lean mode: the output of a conv, linear or avg-pool layer whose input is kept: rerun that
+                        * layer's forward (sf_net_synapse_forward) */
 } sf_keep_kind;
 
 typedef enum sf_arena { SF_ARENA_NONE = 0, SF_ARENA_SAVED, SF_ARENA_WORK } sf_arena;
@@ -78,6 +80,8 @@ typedef struct sf_net_layer {
     sf_slot argmax;                   /* maxpool (saved) */
     sf_slot fwd_scratch, bwd_scratch; /* conv workspace in the forward and in the backward */
     sf_slot in_float;         /* backward: where the layer's input is rebuilt (act type) when kept as bytes/recompute */
+    sf_slot rerun_in;         /* backward, input kept as SF_KEEP_RERUN: the rerun layer's own input, rebuilt */
+    sf_slot rerun_scratch;    /* conv whose output is SF_KEEP_RERUN: its forward's workspace where it reruns */
     bool rebuild_in_grad;     /* conv: rebuilt into its input's gradient buffer instead, which its dx then overwrites */
     sf_slot dx_tmp;           /* backward: gradient for an input whose grad buffer another layer already wrote */
     sf_slot dx_tmp2;          /* ADD: the same for the second input */
@@ -237,6 +241,9 @@ sf_status sf_net_upload_input(sf_net *net, const float *x);
 sf_status sf_net_run_forward(sf_net *net, bool training);
 sf_status sf_net_put_labels(sf_net *net, const int32_t *labels);
 sf_status sf_net_loss_ops(sf_net *net, bool labelled);
+/* The forward of a conv, dense linear or avg-pool layer from input x into y: in the forward, and again where the
+ * lean backward reruns it (scratch: the conv's workspace for that call). */
+sf_status sf_net_synapse_forward(sf_net *net, const sf_net_layer *l, const float *x, float *y, void *scratch);
 
 /* net_step.c: forgets the recorded training step (a compile moves the memory its ops point into). */
 void sf_net_drop_graph(sf_net *net);

@@ -56,6 +56,21 @@ static sf_status bn_batch_stats(sf_net *net, const sf_net_layer *l)
                                  net->buffers + l->rv_off);
 }
 
+sf_status sf_net_synapse_forward(sf_net *net, const sf_net_layer *l, const float *x, float *y, void *scratch)
+{
+    sf_backend *be = net->be;
+    switch (l->d.kind) {
+    case SF_LAYER_LINEAR:
+        return (sf_net_tensor_is_binary(net, l->in) ? be->binary_linear_forward : be->linear_forward)(
+            be, rows(net), (int32_t)net->tensors[l->in].per_sample, l->d.out_features, x, sf_net_weight(net, l->w_off),
+            param(net, l->b_off), y);
+    case SF_LAYER_CONV2D:
+        return be->conv_forward(be, &l->conv, x, sf_net_weight(net, l->w_off), param(net, l->b_off), y, scratch);
+    case SF_LAYER_AVGPOOL2D: return be->avgpool_forward(be, &l->pool, x, y);
+    default: return sf_fail(SF_ERR_STATE, "internal: layer kind %d has no synapse forward", (int)l->d.kind);
+    }
+}
+
 static sf_status layer_forward(sf_net *net, int32_t i, bool training)
 {
     sf_backend *be = net->be;
@@ -70,15 +85,10 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
             SF_TRY(sf_net_spike_linear_forward(net, l, y));
             break;
         }
-        SF_TRY((sf_net_tensor_is_binary(net, l->in) ? be->binary_linear_forward : be->linear_forward)(
-            be, rows(net), (int32_t)net->tensors[l->in].per_sample, l->d.out_features, x, sf_net_weight(net, l->w_off),
-            param(net, l->b_off), y));
+        SF_TRY(sf_net_synapse_forward(net, l, x, y, NULL));
         break;
-    case SF_LAYER_CONV2D:
-        SF_TRY(be->conv_forward(be, &l->conv, x, sf_net_weight(net, l->w_off), param(net, l->b_off), y,
-                                sf_net_slot_ptr(net, l->fwd_scratch)));
-        break;
-    case SF_LAYER_AVGPOOL2D: SF_TRY(be->avgpool_forward(be, &l->pool, x, y)); break;
+    case SF_LAYER_CONV2D: SF_TRY(sf_net_synapse_forward(net, l, x, y, sf_net_slot_ptr(net, l->fwd_scratch))); break;
+    case SF_LAYER_AVGPOOL2D: SF_TRY(sf_net_synapse_forward(net, l, x, y, NULL)); break;
     case SF_LAYER_MAXPOOL2D: SF_TRY(be->maxpool_forward(be, &l->pool, x, y, sf_net_slot_ptr(net, l->argmax))); break;
     case SF_LAYER_FLATTEN: break;
     case SF_LAYER_DROPOUT:
@@ -133,6 +143,11 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
     if (other && out_t->compact) {
         sf_spikes c = sf_net_compact_of(net, l->out);
         SF_TRY(be->spikes_compact(be, rows(net), out_t->per_sample, y, &c, sf_net_ones_count(net, l->out), NULL));
+    }
+    if (training && out_t->keep == SF_KEEP_BITS && !out_t->compact && l->d.kind != SF_LAYER_FLATTEN) {
+        /* lean mode: the bits alone are kept (its neuron layer counted its spikes) */
+        sf_spikes c = {.bits = sf_net_slot_ptr(net, out_t->cbits)};
+        SF_TRY(be->spikes_compact(be, rows(net), out_t->per_sample, y, &c, NULL, NULL));
     }
     return SF_OK;
 }

@@ -2,7 +2,8 @@
  * and the memory plan.
  *
  * The plan runs on a timeline: 0 uploads the input, 1..L run the layers' forwards, L+1 the loss, then the
- * backwards in reverse (layer i at L+2+(L-1-i)). Every workspace buffer is a request (bytes, first, last time);
+ * backwards in reverse, two ticks each: layer i's rebuild of what it reads (the lean mode's reruns) at
+ * L+2+2(L-1-i), its backward one later. Every workspace buffer is a request (bytes, first, last time);
  * requests whose lifetimes overlap get disjoint bytes, the others may share. Saved buffers simply stack up. */
 #include "core/error.h"
 #include "core/lif_math.h"
@@ -31,8 +32,9 @@ typedef struct planner {
 
 static int32_t t_fwd(const planner *pl, int32_t layer) { return 1 + layer; }
 static int32_t t_loss(const planner *pl) { return pl->L + 1; }
-static int32_t t_bwd(const planner *pl, int32_t layer) { return pl->L + 2 + (pl->L - 1 - layer); }
-static int32_t t_end(const planner *pl) { return 2 * pl->L + 2; }
+static int32_t t_pre(const planner *pl, int32_t layer) { return pl->L + 2 + 2 * (pl->L - 1 - layer); }
+static int32_t t_bwd(const planner *pl, int32_t layer) { return t_pre(pl, layer) + 1; }
+static int32_t t_end(const planner *pl) { return 3 * pl->L + 2; }
 
 static void want_work(planner *pl, sf_slot *dst, size_t bytes, int32_t first, int32_t last)
 {
@@ -90,27 +92,45 @@ static size_t pack_workspace(planner *pl)
     return total;
 }
 
-/* The workspace request of pass `pass` of conv layer l (NULL: it has none). */
-static request *scratch_request(request *req, int32_t n, sf_net_layer *l, sf_conv_pass pass)
+static request *find_request(request *req, int32_t n, const sf_slot *dst)
 {
-    const sf_slot *dst = pass == SF_CONV_PASS_FORWARD ? &l->fwd_scratch : &l->bwd_scratch;
     for (int32_t j = 0; j < n; j++)
         if (req[j].dst == dst) return &req[j];
     return NULL;
 }
 
-/* Sets the requests of `pass` of every conv layer of shape sh to *bytes (NULL: leaves them); returns how many there
- * are. */
+/* The workspace request of pass `pass` of conv layer l (NULL: it has none). */
+static request *scratch_request(request *req, int32_t n, sf_net_layer *l, sf_conv_pass pass)
+{
+    return find_request(req, n, pass == SF_CONV_PASS_FORWARD ? &l->fwd_scratch : &l->bwd_scratch);
+}
+
+static int32_t root(const sf_net *net, int32_t t) { return net->tensors[t].alias_of; }
+
+/* The layer whose forward layer l's backward reruns to rebuild its input (lean mode), or NULL. */
+static const sf_net_layer *rerun_of(const sf_net *net, const sf_net_layer *l)
+{
+    const sf_net_tensor *x = &net->tensors[root(net, l->in)];
+    return x->keep == SF_KEEP_RERUN ? &net->layers[x->producer] : NULL;
+}
+
+/* Sets the requests of `pass` of every conv layer of shape sh to *bytes (NULL: leaves them), the lean backward's
+ * reruns of such a forward among them; returns how many there are. */
 static int32_t set_scratch(sf_net *net, request *req, int32_t n, const sf_conv_shape *sh, sf_conv_pass pass,
                            const size_t *bytes)
 {
     int32_t found = 0;
     for (int32_t i = 0; i < net->n_layers; i++) {
         sf_net_layer *l = &net->layers[i];
-        const bool same = l->d.kind == SF_LAYER_CONV2D && sf_conv_shape_equal(&l->conv, sh);
-        request *r = same ? scratch_request(req, n, l, pass) : NULL;
-        if (r && bytes) r->bytes = align_up(*bytes);
-        found += r != NULL;
+        const sf_net_layer *p = pass == SF_CONV_PASS_FORWARD ? rerun_of(net, l) : NULL;
+        request *mine[2] = {
+            l->d.kind == SF_LAYER_CONV2D && sf_conv_shape_equal(&l->conv, sh) ? scratch_request(req, n, l, pass) : NULL,
+            p && p->d.kind == SF_LAYER_CONV2D && sf_conv_shape_equal(&p->conv, sh) ? find_request(req, n, &l->rerun_scratch)
+                                                                                 : NULL};
+        for (int k = 0; k < 2; k++) {
+            if (mine[k] && bytes) mine[k]->bytes = align_up(*bytes);
+            found += mine[k] != NULL;
+        }
     }
     return found;
 }
@@ -174,8 +194,6 @@ static void lean_convs(sf_net *net, planner *pl)
     }
     free(copy);
 }
-
-static int32_t root(const sf_net *net, int32_t t) { return net->tensors[t].alias_of; }
 
 static size_t tensor_bytes(const sf_net *net, int32_t t, size_t elem)
 {
@@ -318,6 +336,28 @@ static void decide_layouts(sf_net *net)
     }
 }
 
+/* Lean mode: can the backward rerun the producer of root tensor t instead of keeping t? Where it is a conv, dense
+ * linear or avg-pool layer whose input stays (the net's input, kept, or bits), and t's values are read only by
+ * BN and LIF backwards (whose rebuild has a tick of its own before them: plan_backward). */
+static bool rerunnable(const sf_net *net, int32_t t)
+{
+    const sf_net_tensor *x = &net->tensors[t];
+    if (x->binary || x->producer < 0) return false;
+    const sf_net_layer *p = &net->layers[x->producer];
+    const bool synapse = p->d.kind == SF_LAYER_CONV2D || p->d.kind == SF_LAYER_AVGPOOL2D ||
+                         (p->d.kind == SF_LAYER_LINEAR && p->sparse == SF_SPARSE_OFF);
+    const int32_t src = root(net, p->in);
+    const sf_keep_kind k = net->tensors[src].keep;
+    if (!synapse || !(src == 0 || k == SF_KEEP_FLOAT || k == SF_KEEP_BYTES || k == SF_KEEP_BITS)) return false;
+    for (int32_t c = 0; c < net->n_layers; c++) {
+        const sf_net_layer *l = &net->layers[c];
+        if (root(net, l->in) == t && l->d.kind != SF_LAYER_FLATTEN && needs_input_value(net, c) &&
+            l->d.kind != SF_LAYER_BATCHNORM && l->d.kind != SF_LAYER_LIF)
+            return false;
+    }
+    return true;
+}
+
 /* Decides, per root tensor, how the backward gets its value (see sf_keep_kind). */
 static void decide_keeps(sf_net *net)
 {
@@ -338,6 +378,8 @@ static void decide_keeps(sf_net *net)
                 if (net->tensors[root(net, src)].keep == SF_KEEP_FLOAT) x->keep = SF_KEEP_RECOMPUTE;
             }
         }
+        if (net->p.memory == SF_MEMORY_LEAN && t > 0) /* tensors in order: a producer's input is decided */
+            x->keep = x->binary ? SF_KEEP_BITS : rerunnable(net, t) ? SF_KEEP_RERUN : SF_KEEP_FLOAT;
         if (x->compact) x->keep = SF_KEEP_BITS; /* its bits exist anyway: 1 bit per neuron and step */
     }
     /* Kept for reading after the forward (plots, debugging): as float in the saved arena, which the backward can
@@ -399,6 +441,9 @@ static void plan_forward(sf_net *net, planner *pl)
                 want_work(pl, &x->cidx, r * (size_t)x->per_sample, first, lastuse);
                 want_work(pl, &x->ccnt, r * (size_t)sf_spike_segs(x->per_sample) * sizeof(int32_t), first, lastuse);
             }
+        } else if (x->keep == SF_KEEP_BITS) { /* lean mode: the forward packs them after writing them */
+            want_saved(pl, &x->cbits,
+                       (size_t)(net->T * net->B) * (size_t)sf_spike_words(x->per_sample) * sizeof(uint32_t));
         }
     }
     for (int32_t i = 0; i < L; i++) {
@@ -443,6 +488,19 @@ static void plan_forward(sf_net *net, planner *pl)
     }
 }
 
+/* What layer l's backward needs at tick `pre` (its rebuild's) to rerun the layer that made its input (lean mode):
+ * that layer's input as values where it is kept as bits or bytes, and a conv's forward workspace. */
+static void plan_rerun(sf_net *net, planner *pl, sf_net_layer *l, int32_t pre)
+{
+    const sf_net_layer *p = rerun_of(net, l);
+    const int32_t src = root(net, p->in);
+    const sf_keep_kind k = net->tensors[src].keep;
+    if (src != 0 && (k == SF_KEEP_BITS || k == SF_KEEP_BYTES))
+        want_work(pl, &l->rerun_in, tensor_bytes(net, src, sf_net_act_size(net)), pre, pre);
+    if (p->d.kind == SF_LAYER_CONV2D)
+        want_work(pl, &l->rerun_scratch, net->be->conv_workspace(net->be, &p->conv, SF_CONV_PASS_FORWARD), pre, pre);
+}
+
 /* Backward lifetimes: gradients from their first writer to their producer, and per-layer scratch. */
 static void plan_backward(sf_net *net, planner *pl)
 {
@@ -477,14 +535,16 @@ static void plan_backward(sf_net *net, planner *pl)
         int32_t in = root(net, l->in);
         sf_keep_kind k = net->tensors[in].keep;
         /* the input's values need no rebuilding: they stay for the whole step */
-        bool rebuild = in != 0 && (k == SF_KEEP_BYTES || k == SF_KEEP_RECOMPUTE || k == SF_KEEP_BITS) &&
+        bool rebuild = in != 0 &&
+                       (k == SF_KEEP_BYTES || k == SF_KEEP_RECOMPUTE || k == SF_KEEP_BITS || k == SF_KEEP_RERUN) &&
                        needs_input_value(net, i);
         /* A conv reads its input before it writes dx (backend.h), so when it writes its input's gradient first the
          * input can be rebuilt right there: one activation-sized buffer less at the backward's peak. */
         l->rebuild_in_grad = rebuild && l->d.kind == SF_LAYER_CONV2D && net->tensors[in].requires_grad &&
                              net->tensors[in].first_grad_writer == w;
         if (rebuild && !l->rebuild_in_grad)
-            want_work(pl, &l->in_float, tensor_bytes(net, in, sf_net_act_size(net)), t, t);
+            want_work(pl, &l->in_float, tensor_bytes(net, in, sf_net_act_size(net)), k == SF_KEEP_RERUN ? t - 1 : t, t);
+        if (rebuild && k == SF_KEEP_RERUN) plan_rerun(net, pl, l, t - 1);
         /* A gradient for an input that another layer writes first, or one nobody needs (a BN's dx argument). */
         bool dx_to_tmp = net->tensors[in].requires_grad ? net->tensors[in].first_grad_writer != w
                                                         : (l->d.kind == SF_LAYER_BATCHNORM ||
@@ -544,9 +604,9 @@ static sf_status allocate(sf_net *net, void **mem, size_t bytes, const char *wha
     if (!bytes) return SF_OK;
     sf_status s = net->be->alloc(net->be, bytes, mem);
     if (s != SF_OK)
-        return sf_fail_context(s, "allocating %s (%.1f MiB) for T=%lld, B=%lld (try a smaller batch or "
-                                  "memory=recompute): ",
-                               what, bytes / 1048576.0, (long long)net->T, (long long)net->B);
+        return sf_fail_context(s, "allocating %s (%.1f MiB) for T=%lld, B=%lld (try a smaller batch%s): ", what,
+                               bytes / 1048576.0, (long long)net->T, (long long)net->B,
+                               net->p.memory == SF_MEMORY_LEAN ? "" : " or memory=lean");
     return SF_OK;
 }
 
@@ -564,7 +624,7 @@ sf_status sf_net_plan_memory(sf_net *net)
     for (int32_t i = 0; i < L; i++) {
         sf_net_layer *l = &net->layers[i];
         l->mean = l->var = l->h = l->v_ckpt = l->argmax = l->fwd_scratch = l->bwd_scratch = l->in_float = l->dx_tmp = l->dx_tmp2 =
-            l->sws_f = l->sws_b = (sf_slot){0};
+            l->sws_f = l->sws_b = l->rerun_in = l->rerun_scratch = (sf_slot){0};
         l->v_in = l->v_out = l->dv_in = l->dv_out = l->bn_gather = l->bn_sums = (sf_slot){0};
     }
     planner pl = {.L = L};

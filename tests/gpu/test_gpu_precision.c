@@ -817,6 +817,11 @@ enum { NT = 4, NB = 8, NC = 2, NHW = 8, NK = 5 };
 
 static void add(sf_net *net, sf_layer_kind kind, int32_t n) { tu_add_layer(net, kind, n, 1); }
 
+/* The memory mode of the nets image_net makes, and whether their convolutions are chosen without timing (the
+ * deterministic choice, the same in every net: test_lean_nets). */
+static sf_memory_mode net_memory = SF_MEMORY_RECOMPUTE;
+static int net_untimed = 0;
+
 /* An empty net for NC×NHW×NHW inputs on dev in precision, its convolutions as algo asks. */
 static sf_net *image_net(sf_device dev, sf_precision precision, sf_conv_algo algo)
 {
@@ -824,7 +829,10 @@ static sf_net *image_net(sf_device dev, sf_precision precision, sf_conv_algo alg
     sf_net_default_params(&p);
     p.device = dev;
     p.precision = precision;
+    p.memory = net_memory;
     p.cuda.conv_algo = algo;
+    p.cuda.deterministic = net_untimed;
+    if (net_untimed) p.cuda.conv_lean = 0.0f;
     p.in_channels = NC, p.in_height = NHW, p.in_width = NHW;
     sf_net *net = NULL;
     CHECK_OK(sf_net_create(&p, &net));
@@ -943,11 +951,11 @@ static double twin_grad_err(sf_net *d, sf_net *g, sf_precision p, const float *x
 /* conv → BN → LIF → conv → BN → add (the first LIF's spikes) → LIF → conv stride 2 → BN → LIF → flatten → linear,
  * every tensor kept for reading. Under conv_algo = nhwc the seven tensors from the first conv to the add's LIF are
  * NHWC; the last conv writes NCHW, as flatten reads its block's spikes so. */
-static sf_net *layout_net(sf_device dev, sf_precision precision, sf_conv_algo algo)
+static sf_net *layout_net(sf_device dev, sf_precision precision, sf_conv_algo algo, bool keep)
 {
     sf_net *net = image_net(dev, precision, algo);
     if (!net) return NULL;
-    CHECK_OK(sf_net_set_keep_activations(net, 1));
+    CHECK_OK(sf_net_set_keep_activations(net, keep));
     add(net, SF_LAYER_CONV2D, 8);
     add(net, SF_LAYER_BATCHNORM, 0);
     add(net, SF_LAYER_LIF, 0);
@@ -984,9 +992,9 @@ static int nhwc_tensors(const sf_net *net)
 static void test_nhwc_net(sf_precision p, double loss_tol, double grad_tol)
 {
     const bool cpu_ref = p == SF_PRECISION_FP32;
-    sf_net *r = cpu_ref ? layout_net((sf_device){SF_DEVICE_CPU, 0}, SF_PRECISION_FP32, SF_CONV_ALGO_AUTO)
-                        : layout_net((sf_device){SF_DEVICE_CUDA, 0}, p, SF_CONV_ALGO_NCHW);
-    sf_net *g = layout_net((sf_device){SF_DEVICE_CUDA, 0}, p, SF_CONV_ALGO_NHWC);
+    sf_net *r = cpu_ref ? layout_net((sf_device){SF_DEVICE_CPU, 0}, SF_PRECISION_FP32, SF_CONV_ALGO_AUTO, true)
+                        : layout_net((sf_device){SF_DEVICE_CUDA, 0}, p, SF_CONV_ALGO_NCHW, true);
+    sf_net *g = layout_net((sf_device){SF_DEVICE_CUDA, 0}, p, SF_CONV_ALGO_NHWC, true);
     if (!r || !g) return;
     CHECK(nhwc_tensors(g) == 7 && nhwc_tensors(r) == 0, "%s layout net: %d and %d NHWC tensors, expected 7 and 0",
           prec, nhwc_tensors(g), nhwc_tensors(r));
@@ -1037,6 +1045,65 @@ static void test_nhwc_net(sf_precision p, double loss_tol, double grad_tol)
            worst_t);
     sf_net_free(r);
     sf_net_free(g);
+}
+
+/* memory = lean against recompute on the GPU in precision p, on the small net (conv, max-pool, linear → LIF) and the
+ * layout net (NHWC tensors outside fp32, an add, a stride-2 conv), their convolutions chosen alike without timing:
+ * the lean backward reruns the layers that feed each neuron from the kept spike bits, so the loss and the gradients
+ * of a step, and the parameters after three training steps (the step's CUDA graph), are bitwise the same; the lean
+ * plan keeps fewer bytes. */
+static void test_lean_nets(sf_precision p)
+{
+    static float x[NT * NB * NC * NHW * NHW];
+    int32_t labels[NB];
+    for (int which = 0; which < 2; which++) {
+        sf_net *n[2];
+        net_untimed = 1;
+        for (int m = 0; m < 2; m++) {
+            net_memory = m ? SF_MEMORY_LEAN : SF_MEMORY_RECOMPUTE;
+            n[m] = which ? layout_net((sf_device){SF_DEVICE_CUDA, 0}, p, SF_CONV_ALGO_AUTO, false)
+                         : small_net((sf_device){SF_DEVICE_CUDA, 0}, p);
+        }
+        net_untimed = 0;
+        net_memory = SF_MEMORY_RECOMPUTE;
+        if (!n[0] || !n[1]) return;
+        const char *name = which ? "layout net" : "small net";
+        sf_step_result r[2];
+        float *g[2], *w[2];
+        int64_t ng[2], nw[2];
+        sf_memory_plan plan[2];
+        for (int m = 0; m < 2; m++) {
+            sf_optim_params o;
+            sf_optim_default_params(&o);
+            o.lr = 0.1f;
+            o.momentum = 0.9f;
+            if (which) CHECK_OK(sf_net_set_optimizer(n[m], &o));
+            batch(0, x, labels);
+            CHECK_OK(sf_net_forward(n[m], x, 1));
+            CHECK_OK(sf_net_loss(n[m], labels, &r[m]));
+            CHECK_OK(sf_net_backward(n[m]));
+            g[m] = tu_net_read_role(n[m], SF_ROLE_GRAD, &ng[m]);
+            for (int s = 1; s <= 3; s++) {
+                batch(s, x, labels);
+                sf_step_result ignored;
+                CHECK_OK(sf_net_train_step(n[m], x, labels, &ignored));
+            }
+            w[m] = tu_net_read_role(n[m], SF_ROLE_PARAM, &nw[m]);
+            CHECK_OK(sf_net_memory_plan(n[m], &plan[m]));
+        }
+        CHECK(r[0].loss == r[1].loss, "%s %s lean: loss %.9g, recompute %.9g", prec, name, r[1].loss, r[0].loss);
+        CHECK(ng[0] == ng[1] && !memcmp(g[0], g[1], sizeof *g[0] * (size_t)ng[0]),
+              "%s %s lean: gradients differ from recompute's (rel %.3g)", prec, name,
+              ng[0] == ng[1] ? rel_l2(g[1], g[0], ng[0], 1.0) : INFINITY);
+        CHECK(nw[0] == nw[1] && !memcmp(w[0], w[1], sizeof *w[0] * (size_t)nw[0]),
+              "%s %s lean: parameters after 3 steps differ from recompute's (rel %.3g)", prec, name,
+              nw[0] == nw[1] ? rel_l2(w[1], w[0], nw[0], 1.0) : INFINITY);
+        CHECK(plan[1].saved < plan[0].saved, "%s %s: lean keeps %zu bytes, recompute %zu", prec, name, plan[1].saved,
+              plan[0].saved);
+        printf("%s %s: lean keeps %zu bytes, recompute %zu; workspace %zu / %zu\n", prec, name, plan[1].saved,
+               plan[0].saved, plan[1].workspace, plan[0].workspace);
+        for (int m = 0; m < 2; m++) free(g[m]), free(w[m]), sf_net_free(n[m]);
+    }
 }
 
 /* Event-driven nets: input spikes → linear 300 → LIF (or RLIF) → linear 260 → LIF → linear 4, sparse on, θ_grad
@@ -1276,6 +1343,11 @@ int main(void)
     prec = sf_precision_name(SF_PRECISION_FP32);
     test_nhwc_net(SF_PRECISION_FP32, 1e-5, 1e-4);
     test_sparse_nets(SF_PRECISION_FP16, 5e-3, 0.05);
+    const sf_precision every[] = {SF_PRECISION_FP32, SF_PRECISION_TF32, SF_PRECISION_BF16, SF_PRECISION_FP16};
+    for (int k = 0; k < 4; k++) {
+        prec = sf_precision_name(every[k]);
+        test_lean_nets(every[k]);
+    }
     test_loss_scale();
     sf_backend_free(cpu);
     return tu_finish("test_gpu_precision");
