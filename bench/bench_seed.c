@@ -1,8 +1,8 @@
 /* bench_seed.c — the seed papers' headline measurements for spikefuse (workloads W6 and W7, docs/perf.md): for each
  * network of seed_nets.h, time step and precision, the median time of a full training step (forward, loss,
  * backward, SGD with momentum 0.9; host clock around sf_net_train_step, which ends in a synchronising read of the
- * loss), the compile time, the memory plan and the net's peak device bytes, in recompute mode (Liang et al.'s
- * dataflow) unless --memory says otherwise. Input: one N(0, 1) image per sample repeated over T (direct encoding), uploaded by the first step and
+ * loss), the compile time, the memory plan and the net's peak device bytes, in each memory mode --memory lists
+ * (default recompute, Liang et al.'s dataflow; lean keeps spikes as bits and reruns the convolutions). Input: one N(0, 1) image per sample repeated over T (direct encoding), uploaded by the first step and
  * reused from the device by the others (x = NULL), as the peers keep theirs on the GPU. Each point is also checked:
  * every step's loss finite, the plan's parts adding up to its total, the peak at least the plan, one firing rate in
  * [0, 1] per LIF layer. Results go to stdout as a table and, with --json, to a file rewritten after every point (a crash
@@ -11,7 +11,7 @@
  *
  * Usage: bench_seed [--device cpu|cuda[:N]] [--workload W6|W7|all] [--nets a,b,..] [--T 2,4,..]
  *                   [--precision fp32,tf32,bf16] [--batch N] [--steps N] [--warmup N] [--conv-workspace-mib N]
- *                   [--conv-lean F] [--memory recompute|lean|full]
+ *                   [--conv-lean F] [--memory recompute,lean,full]
  *                   [--json FILE] [--smoke] [--list]
  * Defaults: cuda, all, every net, each net's workload T and batch, fp32 and bf16 on CUDA (fp32 on the CPU), 10 steps
  * after 2 warm-up steps, the library's conv workspace cap (--conv-workspace-mib trades speed for memory). Exit status
@@ -28,10 +28,9 @@
 
 typedef struct options {
     sf_device device;
-    const char *workload, *nets, *Ts, *precisions, *json;
+    const char *workload, *nets, *Ts, *precisions, *memories, *json;
     int steps, warmup, smoke, batch, conv_ws_mib; /* conv_ws_mib < 0: the library's default */
     float conv_lean;                              /* < 0: the library's default */
-    sf_memory_mode memory;
 } options;
 
 typedef struct point {
@@ -39,6 +38,7 @@ typedef struct point {
     int64_t T, B;
     sf_precision prec;
     sf_memory_mode memory;
+    int cuda;
     int32_t div, image;
     /* results */
     double ms, p10, p90, compile_ms, first_loss, last_loss, mean_rate;
@@ -52,7 +52,7 @@ static void usage(void)
 {
     fputs("usage: bench_seed [--device cpu|cuda[:N]] [--workload W6|W7|all] [--nets a,b,..] [--T 2,4,..]\n"
           "                  [--precision fp32,tf32,bf16] [--batch N] [--steps N] [--warmup N]\n"
-          "                  [--conv-workspace-mib N] [--conv-lean F] [--memory recompute|lean|full]\n"
+          "                  [--conv-workspace-mib N] [--conv-lean F] [--memory recompute,lean,full]\n"
           "                  [--json FILE] [--smoke] [--list]\n",
           stderr);
     exit(2);
@@ -94,6 +94,11 @@ static int precision_known(const char *name)
 {
     return !strcmp(name, "fp32") || !strcmp(name, "tf32") || !strcmp(name, "bf16");
 }
+static const char *const memory_names[] = {"full", "recompute", "lean"}; /* sf_memory_mode order */
+static int memory_known(const char *name)
+{
+    return !strcmp(name, memory_names[0]) || !strcmp(name, memory_names[1]) || !strcmp(name, memory_names[2]);
+}
 static int T_valid(const char *s)
 {
     char *end;
@@ -103,7 +108,7 @@ static int T_valid(const char *s)
 
 static options parse(int argc, char **argv)
 {
-    options o = {{SF_DEVICE_CUDA, 0}, "all", NULL, NULL, NULL, NULL, 10, 2, 0, 0, -1, -1.0f, SF_MEMORY_RECOMPUTE};
+    options o = {{SF_DEVICE_CUDA, 0}, "all", NULL, NULL, NULL, NULL, NULL, 10, 2, 0, 0, -1, -1.0f};
     int device_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -142,11 +147,7 @@ static options parse(int argc, char **argv)
             o.conv_lean = (float)atof(v);
             if (!(o.conv_lean >= 0.0f)) usage();
         } else if (!strcmp(a, "--memory")) {
-            static const char *const modes[] = {"full", "recompute", "lean"}; /* sf_memory_mode order */
-            int m = 0;
-            while (m < 3 && (!v || strcmp(v, modes[m]))) m++;
-            if (m == 3) usage();
-            o.memory = (sf_memory_mode)m;
+            o.memories = v;
         } else if (!strcmp(a, "--json")) {
             o.json = v;
         } else {
@@ -163,6 +164,8 @@ static options parse(int argc, char **argv)
     if (!o.precisions) o.precisions = o.device.kind == SF_DEVICE_CUDA ? "fp32,bf16" : "fp32";
     check_list("network", o.nets, net_known);
     check_list("precision", o.precisions, precision_known);
+    if (!o.memories) o.memories = "recompute";
+    check_list("memory mode", o.memories, memory_known);
     check_list("time-step count", o.Ts, T_valid);
     return o;
 }
@@ -287,8 +290,8 @@ static cJSON *point_json(const point *pt)
     cJSON_AddNumberToObject(o, "width_div", pt->div);
     cJSON_AddStringToObject(o, "impl", "spikefuse");
     cJSON_AddStringToObject(o, "precision", sf_precision_name(pt->prec));
-    static const char *const modes[] = {"full", "recompute", "lean"}; /* sf_memory_mode order */
-    cJSON_AddStringToObject(o, "memory", modes[pt->memory]);
+    cJSON_AddStringToObject(o, "memory", memory_names[pt->memory]);
+    cJSON_AddStringToObject(o, "device", pt->cuda ? "cuda" : "cpu");
     cJSON_AddBoolToObject(o, "ok", !pt->error[0]);
     if (pt->error[0]) cJSON_AddStringToObject(o, "error", pt->error);
     if (pt->steps) {
@@ -356,15 +359,19 @@ static int plan_points(const options *o, point *pts, int cap)
             for (nT = 0; nT < kind->n_T; nT++) Ts[nT] = kind->T[nT];
         }
         for (int t = 0; t < nT; t++)
-            for (int q = 0; q < 3; q++) {
-                if (!listed(o->precisions, sf_precision_name(precs[q])) || n == cap) continue;
+            for (int q = 0; q < 9; q++) {
+                const sf_memory_mode mode = (sf_memory_mode)(q % 3);
+                if (!listed(o->precisions, sf_precision_name(precs[q / 3])) ||
+                    !listed(o->memories, memory_names[mode]) || n == cap)
+                    continue;
                 pts[n] = (point){.kind = kind,
                                  .T = Ts[t],
                                  .B = o->batch   ? o->batch
                                       : o->smoke ? 2
                                                  : kind->batch,
-                                 .prec = precs[q],
-                                 .memory = o->memory,
+                                 .prec = precs[q / 3],
+                                 .memory = mode,
+                                 .cuda = o->device.kind == SF_DEVICE_CUDA,
                                  .div = o->smoke ? 8 : 1,
                                  .image = o->smoke && kind->image > 64 ? 64 : kind->image};
                 n++;
@@ -381,16 +388,16 @@ int main(int argc, char **argv)
     printf("bench_seed: %d points on %s%s, %d steps after %d warm-up  (%s)\n", n,
            o.device.kind == SF_DEVICE_CUDA ? "cuda" : "cpu",
            o.smoke ? " (smoke: widths / 8, B = 2, 64x64 for ImageNet)" : "", o.steps, o.warmup, sf_build_info());
-    printf("%-4s %-12s %4s %3s %-5s %9s %8s %8s %10s %9s %9s %9s %9s %8s %6s  %s\n", "wl", "net", "T", "B", "prec",
-           "ms/step", "p10", "p90", "compile_ms", "peak_MiB", "fixed_MiB", "saved_MiB", "work_MiB", "loss", "rate",
+    printf("%-4s %-12s %4s %3s %-5s %-9s %9s %8s %8s %10s %9s %9s %9s %9s %8s %6s  %s\n", "wl", "net", "T", "B", "prec",
+           "memory", "ms/step", "p10", "p90", "compile_ms", "peak_MiB", "fixed_MiB", "saved_MiB", "work_MiB", "loss", "rate",
            "check");
     int bad = 0;
     double t0 = sf_bench_now_s();
     for (int i = 0; i < n; i++) {
         point *pt = &pts[i];
         run_point(&o, pt);
-        printf("%-4s %-12s %4lld %3lld %-5s", pt->kind->workload, pt->kind->name, (long long)pt->T, (long long)pt->B,
-               sf_precision_name(pt->prec));
+        printf("%-4s %-12s %4lld %3lld %-5s %-9s", pt->kind->workload, pt->kind->name, (long long)pt->T,
+               (long long)pt->B, sf_precision_name(pt->prec), memory_names[pt->memory]);
         if (pt->steps)
             printf(" %9.2f %8.2f %8.2f %10.0f %9.0f %9.0f %9.0f %9.0f %8.4f %6.3f", pt->ms, pt->p10, pt->p90,
                    pt->compile_ms, mib(pt->peak), mib(fixed_bytes(&pt->plan)), mib(pt->plan.saved),

@@ -20,6 +20,8 @@
 #   SEED_ONLY     W6 or W7: one workload only
 #   SEED_T        comma-separated T for every network instead of each workload's (e.g. 2,10 for a quick look)
 #   SEED_REPS     timed steps per point (default 10)
+#   SEED_MEMORY   spikefuse's memory modes (default recompute,lean: Liang et al.'s dataflow, and spikes as bits with
+#                 the convolutions rerun; the report checks that the CPU's smoke run gives both the same losses)
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 SMOKE=0
@@ -44,16 +46,18 @@ phase() { # name, command...: runs it with its output in $OUT/<name>.log and on 
 }
 
 common=()
+modes=(--memory "${SEED_MEMORY:-recompute,lean}")
 [ -n "${SEED_ONLY:-}" ] && common+=(--workload "$SEED_ONLY")
 [ -n "${SEED_T:-}" ] && common+=(--T "$SEED_T")
 if [ $SMOKE = 1 ]; then
-    phase bench_seed "$BENCH_SEED" --smoke --device cpu "${common[@]}" --json "$OUT/seed_spikefuse.json"
+    phase bench_seed "$BENCH_SEED" --smoke --device cpu "${common[@]}" "${modes[@]}" --json "$OUT/seed_spikefuse.json"
     phase peers_torch "$PYTHON" bench/peers/seed_torch.py --smoke --device cpu --impls torch "${common[@]}" \
         --json "$OUT/seed_peers_1.json"
 else
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/card.txt"
     reps=(--steps "${SEED_REPS:-10}")
-    phase bench_seed "$BENCH_SEED" --device cuda "${common[@]}" "${reps[@]}" --json "$OUT/seed_spikefuse.json"
+    phase bench_seed "$BENCH_SEED" --device cuda "${common[@]}" "${modes[@]}" "${reps[@]}" \
+        --json "$OUT/seed_spikefuse.json"
     # W6 against plain PyTorch (Liang et al.'s reference) and SpikingJelly cupy; W7 against every SpikingJelly
     # implementation and snnTorch. One process per SpikingJelly version, each skipping what was measured before.
     sites=("")

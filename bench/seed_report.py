@@ -1,13 +1,15 @@
 """seed_report.py — the W6/W7 sweep (bench_seed's and bench/peers/seed_torch.py's JSON) as one table and, with
 --plot, charts: for each network, the speed ratio (peer ms / spikefuse ms) and the memory ratio (spikefuse peak /
-peer peak) against T, one line per peer and precision (spikefuse bf16 against the peer under autocast bf16).
+peer peak) against T, one line per peer, precision (spikefuse bf16 against the peer under autocast bf16) and
+spikefuse memory mode (recompute, lean).
 
 Usage: seed_report.py FILE.json ... [--markdown OUT.md] [--plot DIR]
 The table goes to stdout (and OUT.md); W6 rows also say whether Liang et al.'s ratios over plain PyTorch (≥2.13×
 speed at ≤0.41× memory without BN, ≥1.94× at ≤0.33× with BN) and 1.8× SpikingJelly cupy are met. --plot needs
 matplotlib (Debian python3-matplotlib): it is imported only then, so the table runs anywhere (CI's smoke test).
-Exit status 1 if a file holds no points, a spikefuse point has no peer to compare with, or a peer's network has
-another parameter count than spikefuse's (then they did not build the same layers)."""
+Exit status 1 if a file holds no points, a spikefuse point has no peer to compare with, a peer's network has
+another parameter count than spikefuse's (then they did not build the same layers), or two memory modes of one CPU
+point end at different losses."""
 import argparse
 import json
 import os
@@ -19,6 +21,7 @@ SJ_CUPY_TARGET = 1.8
 
 
 def load(paths):
+    """spikefuse's points by (workload, net, T, precision, memory mode), the peers' by the first four."""
     ours, peers = {}, {}
     for path in paths:
         points = json.load(open(path))["points"]
@@ -27,7 +30,7 @@ def load(paths):
         for p in points:
             key = (p["workload"], p["net"], p["T"], p["precision"])
             if p["impl"] == "spikefuse":
-                ours[key] = p
+                ours[key + (p.get("memory", "recompute"),)] = p
             else:
                 peers.setdefault(key, {})[p["impl"]] = p
     return ours, peers
@@ -56,20 +59,31 @@ def mismatches(ours, peers):
     """Points where a peer's network has another parameter count than spikefuse's: not the same network."""
     out = []
     for key, p in ours.items():
-        for impl, q in peers.get(key, {}).items():
+        for impl, q in peers.get(key[:4], {}).items():
             if "params" in p and "params" in q and p["params"] != q["params"]:
                 out.append(f"{'/'.join(map(str, key))} {impl}: {q['params']} parameters, spikefuse {p['params']}")
     return out
 
 
+def unequal_modes(ours):
+    """CPU points whose memory modes end at different losses: the modes compute the same steps, bitwise on the CPU
+    (on a GPU each net times its own convolution algorithms, so the sums may run in another order)."""
+    out = []
+    for key, p in ours.items():
+        ref = ours.get(key[:4] + ("recompute",))
+        if p.get("device") == "cpu" and ref and p.get("ok") and ref.get("ok") and p["last_loss"] != ref["last_loss"]:
+            out.append(f"{'/'.join(map(str, key))}: loss {p['last_loss']!r}, recompute's {ref['last_loss']!r}")
+    return out
+
+
 def table(ours, peers):
-    lines = ["| workload | net | T | B | precision | spikefuse ms | peak MiB | peer | peer ms | peer peak MiB | "
-             "speed × | memory × |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| workload | net | T | B | precision | memory | spikefuse ms | peak MiB | peer | peer ms | "
+             "peer peak MiB | speed × | memory × |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     lonely = 0
-    for key in sorted(ours, key=lambda k: (k[0], k[1], k[2], k[3])):
+    for key in sorted(ours):
         p = ours[key]
         mine = f"{p['ms']:.2f} | {p['peak_mib']:.0f}" if p.get("ok") else f"failed: {p.get('error', '?')} |"
-        impls = peers.get(key, {})
+        impls = peers.get(key[:4], {})
         if not impls:
             lonely += 1
             impls = {"(none)": {}}
@@ -77,8 +91,8 @@ def table(ours, peers):
             r = ratios(p, q)
             theirs = f"{q['ms']:.2f} | {q['peak_mib']:.0f}" if q.get("ok") else f"{q.get('error', '—')[:60]} |"
             rs = f"{r[0]:.2f}{verdict(p, impl, r)} | {r[1]:.2f}" if r else "— | —"
-            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {p['B']} | {key[3]} | {mine} | {impl} | {theirs} | "
-                         f"{rs} |")
+            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {p['B']} | {key[3]} | {key[4]} | {mine} | {impl} | "
+                         f"{theirs} | {rs} |")
     return lines, lonely
 
 
@@ -97,16 +111,18 @@ def plot(ours, peers, outdir):
             for key, p in ours.items():
                 if key[:2] != (wl, name):
                     continue
-                for impl, q in peers.get(key, {}).items():
+                for impl, q in peers.get(key[:4], {}).items():
                     r = ratios(p, q)
                     if r:
-                        series.setdefault(f"{impl} {key[3]}", []).append((key[2], r))
+                        mode = "" if key[4] == "recompute" else f" {key[4]}"
+                        series.setdefault(f"{impl} {key[3]}{mode}", []).append((key[2], r))
             for label, pts in sorted(series.items()):
                 pts.sort()
                 Ts = [t for t, _ in pts]
                 impl = label.split()[0]
                 c = colors.setdefault(impl, f"C{len(colors)}")
-                style = dict(color=c, linestyle="--" if label.endswith("bf16") else "-", marker="o", label=label)
+                style = dict(color=c, linestyle="--" if " bf16" in label else "-",
+                             marker="s" if label.endswith(("lean", "full")) else "o", label=label)
                 axes[0][col].plot(Ts, [r[0] for _, r in pts], **style)
                 axes[1][col].plot(Ts, [r[1] for _, r in pts], **style)
             bn = next(p["bn"] for k, p in ours.items() if k[:2] == (wl, name))
@@ -121,7 +137,7 @@ def plot(ours, peers, outdir):
         axes[1][0].set_ylabel("memory: spikefuse / peer peak")
         handles, labels = axes[0][0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="lower center", ncol=3, fontsize="small")
-        fig.suptitle(f"{wl}: spikefuse against each peer (solid fp32, dashed bf16 autocast"
+        fig.suptitle(f"{wl}: spikefuse against each peer (solid fp32, dashed bf16 autocast; squares: memory = lean"
                      + ("; dotted: Liang et al.'s ratios)" if wl == "W6" else ")"))
         fig.tight_layout(rect=(0, 0.12, 1, 1))
         path = os.path.join(outdir, f"seed_{wl.lower()}.png")
@@ -149,7 +165,10 @@ def main():
     wrong = mismatches(ours, peers)
     for m in wrong:
         print("not the same network: " + m, file=sys.stderr)
-    sys.exit(1 if lonely or wrong or not ours else 0)
+    apart = unequal_modes(ours)
+    for m in apart:
+        print("memory modes disagree: " + m, file=sys.stderr)
+    sys.exit(1 if lonely or wrong or apart or not ours else 0)
 
 
 if __name__ == "__main__":
