@@ -1,5 +1,5 @@
 /* test_sparse_net.c — whole networks with event-driven layers against the same networks run dense, on the CPU:
- * an MLP on input spikes, a conv → LIF → max-pool → linear net and a recurrent net, in both memory modes, with and
+ * an MLP on input spikes, a conv → LIF → max-pool → linear net and a recurrent net, in every memory mode, with and
  * without grad_threshold (and with grad_cut). Sparse and dense must give the same firing rates (identical spikes), losses within
  * 1e-6 and every gradient within 1e-5 (relative), and follow each other over ten Adam steps. Also: the plan keeps
  * spikes as bits (fewer saved bytes than dense's bytes); auto takes the dense path at full activity and the sparse
@@ -157,8 +157,8 @@ static double rel(const float *a, const float *b, int64_t n)
 
 static const char *describe(const setup *s, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "%s %s θ_grad %d", net_names[s->net], s->memory == SF_MEMORY_FULL ? "full" : "recompute",
-             s->grad_threshold);
+    static const char *const modes[] = {"full", "recompute", "lean"}; /* sf_memory_mode order */
+    snprintf(buf, cap, "%s %s θ_grad %d", net_names[s->net], modes[s->memory], s->grad_threshold);
     return buf;
 }
 
@@ -367,7 +367,7 @@ static void test_keep_all(void)
 int main(void)
 {
     for (int net = 0; net < NET_COUNT; net++)
-        for (int memory = 0; memory < 2; memory++)
+        for (int memory = 0; memory < 3; memory++)
             for (int g = 0; g < 3; g++) compare((setup){net, SF_SPARSE_ON, (sf_memory_mode)memory, g, 1.0f, 0});
     test_plan();
     test_auto();

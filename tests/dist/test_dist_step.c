@@ -5,7 +5,8 @@
  * ALIF for its second neuron layer (full memory mode), the MLP with event-driven layers (sparse on: compact LIF outputs, spike-list products, masked
  * LIF backward), and a conv → BN → LIF → linear → BN → LIF → linear net (recompute, and BN statistics merged
  * over the time segments, and over the data ranks with SYNC_BN), also with a second conv block under conv_algo =
- * nhwc, which on a GPU keeps the first block's tensors NHWC ([rows, C, 1] to BN and LIF, rows split over time).
+ * nhwc and memory = lean, which on a GPU keeps the first block's tensors NHWC ([rows, C, 1] to BN and LIF, rows split
+ * over time) and reruns every conv and linear layer in the backward.
  * What must hold (≤ 1e-5 relative, float sums in another order): the loss of every step (averaged over the data
  * ranks), every gradient after the all-reduce, the parameters after three SGD-momentum steps, this process's slice of
  * the output; the spike count of every LIF layer summed over all processes equals the reference's exactly. Then bad
@@ -51,7 +52,10 @@ static sf_net *build(net_kind kind)
     p.seed = 11;
     if (kind == NET_CONV_BN || kind == NET_CONV_NHWC) {
         p.in_channels = 2, p.in_height = 5, p.in_width = 5;
-        if (kind == NET_CONV_NHWC) p.cuda.conv_algo = SF_CONV_ALGO_NHWC; /* the first block's tensors NHWC on a GPU */
+        if (kind == NET_CONV_NHWC) { /* the first block's tensors NHWC on a GPU; the backward reruns the convs */
+            p.cuda.conv_algo = SF_CONV_ALGO_NHWC;
+            p.memory = SF_MEMORY_LEAN;
+        }
     } else {
         p.in_channels = 12;
     }
