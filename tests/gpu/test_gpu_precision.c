@@ -660,6 +660,10 @@ static void test_lif_compact(sf_neuron_model model, int64_t T, int64_t B, int64_
     cmp("spikes_compact flag", &flag, 0.0);
     RUN(be->spikes_expand(be, rows, n, SR(c.bits), S(back)));
     cmp("spikes_expand", &back, 0.0);
+    craw c3 = craw_of(rows, n, false); /* bits alone (lean plans): whole words are packed 16 bytes per thread */
+    RUN(be->spikes_compact(be, rows, n, S(s), &(sf_spikes){SR(c3.bits), NULL, NULL}, NULL, NULL));
+    cmp_raw("spikes_compact, bits alone", &c3.bits);
+    drop_craw(&c3);
     RUN(be->spikes_compact(be, rows, n, S(x), SC(c2, true), NULL, S(flag))); /* 1000 and -1: not spikes */
     float *f = get(&flag);
     CHECK(f[0] == 1.0f, "%s %s: a non-spike input was not flagged", prec, w);
@@ -791,9 +795,9 @@ static void test_rlif(int64_t T, int64_t B, int64_t n, int g)
 
 static void test_sparse_ops(void)
 {
-    const int64_t lif[][3] = {{4, 3, 1000}, {1, 1, 7}, {3, 4, 300}, {2, 1, 513}};
+    const int64_t lif[][3] = {{4, 3, 1000}, {1, 1, 7}, {3, 4, 300}, {2, 1, 513}, {3, 2, 512}};
     const double dens[] = {0.0, 0.05, 0.5, 1.0};
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         for (int d = 0; d < 4; d++)
             for (int m = 0; m < 4; m++) /* every model at one density each, the LIF at all */
                 if (m == 0 || m == d)

@@ -195,6 +195,12 @@ static void test_lif_and_compact(int64_t T, int64_t B, int64_t n, int dk)
     cmp("spikes_compact flag", &flag, -1);
     RUN(be->spikes_expand(be, rows, n, S(c.bits), S(back)));
     cmp("spikes_expand", &back, -1);
+    cpair e = mkc(rows, n, false); /* bits alone (lean plans): whole words are packed 16 bytes per thread */
+    RUN(be->spikes_compact(be, rows, n, S(s), &(sf_spikes){S(e.bits), NULL, NULL}, NULL, NULL));
+    char alone[96];
+    snprintf(alone, sizeof alone, "spikes_compact, bits alone, %lld rows of %lld", (long long)rows, (long long)n);
+    cmp(alone, &e.bits, -1);
+    dropc(&e);
     RUN(be->spikes_compact(be, rows, n, S(x), SC(d, true), NULL, S(flag))); /* ±1000, -1: flagged */
     float f = 0;
     CHECK_OK(gpu->copy_to_host(gpu, &f, flag.g, 4));
