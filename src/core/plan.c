@@ -543,8 +543,9 @@ static void plan_backward(sf_net *net, planner *pl)
         l->rebuild_in_grad = rebuild && l->d.kind == SF_LAYER_CONV2D && net->tensors[in].requires_grad &&
                              net->tensors[in].first_grad_writer == w;
         if (rebuild && !l->rebuild_in_grad)
-            want_work(pl, &l->in_float, tensor_bytes(net, in, sf_net_act_size(net)), k == SF_KEEP_RERUN ? t - 1 : t, t);
-        if (rebuild && k == SF_KEEP_RERUN) plan_rerun(net, pl, l, t - 1);
+            want_work(pl, &l->in_float, tensor_bytes(net, in, sf_net_act_size(net)),
+                      k == SF_KEEP_RERUN ? t_pre(pl, w) : t, t);
+        if (rebuild && k == SF_KEEP_RERUN) plan_rerun(net, pl, l, t_pre(pl, w));
         /* A gradient for an input that another layer writes first, or one nobody needs (a BN's dx argument). */
         bool dx_to_tmp = net->tensors[in].requires_grad ? net->tensors[in].first_grad_writer != w
                                                         : (l->d.kind == SF_LAYER_BATCHNORM ||
