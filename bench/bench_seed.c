@@ -38,7 +38,6 @@ typedef struct point {
     int64_t T, B;
     sf_precision prec;
     sf_memory_mode memory;
-    int cuda;
     int32_t div, image;
     /* results */
     double ms, p10, p90, compile_ms, first_loss, last_loss, mean_rate;
@@ -94,10 +93,11 @@ static int precision_known(const char *name)
 {
     return !strcmp(name, "fp32") || !strcmp(name, "tf32") || !strcmp(name, "bf16");
 }
-static const char *const memory_names[] = {"full", "recompute", "lean"}; /* sf_memory_mode order */
 static int memory_known(const char *name)
 {
-    return !strcmp(name, memory_names[0]) || !strcmp(name, memory_names[1]) || !strcmp(name, memory_names[2]);
+    for (int m = SF_MEMORY_FULL; m <= SF_MEMORY_LEAN; m++)
+        if (!strcmp(name, sf_memory_mode_name((sf_memory_mode)m))) return 1;
+    return 0;
 }
 static int T_valid(const char *s)
 {
@@ -290,8 +290,7 @@ static cJSON *point_json(const point *pt)
     cJSON_AddNumberToObject(o, "width_div", pt->div);
     cJSON_AddStringToObject(o, "impl", "spikefuse");
     cJSON_AddStringToObject(o, "precision", sf_precision_name(pt->prec));
-    cJSON_AddStringToObject(o, "memory", memory_names[pt->memory]);
-    cJSON_AddStringToObject(o, "device", pt->cuda ? "cuda" : "cpu");
+    cJSON_AddStringToObject(o, "memory", sf_memory_mode_name(pt->memory));
     cJSON_AddBoolToObject(o, "ok", !pt->error[0]);
     if (pt->error[0]) cJSON_AddStringToObject(o, "error", pt->error);
     if (pt->steps) {
@@ -338,7 +337,7 @@ static void write_json(const options *o, const point *pts, int n)
     cJSON_Delete(root);
 }
 
-/* The points the options select, in sweep order: network, then T, then precision. */
+/* The points the options select, in sweep order: network, then T, then precision, then memory mode. */
 static int plan_points(const options *o, point *pts, int cap)
 {
     static const sf_precision precs[] = {SF_PRECISION_FP32, SF_PRECISION_TF32, SF_PRECISION_BF16};
@@ -359,23 +358,23 @@ static int plan_points(const options *o, point *pts, int cap)
             for (nT = 0; nT < kind->n_T; nT++) Ts[nT] = kind->T[nT];
         }
         for (int t = 0; t < nT; t++)
-            for (int q = 0; q < 9; q++) {
-                const sf_memory_mode mode = (sf_memory_mode)(q % 3);
-                if (!listed(o->precisions, sf_precision_name(precs[q / 3])) ||
-                    !listed(o->memories, memory_names[mode]) || n == cap)
-                    continue;
-                pts[n] = (point){.kind = kind,
-                                 .T = Ts[t],
-                                 .B = o->batch   ? o->batch
-                                      : o->smoke ? 2
-                                                 : kind->batch,
-                                 .prec = precs[q / 3],
-                                 .memory = mode,
-                                 .cuda = o->device.kind == SF_DEVICE_CUDA,
-                                 .div = o->smoke ? 8 : 1,
-                                 .image = o->smoke && kind->image > 64 ? 64 : kind->image};
-                n++;
-            }
+            for (int q = 0; q < 3; q++)
+                for (int m = SF_MEMORY_FULL; m <= SF_MEMORY_LEAN; m++) {
+                    const sf_memory_mode mode = (sf_memory_mode)m;
+                    if (!listed(o->precisions, sf_precision_name(precs[q])) ||
+                        !listed(o->memories, sf_memory_mode_name(mode)) || n == cap)
+                        continue;
+                    pts[n] = (point){.kind = kind,
+                                     .T = Ts[t],
+                                     .B = o->batch   ? o->batch
+                                          : o->smoke ? 2
+                                                     : kind->batch,
+                                     .prec = precs[q],
+                                     .memory = mode,
+                                     .div = o->smoke ? 8 : 1,
+                                     .image = o->smoke && kind->image > 64 ? 64 : kind->image};
+                    n++;
+                }
     }
     return n;
 }
@@ -397,7 +396,7 @@ int main(int argc, char **argv)
         point *pt = &pts[i];
         run_point(&o, pt);
         printf("%-4s %-12s %4lld %3lld %-5s %-9s", pt->kind->workload, pt->kind->name, (long long)pt->T,
-               (long long)pt->B, sf_precision_name(pt->prec), memory_names[pt->memory]);
+               (long long)pt->B, sf_precision_name(pt->prec), sf_memory_mode_name(pt->memory));
         if (pt->steps)
             printf(" %9.2f %8.2f %8.2f %10.0f %9.0f %9.0f %9.0f %9.0f %8.4f %6.3f", pt->ms, pt->p10, pt->p90,
                    pt->compile_ms, mib(pt->peak), mib(fixed_bytes(&pt->plan)), mib(pt->plan.saved),

@@ -24,12 +24,14 @@ def load(paths):
     """spikefuse's points by (workload, net, T, precision, memory mode), the peers' by the first four."""
     ours, peers = {}, {}
     for path in paths:
-        points = json.load(open(path))["points"]
+        doc = json.load(open(path))
+        points = doc["points"]
         if not points:
             sys.exit(f"{path}: no points")
         for p in points:
             key = (p["workload"], p["net"], p["T"], p["precision"])
             if p["impl"] == "spikefuse":
+                p["device"] = doc.get("device")  # the run's, for unequal_modes
                 ours[key + (p.get("memory", "recompute"),)] = p
             else:
                 peers.setdefault(key, {})[p["impl"]] = p

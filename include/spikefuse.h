@@ -294,6 +294,7 @@ typedef enum sf_memory_mode {
     SF_MEMORY_LEAN       /* keep spikes as bits and the network input; rerun the conv, linear and avg-pool layers
                           * that make a neuron layer's input current (from those), then h and s, in the backward */
 } sf_memory_mode;
+SF_API const char *sf_memory_mode_name(sf_memory_mode m); /* "full", "recompute", "lean" */
 
 typedef enum sf_readout { SF_READOUT_MEAN = 0, SF_READOUT_LEAKY } sf_readout;
 

@@ -157,8 +157,7 @@ static double rel(const float *a, const float *b, int64_t n)
 
 static const char *describe(const setup *s, char *buf, size_t cap)
 {
-    static const char *const modes[] = {"full", "recompute", "lean"}; /* sf_memory_mode order */
-    snprintf(buf, cap, "%s %s θ_grad %d", net_names[s->net], modes[s->memory], s->grad_threshold);
+    snprintf(buf, cap, "%s %s θ_grad %d", net_names[s->net], sf_memory_mode_name(s->memory), s->grad_threshold);
     return buf;
 }
 

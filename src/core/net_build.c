@@ -19,6 +19,10 @@ static const char *const sparse_names[] = {"off", "auto", "on"};
 
 const char *sf_sparse_mode_name(sf_sparse_mode m) { return (unsigned)m <= SF_SPARSE_ON ? sparse_names[m] : "?"; }
 
+static const char *const memory_names[] = {"full", "recompute", "lean"};
+
+const char *sf_memory_mode_name(sf_memory_mode m) { return (unsigned)m <= SF_MEMORY_LEAN ? memory_names[m] : "?"; }
+
 void sf_layer_default_desc(sf_layer_kind kind, sf_layer_desc *d)
 {
     memset(d, 0, sizeof *d);
