@@ -12,13 +12,13 @@
 
 #include <cblas.h>
 
-/* The pairs of (set, head) and one dh×dh matrix per pair: M, and the backward's G beside it. */
+/* The workspace holds a dh×dh matrix per pair (set, head): M; the backward's G after all the M's. */
 static int64_t pairs_of(const sf_token_shape *sh, int32_t heads) { return sh->tb * heads; }
 
 size_t sf_cpu_op_ssa_workspace(sf_backend *be, const sf_token_shape *sh, int32_t heads, bool backward)
 {
     (void)be;
-    if (!sh || heads < 1 || sh->d % heads) return 0; /* the op itself reports the shape */
+    if (!sh || sh->tb < 0 || sh->d < 1 || heads < 1 || sh->d % heads) return 0; /* the op reports the shape */
     const int64_t dh = sh->d / heads;
     return (size_t)(pairs_of(sh, heads) * dh * dh) * sizeof(float) * (backward ? 2 : 1);
 }
