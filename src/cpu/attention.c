@@ -23,9 +23,13 @@ size_t sf_cpu_op_ssa_workspace(sf_backend *be, const sf_token_shape *sh, int32_t
     return (size_t)(pairs_of(sh, heads) * dh * dh) * sizeof(float) * (backward ? 2 : 1);
 }
 
-static sf_status check_ws(const char *op, const void *ws)
+/* Checks a call; *none: no sets (tb = 0), nothing to do. */
+static sf_status ssa_begin(const char *op, const sf_token_shape *sh, int32_t heads, int64_t ld, const void *ws,
+                           bool *none)
 {
-    if (!ws) return sf_fail(SF_ERR_INVALID, "%s: workspace is NULL (give it ssa_workspace bytes)", op);
+    SF_TRY(sf_ssa_check(op, sh, heads, ld));
+    *none = sh->tb == 0;
+    if (!*none && !ws) return sf_fail(SF_ERR_INVALID, "%s: workspace is NULL (give it ssa_workspace bytes)", op);
     return SF_OK;
 }
 
@@ -39,9 +43,9 @@ sf_status sf_cpu_op_ssa_forward(sf_backend *be, const sf_token_shape *sh, int32_
                                 const float *q, const float *k, const float *v, float *y, void *ws)
 {
     (void)be;
-    SF_TRY(sf_ssa_check("SSA forward", sh, heads, ld));
-    if (sh->tb == 0) return SF_OK;
-    SF_TRY(check_ws("SSA forward", ws));
+    bool none = true;
+    SF_TRY(ssa_begin("SSA forward", sh, heads, ld, ws, &none));
+    if (none) return SF_OK;
     const int n = sh->n, d = sh->d, dh = d / heads, ldi = (int)ld;
     const int64_t pairs = pairs_of(sh, heads);
     float *mw = ws;
@@ -62,9 +66,9 @@ sf_status sf_cpu_op_ssa_backward(sf_backend *be, const sf_token_shape *sh, int32
                                  float *dk, float *dv, void *ws)
 {
     (void)be;
-    SF_TRY(sf_ssa_check("SSA backward", sh, heads, ld));
-    if (sh->tb == 0) return SF_OK;
-    SF_TRY(check_ws("SSA backward", ws));
+    bool none = true;
+    SF_TRY(ssa_begin("SSA backward", sh, heads, ld, ws, &none));
+    if (none) return SF_OK;
     const int n = sh->n, d = sh->d, dh = d / heads, ldi = (int)ld;
     const int64_t pairs = pairs_of(sh, heads);
     float *mw = ws, *gw = mw + pairs * dh * dh;

@@ -101,25 +101,47 @@ size_t sf_cuda_op_ssa_workspace(sf_backend *be, const sf_token_shape *sh, int32_
     return ssa_plan(sf_cuda_ctx_of(be)->act, sh, heads, backward).bytes;
 }
 
-/* A call's batched GEMMs: the pairs' operand arrays and the types. */
+/* One call: its shape, workspace (w, as L lays it out), the pairs' operand arrays and the storage type. */
 struct ssa_call {
     sf_cuda_ctx *c;
-    const ssa_layout *L;
+    ssa_layout L;
+    char *w;
     const void **ptrs;
+    size_t es;        /* bytes per stored element */
     cudaDataType_t t; /* the storage type's cuBLAS name */
-    int n, dh, heads;
+    int n, d, dh, heads, ld;
 };
 
 static ssa_operand token_operand(const void *p, int64_t ld, size_t es) { return {(const char *)p, ld, (int32_t)es, false}; }
 static ssa_operand pair_operand(const void *p, size_t es) { return {(const char *)p, 0, (int32_t)es, true}; }
+
+/* Checks the shape and lays out the call; *none: no pairs (tb = 0), nothing to do. */
+static sf_status ssa_begin(sf_backend *be, const char *op, const sf_token_shape *sh, int32_t heads, int64_t ld,
+                           bool backward, void *ws, ssa_call *k, bool *none)
+{
+    SF_TRY(sf_ssa_check(op, sh, heads, ld));
+    *none = sh->tb == 0;
+    if (*none) return SF_OK;
+    k->c = sf_cuda_ctx_of(be);
+    k->L = ssa_plan(k->c->act, sh, heads, backward);
+    if (k->L.pairs > INT_MAX)
+        return sf_fail(SF_ERR_INVALID, "%s: %lld (set, head) pairs pass cuBLAS's batch count", op, (long long)k->L.pairs);
+    if (!ws) return sf_fail(SF_ERR_INVALID, "%s: workspace is NULL (give it ssa_workspace bytes)", op);
+    k->w = (char *)ws;
+    k->ptrs = (const void **)(k->w + k->L.ptrs);
+    k->es = sf_act_type_size(k->c->act);
+    k->t = sf_cuda_blas_type(k->c->act);
+    k->n = sh->n, k->d = sh->d, k->dh = (int)k->L.dh, k->heads = heads, k->ld = (int)ld;
+    return SF_OK;
+}
 
 /* Writes the pointer arrays of the operands (at most SSA_MAX_OPERANDS), operand j's at ptrs + j·pairs. */
 static sf_status ssa_pointers(const ssa_call *k, std::initializer_list<ssa_operand> list)
 {
     ssa_operands ops = {};
     for (const ssa_operand &o : list) ops.op[ops.count++] = o;
-    ssa_pointers_kernel<<<sf_cuda_blocks(k->L->pairs, 128), 128, 0, k->c->stream>>>(ops, k->L->pairs, k->heads, k->n,
-                                                                                    k->dh, k->ptrs);
+    ssa_pointers_kernel<<<sf_cuda_blocks(k->L.pairs, 128), 128, 0, k->c->stream>>>(ops, k->L.pairs, k->heads, k->n,
+                                                                                   k->dh, k->ptrs);
     SF_CUDA_LAUNCHED();
     return SF_OK;
 }
@@ -130,94 +152,84 @@ static sf_status ssa_gemm(const ssa_call *k, cublasOperation_t ta, cublasOperati
                           float alpha, int ia, int lda, int ib, int ldb, float beta, int ic, cudaDataType_t ct, int ldc,
                           cublasComputeType_t compute)
 {
-    const int64_t P = k->L->pairs;
+    const int64_t P = k->L.pairs;
     SF_CUBLAS_CHECK(cublasGemmBatchedEx(k->c->cublas, ta, tb, m, n, kk, &alpha, k->ptrs + ia * P, k->t, lda,
                                         k->ptrs + ib * P, k->t, ldb, &beta, (void *const *)(k->ptrs + ic * P), ct, ldc,
                                         (int)P, compute, CUBLAS_GEMM_DEFAULT));
     return SF_OK;
 }
 
-static sf_status ssa_begin(sf_backend *be, const char *op, const sf_token_shape *sh, int32_t heads, int64_t ld,
-                           bool backward, void *ws, ssa_layout *L, ssa_call *k)
+/* M = Kᵀ·V (Mᶜ = Vᶜ·Kᶜᵀ) into operand im, of type ct: exact in every format (file comment), so fp32 runs FMA, never
+ * TF32, whatever the backend's precision. */
+static cublasComputeType_t exact_compute(const ssa_call *k)
 {
-    SF_TRY(sf_ssa_check(op, sh, heads, ld));
-    k->c = sf_cuda_ctx_of(be);
-    *L = ssa_plan(k->c->act, sh, heads, backward);
-    if (L->pairs > INT_MAX)
-        return sf_fail(SF_ERR_INVALID, "%s: %lld (set, head) pairs pass cuBLAS's batch count", op, (long long)L->pairs);
-    if (!ws) return sf_fail(SF_ERR_INVALID, "%s: workspace is NULL (give it ssa_workspace bytes)", op);
-    k->L = L;
-    k->ptrs = (const void **)((char *)ws + L->ptrs);
-    k->t = sf_cuda_blas_type(k->c->act);
-    k->n = sh->n;
-    k->dh = (int)L->dh;
-    k->heads = heads;
-    return SF_OK;
+    return k->c->act == SF_ACT_F32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
 }
 
-/* Forward exact in every format (file comment): fp32 FMA, never TF32, whatever the backend's precision. */
-static cublasComputeType_t exact_compute(const sf_cuda_ctx *c)
+static sf_status ssa_counts(const ssa_call *k, int iv, int ik, int im, cudaDataType_t ct)
 {
-    return c->act == SF_ACT_F32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
+    return ssa_gemm(k, CUBLAS_OP_N, CUBLAS_OP_T, k->dh, k->dh, k->n, 1.0f, iv, k->ld, ik, k->ld, 0.0f, im, ct, k->dh,
+                    exact_compute(k));
 }
 
 sf_status sf_cuda_op_ssa_forward(sf_backend *be, const sf_token_shape *sh, int32_t heads, float scale, int64_t ld,
                                  const float *q, const float *k, const float *v, float *y, void *ws)
 {
-    if (sh && sh->tb == 0) return sf_ssa_check("SSA forward", sh, heads, ld);
-    ssa_layout L;
-    ssa_call call;
-    SF_TRY(ssa_begin(be, "SSA forward", sh, heads, ld, false, ws, &L, &call));
-    sf_cuda_ctx *c = call.c;
-    const size_t es = sf_act_type_size(c->act);
-    const int n = sh->n, dh = (int)L.dh, ldi = (int)ld, d = sh->d;
-    char *w = (char *)ws;
-    const cublasComputeType_t exact = exact_compute(c);
+    ssa_call call = {};
+    bool none = true;
+    SF_TRY(ssa_begin(be, "SSA forward", sh, heads, ld, false, ws, &call, &none));
+    if (none) return SF_OK;
+    const ssa_layout &L = call.L;
+    const size_t es = call.es;
+    const int dh = call.dh;
+    char *w = call.w;
     enum { V, K, M, Q, Y, MHI, MLO };
     if (!L.split) {
         SF_TRY(ssa_pointers(&call, {token_operand(v, ld, es), token_operand(k, ld, es), pair_operand(w + L.m, es),
-                                    token_operand(q, ld, es), token_operand(y, d, es)}));
-        SF_TRY(ssa_gemm(&call, CUBLAS_OP_N, CUBLAS_OP_T, dh, dh, n, 1.0f, V, ldi, K, ldi, 0.0f, M, call.t, dh, exact));
-        return ssa_gemm(&call, CUBLAS_OP_N, CUBLAS_OP_N, dh, n, dh, scale, M, dh, Q, ldi, 0.0f, Y, call.t, d, exact);
+                                    token_operand(q, ld, es), token_operand(y, call.d, es)}));
+        SF_TRY(ssa_counts(&call, V, K, M, call.t));
+        return ssa_gemm(&call, CUBLAS_OP_N, CUBLAS_OP_N, dh, call.n, dh, scale, M, dh, Q, call.ld, 0.0f, Y, call.t,
+                        call.d, exact_compute(&call));
     }
     /* more tokens than the 16-bit type's integers: M in fp32, Y = scale·Q·M_hi + scale·Q·M_lo in fp32 */
     float *yf = (float *)(w + L.yf);
     const int64_t mats = L.pairs * L.dh * L.dh;
     SF_TRY(ssa_pointers(&call, {token_operand(v, ld, es), token_operand(k, ld, es), pair_operand(w + L.m, 4),
-                                token_operand(q, ld, es), token_operand(yf, d, 4), pair_operand(w + L.parts, es),
+                                token_operand(q, ld, es), token_operand(yf, call.d, 4), pair_operand(w + L.parts, es),
                                 pair_operand(w + L.parts + mats * es, es)}));
-    SF_TRY(ssa_gemm(&call, CUBLAS_OP_N, CUBLAS_OP_T, dh, dh, n, 1.0f, V, ldi, K, ldi, 0.0f, M, CUDA_R_32F, dh, exact));
-    SF_TRY(sf_cuda_with_act(c->act, [&](auto tag) {
+    SF_TRY(ssa_counts(&call, V, K, M, CUDA_R_32F));
+    SF_TRY(sf_cuda_with_act(call.c->act, [&](auto tag) {
         using T = decltype(tag);
-        ssa_split_kernel<T><<<sf_cuda_blocks(mats, 256), 256, 0, c->stream>>>(
+        ssa_split_kernel<T><<<sf_cuda_blocks(mats, 256), 256, 0, call.c->stream>>>(
             mats, (const float *)(w + L.m), (T *)(w + L.parts), (T *)(w + L.parts + mats * es));
         SF_CUDA_LAUNCHED();
         return SF_OK;
     }));
-    SF_TRY(ssa_gemm(&call, CUBLAS_OP_N, CUBLAS_OP_N, dh, n, dh, scale, MHI, dh, Q, ldi, 0.0f, Y, CUDA_R_32F, d, exact));
-    SF_TRY(ssa_gemm(&call, CUBLAS_OP_N, CUBLAS_OP_N, dh, n, dh, scale, MLO, dh, Q, ldi, 1.0f, Y, CUDA_R_32F, d, exact));
-    return sf_cuda_op_convert(be, sh->tb * n * d, SF_ACT_F32, yf, c->act, y);
+    for (int part = MHI; part <= MLO; part++)
+        SF_TRY(ssa_gemm(&call, CUBLAS_OP_N, CUBLAS_OP_N, dh, call.n, dh, scale, part, dh, Q, call.ld,
+                        part == MHI ? 0.0f : 1.0f, Y, CUDA_R_32F, call.d, CUBLAS_COMPUTE_32F));
+    return sf_cuda_op_convert(be, sh->tb * call.n * call.d, SF_ACT_F32, yf, call.c->act, y);
 }
 
 sf_status sf_cuda_op_ssa_backward(sf_backend *be, const sf_token_shape *sh, int32_t heads, float scale, int64_t ld,
                                   const float *q, const float *k, const float *v, const float *dy, float *dq,
                                   float *dk, float *dv, void *ws)
 {
-    if (sh && sh->tb == 0) return sf_ssa_check("SSA backward", sh, heads, ld);
-    ssa_layout L;
-    ssa_call call;
-    SF_TRY(ssa_begin(be, "SSA backward", sh, heads, ld, true, ws, &L, &call));
-    sf_cuda_ctx *c = call.c;
-    const size_t es = sf_act_type_size(c->act);
-    const int n = sh->n, dh = (int)L.dh, ldi = (int)ld, d = sh->d;
-    char *w = (char *)ws;
-    const cublasComputeType_t exact = exact_compute(c), real = CUBLAS_COMPUTE_32F;
+    ssa_call call = {};
+    bool none = true;
+    SF_TRY(ssa_begin(be, "SSA backward", sh, heads, ld, true, ws, &call, &none));
+    if (none) return SF_OK;
+    const ssa_layout &L = call.L;
+    const size_t es = call.es;
+    const int n = call.n, d = call.d, dh = call.dh, ldi = call.ld;
+    char *w = call.w;
+    const cublasComputeType_t real = CUBLAS_COMPUTE_32F; /* the backend's precision: TF32 under tf32 */
     enum { K, V, M, Q, DY, G, DQ, DK, DV };
     SF_TRY(ssa_pointers(&call, {token_operand(k, ld, es), token_operand(v, ld, es), pair_operand(w + L.m, es),
                                 token_operand(q, ld, es), token_operand(dy, d, es), pair_operand(w + L.g, es),
                                 token_operand(dq, ld, es), token_operand(dk, ld, es), token_operand(dv, ld, es)}));
     /* M = Kᵀ·V rebuilt, G = scale·Qᵀ·dY */
-    SF_TRY(ssa_gemm(&call, CUBLAS_OP_N, CUBLAS_OP_T, dh, dh, n, 1.0f, V, ldi, K, ldi, 0.0f, M, call.t, dh, exact));
+    SF_TRY(ssa_counts(&call, V, K, M, call.t));
     SF_TRY(ssa_gemm(&call, CUBLAS_OP_N, CUBLAS_OP_T, dh, dh, n, scale, DY, d, Q, ldi, 0.0f, G, call.t, dh, real));
     /* dQ = scale·dY·Mᵀ, dK = V·Gᵀ, dV = K·G */
     SF_TRY(ssa_gemm(&call, CUBLAS_OP_T, CUBLAS_OP_N, dh, n, dh, scale, M, dh, DY, d, 0.0f, DQ, call.t, ldi, real));
