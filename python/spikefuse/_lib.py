@@ -195,6 +195,13 @@ def check(status, func):
         raise cls(func, status, last_error())
 
 
+def check_params(p):
+    """Raises ValueError with the library's own message (which names the parameter and its range) where p is not a
+    valid neuron (sf_lif_params_check)."""
+    if _lif_params_check(ctypes.byref(p)) != 0:
+        raise ValueError(last_error())
+
+
 def surrogate_default_alpha(name):
     return float(_surrogate_default_alpha(surrogate_index(name)))
 
@@ -231,7 +238,7 @@ def lif_params(tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_r
     p.v_threshold = float(v_threshold) - shift
     p.use_grad_threshold = 0 if grad_threshold is None else 1
     p.grad_threshold = 0.0 if grad_threshold is None else float(grad_threshold) - shift
-    check(_lif_params_check(ctypes.byref(p)), "sf_lif_params_check")
+    check_params(p)
     return p
 
 

@@ -54,7 +54,9 @@ class TestParameterErrors(unittest.TestCase):
         for kw, word in cases:
             with self.subTest(**kw), self.assertRaisesRegex(ValueError, word):
                 LIF(**kw)
-        with self.assertRaisesRegex(ValueError, "sf_lif_params_check failed \\(SF_ERR_INVALID\\): LIF tau"):
+        with self.assertRaisesRegex(ValueError, "^spikefuse.torch.LIF: LIF tau = 0.5: must be a finite number >= 1$"):
+            LIF(tau=0.5)
+        with self.assertRaisesRegex(ValueError, "^LIF tau = 0.25: must be a finite number >= 1$"):
             functional.lif(torch.zeros(2, 3), tau=0.25)
 
     def test_kernel_errors_carry_last_error(self):

@@ -135,9 +135,12 @@ class TestLoadRun(unittest.TestCase):
     def test_state_dict_names_are_the_checkpoints(self):
         model = load_run(self.runs["conv"])
         names = set(model.state_dict())
-        for n in ("0.layer.weight", "1.weight", "1.running_var", "4.layer.weight", "5.layer.running_mean",
-                  "11.weight", "13.bias"):
-            self.assertIn(n, names)
+        # the checkpoint's names exactly, fused or not
+        self.assertEqual(names, {"0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean", "1.running_var",
+                                 "1.num_batches_tracked", "4.weight", "5.weight", "5.bias", "5.running_mean",
+                                 "5.running_var", "5.num_batches_tracked", "11.weight", "11.bias", "13.weight",
+                                 "13.bias"})
+        self.assertEqual(set(load_run(self.runs["conv"], fuse_bn=False).state_dict()), names)
         self.assertIsInstance(getattr(model, "2"), torch.nn.Module)
         self.assertIsInstance(getattr(model, "7"), LIF)
         self.assertIsNone(getattr(model, "7").v_reset)

@@ -11,7 +11,7 @@ import torch
 from .. import _lib
 from . import functional
 from . import LIF
-from .neuron import _Neuron as _StatefulNeuron
+from .neuron_base import _Neuron as _StatefulNeuron
 
 
 def _nir():
