@@ -23,7 +23,8 @@ from .run import load_run
 from .spikingjelly_convert import convert
 
 # NIR exchange (needs the `nir` package, imported on first use)
-from .nir_exchange import from_nir, to_nir  # noqa: E402
+from .nir_export import to_nir  # noqa: E402
+from .nir_import import from_nir  # noqa: E402
 
 if torch.cuda.is_available() and _lib.cuda_device_count() == 0:
     warnings.warn(f"spikefuse: torch sees a CUDA device but {_lib.LIBRARY_PATH} has none it can use "

@@ -35,12 +35,6 @@ class LIF(_Neuron):
                          decay_input=decay_input, v_threshold=v_threshold, v_reset=v_reset,
                          detach_reset=detach_reset, grad_threshold=grad_threshold)
 
-    @classmethod
-    def from_params(cls, p, keep_state=True):
-        """A LIF that runs the library's sf_lif_params p exactly (the engine's model: v starts at p.v_reset for a
-        hard reset, decays towards 0, `decay` if set), as a loaded CLI run's layers need."""
-        return cls(keep_state=keep_state)._set_raw_params(p)
-
 
 class IF(_Neuron):
     """Integrate-and-fire neurons (SpikingJelly's IFNode), all T steps fused: h = v + x, spike where

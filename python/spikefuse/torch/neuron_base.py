@@ -72,7 +72,7 @@ class _Neuron(_Base):
         self.keep_state = bool(keep_state)
         self._u = None
         self.v_seq = None
-        self._raw = None  # a parameter tuple given directly (from_params), or None: built from the attributes
+        self._raw = None  # a parameter tuple given directly (_set_raw_params), or None: built from the attributes
         self._refresh_params()  # validates now, so a bad argument fails at construction, not at the first forward
         self.step_mode = step_mode
 
@@ -222,7 +222,9 @@ class _Neuron(_Base):
         described = dict(tau=float(p.tau), decay_input=bool(p.decay_input), v_threshold=float(p.v_threshold),
                          v_reset=None if p.soft_reset else float(p.v_reset), detach_reset=bool(p.detach_reset),
                          surrogate=_lib.SURROGATES[p.surrogate], alpha=float(p.alpha),
-                         grad_threshold=float(p.grad_threshold) if p.use_grad_threshold else None)
+                         grad_threshold=float(p.grad_threshold) if p.use_grad_threshold else None,
+                         per_channel=bool(p.per_channel), rho=float(p.rho),
+                         tau_adapt=float(p.tau_adapt) if p.tau_adapt > 0 else None, beta=float(p.beta))
         for k in self._PARAMS:
             self.__dict__[k] = described[k]
         self._refresh_params()

@@ -10,8 +10,25 @@ import struct
 import torch
 
 from .. import _net
-from .bn_neurons import BNLIF
-from .lif_neurons import LIF
+from .bn_neurons import BNIF, BNLIF
+from .lif_neurons import ALIF, IF, LIF
+from .plif import PLIF
+
+_MODELS = (LIF, PLIF, IF, ALIF)  # by enum sf_neuron_model
+_PLIF, _IF = 1, 2
+
+
+def neuron_of_params(p, channels):
+    """The spikefuse layer that runs the engine's neuron parameters p exactly, each call a fresh sequence (a PLIF
+    with one w for the layer, or one per channel of `channels` when p.per_channel: the checkpoint's w fills it)."""
+    cls = _MODELS[p.model]
+    if cls is ALIF:
+        return ALIF()._set_raw_params(p)
+    if cls is not PLIF:
+        return cls(keep_state=False)._set_raw_params(p)
+    m = PLIF(keep_state=False, channels=channels if p.per_channel else None)._set_raw_params(p)
+    m.w = torch.nn.Parameter(m.w.detach().reshape(-1))  # the engine's w is [1] or [C]
+    return m
 
 
 class _PerStep:
@@ -71,7 +88,7 @@ class RecurrentLIF(torch.nn.Module):
     def __init__(self, n, params):
         super().__init__()
         self.weight = torch.nn.Parameter(torch.zeros(n, n))
-        self.lif = LIF.from_params(params)
+        self.lif = neuron_of_params(params, None)
         self.lif.step_mode = "s"
 
     def forward(self, x):
@@ -213,9 +230,10 @@ class RunNet(torch.nn.Module):
 
 
 def _fusable(layers, i, readers):
-    """Batch norm i feeds only the LIF right after it: the engine fuses such a pair, and so does load_run."""
+    """Batch norm i feeds only the neurons right after it: the engine fuses such a pair, and so does load_run (but
+    for a PLIF, whose w the fused op here does not take)."""
     return (layers[i].kind_name == "batchnorm" and i + 1 < len(layers) and layers[i + 1].kind_name == "lif"
-            and layers[i + 1].input == i + 1 and readers.get(i + 1, 0) == 1)
+            and layers[i + 1].input == i + 1 and readers.get(i + 1, 0) == 1 and layers[i + 1].lif.model != _PLIF)
 
 
 def _module_of(d, in_chw):
@@ -236,7 +254,7 @@ def _module_of(d, in_chw):
     if kind == "batchnorm":
         return PerStepBatchNorm2d(C, eps=d.bn_eps, momentum=d.bn_momentum)
     if kind == "lif":
-        return LIF.from_params(d.lif, keep_state=False)
+        return neuron_of_params(d.lif, C)
     if kind == "add":
         return Add()
     if kind == "rlif":
@@ -289,7 +307,8 @@ def load_run(path, fuse_bn=True, device="cpu"):
             in_chw = net.tensor_shape(d.input)
             if fuse_bn and _fusable(layers, i, readers):
                 lif = layers[i + 1]
-                bn = BNLIF(in_chw[0], eps=d.bn_eps, momentum=d.bn_momentum, keep_state=False)
+                bn = (BNIF if lif.lif.model == _IF else BNLIF)(in_chw[0], eps=d.bn_eps, momentum=d.bn_momentum,
+                                                                keep_state=False)
                 modules += [bn._set_raw_params(lif.lif), _Identity()]
                 wiring += [("bnlif", d.input, -1), ("identity", i + 1, -1)]
                 i += 2
