@@ -105,6 +105,13 @@ class TestModule(unittest.TestCase):
         m.v_threshold = 2.0
         self.assertEqual(float(m(x)[0].sum()), 0.0)
 
+    def test_missing_runtime_library_names_its_package(self):
+        hint = _lib._missing_library_hint("libhdf5_serial.so.103: cannot open shared object file: No such file")
+        self.assertEqual(hint, "; install it with `apt-get install libhdf5-103-1` (python/README.md lists every "
+                               "package)")
+        self.assertIn("CUDA toolkit", _lib._missing_library_hint("libcudnn.so.9: cannot open shared object file"))
+        self.assertEqual(_lib._missing_library_hint("something else"), "")
+
     def test_library_information(self):
         self.assertTrue(spikefuse.version())
         self.assertTrue(spikefuse.build_info())
