@@ -163,6 +163,16 @@ class TestBatchNormPairs(unittest.TestCase):
                     self.assertLessEqual(int((s != s_ref).sum()), 2)
                     self.assertLess((dx - dx_ref).abs().max().item(), 1e-4)
 
+    def test_torch_batch_norm(self):
+        """A torch BatchNorm2d runs per step or over a flattened sequence: it fuses with a neuron of either mode
+        (but convert pairs it only with a single-step neuron: in a Sequential it sees one step)."""
+        for mode in ("s", "m"):
+            self.assertEqual(BNLIF.from_spikingjelly(torch.nn.BatchNorm2d(4), sj.LIFNode(step_mode=mode)).step_mode,
+                             mode)
+        net = convert(torch.nn.Sequential(torch.nn.BatchNorm2d(4), sj.LIFNode(step_mode="s"),
+                                          torch.nn.BatchNorm2d(4), sj.LIFNode(step_mode="m")))
+        self.assertEqual([type(m).__name__ for m in net], ["BNLIF", "Identity", "BatchNorm2d", "LIF"])
+
     def test_refusals(self):
         bn = self.make_bn()
         cases = [(BNLIF, bn, sj.IFNode(step_mode="m"), r"BNLIF.from_spikingjelly: a batch norm followed by IFNode "

@@ -18,7 +18,7 @@ _MODELS = (LIF, PLIF, IF, ALIF)  # by enum sf_neuron_model
 _PLIF, _IF = 1, 2
 
 
-def neuron_of_params(p, channels):
+def _neuron_of_params(p, channels):
     """The spikefuse layer that runs the engine's neuron parameters p exactly, each call a fresh sequence (a PLIF
     with one w for the layer, or one per channel of `channels` when p.per_channel: the checkpoint's w fills it)."""
     cls = _MODELS[p.model]
@@ -88,7 +88,7 @@ class RecurrentLIF(torch.nn.Module):
     def __init__(self, n, params):
         super().__init__()
         self.weight = torch.nn.Parameter(torch.zeros(n, n))
-        self.lif = neuron_of_params(params, None)
+        self.lif = _neuron_of_params(params, None)
         self.lif.step_mode = "s"
 
     def forward(self, x):
@@ -254,7 +254,7 @@ def _module_of(d, in_chw):
     if kind == "batchnorm":
         return PerStepBatchNorm2d(C, eps=d.bn_eps, momentum=d.bn_momentum)
     if kind == "lif":
-        return neuron_of_params(d.lif, C)
+        return _neuron_of_params(d.lif, C)
     if kind == "add":
         return Add()
     if kind == "rlif":

@@ -52,6 +52,8 @@ def _scalar(node, name):
 
 def _neuron_kwargs(node, cls):
     """The constructor arguments of `cls` that reproduce SpikingJelly neuron `node`."""
+    if not hasattr(node, "surrogate_function"):
+        raise ValueError(f"{type(node).__name__} lacks SpikingJelly's surrogate_function: not one of its neurons")
     if getattr(node, "_neuron_precision", None) is not None:
         raise ValueError(f"{type(node).__name__} runs in reduced precision ({node._neuron_precision}, set by "
                          "spikingjelly.activation_based.precision); spikefuse computes the membrane in float32")
@@ -105,14 +107,15 @@ def neuron_of(node, expect=None):
 
 def _batch_norm_of(bn):
     """(the torch batch norm, the step mode it runs in) of a batch norm that can precede a fused neuron:
-    SpikingJelly's layer.BatchNorm1d/2d/3d (its step_mode), a torch one ('s': one step [B, C, ...]) or a torch
-    one alone in SpikingJelly's SeqToANNContainer ('m'); None otherwise."""
+    SpikingJelly's layer.BatchNorm1d/2d/3d (its step_mode), a torch one alone in SpikingJelly's SeqToANNContainer
+    ('m'), or a torch one (None: over one step [B, C, ...], or over the T·B samples of a sequence flattened by the
+    caller; the statistics of either are the fused layer's in that step mode); None otherwise."""
     if type(bn).__name__ == "SeqToANNContainer" and len(bn) == 1:
         inner = bn[0]
         ok = type(inner).__name__ in _BATCH_NORMS and isinstance(inner, torch.nn.modules.batchnorm._BatchNorm)
         return (inner, "m") if ok else None
     if type(bn).__name__ in _BATCH_NORMS and isinstance(bn, torch.nn.modules.batchnorm._BatchNorm):
-        return bn, getattr(bn, "step_mode", "s")
+        return bn, getattr(bn, "step_mode", None)
     return None
 
 
@@ -129,11 +132,10 @@ def bn_neuron_of(bn, node, expect=None):
     found = _batch_norm_of(bn)
     if found is None:
         raise ValueError(f"{fused.__name__}.from_spikingjelly: {type(bn).__name__} is not a batch norm it fuses "
-                         "(SpikingJelly's layer.BatchNorm1d/2d/3d, a torch BatchNorm alone in a SeqToANNContainer, "
-                         "or a torch BatchNorm before a single-step neuron)")
+                         "(SpikingJelly's layer.BatchNorm1d/2d/3d, or torch's, alone or in a SeqToANNContainer)")
     inner, bn_step_mode = found
     kw = _neuron_kwargs(node, cls)
-    if bn_step_mode != kw["step_mode"]:
+    if bn_step_mode not in (None, kw["step_mode"]):
         raise ValueError(f"{fused.__name__}.from_spikingjelly: the batch norm runs in step mode {bn_step_mode!r}, the "
                          f"neuron in {kw['step_mode']!r}")
     m = fused(inner.num_features, eps=inner.eps, momentum=inner.momentum, affine=inner.affine,
@@ -162,7 +164,9 @@ def _fusable(bn, node):
     if not is_spikingjelly_neuron(node) or _batch_norm_of(bn) is None:
         return False
     try:
-        return _counterpart(node) in _WITH_BATCH_NORM and _batch_norm_of(bn)[1] == getattr(node, "step_mode", "s")
+        # in a Sequential a torch batch norm runs on what the layer before gives: one step [B, C, ...]
+        return _counterpart(node) in _WITH_BATCH_NORM and (_batch_norm_of(bn)[1] or "s") == getattr(node, "step_mode",
+                                                                                                     "s")
     except ValueError:
         return False  # refused below, as a neuron on its own, with its message
 
