@@ -516,6 +516,23 @@ SF_API sf_status sf_net_set_state(sf_net *net, const sf_net_state *st);
  * (spikefuse.torch.load_run reads it through sf_net_layer_desc and sf_net_tensor_read). */
 SF_API sf_status sf_checkpoint_load_net(const char *path, sf_device device, sf_net **out);
 
+/* How the run that wrote a checkpoint turned its dataset's samples into the network's input [T, B, C, H, W] (its
+ * stored config, the dataset's defaults resolved), for programs that feed the loaded network samples of their own.
+ * An image dataset's pixels are intensities in [0, 1]: `direct` presents the image at each of the T steps,
+ * normalised per channel, (x - mean[c]) / std[c], where `normalize`; `poisson` and `latency` turn it into spikes
+ * (docs/config.md, encoding). Event and synthetic datasets give the T steps themselves (images = 0). */
+typedef struct sf_input_encoding {
+    char dataset[32];    /* the [train] dataset's name */
+    int32_t images;      /* 1: an image dataset, encoded as below */
+    int32_t encoding;    /* images: 0 direct, 1 poisson, 2 latency */
+    int32_t normalize;   /* direct: normalised with mean and std */
+    int32_t channels;    /* C (at most 4 for images) */
+    float mean[4];       /* per channel (the first `channels`) */
+    float std[4];
+    int64_t timesteps;   /* T */
+} sf_input_encoding;
+SF_API sf_status sf_checkpoint_input_encoding(const char *path, sf_input_encoding *out);
+
 /* ---------------------------------------------------------------- profiling */
 typedef struct sf_layer_timing {
     double forward_ms;  /* accumulated since the last reset */

@@ -161,6 +161,52 @@ static void test_checkpoint_load_net(const char *dir)
     sf_config_free(cfg);
 }
 
+/* Saves a checkpoint of `config`'s network (built from synthetic data of the same input shape, so no dataset files
+ * are read) and returns sf_checkpoint_input_encoding's answer for it. */
+static sf_status encoding_of(const char *dir, const char *config, const char *net_config, sf_input_encoding *e)
+{
+    sf_config *cfg = NULL;
+    sf_net *net = NULL;
+    char path[512];
+    snprintf(path, sizeof path, "%s/enc.safetensors", dir);
+    sf_status s = sf_config_parse_string(net_config, "inline.ini", &cfg);
+    if (s == SF_OK) s = sf_config_build_net(cfg, &net);
+    sf_checkpoint_info info = {.config = config, .best_metric = -1.0, .best_step = -1};
+    if (s == SF_OK) s = sf_checkpoint_save(net, &info, path);
+    sf_net_free(net);
+    sf_config_free(cfg);
+    return s == SF_OK ? sf_checkpoint_input_encoding(path, e) : s;
+}
+
+static void test_checkpoint_input_encoding(const char *dir)
+{
+    static const char *layers = "[flatten]\n[linear]\nout = 10\n";
+    char fmnist[256], cifar[256], synthetic[256], cifar_net[256];
+    snprintf(fmnist, sizeof fmnist, "[train]\ndataset = fashion-mnist\ntimesteps = 6\n%s", layers);
+    snprintf(cifar, sizeof cifar, "[train]\ndataset = cifar10\nencoding = latency\nmean = 0.5, 0.4, 0.25\n%s",
+             layers);
+    snprintf(cifar_net, sizeof cifar_net, "[train]\ndataset = synthetic\ninput_shape = 3, 32, 32\nclasses = 10\n%s",
+             layers);
+    snprintf(synthetic, sizeof synthetic, "[train]\ndataset = synthetic\ninput_shape = 1, 28, 28\nclasses = 10\n%s",
+             layers);
+    sf_input_encoding e;
+    CHECK_OK(encoding_of(dir, fmnist, synthetic, &e));
+    CHECK(strcmp(e.dataset, "fashion-mnist") == 0 && e.images == 1 && e.encoding == 0 && e.normalize == 1 &&
+              e.channels == 1 && e.mean[0] == 0.2860f && e.std[0] == 0.3530f && e.timesteps == 6,
+          "fashion-mnist: %s images %d encoding %d normalize %d C %d mean %g std %g T %lld", e.dataset, e.images,
+          e.encoding, e.normalize, e.channels, (double)e.mean[0], (double)e.std[0], (long long)e.timesteps);
+    CHECK_OK(encoding_of(dir, cifar, cifar_net, &e));
+    CHECK(e.images == 1 && e.encoding == 2 && e.channels == 3 && e.mean[0] == 0.5f && e.mean[1] == 0.4f &&
+              e.mean[2] == 0.25f && e.std[2] == 0.2616f && e.timesteps == 4,
+          "cifar10, latency, its own mean, the default std: mean %g %g %g", (double)e.mean[0], (double)e.mean[1],
+          (double)e.mean[2]);
+    CHECK_OK(encoding_of(dir, synthetic, synthetic, &e));
+    CHECK(strcmp(e.dataset, "synthetic") == 0 && e.images == 0 && e.channels == 1, "synthetic: spikes, not images");
+    CHECK(sf_checkpoint_input_encoding("/nonexistent/x.safetensors", &e) != SF_OK &&
+              strstr(sf_last_error(), "/nonexistent/x.safetensors"),
+          "a missing file: %s", sf_last_error());
+}
+
 int main(void)
 {
     test_bn_lif_arguments();
@@ -169,6 +215,7 @@ int main(void)
     char dir[] = "/tmp/sf_public_calls_XXXXXX";
     if (mkdtemp(dir)) {
         test_checkpoint_load_net(dir);
+        test_checkpoint_input_encoding(dir);
         char cmd[600];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
         CHECK(system(cmd) == 0, "cleanup");

@@ -73,6 +73,24 @@ def _candidate_paths():
     return [os.path.join(here, name) for name in ("libspikefuse.so", "libspikefuse.dylib", "spikefuse.dll")]
 
 
+# The shared libraries libspikefuse links on Debian 12 / Ubuntu and the packages that hold them (python/README.md,
+# Install); the CUDA libraries come with the CUDA toolkit (or torch's nvidia-* wheels).
+_RUNTIME_PACKAGES = {"libopenblas.so.0": "libopenblas0-openmp", "libgomp.so.1": "libgomp1",
+                     "libcjson.so.1": "libcjson1", "libinih.so.1": "libinih1", "libz.so.1": "zlib1g",
+                     "libzip.so.4": "libzip4", "libhdf5_serial.so.103": "libhdf5-103-1",
+                     "libhdf5_serial_hl.so.100": "libhdf5-hl-100"}
+
+
+def _missing_library_hint(message):
+    """What to install for a library the dynamic loader could not find ("libX.so.N: cannot open shared ...")."""
+    lib = message.split(":", 1)[0].strip()
+    if lib in _RUNTIME_PACKAGES:
+        return f"; install it with `apt-get install {_RUNTIME_PACKAGES[lib]}` (python/README.md lists every package)"
+    if lib.startswith(("libcud", "libcublas", "libnccl")):
+        return "; it is part of the CUDA toolkit (or torch's nvidia-* packages) this library was built with"
+    return ""
+
+
 def _load():
     paths = _candidate_paths()
     for path in paths:
@@ -80,7 +98,7 @@ def _load():
             try:
                 return ctypes.CDLL(path), path
             except OSError as e:
-                raise ImportError(f"spikefuse: cannot load {path}: {e}") from e
+                raise ImportError(f"spikefuse: cannot load {path}: {e}{_missing_library_hint(str(e))}") from e
     where = "SPIKEFUSE_LIBRARY=" + paths[0] if os.environ.get("SPIKEFUSE_LIBRARY") else " or ".join(paths)
     raise ImportError(f"spikefuse: the shared library was not found at {where}; install the package with "
                       "`pip install ./python` (which builds it), or build it with CMake and point "
@@ -195,6 +213,13 @@ def check(status, func):
         raise cls(func, status, last_error())
 
 
+def check_params(p):
+    """Raises ValueError with the library's own message (which names the parameter and its range) where p is not a
+    valid neuron (sf_lif_params_check)."""
+    if _lif_params_check(ctypes.byref(p)) != 0:
+        raise ValueError(last_error())
+
+
 def surrogate_default_alpha(name):
     return float(_surrogate_default_alpha(surrogate_index(name)))
 
@@ -231,7 +256,7 @@ def lif_params(tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_r
     p.v_threshold = float(v_threshold) - shift
     p.use_grad_threshold = 0 if grad_threshold is None else 1
     p.grad_threshold = 0.0 if grad_threshold is None else float(grad_threshold) - shift
-    check(_lif_params_check(ctypes.byref(p)), "sf_lif_params_check")
+    check_params(p)
     return p
 
 

@@ -1,6 +1,6 @@
 """_net.py — the ctypes binding of libspikefuse's networks, as far as programs outside the trainer need them: a
 trained network loaded from a checkpoint (sf_checkpoint_load_net), its layer descriptions and parameters, its named
-tensors, and its forward pass (to compare against)."""
+tensors, its forward pass (to compare against), and how its run encoded the input (sf_checkpoint_input_encoding)."""
 import ctypes
 
 from . import _lib
@@ -41,6 +41,30 @@ class NetParams(ctypes.Structure):
 class TensorInfo(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char * 64), ("ndim", ctypes.c_int32), ("shape", ctypes.c_int64 * 4),
                 ("numel", ctypes.c_int64)]
+
+
+class InputEncoding(ctypes.Structure):
+    """Mirror of sf_input_encoding."""
+    _fields_ = [("dataset", ctypes.c_char * 32), ("images", ctypes.c_int32), ("encoding", ctypes.c_int32),
+                ("normalize", ctypes.c_int32), ("channels", ctypes.c_int32), ("mean", ctypes.c_float * 4),
+                ("std", ctypes.c_float * 4), ("timesteps", ctypes.c_int64)]
+
+
+ENCODINGS = ("direct", "poisson", "latency")
+
+
+def input_encoding(path):
+    """{dataset, images, encoding, normalize, mean, std, timesteps} of the run that wrote checkpoint `path`
+    (mean and std: one per input channel)."""
+    f = _lib._bind_optional("sf_checkpoint_input_encoding", ctypes.c_int,
+                            [ctypes.c_char_p, ctypes.POINTER(InputEncoding)])
+    if f is None:
+        raise _lib.SpikefuseError("sf_checkpoint_input_encoding", 5, f"{_lib.LIBRARY_PATH} predates it: rebuild it")
+    e = InputEncoding()
+    _lib.check(f(str(path).encode(), ctypes.byref(e)), "sf_checkpoint_input_encoding")
+    return dict(dataset=e.dataset.decode(), images=bool(e.images), encoding=ENCODINGS[e.encoding],
+                normalize=bool(e.normalize), mean=tuple(e.mean[:e.channels]), std=tuple(e.std[:e.channels]),
+                timesteps=int(e.timesteps))
 
 
 _H = ctypes.c_void_p

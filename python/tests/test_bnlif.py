@@ -166,8 +166,16 @@ class TestBNLIF(unittest.TestCase):
 
     def test_bad_input(self):
         m = BNLIF(3)
-        with self.assertRaisesRegex(ValueError, "4 channels .* the layer 3"):
+        with self.assertRaisesRegex(ValueError, r"shape \(2, 2, 4, 5\), but the layer takes \[T, B, C, \.\.\.\] with "
+                                    r"its C = 3 channels in dimension 2, which holds 4$"):
             m(torch.zeros(2, 2, 4, 5))
+        # a [B, C, H, W] batch with T forgotten: the message says where the steps go
+        with self.assertRaisesRegex(ValueError, r"shape \(8, 3, 5, 5\).*\[T, B, C, \.\.\.\].*dimension 1 holds 3: a "
+                                    r"\[B, C, \.\.\.\] batch without its time dimension\? .*x\.unsqueeze\(0\)"):
+            m(torch.zeros(8, 3, 5, 5))
+        with self.assertRaisesRegex(ValueError, r"shape \(2, 4, 5\), but the layer takes \[B, C, \.\.\.\] \(one step\) "
+                                    r"with its C = 3 channels in dimension 1, which holds 4$"):
+            BNLIF(3, step_mode="s")(torch.zeros(2, 4, 5))
         with self.assertRaisesRegex(ValueError, "at least 3 dimensions"):
             m(torch.zeros(2, 3))
         with self.assertRaisesRegex(TypeError, "float32, float16 or bfloat16"):

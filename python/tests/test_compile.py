@@ -9,7 +9,7 @@ import torch
 
 import spikefuse
 from ddp_check import compiler_backend
-from spikefuse.torch import BNLIF, CUSTOM_OPS, LIF, functional, neurons
+from spikefuse.torch import BNLIF, CUSTOM_OPS, LIF, functional, neuron_base
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() and spikefuse.cuda_device_count() > 0 else [])
 
@@ -54,7 +54,7 @@ class TestCustomOps(unittest.TestCase):
                                       (xb, stats[0], stats[1], gamma, beta, v, 1e-5, p, True))
             for per_channel, w in ((False, torch.tensor(0.2, device=device, requires_grad=True)),
                                    (True, torch.tensor([0.1, -0.3, 0.4, 0.0], device=device, requires_grad=True))):
-                pp = list(neurons.neuron_params("plif", v_reset=None, per_channel=per_channel))
+                pp = list(neuron_base.model_params("plif", v_reset=None, per_channel=per_channel))
                 for args in ((x, w, None, pp, False), (x, w, v, pp, True), (x_long, w, v, pp, True)):
                     torch.library.opcheck(torch.ops.spikefuse.plif_forward.default, args)
 

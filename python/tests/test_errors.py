@@ -8,7 +8,7 @@ import torch
 
 import spikefuse
 from spikefuse import _lib
-from spikefuse.torch import LIF, _kernels, functional
+from spikefuse.torch import ALIF, LIF, _kernels, functional
 
 
 class TestInputErrors(unittest.TestCase):
@@ -16,6 +16,15 @@ class TestInputErrors(unittest.TestCase):
         for dtype in (torch.float64, torch.int32, torch.bool):
             with self.subTest(dtype=dtype), self.assertRaisesRegex(TypeError, "float32, float16 or bfloat16"):
                 LIF()(torch.zeros(3, 4, dtype=dtype))
+        with self.assertRaisesRegex(TypeError, "got torch.float64 .*no float64 kernels yet, so torch.autograd.gradcheck "
+                                               "cannot check these layers\\); convert with x_seq.float\\(\\)"):
+            LIF()(torch.zeros(3, 4, dtype=torch.float64))
+
+    def test_bad_step_mode(self):
+        with self.assertRaisesRegex(ValueError, "spikefuse.torch.LIF: step_mode 'x': expected 's' \\(one step\\) or 'm'"):
+            LIF(step_mode="x")
+        with self.assertRaisesRegex(ValueError, "spikefuse.torch.ALIF: step_mode 's': expected 'm' \\(multi-step"):
+            ALIF().step_mode = "s"
 
     def test_not_a_tensor(self):
         with self.assertRaisesRegex(TypeError, "torch.Tensor"):
@@ -54,7 +63,9 @@ class TestParameterErrors(unittest.TestCase):
         for kw, word in cases:
             with self.subTest(**kw), self.assertRaisesRegex(ValueError, word):
                 LIF(**kw)
-        with self.assertRaisesRegex(ValueError, "sf_lif_params_check failed \\(SF_ERR_INVALID\\): LIF tau"):
+        with self.assertRaisesRegex(ValueError, "^spikefuse.torch.LIF: LIF tau = 0.5: must be a finite number >= 1$"):
+            LIF(tau=0.5)
+        with self.assertRaisesRegex(ValueError, "^LIF tau = 0.25: must be a finite number >= 1$"):
             functional.lif(torch.zeros(2, 3), tau=0.25)
 
     def test_kernel_errors_carry_last_error(self):
@@ -81,12 +92,25 @@ class TestModule(unittest.TestCase):
                      "surrogate='atan'", "alpha=2", "grad_threshold=0.5"):
             self.assertIn(part, text)
 
+    def test_refused_attribute_leaves_the_module_as_it_was(self):
+        m = LIF(tau=3.0)
+        with self.assertRaisesRegex(ValueError, "^spikefuse.torch.LIF: LIF tau = 0.5: must be a finite number >= 1$"):
+            m.tau = 0.5
+        self.assertEqual((m.tau, m.lif_params()), (3.0, LIF(tau=3.0).lif_params()))
+
     def test_changed_attributes_take_effect(self):
         x = torch.full((3, 4), 1.5)
         m = LIF(decay_input=False, keep_state=False)
         self.assertEqual(float(m(x)[0].sum()), 4.0)
         m.v_threshold = 2.0
         self.assertEqual(float(m(x)[0].sum()), 0.0)
+
+    def test_missing_runtime_library_names_its_package(self):
+        hint = _lib._missing_library_hint("libhdf5_serial.so.103: cannot open shared object file: No such file")
+        self.assertEqual(hint, "; install it with `apt-get install libhdf5-103-1` (python/README.md lists every "
+                               "package)")
+        self.assertIn("CUDA toolkit", _lib._missing_library_hint("libcudnn.so.9: cannot open shared object file"))
+        self.assertEqual(_lib._missing_library_hint("something else"), "")
 
     def test_library_information(self):
         self.assertTrue(spikefuse.version())

@@ -193,11 +193,50 @@ class TestTorchModules(unittest.TestCase):
         self.assertTrue(torch.equal(want, got), "a max pool of spikes is SumPool2d + Threshold exactly")
         self.assertGreater(int(want.sum()), 0)
 
+    def test_if_plif_and_fused_batch_norms(self):
+        """IF, PLIF, and BNLIF / BNIF with their batch norms folded into the convolution before them."""
+        from spikefuse.torch import BNIF, BNLIF, IF, PLIF, to_nir
+        torch.manual_seed(3)
+        T, B = 5, 3
+        bnlif, bnif = BNLIF(4, v_reset=-0.1), BNIF(4, v_threshold=0.8)
+        for bn in (bnlif, bnif):
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+            with torch.no_grad():
+                bn.weight.uniform_(0.5, 1.5)
+        plif = PLIF(init_tau=3.0, decay_input=False, v_threshold=0.3)
+        with torch.no_grad():
+            plif.w.fill_(-0.4)
+        net = torch.nn.Sequential(
+            torch.nn.Flatten(0, 1), torch.nn.Conv2d(2, 4, 3, padding=1, bias=False), torch.nn.Unflatten(0, (T, B)),
+            bnlif, torch.nn.Flatten(0, 1), torch.nn.Conv2d(4, 4, 3, padding=1), torch.nn.Unflatten(0, (T, B)), bnif,
+            torch.nn.Flatten(2), torch.nn.Linear(4 * 8 * 8, 16), IF(v_threshold=0.5), torch.nn.Linear(16, 10), plif)
+        x = 3 * torch.randn(T, B, 2, 8, 8)
+        kinds = [type(n).__name__ for n in to_nir(net, x).nodes.values()]
+        self.assertEqual(kinds.count("IF"), 2)
+        self.assertEqual(kinds.count("LIF"), 2)
+        want, got = self.round_trip(net, x)
+        self.assertLessEqual(int((want != got).sum()), FLIP_TOLERANCE * want.numel())
+        self.assertGreater(int(want.sum()), 0)
+
     def test_refusals(self):
-        from spikefuse.torch import LIF, to_nir
+        from spikefuse.torch import ALIF, BNLIF, LIF, to_nir
+
+        class Reshaping(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear = torch.nn.Linear(64, 4)
+
+            def forward(self, x):
+                return self.linear(x.reshape(*x.shape[:2], -1))
+
         x = torch.randn(2, 2, 1, 8, 8)
         cases = [(torch.nn.Sequential(torch.nn.Flatten(0, 1), torch.nn.MaxPool2d(2)), "max pooling"),
                  (torch.nn.Sequential(torch.nn.Flatten(2), LIF(v_reset=None)), "soft reset"),
+                 (torch.nn.Sequential(torch.nn.Flatten(2), ALIF()), r"1 \(ALIF\): NIR has no adaptive"),
+                 (torch.nn.Sequential(torch.nn.Flatten(0, 1), torch.nn.Conv2d(1, 2, 3), torch.nn.Unflatten(0, (2, 2)),
+                                      BNLIF(2, track_running_stats=False)), "without running statistics"),
+                 (Reshaping(), "linear reads a tensor that no traced layer made"),
                  (torch.nn.Sequential(torch.nn.Flatten(2), torch.nn.GELU()), "GELU")]
         for net, words in cases:
             with self.subTest(words=words), self.assertRaisesRegex(ValueError, words):

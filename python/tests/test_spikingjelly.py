@@ -1,15 +1,19 @@
-"""test_spikingjelly.py — optional: spikefuse.torch.LIF against SpikingJelly's own LIFNode(step_mode="m"), when
-spikingjelly is importable (pure Python: `pip download --no-deps spikingjelly`)."""
+"""test_spikingjelly.py — optional: spikefuse.torch against SpikingJelly itself, when spikingjelly is importable (pure
+Python: `pip download --no-deps spikingjelly`): LIF against its LIFNode(step_mode="m") (chunks, single steps, v_seq),
+BNLIF and BNIF against its BatchNorm2d + LIFNode / IFNode, its surrogate objects taken or refused, its helpers
+(reset_net, set_step_mode, detach_net) silent on spikefuse's modules, and convert() on its own example network."""
+import copy
 import itertools
+import logging
 import unittest
 
 import torch
 
 from lif_cases import make_input, run_spikefuse
-from spikefuse.torch import BNLIF, LIF
+from spikefuse.torch import BNIF, BNLIF, IF, LIF, convert
 
 try:  # missing, or a version that does not run with this torch (2.x needs torch >= 2.6; 0.0.0.0.14 runs on 1.13)
-    from spikingjelly.activation_based import functional, layer, neuron, surrogate
+    from spikingjelly.activation_based import base, functional, layer, neuron, surrogate
     neuron.LIFNode(step_mode="m")(torch.zeros(2, 3))
 except Exception as e:
     neuron = None
@@ -20,7 +24,7 @@ else:
 
 def run_sj(node, x, ds):
     x = x.clone().requires_grad_(True)
-    node.reset()
+    functional.reset_net(node)
     s = node(x)
     s.backward(ds)
     return s.detach(), x.grad
@@ -135,6 +139,87 @@ class TestAgainstSpikingJelly(unittest.TestCase):
                 fused.reset()
                 with torch.no_grad():
                     self.assertLessEqual(int((fused(x) != node(bn(x))).sum()), 3)
+
+    def test_memory_module_and_quiet_helpers(self):
+        """spikefuse's neurons are SpikingJelly MemoryModules: its helpers call them without a warning."""
+        net = torch.nn.Sequential(LIF(), IF(), BNLIF(3), BNIF(3))
+        for m in net:
+            self.assertIsInstance(m, base.MemoryModule)
+        x = torch.rand(2, 2, 3, 4) * 2
+        with self.assertNoLogs(level=logging.WARNING):
+            functional.set_step_mode(net, "m")
+            net(x)
+            functional.detach_net(net)
+            functional.reset_net(net)
+        self.assertEqual(net[0].v, 0.0)
+
+    def test_surrogate_objects(self):
+        """Each SpikingJelly surrogate with a counterpart trains as SpikingJelly's LIFNode with it; the others are
+        refused (0.0.0.0.14's PiecewiseLeakyReLU, whose window integrates to 2, too)."""
+        taken = [surrogate.Sigmoid(alpha=3.0), surrogate.ATan(), surrogate.SoftSign()]
+        taken += [getattr(surrogate, n)() for n in ("Rect", "SuperSpike") if hasattr(surrogate, n)]
+        plr = surrogate.PiecewiseLeakyReLU(w=0.5, c=0.0)
+        (taken if hasattr(surrogate, "Rect") else []).append(plr)  # 2.x: 1/(2w) inside; 0.0.0.0.14: 1/w
+        for i, sg in enumerate(taken):
+            with self.subTest(surrogate=type(sg).__name__):
+                node = neuron.LIFNode(surrogate_function=sg, step_mode="m")
+                x, ds = make_input((8, 3, 33), True, 800 + i, "cpu")
+                s_sj, dx_sj = run_sj(node, x, ds)
+                lif = LIF(surrogate_function=sg)
+                s, dx = run_sj(lif, x, ds)
+                self.assert_same(s, s_sj, dx, dx_sj)
+        refused = [surrogate.SoftSign(alpha=4.0), surrogate.Erf(), surrogate.ATan(spiking=False)]
+        if not hasattr(surrogate, "Rect"):
+            refused.append(plr)
+        for sg in refused:
+            with self.subTest(surrogate=repr(sg)), self.assertRaisesRegex(ValueError, "SpikingJelly surrogate"):
+                LIF(surrogate_function=sg)
+
+    def test_if_and_bnif(self):
+        x, ds = make_input((6, 2, 4, 5, 5), True, 900, "cpu")
+        for v_reset in (0.0, None):
+            with self.subTest(v_reset=v_reset):
+                node = neuron.IFNode(v_reset=v_reset, surrogate_function=surrogate.ATan(), step_mode="m")
+                s_sj, dx_sj = run_sj(node, x * 0.5, ds)
+                s, dx = run_sj(IF.from_spikingjelly(node), x * 0.5, ds)
+                self.assert_same(s, s_sj, dx, dx_sj)
+                bn = layer.BatchNorm2d(4, step_mode="m")
+                fused = BNIF.from_spikingjelly(bn, node)
+                s_sj, dx_sj = run_sj(torch.nn.Sequential(bn, node), x, ds)
+                s, dx = run_sj(fused, x, ds)
+                self.assert_same(s, s_sj, dx, dx_sj, max_flips=3)
+        with self.assertRaisesRegex(ValueError, "IFNode is a different neuron model"):
+            LIF.from_spikingjelly(neuron.IFNode())
+        with self.assertRaisesRegex(ValueError, "IFNode \\(IF\\) is BNIF"):
+            BNLIF.from_spikingjelly(layer.BatchNorm2d(4, step_mode="m"), neuron.IFNode(step_mode="m"))
+
+    def test_convert_their_example(self):
+        """SpikingJelly's convolutional Fashion-MNIST example network (conv_fashion_mnist.py, smaller): convert()
+        fuses each BatchNorm2d + IFNode into a BNIF and swaps the last IFNode; the same spikes and gradients."""
+        torch.manual_seed(3)
+        c = 4
+        net = torch.nn.Sequential(
+            layer.Conv2d(1, c, kernel_size=3, padding=1, bias=False), layer.BatchNorm2d(c),
+            neuron.IFNode(surrogate_function=surrogate.ATan()), layer.MaxPool2d(2, 2),
+            layer.Conv2d(c, c, kernel_size=3, padding=1, bias=False), layer.BatchNorm2d(c),
+            neuron.IFNode(surrogate_function=surrogate.ATan()), layer.MaxPool2d(2, 2),
+            layer.Flatten(), layer.Linear(c * 2 * 2, 10, bias=False), neuron.IFNode(surrogate_function=surrogate.ATan()))
+        functional.set_step_mode(net, "m")
+        ours = convert(copy.deepcopy(net))
+        self.assertEqual([type(m).__name__ for m in ours if not isinstance(m, torch.nn.Identity)],
+                         ["Conv2d", "BNIF", "MaxPool2d", "Conv2d", "BNIF", "MaxPool2d", "Flatten", "Linear", "IF"])
+        x = torch.rand(4, 3, 1, 8, 8) * 3
+        results = []
+        for m in (net, ours):
+            functional.reset_net(m)
+            out = m(x)
+            out.sum().backward()
+            results.append((out.detach(), [p.grad.clone() for p in m.parameters()]))
+        (out_sj, g_sj), (out, g) = results
+        self.assertLessEqual(int((out != out_sj).sum()), 2)
+        if torch.equal(out, out_sj):
+            for a, b in zip(g, g_sj):
+                self.assertLess((a - b).abs().max().item(), 1e-3 * max(1.0, b.abs().max().item()))
 
 
 if __name__ == "__main__":

@@ -40,6 +40,8 @@ void sf_dataset_kind_list(char *buf, size_t cap);
 const char *sf_dataset_default_dir(sf_dataset_kind kind);
 /* Whether `augment = auto` augments a kind's training samples (CIFAR-10 and the event datasets). */
 int sf_dataset_kind_augments(sf_dataset_kind kind);
+/* Whether a kind's samples are images (pixel intensities the loader encodes), not event streams or spikes. */
+int sf_dataset_kind_images(sf_dataset_kind kind);
 /* The standard per-channel mean and std of a kind on the [0, 1] scale (unused channels, and kinds that are not
  * images: 0 and 1). */
 void sf_dataset_kind_stats(sf_dataset_kind kind, float mean[SF_DATASET_MAX_CHANNELS],

@@ -74,6 +74,8 @@ const sf_dataset_format *sf_dataset_format_of(sf_dataset_kind kind)
 
 int sf_dataset_kind_augments(sf_dataset_kind kind) { return format_of(kind)->augment_auto; }
 
+int sf_dataset_kind_images(sf_dataset_kind kind) { return format_of(kind)->channels > 0 && !format_of(kind)->events; }
+
 void sf_dataset_kind_list(char *buf, size_t cap)
 {
     size_t n = 0;

@@ -1,8 +1,15 @@
 /* trained_net.c — a trained network from a checkpoint, for programs outside the trainer (sf_checkpoint_load_net):
- * the stored config builds the network, the checkpoint's parameters and batch norm statistics fill it. */
+ * the stored config builds the network, the checkpoint's parameters and batch norm statistics fill it; and how the
+ * run encoded its input (sf_checkpoint_input_encoding), from the same config. */
 #include "config/config.h"
 #include "core/error.h"
 #include "train/checkpoint.h"
+
+#include <stdio.h>
+#include <string.h>
+
+_Static_assert(sizeof ((sf_input_encoding *)0)->mean / sizeof(float) == SF_DATASET_MAX_CHANNELS,
+               "sf_input_encoding holds a value per channel the loader has");
 
 sf_status sf_checkpoint_load_net(const char *path, sf_device device, sf_net **out)
 {
@@ -27,5 +34,33 @@ sf_status sf_checkpoint_load_net(const char *path, sf_device device, sf_net **ou
     sf_config_free(cfg);
     sf_safetensors_free(st);
     *out = net;
+    return s;
+}
+
+sf_status sf_checkpoint_input_encoding(const char *path, sf_input_encoding *out)
+{
+    if (!path || !out) return sf_fail(SF_ERR_INVALID, "sf_checkpoint_input_encoding: a NULL argument");
+    memset(out, 0, sizeof *out);
+    sf_safetensors *st = NULL;
+    sf_checkpoint_info info;
+    SF_TRY(sf_checkpoint_open(path, &st, &info));
+    sf_config *cfg = NULL;
+    sf_status s = sf_config_parse_string(info.config, path, &cfg);
+    if (s == SF_OK) {
+        sf_loader_params lp;
+        sf_config_loader_params(cfg, 0, &lp);
+        snprintf(out->dataset, sizeof out->dataset, "%s", sf_dataset_kind_name(cfg->train.dataset));
+        out->images = sf_dataset_kind_images(cfg->train.dataset);
+        out->encoding = (int32_t)lp.encoding;
+        out->normalize = lp.normalize;
+        out->channels = cfg->net.in_channels;
+        for (int c = 0; c < SF_DATASET_MAX_CHANNELS; c++) {
+            out->mean[c] = lp.mean[c];
+            out->std[c] = lp.std[c];
+        }
+        out->timesteps = lp.timesteps;
+    }
+    sf_config_free(cfg);
+    sf_safetensors_free(st);
     return s;
 }

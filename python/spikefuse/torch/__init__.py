@@ -1,7 +1,7 @@
-"""spikefuse.torch — PyTorch modules over libspikefuse's fused kernels: LIF (a drop-in for SpikingJelly's
-neuron.LIFNode, with its state semantics), BNLIF (batch norm → LIF fused), PLIF, IF (ParametricLIFNode, IFNode)
-and ALIF (the other neuron models), load_run (a network that `spikefuse
-train` trained, as a module), and NIR exchange. The ops are torch.library custom ops on torch >= 2.4 (so
+"""spikefuse.torch — PyTorch modules over libspikefuse's fused kernels: LIF, IF and PLIF (drop-ins for SpikingJelly's
+neuron.LIFNode, IFNode and ParametricLIFNode, with its state semantics and surrogate objects), BNLIF and BNIF (batch
+norm → LIF / IF fused), ALIF (the adaptive-threshold LIF), convert (a SpikingJelly network's neurons swapped for
+these), load_run (a network that `spikefuse train` trained, as a module), and NIR exchange. The ops are torch.library custom ops on torch >= 2.4 (so
 torch.compile and torch.export take them whole) and autograd Functions on older torch."""
 try:
     import torch  # noqa: F401
@@ -16,12 +16,15 @@ from . import functional
 from ._ops import CUSTOM_OPS
 from .compact import spikes_saved_as_bytes
 from .functional import lif_params
-from .neuron import BNLIF, LIF
-from .neurons import ALIF, IF, PLIF
+from .bn_neurons import BNIF, BNLIF
+from .lif_neurons import ALIF, IF, LIF
+from .plif import PLIF
 from .run import load_run
+from .spikingjelly_convert import convert
 
 # NIR exchange (needs the `nir` package, imported on first use)
-from .nir_exchange import from_nir, to_nir  # noqa: E402
+from .nir_export import to_nir  # noqa: E402
+from .nir_import import from_nir  # noqa: E402
 
 if torch.cuda.is_available() and _lib.cuda_device_count() == 0:
     warnings.warn(f"spikefuse: torch sees a CUDA device but {_lib.LIBRARY_PATH} has none it can use "
@@ -29,5 +32,5 @@ if torch.cuda.is_available() and _lib.cuda_device_count() == 0:
                   "(pip install ./python builds the CUDA kernels when it finds nvcc), or run on the CPU.",
                   RuntimeWarning, stacklevel=2)
 
-__all__ = ["ALIF", "BNLIF", "CUSTOM_OPS", "IF", "LIF", "PLIF", "functional", "from_nir", "lif_params", "load_run",
-           "spikes_saved_as_bytes", "to_nir"]
+__all__ = ["ALIF", "BNIF", "BNLIF", "CUSTOM_OPS", "IF", "LIF", "PLIF", "convert", "functional", "from_nir",
+           "lif_params", "load_run", "spikes_saved_as_bytes", "to_nir"]

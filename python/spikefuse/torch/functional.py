@@ -24,8 +24,10 @@ def check_input(x_seq, what="spikefuse LIF", min_dim=1):
     if not isinstance(x_seq, torch.Tensor):
         raise TypeError(f"{what}: x_seq must be a torch.Tensor, got {type(x_seq).__name__}")
     if x_seq.dtype not in _kernels.INPUT_DTYPES:
-        raise TypeError(f"{what}: x_seq must be float32, float16 or bfloat16, got {x_seq.dtype} (convert with "
-                        "x_seq.float())")
+        why = (" (libspikefuse's kernels are float32 ones, with 16-bit storage: it has no float64 kernels yet, so "
+               "torch.autograd.gradcheck cannot check these layers); convert with x_seq.float()"
+               if x_seq.dtype is torch.float64 else " (convert with x_seq.float())")
+        raise TypeError(f"{what}: x_seq must be float32, float16 or bfloat16, got {x_seq.dtype}{why}")
     if x_seq.dim() < min_dim or x_seq.shape[0] == 0:
         raise ValueError(f"{what}: x_seq must have shape [T, ...] with T >= 1 and at least {min_dim} dimensions, "
                          f"got {tuple(x_seq.shape)}")

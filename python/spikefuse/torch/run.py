@@ -1,7 +1,8 @@
 """run.py — spikefuse.torch.load_run: a network that `spikefuse train` trained, as an nn.Module of torch layers and
 spikefuse neurons. The library builds the network from the config stored in the checkpoint and restores its
 tensors (sf_checkpoint_load_net, which checks CRCs and values); this file maps each layer to its torch counterpart
-and copies the parameters under the checkpoint's names ("0.weight", "1.running_mean", ...)."""
+and copies the parameters under the checkpoint's names ("0.weight", "1.running_mean", ...); the library also says how
+the run encoded its input (sf_checkpoint_input_encoding), which the module applies to images it is given."""
 import json
 import os
 import struct
@@ -9,19 +10,45 @@ import struct
 import torch
 
 from .. import _net
-from .neuron import BNLIF, LIF
+from .bn_neurons import BNIF, BNLIF
+from .lif_neurons import ALIF, IF, LIF
+from .plif import PLIF
+
+_MODELS = (LIF, PLIF, IF, ALIF)  # by enum sf_neuron_model
+_PLIF, _IF = 1, 2
 
 
-class _PerStep(torch.nn.Module):
-    """A torch layer over [T·B, ...] applied to [T, B, C, H, W] (all steps as one batch, as the engine does)."""
+def _neuron_of_params(p, channels):
+    """The spikefuse layer that runs the engine's neuron parameters p exactly, each call a fresh sequence (a PLIF
+    with one w for the layer, or one per channel of `channels` when p.per_channel: the checkpoint's w fills it)."""
+    cls = _MODELS[p.model]
+    if cls is ALIF:
+        return ALIF()._set_raw_params(p)
+    if cls is not PLIF:
+        return cls(keep_state=False)._set_raw_params(p)
+    m = PLIF(keep_state=False, channels=channels if p.per_channel else None)._set_raw_params(p)
+    m.w = torch.nn.Parameter(m.w.detach().reshape(-1))  # the engine's w is [1] or [C]
+    return m
 
-    def __init__(self, layer):
-        super().__init__()
-        self.layer = layer
+
+class _PerStep:
+    """Runs a torch layer of [N, C, H, W] on [T, B, C, H, W] (all steps as one batch, as the engine does); mixed into a
+    subclass of the layer, so its parameters keep their names ("0.weight")."""
 
     def forward(self, x):
         T, B = x.shape[:2]
-        return self.layer(x.flatten(0, 1)).unflatten(0, (T, B))
+        return super().forward(x.flatten(0, 1)).unflatten(0, (T, B))
+
+
+def _per_step(layer):
+    return type("PerStep" + layer.__name__, (_PerStep, layer), {
+        "__module__": __name__, "__doc__": f"torch.nn.{layer.__name__} over the T·B images of [T, B, C, H, W]."})
+
+
+PerStepConv2d = _per_step(torch.nn.Conv2d)
+PerStepAvgPool2d = _per_step(torch.nn.AvgPool2d)
+PerStepMaxPool2d = _per_step(torch.nn.MaxPool2d)
+PerStepBatchNorm2d = _per_step(torch.nn.BatchNorm2d)
 
 
 class _Linear(torch.nn.Linear):
@@ -61,7 +88,7 @@ class RecurrentLIF(torch.nn.Module):
     def __init__(self, n, params):
         super().__init__()
         self.weight = torch.nn.Parameter(torch.zeros(n, n))
-        self.lif = LIF.from_params(params)
+        self.lif = _neuron_of_params(params, None)
         self.lif.step_mode = "s"
 
     def forward(self, x):
@@ -83,57 +110,130 @@ class _Identity(torch.nn.Module):
         return x
 
 
-class RunNet(torch.nn.Module):
-    """A trained spikefuse network: forward(x) with x the encoded input [T, B, C, H, W] (what the trainer's loader
-    gives sf_net_forward: normalised images, Poisson or latency spikes, binned events) returns the logits [B, classes],
-    the T-mean of the readout, as the engine computes them. Layer i is submodule str(i), so state_dict names are the
-    checkpoint's. `config` holds the run's resolved config (INI text), `input_shape` (C, H, W)."""
+class Add(torch.nn.Module):
+    """The engine's [add]: the sum of two layers' outputs."""
 
-    def __init__(self, modules, wiring, input_shape, readout, readout_tau, config):
+    def forward(self, a, b):
+        return a + b
+
+
+class Readout(torch.nn.Module):
+    """The engine's readout r_t of the last layer's output o_t [T, B, classes, ...] → [T, B, classes]: `mean` takes
+    r_t = o_t, `leaky` the non-spiking integrator r_t = a·r_{t-1} + (1 - a)·o_t with a = 1 - 1/tau, r_0 = 0."""
+
+    def __init__(self, kind, tau):
+        super().__init__()
+        self.kind, self.tau = kind, float(tau)
+
+    def forward(self, o):
+        o = o.flatten(2)
+        if self.kind != "leaky":
+            return o
+        a = 1.0 - 1.0 / self.tau
+        steps, acc = [], torch.zeros_like(o[0])
+        for t in range(o.shape[0]):
+            acc = a * acc + (1.0 - a) * o[t]
+            steps.append(acc)
+        return torch.stack(steps)
+
+    def extra_repr(self):
+        return f"{self.kind!r}, tau={self.tau}" if self.kind == "leaky" else repr(self.kind)
+
+
+def encode(images, encoding, T=None, generator=None):
+    """The network input [T, B, C, H, W] that the trainer's loader makes of images [B, C, H, W] (float intensities in
+    [0, 1], or uint8 pixels, divided by 255 as the loader does), `encoding` being load_run's RunNet.encoding:
+    direct: the image, normalised per channel where the run normalised, at every step; poisson: step t spikes where
+    a uniform draw (from torch's generator: the same rates, not the engine's draws) is below the intensity;
+    latency: one spike at step round((T - 1)·(1 - x)), none for black pixels."""
+    T = encoding["timesteps"] if T is None else int(T)
+    x = images.float() / 255.0 if images.dtype == torch.uint8 else images.float()
+    if encoding["encoding"] == "poisson":
+        u = torch.rand((T,) + tuple(x.shape), generator=generator, device=x.device)
+        return (u < x).float()
+    if encoding["encoding"] == "latency":
+        fire = torch.floor(((T - 1) * (1.0 - x)).double() + 0.5).long()  # lroundf of a value >= 0
+        steps = torch.arange(T, device=x.device).view(-1, *([1] * x.dim()))
+        return ((steps == fire) & (x > 0)).float()
+    if encoding["normalize"]:
+        shape = (1, -1) + (1,) * (x.dim() - 2)
+        x = (x - torch.tensor(encoding["mean"], device=x.device).view(shape)) / \
+            torch.tensor(encoding["std"], device=x.device).view(shape)
+    return x.unsqueeze(0).expand(T, *x.shape).contiguous()
+
+
+class RunNet(torch.nn.Module):
+    """A trained spikefuse network. forward(x) returns the logits [B, classes], the T-mean of the readout, as the
+    engine computes them, from either
+    - images [B, C, H, W] of the run's image dataset (intensities in [0, 1], as torchvision's ToTensor gives, or
+      uint8 pixels), which it encodes as the run's loader did (`encoding`: normalised with the run's mean and std
+      for the direct encoding, presented for its T steps; see encode()), or
+    - an encoded input [T, B, C, H, W]: what the loader gives the engine (normalised images, Poisson or latency
+      spikes, binned events), used as it is.
+    Layer i is submodule str(i), so state_dict names are the checkpoint's ("0.weight", "1.running_mean", ...).
+    `config` holds the run's resolved config (INI text), `input_shape` (C, H, W), `encoding` how the run encoded its
+    samples (dataset, images, encoding, normalize, mean, std, timesteps)."""
+
+    def __init__(self, modules, wiring, input_shape, readout, config, encoding):
         super().__init__()
         for i, m in enumerate(modules):
             self.add_module(str(i), m)
         self.wiring = wiring  # per layer: (kind, input tensor id, second input id or -1)
         self.input_shape = tuple(input_shape)
-        self.readout, self.readout_tau = readout, float(readout_tau)
+        self.readout = readout
         self.config = config
+        self.encoding = encoding
         last_use = {}
         for i, (_, a, b) in enumerate(wiring):
             last_use[a] = last_use[b] = i
         self._last_use = last_use
 
+    def encode(self, images, T=None, generator=None):
+        """[T, B, C, H, W] from images [B, C, H, W] as the run's loader encoded them (T: the run's by default)."""
+        if not self.encoding["images"]:
+            raise ValueError(f"RunNet: the run trained on {self.encoding['dataset']}, whose samples are already the "
+                             "T steps [T, B, C, H, W] (no images to encode)")
+        if images.dim() != 4 or tuple(images.shape[1:]) != self.input_shape:
+            raise ValueError(f"RunNet.encode: images must be [B, {', '.join(map(str, self.input_shape))}], got "
+                             f"{tuple(images.shape)}")
+        return encode(images, self.encoding, T, generator)
+
     def forward(self, x, return_readout=False):
         """Logits [B, classes]; with return_readout, the readout [T, B, classes] too."""
+        if x.dim() == 4 and tuple(x.shape[1:]) == self.input_shape:
+            x = self.encode(x)
         if x.dim() != 5 or tuple(x.shape[2:]) != self.input_shape:
-            raise ValueError(f"RunNet: the input must be [T, B, {', '.join(map(str, self.input_shape))}], got "
+            shape = ", ".join(map(str, self.input_shape))
+            images = f"images [B, {shape}] or " if self.encoding["images"] else ""
+            raise ValueError(f"RunNet: the input must be {images}an encoded input [T, B, {shape}], got "
                              f"{tuple(x.shape)}")
         acts = {0: x}
         for i, (kind, a, b) in enumerate(self.wiring):
             m = getattr(self, str(i))
-            acts[i + 1] = m(acts[a]) if kind != "add" else acts[a] + acts[b]
+            acts[i + 1] = m(acts[a]) if kind != "add" else m(acts[a], acts[b])
             for t in (a, b):
                 if self._last_use.get(t) == i and t != len(self.wiring):
                     acts.pop(t, None)
-        o = acts[len(self.wiring)].flatten(2)
-        r = o
-        if self.readout == "leaky":
-            a = 1.0 - 1.0 / self.readout_tau
-            steps, acc = [], torch.zeros_like(o[0])
-            for t in range(o.shape[0]):
-                acc = a * acc + (1.0 - a) * o[t]
-                steps.append(acc)
-            r = torch.stack(steps)
+        r = self.readout(acts[len(self.wiring)])
         logits = r.mean(0)
         return (logits, r) if return_readout else logits
 
     def extra_repr(self):
-        return f"input_shape={self.input_shape}, readout={self.readout!r}, readout_tau={self.readout_tau}"
+        e = self.encoding
+        if not e["images"]:
+            return f"input_shape={self.input_shape}, input: {e['dataset']} steps [T, B, ...] (T = {e['timesteps']})"
+        how = f"normalised with mean {e['mean']}, std {e['std']}" if e["encoding"] == "direct" and e["normalize"] \
+            else "not normalised" if e["encoding"] == "direct" else "intensities as spike rates" \
+            if e["encoding"] == "poisson" else "intensities as spike times"
+        return (f"input_shape={self.input_shape}, input: {e['dataset']} images in [0, 1], {e['encoding']} encoding "
+                f"over T = {e['timesteps']} steps, {how}")
 
 
 def _fusable(layers, i, readers):
-    """Batch norm i feeds only the LIF right after it: the engine fuses such a pair, and so does load_run."""
+    """Batch norm i feeds only the neurons right after it: the engine fuses such a pair, and so does load_run (but
+    for a PLIF, whose w the fused op here does not take)."""
     return (layers[i].kind_name == "batchnorm" and i + 1 < len(layers) and layers[i + 1].kind_name == "lif"
-            and layers[i + 1].input == i + 1 and readers.get(i + 1, 0) == 1)
+            and layers[i + 1].input == i + 1 and readers.get(i + 1, 0) == 1 and layers[i + 1].lif.model != _PLIF)
 
 
 def _module_of(d, in_chw):
@@ -143,20 +243,20 @@ def _module_of(d, in_chw):
     if kind == "linear":
         return _Linear(C * in_chw[1] * in_chw[2], d.out_features, bias=bool(d.bias))
     if kind == "conv2d":
-        return _PerStep(torch.nn.Conv2d(C, d.out_channels, d.kernel, d.stride, d.padding, bias=bool(d.bias)))
+        return PerStepConv2d(C, d.out_channels, d.kernel, d.stride, d.padding, bias=bool(d.bias))
     if kind in ("avgpool2d", "maxpool2d"):
-        pool = torch.nn.AvgPool2d if kind == "avgpool2d" else torch.nn.MaxPool2d
-        return _PerStep(pool(d.kernel, d.stride or d.kernel))
+        pool = PerStepAvgPool2d if kind == "avgpool2d" else PerStepMaxPool2d
+        return pool(d.kernel, d.stride or d.kernel)
     if kind == "flatten":
         return _Flatten()
     if kind == "dropout":
         return TimeDropout(d.dropout_p)
     if kind == "batchnorm":
-        return _PerStep(torch.nn.BatchNorm2d(C, eps=d.bn_eps, momentum=d.bn_momentum))
+        return PerStepBatchNorm2d(C, eps=d.bn_eps, momentum=d.bn_momentum)
     if kind == "lif":
-        return LIF.from_params(d.lif, keep_state=False)
+        return _neuron_of_params(d.lif, C)
     if kind == "add":
-        return _Identity()
+        return Add()
     if kind == "rlif":
         return RecurrentLIF(C * in_chw[1] * in_chw[2], d.lif)
     return None
@@ -187,7 +287,9 @@ def load_run(path, fuse_bn=True, device="cpu"):
 
     path: a run directory (its best.safetensors, else last.safetensors) or a checkpoint file. Parameters and batch
     norm running statistics are the checkpoint's; the LIF layers run the engine's exact neuron parameters, each
-    call a fresh sequence (no state across calls). fuse_bn: a batch norm that feeds only the LIF after it runs with
+    call a fresh sequence (no state across calls). The module takes the run's images as they come from the dataset
+    (in [0, 1]) and encodes them as the run did (RunNet.encoding: the normalisation, the encoding, T), or an input
+    encoded already [T, B, C, H, W]. fuse_bn: a batch norm that feeds only the LIF after it runs with
     it as one BNLIF (as the engine fuses them; the state_dict names stay the checkpoint's). A layer kind without a
     torch counterpart raises ValueError naming it."""
     ckpt = _checkpoint_of(os.fspath(path))
@@ -205,10 +307,9 @@ def load_run(path, fuse_bn=True, device="cpu"):
             in_chw = net.tensor_shape(d.input)
             if fuse_bn and _fusable(layers, i, readers):
                 lif = layers[i + 1]
-                bn = BNLIF(in_chw[0], eps=d.bn_eps, momentum=d.bn_momentum, keep_state=False)
-                bn._raw = LIF.from_params(lif.lif).lif_params()
-                bn._refresh_params()
-                modules += [bn, _Identity()]
+                bn = (BNIF if lif.lif.model == _IF else BNLIF)(in_chw[0], eps=d.bn_eps, momentum=d.bn_momentum,
+                                                                keep_state=False)
+                modules += [bn._set_raw_params(lif.lif), _Identity()]
                 wiring += [("bnlif", d.input, -1), ("identity", i + 1, -1)]
                 i += 2
                 continue
@@ -226,8 +327,9 @@ def load_run(path, fuse_bn=True, device="cpu"):
         state = net.tensors(_net.ROLE_PARAM, make)
         state.update(net.tensors(_net.ROLE_BUFFER, make))
         p = net.params
-        model = RunNet(modules, wiring, (p.in_channels, p.in_height, p.in_width), _net.READOUTS[p.readout],
-                       p.readout_tau, _stored_config(ckpt))
+        model = RunNet(modules, wiring, (p.in_channels, p.in_height, p.in_width),
+                       Readout(_net.READOUTS[p.readout], p.readout_tau), _stored_config(ckpt),
+                       _net.input_encoding(ckpt))
     finally:
         net.close()
     _load_state(model, state, ckpt)
@@ -238,19 +340,14 @@ def _load_state(model, state, ckpt):
     """Copies the checkpoint's tensors into the module: every one must land, and every parameter and running
     statistic of the module must come from it."""
     own = {k: v for k, v in model.state_dict().items() if not k.endswith("num_batches_tracked")}
-    # A torch layer wrapped for [T, B, ...] names its tensors "i.layer.weight": map the checkpoint's "i.weight".
-    names = {}
-    for k in own:
-        head, _, rest = k.partition(".")
-        names[head + "." + rest.split("layer.", 1)[-1]] = k
-    missing = sorted(set(names) - set(state))
-    extra = sorted(set(state) - set(names))
+    missing = sorted(set(own) - set(state))
+    extra = sorted(set(state) - set(own))
     if missing or extra:
         raise ValueError(f"load_run: {ckpt}: the module's tensors and the checkpoint's differ (missing from the "
                          f"checkpoint: {missing[:5]}, not in the module: {extra[:5]})")
     with torch.no_grad():
-        for name, k in names.items():
-            if own[k].shape != state[name].shape:
+        for name, t in own.items():
+            if t.shape != state[name].shape:
                 raise ValueError(f"load_run: {ckpt}: tensor {name} has shape {tuple(state[name].shape)}, the "
-                                 f"module's {tuple(own[k].shape)}")
-            own[k].copy_(state[name])
+                                 f"module's {tuple(t.shape)}")
+            t.copy_(state[name])

@@ -1,5 +1,5 @@
-"""_neurons.py — the sf_lif_params of the neuron models beyond the LIF (PLIF, IF, ALIF), checked by the library."""
-import ctypes
+"""_neuron_params.py — the sf_lif_params of every neuron model (LIF, PLIF, IF, ALIF) with SpikingJelly's parameter
+semantics, checked by the library."""
 import math
 
 from . import _lib
@@ -27,5 +27,5 @@ def neuron_params(model, tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0
     p.rho = float(rho)
     p.tau_adapt = 0.0 if tau_adapt is None else float(tau_adapt)
     p.beta = float(beta)
-    _lib.check(_lib._lif_params_check(ctypes.byref(p)), "sf_lif_params_check")
+    _lib.check_params(p)
     return p

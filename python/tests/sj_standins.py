@@ -1,0 +1,164 @@
+"""sj_standins.py — small classes with SpikingJelly's names, attributes and surrogate derivatives (as its 2.0.0 defines
+them), so that spikefuse.torch's SpikingJelly conversions are tested where SpikingJelly is not installed (CI);
+test_spikingjelly.py checks the same against the real package where it is."""
+import math
+
+import torch
+
+SJ_MODULE = "spikingjelly.activation_based.neuron"  # where SpikingJelly's neurons live (what spikefuse recognises)
+
+
+class _Surrogate(torch.nn.Module):
+    """Heaviside forward (1 at 0, as SpikingJelly's), the derivative `grad(z)` backward."""
+
+    def __init__(self, spiking=True, **params):
+        super().__init__()
+        self.spiking = spiking
+        for k, v in params.items():
+            setattr(self, k, v)
+
+    def forward(self, z):
+        grad = self.grad
+
+        class Spike(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return (x >= 0).to(x.dtype)
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return g * grad(x)
+        return Spike.apply(z)
+
+
+class Sigmoid(_Surrogate):
+    def __init__(self, alpha=4.0, spiking=True):
+        super().__init__(spiking, alpha=alpha)
+
+    def grad(self, z):
+        s = torch.sigmoid(self.alpha * z)
+        return self.alpha * s * (1 - s)
+
+
+class ATan(_Surrogate):
+    def __init__(self, alpha=2.0, spiking=True):
+        super().__init__(spiking, alpha=alpha)
+
+    def grad(self, z):
+        return self.alpha / 2 / (1 + (math.pi / 2 * self.alpha * z) ** 2)
+
+
+class Rect(_Surrogate):
+    def __init__(self, alpha=1.0, spiking=True):
+        super().__init__(spiking, alpha=alpha)
+
+    def grad(self, z):
+        return self.alpha * (z.abs() < 0.5 / self.alpha).to(z.dtype)
+
+
+class SoftSign(_Surrogate):
+    def __init__(self, alpha=2.0, spiking=True):
+        super().__init__(spiking, alpha=alpha)
+
+    def grad(self, z):
+        return 1 / (2 * self.alpha * (1 / self.alpha + z.abs()) ** 2)
+
+
+class SuperSpike(_Surrogate):
+    def __init__(self, alpha=1.0, spiking=True):
+        super().__init__(spiking, alpha=alpha)
+
+    def grad(self, z):
+        return self.alpha / (z.abs() + 1.0) ** 2
+
+
+class PiecewiseLeakyReLU(_Surrogate):
+    """SpikingJelly 2's (1/(2w) inside the window); height=1/w is 0.0.0.0.14's."""
+
+    def __init__(self, w=1.0, c=0.01, spiking=True, height=None):
+        super().__init__(spiking, w=w, c=c)
+        self.height = 1 / (2 * w) if height is None else height
+
+    def grad(self, z):
+        inside = (z.abs() < self.w).to(z.dtype)
+        return inside * self.height + (1 - inside) * self.c
+
+
+class Erf(_Surrogate):
+    def __init__(self, alpha=2.0, spiking=True):
+        super().__init__(spiking, alpha=alpha)
+
+    def grad(self, z):
+        return self.alpha / math.sqrt(math.pi) * torch.exp(-(self.alpha * z) ** 2)
+
+
+class BaseNode(torch.nn.Module):
+    def __init__(self, v_threshold=1.0, v_reset=0.0, surrogate_function=None, detach_reset=False, step_mode="s",
+                 store_v_seq=False):
+        super().__init__()
+        self.v_threshold, self.v_reset = v_threshold, v_reset
+        self.surrogate_function = Sigmoid() if surrogate_function is None else surrogate_function
+        self.detach_reset, self.step_mode, self.store_v_seq = detach_reset, step_mode, store_v_seq
+        self.v = 0.0 if v_reset is None else v_reset
+
+    def neuronal_charge(self, x):
+        raise NotImplementedError
+
+    def single_step_forward(self, x):
+        raise NotImplementedError
+
+
+class LIFNode(BaseNode):
+    def __init__(self, tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, surrogate_function=None,
+                 detach_reset=False, step_mode="s", store_v_seq=False):
+        super().__init__(v_threshold, v_reset, surrogate_function, detach_reset, step_mode, store_v_seq)
+        self.tau, self.decay_input = tau, decay_input
+
+    def neuronal_charge(self, x):
+        self.v = self.v + (x - self.v) / self.tau
+
+
+class IFNode(BaseNode):
+    def neuronal_charge(self, x):
+        self.v = self.v + x
+
+
+class ParametricLIFNode(BaseNode):
+    def __init__(self, init_tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, surrogate_function=None,
+                 detach_reset=False, step_mode="s", store_v_seq=False):
+        super().__init__(v_threshold, v_reset, surrogate_function, detach_reset, step_mode, store_v_seq)
+        self.decay_input = decay_input
+        self.w = torch.nn.Parameter(torch.tensor(-math.log(init_tau - 1.0)))
+
+    def neuronal_charge(self, x):
+        self.v = self.v + (x - self.v) * self.w.sigmoid()
+
+
+class KLIFNode(BaseNode):
+    """A SpikingJelly neuron spikefuse has no counterpart of."""
+
+
+for _cls in (BaseNode, LIFNode, IFNode, ParametricLIFNode, KLIFNode):
+    _cls.__module__ = SJ_MODULE
+
+
+class BatchNorm2d(torch.nn.BatchNorm2d):
+    """SpikingJelly's layer.BatchNorm2d: torch's, with a step mode ('m': over [T, B, C, H, W])."""
+
+    def __init__(self, num_features, step_mode="s", **kw):
+        super().__init__(num_features, **kw)
+        self.step_mode = step_mode
+
+    def forward(self, x):
+        if self.step_mode == "s":
+            return super().forward(x)
+        return super().forward(x.flatten(0, 1)).unflatten(0, x.shape[:2])
+
+
+class SeqToANNContainer(torch.nn.Sequential):
+    """SpikingJelly's layer.SeqToANNContainer: its modules over the T·B samples of [T, B, ...]."""
+
+    def forward(self, x):
+        return super().forward(x.flatten(0, 1)).unflatten(0, x.shape[:2])
