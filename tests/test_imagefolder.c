@@ -528,13 +528,20 @@ static void test_crop_numbers(void)
 
 /* ---------------------------------------------------------------- loaders: threads, resume, encodings */
 
+/* n images of a few sizes, root/train/c<i % classes>/i<i>.jpg, except those of `broken` (bit i), which hold text. */
+static void write_images(const char *root, int n, int classes, unsigned broken)
+{
+    for (int i = 0; i < n; i++) {
+        char rel[128];
+        snprintf(rel, sizeof rel, "%s/train/c%d/i%02d.jpg", root, i % classes, i);
+        if (broken >> i & 1) put(rel, "broken", 6);
+        else pattern_jpeg(rel, 30 + i, 26 + (i % 4), i);
+    }
+}
+
 static void test_loader_determinism(void)
 {
-    for (int i = 0; i < 12; i++) {
-        char rel[128];
-        snprintf(rel, sizeof rel, "det/train/c%d/i%02d.jpg", i % 3, i);
-        pattern_jpeg(rel, 30 + i, 26 + (i % 4), i);
-    }
+    write_images("det", 12, 3, 0);
     sf_dataset *ds = NULL;
     CHECK_OK(load("det", SF_SPLIT_TRAIN, 3, 16, NULL, 0, &ds));
     if (!ds) return;
@@ -656,12 +663,7 @@ static void test_bad_images(void)
 /* skip_bad over epochs: each bad image counted once, batches full of good ones, evaluation counting them only. */
 static void test_skip_counting(void)
 {
-    for (int i = 0; i < 10; i++) {
-        char rel[128];
-        snprintf(rel, sizeof rel, "skip/train/c%d/i%02d.jpg", i % 2, i);
-        if (i == 3 || i == 8) put(rel, "broken", 6);
-        else pattern_jpeg(rel, 24, 20, i);
-    }
+    write_images("skip", 10, 2, 1u << 3 | 1u << 8);
     sf_dataset *ds = NULL;
     CHECK_OK(load("skip", SF_SPLIT_TRAIN, 2, 16, NULL, 1, &ds));
     if (!ds) return;
@@ -690,11 +692,7 @@ static void test_skip_counting(void)
     sf_loader_free(l);
     sf_dataset_free(ds);
     /* every image of a training batch bad: an error, not a batch of nothing */
-    for (int i = 0; i < 4; i++) {
-        char rel[128];
-        snprintf(rel, sizeof rel, "allbad/train/c/i%d.jpg", i);
-        put(rel, "broken", 6);
-    }
+    write_images("allbad", 4, 1, 0xf);
     CHECK_OK(load("allbad", SF_SPLIT_TRAIN, 1, 16, NULL, 1, &ds));
     p.training = 1;
     p.batch = 4;

@@ -111,6 +111,6 @@ void sf_dataset_free(sf_dataset *ds)
     free(ds->events);
     free(ds->offsets);
     free(ds->frames_block);
-    sf_image_files_free(ds->files);
+    free(ds->files); /* one block */
     free(ds);
 }

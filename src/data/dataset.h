@@ -162,8 +162,8 @@ typedef struct sf_dataset {
                                       * channels × height × width being the network input (binned already) */
     int64_t frames_T;
     void *frames_block;              /* frames: the allocation `frames` points into */
-    sf_image_files *files;           /* files: the list of image files (imagefolder.c); height = width = the
-                                      * network input's side */
+    sf_image_files *files;           /* files: the list of image files (imagefolder.c), one allocation;
+                                      * height = width = the network input's side */
 } sf_dataset;
 
 /* Labelled samples as a reader found them, viewed in place in the file's bytes: sample i's image is the

@@ -111,11 +111,6 @@ int sf_dataset_kind_augments(sf_dataset_kind kind) { return format_of(kind)->aug
 
 int sf_dataset_kind_is_events(sf_dataset_kind kind) { return format_of(kind)->events; }
 
-int32_t sf_format_classes(const sf_dataset_format *f, const sf_data_params *p)
-{
-    return f->classes_of ? f->classes_of(p) : f->classes;
-}
-
 void sf_dataset_kind_list(char *buf, size_t cap)
 {
     size_t n = 0;

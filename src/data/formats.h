@@ -49,8 +49,6 @@ sf_status sf_cifar100_load(const sf_dataset_format *f, const char *dir, sf_split
 /* An image folder's split: dir/train or dir/val listed (imagefolder.c); the images are read per batch. */
 sf_status sf_imagefolder_load(const sf_dataset_format *f, const char *dir, sf_split split, const sf_data_params *p,
                               sf_dataset **out);
-/* Frees an image folder's file list (sf_dataset_free calls it). */
-void sf_image_files_free(sf_image_files *files);
 /* The path of an image folder's sample into out. */
 sf_status sf_image_path(const sf_dataset *ds, int64_t sample, char *out, size_t cap);
 
@@ -177,7 +175,10 @@ sf_status sf_frame_cache_load(const sf_dataset_format *f, const char *dir, sf_sp
 /* The format row of a kind (NULL for an unknown kind). */
 const sf_dataset_format *sf_dataset_format_of(sf_dataset_kind kind);
 /* The class count of format f with parameters p. */
-int32_t sf_format_classes(const sf_dataset_format *f, const sf_data_params *p);
+static inline int32_t sf_format_classes(const sf_dataset_format *f, const sf_data_params *p)
+{
+    return f->classes_of ? f->classes_of(p) : f->classes;
+}
 
 /* No files: the labels of p->synthetic's split, the spike trains drawn per batch (synthetic.c). */
 sf_status sf_synthetic_load(const sf_dataset_format *f, const char *dir, sf_split split, const sf_data_params *p,

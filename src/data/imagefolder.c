@@ -23,10 +23,11 @@
 #define MAX_DEPTH 16
 #define LABELS_MAX_BYTES ((size_t)256 << 20)
 
+/* One allocation: this header, then name_at, bad, the names and the root they point into. */
 struct sf_image_files {
-    char *root;          /* the split's folder */
-    char *names;         /* each sample's path below root, NUL-terminated, back to back */
-    int64_t *name_at;    /* [count] */
+    const char *root;    /* the split's folder */
+    const char *names;   /* each sample's path below root, NUL-terminated, back to back */
+    const int64_t *name_at; /* [count] */
     atomic_uchar *bad;   /* [count] 1 once the image failed to decode */
     atomic_llong bad_count;
     int32_t skip_bad;
@@ -356,6 +357,25 @@ static sf_status list_split(const sf_dataset_format *f, const char *dir, sf_spli
     return s;
 }
 
+/* The list in one block (freed by sf_dataset_free with free()). */
+static sf_image_files *pack(const file_list *l, const char *root, int32_t skip_bad)
+{
+    const size_t n = (size_t)l->count, head = (sizeof(sf_image_files) + 7) & ~(size_t)7, root_len = strlen(root) + 1;
+    char *block = malloc(head + n * sizeof(int64_t) + n * sizeof(atomic_uchar) + l->bytes + root_len);
+    if (!block) return NULL;
+    sf_image_files *files = (sf_image_files *)(void *)block;
+    int64_t *name_at = (int64_t *)(void *)(block + head);
+    atomic_uchar *bad = (atomic_uchar *)(name_at + n);
+    char *names = (char *)(bad + n), *copy = names + l->bytes;
+    if (n) memcpy(name_at, l->name_at, n * sizeof *name_at);
+    for (size_t i = 0; i < n; i++) atomic_init(&bad[i], 0);
+    if (l->bytes) memcpy(names, l->names, l->bytes);
+    memcpy(copy, root, root_len);
+    *files = (sf_image_files){.root = copy, .names = names, .name_at = name_at, .bad = bad, .skip_bad = skip_bad};
+    atomic_init(&files->bad_count, 0);
+    return files;
+}
+
 sf_status sf_imagefolder_load(const sf_dataset_format *f, const char *dir, sf_split split, const sf_data_params *p,
                               sf_dataset **out)
 {
@@ -369,38 +389,16 @@ sf_status sf_imagefolder_load(const sf_dataset_format *f, const char *dir, sf_sp
     sf_dataset *ds = NULL;
     if (s == SF_OK)
         s = sf_dataset_create_of_type(SF_SAMPLES_FILES, l.count, f->channels, ip->size, ip->size, ip->classes, &ds);
-    sf_image_files *files = s == SF_OK ? calloc(1, sizeof *files) : NULL;
-    if (s == SF_OK && files) {
-        files->root = strdup(root);
-        files->bad = calloc((size_t)l.count + 1, sizeof *files->bad);
-    }
-    if (s == SF_OK && (!files || !files->root || !files->bad))
+    if (s == SF_OK && !(ds->files = pack(&l, root, ip->skip_bad)))
         s = sf_fail(SF_ERR_NOMEM, "out of memory for the list of %lld images", (long long)l.count);
+    if (s == SF_OK) memcpy(ds->labels, l.labels, (size_t)l.count * sizeof *l.labels);
+    list_free(&l);
     if (s != SF_OK) {
-        sf_image_files_free(files);
         sf_dataset_free(ds);
-        list_free(&l);
         return s;
     }
-    memcpy(ds->labels, l.labels, (size_t)l.count * sizeof *l.labels);
-    free(l.labels);
-    files->names = l.names;
-    files->name_at = l.name_at;
-    files->skip_bad = ip->skip_bad;
-    atomic_init(&files->bad_count, 0);
-    ds->files = files;
     *out = ds;
     return SF_OK;
-}
-
-void sf_image_files_free(sf_image_files *files)
-{
-    if (!files) return;
-    free(files->root);
-    free(files->names);
-    free(files->name_at);
-    free((void *)files->bad);
-    free(files);
 }
 
 sf_status sf_image_path(const sf_dataset *ds, int64_t sample, char *out, size_t cap)
