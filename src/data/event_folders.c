@@ -112,8 +112,11 @@ sf_status sf_event_folders_load(const sf_dataset_format *f, const sf_event_folde
                                 sf_split split, int32_t classes, sf_dataset **out)
 {
     char base[4096], folder[4096];
-    SF_TRY(sf_path_join(base, sizeof base, dir, e->unpacked ? e->unpacked : "."));
-    if (!e->unpacked || !sf_dir_exists(base)) snprintf(base, sizeof base, "%s", dir);
+    snprintf(base, sizeof base, "%s", dir);
+    if (e->unpacked) { /* the folder the archive unpacks to, or the one holding it */
+        SF_TRY(sf_path_join(folder, sizeof folder, dir, e->unpacked));
+        if (sf_dir_exists(folder)) snprintf(base, sizeof base, "%s", folder);
+    }
     if (!sf_dir_exists(base))
         return sf_fail(SF_ERR_IO, "%s not found: no folder %s; %s", f->pretty, base, f->provider);
     const char **names = malloc((size_t)classes * sizeof *names);

@@ -81,6 +81,9 @@ typedef struct sf_decoded_image {
     int32_t width, height;
 } sf_decoded_image;
 sf_status sf_image_read(sf_image_decoder *d, const char *path, int32_t *width, int32_t *height);
+/* The same from bytes in memory (copied), `name` standing for the file in messages. */
+sf_status sf_image_read_bytes(sf_image_decoder *d, const char *name, const uint8_t *bytes, size_t len,
+                              int32_t *width, int32_t *height);
 sf_status sf_image_decode(sf_image_decoder *d, double min_scale, sf_decoded_image *out);
 sf_resize_scratch *sf_image_decoder_scratch(sf_image_decoder *d);
 

@@ -87,12 +87,11 @@ static sf_status png_header(sf_image_decoder *d)
     return check_size(d, d->png.width, d->png.height);
 }
 
-sf_status sf_image_read(sf_image_decoder *d, const char *path, int32_t *width, int32_t *height)
+/* What the bytes in d->file are, and the image's size from its header. */
+static sf_status identify(sf_image_decoder *d, int32_t *width, int32_t *height)
 {
     static const uint8_t png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    snprintf(d->path, sizeof d->path, "%s", path);
-    d->kind = 0;
-    SF_TRY(sf_read_file_into(path, IMAGE_MAX_FILE_BYTES, &d->file, &d->file_cap, &d->file_len));
+    const char *path = d->path;
     const uint8_t *b = d->file;
     if (d->file_len >= 2 && b[0] == 0xff && b[1] == 0xd8) {
         d->kind = IMAGE_JPEG;
@@ -109,6 +108,31 @@ sf_status sf_image_read(sf_image_decoder *d, const char *path, int32_t *width, i
     *width = d->width;
     *height = d->height;
     return SF_OK;
+}
+
+sf_status sf_image_read(sf_image_decoder *d, const char *path, int32_t *width, int32_t *height)
+{
+    snprintf(d->path, sizeof d->path, "%s", path);
+    d->kind = 0;
+    SF_TRY(sf_read_file_into(path, IMAGE_MAX_FILE_BYTES, &d->file, &d->file_cap, &d->file_len));
+    return identify(d, width, height);
+}
+
+sf_status sf_image_read_bytes(sf_image_decoder *d, const char *name, const uint8_t *bytes, size_t len,
+                              int32_t *width, int32_t *height)
+{
+    snprintf(d->path, sizeof d->path, "%s", name);
+    d->kind = 0;
+    d->file_len = 0;
+    if (len > d->file_cap) {
+        uint8_t *grown = realloc(d->file, len);
+        if (!grown) return sf_fail(SF_ERR_NOMEM, "%s: out of memory for %zu bytes", name, len);
+        d->file = grown;
+        d->file_cap = len;
+    }
+    if (len) memcpy(d->file, bytes, len);
+    d->file_len = len;
+    return identify(d, width, height);
 }
 
 static sf_status reserve_pixels(sf_image_decoder *d, size_t n)

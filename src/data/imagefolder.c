@@ -112,15 +112,16 @@ static sf_status walk(const char *root, const char *rel, int32_t label, int dept
     sf_status s = SF_OK;
     for (int pass = 0; pass < 2 && s == SF_OK; pass++) /* the files first, then the subfolders */
         for (size_t i = 0; i < n && s == SF_OK; i++) {
-            char sub[4096];
-            if (pass == 0 && e[i].kind == SF_ENTRY_FILE && is_other_image_name(e[i].name))
+            const int file = e[i].kind == SF_ENTRY_FILE;
+            if (pass == 0 && file && is_other_image_name(e[i].name)) {
                 s = sf_fail(SF_ERR_FORMAT, "%s/%s: spikefuse reads JPEG and PNG images only (convert it, or move it "
                             "out of the folder)", dir, e[i].name);
-            else if (pass == 0 && e[i].kind == SF_ENTRY_FILE && is_image_name(e[i].name))
-                s = sf_path_join(sub, sizeof sub, rel, e[i].name) == SF_OK ? list_add(l, sub, label) : SF_ERR_IO;
-            else if (pass == 1 && e[i].kind == SF_ENTRY_DIR)
-                s = sf_path_join(sub, sizeof sub, rel, e[i].name) == SF_OK ? walk(root, sub, label, depth + 1, l)
-                                                                            : SF_ERR_IO;
+                break;
+            }
+            if (pass == 0 ? !(file && is_image_name(e[i].name)) : e[i].kind != SF_ENTRY_DIR) continue;
+            char sub[4096];
+            s = sf_path_join(sub, sizeof sub, rel, e[i].name);
+            if (s == SF_OK) s = pass == 0 ? list_add(l, sub, label) : walk(root, sub, label, depth + 1, l);
         }
     free(e);
     return s;
