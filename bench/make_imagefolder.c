@@ -1,6 +1,6 @@
 /* make_imagefolder.c — writes an ImageNet-like image folder for the W11 loader benchmark (bench_imagefolder) and
- * for trying `dataset = imagefolder`: OUT/train/<class>/<name>.JPEG and OUT/val/<class>/<name>.JPEG, JPEGs of 350–639 ×
- * 300–499 pixels (ImageNet's typical sizes, as peers_w9_w10.py's folder) at quality 90, 4:2:0.
+ * for trying `dataset = imagefolder`: OUT/train/<class>/<name>.JPEG and OUT/val/<class>/<name>.JPEG, JPEGs of
+ * 350–639 × 300–499 pixels (ImageNet's typical sizes, as peers_w9_w10.py's folder) at quality 90, 4:2:0.
  *
  * usage: make_imagefolder OUT [train images = 6000] [classes = 12] [val images = 600] [seed = 0]
  *

@@ -368,8 +368,8 @@ static void test_cifar100(void)
     expect_fail(sf_dataset_load(SF_DATASET_CIFAR100, dir, SF_SPLIT_TRAIN, &p, &tr), SF_ERR_FORMAT, "train.bin",
                 "a corrupt file is named");
     CHECK(unlink(path) == 0, "unlink %s", path);
-    expect_fail(sf_dataset_load(SF_DATASET_CIFAR100, dir, SF_SPLIT_TRAIN, &p, &tr), SF_ERR_IO, "cifar-100-binary.tar.gz",
-                "a missing file names where CIFAR-100 is published");
+    expect_fail(sf_dataset_load(SF_DATASET_CIFAR100, dir, SF_SPLIT_TRAIN, &p, &tr), SF_ERR_IO,
+                "cifar-100-binary.tar.gz", "a missing file names where CIFAR-100 is published");
     free(b);
 }
 

@@ -1,8 +1,8 @@
 /* test_event_files.c — the event dataset readers on small files written here in each real format (N-MNIST .bin
  * byte by byte, DVS128 Gesture AEDAT 3.1 with its labels CSV and trials lists, CIFAR10-DVS AEDAT 2.0, N-Caltech101
- * in N-MNIST's format, SHD/SSC HDF5 through libhdf5, plain and gzipped) with known events: the events and labels read back, and every kind of bad input (truncated
- * or corrupt files, events off the sensor, times going backwards, labels that disagree, empty samples, missing
- * files) refused with a message naming the file and the sample. */
+ * in N-MNIST's format, SHD/SSC HDF5 through libhdf5, plain and gzipped) with known events: the events and labels
+ * read back, and every kind of bad input (truncated or corrupt files, events off the sensor, times going backwards,
+ * labels that disagree, empty samples, missing files) refused with a message naming the file and the sample. */
 #include "data/formats.h"
 #include "io/files.h"
 #include "testutil.h"

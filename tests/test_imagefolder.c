@@ -75,7 +75,8 @@ static uint8_t *pattern_f(int w, int h, int seed, double f)
     for (int y = 0; y < h; y++)
         for (int x = 0; x < w; x++)
             for (int c = 0; c < 3; c++) {
-                double v = 128 + 90 * sin(f * (0.21 * x * (c + 1) + 0.13 * y) + seed) * cos(f * (0.17 * y - 0.05 * x * c));
+                const double a = f * (0.21 * x * (c + 1) + 0.13 * y), b = f * (0.17 * y - 0.05 * x * c);
+                const double v = 128 + 90 * sin(a + seed) * cos(b);
                 p[((size_t)y * w + x) * 3 + c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
             }
     return p;
@@ -258,7 +259,8 @@ static void test_layout(void)
     int ok = 1;
     for (int i = 0; i < 5; i++) ok &= strcmp(name_of(tr, i), want[i]) == 0 && tr->labels[i] == labels[i];
     CHECK(ok, "classes in byte order (C_cls, a_cls, b_cls), a folder's files before its subfolders, others left out");
-    CHECK(te->count == 3 && te->labels[0] == 0 && te->labels[2] == 2 && strcmp(name_of(te, 1), "lay/val/a_cls/v1.jpg") == 0,
+    CHECK(te->count == 3 && te->labels[0] == 0 && te->labels[2] == 2 &&
+              strcmp(name_of(te, 1), "lay/val/a_cls/v1.jpg") == 0,
           "val/ with the same class folders");
     sf_dataset_free(tr);
     sf_dataset_free(te);
@@ -269,8 +271,8 @@ static void test_layout(void)
                 "a missing folder names it and the layout");
     mkdirs("lay/val/d_cls");
     pattern_jpeg("lay/val/d_cls/d.jpg", 20, 16, 7);
-    expect_fail(load("lay", SF_SPLIT_TEST, 3, 16, NULL, 0, &te), SF_ERR_FORMAT, "differ", "lay/train has no folder d_cls",
-                "val/ with a class train/ lacks");
+    expect_fail(load("lay", SF_SPLIT_TEST, 3, 16, NULL, 0, &te), SF_ERR_FORMAT, "differ",
+                "lay/train has no folder d_cls", "val/ with a class train/ lacks");
     sh("rm -r '%s/lay/val/d_cls' '%s/lay/val/C_cls'", tmpdir, tmpdir);
     expect_fail(load("lay", SF_SPLIT_TEST, 3, 16, NULL, 0, &te), SF_ERR_FORMAT, "lay/val has no folder C_cls", NULL,
                 "val/ missing a class of train/");
@@ -517,7 +519,8 @@ static void test_crop_numbers(void)
     for (int c = 0; l && b && c < 3; c++)
         for (int y = 0; y < size; y++)
             for (int x = 0; x < size; x++)
-                mean += fabs(b->x[((size_t)c * size + y) * size + x] - ref[((size_t)(top + y) * nw + left + x) * 3 + c] / 255.0);
+                mean += fabs(b->x[((size_t)c * size + y) * size + x] -
+                             ref[((size_t)(top + y) * nw + left + x) * 3 + c] / 255.0);
     mean /= 3.0 * size * size;
     CHECK(l && b && mean < 0.02, "the DCT-scaled decode resizes to within %.4f (mean) of the full one", mean);
     free(ref);
@@ -733,7 +736,8 @@ static void test_unreadable(void)
         sf_loader_free(l);
         sf_dataset_free(ds);
         s = load("perm2", SF_SPLIT_TRAIN, 2, 16, NULL, 0, &ds);
-        if (!(s == SF_ERR_IO && strstr(sf_last_error(), "perm2/train/b") && strstr(sf_last_error(), strerror(EACCES)))) {
+        if (!(s == SF_ERR_IO && strstr(sf_last_error(), "perm2/train/b") &&
+              strstr(sf_last_error(), strerror(EACCES)))) {
             fprintf(stderr, "unreadable folder: %s: %s\n", sf_status_str(s), sf_last_error());
             bad |= 2;
         }

@@ -4,8 +4,8 @@
  * and the binning) matches and its sizes and CRC-32 check out; otherwise it is rebuilt.
  *
  * File: "SFFRAME1", u32 key length, the key, zero padding to 8 bytes; i64 count, T; i32 C, H, W, classes (at most
- * 256); i64 skipped; the labels (u8 × count, padded to 8 bytes); the counts (u16 × count·T·C·H·W); u32 CRC-32 of all that
- * precedes it. Integers are in the writing machine's byte order (the u16 0x0102 after the magic says which). */
+ * 256); i64 skipped; the labels (u8 × count, padded to 8 bytes); the counts (u16 × count·T·C·H·W); u32 CRC-32 of
+ * all that precedes it. Integers are in the writing machine's byte order (the u16 0x0102 after the magic says which). */
 #include "data/formats.h"
 
 #include "core/error.h"

@@ -232,7 +232,8 @@ static sf_status parse_labels(const char *path, char *text, size_t len, const sf
         if (label < 0 && header) continue;
         if (label < 0) {
             free(ll);
-            if (!*rest) return sf_fail(SF_ERR_FORMAT, "%s:%d: no class after %s (expected \"name class\")", path, line, name);
+            if (!*rest)
+                return sf_fail(SF_ERR_FORMAT, "%s:%d: no class after %s (expected \"name class\")", path, line, name);
             return sf_fail(SF_ERR_FORMAT,
                            "%s:%d: '%s' is neither a class folder of train/ nor a class index below %zu (expected "
                            "\"name class\" per line)",

@@ -34,7 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (sf_resize_rgb(&j, sf_image_decoder_scratch(d), x) != SF_OK) break;
             for (int i = 0; i < 3 * SIZE * SIZE; i++)
                 if (!(x[i] >= -1e-5f && x[i] <= 1.0f + 1e-5f)) __builtin_trap();
-            if (sf_image_read_bytes(d, "fuzz", data, size, &w, &h) != SF_OK) __builtin_trap(); /* again for the other crop */
+            /* read again for the other crop */
+            if (sf_image_read_bytes(d, "fuzz", data, size, &w, &h) != SF_OK) __builtin_trap();
         }
     }
     sf_image_decoder_free(d);

@@ -33,8 +33,9 @@ int main(int argc, char **argv)
     mkdir(argv[1], 0777);
     unsigned char pix[W * H * 4];
     for (int i = 0; i < W * H * 4; i++) pix[i] = (unsigned char)(i * 37 + i / 7);
-    int ok = jpeg(argv[1], "rgb.jpg", TJPF_RGB, TJSAMP_420, pix) && jpeg(argv[1], "gray.jpg", TJPF_GRAY, TJSAMP_GRAY, pix) &&
-             jpeg(argv[1], "cmyk.jpg", TJPF_CMYK, TJSAMP_444, pix);
+    int ok = jpeg(argv[1], "rgb.jpg", TJPF_RGB, TJSAMP_420, pix);
+    ok = ok && jpeg(argv[1], "gray.jpg", TJPF_GRAY, TJSAMP_GRAY, pix);
+    ok = ok && jpeg(argv[1], "cmyk.jpg", TJPF_CMYK, TJSAMP_444, pix);
     png_image img;
     memset(&img, 0, sizeof img);
     img.version = PNG_IMAGE_VERSION;
