@@ -9,8 +9,6 @@
 
 #include <string.h>
 
-#define AEDAT2_EVENT_BYTES 8
-
 static uint32_t be32(const uint8_t *p)
 {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
@@ -28,14 +26,14 @@ sf_status sf_aedat2_parse(const uint8_t *buf, size_t len, sf_event *out, int64_t
         if (!nl) return sf_fail(SF_ERR_FORMAT, "the header's last line does not end (truncated file?)");
         pos = (size_t)(nl - buf) + 1;
     }
-    if ((len - pos) % AEDAT2_EVENT_BYTES)
+    if ((len - pos) % SF_AEDAT2_EVENT_BYTES)
         return sf_fail(SF_ERR_FORMAT, "%zu bytes of events is not a whole number of 8-byte events (truncated file?)",
                        len - pos);
-    const size_t count = (len - pos) / AEDAT2_EVENT_BYTES;
+    const size_t count = (len - pos) / SF_AEDAT2_EVENT_BYTES;
     uint64_t wraps = 0, first = 0;
     uint32_t last = 0;
     for (size_t i = 0; i < count; i++) {
-        const uint8_t *e = buf + pos + i * AEDAT2_EVENT_BYTES;
+        const uint8_t *e = buf + pos + i * SF_AEDAT2_EVENT_BYTES;
         const uint32_t address = be32(e), ts = be32(e + 4);
         if (i > 0 && ts < last) {
             if (last - ts < (1u << 31))
@@ -61,7 +59,7 @@ static const char *const cifar10dvs_classes[] = {"airplane", "automobile", "bird
 sf_status sf_cifar10dvs_load(const sf_dataset_format *f, const char *dir, sf_split split, const sf_data_params *p,
                              sf_dataset **out)
 {
-    const sf_event_folders e = {.suffix = ".aedat", .bytes_per_event = AEDAT2_EVENT_BYTES, .parse = sf_aedat2_parse,
+    const sf_event_folders e = {.suffix = ".aedat", .bytes_per_event = SF_AEDAT2_EVENT_BYTES, .parse = sf_aedat2_parse,
                                 .classes = cifar10dvs_classes};
     return sf_event_folders_load(f, &e, dir, split, f->classes, out);
 }

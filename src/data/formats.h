@@ -126,6 +126,7 @@ sf_status sf_cifar10dvs_load(const sf_dataset_format *f, const char *dir, sf_spl
 /* One AEDAT 2.0 file of a DVS128 (a '#' header whose first line is #!AER-DAT2.0, then big-endian 32-bit address and
  * 32-bit µs timestamp per event) into out (room for len / 8 events): x = 127 − address bits 8-14, y = 127 − bits
  * 1-7, polarity = 1 − bit 0, as SpikingJelly reads CIFAR10-DVS; a timestamp that wraps past 2^32 continues. */
+#define SF_AEDAT2_EVENT_BYTES 8
 sf_status sf_aedat2_parse(const uint8_t *buf, size_t len, sf_event *out, int64_t *n);
 /* N-Caltech101: Caltech101/<class>/image_NNNN.bin in N-MNIST's event format, in dir or dir/Caltech101
  * (ncaltech101.c). */
