@@ -294,6 +294,85 @@ static void test_cifar(void)
     free(b);
 }
 
+/* CIFAR-100 records: coarse label (r + salt) % 20, fine label (3r + salt) % 100, pixel bytes (r·7 + j) & 255. */
+static uint8_t *make_cifar100(int n, int salt, size_t *len)
+{
+    *len = (size_t)n * SF_CIFAR100_RECORD_BYTES;
+    uint8_t *b = malloc(*len);
+    for (int r = 0; r < n; r++) {
+        uint8_t *rec = b + (size_t)r * SF_CIFAR100_RECORD_BYTES;
+        rec[0] = (uint8_t)((r + salt) % 20);
+        rec[1] = (uint8_t)((3 * r + salt) % 100);
+        for (int j = 0; j < 3072; j++) rec[2 + j] = (uint8_t)((r * 7 + j) & 255);
+    }
+    return b;
+}
+
+static void test_cifar100(void)
+{
+    char dir[512], sub[512], path[700], cmd[600];
+    path_in(dir, sizeof dir, "cifar100", "");
+    path_in(sub, sizeof sub, "cifar100", "cifar-100-binary");
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", sub);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    for (int file = 0; file < 2; file++) {
+        size_t len;
+        uint8_t *b = make_cifar100(file ? 7 : 40, file, &len);
+        snprintf(path, sizeof path, "%s/%s", sub, file ? "test.bin" : "train.bin");
+        write_file(path, b, len, file); /* the test file gzipped */
+        free(b);
+    }
+    sf_data_params p;
+    sf_data_default_params(&p);
+    sf_dataset *tr = NULL, *te = NULL;
+    CHECK_OK(sf_dataset_load(SF_DATASET_CIFAR100, dir, SF_SPLIT_TRAIN, &p, &tr));
+    CHECK_OK(sf_dataset_load(SF_DATASET_CIFAR100, sub, SF_SPLIT_TEST, &p, &te));
+    if (!tr || !te) return;
+    CHECK(tr->count == 40 && te->count == 7 && tr->classes == 100 && tr->channels == 3 && tr->height == 32,
+          "CIFAR-100 counts and shape");
+    int bad = 0;
+    for (int r = 0; r < 40; r++) {
+        bad += tr->labels[r] != (3 * r) % 100;
+        for (int j = 0; j < 3072; j++) bad += tr->images[(size_t)r * 3072 + j] != (uint8_t)((r * 7 + j) & 255);
+    }
+    CHECK(bad == 0 && te->labels[2] == 7, "fine labels and images read back (%d differ)", bad);
+    CHECK(fabsf(tr->mean[0] - 0.5071f) < 1e-6f && fabsf(tr->std[2] - 0.2762f) < 1e-6f, "CIFAR-100 statistics");
+    sf_dataset_free(tr);
+    sf_dataset_free(te);
+    p.coarse_labels = 1;
+    CHECK_OK(sf_dataset_load(SF_DATASET_CIFAR100, dir, SF_SPLIT_TRAIN, &p, &tr));
+    CHECK(tr && tr->classes == 20 && tr->labels[25] == 5, "the coarse labels: 20 classes");
+    int32_t shape[3], classes = 0;
+    sf_data_input_shape(SF_DATASET_CIFAR100, &p, shape, &classes);
+    CHECK(classes == 20 && shape[0] == 3 && shape[2] == 32, "the input shape and classes follow the labels chosen");
+    sf_dataset_free(tr);
+
+    size_t len;
+    uint8_t *b = make_cifar100(3, 0, &len);
+    sf_sample_view v;
+    expect_fail(sf_cifar100_parse(b, len - 5, 0, &v), SF_ERR_FORMAT, "whole number of 3074-byte records",
+                "truncated CIFAR-100");
+    expect_fail(sf_cifar_parse(b, len, &v), SF_ERR_FORMAT, "not a CIFAR-10 binary file",
+                "a CIFAR-100 file read as CIFAR-10");
+    b[SF_CIFAR100_RECORD_BYTES + 1] = 100;
+    expect_fail(sf_cifar100_parse(b, len, 0, &v), SF_ERR_FORMAT, "record 1 has fine label 100 (expected 0..99)",
+                "a fine label out of range");
+    expect_fail(sf_cifar100_parse(b, len, 1, &v), SF_ERR_FORMAT, "record 1 has fine label 100",
+                "the other label is checked too");
+    b[SF_CIFAR100_RECORD_BYTES + 1] = 0;
+    b[2 * SF_CIFAR100_RECORD_BYTES] = 20;
+    expect_fail(sf_cifar100_parse(b, len, 1, &v), SF_ERR_FORMAT, "record 2 has coarse label 20 (expected 0..19)",
+                "a coarse label out of range");
+    snprintf(path, sizeof path, "%s/train.bin", sub);
+    write_file(path, b, len, 0);
+    expect_fail(sf_dataset_load(SF_DATASET_CIFAR100, dir, SF_SPLIT_TRAIN, &p, &tr), SF_ERR_FORMAT, "train.bin",
+                "a corrupt file is named");
+    CHECK(unlink(path) == 0, "unlink %s", path);
+    expect_fail(sf_dataset_load(SF_DATASET_CIFAR100, dir, SF_SPLIT_TRAIN, &p, &tr), SF_ERR_IO,
+                "cifar-100-binary.tar.gz", "a missing file names where CIFAR-100 is published");
+    free(b);
+}
+
 /* ---------------------------------------------------------------- encodings */
 
 /* A dataset of n samples of c×h×w with pixel bytes (s·31 + j·17) & 255 and label s % classes. */
@@ -303,7 +382,7 @@ static sf_dataset *synthetic(int64_t n, int c, int h, int w)
     CHECK_OK(sf_dataset_create(n, c, h, w, 10, &ds));
     size_t chw = (size_t)c * h * w;
     for (int64_t s = 0; s < n; s++) {
-        ds->labels[s] = (uint8_t)(s % 10);
+        ds->labels[s] = (int32_t)(s % 10);
         for (size_t j = 0; j < chw; j++) ds->images[s * chw + j] = (uint8_t)((s * 31 + (int64_t)j * 17) & 255);
     }
     for (int i = 0; i < c; i++) {
@@ -911,6 +990,7 @@ int main(void)
     test_idx_corrupt();
     test_missing_and_broken_files();
     test_cifar();
+    test_cifar100();
     test_encodings();
     test_augmentation();
     test_random_erasing();

@@ -1,8 +1,8 @@
 /* test_event_files.c — the event dataset readers on small files written here in each real format (N-MNIST .bin
- * byte by byte, DVS128 Gesture AEDAT 3.1 with its labels CSV and trials lists, SHD/SSC HDF5 through libhdf5,
- * plain and gzipped) with known events: the events and labels read back, and every kind of bad input (truncated
- * or corrupt files, events off the sensor, times going backwards, labels that disagree, empty samples, missing
- * files) refused with a message naming the file and the sample. */
+ * byte by byte, DVS128 Gesture AEDAT 3.1 with its labels CSV and trials lists, CIFAR10-DVS AEDAT 2.0, N-Caltech101
+ * in N-MNIST's format, SHD/SSC HDF5 through libhdf5, plain and gzipped) with known events: the events and labels
+ * read back, and every kind of bad input (truncated or corrupt files, events off the sensor, times going backwards,
+ * labels that disagree, empty samples, missing files) refused with a message naming the file and the sample. */
 #include "data/formats.h"
 #include "io/files.h"
 #include "testutil.h"
@@ -145,6 +145,187 @@ static void test_nmnist(void)
     expect_fail(load(SF_DATASET_NMNIST, "nm", SF_SPLIT_TEST, &te), SF_ERR_IO, "nm/Test/9", "garrickorchard",
                 "a missing digit folder names it and where N-MNIST is published");
     CHECK(te == NULL, "no dataset on failure");
+}
+
+/* ---------------------------------------------------------------- CIFAR10-DVS (AEDAT 2.0) */
+
+static void be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+/* An AEDAT 2.0 recording of n events: event i at raw x (bits 1-7) 3i+k, raw y (bits 8-14) 100-i, polarity bit i&1,
+ * timestamp t0 + 10i µs (wrapping past 2^32 as a 32-bit clock does). Returns its length; the caller frees *out. */
+static size_t aedat2(int n, int k, uint32_t t0, uint8_t **out)
+{
+    static const char header[] = "#!AER-DAT2.0\r\n# This is a raw AE data file - do not edit\r\n#\r\n";
+    const size_t h = sizeof header - 1, len = h + 8 * (size_t)n;
+    uint8_t *b = malloc(len);
+    memcpy(b, header, h);
+    for (int i = 0; i < n; i++) {
+        const uint32_t x = (uint32_t)(3 * i + k) & 0x7f, y = (uint32_t)(100 - i) & 0x7f;
+        be32(b + h + 8 * (size_t)i, y << 8 | x << 1 | (uint32_t)(i & 1));
+        be32(b + h + 8 * (size_t)i + 4, t0 + 10u * (uint32_t)i);
+    }
+    *out = b;
+    return len;
+}
+
+static const char *const c10_classes[] = {"airplane", "automobile", "bird",  "cat",  "deer",
+                                          "dog",      "frog",       "horse", "ship", "truck"};
+
+/* data_dir/<class>/cifar10_<class>_<n>.aedat, n = 0..10: file n of class c has n + c + 2 events. */
+static void write_cifar10dvs(const char *root)
+{
+    for (int c = 0; c < 10; c++)
+        for (int n = 0; n <= 10; n++) {
+            char rel[256];
+            snprintf(rel, sizeof rel, "%s/%s", root, c10_classes[c]);
+            if (n == 0) mkdirs(rel);
+            snprintf(rel + strlen(rel), sizeof rel - strlen(rel), "/cifar10_%s_%d.aedat", c10_classes[c], n);
+            uint8_t *b = NULL;
+            const size_t len = aedat2(n + c + 2, n, 5000u * (uint32_t)n, &b);
+            char path[512];
+            put(path_of(path, sizeof path, rel), b, len);
+            free(b);
+        }
+}
+
+static void test_cifar10dvs(void)
+{
+    write_cifar10dvs("c10");
+    sf_dataset *tr = NULL, *te = NULL;
+    CHECK_OK(load(SF_DATASET_CIFAR10DVS, "c10", SF_SPLIT_TRAIN, &tr));
+    CHECK_OK(load(SF_DATASET_CIFAR10DVS, "c10", SF_SPLIT_TEST, &te));
+    if (!tr || !te) return;
+    CHECK(tr->count == 100 && te->count == 10 && tr->channels == 2 && tr->height == 128 && tr->width == 128 &&
+              tr->classes == 10,
+          "11 recordings per class: 1 test, 10 training (%lld, %lld), 2×128×128, 10 classes", (long long)tr->count,
+          (long long)te->count);
+    int ok = 1;
+    for (int c = 0; c < 10; c++)
+        for (int j = 0; j < 10; j++) {
+            /* natural order: _1, _2, ..., _10 after the test split's _0 */
+            const int s = c * 10 + j, n = j + 1, count = n + c + 2;
+            const sf_event *e = tr->events + tr->offsets[s];
+            ok &= tr->labels[s] == c && tr->offsets[s + 1] - tr->offsets[s] == count;
+            for (int i = 0; i < count; i++)
+                ok &= e[i].x == 127 - ((100 - i) & 0x7f) && e[i].y == 127 - ((3 * i + n) & 0x7f) &&
+                      e[i].p == 1 - (i & 1) && e[i].t == 10u * (uint32_t)i;
+        }
+    CHECK(ok, "events read back mapped as SpikingJelly maps them (x = 127 - bits 8-14, y = 127 - bits 1-7, "
+              "p = 1 - bit 0), labels in CIFAR-10's order, recordings in natural order");
+    CHECK(te->labels[3] == 3 && te->offsets[4] - te->offsets[3] == 0 + 3 + 2, "the test split is each class's _0");
+    int32_t shape[3], classes;
+    sf_data_params p;
+    sf_data_default_params(&p);
+    p.events.downsample = 2;
+    sf_data_input_shape(SF_DATASET_CIFAR10DVS, &p, shape, &classes);
+    CHECK(shape[0] == 2 && shape[1] == 64 && shape[2] == 64 && classes == 10, "input 2×64×64 with downsample 2");
+    sf_dataset_free(tr);
+    sf_dataset_free(te);
+
+    /* The clock wrapping past 2^32 µs continues; a recording of no events is skipped and counted. */
+    uint8_t *b = NULL;
+    const size_t len = aedat2(30, 0, 0xffffff00u, &b), header = len - 8 * 30;
+    sf_event ev[30];
+    int64_t n = 0;
+    CHECK_OK(sf_aedat2_parse(b, len, ev, &n));
+    CHECK(n == 30 && ev[29].t == 290 && ev[26].t == 260, "a wrapped clock continues (%lld events)", (long long)n);
+    char path[512];
+    put(path_of(path, sizeof path, "c10/cat/cifar10_cat_0.aedat"), b, header); /* the header alone */
+    CHECK_OK(load(SF_DATASET_CIFAR10DVS, "c10", SF_SPLIT_TEST, &te));
+    CHECK(te && te->count == 9 && te->skipped == 1, "a recording without events is skipped and counted");
+    sf_dataset_free(te);
+    /* Bad files, each named. */
+    put(path, b, len - 3);
+    expect_fail(load(SF_DATASET_CIFAR10DVS, "c10", SF_SPLIT_TEST, &te), SF_ERR_FORMAT, "cat/cifar10_cat_0.aedat",
+                "not a whole number of 8-byte events", "a truncated recording");
+    free(b);
+    aedat2(30, 0, 1000, &b);
+    be32(b + header + 8 * 5 + 4, 1001);
+    put(path, b, len);
+    expect_fail(load(SF_DATASET_CIFAR10DVS, "c10", SF_SPLIT_TEST, &te), SF_ERR_FORMAT, "cifar10_cat_0.aedat",
+                "event 5 goes back in time", "a recording going back in time");
+    memcpy(b, "#!AER-DAT3.1", 12);
+    put(path, b, len);
+    expect_fail(load(SF_DATASET_CIFAR10DVS, "c10", SF_SPLIT_TEST, &te), SF_ERR_FORMAT, "cifar10_cat_0.aedat",
+                "not an AEDAT 2.0 file", "another AEDAT version");
+    put(path, "#!AER-DAT2.0 and no end of line", 31);
+    expect_fail(load(SF_DATASET_CIFAR10DVS, "c10", SF_SPLIT_TEST, &te), SF_ERR_FORMAT, "cifar10_cat_0.aedat",
+                "does not end", "a header cut short");
+    free(b);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm '%s'/c10/dog/*.aedat", tmpdir);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    expect_fail(load(SF_DATASET_CIFAR10DVS, "c10", SF_SPLIT_TRAIN, &te), SF_ERR_FORMAT, "c10/dog",
+                "holds no .aedat recordings", "an empty class folder");
+    snprintf(cmd, sizeof cmd, "rmdir '%s'/c10/dog", tmpdir);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    expect_fail(load(SF_DATASET_CIFAR10DVS, "c10", SF_SPLIT_TRAIN, &te), SF_ERR_IO, "c10/dog", "figshare",
+                "a missing class folder names where CIFAR10-DVS is published");
+    CHECK(te == NULL, "no dataset on failure");
+}
+
+/* ---------------------------------------------------------------- N-Caltech101 (N-MNIST's format) */
+
+static void test_ncaltech101(void)
+{
+    /* 101 classes of 5 recordings (1 test, 4 training) and BACKGROUND_Google's 5, unpacked as Caltech101/ */
+    for (int c = -1; c < 101; c++) {
+        char rel[128], path[512];
+        if (c < 0) snprintf(rel, sizeof rel, "ncal/Caltech101/BACKGROUND_Google");
+        else snprintf(rel, sizeof rel, "ncal/Caltech101/class_%03d", c);
+        mkdirs(rel);
+        for (int k = 1; k <= 5; k++) {
+            uint8_t b[3 * 5];
+            nm_event(b, 239, 179, 1, 100u * (uint32_t)k);         /* the sensor's far corner */
+            nm_event(b + 5, (c + 1) % 240, k, 0, 100u * (uint32_t)k + 7);
+            nm_event(b + 10, c + 1, 0, 1, 100u * (uint32_t)k + 9);
+            char file[160];
+            snprintf(file, sizeof file, "%s/image_%04d.bin", rel, k);
+            put(path_of(path, sizeof path, file), b, sizeof b);
+        }
+    }
+    sf_dataset *tr = NULL, *te = NULL;
+    CHECK_OK(load(SF_DATASET_NCALTECH101, "ncal", SF_SPLIT_TRAIN, &tr)); /* the folder holding Caltech101/ */
+    CHECK_OK(load(SF_DATASET_NCALTECH101, "ncal/Caltech101", SF_SPLIT_TEST, &te));
+    if (!tr || !te) return;
+    CHECK(tr->count == 404 && te->count == 101 && tr->classes == 101 && tr->channels == 2 && tr->height == 180 &&
+              tr->width == 240,
+          "101 classes without the background, 4 + 1 recordings each, sensor 2×180×240 (%lld, %lld)",
+          (long long)tr->count, (long long)te->count);
+    const sf_event *e = tr->events + tr->offsets[4 * 7 + 2]; /* class 7, image_0004 */
+    CHECK(tr->labels[4 * 7 + 2] == 7 && e[0].x == 239 && e[0].y == 179 && e[1].x == 8 && e[1].y == 4 &&
+              e[1].t == 7 && e[2].t == 9 && e[2].p == 1,
+          "events and labels read back");
+    sf_dataset_free(tr);
+    sf_dataset_free(te);
+    sf_data_params p;
+    sf_data_default_params(&p);
+    p.background_class = 1;
+    char dir[512];
+    CHECK_OK(sf_dataset_load(SF_DATASET_NCALTECH101, path_of(dir, sizeof dir, "ncal"), SF_SPLIT_TEST, &p, &te));
+    CHECK(te && te->count == 102 && te->classes == 102 && te->labels[0] == 0 && te->labels[1] == 1 &&
+              te->events[te->offsets[0] + 1].x == 0,
+          "with ncaltech101_background: 102 classes, BACKGROUND_Google first");
+    sf_dataset_free(te);
+
+    char path[512], cmd[700];
+    uint8_t b[10];
+    nm_event(b, 240, 3, 0, 10);
+    nm_event(b + 5, 1, 1, 0, 20);
+    put(path_of(path, sizeof path, "ncal/Caltech101/class_050/image_0001.bin"), b, 10);
+    expect_fail(load(SF_DATASET_NCALTECH101, "ncal", SF_SPLIT_TEST, &te), SF_ERR_FORMAT, "class_050/image_0001.bin",
+                "event 0 at x 240", "an event off the 240-wide sensor");
+    put(path, b, 7);
+    expect_fail(load(SF_DATASET_NCALTECH101, "ncal", SF_SPLIT_TEST, &te), SF_ERR_FORMAT, "class_050/image_0001.bin",
+                "not a whole number of 5-byte events", "a truncated recording");
+    snprintf(cmd, sizeof cmd, "rm -r '%s/ncal/Caltech101/class_100'", tmpdir);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    expect_fail(load(SF_DATASET_NCALTECH101, "ncal", SF_SPLIT_TEST, &te), SF_ERR_FORMAT,
+                "100 class folders, expected 101 besides BACKGROUND_Google", "garrickorchard",
+                "a class folder missing");
 }
 
 /* ---------------------------------------------------------------- DVS128 Gesture (AEDAT 3.1) */
@@ -569,6 +750,8 @@ int main(void)
     }
     test_nmnist();
     test_gesture();
+    test_cifar10dvs();
+    test_ncaltech101();
     test_shd();
     test_cache();
     char cmd[300];

@@ -168,7 +168,7 @@ static void test_bad_params(void)
 {
     expect_invalid(params(0, 1, 1, 2, 10, 0.1f, 0), "every side must be 1..16384");
     expect_invalid(params(8192, 8192, 2, 2, 10, 0.1f, 0), "more than 2^26 inputs");
-    expect_invalid(params(4, 1, 1, 0, 10, 0.1f, 0), "classes 1..256");
+    expect_invalid(params(4, 1, 1, 0, 10, 0.1f, 0), "classes 1..65536");
     expect_invalid(params(4, 1, 1, 2, 0, 0.1f, 0), "samples must be >= 1");
     expect_invalid(params(4, 1, 1, 2, 10, 0.0f, 0), "density in (0, 1]");
     expect_invalid(params(4, 1, 1, 2, 10, 1.5f, 0), "density in (0, 1]");

@@ -110,6 +110,9 @@ static void print_epoch(sf_progress *p, const sf_train_event *ev)
             sf_cli_bytes((double)ev->peak_rss_bytes, rss, sizeof rss));
     for (int32_t i = 0; i < ev->num_rates; i++) fprintf(p->out, " %.3f", (double)ev->firing_rates[i]);
     if (ev->skipped) fprintf(p->out, " | %" PRId64 " steps skipped (fp16 loss scaling)", ev->skipped);
+    if (ev->epoch_seconds > 0 && ev->data_wait_seconds >= 0.01 * ev->epoch_seconds)
+        fprintf(p->out, " | waited for data %.0f%% of the time", 100.0 * ev->data_wait_seconds / ev->epoch_seconds);
+    if (ev->bad_images) fprintf(p->out, " | %" PRId64 " bad images skipped", ev->bad_images);
     fputc('\n', p->out);
     fflush(p->out);
 }

@@ -305,13 +305,9 @@ static sf_status located(sf_status s, const char *where, int line, const char *w
  * or latency encoding, the synthetic source, and event frames of kind binary. */
 static int input_is_spikes(const sf_config *cfg)
 {
-    switch (cfg->train.dataset) {
-    case SF_DATASET_FASHION_MNIST:
-    case SF_DATASET_MNIST:
-    case SF_DATASET_CIFAR10: return cfg->train.encoding != SF_ENCODING_DIRECT;
-    case SF_DATASET_SYNTHETIC: return 1;
-    default: return cfg->train.events.frame == SF_FRAME_BINARY;
-    }
+    if (cfg->train.dataset == SF_DATASET_SYNTHETIC) return 1;
+    if (sf_dataset_kind_is_events(cfg->train.dataset)) return cfg->train.events.frame == SF_FRAME_BINARY;
+    return cfg->train.encoding != SF_ENCODING_DIRECT;
 }
 
 /* Everything that depends on more than one key; `where` locates messages (the file, or "override x=y"). */
@@ -365,10 +361,13 @@ static void init_defaults(sf_config *cfg)
     sf_data_params dp;
     sf_data_default_params(&dp);
     t->synthetic = dp.synthetic;
+    t->classes = dp.synthetic.classes;
     t->events = dp.events;
+    t->image_size = dp.images.size;
     sf_loader_params lp;
     sf_loader_default_params(&lp);
     t->crop_pad = lp.crop_pad;
+    t->crop_scale_min = lp.crop_scale_min;
     t->time_parallel = 1;
     sf_net_default_params(&cfg->net);
     sf_optim_default_params(&cfg->optim);

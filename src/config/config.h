@@ -3,7 +3,8 @@
  * sf_net they describe through the public API.
  *
  *   [train]    dataset, data_dir, epochs, batch, timesteps, encoding, optimizer, lr, ... (see sf_config_train);
- *              dataset = synthetic takes input_shape, classes, samples, input_density; event datasets
+ *              dataset = synthetic takes input_shape, classes, samples, input_density; imagefolder classes,
+ *              image_size, crop_scale_min, skip_bad_images, val_labels, data_threads; event datasets
  *              time_window_us, frame, downsample, polarity and the aug_* keys
  *   [neuron]   defaults for every LIF layer: neuron (lif | plif | if | alif), tau, decay, decay_input, v_threshold,
  *              v_reset, reset, detach_reset, surrogate, alpha, grad_threshold, per_channel, rho, tau_adapt, beta
@@ -46,7 +47,15 @@ typedef struct sf_config_train {
     int32_t normalize;                 /* direct encoding: per-channel (x - mean) / std; default on */
     float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS]; /* one value per channel; NaN
                                                                          * ("default"): the dataset's values */
-    sf_synthetic_params synthetic;     /* dataset = synthetic: input_shape, classes, samples, input_density */
+    int32_t classes;                   /* synthetic: the class count; imagefolder: the class folders expected */
+    sf_synthetic_params synthetic;     /* dataset = synthetic: input_shape, samples, input_density */
+    int32_t image_size;                /* imagefolder: the network input's side (default 224) */
+    float crop_scale_min;              /* imagefolder, augmented: the random resized crop's smallest area */
+    int32_t skip_bad_images;           /* imagefolder: images that do not decode are skipped and counted */
+    char val_labels[SF_CONFIG_PATH_MAX]; /* imagefolder: a flat val/'s labels file ("": class folders) */
+    int32_t data_threads;              /* imagefolder: threads decoding images (0: as many as OpenMP's) */
+    int32_t coarse_labels;             /* cifar100: the 20 superclasses */
+    int32_t background_class;          /* ncaltech101: BACKGROUND_Google as a class */
     sf_event_params events;            /* event datasets: time_window_us, frame, downsample, polarity, aug_* */
     int32_t threads;                   /* OpenMP threads; 0: the default */
     int64_t log_every;                 /* steps between metric lines; default 100, 0: per epoch only */

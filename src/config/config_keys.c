@@ -24,6 +24,7 @@ static const char *const polarity_names[] = {"keep", "merge", NULL};    /* merge
 static const char *const surrogate_names[] = {"sigmoid", "atan", "fast_sigmoid", "rect", NULL};
 static const char *const sparse_names[] = {"off", "auto", "on", NULL}; /* sf_sparse_mode order */
 static const char *const model_names[] = {"lif", "plif", "if", "alif", NULL}; /* sf_neuron_model order */
+static const char *const cifar100_label_names[] = {"fine", "coarse", NULL};    /* coarse_labels 0, 1 */
 
 #define BIG 1e30
 #define SF_CONFIG_STRING_MAX 180
@@ -44,10 +45,19 @@ const sf_key_spec sf_train_keys[] = {
     {.name = "mean", .type = SF_V_CHANNELS, .offset = TRAIN(train.mean), .min = -BIG, .max = BIG},
     {.name = "std", .type = SF_V_CHANNELS, .offset = TRAIN(train.std), .min = 0, .max = BIG, .open_min = 1},
     {.name = "input_shape", .type = SF_V_SHAPE, .offset = TRAIN(train.synthetic.shape), .min = 1, .max = 16384},
-    {.name = "classes", .type = SF_V_INT32, .offset = TRAIN(train.synthetic.classes), .min = 1, .max = 256},
+    {.name = "classes", .type = SF_V_INT32, .offset = TRAIN(train.classes), .min = 1, .max = SF_DATASET_MAX_CLASSES},
     {.name = "samples", .type = SF_V_INT64, .offset = TRAIN(train.synthetic.samples), .min = 1, .max = 1e9},
     {.name = "input_density", .type = SF_V_FLOAT, .offset = TRAIN(train.synthetic.density), .min = 0, .max = 1,
      .open_min = 1},
+    {.name = "image_size", .type = SF_V_INT32, .offset = TRAIN(train.image_size), .min = 8, .max = 4096},
+    {.name = "crop_scale_min", .type = SF_V_FLOAT, .offset = TRAIN(train.crop_scale_min), .min = 0, .max = 1,
+     .open_min = 1},
+    {.name = "skip_bad_images", .type = SF_V_BOOL, .offset = TRAIN(train.skip_bad_images)},
+    {.name = "val_labels", .type = SF_V_STRING, .offset = TRAIN(train.val_labels)},
+    {.name = "data_threads", .type = SF_V_INT32, .offset = TRAIN(train.data_threads), .min = 0, .max = 4096},
+    {.name = "cifar100_labels", .type = SF_V_ENUM, .offset = TRAIN(train.coarse_labels),
+     .choices = cifar100_label_names},
+    {.name = "ncaltech101_background", .type = SF_V_BOOL, .offset = TRAIN(train.background_class)},
     {.name = "time_window_us", .type = SF_V_INT64, .offset = TRAIN(train.events.time_window_us), .min = 0,
      .max = 1e12},
     {.name = "frame", .type = SF_V_ENUM, .offset = TRAIN(train.events.frame), .choices = frame_names},

@@ -8,13 +8,19 @@
 
 void sf_config_data_params(const sf_config *cfg, sf_data_params *p)
 {
+    const sf_config_train *t = &cfg->train;
     sf_data_default_params(p);
-    p->synthetic = cfg->train.synthetic;
-    p->events = cfg->train.events;
+    p->synthetic = t->synthetic;
+    p->synthetic.classes = t->classes;
+    p->events = t->events;
+    p->images = (sf_image_params){.size = t->image_size, .classes = t->classes, .skip_bad = t->skip_bad_images,
+                                  .val_labels = t->val_labels};
+    p->coarse_labels = t->coarse_labels;
+    p->background_class = t->background_class;
     p->seed = cfg->net.seed;
-    p->cache_dir = cfg->train.data_cache;
-    p->timesteps = cfg->train.timesteps;
-    if (cfg->train.augment == 0) { /* no augmentation: the training split can be cached too */
+    p->cache_dir = t->data_cache;
+    p->timesteps = t->timesteps;
+    if (t->augment == 0) { /* no augmentation: the training split can be cached too */
         p->events.time_jitter_us = p->events.shift = p->events.flip = 0;
         p->events.drop_event = 0.0f;
     }
@@ -41,6 +47,7 @@ void sf_config_loader_params(const sf_config *cfg, int32_t training, sf_loader_p
     p->training = training != 0;
     p->augment = training && (t->augment < 0 ? sf_dataset_kind_augments(t->dataset) : t->augment != 0);
     p->crop_pad = t->crop_pad;
+    p->crop_scale_min = t->crop_scale_min;
     p->erase_p = t->erase_p;
     p->normalize = t->normalize;
     float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS];
@@ -49,7 +56,7 @@ void sf_config_loader_params(const sf_config *cfg, int32_t training, sf_loader_p
         p->mean[c] = isnan(t->mean[0]) || isnan(t->mean[c]) ? mean[c] : t->mean[c];
         p->std[c] = isnan(t->std[0]) || isnan(t->std[c]) ? std[c] : t->std[c];
     }
-    p->prefetch = 1;
+    p->threads = t->data_threads;
     p->events = t->events;
     /* page-locked where the net runs on a GPU: each step's upload then runs at the bus's speed */
     p->memory = (sf_batch_memory){batch_alloc, batch_release, (void *)&cfg->net.device};

@@ -1,6 +1,6 @@
 /* dataset.c — datasets held in memory: creating one, filling it from the sample views the readers return (the one
  * place an image dataset is built from a file's bytes), and freeing it. */
-#include "data/dataset.h"
+#include "data/formats.h"
 
 #include "core/error.h"
 
@@ -21,15 +21,17 @@ sf_status sf_dataset_create_of_type(sf_sample_type type, int64_t count, int32_t 
                                     int32_t width, int32_t classes, sf_dataset **out)
 {
     *out = NULL;
-    const int32_t max_channels = type == SF_SAMPLES_IMAGES ? SF_DATASET_MAX_CHANNELS : SF_DATASET_MAX_SIDE;
+    const int32_t max_channels =
+        type == SF_SAMPLES_IMAGES || type == SF_SAMPLES_FILES ? SF_DATASET_MAX_CHANNELS : SF_DATASET_MAX_SIDE;
     if (count < 0 || channels < 1 || channels > max_channels || height < 1 || height > SF_DATASET_MAX_SIDE ||
-        width < 1 || width > SF_DATASET_MAX_SIDE || classes < 1 || classes > 256)
+        width < 1 || width > SF_DATASET_MAX_SIDE || classes < 1 || classes > SF_DATASET_MAX_CLASSES)
         return sf_fail(SF_ERR_INVALID,
                        "dataset of %lld samples of %d×%d×%d with %d classes: channels must be 1..%d, sides 1..%d, "
-                       "classes 1..256",
-                       (long long)count, channels, height, width, classes, max_channels, SF_DATASET_MAX_SIDE);
+                       "classes 1..%d",
+                       (long long)count, channels, height, width, classes, max_channels, SF_DATASET_MAX_SIDE,
+                       SF_DATASET_MAX_CLASSES);
     const size_t sample = (size_t)channels * (size_t)height * (size_t)width;
-    SF_TRY(check_size(count, type == SF_SAMPLES_IMAGES ? sample : 1));
+    SF_TRY(check_size(count, type == SF_SAMPLES_IMAGES ? sample + sizeof(int32_t) : sizeof(int32_t)));
     sf_dataset *ds = calloc(1, sizeof *ds);
     if (!ds) return sf_fail(SF_ERR_NOMEM, "out of memory");
     ds->type = type;
@@ -39,7 +41,7 @@ sf_status sf_dataset_create_of_type(sf_sample_type type, int64_t count, int32_t 
     ds->width = width;
     ds->classes = classes;
     if (type == SF_SAMPLES_IMAGES) ds->images = calloc(count ? (size_t)count * sample : 1, 1);
-    ds->labels = calloc(count ? (size_t)count : 1, 1);
+    ds->labels = calloc(count ? (size_t)count : 1, sizeof *ds->labels);
     if ((type == SF_SAMPLES_IMAGES && !ds->images) || !ds->labels) {
         sf_dataset_free(ds);
         return sf_fail(SF_ERR_NOMEM, "out of memory for %lld samples of %zu bytes", (long long)count, sample);
@@ -93,7 +95,7 @@ sf_status sf_dataset_append(sf_dataset **ds, const sf_sample_view *v)
     uint8_t *images = realloc(d->images, count ? (size_t)count * sample : 1);
     if (!images) return sf_fail(SF_ERR_NOMEM, "out of memory for %lld samples of %zu bytes", (long long)count, sample);
     d->images = images;
-    uint8_t *labels = realloc(d->labels, count ? (size_t)count : 1);
+    int32_t *labels = realloc(d->labels, (count ? (size_t)count : 1) * sizeof *labels);
     if (!labels) return sf_fail(SF_ERR_NOMEM, "out of memory for %lld labels", (long long)count);
     d->labels = labels;
     copy_samples(d, d->count, v);
@@ -109,5 +111,6 @@ void sf_dataset_free(sf_dataset *ds)
     free(ds->events);
     free(ds->offsets);
     free(ds->frames_block);
+    free(ds->files); /* one block */
     free(ds);
 }

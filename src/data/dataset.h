@@ -1,7 +1,8 @@
-/* dataset.h — classification datasets held in memory: images (MNIST, Fashion-MNIST, CIFAR-10), event streams
- * (SHD, SSC, N-MNIST, DVS128 Gesture) and synthetic spike trains of any shape; their file readers (each a parser
+/* dataset.h — classification datasets: images held in memory (MNIST, Fashion-MNIST, CIFAR-10, CIFAR-100), image
+ * folders streamed from their JPEG and PNG files (the ImageNet layout), event streams (SHD, SSC, N-MNIST, DVS128
+ * Gesture, CIFAR10-DVS, N-Caltech101) and synthetic spike trains of any shape; their file readers (each a parser
  * that trusts nothing in the bytes), the spike encodings, the binning of events into frames, and the batch loader
- * that shuffles, augments, encodes or bins and prefetches on a background thread.
+ * that shuffles, decodes, augments, encodes or bins on its worker threads ahead of the step.
  *
  * Everything the trainer needs from src/data is declared here. */
 #ifndef SF_DATA_DATASET_H
@@ -14,6 +15,7 @@
 
 /* ---------------------------------------------------------------- datasets */
 #define SF_DATASET_MAX_CHANNELS 4
+#define SF_DATASET_MAX_CLASSES 65536
 
 /* One kind per row of the format table (data/formats.c). */
 typedef enum sf_dataset_kind {
@@ -25,12 +27,16 @@ typedef enum sf_dataset_kind {
     SF_DATASET_SSC,
     SF_DATASET_NMNIST,
     SF_DATASET_DVSGESTURE,
+    SF_DATASET_CIFAR100,
+    SF_DATASET_IMAGEFOLDER,
+    SF_DATASET_CIFAR10DVS,
+    SF_DATASET_NCALTECH101,
     SF_DATASET_NUM_KINDS
 } sf_dataset_kind;
 typedef enum sf_split { SF_SPLIT_TRAIN = 0, SF_SPLIT_TEST } sf_split;
 
-/* "fashion-mnist", "mnist", "cifar10", "synthetic", "shd", "ssc", "nmnist", "dvsgesture". A wrong name is
- * SF_ERR_INVALID "expects fashion-mnist, ...". */
+/* "fashion-mnist", "mnist", "cifar10", "synthetic", "shd", "ssc", "nmnist", "dvsgesture", "cifar100",
+ * "imagefolder", "cifar10dvs", "ncaltech101". A wrong name is SF_ERR_INVALID "expects fashion-mnist, ...". */
 sf_status sf_dataset_kind_parse(const char *name, sf_dataset_kind *out);
 const char *sf_dataset_kind_name(sf_dataset_kind kind);
 /* The accepted names as "fashion-mnist, mnist or cifar10" into buf (truncated to cap). */
@@ -38,10 +44,12 @@ void sf_dataset_kind_list(char *buf, size_t cap);
 /* Where the dataset is looked for when no directory is given: /usr/share/datasets/fashion-mnist (Debian package
  * dataset-fashion-mnist), data/mnist, data/cifar-10-batches-bin ("" for synthetic). */
 const char *sf_dataset_default_dir(sf_dataset_kind kind);
-/* Whether `augment = auto` augments a kind's training samples (CIFAR-10 and the event datasets). */
+/* Whether `augment = auto` augments a kind's training samples (the colour images and the event datasets). */
 int sf_dataset_kind_augments(sf_dataset_kind kind);
 /* Whether a kind's samples are images (pixel intensities the loader encodes), not event streams or spikes. */
 int sf_dataset_kind_images(sf_dataset_kind kind);
+/* Whether a kind's samples are event streams (binned into frames). */
+int sf_dataset_kind_is_events(sf_dataset_kind kind);
 /* The standard per-channel mean and std of a kind on the [0, 1] scale (unused channels, and kinds that are not
  * images: 0 and 1). */
 void sf_dataset_kind_stats(sf_dataset_kind kind, float mean[SF_DATASET_MAX_CHANNELS],
@@ -54,7 +62,7 @@ void sf_dataset_kind_stats(sf_dataset_kind kind, float mean[SF_DATASET_MAX_CHANN
  * classes differ in which inputs fire more: a network can learn them. */
 typedef struct sf_synthetic_params {
     int32_t shape[3]; /* C, H, W of one step's input ([N] inputs: N, 1, 1) */
-    int32_t classes;  /* 1..256 */
+    int32_t classes;  /* 1..SF_DATASET_MAX_CLASSES */
     int64_t samples;  /* in the training split; the test split has samples / 4 (at least 1) */
     float density;    /* in (0, 1] */
 } sf_synthetic_params;
@@ -84,10 +92,26 @@ typedef struct sf_event_params {
     int32_t flip;           /* x mirrored with probability 1/2 */
 } sf_event_params;
 
+/* Image folders (imagefolder.c): data_dir/train/<class>/<image> (classes are the folder names in byte order, as
+ * torchvision's ImageFolder sorts them) and data_dir/val, with the same class folders or flat with a labels file.
+ * Images are JPEG (libjpeg-turbo: grayscale and CMYK too) or PNG (libpng), whatever their file name says; they are
+ * decoded when a batch is made (sf_image_sample), never held in memory. */
+typedef struct sf_image_params {
+    int32_t size;           /* the side of the square network input: the training crop and the evaluation crop */
+    int32_t classes;        /* the class folders data_dir/train must hold */
+    int32_t skip_bad;       /* 1: an image that does not decode is left out of its batch and counted; 0: it fails
+                             * the batch with an error naming the file */
+    const char *val_labels; /* a flat val/: the file naming each image's class (NULL or "": val/ has class
+                             * folders) */
+} sf_image_params;
+
 /* What a config says about its data beyond the kind and directory. */
 typedef struct sf_data_params {
     sf_synthetic_params synthetic;
     sf_event_params events;
+    sf_image_params images;
+    int32_t coarse_labels;    /* CIFAR-100: its 20 superclasses instead of the 100 classes */
+    int32_t background_class; /* N-Caltech101: BACKGROUND_Google as a 102nd class */
     uint64_t seed;          /* the synthetic draws */
     const char *cache_dir;  /* event datasets: where binned splits are cached (NULL or "": no cache); a split is
                              * cached when it is not augmented (the test split, or no aug_* amount is set) */
@@ -95,7 +119,8 @@ typedef struct sf_data_params {
 } sf_data_params;
 
 /* Synthetic 1×28×28 with 10 classes, 1024 samples, density 0.1, seed 0; events in T equal bins, counts, full
- * resolution, polarities kept, no augmentation, no cache (timesteps 0: set it with a cache). */
+ * resolution, polarities kept, no augmentation, no cache (timesteps 0: set it with a cache); image folders of 10
+ * classes at 224×224, bad images failing; CIFAR-100's fine labels; N-Caltech101 without its background class. */
 void sf_data_default_params(sf_data_params *p);
 /* The shape of one step's network input [C, H, W] and the class count a kind delivers with these parameters. */
 void sf_data_input_shape(sf_dataset_kind kind, const sf_data_params *p, int32_t shape[3], int32_t *classes);
@@ -105,8 +130,11 @@ typedef enum sf_sample_type {
     SF_SAMPLES_IMAGES = 0, /* uint8 images, turned into T steps by an encoding */
     SF_SAMPLES_SYNTHETIC,  /* spike trains drawn when a batch is made; only the labels are stored */
     SF_SAMPLES_EVENTS,     /* event streams, binned into T frames when a batch is made */
-    SF_SAMPLES_FRAMES      /* event streams binned already (read from or written to the frame cache) */
+    SF_SAMPLES_FRAMES,     /* event streams binned already (read from or written to the frame cache) */
+    SF_SAMPLES_FILES       /* image files, decoded, cropped and encoded when a batch is made (image folders) */
 } sf_sample_type;
+
+typedef struct sf_image_files sf_image_files;
 
 /* One event: time in µs from its sample's first event, position on the sensor, polarity. */
 typedef struct sf_event {
@@ -121,7 +149,7 @@ typedef struct sf_dataset {
     int32_t channels, height, width; /* per sample (and step) */
     int32_t classes;                 /* labels are in [0, classes) */
     uint8_t *images;                 /* images: [count, channels, height, width], intensity 0..255; else NULL */
-    uint8_t *labels;                 /* [count] */
+    int32_t *labels;                 /* [count] */
     float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS]; /* images: standard per-channel statistics
                                                                          * of the dataset on the [0, 1] scale */
     float density;                   /* synthetic: sf_synthetic_params.density */
@@ -136,6 +164,8 @@ typedef struct sf_dataset {
                                       * channels × height × width being the network input (binned already) */
     int64_t frames_T;
     void *frames_block;              /* frames: the allocation `frames` points into */
+    sf_image_files *files;           /* files: the list of image files (imagefolder.c), one allocation;
+                                      * height = width = the network input's side */
 } sf_dataset;
 
 /* Labelled samples as a reader found them, viewed in place in the file's bytes: sample i's image is the
@@ -154,6 +184,8 @@ sf_status sf_dataset_create(int64_t count, int32_t channels, int32_t height, int
  * shape and classes must be the view's). On failure *ds is left as it was. */
 sf_status sf_dataset_append(sf_dataset **ds, const sf_sample_view *v);
 void sf_dataset_free(sf_dataset *ds);
+/* Image folders: the images found bad so far (each counted once, whichever loader met it); 0 for other datasets. */
+int64_t sf_dataset_bad_images(const sf_dataset *ds);
 
 /* Loads one split of a dataset from `dir` (NULL or "": sf_dataset_default_dir) with parameters p (NULL: the
  * defaults). A missing file is SF_ERR_IO with a message naming the path looked at and the package or download that
@@ -199,6 +231,10 @@ sf_status sf_idx_samples(const uint8_t *images, size_t images_len, const uint8_t
  * of records and every label < 10. */
 #define SF_CIFAR_RECORD_BYTES (1 + 3 * 32 * 32)
 sf_status sf_cifar_parse(const uint8_t *buf, size_t len, sf_sample_view *out);
+/* CIFAR-100 binary records: the coarse label byte (< 20), the fine label byte (< 100), then the image as CIFAR-10's;
+ * the view's labels are the fine ones, or the coarse ones when `coarse`. */
+#define SF_CIFAR100_RECORD_BYTES (2 + 3 * 32 * 32)
+sf_status sf_cifar100_parse(const uint8_t *buf, size_t len, int coarse, sf_sample_view *out);
 
 /* ---------------------------------------------------------------- encodings
  * An image x in [0, 1] (intensity / 255) becomes T steps of input:
@@ -229,12 +265,17 @@ typedef struct sf_loader_params {
                           * batch dropped. 0 (evaluation): dataset order, no augmentation, the last batch may be
                           * partial (its `valid` count says how many samples are real) */
     int32_t augment;     /* training only: images get a random crop with zero padding crop_pad and a horizontal flip
-                          * with p = 1/2, events the augmentation of `events` */
+                          * with p = 1/2 (image folders: a random resized crop and the flip), events the augmentation
+                          * of `events` */
     int32_t crop_pad;    /* augmented images: the crop's shift in [-crop_pad, crop_pad] per axis (0: the flip alone) */
+    float crop_scale_min; /* augmented image folders: the random resized crop's smallest area fraction, in (0, 1] */
     float erase_p;       /* augmented images: the probability of random erasing after the crop/flip (encode.c) */
     int32_t normalize;   /* direct encoding only: (x - mean) / std per channel */
     float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS]; /* std[0] == 0: the dataset's values */
-    int32_t prefetch;    /* 1: a background thread encodes the next batch while the current one is used */
+    int32_t prefetch;    /* batches prepared on the loader's threads ahead of the one the caller holds (0: each
+                          * batch is made when asked for, on the caller's thread and its OpenMP threads) */
+    int32_t threads;     /* image folders: the threads decoding images (0: omp_get_max_threads()); other datasets
+                          * prepare a batch on one thread and its OpenMP threads */
     sf_event_params events; /* event datasets: binning and augmentation */
     int32_t shards;      /* data-parallel processes (0 or 1: this loader sees every sample): a global batch is
                           * batch × shards samples of the epoch's order, and this loader takes part `shard` of each
@@ -244,8 +285,8 @@ typedef struct sf_loader_params {
     sf_batch_memory memory; /* the batches' floats */
 } sf_loader_params;
 
-/* batch 64, T 1, direct, seed 0, training, no augmentation (crop_pad 4 and no erasing when turned on), normalised
- * with the dataset's values, prefetch on. */
+/* batch 64, T 1, direct, seed 0, training, no augmentation (crop_pad 4, crop_scale_min 0.08 and no erasing when
+ * turned on), normalised with the dataset's values, 2 batches prefetched. */
 void sf_loader_default_params(sf_loader_params *p);
 
 typedef struct sf_batch {
@@ -253,8 +294,9 @@ typedef struct sf_batch {
     const int32_t *labels;   /* [B] */
     int64_t T, B;
     int32_t C, H, W;
-    int32_t valid;           /* real samples: B except in an evaluation epoch's partial last batch, whose
-                              * remaining slots repeat the batch's real samples (count only the first `valid`) */
+    int32_t valid;           /* real samples: B except in an evaluation epoch's partial last batch, or a batch
+                              * whose bad images were skipped (image folders, skip_bad), whose remaining slots
+                              * repeat the batch's real samples (count only the first `valid`) */
     int64_t epoch, index;    /* which batch this is */
 } sf_batch;
 
@@ -278,6 +320,10 @@ sf_status sf_loader_next(sf_loader *l, const sf_batch **out);
 void sf_loader_get_state(const sf_loader *l, sf_loader_state *out);
 /* Repositions the loader (dropping any prefetched batch); index in [0, batches-per-epoch]. */
 sf_status sf_loader_set_state(sf_loader *l, const sf_loader_state *st);
+/* Seconds sf_loader_next has waited for its batches to be ready since the loader was made (the step's wait for
+ * data); a synchronous loader's are the seconds it spent making them. Call it from the thread that calls
+ * sf_loader_next. */
+double sf_loader_wait_seconds(const sf_loader *l);
 
 /* The sample order of `epoch` for a training loader: a permutation of [0, n) drawn by Fisher–Yates from the
  * counter-based RNG keyed by (seed, epoch). */
@@ -297,5 +343,37 @@ void sf_events_bin_batch(const sf_dataset *ds, const sf_loader_params *p, int64_
                          int64_t count, float *x);
 /* Copies `count` samples of a frames dataset into x [T, B, C, H, W] (binary frames: 1 where a count is > 0). */
 void sf_frames_batch(const sf_dataset *ds, const sf_loader_params *p, const int64_t *idx, int64_t count, float *x);
+
+/* ---------------------------------------------------------------- image folders, one sample at a time
+ * Where the network input of an image of W×H pixels comes from: the box [x, x + w) × [y, y + h) of the image (in
+ * pixels, real-valued), resized to size×size and mirrored when `flip`. Training with augment: torchvision's
+ * RandomResizedCrop (area fraction uniform in [crop_scale_min, 1], aspect ratio log-uniform in [3/4, 4/3], up to 10
+ * draws, then the centre crop of the nearest ratio) and a flip with p = 1/2, each draw a function of (seed, epoch,
+ * sample); otherwise the evaluation crop: the short side resized to ⌊size·256/224⌋ (the long side in proportion,
+ * truncated), then the size×size centre. */
+typedef struct sf_image_crop {
+    double x, y, w, h;
+    int32_t flip;
+    int32_t inside; /* 1: the resize reads only pixels in the box (a crop, then a resize); 0: the pixels around it
+                     * too (a resize of the whole image, then a crop) */
+} sf_image_crop;
+void sf_image_crop_of(const sf_loader_params *p, int32_t size, int64_t epoch, int64_t sample, int32_t W, int32_t H,
+                      sf_image_crop *out);
+
+/* A loader thread's decoding state: a TurboJPEG handle and buffers grown to the largest image met. */
+typedef struct sf_image_decoder sf_image_decoder;
+sf_status sf_image_decoder_create(sf_image_decoder **out);
+void sf_image_decoder_free(sf_image_decoder *d);
+/* Sample `sample` of an image folder into x, its slot of step 0 in a [T, B, C, H, W] batch (step t at
+ * x + t·step): the file read, decoded at the smallest DCT scale that keeps the crop at least size×size, cropped as
+ * sf_image_crop_of says, resized (bilinear, antialiased when shrinking, as PIL and torchvision), erased (erase_p)
+ * and encoded. A file that cannot be read is SF_ERR_IO naming it, one that does not decode SF_ERR_FORMAT; x is
+ * then zero. */
+sf_status sf_image_sample(const sf_dataset *ds, const sf_loader_params *p, sf_image_decoder *d, int64_t epoch,
+                          int64_t sample, float *x, size_t step);
+/* Records that sample `sample` of an image folder is bad (counted once by sf_dataset_bad_images). */
+void sf_image_mark_bad(const sf_dataset *ds, int64_t sample);
+/* Whether an image folder skips its bad images (sf_image_params.skip_bad). */
+int sf_image_skips_bad(const sf_dataset *ds);
 
 #endif

@@ -8,7 +8,13 @@
 #include <stdint.h>
 
 /* One stream per purpose keeps shuffling, augmentation and Poisson spikes independent of each other. */
-enum { SF_DRAW_SHUFFLE = 0x5348, SF_DRAW_AUGMENT = 0x4147, SF_DRAW_POISSON = 0x504f, SF_DRAW_SYNTHETIC = 0x5359 };
+enum {
+    SF_DRAW_SHUFFLE = 0x5348,
+    SF_DRAW_AUGMENT = 0x4147,
+    SF_DRAW_POISSON = 0x504f,
+    SF_DRAW_SYNTHETIC = 0x5359,
+    SF_DRAW_CROP = 0x4352 /* image folders' random resized crop and flip */
+};
 
 /* The key of one purpose in one epoch; draws within it are sf_hash3(key, a, b) / sf_uniform(key, a, b). */
 static inline uint64_t sf_draw_key(uint64_t seed, uint64_t purpose, int64_t epoch)

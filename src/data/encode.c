@@ -1,6 +1,6 @@
 /* encode.c — turning images into T steps of network input (direct, Poisson rate, latency), with the per-channel
  * normalisation of direct inputs and the seeded crop/flip and random erasing augmentations. */
-#include "data/dataset.h"
+#include "data/formats.h"
 
 #include "core/error.h"
 #include "data/draws.h"
@@ -46,13 +46,9 @@ static view sample_view(const sf_loader_params *p, uint64_t aug_key, int64_t sam
  * fits (h <= H, w <= W; up to 10 tries, then none). Its pixels, every channel, become intensity 0 (torchvision's
  * value 0 on the image in [0, 1]) after the crop/flip, before normalisation and encoding. The draws take indices
  * 1.. of the sample's augmentation stream, so the crop/flip (index 0) stays as it was. */
-typedef struct rect {
-    int y, x, h, w; /* h or w 0: nothing erased */
-} rect;
-
-static rect erase_rect(const sf_loader_params *p, int H, int W, uint64_t aug_key, int64_t sample)
+sf_erase_rect sf_erase_rect_of(const sf_loader_params *p, int H, int W, uint64_t aug_key, int64_t sample)
 {
-    const rect none = {0, 0, 0, 0};
+    const sf_erase_rect none = {0, 0, 0, 0};
     const uint64_t id = (uint64_t)sample;
     if (!(p->training && p->augment) || sf_uniform(aug_key, id, 1) >= p->erase_p) return none;
     const double area = (double)H * W, log_lo = log(0.3), log_hi = log(3.3);
@@ -62,9 +58,15 @@ static rect erase_rect(const sf_loader_params *p, int H, int W, uint64_t aug_key
         const int h = (int)lround(sqrt(s * area * r)), w = (int)lround(sqrt(s * area / r));
         if (h > H || w > W) continue;
         const uint64_t at = sf_hash3(aug_key, id, k + 2);
-        return (rect){(int)(at % (uint64_t)(H - h + 1)), (int)((at >> 32) % (uint64_t)(W - w + 1)), h, w};
+        return (sf_erase_rect){(int)(at % (uint64_t)(H - h + 1)), (int)((at >> 32) % (uint64_t)(W - w + 1)), h, w};
     }
     return none;
+}
+
+void sf_erase_apply(sf_erase_rect e, int C, int H, int W, float *x)
+{
+    for (int c = 0; c < C; c++)
+        for (int y = e.y; y < e.y + e.h; y++) memset(x + ((size_t)c * H + y) * W + e.x, 0, (size_t)e.w * sizeof *x);
 }
 
 /* Intensity in [0, 1] of output pixel (c, y, x), 0 where the crop reaches into the padding. */
@@ -75,10 +77,9 @@ static float pixel(const sf_dataset *ds, const uint8_t *img, view v, int c, int 
     return (float)img[((size_t)c * ds->height + sy) * ds->width + sx] / 255.0f;
 }
 
-/* Encodes one sample whose intensities (after augmentation) are already in step 0's slot `x0`; the other steps'
- * slots are x0 + t·step. Step 0 is written last because it holds the input. */
-static void encode_steps(const sf_loader_params *p, const float *mean, const float *std, size_t hw, int C,
-                         uint64_t poisson_key, int64_t sample, float *x0, size_t step)
+/* Step 0 is written last because it holds the input. */
+void sf_encode_steps(const sf_loader_params *p, const float *mean, const float *std, size_t hw, int C,
+                     uint64_t poisson_key, int64_t sample, float *x0, size_t step)
 {
     const int64_t T = p->timesteps;
     const size_t chw = (size_t)C * hw;
@@ -134,10 +135,7 @@ void sf_encode_batch(const sf_dataset *ds, const sf_loader_params *p, int64_t ep
                 for (int y = 0; y < H; y++)
                     for (int xx = 0; xx < W; xx++) out[((size_t)c * H + y) * W + xx] = pixel(ds, img, v, c, y, xx);
         }
-        const rect e = erase_rect(p, H, W, aug_key, sample);
-        for (int c = 0; c < C; c++)
-            for (int y = e.y; y < e.y + e.h; y++)
-                memset(out + ((size_t)c * H + y) * W + e.x, 0, (size_t)e.w * sizeof *out);
-        encode_steps(p, mean, std, hw, C, poisson_key, sample, out, step);
+        sf_erase_apply(sf_erase_rect_of(p, H, W, aug_key, sample), C, H, W, out);
+        sf_encode_steps(p, mean, std, hw, C, poisson_key, sample, out, step);
     }
 }

@@ -75,7 +75,7 @@ sf_status sf_events_add_sample(sf_dataset *ds, const sf_event *ev, int64_t n, in
         dst[i] = ev[i];
         dst[i].t = ev[i].t - ev[0].t;
     }
-    ds->labels[ds->count] = (uint8_t)label;
+    ds->labels[ds->count] = label;
     ds->count++;
     ds->offsets[ds->count] = (int64_t)(have + (size_t)n);
     return SF_OK;

@@ -7,6 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
+static int32_t cifar100_classes(const sf_data_params *p) { return p->coarse_labels ? 20 : 100; }
+static int32_t imagefolder_classes(const sf_data_params *p) { return p->images.classes; }
+static int32_t ncaltech101_classes(const sf_data_params *p) { return p->background_class ? 102 : 101; }
+
 static const sf_dataset_format formats[] = {
     [SF_DATASET_FASHION_MNIST] =
         {.name = "fashion-mnist", .pretty = "Fashion-MNIST", .default_dir = "/usr/share/datasets/fashion-mnist",
@@ -58,6 +62,37 @@ static const sf_dataset_format formats[] = {
                      "dvsgesture/ and unpack it with tar xzf into data_dir (the folder of the .aedat files, "
                      "their _labels.csv files and trials_to_train.txt / trials_to_test.txt, or the one holding it)",
          .load = sf_gesture_load},
+    [SF_DATASET_CIFAR100] =
+        {.name = "cifar100", .pretty = "CIFAR-100", .default_dir = "data/cifar-100-binary", .channels = 3,
+         .height = 32, .width = 32, .classes = 100, .classes_of = cifar100_classes, .augment_auto = 1,
+         .mean = {0.5071f, 0.4865f, 0.4409f}, .std = {0.2673f, 0.2564f, 0.2762f},
+         .provider = "download https://www.cs.toronto.edu/~kriz/cifar-100-binary.tar.gz and unpack it with tar xzf, "
+                     "then set data_dir to the cifar-100-binary directory (or the one holding it)",
+         .load = sf_cifar100_load},
+    [SF_DATASET_IMAGEFOLDER] =
+        {.name = "imagefolder", .pretty = "image folder", .default_dir = "data/imagenet", .channels = 3,
+         .classes_of = imagefolder_classes, .augment_auto = 1, .mean = {0.485f, 0.456f, 0.406f},
+         .std = {0.229f, 0.224f, 0.225f},
+         .provider = "set data_dir to a folder holding train/<class>/ and val/ folders of JPEG or PNG images, val/ "
+                     "with the same class folders or flat with val_labels naming each image's class (ImageNet: "
+                     "ILSVRC2012_img_train.tar unpacked into train/ with each class's tar into its folder, "
+                     "ILSVRC2012_img_val.tar into val/)",
+         .load = sf_imagefolder_load},
+    [SF_DATASET_CIFAR10DVS] =
+        {.name = "cifar10dvs", .pretty = "CIFAR10-DVS", .default_dir = "data/CIFAR10-DVS", .channels = 2,
+         .height = 128, .width = 128, .classes = 10, .events = 1, .augment_auto = 1,
+         .provider = "download the ten archives airplane.zip ... truck.zip of CIFAR10-DVS (Li et al. 2017) from "
+                     "https://figshare.com/articles/dataset/CIFAR10-DVS_New/4724671 and unzip them into data_dir "
+                     "(one folder of .aedat files per class)",
+         .load = sf_cifar10dvs_load},
+    [SF_DATASET_NCALTECH101] =
+        {.name = "ncaltech101", .pretty = "N-Caltech101", .default_dir = "data/N-Caltech101", .channels = 2,
+         .height = 180, .width = 240, .classes = 101, .classes_of = ncaltech101_classes, .events = 1,
+         .augment_auto = 1,
+         .provider = "download Caltech101.zip of N-Caltech101 (Orchard et al. 2015) from "
+                     "https://www.garrickorchard.com/datasets/n-caltech101 and unzip it into data_dir (it unpacks "
+                     "to Caltech101/<class>/image_NNNN.bin)",
+         .load = sf_ncaltech101_load},
 };
 _Static_assert(sizeof formats / sizeof formats[0] == SF_DATASET_NUM_KINDS, "one format row per sf_dataset_kind");
 
@@ -75,6 +110,7 @@ const sf_dataset_format *sf_dataset_format_of(sf_dataset_kind kind)
 int sf_dataset_kind_augments(sf_dataset_kind kind) { return format_of(kind)->augment_auto; }
 
 int sf_dataset_kind_images(sf_dataset_kind kind) { return format_of(kind)->channels > 0 && !format_of(kind)->events; }
+int sf_dataset_kind_is_events(sf_dataset_kind kind) { return format_of(kind)->events; }
 
 void sf_dataset_kind_list(char *buf, size_t cap)
 {
@@ -93,7 +129,7 @@ sf_status sf_dataset_kind_parse(const char *name, sf_dataset_kind *out)
             *out = (sf_dataset_kind)i;
             return SF_OK;
         }
-    char list[256];
+    char list[512];
     sf_dataset_kind_list(list, sizeof list);
     return sf_fail(SF_ERR_INVALID, "expects %s", list);
 }
@@ -111,7 +147,7 @@ const char *sf_dataset_default_dir(sf_dataset_kind kind)
 void sf_data_default_params(sf_data_params *p)
 {
     *p = (sf_data_params){.synthetic = {.shape = {1, 28, 28}, .classes = 10, .samples = 1024, .density = 0.1f},
-                          .events = {.downsample = 1}};
+                          .events = {.downsample = 1}, .images = {.size = 224, .classes = 10}};
 }
 
 void sf_data_input_shape(sf_dataset_kind kind, const sf_data_params *p, int32_t shape[3], int32_t *classes)
@@ -122,7 +158,7 @@ void sf_data_input_shape(sf_dataset_kind kind, const sf_data_params *p, int32_t 
         *classes = p->synthetic.classes;
         return;
     }
-    *classes = f->classes;
+    *classes = sf_format_classes(f, p);
     if (f->events) {
         int32_t frame[3];
         sf_event_frame_shape(f->channels, f->height, f->width, &p->events, frame);
@@ -130,8 +166,8 @@ void sf_data_input_shape(sf_dataset_kind kind, const sf_data_params *p, int32_t 
         return;
     }
     shape[0] = f->channels;
-    shape[1] = f->height;
-    shape[2] = f->width;
+    shape[1] = f->height ? f->height : p->images.size; /* image folders: square crops of image_size */
+    shape[2] = f->width ? f->width : p->images.size;
 }
 
 void sf_dataset_kind_stats(sf_dataset_kind kind, float mean[SF_DATASET_MAX_CHANNELS],
@@ -159,7 +195,8 @@ sf_status sf_dataset_load(sf_dataset_kind kind, const char *dir, sf_split split,
     const sf_event_params *e = &p->events;
     const int augmented =
         split == SF_SPLIT_TRAIN && (e->time_jitter_us || e->drop_event > 0.0f || e->shift || e->flip);
-    if (f->events && p->cache_dir && *p->cache_dir && !augmented) {
+    /* the cache keeps labels in a byte */
+    if (f->events && p->cache_dir && *p->cache_dir && !augmented && sf_format_classes(f, p) <= 256) {
         if (p->timesteps < 1 || p->timesteps > (1 << 20))
             return sf_fail(SF_ERR_INVALID, "frame cache: timesteps %lld is not in 1..2^20", (long long)p->timesteps);
         SF_TRY(sf_frame_cache_load(f, dir, split, p, out));
@@ -167,10 +204,15 @@ sf_status sf_dataset_load(sf_dataset_kind kind, const char *dir, sf_split split,
         SF_TRY(f->load(f, dir, split, p, out));
     }
     sf_dataset *ds = *out;
-    if (f->channels && ds->type != SF_SAMPLES_FRAMES &&
-        (ds->channels != f->channels || ds->height != f->height || ds->width != f->width)) {
-        sf_status s = sf_fail(SF_ERR_FORMAT, "%s in %s holds %d×%d×%d images, expected %d×%d×%d", f->pretty, dir,
-                              ds->channels, ds->height, ds->width, f->channels, f->height, f->width);
+    sf_status s = SF_OK;
+    if (f->height && ds->type != SF_SAMPLES_FRAMES &&
+        (ds->channels != f->channels || ds->height != f->height || ds->width != f->width))
+        s = sf_fail(SF_ERR_FORMAT, "%s in %s holds %d×%d×%d images, expected %d×%d×%d", f->pretty, dir, ds->channels,
+                    ds->height, ds->width, f->channels, f->height, f->width);
+    else if (f->channels && ds->classes != sf_format_classes(f, p))
+        s = sf_fail(SF_ERR_FORMAT, "%s in %s has %d classes, expected %d", f->pretty, dir, ds->classes,
+                    sf_format_classes(f, p));
+    if (s != SF_OK) {
         sf_dataset_free(ds);
         *out = NULL;
         return s;

@@ -3,9 +3,9 @@
  * dataset files again, when its key (format, split, the data folder's device, inode and modification time, T
  * and the binning) matches and its sizes and CRC-32 check out; otherwise it is rebuilt.
  *
- * File: "SFFRAME1", u32 key length, the key, zero padding to 8 bytes; i64 count, T; i32 C, H, W, classes; i64
- * skipped; the labels (u8 × count, padded to 8 bytes); the counts (u16 × count·T·C·H·W); u32 CRC-32 of all that
- * precedes it. Integers are in the writing machine's byte order (the u16 0x0102 after the magic says which). */
+ * File: "SFFRAME1", u32 key length, the key, zero padding to 8 bytes; i64 count, T; i32 C, H, W, classes (at most
+ * 256); i64 skipped; the labels (u8 × count, padded to 8 bytes); the counts (u16 × count·T·C·H·W); u32 CRC-32 of
+ * all that precedes it. Integers are in the writing machine's byte order (the u16 0x0102 after the magic says which). */
 #include "data/formats.h"
 
 #include "core/error.h"
@@ -34,11 +34,11 @@ static sf_status cache_key(const sf_dataset_format *f, const char *dir, sf_split
         return sf_fail(SF_ERR_IO, "%s not found: cannot open the folder %s; %s", f->pretty, dir, f->provider);
     int n = snprintf(key, cap,
                      "spikefuse frames v1; dataset %s; split %s; data folder %llu:%llu modified %lld.%09ld; T %lld; "
-                     "time_window_us %lld; downsample %d; polarity %s",
+                     "time_window_us %lld; downsample %d; polarity %s; classes %d",
                      f->name, split == SF_SPLIT_TRAIN ? "train" : "test", (unsigned long long)st.st_dev,
                      (unsigned long long)st.st_ino, (long long)st.st_mtim.tv_sec,
                      st.st_mtim.tv_nsec, (long long)p->timesteps, (long long)p->events.time_window_us,
-                     p->events.downsample, p->events.merge_polarity ? "merge" : "keep");
+                     p->events.downsample, p->events.merge_polarity ? "merge" : "keep", sf_format_classes(f, p));
     if (n < 0 || (size_t)n >= cap) return sf_fail(SF_ERR_INVALID, "frame cache key too long");
     return SF_OK;
 }
@@ -63,8 +63,9 @@ static size_t layout(size_t key_len, const cache_header *h, size_t *labels, size
     return 8 + 2 + 2 + 4 + pad8(key_len) + sizeof *h;
 }
 
-/* A frames dataset from a cache file's bytes (taking `buf`), or SF_ERR_FORMAT when it is not the one wanted. */
-static sf_status parse_cache(char *buf, size_t len, const char *key, const sf_dataset_format *f, sf_dataset **out)
+/* A frames dataset of `classes` classes from a cache file's bytes (taking `buf`), or SF_ERR_FORMAT when it is not
+ * the one wanted. */
+static sf_status parse_cache(char *buf, size_t len, const char *key, int32_t classes, sf_dataset **out)
 {
     const size_t key_len = strlen(key);
     uint16_t order;
@@ -78,16 +79,15 @@ static sf_status parse_cache(char *buf, size_t len, const char *key, const sf_da
     if (order != CACHE_BYTE_ORDER || stored_len != key_len || memcmp(buf + 16, key, key_len) != 0)
         return sf_fail(SF_ERR_FORMAT, "written for other data or binning");
     memcpy(&h, buf + 16 + pad8(key_len), sizeof h);
-    if (!(head = layout(key_len, &h, &labels, &frames)) || h.classes != f->classes || head + labels + frames + 4 != len)
+    if (!(head = layout(key_len, &h, &labels, &frames)) || h.classes != classes || head + labels + frames + 4 != len)
         return sf_fail(SF_ERR_FORMAT, "sizes disagree with the file's length (truncated?)");
     memcpy(&crc, buf + len - 4, 4);
     if ((uint32_t)crc32_z(0, (const Bytef *)buf, len - 4) != crc) return sf_fail(SF_ERR_FORMAT, "checksum mismatch");
     for (int64_t i = 0; i < h.count; i++)
-        if ((uint8_t)buf[head + (size_t)i] >= f->classes) return sf_fail(SF_ERR_FORMAT, "a label is out of range");
+        if ((uint8_t)buf[head + (size_t)i] >= classes) return sf_fail(SF_ERR_FORMAT, "a label is out of range");
     sf_dataset *ds = NULL;
-    SF_TRY(sf_dataset_create_of_type(SF_SAMPLES_FRAMES, h.count, h.shape[0], h.shape[1], h.shape[2], f->classes,
-                                     &ds));
-    memcpy(ds->labels, buf + head, (size_t)h.count);
+    SF_TRY(sf_dataset_create_of_type(SF_SAMPLES_FRAMES, h.count, h.shape[0], h.shape[1], h.shape[2], classes, &ds));
+    for (int64_t i = 0; i < h.count; i++) ds->labels[i] = (uint8_t)buf[head + (size_t)i];
     ds->frames_block = buf;
     ds->frames = (const uint16_t *)(void *)(buf + head + labels);
     ds->frames_T = h.T;
@@ -147,7 +147,7 @@ static sf_status write_cache(const char *path, const char *key, const sf_dataset
     memcpy(start + 12, &len32, 4);
     memcpy(start + 16, key, key_len);
     memcpy(start + 16 + pad8(key_len), &h, sizeof h);
-    memcpy(start + head, ds->labels, (size_t)ds->count);
+    for (int64_t i = 0; i < ds->count; i++) start[head + (size_t)i] = (char)(uint8_t)ds->labels[i];
     uint32_t crc = (uint32_t)crc32_z(0, (const Bytef *)start, head + labels);
     crc = (uint32_t)crc32_z(crc, (const Bytef *)frames, frames_len);
     sf_atomic_file af;
@@ -184,7 +184,7 @@ static sf_status build(const sf_dataset_format *f, const char *dir, sf_split spl
         return SF_OK;
     }
     if (s == SF_OK) {
-        memcpy(ds->labels, events->labels, (size_t)events->count);
+        memcpy(ds->labels, events->labels, (size_t)events->count * sizeof *ds->labels);
         ds->frames_block = frames;
         ds->frames = frames;
         ds->frames_T = p->timesteps;
@@ -215,7 +215,8 @@ sf_status sf_frame_cache_load(const sf_dataset_format *f, const char *dir, sf_sp
     if (sf_file_exists(path)) {
         char *buf = NULL;
         size_t len = 0;
-        if (sf_read_file(path, SIZE_MAX, &buf, &len) == SF_OK && parse_cache(buf, len, key, f, out) == SF_OK)
+        if (sf_read_file(path, SIZE_MAX, &buf, &len) == SF_OK &&
+            parse_cache(buf, len, key, sf_format_classes(f, p), out) == SF_OK)
             return SF_OK;
         free(buf); /* unreadable, stale or damaged: built again below */
     }

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <zip.h>
 
-#define NMNIST_EVENT_BYTES 5
 #define NMNIST_OVERFLOW_Y 240
 #define NMNIST_OVERFLOW_US (1u << 13)
 /* The largest file accepted: real samples are a few tens of kilobytes. */
@@ -22,16 +21,16 @@
 sf_status sf_nmnist_parse(const uint8_t *buf, size_t len, sf_event *out, int64_t *n)
 {
     *n = 0;
-    if (len % NMNIST_EVENT_BYTES)
+    if (len % SF_NMNIST_EVENT_BYTES)
         return sf_fail(SF_ERR_FORMAT, "%zu bytes is not a whole number of 5-byte events (truncated file?)", len);
     uint32_t offset = 0;
     int64_t k = 0;
-    for (size_t i = 0; i < len; i += NMNIST_EVENT_BYTES) {
+    for (size_t i = 0; i < len; i += SF_NMNIST_EVENT_BYTES) {
         const uint8_t *b = buf + i;
         const uint32_t t = (uint32_t)(b[2] & 0x7f) << 16 | (uint32_t)b[3] << 8 | b[4];
         if (b[1] == NMNIST_OVERFLOW_Y) {
             if (offset > UINT32_MAX - (1u << 23) - NMNIST_OVERFLOW_US)
-                return sf_fail(SF_ERR_FORMAT, "event %zu: too many timestamp overflows", i / NMNIST_EVENT_BYTES);
+                return sf_fail(SF_ERR_FORMAT, "event %zu: too many timestamp overflows", i / SF_NMNIST_EVENT_BYTES);
             offset += NMNIST_OVERFLOW_US;
             continue;
         }
@@ -44,11 +43,11 @@ sf_status sf_nmnist_parse(const uint8_t *buf, size_t len, sf_event *out, int64_t
 /* Room for the events of a file of len bytes in *scratch. */
 static sf_status reserve_events(size_t len, sf_event **scratch, size_t *cap)
 {
-    if (len / NMNIST_EVENT_BYTES <= *cap) return SF_OK;
-    sf_event *grown = realloc(*scratch, len / NMNIST_EVENT_BYTES * sizeof **scratch);
-    if (!grown) return sf_fail(SF_ERR_NOMEM, "out of memory for %zu events", len / NMNIST_EVENT_BYTES);
+    if (len / SF_NMNIST_EVENT_BYTES <= *cap) return SF_OK;
+    sf_event *grown = realloc(*scratch, len / SF_NMNIST_EVENT_BYTES * sizeof **scratch);
+    if (!grown) return sf_fail(SF_ERR_NOMEM, "out of memory for %zu events", len / SF_NMNIST_EVENT_BYTES);
     *scratch = grown;
-    *cap = len / NMNIST_EVENT_BYTES;
+    *cap = len / SF_NMNIST_EVENT_BYTES;
     return SF_OK;
 }
 

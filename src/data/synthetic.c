@@ -26,16 +26,17 @@ sf_status sf_synthetic_load(const sf_dataset_format *f, const char *dir, sf_spli
     if (inputs > SF_SYNTHETIC_MAX_INPUTS)
         return sf_fail(SF_ERR_INVALID, "synthetic input_shape %d×%d×%d has more than 2^26 inputs", sp->shape[0],
                        sp->shape[1], sp->shape[2]);
-    if (sp->samples < 1 || sp->classes < 1 || sp->classes > 256 || !(sp->density > 0.0f && sp->density <= 1.0f))
+    if (sp->samples < 1 || sp->classes < 1 || sp->classes > SF_DATASET_MAX_CLASSES ||
+        !(sp->density > 0.0f && sp->density <= 1.0f))
         return sf_fail(SF_ERR_INVALID,
                        "synthetic data of %lld samples, %d classes, density %g: samples must be >= 1, classes "
-                       "1..256, density in (0, 1]",
-                       (long long)sp->samples, sp->classes, sp->density);
+                       "1..%d, density in (0, 1]",
+                       (long long)sp->samples, sp->classes, sp->density, SF_DATASET_MAX_CLASSES);
     const int64_t count = split == SF_SPLIT_TRAIN ? sp->samples : sp->samples / 4 > 0 ? sp->samples / 4 : 1;
     sf_dataset *ds = NULL;
     SF_TRY(sf_dataset_create_of_type(SF_SAMPLES_SYNTHETIC, count, sp->shape[0], sp->shape[1], sp->shape[2],
                                      sp->classes, &ds));
-    for (int64_t i = 0; i < count; i++) ds->labels[i] = (uint8_t)(i % sp->classes);
+    for (int64_t i = 0; i < count; i++) ds->labels[i] = (int32_t)(i % sp->classes);
     ds->density = sp->density;
     ds->seed = p->seed;
     ds->split = split;

@@ -1,4 +1,5 @@
 /* dirs.c — paths and directories: joining, creating with parents, listing, checking emptiness and identity. */
+#define _DEFAULT_SOURCE /* readdir's d_type and its DT_ values */
 #include "io/files.h"
 
 #include "core/error.h"
@@ -108,6 +109,72 @@ sf_status sf_dir_list(const char *dir, const char *suffix, char ***names, size_t
     *names = list;
     *n = got;
     return SF_OK;
+}
+
+static int compare_entries(const void *a, const void *b)
+{
+    return strcmp(((const sf_dir_entry *)a)->name, ((const sf_dir_entry *)b)->name);
+}
+
+static sf_entry_kind kind_of(const char *dir, const struct dirent *e)
+{
+    if (e->d_type == DT_REG) return SF_ENTRY_FILE;
+    if (e->d_type == DT_DIR) return SF_ENTRY_DIR;
+    if (e->d_type != DT_LNK && e->d_type != DT_UNKNOWN) return SF_ENTRY_OTHER;
+    char path[4096];
+    struct stat st;
+    if (sf_path_join(path, sizeof path, dir, e->d_name) != SF_OK || stat(path, &st) != 0) return SF_ENTRY_OTHER;
+    return S_ISREG(st.st_mode) ? SF_ENTRY_FILE : S_ISDIR(st.st_mode) ? SF_ENTRY_DIR : SF_ENTRY_OTHER;
+}
+
+sf_status sf_dir_entries(const char *dir, sf_dir_entry **entries, size_t *n)
+{
+    *entries = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d) return sf_fail(SF_ERR_IO, "cannot list the folder %s: %s", dir, strerror(errno));
+    /* One pass: the kinds and names into growing arrays (names as offsets: their block moves as it grows). */
+    size_t count = 0, cap = 0, bytes = 0, bytes_cap = 0;
+    struct { size_t at; sf_entry_kind kind; } *found = NULL;
+    char *names = NULL;
+    sf_status s = SF_OK;
+    struct dirent *e;
+    for (errno = 0; s == SF_OK && (e = readdir(d)) != NULL; errno = 0) {
+        if (e->d_name[0] == '.') continue;
+        const size_t len = strlen(e->d_name) + 1;
+        if (count == cap) {
+            cap = cap ? 2 * cap : 64;
+            void *grown = realloc(found, cap * sizeof *found);
+            if (!grown) s = sf_fail(SF_ERR_NOMEM, "out of memory listing %s", dir);
+            else found = grown;
+        }
+        if (s == SF_OK && bytes + len > bytes_cap) {
+            bytes_cap = 2 * (bytes + len);
+            char *grown = realloc(names, bytes_cap);
+            if (!grown) s = sf_fail(SF_ERR_NOMEM, "out of memory listing %s", dir);
+            else names = grown;
+        }
+        if (s != SF_OK) break;
+        memcpy(names + bytes, e->d_name, len);
+        found[count].at = bytes;
+        found[count++].kind = kind_of(dir, e);
+        bytes += len;
+    }
+    if (s == SF_OK && errno != 0) s = sf_fail(SF_ERR_IO, "cannot list the folder %s: %s", dir, strerror(errno));
+    closedir(d);
+    sf_dir_entry *list = s == SF_OK ? malloc((count + 1) * sizeof *list + bytes) : NULL;
+    if (s == SF_OK && !list) s = sf_fail(SF_ERR_NOMEM, "out of memory listing %s", dir);
+    if (s == SF_OK) {
+        char *text = (char *)(list + count + 1);
+        if (bytes) memcpy(text, names, bytes);
+        for (size_t i = 0; i < count; i++) list[i] = (sf_dir_entry){text + found[i].at, found[i].kind};
+        qsort(list, count, sizeof *list, compare_entries);
+        *entries = list;
+        *n = count;
+    }
+    free(found);
+    free(names);
+    return s;
 }
 
 int sf_same_dir(const char *a, const char *b)

@@ -7,6 +7,7 @@
 #include "spikefuse.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* ---------------------------------------------------------------- reading
  * A whole file into a malloc'd buffer with a NUL after its *len bytes (so text can be read as a string). The buffer
@@ -16,6 +17,9 @@ sf_status sf_read_file(const char *path, size_t max_bytes, char **out, size_t *l
 /* The same, gunzipping transparently when the file is gzip (zlib's gz* API reads plain files as they are);
  * max_bytes bounds the decompressed size, and a cut or corrupt gzip stream is SF_ERR_FORMAT. */
 sf_status sf_read_file_gz(const char *path, size_t max_bytes, char **out, size_t *len);
+/* A whole file into *buf (capacity *cap, grown with realloc as needed, kept for the next call), its size in *len;
+ * more than max_bytes is SF_ERR_FORMAT. For reading many files without a malloc each. */
+sf_status sf_read_file_into(const char *path, size_t max_bytes, uint8_t **buf, size_t *cap, size_t *len);
 /* Whether `path` is an existing regular file (or a link to one). */
 int sf_file_exists(const char *path);
 
@@ -65,6 +69,17 @@ int sf_dir_exists(const char *path);
 /* The names of the regular files in `dir` ending in `suffix`, sorted bytewise, as one malloc'd array of *n
  * pointers followed by the strings (free it with one free()). A directory that cannot be read is SF_ERR_IO. */
 sf_status sf_dir_list(const char *dir, const char *suffix, char ***names, size_t *n);
+/* One entry of a directory listing. */
+typedef enum sf_entry_kind { SF_ENTRY_OTHER = 0, SF_ENTRY_FILE, SF_ENTRY_DIR } sf_entry_kind;
+typedef struct sf_dir_entry {
+    const char *name;
+    sf_entry_kind kind; /* of what a link points to (a dangling link: SF_ENTRY_OTHER) */
+} sf_dir_entry;
+/* Every entry of `dir` but the hidden ones (a leading '.'), sorted bytewise, as one malloc'd array of *n entries
+ * followed by their names (free it with one free()). The kinds come from the directory itself where it says them
+ * (one stat per link, or where the file system does not say). A directory that cannot be read is SF_ERR_IO naming
+ * it and the reason. */
+sf_status sf_dir_entries(const char *dir, sf_dir_entry **entries, size_t *n);
 /* Whether two paths name the same existing directory ("run", "./run/" and a symlink to it are one). */
 int sf_same_dir(const char *a, const char *b);
 

@@ -138,6 +138,46 @@ sf_status sf_read_file_gz(const char *path, size_t max_bytes, char **out, size_t
     return s;
 }
 
+sf_status sf_read_file_into(const char *path, size_t max_bytes, uint8_t **buf, size_t *cap, size_t *len)
+{
+    *len = 0;
+    int fd;
+    struct stat st;
+    SF_TRY(open_readable(path, &fd, &st));
+    /* Room for the size the file has now and one byte more, to see it end (or grow) without a second read. */
+    size_t want = S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size < max_bytes ? (size_t)st.st_size + 1
+                                                                                             : FIRST_CAPACITY;
+    sf_status s = SF_OK;
+    size_t n = 0;
+    for (;;) {
+        if (n > max_bytes) {
+            s = sf_fail(SF_ERR_FORMAT, "%s is larger than %zu bytes", path, max_bytes);
+            break;
+        }
+        if (n == *cap || want > *cap) {
+            const size_t grown = want > *cap ? want : 2 * *cap;
+            uint8_t *bigger = realloc(*buf, grown);
+            if (!bigger) {
+                s = sf_fail(SF_ERR_NOMEM, "out of memory reading %s (%zu bytes)", path, grown);
+                break;
+            }
+            *buf = bigger;
+            *cap = grown;
+        }
+        const ssize_t got = read(fd, *buf + n, *cap - n < MAX_CHUNK ? *cap - n : MAX_CHUNK);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            s = sf_fail(SF_ERR_IO, "reading %s: %s", path, strerror(errno));
+            break;
+        }
+        if (got == 0) break;
+        n += (size_t)got;
+    }
+    close(fd);
+    if (s == SF_OK) *len = n;
+    return s;
+}
+
 int sf_file_exists(const char *path)
 {
     struct stat st;

@@ -29,6 +29,7 @@ static void copy_changeable(sf_config *dst, const sf_config *src)
     memcpy(dst->train.data_cache, src->train.data_cache, sizeof dst->train.data_cache);
     dst->train.log_every = src->train.log_every;
     dst->train.threads = src->train.threads;
+    dst->train.data_threads = src->train.data_threads;
     dst->net.device = src->net.device;
 }
 
@@ -83,8 +84,8 @@ sf_status sf_config_check_same_run(const sf_config *saved, const sf_config *want
         first_difference(x, y, a, b, sizeof a);
         s = sf_fail(SF_ERR_INVALID,
                     "this config is not the run being resumed: it has '%s' where the run has '%s' (a resumed run "
-                    "may change only train.epochs, train.data_dir, train.data_cache, train.log_every, train.threads "
-                    "and the device)",
+                    "may change only train.epochs, train.data_dir, train.data_cache, train.log_every, train.threads, "
+                    "train.data_threads and the device)",
                     b, a);
     }
     sf_config_free(aligned);

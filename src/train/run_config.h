@@ -9,7 +9,8 @@
 sf_status sf_checkpoint_config(const char *checkpoint_path, sf_config **out);
 
 /* SF_OK when `wanted` equals `saved` apart from train.epochs, train.data_dir, train.data_cache, train.log_every,
- * train.threads and the device; otherwise SF_ERR_INVALID naming the first setting that differs. */
+ * train.threads, train.data_threads and the device; otherwise SF_ERR_INVALID naming the first setting that
+ * differs. */
 sf_status sf_config_check_same_run(const sf_config *saved, const sf_config *wanted);
 
 #endif

@@ -54,6 +54,7 @@ typedef struct run {
     sf_train_event ev;
     sf_job job;
     int stop_wish; /* a callback here asked to stop; the other processes hear of it with the next step's sums */
+    double wait_mark; /* the training loader's wait when the epoch started (or the run resumed) */
 } run;
 
 static size_t peak_rss_bytes(void)
@@ -294,7 +295,9 @@ static sf_status log_epoch_line(run *r, const sf_eval_result *test)
     sf_json_add_float(o, "lr", ev->lr);
     cJSON_AddNumberToObject(o, "samples_per_s", ev->samples_per_s);
     cJSON_AddNumberToObject(o, "train_seconds", ev->epoch_seconds);
+    cJSON_AddNumberToObject(o, "data_wait_seconds", ev->data_wait_seconds);
     cJSON_AddNumberToObject(o, "test_seconds", test->seconds);
+    if (ev->bad_images) cJSON_AddNumberToObject(o, "bad_images", (double)ev->bad_images);
     cJSON_AddNumberToObject(o, "peak_bytes", (double)ev->peak_bytes);
     cJSON_AddNumberToObject(o, "peak_rss_bytes", (double)ev->peak_rss_bytes);
     cJSON_AddBoolToObject(o, "best", ev->is_best);
@@ -429,6 +432,8 @@ static void fill_progress(run *r, sf_train_event_kind kind, float lr)
     ev->train_samples = r->train_ds->count;
     ev->test_samples = r->test_ds->count;
     ev->skipped_samples = r->train_ds->skipped + r->test_ds->skipped;
+    ev->bad_images = sf_dataset_bad_images(r->train_ds) + sf_dataset_bad_images(r->test_ds);
+    ev->data_wait_seconds = sf_loader_wait_seconds(r->train_ld) - r->wait_mark;
     ev->epoch_seconds = e->train_seconds;
     ev->samples_per_s = e->train_seconds > 0 ? (double)e->seen / e->train_seconds : 0;
     ev->loss = e->batches ? e->loss_sum / (double)e->batches : 0;
@@ -547,6 +552,7 @@ static sf_status finish_epoch(run *r, float lr)
     r->ev.peak_bytes = sf_net_peak_bytes(r->net);
     r->ev.peak_rss_bytes = peak_rss_bytes();
     memset(&r->sums, 0, sizeof r->sums);
+    r->wait_mark = sf_loader_wait_seconds(r->train_ld);
     /* The line goes first: if the save is killed, resuming cuts the line (its step is past the checkpoint). */
     sf_status s = save_together(r, is_best, log_epoch_line(r, &test));
     s = sf_job_agree(&r->job, s, "writing the epoch's metrics and checkpoint");

@@ -36,6 +36,9 @@ typedef struct sf_train_event {
     int64_t batch_size;
     int64_t train_samples, test_samples;
     int64_t skipped_samples; /* empty samples the readers of event datasets left out (both splits) */
+    int64_t bad_images;      /* image folders: images that did not decode, skipped so far (both splits) */
+    double data_wait_seconds; /* of epoch_seconds, the time this process's steps waited for their batch (since the
+                               * epoch started, or the run resumed in it) */
     double epoch_seconds;   /* training time in this epoch so far (test pass excluded) */
     double samples_per_s;   /* training throughput in this epoch */
     double loss, accuracy;  /* running means over this epoch's training batches */

@@ -82,7 +82,7 @@ done
 check "no temporaries left" test -z "$(ls run | grep '\.tmp\.')"
 "$PY" - ref/metrics.jsonl run/metrics.jsonl <<'PYEOF' || bad "metrics.jsonl differs from the uninterrupted run's"
 import json, sys
-CLOCK = {"samples_per_s", "train_seconds", "test_seconds", "peak_rss_bytes"}
+CLOCK = {"samples_per_s", "train_seconds", "data_wait_seconds", "test_seconds", "peak_rss_bytes"}
 def lines(path):
     return [{k: v for k, v in json.loads(l).items() if k not in CLOCK} for l in open(path)]
 a, b = lines(sys.argv[1]), lines(sys.argv[2])

@@ -4,7 +4,7 @@
 #ifndef SF_FUZZ_EVENTS_H
 #define SF_FUZZ_EVENTS_H
 
-#include "data/dataset.h"
+#include "data/formats.h"
 
 #include <stdlib.h>
 
@@ -31,6 +31,24 @@ static inline void fuzz_bin_all(const sf_dataset *ds, const uint8_t *knobs, size
     if (!x) return;
     for (int64_t i = 0; i < ds->count; i++) sf_events_bin_batch(ds, &p, 1, &i, 1, x);
     free(x);
+}
+
+/* A fuzzed file of an event format whose reader fills a buffer of len / bytes_per_event events: parsed, added as a
+ * sample of a dataset of that format (the sensor and time checks), then binned. */
+static inline void fuzz_event_file(sf_dataset_kind kind, sf_status (*parse)(const uint8_t *, size_t, sf_event *,
+                                                                             int64_t *),
+                                   size_t bytes_per_event, const uint8_t *data, size_t size)
+{
+    const sf_dataset_format *f = sf_dataset_format_of(kind);
+    sf_event *ev = malloc((size / bytes_per_event + 1) * sizeof *ev);
+    sf_dataset *ds = NULL;
+    int64_t n = 0;
+    if (ev && parse(data, size, ev, &n) == SF_OK && n <= (int64_t)(size / bytes_per_event) &&
+        sf_events_create(f->channels, f->height, f->width, f->classes, &ds) == SF_OK &&
+        sf_events_add_sample(ds, ev, n, (int32_t)(size % 10)) == SF_OK)
+        fuzz_bin_all(ds, data, size);
+    sf_dataset_free(ds);
+    free(ev);
 }
 
 #endif

@@ -12,7 +12,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 command -v clang >/dev/null || { echo "fuzz: clang not found (apt-get install clang)" >&2; exit 1; }
 CC=clang cmake -S "$root" -B "$build" -DSF_FUZZ=ON -DSF_CUDA=OFF -DSF_TESTS=OFF -DSF_BENCH=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-if ! cmake --build "$build" -j"$jobs" --target fuzz_idx fuzz_cifar fuzz_safetensors fuzz_config fuzz_nmnist fuzz_gesture fuzz_shd fuzz_nir \
+if ! cmake --build "$build" -j"$jobs" --target fuzz_idx fuzz_cifar fuzz_safetensors fuzz_config fuzz_nmnist fuzz_gesture fuzz_aedat2 fuzz_shd fuzz_nir \
+     fuzz_image fuzz_image_seeds \
      >"$build/build.log" 2>&1; then
   tail -40 "$build/build.log" >&2
   exit 1
@@ -76,6 +77,10 @@ csv = b"class,startTime_usec,endTime_usec\r\n3,1000,1100\r\n11,1100,1300\r\n"
 trials = b"user01_led.aedat\r\nuser02_fluorescent.aedat\n"
 put("gesture", "one", struct.pack("<H", len(aedat)) + aedat + csv + trials[:len(csv)])
 put("gesture", "plain", struct.pack("<H", len(aedat)) + aedat + b"1,1000,1050\n2,1050,1200\n" + b"a.aedat\nb.aedat\n")
+be = lambda a, t: struct.pack(">II", a, t)
+put("aedat2", "three", b"#!AER-DAT2.0\r\n# raw AE data\r\n" + be(5 << 8 | 9 << 1 | 1, 100) + be(7 << 8, 150)
+    + be(127 << 8 | 127 << 1, 0xfffffff0))
+put("aedat2", "cut", b"#!AER-DAT2.0\r\n" + be(1, 2)[:5])
 put("shd", "arrays", bytes([3, 3]) + struct.pack("<3d", 0.01, 0.02, 0.5) + struct.pack("<3I", 0, 699, 12))
 put("shd", "backwards", bytes([2, 2]) + struct.pack("<2d", 0.5, 0.25) + struct.pack("<2I", 1, 2))
 # NIR: programs of fuzz_nir.c's file builder (ops: 0 group, 1 up, 2 numbers, 3 strings) for small graphs.
@@ -100,8 +105,11 @@ put("nir", "if", nir_program("IF", [("r", 1), ("v_threshold", 2), ("v_reset", 0)
 put("nir", "readout", nir_program("LI", [("tau", 242), ("r", 1), ("v_leak", 0)]))
 PY
 
+# the image target's seeds are written with libjpeg-turbo and libpng themselves
+"$build/tests/fuzz/fuzz_image_seeds" "$corpus/image"
+
 status=0
-for t in idx cifar safetensors config nmnist gesture shd nir; do
+for t in idx cifar safetensors config nmnist gesture aedat2 shd nir image; do
   mkdir -p "$corpus/$t.run"
   echo "fuzz_$t: ${seconds}s"
   if ! "$build/tests/fuzz/fuzz_$t" "$corpus/$t.run" "$corpus/$t" -max_total_time="$seconds" -max_len=16384 -timeout=10 \
