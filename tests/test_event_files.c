@@ -11,7 +11,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <zlib.h>
 
 static char tmpdir[256];
@@ -291,13 +293,14 @@ static void test_gesture(void)
                 "lies outside the recording", "a gesture outside the recording");
     put_text(path, "class,s,e\n12,1000,1100\n");
     expect_fail(load(SF_DATASET_DVSGESTURE, "gest", SF_SPLIT_TEST, &te), SF_ERR_FORMAT, "user02_led_labels.csv",
-                "line 2: class 12 (expected 1..11)", "a class out of range");
+                "line 2: class 12 is out of range (expected 1..11)", "a class out of range");
     put_text(path, "class,s,e\n3,1000\n");
     expect_fail(load(SF_DATASET_DVSGESTURE, "gest", SF_SPLIT_TEST, &te), SF_ERR_FORMAT, "user02_led_labels.csv",
                 "line 2: expected class,start_us,end_us", "a short row");
     put_text(path, "class,s,e\n3,1100,1050\n");
-    expect_fail(load(SF_DATASET_DVSGESTURE, "gest", SF_SPLIT_TEST, &te), SF_ERR_FORMAT, "line 2: class 3", "to 1050",
-                "a gesture ending before it starts");
+    expect_fail(load(SF_DATASET_DVSGESTURE, "gest", SF_SPLIT_TEST, &te), SF_ERR_FORMAT,
+                "line 2: the gesture's span from 1100 to 1050 µs", "ends before it starts",
+                "a gesture ending before it starts (the span named, not the class)");
     put_text(path, "class,s,e\n3,1001,1009\n");
     CHECK_OK(load(SF_DATASET_DVSGESTURE, "gest", SF_SPLIT_TEST, &te));
     CHECK(te && te->count == 3 && te->skipped == 1, "a gesture without events is skipped and counted");
@@ -459,6 +462,140 @@ static void test_shd(void)
                 "a missing file names both names and where SHD is published");
 }
 
+/* ---------------------------------------------------------------- hostile SHD files
+ * Each must be refused at once, with little memory: a small file declaring 2^40 samples read as fill values for
+ * hours, and a gzip bomb grew to 16 GiB before any check. */
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double peak_rss_mib(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
+/* A chunked one-dimensional dataset declaring n entries, of which the first `written` are written from `data`. */
+static void write_declared(hid_t where, const char *name, hid_t file_type, hid_t mem_type, hsize_t n, hsize_t written,
+                           const void *data)
+{
+    hsize_t dims[1] = {n}, chunk[1] = {1024}, start[1] = {0}, count[1] = {written};
+    hid_t sp = H5Screate_simple(1, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 1, chunk);
+    hid_t d = H5Dcreate2(where, name, file_type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    CHECK(d >= 0, "creating /%s of %llu entries", name, (unsigned long long)n);
+    if (written) {
+        hid_t mem = H5Screate_simple(1, count, NULL);
+        H5Sselect_hyperslab(sp, H5S_SELECT_SET, start, NULL, count, NULL);
+        CHECK(H5Dwrite(d, mem_type, mem, sp, H5P_DEFAULT, data) >= 0, "writing /%s", name);
+        H5Sclose(mem);
+    }
+    H5Dclose(d);
+    H5Pclose(dcpl);
+    H5Sclose(sp);
+}
+
+/* An SHD-layout file whose datasets declare n samples and store `written` of them. */
+static void write_forged_h5(const char *path, hsize_t n, hsize_t written)
+{
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t g = H5Gcreate2(f, "spikes", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hvl_t t = {(size_t)shd_samples[0].n, (void *)shd_samples[0].times}, u = {(size_t)shd_samples[0].n,
+                                                                              (void *)shd_samples[0].units};
+    const uint16_t label = 3;
+    hid_t tf = H5Tvlen_create(H5T_IEEE_F32LE), uf = H5Tvlen_create(H5T_STD_U16LE);
+    hid_t tm = H5Tvlen_create(H5T_NATIVE_FLOAT), um = H5Tvlen_create(H5T_NATIVE_UINT16);
+    write_declared(g, "times", tf, tm, n, written, &t);
+    write_declared(g, "units", uf, um, n, written, &u);
+    write_declared(f, "labels", H5T_STD_U16LE, H5T_NATIVE_UINT16, n, written, &label);
+    H5Tclose(tf);
+    H5Tclose(uf);
+    H5Tclose(tm);
+    H5Tclose(um);
+    H5Gclose(g);
+    H5Fclose(f);
+}
+
+/* A gzip file of `head` (may be empty) followed by `members` gzip members of 64 MiB of zeros each. */
+static void write_gz_bomb(const char *path, const void *head, size_t head_len, int members)
+{
+    char member[600];
+    snprintf(member, sizeof member, "%s.member", path);
+    const size_t zeros_len = (size_t)64 << 20;
+    void *zeros = calloc(1, zeros_len);
+    gzFile g = gzopen(member, "wb1");
+    CHECK(zeros && g && gzwrite(g, zeros, (unsigned)zeros_len) == (int)zeros_len, "writing 64 MiB of zeros");
+    if (g) gzclose(g);
+    free(zeros);
+    char *bytes = NULL;
+    size_t len = 0;
+    CHECK_OK(sf_read_file(member, SIZE_MAX, &bytes, &len));
+    g = gzopen(path, "wb");
+    if (head_len) gzwrite(g, head, (unsigned)head_len);
+    gzclose(g);
+    FILE *f = fopen(path, "ab");
+    for (int i = 0; f && bytes && i < members; i++) fwrite(bytes, 1, len, f);
+    if (f) fclose(f);
+    free(bytes);
+    remove(member);
+}
+
+/* Loading SHD's training split from `rel` fails as wanted within a few seconds, growing memory by less than 256 MiB. */
+static void expect_quick_fail(const char *rel, sf_status want, const char *needle, const char *what)
+{
+    sf_dataset *ds = NULL;
+    const double t0 = seconds_now(), rss0 = peak_rss_mib();
+    expect_fail(load(SF_DATASET_SHD, rel, SF_SPLIT_TRAIN, &ds), want, "shd_train.h5", needle, what);
+    const double took = seconds_now() - t0, grew = peak_rss_mib() - rss0;
+    CHECK(took < 10.0 && grew < 256.0, "%s: refused after %.1f s, memory grew by %.0f MiB", what, took, grew);
+    sf_dataset_free(ds);
+}
+
+static void test_shd_hostile(void)
+{
+    char path[512];
+    mkdirs("forged");
+    write_forged_h5(path_of(path, sizeof path, "forged/shd_train.h5"), (hsize_t)1 << 40, 0);
+    expect_quick_fail("forged", SF_ERR_FORMAT, "declares 1099511627776 entries", "2^40 samples, none written");
+    write_forged_h5(path, (hsize_t)1 << 40, 1);
+    expect_quick_fail("forged", SF_ERR_FORMAT, "some never written", "2^40 samples, one written");
+
+    /* a 16 MB .h5.gz that unpacks to 16 GiB of zeros; the same behind a real HDF5 file; a superblock claiming 1 PiB */
+    mkdirs("bomb");
+    write_gz_bomb(path_of(path, sizeof path, "bomb/shd_train.h5.gz"), NULL, 0, 256);
+    expect_quick_fail("bomb", SF_ERR_FORMAT, "not an HDF5 file", "a gzip bomb of zeros");
+    const uint16_t labels[3] = {19, 0, 7};
+    char h5[512], *bytes = NULL;
+    size_t len = 0;
+    write_h5(path_of(h5, sizeof h5, "bomb/real.h5"), shd_samples, 3, 3, labels, 3);
+    CHECK_OK(sf_read_file(h5, SIZE_MAX, &bytes, &len));
+    if (!bytes || len < 48) return;
+    write_gz_bomb(path, bytes, len, 256);
+    expect_quick_fail("bomb", SF_ERR_FORMAT, "is larger than", "a gzip bomb behind a real HDF5 header");
+    CHECK(bytes[8] == 0, "libhdf5 wrote a version 0 superblock (its end-of-file address at byte 40)");
+    const uint64_t petabyte = (uint64_t)1 << 50;
+    memcpy(bytes + 40, &petabyte, 8);
+    write_gz_bomb(path, bytes, len, 0);
+    expect_quick_fail("bomb", SF_ERR_NOMEM, "more than this machine has available", "a superblock claiming 1 PiB");
+    free(bytes);
+
+    /* a directory where the file belongs; a file whose every sample is empty */
+    mkdirs("dir/shd_train.h5");
+    expect_quick_fail("dir", SF_ERR_IO, "is a directory, not a file", "shd_train.h5 a directory");
+    shd_sample empty[2] = {shd_samples[0], shd_samples[1]};
+    empty[0].n = empty[1].n = 0;
+    mkdirs("empty");
+    write_h5(path_of(path, sizeof path, "empty/shd_train.h5"), empty, 2, 2, labels, 2);
+    sf_dataset *ds = NULL;
+    expect_fail(load(SF_DATASET_SHD, "empty", SF_SPLIT_TRAIN, &ds), SF_ERR_FORMAT, "holds no samples",
+                "every one is empty", "a split without samples is a data problem");
+}
+
 /* ---------------------------------------------------------------- the frame cache */
 
 /* Every batch of an evaluation loader over ds, concatenated. */
@@ -570,6 +707,7 @@ int main(void)
     test_nmnist();
     test_gesture();
     test_shd();
+    test_shd_hostile();
     test_cache();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

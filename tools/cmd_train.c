@@ -179,7 +179,8 @@ static int quiet_event(const sf_train_event *ev, void *user)
     return sf_cli_stop_requested();
 }
 
-static int report(const sf_train_summary *sum, sf_status s, const char *run_dir, sf_dist *dist)
+static int report(const sf_train_summary *sum, sf_status s, const char *run_dir, const char *resume_dir,
+                  sf_dist *dist)
 {
     if (s != SF_OK) {
         int rc = sf_cli_status("train", s);
@@ -188,9 +189,15 @@ static int report(const sf_train_summary *sum, sf_status s, const char *run_dir,
         return rc;
     }
     if (sf_dist_rank(dist) != 0) return SF_EXIT_OK; /* rank 0 reports */
+    if (sum->interrupted && sum->resumable) {
+        char when[64] = " before this process trained a step";
+        if (sum->steps > 0) snprintf(when, sizeof when, " after %lld steps", (long long)sum->steps);
+        fprintf(stderr, "spikefuse train: interrupted%s; continue with: spikefuse train --resume %s\n", when, run_dir);
+        return SF_EXIT_INTERRUPTED;
+    }
     if (sum->interrupted) {
-        fprintf(stderr, "spikefuse train: interrupted after %lld steps; continue with: spikefuse train --resume %s\n",
-                (long long)sum->steps, run_dir);
+        fprintf(stderr, "spikefuse train: interrupted before the run's first checkpoint: %s holds no run of it%s\n",
+                run_dir, resume_dir ? " (the run being resumed is as it was)" : "");
         return SF_EXIT_INTERRUPTED;
     }
     if (sum->test_accuracy < 0) {
@@ -250,7 +257,7 @@ int sf_cmd_train(int argc, char **argv)
     sf_train_summary sum;
     sf_cli_catch_signals();
     sf_status s = sf_train_run(cfg, &opt, &sum);
-    rc = report(&sum, s, run_dir, dist);
+    rc = report(&sum, s, run_dir, a.resume, dist);
     sf_dist_free(dist);
     sf_config_free(cfg);
     return rc;

@@ -32,6 +32,7 @@ sf_status sf_cifar_parse(const uint8_t *buf, size_t len, sf_sample_view *out)
 /* One batch file appended to *ds. */
 static sf_status load_batch(const sf_dataset_format *f, const char *path, sf_dataset **ds)
 {
+    if (sf_path_exists(path) && !sf_file_exists(path)) return sf_not_a_file(path);
     if (!sf_file_exists(path))
         return sf_fail(SF_ERR_IO, "%s not found: looked for %s; %s", f->pretty, path, f->provider);
     char *buf = NULL;

@@ -134,6 +134,8 @@ typedef struct sf_dataset {
                                       * channels × height × width being the network input (binned already) */
     int64_t frames_T;
     void *frames_block;              /* frames: the allocation `frames` points into */
+    char warning[600];               /* what loading worked around, for the caller to show (the frame cache could
+                                      * not be written: the split is used without it); "" when nothing */
 } sf_dataset;
 
 /* Labelled samples as a reader found them, viewed in place in the file's bytes: sample i's image is the

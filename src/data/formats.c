@@ -173,6 +173,13 @@ sf_status sf_dataset_load(sf_dataset_kind kind, const char *dir, sf_split split,
         *out = NULL;
         return s;
     }
+    if (ds->count == 0) {
+        sf_status s = sf_fail(SF_ERR_FORMAT, "the %s split of %s in %s holds no samples%s", split == SF_SPLIT_TRAIN
+                              ? "training" : "test", f->pretty, dir, ds->skipped ? ": every one is empty (no events)" : "");
+        sf_dataset_free(ds);
+        *out = NULL;
+        return s;
+    }
     sf_dataset_kind_stats(kind, ds->mean, ds->std);
     return SF_OK;
 }

@@ -3,6 +3,7 @@
 #include "io/files.h"
 
 #include "core/error.h"
+#include "io/interrupt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +16,8 @@
 #include <zlib.h>
 
 #define FIRST_CAPACITY ((size_t)1 << 16)
-#define MAX_CHUNK ((size_t)1 << 30) /* gzread takes an unsigned count */
+/* Bytes read per call: gzread takes an unsigned count, and a request to stop is heard between calls. */
+#define MAX_CHUNK ((size_t)1 << 26)
 
 /* An open file: read as it is (plain) or through zlib (gz). */
 typedef struct source {
@@ -70,7 +72,8 @@ static sf_status read_all(source *src, size_t max_bytes, size_t capacity, char *
             cap = grown;
         }
         size_t got = 0, want = cap - 1 - n < MAX_CHUNK ? cap - 1 - n : MAX_CHUNK;
-        sf_status s = read_chunk(src, buf + n, want, &got);
+        sf_status s = sf_interrupt_check();
+        if (s == SF_OK) s = read_chunk(src, buf + n, want, &got);
         if (s != SF_OK) {
             free(buf);
             return s;
@@ -138,8 +141,58 @@ sf_status sf_read_file_gz(const char *path, size_t max_bytes, char **out, size_t
     return s;
 }
 
+sf_status sf_read_file_gz_head(const char *path, char *buf, size_t cap, size_t *len)
+{
+    *len = 0;
+    int fd;
+    struct stat st;
+    SF_TRY(open_readable(path, &fd, &st));
+    errno = 0;
+    source src = {.gz = gzdopen(fd, "rb"), .path = path};
+    if (!src.gz) {
+        close(fd);
+        return sf_fail(SF_ERR_IO, "cannot open %s: %s", path, errno ? strerror(errno) : "zlib could not allocate");
+    }
+    sf_status s = SF_OK;
+    size_t got = 1;
+    while (s == SF_OK && got > 0 && *len < cap) {
+        s = read_chunk(&src, buf + *len, cap - *len, &got);
+        *len += got;
+    }
+    gzclose(src.gz);
+    return s;
+}
+
 int sf_file_exists(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int sf_path_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+sf_status sf_not_a_file(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return sf_fail(SF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    return sf_fail(SF_ERR_IO, "%s is %s, not a file", path, S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+}
+
+size_t sf_memory_available(void)
+{
+    /* MemAvailable: what the kernel can give without swapping (Linux 3.14 on); else the physical memory */
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    unsigned long long kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+    if (f) fclose(f);
+    if (kib > 0) return kib < SIZE_MAX / 1024 ? (size_t)kib * 1024 : SIZE_MAX;
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 && (unsigned long)pages < SIZE_MAX / (unsigned long)page ? (size_t)pages * (size_t)page
+                                                                                           : SIZE_MAX;
 }
