@@ -65,7 +65,8 @@ const sf_key_spec sf_train_keys[] = {
     {.name = "nesterov", .type = SF_V_BOOL, .offset = TRAIN(optim.nesterov)},
     {.name = "weight_decay", .type = SF_V_FLOAT, .offset = TRAIN(optim.weight_decay), .min = 0, .max = 1e3},
     {.name = "beta1", .type = SF_V_FLOAT, .offset = TRAIN(optim.beta1), .min = 0, .max = 0.999999},
-    {.name = "beta2", .type = SF_V_FLOAT, .offset = TRAIN(optim.beta2), .min = 0, .max = 0.999999999},
+    /* the largest float32 below 1 */
+    {.name = "beta2", .type = SF_V_FLOAT, .offset = TRAIN(optim.beta2), .min = 0, .max = 0.99999994},
     {.name = "eps", .type = SF_V_FLOAT, .offset = TRAIN(optim.eps), .min = 0, .max = 1, .open_min = 1},
     {.name = "schedule", .type = SF_V_ENUM, .offset = TRAIN(schedule.kind), .choices = schedule_names},
     {.name = "step_size", .type = SF_V_INT64, .offset = TRAIN(schedule.step_size), .min = 1, .max = 1e6},
@@ -249,7 +250,7 @@ static int format_float(float v, char *out, size_t cap)
     return snprintf(out, cap, "%.9g", v);
 }
 
-/* A number as the float it is stored in, checked as that float: 1e-50 is 0 there, which a range excluding 0 must
+/* A number checked as written and as the float it is stored in: 1e-50 is 0 there, which a range excluding 0 must
  * refuse (else lr = 1e-50 trains at 0 and is written back as "lr = 0", which no longer reads). */
 static sf_status parse_float(const sf_key_spec *k, const char *text, float *out)
 {
@@ -257,9 +258,9 @@ static sf_status parse_float(const sf_key_spec *k, const char *text, float *out)
     errno = 0;
     double v = strtod(text, &end);
     if (end == text || *end || !isfinite(v) || fabs(v) > 3.0e38) return sf_fail(SF_ERR_INVALID, "expects a number");
+    if (!in_range(k, v)) return range_error(k);
     const float stored = (float)v;
     if (!in_range(k, (double)stored)) {
-        if (!in_range(k, v)) return range_error(k);
         char why[64];
         format_float(stored, why, sizeof why);
         const sf_status s = range_error(k);

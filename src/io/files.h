@@ -14,7 +14,8 @@
  * SF_ERR_FORMAT (SIZE_MAX: no limit). */
 sf_status sf_read_file(const char *path, size_t max_bytes, char **out, size_t *len);
 /* The same, gunzipping transparently when the file is gzip (zlib's gz* API reads plain files as they are);
- * max_bytes bounds the decompressed size, and a cut or corrupt gzip stream is SF_ERR_FORMAT. */
+ * max_bytes bounds the decompressed size, and so does the memory the machine has available (sf_memory_available:
+ * past it SF_ERR_NOMEM saying so); a cut or corrupt gzip stream is SF_ERR_FORMAT. */
 sf_status sf_read_file_gz(const char *path, size_t max_bytes, char **out, size_t *len);
 /* The first decompressed bytes of a gzip file (at most cap; fewer when it is shorter) into buf: enough to judge its
  * header before the whole of it is unpacked. */

@@ -48,8 +48,9 @@ static sf_status read_chunk(source *src, char *dst, size_t want, size_t *got)
 
 /* Reads to the end of input. `capacity` is the first buffer size (a regular file's size is a good guess); the
  * buffer doubles from there, never beyond what max_bytes allows: one byte more (to see that the file is larger),
- * and the NUL. */
-static sf_status read_all(source *src, size_t max_bytes, size_t capacity, char **out, size_t *len)
+ * and the NUL. `limit_why` says, in the refusal, what set max_bytes when it was not the caller. */
+static sf_status read_all(source *src, size_t max_bytes, const char *limit_why, size_t capacity, char **out,
+                          size_t *len)
 {
     const size_t limit = max_bytes < SIZE_MAX / 4 ? max_bytes + 2 : SIZE_MAX / 2;
     size_t cap = capacity < limit ? capacity : limit, n = 0;
@@ -58,8 +59,8 @@ static sf_status read_all(source *src, size_t max_bytes, size_t capacity, char *
     for (;;) {
         if (n > max_bytes) {
             free(buf);
-            return sf_fail(SF_ERR_FORMAT, "%s is larger than %zu bytes%s", src->path, max_bytes,
-                           src->gz ? " (decompressed)" : "");
+            return sf_fail(limit_why ? SF_ERR_NOMEM : SF_ERR_FORMAT, "%s is larger than %zu bytes%s%s", src->path,
+                           max_bytes, src->gz ? " (decompressed)" : "", limit_why ? limit_why : "");
         }
         if (n + 1 == cap) {
             size_t grown = cap < limit / 2 ? 2 * cap : limit;
@@ -118,7 +119,7 @@ sf_status sf_read_file(const char *path, size_t max_bytes, char **out, size_t *l
     size_t capacity = FIRST_CAPACITY;
     if (S_ISREG(st.st_mode) && st.st_size > 0)
         capacity = (uint64_t)st.st_size < SIZE_MAX / 4 ? (size_t)st.st_size + 2 : SIZE_MAX / 4;
-    sf_status s = read_all(&src, max_bytes, capacity, out, len);
+    sf_status s = read_all(&src, max_bytes, NULL, capacity, out, len);
     fclose(src.plain);
     return s;
 }
@@ -136,7 +137,10 @@ sf_status sf_read_file_gz(const char *path, size_t max_bytes, char **out, size_t
         close(fd);
         return sf_fail(SF_ERR_IO, "cannot open %s: %s", path, errno ? strerror(errno) : "zlib could not allocate");
     }
-    sf_status s = read_all(&src, max_bytes, FIRST_CAPACITY, out, len);
+    /* what a gzip stream unpacks to is bounded by what this machine can hold, whatever the caller allows */
+    const size_t room = sf_memory_available();
+    sf_status s = read_all(&src, room < max_bytes ? room : max_bytes,
+                           room < max_bytes ? ": the memory this machine has available" : NULL, FIRST_CAPACITY, out, len);
     gzclose(src.gz);
     return s;
 }

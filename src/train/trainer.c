@@ -560,7 +560,7 @@ static sf_status finish_epoch(run *r, float lr)
     /* every data rank's BN running statistics saw its own part of the data: the model keeps their mean */
     if (r->job.dist) SF_TRY(sf_dist_average_buffers(r->job.dist, r->net));
     sf_eval_result test;
-    SF_TRY(sf_evaluate(r->net, r->test_ld, r->classes, &test));
+    SF_TRY(sf_evaluate(r->net, r->test_ld, r->classes, r->job.size == 1, &test));
     sf_status m = sf_job_merge_eval(&r->job, &test);
     if (m != SF_OK) {
         sf_eval_result_free(&test);
@@ -588,6 +588,16 @@ static sf_status finish_epoch(run *r, float lr)
     return s;
 }
 
+/* The training loader back at the end of the epoch it just finished (it had moved on to the next): a run stopped in
+ * its test pass keeps the state after the epoch's training, and resumed, evaluates that epoch. */
+static sf_status back_to_epoch_end(run *r)
+{
+    sf_loader_state st;
+    sf_loader_get_state(r->train_ld, &st);
+    st = (sf_loader_state){.epoch = st.epoch - 1, .index = sf_loader_batches_per_epoch(r->train_ld)};
+    return sf_loader_set_state(r->train_ld, &st);
+}
+
 static sf_status train_loop(run *r, sf_train_summary *out)
 {
     const sf_config *cfg = r->cfg;
@@ -599,12 +609,15 @@ static sf_status train_loop(run *r, sf_train_summary *out)
         SF_TRY(sf_net_set_lr(r->net, lr));
         int stopped = 0;
         SF_TRY(train_epoch(r, lr, &stopped));
-        /* a request to stop heard by the test pass leaves the state after the epoch's training: resumed, the run
-         * evaluates the epoch then */
-        sf_status s = stopped ? SF_OK : finish_epoch(r, lr);
-        if (stopped || (s != SF_OK && sf_interrupt_requested())) {
+        if (stopped) {
             out->interrupted = 1;
             return save_together(r, 0, SF_OK);
+        }
+        /* a request to stop heard by the test pass (of a process alone: a job's processes end the pass together) */
+        sf_status s = finish_epoch(r, lr);
+        if (s != SF_OK && r->job.size == 1 && sf_interrupt_requested()) {
+            out->interrupted = 1;
+            return save_together(r, 0, back_to_epoch_end(r));
         }
         SF_TRY(s);
     }

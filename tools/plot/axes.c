@@ -83,11 +83,20 @@ void sf_axes_set_y(sf_axes *ax, double lo, double hi, int integer)
     ax->ystep = step;
 }
 
-double sf_axes_px(const sf_axes *ax, double x) { return ax->left + (x - ax->x0) / (ax->x1 - ax->x0) * ax->width; }
+/* Canvas coordinates far off the figure are held at a distance cairo's fixed-point coordinates still hold (a value
+ * millions of times past the axis range would make its matrix invalid); what lies there is clipped anyway. */
+#define FAR_PX 1e6
+
+static double held(double px) { return px > FAR_PX ? FAR_PX : px < -FAR_PX ? -FAR_PX : px; }
+
+double sf_axes_px(const sf_axes *ax, double x)
+{
+    return held(ax->left + (x - ax->x0) / (ax->x1 - ax->x0) * ax->width);
+}
 
 double sf_axes_py(const sf_axes *ax, double y)
 {
-    return ax->top + ax->height - (y - ax->y0) / (ax->y1 - ax->y0) * ax->height;
+    return held(ax->top + ax->height - (y - ax->y0) / (ax->y1 - ax->y0) * ax->height);
 }
 
 /* Decimals that show every multiple of `step` exactly (0.25 needs 2). */

@@ -202,7 +202,7 @@ done:
 static void label_last(cairo_t *cr, const sf_axes *ax, const sf_series *s)
 {
     for (int64_t i = s->n - 1; i >= 0; i--)
-        if (isfinite(s->y[i])) {
+        if (isfinite(s->x[i]) && isfinite(s->y[i])) {
             char text[32];
             snprintf(text, sizeof text, "%.2f%%", s->y[i]);
             sf_set_font(cr, SF_FONT_LEGEND, 1);
