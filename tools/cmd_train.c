@@ -27,7 +27,9 @@ static const char *train_help =
     "                           config is used; CONFIG, if given, must describe the same run. Only train.epochs,\n"
     "                           train.data_dir, train.log_every, train.threads and the device may change (a run\n"
     "                           trained on a GPU goes on on the CPU with --device cpu, and back). Results go on\n"
-    "                           in DIR unless --out names a new one.\n"
+    "                           in DIR unless --out names a new one. A DIR/config.ini edited into another run\n"
+    "                           is refused (the edit would be lost); the run keeps the choices it started with\n"
+    "                           (DIR/choices)\n"
     "  --device D               cpu, cuda, cuda:N, or auto (a GPU when one is usable, else the CPU);\n"
     "                           overrides [train] device\n"
     "  --report                 write DIR/report.html when training starts and again after every epoch: one\n"
@@ -40,10 +42,13 @@ static const char *train_help =
     "global batch ([train] global_batch, or batch × data ranks). Rank 0 prints and writes the run directory.\n\n"
     "The run directory receives last.safetensors (the initial state first, then after every epoch, or where\n"
     "Ctrl-C stopped the run), best.safetensors (the epoch with the best test accuracy), config.ini (the\n"
-    "resolved config) and metrics.jsonl (one JSON object per log_every steps and per epoch). One process at a\n"
+    "resolved config), choices (what the network measured when the run started) and metrics.jsonl (one JSON\n"
+    "object per log_every steps and per epoch). One process at a\n"
     "time writes it: train.lock names the one that does, and a second is refused. A run stopped at any moment,\n"
     "kill -9 included, continues with --resume; one stopped before its first checkpoint leaves a directory that\n"
-    "a new run may take.\n\n" SF_CLI_EXIT_CODES;
+    "a new run may take. The first Ctrl-C or SIGTERM stops the run promptly in any phase (loading the data\n"
+    "included) and leaves the directory as a clean stop does; a second one ends the process at once.\n\n"
+    SF_CLI_EXIT_CODES;
 
 typedef struct train_args {
     const char *config, *out, *resume, *device;

@@ -47,31 +47,44 @@ static void close_handles(h5_handles *h)
 }
 
 /* Whether the file stores every one of the `count` entries dataset d declares: chunks never written read as fill
- * values, so a small file declaring 2^40 samples would be read for hours; the bytes stored (at most the file's, and
- * standing for at most SHD_MAX_COMPRESSION times as many when compressed) must hold them, and inside this file. */
+ * values, so a small file declaring 2^40 samples would be read for hours. Every chunk the entries need must be
+ * written (a contiguous dataset's storage allocated), and the bytes stored, at most the file's, must hold them: one
+ * for one uncompressed, at most SHD_MAX_COMPRESSION for one compressed. */
 static sf_status check_storage(hid_t file, hid_t d, const char *name, hsize_t count)
 {
     H5D_space_status_t status = H5D_SPACE_STATUS_ERROR;
-    hsize_t file_bytes = 0;
+    hsize_t file_bytes = 0, chunk = 0, chunks = 0;
     hid_t type = H5Dget_type(d), dcpl = H5Dget_create_plist(d);
     const size_t elem = type >= 0 ? H5Tget_size(type) : 0;
     const int filters = dcpl >= 0 ? H5Pget_nfilters(dcpl) : -1, external = dcpl >= 0 ? H5Pget_external_count(dcpl) : -1;
     const H5D_layout_t layout = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
+    const int chunked = layout == H5D_CHUNKED && H5Pget_chunk(dcpl, 1, &chunk) == 1 && chunk > 0;
     if (type >= 0) H5Tclose(type);
     if (dcpl >= 0) H5Pclose(dcpl);
     const hsize_t stored = H5Dget_storage_size(d);
+    const hid_t space = H5Dget_space(d);
+    const herr_t listed = chunked && space >= 0 ? H5Dget_num_chunks(d, space, &chunks) : -1;
+    if (space >= 0) H5Sclose(space);
     if (H5Dget_space_status(d, &status) < 0 || H5Fget_filesize(file, &file_bytes) < 0 || elem == 0 || filters < 0 ||
-        external < 0)
+        external < 0 || (layout == H5D_CHUNKED && listed < 0))
         return sf_fail(SF_ERR_FORMAT, "cannot read how /%s is stored", name);
     if (layout == H5D_VIRTUAL || external > 0)
         return sf_fail(SF_ERR_FORMAT, "/%s is stored outside the file (external or virtual dataset)", name);
+    if (count == 0) return SF_OK;
+    const hsize_t needed = chunked ? (count - 1) / chunk + 1 : 1;
+    const int written = chunked ? chunks >= needed : status == H5D_SPACE_STATUS_ALLOCATED;
     const double need = (double)count * (double)elem, held = (double)stored * (filters ? SHD_MAX_COMPRESSION : 1);
-    if (count > 0 && (status != H5D_SPACE_STATUS_ALLOCATED || need > held || stored > file_bytes))
+    if (!written)
         return sf_fail(SF_ERR_FORMAT,
-                       "/%s declares %llu entries (%.0f bytes) but the file stores %llu bytes of them%s (a damaged "
-                       "or forged file)",
-                       name, (unsigned long long)count, need, (unsigned long long)stored,
-                       status != H5D_SPACE_STATUS_ALLOCATED ? ", some never written" : "");
+                       "/%s declares %llu entries but stores only %llu of the %llu chunks that hold them: the others "
+                       "were never written (a damaged or forged file)",
+                       name, (unsigned long long)count, (unsigned long long)(chunked ? chunks : 0),
+                       (unsigned long long)needed);
+    if (need > held || stored > file_bytes)
+        return sf_fail(SF_ERR_FORMAT,
+                       "/%s declares %llu entries (%.0f bytes) but the file stores %llu bytes of them (a damaged or "
+                       "forged file)",
+                       name, (unsigned long long)count, need, (unsigned long long)stored);
     return SF_OK;
 }
 

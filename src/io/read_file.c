@@ -124,19 +124,25 @@ sf_status sf_read_file(const char *path, size_t max_bytes, char **out, size_t *l
     return s;
 }
 
-sf_status sf_read_file_gz(const char *path, size_t max_bytes, char **out, size_t *len)
+/* `path` opened through zlib (gzip, or a plain file as it is). */
+static sf_status open_gz(const char *path, source *src)
 {
-    *out = NULL;
-    if (len) *len = 0;
     int fd;
     struct stat st;
     SF_TRY(open_readable(path, &fd, &st));
     errno = 0;
-    source src = {.gz = gzdopen(fd, "rb"), .path = path};
-    if (!src.gz) {
-        close(fd);
-        return sf_fail(SF_ERR_IO, "cannot open %s: %s", path, errno ? strerror(errno) : "zlib could not allocate");
-    }
+    *src = (source){.gz = gzdopen(fd, "rb"), .path = path};
+    if (src->gz) return SF_OK;
+    close(fd);
+    return sf_fail(SF_ERR_IO, "cannot open %s: %s", path, errno ? strerror(errno) : "zlib could not allocate");
+}
+
+sf_status sf_read_file_gz(const char *path, size_t max_bytes, char **out, size_t *len)
+{
+    *out = NULL;
+    if (len) *len = 0;
+    source src;
+    SF_TRY(open_gz(path, &src));
     /* what a gzip stream unpacks to is bounded by what this machine can hold, whatever the caller allows */
     const size_t room = sf_memory_available();
     sf_status s = read_all(&src, room < max_bytes ? room : max_bytes,
@@ -148,15 +154,8 @@ sf_status sf_read_file_gz(const char *path, size_t max_bytes, char **out, size_t
 sf_status sf_read_file_gz_head(const char *path, char *buf, size_t cap, size_t *len)
 {
     *len = 0;
-    int fd;
-    struct stat st;
-    SF_TRY(open_readable(path, &fd, &st));
-    errno = 0;
-    source src = {.gz = gzdopen(fd, "rb"), .path = path};
-    if (!src.gz) {
-        close(fd);
-        return sf_fail(SF_ERR_IO, "cannot open %s: %s", path, errno ? strerror(errno) : "zlib could not allocate");
-    }
+    source src;
+    SF_TRY(open_gz(path, &src));
     sf_status s = SF_OK;
     size_t got = 1;
     while (s == SF_OK && got > 0 && *len < cap) {

@@ -15,15 +15,7 @@ sf 0 a train "$HERE/../../examples/fmnist_mlp.ini" "${run[@]}" --out A
 sf 0 b train "$HERE/../../examples/fmnist_mlp.ini" "${run[@]}" --out B
 
 # C: stopped by SIGINT after some steps of its first epoch, then continued
-"$SF" train "$HERE/../../examples/fmnist_mlp.ini" "${run[@]}" --out C >c1.out 2>c1.err &
-pid=$!
-for _ in $(seq 1 1000); do
-    [ -s C/metrics.jsonl ] && [ "$(wc -l <C/metrics.jsonl)" -ge 7 ] && break
-    sleep 0.01
-done
-kill -INT "$pid"
-wait "$pid"
-rc=$?
+stop_after c1 C 7 train "$HERE/../../examples/fmnist_mlp.ini" "${run[@]}" --out C
 check "the run stopped by SIGINT exits 130 (got $rc)" test "$rc" -eq 130
 sf 0 c2 train --resume C
 

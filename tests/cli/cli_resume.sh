@@ -52,15 +52,7 @@ has "a config.ini that says the same keeps the user's comments" B/config.ini "; 
 data big --train 2500
 big=(--set train.data_dir="$WORK/big" --set train.epochs=2)
 sf 0 d train "$HERE/tiny_mlp.ini" "${big[@]}" --out D
-"$SF" train "$HERE/tiny_mlp.ini" "${big[@]}" --out E >e1.out 2>e1.err &
-pid=$!
-for _ in $(seq 1 500); do
-    [ -s E/metrics.jsonl ] && [ "$(wc -l <E/metrics.jsonl)" -ge 20 ] && break
-    sleep 0.01
-done
-kill -INT "$pid"
-wait "$pid"
-rc=$?
+stop_after e1 E 20 train "$HERE/tiny_mlp.ini" "${big[@]}" --out E
 if [ "$rc" -eq 130 ]; then
     ok
     has "interrupt tells how to continue" e1.err "--resume E"
