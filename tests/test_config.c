@@ -500,6 +500,93 @@ static void test_round_trip(void)
 }
 
 /* The longest accepted string value still fits a config line when written out. */
+/* Every numeric key, set as --set sets it with values at and past the edges of its range and of a float32 (1e-50
+ * is 0 as a float, 1e39 infinite): what is accepted is stored inside the key's range, and the config then writes
+ * out and reads back as itself, so that a run can be resumed and retrained from its own config.ini. */
+static const char *const every_layer_config =
+    "[train]\ndataset = synthetic\ninput_shape = 2, 8, 8\nclasses = 4\n[neuron]\nneuron = alif\n"
+    "[conv]\nfilters = 4\nsize = 3\npad = 1\n[bn]\n[lif]\n[maxpool]\nsize = 2\n[avgpool]\nsize = 2\n[flatten]\n"
+    "[linear]\nout = 8\n[rlif]\n[dropout]\n[linear]\nout = 4\n";
+
+static int is_number_key(const sf_key_spec *k)
+{
+    return k->type == SF_V_INT32 || k->type == SF_V_INT64 || k->type == SF_V_U64 || k->type == SF_V_FLOAT ||
+           k->type == SF_V_OPT_FLOAT || k->type == SF_V_CHANNELS || k->type == SF_V_SHAPE;
+}
+
+/* Sets `key` to each value around its range; `field` finds the stored value in a config. */
+static void check_stored(const char *key, const sf_key_spec *k, void *(*field)(sf_config *, int32_t), int32_t layer)
+{
+    const double edges[] = {k->min, k->max, k->min > 0 ? k->min * 0.5 : -1e-50, k->max * 2, 1e-50, -1e-50, 1e-45,
+                            1.5e-45, 1e-39, 3.4e38, 3.5e38, 1e39, 0, 0.5, 1, 2147483648.0, 1e300};
+    for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++) {
+        sf_config *cfg = NULL, *back = NULL;
+        CHECK_OK(sf_config_parse_string(every_layer_config, "every.ini", &cfg));
+        if (!cfg) return;
+        char value[64], *text = NULL, *again = NULL;
+        snprintf(value, sizeof value, "%.17g", edges[e]);
+        if (sf_config_set(cfg, key, value) == SF_OK) {
+            if (k->type == SF_V_FLOAT) {
+                float v;
+                memcpy(&v, (char *)field(cfg, layer) + k->offset, sizeof v);
+                const int in = (k->open_min ? v > k->min : v >= k->min) && v <= k->max;
+                CHECK(in, "%s = %s is stored as %.9g, outside %s%g, %g]", key, value, (double)v, k->open_min ? "(" : "[",
+                      k->min, k->max);
+            }
+            CHECK_OK(sf_config_write(cfg, &text));
+            if (text) CHECK(sf_config_parse_string(text, "written.ini", &back) == SF_OK,
+                            "%s = %s accepted, but the config it writes does not read back: %s", key, value,
+                            sf_last_error());
+            if (back) CHECK_OK(sf_config_write(back, &again));
+            CHECK(!back || (again && strcmp(text, again) == 0), "%s = %s: the written config reads back as itself",
+                  key, value);
+        }
+        sf_config_free(cfg);
+        sf_config_free(back);
+        free(text);
+        free(again);
+    }
+}
+
+static void *train_field(sf_config *cfg, int32_t layer) { return (void)layer, cfg; }
+static void *neuron_field(sf_config *cfg, int32_t layer) { return (void)layer, &cfg->neuron; }
+static void *layer_field(sf_config *cfg, int32_t layer) { return &cfg->layers[layer].desc; }
+
+static void test_stored_values(void)
+{
+    char key[96];
+    for (int i = 0; i < sf_num_train_keys; i++)
+        if (is_number_key(&sf_train_keys[i])) {
+            snprintf(key, sizeof key, "train.%s", sf_train_keys[i].name);
+            check_stored(key, &sf_train_keys[i], train_field, 0);
+        }
+    for (int i = 0; i < sf_num_readout_keys; i++)
+        if (is_number_key(&sf_readout_keys[i])) {
+            snprintf(key, sizeof key, "readout.%s", sf_readout_keys[i].name);
+            check_stored(key, &sf_readout_keys[i], train_field, 0);
+        }
+    for (int i = 0; i < sf_num_lif_keys; i++)
+        if (is_number_key(&sf_lif_keys[i])) {
+            snprintf(key, sizeof key, "neuron.%s", sf_lif_keys[i].name);
+            check_stored(key, &sf_lif_keys[i], neuron_field, 0);
+        }
+    sf_config *cfg = NULL;
+    CHECK_OK(sf_config_parse_string(every_layer_config, "every.ini", &cfg));
+    for (int32_t l = 0; cfg && l < cfg->num_layers; l++)
+        for (int i = 0; i < sf_num_layer_keys; i++)
+            if (is_number_key(&sf_layer_keys[i]) && (sf_layer_keys[i].kinds & (1u << cfg->layers[l].desc.kind))) {
+                snprintf(key, sizeof key, "layer%d.%s", (int)l, sf_layer_keys[i].name);
+                check_stored(key, &sf_layer_keys[i], layer_field, l);
+            }
+    sf_config_free(cfg);
+    /* the case that trained at lr 0: refused with the reason */
+    CHECK_OK(sf_config_parse_string(every_layer_config, "every.ini", &cfg));
+    CHECK(cfg && sf_config_set(cfg, "train.lr", "1e-50") == SF_ERR_INVALID &&
+              strstr(sf_last_error(), "must be in (0, 1000] (1e-50 is stored as the 32-bit float 0)"),
+          "lr = 1e-50: %s", sf_last_error());
+    sf_config_free(cfg);
+}
+
 static void test_longest_path(void)
 {
     sf_config *cfg = NULL, *back = NULL;
@@ -749,6 +836,7 @@ int main(void)
     test_overrides();
     test_round_trip();
     test_longest_path();
+    test_stored_values();
     test_build_net();
     test_doc();
     test_neuron_models();

@@ -11,7 +11,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <zlib.h>
 
 static char tmpdir[256];
@@ -472,13 +474,14 @@ static void test_gesture(void)
                 "lies outside the recording", "a gesture outside the recording");
     put_text(path, "class,s,e\n12,1000,1100\n");
     expect_fail(load(SF_DATASET_DVSGESTURE, "gest", SF_SPLIT_TEST, &te), SF_ERR_FORMAT, "user02_led_labels.csv",
-                "line 2: class 12 (expected 1..11)", "a class out of range");
+                "line 2: class 12 is out of range (expected 1..11)", "a class out of range");
     put_text(path, "class,s,e\n3,1000\n");
     expect_fail(load(SF_DATASET_DVSGESTURE, "gest", SF_SPLIT_TEST, &te), SF_ERR_FORMAT, "user02_led_labels.csv",
                 "line 2: expected class,start_us,end_us", "a short row");
     put_text(path, "class,s,e\n3,1100,1050\n");
-    expect_fail(load(SF_DATASET_DVSGESTURE, "gest", SF_SPLIT_TEST, &te), SF_ERR_FORMAT, "line 2: class 3", "to 1050",
-                "a gesture ending before it starts");
+    expect_fail(load(SF_DATASET_DVSGESTURE, "gest", SF_SPLIT_TEST, &te), SF_ERR_FORMAT,
+                "line 2: the gesture's span from 1100 to 1050 µs", "ends before it starts",
+                "a gesture ending before it starts (the span named, not the class)");
     put_text(path, "class,s,e\n3,1001,1009\n");
     CHECK_OK(load(SF_DATASET_DVSGESTURE, "gest", SF_SPLIT_TEST, &te));
     CHECK(te && te->count == 3 && te->skipped == 1, "a gesture without events is skipped and counted");
@@ -511,39 +514,59 @@ typedef struct shd_sample {
     uint16_t units[4];
 } shd_sample;
 
-/* A one-dimensional dataset `name` of n elements under `where`, stored as `file_type`, written from `mem_type`. */
-static void write_1d(hid_t where, const char *name, hid_t file_type, hid_t mem_type, int n, const void *data)
+/* A one-dimensional dataset `name` under `where` declaring n entries stored as `file_type`, the first `written` of
+ * them written from `data` (of `mem_type`); contiguous, or chunked (and deflated) when asked. */
+static void write_1d(hid_t where, const char *name, hid_t file_type, hid_t mem_type, hsize_t n, hsize_t written,
+                     const void *data, int chunked, int deflate)
 {
-    hsize_t dims[1] = {(hsize_t)n};
-    hid_t sp = H5Screate_simple(1, dims, NULL);
-    hid_t d = H5Dcreate2(where, name, file_type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    CHECK(H5Dwrite(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0, "writing /%s", name);
+    hsize_t dims[1] = {n}, chunk[1] = {n < 1024 ? n : 1024}, start[1] = {0}, count[1] = {written};
+    hid_t sp = H5Screate_simple(1, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    if (chunked) H5Pset_chunk(dcpl, 1, chunk);
+    if (deflate) H5Pset_deflate(dcpl, 9);
+    hid_t d = H5Dcreate2(where, name, file_type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    CHECK(d >= 0, "creating /%s of %llu entries", name, (unsigned long long)n);
+    if (written) {
+        hid_t mem = H5Screate_simple(1, count, NULL);
+        H5Sselect_hyperslab(sp, H5S_SELECT_SET, start, NULL, count, NULL);
+        CHECK(H5Dwrite(d, mem_type, mem, sp, H5P_DEFAULT, data) >= 0, "writing /%s", name);
+        H5Sclose(mem);
+    }
     H5Dclose(d);
+    H5Pclose(dcpl);
     H5Sclose(sp);
 }
 
-/* An SHD-layout file: /spikes/times (vlen float32), /spikes/units (vlen uint16), /labels (uint16); n_units and
- * n_labels can differ from n to write a file that disagrees with itself. */
-static void write_h5(const char *path, const shd_sample *s, int n, int n_units, const uint16_t *labels, int n_labels)
+/* An SHD-layout file: /spikes/times (vlen float32), /spikes/units (vlen uint16), /labels (uint16), declaring
+ * declared[k] entries of which written[k] are written from t, u and labels. */
+static void write_shd_file(const char *path, const hvl_t *t, const hvl_t *u, const uint16_t *labels,
+                           const hsize_t declared[3], const hsize_t written[3], int chunked, int deflate)
 {
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     hid_t g = H5Gcreate2(f, "spikes", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    hvl_t t[8], u[8];
-    for (int i = 0; i < n; i++) {
-        t[i] = (hvl_t){(size_t)s[i].n, (void *)s[i].times};
-        u[i] = (hvl_t){(size_t)s[i].n, (void *)s[i].units};
-    }
     hid_t tf = H5Tvlen_create(H5T_IEEE_F32LE), uf = H5Tvlen_create(H5T_STD_U16LE);
     hid_t tm = H5Tvlen_create(H5T_NATIVE_FLOAT), um = H5Tvlen_create(H5T_NATIVE_UINT16);
-    write_1d(g, "times", tf, tm, n, t);
-    write_1d(g, "units", uf, um, n_units, u);
-    write_1d(f, "labels", H5T_STD_U16LE, H5T_NATIVE_UINT16, n_labels, labels);
+    write_1d(g, "times", tf, tm, declared[0], written[0], t, chunked, deflate);
+    write_1d(g, "units", uf, um, declared[1], written[1], u, chunked, deflate);
+    write_1d(f, "labels", H5T_STD_U16LE, H5T_NATIVE_UINT16, declared[2], written[2], labels, chunked, deflate);
     H5Tclose(tf);
     H5Tclose(uf);
     H5Tclose(tm);
     H5Tclose(um);
     H5Gclose(g);
     H5Fclose(f);
+}
+
+/* The samples s[0..n) as SHD's file, contiguous; n_units and n_labels can differ from n to write a file that
+ * disagrees with itself. */
+static void write_h5(const char *path, const shd_sample *s, int n, int n_units, const uint16_t *labels, int n_labels)
+{
+    hvl_t t[8], u[8];
+    for (int i = 0; i < n; i++) {
+        t[i] = (hvl_t){(size_t)s[i].n, (void *)s[i].times};
+        u[i] = (hvl_t){(size_t)s[i].n, (void *)s[i].units};
+    }
+    const hsize_t sizes[3] = {(hsize_t)n, (hsize_t)n_units, (hsize_t)n_labels};
+    write_shd_file(path, t, u, labels, sizes, sizes, 0, 0);
 }
 
 static const shd_sample shd_samples[3] = {
@@ -638,6 +661,122 @@ static void test_shd(void)
     remove(path);
     expect_fail(load(SF_DATASET_SHD, "shd", SF_SPLIT_TRAIN, &tr), SF_ERR_IO, "shd/shd_train.h5.gz", "zenkelab",
                 "a missing file names both names and where SHD is published");
+}
+
+/* ---------------------------------------------------------------- hostile SHD files
+ * Each must be refused at once, with little memory: a small file declaring 2^40 samples read as fill values for
+ * hours, and a gzip bomb grew to 16 GiB before any check. */
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double peak_rss_mib(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
+/* An SHD-layout file whose chunked datasets (deflated when `deflate`) declare n samples and store `written` (at most
+ * 4) of them, each shd_samples[0] with label 3. */
+static void write_chunked_h5(const char *path, hsize_t n, hsize_t written, int deflate)
+{
+    hvl_t t[4], u[4];
+    uint16_t labels[4];
+    for (int i = 0; i < 4; i++) {
+        t[i] = (hvl_t){(size_t)shd_samples[0].n, (void *)shd_samples[0].times};
+        u[i] = (hvl_t){(size_t)shd_samples[0].n, (void *)shd_samples[0].units};
+        labels[i] = 3;
+    }
+    const hsize_t declared[3] = {n, n, n}, stored[3] = {written, written, written};
+    write_shd_file(path, t, u, labels, declared, stored, 1, deflate);
+}
+
+/* A gzip file of `head` (may be empty) followed by `members` gzip members of 64 MiB of zeros each. */
+static void write_gz_bomb(const char *path, const void *head, size_t head_len, int members)
+{
+    char member[600];
+    snprintf(member, sizeof member, "%s.member", path);
+    const size_t zeros_len = (size_t)64 << 20;
+    void *zeros = calloc(1, zeros_len);
+    gzFile g = gzopen(member, "wb1");
+    CHECK(zeros && g && gzwrite(g, zeros, (unsigned)zeros_len) == (int)zeros_len, "writing 64 MiB of zeros");
+    if (g) gzclose(g);
+    free(zeros);
+    char *bytes = NULL;
+    size_t len = 0;
+    CHECK_OK(sf_read_file(member, SIZE_MAX, &bytes, &len));
+    g = gzopen(path, "wb");
+    if (head_len) gzwrite(g, head, (unsigned)head_len);
+    gzclose(g);
+    FILE *f = fopen(path, "ab");
+    for (int i = 0; f && bytes && i < members; i++) fwrite(bytes, 1, len, f);
+    if (f) fclose(f);
+    free(bytes);
+    remove(member);
+}
+
+/* Loading SHD's training split from `rel` fails as wanted within a few seconds, growing memory by less than 256 MiB. */
+static void expect_quick_fail(const char *rel, sf_status want, const char *needle, const char *what)
+{
+    sf_dataset *ds = NULL;
+    const double t0 = seconds_now(), rss0 = peak_rss_mib();
+    expect_fail(load(SF_DATASET_SHD, rel, SF_SPLIT_TRAIN, &ds), want, "shd_train.h5", needle, what);
+    const double took = seconds_now() - t0, grew = peak_rss_mib() - rss0;
+    CHECK(took < 10.0 && grew < 256.0, "%s: refused after %.1f s, memory grew by %.0f MiB", what, took, grew);
+    sf_dataset_free(ds);
+}
+
+static void test_shd_hostile(void)
+{
+    char path[512];
+    mkdirs("forged");
+    write_chunked_h5(path_of(path, sizeof path, "forged/shd_train.h5"), (hsize_t)1 << 40, 0, 0);
+    expect_quick_fail("forged", SF_ERR_FORMAT, "declares 1099511627776 entries but stores only 0 of the 1073741824 chunks",
+                      "2^40 samples, none written");
+    write_chunked_h5(path, (hsize_t)1 << 40, 1, 1);
+    expect_quick_fail("forged", SF_ERR_FORMAT, "stores only 1 of the 1073741824 chunks",
+                      "2^40 deflated samples, one written");
+    /* a chunked, deflated file that stores what it declares reads as any other */
+    write_chunked_h5(path, 4, 4, 1);
+    sf_dataset *whole = NULL;
+    CHECK_OK(load(SF_DATASET_SHD, "forged", SF_SPLIT_TRAIN, &whole));
+    CHECK(whole && whole->count == 4 && whole->labels[3] == 3, "a chunked, deflated file reads its 4 samples");
+    sf_dataset_free(whole);
+
+    /* a 16 MB .h5.gz that unpacks to 16 GiB of zeros; the same behind a real HDF5 file; a superblock claiming 1 PiB */
+    mkdirs("bomb");
+    write_gz_bomb(path_of(path, sizeof path, "bomb/shd_train.h5.gz"), NULL, 0, 256);
+    expect_quick_fail("bomb", SF_ERR_FORMAT, "not an HDF5 file", "a gzip bomb of zeros");
+    const uint16_t labels[3] = {19, 0, 7};
+    char h5[512], *bytes = NULL;
+    size_t len = 0;
+    write_h5(path_of(h5, sizeof h5, "bomb/real.h5"), shd_samples, 3, 3, labels, 3);
+    CHECK_OK(sf_read_file(h5, SIZE_MAX, &bytes, &len));
+    if (!bytes || len < 48) return;
+    write_gz_bomb(path, bytes, len, 256);
+    expect_quick_fail("bomb", SF_ERR_FORMAT, "is larger than", "a gzip bomb behind a real HDF5 header");
+    CHECK(bytes[8] == 0, "libhdf5 wrote a version 0 superblock (its end-of-file address at byte 40)");
+    const uint64_t petabyte = (uint64_t)1 << 50;
+    memcpy(bytes + 40, &petabyte, 8);
+    write_gz_bomb(path, bytes, len, 0);
+    expect_quick_fail("bomb", SF_ERR_NOMEM, "more than this machine has available", "a superblock claiming 1 PiB");
+    free(bytes);
+
+    /* a directory where the file belongs; a file whose every sample is empty */
+    mkdirs("dir/shd_train.h5");
+    expect_quick_fail("dir", SF_ERR_IO, "is a directory, not a file", "shd_train.h5 a directory");
+    shd_sample empty[2] = {shd_samples[0], shd_samples[1]};
+    empty[0].n = empty[1].n = 0;
+    mkdirs("empty");
+    write_h5(path_of(path, sizeof path, "empty/shd_train.h5"), empty, 2, 2, labels, 2);
+    sf_dataset *ds = NULL;
+    expect_fail(load(SF_DATASET_SHD, "empty", SF_SPLIT_TRAIN, &ds), SF_ERR_FORMAT, "holds no samples",
+                "every one is empty", "a split without samples is a data problem");
 }
 
 /* ---------------------------------------------------------------- the frame cache */
@@ -753,6 +892,7 @@ int main(void)
     test_cifar10dvs();
     test_ncaltech101();
     test_shd();
+    test_shd_hostile();
     test_cache();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

@@ -641,6 +641,71 @@ static void test_import_refusals(void)
     sf_nir_graph_free(g);
 }
 
+/* Graphs a careless or hostile exporter writes: values no float32 holds, a dt that is not a number, shapes that are
+ * not the tensors', and a refusal whose message comes from another call (once, and whole). */
+static void test_import_hostile(void)
+{
+    char *text = NULL;
+    static const struct {
+        int node;
+        const char *field;
+        int64_t index;
+        double value;
+        const char *expect;
+    } bad_values[] = {{1, "weight", 5, NAN, "'fc' (Affine): weight[5] is nan, not a finite 32-bit float"},
+                      {1, "bias", 9, INFINITY, "'fc' (Affine): bias[9] is inf"},
+                      {1, "weight", 0, 1e300, "weight[0] is 1e+300, not a finite 32-bit float"}};
+    for (size_t k = 0; k < sizeof bad_values / sizeof bad_values[0]; k++) {
+        sf_nir_graph *g = base_graph("LIF");
+        sf_nir_field *f = (sf_nir_field *)sf_nir_field_of(&g->nodes[bad_values[k].node].fields, bad_values[k].field);
+        f->values[bad_values[k].index] = bad_values[k].value;
+        CHECK(import(g, &text) == SF_ERR_UNSUPPORTED && strstr(sf_last_error(), bad_values[k].expect), "%s[%lld] = %g: %s",
+              bad_values[k].field, (long long)bad_values[k].index, bad_values[k].value, sf_last_error());
+        sf_nir_graph_free(g);
+    }
+    /* the file's dt as a string or two numbers is refused, unless --dt replaces it */
+    sf_nir_graph *g = base_graph("LIF");
+    CHECK_OK(sf_nir_set_text(&g->metadata, "dt", "1e-4"));
+    CHECK(import(g, &text) == SF_ERR_FORMAT && strstr(sf_last_error(), "g.nir: dt in the metadata is a string"), "%s",
+          sf_last_error());
+    sf_tensor_list params = {0};
+    sf_nir_import_options o = {.source = "g.nir", .dataset = -1, .dt = 1e-4};
+    CHECK_OK(sf_config_from_nir(g, &o, &text, &params));
+    free(text);
+    sf_tensor_list_free(&params);
+    CHECK_OK(sf_nir_set(&g->metadata, "dt", SF_NIR_F64, 1, (const int64_t[]){2}, (const double[]){1e-4, 1e-3}));
+    CHECK(import(g, &text) == SF_ERR_FORMAT && strstr(sf_last_error(), "not one number > 0"), "%s", sf_last_error());
+    sf_nir_unset(&g->metadata, "dt");
+    /* an Output whose shape is not the network's output */
+    set_vec(&g->nodes[3], "shape", 1, -10);
+    CHECK(import(g, &text) == SF_ERR_UNSUPPORTED &&
+              strstr(sf_last_error(), "'output' (Output): shape does not give the shape of its tensor (the tensor "
+                                      "here is [10])"),
+          "%s", sf_last_error());
+    CHECK_OK(sf_nir_set(&g->nodes[3].fields, "shape", SF_NIR_I64, 1, (const int64_t[]){2}, (const double[]){1, 10}));
+    CHECK_OK(import(g, &text)); /* a batch dimension of 1 in front is the same shape */
+    free(text);
+    /* a neuron NIR cannot be discretised at this dt: the message of sf_lif_params_from_nir, once and whole */
+    set_vec(&g->nodes[2], "tau", 10, 1e-5);
+    CHECK(import(g, &text) == SF_ERR_UNSUPPORTED, "tau < dt is refused");
+    const char *msg = sf_last_error(), *first = strstr(msg, "NIR node 'tail'");
+    CHECK(first && !strstr(first + 1, "NIR node") && strstr(msg, "is shorter than the time step dt = 0.0001 (the Euler"),
+          "the refusal reads once and whole: %s", msg);
+    sf_nir_graph_free(g);
+    /* a Flatten whose input_type is not its input's shape, or not numbers */
+    sf_nir_node *flat;
+    g = image_graph("Flatten", &flat);
+    CHECK_OK(sf_nir_set(&flat->fields, "input_type", SF_NIR_I64, 1, (const int64_t[]){3}, (const double[]){-1, 28, 28}));
+    CHECK(import(g, &text) == SF_ERR_UNSUPPORTED &&
+              strstr(sf_last_error(), "(Flatten): input_type does not give the shape of its tensor (the tensor here "
+                                      "is [1, 28, 28])"),
+          "%s", sf_last_error());
+    CHECK_OK(sf_nir_set_text(&g->nodes[1].fields, "input_type", "[1, 28, 28]"));
+    CHECK(import(g, &text) == SF_ERR_UNSUPPORTED && strstr(sf_last_error(), "expected a list of sizes in input_type"),
+          "%s", sf_last_error());
+    sf_nir_graph_free(g);
+}
+
 /* ================================================================ samples for the Python tests */
 
 /* Writes DIR/<name>.nir and DIR/<name>_io.safetensors: input x [T, B, C, H, W] and the engine's output [T, B, N]. */
@@ -701,6 +766,7 @@ int main(void)
     test_maxpool_of_spikes();
     test_export_refusals();
     test_import_refusals();
+    test_import_hostile();
     const char *samples = getenv("SF_NIR_SAMPLES");
     if (samples && *samples) write_samples(samples);
     char cmd[256];

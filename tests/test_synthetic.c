@@ -262,7 +262,7 @@ static void test_learns(void)
             CHECK_OK(sf_net_train_step(net, b->x, b->labels, &r));
         }
     sf_eval_result res = {0};
-    CHECK_OK(sf_evaluate(net, lte, cfg->classes, &res));
+    CHECK_OK(sf_evaluate(net, lte, cfg->classes, 1, &res));
     CHECK(res.samples == 128 && res.accuracy > 0.9, "test accuracy %.3f on %lld samples (want > 0.9)", res.accuracy,
           (long long)res.samples);
     sf_eval_result_free(&res);

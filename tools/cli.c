@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "io/files.h"
+#include "io/interrupt.h"
 #include "train/trainer.h"
 
 #include <errno.h>
@@ -81,20 +82,20 @@ int sf_cli_unknown(const char *cmd, const char *arg, const char *accepted)
                         accepted, cmd);
 }
 
-static volatile sig_atomic_t stop_requested;
-
+/* The first signal asks every phase of the run to stop (io/interrupt.h): the loops of loading, binning, caching,
+ * training and evaluating hear it and the run ends as a clean interrupt. */
 static void on_signal(int sig)
 {
-    if (stop_requested) {
+    if (sf_interrupt_requested()) {
         /* Second signal: the user insists; leave with the conventional status at once. */
         signal(sig, SIG_DFL);
         raise(sig);
         return;
     }
-    stop_requested = 1;
+    sf_interrupt_request();
 }
 
-int sf_cli_stop_requested(void) { return stop_requested != 0; }
+int sf_cli_stop_requested(void) { return sf_interrupt_requested(); }
 
 void sf_cli_catch_signals(void)
 {

@@ -137,7 +137,7 @@ static int run_eval(const eval_args *a, const char *path, const sf_config *cfg)
         sf_config_loader_params(cfg, 0, &lp);
         s = sf_loader_create(ds, &lp, &ld);
     }
-    if (s == SF_OK) s = sf_evaluate(net, ld, ds->classes, &res);
+    if (s == SF_OK) s = sf_evaluate(net, ld, ds->classes, 1, &res);
     if (s == SF_OK) {
         if (a->json) print_json(cfg, path, &res);
         else print_text(cfg, path, &res);

@@ -18,11 +18,13 @@ static const char *import_help =
     "are refused with a message naming them.\n\n"
     "options:\n"
     "  --out CONFIG      the config to write (must not exist)\n"
-    "  --checkpoint FILE the checkpoint to write (must not exist; default: CONFIG with .safetensors for .ini)\n"
+    "  --checkpoint FILE the checkpoint to write (must not exist, nor be CONFIG; default: CONFIG with\n"
+    "                    .safetensors for .ini)\n"
     "  --dataset NAME    the dataset the network is for (default: the first whose input has the graph's size)\n"
     "  --dt SECONDS      the time step (default: the file's own, if spikefuse wrote it, else 1e-4)\n"
     "  -h, --help        this text\n\n"
-    "exit codes: 0 written, 1 failed (unreadable or unsupported graph, a write error), 2 bad command line.\n";
+    "exit codes: 0 written, 1 failed (unreadable or unsupported graph, an output that exists, a write error),\n"
+    "2 bad command line (the outputs are one file, or the input).\n";
 
 typedef struct import_args {
     const char *in, *out, *checkpoint, *dataset;
@@ -88,11 +90,25 @@ static sf_status save_checkpoint(const char *config_text, const char *name, cons
     return s;
 }
 
-/* `path` must not exist: import never writes over a user's file. */
-static int refuse_existing(const char *path)
+/* The config and the checkpoint must be two new files, neither of them the input: import never writes over
+ * anything, its own other output included. */
+static int check_outputs(const import_args *a, const char *ckpt)
 {
-    if (!sf_file_exists(path)) return SF_EXIT_OK;
-    return sf_cli_error("import", SF_EXIT_FAILURE, "%s exists: import does not replace files (remove it first)", path);
+    if (sf_same_path(a->out, ckpt))
+        return sf_cli_error("import", SF_EXIT_USAGE,
+                            "--out and --checkpoint name the same file (%s): the config and the checkpoint need one "
+                            "each", ckpt);
+    const char *const outputs[2] = {a->out, ckpt};
+    for (int i = 0; i < 2; i++) {
+        if (sf_same_path(outputs[i], a->in))
+            return sf_cli_error("import", SF_EXIT_USAGE, "%s is the input: import writes new files beside it",
+                                outputs[i]);
+        if (sf_path_exists(outputs[i]))
+            return sf_cli_error("import", SF_EXIT_FAILURE, "%s exists%s: import does not replace anything (remove it "
+                                "first, or name another %s)", outputs[i], sf_dir_exists(outputs[i]) ? " (a directory)" : "",
+                                i ? "--checkpoint" : "--out");
+    }
+    return SF_EXIT_OK;
 }
 
 int sf_cmd_import(int argc, char **argv)
@@ -118,14 +134,15 @@ int sf_cmd_import(int argc, char **argv)
             return sf_cli_error("import", SF_EXIT_USAGE, "--dataset: %s", sf_last_error());
         o.dataset = (int32_t)k;
     }
-    if ((rc = refuse_existing(a.out)) != SF_EXIT_OK || (rc = refuse_existing(ckpt)) != SF_EXIT_OK) return rc;
+    if ((rc = check_outputs(&a, ckpt)) != SF_EXIT_OK) return rc;
     sf_nir_graph *g = NULL;
     char *text = NULL;
     sf_tensor_list params = {0};
     sf_status s = sf_nir_read(a.in, &g);
     if (s == SF_OK) s = sf_config_from_nir(g, &o, &text, &params);
     if (s == SF_OK) s = save_checkpoint(text, a.out, &params, ckpt);
-    if (s == SF_OK) s = sf_write_file_atomic(a.out, text, strlen(text));
+    if (s == SF_OK && (s = sf_write_file_atomic(a.out, text, strlen(text))) != SF_OK)
+        remove(ckpt); /* a checkpoint without its config is no import: nothing of it stays */
     if (s == SF_OK)
         printf("wrote %s and %s from %s (%d NIR nodes)\ntrain it: spikefuse train %s\nevaluate it: spikefuse eval %s\n",
                a.out, ckpt, a.in, g->num_nodes, a.out, ckpt);

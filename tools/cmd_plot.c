@@ -16,11 +16,12 @@ static const char *plot_help =
     "  sample_membrane_layerK          membrane potentials of layer K's most active neurons, with the threshold\n"
     "  sample_output                   the last layer's outputs at each time step\n"
     "The sample figures come from best.safetensors (last.safetensors until there is one), run on the CPU. It\n"
-    "also writes RUN/report.html: one page with every figure, the final numbers and the resolved config.\n"
+    "also writes report.html: one page with every figure, the final numbers and the resolved config.\n"
     "What a run does not have yet (no checkpoint, no metrics, a metrics line still being written) is skipped\n"
     "with a note on stderr and on the page.\n\n"
     "options:\n"
-    "  --out DIR     where the figures go (default RUN/plots)\n"
+    "  --out DIR     where the figures and report.html go (default: the figures in RUN/plots, the page\n"
+    "                RUN/report.html); with it, nothing is written into RUN, which may be read-only\n"
     "  --sample N    which test sample the sample figures show (default 0)\n"
     "  -h, --help    this text\n\n"
     "exit codes: 0 done, 1 failed (not a run directory, unreadable files), 2 bad command line or sample index.\n";
@@ -70,7 +71,7 @@ int sf_cmd_plot(int argc, char **argv)
     char out[4200];
     if (a.out) snprintf(out, sizeof out, "%s", a.out);
     else snprintf(out, sizeof out, "%s/plots", a.run);
-    sf_plot_request req = {.run_dir = a.run, .fig_dir = out, .sample = a.sample};
+    sf_plot_request req = {.run_dir = a.run, .fig_dir = out, .report_dir = a.out, .sample = a.sample};
     sf_plot_result res;
     sf_status s = sf_plot_run(&req, &res);
     for (int i = 0; i < res.notes.n; i++) fprintf(stderr, "spikefuse plot: note: %s\n", res.notes.text[i]);

@@ -27,7 +27,9 @@ static const char *train_help =
     "                           config is used; CONFIG, if given, must describe the same run. Only train.epochs,\n"
     "                           train.data_dir, train.log_every, train.threads and the device may change (a run\n"
     "                           trained on a GPU goes on on the CPU with --device cpu, and back). Results go on\n"
-    "                           in DIR unless --out names a new one.\n"
+    "                           in DIR unless --out names a new one. A DIR/config.ini edited into another run\n"
+    "                           is refused (the edit would be lost); the run keeps the choices it started with\n"
+    "                           (DIR/choices)\n"
     "  --device D               cpu, cuda, cuda:N, or auto (a GPU when one is usable, else the CPU);\n"
     "                           overrides [train] device\n"
     "  --report                 write DIR/report.html when training starts and again after every epoch: one\n"
@@ -40,10 +42,13 @@ static const char *train_help =
     "global batch ([train] global_batch, or batch × data ranks). Rank 0 prints and writes the run directory.\n\n"
     "The run directory receives last.safetensors (the initial state first, then after every epoch, or where\n"
     "Ctrl-C stopped the run), best.safetensors (the epoch with the best test accuracy), config.ini (the\n"
-    "resolved config) and metrics.jsonl (one JSON object per log_every steps and per epoch). One process at a\n"
+    "resolved config), choices (what the network measured when the run started) and metrics.jsonl (one JSON\n"
+    "object per log_every steps and per epoch). One process at a\n"
     "time writes it: train.lock names the one that does, and a second is refused. A run stopped at any moment,\n"
     "kill -9 included, continues with --resume; one stopped before its first checkpoint leaves a directory that\n"
-    "a new run may take.\n\n" SF_CLI_EXIT_CODES;
+    "a new run may take. The first Ctrl-C or SIGTERM stops the run promptly in any phase (loading the data\n"
+    "included) and leaves the directory as a clean stop does; a second one ends the process at once.\n\n"
+    SF_CLI_EXIT_CODES;
 
 typedef struct train_args {
     const char *config, *out, *resume, *device;
@@ -179,7 +184,8 @@ static int quiet_event(const sf_train_event *ev, void *user)
     return sf_cli_stop_requested();
 }
 
-static int report(const sf_train_summary *sum, sf_status s, const char *run_dir, sf_dist *dist)
+static int report(const sf_train_summary *sum, sf_status s, const char *run_dir, const char *resume_dir,
+                  sf_dist *dist)
 {
     if (s != SF_OK) {
         int rc = sf_cli_status("train", s);
@@ -188,9 +194,15 @@ static int report(const sf_train_summary *sum, sf_status s, const char *run_dir,
         return rc;
     }
     if (sf_dist_rank(dist) != 0) return SF_EXIT_OK; /* rank 0 reports */
+    if (sum->interrupted && sum->resumable) {
+        char when[64] = " before this process trained a step";
+        if (sum->steps > 0) snprintf(when, sizeof when, " after %lld steps", (long long)sum->steps);
+        fprintf(stderr, "spikefuse train: interrupted%s; continue with: spikefuse train --resume %s\n", when, run_dir);
+        return SF_EXIT_INTERRUPTED;
+    }
     if (sum->interrupted) {
-        fprintf(stderr, "spikefuse train: interrupted after %lld steps; continue with: spikefuse train --resume %s\n",
-                (long long)sum->steps, run_dir);
+        fprintf(stderr, "spikefuse train: interrupted before the run's first checkpoint: %s holds no run of it%s\n",
+                run_dir, resume_dir ? " (the run being resumed is as it was)" : "");
         return SF_EXIT_INTERRUPTED;
     }
     if (sum->test_accuracy < 0) {
@@ -250,7 +262,7 @@ int sf_cmd_train(int argc, char **argv)
     sf_train_summary sum;
     sf_cli_catch_signals();
     sf_status s = sf_train_run(cfg, &opt, &sum);
-    rc = report(&sum, s, run_dir, dist);
+    rc = report(&sum, s, run_dir, a.resume, dist);
     sf_dist_free(dist);
     sf_config_free(cfg);
     return rc;

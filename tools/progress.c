@@ -90,6 +90,7 @@ static void print_start(sf_progress *p, const sf_train_event *ev)
             ev->batches, ev->batch_size, p->cfg->train.timesteps);
     if (ev->skipped_samples > 0)
         fprintf(p->out, "skipped %" PRId64 " empty samples (no events) of the dataset files\n", ev->skipped_samples);
+    for (int32_t i = 0; i < ev->num_notes; i++) fprintf(p->out, "spikefuse train: warning: %s\n", ev->notes[i]);
     if (ev->epoch > 1 || ev->batch > 0)
         fprintf(p->out, "resuming at epoch %" PRId64 ", batch %" PRId64 " (step %" PRId64 ")\n", ev->epoch,
                 ev->batch, ev->step);

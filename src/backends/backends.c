@@ -24,6 +24,7 @@ sf_status sf_backend_create(sf_device dev, sf_precision precision, const sf_cuda
         return sf_cpu_backend_create(out);
     case SF_DEVICE_CUDA:
 #ifdef SF_HAVE_CUDA
+        SF_TRY(sf_cuda_arch_check(dev.index));
         return sf_cuda_backend_create(dev.index, precision, cuda, out);
 #else
         (void)cuda;
@@ -91,7 +92,7 @@ sf_status sf_backend_dtype_check(sf_scalar dtype, sf_device device, const char *
     if ((unsigned)dtype > SF_SCALAR_F16) return sf_fail(SF_ERR_INVALID, "%s: unknown activation type %d", op, (int)dtype);
     if (dtype == SF_SCALAR_F32) return SF_OK;
 #ifdef SF_HAVE_CUDA
-    if (device.kind == SF_DEVICE_CUDA) return SF_OK; /* the CUDA kernels are built for every activation type */
+    if (device.kind == SF_DEVICE_CUDA) return sf_cuda_arch_check_current(); /* built for every activation type */
 #endif
     return sf_fail(SF_ERR_UNSUPPORTED, "%s: no %s kernels on %s in this build (16-bit activations are CUDA's)", op,
                    names[dtype], device.kind == SF_DEVICE_CUDA ? "CUDA" : "the CPU");

@@ -17,4 +17,19 @@ sf_status sf_backend_dtype_check(sf_scalar dtype, sf_device device, const char *
 /* The CUDA backend's activation type of a public storage type. */
 sf_act_type sf_backend_act_type(sf_scalar dtype);
 
+/* Whether kernels built for an architecture list ("80-real,86-real,89-real,90": NN is machine code and PTX, NN-real
+ * machine code, NN-virtual PTX) run on compute capability cc (major·10 + minor): machine code for sm_XY runs on X.Z
+ * with Z >= Y, PTX for compute_XY on any capability of at least X.Y (the driver compiles it when loaded); NNa
+ * (sm_90a) runs on X.Y alone. A list this cannot read ("all", "all-major") is taken to run everywhere. */
+int sf_cuda_archs_run_on(const char *archs, int cc);
+
+#ifdef SF_HAVE_CUDA
+/* Whether this build has kernels CUDA device `device` (or the current device) can run: SF_ERR_UNSUPPORTED naming
+ * the device, its compute capability, the build's architectures and the cmake command that builds for it. */
+sf_status sf_cuda_arch_check(int32_t device);
+sf_status sf_cuda_arch_check_current(void);
+/* The architectures the kernels are compiled for ("80-real,86-real,89-real,90"). */
+const char *sf_cuda_archs(void);
+#endif
+
 #endif

@@ -3,10 +3,12 @@
 
 #include "cpu/cpu_backend.h"
 #ifdef SF_HAVE_CUDA
+#include "backends/backends.h"
 #include "cuda/cuda_backend.h"
 #endif
 
 #include <stdio.h>
+#include <string.h>
 
 const char *sf_build_info(void)
 {
@@ -15,6 +17,8 @@ const char *sf_build_info(void)
     sf_cpu_describe(cpu, sizeof cpu);
 #ifdef SF_HAVE_CUDA
     sf_cuda_describe(cuda, sizeof cuda);
+    const size_t n = strlen(cuda);
+    snprintf(cuda + n, sizeof cuda - n, ", kernels for %s", sf_cuda_archs());
 #endif
     snprintf(info, sizeof info, "spikefuse %s; %s; %s", sf_version(), cpu, cuda);
     return info;

@@ -75,7 +75,8 @@ const sf_key_spec sf_train_keys[] = {
     {.name = "nesterov", .type = SF_V_BOOL, .offset = TRAIN(optim.nesterov)},
     {.name = "weight_decay", .type = SF_V_FLOAT, .offset = TRAIN(optim.weight_decay), .min = 0, .max = 1e3},
     {.name = "beta1", .type = SF_V_FLOAT, .offset = TRAIN(optim.beta1), .min = 0, .max = 0.999999},
-    {.name = "beta2", .type = SF_V_FLOAT, .offset = TRAIN(optim.beta2), .min = 0, .max = 0.999999999},
+    /* the largest float32 below 1 */
+    {.name = "beta2", .type = SF_V_FLOAT, .offset = TRAIN(optim.beta2), .min = 0, .max = 0.99999994},
     {.name = "eps", .type = SF_V_FLOAT, .offset = TRAIN(optim.eps), .min = 0, .max = 1, .open_min = 1},
     {.name = "schedule", .type = SF_V_ENUM, .offset = TRAIN(schedule.kind), .choices = schedule_names},
     {.name = "step_size", .type = SF_V_INT64, .offset = TRAIN(schedule.step_size), .min = 1, .max = 1e6},
@@ -248,6 +249,19 @@ static sf_status parse_integer(const sf_key_spec *k, const char *text, long long
     return SF_OK;
 }
 
+/* The shortest decimal that reads back as exactly v (0.01, not 0.00999999978). */
+static int format_float(float v, char *out, size_t cap)
+{
+    char buf[32];
+    for (int digits = 6; digits < 9; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, v);
+        if (strtof(buf, NULL) == v) return snprintf(out, cap, "%s", buf);
+    }
+    return snprintf(out, cap, "%.9g", v);
+}
+
+/* A number checked as written and as the float it is stored in: 1e-50 is 0 there, which a range excluding 0 must
+ * refuse (else lr = 1e-50 trains at 0 and is written back as "lr = 0", which no longer reads). */
 static sf_status parse_float(const sf_key_spec *k, const char *text, float *out)
 {
     char *end;
@@ -255,7 +269,16 @@ static sf_status parse_float(const sf_key_spec *k, const char *text, float *out)
     double v = strtod(text, &end);
     if (end == text || *end || !isfinite(v) || fabs(v) > 3.0e38) return sf_fail(SF_ERR_INVALID, "expects a number");
     if (!in_range(k, v)) return range_error(k);
-    *out = (float)v;
+    const float stored = (float)v;
+    if (!in_range(k, (double)stored)) {
+        char why[64];
+        format_float(stored, why, sizeof why);
+        const sf_status s = range_error(k);
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", sf_last_error());
+        return sf_fail(s, "%s (%s is stored as the 32-bit float %s)", msg, text, why);
+    }
+    *out = stored;
     return SF_OK;
 }
 
@@ -412,17 +435,6 @@ sf_status sf_key_parse(const sf_key_spec *k, const char *text, void *base)
     }
     }
     return sf_fail(SF_ERR_INVALID, "has an unknown type");
-}
-
-/* The shortest decimal that reads back as exactly v (0.01, not 0.00999999978). */
-static int format_float(float v, char *out, size_t cap)
-{
-    char buf[32];
-    for (int digits = 6; digits < 9; digits++) {
-        snprintf(buf, sizeof buf, "%.*g", digits, v);
-        if (strtof(buf, NULL) == v) return snprintf(out, cap, "%s", buf);
-    }
-    return snprintf(out, cap, "%.9g", v);
 }
 
 int sf_key_format(const sf_key_spec *k, const void *base, char *out, size_t cap)

@@ -36,9 +36,36 @@ typedef struct importer {
 
 static int64_t numel_of(const value *v) { return v->ndim == 1 ? v->shape[0] : v->shape[0] * v->shape[1] * v->shape[2]; }
 
-static sf_status refuse(const sf_nir_node *n, const char *fmt, const char *detail)
+static sf_status refuse(const sf_nir_node *n, const char *what, const char *detail)
 {
-    return sf_fail(SF_ERR_UNSUPPORTED, "NIR node '%s' (%s): %s%s", n->name, n->type, fmt, detail ? detail : "");
+    return sf_fail(SF_ERR_UNSUPPORTED, "NIR node '%s' (%s): %s%s", n->name, n->type, what, detail ? detail : "");
+}
+
+/* refuse() with the message of the call that just failed, copied first: sf_fail writes the buffer it would read. */
+static sf_status refuse_last_error(const sf_nir_node *n)
+{
+    char why[512];
+    snprintf(why, sizeof why, "%s", sf_last_error());
+    return refuse(n, why, NULL);
+}
+
+/* Field `name` of node n, when present, must give value v's shape ([C, H, W] or [N]), possibly after a leading batch
+ * dimension of 1. */
+static sf_status check_shape(const sf_nir_node *n, const char *name, const value *v)
+{
+    const sf_nir_field *f = sf_nir_field_of(&n->fields, name);
+    if (!f) return SF_OK;
+    if (f->dtype == SF_NIR_STRING || f->ndim > 1) return refuse(n, "expected a list of sizes in ", name);
+    const int64_t skip = f->numel == v->ndim + 1 && f->values[0] == 1.0 ? 1 : 0;
+    int same = f->numel - skip == v->ndim;
+    for (int64_t i = 0; same && i < v->ndim; i++) same = f->values[skip + i] == (double)v->shape[i];
+    if (same) return SF_OK;
+    char want[96];
+    snprintf(want, sizeof want, v->ndim == 1 ? " (the tensor here is [%lld])" : " (the tensor here is [%lld, %lld, %lld])",
+             (long long)v->shape[0], (long long)v->shape[1], (long long)v->shape[2]);
+    char what[160];
+    snprintf(what, sizeof what, "%s does not give the shape of its tensor%s", name, want);
+    return refuse(n, what, NULL);
 }
 
 /* ---------------------------------------------------------------- reading fields */
@@ -87,9 +114,19 @@ static sf_status uniform(const sf_nir_node *n, const char *name, const value *in
 
 /* ---------------------------------------------------------------- writing layers */
 
-/* Adds a parameter tensor "<layer>.<name>" (copied, converted to float32). */
-static sf_status add_param(importer *im, const char *name, const double *v, int64_t n)
+/* Adds the field `f` of node `node` as the parameter tensor "<layer>.<name>" (copied, converted to float32); a
+ * value that is not a finite float32 (NaN, Inf, past 3.4e38) is refused naming the element: the checkpoint would
+ * hold what training and evaluation refuse. */
+static sf_status add_param(importer *im, const sf_nir_node *node, const char *name, const sf_nir_field *f)
 {
+    const double *v = f->values;
+    const int64_t n = f->numel;
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite((float)v[i])) {
+            char what[160];
+            snprintf(what, sizeof what, "%s[%lld] is %g, not a finite 32-bit float: ", f->name, (long long)i, v[i]);
+            return refuse(node, what, "spikefuse's parameters are finite float32 values");
+        }
     sf_tensor_list *l = im->params;
     sf_named_tensor *items = realloc(l->items, (size_t)(l->count + 1) * sizeof *items);
     if (!items) return sf_fail(SF_ERR_NOMEM, "out of memory");
@@ -170,8 +207,8 @@ static sf_status import_affine(importer *im, const sf_nir_node *n, const value *
     }
     section(im, "linear", in->tensor, n->name);
     fprintf(im->text, "out = %lld\nbias = %s\n", (long long)w->shape[0], has_bias ? "on" : "off");
-    SF_TRY(add_param(im, "weight", w->values, w->numel));
-    if (b) SF_TRY(add_param(im, "bias", b->values, b->numel));
+    SF_TRY(add_param(im, n, "weight", w));
+    if (b) SF_TRY(add_param(im, n, "bias", b));
     *out = (value){.tensor = layer_done(im), .ndim = 1, .shape = {w->shape[0]}};
     return SF_OK;
 }
@@ -213,8 +250,8 @@ static sf_status import_conv(importer *im, const sf_nir_node *n, const value *in
     section(im, "conv", in->tensor, n->name);
     fprintf(im->text, "filters = %lld\nsize = %lld\nstride = %lld\npad = %lld\nbias = %s\n", (long long)w->shape[0],
             (long long)k, (long long)stride, (long long)pad, bias ? "on" : "off");
-    SF_TRY(add_param(im, "weight", w->values, w->numel));
-    if (bias) SF_TRY(add_param(im, "bias", b->values, b->numel));
+    SF_TRY(add_param(im, n, "weight", w));
+    if (bias) SF_TRY(add_param(im, n, "bias", b));
     *out = (value){.tensor = layer_done(im), .ndim = 3, .shape = {w->shape[0], oh, ow}};
     return SF_OK;
 }
@@ -277,6 +314,7 @@ static sf_status import_flatten(importer *im, const sf_nir_node *n, const value 
     if (start != 0 || end != 2)
         return refuse(n, "only flattening every dimension (start_dim 0, end_dim -1, without the batch) is supported",
                       NULL);
+    SF_TRY(check_shape(n, "input_type", in));
     section(im, "flatten", in->tensor, n->name);
     *out = (value){.tensor = layer_done(im), .ndim = 1, .shape = {numel_of(in)}, .binary = in->binary};
     return SF_OK;
@@ -297,7 +335,7 @@ static sf_status import_neuron(importer *im, const sf_nir_node *n, const value *
     sf_lif_params p;
     sf_lif_default_params(&p);
     sf_status s = sf_lif_params_from_nir(is_if, nn.tau, nn.r, nn.v_leak, nn.v_threshold, nn.v_reset, im->dt, &p);
-    if (s != SF_OK) return refuse(n, sf_last_error(), NULL);
+    if (s != SF_OK) return refuse_last_error(n);
     section(im, "lif", in->tensor, n->name);
     if (p.decay > 0.0f) fprintf(im->text, "decay = %.9g\n", (double)p.decay);
     else fprintf(im->text, "tau = %.9g\n", (double)p.tau);
@@ -366,6 +404,7 @@ static sf_status import_node(importer *im, int32_t node)
     if (strcmp(t, "LI") == 0) return import_readout(im, node, &in, out);
     if (strcmp(t, "Scale") == 0) return import_scale(n, &in, out);
     if (strcmp(t, "Output") == 0) {
+        SF_TRY(check_shape(n, "shape", &in));
         *out = in;
         im->classes = numel_of(&in);
         return SF_OK;
@@ -574,8 +613,16 @@ sf_status sf_config_from_nir(const sf_nir_graph *g, const sf_nir_import_options 
     if (meta_enc && meta_enc->dtype == SF_NIR_STRING && sf_encoding_parse(meta_enc->text, &enc) != SF_OK)
         enc = SF_ENCODING_DIRECT;
     importer im = {.g = g, .o = o, .readout = -1, .params = params, .dataset = -1, .encoding = (int32_t)enc};
-    im.dt = o->dt > 0 ? o->dt : meta_dt && meta_dt->numel == 1 && meta_dt->values ? meta_dt->values[0] : SF_NIR_DEFAULT_DT;
-    if (!(im.dt > 0.0) || !isfinite(im.dt)) return sf_fail(SF_ERR_INVALID, "dt = %g: must be > 0", im.dt);
+    im.dt = o->dt > 0 ? o->dt : meta_dt ? NAN : SF_NIR_DEFAULT_DT;
+    /* the file's own dt, when it is the one used: one positive number, else the file is refused, not guessed at */
+    if (o->dt <= 0 && meta_dt && meta_dt->dtype != SF_NIR_STRING && meta_dt->numel == 1) im.dt = meta_dt->values[0];
+    if (!(im.dt > 0.0) || !isfinite(im.dt))
+        return sf_fail(o->dt > 0 ? SF_ERR_INVALID : SF_ERR_FORMAT, "%s%sdt %s: the time step must be one number > 0%s",
+                       o->source ? o->source : "", o->source ? ": " : "",
+                       o->dt > 0 ? "given" : meta_dt && meta_dt->dtype == SF_NIR_STRING ? "in the metadata is a string"
+                                                                                        : "in the metadata is not one "
+                                                                                          "number > 0",
+                       o->dt > 0 ? "" : " (give one with --dt)");
     for (const char *c = o->init ? o->init : ""; *c; c++)
         if ((unsigned char)*c < 0x20 || *c == ';' || *c == '#')
             return sf_fail(SF_ERR_INVALID, "the checkpoint path '%s' cannot stand in a config (a control character, "

@@ -67,6 +67,7 @@ sf_status sf_cifar100_parse(const uint8_t *buf, size_t len, int coarse, sf_sampl
 /* One file appended to *ds. */
 static sf_status load_file(const sf_dataset_format *f, const cifar_layout *c, const char *path, sf_dataset **ds)
 {
+    if (sf_path_exists(path) && !sf_file_exists(path)) return sf_not_a_file(path);
     if (!sf_file_exists(path))
         return sf_fail(SF_ERR_IO, "%s not found: looked for %s; %s", f->pretty, path, f->provider);
     char *buf = NULL;

@@ -166,6 +166,8 @@ typedef struct sf_dataset {
     void *frames_block;              /* frames: the allocation `frames` points into */
     sf_image_files *files;           /* files: the list of image files (imagefolder.c), one allocation;
                                       * height = width = the network input's side */
+    char warning[600];               /* what loading worked around, for the caller to show (the frame cache could
+                                      * not be written: the split is used without it); "" when nothing */
 } sf_dataset;
 
 /* Labelled samples as a reader found them, viewed in place in the file's bytes: sample i's image is the

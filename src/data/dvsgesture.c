@@ -149,9 +149,14 @@ sf_status sf_gesture_labels_parse(const char *text, size_t len, int32_t classes,
             if (line == 1) continue; /* the header: class,startTime_usec,endTime_usec */
             return sf_fail(SF_ERR_FORMAT, "line %zu: expected class,start_us,end_us", line);
         }
-        if (v[0] < 1 || v[0] > (uint64_t)classes || v[1] >= v[2] || v[2] > INT64_MAX)
-            return sf_fail(SF_ERR_FORMAT, "line %zu: class %llu (expected 1..%d) from %llu to %llu µs", line,
-                           (unsigned long long)v[0], classes, (unsigned long long)v[1], (unsigned long long)v[2]);
+        if (v[0] < 1 || v[0] > (uint64_t)classes)
+            return sf_fail(SF_ERR_FORMAT, "line %zu: class %llu is out of range (expected 1..%d)", line,
+                           (unsigned long long)v[0], classes);
+        if (v[1] >= v[2] || v[2] > INT64_MAX)
+            return sf_fail(SF_ERR_FORMAT, "line %zu: the gesture's span from %llu to %llu µs %s", line,
+                           (unsigned long long)v[1], (unsigned long long)v[2],
+                           v[1] >= v[2] ? "ends before it starts (start_us must be below end_us)"
+                                        : "ends past 2^63 µs");
         if (*n == cap) return sf_fail(SF_ERR_FORMAT, "line %zu: more than %zu gestures", line, cap);
         spans[(*n)++] = (sf_gesture_span){.label = (int32_t)v[0] - 1, .start = (int64_t)v[1], .end = (int64_t)v[2],
                                           .line = (int32_t)line};
@@ -181,9 +186,11 @@ static sf_status load_trial(const sf_dataset_format *f, const char *dir, const c
     snprintf(csv_name, sizeof csv_name, "%.*s_labels.csv", (int)stem, name);
     SF_TRY(sf_path_join(aedat, sizeof aedat, dir, name));
     SF_TRY(sf_path_join(csv, sizeof csv, dir, csv_name));
-    for (int i = 0; i < 2; i++)
-        if (!sf_file_exists(i ? csv : aedat))
-            return sf_fail(SF_ERR_IO, "%s not found: looked for %s; %s", f->pretty, i ? csv : aedat, f->provider);
+    for (int i = 0; i < 2; i++) {
+        const char *file = i ? csv : aedat;
+        if (sf_path_exists(file) && !sf_file_exists(file)) return sf_not_a_file(file);
+        if (!sf_file_exists(file)) return sf_fail(SF_ERR_IO, "%s not found: looked for %s; %s", f->pretty, file, f->provider);
+    }
     char *buf = NULL, *labels = NULL;
     size_t len = 0, labels_len = 0, nspans = 0;
     sf_gesture_span spans[GESTURE_MAX_SPANS];

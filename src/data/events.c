@@ -3,6 +3,7 @@
 #include "data/formats.h"
 
 #include "core/error.h"
+#include "io/interrupt.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,7 @@ static sf_status check_events(const sf_dataset *ds, const sf_event *ev, int64_t 
 
 sf_status sf_events_add_sample(sf_dataset *ds, const sf_event *ev, int64_t n, int32_t label)
 {
+    SF_TRY(sf_interrupt_check()); /* every event reader adds its samples here: a request to stop is heard */
     if (ds->type != SF_SAMPLES_EVENTS) return sf_fail(SF_ERR_INVALID, "adding events to a dataset of another type");
     if (label < 0 || label >= ds->classes)
         return sf_fail(SF_ERR_FORMAT, "label %d is out of range (expected 0..%d)", label, ds->classes - 1);

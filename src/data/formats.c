@@ -212,6 +212,10 @@ sf_status sf_dataset_load(sf_dataset_kind kind, const char *dir, sf_split split,
     else if (f->channels && ds->classes != sf_format_classes(f, p))
         s = sf_fail(SF_ERR_FORMAT, "%s in %s has %d classes, expected %d", f->pretty, dir, ds->classes,
                     sf_format_classes(f, p));
+    else if (ds->count == 0)
+        s = sf_fail(SF_ERR_FORMAT, "the %s split of %s in %s holds no samples%s",
+                    split == SF_SPLIT_TRAIN ? "training" : "test", f->pretty, dir,
+                    ds->skipped ? ": every one is empty (no events)" : "");
     if (s != SF_OK) {
         sf_dataset_free(ds);
         *out = NULL;

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "io/files.h"
+#include "io/interrupt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,9 +97,10 @@ static sf_status parse_cache(char *buf, size_t len, const char *key, int32_t cla
     return SF_OK;
 }
 
-/* Bins every sample of `events` (counts, no augmentation) into u16 counts [count, T, cells]; SF_ERR_STATE when a
+/* Bins every sample of `events` (counts, no augmentation) into u16 counts [count, T, cells]; *fits is 0 when a
  * count does not fit 16 bits. */
-static sf_status bin_all(const sf_dataset *events, const sf_data_params *p, const int32_t shape[3], uint16_t *out)
+static sf_status bin_all(const sf_dataset *events, const sf_data_params *p, const int32_t shape[3], uint16_t *out,
+                         int *fits)
 {
     const size_t cells = (size_t)shape[0] * shape[1] * shape[2];
     const int64_t T = p->timesteps;
@@ -113,16 +115,18 @@ static sf_status bin_all(const sf_dataset *events, const sf_data_params *p, cons
     if (!x) return sf_fail(SF_ERR_NOMEM, "out of memory binning the frame cache");
     int64_t idx[CACHE_CHUNK];
     sf_status s = SF_OK;
-    for (int64_t first = 0; first < events->count && s == SF_OK; first += CACHE_CHUNK) {
+    *fits = 1;
+    for (int64_t first = 0; first < events->count && s == SF_OK && *fits; first += CACHE_CHUNK) {
+        if ((s = sf_interrupt_check()) != SF_OK) break;
         const int64_t n = events->count - first < CACHE_CHUNK ? events->count - first : CACHE_CHUNK;
         for (int64_t b = 0; b < n; b++) idx[b] = first + b;
         sf_events_bin_batch(events, &lp, 0, idx, n, x);
-        for (int64_t b = 0; b < n && s == SF_OK; b++)
+        for (int64_t b = 0; b < n && *fits; b++)
             for (int64_t t = 0; t < T; t++) {
                 const float *src = x + ((size_t)t * CACHE_CHUNK + (size_t)b) * cells;
                 uint16_t *dst = out + ((size_t)(first + b) * (size_t)T + (size_t)t) * cells;
                 for (size_t q = 0; q < cells; q++) {
-                    if (src[q] > 65535.0f) s = SF_ERR_STATE;
+                    if (src[q] > 65535.0f) *fits = 0;
                     dst[q] = (uint16_t)src[q];
                 }
             }
@@ -176,8 +180,9 @@ static sf_status build(const sf_dataset_format *f, const char *dir, sf_split spl
     const size_t n = (size_t)events->count * (size_t)p->timesteps * (size_t)shape[0] * shape[1] * shape[2];
     uint16_t *frames = s == SF_OK ? malloc(n ? n * sizeof *frames : 1) : NULL;
     if (s == SF_OK && !frames) s = sf_fail(SF_ERR_NOMEM, "out of memory for %zu cached counts", n);
-    if (s == SF_OK) s = bin_all(events, p, shape, frames);
-    if (s == SF_ERR_STATE) { /* a count past 65535: this split is binned in the loader, uncached */
+    int fits = 1;
+    if (s == SF_OK) s = bin_all(events, p, shape, frames, &fits);
+    if (s == SF_OK && !fits) { /* a count past 65535: this split is binned in the loader, uncached */
         free(frames);
         sf_dataset_free(ds);
         *out = events;
@@ -191,7 +196,13 @@ static sf_status build(const sf_dataset_format *f, const char *dir, sf_split spl
         ds->skipped = events->skipped;
         s = sf_dir_create(p->cache_dir);
         if (s == SF_OK) s = write_cache(path, key, ds, frames);
-        if (s != SF_OK) s = sf_fail_context(s, "writing the frame cache %s: ", path);
+        /* a cache that cannot be written costs the next run the binning, not this one its data */
+        if (s == SF_ERR_IO) {
+            snprintf(ds->warning, sizeof ds->warning, "the frame cache in %.200s cannot be written (%.300s): the %s "
+                     "split is binned in memory, uncached", p->cache_dir, sf_last_error(),
+                     split == SF_SPLIT_TRAIN ? "training" : "test");
+            s = SF_OK;
+        }
     } else {
         free(frames);
     }

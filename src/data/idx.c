@@ -85,9 +85,9 @@ static sf_status find_idx(const sf_dataset_format *f, const char *dir, const cha
     char name[80];
     snprintf(name, sizeof name, "%s.gz", stem);
     SF_TRY(sf_path_join(path, cap, dir, name));
-    if (sf_file_exists(path)) return SF_OK;
+    if (sf_path_exists(path)) return sf_file_exists(path) ? SF_OK : sf_not_a_file(path);
     SF_TRY(sf_path_join(path, cap, dir, stem));
-    if (sf_file_exists(path)) return SF_OK;
+    if (sf_path_exists(path)) return sf_file_exists(path) ? SF_OK : sf_not_a_file(path);
     return sf_fail(SF_ERR_IO, "%s not found: looked for %s/%s.gz and %s/%s; %s", f->pretty, dir, stem, dir, stem,
                    f->provider);
 }

@@ -16,8 +16,8 @@
 
 /* Samples read from the file per hyperslab, so SSC's variable-length arrays never sit in memory all at once. */
 #define SHD_CHUNK 512
-/* Decompressed .h5.gz images larger than this are refused (SSC's training file is about 2.5 GB). */
-#define SHD_MAX_IMAGE_BYTES ((size_t)16 << 30)
+/* The most entries a byte of compressed storage can stand for: deflate's limit is about 1032 to 1. */
+#define SHD_MAX_COMPRESSION 1100
 
 sf_status sf_shd_sample_events(const double *times, size_t n_times, const uint32_t *units, size_t n_units,
                                sf_event *out)
@@ -46,8 +46,50 @@ static void close_handles(h5_handles *h)
     if (h->file >= 0) H5Fclose(h->file);
 }
 
+/* Whether the file stores every one of the `count` entries dataset d declares: chunks never written read as fill
+ * values, so a small file declaring 2^40 samples would be read for hours. Every chunk the entries need must be
+ * written (a contiguous dataset's storage allocated), and the bytes stored, at most the file's, must hold them: one
+ * for one uncompressed, at most SHD_MAX_COMPRESSION for one compressed. */
+static sf_status check_storage(hid_t file, hid_t d, const char *name, hsize_t count)
+{
+    H5D_space_status_t status = H5D_SPACE_STATUS_ERROR;
+    hsize_t file_bytes = 0, chunk = 0, chunks = 0;
+    hid_t type = H5Dget_type(d), dcpl = H5Dget_create_plist(d);
+    const size_t elem = type >= 0 ? H5Tget_size(type) : 0;
+    const int filters = dcpl >= 0 ? H5Pget_nfilters(dcpl) : -1, external = dcpl >= 0 ? H5Pget_external_count(dcpl) : -1;
+    const H5D_layout_t layout = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
+    const int chunked = layout == H5D_CHUNKED && H5Pget_chunk(dcpl, 1, &chunk) == 1 && chunk > 0;
+    if (type >= 0) H5Tclose(type);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    const hsize_t stored = H5Dget_storage_size(d);
+    const hid_t space = H5Dget_space(d);
+    const herr_t listed = chunked && space >= 0 ? H5Dget_num_chunks(d, space, &chunks) : -1;
+    if (space >= 0) H5Sclose(space);
+    if (H5Dget_space_status(d, &status) < 0 || H5Fget_filesize(file, &file_bytes) < 0 || elem == 0 || filters < 0 ||
+        external < 0 || (layout == H5D_CHUNKED && listed < 0))
+        return sf_fail(SF_ERR_FORMAT, "cannot read how /%s is stored", name);
+    if (layout == H5D_VIRTUAL || external > 0)
+        return sf_fail(SF_ERR_FORMAT, "/%s is stored outside the file (external or virtual dataset)", name);
+    if (count == 0) return SF_OK;
+    const hsize_t needed = chunked ? (count - 1) / chunk + 1 : 1;
+    const int written = chunked ? chunks >= needed : status == H5D_SPACE_STATUS_ALLOCATED;
+    const double need = (double)count * (double)elem, held = (double)stored * (filters ? SHD_MAX_COMPRESSION : 1);
+    if (!written)
+        return sf_fail(SF_ERR_FORMAT,
+                       "/%s declares %llu entries but stores only %llu of the %llu chunks that hold them: the others "
+                       "were never written (a damaged or forged file)",
+                       name, (unsigned long long)count, (unsigned long long)(chunked ? chunks : 0),
+                       (unsigned long long)needed);
+    if (need > held || stored > file_bytes)
+        return sf_fail(SF_ERR_FORMAT,
+                       "/%s declares %llu entries (%.0f bytes) but the file stores %llu bytes of them (a damaged or "
+                       "forged file)",
+                       name, (unsigned long long)count, need, (unsigned long long)stored);
+    return SF_OK;
+}
+
 /* Opens dataset `name` of `file` and checks it is one-dimensional of `count` elements (count < 0: sets it) whose
- * type has class `cls` (and, for variable-length arrays, a base of class `base`). */
+ * type has class `cls` (and, for variable-length arrays, a base of class `base`), all of them stored in the file. */
 static sf_status open_checked(hid_t file, const char *name, H5T_class_t cls, H5T_class_t base, hsize_t *count,
                               hid_t *out)
 {
@@ -77,6 +119,7 @@ static sf_status open_checked(hid_t file, const char *name, H5T_class_t cls, H5T
     else if (*count != (hsize_t)-1 && dims[0] != *count)
         s = sf_fail(SF_ERR_FORMAT, "/%s has %llu entries but /spikes/times has %llu (the file disagrees with "
                     "itself)", name, (unsigned long long)dims[0], (unsigned long long)*count);
+    if (s == SF_OK) s = check_storage(file, d, name, dims[0]);
     if (s != SF_OK) {
         H5Dclose(d);
         return s;
@@ -206,27 +249,64 @@ static sf_status read_h5(const sf_dataset_format *f, const char *path, sf_datase
     return s;
 }
 
+/* The size an HDF5 file says it has: its superblock's end-of-file address (past a base address), from the first
+ * bytes of the file (the signature at offset 0). 0 when the superblock is not one this reads. */
+static uint64_t hdf5_claimed_size(const uint8_t *head, size_t n)
+{
+    if (n < 16) return 0;
+    const int version = head[8];
+    /* versions 0 and 1: the sizes at 13 and the addresses after 24 (28 for 1) bytes; 2 and 3: the size at 9, the
+     * addresses after 12 bytes; the addresses are base, (free-space or extension), end of file */
+    const size_t offsets = version <= 1 ? head[13] : head[9], first = version == 0 ? 24 : version == 1 ? 28 : 12;
+    if (version > 3 || (offsets != 4 && offsets != 8) || first + 3 * offsets > n) return 0;
+    uint64_t base = 0, eof = 0;
+    for (size_t i = 0; i < offsets; i++) {
+        base |= (uint64_t)head[first + i] << (8 * i);
+        eof |= (uint64_t)head[first + 2 * offsets + i] << (8 * i);
+    }
+    return eof > UINT64_MAX - base ? 0 : base + eof;
+}
+
+/* A .h5.gz file unpacked into memory, which libhdf5 then copies: the image must fit the size its own superblock
+ * gives (a gzip bomb of zeros has no signature, one behind a real header no room to grow) and, twice, the memory
+ * this machine has. */
+static sf_status read_h5_gz(const sf_dataset_format *f, const char *path, sf_dataset **out)
+{
+    char head[512];
+    size_t n = 0;
+    SF_TRY(sf_read_file_gz_head(path, head, sizeof head, &n));
+    if (n < 8 || memcmp(head, "\x89HDF\r\n\x1a\n", 8) != 0) return not_hdf5();
+    const uint64_t claimed = hdf5_claimed_size((const uint8_t *)head, n);
+    const size_t room = sf_memory_available() / 2;
+    if (claimed == 0) return sf_fail(SF_ERR_FORMAT, "its HDF5 superblock gives no file size (damaged file)");
+    if (claimed > room)
+        return sf_fail(SF_ERR_NOMEM,
+                       "unpacked it would take %.1f GiB, and libhdf5 copies it: more than this machine has available "
+                       "(%.1f GiB free); gunzip it beside itself so that it is read from disk",
+                       (double)claimed / (1 << 30), 2.0 * (double)room / (1 << 30));
+    char *buf = NULL;
+    size_t len = 0;
+    sf_status s = sf_read_file_gz(path, (size_t)claimed, &buf, &len);
+    if (s == SF_OK) s = sf_shd_parse(f, (const uint8_t *)buf, len, out);
+    free(buf);
+    return s;
+}
+
 sf_status sf_shd_load(const sf_dataset_format *f, const char *dir, sf_split split, const sf_data_params *p,
                       sf_dataset **out)
 {
     char name[64], path[4096];
     snprintf(name, sizeof name, "%s_%s.h5", f->name, split == SF_SPLIT_TRAIN ? "train" : "test");
     SF_TRY(sf_path_join(path, sizeof path, dir, name));
-    sf_status s;
-    if (sf_file_exists(path)) {
-        s = read_h5(f, path, out);
-    } else {
+    const int gz = !sf_path_exists(path);
+    if (gz) {
         const size_t n = strlen(path);
         if (n + 3 < sizeof path) memcpy(path + n, ".gz", 4);
-        if (!sf_file_exists(path))
+        if (!sf_path_exists(path))
             return sf_fail(SF_ERR_IO, "%s not found: looked for %s/%s and %s/%s.gz; %s", f->pretty, dir, name, dir,
                            name, f->provider);
-        /* The decompressed image is held twice while libhdf5 reads it (it copies it). */
-        char *buf = NULL;
-        size_t len = 0;
-        SF_TRY(sf_read_file_gz(path, SHD_MAX_IMAGE_BYTES, &buf, &len));
-        s = sf_shd_parse(f, (const uint8_t *)buf, len, out);
-        free(buf);
     }
+    if (!sf_file_exists(path)) return sf_not_a_file(path);
+    sf_status s = gz ? read_h5_gz(f, path, out) : read_h5(f, path, out);
     return s == SF_OK ? s : sf_fail_context(s, "%s: ", path);
 }

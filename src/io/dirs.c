@@ -183,3 +183,26 @@ int sf_same_dir(const char *a, const char *b)
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && S_ISDIR(sa.st_mode) && sa.st_dev == sb.st_dev &&
            sa.st_ino == sb.st_ino;
 }
+
+/* The identity of the directory holding `path` (its parent, or "." for a bare name) and the name in it. */
+static int parent_of(const char *path, struct stat *dir, const char **name)
+{
+    const char *slash = strrchr(path, '/');
+    char parent[4096];
+    if (!slash) snprintf(parent, sizeof parent, ".");
+    else if (slash == path) snprintf(parent, sizeof parent, "/");
+    else if ((size_t)(slash - path) < sizeof parent) snprintf(parent, sizeof parent, "%.*s", (int)(slash - path), path);
+    else return 0;
+    *name = slash ? slash + 1 : path;
+    return stat(parent, dir) == 0 && S_ISDIR(dir->st_mode);
+}
+
+int sf_same_path(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (strcmp(a, b) == 0) return 1;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    const char *na, *nb;
+    return parent_of(a, &sa, &na) && parent_of(b, &sb, &nb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino &&
+           strcmp(na, nb) == 0;
+}

@@ -15,13 +15,25 @@
  * SF_ERR_FORMAT (SIZE_MAX: no limit). */
 sf_status sf_read_file(const char *path, size_t max_bytes, char **out, size_t *len);
 /* The same, gunzipping transparently when the file is gzip (zlib's gz* API reads plain files as they are);
- * max_bytes bounds the decompressed size, and a cut or corrupt gzip stream is SF_ERR_FORMAT. */
+ * max_bytes bounds the decompressed size, and so does the memory the machine has available (sf_memory_available:
+ * past it SF_ERR_NOMEM saying so); a cut or corrupt gzip stream is SF_ERR_FORMAT. */
 sf_status sf_read_file_gz(const char *path, size_t max_bytes, char **out, size_t *len);
 /* A whole file into *buf (capacity *cap, grown with realloc as needed, kept for the next call), its size in *len;
  * more than max_bytes is SF_ERR_FORMAT. For reading many files without a malloc each. */
 sf_status sf_read_file_into(const char *path, size_t max_bytes, uint8_t **buf, size_t *cap, size_t *len);
+/* The first decompressed bytes of a gzip file (at most cap; fewer when it is shorter) into buf: enough to judge its
+ * header before the whole of it is unpacked. */
+sf_status sf_read_file_gz_head(const char *path, char *buf, size_t cap, size_t *len);
 /* Whether `path` is an existing regular file (or a link to one). */
 int sf_file_exists(const char *path);
+/* Whether anything exists at `path` (a file, a directory, ...). */
+int sf_path_exists(const char *path);
+/* SF_ERR_IO saying what `path` is instead of a file ("X is a directory, not a file"), for a reader that found
+ * something other than a regular file where its file belongs. */
+sf_status sf_not_a_file(const char *path);
+/* The memory this machine can give the process now (Linux: MemAvailable; else the physical memory), in bytes: the
+ * bound of what a reader may unpack into memory. */
+size_t sf_memory_available(void);
 
 /* ---------------------------------------------------------------- atomic writing
  * The bytes go to a temporary file "<path>.tmp.XXXXXX" beside `path`; the commit fsyncs it, gives it the mode a new
@@ -82,5 +94,8 @@ typedef struct sf_dir_entry {
 sf_status sf_dir_entries(const char *dir, sf_dir_entry **entries, size_t *n);
 /* Whether two paths name the same existing directory ("run", "./run/" and a symlink to it are one). */
 int sf_same_dir(const char *a, const char *b);
+/* Whether two paths name the same file, existing (the same inode: links too) or to be created (the same name in the
+ * same directory: "y.ini" and "./y.ini"). */
+int sf_same_path(const char *a, const char *b);
 
 #endif

@@ -3,6 +3,7 @@
 #include "io/files.h"
 
 #include "core/error.h"
+#include "io/interrupt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +16,8 @@
 #include <zlib.h>
 
 #define FIRST_CAPACITY ((size_t)1 << 16)
-#define MAX_CHUNK ((size_t)1 << 30) /* gzread takes an unsigned count */
+/* Bytes read per call: gzread takes an unsigned count, and a request to stop is heard between calls. */
+#define MAX_CHUNK ((size_t)1 << 26)
 
 /* An open file: read as it is (plain) or through zlib (gz). */
 typedef struct source {
@@ -46,8 +48,9 @@ static sf_status read_chunk(source *src, char *dst, size_t want, size_t *got)
 
 /* Reads to the end of input. `capacity` is the first buffer size (a regular file's size is a good guess); the
  * buffer doubles from there, never beyond what max_bytes allows: one byte more (to see that the file is larger),
- * and the NUL. */
-static sf_status read_all(source *src, size_t max_bytes, size_t capacity, char **out, size_t *len)
+ * and the NUL. `limit_why` says, in the refusal, what set max_bytes when it was not the caller. */
+static sf_status read_all(source *src, size_t max_bytes, const char *limit_why, size_t capacity, char **out,
+                          size_t *len)
 {
     const size_t limit = max_bytes < SIZE_MAX / 4 ? max_bytes + 2 : SIZE_MAX / 2;
     size_t cap = capacity < limit ? capacity : limit, n = 0;
@@ -56,8 +59,8 @@ static sf_status read_all(source *src, size_t max_bytes, size_t capacity, char *
     for (;;) {
         if (n > max_bytes) {
             free(buf);
-            return sf_fail(SF_ERR_FORMAT, "%s is larger than %zu bytes%s", src->path, max_bytes,
-                           src->gz ? " (decompressed)" : "");
+            return sf_fail(limit_why ? SF_ERR_NOMEM : SF_ERR_FORMAT, "%s is larger than %zu bytes%s%s", src->path,
+                           max_bytes, src->gz ? " (decompressed)" : "", limit_why ? limit_why : "");
         }
         if (n + 1 == cap) {
             size_t grown = cap < limit / 2 ? 2 * cap : limit;
@@ -70,7 +73,8 @@ static sf_status read_all(source *src, size_t max_bytes, size_t capacity, char *
             cap = grown;
         }
         size_t got = 0, want = cap - 1 - n < MAX_CHUNK ? cap - 1 - n : MAX_CHUNK;
-        sf_status s = read_chunk(src, buf + n, want, &got);
+        sf_status s = sf_interrupt_check();
+        if (s == SF_OK) s = read_chunk(src, buf + n, want, &got);
         if (s != SF_OK) {
             free(buf);
             return s;
@@ -115,25 +119,49 @@ sf_status sf_read_file(const char *path, size_t max_bytes, char **out, size_t *l
     size_t capacity = FIRST_CAPACITY;
     if (S_ISREG(st.st_mode) && st.st_size > 0)
         capacity = (uint64_t)st.st_size < SIZE_MAX / 4 ? (size_t)st.st_size + 2 : SIZE_MAX / 4;
-    sf_status s = read_all(&src, max_bytes, capacity, out, len);
+    sf_status s = read_all(&src, max_bytes, NULL, capacity, out, len);
     fclose(src.plain);
     return s;
+}
+
+/* `path` opened through zlib (gzip, or a plain file as it is). */
+static sf_status open_gz(const char *path, source *src)
+{
+    int fd;
+    struct stat st;
+    SF_TRY(open_readable(path, &fd, &st));
+    errno = 0;
+    *src = (source){.gz = gzdopen(fd, "rb"), .path = path};
+    if (src->gz) return SF_OK;
+    close(fd);
+    return sf_fail(SF_ERR_IO, "cannot open %s: %s", path, errno ? strerror(errno) : "zlib could not allocate");
 }
 
 sf_status sf_read_file_gz(const char *path, size_t max_bytes, char **out, size_t *len)
 {
     *out = NULL;
     if (len) *len = 0;
-    int fd;
-    struct stat st;
-    SF_TRY(open_readable(path, &fd, &st));
-    errno = 0;
-    source src = {.gz = gzdopen(fd, "rb"), .path = path};
-    if (!src.gz) {
-        close(fd);
-        return sf_fail(SF_ERR_IO, "cannot open %s: %s", path, errno ? strerror(errno) : "zlib could not allocate");
+    source src;
+    SF_TRY(open_gz(path, &src));
+    /* what a gzip stream unpacks to is bounded by what this machine can hold, whatever the caller allows */
+    const size_t room = sf_memory_available();
+    sf_status s = read_all(&src, room < max_bytes ? room : max_bytes,
+                           room < max_bytes ? ": the memory this machine has available" : NULL, FIRST_CAPACITY, out, len);
+    gzclose(src.gz);
+    return s;
+}
+
+sf_status sf_read_file_gz_head(const char *path, char *buf, size_t cap, size_t *len)
+{
+    *len = 0;
+    source src;
+    SF_TRY(open_gz(path, &src));
+    sf_status s = SF_OK;
+    size_t got = 1;
+    while (s == SF_OK && got > 0 && *len < cap) {
+        s = read_chunk(&src, buf + *len, cap - *len, &got);
+        *len += got;
     }
-    sf_status s = read_all(&src, max_bytes, FIRST_CAPACITY, out, len);
     gzclose(src.gz);
     return s;
 }
@@ -182,4 +210,32 @@ int sf_file_exists(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int sf_path_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+sf_status sf_not_a_file(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return sf_fail(SF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    return sf_fail(SF_ERR_IO, "%s is %s, not a file", path, S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+}
+
+size_t sf_memory_available(void)
+{
+    /* MemAvailable: what the kernel can give without swapping (Linux 3.14 on); else the physical memory */
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    unsigned long long kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+    if (f) fclose(f);
+    if (kib > 0) return kib < SIZE_MAX / 1024 ? (size_t)kib * 1024 : SIZE_MAX;
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 && (unsigned long)pages < SIZE_MAX / (unsigned long)page ? (size_t)pages * (size_t)page
+                                                                                           : SIZE_MAX;
 }

@@ -3,6 +3,7 @@
 #include "train/evaluate.h"
 
 #include "core/error.h"
+#include "io/interrupt.h"
 #include "train/clock.h"
 
 #include <stdlib.h>
@@ -24,7 +25,7 @@ void sf_eval_result_free(sf_eval_result *r)
     r->num_rates = 0;
 }
 
-sf_status sf_evaluate(sf_net *net, sf_loader *loader, int32_t classes, sf_eval_result *out)
+sf_status sf_evaluate(sf_net *net, sf_loader *loader, int32_t classes, int stoppable, sf_eval_result *out)
 {
     memset(out, 0, sizeof *out);
     double t0 = sf_now_seconds();
@@ -34,6 +35,7 @@ sf_status sf_evaluate(sf_net *net, sf_loader *loader, int32_t classes, sf_eval_r
     sf_status s = rates && rate_sums ? SF_OK : sf_fail(SF_ERR_NOMEM, "out of memory");
     for (;;) {
         const sf_batch *b = NULL;
+        if (s == SF_OK && stoppable) s = sf_interrupt_check();
         if (s == SF_OK) s = sf_loader_next(loader, &b);
         if (s != SF_OK || !b) break;
         if (!logits && !(logits = malloc((size_t)b->B * (size_t)classes * sizeof *logits))) {

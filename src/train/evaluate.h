@@ -17,8 +17,10 @@ typedef struct sf_eval_result {
 
 /* Runs the rest of the loader's current epoch (it must be an evaluation loader, compiled shapes equal to the
  * net's) through sf_net_eval_step. Only the `valid` samples of a partial last batch count. `classes` is the
- * number of readout outputs. Free the result with sf_eval_result_free. */
-sf_status sf_evaluate(sf_net *net, sf_loader *loader, int32_t classes, sf_eval_result *out);
+ * number of readout outputs. With `stoppable`, a request to stop (io/interrupt.h) ends the pass between batches with
+ * its error (a process alone: the processes of a job run the pass to its end together). Free the result with
+ * sf_eval_result_free. */
+sf_status sf_evaluate(sf_net *net, sf_loader *loader, int32_t classes, int stoppable, sf_eval_result *out);
 void sf_eval_result_free(sf_eval_result *r);
 
 /* Index of the largest of n values (the first on ties). */

@@ -5,11 +5,14 @@
 
 #include "core/error.h"
 #include "io/files.h"
+#include "io/interrupt.h"
 #include "train/checkpoint.h"
+#include "train/choices.h"
 #include "train/clock.h"
 #include "train/evaluate.h"
 #include "train/job.h"
 #include "train/metrics.h"
+#include "train/run_config.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -55,7 +58,18 @@ typedef struct run {
     sf_job job;
     int stop_wish; /* a callback here asked to stop; the other processes hear of it with the next step's sums */
     double wait_mark; /* the training loader's wait when the epoch started (or the run resumed) */
+    char notes[SF_TRAIN_MAX_NOTES][640]; /* what setup worked around, for the start event */
+    const char *note_ptrs[SF_TRAIN_MAX_NOTES];
+    int32_t num_notes;
 } run;
+
+static void add_note(run *r, const char *text)
+{
+    if (!text[0] || r->num_notes == SF_TRAIN_MAX_NOTES) return;
+    snprintf(r->notes[r->num_notes], sizeof r->notes[0], "%s", text);
+    r->note_ptrs[r->num_notes] = r->notes[r->num_notes];
+    r->num_notes++;
+}
 
 static size_t peak_rss_bytes(void)
 {
@@ -214,13 +228,20 @@ static sf_status restore_best(run *r, const char *dir)
 
 static sf_status resume(run *r)
 {
-    char path[4096];
+    char path[4096], choices[4096], note[640] = "";
     SF_TRY(sf_path_join(path, sizeof path, r->opt->resume_dir, SF_RUN_LAST));
+    SF_TRY(sf_path_join(choices, sizeof choices, r->opt->resume_dir, SF_RUN_CHOICES));
     sf_safetensors *st = NULL;
     sf_checkpoint_info info;
     SF_TRY(sf_checkpoint_open(path, &st, &info));
-    sf_status s = sf_checkpoint_restore(st, r->net, 1);
+    /* the config the run recorded is what it continues with: an edit of its config.ini would be lost */
+    sf_status s = sf_run_config_file_check(r->opt->resume_dir, info.config, note, sizeof note);
+    add_note(r, note);
+    if (s == SF_OK) s = sf_checkpoint_restore(st, r->net, 1);
     if (s == SF_OK) s = sf_checkpoint_restore_sparse(st, r->net, 1);
+    /* the choices the run started with, over whatever this compile measured */
+    if (s == SF_OK) s = sf_choices_apply(choices, r->net, note, sizeof note);
+    add_note(r, note);
     if (s == SF_OK) s = restore_loader_state(r, info.loader_state);
     if (s == SF_OK) {
         r->epochs_done = info.epoch;
@@ -314,25 +335,28 @@ static sf_status open_data(run *r)
     const sf_config *cfg = r->cfg;
     SF_TRY(sf_config_load_split(cfg, SF_SPLIT_TRAIN, &r->train_ds));
     SF_TRY(sf_config_load_split(cfg, SF_SPLIT_TEST, &r->test_ds));
+    add_note(r, r->train_ds->warning);
+    add_note(r, r->test_ds->warning);
     r->classes = r->train_ds->classes;
+    if (r->train_ds->count < r->job.global_batch)
+        return sf_fail(SF_ERR_INVALID, "%s: the training set has %" PRId64 " samples, fewer than one batch of %" PRId64
+                       " (lower train.batch)", cfg->source, r->train_ds->count, r->job.global_batch);
     sf_loader_params lp;
     sf_config_loader_params(cfg, 1, &lp);
     sf_job_shard(&r->job, &lp);
     SF_TRY(sf_loader_create(r->train_ds, &lp, &r->train_ld));
-    if (sf_loader_batches_per_epoch(r->train_ld) == 0)
-        return sf_fail(SF_ERR_INVALID, "the training set has %" PRId64 " samples, fewer than one batch of %" PRId64,
-                       r->train_ds->count, r->job.global_batch);
     sf_config_loader_params(cfg, 0, &lp);
     sf_job_shard(&r->job, &lp);
     return sf_loader_create(r->test_ds, &lp, &r->test_ld);
 }
 
-/* What a run stopped before its first checkpoint may leave in its directory: the lock file and temporaries of
- * its files. A directory holding nothing else has no run in it. */
+/* What a run stopped before its first checkpoint may leave in its directory: the lock file, the choices its
+ * network made (written before that checkpoint) and temporaries of its files. A directory holding nothing else has
+ * no run in it. */
 static int run_leftover(const char *name)
 {
-    static const char *const files[] = {SF_RUN_LAST, SF_RUN_BEST, SF_RUN_CONFIG, SF_RUN_METRICS};
-    if (strcmp(name, SF_RUN_LOCK) == 0) return 1;
+    static const char *const files[] = {SF_RUN_LAST, SF_RUN_BEST, SF_RUN_CONFIG, SF_RUN_METRICS, SF_RUN_CHOICES};
+    if (strcmp(name, SF_RUN_LOCK) == 0 || strcmp(name, SF_RUN_CHOICES) == 0) return 1;
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
         if (sf_is_temp_of(name, files[i])) return 1;
     return 0;
@@ -381,10 +405,15 @@ static sf_status prepare_dir(run *r)
     /* Saves killed midway leave temporaries. */
     SF_TRY(sf_remove_stale_temps(o->run_dir));
     if (o->resume_dir) SF_TRY(restore_best(r, o->resume_dir));
-    if (!r->in_place) SF_TRY(save_checkpoint(r, 0));
     char path[4096];
+    /* the choices the run started with, recorded once (a continued run's are those it was given back) */
+    SF_TRY(sf_path_join(path, sizeof path, o->run_dir, SF_RUN_CHOICES));
+    if (!r->in_place || !sf_path_exists(path)) SF_TRY(sf_choices_write(r->net, path));
+    if (!r->in_place) SF_TRY(save_checkpoint(r, 0));
     SF_TRY(sf_path_join(path, sizeof path, o->run_dir, SF_RUN_CONFIG));
-    SF_TRY(sf_write_file_atomic(path, r->config_text, strlen(r->config_text)));
+    /* a config.ini that says the same (its comments or layout changed) stays as it is */
+    if (!r->in_place || sf_run_config_file_same(o->run_dir, r->config_text) != SF_OK)
+        SF_TRY(sf_write_file_atomic(path, r->config_text, strlen(r->config_text)));
     SF_TRY(sf_path_join(path, sizeof path, o->run_dir, SF_RUN_METRICS));
     /* Lines logged after the checkpoint would be logged again. */
     if (r->in_place) SF_TRY(sf_metrics_truncate(path, r->step));
@@ -406,6 +435,7 @@ static sf_status setup(run *r)
     if (cfg->train.threads > 0) sf_set_num_threads(cfg->train.threads);
     SF_TRY(sf_job_agree(j, open_data(r), "loading the data"));
     SF_TRY(sf_job_agree(j, sf_job_build_net(j, cfg, &r->net), "building the network"));
+    SF_TRY(sf_job_agree(j, sf_interrupt_check(), "building the network"));
     r->in_place = r->opt->resume_dir && sf_same_dir(r->opt->resume_dir, r->opt->run_dir);
     SF_TRY(sf_job_agree(j, r->job.root ? lock_dir(r) : SF_OK, "locking the run directory"));
     /* the resume and the run directory's first checkpoint see the whole optimizer state */
@@ -440,11 +470,15 @@ static void fill_progress(run *r, sf_train_event_kind kind, float lr)
     ev->accuracy = e->seen ? (double)e->correct / (double)e->seen : 0;
     ev->skipped = e->skipped;
     ev->lr = lr;
+    ev->notes = r->note_ptrs;
+    ev->num_notes = r->num_notes;
 }
 
+/* The callback's answer, or a request to stop made meanwhile (io/interrupt.h): whether to stop. */
 static int notify(run *r)
 {
-    return r->opt->callback ? r->opt->callback(&r->ev, r->opt->user) : 0;
+    const int stop = r->opt->callback ? r->opt->callback(&r->ev, r->opt->user) : 0;
+    return stop || sf_interrupt_requested();
 }
 
 static sf_status numeric_stop(run *r, float lr)
@@ -474,8 +508,6 @@ static sf_status numeric_stop(run *r, float lr)
                    r->epochs_done + 1, r->step + 1, (double)lr, why, kept);
 }
 
-/* Trains until the loader reports the end of the epoch. Returns SF_OK with *stopped set when the callback asked
- * to stop. */
 /* Trains until the loader reports the end of the epoch. Returns SF_OK with *stopped set when a callback asked to
  * stop: at once for a process alone, else after the next step's sums have told every process. */
 static sf_status train_epoch(run *r, float lr, int *stopped)
@@ -533,7 +565,7 @@ static sf_status finish_epoch(run *r, float lr)
     /* every data rank's BN running statistics saw its own part of the data: the model keeps their mean */
     if (r->job.dist) SF_TRY(sf_dist_average_buffers(r->job.dist, r->net));
     sf_eval_result test;
-    SF_TRY(sf_evaluate(r->net, r->test_ld, r->classes, &test));
+    SF_TRY(sf_evaluate(r->net, r->test_ld, r->classes, r->job.size == 1, &test));
     sf_status m = sf_job_merge_eval(&r->job, &test);
     if (m != SF_OK) {
         sf_eval_result_free(&test);
@@ -562,6 +594,16 @@ static sf_status finish_epoch(run *r, float lr)
     return s;
 }
 
+/* The training loader back at the end of the epoch it just finished (it had moved on to the next): a run stopped in
+ * its test pass keeps the state after the epoch's training, and resumed, evaluates that epoch. */
+static sf_status back_to_epoch_end(run *r)
+{
+    sf_loader_state st;
+    sf_loader_get_state(r->train_ld, &st);
+    st = (sf_loader_state){.epoch = st.epoch - 1, .index = sf_loader_batches_per_epoch(r->train_ld)};
+    return sf_loader_set_state(r->train_ld, &st);
+}
+
 static sf_status train_loop(run *r, sf_train_summary *out)
 {
     const sf_config *cfg = r->cfg;
@@ -577,7 +619,13 @@ static sf_status train_loop(run *r, sf_train_summary *out)
             out->interrupted = 1;
             return save_together(r, 0, SF_OK);
         }
-        SF_TRY(finish_epoch(r, lr));
+        /* a request to stop heard by the test pass (of a process alone: a job's processes end the pass together) */
+        sf_status s = finish_epoch(r, lr);
+        if (s != SF_OK && r->job.size == 1 && sf_interrupt_requested()) {
+            out->interrupted = 1;
+            return save_together(r, 0, back_to_epoch_end(r));
+        }
+        SF_TRY(s);
     }
     return SF_OK;
 }
@@ -593,6 +641,13 @@ sf_status sf_train_run(const sf_config *cfg, const sf_train_options *opt, sf_tra
     out->failed_together = s != SF_OK; /* setup agrees before it fails */
     if (s == SF_OK) s = train_loop(&r, out);
     if (s == SF_ERR_NUMERIC) out->failed_together = 1; /* the gradients were summed: every process saw the NaN */
+    /* a request to stop that a loop of the setup heard (loading, binning, caching the data): the run stops as a
+     * clean interrupt does, having written nothing it would have to take back */
+    if (s != SF_OK && sf_interrupt_requested()) {
+        out->interrupted = 1;
+        s = SF_OK;
+    }
+    out->resumable = r.ckpt_epoch >= 0 || (opt->resume_dir && sf_same_dir(opt->resume_dir, opt->run_dir));
     out->epochs_done = r.epochs_done;
     out->steps = r.step;
     out->test_accuracy = r.last_test;

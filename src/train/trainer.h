@@ -8,7 +8,9 @@
  *                     initial state here first, so a directory without it holds no run
  *   best.safetensors  the state after the epoch with the best test accuracy so far (a copy of that epoch's last,
  *                     whose best_step records it; resume repairs a copy an interruption cut off)
- *   config.ini        the resolved config (with every --set applied)
+ *   config.ini        the resolved config (with every --set applied); --resume refuses one edited to another run
+ *   choices           what the network decided by measuring when the run started (train/choices.h), reused on
+ *                     resume
  *   metrics.jsonl     {"type":"step",...} every log_every steps, {"type":"epoch",...} after each epoch */
 #ifndef SF_TRAIN_TRAINER_H
 #define SF_TRAIN_TRAINER_H
@@ -52,7 +54,12 @@ typedef struct sf_train_event {
     int32_t num_rates;
     size_t peak_bytes;         /* sf_net_peak_bytes */
     size_t peak_rss_bytes;     /* the process's maximum resident set */
+    /* what setting up the run worked around (a frame cache that cannot be written, a config.ini that is not the
+     * run's), for the caller to show as warnings at SF_TRAIN_EV_START */
+    const char *const *notes;
+    int32_t num_notes;
 } sf_train_event;
+#define SF_TRAIN_MAX_NOTES 4
 
 /* Returns nonzero to stop the run after the current step (last.safetensors then records where it stopped). */
 typedef int (*sf_train_callback)(const sf_train_event *ev, void *user);
@@ -74,7 +81,9 @@ typedef struct sf_train_summary {
     double test_accuracy;   /* of the last finished epoch (-1 if none) */
     double best_test_accuracy;
     double seconds;         /* wall time of this invocation */
-    int32_t interrupted;    /* the callback asked to stop */
+    int32_t interrupted;    /* the callback, or a request to stop (io/interrupt.h) heard in any phase, stopped
+                             * the run: its directory holds what a clean stop leaves */
+    int32_t resumable;      /* run_dir holds a checkpoint of this run that --resume continues */
     int32_t failed_together; /* a job's failure that every process met at the same point (setup, NaN): none waits
                               * for another; other failures may leave processes waiting (sf_dist_abort them) */
 } sf_train_summary;
@@ -94,5 +103,6 @@ int sf_run_dir_is_free(const char *dir);
 #define SF_RUN_CONFIG "config.ini"
 #define SF_RUN_METRICS "metrics.jsonl"
 #define SF_RUN_LOCK "train.lock"
+#define SF_RUN_CHOICES "choices"
 
 #endif

@@ -41,6 +41,10 @@ has "old [train] key: file:line and where it went" moved_key.err \
 
 sf 3 bad_set_readout train "$HERE/tiny_mlp.ini" --set readout.tau=0.5
 has "bad --set readout value is named" bad_set_readout.err "readout.tau=0.5: must be in [1"
+sf 3 lr_underflow train "$HERE/tiny_mlp.ini" --set train.lr=1e-50 --out lr_underflow
+has "a value that is 0 as a float is refused, saying so" lr_underflow.err \
+    "train.lr=1e-50: must be in (0, 1000] (1e-50 is stored as the 32-bit float 0)"
+check "nothing was written for it" test ! -e lr_underflow
 
 cfg smoothing_range "[train]" "dataset = fashion-mnist" "[flatten]" "[linear]" "out = 10" "[readout]" \
     "label_smoothing = 1.5"

@@ -83,4 +83,21 @@ at = e.header_offset + 30 + len(e.filename) + len(e.extra) + e.compress_size // 
 b = bytearray(open('cut/Train.zip', 'rb').read()); b[at] ^= 0x55; open('cut/Train.zip', 'wb').write(b)"
 sf 1 badzip train events.ini --set train.data_dir="$WORK/cut" --set train.data_cache= --out run5
 has "a damaged zip entry is refused naming the zip" badzip.err "cut/Train.zip:Train/"
+
+# A cache folder that cannot be written (here: below a file, so even root cannot) costs the cache, not the run.
+touch blocker
+sf 0 nocache train events.ini --set train.data_cache="$WORK/blocker/cache" --set train.epochs=1 --out run6
+has "training goes on without the cache, with a warning" nocache.err "warning: the frame cache in $WORK/blocker/cache cannot be written"
+check "... and the run trains" test -s run6/best.safetensors
+
+# A data set without samples is a data problem (exit 1), named as such.
+"$PY" - "$WORK/silent" <<'PY'
+import os, sys
+for split in ("Train", "Test"):
+    for d in range(10):
+        os.makedirs(f"{sys.argv[1]}/{split}/{d}", exist_ok=True)
+        open(f"{sys.argv[1]}/{split}/{d}/00000.bin", "wb").close()
+PY
+sf 1 nosamples train events.ini --set train.data_dir="$WORK/silent" --set train.data_cache= --out run7
+has "an empty split says so" nosamples.err "the training split of N-MNIST in $WORK/silent holds no samples: every one is empty"
 finish

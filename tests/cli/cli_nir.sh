@@ -33,6 +33,15 @@ check "the second import writes the same config" test "$(strip imp.ini)" = "$(st
 # Refusals: files are never replaced, layers NIR cannot express and non-NIR files are named.
 sf 1 import_exists import mlp.nir --out imp.ini
 has "import refuses to replace" import_exists.err "imp.ini exists"
+sf 2 import_same import mlp.nir --out y.ini --checkpoint ./y.ini
+has "import refuses outputs that are one file" import_same.err "--out and --checkpoint name the same file"
+check "... writing nothing" test ! -e y.ini
+sf 2 import_over_input import mlp.nir --out z.ini --checkpoint mlp.nir
+has "import refuses to write over its input" import_over_input.err "mlp.nir is the input"
+mkdir -p adir
+sf 1 import_dir import mlp.nir --out adir
+has "an --out that is a directory is refused" import_dir.err "adir exists (a directory)"
+check "... and leaves no checkpoint behind" test ! -e adir.safetensors
 cat >pool.ini <<'INI'
 [train]
 dataset = fashion-mnist

@@ -44,9 +44,20 @@ done
 has "plot says where the figures are" plot.out "8 figures"
 check "no note for a complete run" test ! -s plot.err
 
+# --out: the figures and the page go there, and nothing into the run directory (which may be read-only)
+find run1 -printf '%p %s %T@\n' | sort >run1.before
 sf 0 plot_out plot run1 --out elsewhere --sample 199
 png_ok "--out" elsewhere/sample_spikes_layer2.png
-has "the chosen sample" run1/report.html "Test sample 199"
+has "the page goes beside the figures" elsewhere/report.html "Test sample 199"
+has "plot names it" plot_out.out "elsewhere/report.html"
+find run1 -printf '%p %s %T@\n' | sort >run1.after
+check "plot --out writes nothing into the run directory" cmp -s run1.before run1.after
+if [ "$(id -u)" != 0 ]; then
+    cp -r run1 readonly && chmod -R a-w readonly
+    sf 0 plot_readonly plot readonly --out ro_figures
+    check "a read-only run plots with --out" test -s ro_figures/report.html
+    chmod -R u+w readonly
+fi
 
 # a convolutional net with Poisson input: conv -> BN -> LIF (fused) -> max-pool, a spiking hidden layer; every LIF
 # layer gets its figures, the input is a spike raster
@@ -115,6 +126,21 @@ kill -INT $pid
 wait $pid
 rc=$?
 check "the trainer stopped on Ctrl-C (exit $rc, expected 130)" test $rc -eq 130
+
+# metrics lines with counts no run has (an epoch of 1e19 sent the axes into an endless loop) and values past any
+# range: drawn or left out, promptly
+mkdir -p huge
+cp run1/config.ini huge/
+cat >huge/metrics.jsonl <<'JSONL'
+{"type":"step","epoch":1e19,"step":1e19,"loss":1e300,"accuracy":0.5,"lr":1e-300}
+{"type":"step","epoch":1,"step":2,"loss":-1e308,"accuracy":1e19,"lr":0.01}
+{"type":"epoch","epoch":1e19,"step":1e19,"train_loss":1e308,"train_accuracy":0.5,"test_accuracy":-1e300,"firing_rates":[1e19,-1e-320],"lr":1e19,"best":true}
+{"type":"epoch","epoch":2.5,"step":-3,"train_loss":0.1,"train_accuracy":0.5,"test_accuracy":0.5,"firing_rates":[0.5],"lr":0.01}
+JSONL
+timeout 60 "$SF" plot huge >huge.out 2>huge.err
+rc=$?
+check "plot of absurd metrics ends within 60 s and succeeds (exit $rc: $(head -c 300 huge.err))" test $rc -eq 0
+png_ok "absurd metrics" huge/plots/loss.png
 
 # a run whose first epoch is still going: metrics only, the last line cut mid-write
 mkdir -p young

@@ -29,19 +29,30 @@ has "another config is refused" other_config.err "seed"
 sf 0 fork train --resume B --set train.epochs=3 --out C
 check "a fork to a new directory leaves the old run alone" test "$(json_field B/metrics.jsonl epoch epoch | wc -l)" -eq 2
 
+# An edited config.ini is not silently rewritten: an edit to another run is refused, saying where the run's config
+# lives and how to train with the edit; one in a setting resume may change is a warning; comments are kept.
+cp B/config.ini saved.ini
+sed -i 's/^lr = .*/lr = 0.1/' B/config.ini
+cp B/config.ini edited.ini
+sf 3 edited train --resume B --set train.epochs=2
+has "the edit is named" edited.err "B/config.ini was edited: it has 'lr = 0.1' where the run has 'lr = 0.005'"
+has "the message says where the run's config lives" edited.err "B/last.safetensors"
+has "... and how to train with the edit" edited.err "spikefuse train B/config.ini --set train.init=B/last.safetensors"
+check "the edited config.ini is kept" cmp -s B/config.ini edited.ini
+sed 's/^epochs = .*/epochs = 9/' saved.ini >B/config.ini
+sf 0 epochs_edited train --resume B
+has "an edit of a changeable setting is a warning" epochs_edited.err "warning: B/config.ini has 'epochs = 9' where the run has 'epochs = 2'"
+has "... naming --set" epochs_edited.err "change such a setting with --set"
+{ echo "; my notes on this run"; cat saved.ini; } >B/config.ini
+sf 0 commented train --resume B
+check "no warning for comments" test "$(grep -c warning commented.err)" -eq 0
+has "a config.ini that says the same keeps the user's comments" B/config.ini "; my notes on this run"
+
 # SIGINT in the middle of an epoch: last.safetensors records the position, --resume goes on bitwise.
 data big --train 2500
 big=(--set train.data_dir="$WORK/big" --set train.epochs=2)
 sf 0 d train "$HERE/tiny_mlp.ini" "${big[@]}" --out D
-"$SF" train "$HERE/tiny_mlp.ini" "${big[@]}" --out E >e1.out 2>e1.err &
-pid=$!
-for _ in $(seq 1 500); do
-    [ -s E/metrics.jsonl ] && [ "$(wc -l <E/metrics.jsonl)" -ge 20 ] && break
-    sleep 0.01
-done
-kill -INT "$pid"
-wait "$pid"
-rc=$?
+stop_after e1 E 20 train "$HERE/tiny_mlp.ini" "${big[@]}" --out E
 if [ "$rc" -eq 130 ]; then
     ok
     has "interrupt tells how to continue" e1.err "--resume E"

@@ -60,6 +60,21 @@ check "the crossovers measured by the first run carry on" \
     "$PY" -c "import sys; a, b, c = (open(f).read().split() for f in ('x.state', 'y.state', 'z.state'));
 sys.exit(0 if a[4:6] == b[4:6] == c[4:6] and a[9:11] == b[9:11] == c[9:11] and b == c else 1)"
 
+# the run directory's choices file records them when the run starts, and a resume gives them back to the network:
+# a crossover written there is the one the continued run uses (and records in its checkpoint)
+check "the run directory records the measured crossovers" \
+    "$PY" -c "import sys; t = open('x.state').read().split(); c = open('X/choices').read();
+sys.exit(0 if 'sparse 1 %s %s' % (t[4], t[5]) in c and 'sparse 3 %s %s' % (t[9], t[10]) in c else 1)"
+cp -r X W
+sed -i 's/^sparse 3 .*/sparse 3 0.375 0.25/' W/choices
+sf 0 w train --resume W --set train.epochs=2
+sparse_state w W/last.safetensors
+check "a resume takes the crossovers of the run's choices: $(cat w.state)" \
+    "$PY" -c "import sys; t = open('w.state').read().split(); sys.exit(0 if t[9:11] == ['0.375', '0.25'] else 1)"
+sed -i 's/^sparse 3 .*/sparse 2 0.375 0.25/' W/choices
+sf 1 w_bad train --resume W --set train.epochs=3
+has "a choices file that does not fit the network is refused, naming the line" w_bad.err "W/choices: line 5: layer 2 does not choose its path"
+
 sf 0 eval eval Y --json
 check "eval of the best checkpoint reproduces the run's test accuracy" "$PY" - eval.out Y/metrics.jsonl <<'PYEOF'
 import json, sys

@@ -71,6 +71,23 @@ wait_for() {
     return 1
 }
 
+# stop_after NAME RUN LINES ARGS...: starts spikefuse ARGS (a train writing into RUN) in the background with stdout in
+# NAME.out and stderr in NAME.err, sends it SIGINT once RUN/metrics.jsonl has LINES lines (or after 5 s), and leaves
+# its exit code in $rc.
+stop_after() {
+    local name=$1 dir=$2 lines=$3
+    shift 3
+    "$SF" "$@" >"$name.out" 2>"$name.err" &
+    local pid=$!
+    for _ in $(seq 1 500); do
+        [ -s "$dir/metrics.jsonl" ] && [ "$(wc -l <"$dir/metrics.jsonl")" -ge "$lines" ] && break
+        sleep 0.01
+    done
+    kill -INT "$pid"
+    wait "$pid"
+    rc=$?
+}
+
 finish() {
     echo "$TEST_NAME: $passed passed, $failed failed"
     [ "$failed" -eq 0 ]

@@ -2,11 +2,13 @@
  * HDF5 file with libhdf5 (groups, numeric and string datasets of any shape and type, names drawn from NIR's
  * vocabulary), so every run is a well-formed HDF5 file with arbitrary content: what spikefuse's reader must judge.
  * (libhdf5's own parsing of corrupt bytes is libhdf5's; tests/test_nir.c checks truncated files.) The file is read
- * from memory, imported as a config when it reads, and an imported network is exported again. */
+ * from memory, imported as a config when it reads (whose parameters must all be finite floats), and an imported
+ * network is exported again. */
 #include "config/config_nir.h"
 #include "io/nir.h"
 
 #include <hdf5.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,15 +30,18 @@ typedef struct reader {
 
 static int next(reader *r) { return r->n ? (r->n--, *r->p++) : -1; }
 
-/* A value: 0..4 (bytes below 100), 0..99 (100..199), -20..272.5 in steps of 7.5 (200..239), 1e-4..1.5e-3 (240..254)
- * or 784 (255); 1 once the input is used up, so a large array may end the program. */
+/* A value: 0..4 (bytes below 100), 0..99 (100..199), -20..272.5 in steps of 7.5 (200..239), 1e-4..1.2e-3
+ * (240..251), what no float32 holds: NaN, Inf, 1e39 (252..254), or 784 (255); 1 once the input is used up, so a
+ * large array may end the program. */
 static double small_value(reader *r)
 {
+    static const double unheld[3] = {NAN, INFINITY, 1e39};
     int b = next(r);
     if (b < 0) return 1;
     if (b < 100) return b % 5;
     if (b < 200) return b - 100;
     if (b < 240) return (b - 200) * 7.5 - 20;
+    if (b >= 252 && b <= 254) return unheld[b - 252];
     return b == 255 ? 784 : 1e-4 * (b - 239);
 }
 
@@ -167,7 +172,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char *text = NULL;
         sf_tensor_list params = {0};
         sf_nir_import_options o = {.source = "fuzz.nir", .dataset = -1};
-        if (sf_config_from_nir(g, &o, &text, &params) == SF_OK) reexport(text, &params);
+        if (sf_config_from_nir(g, &o, &text, &params) == SF_OK) {
+            /* what imports is what training and evaluation take: finite float32 parameters */
+            for (int32_t i = 0; i < params.count; i++)
+                for (int64_t k = 0; k < params.items[i].numel; k++)
+                    if (!isfinite(params.items[i].data[k])) __builtin_trap();
+            reexport(text, &params);
+        }
         free(text);
         sf_tensor_list_free(&params);
         sf_nir_graph_free(g);

@@ -12,7 +12,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 command -v clang >/dev/null || { echo "fuzz: clang not found (apt-get install clang)" >&2; exit 1; }
 CC=clang cmake -S "$root" -B "$build" -DSF_FUZZ=ON -DSF_CUDA=OFF -DSF_TESTS=OFF -DSF_BENCH=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-if ! cmake --build "$build" -j"$jobs" --target fuzz_idx fuzz_cifar fuzz_safetensors fuzz_config fuzz_nmnist fuzz_gesture fuzz_aedat2 fuzz_shd fuzz_nir \
+if ! cmake --build "$build" -j"$jobs" --target fuzz_idx fuzz_cifar fuzz_safetensors fuzz_config fuzz_nmnist fuzz_gesture fuzz_aedat2 fuzz_shd fuzz_nir fuzz_metrics \
      fuzz_image fuzz_image_seeds \
      >"$build/build.log" 2>&1; then
   tail -40 "$build/build.log" >&2
@@ -103,13 +103,24 @@ def nir_program(neuron, neuron_fields):
 put("nir", "lif", nir_program("LIF", [("tau", 241), ("r", 1), ("v_leak", 0), ("v_threshold", 1)]))
 put("nir", "if", nir_program("IF", [("r", 1), ("v_threshold", 2), ("v_reset", 0)]))
 put("nir", "readout", nir_program("LI", [("tau", 242), ("r", 1), ("v_leak", 0)]))
+put("nir", "nan_tau", nir_program("LIF", [("tau", 252), ("r", 1), ("v_leak", 0), ("v_threshold", 1)]))
+# plot's metrics.jsonl: a run's lines, absurd counts and values, a cut last line
+steps = "".join(json.dumps({"type": "step", "epoch": 1 + i // 4, "step": i + 1, "loss": 2.0 / (i + 1),
+                            "accuracy": 0.1 * (i % 10), "lr": 0.01, "samples_per_s": 900}) + "\n" for i in range(12))
+epochs = "".join(json.dumps({"type": "epoch", "epoch": e, "step": 4 * e, "train_loss": 1.0 / e, "train_accuracy": 0.5,
+                             "test_accuracy": 0.4 + 0.1 * e, "firing_rates": [0.1, 0.2 * e], "lr": 0.01,
+                             "best": e == 3}) + "\n" for e in (1, 2, 3))
+put("metrics", "run", steps + epochs)
+put("metrics", "absurd", '{"type":"step","epoch":1e19,"step":1e19,"loss":1e300,"lr":-1e-320}\n'
+    '{"type":"epoch","epoch":1e19,"step":-3,"test_accuracy":1e308,"firing_rates":[1e19,null,"x"]}\n'
+    '{"type":"stopped","step":5}\n{"type":"epoch","epoch":2')
 PY
 
 # the image target's seeds are written with libjpeg-turbo and libpng themselves
 "$build/tests/fuzz/fuzz_image_seeds" "$corpus/image"
 
 status=0
-for t in idx cifar safetensors config nmnist gesture aedat2 shd nir image; do
+for t in idx cifar safetensors config nmnist gesture aedat2 shd nir image metrics; do
   mkdir -p "$corpus/$t.run"
   echo "fuzz_$t: ${seconds}s"
   if ! "$build/tests/fuzz/fuzz_$t" "$corpus/$t.run" "$corpus/$t" -max_total_time="$seconds" -max_len=16384 -timeout=10 \

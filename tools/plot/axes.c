@@ -31,12 +31,14 @@ static double round_step(double span, int ticks, int integer)
     return integer && step < 1.0 ? 1.0 : step;
 }
 
-/* An empty or single-valued range becomes one of some width around the value. */
+/* An empty or single-valued range becomes one of some width around the value, wide enough that doubles tell its
+ * ticks apart (a range near 1e19 is no wider by ±1). */
 static void widen(double *lo, double *hi, int integer)
 {
-    if (!isfinite(*lo) || !isfinite(*hi)) *lo = 0, *hi = 1;
-    if (*hi > *lo) return;
-    double d = integer ? 1.0 : fmax(fabs(*lo) * 0.1, 1e-3);
+    if (!isfinite(*lo) || !isfinite(*hi) || fabs(*lo) > 1e300 || fabs(*hi) > 1e300) *lo = 0, *hi = 1;
+    const double m = fmax(fabs(*lo), fabs(*hi));
+    if (*hi - *lo > m * 1e-9) return;
+    const double d = fmax(integer ? 1.0 : fmax(m * 0.1, 1e-3), m * 1e-6);
     *lo -= d;
     *hi += d;
 }
@@ -81,11 +83,20 @@ void sf_axes_set_y(sf_axes *ax, double lo, double hi, int integer)
     ax->ystep = step;
 }
 
-double sf_axes_px(const sf_axes *ax, double x) { return ax->left + (x - ax->x0) / (ax->x1 - ax->x0) * ax->width; }
+/* Canvas coordinates far off the figure are held at a distance cairo's fixed-point coordinates still hold (a value
+ * millions of times past the axis range would make its matrix invalid); what lies there is clipped anyway. */
+#define FAR_PX 1e6
+
+static double held(double px) { return px > FAR_PX ? FAR_PX : px < -FAR_PX ? -FAR_PX : px; }
+
+double sf_axes_px(const sf_axes *ax, double x)
+{
+    return held(ax->left + (x - ax->x0) / (ax->x1 - ax->x0) * ax->width);
+}
 
 double sf_axes_py(const sf_axes *ax, double y)
 {
-    return ax->top + ax->height - (y - ax->y0) / (ax->y1 - ax->y0) * ax->height;
+    return held(ax->top + ax->height - (y - ax->y0) / (ax->y1 - ax->y0) * ax->height);
 }
 
 /* Decimals that show every multiple of `step` exactly (0.25 needs 2). */
@@ -126,6 +137,19 @@ static void tick_label(char *buf, size_t cap, double v, double step, const char 
 /* Canvas coordinates snapped to the pixel grid so 1 px lines stay sharp. */
 static double crisp(double v) { return floor(v) + 0.5; }
 
+#define MAX_TICKS 64
+#define MAX_LINE_SAMPLES 1024
+
+/* The multiples of step in [lo, hi], counted by an integer so that the loop ends whatever the doubles do: *first,
+ * and the count (0 for no step or more than MAX_TICKS). */
+static int tick_count(double lo, double hi, double step, double *first)
+{
+    if (!(step > 0) || !isfinite(lo) || !isfinite(hi)) return 0;
+    const double k0 = ceil(lo / step - 1e-9), k1 = floor(hi / step + 1e-9);
+    *first = k0 * step;
+    return k1 >= k0 && k1 - k0 < MAX_TICKS ? (int)(k1 - k0) + 1 : 0;
+}
+
 void sf_axes_draw(cairo_t *cr, const sf_axes *ax)
 {
     char buf[64];
@@ -133,9 +157,9 @@ void sf_axes_draw(cairo_t *cr, const sf_axes *ax)
     cairo_set_line_width(cr, 1.0);
     sf_set_font(cr, SF_FONT_TICK, 0);
     /* ticks: multiples of the step inside the range (none when the step is 0) */
-    for (double v = ceil(ax->x0 / ax->xstep - 1e-9) * ax->xstep; ax->xstep > 0 && v <= ax->x1 + 1e-9 * ax->xstep;
-         v += ax->xstep) {
-        double x = crisp(sf_axes_px(ax, v));
+    double first = 0;
+    for (int k = 0, n = tick_count(ax->x0, ax->x1, ax->xstep, &first); k < n; k++) {
+        const double v = first + k * ax->xstep, x = crisp(sf_axes_px(ax, v));
         sf_set_color(cr, sf_grid);
         cairo_move_to(cr, x, ax->top);
         cairo_line_to(cr, x, bottom);
@@ -149,9 +173,8 @@ void sf_axes_draw(cairo_t *cr, const sf_axes *ax)
     }
     int power = tick_power(ax->y0, ax->y1);
     double scale = pow(10.0, -power), widest = 0;
-    for (double v = ceil(ax->y0 / ax->ystep - 1e-9) * ax->ystep; ax->ystep > 0 && v <= ax->y1 + 1e-9 * ax->ystep;
-         v += ax->ystep) {
-        double y = crisp(sf_axes_py(ax, v));
+    for (int k = 0, n = tick_count(ax->y0, ax->y1, ax->ystep, &first); k < n; k++) {
+        const double v = first + k * ax->ystep, y = crisp(sf_axes_py(ax, v));
         sf_set_color(cr, sf_grid);
         cairo_move_to(cr, ax->left, y);
         cairo_line_to(cr, right, y);
@@ -292,7 +315,9 @@ static int64_t covered(const sf_axes *ax, const sf_series *s, int n, double x, d
             if (i == 0 || s[k].width <= 0) continue;
             double qx = sf_axes_px(ax, s[k].x[i - 1]), qy = sf_axes_py(ax, s[k].y[i - 1]);
             if (!isfinite(qx) || !isfinite(qy)) continue;
-            int64_t steps = (int64_t)(hypot(px - qx, py - qy) / 3.0);
+            /* a line longer than the canvas is sampled no finer than one across it */
+            const double len = hypot(px - qx, py - qy);
+            const int64_t steps = len < 3.0 * MAX_LINE_SAMPLES ? (int64_t)(len / 3.0) : MAX_LINE_SAMPLES;
             for (int64_t j = 1; j < steps; j++) {
                 double t = (double)j / (double)steps;
                 count += inside(qx + (px - qx) * t, qy + (py - qy) * t, x, y, w, h);

@@ -65,11 +65,11 @@ static void moving_mean(const double *y, int64_t n, int64_t w, double *out)
 /* What each step line is: the mean over the steps since the previous one (the config's log_every). */
 static void describe_logged(const sf_metrics_log *log, const char *what, char *buf, size_t cap)
 {
-    long long every = log->n_steps >= 2   ? (long long)(log->steps[1].step - log->steps[0].step)
-                      : log->n_steps == 1 ? (long long)log->steps[0].step
-                                          : 0;
-    if (every <= 1) snprintf(buf, cap, "%severy step", what);
-    else snprintf(buf, cap, "%smean of each %lld steps", what, every);
+    const double every = log->n_steps >= 2   ? log->steps[1].step - log->steps[0].step
+                         : log->n_steps == 1 ? log->steps[0].step
+                                             : 0;
+    if (!(every > 1 && every < 1e15)) snprintf(buf, cap, "%severy step", what);
+    else snprintf(buf, cap, "%smean of each %.0f steps", what, every);
 }
 
 /* A palette colour lightened, for the noisy raw series under its smoothed or per-epoch twin. */
@@ -88,12 +88,12 @@ static double *epoch_ends(const sf_metrics_log *log, int64_t *n_out)
     if (!end) return NULL;
     for (int64_t e = 0; e <= n; e++) end[e] = e == 0 ? 0 : NAN;
     for (int64_t i = 0; i < log->n_steps; i++) {
-        int64_t e = (int64_t)log->steps[i].epoch;
-        if (e >= 1 && e <= n && !(end[e] >= log->steps[i].step)) end[e] = log->steps[i].step;
+        const double e = log->steps[i].epoch;
+        if (e >= 1 && e <= (double)n && !(end[(int64_t)e] >= log->steps[i].step)) end[(int64_t)e] = log->steps[i].step;
     }
     for (int64_t i = 0; i < log->n_epochs; i++) {
-        int64_t e = (int64_t)log->epochs[i].epoch;
-        if (e >= 1 && e <= n && isfinite(log->epochs[i].step)) end[e] = log->epochs[i].step;
+        const double e = log->epochs[i].epoch;
+        if (e >= 1 && e <= (double)n && isfinite(log->epochs[i].step)) end[(int64_t)e] = log->epochs[i].step;
     }
     *n_out = n;
     return end;
@@ -202,7 +202,7 @@ done:
 static void label_last(cairo_t *cr, const sf_axes *ax, const sf_series *s)
 {
     for (int64_t i = s->n - 1; i >= 0; i--)
-        if (isfinite(s->y[i])) {
+        if (isfinite(s->x[i]) && isfinite(s->y[i])) {
             char text[32];
             snprintf(text, sizeof text, "%.2f%%", s->y[i]);
             sf_set_font(cr, SF_FONT_LEGEND, 1);

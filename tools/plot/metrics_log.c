@@ -17,6 +17,13 @@ static double number(const cJSON *o, const char *key)
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
+/* An epoch or step count: a whole number up to 2^53 (where doubles still count by one), else missing. */
+static double count(const cJSON *o, const char *key)
+{
+    const double v = number(o, key);
+    return v >= 0 && v <= 9007199254740992.0 && v == floor(v) ? v : NAN;
+}
+
 /* Grows *items (of `size` bytes each) to hold one more than *n; 0 when memory runs out. */
 static int grow(void **items, int64_t n, size_t size)
 {
@@ -30,8 +37,8 @@ static int grow(void **items, int64_t n, size_t size)
 static sf_status add_step(sf_metrics_log *log, const cJSON *o)
 {
     if (!grow((void **)&log->steps, log->n_steps, sizeof *log->steps)) return sf_fail(SF_ERR_NOMEM, "out of memory");
-    log->steps[log->n_steps++] = (sf_step_point){.epoch = number(o, "epoch"),
-                                                 .step = number(o, "step"),
+    log->steps[log->n_steps++] = (sf_step_point){.epoch = count(o, "epoch"),
+                                                 .step = count(o, "step"),
                                                  .loss = number(o, "loss"),
                                                  .accuracy = number(o, "accuracy"),
                                                  .lr = number(o, "lr")};
@@ -41,8 +48,8 @@ static sf_status add_step(sf_metrics_log *log, const cJSON *o)
 static sf_status add_epoch(sf_metrics_log *log, const cJSON *o)
 {
     if (!grow((void **)&log->epochs, log->n_epochs, sizeof *log->epochs)) return sf_fail(SF_ERR_NOMEM, "out of memory");
-    sf_epoch_point e = {.epoch = number(o, "epoch"),
-                        .step = number(o, "step"),
+    sf_epoch_point e = {.epoch = count(o, "epoch"),
+                        .step = count(o, "step"),
                         .train_loss = number(o, "train_loss"),
                         .train_accuracy = number(o, "train_accuracy"),
                         .test_accuracy = number(o, "test_accuracy"),
@@ -72,7 +79,7 @@ static sf_status add_line(sf_metrics_log *log, const cJSON *o)
     if (strcmp(t, "epoch") == 0) return add_epoch(log, o);
     if (strcmp(t, "stopped") == 0) {
         log->stopped = 1;
-        log->stopped_step = number(o, "step");
+        log->stopped_step = count(o, "step");
     }
     return SF_OK;
 }
@@ -83,10 +90,18 @@ sf_status sf_metrics_log_read(const char *path, sf_metrics_log *log, sf_notes *n
     char *text = NULL;
     size_t len = 0;
     SF_TRY(sf_read_file(path, SIZE_MAX, &text, &len));
+    sf_status s = sf_metrics_log_parse(text, len, path, log, notes);
+    free(text);
+    return s;
+}
+
+sf_status sf_metrics_log_parse(const char *text, size_t len, const char *path, sf_metrics_log *log, sf_notes *notes)
+{
+    memset(log, 0, sizeof *log);
     sf_status s = SF_OK;
     int lineno = 0;
-    for (char *line = text; s == SF_OK && line < text + len;) {
-        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+    for (const char *line = text; s == SF_OK && line < text + len;) {
+        const char *nl = memchr(line, '\n', (size_t)(text + len - line));
         size_t ll = nl ? (size_t)(nl - line) : (size_t)(text + len - line);
         lineno++;
         cJSON *o = nl ? cJSON_ParseWithLength(line, ll) : NULL;
@@ -98,7 +113,6 @@ sf_status sf_metrics_log_read(const char *path, sf_metrics_log *log, sf_notes *n
         cJSON_Delete(o);
         line += ll + 1;
     }
-    free(text);
     if (s != SF_OK) sf_metrics_log_free(log);
     return s;
 }

@@ -13,6 +13,7 @@
 typedef struct sf_plot_request {
     const char *run_dir;
     const char *fig_dir; /* where NAME.png and NAME.svg go; NULL: no figure files, the page only */
+    const char *report_dir; /* where report.html goes; NULL: the run directory */
     int64_t sample;      /* the test-set index of the sample figures */
     int live;            /* training goes on: the page reloads itself every SF_REPORT_RELOAD_S seconds */
 } sf_plot_request;

@@ -33,7 +33,9 @@ static sf_status draw_all(const sf_plot_request *req, const sf_run *run, const s
         s = sf_figure_svg(&figs->fig[i], &svgs[i]);
         if (s == SF_OK && req->fig_dir) s = write_figure_files(req->fig_dir, &figs->fig[i], &svgs[i]);
     }
-    if (s == SF_OK) s = sf_path_join(res->report, sizeof res->report, run->dir, SF_REPORT_FILE);
+    const char *report_dir = req->report_dir ? req->report_dir : run->dir;
+    if (s == SF_OK && req->report_dir) s = sf_dir_create(req->report_dir);
+    if (s == SF_OK) s = sf_path_join(res->report, sizeof res->report, report_dir, SF_REPORT_FILE);
     if (s == SF_OK) s = sf_report_write(res->report, run, trace, figs, svgs, &res->notes, req->live);
     if (s == SF_OK) res->figures = figs->n;
     for (int i = 0; svgs && i < SF_FIGURES_MAX; i++) sf_buf_free(&svgs[i]);

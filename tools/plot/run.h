@@ -47,6 +47,8 @@ typedef struct sf_metrics_log {
 /* Reads metrics.jsonl. A last line without its newline (still being written, or cut by a crash) and lines that
  * are not JSON objects are skipped with a note naming the line. SF_ERR_IO if the file cannot be read. */
 sf_status sf_metrics_log_read(const char *path, sf_metrics_log *log, sf_notes *notes);
+/* The same from the file's `len` bytes in memory (`path` names it in the notes). */
+sf_status sf_metrics_log_parse(const char *text, size_t len, const char *path, sf_metrics_log *log, sf_notes *notes);
 void sf_metrics_log_free(sf_metrics_log *log);
 
 /* ---------------------------------------------------------------- the run directory */

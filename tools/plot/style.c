@@ -1,6 +1,8 @@
 /* style.c — the palette, fonts and text placement of style.h. */
 #include "plot/style.h"
 
+#include <math.h>
+
 const sf_rgb sf_ink = {0.13, 0.14, 0.16};
 const sf_rgb sf_muted = {0.40, 0.42, 0.46};
 const sf_rgb sf_grid = {0.89, 0.90, 0.92};
@@ -52,6 +54,7 @@ double sf_text(cairo_t *cr, double x, double y, double ax, double ay, double ang
     /* Vertical placement uses the font's ascent and descent, not the glyphs' box, so labels on one row share a
      * baseline whatever letters they hold. */
     double h = fe.ascent + fe.descent;
+    if (!isfinite(x) || !isfinite(y)) return e.x_advance; /* no place to draw it (a cairo matrix may not hold NaN) */
     cairo_save(cr);
     cairo_translate(cr, x, y);
     cairo_rotate(cr, angle);
