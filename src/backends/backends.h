@@ -14,7 +14,5 @@ sf_status sf_backend_create(sf_device dev, sf_precision precision, const sf_cuda
 /* Whether the low-level calls have kernels for activations stored in `dtype` on `device`: SF_ERR_INVALID for an
  * unknown type, SF_ERR_UNSUPPORTED (naming `op`) where none are built. */
 sf_status sf_backend_dtype_check(sf_scalar dtype, sf_device device, const char *op);
-/* The CUDA backend's activation type of a public storage type. */
-sf_act_type sf_backend_act_type(sf_scalar dtype);
 
 #endif
