@@ -50,7 +50,7 @@ typedef struct sf_config_train {
     sf_event_params events;            /* event datasets: time_window_us, frame, downsample, polarity, aug_* */
     int32_t threads;                   /* OpenMP threads; 0: the default */
     int64_t log_every;                 /* steps between metric lines; default 100, 0: per epoch only */
-    int32_t time_parallel;             /* processes that split T (src/dist); default 1 */
+    int32_t time_parallel;             /* processes that split T (src/distributed); default 1 */
     int64_t global_batch;              /* samples per step over every data rank; 0: batch × data ranks */
     int32_t sync_bn;                   /* BN statistics over the whole global batch; default off */
 } sf_config_train;

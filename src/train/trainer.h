@@ -14,7 +14,7 @@
 #define SF_TRAIN_TRAINER_H
 
 #include "config/config.h"
-#include "dist/dist.h"
+#include "distributed/dist.h"
 #include "spikefuse.h"
 
 #include <stddef.h>
@@ -59,9 +59,9 @@ typedef struct sf_train_options {
     const char *resume_dir; /* NULL, or a run directory whose last.safetensors this run continues */
     sf_train_callback callback; /* called on every process; its answer to stop counts from any of them */
     void *user;
-    /* NULL: this process trains alone. Else one process of a job (src/dist): every process calls sf_train_run with
-     * the same config; rank 0 alone writes the run directory (metrics, checkpoints), which every process reads to
-     * resume (a file system they share, for several hosts); the events report the whole job's figures. */
+    /* NULL: this process trains alone. Else one process of a job (src/distributed): every process calls sf_train_run
+     * with the same config; rank 0 alone writes the run directory (metrics, checkpoints), which every process reads
+     * to resume (a file system they share, for several hosts); the events report the whole job's figures. */
     sf_dist *dist;
 } sf_train_options;
 
