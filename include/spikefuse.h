@@ -46,6 +46,23 @@ SF_API const char *sf_status_str(sf_status s);
 /* The message of the last failure on the calling thread ("" if none). Valid until the next failing call. */
 SF_API const char *sf_last_error(void);
 
+/* A failure recorded as the library records its own, for programs whose functions return sf_status too: sets the
+ * thread's message (printf format) and returns `status`, so a caller writes `return sf_fail(SF_ERR_INVALID, ...)`;
+ * sf_fail_context prefixes the current message with context ("loading x.safetensors: ") and returns `status`. */
+#if defined(__GNUC__)
+#define SF_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define SF_PRINTF(a, b)
+#endif
+SF_API sf_status sf_fail(sf_status status, const char *fmt, ...) SF_PRINTF(2, 3);
+SF_API sf_status sf_fail_context(sf_status status, const char *fmt, ...) SF_PRINTF(2, 3);
+/* Propagates a failure from an expression returning sf_status. */
+#define SF_TRY(expr)                                                                                                   \
+    do {                                                                                                               \
+        sf_status sf_try_status_ = (expr);                                                                             \
+        if (sf_try_status_ != SF_OK) return sf_try_status_;                                                            \
+    } while (0)
+
 /* ---------------------------------------------------------------- devices */
 typedef enum sf_device_kind { SF_DEVICE_CPU = 0, SF_DEVICE_CUDA = 1 } sf_device_kind;
 typedef struct sf_device {

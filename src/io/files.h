@@ -4,38 +4,20 @@
 #ifndef SF_IO_FILES_H
 #define SF_IO_FILES_H
 
-#include "spikefuse.h"
+#include "spikefuse_train.h"
 
 #include <stddef.h>
 
+/* The file helpers programs use too are public (include/spikefuse_train.h: sf_read_file, sf_file_exists, atomic
+ * writes, sf_path_join, sf_dir_create); the rest follow. */
+
 /* ---------------------------------------------------------------- reading
- * A whole file into a malloc'd buffer with a NUL after its *len bytes (so text can be read as a string). The buffer
- * grows with the bytes actually read, never from a size the file claims; more than max_bytes is refused with
- * SF_ERR_FORMAT (SIZE_MAX: no limit). */
-sf_status sf_read_file(const char *path, size_t max_bytes, char **out, size_t *len);
-/* The same, gunzipping transparently when the file is gzip (zlib's gz* API reads plain files as they are);
+ * sf_read_file, gunzipping transparently when the file is gzip (zlib's gz* API reads plain files as they are);
  * max_bytes bounds the decompressed size, and a cut or corrupt gzip stream is SF_ERR_FORMAT. */
 sf_status sf_read_file_gz(const char *path, size_t max_bytes, char **out, size_t *len);
-/* Whether `path` is an existing regular file (or a link to one). */
-int sf_file_exists(const char *path);
 
-/* ---------------------------------------------------------------- atomic writing
- * The bytes go to a temporary file "<path>.tmp.XXXXXX" beside `path`; the commit fsyncs it, gives it the mode a new
- * file gets (0666 less the umask: mkstemp makes 0600), renames it over `path` and fsyncs the directory, so readers
- * and a crash at any moment see the old content or the new one, never a mix. */
-typedef struct sf_atomic_file {
-    const char *path; /* borrowed: must outlive the commit */
-    char tmp[4096];
-    int fd;
-    sf_status status; /* the first failure; later writes do nothing */
-} sf_atomic_file;
+/* ---------------------------------------------------------------- atomic writing (sf_atomic_file) */
 
-sf_status sf_atomic_file_open(sf_atomic_file *f, const char *path);
-sf_status sf_atomic_file_write(sf_atomic_file *f, const void *data, size_t len);
-/* Moves the file into place, or, after any failure, removes the temporary; returns the first failure. */
-sf_status sf_atomic_file_commit(sf_atomic_file *f);
-/* `len` bytes written atomically to `path` (open, write, commit). */
-sf_status sf_write_file_atomic(const char *path, const void *data, size_t len);
 /* Deletes the temporaries "<name>.tmp.XXXXXX" that atomic writes killed midway left in `dir`. */
 sf_status sf_remove_stale_temps(const char *dir);
 /* Whether the directory entry `entry` is a temporary that an atomic write of a file named `name` made. */
@@ -54,10 +36,6 @@ void sf_lock_release(int fd); /* -1: nothing */
 
 /* ---------------------------------------------------------------- paths and directories */
 
-/* Joins dir and name into buf ("dir/name"); SF_ERR_IO (as ENAMETOOLONG) if it does not fit. */
-sf_status sf_path_join(char *buf, size_t cap, const char *dir, const char *name);
-/* Creates `dir` and its missing parents (an existing directory is fine). */
-sf_status sf_dir_create(const char *dir);
 /* SF_ERR_STATE ("DIR is not empty (it holds NAME)") when `dir` has an entry for which `ignore` (may be NULL) is 0. */
 sf_status sf_dir_check_empty(const char *dir, int (*ignore)(const char *name));
 /* Whether `path` is an existing directory (or a link to one). */

@@ -7,7 +7,7 @@
 
 #include "config/config.h"
 #include "distributed/dist.h"
-#include "train/evaluate.h"
+#include "spikefuse_train.h"
 
 typedef struct sf_job {
     sf_dist *dist;          /* NULL: a process alone */

@@ -1,5 +1,5 @@
 /* run_config.c — configs of existing runs and the same-run check behind --resume. */
-#include "train/run_config.h"
+#include "spikefuse_train.h"
 
 #include "core/error.h"
 #include "train/checkpoint.h"
