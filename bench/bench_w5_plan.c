@@ -3,7 +3,7 @@
  * LIF(4096) → Linear(10), T = 1024, B = 32, recompute, SGD momentum) for its time segment (time_parallel = G), the
  * optimizer state sharded over the segments or whole (shard, default 1); rank 0 prints the largest plan of any
  * process, part by part, and its ratio to one process's whole plan. A measurement program, not a test. */
-#include "dist/dist.h"
+#include "distributed/dist.h"
 
 #include <stdio.h>
 #include <stdlib.h>

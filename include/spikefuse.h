@@ -46,6 +46,23 @@ SF_API const char *sf_status_str(sf_status s);
 /* The message of the last failure on the calling thread ("" if none). Valid until the next failing call. */
 SF_API const char *sf_last_error(void);
 
+/* A failure recorded as the library records its own, for programs whose functions return sf_status too: sets the
+ * thread's message (printf format) and returns `status`, so a caller writes `return sf_fail(SF_ERR_INVALID, ...)`;
+ * sf_fail_context prefixes the current message with context ("loading x.safetensors: ") and returns `status`. */
+#if defined(__GNUC__)
+#define SF_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define SF_PRINTF(a, b)
+#endif
+SF_API sf_status sf_fail(sf_status status, const char *fmt, ...) SF_PRINTF(2, 3);
+SF_API sf_status sf_fail_context(sf_status status, const char *fmt, ...) SF_PRINTF(2, 3);
+/* Propagates a failure from an expression returning sf_status. */
+#define SF_TRY(expr)                                                                                                   \
+    do {                                                                                                               \
+        sf_status sf_try_status_ = (expr);                                                                             \
+        if (sf_try_status_ != SF_OK) return sf_try_status_;                                                            \
+    } while (0)
+
 /* ---------------------------------------------------------------- devices */
 typedef enum sf_device_kind { SF_DEVICE_CPU = 0, SF_DEVICE_CUDA = 1 } sf_device_kind;
 typedef struct sf_device {
@@ -57,6 +74,10 @@ typedef struct sf_device {
 SF_API sf_status sf_device_parse(const char *text, sf_device *out);
 /* Number of usable CUDA devices (0 when built without CUDA or when no GPU is present). */
 SF_API int32_t sf_cuda_device_count(void);
+/* Whether this build has kernels CUDA device `device` can run (its compute capability against the architectures the
+ * build compiled for): SF_ERR_UNSUPPORTED naming the device, its compute capability and the cmake command that builds
+ * for it where not, or where the build has no CUDA backend. */
+SF_API sf_status sf_cuda_arch_check(int32_t device);
 /* Host memory for the batches given to a net on `device`: page-locked on a CUDA device, where a step's upload then
  * runs at the bus's speed (pageable memory is staged through a driver buffer at a fraction of it), malloc's
  * elsewhere or where no page-locked memory can be had. NULL when out of memory. Free with sf_host_free, same device. */

@@ -15,7 +15,7 @@ rm -rf "$out" && mkdir -p "$out/bin" "$out/lib"
 # bench_events and bench_seed (bench/, run on either device; bench_seed for bench/run_seed_benchmarks.sh)
 # SF_BUNDLE_PROGS names a subset: each program links the whole library (about 45 MB), and xz folds the copies away
 # only while the archive's input fits its 1 GiB window (about 22 programs)
-progs=${SF_BUNDLE_PROGS:-"$(ls tests/gpu/*.c bench/gpu/*.c tests/dist/*.c | xargs -n1 basename | sed 's/\.c$//') bench_events bench_seed"}
+progs=${SF_BUNDLE_PROGS:-"$(ls tests/gpu/*.c bench/gpu/*.c tests/distributed/*.c | xargs -n1 basename | sed 's/\.c$//') bench_events bench_seed"}
 cmake --build "$build" -j"$(nproc)" --target $progs spikefuse_cli spikefuse >/dev/null
 for p in $progs; do cp "$build/$p" "$out/bin/" 2>/dev/null || cp "$build/tests/$p" "$out/bin/"; done
 cp "$build/spikefuse" "$build/libspikefuse.so" "$out/bin/"

@@ -4,7 +4,7 @@
  * the images/s of the whole run (decoding, augmentation and the steps) on this machine. */
 #include "core/rng.h"
 #include "testutil.h"
-#include "train/trainer.h"
+#include "spikefuse_train.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -23,7 +23,7 @@
 static struct {
     int calls;
     int64_t n;
-    sf_act_type from, to;
+    sf_scalar from, to;
     const void *x;
     void *y;
 } last_convert;
@@ -45,14 +45,14 @@ static sf_status stub_zero(sf_backend *be, void *dst, size_t bytes)
     return SF_OK;
 }
 static void stub_destroy(sf_backend *be) { free(be); }
-static sf_status stub_convert(sf_backend *be, int64_t n, sf_act_type from, const void *x, sf_act_type to, void *y)
+static sf_status stub_convert(sf_backend *be, int64_t n, sf_scalar from, const void *x, sf_scalar to, void *y)
 {
     last_convert.calls++;
     last_convert.n = n, last_convert.from = from, last_convert.to = to, last_convert.x = x, last_convert.y = y;
     return SF_OK;
 }
 
-static sf_backend *stub_backend(sf_act_type act)
+static sf_backend *stub_backend(sf_scalar act)
 {
     sf_backend *be = calloc(1, sizeof *be);
     if (!be) return NULL;
@@ -157,7 +157,7 @@ static void compare_sparse_slots(const sf_net *a, const sf_net *b, const char *m
           "%s: the sparse linear and RLIF layers have no workspace, or no buffer to expand spikes into", m);
 }
 
-static void compare_plans(sf_act_type act, sf_memory_mode mode, bool sparse)
+static void compare_plans(sf_scalar act, sf_memory_mode mode, bool sparse)
 {
     sf_backend *cpu = NULL;
     CHECK_OK(sf_cpu_backend_create(&cpu));
@@ -204,7 +204,7 @@ static void compare_plans(sf_act_type act, sf_memory_mode mode, bool sparse)
           (void *)a->input_f32);
     CHECK(pb.total == pb.params + pb.grads + pb.optimizer + pb.buffers + pb.saved + pb.workspace, "%s: total", m);
     printf("%s, %s: saved %zu bytes (fp32 %zu, %.2fx), workspace %zu (%zu), total %zu (%zu, %.2fx)\n",
-           act == SF_ACT_BF16 ? "bf16" : "fp16", m, pb.saved, pa.saved, (double)pb.saved / (double)pa.saved,
+           act == SF_SCALAR_BF16 ? "bf16" : "fp16", m, pb.saved, pa.saved, (double)pb.saved / (double)pa.saved,
            pb.workspace, pa.workspace, pb.total, pa.total, (double)pb.total / (double)pa.total);
     sf_net_free(a);
     sf_net_free(b);
@@ -213,7 +213,7 @@ static void compare_plans(sf_act_type act, sf_memory_mode mode, bool sparse)
 /* Writing one parameter tensor rewrites its range of the 16-bit copy, and only that. */
 static void test_refresh(void)
 {
-    sf_net *net = make(stub_backend(SF_ACT_BF16), SF_MEMORY_RECOMPUTE);
+    sf_net *net = make(stub_backend(SF_SCALAR_BF16), SF_MEMORY_RECOMPUTE);
     if (!net) return;
     CHECK(net->params_act != NULL, "no 16-bit parameter copy");
     sf_tensor_info ti;
@@ -223,8 +223,8 @@ static void test_refresh(void)
     last_convert.calls = 0;
     CHECK_OK(sf_net_tensor_write(net, SF_ROLE_PARAM, 4, v));
     int64_t off = net->layers[3].w_off;
-    CHECK(last_convert.calls == 1 && last_convert.n == ti.numel && last_convert.from == SF_ACT_F32 &&
-              last_convert.to == SF_ACT_BF16 && last_convert.x == net->params + off &&
+    CHECK(last_convert.calls == 1 && last_convert.n == ti.numel && last_convert.from == SF_SCALAR_F32 &&
+              last_convert.to == SF_SCALAR_BF16 && last_convert.x == net->params + off &&
               last_convert.y == (char *)net->params_act + 2 * off,
           "writing %s converted %lld values (%d calls) from %p to %p", ti.name, (long long)last_convert.n,
           last_convert.calls, last_convert.x, last_convert.y);
@@ -238,8 +238,8 @@ static void test_refresh(void)
 /* fp16 scales its loss from 2^16, written for the device at compile; bf16 keeps 1 and ignores a restored scale. */
 static void test_loss_scale_state(void)
 {
-    sf_net *h = make(stub_backend(SF_ACT_F16), SF_MEMORY_RECOMPUTE);
-    sf_net *b = make(stub_backend(SF_ACT_BF16), SF_MEMORY_RECOMPUTE);
+    sf_net *h = make(stub_backend(SF_SCALAR_F16), SF_MEMORY_RECOMPUTE);
+    sf_net *b = make(stub_backend(SF_SCALAR_BF16), SF_MEMORY_RECOMPUTE);
     if (!h || !b) return;
     sf_net_state st;
     CHECK_OK(sf_net_get_state(h, &st));
@@ -270,7 +270,7 @@ int main(void)
     for (int sparse = 0; sparse < 2; sparse++)
         for (int a = 0; a < 2; a++)
             for (int mode = 0; mode < 2; mode++)
-                compare_plans(a ? SF_ACT_F16 : SF_ACT_BF16, mode ? SF_MEMORY_RECOMPUTE : SF_MEMORY_FULL, sparse);
+                compare_plans(a ? SF_SCALAR_F16 : SF_SCALAR_BF16, mode ? SF_MEMORY_RECOMPUTE : SF_MEMORY_FULL, sparse);
     test_refresh();
     test_loss_scale_state();
     return tu_finish("test_plan_precision");

@@ -4,8 +4,8 @@
 #include "config/config.h"
 #include "data/dataset.h"
 #include "data/draws.h"
+#include "spikefuse_train.h"
 #include "testutil.h"
-#include "train/evaluate.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,9 +1,7 @@
 /* cli.c — error reporting, option scanning and signal handling shared by the subcommands. */
 #include "cli.h"
 
-#include "io/files.h"
-#include "io/interrupt.h"
-#include "train/trainer.h"
+#include "spikefuse_train.h"
 
 #include <errno.h>
 #include <math.h>

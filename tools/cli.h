@@ -4,6 +4,7 @@
 #define SF_TOOLS_CLI_H
 
 #include "spikefuse.h"
+#include "spikefuse_train.h"
 
 #include <stdint.h>
 
@@ -70,8 +71,6 @@ int sf_cli_checkpoint_path(const char *cmd, const char *arg, char *path, size_t 
 const char *sf_cli_bytes(double bytes, char *buf, int cap);
 
 /* ---------------------------------------------------------------- configs (cli_config.c) */
-#include "config/config.h"
-
 #define SF_CLI_MAX_SETS 256
 
 /* Applies "section.key=value" overrides; prints the error and returns SF_EXIT_CONFIG on the first bad one. */

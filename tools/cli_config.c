@@ -1,8 +1,5 @@
 /* cli_config.c — loading configs with command-line overrides and choosing the device. */
 #include "cli.h"
-#ifdef SF_HAVE_CUDA
-#include "backends/backends.h"
-#endif
 
 #include <stdio.h>
 #include <string.h>
@@ -33,13 +30,11 @@ int sf_cli_apply_device(const char *cmd, sf_config *cfg, const char *text)
 {
     if (strcmp(text, "auto") == 0) {
         cfg->net.device = (sf_device){.kind = sf_cuda_device_count() > 0 ? SF_DEVICE_CUDA : SF_DEVICE_CPU};
-#ifdef SF_HAVE_CUDA
         /* a GPU this build has no kernels for is not usable: the CPU, saying why */
         if (cfg->net.device.kind == SF_DEVICE_CUDA && sf_cuda_arch_check(0) != SF_OK) {
             fprintf(stderr, "spikefuse %s: warning: %s; --device auto takes the CPU\n", cmd, sf_last_error());
             cfg->net.device.kind = SF_DEVICE_CPU;
         }
-#endif
         return SF_EXIT_OK;
     }
     sf_device d;

@@ -1,8 +1,6 @@
 /* cmd_bench.c — `spikefuse bench`: training-step throughput of a config, time per phase and per layer, memory. */
 #include "cli.h"
-#include "core/error.h"
-#include "core/rng.h"
-#include "train/clock.h"
+#include "spikefuse_train.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -117,11 +115,11 @@ static sf_status source_open(batch_source *src, const sf_config *cfg, int synthe
     src->labels = malloc((size_t)cfg->train.batch * sizeof *src->labels);
     if (!src->x || !src->labels) return sf_fail(SF_ERR_NOMEM, "out of memory for a synthetic batch");
     for (size_t i = 0; i < n; i++) { /* spikes (10%) where the net takes spikes, else uniform values */
-        float u = sf_uniform(cfg->net.seed, 1, i);
+        float u = sf_random_uniform(cfg->net.seed, 1, i);
         src->x[i] = cfg->net.input_spikes ? (float)(u < 0.1f) : u;
     }
     for (int64_t i = 0; i < cfg->train.batch; i++)
-        src->labels[i] = (int32_t)(sf_hash3(cfg->net.seed, 2, (uint64_t)i) % (uint64_t)cfg->classes);
+        src->labels[i] = (int32_t)(sf_random_bits(cfg->net.seed, 2, (uint64_t)i) % (uint64_t)cfg->classes);
     return SF_OK;
 }
 

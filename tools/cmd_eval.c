@@ -1,12 +1,6 @@
 /* cmd_eval.c — `spikefuse eval`: test accuracy and per-layer firing rates of a checkpoint. */
 #include "cli.h"
-#include "core/error.h"
-#include "io/files.h"
-#include "train/checkpoint.h"
-#include "train/evaluate.h"
-#include "train/metrics.h"
-#include "train/run_config.h"
-#include "train/trainer.h"
+#include "spikefuse_train.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

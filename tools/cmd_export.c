@@ -1,8 +1,6 @@
 /* cmd_export.c — `spikefuse export`: a checkpoint's network as a NIR graph file. */
 #include "cli.h"
-#include "config/config_nir.h"
-#include "train/checkpoint.h"
-#include "train/run_config.h"
+#include "spikefuse_train.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -93,8 +91,8 @@ int sf_cmd_export(int argc, char **argv)
     if (s == SF_OK) s = sf_config_to_nir(cfg, net, a.dt, &g);
     if (s == SF_OK) s = sf_nir_write(g, SF_NIR_VERSION, a.out);
     if (s == SF_OK)
-        printf("wrote %s: %d NIR nodes, %d edges, from %s (dt = %g s)\n", a.out, g->num_nodes, g->num_edges, path,
-               a.dt);
+        printf("wrote %s: %d NIR nodes, %d edges, from %s (dt = %g s)\n", a.out, sf_nir_graph_nodes(g),
+               sf_nir_graph_edges(g), path, a.dt);
     else
         rc = sf_cli_status("export", s);
     sf_nir_graph_free(g);

@@ -1,8 +1,6 @@
 /* cmd_import.c — `spikefuse import`: a NIR graph as a config and a checkpoint of its parameters. */
 #include "cli.h"
-#include "config/config_nir.h"
-#include "io/files.h"
-#include "train/checkpoint.h"
+#include "spikefuse_train.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,7 +143,7 @@ int sf_cmd_import(int argc, char **argv)
         remove(ckpt); /* a checkpoint without its config is no import: nothing of it stays */
     if (s == SF_OK)
         printf("wrote %s and %s from %s (%d NIR nodes)\ntrain it: spikefuse train %s\nevaluate it: spikefuse eval %s\n",
-               a.out, ckpt, a.in, g->num_nodes, a.out, ckpt);
+               a.out, ckpt, a.in, sf_nir_graph_nodes(g), a.out, ckpt);
     else
         rc = sf_cli_status("import", s);
     free(text);

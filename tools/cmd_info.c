@@ -1,6 +1,6 @@
 /* cmd_info.c — `spikefuse info`: version and build features, so a bug report can say what was running. */
 #include "cli.h"
-#include "dist/dist.h"
+#include "spikefuse_train.h"
 
 #include <stdio.h>
 

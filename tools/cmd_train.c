@@ -1,10 +1,8 @@
 /* cmd_train.c — `spikefuse train`: argument handling, the run directory's name, resume checks, and the summary. */
 #include "cli.h"
-#include "io/files.h"
+#include "spikefuse_train.h"
 #include "plot/plot.h"
 #include "progress.h"
-#include "train/run_config.h"
-#include "train/trainer.h"
 
 #include <stdio.h>
 #include <stdlib.h>

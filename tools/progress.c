@@ -2,7 +2,7 @@
 #include "progress.h"
 
 #include "cli.h"
-#include "train/clock.h"
+#include "spikefuse_train.h"
 
 #include <inttypes.h>
 #include <string.h>

@@ -3,7 +3,7 @@
 #ifndef SF_TOOLS_PROGRESS_H
 #define SF_TOOLS_PROGRESS_H
 
-#include "train/trainer.h"
+#include "spikefuse_train.h"
 
 #include <stdio.h>
 

@@ -25,13 +25,13 @@ static void fwd(void *arg)
 {
     struct run *r = arg;
     sf_lif_out out = {.s = r->s};
-    GB_OK(sf_cuda_lif_forward(&r->p, r->T, r->M, SF_ACT_F32, r->x, &out, &r->st, r->stream));
+    GB_OK(sf_cuda_lif_forward(&r->p, r->T, r->M, SF_SCALAR_F32, r->x, &out, &r->st, r->stream));
 }
 
 static void bwd(void *arg)
 {
     struct run *r = arg;
-    GB_OK(sf_cuda_lif_backward(&r->p, r->T, r->M, SF_ACT_F32, r->x, NULL, r->ds, r->dx, &r->st, r->stream));
+    GB_OK(sf_cuda_lif_backward(&r->p, r->T, r->M, SF_SCALAR_F32, r->x, NULL, r->ds, r->dx, &r->st, r->stream));
 }
 
 static void fwd_bwd(void *arg)

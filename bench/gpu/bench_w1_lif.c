@@ -36,7 +36,7 @@ static const struct config {
 
 struct w1 {
     sf_lif_params p;
-    sf_act_type t;
+    sf_scalar t;
     sf_cuda_lif_tuning tune;
     sf_lif_state state; /* v_ckpt, or nothing */
     int64_t T, M;
@@ -68,9 +68,9 @@ static float *host_floats(sf_backend *be, const struct w1 *w, const void *d)
 {
     size_t n = (size_t)(w->T * w->M);
     float *h = malloc(4 * n), *wide = (float *)d;
-    if (w->t != SF_ACT_F32) {
+    if (w->t != SF_SCALAR_F32) {
         GB_OK(be->alloc(be, 4 * n, (void **)&wide));
-        GB_OK(be->convert(be, (int64_t)n, w->t, d, SF_ACT_F32, wide));
+        GB_OK(be->convert(be, (int64_t)n, w->t, d, SF_SCALAR_F32, wide));
     }
     GB_OK(be->copy_to_host(be, h, wide, 4 * n));
     if (wide != d) be->release(be, wide);
@@ -105,13 +105,13 @@ static void check(sf_backend *be, const struct w1 *w, int64_t stride, int64_t *m
 }
 
 /* A device tensor of n values ~ N(mean, std) in type t (converted from float on the device). */
-static void *device_randn(sf_backend *be, sf_act_type t, size_t n, float mean, float std, uint64_t seed)
+static void *device_randn(sf_backend *be, sf_scalar t, size_t n, float mean, float std, uint64_t seed)
 {
     float *f = gb_device_randn(n, mean, std, seed);
-    if (t == SF_ACT_F32) return f;
+    if (t == SF_SCALAR_F32) return f;
     void *d;
-    GB_OK(be->alloc(be, n * sf_act_type_size(t), &d));
-    GB_OK(be->convert(be, (int64_t)n, SF_ACT_F32, f, t, d));
+    GB_OK(be->alloc(be, n * sf_scalar_size(t), &d));
+    GB_OK(be->convert(be, (int64_t)n, SF_SCALAR_F32, f, t, d));
     GB_OK(be->sync(be));
     GB_CHECK(cudaFree(f));
     return d;
@@ -123,8 +123,8 @@ int main(int argc, char **argv)
     sf_precision prec = gb_precision(argc > 2 ? argv[2] : NULL);
     sf_backend *be; /* its conversions only (bf16, fp16): the kernels run on their own stream */
     GB_OK(sf_cuda_backend_create(0, prec, NULL, &be));
-    const sf_act_type t = be->act;
-    const double bytes_el = 5.0 * (double)sf_act_type_size(t);
+    const sf_scalar t = be->act;
+    const double bytes_el = 5.0 * (double)sf_scalar_size(t);
     const char *only_config = argc > 3 ? argv[3] : NULL;
     char card[256];
     cudaStream_t st;
@@ -133,13 +133,13 @@ int main(int argc, char **argv)
     double bw = gb_copy_bandwidth(st);
     printf("W1 lif fwd+bwd  activations: %s (%.0f bytes per element)  card: %s  copy bandwidth: %.0f GB/s (read+write, "
            "1 GiB cudaMemcpy D2D)\n",
-           t == SF_ACT_F32 ? "fp32" : sf_precision_name(prec), bytes_el, card, bw);
+           t == SF_SCALAR_F32 ? "fp32" : sf_precision_name(prec), bytes_el, card, bw);
     printf("%5s %9s %-11s %9s %9s %10s %9s %8s %8s %8s %10s %9s\n", "T", "M", "config", "fwd_ms", "bwd_ms",
            "fwdbwd_ms", "floor_ms", "x_floor", "GB/s", "%copy", "spike_err", "dx_relerr");
     const int64_t Ts[] = {4, 16, 64, 256, 1024};
     const int nconfigs = (int)(sizeof configs / sizeof configs[0]);
     /* dx is rounded to the activation type: about 2^-9 (bf16) or 2^-12 (fp16) relative on average */
-    const double dx_bound = t == SF_ACT_BF16 ? 1e-2 : t == SF_ACT_F16 ? 2e-3 : 1e-5;
+    const double dx_bound = t == SF_SCALAR_BF16 ? 1e-2 : t == SF_SCALAR_F16 ? 2e-3 : 1e-5;
     int bad = 0;
     for (int i = 0; i < 5; i++) {
         if (only && Ts[i] != only) continue;
@@ -150,7 +150,7 @@ int main(int argc, char **argv)
         w.T = Ts[i];
         w.M = ((int64_t)1 << 25) / w.T;
         w.st = st;
-        size_t n = (size_t)(w.T * w.M), es = sf_act_type_size(t);
+        size_t n = (size_t)(w.T * w.M), es = sf_scalar_size(t);
         w.x = device_randn(be, t, n, 0.6f, 1.0f, 11 + (uint64_t)i);
         w.ds = device_randn(be, t, n, 0.0f, 1.0f, 23 + (uint64_t)i);
         GB_CHECK(cudaMalloc(&w.s, es * n));

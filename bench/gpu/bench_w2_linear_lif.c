@@ -29,7 +29,7 @@ static void step(void *arg)
     int64_t rows = q->T * q->B, N = q->B * q->n, nn = (int64_t)q->n * q->n;
     const float *w = q->w;
     if (q->w_act) {
-        GB_OK(be->convert(be, nn, SF_ACT_F32, q->w, be->act, q->w_act));
+        GB_OK(be->convert(be, nn, SF_SCALAR_F32, q->w, be->act, q->w_act));
         w = q->w_act;
     }
     GB_OK(be->linear_forward(be, rows, q->n, q->n, q->x, w, q->b, q->y));
@@ -59,7 +59,7 @@ int main(int argc, char **argv)
     sf_precision prec = gb_precision(argc > 1 ? argv[1] : NULL);
     sf_backend *be;
     GB_OK(sf_cuda_backend_create(0, prec, NULL, &be));
-    const size_t es = sf_act_type_size(be->act);
+    const size_t es = sf_scalar_size(be->act);
     cudaStream_t stream = (cudaStream_t)sf_cuda_backend_stream(be);
     double bw = gb_copy_bandwidth(NULL), rate = gb_gemm_rate(prec, stream);
     printf("W2 linear-lif fwd+bwd  precision: %s  card: %s  copy bandwidth: %.0f GB/s  GEMM rate (%s): %.0f TFLOP/s\n",
@@ -70,7 +70,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 2; i++) {
         double base = gb_used_mib();
         struct w2 q = {.be = be, .T = 500, .B = 16, .n = ns[i]};
-        q.one16 = be->act == SF_ACT_BF16 ? 0x3f80 : 0x3c00;
+        q.one16 = be->act == SF_SCALAR_BF16 ? 0x3f80 : 0x3c00;
         sf_lif_default_params(&q.p);
         q.p.tau = 5.0f;
         q.p.surrogate = SF_SURROGATE_ATAN;
@@ -83,9 +83,9 @@ int main(int argc, char **argv)
         q.w = gb_device_randn(nn, 0.0f, sc, 6);
         q.b = gb_device_randn((size_t)q.n, 0.0f, sc, 7);
         q.x = x32;
-        if (be->act != SF_ACT_F32) {
+        if (be->act != SF_SCALAR_F32) {
             GB_OK(be->alloc(be, nx * es, (void **)&q.x));
-            GB_OK(be->convert(be, (int64_t)nx, SF_ACT_F32, x32, be->act, q.x));
+            GB_OK(be->convert(be, (int64_t)nx, SF_SCALAR_F32, x32, be->act, q.x));
             GB_OK(be->alloc(be, nn * es, &q.w_act));
             GB_OK(be->sync(be));
             GB_CHECK(cudaFree(x32));

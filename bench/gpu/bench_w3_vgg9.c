@@ -106,7 +106,7 @@ int main(int argc, char **argv)
         GB_OK(sf_net_memory_plan(net, &plan));
         double flops, elems;
         floor_terms(net, &flops, &elems);
-        double floor_ms = (flops / rate + 10.0 * elems * (double)sf_act_type_size(net->be->act) / (bw * 1e9)) * 1e3;
+        double floor_ms = (flops / rate + 10.0 * elems * (double)sf_scalar_size(net->be->act) / (bw * 1e9)) * 1e3;
         printf("%-10s %9.2f %9.4f %9.2f %8.2f %12.0f %12.0f %12.0f %10.0f %9s\n", mode ? "recompute" : "full",
                ts[steps / 2], r.loss, floor_ms, ts[steps / 2] / floor_ms, plan.total / 1048576.0,
                sf_net_peak_bytes(net) / 1048576.0, gb_used_mib() - base, plan.saved / 1048576.0,

@@ -27,7 +27,7 @@
  * gradient all-reduces' own time beside the backward; the input's upload (a copy of the same bytes, timed
  * alone on every rank at once); then one step's timeline of the exchanges per rank. */
 #include "../w4_net.h"
-#include "dist/dist.h"
+#include "distributed/dist.h"
 #include "gpu_bench.h"
 
 #include <time.h>

@@ -98,13 +98,6 @@ sf_status sf_backend_dtype_check(sf_scalar dtype, sf_device device, const char *
                    names[dtype], device.kind == SF_DEVICE_CUDA ? "CUDA" : "the CPU");
 }
 
-#ifdef SF_HAVE_CUDA
-sf_act_type sf_backend_act_type(sf_scalar dtype)
-{
-    return dtype == SF_SCALAR_BF16 ? SF_ACT_BF16 : dtype == SF_SCALAR_F16 ? SF_ACT_F16 : SF_ACT_F32;
-}
-#endif
-
 sf_status sf_lif_forward_typed(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar dtype, const void *x, void *s,
                                const sf_lif_state *st, sf_device device, void *stream)
 {
@@ -115,7 +108,7 @@ sf_status sf_lif_forward_typed(const sf_lif_params *p, int64_t T, int64_t N, sf_
     if (device.kind == SF_DEVICE_CPU) return sf_cpu_lif_forward(p, T, N, x, &out, st);
 #ifdef SF_HAVE_CUDA
     if (device.kind == SF_DEVICE_CUDA)
-        return sf_cuda_lif_forward(p, T, N, sf_backend_act_type(dtype), x, &out, st, stream);
+        return sf_cuda_lif_forward(p, T, N, dtype, x, &out, st, stream);
 #endif
     return sf_fail(SF_ERR_UNSUPPORTED, "LIF forward: device not available in this build");
 }
@@ -129,7 +122,7 @@ sf_status sf_lif_backward_typed(const sf_lif_params *p, int64_t T, int64_t N, sf
     if (device.kind == SF_DEVICE_CPU) return sf_cpu_lif_backward(p, T, N, x, NULL, ds, dx, st);
 #ifdef SF_HAVE_CUDA
     if (device.kind == SF_DEVICE_CUDA)
-        return sf_cuda_lif_backward(p, T, N, sf_backend_act_type(dtype), x, NULL, ds, dx, st, stream);
+        return sf_cuda_lif_backward(p, T, N, dtype, x, NULL, ds, dx, st, stream);
 #endif
     return sf_fail(SF_ERR_UNSUPPORTED, "LIF backward: device not available in this build");
 }

@@ -14,8 +14,6 @@ sf_status sf_backend_create(sf_device dev, sf_precision precision, const sf_cuda
 /* Whether the low-level calls have kernels for activations stored in `dtype` on `device`: SF_ERR_INVALID for an
  * unknown type, SF_ERR_UNSUPPORTED (naming `op`) where none are built. */
 sf_status sf_backend_dtype_check(sf_scalar dtype, sf_device device, const char *op);
-/* The CUDA backend's activation type of a public storage type. */
-sf_act_type sf_backend_act_type(sf_scalar dtype);
 
 /* Whether kernels built for an architecture list ("80-real,86-real,89-real,90": NN is machine code and PTX, NN-real
  * machine code, NN-virtual PTX) run on compute capability cc (major·10 + minor): machine code for sm_XY runs on X.Z
@@ -24,9 +22,7 @@ sf_act_type sf_backend_act_type(sf_scalar dtype);
 int sf_cuda_archs_run_on(const char *archs, int cc);
 
 #ifdef SF_HAVE_CUDA
-/* Whether this build has kernels CUDA device `device` (or the current device) can run: SF_ERR_UNSUPPORTED naming
- * the device, its compute capability, the build's architectures and the cmake command that builds for it. */
-sf_status sf_cuda_arch_check(int32_t device);
+/* sf_cuda_arch_check (spikefuse.h) for the current device. */
 sf_status sf_cuda_arch_check_current(void);
 /* The architectures the kernels are compiled for ("80-real,86-real,89-real,90"). */
 const char *sf_cuda_archs(void);

@@ -37,7 +37,7 @@ sf_status sf_bn_lif_forward(const sf_lif_params *p, int64_t T, int64_t B, int32_
         return sf_cpu_op_bn_lif_forward(NULL, p, T, sh, x, mean, var, eps, gamma, beta, &out, st);
 #ifdef SF_HAVE_CUDA
     if (device.kind == SF_DEVICE_CUDA)
-        return sf_cuda_bn_lif_forward(p, T, sh, sf_backend_act_type(dtype), x, mean, var, eps, gamma, beta, &out, st,
+        return sf_cuda_bn_lif_forward(p, T, sh, dtype, x, mean, var, eps, gamma, beta, &out, st,
                                       stream);
 #endif
     return sf_fail(SF_ERR_UNSUPPORTED, "BN+LIF forward: device not available in this build");
@@ -67,7 +67,7 @@ sf_status sf_bn_lif_backward(const sf_lif_params *p, int64_t T, int64_t B, int32
                                          st, NULL, NULL);
 #ifdef SF_HAVE_CUDA
     if (device.kind == SF_DEVICE_CUDA)
-        return sf_cuda_bn_lif_backward(p, T, sh, sf_backend_act_type(dtype), x, mean, var, eps, gamma, beta, ds, dx,
+        return sf_cuda_bn_lif_backward(p, T, sh, dtype, x, mean, var, eps, gamma, beta, ds, dx,
                                        dgamma, dbeta, st, workspace, workspace_bytes, stream);
 #endif
     (void)workspace;

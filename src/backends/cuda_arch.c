@@ -75,4 +75,10 @@ sf_status sf_cuda_arch_check_current(void)
 }
 
 const char *sf_cuda_archs(void) { return SF_CUDA_ARCHS; }
+#else
+sf_status sf_cuda_arch_check(int32_t device)
+{
+    (void)device;
+    return sf_fail(SF_ERR_UNSUPPORTED, "this build of spikefuse has no CUDA backend");
+}
 #endif

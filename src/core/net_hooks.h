@@ -1,6 +1,6 @@
 /* net_hooks.h — how a training step spans several processes: the points where the engine calls out to the layer
- * that owns the communication (src/dist registers the hooks; the engine knows no MPI or NCCL). Internal to the
- * library: src/dist and the tests use it, the public header does not.
+ * that owns the communication (src/distributed registers the hooks; the engine knows no MPI or NCCL). Internal to
+ * the library: src/distributed and the tests use it, the public header does not.
  *
  * The time pipeline (Li et al., §3.3): the nseg processes of a time group each run the steps
  * [seg·T/nseg, (seg+1)·T/nseg) of every layer. A LIF layer receives v from segment seg−1 before its forward and
@@ -70,7 +70,7 @@ static inline void sf_net_part(int64_t n, int32_t k, int32_t parts, int64_t *lo,
  * they cover, [*lo, *lo + *n); returns how many buffers there are (0: SGD without momentum, or no optimizer). */
 int32_t sf_net_optimizer_state(sf_net *net, float *bufs[2], int64_t *lo, int64_t *n);
 /* Moves the optimizer state to part `part` of `parts` (sf_net_part): elements held before and after keep their
- * values, newly held ones are zero until the caller fills them (src/dist gathers a whole state this way). */
+ * values, newly held ones are zero until the caller fills them (src/distributed gathers a whole state this way). */
 sf_status sf_net_optimizer_repartition(sf_net *net, int32_t part, int32_t parts);
 
 #endif

@@ -53,6 +53,7 @@ static void gather(const bn_lif_geom *g, int64_t n0, int nb, const float *per_ch
     sf_channel_gather(g->C, g->hw, n0, nb, per_channel, out);
 }
 
+/* x is [T, B, C, hw] with sh.rows = T·B; neuron n = (b·C + c)·hw + p of a step, step stride B·C·hw. */
 sf_status sf_cpu_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
                                    const float *x, const float *mean, const float *var, float eps,
                                    const float *gamma, const float *beta, const sf_lif_out *out,
@@ -90,6 +91,8 @@ sf_status sf_cpu_op_bn_lif_forward(sf_backend *be, const sf_lif_params *p, int64
     return SF_OK;
 }
 
+/* h: [T, N] kept by the forward (full mode) or NULL (recompute). Writes dx [T, N], dgamma [C], dbeta [C] (or, with
+ * split, what its phase writes). */
 sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh,
                                     const float *x, const float *h, const float *mean, const float *var, float eps,
                                     const float *gamma, const float *beta, const float *ds, float *dx,
@@ -203,6 +206,7 @@ done:
     return status;
 }
 
+/* 0: the backward keeps a block's sums in its thread's own scratch, nothing planned. */
 size_t sf_cpu_op_bn_lif_scratch(sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh)
 {
     (void)be, (void)p, (void)T, (void)sh;

@@ -29,17 +29,17 @@ sf_status sf_cpu_op_axpy(sf_backend *be, int64_t n, float alpha, const float *x,
     return SF_OK;
 }
 
-sf_status sf_cpu_op_u8_to_f32(sf_backend *be, int64_t n, const uint8_t *x, float *y)
+sf_status sf_cpu_op_u8_to_act(sf_backend *be, int64_t n, const uint8_t *x, float *y)
 {
-    SF_TRY(check_n("u8_to_f32", n));
+    SF_TRY(check_n("u8_to_act", n));
 #pragma omp parallel for simd schedule(static) if (n >= SF_CPU_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = (float)x[i];
     return SF_OK;
 }
 
-sf_status sf_cpu_op_f32_to_u8(sf_backend *be, int64_t n, const float *x, uint8_t *y)
+sf_status sf_cpu_op_act_to_u8(sf_backend *be, int64_t n, const float *x, uint8_t *y)
 {
-    SF_TRY(check_n("f32_to_u8", n));
+    SF_TRY(check_n("act_to_u8", n));
 #pragma omp parallel for simd schedule(static) if (n >= SF_CPU_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = (uint8_t)(x[i] != 0.0f);
     return SF_OK;

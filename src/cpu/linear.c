@@ -66,3 +66,16 @@ sf_status sf_cpu_op_linear_backward(sf_backend *be, int64_t rows, int32_t in, in
     if (db) sf_cpu_column_sums(rows, out, dy, db);
     return SF_OK;
 }
+
+/* The CPU's BLAS has no faster path for 0/1 operands: the binary linear ops are the dense ones. */
+sf_status sf_cpu_op_binary_linear_forward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
+                                          const float *w, const float *b, float *y)
+{
+    return sf_cpu_op_linear_forward(be, rows, in, out, x, w, b, y);
+}
+
+sf_status sf_cpu_op_binary_linear_backward(sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x,
+                                           const float *w, const float *dy, float *dx, float *dw, float *db)
+{
+    return sf_cpu_op_linear_backward(be, rows, in, out, x, w, dy, dx, dw, db);
+}

@@ -26,7 +26,7 @@ static unsigned grid(sf_cuda_ctx *c, int64_t n)
 }
 
 /* y = x (accumulate 0) or y += x (1), converted from type `from` to type `to`. */
-static sf_status convert(sf_cuda_ctx *c, int64_t n, sf_act_type from, const void *x, sf_act_type to, void *y,
+static sf_status convert(sf_cuda_ctx *c, int64_t n, sf_scalar from, const void *x, sf_scalar to, void *y,
                          int accumulate)
 {
     if (n <= 0) return SF_OK;
@@ -41,17 +41,17 @@ static sf_status convert(sf_cuda_ctx *c, int64_t n, sf_act_type from, const void
     });
 }
 
-sf_status sf_cuda_op_convert(sf_backend *be, int64_t n, sf_act_type from, const void *x, sf_act_type to, void *y)
+sf_status sf_cuda_op_convert(sf_backend *be, int64_t n, sf_scalar from, const void *x, sf_scalar to, void *y)
 {
     return convert(sf_cuda_ctx_of(be), n, from, x, to, y, 0);
 }
 
 sf_status sf_cuda_widen(sf_cuda_ctx *c, int64_t n, const void *x, float *y, int accumulate)
 {
-    return convert(c, n, c->act, x, SF_ACT_F32, y, accumulate);
+    return convert(c, n, c->act, x, SF_SCALAR_F32, y, accumulate);
 }
 
-sf_status sf_cuda_op_scale(sf_backend *be, int64_t n, sf_act_type t, const float *factor, void *x)
+sf_status sf_cuda_op_scale(sf_backend *be, int64_t n, sf_scalar t, const float *factor, void *x)
 {
     if (n <= 0) return SF_OK;
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);

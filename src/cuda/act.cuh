@@ -1,4 +1,4 @@
-/* act.cuh — the activation storage types of the CUDA backend (float, bf16, fp16: core/backend.h's sf_act_type):
+/* act.cuh — the activation storage types of the CUDA backend (float, bf16, fp16: core/backend.h's sf_scalar):
  * widening to and rounding from the float registers every kernel computes in, loads and stores of 1 or 4
  * consecutive elements (16 bytes of float, 8 of a 16-bit type), and the dispatch from a run-time type to a
  * template instance. */
@@ -70,24 +70,24 @@ template <int V, class T> __device__ __forceinline__ void sf_st(T *p, const floa
 }
 
 /* Calls fn(T()) with T the storage type `t` names. */
-template <class Fn> static sf_status sf_cuda_with_act(sf_act_type t, Fn fn)
+template <class Fn> static sf_status sf_cuda_with_act(sf_scalar t, Fn fn)
 {
     switch (t) {
-    case SF_ACT_F32: return fn(float());
-    case SF_ACT_BF16: return fn(__nv_bfloat16());
-    case SF_ACT_F16: return fn(__half());
+    case SF_SCALAR_F32: return fn(float());
+    case SF_SCALAR_BF16: return fn(__nv_bfloat16());
+    case SF_SCALAR_F16: return fn(__half());
     }
     return sf_fail(SF_ERR_INVALID, "unknown activation storage type %d", (int)t);
 }
 
 /* The same type as cuBLAS and cuDNN name it. */
-static inline cudaDataType_t sf_cuda_blas_type(sf_act_type t)
+static inline cudaDataType_t sf_cuda_blas_type(sf_scalar t)
 {
-    return t == SF_ACT_BF16 ? CUDA_R_16BF : t == SF_ACT_F16 ? CUDA_R_16F : CUDA_R_32F;
+    return t == SF_SCALAR_BF16 ? CUDA_R_16BF : t == SF_SCALAR_F16 ? CUDA_R_16F : CUDA_R_32F;
 }
-static inline cudnnDataType_t sf_cudnn_type(sf_act_type t)
+static inline cudnnDataType_t sf_cudnn_type(sf_scalar t)
 {
-    return t == SF_ACT_BF16 ? CUDNN_DATA_BFLOAT16 : t == SF_ACT_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+    return t == SF_SCALAR_BF16 ? CUDNN_DATA_BFLOAT16 : t == SF_SCALAR_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
 }
 
 #endif

@@ -11,13 +11,13 @@
  * outside a CUDA-graph capture, so a graphed step computes the same bits as a plain one. */
 #define CUBLAS_WS_BYTES ((size_t)32 << 20)
 
-static sf_status cu_alloc(sf_backend *be, size_t bytes, void **out)
+sf_status sf_cuda_op_alloc(sf_backend *be, size_t bytes, void **out)
 {
     sf_cuda_ctx_of(be);
     return sf_cuda_device_alloc(bytes, out, "a tensor");
 }
 
-static void cu_release(sf_backend *be, void *p)
+void sf_cuda_op_release(sf_backend *be, void *p)
 {
     if (!p) return;
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
@@ -25,7 +25,7 @@ static void cu_release(sf_backend *be, void *p)
     cudaFree(p);
 }
 
-static size_t cu_held_bytes(sf_backend *be)
+size_t sf_cuda_op_held_bytes(sf_backend *be)
 {
     const sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     size_t n = CUBLAS_WS_BYTES;
@@ -33,7 +33,7 @@ static size_t cu_held_bytes(sf_backend *be)
     return n;
 }
 
-static sf_status cu_copy_from_host(sf_backend *be, void *dst, const void *src, size_t bytes)
+sf_status sf_cuda_op_copy_from_host(sf_backend *be, void *dst, const void *src, size_t bytes)
 {
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     /* From pageable memory this returns once src has been staged, so the caller may reuse src at once; from
@@ -47,7 +47,7 @@ static sf_status cu_copy_from_host(sf_backend *be, void *dst, const void *src, s
     return SF_OK;
 }
 
-static sf_status cu_copy_to_host(sf_backend *be, void *dst, const void *src, size_t bytes)
+sf_status sf_cuda_op_copy_to_host(sf_backend *be, void *dst, const void *src, size_t bytes)
 {
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     if (!bytes) return SF_OK;
@@ -56,27 +56,27 @@ static sf_status cu_copy_to_host(sf_backend *be, void *dst, const void *src, siz
     return SF_OK;
 }
 
-static sf_status cu_copy(sf_backend *be, void *dst, const void *src, size_t bytes)
+sf_status sf_cuda_op_copy(sf_backend *be, void *dst, const void *src, size_t bytes)
 {
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     if (bytes) SF_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c->stream));
     return SF_OK;
 }
 
-static sf_status cu_zero(sf_backend *be, void *dst, size_t bytes)
+sf_status sf_cuda_op_zero(sf_backend *be, void *dst, size_t bytes)
 {
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     if (bytes) SF_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, c->stream));
     return SF_OK;
 }
 
-static sf_status cu_sync(sf_backend *be)
+sf_status sf_cuda_op_sync(sf_backend *be)
 {
     SF_CUDA_CHECK(cudaStreamSynchronize(sf_cuda_ctx_of(be)->stream));
     return SF_OK;
 }
 
-static void cu_destroy(sf_backend *be)
+void sf_cuda_op_destroy(sf_backend *be)
 {
     if (!be) return;
     sf_cuda_ctx *c = (sf_cuda_ctx *)be->ctx;
@@ -101,13 +101,13 @@ typedef struct {
     unsigned scratch_gen; /* the scratch buffers the recorded kernels point into */
 } cu_graph;
 
-static sf_status cu_graph_begin(sf_backend *be)
+sf_status sf_cuda_op_graph_begin(sf_backend *be)
 {
     SF_CUDA_CHECK(cudaStreamBeginCapture(sf_cuda_ctx_of(be)->stream, cudaStreamCaptureModeThreadLocal));
     return SF_OK;
 }
 
-static sf_status cu_graph_end(sf_backend *be, void **out)
+sf_status sf_cuda_op_graph_end(sf_backend *be, void **out)
 {
     *out = NULL;
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
@@ -133,7 +133,7 @@ static sf_status cu_graph_end(sf_backend *be, void **out)
     return SF_OK;
 }
 
-static sf_status cu_graph_launch(sf_backend *be, void *graph)
+sf_status sf_cuda_op_graph_launch(sf_backend *be, void *graph)
 {
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     cu_graph *cg = (cu_graph *)graph;
@@ -143,7 +143,7 @@ static sf_status cu_graph_launch(sf_backend *be, void *graph)
     return SF_OK;
 }
 
-static void cu_graph_free(sf_backend *be, void *graph)
+void sf_cuda_op_graph_free(sf_backend *be, void *graph)
 {
     if (!graph) return;
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
@@ -155,67 +155,13 @@ static void cu_graph_free(sf_backend *be, void *graph)
 static void fill_table(sf_backend *be, bool graphs)
 {
     be->name = "cuda";
-    be->alloc = cu_alloc;
-    be->release = cu_release;
-    be->copy_from_host = cu_copy_from_host;
-    be->copy_to_host = cu_copy_to_host;
-    be->copy = cu_copy;
-    be->zero = cu_zero;
-    be->sync = cu_sync;
-    be->destroy = cu_destroy;
-    be->lif_forward = sf_cuda_op_lif_forward;
-    be->lif_backward = sf_cuda_op_lif_backward;
-    be->bn_stats = sf_cuda_op_bn_stats;
-    be->bn_forward = sf_cuda_op_bn_forward;
-    be->bn_backward = sf_cuda_op_bn_backward;
-    be->bn_update_running = sf_cuda_op_bn_update_running;
-    be->bn_lif_forward = sf_cuda_op_bn_lif_forward;
-    be->bn_lif_backward = sf_cuda_op_bn_lif_backward;
-    be->bn_lif_scratch = sf_cuda_op_bn_lif_scratch;
-    be->bn_stats_merge = sf_cuda_op_bn_stats_merge;
-    be->linear_forward = sf_cuda_op_linear_forward;
-    be->linear_backward = sf_cuda_op_linear_backward;
-    be->binary_linear_forward = sf_cuda_op_binary_linear_forward;
-    be->binary_linear_backward = sf_cuda_op_binary_linear_backward;
-    be->binary_linear_backward_bits = sf_cuda_op_binary_linear_backward_bits;
-    be->held_bytes = cu_held_bytes;
-    be->conv_workspace = sf_cuda_op_conv_workspace;
-    be->conv_lean = sf_cuda_op_conv_lean;
-    be->conv_forward = sf_cuda_op_conv_forward;
-    be->conv_backward = sf_cuda_op_conv_backward;
-    be->avgpool_forward = sf_cuda_op_avgpool_forward;
-    be->avgpool_backward = sf_cuda_op_avgpool_backward;
-    be->maxpool_forward = sf_cuda_op_maxpool_forward;
-    be->maxpool_backward = sf_cuda_op_maxpool_backward;
-    be->dropout_forward = sf_cuda_op_dropout_forward;
-    be->dropout_backward = sf_cuda_op_dropout_backward;
-    be->add = sf_cuda_op_add;
-    be->axpy = sf_cuda_op_axpy;
-    be->u8_to_act = sf_cuda_op_u8_to_act;
-    be->act_to_u8 = sf_cuda_op_act_to_u8;
-    be->leaky_forward = sf_cuda_op_leaky_forward;
-    be->leaky_backward = sf_cuda_op_leaky_backward;
-    be->softmax_xent = sf_cuda_op_softmax_xent;
-    be->mse_rate = sf_cuda_op_mse_rate;
-    be->sgd_step = sf_cuda_op_sgd_step;
-    be->adam_step = sf_cuda_op_adam_step;
-    be->check_finite = sf_cuda_op_check_finite;
-    be->convert = sf_cuda_op_convert;
-    be->scale = sf_cuda_op_scale;
-    be->spikes_compact = sf_cuda_op_spikes_compact;
-    be->spikes_expand = sf_cuda_op_spikes_expand;
-    be->spike_linear_workspace = sf_cuda_op_spike_linear_workspace;
-    be->spike_linear_forward = sf_cuda_op_spike_linear_forward;
-    be->spike_linear_backward = sf_cuda_op_spike_linear_backward;
-    be->lif_backward_masked = sf_cuda_op_lif_backward_masked;
-    be->rlif_workspace = sf_cuda_op_rlif_workspace;
-    be->rlif_forward = sf_cuda_op_rlif_forward;
-    be->rlif_backward = sf_cuda_op_rlif_backward;
-    if (graphs) {
-        be->graph_begin = cu_graph_begin;
-        be->graph_end = cu_graph_end;
-        be->graph_launch = cu_graph_launch;
-        be->graph_free = cu_graph_free;
+#define SF_OP(ret, op, params) be->op = sf_cuda_op_##op;
+#include "core/backend_ops.h"
+    if (!graphs) {
+        be->graph_begin = NULL;
+        be->graph_end = NULL;
+        be->graph_launch = NULL;
+        be->graph_free = NULL;
     }
 }
 
@@ -238,7 +184,7 @@ static sf_status init_ctx(sf_cuda_ctx *c, int32_t device, sf_precision prec, con
     SF_CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_ws, CUBLAS_WS_BYTES));
     if ((unsigned)prec > SF_PRECISION_FP16) return sf_fail(SF_ERR_INVALID, "unknown precision %d", (int)prec);
     c->prec = prec;
-    c->act = prec == SF_PRECISION_BF16 ? SF_ACT_BF16 : prec == SF_PRECISION_FP16 ? SF_ACT_F16 : SF_ACT_F32;
+    c->act = prec == SF_PRECISION_BF16 ? SF_SCALAR_BF16 : prec == SF_PRECISION_FP16 ? SF_SCALAR_F16 : SF_SCALAR_F32;
     c->conv_ws_cap = (size_t)opt->conv_workspace_mib << 20;
     c->conv_algo = opt->conv_algo;
     c->deterministic = opt->deterministic != 0;
@@ -277,7 +223,7 @@ sf_status sf_cuda_backend_create(int32_t device, sf_precision precision, const s
     be->conv_nhwc =
         c->conv_algo == SF_CONV_ALGO_NHWC || (c->conv_algo == SF_CONV_ALGO_AUTO && c->prec != SF_PRECISION_FP32);
     if (s != SF_OK) {
-        cu_destroy(be);
+        sf_cuda_op_destroy(be);
         return sf_fail_context(s, "creating the CUDA backend (%s) on device %d: ", sf_precision_name(precision), device);
     }
     *out = be;

@@ -26,7 +26,7 @@ enum {
     DW_PARTS_MIN_OUT = 192
 };
 
-static bool splits(const sf_cuda_ctx *c) { return c->act == SF_ACT_F32 && c->prec == SF_PRECISION_FP32; }
+static bool splits(const sf_cuda_ctx *c) { return c->act == SF_SCALAR_F32 && c->prec == SF_PRECISION_FP32; }
 
 static int64_t pad8(int64_t n) { return (n + 7) / 8 * 8; }
 
@@ -269,7 +269,7 @@ sf_status sf_cuda_op_binary_linear_backward_bits(sf_backend *be, int64_t rows, i
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     if (takes_parts(c, rows, in, out)) return parts_backward(c, rows, in, out, NULL, xbits, w, dy, dx, dw, db);
     void *x; /* the spikes as values, for linear.cu's GEMMs */
-    SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SPLIT, sf_act_type_size(c->act) * (size_t)(rows * in), &x));
+    SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_SPLIT, sf_scalar_size(c->act) * (size_t)(rows * in), &x));
     SF_TRY(sf_cuda_spikes_expand(c, rows, in, xbits, x));
     return sf_cuda_op_linear_backward(be, rows, in, out, (const float *)x, w, dy, dx, dw, db);
 }

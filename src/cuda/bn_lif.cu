@@ -42,7 +42,7 @@ static sf_status check_rows(int64_t T, sf_bn_shape sh)
     return SF_OK;
 }
 
-sf_status sf_cuda_bn_lif_forward(const sf_lif_params *p, int64_t T, sf_bn_shape sh, sf_act_type t, const void *x,
+sf_status sf_cuda_bn_lif_forward(const sf_lif_params *p, int64_t T, sf_bn_shape sh, sf_scalar t, const void *x,
                                  const float *mean, const float *var, float eps, const float *gamma, const float *beta,
                                  const sf_lif_out *out, const sf_lif_state *st, void *stream)
 {
@@ -102,7 +102,7 @@ static sf_status bn_lif_backward_on(sf_cuda_ctx *c, const sf_lif_params *p, int6
         return sf_fail(SF_ERR_INVALID, "BN+LIF backward: dgamma and dbeta are needed (the sums pass writes them)");
     if (phase == 2 && (!split->sum_dy || !split->sum_dyx || split->rows < 1))
         return sf_fail(SF_ERR_INVALID, "BN+LIF backward: phase 2 needs the sums of every part and their rows");
-    const size_t bytes = (size_t)(sh.rows * sh.c * sh.hw) * sf_act_type_size(c->act);
+    const size_t bytes = (size_t)(sh.rows * sh.c * sh.hw) * sf_scalar_size(c->act);
     if (!dx || overlap(x, dx, bytes))
         return sf_fail(SF_ERR_INVALID, "BN+LIF backward: dx is %s (it holds ∂L/∂y between the two passes, which "
                                        "then read x)", dx ? "in the bytes of x" : "NULL");
@@ -166,7 +166,7 @@ size_t sf_cuda_bn_lif_workspace(int64_t T, sf_bn_shape sh)
     return sums_bytes(sh, T, 3) + partial_bytes(sms, sh.c);
 }
 
-sf_status sf_cuda_bn_lif_backward(const sf_lif_params *p, int64_t T, sf_bn_shape sh, sf_act_type t, const void *x,
+sf_status sf_cuda_bn_lif_backward(const sf_lif_params *p, int64_t T, sf_bn_shape sh, sf_scalar t, const void *x,
                                   const float *mean, const float *var, float eps, const float *gamma, const float *beta,
                                   const void *ds, void *dx, float *dgamma, float *dbeta, const sf_lif_state *st,
                                   void *workspace, size_t workspace_bytes, void *stream)

@@ -35,7 +35,7 @@ enum {
 typedef struct sf_cuda_ctx {
     int device;
     sf_precision prec; /* fixed at creation: fp32 (FMA only), tf32, bf16 or fp16 */
-    sf_act_type act;   /* storage of activations and GEMM/conv operands: 16-bit under bf16 and fp16 */
+    sf_scalar act;   /* storage of activations and GEMM/conv operands: 16-bit under bf16 and fp16 */
     size_t conv_ws_cap;     /* workspace a conv algorithm may use (sf_cuda_options.conv_workspace_mib) */
     sf_conv_algo conv_algo; /* im2col + SGEMM where it measures faster (auto), never (cudnn), or wherever it
                              * fits (gemm) */

@@ -115,6 +115,6 @@ sf_status sf_cuda_zero_f32(sf_cuda_ctx *c, float *p, int64_t n)
 
 sf_status sf_cuda_zero_act(sf_cuda_ctx *c, void *p, int64_t n)
 {
-    if (n > 0) SF_CUDA_CHECK(cudaMemsetAsync(p, 0, sf_act_type_size(c->act) * (size_t)n, c->stream));
+    if (n > 0) SF_CUDA_CHECK(cudaMemsetAsync(p, 0, sf_scalar_size(c->act) * (size_t)n, c->stream));
     return SF_OK;
 }

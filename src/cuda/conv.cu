@@ -274,7 +274,7 @@ static sf_status measure(sf_cuda_ctx *c, sf_cuda_conv_entry *e, int layout, int6
     const sf_conv_shape *sh = &e->sh;
     const sf_precision prec = c->prec;
     const cudnnDataType_t dt = sf_cudnn_type(c->act);
-    const size_t es = sf_act_type_size(c->act);
+    const size_t es = sf_scalar_size(c->act);
     int64_t chunk = sh->n / splits;
     cudnnTensorDescriptor_t xd = NULL, yd = NULL;
     sf_status st = SF_OK;
@@ -361,8 +361,8 @@ static size_t path_ws(const sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int p, 
 {
     nhwc_bufs b;
     switch (p) {
-    case SF_CONV_PATH_GEMM: return sf_cuda_conv_gemm_ws(&e->sh, e->gemm_chunk, sf_act_type_size(c->act));
-    case SF_CONV_PATH_NHWC: return nhwc_layout(e, sf_act_type_size(c->act), 1u << o, NULL, &b);
+    case SF_CONV_PATH_GEMM: return sf_cuda_conv_gemm_ws(&e->sh, e->gemm_chunk, sf_scalar_size(c->act));
+    case SF_CONV_PATH_NHWC: return nhwc_layout(e, sf_scalar_size(c->act), 1u << o, NULL, &b);
     case SF_CONV_PATH_SPLIT: return split_layout(c, e, o, NULL, NULL, NULL);
     default: return e->op[SF_CONV_NCHW][o].ws;
     }
@@ -411,7 +411,7 @@ static sf_status time_path_op(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int p
 static sf_status time_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e, bool nhwc)
 {
     const sf_conv_shape *sh = &e->sh;
-    const size_t es = sf_act_type_size(c->act);
+    const size_t es = sf_scalar_size(c->act);
     const size_t nx = (size_t)(sh->n * sh->cin * sh->h * sh->w), ny = (size_t)(sh->n * sh->cout * sh->oh * sh->ow),
                  nw = (size_t)sh->cout * sh->cin * sh->k * sh->k;
     size_t ws = e->gemm_chunk ? path_ws(c, e, SF_CONV_PATH_GEMM, 0) : 0;
@@ -503,9 +503,9 @@ static sf_status choose_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
     const bool nhwc = engine_nhwc || algo == SF_CONV_ALGO_NHWC ||
                       ((algo == SF_CONV_ALGO_AUTO || forced_split) && !c->deterministic);
     bool split = e->sh.x_binary && !engine_nhwc && !e->tf32_parts && c->prec == SF_PRECISION_FP32 &&
-                 c->act == SF_ACT_F32 && (algo == SF_CONV_ALGO_AUTO || forced_split) && !c->deterministic;
+                 c->act == SF_SCALAR_F32 && (algo == SF_CONV_ALGO_AUTO || forced_split) && !c->deterministic;
     if (!e->tf32_parts && !e->sh.x_nhwc && algo != SF_CONV_ALGO_CUDNN && (algo != SF_CONV_ALGO_NHWC || engine_nhwc))
-        e->gemm_chunk = sf_cuda_conv_gemm_chunk(&e->sh, c->conv_ws_cap, sf_act_type_size(c->act));
+        e->gemm_chunk = sf_cuda_conv_gemm_chunk(&e->sh, c->conv_ws_cap, sf_scalar_size(c->act));
     if (nhwc) {
         bool more = true;
         for (int64_t splits = 1; splits <= 64 && more && e->sh.n % splits == 0; splits *= 2)
@@ -565,7 +565,7 @@ static sf_status take_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
         bd->chunk == bf->chunk) {
         nhwc_bufs b;
         const size_t both =
-            nhwc_layout(e, sf_act_type_size(c->act), 1u << SF_CONV_BWD_DATA | 1u << SF_CONV_BWD_FILTER, NULL, &b);
+            nhwc_layout(e, sf_scalar_size(c->act), 1u << SF_CONV_BWD_DATA | 1u << SF_CONV_BWD_FILTER, NULL, &b);
         if (both > e->ws_backward) e->ws_backward = both;
     }
     return SF_OK;
@@ -796,7 +796,7 @@ static sf_status nhwc_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const
 {
     const sf_conv_shape *sh = &e->sh;
     const sf_cuda_conv_op *op = &e->op[SF_CONV_NHWC][SF_CONV_FWD];
-    const size_t es = sf_act_type_size(c->act);
+    const size_t es = sf_scalar_size(c->act);
     const int64_t xs = op->chunk * sh->cin * sh->h * sh->w, ys = op->chunk * sh->cout * sh->oh * sh->ow;
     nhwc_bufs b;
     nhwc_layout(e, es, 1u << SF_CONV_FWD, ws, &b);
@@ -826,12 +826,12 @@ static sf_status nhwc_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, cons
     const sf_conv_shape *sh = &e->sh;
     const sf_cuda_conv_op *d = &e->op[SF_CONV_NHWC][SF_CONV_BWD_DATA], *f = &e->op[SF_CONV_NHWC][SF_CONV_BWD_FILTER];
     const sf_cuda_conv_op *rows = dw ? f : d; /* the chunk and its descriptors */
-    const size_t es = sf_act_type_size(c->act);
+    const size_t es = sf_scalar_size(c->act);
     const int64_t chunk = rows->chunk, xs = chunk * sh->cin * sh->h * sh->w, ys = chunk * sh->cout * sh->oh * sh->ow,
                   nw = (int64_t)sh->cout * sh->cin * sh->k * sh->k;
     nhwc_bufs b;
     nhwc_layout(e, es, (dx ? 1u << SF_CONV_BWD_DATA : 0) | (dw ? 1u << SF_CONV_BWD_FILTER : 0), ws, &b);
-    const bool narrow_dw = c->act != SF_ACT_F32;
+    const bool narrow_dw = c->act != SF_SCALAR_F32;
     void *dw_kcrs = dw; /* a chunk's weight gradient back in KCRS, in the act type (widened into dw) */
     if (dw && narrow_dw) SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_CONV_DW, (size_t)nw * es, &dw_kcrs));
     float one = 1.0f, zero = 0.0f;
@@ -870,7 +870,7 @@ static sf_status nchw_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const
 {
     const sf_conv_shape *sh = &e->sh;
     const sf_cuda_conv_op *op = &e->op[SF_CONV_NCHW][SF_CONV_FWD];
-    const size_t es = sf_act_type_size(c->act);
+    const size_t es = sf_scalar_size(c->act);
     const int64_t xs = op->chunk * sh->cin * sh->h * sh->w, ys = op->chunk * sh->cout * sh->oh * sh->ow;
     float one = 1.0f, zero = 0.0f;
     for (int64_t i = 0; i < sh->n / op->chunk; i++)
@@ -904,8 +904,8 @@ static sf_status nchw_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, cons
                                const void *dy, void *dx, float *dw, void *ws)
 {
     const sf_conv_shape *sh = &e->sh;
-    const size_t es = sf_act_type_size(c->act);
-    const bool narrow_dw = c->act != SF_ACT_F32;
+    const size_t es = sf_scalar_size(c->act);
+    const bool narrow_dw = c->act != SF_SCALAR_F32;
     float one = 1.0f, zero = 0.0f;
     const int64_t img_x = (int64_t)sh->cin * sh->h * sh->w, img_y = (int64_t)sh->cout * sh->oh * sh->ow,
                   nw = (int64_t)sh->cout * sh->cin * sh->k * sh->k;

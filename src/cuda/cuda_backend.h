@@ -17,9 +17,9 @@ sf_status sf_cuda_backend_create(int32_t device, sf_precision precision, const s
 /* The time-fused LIF over [T, N] device arrays on a caller's stream (a cudaStream_t; NULL: the default stream),
  * asynchronous: the op table's lif_forward / lif_backward without a backend. x, the spikes out->s, ds and dx are
  * stored in type t; h and the state st (see sf_lif_state) are float. */
-sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
+sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar t, const void *x,
                               const sf_lif_out *out, const sf_lif_state *st, void *stream);
-sf_status sf_cuda_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
+sf_status sf_cuda_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar t, const void *x,
                                const float *h, const void *ds, void *dx, const sf_lif_state *st, void *stream);
 
 /* A forced configuration of those kernels, for benchmarks and tests that compare configurations; 0 in a field is
@@ -30,10 +30,10 @@ typedef struct sf_cuda_lif_tuning {
     int32_t bwd_seg;   /* recompute segment of the backward, in steps (-1: as long as shared memory allows) */
     int32_t bwd_ahead; /* backward steps loaded ahead: 4, 8, or 32 when h is recomputed */
 } sf_cuda_lif_tuning;
-sf_status sf_cuda_lif_forward_tuned(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
+sf_status sf_cuda_lif_forward_tuned(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar t, const void *x,
                                     const sf_lif_out *out, const sf_lif_state *st, const sf_cuda_lif_tuning *tune,
                                     void *stream);
-sf_status sf_cuda_lif_backward_tuned(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
+sf_status sf_cuda_lif_backward_tuned(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar t, const void *x,
                                      const float *h, const void *ds, void *dx, const sf_lif_state *st,
                                      const sf_cuda_lif_tuning *tune, void *stream);
 
@@ -41,10 +41,10 @@ sf_status sf_cuda_lif_backward_tuned(const sf_lif_params *p, int64_t T, int64_t 
  * type t: the op table's bn_lif_forward / bn_lif_backward (recompute, no split), the backward's scratch in the
  * caller's `workspace` of sf_cuda_bn_lif_workspace bytes (for the current device). */
 size_t sf_cuda_bn_lif_workspace(int64_t T, sf_bn_shape sh);
-sf_status sf_cuda_bn_lif_forward(const sf_lif_params *p, int64_t T, sf_bn_shape sh, sf_act_type t, const void *x,
+sf_status sf_cuda_bn_lif_forward(const sf_lif_params *p, int64_t T, sf_bn_shape sh, sf_scalar t, const void *x,
                                  const float *mean, const float *var, float eps, const float *gamma, const float *beta,
                                  const sf_lif_out *out, const sf_lif_state *st, void *stream);
-sf_status sf_cuda_bn_lif_backward(const sf_lif_params *p, int64_t T, sf_bn_shape sh, sf_act_type t, const void *x,
+sf_status sf_cuda_bn_lif_backward(const sf_lif_params *p, int64_t T, sf_bn_shape sh, sf_scalar t, const void *x,
                                   const float *mean, const float *var, float eps, const float *gamma, const float *beta,
                                   const void *ds, void *dx, float *dgamma, float *dbeta, const sf_lif_state *st,
                                   void *workspace, size_t workspace_bytes, void *stream);

@@ -25,7 +25,7 @@ static sf_cuda_neuron plain(const sf_lif_params *p, int64_t T, int64_t N, const 
     return a;
 }
 
-sf_status sf_cuda_lif_forward_tuned(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
+sf_status sf_cuda_lif_forward_tuned(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar t, const void *x,
                                     const sf_lif_out *out, const sf_lif_state *st, const sf_cuda_lif_tuning *tune,
                                     void *stream)
 {
@@ -39,7 +39,7 @@ sf_status sf_cuda_lif_forward_tuned(const sf_lif_params *p, int64_t T, int64_t N
 
 /* The backward with a backend's context (c: its scratch holds a PLIF's sums) or without (c NULL: stream-ordered
  * memory for them). */
-static sf_status backward(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
+static sf_status backward(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, int64_t N, sf_scalar t, const void *x,
                           const float *h, const void *ds, void *dx, const sf_lif_state *st,
                           const sf_cuda_lif_tuning *tune, cudaStream_t stream)
 {
@@ -69,20 +69,20 @@ static sf_status backward(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, int
     return s != SF_OK ? s : f;
 }
 
-sf_status sf_cuda_lif_backward_tuned(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
+sf_status sf_cuda_lif_backward_tuned(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar t, const void *x,
                                      const float *h, const void *ds, void *dx, const sf_lif_state *st,
                                      const sf_cuda_lif_tuning *tune, void *stream)
 {
     return backward(NULL, p, T, N, t, x, h, ds, dx, st, tune, (cudaStream_t)stream);
 }
 
-sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
+sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar t, const void *x,
                               const sf_lif_out *out, const sf_lif_state *st, void *stream)
 {
     return sf_cuda_lif_forward_tuned(p, T, N, t, x, out, st, NULL, stream);
 }
 
-sf_status sf_cuda_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, sf_act_type t, const void *x,
+sf_status sf_cuda_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar t, const void *x,
                                const float *h, const void *ds, void *dx, const sf_lif_state *st, void *stream)
 {
     return sf_cuda_lif_backward_tuned(p, T, N, t, x, h, ds, dx, st, NULL, stream);

@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(SF_SPIKE_SEG)
     if (count) sf_cuda_add_count(count, spikes);
 }
 
-sf_status sf_cuda_lif_compact_forward(const sf_cuda_neuron &a, sf_act_type t, const sf_lif_out *out, cudaStream_t st)
+sf_status sf_cuda_lif_compact_forward(const sf_cuda_neuron &a, sf_scalar t, const sf_lif_out *out, cudaStream_t st)
 {
     const int64_t n = out->row;
     if (n <= 0 || a.N % n != 0)

@@ -96,7 +96,7 @@ sf_status sf_cuda_gemm(sf_cuda_ctx *c, cublasOperation_t ta, cublasOperation_t t
                        int lda, const void *B, int ldb, float beta, void *C, int ldc, bool c_float)
 {
     const float one = 1.0f;
-    if (c->act == SF_ACT_F32) {
+    if (c->act == SF_SCALAR_F32) {
         SF_CUBLAS_CHECK(cublasSgemm(c->cublas, ta, tb, m, n, k, &one, (const float *)A, lda, (const float *)B, ldb,
                                     &beta, (float *)C, ldc));
         return SF_OK;
@@ -118,7 +118,7 @@ sf_status sf_cuda_op_linear_forward(sf_backend *be, int64_t rows, int32_t in, in
         SF_TRY(sf_cuda_bias_fill(c, rows, out, b, y));
         beta = 1.0f;
     }
-    if (in == 0) return b ? SF_OK : be->zero(be, y, (size_t)(rows * out) * sf_act_type_size(c->act));
+    if (in == 0) return b ? SF_OK : be->zero(be, y, (size_t)(rows * out) * sf_scalar_size(c->act));
     return sf_cuda_gemm(c, CUBLAS_OP_T, CUBLAS_OP_N, out, (int)rows, in, w, in, x, in, beta, y, out, false);
 }
 

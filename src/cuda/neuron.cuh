@@ -637,6 +637,6 @@ sf_status sf_cuda_plif_dw_into(const sf_cuda_neuron &a, const float *dk, void *p
 
 /* lif_compact.cu: the plain LIF forward with out->c (the compact spikes) written by the kernel itself; x and out->s
  * of type t. */
-sf_status sf_cuda_lif_compact_forward(const sf_cuda_neuron &a, sf_act_type t, const sf_lif_out *out, cudaStream_t st);
+sf_status sf_cuda_lif_compact_forward(const sf_cuda_neuron &a, sf_scalar t, const sf_lif_out *out, cudaStream_t st);
 
 #endif

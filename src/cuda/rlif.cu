@@ -303,7 +303,7 @@ static unsigned step_blocks(int64_t B, int64_t n) { return (unsigned)(B * ((n + 
 /* Element `i` of an activation-type array (pointer arithmetic in its element size). */
 static const void *at(const sf_cuda_ctx *c, const void *p, int64_t i)
 {
-    return (const char *)p + (size_t)i * sf_act_type_size(c->act);
+    return (const char *)p + (size_t)i * sf_scalar_size(c->act);
 }
 
 static sf_status forward(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, int64_t B, int64_t n, const float *x,

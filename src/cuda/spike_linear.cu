@@ -36,7 +36,7 @@ template <class E> __global__ void transpose_kernel(int64_t rows, int64_t cols, 
     }
 }
 
-sf_status sf_cuda_transpose(sf_cuda_ctx *c, sf_act_type t, int64_t rows, int64_t cols, const void *a, void *at)
+sf_status sf_cuda_transpose(sf_cuda_ctx *c, sf_scalar t, int64_t rows, int64_t cols, const void *a, void *at)
 {
     if (rows == 0 || cols == 0) return SF_OK;
     if ((rows + 31) / 32 > 65535 || (cols + 31) / 32 > INT32_MAX)
@@ -258,7 +258,7 @@ sf_status sf_cuda_spike_weight_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, in
         SF_CUDA_LAUNCHED();
         return SF_OK;
     }));
-    return sf_cuda_transpose(c, SF_ACT_F32, in, out, s.t, dw);
+    return sf_cuda_transpose(c, SF_SCALAR_F32, in, out, s.t, dw);
 }
 
 /* dx[r, i] = Σ over the nonzero dy[r, j] (the mask's bits, j ascending) of dy[r, j]·W[j, i]: per segment of the

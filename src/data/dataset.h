@@ -4,41 +4,19 @@
  * that trusts nothing in the bytes), the spike encodings, the binning of events into frames, and the batch loader
  * that shuffles, decodes, augments, encodes or bins on its worker threads ahead of the step.
  *
- * Everything the trainer needs from src/data is declared here. */
+ * Everything the trainer needs from src/data is declared here, or in include/spikefuse_train.h where programs use it
+ * too (the kinds, the dataset in memory, the event and synthetic parameters, encodings, the loader's parameters,
+ * batches and calls). */
 #ifndef SF_DATA_DATASET_H
 #define SF_DATA_DATASET_H
 
-#include "spikefuse.h"
+#include "spikefuse_train.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---------------------------------------------------------------- datasets */
-#define SF_DATASET_MAX_CHANNELS 4
-#define SF_DATASET_MAX_CLASSES 65536
-
-/* One kind per row of the format table (data/formats.c). */
-typedef enum sf_dataset_kind {
-    SF_DATASET_FASHION_MNIST = 0,
-    SF_DATASET_MNIST,
-    SF_DATASET_CIFAR10,
-    SF_DATASET_SYNTHETIC,
-    SF_DATASET_SHD,
-    SF_DATASET_SSC,
-    SF_DATASET_NMNIST,
-    SF_DATASET_DVSGESTURE,
-    SF_DATASET_CIFAR100,
-    SF_DATASET_IMAGEFOLDER,
-    SF_DATASET_CIFAR10DVS,
-    SF_DATASET_NCALTECH101,
-    SF_DATASET_NUM_KINDS
-} sf_dataset_kind;
-typedef enum sf_split { SF_SPLIT_TRAIN = 0, SF_SPLIT_TEST } sf_split;
-
-/* "fashion-mnist", "mnist", "cifar10", "synthetic", "shd", "ssc", "nmnist", "dvsgesture", "cifar100",
- * "imagefolder", "cifar10dvs", "ncaltech101". A wrong name is SF_ERR_INVALID "expects fashion-mnist, ...". */
-sf_status sf_dataset_kind_parse(const char *name, sf_dataset_kind *out);
-const char *sf_dataset_kind_name(sf_dataset_kind kind);
+/* ---------------------------------------------------------------- datasets (sf_dataset_kind: one kind per row of the
+ * format table, data/formats.c) */
 /* The accepted names as "fashion-mnist, mnist or cifar10" into buf (truncated to cap). */
 void sf_dataset_kind_list(char *buf, size_t cap);
 /* Where the dataset is looked for when no directory is given: /usr/share/datasets/fashion-mnist (Debian package
@@ -54,43 +32,6 @@ int sf_dataset_kind_is_events(sf_dataset_kind kind);
  * images: 0 and 1). */
 void sf_dataset_kind_stats(sf_dataset_kind kind, float mean[SF_DATASET_MAX_CHANNELS],
                            float std[SF_DATASET_MAX_CHANNELS]);
-
-/* The synthetic source: spike trains drawn from the seed, so any input shape can be trained and benchmarked
- * without files. Sample i has label i % classes; input q of a sample of class k spikes at each step with
- * probability density·(1 + s·m), s = ±1 drawn per (class, q) from the seed and m = min(1/2, (1 - density) /
- * density) (so no rate exceeds 1), so the mean density is `density` (1: every input spikes at every step) and the
- * classes differ in which inputs fire more: a network can learn them. */
-typedef struct sf_synthetic_params {
-    int32_t shape[3]; /* C, H, W of one step's input ([N] inputs: N, 1, 1) */
-    int32_t classes;  /* 1..SF_DATASET_MAX_CLASSES */
-    int64_t samples;  /* in the training split; the test split has samples / 4 (at least 1) */
-    float density;    /* in (0, 1] */
-} sf_synthetic_params;
-
-/* How event streams become T frames, in the loader's prefetch thread. A sample's events land in frame cells
- * (polarity, y / downsample, x / downsample); sensors one pixel high (SHD, SSC) give [channels] inputs. */
-typedef enum sf_frame_mode {
-    SF_FRAME_COUNT = 0, /* a cell holds its event count */
-    SF_FRAME_BINARY     /* 1 where a cell has any event */
-} sf_frame_mode;
-
-typedef struct sf_event_params {
-    int64_t time_window_us; /* 0: the sample's span, first to last event, split into T equal bins (event at time t
-                             * in bin floor((t - first)·T / (last - first + 1)), as Tonic's ToFrame(n_time_bins)
-                             * without its rounding loss); > 0: bins of this many µs from the first event, the
-                             * sample cut or zero-padded to T bins */
-    sf_frame_mode frame;
-    int32_t downsample;     /* >= 1: cells of downsample×downsample pixels (sides rounded up) */
-    int32_t merge_polarity; /* 1: one channel for both polarities */
-    /* Augmentation of training samples (loader: training and augment), each draw a pure function of (seed, epoch,
-     * sample, event), so a resumed run sees the same events: */
-    int64_t time_jitter_us; /* each event's time moved by a uniform integer in [-j, j] µs */
-    float drop_event;       /* each event dropped with this probability, in [0, 1) */
-    int32_t shift;          /* the sample moved by uniform integers in [-shift, shift] along x (and y on sensors of
-                             * more than one row): spatial jitter for DVS, channel shift for SHD; events moved off
-                             * the sensor are dropped */
-    int32_t flip;           /* x mirrored with probability 1/2 */
-} sf_event_params;
 
 /* Image folders (imagefolder.c): data_dir/train/<class>/<image> (classes are the folder names in byte order, as
  * torchvision's ImageFolder sorts them) and data_dir/val, with the same class folders or flat with a labels file.
@@ -125,51 +66,6 @@ void sf_data_default_params(sf_data_params *p);
 /* The shape of one step's network input [C, H, W] and the class count a kind delivers with these parameters. */
 void sf_data_input_shape(sf_dataset_kind kind, const sf_data_params *p, int32_t shape[3], int32_t *classes);
 
-/* What a dataset holds per sample. */
-typedef enum sf_sample_type {
-    SF_SAMPLES_IMAGES = 0, /* uint8 images, turned into T steps by an encoding */
-    SF_SAMPLES_SYNTHETIC,  /* spike trains drawn when a batch is made; only the labels are stored */
-    SF_SAMPLES_EVENTS,     /* event streams, binned into T frames when a batch is made */
-    SF_SAMPLES_FRAMES,     /* event streams binned already (read from or written to the frame cache) */
-    SF_SAMPLES_FILES       /* image files, decoded, cropped and encoded when a batch is made (image folders) */
-} sf_sample_type;
-
-typedef struct sf_image_files sf_image_files;
-
-/* One event: time in µs from its sample's first event, position on the sensor, polarity. */
-typedef struct sf_event {
-    uint32_t t;
-    uint16_t x;
-    uint8_t y, p;
-} sf_event;
-
-typedef struct sf_dataset {
-    sf_sample_type type;
-    int64_t count;                   /* samples */
-    int32_t channels, height, width; /* per sample (and step) */
-    int32_t classes;                 /* labels are in [0, classes) */
-    uint8_t *images;                 /* images: [count, channels, height, width], intensity 0..255; else NULL */
-    int32_t *labels;                 /* [count] */
-    float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS]; /* images: standard per-channel statistics
-                                                                         * of the dataset on the [0, 1] scale */
-    float density;                   /* synthetic: sf_synthetic_params.density */
-    uint64_t seed;                   /* synthetic: the draws' seed */
-    sf_split split;                  /* synthetic: the two splits draw from different streams */
-    sf_event *events;                /* events: sample i's are events[offsets[i] .. offsets[i + 1]), times
-                                      * nondecreasing; channels = polarities, height × width = the sensor */
-    int64_t *offsets;                /* events: [count + 1] */
-    int64_t skipped;                 /* events: empty samples the reader left out */
-    size_t events_cap, offsets_cap, labels_cap; /* events: allocated room while a reader fills the dataset */
-    const uint16_t *frames;          /* frames: [count, frames_T, channels, height, width] event counts, the
-                                      * channels × height × width being the network input (binned already) */
-    int64_t frames_T;
-    void *frames_block;              /* frames: the allocation `frames` points into */
-    sf_image_files *files;           /* files: the list of image files (imagefolder.c), one allocation;
-                                      * height = width = the network input's side */
-    char warning[600];               /* what loading worked around, for the caller to show (the frame cache could
-                                      * not be written: the split is used without it); "" when nothing */
-} sf_dataset;
-
 /* Labelled samples as a reader found them, viewed in place in the file's bytes: sample i's image is the
  * channels×height×width bytes at images + i·image_stride, its label the byte at labels + i·label_stride. */
 typedef struct sf_sample_view {
@@ -185,7 +81,6 @@ sf_status sf_dataset_create(int64_t count, int32_t channels, int32_t height, int
 /* Copies a reader's samples into *ds: a new dataset of the view's shape when *ds is NULL, else appended to it (its
  * shape and classes must be the view's). On failure *ds is left as it was. */
 sf_status sf_dataset_append(sf_dataset **ds, const sf_sample_view *v);
-void sf_dataset_free(sf_dataset *ds);
 /* Image folders: the images found bad so far (each counted once, whichever loader met it); 0 for other datasets. */
 int64_t sf_dataset_bad_images(const sf_dataset *ds);
 
@@ -238,69 +133,15 @@ sf_status sf_cifar_parse(const uint8_t *buf, size_t len, sf_sample_view *out);
 #define SF_CIFAR100_RECORD_BYTES (2 + 3 * 32 * 32)
 sf_status sf_cifar100_parse(const uint8_t *buf, size_t len, int coarse, sf_sample_view *out);
 
-/* ---------------------------------------------------------------- encodings
- * An image x in [0, 1] (intensity / 255) becomes T steps of input:
- *   direct   every step carries the (optionally normalised) analog value: (x - mean[c]) / std[c]
- *   poisson  step t spikes (1.0) with probability x; the draw is a pure function of
- *            (seed, epoch, sample index in the dataset, t, pixel), so a resumed run sees identical spikes
- *   latency  time to first spike: one spike at step round((T - 1)·(1 - x)) when x > 0 (brightest first, x = 1
- *            at step 0), no spike at all when x == 0 */
-typedef enum sf_encoding { SF_ENCODING_DIRECT = 0, SF_ENCODING_POISSON, SF_ENCODING_LATENCY } sf_encoding;
+/* ---------------------------------------------------------------- encodings (sf_encoding) */
 sf_status sf_encoding_parse(const char *name, sf_encoding *out);
 const char *sf_encoding_name(sf_encoding e);
 
-/* ---------------------------------------------------------------- loader */
-/* Where a loader keeps its batches: malloc's memory unless given an allocator (a trainer feeding a GPU gives
- * page-locked memory, sf_host_alloc, whose uploads run at the bus's speed). */
-typedef struct sf_batch_memory {
-    void *(*alloc)(size_t bytes, void *ctx); /* NULL: malloc and free */
-    void (*release)(void *p, void *ctx);
-    void *ctx;
-} sf_batch_memory;
-
-typedef struct sf_loader_params {
-    int64_t batch;       /* B */
-    int64_t timesteps;   /* T */
-    sf_encoding encoding; /* images only (synthetic samples are spikes already) */
-    uint64_t seed;       /* shuffling, augmentation and Poisson draws */
-    int32_t training;    /* 1: shuffled order per (seed, epoch), augmentation when `augment`, the last incomplete
-                          * batch dropped. 0 (evaluation): dataset order, no augmentation, the last batch may be
-                          * partial (its `valid` count says how many samples are real) */
-    int32_t augment;     /* training only: images get a random crop with zero padding crop_pad and a horizontal flip
-                          * with p = 1/2 (image folders: a random resized crop and the flip), events the augmentation
-                          * of `events` */
-    int32_t crop_pad;    /* augmented images: the crop's shift in [-crop_pad, crop_pad] per axis (0: the flip alone) */
-    float crop_scale_min; /* augmented image folders: the random resized crop's smallest area fraction, in (0, 1] */
-    float erase_p;       /* augmented images: the probability of random erasing after the crop/flip (encode.c) */
-    int32_t normalize;   /* direct encoding only: (x - mean) / std per channel */
-    float mean[SF_DATASET_MAX_CHANNELS], std[SF_DATASET_MAX_CHANNELS]; /* std[0] == 0: the dataset's values */
-    int32_t prefetch;    /* batches prepared on the loader's threads ahead of the one the caller holds (0: each
-                          * batch is made when asked for, on the caller's thread and its OpenMP threads) */
-    int32_t threads;     /* image folders: the threads decoding images (0: omp_get_max_threads()); other datasets
-                          * prepare a batch on one thread and its OpenMP threads */
-    sf_event_params events; /* event datasets: binning and augmentation */
-    int32_t shards;      /* data-parallel processes (0 or 1: this loader sees every sample): a global batch is
-                          * batch × shards samples of the epoch's order, and this loader takes part `shard` of each
-                          * (samples shard·batch .. (shard+1)·batch − 1 of it); an evaluation epoch's last global
-                          * batch may leave a shard fewer real samples than others, even none (valid = 0) */
-    int32_t shard;
-    sf_batch_memory memory; /* the batches' floats */
-} sf_loader_params;
+/* ---------------------------------------------------------------- loader (sf_loader_params, sf_batch, sf_loader) */
 
 /* batch 64, T 1, direct, seed 0, training, no augmentation (crop_pad 4, crop_scale_min 0.08 and no erasing when
  * turned on), normalised with the dataset's values, 2 batches prefetched. */
 void sf_loader_default_params(sf_loader_params *p);
-
-typedef struct sf_batch {
-    const float *x;          /* [T, B, C, H, W] */
-    const int32_t *labels;   /* [B] */
-    int64_t T, B;
-    int32_t C, H, W;
-    int32_t valid;           /* real samples: B except in an evaluation epoch's partial last batch, or a batch
-                              * whose bad images were skipped (image folders, skip_bad), whose remaining slots
-                              * repeat the batch's real samples (count only the first `valid`) */
-    int64_t epoch, index;    /* which batch this is */
-} sf_batch;
 
 /* Where the loader stands: the next batch it returns is batch `index` of epoch `epoch` (index may equal
  * batches-per-epoch: the epoch is finished and the next call reports its end). Save it with a checkpoint and
@@ -310,15 +151,7 @@ typedef struct sf_loader_state {
     int64_t index;
 } sf_loader_state;
 
-typedef struct sf_loader sf_loader;
-
-/* The dataset is borrowed and must outlive the loader. */
-sf_status sf_loader_create(const sf_dataset *ds, const sf_loader_params *p, sf_loader **out);
-void sf_loader_free(sf_loader *l);
 int64_t sf_loader_batches_per_epoch(const sf_loader *l);
-/* The next batch, valid until the next call on this loader. At the end of an epoch *out is NULL (status SF_OK)
- * and the loader moves on to batch 0 of the next epoch. */
-sf_status sf_loader_next(sf_loader *l, const sf_batch **out);
 void sf_loader_get_state(const sf_loader *l, sf_loader_state *out);
 /* Repositions the loader (dropping any prefetched batch); index in [0, batches-per-epoch]. */
 sf_status sf_loader_set_state(sf_loader *l, const sf_loader_state *st);
@@ -331,10 +164,6 @@ double sf_loader_wait_seconds(const sf_loader *l);
  * counter-based RNG keyed by (seed, epoch). */
 void sf_shuffle_order(uint64_t seed, int64_t epoch, int64_t n, int64_t *order);
 
-/* Encodes `count` samples (dataset indices idx[0..count)) into x [T, B, C, H, W] at batch slots 0..count-1,
- * applying augmentation when p->training && p->augment. Exposed for tests and custom pipelines. */
-void sf_encode_batch(const sf_dataset *ds, const sf_loader_params *p, int64_t epoch, const int64_t *idx,
-                     int64_t count, float *x);
 /* Draws the spike trains of `count` samples of a synthetic dataset into x [T, B, C, H, W] at batch slots
  * 0..count-1 (B = p->batch, T = p->timesteps). A sample is the same in every epoch. */
 void sf_synthetic_batch(const sf_dataset *ds, const sf_loader_params *p, const int64_t *idx, int64_t count,

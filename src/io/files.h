@@ -4,17 +4,16 @@
 #ifndef SF_IO_FILES_H
 #define SF_IO_FILES_H
 
-#include "spikefuse.h"
+#include "spikefuse_train.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
+/* The file helpers programs use too are public (include/spikefuse_train.h: sf_read_file, sf_file_exists, atomic
+ * writes, sf_path_join, sf_dir_create); the rest follow. */
+
 /* ---------------------------------------------------------------- reading
- * A whole file into a malloc'd buffer with a NUL after its *len bytes (so text can be read as a string). The buffer
- * grows with the bytes actually read, never from a size the file claims; more than max_bytes is refused with
- * SF_ERR_FORMAT (SIZE_MAX: no limit). */
-sf_status sf_read_file(const char *path, size_t max_bytes, char **out, size_t *len);
-/* The same, gunzipping transparently when the file is gzip (zlib's gz* API reads plain files as they are);
+ * sf_read_file, gunzipping transparently when the file is gzip (zlib's gz* API reads plain files as they are);
  * max_bytes bounds the decompressed size, and so does the memory the machine has available (sf_memory_available:
  * past it SF_ERR_NOMEM saying so); a cut or corrupt gzip stream is SF_ERR_FORMAT. */
 sf_status sf_read_file_gz(const char *path, size_t max_bytes, char **out, size_t *len);
@@ -24,10 +23,6 @@ sf_status sf_read_file_into(const char *path, size_t max_bytes, uint8_t **buf, s
 /* The first decompressed bytes of a gzip file (at most cap; fewer when it is shorter) into buf: enough to judge its
  * header before the whole of it is unpacked. */
 sf_status sf_read_file_gz_head(const char *path, char *buf, size_t cap, size_t *len);
-/* Whether `path` is an existing regular file (or a link to one). */
-int sf_file_exists(const char *path);
-/* Whether anything exists at `path` (a file, a directory, ...). */
-int sf_path_exists(const char *path);
 /* SF_ERR_IO saying what `path` is instead of a file ("X is a directory, not a file"), for a reader that found
  * something other than a regular file where its file belongs. */
 sf_status sf_not_a_file(const char *path);
@@ -35,23 +30,8 @@ sf_status sf_not_a_file(const char *path);
  * bound of what a reader may unpack into memory. */
 size_t sf_memory_available(void);
 
-/* ---------------------------------------------------------------- atomic writing
- * The bytes go to a temporary file "<path>.tmp.XXXXXX" beside `path`; the commit fsyncs it, gives it the mode a new
- * file gets (0666 less the umask: mkstemp makes 0600), renames it over `path` and fsyncs the directory, so readers
- * and a crash at any moment see the old content or the new one, never a mix. */
-typedef struct sf_atomic_file {
-    const char *path; /* borrowed: must outlive the commit */
-    char tmp[4096];
-    int fd;
-    sf_status status; /* the first failure; later writes do nothing */
-} sf_atomic_file;
+/* ---------------------------------------------------------------- atomic writing (sf_atomic_file) */
 
-sf_status sf_atomic_file_open(sf_atomic_file *f, const char *path);
-sf_status sf_atomic_file_write(sf_atomic_file *f, const void *data, size_t len);
-/* Moves the file into place, or, after any failure, removes the temporary; returns the first failure. */
-sf_status sf_atomic_file_commit(sf_atomic_file *f);
-/* `len` bytes written atomically to `path` (open, write, commit). */
-sf_status sf_write_file_atomic(const char *path, const void *data, size_t len);
 /* Deletes the temporaries "<name>.tmp.XXXXXX" that atomic writes killed midway left in `dir`. */
 sf_status sf_remove_stale_temps(const char *dir);
 /* Whether the directory entry `entry` is a temporary that an atomic write of a file named `name` made. */
@@ -70,14 +50,8 @@ void sf_lock_release(int fd); /* -1: nothing */
 
 /* ---------------------------------------------------------------- paths and directories */
 
-/* Joins dir and name into buf ("dir/name"); SF_ERR_IO (as ENAMETOOLONG) if it does not fit. */
-sf_status sf_path_join(char *buf, size_t cap, const char *dir, const char *name);
-/* Creates `dir` and its missing parents (an existing directory is fine). */
-sf_status sf_dir_create(const char *dir);
 /* SF_ERR_STATE ("DIR is not empty (it holds NAME)") when `dir` has an entry for which `ignore` (may be NULL) is 0. */
 sf_status sf_dir_check_empty(const char *dir, int (*ignore)(const char *name));
-/* Whether `path` is an existing directory (or a link to one). */
-int sf_dir_exists(const char *path);
 /* The names of the regular files in `dir` ending in `suffix`, sorted bytewise, as one malloc'd array of *n
  * pointers followed by the strings (free it with one free()). A directory that cannot be read is SF_ERR_IO. */
 sf_status sf_dir_list(const char *dir, const char *suffix, char ***names, size_t *n);
@@ -94,8 +68,5 @@ typedef struct sf_dir_entry {
 sf_status sf_dir_entries(const char *dir, sf_dir_entry **entries, size_t *n);
 /* Whether two paths name the same existing directory ("run", "./run/" and a symlink to it are one). */
 int sf_same_dir(const char *a, const char *b);
-/* Whether two paths name the same file, existing (the same inode: links too) or to be created (the same name in the
- * same directory: "y.ini" and "./y.ini"). */
-int sf_same_path(const char *a, const char *b);
 
 #endif

@@ -12,7 +12,7 @@
 #ifndef SF_IO_NIR_H
 #define SF_IO_NIR_H
 
-#include "spikefuse.h"
+#include "spikefuse_train.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -45,8 +45,6 @@ typedef struct sf_nir_fields {
     int32_t count;
 } sf_nir_fields;
 
-typedef struct sf_nir_graph sf_nir_graph;
-
 typedef struct sf_nir_node {
     char *name;
     char *type;
@@ -67,8 +65,8 @@ struct sf_nir_graph {
     char version[32];       /* the file's "version" (root graph only) */
 };
 
+/* An empty graph (sf_nir_graph_free, sf_nir_read and sf_nir_write: include/spikefuse_train.h). */
 sf_status sf_nir_graph_create(sf_nir_graph **out);
-void sf_nir_graph_free(sf_nir_graph *g);
 
 /* Appends a node; its name must be new and not empty. *out (optional) points at it until the next append. */
 sf_status sf_nir_add_node(sf_nir_graph *g, const char *name, const char *type, sf_nir_node **out);
@@ -87,13 +85,9 @@ int32_t sf_nir_find_node(const sf_nir_graph *g, const char *name);
 /* The field named `name`, or NULL. */
 const sf_nir_field *sf_nir_field_of(const sf_nir_fields *f, const char *name);
 
-/* Writes the graph to `path` (atomically: a temporary beside it, then renamed), numeric arrays gzip-compressed as
- * nir.write does. `version` is written as the file's format version. */
-sf_status sf_nir_write(const sf_nir_graph *g, const char *version, const char *path);
-/* Reads a NIR file, or a whole file held in memory. Every node's fields are read whatever its type; node groups
- * named "metadata" are skipped; edges must name existing nodes. Malformed content is SF_ERR_FORMAT naming the HDF5
- * path of what is wrong ("node/nodes/fc/weight: ..."). */
-sf_status sf_nir_read(const char *path, sf_nir_graph **out);
+/* Reads a whole NIR file held in memory as sf_nir_read reads a file: every node's fields whatever its type; node
+ * groups named "metadata" are skipped; edges must name existing nodes. Malformed content is SF_ERR_FORMAT naming
+ * the HDF5 path of what is wrong ("node/nodes/fc/weight: ..."). */
 sf_status sf_nir_read_memory(const void *data, size_t len, const char *name, sf_nir_graph **out);
 
 #endif

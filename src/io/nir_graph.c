@@ -43,6 +43,10 @@ void sf_nir_graph_free(sf_nir_graph *g)
     free(g);
 }
 
+int32_t sf_nir_graph_nodes(const sf_nir_graph *g) { return g->num_nodes; }
+
+int32_t sf_nir_graph_edges(const sf_nir_graph *g) { return g->num_edges; }
+
 int32_t sf_nir_find_node(const sf_nir_graph *g, const char *name)
 {
     for (int32_t i = 0; i < g->num_nodes; i++)

@@ -7,7 +7,7 @@
 #ifndef SF_IO_SAFETENSORS_H
 #define SF_IO_SAFETENSORS_H
 
-#include "spikefuse.h"
+#include "spikefuse_train.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -26,19 +26,19 @@ typedef struct sf_st_entry {
     size_t offset, nbytes; /* within the data section */
 } sf_st_entry;
 
-typedef struct sf_safetensors {
+/* A loaded file (the handle sf_safetensors of include/spikefuse_train.h, freed by sf_safetensors_free there). */
+struct sf_safetensors {
     sf_st_entry *entries;
     int32_t count;
     uint8_t *data; /* the data section */
     size_t data_size;
     void *metadata; /* cJSON object of "__metadata__" (string values), or NULL */
-} sf_safetensors;
+};
 
 /* Parses a whole file held in memory (copied); every offset, size and shape is checked against the buffer, and the
  * tensors against their recorded CRC-32s. */
 sf_status sf_safetensors_parse(const uint8_t *buf, size_t len, sf_safetensors **out);
 sf_status sf_safetensors_load(const char *path, sf_safetensors **out);
-void sf_safetensors_free(sf_safetensors *st);
 const sf_st_entry *sf_safetensors_find(const sf_safetensors *st, const char *name);
 /* Copies tensor `name` converted to float32 / float64; its element count must be `numel`. */
 sf_status sf_safetensors_get_f32(const sf_safetensors *st, const char *name, float *dst, int64_t numel);

@@ -20,36 +20,12 @@
 #define SF_TRAIN_CHECKPOINT_H
 
 #include "io/safetensors.h"
-#include "spikefuse.h"
+#include "spikefuse_train.h"
 
 #include <stdint.h>
 
 #define SF_CHECKPOINT_VERSION 1
 
-typedef struct sf_checkpoint_info {
-    const char *config;       /* resolved config text */
-    int64_t epoch;            /* epochs completed */
-    int64_t step;             /* optimizer steps completed */
-    const char *loader_state; /* may be NULL */
-    double best_metric;       /* best test accuracy so far (-1: none yet) */
-    int64_t best_step;        /* step of the best checkpoint (-1: none yet, or not recorded) */
-} sf_checkpoint_info;
-
-/* Writes the net (parameters, buffers, optimizer state, sf_net_state) and `info` to `path`. */
-sf_status sf_checkpoint_save(const sf_net *net, const sf_checkpoint_info *info, const char *path);
-
-/* Opens a checkpoint and checks its format and version; the strings of *info point into *st. */
-sf_status sf_checkpoint_open(const char *path, sf_safetensors **st, sf_checkpoint_info *info);
-
-/* Copies the tensors of `st` into `net`, whose layers must match (names and sizes are checked, and every value must
- * be finite). With
- * with_training_state, the optimizer state and sf_net_state are restored too (the optimizer must be set). */
-sf_status sf_checkpoint_restore(const sf_safetensors *st, sf_net *net, int with_training_state);
-
-/* Gives the layers of the compiled `net` that choose their path (sparse = auto) the crossovers `st` recorded, and
- * with with_densities (continuing the run) the densities their next choice follows, so they choose as the run did
- * instead of measuring. A checkpoint written before they were recorded, or on another device kind or precision,
- * leaves the net's own; one whose layers do not match is refused. */
-sf_status sf_checkpoint_restore_sparse(const sf_safetensors *st, sf_net *net, int with_densities);
+/* The checkpoint calls (sf_checkpoint_info, save, open, restore) are public: include/spikefuse_train.h. */
 
 #endif

@@ -1,10 +1,9 @@
 /* evaluate.c — test-set accuracy and firing rates, counted from the readout logits so that a partial last batch
  * contributes only its real samples. */
-#include "train/evaluate.h"
+#include "spikefuse_train.h"
 
 #include "core/error.h"
 #include "io/interrupt.h"
-#include "train/clock.h"
 
 #include <stdlib.h>
 #include <string.h>

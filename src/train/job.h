@@ -1,12 +1,13 @@
-/* job.h — the trainer's side of a run over several processes (src/dist): how the global batch and T divide between
- * them, the checks that every process runs the same thing, the network on this process's device taking part in the
- * job, and the sums that make every process report and decide the same. With one process every call is trivial. */
+/* job.h — the trainer's side of a run over several processes (src/distributed): how the global batch and T divide
+ * between them, the checks that every process runs the same thing, the network on this process's device taking part
+ * in the job, and the sums that make every process report and decide the same. With one process every call is
+ * trivial. */
 #ifndef SF_TRAIN_JOB_H
 #define SF_TRAIN_JOB_H
 
 #include "config/config.h"
-#include "dist/dist.h"
-#include "train/evaluate.h"
+#include "distributed/dist.h"
+#include "spikefuse_train.h"
 
 typedef struct sf_job {
     sf_dist *dist;          /* NULL: a process alone */
@@ -33,7 +34,7 @@ sf_status sf_job_step_sums(const sf_job *j, double *loss, double *correct, int *
 /* An evaluation's counts summed over the data ranks, its firing rates averaged over every process. */
 sf_status sf_job_merge_eval(const sf_job *j, sf_eval_result *r);
 /* The whole optimizer state on every process (for what reads or writes all of it: a checkpoint, a resume), and back
- * to each process's part where src/dist shards it; every process calls them at the same point. */
+ * to each process's part where src/distributed shards it; every process calls them at the same point. */
 sf_status sf_job_optimizer_whole(const sf_job *j, sf_net *net);
 sf_status sf_job_optimizer_parts(const sf_job *j, sf_net *net);
 /* Whether every process got `s` == SF_OK: returns s, or, where s is SF_OK but another process failed, an error

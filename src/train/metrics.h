@@ -3,7 +3,7 @@
 #ifndef SF_TRAIN_METRICS_H
 #define SF_TRAIN_METRICS_H
 
-#include "spikefuse.h"
+#include "spikefuse_train.h"
 
 #include <stdint.h>
 
@@ -16,9 +16,9 @@ void sf_metrics_close(sf_metrics *m);
 /* Appends `obj` as one line and flushes it. The object stays the caller's. */
 sf_status sf_metrics_write(sf_metrics *m, const struct cJSON *obj);
 
-/* Adds a float as the shortest decimal that reads back as the same float (0.005, not 0.004999999888), so
- * lines stay readable and a float compared across runs compares exactly. */
-struct cJSON *sf_json_add_float(struct cJSON *obj, const char *key, float v);
+/* A float as the shortest decimal that reads back as the same float (0.005, not 0.004999999888), so lines stay
+ * readable and a float compared across runs compares exactly (sf_json_add_float, include/spikefuse_train.h, adds
+ * one to an object). */
 struct cJSON *sf_json_float(float v);
 
 /* Rewrites `path` (atomically) keeping only lines whose "step" is <= max_step: what a resumed run would otherwise

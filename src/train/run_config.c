@@ -1,10 +1,10 @@
 /* run_config.c — configs of existing runs and the same-run check behind --resume. */
-#include "train/run_config.h"
+#include "spikefuse_train.h"
 
 #include "core/error.h"
+#include "train/run_config.h"
 #include "io/files.h"
 #include "train/checkpoint.h"
-#include "train/trainer.h"
 
 #include <stdio.h>
 #include <stdlib.h>

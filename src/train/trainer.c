@@ -1,15 +1,13 @@
 /* trainer.c — the training loop: epochs of training steps, a test pass, checkpoints and metrics after each epoch,
  * and an exact continuation from a checkpoint (model, optimizer, RNG, data position and the epoch's running sums);
  * the run directory is locked while a run writes it, and every state an interruption can leave it in continues. */
-#include "train/trainer.h"
+#include "spikefuse_train.h"
 
 #include "core/error.h"
 #include "io/files.h"
 #include "io/interrupt.h"
 #include "train/checkpoint.h"
 #include "train/choices.h"
-#include "train/clock.h"
-#include "train/evaluate.h"
 #include "train/job.h"
 #include "train/metrics.h"
 #include "train/run_config.h"

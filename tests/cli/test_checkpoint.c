@@ -3,10 +3,10 @@
  * metrics.jsonl is cut back to a checkpoint, run directories are never reused by accident, stale temporaries are
  * removed, locks name their holder, and whole-file reads keep their size limit exactly and refuse directories. */
 #include "io/files.h"
+#include "spikefuse_train.h"
 #include "testutil.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
-#include "train/trainer.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -7,7 +7,7 @@
 #include "io/interrupt.h"
 #include "io/safetensors.h"
 #include "testutil.h"
-#include "train/trainer.h"
+#include "spikefuse_train.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

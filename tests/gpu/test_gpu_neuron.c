@@ -60,11 +60,11 @@ static void check_pieces(const sf_lif_params *p, int64_t T, int64_t N, const flo
     float *dv = dev_poison((size_t)N);
     sf_lif_out o1 = {.s = s, .h = h}, o2 = {.s = s + off, .h = h + off};
     sf_lif_state st1 = {.v_out = v1}, st2 = {.v_in = v1, .dv_out = dv}, back1 = {.dv_in = dv, .dv_out = dv};
-    CHECK_OK(sf_cuda_lif_forward_tuned(p, T1, N, SF_ACT_F32, x, &o1, &st1, tune, NULL));
-    CHECK_OK(sf_cuda_lif_forward_tuned(p, T - T1, N, SF_ACT_F32, x + off, &o2, &st2, tune, NULL));
+    CHECK_OK(sf_cuda_lif_forward_tuned(p, T1, N, SF_SCALAR_F32, x, &o1, &st1, tune, NULL));
+    CHECK_OK(sf_cuda_lif_forward_tuned(p, T - T1, N, SF_SCALAR_F32, x + off, &o2, &st2, tune, NULL));
     CHECK_OK(
-        sf_cuda_lif_backward_tuned(p, T - T1, N, SF_ACT_F32, x + off, NULL, ds + off, dx + off, &st2, tune, NULL));
-    CHECK_OK(sf_cuda_lif_backward_tuned(p, T1, N, SF_ACT_F32, x, NULL, ds, dx, &back1, tune, NULL));
+        sf_cuda_lif_backward_tuned(p, T - T1, N, SF_SCALAR_F32, x + off, NULL, ds + off, dx + off, &st2, tune, NULL));
+    CHECK_OK(sf_cuda_lif_backward_tuned(p, T1, N, SF_SCALAR_F32, x, NULL, ds, dx, &back1, tune, NULL));
     CU(cudaDeviceSynchronize());
     float *ps = host_from(s, n), *ph = host_from(h, n), *pdx = host_from(dx, n);
     CHECK(memcmp(ps, gs, 4 * n) == 0 && memcmp(ph, gh, 4 * n) == 0 && memcmp(pdx, gdx, 4 * n) == 0,
@@ -84,8 +84,8 @@ static void check_ckpt(const sf_lif_params *p, int64_t T, int64_t N, const float
     float *s = dev_poison(n), *dx = dev_poison(n), *ck = dev_poison(nck);
     sf_lif_out o = {.s = s};
     sf_lif_state st = {.v_ckpt = ck};
-    CHECK_OK(sf_cuda_lif_forward_tuned(p, T, N, SF_ACT_F32, x, &o, &st, tune, NULL));
-    CHECK_OK(sf_cuda_lif_backward_tuned(p, T, N, SF_ACT_F32, x, NULL, ds, dx, &st, tune, NULL));
+    CHECK_OK(sf_cuda_lif_forward_tuned(p, T, N, SF_SCALAR_F32, x, &o, &st, tune, NULL));
+    CHECK_OK(sf_cuda_lif_backward_tuned(p, T, N, SF_SCALAR_F32, x, NULL, ds, dx, &st, tune, NULL));
     CU(cudaDeviceSynchronize());
     float *gck = host_from(ck, nck), *cdx = host_from(dx, n);
     const sf_lif_coeffs k = sf_lif_coeffs_of(p);
@@ -113,9 +113,9 @@ static void test_lif_tuned(const sf_lif_params *p, int64_t T, int64_t N, uint64_
     uint8_t *du8 = NULL;
     CU(cudaMalloc((void **)&du8, n ? n : 1));
     sf_lif_out out = {.s = ds_, .s_u8 = du8, .h = dh, .spike_count = dcount};
-    CHECK_OK(sf_cuda_lif_forward_tuned(p, T, N, SF_ACT_F32, dx_, &out, NULL, tune, NULL));
-    CHECK_OK(sf_cuda_lif_backward_tuned(p, T, N, SF_ACT_F32, dx_, NULL, dds, ddx, NULL, tune, NULL));
-    CHECK_OK(sf_cuda_lif_backward(p, T, N, SF_ACT_F32, dx_, dh, dds, ddx_full, NULL, NULL));
+    CHECK_OK(sf_cuda_lif_forward_tuned(p, T, N, SF_SCALAR_F32, dx_, &out, NULL, tune, NULL));
+    CHECK_OK(sf_cuda_lif_backward_tuned(p, T, N, SF_SCALAR_F32, dx_, NULL, dds, ddx, NULL, tune, NULL));
+    CHECK_OK(sf_cuda_lif_backward(p, T, N, SF_SCALAR_F32, dx_, dh, dds, ddx_full, NULL, NULL));
     CU(cudaDeviceSynchronize());
     float *gs = host_from(ds_, n), *gh = host_from(dh, n), *gdx = host_from(ddx, n), *gfull = host_from(ddx_full, n);
     float *gcount = host_from(dcount, 1);
@@ -172,8 +172,8 @@ static void lif_tunings(void)
     float *d = dev_poison(64 * 300);
     sf_lif_out out = {.s = d};
     for (int i = 0; i < 4; i++) {
-        sf_status s = i < 2 ? sf_cuda_lif_forward_tuned(&p, 300, 64, SF_ACT_F32, d, &out, NULL, &bad[i], NULL)
-                            : sf_cuda_lif_backward_tuned(&p, 300, 64, SF_ACT_F32, d, NULL, d, d, NULL, &bad[i], NULL);
+        sf_status s = i < 2 ? sf_cuda_lif_forward_tuned(&p, 300, 64, SF_SCALAR_F32, d, &out, NULL, &bad[i], NULL)
+                            : sf_cuda_lif_backward_tuned(&p, 300, 64, SF_SCALAR_F32, d, NULL, d, d, NULL, &bad[i], NULL);
         CHECK(s == SF_ERR_INVALID, "tuning %d accepted: %s", i, sf_status_str(s));
     }
     cudaFree(d);

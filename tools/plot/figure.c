@@ -1,8 +1,7 @@
 /* figure.c — rendering a figure with cairo: an image surface written as PNG, an SVG surface streamed to memory. */
 #include "plot/figure.h"
 
-#include "core/error.h"
-#include "io/files.h"
+#include "spikefuse_train.h"
 #include "plot/style.h"
 
 #include <cairo-svg.h>

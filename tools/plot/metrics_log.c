@@ -2,8 +2,7 @@
  * that is still being written. */
 #include "plot/run.h"
 
-#include "core/error.h"
-#include "io/files.h"
+#include "spikefuse_train.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -2,8 +2,7 @@
  * render each once as SVG (and PNG when files are wanted), and write the files and the report page. */
 #include "plot/plot.h"
 
-#include "core/error.h"
-#include "io/files.h"
+#include "spikefuse_train.h"
 
 #include <stdio.h>
 #include <stdlib.h>

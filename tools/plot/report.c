@@ -2,8 +2,7 @@
  * final numbers, what is missing, every figure as inline SVG and the resolved config. */
 #include "plot/plot.h"
 
-#include "core/error.h"
-#include "io/files.h"
+#include "spikefuse_train.h"
 
 #include <math.h>
 #include <stdio.h>

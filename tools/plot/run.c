@@ -1,10 +1,7 @@
 /* run.c — opening a run directory for pictures: the config, the metrics so far and the checkpoint to use. */
 #include "plot/run.h"
 
-#include "core/error.h"
-#include "io/files.h"
-#include "train/run_config.h"
-#include "train/trainer.h"
+#include "spikefuse_train.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -4,8 +4,8 @@
 #ifndef SF_PLOT_RUN_H
 #define SF_PLOT_RUN_H
 
-#include "config/config.h"
 #include "spikefuse.h"
+#include "spikefuse_train.h"
 
 #include <stdint.h>
 

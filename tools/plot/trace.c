@@ -2,9 +2,7 @@
  * each LIF layer's spikes and membrane potential, and the output at every time step. */
 #include "plot/run.h"
 
-#include "core/error.h"
-#include "train/checkpoint.h"
-#include "train/evaluate.h"
+#include "spikefuse_train.h"
 
 #include <stdio.h>
 #include <stdlib.h>

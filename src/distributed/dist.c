@@ -1,6 +1,6 @@
 /* dist.c — the job: joining it, the grid of time segments × data ranks, attaching a network (its hooks, with the
  * gradient buckets cut here and carried by the transport), and the host-side checks and sums the trainer needs. */
-#include "dist/dist_internal.h"
+#include "distributed/dist_internal.h"
 
 #include "core/error.h"
 

@@ -23,7 +23,7 @@
  *
  * Profiling: a pair of timing events around each exchange on the backend's stream (and around each gradient
  * all-reduce on its stream), kept until timer_read reads them, and an event where profiling started. */
-#include "dist/dist_internal.h"
+#include "distributed/dist_internal.h"
 
 #include "core/error.h"
 #include "cuda/cuda_backend.h"

@@ -12,7 +12,7 @@
  * the output; the spike count of every LIF layer summed over all processes equals the reference's exactly. Then bad
  * input: T not divisible by the segments, a batch norm that cannot be fused, configs that differ across ranks. */
 #include "core/net_hooks.h"
-#include "dist/dist.h"
+#include "distributed/dist.h"
 #include "testutil.h"
 
 #include <math.h>

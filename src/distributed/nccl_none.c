@@ -1,6 +1,6 @@
 /* nccl_none.c — the GPU transport of a build without NCCL (or without CUDA): several processes on GPUs are refused
  * with what to install; one process needs no transport. */
-#include "dist/dist_internal.h"
+#include "distributed/dist_internal.h"
 
 #include "core/error.h"
 

@@ -1,7 +1,7 @@
-/* mpi.c — the MPI layer of src/dist: joining the job, the grid's communicators, the host-side collectives the
+/* mpi.c — the MPI layer of src/distributed: joining the job, the grid's communicators, the host-side collectives the
  * trainer uses, and the transport of the engine's exchanges through host memory (the CPU backend). Every call runs
  * on the thread that called MPI_Init (MPI_THREAD_FUNNELED); errors come back as sf_status (MPI_ERRORS_RETURN). */
-#include "dist/dist_internal.h"
+#include "distributed/dist_internal.h"
 
 #include "core/error.h"
 

@@ -20,40 +20,18 @@
 #ifndef SF_DIST_DIST_H
 #define SF_DIST_DIST_H
 
-#include "spikefuse.h"
+#include "spikefuse_train.h"
 
 #include <stdint.h>
 
-typedef struct sf_dist sf_dist;
+/* The job's handle, its parameters, joining and leaving it, rank, size, describe and abort are public
+ * (include/spikefuse_train.h); the rest follow. */
 
-typedef struct sf_dist_params {
-    int32_t time_parallel; /* processes per time group (the segments of T); 1: no time pipeline; 0: all of them */
-    int32_t sync_bn;       /* 1: BN batch statistics over every data rank's part of the global batch */
-    int32_t bucket_mib;    /* gradient all-reduce bucket; 0: 25 MiB (PyTorch DDP's default) */
-    int32_t shard_optimizer; /* 1: the optimizer state sharded over each time group (see above); default 1 */
-    int32_t early_receive;   /* GPU: 1 posts each receive from a neighbouring segment as the host reaches it, so it
-                              * waits on the GPU (holding SMs) until the sender gets there; 0 posts it when the
-                              * compute stream needs the data; default 0 */
-} sf_dist_params;
-
-void sf_dist_default_params(sf_dist_params *p);
-
-/* Joins the job: initialises MPI when the process was started by mpirun or srun (else it is a world of one, and MPI
- * is not touched), checks that the world divides into time groups. SF_ERR_INVALID when time_parallel does not
- * divide the world size; SF_ERR_UNSUPPORTED when a launcher started several processes and this build has no MPI. */
-sf_status sf_dist_init(const sf_dist_params *p, sf_dist **out);
-/* Leaves the job (MPI_Finalize after every process has arrived); NULL is a no-op. */
-void sf_dist_free(sf_dist *d);
-
-int32_t sf_dist_rank(const sf_dist *d);       /* in the world */
-int32_t sf_dist_size(const sf_dist *d);       /* processes in the world */
 int32_t sf_dist_local_rank(const sf_dist *d); /* among the processes on this host */
 int32_t sf_dist_data_rank(const sf_dist *d);  /* which part of each global batch this process trains on */
 int32_t sf_dist_data_size(const sf_dist *d);  /* data-parallel ranks: size / time_parallel */
 int32_t sf_dist_segment(const sf_dist *d);    /* this process's time segment */
 int32_t sf_dist_time_parallel(const sf_dist *d);
-/* "MPI <library version>; NCCL x.y.z" (or what is not built in) into buf (snprintf semantics). */
-void sf_dist_describe(char *buf, size_t cap);
 
 /* The device of this process: `dev` itself for the CPU and for a world of one; cuda:<local rank mod the host's
  * devices> for CUDA otherwise. */
@@ -76,11 +54,6 @@ sf_status sf_dist_sum_all(sf_dist *d, double *v, int32_t n);
 sf_status sf_dist_average_buffers(sf_dist *d, sf_net *net);
 /* Waits until every process has arrived. */
 sf_status sf_dist_barrier(sf_dist *d);
-
-/* Ends every process of the job at once (MPI_Abort) after `message` went to stderr, for a process that cannot go on
- * while the others wait in a collective for it. Only tools/ call it: it does not return when the world is larger
- * than one; with one process it returns and the caller exits as usual. */
-void sf_dist_abort(sf_dist *d, int code, const char *message);
 
 /* The whole optimizer state on every process of each time group (a collective, for what reads or writes all of
  * it: a checkpoint), and back to this process's part. No-ops where the state is not sharded. */

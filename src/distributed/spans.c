@@ -1,6 +1,6 @@
 /* spans.c — the profile's record of timed exchanges (sf_dist_profile), which the transports add to as they read
  * their timers: apart from dist.c, which starts the transports, so that they depend on it and not the reverse. */
-#include "dist/dist_internal.h"
+#include "distributed/dist_internal.h"
 
 #include "core/error.h"
 

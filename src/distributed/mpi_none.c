@@ -1,6 +1,6 @@
 /* mpi_none.c — the MPI layer of a build without MPI (libopenmpi-dev was missing): a world of one process; a job
  * that a launcher started with several processes is refused with what to install. */
-#include "dist/dist_internal.h"
+#include "distributed/dist_internal.h"
 
 #include "core/error.h"
 

@@ -8,7 +8,7 @@
 #   differ between ranks; a NaN stops every process at the same step;
 # - a rank killed mid-run: the others stop within seconds with a message, the last checkpoint stays valid.
 . "$(dirname "$0")/../cli/lib.sh"
-DIST=$HERE/../dist
+DIST=$HERE/../distributed
 MPIRUN=(${SF_MPIRUN:?SF_MPIRUN names mpirun and its options} -x OMP_NUM_THREADS)
 
 # mpi EXPECTED NAME NP ARGS...: spikefuse under mpirun with NP processes, like sf.

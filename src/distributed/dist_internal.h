@@ -1,11 +1,11 @@
-/* dist_internal.h — what the files of src/dist share: the job's state, the MPI layer (mpi.c, or mpi_none.c in a
- * build without MPI) and the transports that carry the engine's exchanges (host memory through MPI, device memory
- * through NCCL: nccl.c, or nccl_none.c). Internal to src/dist. */
+/* dist_internal.h — what the files of src/distributed share: the job's state, the MPI layer (mpi.c, or mpi_none.c in
+ * a build without MPI) and the transports that carry the engine's exchanges (host memory through MPI, device memory
+ * through NCCL: nccl.c, or nccl_none.c). Internal to src/distributed. */
 #ifndef SF_DIST_DIST_INTERNAL_H
 #define SF_DIST_DIST_INTERNAL_H
 
 #include "core/net_hooks.h"
-#include "dist/dist.h"
+#include "distributed/dist.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,0 +1,229 @@
+/* backend_ops.h — the one list of the ops of a compute backend (an X-macro file). Each entry names the op's return
+ * type, field name and parameters:
+ *   SF_OP(ret, name, params)   every backend implements it
+ *   SF_OPT(ret, name, params)  optional: a backend may leave it NULL, and the engine checks before calling it (the
+ *                              CPU leaves every optional op NULL; CUDA implements them all)
+ * An includer defines SF_OP (and SF_OPT where optional ops are treated differently; it defaults to SF_OP), includes
+ * this file, and gets one expansion per op, in this order; the file undefines both at its end. From this list come
+ * the op fields of struct sf_backend and the op ids (core/backend.h), the CPU's and the CUDA backend's prototypes
+ * (cpu/cpu_ops.h, cuda/ops.cuh) and table fills, and the op harness's coverage check (tests/ops/).
+ *
+ * The conventions of every op (memory, shapes, element types) are core/backend.h's. Adding an op: an entry here,
+ * sf_cpu_op_<name> and sf_cuda_op_<name>, and rows in the op harness's case table (tests/ops/op_cases.c). */
+#ifndef SF_OPT
+#define SF_OPT SF_OP
+#endif
+
+/* ---- memory */
+SF_OP(sf_status, alloc, (sf_backend *be, size_t bytes, void **out))
+SF_OP(void, release, (sf_backend *be, void *p))
+/* Bytes the backend holds beyond what alloc gave out: library workspaces and its own scratch. */
+SF_OPT(size_t, held_bytes, (sf_backend *be))
+SF_OP(sf_status, copy_from_host, (sf_backend *be, void *dst, const void *src, size_t bytes))
+SF_OP(sf_status, copy_to_host, (sf_backend *be, void *dst, const void *src, size_t bytes))
+SF_OP(sf_status, copy, (sf_backend *be, void *dst, const void *src, size_t bytes))
+SF_OP(sf_status, zero, (sf_backend *be, void *dst, size_t bytes))
+SF_OP(sf_status, sync, (sf_backend *be))
+SF_OP(void, destroy, (sf_backend *be))
+
+/* ---- LIF over [T, N]. The backward takes h (full mode) or, when h is NULL, recomputes it from x (and st->v_in).
+ * st (NULL: none) carries the neuron state across calls, see sf_lif_state in spikefuse.h. */
+SF_OP(sf_status, lif_forward,
+      (sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x, const sf_lif_out *out,
+       const sf_lif_state *st))
+SF_OP(sf_status, lif_backward,
+      (sf_backend *be, const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h, const float *ds,
+       float *dx, const sf_lif_state *st))
+
+/* ---- Batch norm. Statistics: mean and biased var per channel over (rows, hw). */
+SF_OP(sf_status, bn_stats, (sf_backend *be, sf_bn_shape sh, const float *x, float *mean, float *var))
+/* y = (x - mean)·invstd·gamma + beta, invstd = 1/sqrt(var + eps) */
+SF_OP(sf_status, bn_forward,
+      (sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var, float eps,
+       const float *gamma, const float *beta, float *y))
+/* Training-mode BN backward (batch statistics): dx, dgamma, dbeta from x and dy. */
+SF_OP(sf_status, bn_backward,
+      (sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var, float eps,
+       const float *gamma, const float *dy, float *dx, float *dgamma, float *dbeta))
+/* running = (1 - m)·running + m·batch, with the unbiased variance for running_var (PyTorch's rule). */
+SF_OP(sf_status, bn_update_running,
+      (sf_backend *be, sf_bn_shape sh, float momentum, const float *mean, const float *var, float *running_mean,
+       float *running_var))
+/* Fused BN → LIF (Liang et al., Alg. 1–3; docs/architecture.md, References); x is [T, B, C, hw] with rows = T·B.
+ * The LIF recurrence runs over T for each of the B·C·hw neurons. The backward recomputes y = BN(x) and h (or uses h
+ * when given), reduces dgamma and dbeta per channel and writes dx (dx must not overlap x). The backward always
+ * treats mean/var as the batch statistics of x (dx includes the terms through mean and var). st as for the LIF
+ * ops ([B·C·hw] per pointer). split (NULL: none) runs the backward in two phases for statistics that span
+ * several processes, see sf_bn_split. scratch: bn_lif_scratch bytes the plan holds for the backward's per-neuron
+ * sums, or NULL (the backend's own). */
+SF_OP(sf_status, bn_lif_forward,
+      (sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x, const float *mean,
+       const float *var, float eps, const float *gamma, const float *beta, const sf_lif_out *out,
+       const sf_lif_state *st))
+SF_OP(sf_status, bn_lif_backward,
+      (sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x, const float *h,
+       const float *mean, const float *var, float eps, const float *gamma, const float *beta, const float *ds,
+       float *dx, float *dgamma, float *dbeta, const sf_lif_state *st, const sf_bn_split *split, void *scratch))
+/* Bytes of the per-neuron sums bn_lif_backward keeps between its passes for [T·B, C, hw] (0: none). */
+SF_OP(size_t, bn_lif_scratch, (sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh))
+/* Statistics of `parts` equal-sized parts of one batch (time segments or data shards on several processes)
+ * merged into those of the whole: part_stats is [parts][2][C] (each part's mean, then its biased var, as
+ * bn_stats writes them); mean = Σ mean_p / parts, var = Σ (var_p + (mean_p − mean)²) / parts, in double, parts in
+ * order, so every process that merges the same parts gets the same bits. */
+SF_OP(sf_status, bn_stats_merge,
+      (sf_backend *be, int32_t parts, int32_t C, const float *part_stats, float *mean, float *var))
+
+/* ---- Linear: y[rows, out] = x[rows, in]·W[out, in]ᵀ + b[out] (b may be NULL). */
+SF_OP(sf_status, linear_forward,
+      (sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x, const float *w, const float *b,
+       float *y))
+/* dx (may be NULL) = dy·W; dW = dyᵀ·x; db (may be NULL) = Σ_rows dy. */
+SF_OP(sf_status, linear_backward,
+      (sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x, const float *w, const float *dy,
+       float *dx, float *dw, float *db))
+/* linear_forward and _backward for an x that holds only 0 and 1 (spikes): the same results, which a backend may
+ * compute faster with that knowledge (CUDA in fp32: tensor-core products with bf16 or TF32 parts of the other
+ * operand, exact where they meet the 0/1 operand; the CPU runs its dense ops). _backward_bits takes x as its spike
+ * bits [rows][words] (core/spikes.h) instead, where the backend has a faster way than expanding them. */
+SF_OP(sf_status, binary_linear_forward,
+      (sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x, const float *w, const float *b,
+       float *y))
+SF_OP(sf_status, binary_linear_backward,
+      (sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x, const float *w, const float *dy,
+       float *dx, float *dw, float *db))
+SF_OPT(sf_status, binary_linear_backward_bits,
+       (sf_backend *be, int64_t rows, int32_t in, int32_t out, const uint32_t *xbits, const float *w, const float *dy,
+        float *dx, float *dw, float *db))
+
+/* ---- Conv2d, NCHW with n = T·B images; W is [cout, cin, k, k]. Workspace bytes come from conv_workspace: what
+ * conv_forward, conv_backward or either (SF_CONV_PASS_BOTH) needs. */
+SF_OP(size_t, conv_workspace, (sf_backend *be, const sf_conv_shape *sh, sf_conv_pass pass))
+/* Whether `pass` (forward or backward) of the convolution of sh has a measured choice that needs less workspace
+ * than the one it runs (*out: that choice), and with apply, takes it: conv_workspace answers for it from then
+ * on, for every layer of that shape. */
+SF_OPT(bool, conv_lean, (sf_backend *be, const sf_conv_shape *sh, sf_conv_pass pass, bool apply, sf_conv_lean *out))
+SF_OP(sf_status, conv_forward,
+      (sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w, const float *b, float *y, void *ws))
+/* dx may be NULL (first layer); db may be NULL (no bias). dx may be x itself: each image of x is read before
+ * that image of dx is written. */
+SF_OP(sf_status, conv_backward,
+      (sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w, const float *dy, float *dx, float *dw,
+       float *db, void *ws))
+
+/* ---- Pools over n planes of h×w. maxpool keeps the argmax position inside each window as a byte. */
+SF_OP(sf_status, avgpool_forward, (sf_backend *be, const sf_pool_shape *sh, const float *x, float *y))
+SF_OP(sf_status, avgpool_backward, (sf_backend *be, const sf_pool_shape *sh, const float *dy, float *dx))
+SF_OP(sf_status, maxpool_forward, (sf_backend *be, const sf_pool_shape *sh, const float *x, float *y, uint8_t *argmax))
+SF_OP(sf_status, maxpool_backward,
+      (sf_backend *be, const sf_pool_shape *sh, const uint8_t *argmax, const float *dy, float *dx))
+
+/* ---- Dropout with one mask over all T steps: mask[i] = hash(seed, counter, i) >= p for i in [0, n) where
+ * n = B·features; y[t, i] = x[t, i]·mask[i]/(1 - p). The same (seed, counter) give the same mask on
+ * every backend (see sf_dropout_keep in rng.h). The backward applies the same scaling to dy. */
+SF_OP(sf_status, dropout_forward,
+      (sf_backend *be, int64_t T, int64_t n, float p, uint64_t seed, uint64_t counter, const float *x, float *y))
+SF_OP(sf_status, dropout_backward,
+      (sf_backend *be, int64_t T, int64_t n, float p, uint64_t seed, uint64_t counter, const float *dy, float *dx))
+
+/* ---- Element-wise helpers: y = a + b; y += alpha·x; spike bytes to the act type and back (x is 0/1). */
+SF_OP(sf_status, add, (sf_backend *be, int64_t n, const float *a, const float *b, float *y))
+SF_OP(sf_status, axpy, (sf_backend *be, int64_t n, float alpha, const float *x, float *y))
+SF_OP(sf_status, u8_to_act, (sf_backend *be, int64_t n, const uint8_t *x, float *y))
+SF_OP(sf_status, act_to_u8, (sf_backend *be, int64_t n, const float *x, uint8_t *y))
+
+/* ---- Readout over [T, B, K]: r_t = a·r_{t-1} + c·o_t (a = 0, c = 1 is the identity; the engine uses that
+ * for the mean readout and skips the op). The backward runs in reverse time. */
+SF_OP(sf_status, leaky_forward, (sf_backend *be, int64_t T, int64_t n, float a, float c, const float *o, float *r))
+SF_OP(sf_status, leaky_backward, (sf_backend *be, int64_t T, int64_t n, float a, float c, const float *dr, float *doo))
+/* Softmax cross-entropy on logits built from r[T, B, K]:
+ *   per_step = 0: z = mean_t r_t, loss = mean_b CE(z_b); per_step = 1: loss = mean_{t,b} CE(r_{t,b});
+ *   CE against the label smoothed by eps: 1 − eps on it, eps/K on every class (eps = 0: the one-hot label).
+ * Writes dr[T, B, K] (the gradient of the loss), logits_mean[B, K] = mean_t r_t, and stats[0] = loss,
+ * stats[1] = number of samples whose argmax(logits_mean) equals the label. labels are B int32 on the backend.
+ * dr may be NULL (evaluation). */
+SF_OP(sf_status, softmax_xent,
+      (sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step, float eps, const float *r,
+       const int32_t *labels, float *dr, float *logits_mean, float *stats))
+/* Mean squared error between the T-mean of r (the firing rate) and the one-hot label over the B·K values:
+ * loss = Σ (mean_t r_t − onehot)² / (B·K), dr_t = 2·(mean_t r_t − onehot) / (B·K·T). The other arguments as
+ * softmax_xent's. */
+SF_OP(sf_status, mse_rate,
+      (sf_backend *be, int64_t T, int64_t B, int32_t K, const float *r, const int32_t *labels, float *dr,
+       float *logits_mean, float *stats))
+
+/* ---- One update over all n parameters at once (they live in one allocation).
+ * SGD (PyTorch semantics): g += wd·p; buf = momentum·buf + g (buf = g at step 1); g = nesterov ? g + momentum·buf
+ * : buf; p -= lr·g. Adam/AdamW (decoupled = 1: p -= lr·wd·p first, else g += wd·p), bias-corrected with
+ * `step` counted from 1. */
+SF_OP(sf_status, sgd_step,
+      (sf_backend *be, int64_t n, float lr, float momentum, int32_t nesterov, float wd, int64_t step, float *p,
+       const float *g, float *buf))
+SF_OP(sf_status, adam_step,
+      (sf_backend *be, int64_t n, float lr, float beta1, float beta2, float eps, float wd, int32_t decoupled,
+       int64_t step, float *p, const float *g, float *m, float *v))
+/* flag[0] = 1 if any of x[0..n) is NaN or Inf (flag is one float on the backend, set, never cleared). */
+SF_OP(sf_status, check_finite, (sf_backend *be, int64_t n, const float *x, float *flag))
+
+/* ---- Needed only where act is 16-bit: y = x converted between two storage types (to nearest, ties to even), for
+ * the input upload, the weights' 16-bit copy and reading activations back; and x *= factor[0] over n elements of
+ * type t, the factor read from backend memory when the op runs (a recorded graph sees its later values): fp16's
+ * loss scaling. */
+SF_OPT(sf_status, convert, (sf_backend *be, int64_t n, sf_scalar from, const void *x, sf_scalar to, void *y))
+SF_OPT(sf_status, scale, (sf_backend *be, int64_t n, sf_scalar t, const float *factor, void *x))
+
+/* ---- Event-driven execution (core/spikes.h's compact form; Finkbeiner & Neftci). Sums over active inputs run in
+ * ascending input order, so every op is deterministic; results equal the dense ops' within float rounding.
+ * x [rows, n] of 0/1 values → compact form (bits; idx and cnt where out gives them); *count += number of ones;
+ * flag[0] = 1 where an element is neither 0 nor 1 (flag may be NULL; never cleared). */
+SF_OP(sf_status, spikes_compact,
+      (sf_backend *be, int64_t rows, int64_t n, const float *x, const sf_spikes *out, float *count, float *flag))
+/* bits [rows, words] → y [rows, n] of 0/1 values. */
+SF_OP(sf_status, spikes_expand, (sf_backend *be, int64_t rows, int64_t n, const uint32_t *bits, float *y))
+/* Scratch bytes that spike_linear_forward and _backward need for this shape. */
+SF_OP(size_t, spike_linear_workspace, (sf_backend *be, int64_t rows, int32_t in, int32_t out))
+/* y[r, :] = b + Σ_{i active in row r of x} W[:, i] (x: idx and cnt; b may be NULL). */
+SF_OP(sf_status, spike_linear_forward,
+      (sf_backend *be, int64_t rows, int32_t in, int32_t out, const sf_spikes *x, const float *w, const float *b,
+       float *y, void *ws))
+/* The linear backward with a spike input x (its bits): dW[j, i] = Σ over rows where x_i is active of dy[r, j];
+ * dx (may be NULL) = dy·W, summed over the nonzero entries of dy when dy_mask (their bits and cnt, from
+ * lif_backward_masked) is given, else dense; db (may be NULL) as linear_backward. */
+SF_OP(sf_status, spike_linear_backward,
+      (sf_backend *be, int64_t rows, int32_t in, int32_t out, const uint32_t *x, const float *w, const float *dy,
+       const sf_spikes *dy_mask, float *dx, float *dw, float *db, void *ws))
+/* lif_backward over T steps of B rows of n neurons (N = B·n) that also writes where dx is nonzero (mask bits and
+ * cnt) and adds their number to *count: with grad_threshold, dL/dh is zero wherever the surrogate and the
+ * membrane path are both zero, and the linear layer before uses that. */
+SF_OP(sf_status, lif_backward_masked,
+      (sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n, const float *x, const float *h,
+       const float *ds, float *dx, const sf_spikes *mask, float *count, const sf_lif_state *st))
+/* Recurrent LIF (SF_LAYER_RLIF) over x [T, B, n] with V [n, n]: y_t = x_t + V·s_{t-1}, then the LIF step on y_t.
+ * `sparse`: V·s_{t-1} sums the columns of V of the neurons that spiked (out->c must then hold idx and cnt: the
+ * lists the next step reads), else a dense product per step. out: as lif_forward (s, h, c, spike_count). */
+SF_OP(size_t, rlif_workspace, (sf_backend *be, int64_t T, int64_t B, int64_t n))
+SF_OP(sf_status, rlif_forward,
+      (sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n, const float *x, const float *v,
+       int32_t sparse, const sf_lif_out *out, void *ws))
+/* BPTT through the recurrence: ds is dL/ds from the layers above; writes dx = dL/dy (the input's gradient) and
+ * dv = dL/dV. h: the forward's membrane potentials, or NULL to rerun the forward from x (with fwd_sparse as the
+ * forward ran, so h is bitwise the same). bwd_sparse: SF_RLIF_SPARSE_DV takes dV from the spike bits,
+ * SF_RLIF_SPARSE_DY sums Vᵀ·dy_{t+1} over the nonzero entries of dy_{t+1} only. mask (may be NULL): where dx is
+ * nonzero, as lif_backward_masked writes it; *grad_count += their number (may be NULL). s_bits (may be NULL):
+ * the forward's spike bits [T·B][words] where they were kept, else they are made again from h. */
+SF_OP(sf_status, rlif_backward,
+      (sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n, const float *x, const float *h,
+       const uint32_t *s_bits, const float *v, const float *ds, int32_t fwd_sparse, int32_t bwd_sparse, float *dx,
+       float *dv, const sf_spikes *mask, float *grad_count, void *ws))
+
+/* ---- Recording (optional): the ops issued between graph_begin and graph_end are recorded instead of run, then
+ * replayed all with one graph_launch. Recorded ops keep their arguments, so they must be repeatable as they are.
+ * graph_end always ends the recording; on failure *graph is NULL and the backend runs ops normally again.
+ * graph_launch answers SF_ERR_STATE when memory of the backend's own that the graph uses has moved since (the caller
+ * records again). graph_free accepts NULL. */
+SF_OPT(sf_status, graph_begin, (sf_backend *be))
+SF_OPT(sf_status, graph_end, (sf_backend *be, void **graph))
+SF_OPT(sf_status, graph_launch, (sf_backend *be, void *graph))
+SF_OPT(void, graph_free, (sf_backend *be, void *graph))
+
+#undef SF_OP
+#undef SF_OPT
