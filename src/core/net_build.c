@@ -153,25 +153,10 @@ sf_status sf_net_layer_desc(const sf_net *net, int32_t i, sf_layer_desc *out)
 
 void sf_net_get_params(const sf_net *net, sf_net_params *out) { *out = net->p; }
 
-/* Output shape of tensor `id` as the layers so far define it. */
-static void shape_of(const sf_net *net, int32_t id, int32_t chw[3])
-{
-    if (id == 0) {
-        chw[0] = net->p.in_channels;
-        chw[1] = net->p.in_height;
-        chw[2] = net->p.in_width;
-        return;
-    }
-    const sf_net_layer *l = &net->layers[id - 1];
-    chw[0] = l->out_c;
-    chw[1] = l->out_h;
-    chw[2] = l->out_w;
-}
-
 sf_status sf_net_tensor_shape(const sf_net *net, int32_t id, int32_t chw[3])
 {
     if (id < 0 || id > net->n_layers) return sf_fail(SF_ERR_INVALID, "tensor id %d out of range", id);
-    shape_of(net, id, chw);
+    sf_net_shape_of(net, id, chw);
     return SF_OK;
 }
 
@@ -180,7 +165,7 @@ static sf_status infer_shape(sf_net *net, sf_net_layer *l, int32_t index)
 {
     const sf_layer_desc *d = &l->d;
     int32_t in[3];
-    shape_of(net, l->in, in);
+    sf_net_shape_of(net, l->in, in);
     int32_t c = in[0], h = in[1], w = in[2];
     const char *name = sf_layer_kind_name(d->kind);
     switch (d->kind) {
@@ -253,7 +238,7 @@ static sf_status infer_shape(sf_net *net, sf_net_layer *l, int32_t index)
         if (l->in2 < 0 || l->in2 > index)
             return sf_fail(SF_ERR_INVALID, "layer %d (add): input2 = %d is not an earlier tensor", index, d->input2);
         int32_t o[3];
-        shape_of(net, l->in2, o);
+        sf_net_shape_of(net, l->in2, o);
         if (o[0] != c || o[1] != h || o[2] != w)
             return sf_fail(SF_ERR_INVALID, "layer %d (add): shapes %dx%dx%d and %dx%dx%d differ", index, c, h, w,
                            o[0], o[1], o[2]);
@@ -304,7 +289,7 @@ sf_status sf_net_add(sf_net *net, const sf_layer_desc *d, int32_t *out_id)
 
     /* Parameter sizes (PyTorch shapes); offsets are assigned in order. */
     int32_t in[3];
-    shape_of(net, l->in, in);
+    sf_net_shape_of(net, l->in, in);
     int64_t wn = 0, bn = 0, rn = 0;
     if (d->kind == SF_LAYER_LINEAR) {
         wn = (int64_t)d->out_features * in[0] * in[1] * in[2];
@@ -351,7 +336,7 @@ const char *sf_net_summary(sf_net *net)
     for (int32_t i = 0; i < net->n_layers; i++) {
         const sf_net_layer *l = &net->layers[i];
         int32_t o[3];
-        shape_of(net, l->out, o);
+        sf_net_shape_of(net, l->out, o);
         int64_t np = (l->w_off >= 0 ? l->w_numel : 0) + (l->b_off >= 0 ? l->b_numel : 0);
         const char *kind = l->d.kind == SF_LAYER_LIF ? sf_neuron_model_name(l->d.lif.model) : sf_layer_kind_name(l->d.kind);
         len += (size_t)snprintf(s + len, cap - len, "%3d %-10s in=%-3d", i, kind, l->in);

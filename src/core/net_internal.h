@@ -175,10 +175,34 @@ static inline void *sf_net_slot_ptr(const sf_net *net, sf_slot s)
     }
     return NULL;
 }
+/* The tensor whose storage tensor t shares (flatten aliases), t itself if none. */
+static inline int32_t sf_net_root(const sf_net *net, int32_t t) { return net->tensors[t].alias_of; }
 /* Storage of a tensor's forward values (follows flatten aliases), in the backend's act type. */
 static inline float *sf_net_act(sf_net *net, int32_t id)
 {
-    return sf_net_slot_ptr(net, net->tensors[net->tensors[id].alias_of].act);
+    return sf_net_slot_ptr(net, net->tensors[sf_net_root(net, id)].act);
+}
+/* Storage of a tensor's gradient (follows aliases), in the act type; NULL where none is planned. */
+static inline float *sf_net_grad(sf_net *net, int32_t id)
+{
+    return sf_net_slot_ptr(net, net->tensors[sf_net_root(net, id)].grad);
+}
+/* Rows of every [T, B, ...] tensor of this process: T·B. */
+static inline int64_t sf_net_rows(const sf_net *net) { return net->T * net->B; }
+/* Bytes of tensor t over all rows at `elem` bytes per element. */
+static inline size_t sf_net_tensor_bytes(const sf_net *net, int32_t t, size_t elem)
+{
+    return (size_t)(sf_net_rows(net) * net->tensors[t].per_sample) * elem;
+}
+/* The shape (c, h, w) of tensor id as the layers so far define it. */
+static inline void sf_net_shape_of(const sf_net *net, int32_t id, int32_t chw[3])
+{
+    if (id == 0) {
+        chw[0] = net->p.in_channels, chw[1] = net->p.in_height, chw[2] = net->p.in_width;
+        return;
+    }
+    const sf_net_layer *l = &net->layers[id - 1];
+    chw[0] = l->out_c, chw[1] = l->out_h, chw[2] = l->out_w;
 }
 
 /* The device-side step statistics: what the softmax writes, the finite flags and fp16's loss scale. */
@@ -203,6 +227,9 @@ static inline float *sf_net_weight(sf_net *net, int64_t off)
     if (!net->params_act) return net->params + off;
     return (float *)((char *)net->params_act + (size_t)off * sf_net_act_size(net));
 }
+/* The fp32 parameters and their gradients at offset off (biases, BN and neuron parameters), NULL for off < 0. */
+static inline float *sf_net_param(sf_net *net, int64_t off) { return off >= 0 ? net->params + off : NULL; }
+static inline float *sf_net_param_grad(sf_net *net, int64_t off) { return off >= 0 ? net->grads + off : NULL; }
 /* Whether the net scales its loss: fp16 activations do. */
 static inline bool sf_net_scales_loss(const sf_net *net) { return net->be->act == SF_ACT_F16; }
 

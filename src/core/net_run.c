@@ -8,10 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-static float *grad_of(sf_net *net, int32_t id) { return sf_net_slot_ptr(net, net->tensors[net->tensors[id].alias_of].grad); }
-
-static float *param(sf_net *net, int64_t off) { return off >= 0 ? net->params + off : NULL; }
-
 static double now_ms(void)
 {
     struct timespec ts;
@@ -19,9 +15,10 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-static int64_t rows(const sf_net *net) { return net->T * net->B; }
-
-static sf_bn_shape bn_shape(const sf_net *net, const sf_net_layer *bn) { return sf_net_bn_shape(net, bn->in, rows(net)); }
+static sf_bn_shape bn_shape(const sf_net *net, const sf_net_layer *bn)
+{
+    return sf_net_bn_shape(net, bn->in, sf_net_rows(net));
+}
 
 /* Runs a LIF layer (with its fused BN, if any) forward, in time segments taking v from the previous segment and
  * passing its last v on. `out` says what to write. */
@@ -39,7 +36,7 @@ static sf_status neuron_forward(sf_net *net, const sf_net_layer *l, bool trainin
         const float *mean = training ? sf_net_slot_ptr(net, bn->mean) : net->buffers + bn->rm_off;
         const float *var = training ? sf_net_slot_ptr(net, bn->var) : net->buffers + bn->rv_off;
         SF_TRY(be->bn_lif_forward(be, &l->d.lif, net->T, bn_shape(net, bn), sf_net_act(net, bn->in), mean, var,
-                                  bn->d.bn_eps, param(net, bn->w_off), param(net, bn->b_off), out, st));
+                                  bn->d.bn_eps, sf_net_param(net, bn->w_off), sf_net_param(net, bn->b_off), out, st));
     }
     return sf_net_state_forward_done(net, l);
 }
@@ -62,10 +59,10 @@ sf_status sf_net_synapse_forward(sf_net *net, const sf_net_layer *l, const float
     switch (l->d.kind) {
     case SF_LAYER_LINEAR:
         return (sf_net_tensor_is_binary(net, l->in) ? be->binary_linear_forward : be->linear_forward)(
-            be, rows(net), (int32_t)net->tensors[l->in].per_sample, l->d.out_features, x, sf_net_weight(net, l->w_off),
-            param(net, l->b_off), y);
+            be, sf_net_rows(net), (int32_t)net->tensors[l->in].per_sample, l->d.out_features, x,
+            sf_net_weight(net, l->w_off), sf_net_param(net, l->b_off), y);
     case SF_LAYER_CONV2D:
-        return be->conv_forward(be, &l->conv, x, sf_net_weight(net, l->w_off), param(net, l->b_off), y, scratch);
+        return be->conv_forward(be, &l->conv, x, sf_net_weight(net, l->w_off), sf_net_param(net, l->b_off), y, scratch);
     case SF_LAYER_AVGPOOL2D: return be->avgpool_forward(be, &l->pool, x, y);
     default: return sf_fail(SF_ERR_STATE, "internal: layer kind %d has no synapse forward", (int)l->d.kind);
     }
@@ -78,7 +75,7 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
     const sf_net_tensor *out_t = &net->tensors[l->out];
     const float *x = sf_net_act(net, l->in);
     float *y = sf_net_act(net, l->out);
-    int64_t n_in = rows(net) * net->tensors[l->in].per_sample;
+    int64_t n_in = sf_net_rows(net) * net->tensors[l->in].per_sample;
     switch (l->d.kind) {
     case SF_LAYER_LINEAR:
         if (l->sparse != SF_SPARSE_OFF) {
@@ -104,8 +101,8 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
         if (!l->absorbed) {
             const float *mean = training ? sf_net_slot_ptr(net, l->mean) : net->buffers + l->rm_off;
             const float *var = training ? sf_net_slot_ptr(net, l->var) : net->buffers + l->rv_off;
-            SF_TRY(be->bn_forward(be, bn_shape(net, l), x, mean, var, l->d.bn_eps, param(net, l->w_off),
-                                  param(net, l->b_off), y));
+            SF_TRY(be->bn_forward(be, bn_shape(net, l), x, mean, var, l->d.bn_eps, sf_net_param(net, l->w_off),
+                                  sf_net_param(net, l->b_off), y));
         }
         break;
     case SF_LAYER_LIF:
@@ -128,7 +125,7 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
         }
         if (out_t->compact && l->fused_bn) {
             sf_spikes c = sf_net_compact_of(net, l->out);
-            SF_TRY(be->spikes_compact(be, rows(net), out_t->per_sample, y, &c, NULL, NULL));
+            SF_TRY(be->spikes_compact(be, sf_net_rows(net), out_t->per_sample, y, &c, NULL, NULL));
         }
         break;
     }
@@ -139,15 +136,16 @@ static sf_status layer_forward(sf_net *net, int32_t i, bool training)
     /* Binary outputs of other layers (a max-pool of spikes) are kept as bytes too, or made compact. */
     bool other = l->d.kind != SF_LAYER_LIF && l->d.kind != SF_LAYER_RLIF && l->d.kind != SF_LAYER_FLATTEN;
     if (training && l->d.kind != SF_LAYER_LIF && l->d.kind != SF_LAYER_FLATTEN && out_t->keep == SF_KEEP_BYTES)
-        SF_TRY(be->act_to_u8(be, rows(net) * out_t->per_sample, y, sf_net_slot_ptr(net, out_t->bytes)));
+        SF_TRY(be->act_to_u8(be, sf_net_rows(net) * out_t->per_sample, y, sf_net_slot_ptr(net, out_t->bytes)));
     if (other && out_t->compact) {
         sf_spikes c = sf_net_compact_of(net, l->out);
-        SF_TRY(be->spikes_compact(be, rows(net), out_t->per_sample, y, &c, sf_net_ones_count(net, l->out), NULL));
+        SF_TRY(
+            be->spikes_compact(be, sf_net_rows(net), out_t->per_sample, y, &c, sf_net_ones_count(net, l->out), NULL));
     }
     if (training && out_t->keep == SF_KEEP_BITS && !out_t->compact && l->d.kind != SF_LAYER_FLATTEN) {
         /* lean mode: the bits alone are kept (its neuron layer counted its spikes) */
         sf_spikes c = {.bits = sf_net_slot_ptr(net, out_t->cbits)};
-        SF_TRY(be->spikes_compact(be, rows(net), out_t->per_sample, y, &c, NULL, NULL));
+        SF_TRY(be->spikes_compact(be, sf_net_rows(net), out_t->per_sample, y, &c, NULL, NULL));
     }
     return SF_OK;
 }
@@ -176,7 +174,7 @@ sf_status sf_net_upload_input(sf_net *net, const float *x)
                                : sf_fail(SF_ERR_STATE, "forward: input is NULL, and no earlier step put one on the "
                                                        "device since the network was compiled");
     sf_backend *be = net->be;
-    int64_t n = rows(net) * net->tensors[0].per_sample;
+    int64_t n = sf_net_rows(net) * net->tensors[0].per_sample;
     x += net->hooks.seg * n; /* x holds all T steps; a time segment takes its own (time-major: one contiguous block) */
     if (be->act == SF_ACT_F32) {
         SF_TRY(be->copy_from_host(be, sf_net_act(net, 0), x, (size_t)n * sizeof(float)));
@@ -197,7 +195,7 @@ sf_status sf_net_run_forward(sf_net *net, bool training)
     if (net->tensors[0].compact) { /* the input's spikes; a value other than 0 or 1 flags SF_STAT_INPUT_BAD */
         sf_spikes c = sf_net_compact_of(net, 0);
         SF_TRY(be->zero(be, net->stats + SF_STAT_INPUT_BAD, sizeof(float)));
-        SF_TRY(be->spikes_compact(be, rows(net), net->tensors[0].per_sample, sf_net_act(net, 0), &c,
+        SF_TRY(be->spikes_compact(be, sf_net_rows(net), net->tensors[0].per_sample, sf_net_act(net, 0), &c,
                                   sf_net_ones_count(net, 0), net->stats + SF_STAT_INPUT_BAD));
     }
     for (int32_t i = 0; i < net->n_layers; i++)
@@ -246,8 +244,9 @@ sf_status sf_net_loss_ops(sf_net *net, bool labelled)
         SF_TRY(be->leaky_forward(be, net->T_all, net->B * K, a, c, sf_net_gather_output(net), net->readout));
     float *dr = NULL;
     if (labelled && net->last_training)
-        dr = net->p.readout == SF_READOUT_LEAKY ? net->dreadout
-                                                : (sf_net_pipelined(net) ? net->dout_all : grad_of(net, net->n_layers));
+        dr = net->p.readout == SF_READOUT_LEAKY
+                 ? net->dreadout
+                 : (sf_net_pipelined(net) ? net->dout_all : sf_net_grad(net, net->n_layers));
     if (net->p.loss == SF_LOSS_MSE_RATE) {
         if (!be->mse_rate) return sf_fail(SF_ERR_UNSUPPORTED, "the %s backend has no MSE-on-rate loss", be->name);
         SF_TRY(be->mse_rate(be, net->T_all, net->B, K, r, net->labels, dr, net->logits, net->stats));
@@ -316,18 +315,18 @@ sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *out)
     if (!held || x->act.where == SF_ARENA_NONE)
         return sf_fail(SF_ERR_STATE, "tensor %d is not held after the forward (only kept tensors and the output are)", id);
     sf_backend *be = net->be;
-    int64_t n = rows(net) * x->per_sample;
+    int64_t n = sf_net_rows(net) * x->per_sample;
     const void *src = sf_net_slot_ptr(net, x->act);
     if (be->act == SF_ACT_F32) {
         SF_TRY(be->copy_to_host(be, out, src, (size_t)n * sizeof(float)));
-        return host_nchw(x, rows(net), out);
+        return host_nchw(x, sf_net_rows(net), out);
     }
     void *wide = NULL; /* a rare query: its own allocation rather than planned workspace */
     SF_TRY(be->alloc(be, (size_t)n * sizeof(float), &wide));
     sf_status s = be->convert(be, n, be->act, src, SF_ACT_F32, wide);
     if (s == SF_OK) s = be->copy_to_host(be, out, wide, (size_t)n * sizeof(float));
     be->release(be, wide);
-    return s == SF_OK ? host_nchw(x, rows(net), out) : s;
+    return s == SF_OK ? host_nchw(x, sf_net_rows(net), out) : s;
 }
 
 sf_status sf_net_set_keep_activations(sf_net *net, int32_t on)
@@ -351,8 +350,8 @@ sf_status sf_net_read_membrane(const sf_net *net, int32_t id, float *out)
                        "sf_net_set_keep_activations before sf_net_compile)",
                        id);
     SF_TRY(net->be->copy_to_host(net->be, out, sf_net_slot_ptr(net, l->h),
-                                 (size_t)(rows(net) * net->tensors[id].per_sample) * sizeof(float)));
-    return host_nchw(&net->tensors[id], rows(net), out);
+                                 (size_t)(sf_net_rows(net) * net->tensors[id].per_sample) * sizeof(float)));
+    return host_nchw(&net->tensors[id], sf_net_rows(net), out);
 }
 
 int32_t sf_net_firing_rates(const sf_net *net, float *rates, int32_t cap)
@@ -364,7 +363,7 @@ int32_t sf_net_firing_rates(const sf_net *net, float *rates, int32_t cap)
     for (int32_t i = 0; i < net->n_layers; i++) {
         const sf_net_layer *l = &net->layers[i];
         if ((l->d.kind != SF_LAYER_LIF && l->d.kind != SF_LAYER_RLIF) || l->lif_index >= cap) continue;
-        double n = (double)rows(net) * (double)net->tensors[l->out].per_sample;
+        double n = (double)sf_net_rows(net) * (double)net->tensors[l->out].per_sample;
         rates[l->lif_index] = (float)(net->host_counts[l->lif_index] / n);
     }
     return net->n_lif;

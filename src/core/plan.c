@@ -105,12 +105,10 @@ static request *scratch_request(request *req, int32_t n, sf_net_layer *l, sf_con
     return find_request(req, n, pass == SF_CONV_PASS_FORWARD ? &l->fwd_scratch : &l->bwd_scratch);
 }
 
-static int32_t root(const sf_net *net, int32_t t) { return net->tensors[t].alias_of; }
-
 /* The layer whose forward layer l's backward reruns to rebuild its input (lean mode), or NULL. */
 static const sf_net_layer *rerun_of(const sf_net *net, const sf_net_layer *l)
 {
-    const sf_net_tensor *x = &net->tensors[root(net, l->in)];
+    const sf_net_tensor *x = &net->tensors[sf_net_root(net, l->in)];
     return x->keep == SF_KEEP_RERUN ? &net->layers[x->producer] : NULL;
 }
 
@@ -195,11 +193,6 @@ static void lean_convs(sf_net *net, planner *pl)
     free(copy);
 }
 
-static size_t tensor_bytes(const sf_net *net, int32_t t, size_t elem)
-{
-    return (size_t)(net->T * net->B * net->tensors[t].per_sample) * elem;
-}
-
 /* The layer whose backward writes the gradient of consumer c's input: a BN fused into a LIF writes through it. */
 static int32_t writer_of(const sf_net *net, int32_t c)
 {
@@ -235,7 +228,7 @@ static void build_tensors(sf_net *net)
         sf_net_tensor *x = &net->tensors[t];
         memset(x, 0, sizeof *x);
         int32_t chw[3];
-        sf_net_tensor_shape(net, t, chw);
+        sf_net_shape_of(net, t, chw);
         x->c = chw[0];
         x->h = chw[1];
         x->w = chw[2];
@@ -260,8 +253,8 @@ static void build_tensors(sf_net *net)
         }
         o->requires_grad = l->w_off >= 0 || a->requires_grad ||
                            (l->d.kind == SF_LAYER_ADD && net->tensors[l->in2].requires_grad);
-        net->tensors[root(net, l->in)].consumers++;
-        if (l->d.kind == SF_LAYER_ADD) net->tensors[root(net, l->in2)].consumers++;
+        net->tensors[sf_net_root(net, l->in)].consumers++;
+        if (l->d.kind == SF_LAYER_ADD) net->tensors[sf_net_root(net, l->in2)].consumers++;
     }
 }
 
@@ -312,8 +305,8 @@ static void decide_layouts(sf_net *net)
     for (int32_t i = 0; i < L; i++) {
         const sf_net_layer *l = &net->layers[i];
         if (reads_nhwc(l)) continue;
-        net->tensors[root(net, l->in)].nhwc = false;
-        if (l->d.kind == SF_LAYER_ADD) net->tensors[root(net, l->in2)].nhwc = false;
+        net->tensors[sf_net_root(net, l->in)].nhwc = false;
+        if (l->d.kind == SF_LAYER_ADD) net->tensors[sf_net_root(net, l->in2)].nhwc = false;
     }
     for (bool changed = true; changed;) {
         changed = false;
@@ -346,12 +339,12 @@ static bool rerunnable(const sf_net *net, int32_t t)
     const sf_net_layer *p = &net->layers[x->producer];
     const bool synapse = p->d.kind == SF_LAYER_CONV2D || p->d.kind == SF_LAYER_AVGPOOL2D ||
                          (p->d.kind == SF_LAYER_LINEAR && p->sparse == SF_SPARSE_OFF);
-    const int32_t src = root(net, p->in);
+    const int32_t src = sf_net_root(net, p->in);
     const sf_keep_kind k = net->tensors[src].keep;
     if (!synapse || !(src == 0 || k == SF_KEEP_FLOAT || k == SF_KEEP_BYTES || k == SF_KEEP_BITS)) return false;
     for (int32_t c = 0; c < net->n_layers; c++) {
         const sf_net_layer *l = &net->layers[c];
-        if (root(net, l->in) == t && l->d.kind != SF_LAYER_FLATTEN && needs_input_value(net, c) &&
+        if (sf_net_root(net, l->in) == t && l->d.kind != SF_LAYER_FLATTEN && needs_input_value(net, c) &&
             l->d.kind != SF_LAYER_BATCHNORM && l->d.kind != SF_LAYER_LIF)
             return false;
     }
@@ -367,7 +360,7 @@ static void decide_keeps(sf_net *net)
         if (x->alias_of != t) continue;
         bool needed = false;
         for (int32_t c = 0; c < net->n_layers && !needed; c++)
-            needed = root(net, net->layers[c].in) == t && net->layers[c].d.kind != SF_LAYER_FLATTEN &&
+            needed = sf_net_root(net, net->layers[c].in) == t && net->layers[c].d.kind != SF_LAYER_FLATTEN &&
                      needs_input_value(net, c);
         if (!needed) continue;
         x->keep = x->binary ? SF_KEEP_BYTES : SF_KEEP_FLOAT;
@@ -375,7 +368,7 @@ static void decide_keeps(sf_net *net)
             const sf_net_layer *p = &net->layers[x->producer];
             if (p->d.kind == SF_LAYER_LIF) {
                 int32_t src = p->fused_bn ? net->layers[p->bn].in : p->in;
-                if (net->tensors[root(net, src)].keep == SF_KEEP_FLOAT) x->keep = SF_KEEP_RECOMPUTE;
+                if (net->tensors[sf_net_root(net, src)].keep == SF_KEEP_FLOAT) x->keep = SF_KEEP_RECOMPUTE;
             }
         }
         if (net->p.memory == SF_MEMORY_LEAN && t > 0) /* tensors in order: a producer's input is decided */
@@ -415,22 +408,22 @@ static void plan_exchange(sf_net *net, planner *pl, int32_t i)
 /* Forward lifetimes of activations and what the forward saves. */
 static void plan_forward(sf_net *net, planner *pl)
 {
-    int32_t L = net->n_layers, last = root(net, L);
+    int32_t L = net->n_layers, last = sf_net_root(net, L);
     for (int32_t t = 0; t <= L; t++) {
         sf_net_tensor *x = &net->tensors[t];
         if (x->alias_of != t) continue;
         if (t > 0 && net->layers[t - 1].absorbed) continue; /* never materialised */
-        size_t bytes = tensor_bytes(net, t, sf_net_act_size(net));
+        size_t bytes = sf_net_tensor_bytes(net, t, sf_net_act_size(net));
         int32_t first = t == 0 ? 0 : t_fwd(pl, t - 1), lastuse = first;
         for (int32_t c = 0; c < L; c++) {
             const sf_net_layer *l = &net->layers[c];
-            if (root(net, l->in) == t || (l->d.kind == SF_LAYER_ADD && root(net, l->in2) == t))
+            if (sf_net_root(net, l->in) == t || (l->d.kind == SF_LAYER_ADD && sf_net_root(net, l->in2) == t))
                 if (t_fwd(pl, c) > lastuse) lastuse = t_fwd(pl, c);
         }
         if (t == last || t == 0) lastuse = t_end(pl); /* the output stays readable; the input, for x = NULL */
         if (x->keep == SF_KEEP_FLOAT) want_saved(pl, &x->act, bytes);
         else want_work(pl, &x->act, bytes, first, lastuse);
-        if (x->keep == SF_KEEP_BYTES) want_saved(pl, &x->bytes, tensor_bytes(net, t, 1));
+        if (x->keep == SF_KEEP_BYTES) want_saved(pl, &x->bytes, sf_net_tensor_bytes(net, t, 1));
         if (x->compact) {
             const size_t r = (size_t)(net->T * net->B);
             const size_t bits = r * (size_t)sf_spike_words(x->per_sample) * sizeof(uint32_t);
@@ -456,7 +449,7 @@ static void plan_forward(sf_net *net, planner *pl)
         }
         bool h_for_backward = sf_net_keeps_h(net, l) && backward_runs(net, i);
         if ((l->d.kind == SF_LAYER_LIF || l->d.kind == SF_LAYER_RLIF) && (h_for_backward || net->keep_all))
-            want_saved(pl, &l->h, tensor_bytes(net, l->out, sizeof(float)));
+            want_saved(pl, &l->h, sf_net_tensor_bytes(net, l->out, sizeof(float)));
         /* the backward recomputes h (the ALIF's always, for its thresholds) from checkpoints: 1/32 of h */
         if (l->d.kind == SF_LAYER_LIF && backward_runs(net, i) && net->be->neuron_ckpt && sf_net_backward_reruns(net, l))
             want_saved(pl, &l->v_ckpt,
@@ -493,10 +486,10 @@ static void plan_forward(sf_net *net, planner *pl)
 static void plan_rerun(sf_net *net, planner *pl, sf_net_layer *l, int32_t pre)
 {
     const sf_net_layer *p = rerun_of(net, l);
-    const int32_t src = root(net, p->in);
+    const int32_t src = sf_net_root(net, p->in);
     const sf_keep_kind k = net->tensors[src].keep;
     if (src != 0 && (k == SF_KEEP_BITS || k == SF_KEEP_BYTES))
-        want_work(pl, &l->rerun_in, tensor_bytes(net, src, sf_net_act_size(net)), pre, pre);
+        want_work(pl, &l->rerun_in, sf_net_tensor_bytes(net, src, sf_net_act_size(net)), pre, pre);
     if (p->d.kind == SF_LAYER_CONV2D)
         want_work(pl, &l->rerun_scratch, net->be->conv_workspace(net->be, &p->conv, SF_CONV_PASS_FORWARD), pre, pre);
 }
@@ -512,27 +505,27 @@ static void plan_backward(sf_net *net, planner *pl)
         if (l->d.kind == SF_LAYER_FLATTEN) continue;
         int32_t w = writer_of(net, c);
         if (!backward_runs(net, w)) continue;
-        int32_t ins[2] = {root(net, l->in), l->d.kind == SF_LAYER_ADD ? root(net, l->in2) : -1};
+        int32_t ins[2] = {sf_net_root(net, l->in), l->d.kind == SF_LAYER_ADD ? sf_net_root(net, l->in2) : -1};
         for (int k = 0; k < 2; k++) {
             if (ins[k] < 0 || !net->tensors[ins[k]].requires_grad) continue;
             sf_net_tensor *x = &net->tensors[ins[k]];
             if (x->first_grad_writer < w) x->first_grad_writer = w;
         }
     }
-    int32_t last = root(net, L);
+    int32_t last = sf_net_root(net, L);
     for (int32_t t = 1; t <= L; t++) {
         sf_net_tensor *x = &net->tensors[t];
         if (x->alias_of != t || !x->requires_grad || net->layers[t - 1].absorbed) continue;
         int32_t first = t == last ? t_loss(pl) : (x->first_grad_writer >= 0 ? t_bwd(pl, x->first_grad_writer) : -1);
         if (first < 0) continue; /* nothing reads this tensor */
-        want_work(pl, &x->grad, tensor_bytes(net, t, sf_net_act_size(net)), first, t_bwd(pl, x->producer));
+        want_work(pl, &x->grad, sf_net_tensor_bytes(net, t, sf_net_act_size(net)), first, t_bwd(pl, x->producer));
     }
     for (int32_t i = 0; i < L; i++) {
         sf_net_layer *l = &net->layers[i];
         int32_t w = writer_of(net, i);
         if (l->d.kind == SF_LAYER_FLATTEN || !backward_runs(net, w)) continue;
         int32_t t = t_bwd(pl, w);
-        int32_t in = root(net, l->in);
+        int32_t in = sf_net_root(net, l->in);
         sf_keep_kind k = net->tensors[in].keep;
         /* the input's values need no rebuilding: they stay for the whole step */
         bool rebuild = in != 0 &&
@@ -543,14 +536,14 @@ static void plan_backward(sf_net *net, planner *pl)
         l->rebuild_in_grad = rebuild && l->d.kind == SF_LAYER_CONV2D && net->tensors[in].requires_grad &&
                              net->tensors[in].first_grad_writer == w;
         if (rebuild && !l->rebuild_in_grad)
-            want_work(pl, &l->in_float, tensor_bytes(net, in, sf_net_act_size(net)),
+            want_work(pl, &l->in_float, sf_net_tensor_bytes(net, in, sf_net_act_size(net)),
                       k == SF_KEEP_RERUN ? t_pre(pl, w) : t, t);
         if (rebuild && k == SF_KEEP_RERUN) plan_rerun(net, pl, l, t_pre(pl, w));
         /* A gradient for an input that another layer writes first, or one nobody needs (a BN's dx argument). */
         bool dx_to_tmp = net->tensors[in].requires_grad ? net->tensors[in].first_grad_writer != w
                                                         : (l->d.kind == SF_LAYER_BATCHNORM ||
                                                            l->d.kind == SF_LAYER_RLIF);
-        if (dx_to_tmp) want_work(pl, &l->dx_tmp, tensor_bytes(net, in, sf_net_act_size(net)), t, t);
+        if (dx_to_tmp) want_work(pl, &l->dx_tmp, sf_net_tensor_bytes(net, in, sf_net_act_size(net)), t, t);
         /* The nonzero pattern of a sparse linear layer's output gradient: from its LIF's backward to its own. */
         const sf_net_tensor *o = &net->tensors[l->out];
         if (o->gmask) {
@@ -563,9 +556,9 @@ static void plan_backward(sf_net *net, planner *pl)
                       t_bwd(pl, lif), t);
         }
         if (l->d.kind == SF_LAYER_ADD) {
-            int32_t in2 = root(net, l->in2);
+            int32_t in2 = sf_net_root(net, l->in2);
             if (net->tensors[in2].requires_grad && (net->tensors[in2].first_grad_writer != w || in2 == in))
-                want_work(pl, &l->dx_tmp2, tensor_bytes(net, in2, sf_net_act_size(net)), t, t);
+                want_work(pl, &l->dx_tmp2, sf_net_tensor_bytes(net, in2, sf_net_act_size(net)), t, t);
         }
     }
 }
@@ -590,7 +583,7 @@ static void plan_head(sf_net *net, planner *pl, head_slots *h)
         want_work(pl, &h->out_all, tbk, 0, t_end(pl));
         want_work(pl, &h->dout_all, tbk, 0, t_end(pl));
     }
-    if (net->be->act != SF_ACT_F32) want_work(pl, &h->input_f32, tensor_bytes(net, 0, sizeof(float)), 0, 0);
+    if (net->be->act != SF_ACT_F32) want_work(pl, &h->input_f32, sf_net_tensor_bytes(net, 0, sizeof(float)), 0, 0);
     want_work(pl, &h->logits, (size_t)(net->B * K) * sizeof(float), 0, t_end(pl));
     want_work(pl, &h->stats, SF_STATS * sizeof(float), 0, t_end(pl));
     want_work(pl, &h->counts, (size_t)(net->n_lif ? net->n_lif : 1) * sizeof(float), 0, t_end(pl));

@@ -11,11 +11,6 @@
 
 #include <string.h>
 
-static int32_t root(const sf_net *net, int32_t t) { return net->tensors[t].alias_of; }
-static int64_t rows(const sf_net *net) { return net->T * net->B; }
-static float *param(sf_net *net, int64_t off) { return off >= 0 ? net->params + off : NULL; }
-static float *pgrad(sf_net *net, int64_t off) { return off >= 0 ? net->grads + off : NULL; }
-
 bool sf_net_tensor_is_spikes(const sf_net *net, int32_t id)
 {
     if (id == 0) return net->p.input_spikes != 0;
@@ -32,7 +27,7 @@ bool sf_net_tensor_is_spikes(const sf_net *net, int32_t id)
 bool sf_net_tensor_is_binary(const sf_net *net, int32_t id)
 {
     /* the input once its values are checked: its compaction flags anything but 0 and 1 (net_step.c) */
-    return sf_net_tensor_is_spikes(net, id) && (root(net, id) != 0 || net->tensors[0].compact);
+    return sf_net_tensor_is_spikes(net, id) && (sf_net_root(net, id) != 0 || net->tensors[0].compact);
 }
 
 static bool is_sparse_linear(const sf_net_layer *l)
@@ -45,7 +40,7 @@ static bool input_feeds_product(const sf_net *net)
 {
     for (int32_t i = 0; i < net->n_layers; i++) {
         const sf_net_layer *l = &net->layers[i];
-        if (root(net, l->in) == 0 && (l->d.kind == SF_LAYER_LINEAR || l->d.kind == SF_LAYER_CONV2D)) return true;
+        if (sf_net_root(net, l->in) == 0 && (l->d.kind == SF_LAYER_LINEAR || l->d.kind == SF_LAYER_CONV2D)) return true;
     }
     return false;
 }
@@ -72,7 +67,7 @@ void sf_net_sparse_mark(sf_net *net)
         l->bwd_flags = 0;
         if (l->d.kind == SF_LAYER_LINEAR && sf_net_tensor_is_spikes(net, l->in)) {
             l->sparse = mode;
-            sf_net_tensor *x = &net->tensors[root(net, l->in)];
+            sf_net_tensor *x = &net->tensors[sf_net_root(net, l->in)];
             if (mode != SF_SPARSE_OFF) x->compact = x->lists = true;
         } else if (l->d.kind == SF_LAYER_RLIF) {
             /* its kernels make the bits anyway: kept, they spare the backward a pass to bytes and back */
@@ -85,10 +80,10 @@ void sf_net_sparse_mark(sf_net *net)
     for (int32_t t = 0; t <= L; t++) {
         sf_net_tensor *x = &net->tensors[t];
         if (!x->compact) continue;
-        x->need_float = t == root(net, L) || net->keep_all; /* keep_all: every tensor readable */
+        x->need_float = t == sf_net_root(net, L) || net->keep_all; /* keep_all: every tensor readable */
         for (int32_t c = 0; c < L; c++) {
             const sf_net_layer *l = &net->layers[c];
-            bool reads = root(net, l->in) == t || (l->d.kind == SF_LAYER_ADD && root(net, l->in2) == t);
+            bool reads = sf_net_root(net, l->in) == t || (l->d.kind == SF_LAYER_ADD && sf_net_root(net, l->in2) == t);
             if (reads && l->d.kind != SF_LAYER_FLATTEN && !is_sparse_linear(l)) x->need_float = true;
         }
     }
@@ -110,7 +105,7 @@ static bool reader_runs(sf_net *net, int32_t t, bool want)
 {
     for (int32_t i = 0; i < net->n_layers; i++) {
         sf_net_layer *l = &net->layers[i];
-        if (!is_sparse_linear(l) || root(net, l->in) != t) continue;
+        if (!is_sparse_linear(l) || sf_net_root(net, l->in) != t) continue;
         if (sf_net_sparse_decide(net, l) == SF_OK && l->fwd_sparse == want) return true;
     }
     return false;
@@ -130,7 +125,7 @@ static bool lists_now(sf_net *net, int32_t t)
 
 sf_spikes sf_net_compact_of(sf_net *net, int32_t id)
 {
-    const int32_t t = root(net, id);
+    const int32_t t = sf_net_root(net, id);
     const sf_net_tensor *x = &net->tensors[t];
     const bool lists = lists_now(net, t);
     return (sf_spikes){sf_net_slot_ptr(net, x->cbits), lists ? sf_net_slot_ptr(net, x->cidx) : NULL,
@@ -139,7 +134,7 @@ sf_spikes sf_net_compact_of(sf_net *net, int32_t id)
 
 bool sf_net_compact_values(sf_net *net, int32_t id)
 {
-    const int32_t t = root(net, id);
+    const int32_t t = sf_net_root(net, id);
     return net->tensors[t].need_float || (!net->be->host_memory && reader_runs(net, t, false));
 }
 
@@ -147,13 +142,13 @@ bool sf_net_compact_values(sf_net *net, int32_t id)
  * A compact tensor made by a neuron layer counts its ones in that layer's firing-rate count. */
 static int32_t ones_index(const sf_net *net, int32_t id)
 {
-    int32_t t = root(net, id), p = net->tensors[t].producer;
+    int32_t t = sf_net_root(net, id), p = net->tensors[t].producer;
     if (p >= 0 && (net->layers[p].d.kind == SF_LAYER_LIF || net->layers[p].d.kind == SF_LAYER_RLIF))
         return 2 * (net->n_layers + 1) + net->layers[p].lif_index;
     return t;
 }
 
-static int32_t grad_index(const sf_net *net, int32_t id) { return net->n_layers + 1 + root(net, id); }
+static int32_t grad_index(const sf_net *net, int32_t id) { return net->n_layers + 1 + sf_net_root(net, id); }
 
 static float *count_at(sf_net *net, int32_t k)
 {
@@ -174,7 +169,7 @@ static float density_now(sf_net *net, int32_t k, int32_t id)
         if (!net->host_tcounts_valid) return -1.0f;
         c = net->host_tcounts[k];
     }
-    return (float)((double)c / ((double)rows(net) * (double)net->tensors[root(net, id)].per_sample));
+    return (float)((double)c / ((double)sf_net_rows(net) * (double)net->tensors[sf_net_root(net, id)].per_sample));
 }
 
 static bool below(sf_sparse_mode m, float density, float crossover)
@@ -250,26 +245,27 @@ sf_status sf_net_spike_linear_forward(sf_net *net, sf_net_layer *l, float *y)
 {
     SF_TRY(sf_net_sparse_decide(net, l));
     sf_backend *be = net->be;
-    const int32_t in = (int32_t)net->tensors[l->in].per_sample, t = root(net, l->in);
+    const int32_t in = (int32_t)net->tensors[l->in].per_sample, t = sf_net_root(net, l->in);
     sf_spikes c = sf_net_compact_of(net, t);
     if (l->fwd_sparse)
-        return be->spike_linear_forward(be, rows(net), in, l->d.out_features, &c, sf_net_weight(net, l->w_off),
-                                        param(net, l->b_off), y, sf_net_slot_ptr(net, l->sws_f));
+        return be->spike_linear_forward(be, sf_net_rows(net), in, l->d.out_features, &c, sf_net_weight(net, l->w_off),
+                                        sf_net_param(net, l->b_off), y, sf_net_slot_ptr(net, l->sws_f));
     float *x = sf_net_act(net, t);
-    if (t != 0 && !sf_net_compact_values(net, t)) SF_TRY(be->spikes_expand(be, rows(net), in, c.bits, x));
-    return be->binary_linear_forward(be, rows(net), in, l->d.out_features, x, sf_net_weight(net, l->w_off),
-                                     param(net, l->b_off), y);
+    if (t != 0 && !sf_net_compact_values(net, t)) SF_TRY(be->spikes_expand(be, sf_net_rows(net), in, c.bits, x));
+    return be->binary_linear_forward(be, sf_net_rows(net), in, l->d.out_features, x, sf_net_weight(net, l->w_off),
+                                     sf_net_param(net, l->b_off), y);
 }
 
 sf_status sf_net_spike_linear_backward(sf_net *net, sf_net_layer *l, const float *dy, float *dx)
 {
     sf_backend *be = net->be;
     const sf_net_tensor *o = &net->tensors[l->out];
-    const uint32_t *bits = sf_net_slot_ptr(net, net->tensors[root(net, l->in)].cbits); /* the input's, kept */
+    const uint32_t *bits = sf_net_slot_ptr(net, net->tensors[sf_net_root(net, l->in)].cbits); /* the input's, kept */
     sf_spikes mask = {sf_net_slot_ptr(net, o->gbits), NULL, sf_net_slot_ptr(net, o->gcnt)};
-    return be->spike_linear_backward(be, rows(net), (int32_t)net->tensors[l->in].per_sample, l->d.out_features, bits,
-                                     sf_net_weight(net, l->w_off), dy, o->gmask ? &mask : NULL, dx,
-                                     pgrad(net, l->w_off), pgrad(net, l->b_off), sf_net_slot_ptr(net, l->sws_b));
+    return be->spike_linear_backward(be, sf_net_rows(net), (int32_t)net->tensors[l->in].per_sample, l->d.out_features,
+                                     bits, sf_net_weight(net, l->w_off), dy, o->gmask ? &mask : NULL, dx,
+                                     sf_net_param_grad(net, l->w_off), sf_net_param_grad(net, l->b_off),
+                                     sf_net_slot_ptr(net, l->sws_b));
 }
 
 int32_t sf_net_layer_sparsity(const sf_net *net, sf_layer_sparsity *out, int32_t cap)
