@@ -55,7 +55,7 @@ static void floor_terms(const sf_net *net, double *flops, double *bn_lif_elems)
             mac = (double)l->conv.n * l->conv.cout * l->conv.cin * l->conv.k * l->conv.k * l->conv.oh * l->conv.ow;
         if (l->d.kind == SF_LAYER_LINEAR) mac = rows * (double)in->per_sample * (double)out->per_sample;
         *flops += 2.0 * mac * (in->requires_grad ? 3.0 : 2.0);
-        if (l->d.kind == SF_LAYER_LIF && l->fused_bn) *bn_lif_elems += rows * (double)out->per_sample;
+        if (l->d.kind == SF_LAYER_LIF && l->absorbs >= 0) *bn_lif_elems += rows * (double)out->per_sample;
     }
 }
 

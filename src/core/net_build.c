@@ -1,19 +1,11 @@
 /* net_build.c — building a network: default descriptions, adding layers with shape inference, the summary. */
 #include "core/error.h"
-#include "core/net_internal.h"
+#include "core/layer.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const kind_names[] = {"linear", "conv2d", "avgpool2d", "maxpool2d", "flatten",
-                                         "dropout", "batchnorm", "lif", "add", "rlif"};
-
-const char *sf_layer_kind_name(sf_layer_kind kind)
-{
-    return (unsigned)kind <= SF_LAYER_RLIF ? kind_names[kind] : "?";
-}
 
 static const char *const sparse_names[] = {"off", "auto", "on"};
 
@@ -29,8 +21,8 @@ void sf_layer_default_desc(sf_layer_kind kind, sf_layer_desc *d)
     d->kind = kind;
     d->input = -1;
     d->input2 = -1;
-    d->kernel = kind == SF_LAYER_CONV2D ? 3 : 2;
-    d->stride = kind == SF_LAYER_CONV2D ? 1 : 0;
+    d->kernel = 2;
+    d->stride = 0;
     d->padding = 0;
     d->bias = 1;
     d->dropout_p = 0.5f;
@@ -39,6 +31,8 @@ void sf_layer_default_desc(sf_layer_kind kind, sf_layer_desc *d)
     sf_lif_default_params(&d->lif);
     d->sparse = -1;
     d->init_gain = 1.0f;
+    const sf_layer_ops *ops = sf_layer_ops_of(kind);
+    if (ops && ops->defaults) ops->defaults(d);
 }
 
 void sf_net_default_params(sf_net_params *p)
@@ -153,129 +147,42 @@ sf_status sf_net_layer_desc(const sf_net *net, int32_t i, sf_layer_desc *out)
 
 void sf_net_get_params(const sf_net *net, sf_net_params *out) { *out = net->p; }
 
-/* Output shape of tensor `id` as the layers so far define it. */
-static void shape_of(const sf_net *net, int32_t id, int32_t chw[3])
-{
-    if (id == 0) {
-        chw[0] = net->p.in_channels;
-        chw[1] = net->p.in_height;
-        chw[2] = net->p.in_width;
-        return;
-    }
-    const sf_net_layer *l = &net->layers[id - 1];
-    chw[0] = l->out_c;
-    chw[1] = l->out_h;
-    chw[2] = l->out_w;
-}
-
 sf_status sf_net_tensor_shape(const sf_net *net, int32_t id, int32_t chw[3])
 {
     if (id < 0 || id > net->n_layers) return sf_fail(SF_ERR_INVALID, "tensor id %d out of range", id);
-    shape_of(net, id, chw);
+    sf_net_shape_of(net, id, chw);
     return SF_OK;
 }
 
-/* Checks a layer against its input shape and fills its output shape, plus the conv or pool geometry. */
-static sf_status infer_shape(sf_net *net, sf_net_layer *l, int32_t index)
+/* Checks a layer against its input shape in[3] (its kind's rules, then the common ones) and fills its output shape
+ * and its kind's geometry. */
+static sf_status infer_shape(sf_net *net, sf_net_layer *l, int32_t index, const int32_t in[3])
 {
     const sf_layer_desc *d = &l->d;
-    int32_t in[3];
-    shape_of(net, l->in, in);
-    int32_t c = in[0], h = in[1], w = in[2];
-    const char *name = sf_layer_kind_name(d->kind);
-    switch (d->kind) {
-    case SF_LAYER_LINEAR:
-        if (d->out_features <= 0) return sf_fail(SF_ERR_INVALID, "layer %d (linear): out_features must be >= 1", index);
-        if (h != 1 || w != 1)
-            return sf_fail(SF_ERR_INVALID, "layer %d (linear): input is %dx%dx%d; add a flatten layer first", index,
-                           c, h, w);
-        c = d->out_features;
-        break;
-    case SF_LAYER_CONV2D:
-        if (d->out_channels <= 0 || d->kernel <= 0 || d->stride <= 0 || d->padding < 0)
-            return sf_fail(SF_ERR_INVALID, "layer %d (conv2d): out_channels, kernel, stride must be >= 1, padding >= 0",
-                           index);
-        if (h + 2 * d->padding < d->kernel || w + 2 * d->padding < d->kernel)
-            return sf_fail(SF_ERR_INVALID, "layer %d (conv2d): kernel %d larger than the padded input %dx%d", index,
-                           d->kernel, h + 2 * d->padding, w + 2 * d->padding);
-        l->conv = (sf_conv_shape){.cin = c, .h = h, .w = w, .cout = d->out_channels, .k = d->kernel,
-                                  .stride = d->stride, .pad = d->padding};
-        c = d->out_channels;
-        h = (h + 2 * d->padding - d->kernel) / d->stride + 1;
-        w = (w + 2 * d->padding - d->kernel) / d->stride + 1;
-        l->conv.oh = h;
-        l->conv.ow = w;
-        break;
-    case SF_LAYER_AVGPOOL2D:
-    case SF_LAYER_MAXPOOL2D: {
-        int32_t k = d->kernel, s = d->stride ? d->stride : d->kernel, p = d->padding;
-        if (k > 0 && (p < 0 || 2 * p > k))
-            return sf_fail(SF_ERR_INVALID, "layer %d (%s): padding %d must be in [0, kernel/2] (kernel %d)", index,
-                           name, p, k);
-        if (k <= 0 || s <= 0 || k > h + 2 * p || k > w + 2 * p)
-            return sf_fail(SF_ERR_INVALID, "layer %d (%s): kernel %d, stride %d do not fit the %dx%d input", index,
-                           name, k, s, h, w);
-        if (k * k > 255) return sf_fail(SF_ERR_INVALID, "layer %d (%s): kernel %d too large (max 15)", index, name, k);
-        l->pool = (sf_pool_shape){.h = h, .w = w, .k = k, .stride = s, .pad = p};
-        h = (h + 2 * p - k) / s + 1;
-        w = (w + 2 * p - k) / s + 1;
-        l->pool.oh = h;
-        l->pool.ow = w;
-        break;
-    }
-    case SF_LAYER_FLATTEN:
-        c = c * h * w;
-        h = w = 1;
-        break;
-    case SF_LAYER_DROPOUT:
-        if (!(d->dropout_p >= 0.0f && d->dropout_p < 1.0f))
-            return sf_fail(SF_ERR_INVALID, "layer %d (dropout): p = %g must be in [0, 1)", index, d->dropout_p);
-        break;
-    case SF_LAYER_BATCHNORM:
-        if (!(d->bn_eps > 0.0f)) return sf_fail(SF_ERR_INVALID, "layer %d (batchnorm): eps must be > 0", index);
-        if (!(d->bn_momentum >= 0.0f && d->bn_momentum <= 1.0f))
-            return sf_fail(SF_ERR_INVALID, "layer %d (batchnorm): momentum must be in [0, 1]", index);
-        break;
-    case SF_LAYER_LIF:
-    case SF_LAYER_RLIF: {
-        sf_status s = sf_lif_params_check(&d->lif);
-        if (s != SF_OK) return sf_fail_context(s, "layer %d (%s): ", index, name);
-        if (d->kind == SF_LAYER_RLIF && (h != 1 || w != 1))
-            return sf_fail(SF_ERR_INVALID, "layer %d (rlif): input is %dx%dx%d; a recurrent layer needs a vector "
-                           "(add a flatten layer, and a linear layer for its input current)", index, c, h, w);
-        if (d->kind == SF_LAYER_RLIF && d->lif.model != SF_NEURON_LIF && d->lif.model != SF_NEURON_IF)
-            return sf_fail(SF_ERR_INVALID, "layer %d (rlif): the recurrent layer runs the lif and if neurons, not the "
-                                           "%s",
-                           index, sf_neuron_model_name(d->lif.model));
-        break;
-    }
-    case SF_LAYER_ADD: {
-        if (l->in2 < 0 || l->in2 > index)
-            return sf_fail(SF_ERR_INVALID, "layer %d (add): input2 = %d is not an earlier tensor", index, d->input2);
-        int32_t o[3];
-        shape_of(net, l->in2, o);
-        if (o[0] != c || o[1] != h || o[2] != w)
-            return sf_fail(SF_ERR_INVALID, "layer %d (add): shapes %dx%dx%d and %dx%dx%d differ", index, c, h, w,
-                           o[0], o[1], o[2]);
-        break;
-    }
-    default: return sf_fail(SF_ERR_INVALID, "layer %d: unknown kind %d", index, (int)d->kind);
-    }
+    const sf_layer_ops *ops = l->ops;
+    if (!ops) return sf_fail(SF_ERR_INVALID, "layer %d: unknown kind %d", index, (int)d->kind);
+    const char *name = ops->name;
+    if (ops->inputs == 2 && (l->in2 < 0 || l->in2 > index))
+        return sf_fail(SF_ERR_INVALID, "layer %d (%s): input2 = %d is not an earlier tensor", index, name, d->input2);
+    int32_t out[3] = {in[0], in[1], in[2]};
+    SF_TRY(ops->shape(net, l, index, in, out));
     if (!(d->init_gain > 0.0f) || isinf(d->init_gain))
         return sf_fail(SF_ERR_INVALID, "layer %d (%s): init_gain = %g must be a finite number > 0", index, name,
                        (double)d->init_gain);
     if (d->sparse < -1 || d->sparse > SF_SPARSE_ON)
         return sf_fail(SF_ERR_INVALID, "layer %d (%s): sparse = %d is not -1 (the net's), off, auto or on", index,
                        name, (int)d->sparse);
-    if (d->sparse > SF_SPARSE_OFF && d->kind != SF_LAYER_LINEAR && d->kind != SF_LAYER_RLIF)
+    if (d->sparse > SF_SPARSE_OFF && !ops->event_driven)
         return sf_fail(SF_ERR_INVALID, "layer %d (%s): sparse applies to linear and rlif layers only", index, name);
-    if (d->sparse == SF_SPARSE_ON && d->kind == SF_LAYER_LINEAR && !sf_net_tensor_is_spikes(net, l->in))
-        return sf_fail(SF_ERR_INVALID, "layer %d (linear): sparse = on needs spikes as its input (the output of a "
+    if (d->sparse == SF_SPARSE_ON && !ops->event_driven(net, l))
+        return sf_fail(SF_ERR_INVALID,
+                       "layer %d (%s): sparse = on needs spikes as its input (the output of a "
                        "lif or rlif layer, possibly flattened or max-pooled, or an input of spikes), not the output "
-                       "of tensor %d", index, l->in);
-    l->out_c = c;
-    l->out_h = h;
-    l->out_w = w;
+                       "of tensor %d",
+                       index, name, l->in);
+    l->out_c = out[0];
+    l->out_h = out[1];
+    l->out_w = out[2];
     return SF_OK;
 }
 
@@ -294,45 +201,36 @@ sf_status sf_net_add(sf_net *net, const sf_layer_desc *d, int32_t *out_id)
     sf_net_layer *l = &net->layers[index];
     memset(l, 0, sizeof *l);
     l->d = *d;
+    l->ops = sf_layer_ops_of(d->kind);
     l->in = d->input < 0 ? index : d->input;
     l->in2 = d->input2;
     l->out = index + 1;
-    l->w_off = l->b_off = l->rm_off = l->rv_off = -1;
-    l->bn = -1;
+    l->w_off = l->b_off = l->buf_off = -1;
+    l->absorbs = -1;
     if (l->in > index) return sf_fail(SF_ERR_INVALID, "layer %d: input %d is not an earlier tensor", index, d->input);
-    SF_TRY(infer_shape(net, l, index));
+    int32_t in[3];
+    sf_net_shape_of(net, l->in, in);
+    SF_TRY(infer_shape(net, l, index, in));
 
     /* Parameter sizes (PyTorch shapes); offsets are assigned in order. */
-    int32_t in[3];
-    shape_of(net, l->in, in);
-    int64_t wn = 0, bn = 0, rn = 0;
-    if (d->kind == SF_LAYER_LINEAR) {
-        wn = (int64_t)d->out_features * in[0] * in[1] * in[2];
-        bn = d->bias ? d->out_features : 0;
-    } else if (d->kind == SF_LAYER_CONV2D) {
-        wn = (int64_t)d->out_channels * in[0] * d->kernel * d->kernel;
-        bn = d->bias ? d->out_channels : 0;
-    } else if (d->kind == SF_LAYER_BATCHNORM) {
-        wn = bn = rn = in[0];
-    } else if (d->kind == SF_LAYER_LIF && d->lif.model == SF_NEURON_PLIF) {
-        wn = d->lif.per_channel ? in[0] : 1; /* w, one per layer or per channel */
-    } else if (d->kind == SF_LAYER_RLIF) {
-        wn = (int64_t)in[0] * in[0]; /* V [n, n], no bias */
-    }
-    if (wn) {
+    sf_kind_sizes n = {0};
+    if (l->ops->sizes) l->ops->sizes(l, in, &n);
+    if (n.weight) {
         l->w_off = net->n_params;
-        l->w_numel = wn;
-        net->n_params += wn;
+        l->w_numel = n.weight;
+        net->n_params += n.weight;
     }
-    if (bn) {
+    if (n.bias) {
         l->b_off = net->n_params;
-        l->b_numel = bn;
-        net->n_params += bn;
+        l->b_numel = n.bias;
+        net->n_params += n.bias;
     }
-    if (rn) {
-        l->rm_off = net->n_buffers;
-        l->rv_off = net->n_buffers + rn;
-        net->n_buffers += 2 * rn;
+    int32_t buffers = 0;
+    while (buffers < SF_KIND_BUFFERS && l->ops->buffer_names[buffers]) buffers++;
+    if (n.buffer && buffers) {
+        l->buf_off = net->n_buffers;
+        l->buf_numel = n.buffer;
+        net->n_buffers += buffers * n.buffer;
     }
     net->n_layers++;
     net->compiled = false;
@@ -351,15 +249,17 @@ const char *sf_net_summary(sf_net *net)
     for (int32_t i = 0; i < net->n_layers; i++) {
         const sf_net_layer *l = &net->layers[i];
         int32_t o[3];
-        shape_of(net, l->out, o);
+        sf_net_shape_of(net, l->out, o);
         int64_t np = (l->w_off >= 0 ? l->w_numel : 0) + (l->b_off >= 0 ? l->b_numel : 0);
-        const char *kind = l->d.kind == SF_LAYER_LIF ? sf_neuron_model_name(l->d.lif.model) : sf_layer_kind_name(l->d.kind);
+        const char *kind = l->ops->label ? l->ops->label(l) : l->ops->name;
         len += (size_t)snprintf(s + len, cap - len, "%3d %-10s in=%-3d", i, kind, l->in);
-        if (l->d.kind == SF_LAYER_ADD) len += (size_t)snprintf(s + len, cap - len, " +%-3d", l->in2);
+        if (l->ops->inputs == 2) len += (size_t)snprintf(s + len, cap - len, " +%-3d", l->in2);
+        len += (size_t)snprintf(s + len, cap - len, " -> %dx%dx%d  params %lld", o[0], o[1], o[2], (long long)np);
+        if (l->absorbs >= 0)
+            len +=
+                (size_t)snprintf(s + len, cap - len, "  (fused with the %s before)", net->layers[l->absorbs].ops->name);
         /* NHWC: a compiled net's output kept in that layout on a GPU (docs/architecture.md, Layouts) */
-        len += (size_t)snprintf(s + len, cap - len, " -> %dx%dx%d  params %lld%s%s\n", o[0], o[1], o[2],
-                                (long long)np, l->fused_bn ? "  (fused with the batchnorm before)" : "",
-                                net->compiled && net->tensors[l->out].nhwc ? "  NHWC" : "");
+        len += (size_t)snprintf(s + len, cap - len, "%s\n", net->compiled && net->tensors[l->out].nhwc ? "  NHWC" : "");
     }
     len += (size_t)snprintf(s + len, cap - len, "parameters: %lld\n", (long long)net->n_params);
     return s;

@@ -20,14 +20,15 @@
 
 /* How the backward obtains a tensor that a consumer's backward needs (e.g. a linear layer's input). */
 typedef enum sf_keep_kind {
-    SF_KEEP_NONE = 0, /* no backward reads it */
+    SF_KEEP_NONE = 0,  /* no backward reads it */
     SF_KEEP_FLOAT,     /* its forward buffer (in the backend's act type) lives in the saved arena */
     SF_KEEP_BYTES,     /* binary spikes, copied to uint8 in the saved arena, expanded to the act type when needed */
-    SF_KEEP_RECOMPUTE, /* produced by a neuron layer whose input is kept: rerun that layer's forward */
+    SF_KEEP_RECOMPUTE, /* produced by a neuron layer whose input is kept: rerun that layer's forward (its kind's
+                        * recompute) */
     SF_KEEP_BITS,      /* spikes: their bits (the compact form's, where a layer reads them event-driven) stay in the
                         * saved arena (the same bits in every act type), expanded to the act type when needed */
     SF_KEEP_RERUN      /* lean mode: the output of a conv, linear or avg-pool layer whose input is kept: rerun that
-                        * layer's forward (sf_net_synapse_forward) */
+                        * layer's forward (its kind's rerun) */
 } sf_keep_kind;
 
 typedef enum sf_arena { SF_ARENA_NONE = 0, SF_ARENA_SAVED, SF_ARENA_WORK } sf_arena;
@@ -62,45 +63,56 @@ typedef struct sf_net_tensor {
     sf_slot gbits, gcnt;
 } sf_net_tensor;
 
+typedef struct sf_layer_ops sf_layer_ops; /* what a layer kind gives the engine (core/layer.h) */
+
 typedef struct sf_net_layer {
     sf_layer_desc d;
-    int32_t in, in2, out;
+    const sf_layer_ops *ops;     /* its kind's table, from the registry (layer_registry.c) */
+    int32_t in, in2, out;        /* in2: the second input of a kind that reads two */
     int32_t out_c, out_h, out_w; /* output shape per sample and step */
-    bool fused_bn;               /* LIF: the BN layer `bn` before it runs inside this layer's kernels */
-    bool absorbed;               /* BN: fused into the next LIF layer, does nothing by itself */
-    int32_t bn;                  /* LIF with fused_bn: the BN layer's index */
-    int32_t lif_index;           /* LIF: ordinal among neuron layers (firing rates) */
+    bool absorbed;               /* its work runs inside the next layer's kernels (a BN fused into the LIF after it) */
+    int32_t absorbs;             /* the absorbed layer whose work this one runs, -1 if none */
+    int32_t lif_index;           /* a neuron layer's ordinal among the neuron layers (firing rates), else -1 */
     /* parameters (float offsets into params/grads/optimizer), -1 if absent */
     int64_t w_off, w_numel, b_off, b_numel;
-    int64_t rm_off, rv_off; /* BN running stats in the buffers allocation */
-    /* planned per-layer storage */
-    sf_slot mean, var;                /* BN batch statistics (saved) */
-    sf_slot h;                        /* LIF in full mode: membrane potential (saved) */
-    sf_slot v_ckpt;                   /* LIF recomputed on a backend that reads them: the state every 32 steps (saved) */
-    sf_slot argmax;                   /* maxpool (saved) */
-    sf_slot fwd_scratch, bwd_scratch; /* conv workspace in the forward and in the backward */
-    sf_slot in_float;         /* backward: where the layer's input is rebuilt (act type) when kept as bytes/recompute */
+    int64_t buf_off, buf_numel; /* the kind's buffers (BN's running statistics): buf_numel floats each, in order */
+    /* planned storage any kind may have */
+    sf_slot sws_f, sws_b;     /* the workspace of the layer's op in the forward and in the backward */
+    sf_slot in_float;         /* backward: where the input is rebuilt (act type) when kept as bytes, bits, recompute */
+    sf_slot in2_float;        /* the same for the second input */
     sf_slot rerun_in;         /* backward, input kept as SF_KEEP_RERUN: the rerun layer's own input, rebuilt */
-    sf_slot rerun_scratch;    /* conv whose output is SF_KEEP_RERUN: its forward's workspace where it reruns */
-    bool rebuild_in_grad;     /* conv: rebuilt into its input's gradient buffer instead, which its dx then overwrites */
+    sf_slot rerun_scratch;    /* the rerun layer's forward workspace where it reruns */
+    bool rebuild_in_grad;     /* the input is rebuilt into its gradient's buffer instead (SF_KIND_DX_AFTER_X) */
     sf_slot dx_tmp;           /* backward: gradient for an input whose grad buffer another layer already wrote */
-    sf_slot dx_tmp2;          /* ADD: the same for the second input */
-    /* time pipeline (net_hooks.h), each [B·neurons] where this segment has such a neighbour: LIF state received
-     * from / sent to the neighbouring segments (saved: the backward's recompute reads v_in again) */
-    sf_slot v_in, v_out, dv_in, dv_out;
-    sf_slot bn_gather;        /* BN over several processes: every part's mean and var, [bn_parts][2][C] */
-    sf_slot bn_sums;          /* fused BN→LIF over several processes: Σdy·x̂ then Σdy, [2][C] */
-    uint64_t dropout_counter; /* RNG counter of the last training forward */
-    sf_conv_shape conv;
-    sf_pool_shape pool;
+    sf_slot dx_tmp2;          /* the same for the second input */
     sf_layer_timing timing;
-    /* event-driven execution (sparse.c): LINEAR reading spikes, RLIF */
+    /* event-driven execution (sparse.c), where the kind has it (sf_layer_ops.event_driven) */
     sf_sparse_mode sparse;      /* resolved; OFF where the layer cannot run event-driven */
     float xfwd, xbwd;           /* AUTO: crossover densities of the forward and the backward */
     float density, grad_density; /* of the last forward / backward; -1 before one was measured */
     bool fwd_sparse;            /* the path of the last forward */
-    int32_t bwd_flags;          /* the last backward: LINEAR 1 = sparse; RLIF SF_RLIF_SPARSE_* */
-    sf_slot sws_f, sws_b;       /* the op's workspace in the forward and in the backward */
+    int32_t bwd_flags;          /* the path of the last backward, as the kind tells it (0: dense) */
+    /* The kind's own data: the member of its kind (its file in core/layers/ says more). */
+    union {
+        sf_conv_shape conv; /* conv2d */
+        struct {            /* avgpool2d, maxpool2d */
+            sf_pool_shape pool;
+            sf_slot argmax; /* maxpool: where the maximum of each window lies (saved) */
+        };
+        struct {               /* batchnorm */
+            sf_slot mean, var; /* batch statistics (saved) */
+            sf_slot bn_gather; /* over several processes: every part's mean and var, [bn_parts][2][C] */
+            sf_slot bn_sums;   /* fused into a LIF over several processes: Σdy·x̂ then Σdy, [2][C] */
+        };
+        struct {            /* lif, rlif */
+            sf_slot h;      /* membrane potential, where the backward or keep_all needs it (saved) */
+            sf_slot v_ckpt; /* the state every 32 steps for a backend's recompute (saved) */
+            /* time pipeline (net_hooks.h), each [B·neurons] where this segment has such a neighbour: the state
+             * received from / sent to the neighbouring segments (saved: the backward's recompute reads v_in again) */
+            sf_slot v_in, v_out, dv_in, dv_out;
+        };
+        uint64_t dropout_counter; /* dropout: RNG counter of the last training forward */
+    };
 } sf_net_layer;
 
 struct sf_net {
@@ -175,10 +187,34 @@ static inline void *sf_net_slot_ptr(const sf_net *net, sf_slot s)
     }
     return NULL;
 }
+/* The tensor whose storage tensor t shares (flatten aliases), t itself if none. */
+static inline int32_t sf_net_root(const sf_net *net, int32_t t) { return net->tensors[t].alias_of; }
 /* Storage of a tensor's forward values (follows flatten aliases), in the backend's act type. */
 static inline float *sf_net_act(sf_net *net, int32_t id)
 {
-    return sf_net_slot_ptr(net, net->tensors[net->tensors[id].alias_of].act);
+    return sf_net_slot_ptr(net, net->tensors[sf_net_root(net, id)].act);
+}
+/* Storage of a tensor's gradient (follows aliases), in the act type; NULL where none is planned. */
+static inline float *sf_net_grad(sf_net *net, int32_t id)
+{
+    return sf_net_slot_ptr(net, net->tensors[sf_net_root(net, id)].grad);
+}
+/* Rows of every [T, B, ...] tensor of this process: T·B. */
+static inline int64_t sf_net_rows(const sf_net *net) { return net->T * net->B; }
+/* Bytes of tensor t over all rows at `elem` bytes per element. */
+static inline size_t sf_net_tensor_bytes(const sf_net *net, int32_t t, size_t elem)
+{
+    return (size_t)(sf_net_rows(net) * net->tensors[t].per_sample) * elem;
+}
+/* The shape (c, h, w) of tensor id as the layers so far define it. */
+static inline void sf_net_shape_of(const sf_net *net, int32_t id, int32_t chw[3])
+{
+    if (id == 0) {
+        chw[0] = net->p.in_channels, chw[1] = net->p.in_height, chw[2] = net->p.in_width;
+        return;
+    }
+    const sf_net_layer *l = &net->layers[id - 1];
+    chw[0] = l->out_c, chw[1] = l->out_h, chw[2] = l->out_w;
 }
 
 /* The device-side step statistics: what the softmax writes, the finite flags and fp16's loss scale. */
@@ -203,23 +239,11 @@ static inline float *sf_net_weight(sf_net *net, int64_t off)
     if (!net->params_act) return net->params + off;
     return (float *)((char *)net->params_act + (size_t)off * sf_net_act_size(net));
 }
+/* The fp32 parameters and their gradients at offset off (biases, BN and neuron parameters), NULL for off < 0. */
+static inline float *sf_net_param(sf_net *net, int64_t off) { return off >= 0 ? net->params + off : NULL; }
+static inline float *sf_net_param_grad(sf_net *net, int64_t off) { return off >= 0 ? net->grads + off : NULL; }
 /* Whether the net scales its loss: fp16 activations do. */
 static inline bool sf_net_scales_loss(const sf_net *net) { return net->be->act == SF_ACT_F16; }
-
-/* Does a LIF or recurrent LIF layer keep h for its backward? In full mode, and a recurrent layer always: its
- * recompute would be a second sequential pass over T (a product per step), and h takes the place of the input that
- * pass would read (as many elements, in fp32). */
-static inline bool sf_net_keeps_h(const sf_net *net, const sf_net_layer *l)
-{
-    return net->p.memory == SF_MEMORY_FULL || l->d.kind == SF_LAYER_RLIF;
-}
-
-/* Does a LIF layer's backward run its time loop forward again: to recompute h, or (the ALIF, whose thresholds are
- * not kept) to rebuild θ? Then it needs the segment's start state and reads the forward's checkpoints. */
-static inline bool sf_net_backward_reruns(const sf_net *net, const sf_net_layer *l)
-{
-    return !sf_net_keeps_h(net, l) || l->d.lif.model == SF_NEURON_ALIF;
-}
 
 /* net_step.c: the loss scale a net starts from, writing the scale to the backend (once compiled), and rewriting
  * params_act[off, off + n) from the fp32 parameters (nothing when act is fp32) after they change. */
@@ -241,9 +265,6 @@ sf_status sf_net_upload_input(sf_net *net, const float *x);
 sf_status sf_net_run_forward(sf_net *net, bool training);
 sf_status sf_net_put_labels(sf_net *net, const int32_t *labels);
 sf_status sf_net_loss_ops(sf_net *net, bool labelled);
-/* The forward of a conv, dense linear or avg-pool layer from input x into y: in the forward, and again where the
- * lean backward reruns it (scratch: the conv's workspace for that call). */
-sf_status sf_net_synapse_forward(sf_net *net, const sf_net_layer *l, const float *x, float *y, void *scratch);
 
 /* net_step.c: forgets the recorded training step (a compile moves the memory its ops point into). */
 void sf_net_drop_graph(sf_net *net);
@@ -251,31 +272,21 @@ void sf_net_drop_graph(sf_net *net);
 /* net_pipeline.c: a step over several processes (net_hooks.h). Each is a no-op for a process alone. */
 sf_status sf_net_pipeline_check(const sf_net *net, int64_t T); /* at compile, T of the whole sequence */
 bool sf_net_pipelined(const sf_net *net);                      /* time segments: nseg > 1 */
-/* What neuron layer l's call carries beyond x (sf_lif_state): its state for the forward / backward (pipelined: the
- * first receives what the neighbouring segment sent, the _done calls send this segment's state on), a PLIF's w
- * (and, in the backward, dw) and the checkpoints the training forward writes for a backward that recomputes h;
- * *out is NULL when there is none of these. */
-sf_status sf_net_state_forward(sf_net *net, const sf_net_layer *l, bool training, sf_lif_state *st,
-                               const sf_lif_state **out);
-sf_status sf_net_state_forward_done(sf_net *net, const sf_net_layer *l);
-sf_status sf_net_state_backward(sf_net *net, const sf_net_layer *l, sf_lif_state *st, const sf_lif_state **out);
-sf_status sf_net_state_backward_done(sf_net *net, const sf_net_layer *l);
-/* A PLIF layer's w (with grads, its dw) and their geometry into st; false (st untouched) for every other layer. */
-bool sf_net_neuron_learned(sf_net *net, const sf_net_layer *l, bool grads, sf_lif_state *st);
+/* State of slot s from the previous time segment / to the next one (the forward), and back (the backward), where
+ * the plan gave the slot (this segment has that neighbour); NULL: nothing to send or receive. */
+sf_status sf_net_recv_from_prev(sf_net *net, sf_slot s);
+sf_status sf_net_send_to_next(sf_net *net, sf_slot s);
+sf_status sf_net_recv_from_next(sf_net *net, sf_slot s);
+sf_status sf_net_send_to_prev(sf_net *net, sf_slot s);
 /* The last layer's output over all T (pipelined: gathered by sf_net_gather_output_ops into out_all), and this
  * segment's slice of its gradient out of dout_all. */
 const float *sf_net_gather_output(sf_net *net);
 sf_status sf_net_gather_output_ops(sf_net *net);
 sf_status sf_net_scatter_output_grad(sf_net *net, float *grad);
-/* BN batch statistics over the BN group, the rows they count, and the fused BN→LIF backward over it (which also
- * sends the LIF's ∂L/∂v on). */
-sf_status sf_net_bn_stats(sf_net *net, const sf_net_layer *l, sf_bn_shape sh, const float *x, float *mean, float *var);
+/* BN batch statistics of x over the BN group (gather: the slot of every part's statistics, planned where there
+ * are several parts), and the rows they count. */
+sf_status sf_net_bn_stats(sf_net *net, sf_bn_shape sh, const float *x, float *mean, float *var, sf_slot gather);
 int64_t sf_net_bn_rows(const sf_net *net);
-/* The BN shape of tensor t over `rows` rows (T·B, or sf_net_bn_rows): [rows, c, hw], or for an NHWC tensor
- * [rows·hw, c, 1], which every BN kernel indexes alike (channel = element index mod c). */
-sf_bn_shape sf_net_bn_shape(const sf_net *net, int32_t t, int64_t rows);
-sf_status sf_net_bn_lif_backward(sf_net *net, const sf_net_layer *lif, const sf_net_layer *bn, sf_bn_shape sh,
-                                 const float *x, const float *h, const float *ds, float *dx, const sf_lif_state *st);
 /* After layer i's backward: hands the gradients that became final to grads_ready (*final_from: the lowest final
  * offset so far, n_params at the start of the backward); after the last layer, grads_done. */
 sf_status sf_net_grads_ready(sf_net *net, int32_t i, int64_t *final_from);
@@ -294,6 +305,10 @@ bool sf_net_tensor_is_binary(const sf_net *net, int32_t id);
 /* Crossovers of the AUTO layers: measured on the device once per shape (cached in the process), or the net's
  * fixed sparse_crossover. Called by sf_net_compile once the memory is planned. */
 sf_status sf_net_sparse_tune(sf_net *net);
+/* sparse_tune.c: the measured crossovers of a linear op over T·B rows of `in` spikes to `out` (dx: with its input's
+ * gradient), and of a recurrent layer of n neurons. */
+sf_status sf_net_tune_linear(sf_net *net, int32_t in, int32_t out, bool dx, float *xfwd, float *xbwd);
+sf_status sf_net_tune_rlif(sf_net *net, const sf_lif_params *p, int32_t n, float *xfwd, float *xbwd);
 /* The compact form of tensor id as this step writes it: the bits, and the lists and counts where a reader runs
  * event-driven this step (on a host backend, where readers choose after the tensor is made: wherever planned). */
 sf_spikes sf_net_compact_of(sf_net *net, int32_t id);
@@ -303,15 +318,17 @@ bool sf_net_compact_values(sf_net *net, int32_t id);
 /* Where the number of ones of compact tensor id accumulates during a forward; of nonzero gradient entries of id. */
 float *sf_net_ones_count(sf_net *net, int32_t id);
 float *sf_net_grad_count(sf_net *net, int32_t id);
-/* Chooses layer l's paths for this step from the densities known now (sparse.c says which). */
+/* The density of ones of compact tensor id, of nonzero gradient entries of id: counted now on a host backend, else
+ * by the last step (-1: none measured yet). */
+float sf_net_ones_density(sf_net *net, int32_t id);
+float sf_net_grad_density(sf_net *net, int32_t id);
+/* Whether mode m runs event-driven at a density against a crossover: on always, auto below it once measured. */
+bool sf_net_sparse_below(sf_sparse_mode m, float density, float crossover);
+/* Chooses layer l's paths for this step from the densities known now (its kind says how). */
 sf_status sf_net_sparse_decide(sf_net *net, sf_net_layer *l);
 /* After a step on a device backend: the counts of that step come to the host for the next step's choices. */
 sf_status sf_net_sparse_after_step(sf_net *net);
 /* The paths of all layers as one value: a recorded step graph is valid only while it stays the same. */
 uint64_t sf_net_sparse_signature(const sf_net *net);
-/* Forward of a linear layer reading spikes (its choices made here), and its event-driven backward (bwd_flags set). */
-sf_status sf_net_spike_linear_forward(sf_net *net, sf_net_layer *l, float *y);
-sf_status sf_net_spike_linear_backward(sf_net *net, sf_net_layer *l, const float *dy, float *dx);
-
 
 #endif

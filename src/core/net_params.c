@@ -2,16 +2,12 @@
  * initialisation, compiling, the hooks of a step over several processes, the named-tensor view used by checkpoints
  * and tests, and the resumable state. */
 #include "core/error.h"
-#include "core/net_internal.h"
-#include "core/rng.h"
+#include "core/layer.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* RNG streams: parameter initialisation draws from stream INIT_STREAM + layer; dropout uses counters from 0. */
-#define INIT_STREAM (1ull << 40)
 
 static sf_status alloc_floats(sf_net *net, int64_t n, float **out, const char *what)
 {
@@ -24,8 +20,9 @@ static sf_status alloc_floats(sf_net *net, int64_t n, float **out, const char *w
     return SF_OK;
 }
 
-/* PyTorch's defaults: Linear/Conv weights and biases U(-1/√fan_in, 1/√fan_in) (kaiming_uniform with a=√5),
- * BN weight 1, bias 0, running mean 0, running var 1; a PLIF's w as SpikingJelly's, -ln(tau - 1). */
+/* PyTorch's defaults, as each kind has them (sf_layer_ops.init): Linear/Conv weights and biases U(-1/√fan_in,
+ * 1/√fan_in) (kaiming_uniform with a=√5), BN weight 1, bias 0, running mean 0, running var 1; a PLIF's w as
+ * SpikingJelly's, -ln(tau - 1). */
 static sf_status init_params(sf_net *net)
 {
     float *hp = calloc((size_t)(net->n_params ? net->n_params : 1), sizeof *hp);
@@ -37,27 +34,7 @@ static sf_status init_params(sf_net *net)
     }
     for (int32_t i = 0; i < net->n_layers; i++) {
         const sf_net_layer *l = &net->layers[i];
-        if (l->d.kind == SF_LAYER_BATCHNORM) {
-            for (int64_t k = 0; k < l->w_numel; k++) hp[l->w_off + k] = 1.0f;
-            for (int64_t k = 0; k < l->w_numel; k++) hb[l->rv_off + k] = 1.0f;
-            continue;
-        }
-        if (l->d.kind == SF_LAYER_LIF) {
-            for (int64_t k = 0; k < l->w_numel; k++) hp[l->w_off + k] = (float)-log((double)l->d.lif.tau - 1.0);
-            continue;
-        }
-        if (l->w_off < 0) continue;
-        int64_t fan_out = l->d.kind == SF_LAYER_LINEAR ? l->d.out_features
-                          : l->d.kind == SF_LAYER_RLIF ? l->out_c
-                                                       : l->d.out_channels;
-        double bound = 1.0 / sqrt((double)(l->w_numel / fan_out));
-        uint64_t stream = INIT_STREAM + (uint64_t)i;
-        for (int64_t k = 0; k < l->w_numel; k++)
-            hp[l->w_off + k] =
-                (float)((2.0 * sf_uniform(net->p.seed, stream, (uint64_t)k) - 1.0) * bound) * l->d.init_gain;
-        for (int64_t k = 0; k < l->b_numel; k++)
-            hp[l->b_off + k] =
-                (float)((2.0 * sf_uniform(net->p.seed, stream, (uint64_t)(l->w_numel + k)) - 1.0) * bound);
+        if (l->ops->init) l->ops->init(net, l, i, hp, hb);
     }
     sf_status s = net->n_params ? net->be->copy_from_host(net->be, net->params, hp, (size_t)net->n_params * 4) : SF_OK;
     if (s == SF_OK && net->n_buffers)
@@ -283,30 +260,30 @@ static int32_t param_count(const sf_net *net)
     return n;
 }
 
-static int32_t buffer_count(const sf_net *net)
+/* The buffers of layer l (its kind's, where it has them). */
+static int32_t buffers_of(const sf_net_layer *l)
 {
     int32_t n = 0;
-    for (int32_t k = 0; k < net->n_layers; k++) n += net->layers[k].rm_off >= 0 ? 2 : 0;
+    while (l->buf_off >= 0 && n < SF_KIND_BUFFERS && l->ops->buffer_names[n]) n++;
     return n;
 }
 
-static void param_shape(const sf_net *net, const sf_net_layer *l, bool is_bias, sf_tensor_info *info)
+static int32_t buffer_count(const sf_net *net)
 {
-    const sf_layer_desc *d = &l->d;
-    if (is_bias || d->kind == SF_LAYER_BATCHNORM || d->kind == SF_LAYER_LIF) {
-        info->ndim = 1;
-        info->shape[0] = is_bias ? l->b_numel : l->w_numel;
-    } else if (d->kind == SF_LAYER_LINEAR || d->kind == SF_LAYER_RLIF) {
-        info->ndim = 2;
-        info->shape[0] = d->kind == SF_LAYER_LINEAR ? d->out_features : l->out_c;
-        info->shape[1] = l->w_numel / info->shape[0];
-    } else {
-        info->ndim = 4;
-        info->shape[0] = d->out_channels;
-        info->shape[1] = l->w_numel / ((int64_t)d->out_channels * d->kernel * d->kernel);
-        info->shape[2] = info->shape[3] = d->kernel;
-    }
+    int32_t n = 0;
+    for (int32_t k = 0; k < net->n_layers; k++) n += buffers_of(&net->layers[k]);
+    return n;
+}
+
+static void param_shape(const sf_net_layer *l, bool is_bias, sf_tensor_info *info)
+{
     info->numel = is_bias ? l->b_numel : l->w_numel;
+    if (is_bias || !l->ops->weight_shape) {
+        info->ndim = 1;
+        info->shape[0] = info->numel;
+        return;
+    }
+    l->ops->weight_shape(l, info);
 }
 
 static sf_status resolve(const sf_net *net, sf_tensor_role role, int32_t i, tensor_ref *r)
@@ -317,17 +294,16 @@ static sf_status resolve(const sf_net *net, sf_tensor_role role, int32_t i, tens
         int32_t n = 0;
         for (int32_t k = 0; k < net->n_layers; k++) {
             const sf_net_layer *l = &net->layers[k];
-            if (l->rm_off < 0) continue;
-            if (i == n || i == n + 1) {
-                bool var = i == n + 1;
-                snprintf(r->info.name, sizeof r->info.name, "%d.%s", k, var ? "running_var" : "running_mean");
+            const int32_t here = buffers_of(l);
+            if (i >= n && i < n + here) {
+                snprintf(r->info.name, sizeof r->info.name, "%d.%s", k, l->ops->buffer_names[i - n]);
                 r->info.ndim = 1;
-                r->info.shape[0] = r->info.numel = l->w_numel;
+                r->info.shape[0] = r->info.numel = l->buf_numel;
                 r->base = net->buffers;
-                r->off = var ? l->rv_off : l->rm_off;
+                r->off = l->buf_off + (i - n) * l->buf_numel;
                 return SF_OK;
             }
-            n += 2;
+            n += here;
         }
         return sf_fail(SF_ERR_INVALID, "buffer index %d out of range", i);
     }
@@ -353,10 +329,9 @@ static sf_status resolve(const sf_net *net, sf_tensor_role role, int32_t i, tens
     bool is_bias;
     if (slot_i < 0 || !param_at(net, slot_i, &l, &k, &is_bias))
         return sf_fail(SF_ERR_INVALID, "parameter index %d out of range", i);
-    /* a PLIF's parameter is SpikingJelly's ParametricLIFNode.w */
-    const char *pname = is_bias ? "bias" : l->d.kind == SF_LAYER_LIF ? "w" : "weight";
+    const char *pname = is_bias ? "bias" : l->ops->weight_name ? l->ops->weight_name : "weight";
     snprintf(r->info.name, sizeof r->info.name, "%d.%s%s", k, pname, suffix);
-    param_shape(net, l, is_bias, &r->info);
+    param_shape(l, is_bias, &r->info);
     r->base = base;
     r->off = is_bias ? l->b_off : l->w_off;
     if (role == SF_ROLE_OPTIMIZER) {

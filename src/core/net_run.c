@@ -1,16 +1,12 @@
 /* net_run.c — running a compiled network forward: layers, readout and loss, and the queries that read results
  * back. Every op goes through the backend table; nothing here touches tensor data. */
 #include "core/error.h"
-#include "core/net_internal.h"
+#include "core/layer.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static float *grad_of(sf_net *net, int32_t id) { return sf_net_slot_ptr(net, net->tensors[net->tensors[id].alias_of].grad); }
-
-static float *param(sf_net *net, int64_t off) { return off >= 0 ? net->params + off : NULL; }
 
 static double now_ms(void)
 {
@@ -19,135 +15,27 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-static int64_t rows(const sf_net *net) { return net->T * net->B; }
-
-static sf_bn_shape bn_shape(const sf_net *net, const sf_net_layer *bn) { return sf_net_bn_shape(net, bn->in, rows(net)); }
-
-/* Runs a LIF layer (with its fused BN, if any) forward, in time segments taking v from the previous segment and
- * passing its last v on. `out` says what to write. */
-static sf_status neuron_forward(sf_net *net, const sf_net_layer *l, bool training, const sf_lif_out *out)
-{
-    sf_backend *be = net->be;
-    sf_lif_state state;
-    const sf_lif_state *st;
-    SF_TRY(sf_net_state_forward(net, l, training, &state, &st));
-    if (!l->fused_bn) {
-        int64_t n = net->B * net->tensors[l->in].per_sample;
-        SF_TRY(be->lif_forward(be, &l->d.lif, net->T, n, sf_net_act(net, l->in), out, st));
-    } else {
-        const sf_net_layer *bn = &net->layers[l->bn];
-        const float *mean = training ? sf_net_slot_ptr(net, bn->mean) : net->buffers + bn->rm_off;
-        const float *var = training ? sf_net_slot_ptr(net, bn->var) : net->buffers + bn->rv_off;
-        SF_TRY(be->bn_lif_forward(be, &l->d.lif, net->T, bn_shape(net, bn), sf_net_act(net, bn->in), mean, var,
-                                  bn->d.bn_eps, param(net, bn->w_off), param(net, bn->b_off), out, st));
-    }
-    return sf_net_state_forward_done(net, l);
-}
-
-/* Batch statistics of a BN layer (over its BN group) and the running-statistics update (training forward only). */
-static sf_status bn_batch_stats(sf_net *net, const sf_net_layer *l)
-{
-    sf_backend *be = net->be;
-    sf_bn_shape sh = bn_shape(net, l);
-    float *mean = sf_net_slot_ptr(net, l->mean), *var = sf_net_slot_ptr(net, l->var);
-    SF_TRY(sf_net_bn_stats(net, l, sh, sf_net_act(net, l->in), mean, var));
-    sh = sf_net_bn_shape(net, l->in, sf_net_bn_rows(net)); /* the unbiased variance counts every value seen */
-    return be->bn_update_running(be, sh, l->d.bn_momentum, mean, var, net->buffers + l->rm_off,
-                                 net->buffers + l->rv_off);
-}
-
-sf_status sf_net_synapse_forward(sf_net *net, const sf_net_layer *l, const float *x, float *y, void *scratch)
-{
-    sf_backend *be = net->be;
-    switch (l->d.kind) {
-    case SF_LAYER_LINEAR:
-        return (sf_net_tensor_is_binary(net, l->in) ? be->binary_linear_forward : be->linear_forward)(
-            be, rows(net), (int32_t)net->tensors[l->in].per_sample, l->d.out_features, x, sf_net_weight(net, l->w_off),
-            param(net, l->b_off), y);
-    case SF_LAYER_CONV2D:
-        return be->conv_forward(be, &l->conv, x, sf_net_weight(net, l->w_off), param(net, l->b_off), y, scratch);
-    case SF_LAYER_AVGPOOL2D: return be->avgpool_forward(be, &l->pool, x, y);
-    default: return sf_fail(SF_ERR_STATE, "internal: layer kind %d has no synapse forward", (int)l->d.kind);
-    }
-}
-
+/* Layer i's forward by its kind, then what the plan keeps of its output: binary outputs of layers that do not
+ * write them themselves (a max-pool of spikes) as bytes or made compact, and in lean mode the bits alone. */
 static sf_status layer_forward(sf_net *net, int32_t i, bool training)
 {
     sf_backend *be = net->be;
     sf_net_layer *l = &net->layers[i];
     const sf_net_tensor *out_t = &net->tensors[l->out];
-    const float *x = sf_net_act(net, l->in);
+    if (sf_kind_has(l, SF_KIND_ALIAS)) return SF_OK;
+    SF_TRY(l->ops->forward(net, l, training));
     float *y = sf_net_act(net, l->out);
-    int64_t n_in = rows(net) * net->tensors[l->in].per_sample;
-    switch (l->d.kind) {
-    case SF_LAYER_LINEAR:
-        if (l->sparse != SF_SPARSE_OFF) {
-            SF_TRY(sf_net_spike_linear_forward(net, l, y));
-            break;
-        }
-        SF_TRY(sf_net_synapse_forward(net, l, x, y, NULL));
-        break;
-    case SF_LAYER_CONV2D: SF_TRY(sf_net_synapse_forward(net, l, x, y, sf_net_slot_ptr(net, l->fwd_scratch))); break;
-    case SF_LAYER_AVGPOOL2D: SF_TRY(sf_net_synapse_forward(net, l, x, y, NULL)); break;
-    case SF_LAYER_MAXPOOL2D: SF_TRY(be->maxpool_forward(be, &l->pool, x, y, sf_net_slot_ptr(net, l->argmax))); break;
-    case SF_LAYER_FLATTEN: break;
-    case SF_LAYER_DROPOUT:
-        if (training) {
-            l->dropout_counter = net->rng_counter++;
-            SF_TRY(be->dropout_forward(be, net->T, n_in / net->T, l->d.dropout_p, net->p.seed, l->dropout_counter, x, y));
-        } else {
-            SF_TRY(be->copy(be, y, x, (size_t)n_in * sf_net_act_size(net)));
-        }
-        break;
-    case SF_LAYER_BATCHNORM:
-        if (training) SF_TRY(bn_batch_stats(net, l));
-        if (!l->absorbed) {
-            const float *mean = training ? sf_net_slot_ptr(net, l->mean) : net->buffers + l->rm_off;
-            const float *var = training ? sf_net_slot_ptr(net, l->var) : net->buffers + l->rv_off;
-            SF_TRY(be->bn_forward(be, bn_shape(net, l), x, mean, var, l->d.bn_eps, param(net, l->w_off),
-                                  param(net, l->b_off), y));
-        }
-        break;
-    case SF_LAYER_LIF:
-    case SF_LAYER_RLIF: {
-        sf_lif_out out = {.s = y, .spike_count = net->spike_counts + l->lif_index};
-        if (training && out_t->keep == SF_KEEP_BYTES && l->d.kind == SF_LAYER_LIF)
-            out.s_u8 = sf_net_slot_ptr(net, out_t->bytes);
-        if (training || net->keep_all) out.h = sf_net_slot_ptr(net, l->h);
-        if (l->d.kind == SF_LAYER_RLIF) SF_TRY(sf_net_sparse_decide(net, l)); /* before its lists are asked for */
-        if (out_t->compact && !l->fused_bn) { /* the kernel writes the compact form itself */
-            out.c = sf_net_compact_of(net, l->out);
-            out.row = out_t->per_sample;
-            if (!sf_net_compact_values(net, l->out)) out.s = NULL;
-        }
-        if (l->d.kind == SF_LAYER_RLIF) {
-            SF_TRY(be->rlif_forward(be, &l->d.lif, net->T, net->B, out_t->per_sample, x,
-                                    sf_net_weight(net, l->w_off), l->fwd_sparse, &out, sf_net_slot_ptr(net, l->sws_f)));
-        } else {
-            SF_TRY(neuron_forward(net, l, training, &out));
-        }
-        if (out_t->compact && l->fused_bn) {
-            sf_spikes c = sf_net_compact_of(net, l->out);
-            SF_TRY(be->spikes_compact(be, rows(net), out_t->per_sample, y, &c, NULL, NULL));
-        }
-        break;
-    }
-    case SF_LAYER_ADD:
-        SF_TRY(be->add(be, n_in, x, sf_net_act(net, l->in2), y));
-        break;
-    }
-    /* Binary outputs of other layers (a max-pool of spikes) are kept as bytes too, or made compact. */
-    bool other = l->d.kind != SF_LAYER_LIF && l->d.kind != SF_LAYER_RLIF && l->d.kind != SF_LAYER_FLATTEN;
-    if (training && l->d.kind != SF_LAYER_LIF && l->d.kind != SF_LAYER_FLATTEN && out_t->keep == SF_KEEP_BYTES)
-        SF_TRY(be->act_to_u8(be, rows(net) * out_t->per_sample, y, sf_net_slot_ptr(net, out_t->bytes)));
-    if (other && out_t->compact) {
+    if (training && !sf_kind_has(l, SF_KIND_WRITES_BYTES) && out_t->keep == SF_KEEP_BYTES)
+        SF_TRY(be->act_to_u8(be, sf_net_rows(net) * out_t->per_sample, y, sf_net_slot_ptr(net, out_t->bytes)));
+    if (!sf_kind_has(l, SF_KIND_FIRES) && out_t->compact) {
         sf_spikes c = sf_net_compact_of(net, l->out);
-        SF_TRY(be->spikes_compact(be, rows(net), out_t->per_sample, y, &c, sf_net_ones_count(net, l->out), NULL));
+        SF_TRY(
+            be->spikes_compact(be, sf_net_rows(net), out_t->per_sample, y, &c, sf_net_ones_count(net, l->out), NULL));
     }
-    if (training && out_t->keep == SF_KEEP_BITS && !out_t->compact && l->d.kind != SF_LAYER_FLATTEN) {
+    if (training && out_t->keep == SF_KEEP_BITS && !out_t->compact) {
         /* lean mode: the bits alone are kept (its neuron layer counted its spikes) */
         sf_spikes c = {.bits = sf_net_slot_ptr(net, out_t->cbits)};
-        SF_TRY(be->spikes_compact(be, rows(net), out_t->per_sample, y, &c, NULL, NULL));
+        SF_TRY(be->spikes_compact(be, sf_net_rows(net), out_t->per_sample, y, &c, NULL, NULL));
     }
     return SF_OK;
 }
@@ -176,7 +64,7 @@ sf_status sf_net_upload_input(sf_net *net, const float *x)
                                : sf_fail(SF_ERR_STATE, "forward: input is NULL, and no earlier step put one on the "
                                                        "device since the network was compiled");
     sf_backend *be = net->be;
-    int64_t n = rows(net) * net->tensors[0].per_sample;
+    int64_t n = sf_net_rows(net) * net->tensors[0].per_sample;
     x += net->hooks.seg * n; /* x holds all T steps; a time segment takes its own (time-major: one contiguous block) */
     if (be->act == SF_ACT_F32) {
         SF_TRY(be->copy_from_host(be, sf_net_act(net, 0), x, (size_t)n * sizeof(float)));
@@ -197,7 +85,7 @@ sf_status sf_net_run_forward(sf_net *net, bool training)
     if (net->tensors[0].compact) { /* the input's spikes; a value other than 0 or 1 flags SF_STAT_INPUT_BAD */
         sf_spikes c = sf_net_compact_of(net, 0);
         SF_TRY(be->zero(be, net->stats + SF_STAT_INPUT_BAD, sizeof(float)));
-        SF_TRY(be->spikes_compact(be, rows(net), net->tensors[0].per_sample, sf_net_act(net, 0), &c,
+        SF_TRY(be->spikes_compact(be, sf_net_rows(net), net->tensors[0].per_sample, sf_net_act(net, 0), &c,
                                   sf_net_ones_count(net, 0), net->stats + SF_STAT_INPUT_BAD));
     }
     for (int32_t i = 0; i < net->n_layers; i++)
@@ -246,8 +134,9 @@ sf_status sf_net_loss_ops(sf_net *net, bool labelled)
         SF_TRY(be->leaky_forward(be, net->T_all, net->B * K, a, c, sf_net_gather_output(net), net->readout));
     float *dr = NULL;
     if (labelled && net->last_training)
-        dr = net->p.readout == SF_READOUT_LEAKY ? net->dreadout
-                                                : (sf_net_pipelined(net) ? net->dout_all : grad_of(net, net->n_layers));
+        dr = net->p.readout == SF_READOUT_LEAKY
+                 ? net->dreadout
+                 : (sf_net_pipelined(net) ? net->dout_all : sf_net_grad(net, net->n_layers));
     if (net->p.loss == SF_LOSS_MSE_RATE) {
         if (!be->mse_rate) return sf_fail(SF_ERR_UNSUPPORTED, "the %s backend has no MSE-on-rate loss", be->name);
         SF_TRY(be->mse_rate(be, net->T_all, net->B, K, r, net->labels, dr, net->logits, net->stats));
@@ -316,18 +205,18 @@ sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *out)
     if (!held || x->act.where == SF_ARENA_NONE)
         return sf_fail(SF_ERR_STATE, "tensor %d is not held after the forward (only kept tensors and the output are)", id);
     sf_backend *be = net->be;
-    int64_t n = rows(net) * x->per_sample;
+    int64_t n = sf_net_rows(net) * x->per_sample;
     const void *src = sf_net_slot_ptr(net, x->act);
     if (be->act == SF_ACT_F32) {
         SF_TRY(be->copy_to_host(be, out, src, (size_t)n * sizeof(float)));
-        return host_nchw(x, rows(net), out);
+        return host_nchw(x, sf_net_rows(net), out);
     }
     void *wide = NULL; /* a rare query: its own allocation rather than planned workspace */
     SF_TRY(be->alloc(be, (size_t)n * sizeof(float), &wide));
     sf_status s = be->convert(be, n, be->act, src, SF_ACT_F32, wide);
     if (s == SF_OK) s = be->copy_to_host(be, out, wide, (size_t)n * sizeof(float));
     be->release(be, wide);
-    return s == SF_OK ? host_nchw(x, rows(net), out) : s;
+    return s == SF_OK ? host_nchw(x, sf_net_rows(net), out) : s;
 }
 
 sf_status sf_net_set_keep_activations(sf_net *net, int32_t on)
@@ -342,17 +231,18 @@ sf_status sf_net_read_membrane(const sf_net *net, int32_t id, float *out)
     if (!net->have_forward) return sf_fail(SF_ERR_STATE, "read_membrane: run a forward first");
     if (id < 1 || id > net->n_layers) return sf_fail(SF_ERR_INVALID, "tensor id %d out of range", id);
     const sf_net_layer *l = &net->layers[id - 1];
-    if (l->d.kind != SF_LAYER_LIF)
+    if (!l->ops->membrane)
         return sf_fail(SF_ERR_INVALID, "tensor %d is not the output of a LIF layer: it has no membrane potential", id);
+    const sf_slot h = *l->ops->membrane(l);
     /* A training forward writes h where the plan keeps it; an evaluation forward only with keep_all. */
-    if (l->h.where == SF_ARENA_NONE || !(net->last_training || net->keep_all))
+    if (h.where == SF_ARENA_NONE || !(net->last_training || net->keep_all))
         return sf_fail(SF_ERR_STATE,
                        "the membrane potential of tensor %d is not held after this forward (call "
                        "sf_net_set_keep_activations before sf_net_compile)",
                        id);
-    SF_TRY(net->be->copy_to_host(net->be, out, sf_net_slot_ptr(net, l->h),
-                                 (size_t)(rows(net) * net->tensors[id].per_sample) * sizeof(float)));
-    return host_nchw(&net->tensors[id], rows(net), out);
+    SF_TRY(net->be->copy_to_host(net->be, out, sf_net_slot_ptr(net, h),
+                                 (size_t)(sf_net_rows(net) * net->tensors[id].per_sample) * sizeof(float)));
+    return host_nchw(&net->tensors[id], sf_net_rows(net), out);
 }
 
 int32_t sf_net_firing_rates(const sf_net *net, float *rates, int32_t cap)
@@ -363,8 +253,8 @@ int32_t sf_net_firing_rates(const sf_net *net, float *rates, int32_t cap)
         return -1;
     for (int32_t i = 0; i < net->n_layers; i++) {
         const sf_net_layer *l = &net->layers[i];
-        if ((l->d.kind != SF_LAYER_LIF && l->d.kind != SF_LAYER_RLIF) || l->lif_index >= cap) continue;
-        double n = (double)rows(net) * (double)net->tensors[l->out].per_sample;
+        if (l->lif_index < 0 || l->lif_index >= cap) continue;
+        double n = (double)sf_net_rows(net) * (double)net->tensors[l->out].per_sample;
         rates[l->lif_index] = (float)(net->host_counts[l->lif_index] / n);
     }
     return net->n_lif;

@@ -3,7 +3,7 @@
  * the same arguments from step to step, the optimizer update and the 16-bit weight copy it refreshes, fp16's dynamic
  * loss scale, and the one-call train and eval steps. */
 #include "core/error.h"
-#include "core/net_internal.h"
+#include "core/layer.h"
 
 /* GradScaler's defaults: start at 2^16, halve on an overflow, double after 2000 steps without one. Below 2^-24
  * (fp16's smallest step) scaling cannot help any more: the step fails as a NaN would. */
@@ -52,7 +52,7 @@ static bool graph_allowed(const sf_net *net)
     const sf_net_hooks *h = &net->hooks;
     if ((h->send || h->grads_ready) && !h->graph_safe) return false; /* hooks that do more than enqueue work */
     for (int32_t i = 0; i < net->n_layers; i++)
-        if (net->layers[i].d.kind == SF_LAYER_DROPOUT) return false;
+        if (sf_kind_has(&net->layers[i], SF_KIND_STEP_VARIES)) return false;
     return true;
 }
 

@@ -1,231 +1,40 @@
-/* plan.c — what sf_net_compile (net_params.c) decides: tensor bookkeeping, BN→LIF fusion, what the backward keeps,
- * and the memory plan.
+/* plan.c — what sf_net_compile (net_params.c) decides: tensor bookkeeping, fusion, layouts, what the backward keeps,
+ * and the memory plan. It knows the layers only through their kinds' tables (core/layer.h).
  *
- * The plan runs on a timeline: 0 uploads the input, 1..L run the layers' forwards, L+1 the loss, then the
- * backwards in reverse, two ticks each: layer i's rebuild of what it reads (the lean mode's reruns) at
- * L+2+2(L-1-i), its backward one later. Every workspace buffer is a request (bytes, first, last time);
- * requests whose lifetimes overlap get disjoint bytes, the others may share. Saved buffers simply stack up. */
+ * The plan runs on the timeline of plan_pack.h: the upload, the layers' forwards, the loss, then the backwards in
+ * reverse, each with a tick before it for the lean mode's reruns. Every workspace buffer is a request (bytes, first,
+ * last tick); requests whose lifetimes overlap get disjoint bytes, the others may share. Saved buffers stack up. */
 #include "core/error.h"
-#include "core/lif_math.h"
-#include "core/net_internal.h"
+#include "core/layer.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define ALIGN 256
-
-static size_t align_up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
-
-typedef struct request {
-    size_t bytes;
-    int32_t first, last;
-    sf_slot *dst;
-} request;
-
-typedef struct planner {
-    request *req;
-    int32_t n, cap;
-    size_t saved;
-    int32_t L;
-    bool failed;
-} planner;
-
-static int32_t t_fwd(const planner *pl, int32_t layer) { return 1 + layer; }
-static int32_t t_loss(const planner *pl) { return pl->L + 1; }
-static int32_t t_pre(const planner *pl, int32_t layer) { return pl->L + 2 + 2 * (pl->L - 1 - layer); }
-static int32_t t_bwd(const planner *pl, int32_t layer) { return t_pre(pl, layer) + 1; }
-static int32_t t_end(const planner *pl) { return 3 * pl->L + 2; }
-
-static void want_work(planner *pl, sf_slot *dst, size_t bytes, int32_t first, int32_t last)
-{
-    if (bytes == 0) return;
-    if (pl->n == pl->cap) {
-        int32_t cap = pl->cap ? 2 * pl->cap : 64;
-        request *r = realloc(pl->req, (size_t)cap * sizeof *r);
-        if (!r) {
-            pl->failed = true;
-            return;
-        }
-        pl->req = r;
-        pl->cap = cap;
-    }
-    pl->req[pl->n++] = (request){align_up(bytes), first, last, dst};
-}
-
-static void want_saved(planner *pl, sf_slot *dst, size_t bytes)
-{
-    if (bytes == 0) return;
-    *dst = (sf_slot){SF_ARENA_SAVED, pl->saved, bytes};
-    pl->saved += align_up(bytes);
-}
-
-static int by_size_desc(const void *a, const void *b)
-{
-    const request *x = a, *y = b;
-    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
-    return x->first - y->first;
-}
-
-/* Greedy packing: largest first, each at the lowest offset clear of every placed buffer it overlaps in time. */
-static size_t pack_workspace(planner *pl)
-{
-    qsort(pl->req, (size_t)pl->n, sizeof *pl->req, by_size_desc);
-    size_t total = 0;
-    for (int32_t i = 0; i < pl->n; i++) {
-        request *r = &pl->req[i];
-        size_t off = 0;
-        for (bool moved = true; moved;) {
-            moved = false;
-            for (int32_t j = 0; j < i; j++) {
-                const request *q = &pl->req[j];
-                bool overlap_time = r->first <= q->last && q->first <= r->last;
-                bool overlap_bytes = off < q->dst->offset + q->bytes && q->dst->offset < off + r->bytes;
-                if (overlap_time && overlap_bytes) {
-                    off = q->dst->offset + q->bytes;
-                    moved = true;
-                }
-            }
-        }
-        *r->dst = (sf_slot){SF_ARENA_WORK, off, r->bytes};
-        if (off + r->bytes > total) total = off + r->bytes;
-    }
-    return total;
-}
-
-static request *find_request(request *req, int32_t n, const sf_slot *dst)
-{
-    for (int32_t j = 0; j < n; j++)
-        if (req[j].dst == dst) return &req[j];
-    return NULL;
-}
-
-/* The workspace request of pass `pass` of conv layer l (NULL: it has none). */
-static request *scratch_request(request *req, int32_t n, sf_net_layer *l, sf_conv_pass pass)
-{
-    return find_request(req, n, pass == SF_CONV_PASS_FORWARD ? &l->fwd_scratch : &l->bwd_scratch);
-}
-
-static int32_t root(const sf_net *net, int32_t t) { return net->tensors[t].alias_of; }
-
-/* The layer whose forward layer l's backward reruns to rebuild its input (lean mode), or NULL. */
-static const sf_net_layer *rerun_of(const sf_net *net, const sf_net_layer *l)
-{
-    const sf_net_tensor *x = &net->tensors[root(net, l->in)];
-    return x->keep == SF_KEEP_RERUN ? &net->layers[x->producer] : NULL;
-}
-
-/* Sets the requests of `pass` of every conv layer of shape sh to *bytes (NULL: leaves them), the lean backward's
- * reruns of such a forward among them; returns how many there are. */
-static int32_t set_scratch(sf_net *net, request *req, int32_t n, const sf_conv_shape *sh, sf_conv_pass pass,
-                           const size_t *bytes)
-{
-    int32_t found = 0;
-    for (int32_t i = 0; i < net->n_layers; i++) {
-        sf_net_layer *l = &net->layers[i];
-        const sf_net_layer *p = pass == SF_CONV_PASS_FORWARD ? rerun_of(net, l) : NULL;
-        request *mine[2] = {
-            l->d.kind == SF_LAYER_CONV2D && sf_conv_shape_equal(&l->conv, sh) ? scratch_request(req, n, l, pass) : NULL,
-            p && p->d.kind == SF_LAYER_CONV2D && sf_conv_shape_equal(&p->conv, sh) ? find_request(req, n, &l->rerun_scratch)
-                                                                                 : NULL};
-        for (int k = 0; k < 2; k++) {
-            if (mine[k] && bytes) mine[k]->bytes = align_up(*bytes);
-            found += mine[k] != NULL;
-        }
-    }
-    return found;
-}
-
-/* The packed workspace with the requests of `pass` of shape sh (NULL: none) at `bytes`, on a copy of the requests. */
-static size_t packed_with(sf_net *net, const planner *pl, request *copy, const sf_conv_shape *sh, sf_conv_pass pass,
-                          size_t bytes)
-{
-    memcpy(copy, pl->req, (size_t)pl->n * sizeof *copy);
-    if (sh) set_scratch(net, copy, pl->n, sh, pass, &bytes);
-    planner t = *pl;
-    t.req = copy;
-    return pack_workspace(&t); /* it writes the slots too: the final packing writes them again */
-}
-
-/* Where a convolution's workspace raises the packed workspace, its backend may offer a leaner choice at some time
- * (backend.h conv_lean): takes them one at a time, the one that lowers the packed total most, while what they add
- * stays within the fraction cuda.conv_lean of the convolutions' time. A choice applies to every layer of its shape. */
-static void lean_convs(sf_net *net, planner *pl)
-{
-    sf_backend *be = net->be;
-    const bool lean = be->conv_lean && net->p.cuda.conv_lean > 0.0f && pl->n;
-    request *copy = lean ? malloc((size_t)pl->n * sizeof *copy) : NULL;
-    if (!copy) return; /* out of memory: the plan keeps the fastest choices */
-    static const sf_conv_pass passes[2] = {SF_CONV_PASS_FORWARD, SF_CONV_PASS_BACKWARD};
-    double budget = 0.0;
-    for (int32_t i = 0; i < net->n_layers; i++)
-        for (int k = 0; k < 2 && net->layers[i].d.kind == SF_LAYER_CONV2D; k++) {
-            sf_conv_lean q = {0};
-            be->conv_lean(be, &net->layers[i].conv, passes[k], false, &q);
-            budget += q.ms;
-        }
-    budget *= net->p.cuda.conv_lean;
-    size_t total = packed_with(net, pl, copy, NULL, SF_CONV_PASS_BOTH, 0);
-    for (;;) {
-        sf_net_layer *best = NULL;
-        sf_conv_pass best_pass = SF_CONV_PASS_FORWARD;
-        size_t best_total = total;
-        double best_cost = 0.0;
-        for (int32_t i = 0; i < net->n_layers; i++)
-            for (int k = 0; k < 2 && net->layers[i].d.kind == SF_LAYER_CONV2D; k++) {
-                sf_net_layer *l = &net->layers[i];
-                sf_conv_lean q;
-                if (!scratch_request(pl->req, pl->n, l, passes[k]) ||
-                    !be->conv_lean(be, &l->conv, passes[k], false, &q))
-                    continue;
-                /* the layers of that shape whose pass runs */
-                const int32_t uses = set_scratch(net, pl->req, pl->n, &l->conv, passes[k], NULL);
-                const double cost = (q.extra_ms > 0.0f ? q.extra_ms : 0.0) * uses;
-                if (cost > budget) continue;
-                const size_t t = packed_with(net, pl, copy, &l->conv, passes[k], q.ws);
-                if (t < best_total || (best && t == best_total && cost < best_cost)) {
-                    best = l, best_pass = passes[k], best_total = t, best_cost = cost;
-                }
-            }
-        sf_conv_lean q;
-        if (!best || best_total >= total || !be->conv_lean(be, &best->conv, best_pass, true, &q)) break;
-        set_scratch(net, pl->req, pl->n, &best->conv, best_pass, &q.ws);
-        budget -= best_cost;
-        total = best_total;
-    }
-    free(copy);
-}
-
-static size_t tensor_bytes(const sf_net *net, int32_t t, size_t elem)
-{
-    return (size_t)(net->T * net->B * net->tensors[t].per_sample) * elem;
-}
-
-/* The layer whose backward writes the gradient of consumer c's input: a BN fused into a LIF writes through it. */
+/* The layer whose backward writes the gradients of layer c's inputs: for an absorbed layer, the one that runs it. */
 static int32_t writer_of(const sf_net *net, int32_t c)
 {
     return net->layers[c].absorbed ? c + 1 : c;
 }
 
-/* Does layer c's backward run? Only when something upstream of its output has parameters. */
-static bool backward_runs(const sf_net *net, int32_t c)
-{
-    return net->tensors[net->layers[c].out].requires_grad;
-}
-
-/* Does layer c's backward need the value of its (first) input? */
-static bool needs_input_value(const sf_net *net, int32_t c)
+/* Does layer c's backward need the value of its input k? An absorbed layer's is read by the layer that runs it. */
+static bool needs_input_value(const sf_net *net, int32_t c, int32_t k)
 {
     const sf_net_layer *l = &net->layers[c];
-    if (!backward_runs(net, c) && !(l->absorbed && backward_runs(net, c + 1))) return false;
-    switch (l->d.kind) {
-    case SF_LAYER_LINEAR:
-    case SF_LAYER_CONV2D:
-    case SF_LAYER_BATCHNORM: return true; /* absorbed BN: the fused LIF reads the BN input */
-    case SF_LAYER_LIF:
-    case SF_LAYER_RLIF:
-        return !l->fused_bn && (!sf_net_keeps_h(net, l) || sf_neuron_backward_reads_x(&l->d.lif));
-    default: return false;
+    if (!sf_layer_backward_runs(net, c) && !(l->absorbed && sf_layer_backward_runs(net, c + 1))) return false;
+    return l->ops->needs_input && l->ops->needs_input(net, l, k);
+}
+
+/* Is root tensor t's value read by some backward (of a layer that is not an alias)? */
+static bool value_needed(const sf_net *net, int32_t t)
+{
+    for (int32_t c = 0; c < net->n_layers; c++) {
+        const sf_net_layer *l = &net->layers[c];
+        for (int32_t k = 0; k < l->ops->inputs; k++)
+            if (sf_net_root(net, sf_layer_input(l, k)) == t && !sf_kind_has(l, SF_KIND_ALIAS) &&
+                needs_input_value(net, c, k))
+                return true;
     }
+    return false;
 }
 
 static void build_tensors(sf_net *net)
@@ -235,7 +44,7 @@ static void build_tensors(sf_net *net)
         sf_net_tensor *x = &net->tensors[t];
         memset(x, 0, sizeof *x);
         int32_t chw[3];
-        sf_net_tensor_shape(net, t, chw);
+        sf_net_shape_of(net, t, chw);
         x->c = chw[0];
         x->h = chw[1];
         x->w = chw[2];
@@ -247,60 +56,43 @@ static void build_tensors(sf_net *net)
     for (int32_t i = 0; i < L; i++) {
         sf_net_layer *l = &net->layers[i];
         sf_net_tensor *o = &net->tensors[l->out];
-        const sf_net_tensor *a = &net->tensors[l->in];
-        switch (l->d.kind) {
-        case SF_LAYER_LIF:
-        case SF_LAYER_RLIF: o->binary = true; break;
-        case SF_LAYER_FLATTEN:
-            o->alias_of = a->alias_of;
-            o->binary = a->binary;
-            break;
-        case SF_LAYER_MAXPOOL2D: o->binary = a->binary; break;
-        default: break;
+        bool inputs_binary = true;
+        o->requires_grad = l->w_off >= 0;
+        for (int32_t k = 0; k < l->ops->inputs; k++) {
+            const sf_net_tensor *x = &net->tensors[sf_layer_input(l, k)];
+            inputs_binary &= x->binary;
+            o->requires_grad |= x->requires_grad;
+            net->tensors[x->alias_of].consumers++;
         }
-        o->requires_grad = l->w_off >= 0 || a->requires_grad ||
-                           (l->d.kind == SF_LAYER_ADD && net->tensors[l->in2].requires_grad);
-        net->tensors[root(net, l->in)].consumers++;
-        if (l->d.kind == SF_LAYER_ADD) net->tensors[root(net, l->in2)].consumers++;
+        o->binary = sf_kind_has(l, SF_KIND_SPIKES) || (sf_kind_has(l, SF_KIND_PASSES_SPIKES) && inputs_binary);
+        if (sf_kind_has(l, SF_KIND_ALIAS)) o->alias_of = net->tensors[l->in].alias_of;
     }
 }
 
-/* BN directly followed by a LIF that is its only reader: the LIF runs both (Liang et al.'s fused kernels;
- * docs/architecture.md, References). */
-static void fuse_bn_lif(sf_net *net)
+/* Numbers the neuron layers and lets each kind fuse a layer into the next (a BN into the LIF after it). */
+static void fuse_layers(sf_net *net)
 {
-    int32_t lif = 0;
+    int32_t neurons = 0;
     for (int32_t i = 0; i < net->n_layers; i++) {
         sf_net_layer *l = &net->layers[i];
-        l->fused_bn = l->absorbed = false;
-        l->bn = -1;
-        if (l->d.kind == SF_LAYER_LIF || l->d.kind == SF_LAYER_RLIF) l->lif_index = lif++;
+        l->absorbed = false;
+        l->absorbs = -1;
+        l->lif_index = sf_kind_has(l, SF_KIND_FIRES) ? neurons++ : -1;
     }
-    net->n_lif = lif;
-    for (int32_t i = 0; i + 1 < net->n_layers; i++) {
-        sf_net_layer *bn = &net->layers[i], *nx = &net->layers[i + 1];
-        if (bn->d.kind == SF_LAYER_BATCHNORM && nx->d.kind == SF_LAYER_LIF && nx->in == bn->out &&
-            net->tensors[bn->out].consumers == 1) {
-            bn->absorbed = true;
-            nx->fused_bn = true;
-            nx->bn = i;
-        }
-    }
+    net->n_lif = neurons;
+    for (int32_t i = 0; i + 1 < net->n_layers; i++)
+        if (net->layers[i].ops->fuse) net->layers[i].ops->fuse(net, i);
 }
 
 /* Layers that read an NHWC tensor as well as an NCHW one: convolutions (through the backend), and those that treat
  * every element alike or by channel alone (BN, the neurons, add). */
-static bool reads_nhwc(const sf_net_layer *l)
-{
-    return l->d.kind == SF_LAYER_CONV2D || l->d.kind == SF_LAYER_BATCHNORM || l->d.kind == SF_LAYER_LIF ||
-           l->d.kind == SF_LAYER_ADD;
-}
+static bool reads_nhwc(const sf_net_layer *l) { return sf_kind_has(l, SF_KIND_NHWC | SF_KIND_NHWC_EACH); }
 
-/* Which tensors are NHWC: on a backend whose convolutions prefer it (conv_nhwc), the outputs of convolutions and of
- * the BN, neuron and add layers after them, as long as every layer that reads them reads NHWC; a tensor that a
- * pooling, flatten, dropout, linear or recurrent layer reads, the input and the output stay NCHW. A BN, neuron or add
- * layer has one layout on all its sides, so an NCHW side makes the others NCHW too (repeated until nothing changes).
- * A convolution may differ on its two sides: it copies the NCHW one (conv.cu). */
+/* Which tensors are NHWC: on a backend whose convolutions prefer it (conv_nhwc), the outputs of the layers that read
+ * NHWC, as long as every layer that reads them does too; a tensor that a pooling, flatten, dropout, linear or
+ * recurrent layer reads, the input and the output stay NCHW. An SF_KIND_NHWC layer has one layout on all its sides,
+ * so an NCHW side makes the others NCHW too (repeated until nothing changes). A convolution may differ on its two
+ * sides: it copies the NCHW one (conv.cu). */
 static void decide_layouts(sf_net *net)
 {
     const int32_t L = net->n_layers;
@@ -312,48 +104,41 @@ static void decide_layouts(sf_net *net)
     for (int32_t i = 0; i < L; i++) {
         const sf_net_layer *l = &net->layers[i];
         if (reads_nhwc(l)) continue;
-        net->tensors[root(net, l->in)].nhwc = false;
-        if (l->d.kind == SF_LAYER_ADD) net->tensors[root(net, l->in2)].nhwc = false;
+        for (int32_t k = 0; k < l->ops->inputs; k++) net->tensors[sf_net_root(net, sf_layer_input(l, k))].nhwc = false;
     }
     for (bool changed = true; changed;) {
         changed = false;
         for (int32_t i = 0; i < L; i++) {
             const sf_net_layer *l = &net->layers[i];
-            if (!reads_nhwc(l) || l->d.kind == SF_LAYER_CONV2D) continue;
+            if (!sf_kind_has(l, SF_KIND_NHWC)) continue;
             bool *side[3] = {&net->tensors[l->in].nhwc, &net->tensors[l->out].nhwc,
-                             l->d.kind == SF_LAYER_ADD ? &net->tensors[l->in2].nhwc : NULL};
+                             l->ops->inputs == 2 ? &net->tensors[l->in2].nhwc : NULL};
             const bool all = *side[0] && *side[1] && (!side[2] || *side[2]);
             for (int k = 0; k < 3 && !all; k++)
                 if (side[k] && *side[k]) *side[k] = false, changed = true;
         }
     }
-    for (int32_t i = 0; i < L; i++) {
-        sf_net_layer *l = &net->layers[i];
-        if (l->d.kind != SF_LAYER_CONV2D) continue;
-        l->conv.x_nhwc = net->tensors[l->in].nhwc;
-        l->conv.y_nhwc = net->tensors[l->out].nhwc;
-        l->conv.x_binary = sf_net_tensor_is_binary(net, l->in);
-    }
 }
 
-/* Lean mode: can the backward rerun the producer of root tensor t instead of keeping t? Where it is a conv, dense
- * linear or avg-pool layer whose input stays (the net's input, kept, or bits), and t's values are read only by
- * BN and LIF backwards (whose rebuild has a tick of its own before them: plan_backward). */
+/* Lean mode: can the backward rerun the producer of root tensor t instead of keeping t? Where that layer can rerun
+ * its forward (sf_layer_ops.rerun) and runs dense, its input stays (the net's input, kept, or bits), and t's values
+ * are read only by backwards whose rebuild has a tick of its own before them (SF_KIND_READS_RERUN: plan_backward). */
 static bool rerunnable(const sf_net *net, int32_t t)
 {
     const sf_net_tensor *x = &net->tensors[t];
     if (x->binary || x->producer < 0) return false;
     const sf_net_layer *p = &net->layers[x->producer];
-    const bool synapse = p->d.kind == SF_LAYER_CONV2D || p->d.kind == SF_LAYER_AVGPOOL2D ||
-                         (p->d.kind == SF_LAYER_LINEAR && p->sparse == SF_SPARSE_OFF);
-    const int32_t src = root(net, p->in);
+    const int32_t src = sf_net_root(net, p->in);
     const sf_keep_kind k = net->tensors[src].keep;
-    if (!synapse || !(src == 0 || k == SF_KEEP_FLOAT || k == SF_KEEP_BYTES || k == SF_KEEP_BITS)) return false;
+    if (!p->ops->rerun || p->sparse != SF_SPARSE_OFF ||
+        !(src == 0 || k == SF_KEEP_FLOAT || k == SF_KEEP_BYTES || k == SF_KEEP_BITS))
+        return false;
     for (int32_t c = 0; c < net->n_layers; c++) {
         const sf_net_layer *l = &net->layers[c];
-        if (root(net, l->in) == t && l->d.kind != SF_LAYER_FLATTEN && needs_input_value(net, c) &&
-            l->d.kind != SF_LAYER_BATCHNORM && l->d.kind != SF_LAYER_LIF)
-            return false;
+        for (int32_t i = 0; i < l->ops->inputs; i++)
+            if (sf_net_root(net, sf_layer_input(l, i)) == t && !sf_kind_has(l, SF_KIND_ALIAS) &&
+                needs_input_value(net, c, i) && !(i == 0 && sf_kind_has(l, SF_KIND_READS_RERUN)))
+                return false;
     }
     return true;
 }
@@ -364,19 +149,12 @@ static void decide_keeps(sf_net *net)
     for (int32_t t = 0; t <= net->n_layers; t++) {
         sf_net_tensor *x = &net->tensors[t];
         x->keep = SF_KEEP_NONE;
-        if (x->alias_of != t) continue;
-        bool needed = false;
-        for (int32_t c = 0; c < net->n_layers && !needed; c++)
-            needed = root(net, net->layers[c].in) == t && net->layers[c].d.kind != SF_LAYER_FLATTEN &&
-                     needs_input_value(net, c);
-        if (!needed) continue;
+        if (x->alias_of != t || !value_needed(net, t)) continue;
         x->keep = x->binary ? SF_KEEP_BYTES : SF_KEEP_FLOAT;
         if (net->p.memory == SF_MEMORY_RECOMPUTE && x->producer >= 0) {
             const sf_net_layer *p = &net->layers[x->producer];
-            if (p->d.kind == SF_LAYER_LIF) {
-                int32_t src = p->fused_bn ? net->layers[p->bn].in : p->in;
-                if (net->tensors[root(net, src)].keep == SF_KEEP_FLOAT) x->keep = SF_KEEP_RECOMPUTE;
-            }
+            const int32_t src = p->ops->recompute_source ? p->ops->recompute_source(net, p) : -1;
+            if (src >= 0 && net->tensors[sf_net_root(net, src)].keep == SF_KEEP_FLOAT) x->keep = SF_KEEP_RECOMPUTE;
         }
         if (net->p.memory == SF_MEMORY_LEAN && t > 0) /* tensors in order: a producer's input is decided */
             x->keep = x->binary ? SF_KEEP_BITS : rerunnable(net, t) ? SF_KEEP_RERUN : SF_KEEP_FLOAT;
@@ -389,183 +167,130 @@ static void decide_keeps(sf_net *net)
             if (net->tensors[t].alias_of == t) net->tensors[t].keep = SF_KEEP_FLOAT;
 }
 
-/* What layer i exchanges with other processes (net_hooks.h): a LIF's state at the ends of its time segment, a BN's
- * statistics and sums over its group. Saved, so they outlive the transfers that read them. */
-static void plan_exchange(sf_net *net, planner *pl, int32_t i)
+/* Forward lifetimes of activations and what the forward saves; then each layer's own requests. */
+static void plan_forward(sf_net *net, sf_planner *pl)
 {
-    sf_net_layer *l = &net->layers[i];
-    const sf_net_hooks *h = &net->hooks;
-    if (l->d.kind == SF_LAYER_LIF && h->nseg > 1) {
-        /* the neuron's state: v, and the ALIF's b */
-        size_t n = (size_t)(net->B * net->tensors[l->out].per_sample * sf_neuron_state_count(&l->d.lif)) *
-                   sizeof(float);
-        bool first = h->seg == 0, last = h->seg == h->nseg - 1, back = backward_runs(net, i);
-        if (!first) want_saved(pl, &l->v_in, n);
-        if (!last) want_saved(pl, &l->v_out, n);
-        if (!last && back) want_saved(pl, &l->dv_in, n);
-        if (!first && back) want_saved(pl, &l->dv_out, n);
-    }
-    if (l->d.kind == SF_LAYER_BATCHNORM && h->bn_parts > 1) {
-        size_t c = (size_t)net->tensors[l->in].c * sizeof(float);
-        want_saved(pl, &l->bn_gather, (size_t)h->bn_parts * 2 * c);
-        if (backward_runs(net, i + 1)) want_saved(pl, &l->bn_sums, 2 * c);
-    }
-}
-
-/* Forward lifetimes of activations and what the forward saves. */
-static void plan_forward(sf_net *net, planner *pl)
-{
-    int32_t L = net->n_layers, last = root(net, L);
+    int32_t L = net->n_layers, last = sf_net_root(net, L);
     for (int32_t t = 0; t <= L; t++) {
         sf_net_tensor *x = &net->tensors[t];
         if (x->alias_of != t) continue;
         if (t > 0 && net->layers[t - 1].absorbed) continue; /* never materialised */
-        size_t bytes = tensor_bytes(net, t, sf_net_act_size(net));
-        int32_t first = t == 0 ? 0 : t_fwd(pl, t - 1), lastuse = first;
+        size_t bytes = sf_net_tensor_bytes(net, t, sf_net_act_size(net));
+        int32_t first = t == 0 ? 0 : sf_plan_t_fwd(pl, t - 1), lastuse = first;
         for (int32_t c = 0; c < L; c++) {
             const sf_net_layer *l = &net->layers[c];
-            if (root(net, l->in) == t || (l->d.kind == SF_LAYER_ADD && root(net, l->in2) == t))
-                if (t_fwd(pl, c) > lastuse) lastuse = t_fwd(pl, c);
+            for (int32_t k = 0; k < l->ops->inputs; k++)
+                if (sf_net_root(net, sf_layer_input(l, k)) == t && sf_plan_t_fwd(pl, c) > lastuse)
+                    lastuse = sf_plan_t_fwd(pl, c);
         }
-        if (t == last || t == 0) lastuse = t_end(pl); /* the output stays readable; the input, for x = NULL */
-        if (x->keep == SF_KEEP_FLOAT) want_saved(pl, &x->act, bytes);
-        else want_work(pl, &x->act, bytes, first, lastuse);
-        if (x->keep == SF_KEEP_BYTES) want_saved(pl, &x->bytes, tensor_bytes(net, t, 1));
+        if (t == last || t == 0) lastuse = sf_plan_t_end(pl); /* the output stays readable; the input, for x = NULL */
+        if (x->keep == SF_KEEP_FLOAT) sf_plan_saved(pl, &x->act, bytes);
+        else sf_plan_work(pl, &x->act, bytes, first, lastuse);
+        if (x->keep == SF_KEEP_BYTES) sf_plan_saved(pl, &x->bytes, sf_net_tensor_bytes(net, t, 1));
+        const size_t r = (size_t)sf_net_rows(net);
+        const size_t bits = r * (size_t)sf_spike_words(x->per_sample) * sizeof(uint32_t);
         if (x->compact) {
-            const size_t r = (size_t)(net->T * net->B);
-            const size_t bits = r * (size_t)sf_spike_words(x->per_sample) * sizeof(uint32_t);
             /* the backward of a linear layer reading them takes their bits (kept also when keep_all keeps floats) */
-            if (x->keep != SF_KEEP_NONE) want_saved(pl, &x->cbits, bits);
-            else want_work(pl, &x->cbits, bits, first, lastuse);
+            if (x->keep != SF_KEEP_NONE) sf_plan_saved(pl, &x->cbits, bits);
+            else sf_plan_work(pl, &x->cbits, bits, first, lastuse);
             if (x->lists) {
-                want_work(pl, &x->cidx, r * (size_t)x->per_sample, first, lastuse);
-                want_work(pl, &x->ccnt, r * (size_t)sf_spike_segs(x->per_sample) * sizeof(int32_t), first, lastuse);
+                sf_plan_work(pl, &x->cidx, r * (size_t)x->per_sample, first, lastuse);
+                sf_plan_work(pl, &x->ccnt, r * (size_t)sf_spike_segs(x->per_sample) * sizeof(int32_t), first, lastuse);
             }
         } else if (x->keep == SF_KEEP_BITS) { /* lean mode: the forward packs them after writing them */
-            want_saved(pl, &x->cbits,
-                       (size_t)(net->T * net->B) * (size_t)sf_spike_words(x->per_sample) * sizeof(uint32_t));
+            sf_plan_saved(pl, &x->cbits, bits);
         }
     }
     for (int32_t i = 0; i < L; i++) {
         sf_net_layer *l = &net->layers[i];
-        const sf_net_tensor *o = &net->tensors[l->out];
-        size_t per_t = (size_t)(net->T * net->B);
-        if (l->d.kind == SF_LAYER_BATCHNORM) {
-            want_saved(pl, &l->mean, (size_t)net->tensors[l->in].c * sizeof(float));
-            want_saved(pl, &l->var, (size_t)net->tensors[l->in].c * sizeof(float));
-        }
-        bool h_for_backward = sf_net_keeps_h(net, l) && backward_runs(net, i);
-        if ((l->d.kind == SF_LAYER_LIF || l->d.kind == SF_LAYER_RLIF) && (h_for_backward || net->keep_all))
-            want_saved(pl, &l->h, tensor_bytes(net, l->out, sizeof(float)));
-        /* the backward recomputes h (the ALIF's always, for its thresholds) from checkpoints: 1/32 of h */
-        if (l->d.kind == SF_LAYER_LIF && backward_runs(net, i) && net->be->neuron_ckpt && sf_net_backward_reruns(net, l))
-            want_saved(pl, &l->v_ckpt,
-                       (size_t)sf_lif_ckpt_floats(&l->d.lif, net->T, net->B * o->per_sample) * sizeof(float));
-        size_t sws = 0;
-        if (l->d.kind == SF_LAYER_LINEAR && l->sparse != SF_SPARSE_OFF)
-            sws = net->be->spike_linear_workspace(net->be, (int64_t)per_t, (int32_t)net->tensors[l->in].per_sample,
-                                                  l->d.out_features);
-        if (l->d.kind == SF_LAYER_RLIF) sws = net->be->rlif_workspace(net->be, net->T, net->B, o->per_sample);
-        want_work(pl, &l->sws_f, sws, t_fwd(pl, i), t_fwd(pl, i));
-        if (backward_runs(net, i)) want_work(pl, &l->sws_b, sws, t_bwd(pl, i), t_bwd(pl, i));
-        if (l->d.kind == SF_LAYER_MAXPOOL2D) want_saved(pl, &l->argmax, per_t * (size_t)o->per_sample);
-        if (l->d.kind == SF_LAYER_CONV2D) {
-            l->conv.n = (int64_t)per_t;
-            want_work(pl, &l->fwd_scratch, net->be->conv_workspace(net->be, &l->conv, SF_CONV_PASS_FORWARD),
-                      t_fwd(pl, i), t_fwd(pl, i));
-            if (backward_runs(net, i))
-                want_work(pl, &l->bwd_scratch, net->be->conv_workspace(net->be, &l->conv, SF_CONV_PASS_BACKWARD),
-                          t_bwd(pl, i), t_bwd(pl, i));
-        }
-        if (l->d.kind == SF_LAYER_LIF && l->fused_bn && backward_runs(net, i)) { /* its sums between the passes */
-            const sf_bn_shape sh = sf_net_bn_shape(net, net->layers[l->bn].in, net->T * net->B);
-            const size_t sums = net->be->bn_lif_scratch(net->be, &l->d.lif, net->T, sh);
-            want_work(pl, &l->bwd_scratch, sums, t_bwd(pl, i), t_bwd(pl, i));
-        }
-        if (l->d.kind == SF_LAYER_AVGPOOL2D || l->d.kind == SF_LAYER_MAXPOOL2D)
-            l->pool.n = (int64_t)per_t * net->tensors[l->in].c;
-        plan_exchange(net, pl, i);
+        if (l->ops->plan) l->ops->plan(net, pl, l, i);
     }
 }
 
 /* What layer l's backward needs at tick `pre` (its rebuild's) to rerun the layer that made its input (lean mode):
- * that layer's input as values where it is kept as bits or bytes, and a conv's forward workspace. */
-static void plan_rerun(sf_net *net, planner *pl, sf_net_layer *l, int32_t pre)
+ * that layer's input as values where it is kept as bits or bytes, and its forward's workspace. */
+static void plan_rerun(sf_net *net, sf_planner *pl, sf_net_layer *l, int32_t pre)
 {
-    const sf_net_layer *p = rerun_of(net, l);
-    const int32_t src = root(net, p->in);
+    const sf_net_layer *p = sf_net_rerun_of(net, l);
+    const int32_t src = sf_net_root(net, p->in);
     const sf_keep_kind k = net->tensors[src].keep;
     if (src != 0 && (k == SF_KEEP_BITS || k == SF_KEEP_BYTES))
-        want_work(pl, &l->rerun_in, tensor_bytes(net, src, sf_net_act_size(net)), pre, pre);
-    if (p->d.kind == SF_LAYER_CONV2D)
-        want_work(pl, &l->rerun_scratch, net->be->conv_workspace(net->be, &p->conv, SF_CONV_PASS_FORWARD), pre, pre);
+        sf_plan_work(pl, &l->rerun_in, sf_net_tensor_bytes(net, src, sf_net_act_size(net)), pre, pre);
+    if (p->ops->rerun_workspace) sf_plan_work(pl, &l->rerun_scratch, p->ops->rerun_workspace(net, p), pre, pre);
+}
+
+/* Layer i's rebuild of input k's value and its dx scratch, at tick t of writer w's backward. */
+static void plan_input(sf_net *net, sf_planner *pl, int32_t i, int32_t k, int32_t w, int32_t t)
+{
+    sf_net_layer *l = &net->layers[i];
+    const int32_t in = sf_net_root(net, sf_layer_input(l, k));
+    const sf_net_tensor *x = &net->tensors[in];
+    const sf_keep_kind keep = x->keep;
+    const size_t bytes = sf_net_tensor_bytes(net, in, sf_net_act_size(net));
+    /* the input's values need no rebuilding: they stay for the whole step */
+    const bool rebuild =
+        in != 0 &&
+        (keep == SF_KEEP_BYTES || keep == SF_KEEP_RECOMPUTE || keep == SF_KEEP_BITS || keep == SF_KEEP_RERUN) &&
+        needs_input_value(net, i, k);
+    /* A layer that reads its input before it writes dx (backend.h) and writes its input's gradient first has the
+     * input rebuilt right there: one activation-sized buffer less at the backward's peak. */
+    if (k == 0)
+        l->rebuild_in_grad =
+            rebuild && sf_kind_has(l, SF_KIND_DX_AFTER_X) && x->requires_grad && x->first_grad_writer == w;
+    if (rebuild && !(k == 0 && l->rebuild_in_grad))
+        sf_plan_work(pl, k == 0 ? &l->in_float : &l->in2_float, bytes, keep == SF_KEEP_RERUN ? sf_plan_t_pre(pl, w) : t,
+                     t);
+    if (rebuild && keep == SF_KEEP_RERUN) plan_rerun(net, pl, l, sf_plan_t_pre(pl, w));
+    /* A gradient for an input that another layer writes first (or that is the first input too), or one nobody needs
+     * where the layer's op writes it anyway. */
+    const bool dx_to_tmp = x->requires_grad ? x->first_grad_writer != w || (k > 0 && in == sf_net_root(net, l->in))
+                                            : sf_kind_has(l, SF_KIND_ALWAYS_DX);
+    if (dx_to_tmp) sf_plan_work(pl, k == 0 ? &l->dx_tmp : &l->dx_tmp2, bytes, t, t);
 }
 
 /* Backward lifetimes: gradients from their first writer to their producer, and per-layer scratch. */
-static void plan_backward(sf_net *net, planner *pl)
+static void plan_backward(sf_net *net, sf_planner *pl)
 {
     int32_t L = net->n_layers;
     for (int32_t t = 0; t <= L; t++) net->tensors[t].first_grad_writer = -1;
     /* The first writer of a root tensor's gradient is the writing layer that comes last in the forward. */
     for (int32_t c = 0; c < L; c++) {
         const sf_net_layer *l = &net->layers[c];
-        if (l->d.kind == SF_LAYER_FLATTEN) continue;
+        if (sf_kind_has(l, SF_KIND_ALIAS)) continue;
         int32_t w = writer_of(net, c);
-        if (!backward_runs(net, w)) continue;
-        int32_t ins[2] = {root(net, l->in), l->d.kind == SF_LAYER_ADD ? root(net, l->in2) : -1};
-        for (int k = 0; k < 2; k++) {
-            if (ins[k] < 0 || !net->tensors[ins[k]].requires_grad) continue;
-            sf_net_tensor *x = &net->tensors[ins[k]];
-            if (x->first_grad_writer < w) x->first_grad_writer = w;
+        if (!sf_layer_backward_runs(net, w)) continue;
+        for (int32_t k = 0; k < l->ops->inputs; k++) {
+            sf_net_tensor *x = &net->tensors[sf_net_root(net, sf_layer_input(l, k))];
+            if (x->requires_grad && x->first_grad_writer < w) x->first_grad_writer = w;
         }
     }
-    int32_t last = root(net, L);
+    int32_t last = sf_net_root(net, L);
     for (int32_t t = 1; t <= L; t++) {
         sf_net_tensor *x = &net->tensors[t];
         if (x->alias_of != t || !x->requires_grad || net->layers[t - 1].absorbed) continue;
-        int32_t first = t == last ? t_loss(pl) : (x->first_grad_writer >= 0 ? t_bwd(pl, x->first_grad_writer) : -1);
+        int32_t first =
+            t == last ? sf_plan_t_loss(pl) : (x->first_grad_writer >= 0 ? sf_plan_t_bwd(pl, x->first_grad_writer) : -1);
         if (first < 0) continue; /* nothing reads this tensor */
-        want_work(pl, &x->grad, tensor_bytes(net, t, sf_net_act_size(net)), first, t_bwd(pl, x->producer));
+        sf_plan_work(pl, &x->grad, sf_net_tensor_bytes(net, t, sf_net_act_size(net)), first,
+                     sf_plan_t_bwd(pl, x->producer));
     }
     for (int32_t i = 0; i < L; i++) {
         sf_net_layer *l = &net->layers[i];
         int32_t w = writer_of(net, i);
-        if (l->d.kind == SF_LAYER_FLATTEN || !backward_runs(net, w)) continue;
-        int32_t t = t_bwd(pl, w);
-        int32_t in = root(net, l->in);
-        sf_keep_kind k = net->tensors[in].keep;
-        /* the input's values need no rebuilding: they stay for the whole step */
-        bool rebuild = in != 0 &&
-                       (k == SF_KEEP_BYTES || k == SF_KEEP_RECOMPUTE || k == SF_KEEP_BITS || k == SF_KEEP_RERUN) &&
-                       needs_input_value(net, i);
-        /* A conv reads its input before it writes dx (backend.h), so when it writes its input's gradient first the
-         * input can be rebuilt right there: one activation-sized buffer less at the backward's peak. */
-        l->rebuild_in_grad = rebuild && l->d.kind == SF_LAYER_CONV2D && net->tensors[in].requires_grad &&
-                             net->tensors[in].first_grad_writer == w;
-        if (rebuild && !l->rebuild_in_grad)
-            want_work(pl, &l->in_float, tensor_bytes(net, in, sf_net_act_size(net)),
-                      k == SF_KEEP_RERUN ? t_pre(pl, w) : t, t);
-        if (rebuild && k == SF_KEEP_RERUN) plan_rerun(net, pl, l, t_pre(pl, w));
-        /* A gradient for an input that another layer writes first, or one nobody needs (a BN's dx argument). */
-        bool dx_to_tmp = net->tensors[in].requires_grad ? net->tensors[in].first_grad_writer != w
-                                                        : (l->d.kind == SF_LAYER_BATCHNORM ||
-                                                           l->d.kind == SF_LAYER_RLIF);
-        if (dx_to_tmp) want_work(pl, &l->dx_tmp, tensor_bytes(net, in, sf_net_act_size(net)), t, t);
-        /* The nonzero pattern of a sparse linear layer's output gradient: from its LIF's backward to its own. */
+        if (sf_kind_has(l, SF_KIND_ALIAS) || !sf_layer_backward_runs(net, w)) continue;
+        const int32_t t = sf_plan_t_bwd(pl, w);
+        for (int32_t k = 0; k < l->ops->inputs; k++) plan_input(net, pl, i, k, w, t);
+        /* The nonzero pattern of an event-driven layer's output gradient: from its neuron layer's backward to its
+         * own. */
         const sf_net_tensor *o = &net->tensors[l->out];
         if (o->gmask) {
-            const size_t r = (size_t)(net->T * net->B);
-            int32_t lif = i + 1;
-            while (net->layers[lif].in != l->out) lif++;
-            want_work(pl, &net->tensors[l->out].gbits, r * (size_t)sf_spike_words(o->per_sample) * sizeof(uint32_t),
-                      t_bwd(pl, lif), t);
-            want_work(pl, &net->tensors[l->out].gcnt, r * (size_t)sf_spike_segs(o->per_sample) * sizeof(int32_t),
-                      t_bwd(pl, lif), t);
-        }
-        if (l->d.kind == SF_LAYER_ADD) {
-            int32_t in2 = root(net, l->in2);
-            if (net->tensors[in2].requires_grad && (net->tensors[in2].first_grad_writer != w || in2 == in))
-                want_work(pl, &l->dx_tmp2, tensor_bytes(net, in2, sf_net_act_size(net)), t, t);
+            const size_t r = (size_t)sf_net_rows(net);
+            int32_t reader = i + 1;
+            while (net->layers[reader].in != l->out) reader++;
+            sf_plan_work(pl, &net->tensors[l->out].gbits, r * (size_t)sf_spike_words(o->per_sample) * sizeof(uint32_t),
+                         sf_plan_t_bwd(pl, reader), t);
+            sf_plan_work(pl, &net->tensors[l->out].gcnt, r * (size_t)sf_spike_segs(o->per_sample) * sizeof(int32_t),
+                         sf_plan_t_bwd(pl, reader), t);
         }
     }
 }
@@ -577,25 +302,25 @@ typedef struct head_slots {
 } head_slots;
 
 /* Over all T_all steps: the loss sees every time segment's output. */
-static void plan_head(sf_net *net, planner *pl, head_slots *h)
+static void plan_head(sf_net *net, sf_planner *pl, head_slots *h)
 {
     int32_t K = sf_net_classes(net);
     size_t tbk = (size_t)(net->T_all * net->B * K) * sf_net_act_size(net);
     memset(h, 0, sizeof *h);
     if (net->p.readout == SF_READOUT_LEAKY) {
-        want_work(pl, &h->readout, tbk, 0, t_end(pl));
-        want_work(pl, &h->dreadout, tbk, 0, t_end(pl));
+        sf_plan_work(pl, &h->readout, tbk, 0, sf_plan_t_end(pl));
+        sf_plan_work(pl, &h->dreadout, tbk, 0, sf_plan_t_end(pl));
     }
     if (net->hooks.nseg > 1) {
-        want_work(pl, &h->out_all, tbk, 0, t_end(pl));
-        want_work(pl, &h->dout_all, tbk, 0, t_end(pl));
+        sf_plan_work(pl, &h->out_all, tbk, 0, sf_plan_t_end(pl));
+        sf_plan_work(pl, &h->dout_all, tbk, 0, sf_plan_t_end(pl));
     }
-    if (net->be->act != SF_ACT_F32) want_work(pl, &h->input_f32, tensor_bytes(net, 0, sizeof(float)), 0, 0);
-    want_work(pl, &h->logits, (size_t)(net->B * K) * sizeof(float), 0, t_end(pl));
-    want_work(pl, &h->stats, SF_STATS * sizeof(float), 0, t_end(pl));
-    want_work(pl, &h->counts, (size_t)(net->n_lif ? net->n_lif : 1) * sizeof(float), 0, t_end(pl));
-    want_work(pl, &h->labels, (size_t)net->B * sizeof(int32_t), 0, t_end(pl));
-    want_work(pl, &h->tcounts, (size_t)(2 * (net->n_layers + 1)) * sizeof(float), 0, t_end(pl));
+    if (net->be->act != SF_ACT_F32) sf_plan_work(pl, &h->input_f32, sf_net_tensor_bytes(net, 0, sizeof(float)), 0, 0);
+    sf_plan_work(pl, &h->logits, (size_t)(net->B * K) * sizeof(float), 0, sf_plan_t_end(pl));
+    sf_plan_work(pl, &h->stats, SF_STATS * sizeof(float), 0, sf_plan_t_end(pl));
+    sf_plan_work(pl, &h->counts, (size_t)(net->n_lif ? net->n_lif : 1) * sizeof(float), 0, sf_plan_t_end(pl));
+    sf_plan_work(pl, &h->labels, (size_t)net->B * sizeof(int32_t), 0, sf_plan_t_end(pl));
+    sf_plan_work(pl, &h->tcounts, (size_t)(2 * (net->n_layers + 1)) * sizeof(float), 0, sf_plan_t_end(pl));
 }
 
 static sf_status allocate(sf_net *net, void **mem, size_t bytes, const char *what)
@@ -618,17 +343,17 @@ sf_status sf_net_plan_memory(sf_net *net)
     if (!tensors) return sf_fail(SF_ERR_NOMEM, "out of memory");
     net->tensors = tensors;
     build_tensors(net);
-    fuse_bn_lif(net);
+    fuse_layers(net);
     sf_net_sparse_mark(net);
     decide_layouts(net);
     decide_keeps(net);
-    for (int32_t i = 0; i < L; i++) {
+    for (int32_t i = 0; i < L; i++) { /* the slots every kind may have; each kind's plan sets its own */
         sf_net_layer *l = &net->layers[i];
-        l->mean = l->var = l->h = l->v_ckpt = l->argmax = l->fwd_scratch = l->bwd_scratch = l->in_float = l->dx_tmp = l->dx_tmp2 =
-            l->sws_f = l->sws_b = l->rerun_in = l->rerun_scratch = (sf_slot){0};
-        l->v_in = l->v_out = l->dv_in = l->dv_out = l->bn_gather = l->bn_sums = (sf_slot){0};
+        l->sws_f = l->sws_b = l->in_float = l->in2_float = l->rerun_in = l->rerun_scratch = (sf_slot){0};
+        l->dx_tmp = l->dx_tmp2 = (sf_slot){0};
+        l->rebuild_in_grad = false;
     }
-    planner pl = {.L = L};
+    sf_planner pl = {.L = L};
     head_slots head;
     plan_forward(net, &pl);
     plan_backward(net, &pl);
@@ -637,8 +362,7 @@ sf_status sf_net_plan_memory(sf_net *net)
         free(pl.req);
         return sf_fail(SF_ERR_NOMEM, "out of memory planning");
     }
-    lean_convs(net, &pl);
-    size_t work = pack_workspace(&pl);
+    size_t work = sf_plan_pack(net, &pl);
     free(pl.req);
 
     net->plan.saved = pl.saved;

@@ -1,51 +1,46 @@
-/* sparse.c — event-driven execution in the engine (Finkbeiner & Neftci): which tensors get a compact form, the
- * choice of the sparse or the dense path per layer and step from the measured spike density, and the calls of a
- * linear layer that reads spikes.
+/* sparse.c — event-driven execution in the engine (Finkbeiner & Neftci): which tensors get a compact form, where
+ * their ones are counted, and the choice of the sparse or the dense path per layer and step from the measured spike
+ * density (each kind that can run event-driven says how: core/layers/linear.c, rlif.c).
  *
  * Where a density comes from: on a backend whose memory is host memory (the CPU) a linear layer reads the count its
  * input just got; a GPU's counts arrive on the host only with the step's one read-back, so there the choice follows
  * the previous step's density (the first step of AUTO runs dense). A recurrent layer's recurrence follows its own
  * previous step everywhere, as it cannot know its spikes before it runs. */
 #include "core/error.h"
-#include "core/net_internal.h"
+#include "core/layer.h"
 
 #include <string.h>
-
-static int32_t root(const sf_net *net, int32_t t) { return net->tensors[t].alias_of; }
-static int64_t rows(const sf_net *net) { return net->T * net->B; }
-static float *param(sf_net *net, int64_t off) { return off >= 0 ? net->params + off : NULL; }
-static float *pgrad(sf_net *net, int64_t off) { return off >= 0 ? net->grads + off : NULL; }
 
 bool sf_net_tensor_is_spikes(const sf_net *net, int32_t id)
 {
     if (id == 0) return net->p.input_spikes != 0;
     const sf_net_layer *l = &net->layers[id - 1];
-    switch (l->d.kind) {
-    case SF_LAYER_LIF:
-    case SF_LAYER_RLIF: return true;
-    case SF_LAYER_FLATTEN:
-    case SF_LAYER_MAXPOOL2D: return sf_net_tensor_is_spikes(net, l->in);
-    default: return false;
-    }
+    if (sf_kind_has(l, SF_KIND_SPIKES)) return true;
+    if (!sf_kind_has(l, SF_KIND_PASSES_SPIKES)) return false;
+    for (int32_t k = 0; k < l->ops->inputs; k++)
+        if (!sf_net_tensor_is_spikes(net, sf_layer_input(l, k))) return false;
+    return true;
 }
 
 bool sf_net_tensor_is_binary(const sf_net *net, int32_t id)
 {
     /* the input once its values are checked: its compaction flags anything but 0 and 1 (net_step.c) */
-    return sf_net_tensor_is_spikes(net, id) && (root(net, id) != 0 || net->tensors[0].compact);
+    return sf_net_tensor_is_spikes(net, id) && (sf_net_root(net, id) != 0 || net->tensors[0].compact);
 }
 
-static bool is_sparse_linear(const sf_net_layer *l)
+/* Does layer l read its input's compact spikes (its forward may run event-driven)? */
+static bool reads_events(const sf_net_layer *l)
 {
-    return l->d.kind == SF_LAYER_LINEAR && l->sparse != SF_SPARSE_OFF;
+    return sf_kind_has(l, SF_KIND_EVENT_INPUT) && l->sparse != SF_SPARSE_OFF;
 }
 
-/* Does a linear or convolution read the input? Their dense paths take a faster route for spikes known to be 0/1. */
+/* Does a layer whose dense ops take a faster route for spikes known to be 0/1 (a linear layer, a convolution) read
+ * the input? */
 static bool input_feeds_product(const sf_net *net)
 {
     for (int32_t i = 0; i < net->n_layers; i++) {
         const sf_net_layer *l = &net->layers[i];
-        if (root(net, l->in) == 0 && (l->d.kind == SF_LAYER_LINEAR || l->d.kind == SF_LAYER_CONV2D)) return true;
+        if (sf_net_root(net, l->in) == 0 && sf_kind_has(l, SF_KIND_BINARY_FAST)) return true;
     }
     return false;
 }
@@ -70,36 +65,40 @@ void sf_net_sparse_mark(sf_net *net)
         l->density = l->grad_density = -1.0f;
         l->fwd_sparse = false;
         l->bwd_flags = 0;
-        if (l->d.kind == SF_LAYER_LINEAR && sf_net_tensor_is_spikes(net, l->in)) {
-            l->sparse = mode;
-            sf_net_tensor *x = &net->tensors[root(net, l->in)];
-            if (mode != SF_SPARSE_OFF) x->compact = x->lists = true;
-        } else if (l->d.kind == SF_LAYER_RLIF) {
+        if (!l->ops->event_driven || !l->ops->event_driven(net, l)) continue;
+        l->sparse = mode;
+        if (sf_kind_has(l, SF_KIND_EVENT_INPUT) && mode != SF_SPARSE_OFF) {
+            sf_net_tensor *x = &net->tensors[sf_net_root(net, l->in)];
+            x->compact = x->lists = true;
+        }
+        if (sf_kind_has(l, SF_KIND_EVENT_OUTPUT)) {
             /* its kernels make the bits anyway: kept, they spare the backward a pass to bytes and back */
-            l->sparse = mode;
             net->tensors[l->out].compact = true;
             net->tensors[l->out].lists = mode != SF_SPARSE_OFF;
         }
     }
-    /* Float values are written for readers other than event-driven linear layers, and for the output. */
+    /* Float values are written for readers other than event-driven ones, and for the output. */
     for (int32_t t = 0; t <= L; t++) {
         sf_net_tensor *x = &net->tensors[t];
         if (!x->compact) continue;
-        x->need_float = t == root(net, L) || net->keep_all; /* keep_all: every tensor readable */
+        x->need_float = t == sf_net_root(net, L) || net->keep_all; /* keep_all: every tensor readable */
         for (int32_t c = 0; c < L; c++) {
             const sf_net_layer *l = &net->layers[c];
-            bool reads = root(net, l->in) == t || (l->d.kind == SF_LAYER_ADD && root(net, l->in2) == t);
-            if (reads && l->d.kind != SF_LAYER_FLATTEN && !is_sparse_linear(l)) x->need_float = true;
+            bool reads = false;
+            for (int32_t k = 0; k < l->ops->inputs; k++) reads |= sf_net_root(net, sf_layer_input(l, k)) == t;
+            if (reads && !sf_kind_has(l, SF_KIND_ALIAS) && !reads_events(l)) x->need_float = true;
         }
     }
-    /* A sparse linear layer whose output only a θ_grad LIF or RLIF reads gets its mask of nonzero gradients. */
+    /* An event-driven layer whose output only a neuron layer that writes its input gradient's nonzero pattern (θ_grad)
+     * reads gets that mask. */
     for (int32_t i = 0; i + 1 < L; i++) {
         const sf_net_layer *l = &net->layers[i];
-        if (!is_sparse_linear(l) || net->tensors[l->out].consumers != 1) continue;
+        if (!sf_kind_has(l, SF_KIND_GRAD_MASK) || l->sparse == SF_SPARSE_OFF || net->tensors[l->out].consumers != 1)
+            continue;
         for (int32_t c = i + 1; c < L; c++) {
             const sf_net_layer *r = &net->layers[c];
-            bool neuron = (r->d.kind == SF_LAYER_LIF && !r->fused_bn) || r->d.kind == SF_LAYER_RLIF;
-            if (r->in == l->out && neuron && r->d.lif.use_grad_threshold) net->tensors[l->out].gmask = true;
+            if (r->in == l->out && r->ops->masks_input_grad && r->ops->masks_input_grad(r))
+                net->tensors[l->out].gmask = true;
         }
     }
 }
@@ -110,7 +109,7 @@ static bool reader_runs(sf_net *net, int32_t t, bool want)
 {
     for (int32_t i = 0; i < net->n_layers; i++) {
         sf_net_layer *l = &net->layers[i];
-        if (!is_sparse_linear(l) || root(net, l->in) != t) continue;
+        if (!reads_events(l) || sf_net_root(net, l->in) != t) continue;
         if (sf_net_sparse_decide(net, l) == SF_OK && l->fwd_sparse == want) return true;
     }
     return false;
@@ -125,12 +124,12 @@ static bool lists_now(sf_net *net, int32_t t)
     if (!x->lists) return false;
     if (net->be->host_memory) return true;
     const sf_net_layer *p = x->producer >= 0 ? &net->layers[x->producer] : NULL;
-    return (p && p->d.kind == SF_LAYER_RLIF && p->fwd_sparse) || reader_runs(net, t, true);
+    return (p && sf_kind_has(p, SF_KIND_EVENT_OUTPUT) && p->fwd_sparse) || reader_runs(net, t, true);
 }
 
 sf_spikes sf_net_compact_of(sf_net *net, int32_t id)
 {
-    const int32_t t = root(net, id);
+    const int32_t t = sf_net_root(net, id);
     const sf_net_tensor *x = &net->tensors[t];
     const bool lists = lists_now(net, t);
     return (sf_spikes){sf_net_slot_ptr(net, x->cbits), lists ? sf_net_slot_ptr(net, x->cidx) : NULL,
@@ -139,7 +138,7 @@ sf_spikes sf_net_compact_of(sf_net *net, int32_t id)
 
 bool sf_net_compact_values(sf_net *net, int32_t id)
 {
-    const int32_t t = root(net, id);
+    const int32_t t = sf_net_root(net, id);
     return net->tensors[t].need_float || (!net->be->host_memory && reader_runs(net, t, false));
 }
 
@@ -147,13 +146,12 @@ bool sf_net_compact_values(sf_net *net, int32_t id)
  * A compact tensor made by a neuron layer counts its ones in that layer's firing-rate count. */
 static int32_t ones_index(const sf_net *net, int32_t id)
 {
-    int32_t t = root(net, id), p = net->tensors[t].producer;
-    if (p >= 0 && (net->layers[p].d.kind == SF_LAYER_LIF || net->layers[p].d.kind == SF_LAYER_RLIF))
-        return 2 * (net->n_layers + 1) + net->layers[p].lif_index;
+    int32_t t = sf_net_root(net, id), p = net->tensors[t].producer;
+    if (p >= 0 && net->layers[p].lif_index >= 0) return 2 * (net->n_layers + 1) + net->layers[p].lif_index;
     return t;
 }
 
-static int32_t grad_index(const sf_net *net, int32_t id) { return net->n_layers + 1 + root(net, id); }
+static int32_t grad_index(const sf_net *net, int32_t id) { return net->n_layers + 1 + sf_net_root(net, id); }
 
 static float *count_at(sf_net *net, int32_t k)
 {
@@ -174,10 +172,13 @@ static float density_now(sf_net *net, int32_t k, int32_t id)
         if (!net->host_tcounts_valid) return -1.0f;
         c = net->host_tcounts[k];
     }
-    return (float)((double)c / ((double)rows(net) * (double)net->tensors[root(net, id)].per_sample));
+    return (float)((double)c / ((double)sf_net_rows(net) * (double)net->tensors[sf_net_root(net, id)].per_sample));
 }
 
-static bool below(sf_sparse_mode m, float density, float crossover)
+float sf_net_ones_density(sf_net *net, int32_t id) { return density_now(net, ones_index(net, id), id); }
+float sf_net_grad_density(sf_net *net, int32_t id) { return density_now(net, grad_index(net, id), id); }
+
+bool sf_net_sparse_below(sf_sparse_mode m, float density, float crossover)
 {
     return m == SF_SPARSE_ON || (m == SF_SPARSE_AUTO && density >= 0.0f && density < crossover);
 }
@@ -189,34 +190,8 @@ sf_status sf_net_sparse_decide(sf_net *net, sf_net_layer *l)
         l->bwd_flags = 0;
         return SF_OK;
     }
-    if (l->d.kind == SF_LAYER_LINEAR) {
-        if (net->be->host_memory || net->host_tcounts_valid)
-            l->density = density_now(net, ones_index(net, l->in), l->in);
-        l->fwd_sparse = below(l->sparse, l->density, l->xfwd);
-        l->bwd_flags = below(l->sparse, l->density, l->xbwd);
-        return SF_OK;
-    }
-    /* RLIF: its previous step's spike and gradient densities (l->density, l->grad_density) */
-    l->fwd_sparse = below(l->sparse, l->density, l->xfwd);
-    l->bwd_flags = (below(l->sparse, l->density, l->xbwd) ? SF_RLIF_SPARSE_DV : 0) |
-                   (l->d.lif.use_grad_threshold && below(l->sparse, l->grad_density, l->xfwd) ? SF_RLIF_SPARSE_DY : 0);
+    l->ops->sparse_decide(net, l);
     return SF_OK;
-}
-
-/* Densities of the step that just ended, for the next step's choices and for the queries. */
-static void update_densities(sf_net *net)
-{
-    for (int32_t i = 0; i < net->n_layers; i++) {
-        sf_net_layer *l = &net->layers[i];
-        if (l->d.kind == SF_LAYER_RLIF) {
-            l->density = density_now(net, ones_index(net, l->out), l->out);
-            if (net->have_backward) l->grad_density = density_now(net, grad_index(net, l->in), l->in);
-        } else if (l->d.kind == SF_LAYER_LINEAR && l->sparse != SF_SPARSE_OFF) {
-            l->density = density_now(net, ones_index(net, l->in), l->in);
-            if (net->have_backward && net->tensors[l->out].gmask)
-                l->grad_density = density_now(net, grad_index(net, l->out), l->out);
-        }
-    }
 }
 
 sf_status sf_net_sparse_after_step(sf_net *net)
@@ -232,7 +207,11 @@ sf_status sf_net_sparse_after_step(sf_net *net)
                                          sizeof(float) * (size_t)net->n_lif));
         net->host_tcounts_valid = true;
     }
-    update_densities(net);
+    /* the densities of the step that just ended, for the next step's choices and for the queries */
+    for (int32_t i = 0; i < net->n_layers; i++) {
+        sf_net_layer *l = &net->layers[i];
+        if (l->ops->sparse_measured) l->ops->sparse_measured(net, l);
+    }
     return SF_OK;
 }
 
@@ -246,38 +225,11 @@ uint64_t sf_net_sparse_signature(const sf_net *net)
     return h;
 }
 
-sf_status sf_net_spike_linear_forward(sf_net *net, sf_net_layer *l, float *y)
-{
-    SF_TRY(sf_net_sparse_decide(net, l));
-    sf_backend *be = net->be;
-    const int32_t in = (int32_t)net->tensors[l->in].per_sample, t = root(net, l->in);
-    sf_spikes c = sf_net_compact_of(net, t);
-    if (l->fwd_sparse)
-        return be->spike_linear_forward(be, rows(net), in, l->d.out_features, &c, sf_net_weight(net, l->w_off),
-                                        param(net, l->b_off), y, sf_net_slot_ptr(net, l->sws_f));
-    float *x = sf_net_act(net, t);
-    if (t != 0 && !sf_net_compact_values(net, t)) SF_TRY(be->spikes_expand(be, rows(net), in, c.bits, x));
-    return be->binary_linear_forward(be, rows(net), in, l->d.out_features, x, sf_net_weight(net, l->w_off),
-                                     param(net, l->b_off), y);
-}
-
-sf_status sf_net_spike_linear_backward(sf_net *net, sf_net_layer *l, const float *dy, float *dx)
-{
-    sf_backend *be = net->be;
-    const sf_net_tensor *o = &net->tensors[l->out];
-    const uint32_t *bits = sf_net_slot_ptr(net, net->tensors[root(net, l->in)].cbits); /* the input's, kept */
-    sf_spikes mask = {sf_net_slot_ptr(net, o->gbits), NULL, sf_net_slot_ptr(net, o->gcnt)};
-    return be->spike_linear_backward(be, rows(net), (int32_t)net->tensors[l->in].per_sample, l->d.out_features, bits,
-                                     sf_net_weight(net, l->w_off), dy, o->gmask ? &mask : NULL, dx,
-                                     pgrad(net, l->w_off), pgrad(net, l->b_off), sf_net_slot_ptr(net, l->sws_b));
-}
-
 int32_t sf_net_layer_sparsity(const sf_net *net, sf_layer_sparsity *out, int32_t cap)
 {
     for (int32_t i = 0; i < net->n_layers && i < cap; i++) {
         const sf_net_layer *l = &net->layers[i];
-        bool eligible = net->compiled && (l->d.kind == SF_LAYER_RLIF ||
-                                          (l->d.kind == SF_LAYER_LINEAR && sf_net_tensor_is_spikes(net, l->in)));
+        bool eligible = net->compiled && l->ops->event_driven && l->ops->event_driven(net, l);
         out[i] = (sf_layer_sparsity){.eligible = eligible, .mode = eligible ? l->sparse : SF_SPARSE_OFF,
                                      .density = eligible ? l->density : -1.0f,
                                      .grad_density = eligible ? l->grad_density : -1.0f,

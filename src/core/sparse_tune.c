@@ -6,8 +6,8 @@
  * dense path is taken whatever the measurement said. A fixed sparse_crossover, or deterministic = on, measures
  * nothing, so that every process chooses alike. */
 #include "core/error.h"
+#include "core/layer.h"
 #include "core/lif_math.h"
-#include "core/net_internal.h"
 #include "core/rng.h"
 
 #include <pthread.h>
@@ -320,6 +320,17 @@ static sf_status crossovers(const sf_net *net, const sf_lif_params *p, int64_t r
     return s;
 }
 
+sf_status sf_net_tune_linear(sf_net *net, int32_t in, int32_t out, bool dx, float *xfwd, float *xbwd)
+{
+    return crossovers(net, NULL, net->T * net->B, in, out, dx, xfwd, xbwd);
+}
+
+/* its own op, forward and dV, over at most TUNE_STEPS steps */
+sf_status sf_net_tune_rlif(sf_net *net, const sf_lif_params *p, int32_t n, float *xfwd, float *xbwd)
+{
+    return crossovers(net, p, net->B, n, (int32_t)(net->T < TUNE_STEPS ? net->T : TUNE_STEPS), true, xfwd, xbwd);
+}
+
 sf_status sf_net_sparse_tune(sf_net *net)
 {
     for (int32_t i = 0; i < net->n_layers; i++) {
@@ -330,13 +341,7 @@ sf_status sf_net_sparse_tune(sf_net *net)
             l->xfwd = l->xbwd = net->p.sparse_crossover > 0.0f ? net->p.sparse_crossover : SF_SPARSE_FIXED_CROSSOVER;
             continue;
         }
-        const int32_t n = (int32_t)net->tensors[l->out].per_sample;
-        if (l->d.kind == SF_LAYER_LINEAR)
-            SF_TRY(crossovers(net, NULL, net->T * net->B, (int32_t)net->tensors[l->in].per_sample, n,
-                              net->tensors[l->in].requires_grad, &l->xfwd, &l->xbwd));
-        else /* RLIF: its own op, forward and dV */
-            SF_TRY(crossovers(net, &l->d.lif, net->B, n, (int32_t)(net->T < TUNE_STEPS ? net->T : TUNE_STEPS), true, &l->xfwd,
-                              &l->xbwd));
+        SF_TRY(l->ops->sparse_tune(net, l));
     }
     return SF_OK;
 }
