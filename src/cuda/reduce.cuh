@@ -75,9 +75,10 @@ template <class F> __global__ void sf_cuda_row_partials(F f, int64_t R, int32_t 
     const int32_t c = blockIdx.x * 32 + threadIdx.x;
     const int64_t chunk = (R + P - 1) / P, r0 = blockIdx.y * chunk, r1 = min(R, r0 + chunk);
     double a = 0.0, b = 0.0;
-    if (c < C) /* unrolled, so that several rows' loads are in flight before their terms are added (in order) */
+    if (c < C) { /* unrolled, so that several rows' loads are in flight before their terms are added (in order) */
 #pragma unroll 8
         for (int64_t r = r0 + threadIdx.y; r < r1; r += SF_RED_ROWS) f.term(r * C + c, c, &a, &b);
+    }
     sa[threadIdx.y][threadIdx.x] = a;
     sb[threadIdx.y][threadIdx.x] = b;
     __syncthreads();
