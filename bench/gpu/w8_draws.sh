@@ -34,7 +34,8 @@ for i in $(seq 0 $((draws - 1))); do
         [ "$m" = ampbench ] && flag=-amp bench=1
         [ "$m" = tf32mm ] && tf32mm=1
         SJ_MATMUL_TF32=$tf32mm SJ_CUDNN_BENCH=$bench PYTHONPATH=$SJ_SITE${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 \
-            ${PYTHON:-python3} bench/gpu/sj_conv_fashion_mnist.py "$data" "$OUT/sj-$m-$i" "$epochs" $flag >"$OUT/sj-$m-$i.log" 2>&1 &
+            ${PYTHON:-python3} bench/gpu/sj_conv_fashion_mnist.py "$data" "$OUT/sj-$m-$i" "$epochs" $flag \
+            >"$OUT/sj-$m-$i.log" 2>&1 &
         pids+=($!)
     done
 done
