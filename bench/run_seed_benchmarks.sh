@@ -22,6 +22,8 @@
 #   SEED_REPS     timed steps per point (default 10)
 #   SEED_MEMORY   spikefuse's memory modes (default recompute,lean: Liang et al.'s dataflow, and spikes as bits with
 #                 the convolutions rerun; the report checks that the CPU's smoke run gives both the same losses)
+#   SEED_PEER_FASTEST  1 (default): SpikingJelly also in its fastest mode, cuDNN's autotuner and torch.compile
+#                 (seed_torch.py --cudnn-benchmark --compile), one more process per version; 0: its default mode only
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 SMOKE=0
@@ -79,6 +81,16 @@ else
             --skip-done "${done_files[@]}" --json "$OUT/seed_peers_$n.json"
         done_files+=("$OUT/seed_peers_$n.json")
     done
+    if [ "${SEED_PEER_FASTEST:-1}" = 1 ]; then
+        n=0
+        for site in "${sites[@]}"; do
+            n=$((n + 1))
+            phase "peers_fastest_$n" env PYTHONPATH="$site" "$PYTHON" bench/peers/seed_torch.py --device cuda \
+                "${common[@]}" --reps "${SEED_REPS:-10}" --impls sj --cudnn-benchmark --compile \
+                --skip-done "${done_files[@]}" --json "$OUT/seed_peers_fastest_$n.json"
+            done_files+=("$OUT/seed_peers_fastest_$n.json")
+        done
+    fi
 fi
 phase report "$PYTHON" bench/seed_report.py "$OUT"/seed_spikefuse.json "$OUT"/seed_peers_*.json \
     --markdown "$OUT/seed_table.md"

@@ -12,11 +12,18 @@
  * in this run, plus the bytes the BN and LIF layers must move in the recompute mode (per element of a BN+LIF input:
  * the statistics read it; the forward reads it and writes spikes; the backward recomputes the spikes, then its two
  * passes read the input and the spikes' gradient and write the input's gradient: 10 elements) at the copy
- * bandwidth; "x floor" is the step over it. */
+ * bandwidth; "x floor" is the step over it. The per-layer table puts each layer's profiled times beside its own
+ * floor, split the same way: a convolution's or linear layer's multiply-adds at the GEMM rate or its bytes (input,
+ * output, weights) at the copy bandwidth, whichever is longer, and in the backward also the rerun of its input where
+ * that input is recomputed spikes (2 elements); a fused BN's statistics 1 element, the BN+LIF forward 2 and its
+ * backward 3. With SF_BENCH_PROFILE_STEP=1 one more recompute-mode step runs between cudaProfilerStart and
+ * cudaProfilerStop, for `ncu --profile-from-start off` (with graph=0, the step's kernels one by one; the plan's
+ * measurements stay outside the profiled range). */
 #include "core/net_internal.h"
 #include "cuda/cuda_backend.h"
 #include "gpu_bench.h"
 
+#include <cuda_profiler_api.h>
 #include <time.h>
 
 static double now_ms(void)
@@ -56,6 +63,38 @@ static void floor_terms(const sf_net *net, double *flops, double *bn_lif_elems)
         if (l->d.kind == SF_LAYER_LINEAR) mac = rows * (double)in->per_sample * (double)out->per_sample;
         *flops += 2.0 * mac * (in->requires_grad ? 3.0 : 2.0);
         if (l->d.kind == SF_LAYER_LIF && l->absorbs >= 0) *bn_lif_elems += rows * (double)out->per_sample;
+    }
+}
+
+/* Layer i's own floor in ms, forward and backward (the top of this file), at `rate` FLOP/s and `bw` GB/s. */
+static void layer_floor(const sf_net *net, int32_t i, double rate, double bw, double *fwd, double *bwd)
+{
+    const sf_net_layer *l = &net->layers[i];
+    const sf_net_tensor *in = &net->tensors[l->in], *out = &net->tensors[l->out];
+    const double rows = (double)(net->T * net->B), es = (double)sf_act_type_size(net->be->act);
+    const double ms_per_elem = es / (bw * 1e9) * 1e3, x = rows * (double)in->per_sample,
+                 y = rows * (double)out->per_sample;
+    double mac = 0.0, w = 0.0;
+    *fwd = *bwd = 0.0;
+    if (l->d.kind == SF_LAYER_CONV2D) {
+        mac = (double)l->conv.n * l->conv.cout * l->conv.cin * l->conv.k * l->conv.k * l->conv.oh * l->conv.ow;
+        w = (double)l->conv.cout * l->conv.cin * l->conv.k * l->conv.k;
+    }
+    if (l->d.kind == SF_LAYER_LINEAR) {
+        mac = x * (double)out->per_sample;
+        w = (double)in->per_sample * (double)out->per_sample;
+    }
+    if (mac > 0.0) {
+        const double flop_ms = 2.0 * mac / rate * 1e3;
+        *fwd = fmax(flop_ms, (x + y + w) * ms_per_elem);
+        *bwd =
+            fmax(flop_ms * (in->requires_grad ? 2.0 : 1.0), (x + y + w + (in->requires_grad ? x : 0.0)) * ms_per_elem);
+        if (in->keep == SF_KEEP_RECOMPUTE) *bwd += 2.0 * x * ms_per_elem;
+    } else if (l->d.kind == SF_LAYER_BATCHNORM && l->absorbed) {
+        *fwd = x * ms_per_elem;
+    } else if (l->d.kind == SF_LAYER_LIF && l->fused_bn) {
+        *fwd = 2.0 * x * ms_per_elem;
+        *bwd = 3.0 * x * ms_per_elem;
     }
 }
 
@@ -117,19 +156,36 @@ int main(int argc, char **argv)
             int32_t nl = sf_net_num_layers(net);
             sf_layer_timing *lt = calloc((size_t)nl, sizeof *lt);
             GB_OK(sf_net_layer_timings(net, lt, nl));
-            printf("per-layer (profiling mode, synchronised, mean of 3 steps; layers as in the summary below):\n"
-                   "%5s %8s %8s\n",
-                   "layer", "fwd_ms", "bwd_ms");
-            double sf = 0, sb = 0;
+            printf("per-layer (profiling mode, synchronised, mean of 3 steps; layers as in the summary below; each "
+                   "layer's own floor, and its time over it):\n"
+                   "%5s %-10s %8s %8s %9s %9s %7s %7s\n",
+                   "layer", "kind", "fwd_ms", "bwd_ms", "fwd_floor", "bwd_floor", "x_fwd", "x_bwd");
+            double sf = 0, sb = 0, ff = 0, fb = 0;
             for (int32_t i = 0; i < nl; i++) {
-                printf("%5d %8.3f %8.3f\n", i, lt[i].forward_ms / 3, lt[i].backward_ms / 3);
-                sf += lt[i].forward_ms / 3, sb += lt[i].backward_ms / 3;
+                double lf, lb;
+                layer_floor(net, i, rate, bw, &lf, &lb);
+                const double f = lt[i].forward_ms / 3, b = lt[i].backward_ms / 3;
+                printf("%5d %-10s %8.3f %8.3f %9.3f %9.3f %7.2f %7.2f\n", i, sf_layer_kind_name(net->layers[i].d.kind),
+                       f, b, lf, lb, lf > 0 ? f / lf : 0.0, lb > 0 ? b / lb : 0.0);
+                sf += f, sb += b, ff += lf, fb += lb;
             }
-            printf("total fwd %.2f ms, bwd %.2f ms\n%s\n", sf, sb, sf_net_summary(net));
+            printf("total fwd %.2f ms (floor %.2f), bwd %.2f ms (floor %.2f)\n%s\n", sf, ff, sb, fb,
+                   sf_net_summary(net));
             free(lt);
             static char rep[1 << 17];
             sf_cuda_conv_report(net->be, rep, sizeof rep);
             fputs(rep, stdout);
+            GB_OK(sf_net_set_profiling(net, 0));
+            const char *prof = getenv("SF_BENCH_PROFILE_STEP");
+            if (prof && atoi(prof) == 1) { /* one step for a profiler that starts at cudaProfilerStart */
+                GB_OK(sf_net_train_step(net, x, labels, &r));
+                GB_CHECK(cudaDeviceSynchronize());
+                GB_CHECK(cudaProfilerStart());
+                GB_OK(sf_net_train_step(net, x, labels, &r));
+                GB_CHECK(cudaDeviceSynchronize());
+                GB_CHECK(cudaProfilerStop());
+                printf("profiled one recompute step (SF_BENCH_PROFILE_STEP)\n");
+            }
         }
         free(ts);
         sf_net_free(net);

@@ -6,7 +6,9 @@ script that only log or plot (TensorBoard, matplotlib) get stand-ins where those
 gets back np.int, which that cupy code uses. The script's own output (a line per epoch: test accuracy, images/s)
 is left as it is. Usage: python3 sj_conv_fashion_mnist.py DATA_DIR OUT_DIR EPOCHS [extra arguments, e.g. -amp].
 With SJ_MATMUL_TF32=1 the script's linear layers run in TF32 too (torch.backends.cuda.matmul.allow_tf32; PyTorch's
-default is fp32 matmuls beside TF32 convolutions), as spikefuse's `precision = tf32` runs them."""
+default is fp32 matmuls beside TF32 convolutions), as spikefuse's `precision = tf32` runs them. With SJ_CUDNN_BENCH=1
+cuDNN's autotuner is on (torch.backends.cudnn.benchmark), the fastest setting an informed user has for this script:
+its cupy neurons are kernels torch.compile cannot trace, and the script has no option for it."""
 import gzip
 import os
 import runpy
@@ -71,9 +73,11 @@ def main():
     sys.argv = ["conv_fashion_mnist", "-T", "4", "-device", "cuda:0", "-b", "128", "-epochs", epochs, "-data-dir", root,
                 "-out-dir", os.path.join(out_dir, "logs"), "-cupy", "-opt", "sgd", "-lr", "0.1", "-j", "4",
                 *sys.argv[4:]]
+    import torch
     if os.environ.get("SJ_MATMUL_TF32") == "1":
-        import torch
         torch.backends.cuda.matmul.allow_tf32 = True
+    if os.environ.get("SJ_CUDNN_BENCH") == "1":
+        torch.backends.cudnn.benchmark = True
     runpy.run_module("spikingjelly.activation_based.examples.conv_fashion_mnist", run_name="__main__")
 
 

@@ -8,14 +8,18 @@ layer, in PyTorch, one full training step (forward, cross-entropy on the mean ov
               implementation it selects itself (named as it reports it, e.g. sj_triton)
   snntorch    snnTorch's Leaky (β 0.5 on half the input, reset to zero, sigmoid surrogate slope 4) stepped in Python
 The other layers are PyTorch's, run over T·B images at once (SpikingJelly's multi-step layers do the same). fp32 with
-TF32 off, or the step under torch.autocast(bfloat16). Timing as the peers': CUDA events around one step after
-warm-up, median of the repeats (fewer repeats where one step takes long: `reps` in the JSON); peak =
-torch.cuda.max_memory_allocated over the timed steps. On the CPU (CI's smoke run) a host clock.
-Checks: the loss of every step is finite.
+TF32 off, or the step under torch.autocast(bfloat16). A peer's fastest mode, as an informed user sets it for fixed
+shapes: --cudnn-benchmark (cuDNN's autotuner) and --compile (torch.compile of the network, inductor's layout
+optimisation off, as SpikingJelly's tutorial says); each adds to the implementation's name ("+cudnnbench",
+"+compile"), so one JSON holds several modes side by side. Timing as the peers': CUDA events around one step after
+warm-up (at least 3 steps with --compile: the first ones compile), median of the repeats (fewer repeats where one step
+takes long: `reps` in the JSON); peak = torch.cuda.max_memory_allocated over the timed steps. On the CPU (CI's smoke
+run) a host clock. Checks: the loss of every step is finite.
 
 Usage: seed_torch.py [--device cuda|cpu] [--impls torch,sj_cupy,..] [--impls-w6 ..] [--impls-w7 ..]
                      [--workload W6|W7|all] [--nets a,b] [--T 2,4] [--precision fp32,bf16] [--reps N]
-                     [--warmup N] [--json FILE] [--skip-done FILE ...] [--smoke]
+                     [--warmup N] [--cudnn-benchmark] [--compile] [--json FILE] [--skip-done FILE ...]
+                     [--smoke]
 --impls (or per workload --impls-w6, --impls-w7): torch, snntorch, sj_<impl>, or sj for every SpikingJelly
 implementation the installed version has.
 --skip-done: points (impl, net, T, precision) that ran without error in those JSON files are not run again (one
@@ -116,8 +120,17 @@ def sync(device):
         torch.cuda.synchronize()
 
 
-def measure(net, reset, x, y, amp, reps, warmup, device):
-    """(median ms, p10, p90, reps run, peak MiB, first loss, last loss) of full training steps."""
+def compiled(net):
+    """torch.compile of net with inductor's layout optimisation off (SpikingJelly's tutorial)."""
+    if not hasattr(torch, "compile"):
+        raise RuntimeError(f"--compile needs torch 2.0 or later, this is {torch.__version__}")
+    import torch._inductor.config as inductor
+    inductor.layout_optimization = False
+    return torch.compile(net)
+
+
+def measure(net, fwd, reset, x, y, amp, reps, warmup, device):
+    """(median ms, p10, p90, reps run, peak MiB, losses) of full training steps, net's forward run as fwd."""
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     losses = []
 
@@ -126,16 +139,18 @@ def measure(net, reset, x, y, amp, reps, warmup, device):
         if reset:
             reset(net)
         with torch.autocast(device, dtype=torch.bfloat16, enabled=amp):
-            loss = F.cross_entropy(net(x).mean(0), y)
+            loss = F.cross_entropy(fwd(x).mean(0), y)
         loss.backward()
         opt.step()
         losses.append(loss.detach())
 
-    t0 = time.perf_counter()
-    for _ in range(max(warmup, 1)):
+    for _ in range(max(warmup, 1) - 1):
         step()
     sync(device)
-    per_step = (time.perf_counter() - t0) / max(warmup, 1)
+    t0 = time.perf_counter()  # the last warm-up step alone: the first ones may compile
+    step()
+    sync(device)
+    per_step = time.perf_counter() - t0
     if per_step > 2.0:  # keep a slow point under ~20 s, with at least 3 repeats where more were asked for
         reps = min(reps, max(3, int(20.0 / per_step)))
     if device == "cuda":
@@ -170,6 +185,8 @@ def parse_args():
     ap.add_argument("--precision")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--cudnn-benchmark", action="store_true", help="torch.backends.cudnn.benchmark = True")
+    ap.add_argument("--compile", action="store_true", help="torch.compile (inductor's layout optimisation off)")
     ap.add_argument("--json")
     ap.add_argument("--skip-done", nargs="*", default=[])
     ap.add_argument("--smoke", action="store_true")
@@ -179,7 +196,14 @@ def parse_args():
             sys.exit(f"network '{name}' is not known: {', '.join(NETS)}")
     if a.smoke:
         a.T, a.reps, a.warmup = a.T or "2", 1, 1
+    if a.compile:
+        a.warmup = max(a.warmup, 3)
     return a
+
+
+def mode_suffix(a):
+    """What the implementation's name gets for the mode it runs in."""
+    return ("+cudnnbench" if a.cudnn_benchmark else "") + ("+compile" if a.compile else "")
 
 
 def done_points(files):
@@ -214,8 +238,9 @@ def run_point(a, make, reset, spec, r):
         g = torch.Generator().manual_seed(3)
         x = torch.randn(B, 3, img, img, generator=g).to(a.device).unsqueeze(0).repeat(T, 1, 1, 1, 1)
         y = (torch.arange(B) * 7 % net.shapes[-1][0]).to(a.device)
-        ms, p10, p90, reps, peak, losses = measure(net, reset, x, y, r["precision"] == "bf16", a.reps, a.warmup,
-                                                   a.device)
+        fwd = compiled(net) if a.compile else net
+        ms, p10, p90, reps, peak, losses = measure(net, fwd, reset, x, y, r["precision"] == "bf16", a.reps,
+                                                   a.warmup, a.device)
         r.update(ms=ms, ms_p10=p10, ms_p90=p90, reps=reps, peak_mib=peak, first_loss=losses[0],
                  last_loss=losses[-1], params=sum(p.numel() for p in net.parameters()))
         r["ok"] = all(math.isfinite(v) for v in losses)
@@ -236,6 +261,7 @@ def main():
     precisions = (a.precision or ("fp32,bf16" if a.device == "cuda" else "fp32")).split(",")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = a.cudnn_benchmark
     wanted = {"W6": (a.impls_w6 or a.impls).split(","), "W7": (a.impls_w7 or a.impls).split(",")}
     makers = {"torch": PlainLIF, "snntorch": SnnTorchLIF}
     sj, sj_version, sj_reset = ({}, None, None)
@@ -248,9 +274,10 @@ def main():
     snn_version = package_version("snntorch") if any("snntorch" in i for i in wanted.values()) else None
     meta = dict(program="seed_torch", torch=torch.__version__, spikingjelly=sj_version, snntorch=snn_version,
                 device=torch.cuda.get_device_name() if a.device == "cuda" else "cpu", smoke=a.smoke,
-                warmup=a.warmup, points=[])
+                warmup=a.warmup, cudnn_benchmark=a.cudnn_benchmark, compile=a.compile, points=[])
     print(f"seed_torch: torch {torch.__version__}, spikingjelly {sj_version}, snntorch {snn_version}, "
-          f"{meta['device']}", flush=True)
+          f"{meta['device']}, cuDNN autotuner {'on' if a.cudnn_benchmark else 'off'}, "
+          f"torch.compile {'on' if a.compile else 'off'}", flush=True)
     print(f"{'wl':4s} {'net':12s} {'T':>4s} {'B':>3s} {'prec':5s} {'impl':10s} {'ms/step':>9s} {'p10':>8s} "
           f"{'p90':>8s} {'reps':>4s} {'peak_MiB':>9s} {'loss':>8s}  check", flush=True)
     for impl in dict.fromkeys(wanted["W6"] + wanted["W7"]):
@@ -263,13 +290,14 @@ def main():
                 continue
             for T in [int(t) for t in a.T.split(",")] if a.T else Ts:
                 for prec in precisions:
-                    if (impl, name, T, prec) in done:
+                    label = impl + mode_suffix(a)
+                    if (label, name, T, prec) in done:
                         continue
                     r = dict(workload=wl, net=name, bn=bool(spec[2]), T=T, B=2 if a.smoke else spec[4],
-                             image=64 if a.smoke and image > 64 else image, width_div=8 if a.smoke else 1, impl=impl,
-                             precision=prec, ok=False)
+                             image=64 if a.smoke and image > 64 else image, width_div=8 if a.smoke else 1, impl=label,
+                             precision=prec, cudnn_benchmark=a.cudnn_benchmark, compile=a.compile, ok=False)
                     tail = run_point(a, makers[impl], sj_reset if impl.startswith("sj_") else None, spec, r)
-                    print(f"{wl:4s} {name:12s} {T:4d} {r['B']:3d} {prec:5s} {impl:10s}" + tail, flush=True)
+                    print(f"{wl:4s} {name:12s} {T:4d} {r['B']:3d} {prec:5s} {label:10s}" + tail, flush=True)
                     meta["points"].append(r)
                     if a.json:
                         with open(a.json, "w") as f:

@@ -44,6 +44,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+extern "C" {
+#include "core/rng.h"
+}
+
 enum { SF_CONV_FWD, SF_CONV_BWD_DATA, SF_CONV_BWD_FILTER, SF_CONV_OPS };
 /* The layouts cuDNN runs on, and the paths an op can take: cuDNN in one of those layouts, or im2col + GEMM. */
 enum { SF_CONV_NCHW, SF_CONV_NHWC, SF_CONV_LAYOUTS };
@@ -196,14 +200,25 @@ static bool exact_products(int op, int algo)
     }
 }
 
+/* Whether algorithm `algo` of op adds its blocks' partial sums into the output by atomics: cuDNN's backward-data
+ * algo_0 and backward-filter algo_0 and algo_3. With a 16-bit output (bf16, fp16) each of those adds rounds to the
+ * type, and how long their contention takes depends on the values, which the measurement's buffers do not have. */
+static bool atomic_sums(int op, int algo)
+{
+    if (op == SF_CONV_BWD_DATA) return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+    return op == SF_CONV_BWD_FILTER &&
+           (algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3);
+}
+
 /* Takes the fastest measured result that succeeded, uses an allowed math type (for an entry of TF32 parts any that
- * keeps fp32 operands, without conversion to 16 bits, in an algorithm that takes them as they are) and fits the
- * workspace cap, or the one of least workspace within LEAN_SLACK of its time, if `splits` calls of it beat what op
- * already has. Returns whether the overall fastest allowed result did not fit (then more chunks may pay). fp32: FMA
- * only (cuDNN's DEFAULT_MATH may use TF32 on Ampere and later). Outside deterministic mode determinism is not required
- * (with deterministic algorithms only, the W3 step took 130 ms instead of 111 ms on an H200), so convolution gradients
- * may differ in the last bits from run to run. In deterministic mode `perf` is cuDNN's heuristic ranking (no times):
- * the first deterministic result that fits is taken, and a later (larger) `splits` never replaces it. */
+ * keeps fp32 operands, without conversion to 16 bits, in an algorithm that takes them as they are), sums without
+ * 16-bit atomics (atomic_sums) and fits the workspace cap, or the one of least workspace within LEAN_SLACK of its
+ * time, if `splits` calls of it beat what op already has. Returns whether the overall fastest allowed result did not
+ * fit (then more chunks may pay). fp32: FMA only (cuDNN's DEFAULT_MATH may use TF32 on Ampere and later). Outside
+ * deterministic mode determinism is not required (with deterministic algorithms only, the W3 step took 130 ms
+ * instead of 111 ms on an H200), so convolution gradients may differ in the last bits from run to run. In
+ * deterministic mode `perf` is cuDNN's heuristic ranking (no times): the first deterministic result that fits is
+ * taken, and a later (larger) `splits` never replaces it. */
 template <class Perf>
 static bool consider(const Perf *perf, int count, int o, int64_t splits, int64_t chunk, sf_precision prec,
                      bool tf32_parts, size_t cap, bool deterministic, sf_cuda_conv_op *op, bool *changed)
@@ -217,7 +232,8 @@ static bool consider(const Perf *perf, int count, int o, int64_t splits, int64_t
         const bool ok = tf32_parts ? exact_products(o, (int)perf[i].algo) &&
                                          perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
                                    : math_ok(perf[i].mathType, prec);
-        if (!ok) continue;
+        const bool narrow = prec == SF_PRECISION_BF16 || prec == SF_PRECISION_FP16;
+        if (!ok || (narrow && atomic_sums(o, (int)perf[i].algo))) continue;
         if (deterministic && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
         if (first && splits == 1) {
             op->fastest_algo = (int)perf[i].algo;
@@ -405,9 +421,31 @@ static sf_status time_path_op(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int p
     return SF_OK;
 }
 
-/* Times the NHWC, im2col + GEMM and split paths of every op that has them on zeroed buffers of the shape
- * (allocated for the measurement only) into e->nhwc_ms, gemm_ms and split_ms. Without room for the buffers nothing
- * is timed. */
+/* A timing buffer's values: spikes (0 or 1, one in eight) for the input of a shape of spikes, else uniform in
+ * [-1, 1), drawn by index: the libraries' kernels run at other speeds on zeros. */
+template <class T> __global__ void timing_fill_kernel(int64_t n, uint64_t stream, bool spikes, T *p)
+{
+    SF_CUDA_GRID_STRIDE(i, n)
+    {
+        const float u = sf_uniform(0x5eedu, stream, (uint64_t)i);
+        p[i] = sf_narrow<T>(spikes ? (u < 0.125f ? 1.0f : 0.0f) : 2.0f * u - 1.0f);
+    }
+}
+
+static sf_status timing_fill(sf_cuda_ctx *c, void *p, size_t n, uint64_t stream, bool spikes)
+{
+    return sf_cuda_with_act(c->act, [&](auto tag) {
+        using T = decltype(tag);
+        timing_fill_kernel<T>
+            <<<sf_cuda_blocks((int64_t)n, 256), 256, 0, c->stream>>>((int64_t)n, stream, spikes, (T *)p);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    });
+}
+
+/* Times the NHWC, im2col + GEMM and split paths of every op that has them on buffers of the shape (allocated for the
+ * measurement only; x, w and y, which is dy too, hold random values, the outputs and the workspace zeros) into
+ * e->nhwc_ms, gemm_ms and split_ms. Without room for the buffers nothing is timed. */
 static sf_status time_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e, bool nhwc)
 {
     const sf_conv_shape *sh = &e->sh;
@@ -431,6 +469,11 @@ static sf_status time_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e, bool nhwc)
         if (ce == cudaSuccess) ce = cudaMemsetAsync(buf[i], 0, bytes[i], c->stream);
     }
     for (int i = 0; i < 2 && ce == cudaSuccess; i++) ce = cudaEventCreate(&ev[i]);
+    const int inputs[] = {TB_X, TB_W, TB_Y};
+    for (int i = 0; i < 3 && ce == cudaSuccess && st == SF_OK; i++) {
+        const int b = inputs[i];
+        st = timing_fill(c, buf[b], bytes[b] / es, (uint64_t)b, b == TB_X && sh->x_binary);
+    }
     for (int o = 0; o < SF_CONV_OPS && ce == cudaSuccess && st == SF_OK; o++) {
         if (e->gemm_chunk) st = time_path_op(c, e, SF_CONV_PATH_GEMM, o, buf, ev, &e->gemm_ms[o]);
         if (st == SF_OK && nhwc && e->op[SF_CONV_NHWC][o].chunk)

@@ -1,11 +1,11 @@
 /* conv_gemm.cu — 2-D convolution as im2col / col2im kernels plus one cuBLAS GEMM, over chunks of images. conv.cu
  * measures it against cuDNN's best per shape and op at plan time: on the H200, cuDNN's FMA kernels for strided
  * 3×3 convolutions run at about a third of the fp32 peak, where one large SGEMM reaches three quarters of it.
- * Layout of a chunk of nb images (P = oh·ow output pixels, K = cin·k·k): col[K][nb·P] (im2col of x), the output
- * and its gradient transposed to [cout][nb·P] ("CNHW"), so each op is a single GEMM over the whole chunk. x, y, dy,
- * dx, col and the transposes are in the activation type T (taps summed in float); the weight gradient is fp32. x and
- * dx are NCHW; y and dy may be NHWC (sf_conv_shape.y_nhwc), the output of a network's first convolution under
- * conv_algo = nhwc, whose weight gradient cuDNN's NHWC kernels take six times as long for (3 input channels). */
+ * Layout of a chunk of nb images (P = oh·ow output pixels, K = cin·k·k): col[K][nb·P] (im2col of x), and an NCHW
+ * output and its gradient transposed to [cout][nb·P] ("CNHW"), so each op is a single GEMM over the whole chunk.
+ * x, y, dy, dx, col and the transposes are in the activation type T (taps summed in float); the weight gradient is
+ * fp32. x and dx are NCHW; y and dy may be NHWC (sf_conv_shape.y_nhwc: a network's first convolution on 16-bit
+ * tensors), which is [nb·P][cout] as it stands, so the GEMMs read and write it in place, without the transposes. */
 #include "cuda/act.cuh"
 #include "cuda/ops.cuh"
 
@@ -76,9 +76,10 @@ static int64_t rows_k(const sf_conv_shape *sh)
     return (int64_t)sh->cin * sh->k * sh->k;
 }
 
+/* col, and where y is NCHW its CNHW transpose */
 size_t sf_cuda_conv_gemm_ws(const sf_conv_shape *sh, int64_t nb, size_t es)
 {
-    return (size_t)((rows_k(sh) + sh->cout) * nb * sh->oh * sh->ow) * es;
+    return (size_t)((rows_k(sh) + (sh->y_nhwc ? 0 : sh->cout)) * nb * sh->oh * sh->ow) * es;
 }
 
 int64_t sf_cuda_conv_gemm_chunk(const sf_conv_shape *sh, size_t cap, size_t es)
@@ -113,54 +114,39 @@ template <class T> static sf_status im2col(sf_cuda_ctx *c, const sf_conv_shape *
     return SF_OK;
 }
 
-/* Between an NHWC y (or dy) of nb images and CNHW yc: a transpose of [nb·P][cout] and [cout][nb·P], which
- * cudnnTransformTensor runs over a strided description of yc. */
-static sf_status cnhw_nhwc(sf_cuda_ctx *c, const sf_conv_shape *sh, const void *src, void *dst, int64_t nb,
-                           bool to_nhwc)
-{
-    const int p_img = sh->oh * sh->ow;
-    const cudnnDataType_t dt = sf_cudnn_type(c->act);
-    cudnnTensorDescriptor_t d[2] = {NULL, NULL}; /* NHWC, CNHW */
-    cudnnStatus_t e = cudnnCreateTensorDescriptor(&d[0]);
-    if (e == CUDNN_STATUS_SUCCESS) e = cudnnCreateTensorDescriptor(&d[1]);
-    if (e == CUDNN_STATUS_SUCCESS)
-        e = cudnnSetTensor4dDescriptor(d[0], CUDNN_TENSOR_NHWC, dt, (int)nb, sh->cout, sh->oh, sh->ow);
-    if (e == CUDNN_STATUS_SUCCESS)
-        e = cudnnSetTensor4dDescriptorEx(d[1], dt, (int)nb, sh->cout, sh->oh, sh->ow, p_img, (int)nb * p_img, sh->ow, 1);
-    float one = 1.0f, zero = 0.0f;
-    if (e == CUDNN_STATUS_SUCCESS)
-        e = cudnnTransformTensor(c->cudnn, &one, d[to_nhwc], src, &zero, d[!to_nhwc], dst);
-    for (int i = 0; i < 2; i++)
-        if (d[i]) cudnnDestroyTensorDescriptor(d[i]);
-    return e == CUDNN_STATUS_SUCCESS ? SF_OK : sf_cuda_fail_cudnn(e, __FILE__, __LINE__, "NHWC <-> CNHW copy");
-}
-
-/* Between y (or dy) in the engine's layout and yc; towards y the bias (if any; none where y is NHWC) is added. */
+/* Between an NCHW y (or dy) and yc; towards y the bias (if any) is added. */
 template <class T>
 static sf_status cnhw(sf_cuda_ctx *c, const sf_conv_shape *sh, const T *src, T *dst, const float *bias, int64_t nb,
                       bool to_nchw)
 {
-    if (sh->y_nhwc) return cnhw_nhwc(c, sh, src, dst, nb, to_nchw);
     cnhw_kernel<T><<<grid_for(c, nb * sh->cout * sh->oh * sh->ow), 256, 0, c->stream>>>(
         src, dst, bias, sh->cout, sh->oh * sh->ow, (int)nb, to_nchw);
     SF_CUDA_LAUNCHED();
     return SF_OK;
 }
 
-/* Row-major [a][b] matrices are column-major b×a ones to cuBLAS: every product below is written that way. */
+/* Row-major [a][b] matrices are column-major b×a ones to cuBLAS: every product below is written that way. An NHWC
+ * y (or dy) of a chunk is row-major [nb·P][cout]. The bias is added only to an NCHW y. */
 template <class T>
 static sf_status forward(sf_cuda_ctx *c, const sf_conv_shape *sh, int64_t chunk, const T *x, const T *w,
                          const float *b, T *y, T *ws)
 {
     const int64_t img_x = (int64_t)sh->cin * sh->h * sh->w, p_img = (int64_t)sh->oh * sh->ow, K = rows_k(sh);
-    T *col = ws, *yc = ws + K * chunk * p_img;
+    T *col = ws;
     for (int64_t i0 = 0; i0 < sh->n; i0 += chunk) {
         const int64_t nb = sh->n - i0 < chunk ? sh->n - i0 : chunk;
         const int m = (int)(nb * p_img);
+        T *yi = y + i0 * sh->cout * p_img;
         SF_TRY(im2col(c, sh, x + i0 * img_x, nb, col));
-        /* yc[cout][nb·P] = w[cout][K] · col[K][nb·P] */
-        SF_TRY(sf_cuda_gemm(c, CUBLAS_OP_N, CUBLAS_OP_N, m, sh->cout, (int)K, col, m, w, (int)K, 0.0f, yc, m, false));
-        SF_TRY(cnhw(c, sh, yc, y + i0 * sh->cout * p_img, b, nb, true));
+        if (sh->y_nhwc) { /* y[nb·P][cout] = col[K][nb·P]ᵀ · w[cout][K]ᵀ */
+            SF_TRY(sf_cuda_gemm(c, CUBLAS_OP_T, CUBLAS_OP_T, sh->cout, m, (int)K, w, (int)K, col, m, 0.0f, yi, sh->cout,
+                                false));
+        } else { /* yc[cout][nb·P] = w[cout][K] · col[K][nb·P], then transposed into y */
+            T *yc = ws + K * chunk * p_img;
+            SF_TRY(
+                sf_cuda_gemm(c, CUBLAS_OP_N, CUBLAS_OP_N, m, sh->cout, (int)K, col, m, w, (int)K, 0.0f, yc, m, false));
+            SF_TRY(cnhw(c, sh, yc, yi, b, nb, true));
+        }
     }
     return SF_OK;
 }
@@ -170,19 +156,26 @@ static sf_status backward(sf_cuda_ctx *c, const sf_conv_shape *sh, int64_t chunk
                           T *dx, float *dw, T *ws)
 {
     const int64_t img_x = (int64_t)sh->cin * sh->h * sh->w, p_img = (int64_t)sh->oh * sh->ow, K = rows_k(sh);
-    T *col = ws, *dyc = ws + K * chunk * p_img;
+    T *col = ws;
+    /* dy[cout][nb·P] as cuBLAS reads it: an NCHW dy's CNHW transpose, an NHWC dy ([nb·P][cout]) transposed by the
+     * GEMM itself */
+    const cublasOperation_t tdy = sh->y_nhwc ? CUBLAS_OP_T : CUBLAS_OP_N;
     for (int64_t i0 = 0; i0 < sh->n; i0 += chunk) {
         const int64_t nb = sh->n - i0 < chunk ? sh->n - i0 : chunk;
-        const int m = (int)(nb * p_img);
-        SF_TRY(cnhw(c, sh, dy + i0 * sh->cout * p_img, dyc, (const float *)NULL, nb, false));
+        const int m = (int)(nb * p_img), lddy = sh->y_nhwc ? sh->cout : m;
+        const T *dyc = dy + i0 * sh->cout * p_img;
+        if (!sh->y_nhwc) {
+            T *dyt = ws + K * chunk * p_img;
+            SF_TRY(cnhw(c, sh, dyc, dyt, (const float *)NULL, nb, false));
+            dyc = dyt;
+        }
         if (dw) { /* dw[cout][K] (+)= dyc[cout][nb·P] · col[K][nb·P]ᵀ in fp32, summed over the chunks */
             SF_TRY(im2col(c, sh, x + i0 * img_x, nb, col));
-            SF_TRY(sf_cuda_gemm(c, CUBLAS_OP_T, CUBLAS_OP_N, (int)K, sh->cout, m, col, m, dyc, m, i0 ? 1.0f : 0.0f, dw,
+            SF_TRY(sf_cuda_gemm(c, CUBLAS_OP_T, tdy, (int)K, sh->cout, m, col, m, dyc, lddy, i0 ? 1.0f : 0.0f, dw,
                                 (int)K, true));
         }
         if (dx) { /* dcol[K][nb·P] = w[cout][K]ᵀ · dyc[cout][nb·P], into col's place, then gathered into dx */
-            SF_TRY(sf_cuda_gemm(c, CUBLAS_OP_N, CUBLAS_OP_T, m, (int)K, sh->cout, dyc, m, w, (int)K, 0.0f, col, m,
-                                false));
+            SF_TRY(sf_cuda_gemm(c, tdy, CUBLAS_OP_T, m, (int)K, sh->cout, dyc, lddy, w, (int)K, 0.0f, col, m, false));
             col2im_kernel<T><<<grid_for(c, nb * img_x), 256, 0, c->stream>>>(col, dx + i0 * img_x, *sh, (int)nb);
             SF_CUDA_LAUNCHED();
         }

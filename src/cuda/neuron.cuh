@@ -132,13 +132,25 @@ __host__ __device__ inline bool sf_cuda_plif_warp_sums(const sf_cuda_neuron &a)
     return (a.st.w_channels > 1 ? a.st.w_hw : a.N) % 32 == 0;
 }
 
+/* The channel of neuron n of [.., C, hw] (n < N): in 32 bits where N fits them, without the division where hw = 1
+ * (NHWC tensors). A 64-bit division or remainder is a subroutine of tens of instructions, which a thread runs per
+ * neuron, over as few as T = 10 steps. */
+__device__ __forceinline__ int32_t sf_cuda_channel_of(int64_t n, int64_t N, int64_t hw, int32_t C)
+{
+    if (N <= (int64_t)UINT32_MAX) {
+        const uint32_t r = hw == 1 ? (uint32_t)n : (uint32_t)n / (uint32_t)hw;
+        return (int32_t)(r % (uint32_t)C);
+    }
+    return (int32_t)((n / hw) % C);
+}
+
 /* Neuron n's coefficients: a.k's, with a PLIF's a and c from its channel's w. */
 template <int MODEL>
 __device__ __forceinline__ sf_lif_coeffs sf_cuda_coeffs(const sf_cuda_neuron &a, int64_t n)
 {
     sf_lif_coeffs k = a.k;
     if (MODEL == SF_CUDA_PLIF) {
-        const int64_t ch = a.st.w_channels > 1 ? (n / a.st.w_hw) % a.st.w_channels : 0;
+        const int32_t ch = a.st.w_channels > 1 ? sf_cuda_channel_of(n, a.N, a.st.w_hw, a.st.w_channels) : 0;
         sf_plif_coeffs(a.st.w[ch], a.p.decay_input, &k.a, &k.c);
     }
     return k;
@@ -203,7 +215,7 @@ template <bool BN> __device__ __forceinline__ sf_cuda_affine sf_cuda_affine_of(c
 {
     sf_cuda_affine f = {0.0f, 1.0f, 1.0f, 0.0f};
     if (BN) {
-        int32_t ch = (int32_t)((n / a.bn.hw) % a.bn.C);
+        const int32_t ch = sf_cuda_channel_of(n, a.N, a.bn.hw, a.bn.C);
         f.mean = a.bn.mean[ch];
         f.invstd = __fdiv_rn(1.0f, sqrtf(a.bn.var[ch] + a.bn.eps)); /* IEEE, whatever -prec-div says */
         f.gamma = a.bn.gamma[ch];

@@ -63,7 +63,8 @@ static sf_status multiprocessors(int *sms)
 
 /* Four neurons per thread with 4-element accesses where that still leaves two blocks per SM; otherwise (long T: few
  * neurons) one neuron per thread, four times the threads, each with its next batch in flight, and where even those
- * are under two blocks per SM, batches of 32 steps, so that enough bytes are in flight. */
+ * are under two blocks per SM, or the elements are of 16 bits (half the bytes per batch), batches of 32 steps, so
+ * that enough bytes are in flight. */
 template <class T, bool BN>
 static sf_status forward_config(const sf_cuda_neuron &a, const sf_lif_out *out, bool v4, cudaStream_t st)
 {
@@ -77,7 +78,7 @@ static sf_status forward_config(const sf_cuda_neuron &a, const sf_lif_out *out, 
                        "and 8, or 32 with one neuron",
                        tv, tu);
     const int V = v4 && (tv ? tv : a.N / 4 >= two_blocks ? 4 : 1) == 4 ? 4 : 1; /* 4 only where allowed */
-    const int U = tu ? tu : V == 1 && a.N < two_blocks && a.T >= 64 ? 32 : 8;
+    const int U = tu ? tu : V == 1 && (a.N < two_blocks || sizeof(T) == 2) && a.T >= 64 ? 32 : 8;
     if (V == 4) return forward<T, BN, 4, 8>(a, out, st);
     return U == 32 ? forward<T, BN, 1, 32>(a, out, st) : forward<T, BN, 1, 8>(a, out, st);
 }

@@ -1,8 +1,8 @@
 /* reduce.cuh — deterministic per-channel reductions over [R, C, hw] (batch-norm statistics and gradients): each
- * channel is split over P parts whose blocks write double partials in a fixed order, then one thread per channel
- * adds them in order. No atomics, so results are bitwise identical run to run. With hw = 1 (features after a linear
- * layer, NHWC tensors) a channel's elements lie C apart: there a block takes 32 channels side by side over a range of
- * rows, so that a warp reads consecutive elements. */
+ * channel is split over P parts whose blocks write double partials in a fixed order, then a warp per channel adds
+ * them in a fixed order. No atomics, so results are bitwise identical run to run. With hw = 1 (features after a
+ * linear layer, NHWC tensors) a channel's elements lie C apart: there a block takes 32 channels side by side over a
+ * range of rows, so that a warp reads consecutive elements. */
 #ifndef SF_CUDA_REDUCE_CUH
 #define SF_CUDA_REDUCE_CUH
 
@@ -75,8 +75,10 @@ template <class F> __global__ void sf_cuda_row_partials(F f, int64_t R, int32_t 
     const int32_t c = blockIdx.x * 32 + threadIdx.x;
     const int64_t chunk = (R + P - 1) / P, r0 = blockIdx.y * chunk, r1 = min(R, r0 + chunk);
     double a = 0.0, b = 0.0;
-    if (c < C)
+    if (c < C) { /* unrolled, so that several rows' loads are in flight before their terms are added (in order) */
+#pragma unroll 8
         for (int64_t r = r0 + threadIdx.y; r < r1; r += SF_RED_ROWS) f.term(r * C + c, c, &a, &b);
+    }
     sa[threadIdx.y][threadIdx.x] = a;
     sb[threadIdx.y][threadIdx.x] = b;
     __syncthreads();
@@ -87,16 +89,24 @@ template <class F> __global__ void sf_cuda_row_partials(F f, int64_t R, int32_t 
     }
 }
 
+/* A warp per channel: lane l adds the channel's parts l, l + 32, … in order (consecutive lanes read consecutive
+ * partials), then the lanes' sums meet in a fixed butterfly and lane 0 finishes the channel. */
 template <class F> __global__ void sf_cuda_channel_finish(F f, int32_t C, int P, const double *part, double count)
 {
-    int32_t c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= C) return;
+    const int64_t c = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = (int)(threadIdx.x & 31);
+    if (c >= C) return; /* whole warps: blockDim.x is a multiple of 32 */
     double a = 0.0, b = 0.0;
-    for (int p = 0; p < P; p++) {
-        a += part[2 * ((int64_t)c * P + p)];
-        b += part[2 * ((int64_t)c * P + p) + 1];
+    for (int p = lane; p < P; p += 32) {
+        a += part[2 * (c * P + p)];
+        b += part[2 * (c * P + p) + 1];
     }
-    f.finish(c, a, b, count);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        a += __shfl_xor_sync(0xffffffffu, a, o);
+        b += __shfl_xor_sync(0xffffffffu, b, o);
+    }
+    if (lane == 0) f.finish((int32_t)c, a, b, count);
 }
 
 /* Parts per channel: enough blocks to fill the chip (sms multiprocessors), none with fewer than a few thousand
@@ -123,7 +133,8 @@ sf_status sf_cuda_channel_reduce_into(F f, int64_t R, int32_t C, int64_t hw, int
         sf_cuda_channel_partials<F><<<dim3((unsigned)C, (unsigned)P), SF_RED_THREADS, 0, st>>>(f, R, C, hw, (int)P,
                                                                                                 part);
     SF_CUDA_LAUNCHED();
-    sf_cuda_channel_finish<F><<<sf_cuda_blocks(C, 128), 128, 0, st>>>(f, C, (int)P, part, (double)(R * hw));
+    sf_cuda_channel_finish<F>
+        <<<sf_cuda_blocks(32 * (int64_t)C, 128), 128, 0, st>>>(f, C, (int)P, part, (double)(R * hw));
     SF_CUDA_LAUNCHED();
     return SF_OK;
 }
