@@ -71,7 +71,7 @@ static void layer_floor(const sf_net *net, int32_t i, double rate, double bw, do
 {
     const sf_net_layer *l = &net->layers[i];
     const sf_net_tensor *in = &net->tensors[l->in], *out = &net->tensors[l->out];
-    const double rows = (double)(net->T * net->B), es = (double)sf_act_type_size(net->be->act);
+    const double rows = (double)(net->T * net->B), es = (double)sf_scalar_size(net->be->act);
     const double ms_per_elem = es / (bw * 1e9) * 1e3, x = rows * (double)in->per_sample,
                  y = rows * (double)out->per_sample;
     double mac = 0.0, w = 0.0;

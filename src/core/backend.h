@@ -79,13 +79,6 @@ typedef struct sf_lif_out {
 /* Bytes of one element stored in type t (activations: see above). */
 static inline size_t sf_scalar_size(sf_scalar t) { return t == SF_SCALAR_F32 ? 4 : 2; }
 
-/* The engine's names of the storage types. */
-typedef sf_scalar sf_act_type;
-#define SF_ACT_F32 SF_SCALAR_F32
-#define SF_ACT_BF16 SF_SCALAR_BF16
-#define SF_ACT_F16 SF_SCALAR_F16
-#define sf_act_type_size sf_scalar_size
-
 /* rlif_backward's bwd_sparse flags */
 enum { SF_RLIF_SPARSE_DV = 1, SF_RLIF_SPARSE_DY = 2 };
 

@@ -230,7 +230,7 @@ typedef enum sf_stat {
 } sf_stat;
 
 /* Bytes of one activation element (the backend's act type). */
-static inline size_t sf_net_act_size(const sf_net *net) { return sf_act_type_size(net->be->act); }
+static inline size_t sf_net_act_size(const sf_net *net) { return sf_scalar_size(net->be->act); }
 /* The weights at parameter offset `off` as linear, conv and event-driven layers read them: in the act type
  * (params_act where there is one), NULL for off < 0. Inline: the layers' forward, backward and sparse.c ask. */
 static inline float *sf_net_weight(sf_net *net, int64_t off)
@@ -243,7 +243,7 @@ static inline float *sf_net_weight(sf_net *net, int64_t off)
 static inline float *sf_net_param(sf_net *net, int64_t off) { return off >= 0 ? net->params + off : NULL; }
 static inline float *sf_net_param_grad(sf_net *net, int64_t off) { return off >= 0 ? net->grads + off : NULL; }
 /* Whether the net scales its loss: fp16 activations do. */
-static inline bool sf_net_scales_loss(const sf_net *net) { return net->be->act == SF_ACT_F16; }
+static inline bool sf_net_scales_loss(const sf_net *net) { return net->be->act == SF_SCALAR_F16; }
 
 /* net_step.c: the loss scale a net starts from, writing the scale to the backend (once compiled), and rewriting
  * params_act[off, off + n) from the fp32 parameters (nothing when act is fp32) after they change. */

@@ -54,7 +54,7 @@ static sf_status ensure_params(sf_net *net)
     SF_TRY(alloc_floats(net, net->n_params, &net->params, "parameters"));
     SF_TRY(alloc_floats(net, net->n_params, &net->grads, "gradients"));
     SF_TRY(alloc_floats(net, net->n_buffers, &net->buffers, "buffers"));
-    if (net->be->act != SF_ACT_F32 && net->n_params) {
+    if (net->be->act != SF_SCALAR_F32 && net->n_params) {
         sf_status s = net->be->alloc(net->be, (size_t)net->n_params * sf_net_act_size(net), &net->params_act);
         if (s != SF_OK) return sf_fail_context(s, "allocating the parameters' 16-bit copy: ");
     }

@@ -66,11 +66,11 @@ sf_status sf_net_upload_input(sf_net *net, const float *x)
     sf_backend *be = net->be;
     int64_t n = sf_net_rows(net) * net->tensors[0].per_sample;
     x += net->hooks.seg * n; /* x holds all T steps; a time segment takes its own (time-major: one contiguous block) */
-    if (be->act == SF_ACT_F32) {
+    if (be->act == SF_SCALAR_F32) {
         SF_TRY(be->copy_from_host(be, sf_net_act(net, 0), x, (size_t)n * sizeof(float)));
     } else {
         SF_TRY(be->copy_from_host(be, net->input_f32, x, (size_t)n * sizeof(float)));
-        SF_TRY(be->convert(be, n, SF_ACT_F32, net->input_f32, be->act, sf_net_act(net, 0)));
+        SF_TRY(be->convert(be, n, SF_SCALAR_F32, net->input_f32, be->act, sf_net_act(net, 0)));
     }
     net->have_input = true;
     return SF_OK;
@@ -207,13 +207,13 @@ sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *out)
     sf_backend *be = net->be;
     int64_t n = sf_net_rows(net) * x->per_sample;
     const void *src = sf_net_slot_ptr(net, x->act);
-    if (be->act == SF_ACT_F32) {
+    if (be->act == SF_SCALAR_F32) {
         SF_TRY(be->copy_to_host(be, out, src, (size_t)n * sizeof(float)));
         return host_nchw(x, sf_net_rows(net), out);
     }
     void *wide = NULL; /* a rare query: its own allocation rather than planned workspace */
     SF_TRY(be->alloc(be, (size_t)n * sizeof(float), &wide));
-    sf_status s = be->convert(be, n, be->act, src, SF_ACT_F32, wide);
+    sf_status s = be->convert(be, n, be->act, src, SF_SCALAR_F32, wide);
     if (s == SF_OK) s = be->copy_to_host(be, out, wide, (size_t)n * sizeof(float));
     be->release(be, wide);
     return s == SF_OK ? host_nchw(x, sf_net_rows(net), out) : s;

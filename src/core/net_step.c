@@ -17,7 +17,7 @@ sf_status sf_net_refresh_params_act(sf_net *net, int64_t off, int64_t n)
 {
     if (!net->params_act || n == 0) return SF_OK;
     sf_backend *be = net->be;
-    return be->convert(be, n, SF_ACT_F32, net->params + off, be->act,
+    return be->convert(be, n, SF_SCALAR_F32, net->params + off, be->act,
                        (char *)net->params_act + (size_t)off * sf_net_act_size(net));
 }
 
@@ -142,7 +142,7 @@ sf_status sf_net_update(sf_net *net)
     sf_backend *be = net->be;
     const sf_optim_params *o = &net->opt;
     if (sf_net_scales_loss(net))
-        SF_TRY(be->scale(be, net->n_params, SF_ACT_F32, net->stats + SF_STAT_UNSCALE, net->grads));
+        SF_TRY(be->scale(be, net->n_params, SF_SCALAR_F32, net->stats + SF_STAT_UNSCALE, net->grads));
     int64_t step = ++net->opt_steps;
     /* with sharded state (net_hooks.h) the parameters this process holds the state of, then every part gathered */
     const bool sharded = net->opt_a && net->opt_parts > 1;

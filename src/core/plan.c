@@ -315,7 +315,7 @@ static void plan_head(sf_net *net, sf_planner *pl, head_slots *h)
         sf_plan_work(pl, &h->out_all, tbk, 0, sf_plan_t_end(pl));
         sf_plan_work(pl, &h->dout_all, tbk, 0, sf_plan_t_end(pl));
     }
-    if (net->be->act != SF_ACT_F32) sf_plan_work(pl, &h->input_f32, sf_net_tensor_bytes(net, 0, sizeof(float)), 0, 0);
+    if (net->be->act != SF_SCALAR_F32) sf_plan_work(pl, &h->input_f32, sf_net_tensor_bytes(net, 0, sizeof(float)), 0, 0);
     sf_plan_work(pl, &h->logits, (size_t)(net->B * K) * sizeof(float), 0, sf_plan_t_end(pl));
     sf_plan_work(pl, &h->stats, SF_STATS * sizeof(float), 0, sf_plan_t_end(pl));
     sf_plan_work(pl, &h->counts, (size_t)(net->n_lif ? net->n_lif : 1) * sizeof(float), 0, sf_plan_t_end(pl));

@@ -109,9 +109,9 @@ static sf_status time_op(sf_backend *be, sf_status (*run)(void *, int), void *ct
 static sf_status upload(bench *b, float *dst, size_t n, const float *host)
 {
     sf_backend *be = b->be;
-    if (be->act == SF_ACT_F32) return be->copy_from_host(be, dst, host, n * sizeof(float));
+    if (be->act == SF_SCALAR_F32) return be->copy_from_host(be, dst, host, n * sizeof(float));
     SF_TRY(be->copy_from_host(be, b->stage, host, n * sizeof(float)));
-    return be->convert(be, (int64_t)n, SF_ACT_F32, b->stage, be->act, dst);
+    return be->convert(be, (int64_t)n, SF_SCALAR_F32, b->stage, be->act, dst);
 }
 
 /* Spikes at density d (a fixed hash, so every process measures the same data), made compact on the backend. */
@@ -148,14 +148,14 @@ static sf_status alloc_all(bench *b, void **mem, size_t *sizes, int n)
 static sf_status measure(sf_backend *be, int64_t rows, int32_t in, int32_t out, bool dx, float *xfwd, float *xbwd)
 {
     bench b = {.be = be, .rows = tune_rows(be, rows), .in = in, .out = out};
-    const size_t f = sizeof(float), a = sf_act_type_size(be->act), r = (size_t)b.rows;
+    const size_t f = sizeof(float), a = sf_scalar_size(be->act), r = (size_t)b.rows;
     size_t host_n = r * (size_t)(in > out ? in : out);
     if (host_n < (size_t)in * (size_t)out) host_n = (size_t)in * (size_t)out;
     size_t sizes[] = {(size_t)out * (size_t)in * a, r * (size_t)in * a, r * (size_t)out * a, r * (size_t)out * a,
                       r * (size_t)in * a, (size_t)out * (size_t)in * f,
                       r * (size_t)sf_spike_words(in) * sizeof(uint32_t), r * (size_t)in,
                       r * (size_t)sf_spike_segs(in) * sizeof(int32_t), be->spike_linear_workspace(be, b.rows, in, out),
-                      be->act == SF_ACT_F32 ? 0 : host_n * f};
+                      be->act == SF_SCALAR_F32 ? 0 : host_n * f};
     enum { NBUF = sizeof sizes / sizeof sizes[0] };
     void *mem[NBUF] = {0};
     float *host = malloc(host_n * f);
@@ -239,12 +239,12 @@ static sf_status measure_rlif(sf_backend *be, const sf_lif_params *p, int64_t T,
                               float *xbwd)
 {
     rbench r = {.be = be, .p = p, .T = T < TUNE_STEPS ? T : TUNE_STEPS, .B = B, .n = n};
-    const size_t f = sizeof(float), a = sf_act_type_size(be->act), rows = (size_t)(r.T * B), N = rows * (size_t)n;
+    const size_t f = sizeof(float), a = sf_scalar_size(be->act), rows = (size_t)(r.T * B), N = rows * (size_t)n;
     const size_t host_n = N > (size_t)n * (size_t)n ? N : (size_t)n * (size_t)n;
     size_t sizes[] = {N * a, (size_t)n * (size_t)n * a, N * f, N * a, N * a, (size_t)n * (size_t)n * f, f,
                       rows * (size_t)sf_spike_words(n) * sizeof(uint32_t), N,
                       rows * (size_t)sf_spike_segs(n) * sizeof(int32_t), be->rlif_workspace(be, r.T, B, n),
-                      be->act == SF_ACT_F32 ? 0 : host_n * f};
+                      be->act == SF_SCALAR_F32 ? 0 : host_n * f};
     enum { NBUF = sizeof sizes / sizeof sizes[0] };
     void *mem[NBUF] = {0};
     float *host = malloc(host_n * f);

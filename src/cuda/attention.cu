@@ -26,7 +26,7 @@
 #include <limits.h>
 
 /* The largest count the act type holds exactly (integers up to it are exact; past it some round). */
-static int64_t exact_counts(sf_act_type t) { return t == SF_ACT_BF16 ? 256 : t == SF_ACT_F16 ? 2048 : 1 << 24; }
+static int64_t exact_counts(sf_scalar t) { return t == SF_SCALAR_BF16 ? 256 : t == SF_SCALAR_F16 ? 2048 : 1 << 24; }
 
 /* Where one GEMM operand of pair b lies: a head's column block of a token tensor (rows ld elements apart), or
  * (dense) the b-th dh×dh matrix of an array. */
@@ -78,13 +78,13 @@ struct ssa_layout {
 
 static size_t align256(size_t b) { return (b + 255) & ~(size_t)255; }
 
-static ssa_layout ssa_plan(sf_act_type act, const sf_token_shape *sh, int32_t heads, bool backward)
+static ssa_layout ssa_plan(sf_scalar act, const sf_token_shape *sh, int32_t heads, bool backward)
 {
     ssa_layout L = {};
     L.pairs = sh->tb * heads;
     L.dh = sh->d / heads;
     L.split = !backward && sh->n > exact_counts(act);
-    const size_t es = sf_act_type_size(act), mats = (size_t)(L.pairs * L.dh * L.dh);
+    const size_t es = sf_scalar_size(act), mats = (size_t)(L.pairs * L.dh * L.dh);
     size_t at = 0;
     L.ptrs = at, at += align256(SSA_MAX_OPERANDS * (size_t)L.pairs * sizeof(void *));
     L.m = at, at += align256(mats * (L.split ? sizeof(float) : es));
@@ -129,7 +129,7 @@ static sf_status ssa_begin(sf_backend *be, const char *op, const sf_token_shape 
     if (!ws) return sf_fail(SF_ERR_INVALID, "%s: workspace is NULL (give it ssa_workspace bytes)", op);
     k->w = (char *)ws;
     k->ptrs = (const void **)(k->w + k->L.ptrs);
-    k->es = sf_act_type_size(k->c->act);
+    k->es = sf_scalar_size(k->c->act);
     k->t = sf_cuda_blas_type(k->c->act);
     k->n = sh->n, k->d = sh->d, k->dh = (int)k->L.dh, k->heads = heads, k->ld = (int)ld;
     return SF_OK;
@@ -163,7 +163,7 @@ static sf_status ssa_gemm(const ssa_call *k, cublasOperation_t ta, cublasOperati
  * TF32, whatever the backend's precision. */
 static cublasComputeType_t exact_compute(const ssa_call *k)
 {
-    return k->c->act == SF_ACT_F32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
+    return k->c->act == SF_SCALAR_F32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
 }
 
 static sf_status ssa_counts(const ssa_call *k, int iv, int ik, int im, cudaDataType_t ct)
@@ -208,7 +208,7 @@ sf_status sf_cuda_op_ssa_forward(sf_backend *be, const sf_token_shape *sh, int32
     for (int part = MHI; part <= MLO; part++)
         SF_TRY(ssa_gemm(&call, CUBLAS_OP_N, CUBLAS_OP_N, dh, call.n, dh, scale, part, dh, Q, call.ld,
                         part == MHI ? 0.0f : 1.0f, Y, CUDA_R_32F, call.d, CUBLAS_COMPUTE_32F));
-    return sf_cuda_op_convert(be, sh->tb * call.n * call.d, SF_ACT_F32, yf, call.c->act, y);
+    return sf_cuda_op_convert(be, sh->tb * call.n * call.d, SF_SCALAR_F32, yf, call.c->act, y);
 }
 
 sf_status sf_cuda_op_ssa_backward(sf_backend *be, const sf_token_shape *sh, int32_t heads, float scale, int64_t ld,

@@ -31,7 +31,7 @@
 #include <string.h>
 
 static sf_backend *cpu, *gpu;
-static sf_act_type act;     /* the GPU's storage type */
+static sf_scalar act;     /* the GPU's storage type */
 static const char *prec;    /* its precision's name */
 static double tol16;        /* the bound of a 16-bit output (1e-5 where outputs are float) */
 static double tol_ssa_grad; /* the SSA's gradients: 1e-5 fp32, 5e-3 tf32, twice tol16 in 16 bits */
@@ -47,7 +47,7 @@ typedef struct {
     void *g;
 } ten;
 
-static size_t gbytes(const ten *t) { return (size_t)(t->n > 0 ? t->n : 1) * (t->wide ? 4 : sf_act_type_size(act)); }
+static size_t gbytes(const ten *t) { return (size_t)(t->n > 0 ? t->n : 1) * (t->wide ? 4 : sf_scalar_size(act)); }
 
 static void *gpu_alloc(size_t bytes)
 {
@@ -60,12 +60,12 @@ static void *gpu_alloc(size_t bytes)
 static float *fetch(const ten *t)
 {
     float *h = malloc((size_t)(t->n + 1) * sizeof *h);
-    if (t->wide || act == SF_ACT_F32) {
+    if (t->wide || act == SF_SCALAR_F32) {
         CHECK_OK(gpu->copy_to_host(gpu, h, t->g, 4 * (size_t)t->n));
         return h;
     }
     float *tmp = gpu_alloc(4 * (size_t)t->n);
-    CHECK_OK(gpu->convert(gpu, t->n, act, t->g, SF_ACT_F32, tmp));
+    CHECK_OK(gpu->convert(gpu, t->n, act, t->g, SF_SCALAR_F32, tmp));
     CHECK_OK(gpu->copy_to_host(gpu, h, tmp, 4 * (size_t)t->n));
     gpu->release(gpu, tmp);
     return h;
@@ -74,12 +74,12 @@ static float *fetch(const ten *t)
 /* Host floats into the GPU side (rounded to its type), and the CPU side made the values the GPU holds. */
 static void put(ten *t, const float *h)
 {
-    if (t->wide || act == SF_ACT_F32) {
+    if (t->wide || act == SF_SCALAR_F32) {
         CHECK_OK(gpu->copy_from_host(gpu, t->g, h, 4 * (size_t)t->n));
     } else {
         float *tmp = gpu_alloc(4 * (size_t)t->n);
         CHECK_OK(gpu->copy_from_host(gpu, tmp, h, 4 * (size_t)t->n));
-        CHECK_OK(gpu->convert(gpu, t->n, SF_ACT_F32, tmp, act, t->g));
+        CHECK_OK(gpu->convert(gpu, t->n, SF_SCALAR_F32, tmp, act, t->g));
         gpu->release(gpu, tmp);
     }
     float *held = fetch(t);
@@ -127,7 +127,7 @@ static ten spikes(int64_t n, float rate, uint64_t seed)
 static float *cpu_at(const ten *t, int64_t at) { return t->c + at; }
 static float *gpu_at(const ten *t, int64_t at)
 {
-    return (float *)((char *)t->g + (size_t)at * (t->wide ? 4 : sf_act_type_size(act)));
+    return (float *)((char *)t->g + (size_t)at * (t->wide ? 4 : sf_scalar_size(act)));
 }
 
 static void drop(ten *t)
@@ -164,7 +164,7 @@ static void cmp_cols(const char *what, const char *name, const ten *t, int64_t l
     } else {
         const double e = tu_rel_err_f32(g, c, m);
         CHECK(e <= tol, "%s: %s: relative error %.3e > %.0e", what, name, e, tol);
-        if (act != SF_ACT_F32 && tol >= tol16 && e > worst) worst = e;
+        if (act != SF_SCALAR_F32 && tol >= tol16 && e > worst) worst = e;
     }
     free(g), free(c);
 }
@@ -228,7 +228,7 @@ static void run_layernorm(const tcase *k, const char *what, uint64_t seed)
     ten y = out(n), mean = out_f32(rows), rstd = out_f32(rows), dx = out(n), dg = out_f32(d), db = out_f32(d);
     CHECK_OK(sf_cpu_op_layernorm_forward(cpu, rows, d, 1e-5f, x.c, gamma.c, beta.c, y.c, mean.c, rstd.c));
     CHECK_OK(sf_cuda_op_layernorm_forward(gpu, rows, d, 1e-5f, x.g, gamma.g, beta.g, y.g, mean.g, rstd.g));
-    cmp(what, "y", &y, act == SF_ACT_F32 ? 1e-5 : tol16);
+    cmp(what, "y", &y, act == SF_SCALAR_F32 ? 1e-5 : tol16);
     cmp(what, "mean", &mean, 1e-6);
     cmp(what, "rstd", &rstd, 1e-6);
     /* the backward from the CPU's statistics on both sides */
@@ -238,7 +238,7 @@ static void run_layernorm(const tcase *k, const char *what, uint64_t seed)
     void *ws = gpu_alloc(wsb);
     CHECK_OK(sf_cpu_op_layernorm_backward(cpu, rows, d, x.c, mean.c, rstd.c, gamma.c, dy.c, dx.c, dg.c, db.c, NULL));
     CHECK_OK(sf_cuda_op_layernorm_backward(gpu, rows, d, x.g, mean.g, rstd.g, gamma.g, dy.g, dx.g, dg.g, db.g, ws));
-    cmp(what, "dx", &dx, act == SF_ACT_F32 ? 1e-5 : tol16);
+    cmp(what, "dx", &dx, act == SF_SCALAR_F32 ? 1e-5 : tol16);
     cmp(what, "dgamma", &dg, 1e-5);
     cmp(what, "dbeta", &db, 1e-5);
     gpu->release(gpu, ws);
@@ -289,7 +289,7 @@ static void run_ssa(const tcase *k, const char *what, uint64_t seed)
     CHECK_OK(sf_cuda_op_ssa_forward(gpu, &sh, h, k->scale, in.ld, qkv_g(&in, 0), qkv_g(&in, 1), qkv_g(&in, 2), y.g,
                                     wgf));
     const bool pow2 = frexpf(k->scale, &(int){0}) == 0.5f;
-    cmp(what, "y", &y, pow2 ? 0.0 : act == SF_ACT_F32 ? 1e-6 : tol16);
+    cmp(what, "y", &y, pow2 ? 0.0 : act == SF_SCALAR_F32 ? 1e-6 : tol16);
     CHECK_OK(sf_cpu_op_ssa_backward(cpu, &sh, h, k->scale, in.ld, qkv_c(&in, 0), qkv_c(&in, 1), qkv_c(&in, 2), dy.c,
                                     qkv_c(&grad, 0), qkv_c(&grad, 1), qkv_c(&grad, 2), wcb));
     CHECK_OK(sf_cuda_op_ssa_backward(gpu, &sh, h, k->scale, in.ld, qkv_g(&in, 0), qkv_g(&in, 1), qkv_g(&in, 2), dy.g,
@@ -345,8 +345,8 @@ static void run_tokens(const tcase *k, const char *what, uint64_t seed)
     }
     cmp(what, "kv", &kv, 0.0);
     cmp(what, "y", &y, 0.0);
-    cmp(what, "dm", &dm, act == SF_ACT_F32 ? 1e-6 : tol16);
-    cmp(what, "mean", &mean, act == SF_ACT_F32 ? 1e-6 : tol16);
+    cmp(what, "dm", &dm, act == SF_SCALAR_F32 ? 1e-6 : tol16);
+    cmp(what, "mean", &mean, act == SF_SCALAR_F32 ? 1e-6 : tol16);
     cmp(what, "dx", &dx, 0.0);
     if (k->fused) {
         cmp(what, "dq|dk|dv", &grad.t[0], 0.0);
@@ -396,7 +396,7 @@ int main(void)
         tol_ssa_grad = precs[p].ssa_grad;
         worst = 0.0;
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], 1000 * (uint64_t)(i + 1));
-        if (act != SF_ACT_F32) printf("%s: worst 16-bit error %.3e (bound %.0e)\n", prec, worst, tol16);
+        if (act != SF_SCALAR_F32) printf("%s: worst 16-bit error %.3e (bound %.0e)\n", prec, worst, tol16);
         sf_backend_free(gpu);
         gpu = NULL;
     }
