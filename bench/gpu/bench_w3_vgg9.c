@@ -92,7 +92,7 @@ static void layer_floor(const sf_net *net, int32_t i, double rate, double bw, do
         if (in->keep == SF_KEEP_RECOMPUTE) *bwd += 2.0 * x * ms_per_elem;
     } else if (l->d.kind == SF_LAYER_BATCHNORM && l->absorbed) {
         *fwd = x * ms_per_elem;
-    } else if (l->d.kind == SF_LAYER_LIF && l->fused_bn) {
+    } else if (l->d.kind == SF_LAYER_LIF && l->absorbs >= 0) {
         *fwd = 2.0 * x * ms_per_elem;
         *bwd = 3.0 * x * ms_per_elem;
     }
