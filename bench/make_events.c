@@ -19,7 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define EVENTS 400 /* per sample */
+#define EVENTS 2000 /* per sample: about a quarter of a real SHD or N-MNIST sample's */
 
 static int fail(const char *what, const char *path)
 {
