@@ -1,4 +1,4 @@
-/* bench_cpu_lif.c — workload W1 (docs/perf.md, Workloads) on the CPU: the time-fused LIF forward + backward in the
+/* bench_cpu_lif.c — workload W1 (docs/notebook/perf.md, Workloads) on the CPU: the time-fused LIF forward + backward in the
  * recompute mode, against the DRAM copy bandwidth measured in the same run; or, given a model, the PLIF (one w, which
  * the backward's dw sums over), IF or ALIF (rho 0.9, beta 0.7) on the same input.
  *

@@ -1,4 +1,4 @@
-/* bench_cpu_w4.c — workload W4 (docs/perf.md) on the CPU at batch 16, the size for a 2-core machine: W4ff and W4rec
+/* bench_cpu_w4.c — workload W4 (docs/notebook/perf.md) on the CPU at batch 16, the size for a 2-core machine: W4ff and W4rec
  * at natural and fixed activity, each dense (sparse = off), event-driven (on), auto, and event-driven with seed paper
  * 000's sparse gradient (grad_threshold 0.5 with grad_cut; the others keep the exact one). Prints per run the median
  * ms per training step (forward, loss, backward, Adam) and samples/s, the compile time (auto measures its

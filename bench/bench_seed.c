@@ -1,4 +1,4 @@
-/* bench_seed.c — the seed papers' headline measurements for spikefuse (workloads W6 and W7, docs/perf.md): for each
+/* bench_seed.c — the seed papers' headline measurements for spikefuse (workloads W6 and W7, docs/notebook/perf.md): for each
  * network of seed_nets.h, time step and precision, the median time of a full training step (forward, loss,
  * backward, SGD with momentum 0.9; host clock around sf_net_train_step, which ends in a synchronising read of the
  * loss), the compile time, the memory plan and the net's peak device bytes, in each memory mode --memory lists

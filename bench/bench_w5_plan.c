@@ -1,4 +1,4 @@
-/* bench_w5_plan.c — W5time's memory plan per process (docs/perf.md, W5), computed on the CPU: under
+/* bench_w5_plan.c — W5time's memory plan per process (docs/notebook/perf.md, W5), computed on the CPU: under
  * `mpirun -np G bench_w5_plan [shard=0|1]` every process compiles W5time's net (784 → Linear → LIF(4096) → Linear →
  * LIF(4096) → Linear(10), T = 1024, B = 32, recompute, SGD momentum) for its time segment (time_parallel = G), the
  * optimizer state sharded over the segments or whole (shard, default 1); rank 0 prints the largest plan of any

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_seed_benchmarks.sh — workloads W6 and W7 (docs/perf.md) in one go: spikefuse's sweep (bench_seed), the
+# run_seed_benchmarks.sh — workloads W6 and W7 (docs/notebook/perf.md) in one go: spikefuse's sweep (bench_seed), the
 # baselines on the same networks in the same run (bench/peers/seed_torch.py: plain PyTorch BPTT, SpikingJelly once
 # per installed version, snnTorch), then the table (bench/seed_report.py). JSON and logs go to $OUT; the table and a
 # line per phase with its time come last.

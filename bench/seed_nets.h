@@ -1,4 +1,4 @@
-/* seed_nets.h — the seed papers' benchmark networks (workloads W6 and W7, docs/perf.md) built through the public
+/* seed_nets.h — the seed papers' benchmark networks (workloads W6 and W7, docs/notebook/perf.md) built through the public
  * API, for bench_seed.c; bench/peers/seed_torch.py builds the same layers in PyTorch for the baselines.
  *
  * Every LIF: tau 2, decay_input, θ 1, hard reset to 0, detach_reset, sigmoid α 4. Readout: mean over T of the last

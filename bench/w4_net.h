@@ -1,4 +1,4 @@
-/* w4_net.h — workload W4 (docs/perf.md, Workloads; seed paper 000's setting) as a net of the public API, shared by
+/* w4_net.h — workload W4 (docs/notebook/perf.md, Workloads; seed paper 000's setting) as a net of the public API, shared by
  * the CPU benchmark (bench_cpu_w4.c) and the GPU one (bench/gpu/bench_w4.c): 700 inputs of Bernoulli spikes,
  * two hidden layers of 1472 LIF neurons (W4ff) or recurrent LIF neurons (W4rec), a linear readout of 20 classes,
  * cross-entropy on the T-mean of its output, Adam. LIF: tau 2, decay_input, θ 1, hard reset to 0, detach_reset,

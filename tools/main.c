@@ -29,11 +29,12 @@ static void usage(FILE *f)
                "exit codes (the same for every command):\n"
                "  0    success\n"
                "  1    the run failed on this machine: a file, data set, checkpoint, run directory, device or\n"
-               "       memory problem (the message says which)\n"
+               "       memory problem, a data set without samples (the message says which)\n"
                "  2    bad command line (unknown command or option, bad value)\n"
                "  3    the config is wrong: the file cannot be read or is invalid, a --set, the network it\n"
-               "       describes, the config saved in a checkpoint, or a resume that would change the run\n"
-               "       (the message names file:line where there is one)\n"
+               "       describes, the config saved in a checkpoint, a resume that would change the run, or a\n"
+               "       run directory's config.ini edited into another run (the message names file:line where\n"
+               "       there is one)\n"
                "  4    training stopped on a NaN/Inf loss or gradient (the last good checkpoint is kept)\n"
                "  130  interrupted by Ctrl-C or SIGTERM\n");
 }

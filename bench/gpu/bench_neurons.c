@@ -1,4 +1,4 @@
-/* bench_neurons.c — workload W1's shape (docs/perf.md, Workloads) for every neuron model: one layer, forward +
+/* bench_neurons.c — workload W1's shape (docs/notebook/perf.md, Workloads) for every neuron model: one layer, forward +
  * backward (h recomputed from x), x[T, M] ~ N(0.6, 1), ds ~ N(0, 1), T·M = 2^25, T in {4, 16, 64, 256}, fp32; tau=2,
  * decay_input, θ=1, hard reset to 0, detach_reset, sigmoid α=4; the LIF, the PLIF (one w, and a w per channel of 64),
  * the IF (x scaled by 0.5: no leak) and the ALIF (rho 0.9, beta 0.7). Bytes per element each model must move: 20

@@ -1,4 +1,4 @@
-/* bench_w1_lif.c — workload W1 (docs/perf.md, Workloads): one LIF layer, forward + backward, x[T, M] ~ N(0.6, 1),
+/* bench_w1_lif.c — workload W1 (docs/notebook/perf.md, Workloads): one LIF layer, forward + backward, x[T, M] ~ N(0.6, 1),
  * T·M = 2^25, T in {4, 16, 64, 256} and 1024; tau=2, decay_input, θ=1, hard reset to 0, detach_reset, sigmoid α=4.
  * The backward gets ds ~ N(0, 1) and recomputes h from x (nothing else is kept). x, s, ds and dx are stored in the
  * precision's activation type: fp32 (the workload as defined) or, for bf16 / fp16, 16 bits as a network under that

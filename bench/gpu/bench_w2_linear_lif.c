@@ -1,4 +1,4 @@
-/* bench_w2_linear_lif.c — workload W2 (docs/perf.md, Workloads: the Open Neuromorphic benchmark): Linear(n, n) with
+/* bench_w2_linear_lif.c — workload W2 (docs/notebook/perf.md, Workloads: the Open Neuromorphic benchmark): Linear(n, n) with
  * bias → LIF (tau=5, atan α=2, detach_reset as in the peer script), x = randn[T=500, B=16, n], loss = sum of output
  * spikes, forward + backward with the weight and bias gradients, n in {4096, 16384}, in the precision named by the
  * argument (bench_w2_linear_lif [fp32|tf32|bf16|fp16]; fp32 without TF32 by default), through the CUDA backend's op

@@ -1,4 +1,4 @@
-/* bench_w3_vgg9.c — workload W3 (docs/perf.md, Workloads): Liang et al.'s CIFAR-10 VGG9 training step on the GPU
+/* bench_w3_vgg9.c — workload W3 (docs/notebook/perf.md, Workloads): Liang et al.'s CIFAR-10 VGG9 training step on the GPU
  * through the public network API, fp32 (no TF32): input 3×32×32 repeated over T=10, batch 64, Conv(3→128), eight [BN →
  * LIF → Conv] blocks, BN → LIF → Linear(8192→1024) → BN → LIF → Linear(1024→512) → BN → LIF, mean over T,
  * Linear(512→10), cross-entropy, SGD with momentum 0.9. LIF: tau=2, θ=1, hard reset, sigmoid α=4. Reports the median

@@ -1,4 +1,4 @@
-/* bench_w4.c — workload W4 (docs/perf.md, Workloads; bench/w4_net.h) on one GPU: W4ff and W4rec at natural and fixed
+/* bench_w4.c — workload W4 (docs/notebook/perf.md, Workloads; bench/w4_net.h) on one GPU: W4ff and W4rec at natural and fixed
  * activity, each run dense (sparse = off), event-driven (on), auto, and event-driven with grad_threshold 0.5 and
  * grad_cut (seed paper 000's sparse gradient; dense runs keep the exact gradient, as the peers do), every training
  * step replayed as a CUDA graph and, for W4rec, also without one. The input batch is uploaded once and stays on the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bf16_call.sh — the bf16 step against its floor and against SpikingJelly's fastest mode, in one call on one GPU
-# (docs/perf.md, "W3 in bf16 against its floor"): the GPU tests, W3 bf16 with its per-layer floors and conv
+# (docs/notebook/perf.md, "W3 in bf16 against its floor"): the GPU tests, W3 bf16 with its per-layer floors and conv
 # algorithms, W1 bf16 at every T, Nsight Compute over one whole W3 bf16 step and over W1's kernels, spikefuse's W6
 # and W7 bf16 points, SpikingJelly 2.x on the same points in its default and its fastest mode (cuDNN's autotuner and
 # torch.compile under bf16 autocast), and W8's images/s against SpikingJelly's own script when its data is there.

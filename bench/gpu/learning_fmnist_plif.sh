@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# learning_fmnist_plif.sh — the learning checks of the neuron models (docs/perf.md), on one GPU (on an H200 the
+# learning_fmnist_plif.sh — the learning checks of the neuron models (docs/notebook/perf.md), on one GPU (on an H200 the
 # three 50-epoch PLIF seeds at once take about 5 minutes, the side-by-side part about 2):
 #  1. examples/fmnist_plif.ini (PLIF conv SNN) for 3 seeds, run CONCURRENTLY on the one GPU (background processes:
 #     their seconds and images/s are measured sharing the card); per seed the final test accuracy, epochs and

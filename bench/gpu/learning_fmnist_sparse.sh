@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# learning_fmnist_sparse.sh — the learning check of event-driven training (docs/perf.md): trains
+# learning_fmnist_sparse.sh — the learning check of event-driven training (docs/notebook/perf.md): trains
 # examples/fmnist_latency_dense.ini and examples/fmnist_latency_sparse.ini (Fashion-MNIST, latency encoding, T=100;
 # the sparse one with grad_threshold and grad_cut) for the seeds given, on one GPU, and prints each run's final test
 # accuracy, the mean and spread of both and the difference (target: sparse within 0.5 points of dense).

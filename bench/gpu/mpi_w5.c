@@ -1,4 +1,4 @@
-/* mpi_w5.c — workload W5 (docs/perf.md, Workloads) on G GPUs of one host, one process per GPU under mpirun
+/* mpi_w5.c — workload W5 (docs/notebook/perf.md, Workloads) on G GPUs of one host, one process per GPU under mpirun
  * (tests/gpu/multi_gpu.sh runs it for G = 1 and the G asked for; NCCL_NVLS_ENABLE=0 in its environment):
  *   mpi_w5 dp [precision] [steps]   W5dp: W3 (VGG9, T=10) with 64 samples per GPU (global batch 64·G), each GPU's
  *                                   own BN statistics (as torch DDP), SGD momentum; gradients all-reduced in 25 MiB

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# w11_loader.sh — workload W11 on a GPU host (docs/perf.md, W11): the image-folder loader alone (bench_imagefolder:
+# w11_loader.sh — workload W11 on a GPU host (docs/notebook/perf.md, W11): the image-folder loader alone (bench_imagefolder:
 # RandomResizedCrop(224) + flip + normalisation into page-locked [256, 3, 224, 224] batches, THREADS threads) against
 # torchvision's ImageFolder + PIL with 16 workers (peers_w9_w10.py loader) on the same JPEGs, then a W9-sized
 # training run (Spiking ResNet-18 of examples/cifar10_resnet18.ini at 224×224, T=4, batch 32, bf16, one epoch of

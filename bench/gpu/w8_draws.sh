@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# w8_draws.sh — workload W8's accuracy curve over several draws a side (docs/perf.md, W8): examples/fmnist_sj_csnn.ini
+# w8_draws.sh — workload W8's accuracy curve over several draws a side (docs/notebook/perf.md, W8): examples/fmnist_sj_csnn.ini
 # in each spikefuse precision asked for, at seeds FIRST..FIRST+N-1, and SpikingJelly 0.0.0.0.14's own
 # conv_fashion_mnist script N times per mode (bench/gpu/sj_conv_fashion_mnist.py; it takes no seed, so each run is a
 # draw), all at once on the one GPU: accuracy only, their images/s are not measurements (learning_fmnist_plif.sh

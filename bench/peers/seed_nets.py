@@ -1,4 +1,4 @@
-"""seed_nets.py — the networks of workloads W6 and W7 (docs/perf.md) in PyTorch, layer for layer as
+"""seed_nets.py — the networks of workloads W6 and W7 (docs/notebook/perf.md) in PyTorch, layer for layer as
 bench/seed_nets.h adds them (its comment says what they are), for seed_torch.py's baselines. A Net takes the spiking
 neuron as a factory of modules over [T, B, ...]; every other layer runs over T·B images at once (BN statistics over
 (T, B, H, W), as SpikingJelly's multi-step layers and Liang et al.)."""

@@ -1,4 +1,4 @@
-"""seed_torch.py — the baselines of workloads W6 and W7 (docs/perf.md): the networks of bench/seed_nets.h, layer for
+"""seed_torch.py — the baselines of workloads W6 and W7 (docs/notebook/perf.md): the networks of bench/seed_nets.h, layer for
 layer, in PyTorch, one full training step (forward, cross-entropy on the mean over T, backward, SGD with momentum
 0.9) at a time, with the spiking neuron of each implementation:
   torch       plain PyTorch BPTT, Liang et al.'s reference: LIF stepped through time in Python under autograd

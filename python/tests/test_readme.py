@@ -3,15 +3,18 @@ import contextlib
 import io
 import os
 import re
+import sys
 import unittest
 
-README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
+HERE = os.path.dirname(os.path.abspath(__file__))
+README = os.path.join(HERE, "..", "README.md")
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "docs"))
+from doc_blocks import fenced_blocks  # noqa: E402  (the documentation tests' one extraction)
 
 
 class TestReadmeExample(unittest.TestCase):
     def test_example_runs(self):
-        with open(README) as f:
-            blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+        blocks = fenced_blocks(README, "python")
         self.assertEqual(len(blocks), 1)
         out = io.StringIO()
         with contextlib.redirect_stdout(out):

@@ -351,8 +351,8 @@ static sf_status export_layer(exporter *e, int32_t i)
         return flatten_node(e, name, in, out);
     }
     case SF_LAYER_MAXPOOL2D: return export_maxpool(e, i, in, out);
-    case SF_LAYER_RLIF: /* NIR would need a recurrent Affine edge from the LIF node back to itself: not written yet */
-        return sf_fail(SF_ERR_UNSUPPORTED, "a recurrent [rlif] layer has no NIR export here yet");
+    case SF_LAYER_RLIF: /* NIR would need a recurrent Affine edge from the LIF node back to itself */
+        return sf_fail(SF_ERR_UNSUPPORTED, "a recurrent [rlif] layer has no NIR mapping in spikefuse");
     }
     return sf_fail(SF_ERR_UNSUPPORTED, "no NIR form");
 }

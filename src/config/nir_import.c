@@ -418,8 +418,8 @@ static sf_status import_node(importer *im, int32_t node)
         {"Conv1d", "spikefuse has 2-d convolutions only"},
         {"Threshold", "spikefuse has no stateless threshold layer (only as the max pool of a SumPool2d of spikes)"},
         {"Delay", "spikefuse has no delays"},
-        {"NIRGraph", "subgraphs (snnTorch's recurrent layers are written as one) are not supported: spikefuse has no "
-                     "recurrent layer yet"},
+        {"NIRGraph", "subgraphs (snnTorch's recurrent layers are written as one) are not supported: spikefuse's "
+                     "recurrent [rlif] layer has no NIR mapping"},
         {"Input", "a second Input: spikefuse networks have one input"},
     };
     for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
@@ -502,7 +502,7 @@ static sf_status topological(const sf_nir_graph *g, int32_t *order)
             for (int32_t i = 0; i < g->num_nodes && next < 0; i++)
                 if (!placed[i]) next = i;
             s = sf_fail(SF_ERR_UNSUPPORTED, "NIR node '%s' is on a cycle: recurrent connections are not supported "
-                        "(spikefuse has no recurrent layer yet)", g->nodes[next].name);
+                        "(spikefuse's recurrent [rlif] layer has no NIR mapping)", g->nodes[next].name);
             break;
         }
         placed[next] = 1;

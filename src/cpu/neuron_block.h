@@ -45,7 +45,7 @@ static inline float sf_cpu_expf(float x)
 
 /* 64 neurons: the per-row working set of a block (x, h, s rows, state, counts: 256 bytes each) stays in L1 and the
  * backward's [T × 64] scratch is 64 KiB at T = 256. Wider blocks (128 to 1024) measured slower here, the forward
- * at T >= 16 down to half the copy bandwidth (docs/perf.md). */
+ * at T >= 16 down to half the copy bandwidth (docs/notebook/perf.md). */
 #define SF_CPU_BLOCK 64
 
 #if defined(__GNUC__)

@@ -47,7 +47,7 @@ void sf_cpu_tiled_transpose(int32_t in, int32_t out, const float *w, float *wt)
 /* A tile's 64 sums as eight vectors of eight floats (GCC's vector extension): 32-byte vectors are native in the AVX2
  * and AVX-512 clones, so the eight accumulators stay in registers there. 64-byte ones were split by the AVX2
  * clone through the stack, a store and two half-width reloads per vector and active input: 10× slower on an AVX2
- * EPYC (docs/perf.md). Each element is still a plain sequence of IEEE additions, the same in every clone. */
+ * EPYC (docs/notebook/perf.md). Each element is still a plain sequence of IEEE additions, the same in every clone. */
 typedef float v8 __attribute__((vector_size(32)));
 enum { TILE_VECS = TILE / 8 };
 

@@ -218,7 +218,7 @@ sf_status sf_cuda_backend_create(int32_t device, sf_precision precision, const s
     sf_status s = init_ctx(c, device, precision, opt);
     be->act = c->act;
     be->neuron_ckpt = true;
-    /* NHWC tensors between convolutions where the tensor cores run them (auto: tf32, bf16, fp16; docs/perf.md,
+    /* NHWC tensors between convolutions where the tensor cores run them (auto: tf32, bf16, fp16; docs/notebook/perf.md,
      * Convolutions on NHWC), or where asked */
     be->conv_nhwc =
         c->conv_algo == SF_CONV_ALGO_NHWC || (c->conv_algo == SF_CONV_ALGO_AUTO && c->prec != SF_PRECISION_FP32);

@@ -2,7 +2,7 @@
  * of 0/1 values with a part of the other operand is exact, so only the fp32 sums round. The other operand is the
  * sum of three bf16 parts (each the rest rounded to nearest: what lies below 2^-27 of it is dropped), and a sum of
  * part products runs as ONE product over a k that lays the parts side by side, so its output is written once.
- * Times below: one H200, W4's 6400 rows (docs/perf.md, "W4's linear layers as one bf16 product each").
+ * Times below: one H200, W4's 6400 rows (docs/notebook/perf.md, "W4's linear layers as one bf16 product each").
  *   forward: y = x·Wᵀ + b over k = 3·(in + 1), W's and b's parts against three copies of x and a 1 (1472 → 1472:
  *     136 µs, where two TF32 products of W's TF32 parts took 197 µs). Layers with fewer than 512 outputs, where
  *     x's copies cost more than the product saves, and layers whose W parts would pass 16 MiB (W6's 8192 → 1024,

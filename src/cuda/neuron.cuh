@@ -315,7 +315,7 @@ __global__ void __launch_bounds__(256)
                 cur = next;
                 if (t0 + U < T_) sf_cuda_load_batch<V, U, false>(next, x, a.N, n, t0 + U, 1, 0, T_);
                 /* The last batch's steps predicated or branched over, whichever the compiler does better with
-                 * (measured, docs/perf.md): predicates give the LIF and PLIF at U = 8 48 and 64 registers instead of
+                 * (measured, docs/notebook/perf.md): predicates give the LIF and PLIF at U = 8 48 and 64 registers instead of
                  * 76 and 80, branches the ALIF 64 instead of 78, and at U = 32 faster code at the same count. */
                 constexpr bool branch = U >= 32 || MODEL == SF_CUDA_ALIF;
 #pragma unroll

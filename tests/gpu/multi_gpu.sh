@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gpu/multi_gpu.sh — on one host with several GPUs: workload W5 (docs/perf.md) and the multi-GPU exactness
+# tests/gpu/multi_gpu.sh — on one host with several GPUs: workload W5 (docs/notebook/perf.md) and the multi-GPU exactness
 # checks for each G asked for, every program under mpirun with NCCL_NVLS_ENABLE=0, one process per GPU, the 1-GPU
 # baselines once in the same run:
 #   the NCCL all-reduce bus bandwidth (256 MiB and 1 GiB);

@@ -1,4 +1,4 @@
-/* test_gpu_neuron.c — the CUDA neuron kernels against a serial host reference built from the same
+/* test_gpu_lif_kernels.c — the CUDA neuron kernels against a serial host reference built from the same
  * core/lif_math.h: LIF forward/backward for every option combination (4 surrogates × hard/soft reset × detach_reset
  * × decay_input × θ_grad, plus v_reset ≠ 0 and an explicit decay) on awkward sizes (T=1, N=1, odd N, T long enough
  * for the segmented recompute), the full mode (h kept) against the recompute mode, and fused BN→LIF forward and
@@ -300,7 +300,7 @@ int main(void)
 {
     int ndev = 0;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        fprintf(stderr, "test_gpu_neuron: no CUDA device\n");
+        fprintf(stderr, "test_gpu_lif_kernels: no CUDA device\n");
         return 1;
     }
     lif_option_grid();
@@ -326,5 +326,5 @@ int main(void)
     test_bn_lif(be, &p, 2, 25600, 12, 1, 1, 58);
     test_bn_lif(be, &p, 2, 2400, 64, 2, 0, 59);
     be->destroy(be);
-    return tu_finish("test_gpu_neuron");
+    return tu_finish("test_gpu_lif_kernels");
 }

@@ -1,4 +1,4 @@
-/* test_gpu_neurons.c — small networks of every neuron model at T = 70 (37 inputs → linear 64 → neuron → linear 48 →
+/* test_gpu_neuron_nets.c — small networks of every neuron model at T = 70 (37 inputs → linear 64 → neuron → linear 48 →
  * neuron → linear 5, recompute) on the CUDA backend, whose neuron backward starts at the forward's checkpoints, and
  * on the CPU, which recomputes whole sequences: the GPU plan keeps exactly the checkpoints more, and the loss and
  * the gradients agree within 1e-5 relative (the neuron ops one by one are the op harness's,
@@ -75,9 +75,9 @@ static void test_long_nets(void)
 int main(void)
 {
     if (sf_cuda_device_count() < 1) {
-        fprintf(stderr, "test_gpu_neurons: no CUDA device\n");
+        fprintf(stderr, "test_gpu_neuron_nets: no CUDA device\n");
         return 1;
     }
     test_long_nets();
-    return tu_finish("test_gpu_neurons");
+    return tu_finish("test_gpu_neuron_nets");
 }
