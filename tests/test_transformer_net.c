@@ -2,7 +2,10 @@
  * (tests/ref/gen_transformer.py: tf_spikformer, tf_sdt, tf_layernorm): the loss, every parameter gradient (the
  * q|k|v linear's among them, BNs, LayerNorms, the stem's convolutions through the tokens layer) and the BN running
  * statistics after one step, in every memory mode; recompute and lean must give full's gradients to the bit, and
- * the Spike-driven Transformer's event-driven head the dense one's. */
+ * the Spike-driven Transformer's event-driven head the dense one's; and what the plan keeps of the attention: q|k|v
+ * as bytes (full), rebuilt by their LIF (recompute) or as bits (lean), the SSA's output not at all in full mode (the
+ * LIF after it keeps h) or lean mode (that LIF reruns the SSA). */
+#include "core/net_internal.h"
 #include "testutil.h"
 
 #include <math.h>
@@ -203,6 +206,19 @@ static void expect_same_grads(const tf_case *c, sf_net *a, sf_net *b, const char
     free(gb);
 }
 
+/* tf_spikformer's attention: q|k|v is tensor 15 (layer 14's LIF), the SSA's output tensor 16. */
+static void check_attention_plan(sf_net *full, sf_net *rec, sf_net *lean)
+{
+    CHECK(full->tensors[15].keep == SF_KEEP_BYTES, "q|k|v kept as bytes in full mode (%d)", (int)full->tensors[15].keep);
+    CHECK(rec->tensors[15].keep == SF_KEEP_RECOMPUTE, "q|k|v rebuilt from the linear's output in recompute mode (%d)",
+          (int)rec->tensors[15].keep);
+    CHECK(lean->tensors[15].keep == SF_KEEP_BITS, "q|k|v kept as bits in lean mode (%d)", (int)lean->tensors[15].keep);
+    CHECK(lean->tensors[16].keep == SF_KEEP_RERUN, "the SSA's output rerun in lean mode (%d)",
+          (int)lean->tensors[16].keep);
+    CHECK(full->tensors[16].keep == SF_KEEP_NONE, "the SSA's output not kept in full mode, its LIF keeps h (%d)",
+          (int)full->tensors[16].keep);
+}
+
 int main(void)
 {
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
@@ -216,6 +232,7 @@ int main(void)
         check_step(c, fx, events, "event-driven");
         expect_same_grads(c, full, rec, "full and recompute");
         expect_same_grads(c, full, lean, "full and lean");
+        if (c->build == build_spikformer) check_attention_plan(full, rec, lean);
         sf_memory_plan pf, pr, pl;
         CHECK_OK(sf_net_memory_plan(full, &pf));
         CHECK_OK(sf_net_memory_plan(rec, &pr));
