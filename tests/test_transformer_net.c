@@ -233,6 +233,14 @@ int main(void)
         expect_same_grads(c, full, rec, "full and recompute");
         expect_same_grads(c, full, lean, "full and lean");
         if (c->build == build_spikformer) check_attention_plan(full, rec, lean);
+        int64_t nd, ne; /* the event-driven head sums the same products in another order */
+        float *gd = tu_net_read_role(full, SF_ROLE_GRAD, &nd), *ge = tu_net_read_role(events, SF_ROLE_GRAD, &ne);
+        const double ev = nd == ne ? tu_rel_err_f32(ge, gd, nd) : INFINITY;
+        CHECK(ev <= 1e-6, "%s: event-driven gradients rel %.3g from dense", c->fixture, ev);
+        if (c->build == build_sdt) /* its head reads the spikes of the LIF after the mean over tokens */
+            CHECK(events->layers[28].fwd_sparse && events->layers[28].bwd_flags, "tf_sdt's head ran event-driven");
+        free(gd);
+        free(ge);
         sf_memory_plan pf, pr, pl;
         CHECK_OK(sf_net_memory_plan(full, &pf));
         CHECK_OK(sf_net_memory_plan(rec, &pr));
