@@ -11,6 +11,7 @@
 #include "spikefuse_train.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
