@@ -267,8 +267,19 @@ typedef enum sf_layer_kind {
     SF_LAYER_BATCHNORM,
     SF_LAYER_LIF,
     SF_LAYER_ADD,
-    SF_LAYER_RLIF /* a LIF layer with its own recurrent weight V [N, N] (no bias): its input current at step t is
-                   * x_t + V·s_{t-1} (s_0 = 0), so it steps through time; V is "<layer>.weight" */
+    SF_LAYER_RLIF, /* a LIF layer with its own recurrent weight V [N, N] (no bias): its input current at step t is
+                    * x_t + V·s_{t-1} (s_0 = 0), so it steps through time; V is "<layer>.weight" */
+    /* Spiking transformers (Spikformer, Zhou et al. 2023; the Spike-driven Transformer, Yao et al. 2023). A tensor of
+     * tokens is N tokens of D channels per sample and step, shape (D, N, 1), stored channels-last; linear, batchnorm,
+     * lif, add and dropout layers that read tokens act on every token (a linear over D, a BN over D with the tokens
+     * as positions) and make tokens; flatten makes N·D features, token by token. */
+    SF_LAYER_TOKENS,     /* (C, H, W) → tokens (C, H·W, 1): the end of the SPS stem */
+    SF_LAYER_LAYERNORM,  /* LayerNorm over the D channels of each token (or the C features of a (C, 1, 1) input) */
+    SF_LAYER_SSA,        /* spiking self-attention without softmax: reads q|k|v spikes (3D, N, 1) of one linear → BN
+                          * → LIF, writes per head scale·Q·(KᵀV), (D, N, 1) */
+    SF_LAYER_SDSA,       /* spike-driven self-attention: reads q|k|v spikes (3D, N, 1), writes q·LIF(Σ_N k·v) with the
+                          * layer's own neuron (lif: threshold 0.5 in the paper), (D, N, 1) spikes */
+    SF_LAYER_TOKEN_MEAN  /* the mean over the N tokens: (D, N, 1) → (D, 1, 1), before a transformer's head */
 } sf_layer_kind;
 
 /* Event-driven (sparse) execution of layers whose input is spikes (Finkbeiner & Neftci): a linear layer sums the
@@ -296,14 +307,16 @@ typedef struct sf_layer_desc {
     int32_t padding;      /* CONV2D; pools: at most kernel/2, as PyTorch's (max: -inf border, avg: zeros counted) */
     int32_t bias;         /* LINEAR, CONV2D: 1 to learn a bias; default 1 */
     float dropout_p;      /* DROPOUT: probability of zeroing; one mask for all time steps */
-    float bn_eps;         /* BATCHNORM: default 1e-5 */
+    float bn_eps;         /* BATCHNORM, LAYERNORM: default 1e-5 */
     float bn_momentum;    /* BATCHNORM: running-statistics momentum, PyTorch convention; default 0.1 */
     sf_lif_params lif;    /* LIF: the neuron, of any model (a PLIF layer learns its w, see sf_lif_params); RLIF: the
-                           * LIF or IF */
+                           * LIF or IF; SDSA: the LIF or IF of its channel mask, threshold 0.5 by default */
     int32_t sparse;       /* LINEAR, RLIF: -1 follows sf_net_params.sparse (default), else an sf_sparse_mode; ON
                            * for a layer whose input is not spikes is an error */
     float init_gain;      /* LINEAR, CONV2D, RLIF: the weights of PyTorch's default initialisation times this (the
                            * bias stays as drawn); default 1 */
+    int32_t heads;        /* SSA: attention heads, dividing D; default 8 */
+    float attn_scale;     /* SSA: the factor of Q·KᵀV; default 0.125 (Spikformer's) */
 } sf_layer_desc;
 
 SF_API void sf_layer_default_desc(sf_layer_kind kind, sf_layer_desc *d);

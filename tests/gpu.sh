@@ -64,6 +64,9 @@ if [ "$MODE" != --tests-only ]; then
     for p in tf32 bf16 fp16; do run bench_w2_linear_lif table $p; done
     for p in tf32 bf16 fp16; do run bench_w3_vgg9 table 10 $p; done
     run bench_w4 table all 64 bf16 # event-driven layers (linear, recurrent) on 16-bit activations
+    # W10: Spikformer-8-384 at 224² in bf16, and the CIFAR Spikformer-4-384 step in both
+    run bench_w10_spikformer table 10 bf16
+    for p in fp32 bf16; do run bench_w10_spikformer table 10 $p cifar; done
     # another workspace allowance for cuDNN's convolution algorithms (default 512 MiB): speed against peak memory
     run bench_w3_vgg9 table 10 fp32 conv_workspace_mib=${SF_GPU_WS_MIB:-256}
     run bench_w3_vgg9 table 10 bf16 conv_workspace_mib=128

@@ -205,6 +205,13 @@ static sf_status parse_from(int32_t layer, const char *value, int32_t *tensor)
     return SF_OK;
 }
 
+/* Sections whose keys are a neuron's (all of them, or beside layer keys: [rlif]): [lif], [rlif], and [sdsa], whose
+ * channel mask is a neuron of its own. */
+static bool neuron_kind(sf_layer_kind kind)
+{
+    return kind == SF_LAYER_LIF || kind == SF_LAYER_RLIF || kind == SF_LAYER_SDSA;
+}
+
 static sf_status apply_layer(sf_config *cfg, int32_t li, const char *name, const char *value, int *bit)
 {
     sf_config_layer *L = &cfg->layers[li];
@@ -220,7 +227,8 @@ static sf_status apply_layer(sf_config *cfg, int32_t li, const char *name, const
             L->desc.input = t == li ? -1 : t; /* the previous layer's output is the default */
         return SF_OK;
     }
-    if (kind == SF_LAYER_LIF) return apply_lif(&L->lif_own_values, &L->lif_own, section, name, value, bit);
+    if (kind == SF_LAYER_LIF || kind == SF_LAYER_SDSA)
+        return apply_lif(&L->lif_own_values, &L->lif_own, section, name, value, bit);
     if (kind == SF_LAYER_RLIF && sf_key_index(sf_layer_keys, sf_num_layer_keys, name, 1u << kind) < 0)
         return apply_lif(&L->lif_own_values, &L->lif_own, section, name, value, bit);
     const sf_key_spec *k = find_key(sf_layer_keys, sf_num_layer_keys, name, 1u << kind, bit);
@@ -267,8 +275,9 @@ static void resolve_lif(sf_config *cfg)
     if (!(cfg->neuron_own & alpha)) cfg->neuron.alpha = sf_surrogate_default_alpha(cfg->neuron.surrogate);
     for (int32_t i = 0; i < cfg->num_layers; i++) {
         sf_config_layer *L = &cfg->layers[i];
-        if (L->desc.kind != SF_LAYER_LIF && L->desc.kind != SF_LAYER_RLIF) continue;
+        if (!neuron_kind(L->desc.kind)) continue;
         sf_lif_params p = cfg->neuron;
+        if (L->desc.kind == SF_LAYER_SDSA) p.v_threshold = L->desc.lif.v_threshold; /* its own default, 0.5 */
         for (int b = 0; b < sf_num_lif_keys; b++)
             if (L->lif_own & (1u << b)) sf_key_copy(&sf_lif_keys[b], &p, &L->lif_own_values);
         if ((L->lif_own & surrogate) && !(L->lif_own & alpha)) p.alpha = sf_surrogate_default_alpha(p.surrogate);
@@ -333,7 +342,7 @@ static sf_status finish(sf_config *cfg, const char *where, int train_line, int n
     if (s != SF_OK) return located(s, where, neuron_line, "[neuron] ");
     for (int32_t i = 0; i < cfg->num_layers; i++) {
         const sf_config_layer *L = &cfg->layers[i];
-        if (L->desc.kind != SF_LAYER_LIF && L->desc.kind != SF_LAYER_RLIF) continue;
+        if (!neuron_kind(L->desc.kind)) continue;
         s = check_neuron_keys(L->desc.lif.model, L->lif_own, &bad);
         if (s == SF_OK) s = sf_lif_params_check(&L->desc.lif);
         if (s != SF_OK) {
@@ -395,7 +404,8 @@ static void close_section(parse_ctx *c)
     const sf_config_layer *L = &c->cfg->layers[li];
     const sf_layer_kind kind = L->desc.kind;
     const char *section = sf_config_section_name(kind);
-    if (kind == SF_LAYER_LIF) close_neuron_section(c, section, li, layer_model(c->cfg, L), L->lif_own);
+    if (kind == SF_LAYER_LIF || kind == SF_LAYER_SDSA)
+        close_neuron_section(c, section, li, layer_model(c->cfg, L), L->lif_own);
     if (kind == SF_LAYER_ADD && !(c->given & (1ull << FROM_BIT)))
         ctx_fail(c, c->section_line, SF_ERR_INVALID, "[add] (layer %d) lacks the required key from", li);
     for (int i = 0; i < sf_num_layer_keys; i++)
@@ -424,7 +434,7 @@ static int open_section(parse_ctx *c, const char *section, int line)
     if (sec == SEC_NONE && kind < 0)
         return ctx_fail(c, line, SF_ERR_INVALID,
                         "unknown section [%s] (expected train, neuron, conv, bn, lif, rlif, avgpool, maxpool, "
-                        "flatten, linear, dropout, add or readout)",
+                        "flatten, linear, dropout, add, tokens, layernorm, ssa, sdsa, token_mean or readout)",
                         section);
     if (sec != SEC_NONE && c->seen[sec])
         return ctx_fail(c, line, SF_ERR_INVALID, "[%s] given twice (first at line %d)", section, c->seen[sec]);

@@ -154,7 +154,7 @@ const sf_key_spec sf_layer_keys[] = {
     {.name = "out", .type = SF_V_INT32, .offset = DESC(out_features), .min = 1, .max = 1 << 24,
      .kinds = K(SF_LAYER_LINEAR), .required = K(SF_LAYER_LINEAR)},
     {.name = "eps", .type = SF_V_FLOAT, .offset = DESC(bn_eps), .min = 0, .max = 1, .open_min = 1,
-     .kinds = K(SF_LAYER_BATCHNORM)},
+     .kinds = K(SF_LAYER_BATCHNORM) | K(SF_LAYER_LAYERNORM)},
     {.name = "momentum", .type = SF_V_FLOAT, .offset = DESC(bn_momentum), .min = 0, .max = 1,
      .kinds = K(SF_LAYER_BATCHNORM)},
     {.name = "p", .type = SF_V_FLOAT, .offset = DESC(dropout_p), .min = 0, .max = 0.999999,
@@ -163,6 +163,9 @@ const sf_key_spec sf_layer_keys[] = {
      .kinds = K(SF_LAYER_LINEAR) | K(SF_LAYER_RLIF)},
     {.name = "init_gain", .type = SF_V_FLOAT, .offset = DESC(init_gain), .min = 0, .max = 1e6, .open_min = 1,
      .kinds = K(SF_LAYER_LINEAR) | K(SF_LAYER_CONV2D) | K(SF_LAYER_RLIF)},
+    {.name = "heads", .type = SF_V_INT32, .offset = DESC(heads), .min = 1, .max = 65536, .kinds = K(SF_LAYER_SSA)},
+    {.name = "scale", .type = SF_V_FLOAT, .offset = DESC(attn_scale), .min = -BIG, .max = BIG,
+     .kinds = K(SF_LAYER_SSA)},
 };
 const int sf_num_layer_keys = (int)(sizeof sf_layer_keys / sizeof sf_layer_keys[0]);
 
@@ -170,7 +173,8 @@ static const char *const section_names[] = {
     [SF_LAYER_LINEAR] = "linear", [SF_LAYER_CONV2D] = "conv",  [SF_LAYER_AVGPOOL2D] = "avgpool",
     [SF_LAYER_MAXPOOL2D] = "maxpool", [SF_LAYER_FLATTEN] = "flatten", [SF_LAYER_DROPOUT] = "dropout",
     [SF_LAYER_BATCHNORM] = "bn",  [SF_LAYER_LIF] = "lif",      [SF_LAYER_ADD] = "add",
-    [SF_LAYER_RLIF] = "rlif",
+    [SF_LAYER_RLIF] = "rlif", [SF_LAYER_TOKENS] = "tokens", [SF_LAYER_LAYERNORM] = "layernorm",
+    [SF_LAYER_SSA] = "ssa", [SF_LAYER_SDSA] = "sdsa", [SF_LAYER_TOKEN_MEAN] = "token_mean",
 };
 #define NUM_SECTIONS ((int)(sizeof section_names / sizeof section_names[0]))
 

@@ -79,7 +79,7 @@ sf_status sf_config_write(const sf_config *cfg, char **text)
             put_from(&b, li, L->desc.input2);
         else if (L->desc.input >= 0)
             put_from(&b, li, L->desc.input);
-        if (kind == SF_LAYER_LIF || kind == SF_LAYER_RLIF)
+        if (kind == SF_LAYER_LIF || kind == SF_LAYER_RLIF || kind == SF_LAYER_SDSA)
             for (int i = 0; i < sf_num_lif_keys; i++)
                 if (L->lif_own & (1u << i)) put_key(&b, &sf_lif_keys[i], &L->lif_own_values);
         for (int i = 0; i < sf_num_layer_keys; i++)

@@ -353,6 +353,13 @@ static sf_status export_layer(exporter *e, int32_t i)
     case SF_LAYER_MAXPOOL2D: return export_maxpool(e, i, in, out);
     case SF_LAYER_RLIF: /* NIR would need a recurrent Affine edge from the LIF node back to itself */
         return sf_fail(SF_ERR_UNSUPPORTED, "a recurrent [rlif] layer has no NIR mapping in spikefuse");
+    case SF_LAYER_TOKENS:
+    case SF_LAYER_LAYERNORM:
+    case SF_LAYER_SSA:
+    case SF_LAYER_SDSA:
+    case SF_LAYER_TOKEN_MEAN: /* NIR's primitives have no attention, token mixing or LayerNorm */
+        return sf_fail(SF_ERR_UNSUPPORTED, "a %s layer (spiking transformers) has no NIR form",
+                       sf_layer_kind_name(d->kind));
     }
     return sf_fail(SF_ERR_UNSUPPORTED, "no NIR form");
 }

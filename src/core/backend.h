@@ -18,6 +18,7 @@
 #define SF_CORE_BACKEND_H
 
 #include "core/spikes.h"
+#include "core/transformer.h"
 #include "spikefuse.h"
 
 #include <stdbool.h>

@@ -131,6 +131,33 @@ SF_OP(sf_status, axpy, (sf_backend *be, int64_t n, float alpha, const float *x, 
 SF_OP(sf_status, u8_to_act, (sf_backend *be, int64_t n, const uint8_t *x, float *y))
 SF_OP(sf_status, act_to_u8, (sf_backend *be, int64_t n, const float *x, uint8_t *y))
 
+/* ---- Spiking transformers over tokens [T·B, n, d] (core/transformer.h says what each op computes, its shapes and
+ * strides): LayerNorm, the SSA's attention product, the per-channel token products (the SDSA, a mean over tokens). */
+SF_OP(sf_status, layernorm_forward,
+      (sf_backend *be, int64_t rows, int32_t d, float eps, const float *x, const float *gamma, const float *beta,
+       float *y, float *mean, float *rstd))
+SF_OP(sf_status, layernorm_backward,
+      (sf_backend *be, int64_t rows, int32_t d, const float *x, const float *mean, const float *rstd,
+       const float *gamma, const float *dy, float *dx, float *dgamma, float *dbeta, void *ws))
+SF_OP(size_t, layernorm_workspace, (sf_backend *be, int64_t rows, int32_t d))
+SF_OP(size_t, ssa_workspace, (sf_backend *be, const sf_token_shape *sh, int32_t heads, bool backward))
+SF_OP(sf_status, ssa_forward,
+      (sf_backend *be, const sf_token_shape *sh, int32_t heads, float scale, int64_t ld, const float *q,
+       const float *k, const float *v, float *y, void *ws))
+SF_OP(sf_status, ssa_backward,
+      (sf_backend *be, const sf_token_shape *sh, int32_t heads, float scale, int64_t ld, const float *q,
+       const float *k, const float *v, const float *dy, float *dq, float *dk, float *dv, void *ws))
+SF_OP(sf_status, token_sum,
+      (sf_backend *be, const sf_token_shape *sh, float alpha, const float *a, int64_t lda, const float *b,
+       int64_t ldb, float *out))
+SF_OP(sf_status, token_scale,
+      (sf_backend *be, const sf_token_shape *sh, float alpha, const float *g, const float *b, int64_t ldb,
+       float *out, int64_t ldo))
+/* y[i, c, r] = x[i, r, c] for `batch` matrices of rows × cols in the act type (y must not overlap x): the SPS stem's
+ * planes [T·B, C, H·W] become tokens [T·B, N = H·W, D = C], and their gradient goes back. */
+SF_OP(sf_status, transpose,
+      (sf_backend *be, int64_t batch, int64_t rows, int64_t cols, const float *x, float *y))
+
 /* ---- Readout over [T, B, K]: r_t = a·r_{t-1} + c·o_t (a = 0, c = 1 is the identity; the engine uses that
  * for the mean readout and skips the op). The backward runs in reverse time. */
 SF_OP(sf_status, leaky_forward, (sf_backend *be, int64_t T, int64_t n, float a, float c, const float *o, float *r))

@@ -38,6 +38,10 @@ enum {
     SF_KIND_RUNS_BN = 1u << 14,      /* it may run the batch norm before it inside its own kernels (fuse) */
     SF_KIND_BINARY_FAST = 1u << 15,  /* its dense ops take a faster path for an input known to hold only 0 and 1
                                       * (sf_net_tensor_is_binary): the net's input of spikes is checked for it */
+    /* Tokens (sf_net_layer.tokens): a kind reads a tensor of tokens only with one of these. */
+    SF_KIND_TOKENS = 1u << 16,       /* acts on every token alike: its output is tokens where its input is */
+    SF_KIND_READS_TOKENS = 1u << 17, /* reads tokens into something else (a flatten, the mean over tokens) */
+    SF_KIND_MAKES_TOKENS = 1u << 18, /* its output is tokens, from an input that is not */
 };
 
 /* The most buffers (named float tensors outside the parameters, like BN's running statistics) a kind has. */
@@ -133,6 +137,20 @@ static inline int32_t sf_net_layer_index(const sf_net *net, const sf_net_layer *
 static inline bool sf_layer_backward_runs(const sf_net *net, int32_t i)
 {
     return net->tensors[net->layers[i].out].requires_grad;
+}
+
+/* ---- tokens (core/transformer.h) */
+
+/* The token shape of tensor id, (D, N, 1) per sample: T·B sets of N tokens of D channels. */
+static inline sf_token_shape sf_net_token_shape(const sf_net *net, int32_t id)
+{
+    const sf_net_tensor *x = &net->tensors[id];
+    return (sf_token_shape){.tb = sf_net_rows(net), .n = x->h * x->w, .d = x->c};
+}
+/* p advanced by n elements of the act type: a column block of a token tensor (the k of q|k|v). */
+static inline float *sf_net_act_at(const sf_net *net, const void *p, int64_t n)
+{
+    return p ? (float *)((char *)p + (size_t)n * sf_net_act_size(net)) : NULL;
 }
 
 /* ---- services for the kind files (layer.c) */

@@ -12,7 +12,12 @@
     X(SF_LAYER_BATCHNORM, batchnorm)                                                                                   \
     X(SF_LAYER_LIF, lif)                                                                                               \
     X(SF_LAYER_ADD, add)                                                                                               \
-    X(SF_LAYER_RLIF, rlif)
+    X(SF_LAYER_RLIF, rlif)                                                                                             \
+    X(SF_LAYER_TOKENS, tokens)                                                                                         \
+    X(SF_LAYER_LAYERNORM, layernorm)                                                                                   \
+    X(SF_LAYER_SSA, ssa)                                                                                               \
+    X(SF_LAYER_SDSA, sdsa)                                                                                             \
+    X(SF_LAYER_TOKEN_MEAN, token_mean)
 
 /* each kind's table, sf_kind_<name>, defined in core/layers/<file>.c */
 #define SF_DECLARE_KIND(kind, name) extern const sf_layer_ops sf_kind_##name;

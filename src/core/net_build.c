@@ -164,6 +164,11 @@ static sf_status infer_shape(sf_net *net, sf_net_layer *l, int32_t index, const 
     const char *name = ops->name;
     if (ops->inputs == 2 && (l->in2 < 0 || l->in2 > index))
         return sf_fail(SF_ERR_INVALID, "layer %d (%s): input2 = %d is not an earlier tensor", index, name, d->input2);
+    const bool in_tokens = sf_net_is_tokens(net, l->in);
+    if (in_tokens && !(ops->flags & (SF_KIND_TOKENS | SF_KIND_READS_TOKENS)))
+        return sf_fail(SF_ERR_INVALID, "layer %d (%s) cannot read tokens (tensor %d, made by a %s layer)", index, name,
+                       l->in, net->layers[l->in - 1].ops->name);
+    l->tokens = (ops->flags & SF_KIND_MAKES_TOKENS) || (in_tokens && (ops->flags & SF_KIND_TOKENS));
     int32_t out[3] = {in[0], in[1], in[2]};
     SF_TRY(ops->shape(net, l, index, in, out));
     if (!(d->init_gain > 0.0f) || isinf(d->init_gain))

@@ -70,6 +70,8 @@ typedef struct sf_net_layer {
     const sf_layer_ops *ops;     /* its kind's table, from the registry (layer_registry.c) */
     int32_t in, in2, out;        /* in2: the second input of a kind that reads two */
     int32_t out_c, out_h, out_w; /* output shape per sample and step */
+    bool tokens;                 /* its output is tokens: (D, N, 1), N rows of D channels per sample, always stored
+                                  * channels-last (nhwc), the layout of core/transformer.h */
     bool absorbed;               /* its work runs inside the next layer's kernels (a BN fused into the LIF after it) */
     int32_t absorbs;             /* the absorbed layer whose work this one runs, -1 if none */
     int32_t lif_index;           /* a neuron layer's ordinal among the neuron layers (firing rates), else -1 */
@@ -112,6 +114,13 @@ typedef struct sf_net_layer {
             sf_slot v_in, v_out, dv_in, dv_out;
         };
         uint64_t dropout_counter; /* dropout: RNG counter of the last training forward */
+        struct {                  /* layernorm */
+            sf_slot ln_mean, ln_rstd; /* each token's statistics (saved), [rows] float */
+        };
+        struct {                  /* sdsa */
+            sf_slot kv, mask_h, mask; /* Σ_N k·v (act), its neuron's h (float), the mask (act): [T·B, D] (saved) */
+            sf_slot dmask, dkv;       /* their gradients in the backward (act) */
+        };
     };
 } sf_net_layer;
 
@@ -201,6 +210,8 @@ static inline float *sf_net_grad(sf_net *net, int32_t id)
 }
 /* Rows of every [T, B, ...] tensor of this process: T·B. */
 static inline int64_t sf_net_rows(const sf_net *net) { return net->T * net->B; }
+/* Is tensor id a tensor of tokens (sf_net_layer.tokens)? */
+static inline bool sf_net_is_tokens(const sf_net *net, int32_t id) { return id > 0 && net->layers[id - 1].tokens; }
 /* Bytes of tensor t over all rows at `elem` bytes per element. */
 static inline size_t sf_net_tensor_bytes(const sf_net *net, int32_t t, size_t elem)
 {

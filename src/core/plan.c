@@ -90,7 +90,8 @@ static bool reads_nhwc(const sf_net_layer *l) { return sf_kind_has(l, SF_KIND_NH
 
 /* Which tensors are NHWC: on a backend whose convolutions prefer it (conv_nhwc), the outputs of the layers that read
  * NHWC, as long as every layer that reads them does too; a tensor that a pooling, flatten, dropout, linear or
- * recurrent layer reads, the input and the output stay NCHW. An SF_KIND_NHWC layer has one layout on all its sides,
+ * recurrent layer reads, the input and the output stay NCHW; tokens are NHWC everywhere (the layers that read them
+ * read that layout, net_build.c). An SF_KIND_NHWC layer has one layout on all its sides,
  * so an NCHW side makes the others NCHW too (repeated until nothing changes). A convolution may differ on its two
  * sides: it copies the NCHW one (conv.cu). */
 static void decide_layouts(sf_net *net)
@@ -100,11 +101,15 @@ static void decide_layouts(sf_net *net)
         sf_net_tensor *x = &net->tensors[t];
         x->nhwc = net->be->conv_nhwc && t > 0 && t < L && x->alias_of == t && x->h * x->w > 1 && !x->compact &&
                   reads_nhwc(&net->layers[x->producer]);
+        if (sf_net_is_tokens(net, t)) x->nhwc = true; /* tokens are channels-last on every backend */
     }
     for (int32_t i = 0; i < L; i++) {
         const sf_net_layer *l = &net->layers[i];
         if (reads_nhwc(l)) continue;
-        for (int32_t k = 0; k < l->ops->inputs; k++) net->tensors[sf_net_root(net, sf_layer_input(l, k))].nhwc = false;
+        for (int32_t k = 0; k < l->ops->inputs; k++) {
+            const int32_t t = sf_net_root(net, sf_layer_input(l, k));
+            if (!sf_net_is_tokens(net, t)) net->tensors[t].nhwc = false;
+        }
     }
     for (bool changed = true; changed;) {
         changed = false;

@@ -1,7 +1,7 @@
 /* transformer.h — the backend ops of spiking transformers (Spikformer's SSA, Zhou et al. 2023; the Spike-driven
  * Transformer's SDSA, Yao et al. 2023; LayerNorm): their shapes and contracts, in the calling convention of the op
- * table (core/backend.h), whose entries they become. Each backend implements them (cpu/cpu_transformer.h,
- * cuda/transformer.cuh); the CPU's are the reference.
+ * table (core/backend.h, core/backend_ops.h), whose entries they are. Each backend implements them (cpu/layernorm.c,
+ * attention.c, token_ops.c; cuda/layernorm.cu, attention.cu, token_ops.cu); the CPU's are the reference.
  *
  * Tokens. T·B sets of n tokens of d channels, [T, B, n, d], are to the engine a channels-last tensor: c = d and
  * h·w = n. A token linear is linear_forward over rows = T·B·n; BN over d with tokens as positions is the BN ops with

@@ -1,34 +1,11 @@
 /* cpu_transformer.h — the CPU versions of the spiking transformers' ops (core/transformer.h says what each
- * computes): each sf_cpu_op_<entry> has the signature its op table entry will have. Host memory, OpenMP threads and
- * OpenBLAS; deterministic for any thread count (sums in a fixed order). */
+ * computes): entries of the op table, whose prototypes sf_cpu_op_<entry> cpu_ops.h declares (layernorm.c,
+ * attention.c, token_ops.c). Host memory, OpenMP threads and OpenBLAS; deterministic for any thread count (sums in a
+ * fixed order). */
 #ifndef SF_CPU_TRANSFORMER_H
 #define SF_CPU_TRANSFORMER_H
 
-#include "core/backend.h"
 #include "core/transformer.h"
-
-#include <stdbool.h>
-
-/* layernorm.c */
-sf_status sf_cpu_op_layernorm_forward(sf_backend *be, int64_t rows, int32_t d, float eps, const float *x,
-                                      const float *gamma, const float *beta, float *y, float *mean, float *rstd);
-sf_status sf_cpu_op_layernorm_backward(sf_backend *be, int64_t rows, int32_t d, const float *x, const float *mean,
-                                       const float *rstd, const float *gamma, const float *dy, float *dx,
-                                       float *dgamma, float *dbeta, void *ws);
-size_t sf_cpu_op_layernorm_workspace(sf_backend *be, int64_t rows, int32_t d);
-
-/* attention.c */
-size_t sf_cpu_op_ssa_workspace(sf_backend *be, const sf_token_shape *sh, int32_t heads, bool backward);
-sf_status sf_cpu_op_ssa_forward(sf_backend *be, const sf_token_shape *sh, int32_t heads, float scale, int64_t ld,
-                                const float *q, const float *k, const float *v, float *y, void *ws);
-sf_status sf_cpu_op_ssa_backward(sf_backend *be, const sf_token_shape *sh, int32_t heads, float scale, int64_t ld,
-                                 const float *q, const float *k, const float *v, const float *dy, float *dq,
-                                 float *dk, float *dv, void *ws);
-
-/* token_ops.c */
-sf_status sf_cpu_op_token_sum(sf_backend *be, const sf_token_shape *sh, float alpha, const float *a, int64_t lda,
-                              const float *b, int64_t ldb, float *out);
-sf_status sf_cpu_op_token_scale(sf_backend *be, const sf_token_shape *sh, float alpha, const float *g,
-                                const float *b, int64_t ldb, float *out, int64_t ldo);
+#include "cpu/cpu_ops.h"
 
 #endif

@@ -1,6 +1,6 @@
 /* token_ops.c — per-channel products over the tokens of a set on the CPU (core/transformer.h): token_sum reduces a
  * set's tokens to one row (the SDSA's Σ_n k·v and Σ_n dy·q, a mean over tokens), token_scale multiplies each token
- * by its set's row (q·m and the gradients back through Σ). Sums run over the tokens in order in double, rounded once,
+ * by its set's row (q·m and the gradients back through Σ); transpose turns the SPS stem's planes into tokens. Sums run over the tokens in order in double, rounded once,
  * so 0/1 inputs give their exact counts. */
 #include "cpu/cpu_transformer.h"
 #include "cpu/parallel.h"
@@ -46,6 +46,29 @@ sf_status sf_cpu_op_token_scale(sf_backend *be, const sf_token_shape *sh, float 
         const float *gr = g + (r / sh->n) * d, *br = b ? b + r * ldb : NULL;
         float *o = out + r * ldo;
         for (int32_t c = 0; c < d; c++) o[c] = br ? alpha * gr[c] * br[c] : alpha * gr[c];
+    }
+    return SF_OK;
+}
+
+enum { TRANSPOSE_TILE = 32 }; /* a tile of rows × cols read and written whole: both sides stay in cache */
+
+sf_status sf_cpu_op_transpose(sf_backend *be, int64_t batch, int64_t rows, int64_t cols, const float *x, float *y)
+{
+    (void)be;
+    if (batch < 0 || rows < 0 || cols < 0)
+        return sf_fail(SF_ERR_INVALID, "transpose: shape %lld x %lld x %lld must not be negative", (long long)batch,
+                       (long long)rows, (long long)cols);
+    const int64_t rt = (rows + TRANSPOSE_TILE - 1) / TRANSPOSE_TILE, ct = (cols + TRANSPOSE_TILE - 1) / TRANSPOSE_TILE;
+    const int64_t jobs = batch * rt * ct;
+#pragma omp parallel for schedule(static) if (batch * rows * cols >= SF_CPU_PARALLEL_MIN)
+    for (int64_t job = 0; job < jobs; job++) {
+        const int64_t i = job / (rt * ct), r0 = (job / ct % rt) * TRANSPOSE_TILE, c0 = job % ct * TRANSPOSE_TILE;
+        const int64_t r1 = r0 + TRANSPOSE_TILE < rows ? r0 + TRANSPOSE_TILE : rows;
+        const int64_t c1 = c0 + TRANSPOSE_TILE < cols ? c0 + TRANSPOSE_TILE : cols;
+        const float *xi = x + i * rows * cols;
+        float *yi = y + i * rows * cols;
+        for (int64_t c = c0; c < c1; c++)
+            for (int64_t r = r0; r < r1; r++) yi[c * rows + r] = xi[r * cols + c];
     }
     return SF_OK;
 }

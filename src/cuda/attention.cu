@@ -20,7 +20,6 @@
  * (M too: for n past the bounds above it rounds there), with fp32 accumulation. */
 #include "cuda/act.cuh"
 #include "cuda/ops.cuh"
-#include "cuda/cuda_transformer.h"
 
 #include <initializer_list>
 #include <limits.h>

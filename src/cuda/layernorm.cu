@@ -4,7 +4,7 @@
  * in the activation type; mean, rstd, γ, β and their gradients float. */
 #include "cuda/act.cuh"
 #include "cuda/reduce.cuh"
-#include "cuda/cuda_transformer.h"
+#include "cuda/ops.cuh"
 
 enum { LN_THREADS = 256, LN_ROWS_PER_BLOCK = LN_THREADS / 32 };
 

@@ -2,9 +2,10 @@
  * and Σ_n dy·q, a mean over tokens) and token_scale (q·m, and the gradients back through the sum). Operands and
  * results in the activation type, computed in float: token_sum's blocks take 32 channels of a set, 8 lanes of threads
  * each summing every 8th token in order, the lanes added in order (no atomics), so 0/1 inputs give their exact count
- * (below 2^24) rounded once to the storage type; token_scale is (alpha·g)·b as the CPU's, one rounding to storage. */
+ * (below 2^24) rounded once to the storage type; token_scale is (alpha·g)·b as the CPU's, one rounding to storage;
+ * transpose moves the SPS stem's planes into tokens through a shared-memory tile (a copy: exact). */
 #include "cuda/act.cuh"
-#include "cuda/cuda_transformer.h"
+#include "cuda/ops.cuh"
 
 enum { TOKEN_LANES = 8 };
 
@@ -85,6 +86,51 @@ sf_status sf_cuda_op_token_scale(sf_backend *be, const sf_token_shape *sh, float
         else
             token_scale_kernel<T, false><<<grid, 128, 0, c->stream>>>(rows, sh->n, sh->d, alpha, (const T *)g,
                                                                       nullptr, 0, (T *)out, ldo);
+        SF_CUDA_LAUNCHED();
+        return SF_OK;
+    });
+}
+
+enum { TILE = 32, TILE_ROWS = 8 };
+
+/* Block (x, y) of matrix z moves the 32×32 tile at rows 32·y, cols 32·x; a padded column keeps the banks apart. */
+template <class T>
+__global__ void transpose_kernel(int64_t batch, int64_t rows, int64_t cols, const T *x, T *y)
+{
+    __shared__ T tile[TILE][TILE + 1];
+    for (int64_t z = blockIdx.z; z < batch; z += gridDim.z) {
+        const T *xz = x + z * rows * cols;
+        T *yz = y + z * rows * cols;
+        const int64_t c = (int64_t)blockIdx.x * TILE + threadIdx.x;
+        for (int k = threadIdx.y; k < TILE; k += TILE_ROWS) {
+            const int64_t r = (int64_t)blockIdx.y * TILE + k;
+            if (r < rows && c < cols) tile[k][threadIdx.x] = xz[r * cols + c];
+        }
+        __syncthreads();
+        const int64_t r = (int64_t)blockIdx.y * TILE + threadIdx.x;
+        for (int k = threadIdx.y; k < TILE; k += TILE_ROWS) {
+            const int64_t cc = (int64_t)blockIdx.x * TILE + k;
+            if (r < rows && cc < cols) yz[cc * rows + r] = tile[threadIdx.x][k];
+        }
+        __syncthreads();
+    }
+}
+
+sf_status sf_cuda_op_transpose(sf_backend *be, int64_t batch, int64_t rows, int64_t cols, const float *x, float *y)
+{
+    if (batch < 0 || rows < 0 || cols < 0)
+        return sf_fail(SF_ERR_INVALID, "transpose: shape %lld x %lld x %lld must not be negative", (long long)batch,
+                       (long long)rows, (long long)cols);
+    if (batch == 0 || rows == 0 || cols == 0) return SF_OK;
+    if ((cols + TILE - 1) / TILE > INT32_MAX || (rows + TILE - 1) / TILE > 65535)
+        return sf_fail(SF_ERR_UNSUPPORTED, "transpose: %lld x %lld matrices exceed the grid", (long long)rows,
+                       (long long)cols);
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    const dim3 grid((unsigned)((cols + TILE - 1) / TILE), (unsigned)((rows + TILE - 1) / TILE),
+                    (unsigned)(batch < 65535 ? batch : 65535));
+    return sf_cuda_with_act(c->act, [&](auto tag) {
+        using T = decltype(tag);
+        transpose_kernel<T><<<grid, dim3(TILE, TILE_ROWS), 0, c->stream>>>(batch, rows, cols, (const T *)x, (T *)y);
         SF_CUDA_LAUNCHED();
         return SF_OK;
     });

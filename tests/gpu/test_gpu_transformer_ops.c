@@ -21,7 +21,6 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_transformer.h"
 #include "cuda/cuda_backend.h"
-#include "cuda/cuda_transformer.h"
 #include "testutil.h"
 
 #include "core/rng.h"
@@ -227,17 +226,17 @@ static void run_layernorm(const tcase *k, const char *what, uint64_t seed)
     ten gamma = randn_of(d, 1.0f, 0.2f, seed + 2, true), beta = randn_of(d, 0.1f, 0.2f, seed + 3, true);
     ten y = out(n), mean = out_f32(rows), rstd = out_f32(rows), dx = out(n), dg = out_f32(d), db = out_f32(d);
     CHECK_OK(sf_cpu_op_layernorm_forward(cpu, rows, d, 1e-5f, x.c, gamma.c, beta.c, y.c, mean.c, rstd.c));
-    CHECK_OK(sf_cuda_op_layernorm_forward(gpu, rows, d, 1e-5f, x.g, gamma.g, beta.g, y.g, mean.g, rstd.g));
+    CHECK_OK(gpu->layernorm_forward(gpu, rows, d, 1e-5f, x.g, gamma.g, beta.g, y.g, mean.g, rstd.g));
     cmp(what, "y", &y, act == SF_SCALAR_F32 ? 1e-5 : tol16);
     cmp(what, "mean", &mean, 1e-6);
     cmp(what, "rstd", &rstd, 1e-6);
     /* the backward from the CPU's statistics on both sides */
     put(&mean, mean.c);
     put(&rstd, rstd.c);
-    const size_t wsb = sf_cuda_op_layernorm_workspace(gpu, rows, d);
+    const size_t wsb = gpu->layernorm_workspace(gpu, rows, d);
     void *ws = gpu_alloc(wsb);
     CHECK_OK(sf_cpu_op_layernorm_backward(cpu, rows, d, x.c, mean.c, rstd.c, gamma.c, dy.c, dx.c, dg.c, db.c, NULL));
-    CHECK_OK(sf_cuda_op_layernorm_backward(gpu, rows, d, x.g, mean.g, rstd.g, gamma.g, dy.g, dx.g, dg.g, db.g, ws));
+    CHECK_OK(gpu->layernorm_backward(gpu, rows, d, x.g, mean.g, rstd.g, gamma.g, dy.g, dx.g, dg.g, db.g, ws));
     cmp(what, "dx", &dx, act == SF_SCALAR_F32 ? 1e-5 : tol16);
     cmp(what, "dgamma", &dg, 1e-5);
     cmp(what, "dbeta", &db, 1e-5);
@@ -282,17 +281,17 @@ static void run_ssa(const tcase *k, const char *what, uint64_t seed)
     ten dy = randn(n, 0.0f, 1.0f, seed + 5), y = out(n);
     const int32_t h = k->heads;
     const size_t cf = sf_cpu_op_ssa_workspace(cpu, &sh, h, false), cb = sf_cpu_op_ssa_workspace(cpu, &sh, h, true);
-    const size_t gf = sf_cuda_op_ssa_workspace(gpu, &sh, h, false), gb = sf_cuda_op_ssa_workspace(gpu, &sh, h, true);
+    const size_t gf = gpu->ssa_workspace(gpu, &sh, h, false), gb = gpu->ssa_workspace(gpu, &sh, h, true);
     void *wcf = malloc(cf), *wcb = malloc(cb), *wgf = gpu_alloc(gf), *wgb = gpu_alloc(gb);
     CHECK_OK(sf_cpu_op_ssa_forward(cpu, &sh, h, k->scale, in.ld, qkv_c(&in, 0), qkv_c(&in, 1), qkv_c(&in, 2), y.c,
                                    wcf));
-    CHECK_OK(sf_cuda_op_ssa_forward(gpu, &sh, h, k->scale, in.ld, qkv_g(&in, 0), qkv_g(&in, 1), qkv_g(&in, 2), y.g,
+    CHECK_OK(gpu->ssa_forward(gpu, &sh, h, k->scale, in.ld, qkv_g(&in, 0), qkv_g(&in, 1), qkv_g(&in, 2), y.g,
                                     wgf));
     const bool pow2 = frexpf(k->scale, &(int){0}) == 0.5f;
     cmp(what, "y", &y, pow2 ? 0.0 : act == SF_SCALAR_F32 ? 1e-6 : tol16);
     CHECK_OK(sf_cpu_op_ssa_backward(cpu, &sh, h, k->scale, in.ld, qkv_c(&in, 0), qkv_c(&in, 1), qkv_c(&in, 2), dy.c,
                                     qkv_c(&grad, 0), qkv_c(&grad, 1), qkv_c(&grad, 2), wcb));
-    CHECK_OK(sf_cuda_op_ssa_backward(gpu, &sh, h, k->scale, in.ld, qkv_g(&in, 0), qkv_g(&in, 1), qkv_g(&in, 2), dy.g,
+    CHECK_OK(gpu->ssa_backward(gpu, &sh, h, k->scale, in.ld, qkv_g(&in, 0), qkv_g(&in, 1), qkv_g(&in, 2), dy.g,
                                      qkv_g(&grad, 0), qkv_g(&grad, 1), qkv_g(&grad, 2), wgb));
     const double tg = tol_ssa_grad;
     if (k->fused) { /* dq|dk|dv in one tensor: its three blocks, and the NaN column past them must stay NaN */
@@ -330,9 +329,9 @@ static void run_tokens(const tcase *k, const char *what, uint64_t seed)
         float *dk = g ? qkv_g(&grad, 1) : qkv_c(&grad, 1), *dv = g ? qkv_g(&grad, 2) : qkv_c(&grad, 2);
 #define S(t) (g ? (float *)(t).g : (t).c)
         sf_status (*sum)(sf_backend *, const sf_token_shape *, float, const float *, int64_t, const float *, int64_t,
-                         float *) = g ? sf_cuda_op_token_sum : sf_cpu_op_token_sum;
+                         float *) = be->token_sum;
         sf_status (*scale)(sf_backend *, const sf_token_shape *, float, const float *, const float *, int64_t, float *,
-                           int64_t) = g ? sf_cuda_op_token_scale : sf_cpu_op_token_scale;
+                           int64_t) = be->token_scale;
         CHECK_OK(sum(be, &sh, 1.0f, kk, ld, v, ld, S(kv)));
         CHECK_OK(scale(be, &sh, 1.0f, S(m), q, ld, S(y), d));
         CHECK_OK(scale(be, &sh, 1.0f, S(m), S(dy), d, dq, ld));

@@ -7,7 +7,8 @@
 
 extern const op_family op_memory, op_lif, op_lif_compact, op_lif_masked, op_bn, op_bn_merge, op_bn_lif, op_rlif,
     op_linear, op_binary_linear, op_conv, op_conv_lean, op_pool, op_dropout, op_elementwise, op_check_finite,
-    op_readout, op_optim, op_convert, op_spikes, op_spike_linear, op_graph;
+    op_readout, op_optim, op_convert, op_spikes, op_spike_linear, op_graph, op_layernorm, op_ssa, op_token,
+    op_transpose;
 
 /* A LIF over [T, N] (N = n: B = 1) with `var` variants of the option sweep, and a neuron over [T, B, C, hw] with the
  * state carried in and out over all 32. */
@@ -257,6 +258,29 @@ const op_case op_cases[] = {
     POOL(3, 9, 9, 3, 2, 1),
     POOL(5, 7, 6, 3, 2, 1),
     POOL(2, 5, 4, 2, 1, 1),
+
+    /* spiking transformers: LayerNorm (a Spikformer-8-384 block's D, one channel, odd sizes); the SSA as W10's
+     * blocks (N 196 and 64 tokens, D 384 in 12 heads: 32 channels a head), a set of one token of one channel, odd
+     * sizes, dense spikes, more tokens than the 16-bit exact count (n > 256); the token products and the transpose
+     * of the SPS stem's planes, odd sizes */
+    {.f = &op_layernorm, .prec = OP_ACT, .variants = 2, .rows = 37, .C = 384},
+    {.f = &op_layernorm, .prec = OP_ACT, .variants = 2, .rows = 5, .C = 1},
+    {.f = &op_layernorm, .prec = OP_ACT, .variants = 2, .rows = 130, .C = 33},
+    {.f = &op_ssa, .prec = OP_ALL, .variants = 2, .B = 4, .n = 64, .C = 384, .k = 12},
+    {.f = &op_ssa, .prec = OP_ALL, .variants = 2, .B = 1, .n = 1, .C = 1, .k = 1},
+    {.f = &op_ssa, .prec = OP_ALL, .variants = 2, .B = 3, .n = 7, .C = 9, .k = 3},
+    {.f = &op_ssa, .prec = OP_ALL, .variants = 2, .B = 2, .n = 33, .C = 16, .k = 1, .density = 0.9},
+    {.f = &op_ssa, .prec = OP_ALL, .variants = 2, .B = 8, .n = 196, .C = 384, .k = 12, .flags = OP_GPU_SHAPE},
+    {.f = &op_ssa, .prec = OP_ALL, .variants = 2, .B = 2, .n = 300, .C = 64, .k = 2, .density = 0.95,
+     .flags = OP_GPU_SHAPE},
+    {.f = &op_token, .prec = OP_ACT, .B = 6, .n = 5, .C = 12},
+    {.f = &op_token, .prec = OP_ACT, .B = 1, .n = 1, .C = 1},
+    {.f = &op_token, .prec = OP_ACT, .B = 3, .n = 31, .C = 70},
+    {.f = &op_token, .prec = OP_ACT, .B = 8, .n = 196, .C = 512, .flags = OP_GPU_SHAPE},
+    {.f = &op_transpose, .prec = OP_ACT, .B = 3, .n = 64, .C = 48},
+    {.f = &op_transpose, .prec = OP_ACT, .B = 1, .n = 1, .C = 1},
+    {.f = &op_transpose, .prec = OP_ACT, .B = 2, .n = 37, .C = 5},
+    {.f = &op_transpose, .prec = OP_ACT, .B = 4, .n = 196, .C = 384, .flags = OP_GPU_SHAPE},
 
     /* element-wise, readout, loss, optimizer, storage */
     {.f = &op_dropout, .prec = OP_ACT, .T = 3, .n = 1001},

@@ -22,6 +22,16 @@ transformer_blocks: whole blocks for the engine's transformer layers (a later C 
   (<name>.running_mean.after1, ...). A linear bias in front of a BN has a gradient that is zero up to rounding: it is
   to be compared absolutely. Seeds are taken so that no membrane potential fed by a BN lies within 2e-5 of its
   threshold, so float32 spikes are the float64 ones; the attention's inputs are multiples of 1/8 (exact in both).
+transformer nets (tf_spikformer, tf_sdt, tf_layernorm): whole networks the engine builds from its layers, with an
+  image input, the head and the loss (CE on the T-mean of the logits), as tests/ref/gen_net.py's: the loss, every
+  parameter gradient and the BN running statistics after one step; parameters are named by engine layer index
+  ("<i>.weight"). tf_spikformer: a two-stage SPS stem (conv → BN → LIF → maxpool, conv → BN → LIF, its relative
+  position embedding conv → BN → LIF added), tokens, one Spikformer block (q|k|v of one linear(3·D) → BN → LIF, SSA,
+  LIF θ 0.5, projection → BN → LIF, residual; MLP, residual), the mean over tokens, the head. tf_sdt: the same
+  stem with the membrane shortcut (the embedding adds membranes: BN outputs), one Spike-driven Transformer block
+  (LIF, q|k|v → BN → LIF, SDSA with its mask LIF θ 0.5, projection → BN, residual; LIF, MLP with BNs, residual),
+  the mean over tokens, a LIF, the head. tf_layernorm: tokens straight from the input, a token linear → LayerNorm
+  → LIF, flatten (token by token), LayerNorm over the features, the head.
 Inputs are drawn in float32 and widened, so the C side sees exactly the values the float64 reference used.
 Usage: gen_transformer.py OUTDIR"""
 import os
@@ -252,11 +262,148 @@ def blocks(out_dir):
                 membranes, dims, 30)
 
 
+# ---------------------------------------------------------------- whole networks
+
+def images(f, x):
+    """An image op on [T, B, C, H, W] with T and B folded."""
+    T, B = x.shape[:2]
+    y = f(x.reshape(T * B, *x.shape[2:]))
+    return y.reshape(T, B, *y.shape[1:])
+
+
+class Net(Block):
+    """Block's ops on engine layer names, with the image ops of the stem; BNs over channels of images or tokens."""
+
+    def conv(self, x, i):
+        return images(lambda z: F.conv2d(z, self.p[f"{i}.weight"], self.p[f"{i}.bias"], padding=1), x)
+
+    def bn2d(self, x, i):
+        return images(lambda z: F.batch_norm(z, self.state[f"{i}.running_mean"], self.state[f"{i}.running_var"],
+                                             self.p[f"{i}.weight"], self.p[f"{i}.bias"], True, 0.1, 1e-5), x)
+
+    def tokens(self, x):  # [T, B, C, H, W] → [T, B, N, D]
+        return x.flatten(3).transpose(2, 3)
+
+    def ln(self, x, i):
+        return F.layer_norm(x, x.shape[-1:], self.p[f"{i}.weight"], self.p[f"{i}.bias"], 1e-5)
+
+
+def stem(net, x, shortcut):
+    """Layers 0–9 (tf_spikformer) or 0–9 (tf_sdt): conv → BN → LIF → maxpool, conv → BN → LIF (the features), the
+    embedding conv → BN → LIF on them, added; with the membrane shortcut the features' BN output is added instead,
+    and the embedding's LIF comes first."""
+    s = images(lambda z: F.max_pool2d(z, 2), net.lif(net.bn2d(net.conv(x, 0), 1)))
+    if shortcut:  # 4 conv, 5 bn, 6 lif, 7 conv, 8 bn, 9 add(5)
+        feat = net.bn2d(net.conv(s, 4), 5)
+        return net.bn2d(net.conv(net.lif(feat), 7), 8) + feat
+    feat = net.lif(net.bn2d(net.conv(s, 4), 5))  # 4 conv, 5 bn, 6 lif, 7 conv, 8 bn, 9 lif, 10 add(6)
+    return net.lif(net.bn2d(net.conv(feat, 7), 8)) + feat
+
+
+def tf_spikformer(net, x, heads):
+    t = net.tokens(stem(net, x, False))  # 11
+    T, B, N, D = t.shape
+    qkv = net.lif(net.bn(net.linear(t, "12"), "13"))  # 12 linear 3D, 13 bn, 14 lif
+    q, k, v = (z.reshape(T * B, N, D) for z in qkv.split(D, dim=-1))
+    a = net.lif(ssa_product(q, k, v, heads, SCALE).reshape(T, B, N, D), 0.5, watch=False)  # 15 ssa, 16 lif
+    x1 = t + net.lif(net.bn(net.linear(a, "17", bias=True), "18"))  # 17, 18, 19 lif, 20 add(11)
+    h = net.lif(net.bn(net.linear(x1, "21", bias=True), "22"))  # 21, 22, 23
+    x2 = x1 + net.lif(net.bn(net.linear(h, "24", bias=True), "25"))  # 24, 25, 26, 27 add(20)
+    return net.linear(x2.mean(2), "29", bias=True)  # 28 token_mean, 29 head
+
+
+def tf_sdt(net, x, heads):
+    t = net.tokens(stem(net, x, True))  # 10
+    T, B, N, D = t.shape
+    qkv = net.lif(net.bn(net.linear(net.lif(t), "12"), "13"))  # 11 lif, 12 linear 3D, 13 bn, 14 lif
+    q, k, v = qkv.split(D, dim=-1)
+    m = net.lif((k * v).sum(2), 0.5, watch=False)  # 15 sdsa: its mask neuron over [T, B, D]
+    x1 = t + net.bn(net.linear(q * m[:, :, None, :], "16", bias=True), "17")  # 16, 17, 18 add(10)
+    h = net.lif(net.bn(net.linear(net.lif(x1), "20", bias=True), "21"))  # 19 lif, 20, 21, 22 lif
+    x2 = x1 + net.bn(net.linear(h, "23", bias=True), "24")  # 23, 24, 25 add(18)
+    return net.linear(net.lif(x2.mean(2)), "28", bias=True)  # 26 token_mean, 27 lif, 28 head
+
+
+def tf_layernorm(net, x, heads):
+    t = net.tokens(x)  # 0
+    h = net.lif(net.ln(net.linear(t, "1", bias=True), 2))  # 1 linear, 2 layernorm, 3 lif
+    f = h.flatten(2)  # 4 flatten: token by token
+    return net.linear(net.ln(f, 5), "6", bias=True)  # 5 layernorm, 6 head
+
+
+def conv_w(i, cout, cin):
+    def draw(g, p, bns):
+        bound = (cin * 9) ** -0.5
+        p[f"{i}.weight"] = uniform((cout, cin, 3, 3), bound, g)
+        p[f"{i}.bias"] = uniform((cout,), bound, g)
+    return draw
+
+
+def layernorm(i, c):
+    def draw(g, p, bns):
+        p[f"{i}.weight"] = (1.0 + 0.2 * torch.randn((c,), generator=g)).float().double()
+        p[f"{i}.bias"] = (0.5 + 0.2 * torch.randn((c,), generator=g)).float().double()
+    return draw
+
+
+def write_net(out_dir, name, fwd, layout, xshape, classes, heads, seed):
+    """As write_block, for a whole network under CE on the T-mean of its logits."""
+    for s in range(seed, seed + 200):
+        g = torch.Generator().manual_seed(s)
+        p, bns = {}, []
+        for draw in layout:
+            draw(g, p, bns)
+        x = randn32(xshape, generator=g, mean=0.3, std=1.5)
+        labels = torch.randint(0, classes, (xshape[1],), generator=g)
+        state = {}
+        for bn in bns:
+            state[bn + ".running_mean"] = torch.zeros_like(p[bn + ".weight"])
+            state[bn + ".running_var"] = torch.ones_like(p[bn + ".weight"])
+        params = {k: v.clone().requires_grad_() for k, v in p.items()}
+        net = Net(params, state)
+        logits = fwd(net, x, heads)
+        if net.margin > 2e-5:
+            break
+    else:
+        raise RuntimeError(f"{name}: no seed in [{seed}, {seed + 200}) keeps the membranes from threshold")
+    loss = F.cross_entropy(logits.mean(0), labels)
+    loss.backward()
+    tensors = {"x": x, "labels": labels.to(torch.int32), "loss": loss.detach().reshape(1)}
+    tensors.update(p)
+    tensors.update({k + ".grad": v.grad for k, v in params.items()})
+    tensors.update({k + ".after1": v for k, v in state.items()})
+    save(os.path.join(out_dir, name + ".safetensors"), tensors, {"seed": s, "heads": heads})
+
+
+def nets(out_dir):
+    C, D, H, heads = 2, 8, 32, 2
+    stem_layout = [conv_w(0, 4, C), batchnorm("1", 4, 1.0, 0.8), conv_w(4, D, 4), batchnorm("5", D, 1.0, 0.8),
+                   conv_w(7, D, D), batchnorm("8", D, 1.0, 0.8)]
+    write_net(out_dir, "tf_spikformer", tf_spikformer,
+              stem_layout + [weight("12", 3 * D, D), batchnorm("13", 3 * D, 1.0, 1.5),
+                             weight("17", D, D, bias=True), batchnorm("18", D, 1.2, 0.6),
+                             weight("21", H, D, bias=True), batchnorm("22", H, 1.2, 0.6),
+                             weight("24", D, H, bias=True), batchnorm("25", D, 1.2, 0.6),
+                             weight("29", 5, D, bias=True)],
+              (2, 2, C, 8, 8), 5, heads, 100)
+    write_net(out_dir, "tf_sdt", tf_sdt,
+              stem_layout + [weight("12", 3 * D, D), batchnorm("13", 3 * D, 1.0, 0.8),
+                             weight("16", D, D, bias=True), batchnorm("17", D, 1.0, 0.0),
+                             weight("20", H, D, bias=True), batchnorm("21", H, 1.2, 0.6),
+                             weight("23", D, H, bias=True), batchnorm("24", D, 1.0, 0.0),
+                             weight("28", 5, D, bias=True)],
+              (2, 2, C, 8, 8), 5, heads, 200)
+    write_net(out_dir, "tf_layernorm", tf_layernorm,
+              [weight("1", 8, 4, bias=True), layernorm(2, 8), layernorm(5, 6 * 8), weight("6", 3, 6 * 8, bias=True)],
+              (3, 2, 4, 3, 2), 3, heads, 300)
+
+
 def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
     save(os.path.join(out_dir, "transformer_ops.safetensors"), {**layernorm_cases(), **ssa_cases(), **token_cases()})
     blocks(out_dir)
+    nets(out_dir)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@ static sf_status add_shape(sf_net *net, sf_net_layer *l, int32_t index, const in
     if (o[0] != in[0] || o[1] != in[1] || o[2] != in[2])
         return sf_fail(SF_ERR_INVALID, "layer %d (add): shapes %dx%dx%d and %dx%dx%d differ", index, in[0], in[1],
                        in[2], o[0], o[1], o[2]);
+    if (sf_net_is_tokens(net, l->in) != sf_net_is_tokens(net, l->in2))
+        return sf_fail(SF_ERR_INVALID, "layer %d (add): tensor %d is tokens and tensor %d is not", index,
+                       sf_net_is_tokens(net, l->in) ? l->in : l->in2, sf_net_is_tokens(net, l->in) ? l->in2 : l->in);
     return SF_OK;
 }
 
@@ -47,7 +50,7 @@ static sf_status add_backward(sf_net *net, sf_net_layer *l)
 const sf_layer_ops sf_kind_add = {
     .name = "add",
     .inputs = 2,
-    .flags = SF_KIND_NHWC,
+    .flags = SF_KIND_NHWC | SF_KIND_TOKENS,
     .shape = add_shape,
     .forward = add_forward,
     .backward = add_backward,

@@ -116,7 +116,7 @@ static sf_status bn_backward(sf_net *net, sf_net_layer *l)
 const sf_layer_ops sf_kind_batchnorm = {
     .name = "batchnorm",
     .inputs = 1,
-    .flags = SF_KIND_NHWC | SF_KIND_READS_RERUN | SF_KIND_ALWAYS_DX,
+    .flags = SF_KIND_NHWC | SF_KIND_READS_RERUN | SF_KIND_ALWAYS_DX | SF_KIND_TOKENS,
     .buffer_names = {"running_mean", "running_var"},
     .shape = bn_shape_check,
     .sizes = bn_sizes,

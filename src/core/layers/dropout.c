@@ -36,7 +36,7 @@ static sf_status dropout_backward(sf_net *net, sf_net_layer *l)
 const sf_layer_ops sf_kind_dropout = {
     .name = "dropout",
     .inputs = 1,
-    .flags = SF_KIND_STEP_VARIES,
+    .flags = SF_KIND_STEP_VARIES | SF_KIND_TOKENS,
     .shape = dropout_shape,
     .forward = dropout_forward,
     .backward = dropout_backward,

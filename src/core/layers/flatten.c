@@ -12,6 +12,6 @@ static sf_status flatten_shape(sf_net *net, sf_net_layer *l, int32_t index, cons
 const sf_layer_ops sf_kind_flatten = {
     .name = "flatten",
     .inputs = 1,
-    .flags = SF_KIND_ALIAS | SF_KIND_PASSES_SPIKES,
+    .flags = SF_KIND_ALIAS | SF_KIND_PASSES_SPIKES | SF_KIND_READS_TOKENS,
     .shape = flatten_shape,
 };

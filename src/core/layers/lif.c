@@ -279,7 +279,8 @@ const sf_layer_ops sf_kind_lif = {
     .name = "lif",
     .inputs = 1,
     .flags =
-        SF_KIND_SPIKES | SF_KIND_FIRES | SF_KIND_WRITES_BYTES | SF_KIND_NHWC | SF_KIND_READS_RERUN | SF_KIND_RUNS_BN,
+        SF_KIND_SPIKES | SF_KIND_FIRES | SF_KIND_WRITES_BYTES | SF_KIND_NHWC | SF_KIND_READS_RERUN | SF_KIND_RUNS_BN |
+        SF_KIND_TOKENS,
     .weight_name = "w", /* SpikingJelly's ParametricLIFNode.w */
     .shape = lif_shape,
     .sizes = lif_sizes,

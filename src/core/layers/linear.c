@@ -1,7 +1,8 @@
 /* linear.c — the linear layer: y = x·Wᵀ + b over T·B rows of a flattened input, PyTorch's Linear. Where its input is
  * spikes it may run event-driven (Finkbeiner & Neftci): the forward sums the weight columns of the active inputs
  * from the compact form's lists, the backward reads the kept bits (and, where the θ_grad neuron layer after it
- * writes one, the nonzero pattern of dy); sparse.c chooses the path per step from the measured density. */
+ * writes one, the nonzero pattern of dy); sparse.c chooses the path per step from the measured density. On tokens
+ * (D, N, 1) it is the token linear of the spiking transformers: the same ops over T·B·N rows of D features, dense. */
 #include "core/error.h"
 #include "core/layer.h"
 
@@ -9,16 +10,16 @@ static sf_status linear_shape(sf_net *net, sf_net_layer *l, int32_t index, const
 {
     const sf_layer_desc *d = &l->d;
     if (d->out_features <= 0) return sf_fail(SF_ERR_INVALID, "layer %d (linear): out_features must be >= 1", index);
-    if (in[1] != 1 || in[2] != 1)
+    if (!l->tokens && (in[1] != 1 || in[2] != 1))
         return sf_fail(SF_ERR_INVALID, "layer %d (linear): input is %dx%dx%d; add a flatten layer first", index, in[0],
                        in[1], in[2]);
-    out[0] = d->out_features;
+    out[0] = d->out_features; /* on tokens, N stays */
     return SF_OK;
 }
 
 static void linear_sizes(const sf_net_layer *l, const int32_t in[3], sf_kind_sizes *n)
 {
-    n->weight = (int64_t)l->d.out_features * in[0] * in[1] * in[2];
+    n->weight = (int64_t)l->d.out_features * in[0] * (l->tokens ? 1 : in[1] * in[2]);
     n->bias = l->d.bias ? l->d.out_features : 0;
 }
 
@@ -36,14 +37,23 @@ static void linear_weight_shape(const sf_net_layer *l, sf_tensor_info *info)
 
 static bool linear_needs_input(const sf_net *net, const sf_net_layer *l, int32_t k) { return k == 0; }
 
-static int32_t in_features(const sf_net *net, const sf_net_layer *l) { return (int32_t)net->tensors[l->in].per_sample; }
+/* Features of a row: a token's channels, or the whole flattened input; rows: T·B, times N on tokens. */
+static int32_t in_features(const sf_net *net, const sf_net_layer *l)
+{
+    const sf_net_tensor *x = &net->tensors[l->in];
+    return (int32_t)(l->tokens ? x->c : x->per_sample);
+}
+static int64_t rows(const sf_net *net, const sf_net_layer *l)
+{
+    return sf_net_rows(net) * (l->tokens ? net->tensors[l->in].h : 1);
+}
 
 /* The dense forward; spikes known to be 0/1 take the backend's faster product for them. */
 static sf_status linear_rerun(sf_net *net, const sf_net_layer *l, const float *x, float *y, void *scratch)
 {
     sf_backend *be = net->be;
     return (sf_net_tensor_is_binary(net, l->in) ? be->binary_linear_forward : be->linear_forward)(
-        be, sf_net_rows(net), in_features(net, l), l->d.out_features, x, sf_net_weight(net, l->w_off),
+        be, rows(net, l), in_features(net, l), l->d.out_features, x, sf_net_weight(net, l->w_off),
         sf_net_param(net, l->b_off), y);
 }
 
@@ -98,7 +108,7 @@ static sf_status linear_backward(sf_net *net, sf_net_layer *l)
     const int32_t in = in_features(net, l);
     const sf_net_tensor *kept = &net->tensors[sf_net_root(net, l->in)];
     float *dw = sf_net_param_grad(net, l->w_off), *db = sf_net_param_grad(net, l->b_off);
-    if (kept->keep == SF_KEEP_BITS && sf_net_root(net, l->in) != 0 && be->binary_linear_backward_bits) {
+    if (kept->keep == SF_KEEP_BITS && sf_net_root(net, l->in) != 0 && be->binary_linear_backward_bits && !l->tokens) {
         /* the kept bits straight into the products: no float copy of the spikes */
         float *dx = sf_layer_dx_target(net, i, l->in, l->dx_tmp, &acc);
         SF_TRY(be->binary_linear_backward_bits(be, sf_net_rows(net), in, l->d.out_features,
@@ -110,7 +120,7 @@ static sf_status linear_backward(sf_net *net, sf_net_layer *l)
     SF_TRY(sf_layer_input_value(net, l, 0, &x));
     float *dx = sf_layer_dx_target(net, i, l->in, l->dx_tmp, &acc);
     SF_TRY((sf_net_tensor_is_binary(net, l->in) ? be->binary_linear_backward : be->linear_backward)(
-        be, sf_net_rows(net), in, l->d.out_features, x, sf_net_weight(net, l->w_off), dy, dx, dw, db));
+        be, rows(net, l), in, l->d.out_features, x, sf_net_weight(net, l->w_off), dy, dx, dw, db));
     return sf_layer_accumulate(net, acc, l->in, dx);
 }
 
@@ -125,9 +135,10 @@ static void linear_plan(sf_net *net, sf_planner *pl, sf_net_layer *l, int32_t in
 
 /* ---- event-driven */
 
+/* Not on tokens: the compact form's rows are whole samples there, not tokens. */
 static bool linear_event_driven(const sf_net *net, const sf_net_layer *l)
 {
-    return sf_net_tensor_is_spikes(net, l->in);
+    return sf_net_tensor_is_spikes(net, l->in) && !sf_net_is_tokens(net, l->in);
 }
 
 /* The density its input just got where that is known (host memory, or the last step's counts on a device). */
@@ -154,7 +165,7 @@ static sf_status linear_sparse_tune(sf_net *net, sf_net_layer *l)
 const sf_layer_ops sf_kind_linear = {
     .name = "linear",
     .inputs = 1,
-    .flags = SF_KIND_BINARY_FAST | SF_KIND_EVENT_INPUT | SF_KIND_GRAD_MASK,
+    .flags = SF_KIND_BINARY_FAST | SF_KIND_EVENT_INPUT | SF_KIND_GRAD_MASK | SF_KIND_TOKENS,
     .shape = linear_shape,
     .sizes = linear_sizes,
     .init = linear_init,
