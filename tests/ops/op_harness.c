@@ -359,7 +359,10 @@ void op_cmp_mask(op_harness *h, const char *name, const op_spk *mask, const op_t
     }
     CHECK(segs_wrong == 0, "%s %s mask: %lld segment counts disagree with their bits", h->what, name,
           (long long)segs_wrong);
-    CHECK(own[0] == 0 && own[1] == 0 && other == 0 && k[0][0] == (float)ones[0] && k[1][0] == (float)ones[1],
+    /* another backend decides elements at the edge of θ_grad or of zero from fp32 sums in another order: a few flip */
+    const int64_t flips_allowed = h->cpu_mode ? 0 : (mask->rows * mask->n) / 10000;
+    CHECK(own[0] == 0 && own[1] == 0 && other <= flips_allowed && k[0][0] == (float)ones[0] &&
+              k[1][0] == (float)ones[1],
           "%s %s mask: %lld and %lld bits disagree with their side's dx, %lld between the sides; counts %g and %g of "
           "%lld and %lld ones",
           h->what, name, (long long)own[0], (long long)own[1], (long long)other, k[0][0], k[1][0], (long long)ones[0],

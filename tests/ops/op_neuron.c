@@ -69,8 +69,8 @@ static int32_t plif_channels(const op_case *c, const sf_lif_params *p)
 }
 
 /* The bound of a PLIF's dw: a float sum over every neuron and step that cancels (the two pieces' partial sums
- * added round apart from the one call's by up to 2e-4 of it). */
-static const op_tol dw_tol = {1e-3, 1e-5, 1e-5, 1e-4, 1e-4};
+ * added round apart from the one call's by up to 2e-4 of it; another backend's order by up to 1e-4). */
+static const op_tol dw_tol = {1e-3, 1e-4, 1e-4, 1e-4, 1e-4};
 
 static double row_tol(const op_case *c, double fallback) { return c->tol > 0 ? c->tol : fallback; }
 
@@ -589,8 +589,9 @@ static void bnl_from_checkpoints(op_harness *h, const bnl_io *io)
  * row's model (a PLIF's w per layer or channel), the state carried where c->state, the backward in two phases where
  * c->parts; variant bits: h kept (bit 0), the backward's sums in a planned buffer of bn_lif_scratch bytes (bit 1),
  * then the option sweep. On the tested side the backward from the forward's checkpoints gives the same bits. Plain:
- * BN then the neuron op, and their backwards. Bounds: spikes exact; h 1e-6; dx 1e-4 and 16-bit; dγ, dβ 1e-4 (in 16
- * bits half the output bound: dy is summed as it is stored between the passes); dv_out 1e-5; dw 1e-4. */
+ * BN then the neuron op, and their backwards. Bounds: spikes exact; h 1e-6 against plain, 1e-4 against another
+ * backend (its statistics round apart, and 1/σ amplifies that where a channel has few elements); dx 1e-4 and 16-bit;
+ * dγ, dβ 1e-4 (in 16 bits twice the output bound: sums of 16-bit dy that cancel); dv_out 1e-5; dw 1e-4. */
 static void run_bn_lif(op_harness *h, const op_case *c, int v)
 {
     sf_lif_params p;
@@ -626,9 +627,9 @@ static void run_bn_lif(op_harness *h, const op_case *c, int v)
         if (op_plain(h, s, SF_BACKEND_OP_bn_lif_forward) && !io.parts) bnl_composed(h, &io, s);
         else bnl_fused(h, &io, s);
     }
-    const op_tol sums = {1e-5, 1e-4, 1e-4, OP_BF16_ACT / 2, OP_FP16_ACT / 2};
+    const op_tol sums = {1e-5, 1e-4, 1e-4, 2 * OP_BF16_ACT, 2 * OP_FP16_ACT};
     op_cmp(h, "spikes", &io.s, OP_TOL_EXACT);
-    if (io.keep) op_cmp(h, "h", &io.hh, (op_tol){1e-6, 1e-6, 1e-6, 1e-6, 1e-6});
+    if (io.keep) op_cmp(h, "h", &io.hh, (op_tol){1e-6, 1e-4, 1e-4, 1e-4, 1e-4});
     op_cmp(h, "dx", &io.dx, (op_tol){1e-5, 1e-4, 1e-4, OP_BF16_ACT, OP_FP16_ACT});
     if (!io.parts) { /* phase 2 leaves the sums phase 1 wrote */
         op_cmp(h, "dgamma", &io.dg, sums);
