@@ -8,6 +8,7 @@ from ._lib import Device, LifParams
 
 LAYER_KINDS = ("linear", "conv2d", "avgpool2d", "maxpool2d", "flatten", "dropout", "batchnorm", "lif", "add", "rlif")
 READOUTS = ("mean", "leaky")
+CONNECTS = ("add", "and", "iand")
 ROLE_PARAM, ROLE_BUFFER = 0, 2
 
 
@@ -17,7 +18,8 @@ class LayerDesc(ctypes.Structure):
                 ("out_features", ctypes.c_int32), ("out_channels", ctypes.c_int32), ("kernel", ctypes.c_int32),
                 ("stride", ctypes.c_int32), ("padding", ctypes.c_int32), ("bias", ctypes.c_int32),
                 ("dropout_p", ctypes.c_float), ("bn_eps", ctypes.c_float), ("bn_momentum", ctypes.c_float),
-                ("lif", LifParams), ("sparse", ctypes.c_int32), ("init_gain", ctypes.c_float)]
+                ("lif", LifParams), ("sparse", ctypes.c_int32), ("init_gain", ctypes.c_float),
+                ("connect", ctypes.c_int32)]
 
     @property
     def kind_name(self):
