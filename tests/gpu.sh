@@ -64,6 +64,9 @@ if [ "$MODE" != --tests-only ]; then
     for p in tf32 bf16 fp16; do run bench_w2_linear_lif table $p; done
     for p in tf32 bf16 fp16; do run bench_w3_vgg9 table 10 $p; done
     run bench_w4 table all 64 bf16 # event-driven layers (linear, recurrent) on 16-bit activations
+    # W9: SEW-ResNet-18 in bf16 (fp32 ran above), SEW-ResNet-34 and -50 in both, without their per-layer tables
+    run bench_w9_sew table 10 bf16
+    for d in 34 50; do for p in fp32 bf16; do run bench_w9_sew table 10 $p depth=$d layers=0; done; done
     # another workspace allowance for cuDNN's convolution algorithms (default 512 MiB): speed against peak memory
     run bench_w3_vgg9 table 10 fp32 conv_workspace_mib=${SF_GPU_WS_MIB:-256}
     run bench_w3_vgg9 table 10 bf16 conv_workspace_mib=128

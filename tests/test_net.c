@@ -174,32 +174,15 @@ static void build_d(sf_net *net)
     add(net, fc);
 }
 
-/* A small SEW-ResNet (tests/ref/gen_sew.py): stem conv -> BN -> IF (t3); a basic block conv -> BN -> IF -> conv ->
- * BN -> IF (t9), connect(t9, t3) (t10); SEW's downsampling shortcut conv 1x1/2 -> BN -> IF (t13) from t10 and the
- * strided branch from t10 to t19, connect(t19, t13); global avgpool -> flatten -> linear. IF with ATan and
- * detach_reset, convs without bias. */
+/* A small SEW-ResNet (tests/ref/gen_sew.py, tu_add_sew_blocks) with IF neurons (ATan, detach_reset), then a global
+ * avgpool -> flatten -> linear. */
 static void build_sew(sf_net *net, sf_connect cnf)
 {
     sf_layer_desc n = neuron(SF_NEURON_IF);
     n.lif.surrogate = SF_SURROGATE_ATAN;
     n.lif.alpha = 2.0f;
     n.lif.detach_reset = 1;
-    sf_layer_desc c = conv(4), g = layer(SF_LAYER_ADD);
-    c.bias = 0;
-    g.connect = cnf;
-    for (int k = 0; k < 3; k++) add(net, c), add(net, layer(SF_LAYER_BATCHNORM)), add(net, n);
-    g.input2 = 3;
-    add(net, g);
-    sf_layer_desc down = c;
-    down.out_channels = 6, down.kernel = 1, down.padding = 0, down.stride = 2;
-    add(net, down), add(net, layer(SF_LAYER_BATCHNORM)), add(net, n);
-    c.out_channels = 6;
-    sf_layer_desc strided = c;
-    strided.stride = 2, strided.input = 10;
-    add(net, strided), add(net, layer(SF_LAYER_BATCHNORM)), add(net, n);
-    add(net, c), add(net, layer(SF_LAYER_BATCHNORM)), add(net, n);
-    g.input2 = 13;
-    add(net, g);
+    tu_add_sew_blocks(net, &n, cnf, cnf);
     sf_layer_desc pool = layer(SF_LAYER_AVGPOOL2D);
     pool.kernel = 4;
     add(net, pool);

@@ -47,7 +47,11 @@ typedef struct w9_args {
 /* This program's keys out of argv[3...]; the rest go to gb_cuda_options. */
 static w9_args parse(int argc, char **argv)
 {
-    w9_args a = {.steps = argc > 1 ? atoi(argv[1]) : 10, .T = 4, .B = 32, .layers = 1, .n_modes = 3,
+    w9_args a = {.steps = argc > 1 ? atoi(argv[1]) : 10,
+                 .T = 4,
+                 .B = 32,
+                 .layers = 1,
+                 .n_modes = 3,
                  .modes = {SF_MEMORY_FULL, SF_MEMORY_RECOMPUTE, SF_MEMORY_LEAN}};
     if (a.steps < 1) a.steps = 10;
     a.prec = gb_precision(argc > 2 ? argv[2] : NULL);
@@ -191,10 +195,10 @@ int main(int argc, char **argv)
         const double ms = ts[a.steps / 2], floor_ms = gb_step_floor_ms(net, rate, bw);
         sf_memory_plan plan;
         GB_OK(sf_net_memory_plan(net, &plan));
-        printf("%-10s %9.2f %9.0f %9.4f %9.2f %8.2f %12.0f %12.0f %12.0f %10.0f %9s\n",
-               sf_memory_mode_name(a.modes[k]), ms, a.B * 1e3 / ms, r.loss, floor_ms, ms / floor_ms,
-               plan.total / 1048576.0, sf_net_peak_bytes(net) / 1048576.0, gb_used_mib() - base,
-               plan.saved / 1048576.0, net->graph ? "yes" : "no");
+        printf("%-10s %9.2f %9.0f %9.4f %9.2f %8.2f %12.0f %12.0f %12.0f %10.0f %9s\n", sf_memory_mode_name(a.modes[k]),
+               ms, a.B * 1e3 / ms, r.loss, floor_ms, ms / floor_ms, plan.total / 1048576.0,
+               sf_net_peak_bytes(net) / 1048576.0, gb_used_mib() - base, plan.saved / 1048576.0,
+               net->graph ? "yes" : "no");
         if (k == 0 && a.layers) per_layer(net, x, labels, rate, bw);
         free(ts);
         sf_net_free(net);

@@ -6,8 +6,8 @@
  * LIF backward), and a conv → BN → LIF → linear → BN → LIF → linear net (recompute, and BN statistics merged
  * over the time segments, and over the data ranks with SYNC_BN), also with a second conv block under conv_algo =
  * nhwc and memory = lean, which on a GPU keeps the first block's tensors NHWC ([rows, C, 1] to BN and LIF, rows split
- * over time) and reruns every conv and linear layer in the backward, and a small SEW-ResNet (an ADD block, then a
- * downsampling block with IAND; recompute).
+ * over time) and reruns every conv and linear layer in the backward, and a small SEW-ResNet (tu_add_sew_blocks: an
+ * ADD block, then a downsampling block with IAND; recompute).
  * What must hold (≤ 1e-5 relative, float sums in another order): the loss of every step (averaged over the data
  * ranks), every gradient after the all-reduce, the parameters after three SGD-momentum steps, this process's slice of
  * the output; the spike count of every LIF layer summed over all processes equals the reference's exactly. Then bad
@@ -54,39 +54,6 @@ static void add_model(sf_net *net, sf_layer_kind kind, int32_t size, sf_neuron_m
 
 static void add(sf_net *net, sf_layer_kind kind, int32_t size) { add_model(net, kind, size, SF_NEURON_LIF); }
 
-/* A small SEW-ResNet: stem conv -> BN -> LIF (t3), a basic block whose branch ends in a LIF (t9), ADD with t3
- * (t10); SEW's downsampling shortcut conv 1x1/2 -> BN -> LIF (t13) beside the strided branch (to t19), IAND with
- * t13; flatten -> linear. */
-static void add_sew(sf_net *net)
-{
-    sf_layer_desc c, n, g;
-    sf_layer_default_desc(SF_LAYER_CONV2D, &c);
-    sf_layer_default_desc(SF_LAYER_LIF, &n);
-    sf_layer_default_desc(SF_LAYER_ADD, &g);
-    c.out_channels = 4, c.kernel = 3, c.padding = 1, c.bias = 0;
-    n.lif.v_threshold = 0.3f;
-    for (int k = 0; k < 3; k++) {
-        CHECK_OK(sf_net_add(net, &c, NULL));
-        add(net, SF_LAYER_BATCHNORM, 0);
-        CHECK_OK(sf_net_add(net, &n, NULL));
-    }
-    g.input2 = 3;
-    CHECK_OK(sf_net_add(net, &g, NULL));
-    sf_layer_desc down = c, strided = c;
-    down.kernel = 1, down.padding = 0, down.stride = 2;
-    strided.stride = 2, strided.input = 10;
-    const sf_layer_desc *convs[3] = {&down, &strided, &c};
-    for (int k = 0; k < 3; k++) {
-        CHECK_OK(sf_net_add(net, convs[k], NULL));
-        add(net, SF_LAYER_BATCHNORM, 0);
-        CHECK_OK(sf_net_add(net, &n, NULL));
-    }
-    g.input2 = 13, g.connect = SF_CONNECT_IAND;
-    CHECK_OK(sf_net_add(net, &g, NULL));
-    add(net, SF_LAYER_FLATTEN, 0);
-    add(net, SF_LAYER_LINEAR, 4);
-}
-
 static sf_net *build(net_kind kind)
 {
     sf_net_params p;
@@ -123,8 +90,13 @@ static sf_net *build(net_kind kind)
         add(net, SF_LAYER_BATCHNORM, 0);
         add(net, SF_LAYER_LIF, 0);
         add(net, SF_LAYER_LINEAR, 4);
-    } else if (kind == NET_SEW) {
-        add_sew(net);
+    } else if (kind == NET_SEW) { /* SEW-ResNet's blocks: ADD, then IAND beside the downsampling shortcut */
+        sf_layer_desc n;
+        sf_layer_default_desc(SF_LAYER_LIF, &n);
+        n.lif.v_threshold = 0.3f;
+        tu_add_sew_blocks(net, &n, SF_CONNECT_ADD, SF_CONNECT_IAND);
+        add(net, SF_LAYER_FLATTEN, 0);
+        add(net, SF_LAYER_LINEAR, 4);
     } else if (kind == NET_RLIF) { /* W5weak's layers (W4rec), data parallel only */
         add(net, SF_LAYER_LINEAR, 32);
         add(net, SF_LAYER_RLIF, 0);
