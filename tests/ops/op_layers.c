@@ -426,8 +426,8 @@ OP_FAMILY(op_elementwise, "elementwise", run_elementwise, SF_BACKEND_OP_add, SF_
           SF_BACKEND_OP_act_to_u8, SF_BACKEND_OP_u8_to_act);
 
 /* connect_forward and connect_backward, AND (variant 0) and IAND (1), over c->n values: spikes a and b (40% and 60%
- * ones), a normal dy; the backward again wanting one gradient (the other NULL), which must equal the pair's. No
- * plain formulation. Exact: products of 0/1 and ±1 with dy. */
+ * ones), a normal dy; the backward again wanting one gradient (the other and the input it reads NULL), which must
+ * equal the pair's. No plain formulation. Exact: products of 0/1 and ±1 with dy. */
 static void run_connect(op_harness *h, const op_case *c, int v)
 {
     const sf_connect cn = v == 0 ? SF_CONNECT_AND : SF_CONNECT_IAND;
@@ -442,8 +442,8 @@ static void run_connect(op_harness *h, const op_case *c, int v)
     {
         OP(h, s, connect_forward, cn, (int64_t)m, OP_P(a, s), OP_P(b, s), OP_P(y, s));
         OP(h, s, connect_backward, cn, (int64_t)m, OP_P(a, s), OP_P(b, s), OP_P(dy, s), OP_P(da, s), OP_P(db, s));
-        OP(h, s, connect_backward, cn, (int64_t)m, OP_P(a, s), OP_P(b, s), OP_P(dy, s), OP_P(da_only, s), NULL);
-        OP(h, s, connect_backward, cn, (int64_t)m, OP_P(a, s), OP_P(b, s), OP_P(dy, s), NULL, OP_P(db_only, s));
+        OP(h, s, connect_backward, cn, (int64_t)m, NULL, OP_P(b, s), OP_P(dy, s), OP_P(da_only, s), NULL);
+        OP(h, s, connect_backward, cn, (int64_t)m, OP_P(a, s), NULL, OP_P(dy, s), NULL, OP_P(db_only, s));
         op_same(h, s, "da alone", &da, &da_only);
         op_same(h, s, "db alone", &db, &db_only);
     }

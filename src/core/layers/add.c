@@ -29,7 +29,11 @@ static const char *add_label(const sf_net_layer *l) { return is_sum(l) ? "add" :
 /* The products of spikes are spikes; a sum of spikes counts to 2. */
 static bool add_passes_spikes(const sf_net_layer *l) { return !is_sum(l); }
 
-static bool add_needs_input(const sf_net *net, const sf_net_layer *l, int32_t k) { return !is_sum(l); }
+/* The products' backward reads each input for the other one's gradient: a for db, b for da. */
+static bool add_needs_input(const sf_net *net, const sf_net_layer *l, int32_t k)
+{
+    return !is_sum(l) && net->tensors[sf_net_root(net, k == 0 ? l->in2 : l->in)].requires_grad;
+}
 
 static int64_t elements(const sf_net *net, const sf_net_layer *l)
 {
@@ -69,13 +73,15 @@ static sf_status sum_backward(sf_net *net, sf_net_layer *l)
 static sf_status product_backward(sf_net *net, sf_net_layer *l)
 {
     const int32_t i = sf_net_layer_index(net, l);
-    const float *a, *b;
-    SF_TRY(sf_layer_input_value(net, l, 0, &a));
-    SF_TRY(sf_layer_input_value(net, l, 1, &b));
+    const bool grad_a = net->tensors[sf_net_root(net, l->in)].requires_grad,
+               grad_b = net->tensors[sf_net_root(net, l->in2)].requires_grad;
+    const float *a = NULL, *b = NULL;
+    if (grad_b) SF_TRY(sf_layer_input_value(net, l, 0, &a));
+    if (grad_a) SF_TRY(sf_layer_input_value(net, l, 1, &b));
     bool acc_a = false, acc_b = false;
     float *da = NULL, *db = NULL;
-    if (net->tensors[sf_net_root(net, l->in)].requires_grad) da = sf_layer_dx_target(net, i, l->in, l->dx_tmp, &acc_a);
-    if (net->tensors[sf_net_root(net, l->in2)].requires_grad) {
+    if (grad_a) da = sf_layer_dx_target(net, i, l->in, l->dx_tmp, &acc_a);
+    if (grad_b) {
         if (sf_net_root(net, l->in) == sf_net_root(net, l->in2)) db = sf_net_slot_ptr(net, l->dx_tmp2), acc_b = true;
         else db = sf_layer_dx_target(net, i, l->in2, l->dx_tmp2, &acc_b);
     }
