@@ -282,6 +282,15 @@ typedef enum sf_layer_kind {
     SF_LAYER_TOKEN_MEAN  /* the mean over the N tokens: (D, N, 1) → (D, 1, 1), before a transformer's head */
 } sf_layer_kind;
 
+/* How an ADD layer combines its input a (`input`, in a residual block the branch's output) with b (`input2`, the
+ * shortcut): SEW-ResNet's spike-element-wise connect functions (Fang et al. 2021, "Deep Residual Learning in Spiking
+ * Neural Networks", eq. 9). ADD: a + b. AND: a·b. IAND: (1 − a)·b, the paper's IAND(A, S) = (¬A) ∧ S with A the
+ * branch and S the shortcut (SpikingJelly's sew_function(identity, out) in its BasicBlock; its Bottleneck passes the
+ * two the other way round). The gradients are those of the products, exact for any values: AND a·dy to b and b·dy
+ * to a; IAND (1 − a)·dy to b and −b·dy to a. AND and IAND of spikes are spikes. */
+typedef enum sf_connect { SF_CONNECT_ADD = 0, SF_CONNECT_AND, SF_CONNECT_IAND } sf_connect;
+SF_API const char *sf_connect_name(sf_connect c); /* "add", "and", "iand" */
+
 /* Event-driven (sparse) execution of layers whose input is spikes (Finkbeiner & Neftci): a linear layer sums the
  * weight columns of the inputs that spiked, a recurrent LIF layer does the same for V·s_{t-1}, and their backward
  * touches only the active inputs (and, with grad_threshold, only nonzero gradients). Sparse and dense compute the
@@ -317,6 +326,7 @@ typedef struct sf_layer_desc {
                            * bias stays as drawn); default 1 */
     int32_t heads;        /* SSA: attention heads, dividing D; default 8 */
     float attn_scale;     /* SSA: the factor of Q·KᵀV; default 0.125 (Spikformer's) */
+    int32_t connect;      /* ADD: an sf_connect, how `input` and `input2` combine; default SF_CONNECT_ADD */
 } sf_layer_desc;
 
 SF_API void sf_layer_default_desc(sf_layer_kind kind, sf_layer_desc *d);

@@ -67,6 +67,9 @@ if [ "$MODE" != --tests-only ]; then
     # W10: Spikformer-8-384 at 224² in bf16, and the CIFAR Spikformer-4-384 step in both
     run bench_w10_spikformer table 10 bf16
     for p in fp32 bf16; do run bench_w10_spikformer table 10 $p cifar; done
+    # W9: SEW-ResNet-18 in bf16 (fp32 ran above), SEW-ResNet-34 and -50 in both, without their per-layer tables
+    run bench_w9_sew table 10 bf16
+    for d in 34 50; do for p in fp32 bf16; do run bench_w9_sew table 10 $p depth=$d layers=0; done; done
     # another workspace allowance for cuDNN's convolution algorithms (default 512 MiB): speed against peak memory
     run bench_w3_vgg9 table 10 fp32 conv_workspace_mib=${SF_GPU_WS_MIB:-256}
     run bench_w3_vgg9 table 10 bf16 conv_workspace_mib=128

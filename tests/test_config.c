@@ -173,6 +173,7 @@ static void test_errors(void)
     expect_error(HEAD "mean = 0.5, 0.5\n" MLP, 1, "mean has 2 values; the dataset has 1 channel");
     expect_error(HEAD "[conv]\nsize = 3\n" MLP, 3, "[conv] (layer 0) lacks the required key filters");
     expect_error(HEAD "[flatten]\n[linear]\nbias = on\n", 4, "[linear] (layer 1) lacks the required key out");
+    expect_error(HEAD MLP "[add]\nfrom = -1\nconnect = or\n", 8, "expects add, and or iand");
     expect_error(HEAD MLP "[add]\n", 6, "[add] (layer 2) lacks the required key from");
     expect_error(HEAD "[maxpool]\nstride = 2\n" MLP, 3, "lacks the required key size");
     expect_error("[train]\nepochs = 2\n" MLP, 1, "lacks the required key dataset");
@@ -442,6 +443,7 @@ static void test_round_trip(void)
     CHECK_OK(sf_config_set_arg(cfg, "train.data_dir=/data/some where"));
     CHECK_OK(sf_config_set_arg(cfg, "train.std=0.3, 0.2,0.1"));
     CHECK_OK(sf_config_set_arg(cfg, "train.lr=0.123456789"));
+    CHECK_OK(sf_config_set_arg(cfg, "layer5.connect=iand"));
     char *text = NULL, *again = NULL;
     CHECK_OK(sf_config_write(cfg, &text));
     if (!text) return;
@@ -459,6 +461,7 @@ static void test_round_trip(void)
                   isnan(back->train.std[3]),
               "train strings and lists parse back");
         CHECK(back->layers[12].line > cfg->layers[12].line, "the written text has its own line numbers");
+        CHECK(back->layers[5].desc.connect == SF_CONNECT_IAND, "[add] connect parses back");
     }
     const char *readout = strstr(text, "\n[readout]\ntype = leaky\ntau = 4\nloss = ce_per_step\n");
     CHECK(readout && readout > strstr(text, "[linear]") && !strchr(readout + 2, '['),

@@ -1,12 +1,13 @@
-/* test_examples.c — every config in examples/ parses and builds its network, and the configs of the benchmark
- * networks build exactly what the benchmarks time (bench/seed_nets.h): layer for layer the same kind, inputs,
- * output shape, geometry, bias and neuron parameters. */
+/* test_examples.c — every config in examples/ parses and builds its network, the configs of the benchmark networks
+ * build exactly what the benchmarks time (bench/seed_nets.h): layer for layer the same kind, inputs, output shape,
+ * geometry, bias and neuron parameters, and the ImageNet ResNets (SEW and plain, 18/34/50) train a few steps. */
 #include "../bench/seed_nets.h"
 #include "config/config.h"
 #include "core/net_internal.h"
 #include "testutil.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,56 @@ static void test_same_as_benchmark(const char *file, const char *name)
     sf_net_free(b.net);
 }
 
+/* An ImageNet config has torchvision's ResNet's parameter count (the neurons have none) and trains: at 16x16
+ * (image_size, and a global pool of the 1x1 map that is left) with T = 2, B = 2 and lr 0.01, three steps of SGD on
+ * one batch of random images in fp32 on the CPU, each loss finite, the loss falling over the steps and every
+ * parameter tensor moving. */
+static void test_imagenet_trains(const char *file, int64_t torchvision_params)
+{
+    char path[512], pool_key[32];
+    snprintf(path, sizeof path, "%s/%s", SF_EXAMPLES_DIR, file);
+    sf_config *cfg = NULL;
+    sf_net *net = NULL;
+    CHECK_OK(sf_config_load(path, &cfg));
+    if (!cfg) return;
+    snprintf(pool_key, sizeof pool_key, "layer%d.size", cfg->num_layers - 3);
+    CHECK_OK(sf_config_set(cfg, "train.image_size", "16"));
+    CHECK_OK(sf_config_set(cfg, pool_key, "1"));
+    CHECK_OK(sf_config_set(cfg, "train.lr", "0.01"));
+    CHECK_OK(sf_config_build_net(cfg, &net));
+    sf_config_free(cfg);
+    if (!net) return;
+    enum { T = 2, B = 2, N = T * B * 3 * 16 * 16 };
+    CHECK(net->n_params == torchvision_params, "%s: %lld parameters, torchvision's ResNet has %lld", file,
+          (long long)net->n_params, (long long)torchvision_params);
+    CHECK_OK(sf_net_compile(net, T, B));
+    float *x = malloc(N * sizeof *x);
+    tu_randn(x, N, 0.0f, 1.0f, 43);
+    const int32_t labels[B] = {3, 997};
+    int64_t n0, n1;
+    float *before = tu_net_read_role(net, SF_ROLE_PARAM, &n0), losses[3];
+    for (int k = 0; k < 3; k++) {
+        sf_step_result r;
+        CHECK_OK(sf_net_train_step(net, x, labels, &r));
+        losses[k] = r.loss;
+        CHECK(isfinite(r.loss), "%s: step %d: loss %g", file, k, r.loss);
+    }
+    CHECK(losses[2] < losses[0], "%s: losses %g, %g, %g do not fall", file, losses[0], losses[1], losses[2]);
+    float *after = tu_net_read_role(net, SF_ROLE_PARAM, &n1);
+    int64_t off = 0;
+    for (int32_t i = 0; i < sf_net_tensor_count(net, SF_ROLE_PARAM); i++) {
+        sf_tensor_info info;
+        sf_net_tensor_info(net, SF_ROLE_PARAM, i, &info);
+        CHECK(memcmp(before + off, after + off, (size_t)info.numel * sizeof *before) != 0, "%s: %s never changed",
+              file, info.name);
+        off += info.numel;
+    }
+    printf("%s at 16x16: %lld parameters, losses %.4f %.4f %.4f\n", file, (long long)n1, losses[0], losses[1],
+           losses[2]);
+    free(before), free(after), free(x);
+    sf_net_free(net);
+}
+
 int main(void)
 {
     DIR *dir = opendir(SF_EXAMPLES_DIR);
@@ -87,5 +138,12 @@ int main(void)
     test_same_as_benchmark("cifar10_vgg9.ini", "large"); /* W3 = Liang et al.'s Large net with BN */
     test_same_as_benchmark("cifar10_resnet18.ini", "sj_resnet18");
     test_same_as_benchmark("cifar10_resnet34.ini", "sj_resnet34");
+    const int64_t resnet_params[3] = {11689512, 21797672, 25557032}; /* torchvision's resnet18, 34, 50 */
+    const char *depths[3] = {"18", "34", "50"};
+    for (int k = 0; k < 6; k++) {
+        char file[64];
+        snprintf(file, sizeof file, "imagenet_%s_resnet%s.ini", k < 3 ? "sew" : "spiking", depths[k % 3]);
+        test_imagenet_trains(file, resnet_params[k % 3]);
+    }
     return tu_finish("test_examples");
 }

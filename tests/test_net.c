@@ -1,7 +1,8 @@
-/* test_net.c — whole networks against PyTorch (tests/ref/gen_net.py), with every neuron model: loss, every parameter
- * gradient (a PLIF's w too), BN running statistics and a 10-step SGD trajectory, in every memory mode; full,
- * recompute and lean must agree bitwise, recompute must plan fewer saved bytes than full and lean no more than
- * recompute (fewer where a conv or linear layer feeds a neuron), and repeated runs must be bitwise identical. */
+/* test_net.c — whole networks against PyTorch (tests/ref/gen_net.py, gen_sew.py), with every neuron model and each
+ * SEW-ResNet connect function: loss, every parameter gradient (a PLIF's w too), BN running statistics and a 10-step
+ * SGD trajectory, in every memory mode; full, recompute and lean must agree bitwise, recompute must plan fewer saved
+ * bytes than full and lean no more than recompute (fewer where a conv or linear layer feeds a neuron), and repeated
+ * runs must be bitwise identical. */
 #include "testutil.h"
 
 #include <math.h>
@@ -173,6 +174,27 @@ static void build_d(sf_net *net)
     add(net, fc);
 }
 
+/* A small SEW-ResNet (tests/ref/gen_sew.py, tu_add_sew_blocks) with IF neurons (ATan, detach_reset), then a global
+ * avgpool -> flatten -> linear. */
+static void build_sew(sf_net *net, sf_connect cnf)
+{
+    sf_layer_desc n = neuron(SF_NEURON_IF);
+    n.lif.surrogate = SF_SURROGATE_ATAN;
+    n.lif.alpha = 2.0f;
+    n.lif.detach_reset = 1;
+    tu_add_sew_blocks(net, &n, cnf, cnf);
+    sf_layer_desc pool = layer(SF_LAYER_AVGPOOL2D);
+    pool.kernel = 4;
+    add(net, pool);
+    add(net, layer(SF_LAYER_FLATTEN));
+    sf_layer_desc fc = layer(SF_LAYER_LINEAR);
+    fc.out_features = 5;
+    add(net, fc);
+}
+static void build_sew_add(sf_net *net) { build_sew(net, SF_CONNECT_ADD); }
+static void build_sew_and(sf_net *net) { build_sew(net, SF_CONNECT_AND); }
+static void build_sew_iand(sf_net *net) { build_sew(net, SF_CONNECT_IAND); }
+
 static const net_case cases[] = {
     {"net_a.safetensors", 4, 3, 2, 8, 8, SF_READOUT_MEAN, SF_LOSS_CE_MEAN, build_a},
     {"net_b.safetensors", 3, 2, 3, 6, 6, SF_READOUT_LEAKY, SF_LOSS_CE_PER_STEP, build_b},
@@ -181,6 +203,9 @@ static const net_case cases[] = {
     {"net_alif.safetensors", 6, 3, 12, 1, 1, SF_READOUT_LEAKY, SF_LOSS_CE_PER_STEP, build_alif},
     {"net_sj.safetensors", 4, 3, 1, 8, 8, SF_READOUT_MEAN, SF_LOSS_MSE_RATE, build_sj},
     {"net_d.safetensors", 3, 2, 2, 8, 8, SF_READOUT_MEAN, SF_LOSS_CE_MEAN, build_d},
+    {"sew_add.safetensors", 3, 2, 3, 8, 8, SF_READOUT_MEAN, SF_LOSS_CE_MEAN, build_sew_add},
+    {"sew_and.safetensors", 3, 2, 3, 8, 8, SF_READOUT_MEAN, SF_LOSS_CE_MEAN, build_sew_and},
+    {"sew_iand.safetensors", 3, 2, 3, 8, 8, SF_READOUT_MEAN, SF_LOSS_CE_MEAN, build_sew_iand},
 };
 
 static sf_net *make_as(const net_case *c, const sf_safetensors *fx, sf_memory_mode mode, sf_sparse_mode sparse)

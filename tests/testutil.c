@@ -130,6 +130,32 @@ void tu_add_layer(sf_net *net, sf_layer_kind kind, int32_t n, int32_t stride)
     CHECK_OK(sf_net_add(net, &d, NULL));
 }
 
+void tu_add_sew_blocks(sf_net *net, const sf_layer_desc *neuron, sf_connect first, sf_connect second)
+{
+    sf_layer_desc c, g;
+    sf_layer_default_desc(SF_LAYER_CONV2D, &c);
+    sf_layer_default_desc(SF_LAYER_ADD, &g);
+    c.out_channels = 4, c.kernel = 3, c.padding = 1, c.bias = 0;
+    for (int k = 0; k < 3; k++) {
+        CHECK_OK(sf_net_add(net, &c, NULL));
+        tu_add_layer(net, SF_LAYER_BATCHNORM, 0, 0);
+        CHECK_OK(sf_net_add(net, neuron, NULL));
+    }
+    g.input2 = 3, g.connect = first;
+    CHECK_OK(sf_net_add(net, &g, NULL));
+    sf_layer_desc down = c, strided = c;
+    down.out_channels = 6, down.kernel = 1, down.padding = 0, down.stride = 2;
+    strided.out_channels = c.out_channels = 6, strided.stride = 2, strided.input = 10;
+    const sf_layer_desc *convs[3] = {&down, &strided, &c};
+    for (int k = 0; k < 3; k++) {
+        CHECK_OK(sf_net_add(net, convs[k], NULL));
+        tu_add_layer(net, SF_LAYER_BATCHNORM, 0, 0);
+        CHECK_OK(sf_net_add(net, neuron, NULL));
+    }
+    g.input2 = 13, g.connect = second;
+    CHECK_OK(sf_net_add(net, &g, NULL));
+}
+
 float *tu_net_read_role(sf_net *net, sf_tensor_role role, int64_t *n)
 {
     sf_tensor_info info;

@@ -50,6 +50,12 @@ void tu_lif_params_of(const double *v, sf_lif_params *p);
 /* Appends a layer of the small test nets: conv 3×3 (padding 1, stride `stride`, 0 meaning 1) with n filters,
  * linear with n outputs, max-pool 2×2, dropout p = 0.2, or any other kind with its defaults. */
 void tu_add_layer(sf_net *net, sf_layer_kind kind, int32_t n, int32_t stride);
+/* Appends the layers of a small SEW-ResNet (tests/ref/gen_sew.py's layers 0-19) to a net of any image input: a stem
+ * conv 3×3 (4 filters, no bias) → BN → neuron (tensor 3); a basic block conv → BN → neuron → conv → BN → neuron
+ * (t9), connect `first` of t9 with t3 (t10); SEW's downsampling shortcut conv 1×1 stride 2 (6 filters) → BN →
+ * neuron (t13) from t10 beside the strided branch from t10 (conv 3×3/2 → BN → neuron → conv → BN → neuron, t19),
+ * connect `second` of t19 with t13 (t20). Every neuron layer is `neuron`. */
+void tu_add_sew_blocks(sf_net *net, const sf_layer_desc *neuron, sf_connect first, sf_connect second);
 /* Seed paper 000's neuron (tau 2, hard reset, detach_reset, fast_sigmoid β 10) with grad_mode 0: the exact
  * gradient, 1: grad_threshold θ, 2: grad_threshold θ with grad_cut. */
 void tu_seed_neuron(sf_lif_params *p, int grad_mode, float theta);

@@ -7,21 +7,16 @@
  * synchronises after each layer). Usage: bench_w3_vgg9 [steps [fp32|tf32|bf16|fp16 [option=value ...]]]: the
  * precision (default fp32, TF32 off; bf16 and fp16 keep activations in 16 bits) and CUDA options (gb_cuda_options:
  * graph=0, conv_workspace_mib=N, conv_algo=auto|cudnn|gemm|nhwc|nchw|split, deterministic=1).
- * Floor: the convolutions' and linear layers' multiply-adds (forward, backward-data except the first layer's,
- * backward-filter; as direct convolution, so Winograd can run under it) at the GEMM rate of the precision measured
- * in this run, plus the bytes the BN and LIF layers must move in the recompute mode (per element of a BN+LIF input:
- * the statistics read it; the forward reads it and writes spikes; the backward recomputes the spikes, then its two
- * passes read the input and the spikes' gradient and write the input's gradient: 10 elements) at the copy
- * bandwidth; "x floor" is the step over it. The per-layer table puts each layer's profiled times beside its own
- * floor, split the same way: a convolution's or linear layer's multiply-adds at the GEMM rate or its bytes (input,
- * output, weights) at the copy bandwidth, whichever is longer, and in the backward also the rerun of its input where
- * that input is recomputed spikes (2 elements); a fused BN's statistics 1 element, the BN+LIF forward 2 and its
- * backward 3. With SF_BENCH_PROFILE_STEP=1 one more recompute-mode step runs between cudaProfilerStart and
- * cudaProfilerStop, for `ncu --profile-from-start off` (with graph=0, the step's kernels one by one; the plan's
- * measurements stay outside the profiled range). */
+ * Floor (step_floor.h): the convolutions' and linear layers' multiply-adds at the GEMM rate of the precision
+ * measured in this run, plus the bytes the BN and LIF layers must move in the recompute mode (10 elements per
+ * element of a BN+LIF input) at the copy bandwidth; "x floor" is the step over it. The per-layer table puts each
+ * layer's profiled times beside its own floor, split the same way. With SF_BENCH_PROFILE_STEP=1 one more
+ * recompute-mode step runs between cudaProfilerStart and cudaProfilerStop, for `ncu --profile-from-start off` (with
+ * graph=0, the step's kernels one by one; the plan's measurements stay outside the profiled range). */
 #include "core/net_internal.h"
 #include "cuda/cuda_backend.h"
 #include "gpu_bench.h"
+#include "step_floor.h"
 
 #include <cuda_profiler_api.h>
 #include <time.h>
@@ -47,55 +42,6 @@ static sf_net *vgg9(sf_memory_mode mode, sf_precision prec, const sf_cuda_option
     gb_vgg9_layers(net);
     gb_compile_sgd(net, T, B);
     return net;
-}
-
-/* FLOPs of the GEMM work of one training step, and the BN+LIF elements the floor's byte count is taken over. */
-static void floor_terms(const sf_net *net, double *flops, double *bn_lif_elems)
-{
-    *flops = *bn_lif_elems = 0.0;
-    const double rows = (double)(net->T * net->B);
-    for (int32_t i = 0; i < net->n_layers; i++) {
-        const sf_net_layer *l = &net->layers[i];
-        const sf_net_tensor *in = &net->tensors[l->in], *out = &net->tensors[l->out];
-        double mac = 0.0;
-        if (l->d.kind == SF_LAYER_CONV2D)
-            mac = (double)l->conv.n * l->conv.cout * l->conv.cin * l->conv.k * l->conv.k * l->conv.oh * l->conv.ow;
-        if (l->d.kind == SF_LAYER_LINEAR) mac = rows * (double)in->per_sample * (double)out->per_sample;
-        *flops += 2.0 * mac * (in->requires_grad ? 3.0 : 2.0);
-        if (l->d.kind == SF_LAYER_LIF && l->absorbs >= 0) *bn_lif_elems += rows * (double)out->per_sample;
-    }
-}
-
-/* Layer i's own floor in ms, forward and backward (the top of this file), at `rate` FLOP/s and `bw` GB/s. */
-static void layer_floor(const sf_net *net, int32_t i, double rate, double bw, double *fwd, double *bwd)
-{
-    const sf_net_layer *l = &net->layers[i];
-    const sf_net_tensor *in = &net->tensors[l->in], *out = &net->tensors[l->out];
-    const double rows = (double)(net->T * net->B), es = (double)sf_scalar_size(net->be->act);
-    const double ms_per_elem = es / (bw * 1e9) * 1e3, x = rows * (double)in->per_sample,
-                 y = rows * (double)out->per_sample;
-    double mac = 0.0, w = 0.0;
-    *fwd = *bwd = 0.0;
-    if (l->d.kind == SF_LAYER_CONV2D) {
-        mac = (double)l->conv.n * l->conv.cout * l->conv.cin * l->conv.k * l->conv.k * l->conv.oh * l->conv.ow;
-        w = (double)l->conv.cout * l->conv.cin * l->conv.k * l->conv.k;
-    }
-    if (l->d.kind == SF_LAYER_LINEAR) {
-        mac = x * (double)out->per_sample;
-        w = (double)in->per_sample * (double)out->per_sample;
-    }
-    if (mac > 0.0) {
-        const double flop_ms = 2.0 * mac / rate * 1e3;
-        *fwd = fmax(flop_ms, (x + y + w) * ms_per_elem);
-        *bwd =
-            fmax(flop_ms * (in->requires_grad ? 2.0 : 1.0), (x + y + w + (in->requires_grad ? x : 0.0)) * ms_per_elem);
-        if (in->keep == SF_KEEP_RECOMPUTE) *bwd += 2.0 * x * ms_per_elem;
-    } else if (l->d.kind == SF_LAYER_BATCHNORM && l->absorbed) {
-        *fwd = x * ms_per_elem;
-    } else if (l->d.kind == SF_LAYER_LIF && l->absorbs >= 0) {
-        *fwd = 2.0 * x * ms_per_elem;
-        *bwd = 3.0 * x * ms_per_elem;
-    }
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -143,9 +89,7 @@ int main(int argc, char **argv)
         qsort(ts, (size_t)steps, sizeof *ts, cmp_double);
         sf_memory_plan plan;
         GB_OK(sf_net_memory_plan(net, &plan));
-        double flops, elems;
-        floor_terms(net, &flops, &elems);
-        double floor_ms = (flops / rate + 10.0 * elems * (double)sf_scalar_size(net->be->act) / (bw * 1e9)) * 1e3;
+        const double floor_ms = gb_step_floor_ms(net, rate, bw);
         printf("%-10s %9.2f %9.4f %9.2f %8.2f %12.0f %12.0f %12.0f %10.0f %9s\n", mode ? "recompute" : "full",
                ts[steps / 2], r.loss, floor_ms, ts[steps / 2] / floor_ms, plan.total / 1048576.0,
                sf_net_peak_bytes(net) / 1048576.0, gb_used_mib() - base, plan.saved / 1048576.0,
@@ -163,7 +107,7 @@ int main(int argc, char **argv)
             double sf = 0, sb = 0, ff = 0, fb = 0;
             for (int32_t i = 0; i < nl; i++) {
                 double lf, lb;
-                layer_floor(net, i, rate, bw, &lf, &lb);
+                gb_layer_floor(net, i, rate, bw, &lf, &lb);
                 const double f = lt[i].forward_ms / 3, b = lt[i].backward_ms / 3;
                 printf("%5d %-10s %8.3f %8.3f %9.3f %9.3f %7.2f %7.2f\n", i, sf_layer_kind_name(net->layers[i].d.kind),
                        f, b, lf, lb, lf > 0 ? f / lf : 0.0, lb > 0 ? b / lb : 0.0);

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # w11_loader.sh — workload W11 on a GPU host (docs/notebook/perf.md, W11): the image-folder loader alone (bench_imagefolder:
 # RandomResizedCrop(224) + flip + normalisation into page-locked [256, 3, 224, 224] batches, THREADS threads) against
-# torchvision's ImageFolder + PIL with 16 workers (peers_w9_w10.py loader) on the same JPEGs, then a W9-sized
-# training run (Spiking ResNet-18 of examples/cifar10_resnet18.ini at 224×224, T=4, batch 32, bf16, one epoch of
-# the folder) and the share of its training time the steps waited for their batch.
+# torchvision's ImageFolder + PIL with 16 workers (peers_w9_w10.py loader) on the same JPEGs, then a W9 training run
+# (SEW-ResNet-18 of examples/imagenet_sew_resnet18.ini at 224×224, T=4, batch 32, bf16, one epoch of the folder, its
+# last layer cut to the folder's 12 classes) and the share of its training time the steps waited for their batch.
 # Usage: bench/gpu/w11_loader.sh BIN_DIR [threads (16)]
 # BIN_DIR holds spikefuse, bench_imagefolder and make_imagefolder (SF_BUNDLE_PROGS="bench_imagefolder
 # make_imagefolder" tests/gpu_bundle.sh build-cuda packs them with the libraries they need). Environment: OUT
@@ -37,11 +37,10 @@ if [ "$(realpath /tmp/jpegs)" != "$(realpath "$dir/train")" ]; then
     "$bin/bench_imagefolder" "$OUT/peer_folder" "$threads" 3 256 224 cuda | tee "$OUT/w11_spikefuse_peer_folder.jsonl"
 fi
 
-echo "== a W9-sized training run fed by the loader: the steps' wait for data"
+echo "== a W9 training run fed by the loader: the steps' wait for data"
 rm -rf "$OUT/train_run"
-"$bin/spikefuse" train examples/cifar10_resnet18.ini --device cuda --out "$OUT/train_run" \
-    --set train.dataset=imagefolder --set train.data_dir="$dir" --set train.classes=12 --set train.image_size=224 \
-    --set layer66.size=7 --set layer68.out=12 --set train.batch=32 --set train.epochs=1 \
+"$bin/spikefuse" train examples/imagenet_sew_resnet18.ini --device cuda --out "$OUT/train_run" \
+    --set train.data_dir="$dir" --set train.classes=12 --set layer71.out=12 --set train.epochs=1 \
     --set train.precision=bf16 --set train.data_threads="$threads" --set train.log_every=50 2>&1 | tail -3
 "${PYTHON:-python3}" - "$OUT/train_run/metrics.jsonl" <<'PYEOF'
 import json, sys

@@ -9,6 +9,7 @@ from ._lib import Device, LifParams
 LAYER_KINDS = ("linear", "conv2d", "avgpool2d", "maxpool2d", "flatten", "dropout", "batchnorm", "lif", "add", "rlif",
                "tokens", "layernorm", "ssa", "sdsa", "token_mean")
 READOUTS = ("mean", "leaky")
+CONNECTS = ("add", "and", "iand")
 ROLE_PARAM, ROLE_BUFFER = 0, 2
 
 
@@ -19,7 +20,8 @@ class LayerDesc(ctypes.Structure):
                 ("stride", ctypes.c_int32), ("padding", ctypes.c_int32), ("bias", ctypes.c_int32),
                 ("dropout_p", ctypes.c_float), ("bn_eps", ctypes.c_float), ("bn_momentum", ctypes.c_float),
                 ("lif", LifParams), ("sparse", ctypes.c_int32), ("init_gain", ctypes.c_float),
-                ("heads", ctypes.c_int32), ("attn_scale", ctypes.c_float)]
+                ("heads", ctypes.c_int32), ("attn_scale", ctypes.c_float),
+                ("connect", ctypes.c_int32)]
 
     @property
     def kind_name(self):

@@ -25,6 +25,7 @@ static const char *const surrogate_names[] = {"sigmoid", "atan", "fast_sigmoid",
 static const char *const sparse_names[] = {"off", "auto", "on", NULL}; /* sf_sparse_mode order */
 static const char *const model_names[] = {"lif", "plif", "if", "alif", NULL}; /* sf_neuron_model order */
 static const char *const cifar100_label_names[] = {"fine", "coarse", NULL};    /* coarse_labels 0, 1 */
+static const char *const connect_names[] = {"add", "and", "iand", NULL};        /* sf_connect order */
 
 #define BIG 1e30
 #define SF_CONFIG_STRING_MAX 180
@@ -166,6 +167,8 @@ const sf_key_spec sf_layer_keys[] = {
     {.name = "heads", .type = SF_V_INT32, .offset = DESC(heads), .min = 1, .max = 65536, .kinds = K(SF_LAYER_SSA)},
     {.name = "scale", .type = SF_V_FLOAT, .offset = DESC(attn_scale), .min = -BIG, .max = BIG,
      .kinds = K(SF_LAYER_SSA)},
+    {.name = "connect", .type = SF_V_ENUM, .offset = DESC(connect), .choices = connect_names,
+     .kinds = K(SF_LAYER_ADD)},
 };
 const int sf_num_layer_keys = (int)(sizeof sf_layer_keys / sizeof sf_layer_keys[0]);
 

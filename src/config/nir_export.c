@@ -331,7 +331,10 @@ static sf_status export_layer(exporter *e, int32_t i)
     case SF_LAYER_CONV2D: return export_conv(e, i, in, out);
     case SF_LAYER_AVGPOOL2D: return export_avgpool(e, i, in, out);
     case SF_LAYER_LIF: return export_lif(e, i, in, out);
-    case SF_LAYER_ADD: return export_add(in, &e->t[d->input2], out);
+    case SF_LAYER_ADD:
+        if (d->connect != SF_CONNECT_ADD) /* NIR has sums of edges, no products of spikes */
+            return sf_fail(SF_ERR_UNSUPPORTED, "connect = %s has no NIR node", sf_connect_name((sf_connect)d->connect));
+        return export_add(in, &e->t[d->input2], out);
     case SF_LAYER_BATCHNORM:
         SF_TRY(fold_batchnorm(e, i, in));
         *out = *in;

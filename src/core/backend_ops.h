@@ -130,6 +130,12 @@ SF_OP(sf_status, add, (sf_backend *be, int64_t n, const float *a, const float *b
 SF_OP(sf_status, axpy, (sf_backend *be, int64_t n, float alpha, const float *x, float *y))
 SF_OP(sf_status, u8_to_act, (sf_backend *be, int64_t n, const uint8_t *x, float *y))
 SF_OP(sf_status, act_to_u8, (sf_backend *be, int64_t n, const float *x, uint8_t *y))
+/* ---- SEW-ResNet's product connect functions (sf_connect, AND or IAND) over n values: y = a·b or (1 − a)·b. The
+ * backward writes da = dy·∂y/∂a and db = dy·∂y/∂b (AND: b·dy and a·dy; IAND: −b·dy and (1 − a)·dy); NULL for
+ * either: not wanted, and then the input it alone reads (b for da, a for db) may be NULL. ADD is the add op. */
+SF_OP(sf_status, connect_forward, (sf_backend *be, sf_connect c, int64_t n, const float *a, const float *b, float *y))
+SF_OP(sf_status, connect_backward,
+      (sf_backend *be, sf_connect c, int64_t n, const float *a, const float *b, const float *dy, float *da, float *db))
 
 /* ---- Spiking transformers over tokens [T·B, n, d] (core/transformer.h says what each op computes, its shapes and
  * strides): LayerNorm, the SSA's attention product, the per-channel token products (the SDSA, a mean over tokens). */

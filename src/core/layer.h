@@ -73,6 +73,9 @@ struct sf_layer_ops {
     void (*weight_shape)(const sf_net_layer *l, sf_tensor_info *info);
     /* The name sf_net_summary shows; NULL: the kind's name. */
     const char *(*label)(const sf_net_layer *l);
+    /* Is the output spikes where the inputs are, for a kind where the layer's description decides (add's connect)?
+     * NULL: SF_KIND_PASSES_SPIKES alone says. */
+    bool (*passes_spikes)(const sf_net_layer *l);
 
     /* ---- the memory plan (plan.c), in the order sf_net_plan_memory asks */
     /* Looks at layer index and the one after it: may make this one absorbed into the next (SF_KIND_RUNS_BN). */
@@ -123,6 +126,12 @@ struct sf_layer_ops {
 const sf_layer_ops *sf_layer_ops_of(sf_layer_kind kind);
 
 static inline bool sf_kind_has(const sf_net_layer *l, uint32_t flag) { return (l->ops->flags & flag) != 0; }
+
+/* Is layer l's output spikes where its inputs are (its kind's flag, or its hook)? */
+static inline bool sf_layer_passes_spikes(const sf_net_layer *l)
+{
+    return sf_kind_has(l, SF_KIND_PASSES_SPIKES) || (l->ops->passes_spikes && l->ops->passes_spikes(l));
+}
 
 /* Input k (0, 1) of layer l: the tensor id, -1 past the kind's inputs. */
 static inline int32_t sf_layer_input(const sf_net_layer *l, int32_t k)

@@ -64,7 +64,7 @@ static void build_tensors(sf_net *net)
             o->requires_grad |= x->requires_grad;
             net->tensors[x->alias_of].consumers++;
         }
-        o->binary = sf_kind_has(l, SF_KIND_SPIKES) || (sf_kind_has(l, SF_KIND_PASSES_SPIKES) && inputs_binary);
+        o->binary = sf_kind_has(l, SF_KIND_SPIKES) || (sf_layer_passes_spikes(l) && inputs_binary);
         if (sf_kind_has(l, SF_KIND_ALIAS)) o->alias_of = net->tensors[l->in].alias_of;
     }
 }

@@ -16,7 +16,7 @@ bool sf_net_tensor_is_spikes(const sf_net *net, int32_t id)
     if (id == 0) return net->p.input_spikes != 0;
     const sf_net_layer *l = &net->layers[id - 1];
     if (sf_kind_has(l, SF_KIND_SPIKES)) return true;
-    if (!sf_kind_has(l, SF_KIND_PASSES_SPIKES)) return false;
+    if (!sf_layer_passes_spikes(l)) return false;
     for (int32_t k = 0; k < l->ops->inputs; k++)
         if (!sf_net_tensor_is_spikes(net, sf_layer_input(l, k))) return false;
     return true;

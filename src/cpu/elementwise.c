@@ -1,5 +1,5 @@
-/* elementwise.c — element-wise helpers of the CPU backend: add, axpy, spike format conversions, and the NaN/Inf
- * check that stops training on a non-finite loss or gradient. */
+/* elementwise.c — element-wise helpers of the CPU backend: add, axpy, spike format conversions, SEW-ResNet's product
+ * connect functions, and the NaN/Inf check that stops training on a non-finite loss or gradient. */
 #include "cpu/cpu_layers.h"
 #include "cpu/parallel.h"
 
@@ -42,6 +42,40 @@ sf_status sf_cpu_op_act_to_u8(sf_backend *be, int64_t n, const float *x, uint8_t
     SF_TRY(check_n("act_to_u8", n));
 #pragma omp parallel for simd schedule(static) if (n >= SF_CPU_PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = (uint8_t)(x[i] != 0.0f);
+    return SF_OK;
+}
+
+static sf_status check_connect(const char *op, sf_connect c, int64_t n)
+{
+    SF_TRY(check_n(op, n));
+    if (c != SF_CONNECT_AND && c != SF_CONNECT_IAND)
+        return sf_fail(SF_ERR_INVALID, "%s: connect %d is not and or iand", op, (int)c);
+    return SF_OK;
+}
+
+sf_status sf_cpu_op_connect_forward(sf_backend *be, sf_connect c, int64_t n, const float *a, const float *b, float *y)
+{
+    SF_TRY(check_connect("connect_forward", c, n));
+    const float sign = c == SF_CONNECT_AND ? 1.0f : -1.0f, offset = c == SF_CONNECT_AND ? 0.0f : 1.0f;
+#pragma omp parallel for simd schedule(static) if (n >= SF_CPU_PARALLEL_MIN)
+    for (int64_t i = 0; i < n; i++) y[i] = (offset + sign * a[i]) * b[i];
+    return SF_OK;
+}
+
+/* y = (offset + sign·a)·b: ∂y/∂a = sign·b, ∂y/∂b = offset + sign·a. */
+sf_status sf_cpu_op_connect_backward(sf_backend *be, sf_connect c, int64_t n, const float *a, const float *b,
+                                     const float *dy, float *da, float *db)
+{
+    SF_TRY(check_connect("connect_backward", c, n));
+    const float sign = c == SF_CONNECT_AND ? 1.0f : -1.0f, offset = c == SF_CONNECT_AND ? 0.0f : 1.0f;
+    if (da) {
+#pragma omp parallel for simd schedule(static) if (n >= SF_CPU_PARALLEL_MIN)
+        for (int64_t i = 0; i < n; i++) da[i] = sign * b[i] * dy[i];
+    }
+    if (db) {
+#pragma omp parallel for simd schedule(static) if (n >= SF_CPU_PARALLEL_MIN)
+        for (int64_t i = 0; i < n; i++) db[i] = (offset + sign * a[i]) * dy[i];
+    }
     return SF_OK;
 }
 

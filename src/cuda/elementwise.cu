@@ -1,5 +1,5 @@
-/* elementwise.cu — add, axpy and the spike byte conversions on the backend's activation type, and the NaN/Inf check
- * (of float data: the loss and the parameter gradients). */
+/* elementwise.cu — add, axpy, the spike byte conversions and SEW-ResNet's product connect functions on the backend's
+ * activation type, and the NaN/Inf check (of float data: the loss and the parameter gradients). */
 #include "cuda/act.cuh"
 #include "cuda/ops.cuh"
 
@@ -18,6 +18,23 @@ template <class T> __global__ void u8_to_act_kernel(int64_t n, const uint8_t *x,
 template <class T> __global__ void act_to_u8_kernel(int64_t n, const T *x, uint8_t *y)
 {
     SF_CUDA_GRID_STRIDE(i, n) y[i] = sf_widen(x[i]) != 0.0f;
+}
+/* The connect functions as y = (offset + sign·a)·b: AND sign 1, offset 0; IAND sign −1, offset 1. */
+template <class T> __global__ void connect_kernel(int64_t n, float sign, float offset, const T *a, const T *b, T *y)
+{
+    SF_CUDA_GRID_STRIDE(i, n) y[i] = sf_narrow<T>((offset + sign * sf_widen(a[i])) * sf_widen(b[i]));
+}
+/* ∂y/∂a = sign·b, ∂y/∂b = offset + sign·a; da or db NULL: not written. */
+template <class T>
+__global__ void connect_backward_kernel(int64_t n, float sign, float offset, const T *a, const T *b, const T *dy,
+                                        T *da, T *db)
+{
+    SF_CUDA_GRID_STRIDE(i, n)
+    {
+        const float g = sf_widen(dy[i]);
+        if (da) da[i] = sf_narrow<T>(sign * sf_widen(b[i]) * g);
+        if (db) db[i] = sf_narrow<T>((offset + sign * sf_widen(a[i])) * g);
+    }
 }
 __global__ void finite_kernel(int64_t n, const float *x, float *flag)
 {
@@ -60,6 +77,27 @@ sf_status sf_cuda_op_u8_to_act(sf_backend *be, int64_t n, const uint8_t *x, floa
 sf_status sf_cuda_op_act_to_u8(sf_backend *be, int64_t n, const float *x, uint8_t *y)
 {
     SF_EW_ACT_LAUNCH(act_to_u8_kernel, be, n, (const T *)x, y);
+}
+static sf_status check_connect(const char *op, sf_connect c)
+{
+    if (c != SF_CONNECT_AND && c != SF_CONNECT_IAND)
+        return sf_fail(SF_ERR_INVALID, "%s: connect %d is not and or iand", op, (int)c);
+    return SF_OK;
+}
+sf_status sf_cuda_op_connect_forward(sf_backend *be, sf_connect c, int64_t n, const float *a, const float *b, float *y)
+{
+    SF_TRY(check_connect("connect_forward", c));
+    const float sign = c == SF_CONNECT_AND ? 1.0f : -1.0f, offset = c == SF_CONNECT_AND ? 0.0f : 1.0f;
+    SF_EW_ACT_LAUNCH(connect_kernel, be, n, sign, offset, (const T *)a, (const T *)b, (T *)y);
+}
+sf_status sf_cuda_op_connect_backward(sf_backend *be, sf_connect c, int64_t n, const float *a, const float *b,
+                                      const float *dy, float *da, float *db)
+{
+    SF_TRY(check_connect("connect_backward", c));
+    if (!da && !db) return SF_OK;
+    const float sign = c == SF_CONNECT_AND ? 1.0f : -1.0f, offset = c == SF_CONNECT_AND ? 0.0f : 1.0f;
+    SF_EW_ACT_LAUNCH(connect_backward_kernel, be, n, sign, offset, (const T *)a, (const T *)b, (const T *)dy, (T *)da,
+                     (T *)db);
 }
 sf_status sf_cuda_op_check_finite(sf_backend *be, int64_t n, const float *x, float *flag)
 {

@@ -6,7 +6,8 @@
  * LIF backward), and a conv → BN → LIF → linear → BN → LIF → linear net (recompute, and BN statistics merged
  * over the time segments, and over the data ranks with SYNC_BN), also with a second conv block under conv_algo =
  * nhwc and memory = lean, which on a GPU keeps the first block's tensors NHWC ([rows, C, 1] to BN and LIF, rows split
- * over time) and reruns every conv and linear layer in the backward.
+ * over time) and reruns every conv and linear layer in the backward, and a small SEW-ResNet (tu_add_sew_blocks: an
+ * ADD block, then a downsampling block with IAND; recompute).
  * What must hold (≤ 1e-5 relative, float sums in another order): the loss of every step (averaged over the data
  * ranks), every gradient after the all-reduce, the parameters after three SGD-momentum steps, this process's slice of
  * the output; the spike count of every LIF layer summed over all processes equals the reference's exactly. Then bad
@@ -24,9 +25,18 @@
 static sf_dist *g_dist;
 static sf_device g_dev;
 
-typedef enum { NET_MLP, NET_MLP_LEAKY, NET_CONV_BN, NET_CONV_NHWC, NET_SPIKES_OUT, NET_SPARSE, NET_RLIF } net_kind;
-static const char *const net_names[] = {"mlp",        "mlp-leaky",  "conv-bn",    "conv-nhwc",
-                                        "spikes-out", "mlp-sparse", "rlif-sparse"};
+typedef enum {
+    NET_MLP,
+    NET_MLP_LEAKY,
+    NET_CONV_BN,
+    NET_CONV_NHWC,
+    NET_SPIKES_OUT,
+    NET_SPARSE,
+    NET_RLIF,
+    NET_SEW
+} net_kind;
+static const char *const net_names[] = {"mlp",        "mlp-leaky",  "conv-bn",     "conv-nhwc",
+                                        "spikes-out", "mlp-sparse", "rlif-sparse", "sew-resnet"};
 
 static void add_model(sf_net *net, sf_layer_kind kind, int32_t size, sf_neuron_model model)
 {
@@ -50,6 +60,7 @@ static sf_net *build(net_kind kind)
     sf_net_default_params(&p);
     p.device = g_dev;
     p.seed = 11;
+    if (kind == NET_SEW) p.in_channels = 2, p.in_height = 6, p.in_width = 6;
     if (kind == NET_CONV_BN || kind == NET_CONV_NHWC) {
         p.in_channels = 2, p.in_height = 5, p.in_width = 5;
         if (kind == NET_CONV_NHWC) { /* the first block's tensors NHWC on a GPU; the backward reruns the convs */
@@ -78,6 +89,13 @@ static sf_net *build(net_kind kind)
         add(net, SF_LAYER_LINEAR, 24);
         add(net, SF_LAYER_BATCHNORM, 0);
         add(net, SF_LAYER_LIF, 0);
+        add(net, SF_LAYER_LINEAR, 4);
+    } else if (kind == NET_SEW) { /* SEW-ResNet's blocks: ADD, then IAND beside the downsampling shortcut */
+        sf_layer_desc n;
+        sf_layer_default_desc(SF_LAYER_LIF, &n);
+        n.lif.v_threshold = 0.3f;
+        tu_add_sew_blocks(net, &n, SF_CONNECT_ADD, SF_CONNECT_IAND);
+        add(net, SF_LAYER_FLATTEN, 0);
         add(net, SF_LAYER_LINEAR, 4);
     } else if (kind == NET_RLIF) { /* W5weak's layers (W4rec), data parallel only */
         add(net, SF_LAYER_LINEAR, 32);
@@ -399,6 +417,7 @@ int main(int argc, char **argv)
     if (R == 1 || dp.sync_bn) {
         compare_run(NET_CONV_BN, T, B);
         compare_run(NET_CONV_NHWC, T, B);
+        compare_run(NET_SEW, T, B);
     }
     bad_input();
     char name[64];

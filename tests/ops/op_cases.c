@@ -6,9 +6,9 @@
 #include "op_harness.h"
 
 extern const op_family op_memory, op_lif, op_lif_compact, op_lif_masked, op_bn, op_bn_merge, op_bn_lif, op_rlif,
-    op_linear, op_binary_linear, op_conv, op_conv_lean, op_pool, op_dropout, op_elementwise, op_check_finite,
-    op_readout, op_optim, op_convert, op_spikes, op_spike_linear, op_graph, op_layernorm, op_ssa, op_token,
-    op_transpose;
+    op_linear, op_binary_linear, op_conv, op_conv_lean, op_pool, op_dropout, op_elementwise, op_connect,
+    op_check_finite, op_readout, op_optim, op_convert, op_spikes, op_spike_linear, op_graph, op_layernorm, op_ssa,
+    op_token, op_transpose;
 
 /* A LIF over [T, N] (N = n: B = 1) with `var` variants of the option sweep, and a neuron over [T, B, C, hw] with the
  * state carried in and out over all 32. */
@@ -287,6 +287,8 @@ const op_case op_cases[] = {
     {.f = &op_dropout, .prec = OP_ACT, .T = 1, .n = 1},
     {.f = &op_elementwise, .prec = OP_ACT, .n = 3003},
     {.f = &op_elementwise, .prec = OP_ACT, .n = 1},
+    {.f = &op_connect, .prec = OP_ACT, .variants = 2, .n = 3003},
+    {.f = &op_connect, .prec = OP_ACT, .variants = 2, .n = 1},
     {.f = &op_check_finite, .prec = OP_ALL, .n = 3003},
     {.f = &op_readout, .prec = OP_ACT, .variants = 5, .T = 4, .B = 5, .n = 10},
     {.f = &op_readout, .prec = OP_ACT, .variants = 5, .T = 1, .B = 1, .n = 3},

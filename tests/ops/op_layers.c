@@ -425,6 +425,37 @@ static void run_elementwise(op_harness *h, const op_case *c, int v)
 OP_FAMILY(op_elementwise, "elementwise", run_elementwise, SF_BACKEND_OP_add, SF_BACKEND_OP_axpy,
           SF_BACKEND_OP_act_to_u8, SF_BACKEND_OP_u8_to_act);
 
+/* connect_forward and connect_backward, AND (variant 0) and IAND (1), over c->n values: spikes a and b (40% and 60%
+ * ones), a normal dy; the backward again wanting one gradient (the other and the input it reads NULL), which must
+ * equal the pair's. No plain formulation. Exact: products of 0/1 and ±1 with dy. */
+static void run_connect(op_harness *h, const op_case *c, int v)
+{
+    const sf_connect cn = v == 0 ? SF_CONNECT_AND : SF_CONNECT_IAND;
+    const size_t m = (size_t)c->n;
+    snprintf(h->what, sizeof h->what, "connect %s n=%zu", sf_connect_name(cn), m);
+    float *ha = op_host_spikes(1, (int64_t)m, 0.4, false, 64), *hb = op_host_spikes(1, (int64_t)m, 0.6, false, 65);
+    op_ten a = op_in(h, OP_ACTV, m, ha), b = op_in(h, OP_ACTV, m, hb), dy = op_randn(h, OP_ACTV, m, 0.0f, 1.0f, 66);
+    free(ha), free(hb);
+    op_ten y = op_out(h, OP_ACTV, m), da = op_out(h, OP_ACTV, m), db = op_out(h, OP_ACTV, m);
+    op_ten da_only = op_out(h, OP_ACTV, m), db_only = op_out(h, OP_ACTV, m);
+    OP_SIDES(s)
+    {
+        OP(h, s, connect_forward, cn, (int64_t)m, OP_P(a, s), OP_P(b, s), OP_P(y, s));
+        OP(h, s, connect_backward, cn, (int64_t)m, OP_P(a, s), OP_P(b, s), OP_P(dy, s), OP_P(da, s), OP_P(db, s));
+        OP(h, s, connect_backward, cn, (int64_t)m, NULL, OP_P(b, s), OP_P(dy, s), OP_P(da_only, s), NULL);
+        OP(h, s, connect_backward, cn, (int64_t)m, OP_P(a, s), NULL, OP_P(dy, s), NULL, OP_P(db_only, s));
+        op_same(h, s, "da alone", &da, &da_only);
+        op_same(h, s, "db alone", &db, &db_only);
+    }
+    op_cmp(h, "forward", &y, OP_TOL_EXACT);
+    op_cmp(h, "da", &da, OP_TOL_EXACT);
+    op_cmp(h, "db", &db, OP_TOL_EXACT);
+    op_free(h, &a), op_free(h, &b), op_free(h, &dy), op_free(h, &y), op_free(h, &da), op_free(h, &db);
+    op_free(h, &da_only), op_free(h, &db_only);
+}
+
+OP_FAMILY(op_connect, "connect", run_connect, SF_BACKEND_OP_connect_forward, SF_BACKEND_OP_connect_backward);
+
 /* check_finite over c->n finite values (the flag stays 0), and over values with a NaN and with an Inf (it is set).
  * Exact. */
 static void run_check_finite(op_harness *h, const op_case *c, int v)

@@ -253,6 +253,9 @@ def to_nir(module, sample, dt=1e-4):
     for m, inputs, y in calls:
         name = names[m] or type(m).__name__.lower()
         if isinstance(m, run.Add):
+            if m.connect != "add":
+                raise ValueError(f"to_nir: {name}: connect = {m.connect} has no NIR node (NIR sums edges, it has no "
+                                 "products of spikes)")
             srcs = g.sources(inputs[0], name) + g.sources(inputs[1], name)
             g.shape_of(srcs, name)
             g.result(y, srcs)

@@ -111,9 +111,18 @@ class _Identity(torch.nn.Module):
 
 
 class Add(torch.nn.Module):
-    """The engine's [add]: the sum of two layers' outputs."""
+    """The engine's [add]: two layers' outputs a (the previous layer) and b (`from`) combined by its connect: the
+    sum a + b, or SEW-ResNet's AND a·b or IAND (1 − a)·b."""
+
+    def __init__(self, connect="add"):
+        super().__init__()
+        self.connect = connect
 
     def forward(self, a, b):
+        if self.connect == "and":
+            return a * b
+        if self.connect == "iand":
+            return (1.0 - a) * b
         return a + b
 
 
@@ -256,7 +265,7 @@ def _module_of(d, in_chw):
     if kind == "lif":
         return _neuron_of_params(d.lif, C)
     if kind == "add":
-        return Add()
+        return Add(_net.CONNECTS[d.connect])
     if kind == "rlif":
         return RecurrentLIF(C * in_chw[1] * in_chw[2], d.lif)
     return None
