@@ -162,3 +162,26 @@ class SeqToANNContainer(torch.nn.Sequential):
 
     def forward(self, x):
         return super().forward(x.flatten(0, 1)).unflatten(0, x.shape[:2])
+
+
+def _multi_step(cls):
+    """SpikingJelly's layer.<cls> wrapper: torch's layer with a step mode; in 'm' it runs on the T·B steps of
+    [T, B, ...] alone."""
+
+    class Wrapper(cls):
+        def __init__(self, *args, step_mode="s", **kw):
+            super().__init__(*args, **kw)
+            self.step_mode = step_mode
+
+        def forward(self, x):
+            if self.step_mode == "s":
+                return super().forward(x)
+            return super().forward(x.flatten(0, 1)).unflatten(0, x.shape[:2])
+    Wrapper.__name__ = Wrapper.__qualname__ = cls.__name__
+    Wrapper.__module__ = "spikingjelly.activation_based.layer"
+    return Wrapper
+
+
+Conv2d, Linear, Flatten, MaxPool2d, AvgPool2d, BatchNorm1d = (
+    _multi_step(c) for c in (torch.nn.Conv2d, torch.nn.Linear, torch.nn.Flatten, torch.nn.MaxPool2d,
+                             torch.nn.AvgPool2d, torch.nn.BatchNorm1d))
