@@ -106,7 +106,9 @@ class Network(torch.nn.Module):
     descriptions (spikefuse.torch.network.layer(...), with input_shape (C, H, W) or (N,)).
     device ("cpu", "cuda", "cuda:N"), precision ("fp32", "tf32", "bf16"; 16-bit ones on CUDA), memory ("full",
     "recompute", "lean": what the engine keeps for the backward), seed (initialisation, dropout) and input_spikes
-    (the input holds 0/1 spikes; lists only) default to the config's (or cpu/fp32/recompute/0 for a list).
+    (the input holds 0/1 spikes; lists only) default to the config's (or cpu/fp32/recompute/0 for a list);
+    settings: more config overrides for a file source, as `spikefuse train --set` takes them ({"train.sparse":
+    "off", "layer3.tau": 3}).
 
     forward(x): x is [T, B, *input_shape] float32 on the module's device; returns the last layer's output
     [T, B, *out_shape] (the engine's readout and loss are not used: the loss is torch's). Each call is a fresh
@@ -117,9 +119,11 @@ class Network(torch.nn.Module):
     update the engine's weights in place, the 16-bit copy of a bf16 network is rewritten before every forward."""
 
     def __init__(self, source, input_shape=None, *, device=None, precision=None, memory=None, seed=None,
-                 input_spikes=None):
+                 input_spikes=None, settings=None):
         super().__init__()
         if isinstance(source, (list, tuple)):
+            if settings:
+                raise ValueError("Network: settings are config overrides; give them only with a config or run")
             if input_shape is None:
                 raise ValueError("Network(list of layers) needs input_shape: (C, H, W) or (N,)")
             descs = [d if isinstance(d, LayerDesc) else layer(**d) for d in source]
@@ -134,7 +138,9 @@ class Network(torch.nn.Module):
                                  "layers")
             overrides = {"train.device": device, "train.precision": precision, "train.memory": memory,
                          "train.seed": seed}
-            engine = _engine.Engine.from_file(source, {k: v for k, v in overrides.items() if v is not None})
+            overrides = {k: v for k, v in overrides.items() if v is not None}
+            overrides.update(settings or {})
+            engine = _engine.Engine.from_file(source, overrides)
         self._engine = engine
         p = engine.params
         kind, index = engine.device
