@@ -3,6 +3,7 @@ layer (its memory plan, convolution choices, fused BN + LIF, no Python between l
 node whose backward is the engine's, returning the input's gradient too. Parameters and batch norm statistics are
 torch tensors over the engine's own memory, so torch's optimizers, schedulers, state_dict and DDP act on the
 engine's values in place."""
+import contextlib
 import ctypes
 
 import torch
@@ -213,12 +214,17 @@ class Network(torch.nn.Module):
                              f"at most; float64 runs only in spikefuse.torch's neuron modules)")
 
     def _sync_in(self):
-        """CUDA: the engine's stream waits for torch's current one (which produced the input); returns it."""
+        """CUDA: the engine's stream waits for torch's current one (which made the input, or updated the
+        parameters); returns it."""
         if self._device.type != "cuda":
             return None
         engine_stream = torch.cuda.ExternalStream(self._engine.stream(), device=self._device)
         engine_stream.wait_stream(torch.cuda.current_stream(self._device))
         return engine_stream
+
+    def _on_device(self):
+        """The network's CUDA device current while the engine launches (it launches on the current device)."""
+        return torch.cuda.device(self._device) if self._device.type == "cuda" else contextlib.nullcontext()
 
     def _sync_out(self, engine_stream, *tensors):
         if engine_stream is None:
@@ -231,13 +237,14 @@ class Network(torch.nn.Module):
     def _run_forward(self, x, training, want_dx=False):
         x = x.detach().contiguous()
         T, B = x.shape[:2]
-        self._engine.compile(T, B, self._engine.input_grad or want_dx)  # once the input's gradient was asked for
-        if self._16bit:
-            self._engine.params_changed()  # the optimizer (or load_state_dict) wrote the fp32 weights in place
         y = torch.empty((T, B) + tuple(self.out_shape), dtype=torch.float32, device=self._device)
-        s = self._sync_in()
-        self._engine.forward(x.data_ptr(), training, y.data_ptr())
-        self._sync_out(s, x, y)
+        with self._on_device():
+            self._engine.compile(T, B, self._engine.input_grad or want_dx)  # once the input's gradient was wanted
+            s = self._sync_in()
+            if self._16bit:
+                self._engine.params_changed()  # the optimizer (or load_state_dict) wrote the fp32 weights in place
+            self._engine.forward(x.data_ptr(), training, y.data_ptr())
+            self._sync_out(s, x, y)
         self._forwards += 1
         return y
 
@@ -245,9 +252,10 @@ class Network(torch.nn.Module):
         dy = dy.contiguous()
         dx = torch.empty(self._engine.compiled_for + tuple(self.input_shape), dtype=torch.float32,
                          device=self._device) if want_dx else None
-        s = self._sync_in()
-        self._engine.backward(dy.data_ptr(), dx.data_ptr() if dx is not None else None)
-        self._sync_out(s, dy, dx)
+        with self._on_device():
+            s = self._sync_in()
+            self._engine.backward(dy.data_ptr(), dx.data_ptr() if dx is not None else None)
+            self._sync_out(s, dy, dx)
         return dx
 
     def forward(self, x):
