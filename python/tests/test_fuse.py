@@ -33,6 +33,7 @@ def sj_conv_net():
         sj.Flatten(step_mode="m"),
         sj.Linear(4 * 2 * 2, 12, step_mode="m"),
         sj.ParametricLIFNode(init_tau=3.0, v_threshold=0.05, detach_reset=True, step_mode="m"),
+        sj.Dropout(0.0, step_mode="m"),
         sj.Linear(12, 5, bias=False, step_mode="m"),
         sj.IFNode(surrogate_function=sj.ATan(), v_threshold=0.1, v_reset=None, step_mode="m"))
 
@@ -115,7 +116,7 @@ class TestRoundTrip(unittest.TestCase):
         net = self.check(sj_conv_net(), (1, 8, 8), 5)
         self.assertEqual([getattr(net, str(i)).kind for i in range(len(net._modules))],
                          ["conv2d", "batchnorm", "lif", "maxpool2d", "conv2d", "batchnorm", "lif", "avgpool2d",
-                          "flatten", "linear", "lif", "linear", "lif"])
+                          "flatten", "linear", "lif", "dropout", "linear", "lif"])
 
     def test_spikefuse_neurons_and_torch_layers(self):
         self.check(spikefuse_net(), (2, 8, 8), 6)

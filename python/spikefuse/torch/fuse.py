@@ -85,6 +85,12 @@ def _neuron(m):
     return _kernels.lif_params_of(m.lif_params()), getattr(m, "w", None) if isinstance(m, PLIF) else None
 
 
+def _spikingjelly_dropout(m):
+    """SpikingJelly's layer.Dropout: one mask for all steps of a sequence, as the engine's dropout (not a subclass of
+    torch's)."""
+    return type(m).__name__ == "Dropout" and type(m).__module__.startswith("spikingjelly") and hasattr(m, "p")
+
+
 def _descs_of(m, shape, per_step):
     """[(layer description, {engine tensor name: source tensor})] of leaf module m reading per-step shape `shape`;
     _Unsupported where the engine has no such layer."""
@@ -114,7 +120,7 @@ def _descs_of(m, shape, per_step):
             raise _Unsupported(f"Flatten(start_dim={m.start_dim}, end_dim={m.end_dim}) here flattens more than one "
                                f"step's dimensions (the engine's flatten is start_dim={start}, end_dim=-1)")
         return [(layer("flatten"), {})] if len(shape) > 1 else []
-    if isinstance(m, torch.nn.Dropout):
+    if isinstance(m, torch.nn.Dropout) or _spikingjelly_dropout(m):
         return [(layer("dropout", dropout_p=float(m.p)), {})]
     step_layers = (torch.nn.Conv2d, torch.nn.BatchNorm1d, torch.nn.BatchNorm2d, torch.nn.MaxPool2d,
                    torch.nn.AvgPool2d)
