@@ -156,6 +156,16 @@ class TestModule(unittest.TestCase):
         self.assertTrue(torch.equal(mean, moved))
         self.assertFalse(a.requires_grad)
 
+    def test_smaller_eval_batch_keeps_the_plan(self):
+        """An evaluation batch smaller than the plan's runs in it (padded): the same outputs as those samples in a
+        full batch, and no new plan."""
+        net = Network(conv_layers(), input_shape=(2, 8, 8)).eval()
+        x = sample()
+        full = net(x)
+        part = net(x[:, :3])
+        self.assertEqual(net._engine.compiled_for, (3, 4))
+        self.assertTrue(torch.equal(part, full[:, :3]))
+
     def test_errors(self):
         net = Network(conv_layers(), input_shape=(2, 8, 8))
         with self.assertRaisesRegex(ValueError, "T is missing"):

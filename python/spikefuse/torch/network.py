@@ -237,6 +237,12 @@ class Network(torch.nn.Module):
     def _run_forward(self, x, training, want_dx=False):
         x = x.detach().contiguous()
         T, B = x.shape[:2]
+        planned = self._engine.compiled_for
+        if not training and planned and planned[0] == T and planned[1] > B:
+            # evaluation treats every sample alone: a smaller batch (a loader's last) runs in the plan it has,
+            # padded with zeros, instead of planning again
+            pad = torch.zeros((T, planned[1] - B) + tuple(x.shape[2:]), dtype=x.dtype, device=x.device)
+            return self._run_forward(torch.cat([x, pad], 1), False)[:, :B]
         y = torch.empty((T, B) + tuple(self.out_shape), dtype=torch.float32, device=self._device)
         with self._on_device():
             self._engine.compile(T, B, self._engine.input_grad or want_dx)  # once the input's gradient was wanted
