@@ -543,6 +543,7 @@ SF_API sf_status sf_net_tensor_info(const sf_net *net, sf_tensor_role role, int3
 SF_API sf_status sf_net_tensor_read(const sf_net *net, sf_tensor_role role, int32_t i, float *host_dst);
 SF_API sf_status sf_net_tensor_write(sf_net *net, sf_tensor_role role, int32_t i, const float *host_src);
 
+/* For frameworks that hold the tensors in place: see sf_net_forward_device above. */
 SF_API sf_status sf_net_tensor_ptr(sf_net *net, sf_tensor_role role, int32_t i, float **out);
 SF_API sf_status sf_net_params_changed(sf_net *net);
 

@@ -1,8 +1,8 @@
 /* test_net_device.c — a network run on tensors another framework holds (sf_net_forward_device, _backward_device):
  * the same output, parameter gradients and batch norm statistics, bit for bit, as the engine's own step seeded with
  * the same output gradient, in every memory mode; the input's gradient against finite differences of a net linear in
- * its input, and leaving the parameter gradients as they were; parameters written in place through their addresses;
- * and the state errors. */
+ * its input; parameters written in place through their addresses; the state errors, and a spike input that is not
+ * spikes. */
 #include "testutil.h"
 
 #include <math.h>
@@ -199,6 +199,22 @@ static void test_state_errors(void)
     CHECK(s == SF_ERR_STATE && strstr(sf_last_error(), "sf_net_set_input_grad"), "dx unplanned: %s", sf_last_error());
     CHECK(sf_net_backward_device(net, NULL, NULL) == SF_ERR_INVALID, "dy NULL");
     CHECK(sf_net_read_output_grad(net, y) == SF_ERR_STATE, "output grad without a loss");
+    sf_net_free(net);
+
+    sf_net_params p;
+    sf_net_default_params(&p);
+    p.in_channels = 8;
+    p.input_spikes = 1;
+    CHECK_OK(sf_net_create(&p, &net));
+    sf_layer_desc fc = layer(SF_LAYER_LINEAR);
+    fc.out_features = 2;
+    CHECK_OK(sf_net_add(net, &fc, NULL));
+    CHECK_OK(sf_net_compile(net, 1, 1));
+    float spikes[8] = {0, 1, 0, 0, 1, 1, 0, 0}, out[2];
+    CHECK_OK(sf_net_forward_device(net, spikes, 0, out));
+    spikes[3] = 0.5f;
+    s = sf_net_forward_device(net, spikes, 0, out);
+    CHECK(s == SF_ERR_INVALID && strstr(sf_last_error(), "input_spikes"), "0.5 in a spike input: %s", sf_last_error());
     sf_net_free(net);
     free(x), free(y), free(dx);
 }

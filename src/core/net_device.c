@@ -44,6 +44,13 @@ sf_status sf_net_forward_device(sf_net *net, const float *x, int32_t training, f
     net->have_input = true;
     SF_TRY(sf_net_choose_paths(net));
     SF_TRY(sf_net_run_forward(net, training != 0));
+    if (net->tensors[0].compact) { /* input_spikes: the forward flagged any value other than 0 and 1 */
+        float flag;
+        SF_TRY(be->copy_to_host(be, &flag, net->stats + SF_STAT_INPUT_BAD, sizeof flag));
+        if (flag != 0.0f)
+            return sf_fail(SF_ERR_INVALID, "forward: the input holds values other than 0 and 1, but the network "
+                                           "takes spikes (input_spikes)");
+    }
     if (!y) return SF_OK;
     return get_act(be, sf_net_rows(net) * net->tensors[net->n_layers].per_sample, sf_net_act(net, net->n_layers), y);
 }
