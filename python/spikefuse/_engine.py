@@ -158,6 +158,10 @@ class Engine:
         for i, info in enumerate(self.tensor_infos(role)):
             _lib.check(self._f["tensor_write"](self._h, role, i, values[info[0]]), "sf_net_tensor_write")
 
+    def __reduce__(self):
+        raise TypeError("a libspikefuse network handle cannot be copied or pickled (copy the module that holds it: "
+                        "spikefuse.torch.Network supports copy.deepcopy; save its state_dict)")
+
     def __del__(self):
         if getattr(self, "_h", None):
             self._f["free"](self._h)

@@ -3,9 +3,11 @@ gradients bit for bit those of the engine's own step on the same input and outpu
 torch with the same weights (fuse) within 1e-5; parameters and batch norm statistics shared with the engine
 (optimizers, state_dict, clipping), train/eval/no_grad, the input's gradient; 20 optimizer steps equal to the
 CLI trainer's; config files and checkpoints; DDP on 2 ranks (gloo); and the errors."""
+import copy
 import ctypes
 import io
 import os
+import pickle
 import socket
 import subprocess
 import sys
@@ -165,6 +167,22 @@ class TestModule(unittest.TestCase):
         part = net(x[:, :3])
         self.assertEqual(net._engine.compiled_for, (3, 4))
         self.assertTrue(torch.equal(part, full[:, :3]))
+
+    def test_deepcopy(self):
+        """copy.deepcopy makes a second engine network with the same state (not a second owner of the first's);
+        pickling says what to do instead."""
+        net = Network(conv_layers(), input_shape=(2, 8, 8))
+        with torch.no_grad():
+            net(sample())  # running statistics moved
+        twin = copy.deepcopy(net)
+        self.assertIsNot(twin._engine, net._engine)
+        for (n, a), b in zip(net.state_dict().items(), twin.state_dict().values()):
+            self.assertTrue(torch.equal(a, b), n)
+            self.assertNotEqual(a.data_ptr(), b.data_ptr())
+        net.eval(), twin.eval()
+        self.assertTrue(torch.equal(net(sample()), twin(sample())))
+        with self.assertRaisesRegex(TypeError, "state_dict"):
+            pickle.dumps(net)
 
     def test_errors(self):
         net = Network(conv_layers(), input_shape=(2, 8, 8))

@@ -188,6 +188,21 @@ class Network(torch.nn.Module):
         """The engine's summary of the network (layers, shapes, parameter counts)."""
         return self._engine.summary()
 
+    def __deepcopy__(self, memo):
+        """A new engine network with the same layers, options, parameters, statistics and mode."""
+        p = self._engine.params
+        twin = Network(self.layer_descs(), self.input_shape, device=str(self._device), precision=self.precision,
+                       memory=self.memory, seed=int(p.seed), input_spikes=bool(p.input_spikes))
+        twin.load_state_dict(self.state_dict())
+        for mine, theirs in zip(self._params, twin._params):
+            theirs.requires_grad_(mine.requires_grad)
+        memo[id(self)] = twin
+        return twin.train(self.training)
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("spikefuse.torch.Network cannot be pickled (its memory is the engine's): save its "
+                        "state_dict, and build the Network again to load it")
+
     def _apply(self, fn, *args, **kwargs):
         """.to() / .cuda() / .double() may not move the engine's memory: only what leaves every tensor in place."""
         for name, t in list(self.named_parameters()) + list(self.named_buffers()):
