@@ -196,6 +196,10 @@ class TestModule(unittest.TestCase):
         net(sample())
         with self.assertRaisesRegex(RuntimeError, "before the next forward"):
             y1.sum().backward()
+        y = net(sample())
+        y.sum().backward(retain_graph=True)
+        with self.assertRaisesRegex(RuntimeError, "ran already"):
+            y.sum().backward()
         with self.assertRaisesRegex(ValueError, "layer 1 \\(linear\\)"):
             Network([layer("conv2d", out_channels=2), layer("linear", out_features=3)], input_shape=(1, 4, 4))
         with self.assertRaisesRegex(ValueError, "tau"):

@@ -93,6 +93,10 @@ class _NetworkFunction(torch.autograd.Function):
         if module._forwards != ctx.step:
             raise RuntimeError("spikefuse.torch.Network: the engine holds the activations of its last forward only; "
                                "run each backward before the next forward of the same Network")
+        if module._backward_of == ctx.step:
+            raise RuntimeError("spikefuse.torch.Network: this forward's backward ran already (the engine's backward "
+                               "uses up what its forward kept): run the forward again")
+        module._backward_of = ctx.step
         dx = module._run_backward(dy, ctx.want_dx)
         grads = tuple(g.clone() if need else None
                       for g, need in zip(module._grads, ctx.needs_input_grad[2:]))
@@ -169,6 +173,7 @@ class Network(torch.nn.Module):
             getattr(self, owner).register_buffer(attr, t)
         self._params = [getattr(getattr(self, n.split(".", 1)[0]), n.split(".", 1)[1]) for n, _ in params]
         self._forwards = 0
+        self._backward_of = -1  # the forward whose backward ran last
         self._16bit = self.precision in ("bf16", "fp16")
 
     @staticmethod
