@@ -515,6 +515,30 @@ SF_API sf_status sf_net_set_keep_activations(sf_net *net, int32_t on);
  * host [T, B, C, H, W]: after any forward with keep_activations, or after a training forward in SF_MEMORY_FULL. */
 SF_API sf_status sf_net_read_membrane(const sf_net *net, int32_t id, float *out);
 
+/* A compiled network run by another framework (spikefuse.torch.Network), on tensors it holds in the net's device
+ * memory (host memory for the CPU), float32 [T, B, C, H, W] as compiled, in NCHW order; the net's readout and loss
+ * are not used. fp16 is refused (its gradients need the engine's loss scaling: sf_net_train_step); bf16 converts at
+ * the edges. Calls are asynchronous on the net's stream (sf_net_stream) on a CUDA device.
+ *   sf_net_set_input_grad   from the next sf_net_compile on, the backward also computes the input's gradient
+ *   sf_net_forward_device   forward on x (training: batch statistics, dropout, what the backward keeps); y
+ *                           (optional) gets the last layer's output [T, B, ...]
+ *   sf_net_backward_device  after a training forward: the backward from dy, the gradient of the loss with respect to
+ *                           that output; overwrites the parameter gradients (SF_ROLE_GRAD) and, where dx is given
+ *                           (input grad on), writes the input's gradient there
+ *   sf_net_tensor_ptr       the address of named tensor i of a role (float32 on the device, laid out as
+ *                           sf_net_tensor_info says), valid until sf_net_free: parameters, gradients and buffers
+ *                           stay where they are across compiles
+ *   sf_net_params_changed   after the parameters were written in place through those addresses: rewrites the
+ *                           16-bit copy of the weights the GEMMs read (bf16; nothing in fp32)
+ *   sf_net_read_output_grad after sf_net_loss (fp32, one process): the gradient it seeded for the output, to host
+ *                           [T, B, ...] (tests: the same seed given to sf_net_backward_device)
+ *   sf_net_stream           the cudaStream_t the net's work is queued on (NULL on the CPU) */
+SF_API sf_status sf_net_set_input_grad(sf_net *net, int32_t on);
+SF_API sf_status sf_net_forward_device(sf_net *net, const float *x, int32_t training, float *y);
+SF_API sf_status sf_net_backward_device(sf_net *net, const float *dy, float *dx);
+SF_API sf_status sf_net_read_output_grad(const sf_net *net, float *out);
+SF_API void *sf_net_stream(sf_net *net);
+
 /* Firing rate (mean spikes per neuron and step) of each LIF and RLIF layer in the last forward, in layer order.
  * Returns the number of such layers; writes at most `cap` rates. */
 SF_API int32_t sf_net_firing_rates(const sf_net *net, float *rates, int32_t cap);
@@ -541,6 +565,10 @@ SF_API int32_t sf_net_tensor_count(const sf_net *net, sf_tensor_role role);
 SF_API sf_status sf_net_tensor_info(const sf_net *net, sf_tensor_role role, int32_t i, sf_tensor_info *out);
 SF_API sf_status sf_net_tensor_read(const sf_net *net, sf_tensor_role role, int32_t i, float *host_dst);
 SF_API sf_status sf_net_tensor_write(sf_net *net, sf_tensor_role role, int32_t i, const float *host_src);
+
+/* For frameworks that hold the tensors in place: see sf_net_forward_device above. */
+SF_API sf_status sf_net_tensor_ptr(sf_net *net, sf_tensor_role role, int32_t i, float **out);
+SF_API sf_status sf_net_params_changed(sf_net *net);
 
 /* State beyond tensors that a bitwise-exact resume needs: optimizer step count, the RNG position and fp16's loss
  * scale (start with sf_net_get_state's values and change what is restored). */

@@ -2,9 +2,10 @@
 # run_gpu.sh — on a GPU machine without network, from a copy of the repository: installs the package from this
 # checkout (no build isolation: scikit-build-core, cmake, ninja and torch must be there), runs the Python tests
 # (CUDA cases, custom ops, torch.compile, torch.export, autocast), the DDP check on 2 GPUs where the host has them
-# (torchrun, eager and compiled), and the benchmarks: W1 (bench_w1.py) and W3 (bench_w3.py, VGG9 with BNLIF), once
-# per SpikingJelly version. Logs go to $OUT (default /tmp).
-# Usage: python/run_gpu.sh [tests] [ddp] [w1] [w3] — the stages to run (default: all). The library is built in
+# (torchrun, eager, compiled and as one Network), and the benchmarks: W1 (bench_w1.py) and W3 (bench_w3.py, VGG9 with
+# BNLIF), once per SpikingJelly version, and W12 (bench_w12.py: W3 through a Network; beside bench_w3_vgg9 where
+# SF_BENCH_W3 names that program). Logs go to $OUT (default /tmp).
+# Usage: python/run_gpu.sh [tests] [ddp] [w1] [w3] [w12] — the stages to run (default: all). The library is built in
 # build-python/ (kept between calls, so a later call with other stages reinstalls without rebuilding).
 # SPIKEFUSE_WHEELS: optional folders of peer wheels, separated by ':' (e.g. SpikingJelly 2.x with loguru, and
 #   SpikingJelly 0.0.0.0.14, which still has the cupy backend); each goes into its own /tmp/site_N, the tests run
@@ -15,7 +16,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp}
-stages=" ${*:-tests ddp w1 w3} "
+stages=" ${*:-tests ddp w1 w3 w12} "
 want() { [[ $stages == *" $1 "* ]]; }
 [ -d /usr/local/cuda/bin ] && export PATH=/usr/local/cuda/bin:$PATH
 if [ -n "${SPIKEFUSE_DEBS:-}" ] && ! pkg-config --exists libcjson inih libzip 2>/dev/null; then
@@ -53,7 +54,7 @@ gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
 if ! want ddp; then
   :
 elif [ "$gpus" -ge 2 ]; then
-  for flag in "" --compile; do
+  for flag in "" --compile --network; do
     python3 -m torch.distributed.run --standalone --nproc_per_node=2 python/tests/ddp_check.py $flag \
       >"$OUT/ddp_check$flag.log" 2>&1 || rc=1
     grep "ddp_check:" "$OUT/ddp_check$flag.log" || tail -5 "$OUT/ddp_check$flag.log"
@@ -69,4 +70,8 @@ for site in "${sites[@]}"; do
   want w3 && PYTHONPATH=$site PYTHONUNBUFFERED=1 python3 python/bench/bench_w3.py --reps 10 \
     --json "$OUT/bench_w3_$n.json" 2>&1 | tee "$OUT/bench_w3_$n.log"
 done
+if want w12; then
+  PYTHONUNBUFFERED=1 python3 python/bench/bench_w12.py --reps 20 ${SF_BENCH_W3:+--c-bench "$SF_BENCH_W3"} \
+    --json "$OUT/bench_w12.json" 2>&1 | tee "$OUT/bench_w12.log"
+fi
 exit $rc

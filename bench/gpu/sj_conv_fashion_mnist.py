@@ -8,7 +8,10 @@ is left as it is. Usage: python3 sj_conv_fashion_mnist.py DATA_DIR OUT_DIR EPOCH
 With SJ_MATMUL_TF32=1 the script's linear layers run in TF32 too (torch.backends.cuda.matmul.allow_tf32; PyTorch's
 default is fp32 matmuls beside TF32 convolutions), as spikefuse's `precision = tf32` runs them. With SJ_CUDNN_BENCH=1
 cuDNN's autotuner is on (torch.backends.cudnn.benchmark), the fastest setting an informed user has for this script:
-its cupy neurons are kernels torch.compile cannot trace, and the script has no option for it."""
+its cupy neurons are kernels torch.compile cannot trace, and the script has no option for it. With SJ_FUSE=PRECISION
+(fp32, tf32 or bf16) the script runs with one line added after its `net.to(args.device)`: its network's
+conv_fc passed through spikefuse.torch.fuse (a Network in that precision on the same device), the rest of the
+script as it is (W12)."""
 import gzip
 import os
 import runpy
@@ -78,7 +81,29 @@ def main():
         torch.backends.cuda.matmul.allow_tf32 = True
     if os.environ.get("SJ_CUDNN_BENCH") == "1":
         torch.backends.cudnn.benchmark = True
-    runpy.run_module("spikingjelly.activation_based.examples.conv_fashion_mnist", run_name="__main__")
+    name = "spikingjelly.activation_based.examples.conv_fashion_mnist"
+    if os.environ.get("SJ_FUSE"):
+        run_fused(name, os.environ["SJ_FUSE"])
+    else:
+        runpy.run_module(name, run_name="__main__")
+
+
+def run_fused(name, precision):
+    """Runs the script `name` as __main__ with one line after `net.to(args.device)`: net.conv_fc fused into a
+    spikefuse Network of `precision` (the sample gives fuse the shape [T, b, 1, 28, 28] and the device)."""
+    import importlib.util
+    path = importlib.util.find_spec(name).origin
+    with open(path) as f:
+        lines = f.read().split("\n")
+    at = [i for i, line in enumerate(lines) if line.strip() == "net.to(args.device)"]
+    if len(at) != 1:
+        raise SystemExit(f"{path}: expected one line `net.to(args.device)`, found {len(at)}: not the script this "
+                         "harness knows")
+    indent = lines[at[0]][:len(lines[at[0]]) - len(lines[at[0]].lstrip())]
+    lines.insert(at[0] + 1, f"{indent}import spikefuse.torch; net.conv_fc = spikefuse.torch.fuse(net.conv_fc, "
+                            f"torch.zeros(args.T, args.b, 1, 28, 28, device=args.device), precision={precision!r})")
+    code = compile("\n".join(lines), path, "exec")
+    exec(code, {"__name__": "__main__", "__file__": path})
 
 
 if __name__ == "__main__":

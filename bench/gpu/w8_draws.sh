@@ -8,7 +8,9 @@
 # Usage: bench/gpu/w8_draws.sh BIN_DIR DATA_DIR [draws (5)] [first seed (0)] [epochs (3)]
 # BIN_DIR holds the spikefuse CLI; DATA_DIR the four Fashion-MNIST .gz files. Environment: OUT (default ./w8-out);
 # SF_PRECISIONS (default "tf32 bf16"); SJ_MODES (default "fp32 amp"; also "tf32mm": TF32 in their linear layers too,
-# SJ_MATMUL_TF32=1; "ampbench": -amp with cuDNN's autotuner, SJ_CUDNN_BENCH=1, their script's fastest setting);
+# SJ_MATMUL_TF32=1; "ampbench": -amp with cuDNN's autotuner, SJ_CUDNN_BENCH=1, their script's fastest setting;
+# "fusetf32", "fusebf16": their script with its network passed through spikefuse.torch.fuse, SJ_FUSE=tf32, and
+# SJ_FUSE=bf16 with -amp, W12; PYTHONPATH must reach spikefuse then);
 # PAIRS (default "tf32:fp32 bf16:amp", spikefuse precision:SpikingJelly mode); SJ_SITE (default
 # /tmp/sj14) where the SpikingJelly wheel is installed, with PYTHON (default python3: torch, torchvision and cupy).
 set -u -o pipefail
@@ -29,11 +31,13 @@ for i in $(seq 0 $((draws - 1))); do
         pids+=($!)
     done
     for m in ${SJ_MODES:-fp32 amp}; do
-        flag="" tf32mm=0 bench=0
+        flag="" tf32mm=0 bench=0 fuse=""
         [ "$m" = amp ] && flag=-amp
         [ "$m" = ampbench ] && flag=-amp bench=1
         [ "$m" = tf32mm ] && tf32mm=1
-        SJ_MATMUL_TF32=$tf32mm SJ_CUDNN_BENCH=$bench PYTHONPATH=$SJ_SITE${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 \
+        [ "$m" = fusetf32 ] && fuse=tf32
+        [ "$m" = fusebf16 ] && fuse=bf16 flag=-amp
+        SJ_FUSE=$fuse SJ_MATMUL_TF32=$tf32mm SJ_CUDNN_BENCH=$bench PYTHONPATH=$SJ_SITE${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 \
             ${PYTHON:-python3} bench/gpu/sj_conv_fashion_mnist.py "$data" "$OUT/sj-$m-$i" "$epochs" $flag \
             >"$OUT/sj-$m-$i.log" 2>&1 &
         pids+=($!)

@@ -1,13 +1,14 @@
 """ddp_check.py — spikefuse layers under torch.nn.parallel.DistributedDataParallel: each of the ranks takes its part
 of one global batch, and the all-reduced gradients must equal those of one process over the whole batch.
 
-    torchrun --standalone --nproc_per_node=2 python/tests/ddp_check.py [--compile]
+    torchrun --standalone --nproc_per_node=2 python/tests/ddp_check.py [--compile | --network]
 
 One GPU per rank (NCCL) where there are enough, else the CPU (gloo), so it also runs on a machine without GPUs.
 Needs spikefuse importable (the installed package, or PYTHONPATH=python with SPIKEFUSE_LIBRARY). Exits nonzero
 and says which parameter differs when the gradients disagree. The network has no batch norm: DDP normalises each
 rank's part with its own statistics (as SpikingJelly and torch do without SyncBatchNorm), which is another
-function of the batch."""
+function of the batch. --network runs the same network as one spikefuse.torch.Network (the engine's own forward
+and backward) instead of torch layers around spikefuse's neurons."""
 import argparse
 import os
 import sys
@@ -26,6 +27,14 @@ def make_net():
         torch.nn.Flatten(0, 1), torch.nn.Conv2d(2, 8, 3, padding=1), torch.nn.Unflatten(0, (T, -1)),
         LIF(detach_reset=True, keep_state=False), torch.nn.Flatten(2), torch.nn.Linear(8 * 8 * 8, 32),
         LIF(surrogate="atan", keep_state=False), torch.nn.Linear(32, CLASSES))
+
+
+def make_network(device):
+    """make_net's layers as one engine network (its own initialisation, seeded)."""
+    from spikefuse.torch.network import Network, layer
+    return Network([layer("conv2d", out_channels=8, padding=1), layer("lif", detach_reset=True), layer("flatten"),
+                    layer("linear", out_features=32), layer("lif", surrogate="atan"),
+                    layer("linear", out_features=CLASSES)], input_shape=(2, 8, 8), device=str(device), seed=0)
 
 
 def batch():
@@ -55,6 +64,7 @@ def compiler_backend(use_cuda):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--compile", action="store_true", help="wrap the model in torch.compile as well")
+    ap.add_argument("--network", action="store_true", help="the network as one spikefuse.torch.Network")
     args = ap.parse_args()
     use_cuda = torch.cuda.is_available() and torch.cuda.device_count() >= int(os.environ.get("WORLD_SIZE", "1"))
     dist.init_process_group("nccl" if use_cuda else "gloo")
@@ -65,8 +75,9 @@ def main():
     if use_cuda:
         torch.cuda.set_device(device)
     x, y = (t.to(device) for t in batch())
-    reference = gradients(make_net().to(device), x, y)  # one process, the whole batch
-    net = make_net().to(device)
+    build = (lambda: make_network(device)) if args.network else (lambda: make_net().to(device))
+    reference = gradients(build(), x, y)  # one process, the whole batch
+    net = build()
     ddp = torch.nn.parallel.DistributedDataParallel(net, device_ids=[rank] if use_cuda else None)
     model = torch.compile(ddp, backend=compiler_backend(use_cuda)) if args.compile else ddp
     part = GLOBAL_BATCH // world
@@ -81,7 +92,7 @@ def main():
     dist.all_reduce(verdict, op=dist.ReduceOp.MAX)
     ok = verdict.item() <= 1e-5
     if rank == 0:
-        print(f"ddp_check: {world} ranks on {'cuda' if use_cuda else 'cpu'}{' (compiled)' if args.compile else ''}, "
+        print(f"ddp_check: {world} ranks on {'cuda' if use_cuda else 'cpu'}{' (compiled)' if args.compile else ''}{' (Network)' if args.network else ''}, "
               f"torch {torch.__version__}: largest relative gradient difference from one process "
               f"{verdict.item():.2e}{f' ({name} on rank 0)' if name else ''}: {'ok' if ok else 'FAILED'}")
     dist.barrier()  # no rank tears its transport down while another still uses it (gloo aborts otherwise)

@@ -162,3 +162,47 @@ class SeqToANNContainer(torch.nn.Sequential):
 
     def forward(self, x):
         return super().forward(x.flatten(0, 1)).unflatten(0, x.shape[:2])
+
+
+def _multi_step(cls):
+    """SpikingJelly's layer.<cls> wrapper: torch's layer with a step mode; in 'm' it runs on the T·B steps of
+    [T, B, ...] alone."""
+
+    class Wrapper(cls):
+        def __init__(self, *args, step_mode="s", **kw):
+            super().__init__(*args, **kw)
+            self.step_mode = step_mode
+
+        def forward(self, x):
+            if self.step_mode == "s":
+                return super().forward(x)
+            return super().forward(x.flatten(0, 1)).unflatten(0, x.shape[:2])
+    Wrapper.__name__ = Wrapper.__qualname__ = cls.__name__
+    Wrapper.__module__ = "spikingjelly.activation_based.layer"
+    return Wrapper
+
+
+Conv2d, Linear, Flatten, MaxPool2d, AvgPool2d, BatchNorm1d = (
+    _multi_step(c) for c in (torch.nn.Conv2d, torch.nn.Linear, torch.nn.Flatten, torch.nn.MaxPool2d,
+                             torch.nn.AvgPool2d, torch.nn.BatchNorm1d))
+
+
+class Dropout(torch.nn.Module):
+    """SpikingJelly's layer.Dropout: one mask for every step of a sequence (a MemoryModule, not torch's Dropout)."""
+
+    def __init__(self, p=0.5, step_mode="s"):
+        super().__init__()
+        self.p, self.step_mode, self.mask = p, step_mode, None
+
+    def reset(self):
+        self.mask = None
+
+    def forward(self, x):
+        if not self.training or self.p == 0:
+            return x
+        if self.mask is None:
+            self.mask = (torch.rand_like(x[0] if self.step_mode == "m" else x) > self.p).to(x) / (1 - self.p)
+        return x * self.mask
+
+
+Dropout.__module__ = "spikingjelly.activation_based.layer"

@@ -1,10 +1,16 @@
-"""test_readme.py — the example of python/README.md runs as written (on the CPU)."""
+"""test_readme.py — the examples of python/README.md run as written (on the CPU): the neuron example, and the
+SpikingJelly user's fuse example (with sj_standins in SpikingJelly's place where it is not installed)."""
 import contextlib
+import importlib.util
 import io
 import os
 import re
 import sys
+import types
 import unittest
+from unittest import mock
+
+import sj_standins
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 README = os.path.join(HERE, "..", "README.md")
@@ -12,17 +18,56 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "docs"))
 from doc_blocks import fenced_blocks  # noqa: E402  (the documentation tests' one extraction)
 
 
-class TestReadmeExample(unittest.TestCase):
+def blocks():
+    return fenced_blocks(README, "python")
+
+
+def run(code):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, README, "exec"), {})
+    return out.getvalue()
+
+
+def spikingjelly_standins():
+    """sys.modules entries that make `from spikingjelly.activation_based import functional, layer, neuron,
+    surrogate` give the stand-ins (set_step_mode and reset_net as SpikingJelly's do them)."""
+    def set_step_mode(net, step_mode):
+        for m in net.modules():
+            if hasattr(m, "step_mode"):
+                m.step_mode = step_mode
+
+    def reset_net(net):
+        for m in net.modules():
+            if hasattr(m, "reset"):
+                m.reset()
+    ab = types.ModuleType("spikingjelly.activation_based")
+    ab.layer = ab.neuron = ab.surrogate = sj_standins
+    ab.functional = types.SimpleNamespace(set_step_mode=set_step_mode, reset_net=reset_net)
+    sj = types.ModuleType("spikingjelly")
+    sj.activation_based = ab
+    return {"spikingjelly": sj, "spikingjelly.activation_based": ab}
+
+
+class TestReadmeExamples(unittest.TestCase):
     def test_example_runs(self):
-        blocks = fenced_blocks(README, "python")
-        self.assertEqual(len(blocks), 1)
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            exec(compile(blocks[0], README, "exec"), {})
-        m = re.fullmatch(r"loss (\S+), conv weight grad norm (\S+)\n", out.getvalue())
-        self.assertIsNotNone(m, out.getvalue())
+        self.assertEqual(len(blocks()), 2)
+        out = run(blocks()[0])
+        m = re.fullmatch(r"loss (\S+), conv weight grad norm (\S+)\n", out)
+        self.assertIsNotNone(m, out)
         loss, grad_norm = float(m.group(1)), float(m.group(2))
-        self.assertTrue(0 < loss < 10 and 0 < grad_norm < 1e3, out.getvalue())
+        self.assertTrue(0 < loss < 10 and 0 < grad_norm < 1e3, out)
+
+    def test_fuse_example_runs(self):
+        try:
+            have_sj = importlib.util.find_spec("spikingjelly") is not None
+        except ValueError:
+            have_sj = False
+        with mock.patch.dict(sys.modules, {} if have_sj else spikingjelly_standins()):
+            out = run(blocks()[1])
+        m = re.fullmatch(r"7 engine layers, loss (\S+)\n", out)
+        self.assertIsNotNone(m, out)
+        self.assertTrue(0 < float(m.group(1)) < 1, out)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 #include "backends/backends.h"
 
 #include "core/error.h"
+#include "core/net_hooks.h"
 #include "cpu/cpu_backend.h"
 #ifdef SF_HAVE_CUDA
 #include "cuda/cuda_backend.h"
@@ -42,6 +43,16 @@ sf_status sf_net_create(const sf_net_params *p, sf_net **out)
     sf_backend *be = NULL;
     SF_TRY(sf_backend_create(p->device, p->precision, &p->cuda, &be));
     return sf_net_create_on(p, be, out);
+}
+
+void *sf_net_stream(sf_net *net)
+{
+    sf_net_params p;
+    sf_net_get_params(net, &p);
+#ifdef SF_HAVE_CUDA
+    if (p.device.kind == SF_DEVICE_CUDA) return sf_cuda_backend_stream(sf_net_backend(net));
+#endif
+    return NULL;
 }
 
 int32_t sf_cuda_device_count(void)

@@ -33,6 +33,12 @@ sf_status sf_net_backward(sf_net *net)
         if (dout) SF_TRY(be->leaky_backward(be, net->T_all, net->B * K, a, 1.0f - a, net->dreadout, dout));
     }
     SF_TRY(sf_net_scatter_output_grad(net, g));
+    return sf_net_backward_layers(net);
+}
+
+sf_status sf_net_backward_layers(sf_net *net)
+{
+    sf_backend *be = net->be;
     int64_t final_from = net->n_params;
     for (int32_t i = net->n_layers - 1; i >= 0; i--) {
         if (!net->profiling) {

@@ -172,6 +172,7 @@ struct sf_net {
     size_t peak_bytes;
     bool profiling;
     bool keep_all; /* sf_net_set_keep_activations: every tensor and LIF membrane potential stays readable */
+    bool input_grad; /* sf_net_set_input_grad: the backward also writes the gradient of tensor 0 */
     char *summary;
     /* the training step recorded as backend graphs (net_step.c), one per combination of event-driven paths that
      * recent steps took: a layer whose density sits at its crossover may switch paths from step to step */
@@ -279,6 +280,12 @@ sf_status sf_net_loss_ops(sf_net *net, bool labelled);
 
 /* net_step.c: forgets the recorded training step (a compile moves the memory its ops point into). */
 void sf_net_drop_graph(sf_net *net);
+/* net_step.c: on a device backend, the event-driven layers' paths for the next step from the last step's densities
+ * (and the recorded graph of those paths, where one is held). */
+sf_status sf_net_choose_paths(sf_net *net);
+/* net_backward.c: the layers' backward in reverse order from the gradient of the last layer's output (already in its
+ * buffer), handing gradients over as they become final. */
+sf_status sf_net_backward_layers(sf_net *net);
 
 /* net_pipeline.c: a step over several processes (net_hooks.h). Each is a no-op for a process alone. */
 sf_status sf_net_pipeline_check(const sf_net *net, int64_t T); /* at compile, T of the whole sequence */

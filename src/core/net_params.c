@@ -382,6 +382,16 @@ sf_status sf_net_tensor_write(sf_net *net, sf_tensor_role role, int32_t i, const
     return role == SF_ROLE_PARAM ? sf_net_refresh_params_act(net, r.off, r.info.numel) : SF_OK;
 }
 
+sf_status sf_net_tensor_ptr(sf_net *net, sf_tensor_role role, int32_t i, float **out)
+{
+    *out = NULL;
+    SF_TRY(ensure_params(net));
+    tensor_ref r;
+    SF_TRY(resolve(net, role, i, &r));
+    *out = r.base + r.off;
+    return SF_OK;
+}
+
 sf_status sf_net_get_state(const sf_net *net, sf_net_state *out)
 {
     out->optimizer_steps = net->opt_steps;

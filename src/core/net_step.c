@@ -101,7 +101,7 @@ static void record(sf_net *net)
 
 /* On a device backend the event-driven layers choose their paths from the last step before the step runs, so a
  * step replays the recording made for the same choices, if one is held. */
-static sf_status choose_paths(sf_net *net)
+sf_status sf_net_choose_paths(sf_net *net)
 {
     if (net->be->host_memory) return SF_OK;
     for (int32_t i = 0; i < net->n_layers; i++) SF_TRY(sf_net_sparse_decide(net, &net->layers[i]));
@@ -114,7 +114,7 @@ static sf_status choose_paths(sf_net *net)
 
 static sf_status step_body(sf_net *net)
 {
-    SF_TRY(choose_paths(net));
+    SF_TRY(sf_net_choose_paths(net));
     if (graph_allowed(net)) {
         if (!net->graph) record(net);
         if (net->graph) {
@@ -225,7 +225,7 @@ sf_status sf_net_train_step(sf_net *net, const float *x, const int32_t *labels, 
 sf_status sf_net_eval_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out)
 {
     if (!net->compiled) return sf_fail(SF_ERR_STATE, "the network is not compiled (call sf_net_compile)");
-    SF_TRY(choose_paths(net));
+    SF_TRY(sf_net_choose_paths(net));
     SF_TRY(sf_net_forward(net, x, 0));
     sf_step_result r = {0};
     SF_TRY(sf_net_run_loss(net, labels, &r));

@@ -53,6 +53,7 @@ static void build_tensors(sf_net *net)
         x->producer = t - 1;
         x->first_grad_writer = -1;
     }
+    net->tensors[0].requires_grad = net->input_grad; /* sf_net_set_input_grad: the input's gradient is wanted */
     for (int32_t i = 0; i < L; i++) {
         sf_net_layer *l = &net->layers[i];
         sf_net_tensor *o = &net->tensors[l->out];
@@ -270,14 +271,15 @@ static void plan_backward(sf_net *net, sf_planner *pl)
         }
     }
     int32_t last = sf_net_root(net, L);
-    for (int32_t t = 1; t <= L; t++) {
+    for (int32_t t = 0; t <= L; t++) {
         sf_net_tensor *x = &net->tensors[t];
-        if (x->alias_of != t || !x->requires_grad || net->layers[t - 1].absorbed) continue;
+        if (x->alias_of != t || !x->requires_grad || (t > 0 && net->layers[t - 1].absorbed)) continue;
         int32_t first =
             t == last ? sf_plan_t_loss(pl) : (x->first_grad_writer >= 0 ? sf_plan_t_bwd(pl, x->first_grad_writer) : -1);
         if (first < 0) continue; /* nothing reads this tensor */
+        /* the input's gradient (sf_net_set_input_grad) is read after the backward */
         sf_plan_work(pl, &x->grad, sf_net_tensor_bytes(net, t, sf_net_act_size(net)), first,
-                     sf_plan_t_bwd(pl, x->producer));
+                     t == 0 ? sf_plan_t_end(pl) : sf_plan_t_bwd(pl, x->producer));
     }
     for (int32_t i = 0; i < L; i++) {
         sf_net_layer *l = &net->layers[i];

@@ -1,7 +1,9 @@
 """spikefuse.torch — PyTorch modules over libspikefuse's fused kernels: LIF, IF and PLIF (drop-ins for SpikingJelly's
 neuron.LIFNode, IFNode and ParametricLIFNode, with its state semantics and surrogate objects), BNLIF and BNIF (batch
 norm → LIF / IF fused), ALIF (the adaptive-threshold LIF), convert (a SpikingJelly network's neurons swapped for
-these), load_run (a network that `spikefuse train` trained, as a module), and NIR exchange. The ops are torch.library custom ops on torch >= 2.4 (so
+these), load_run (a network that `spikefuse train` trained, as a module), Network (a whole engine network as one
+module: the engine's forward and fused backward, its parameters shared with torch) and fuse (a torch / SpikingJelly
+model as a Network), and NIR exchange. The ops are torch.library custom ops on torch >= 2.4 (so
 torch.compile and torch.export take them whole) and autograd Functions on older torch."""
 try:
     import torch  # noqa: F401
@@ -20,6 +22,8 @@ from .bn_neurons import BNIF, BNLIF
 from .lif_neurons import ALIF, IF, LIF
 from .plif import PLIF
 from .run import load_run
+from .network import Network, layer
+from .fuse import fuse
 from .spikingjelly_convert import convert
 
 # NIR exchange (needs the `nir` package, imported on first use)
@@ -32,5 +36,5 @@ if torch.cuda.is_available() and _lib.cuda_device_count() == 0:
                   "(pip install ./python builds the CUDA kernels when it finds nvcc), or run on the CPU.",
                   RuntimeWarning, stacklevel=2)
 
-__all__ = ["ALIF", "BNIF", "BNLIF", "CUSTOM_OPS", "IF", "LIF", "PLIF", "convert", "functional", "from_nir",
-           "lif_params", "load_run", "spikes_saved_as_bytes", "to_nir"]
+__all__ = ["ALIF", "BNIF", "BNLIF", "CUSTOM_OPS", "IF", "LIF", "Network", "PLIF", "convert", "functional", "from_nir",
+           "fuse", "layer", "lif_params", "load_run", "spikes_saved_as_bytes", "to_nir"]

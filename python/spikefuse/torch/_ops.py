@@ -105,7 +105,7 @@ def _or_empty(t, x):
 
 
 # Ops are defined through torch.library's Library API rather than torch.library.custom_op: custom_op's per-call
-# wrapper cost about 130 µs of host time per op call on an H200 host with torch 2.11 (docs/perf.md, Python), more
+# wrapper cost about 130 µs of host time per op call on an H200 host with torch 2.11 (docs/notebook/perf.md, Python), more
 # than the Python kernel behind it; the schema, fake kernels and registered autograd are the same either way.
 _LIBRARY = torch.library.Library("spikefuse", "FRAGMENT") if CUSTOM_OPS else None
 

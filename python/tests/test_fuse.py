@@ -1,0 +1,196 @@
+"""test_fuse.py — spikefuse.torch.fuse: torch and SpikingJelly models (SpikingJelly's classes from sj_standins where it
+is not installed) become Networks with the same weights whose outputs, loss, parameter gradients, input gradient and
+batch norm statistics are those of the model run by torch (through spikefuse.torch's neurons, which match
+SpikingJelly's) within 1e-5, for every module kind fuse takes; partial=True keeps what it cannot take in torch and
+fuses around it; everything else is a ValueError naming the module and its path."""
+import copy
+import unittest
+
+import torch
+
+import sj_standins as sj
+from spikefuse.torch import ALIF, BNIF, BNLIF, IF, LIF, PLIF, Network, convert, fuse
+
+T, B = 3, 4
+
+
+def reset(model):
+    for m in model.modules():
+        if hasattr(m, "reset") and callable(m.reset):
+            m.reset()
+
+
+def sj_conv_net():
+    """SpikingJelly's conv_fashion_mnist network in step mode 'm' (its CSNN.conv_fc), smaller, with the other
+    neuron models and wrappers mixed in."""
+    return torch.nn.Sequential(
+        sj.Conv2d(1, 4, 3, padding=1, bias=False, step_mode="m"), sj.BatchNorm2d(4, step_mode="m"),
+        sj.IFNode(surrogate_function=sj.ATan(), step_mode="m"),
+        sj.MaxPool2d(2, 2, step_mode="m"),
+        sj.SeqToANNContainer(torch.nn.Conv2d(4, 4, 3, padding=1), torch.nn.BatchNorm2d(4, momentum=0.2)),
+        sj.LIFNode(tau=3.0, v_threshold=0.3, surrogate_function=sj.Sigmoid(alpha=3.0), step_mode="m"),
+        sj.AvgPool2d(2, step_mode="m"),
+        sj.Flatten(step_mode="m"),
+        sj.Linear(4 * 2 * 2, 12, step_mode="m"),
+        sj.ParametricLIFNode(init_tau=3.0, v_threshold=0.05, detach_reset=True, step_mode="m"),
+        sj.Dropout(0.0, step_mode="m"),
+        sj.Linear(12, 5, bias=False, step_mode="m"),
+        sj.IFNode(surrogate_function=sj.ATan(), v_threshold=0.1, v_reset=None, step_mode="m"))
+
+
+def spikefuse_net():
+    """spikefuse.torch's neurons with plain torch layers, every kind fuse takes."""
+    return torch.nn.Sequential(
+        sj.SeqToANNContainer(torch.nn.Conv2d(2, 6, 3, stride=2, padding=1)),
+        BNLIF(6, tau=2.5, v_threshold=0.5, surrogate="atan"),
+        sj.SeqToANNContainer(torch.nn.MaxPool2d(3, 2, padding=1), torch.nn.Conv2d(6, 4, 1)),
+        PLIF(init_tau=2.0, v_threshold=0.05, channels=4, keep_state=False),
+        torch.nn.Identity(),
+        torch.nn.Flatten(2),
+        torch.nn.Linear(4 * 2 * 2, 10),
+        BNIF(10, v_threshold=0.5),
+        torch.nn.Linear(10, 10),
+        sj.SeqToANNContainer(torch.nn.BatchNorm1d(10)),
+        LIF(v_reset=None, tau=4.0, v_threshold=0.3, decay_input=False),
+        torch.nn.Dropout(0.0),
+        torch.nn.Linear(10, 8),
+        ALIF(beta=0.5, v_threshold=0.1, v_reset=None),
+        torch.nn.Linear(8, 6),
+        IF(v_threshold=0.2))
+
+
+def sample(shape, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return torch.rand((T, B) + shape, generator=g) * 3
+
+
+def close(test, a, b, what, tol=1e-5):
+    """Within tol of the largest value of b; a b that is zero but for rounding (the gradient of a bias right before
+    a batch norm, which the normalisation removes) must be as small in a."""
+    scale = b.abs().max().item()
+    if scale < 1e-6:
+        test.assertLess(a.abs().max().item(), 1e-6, f"{what}: zero in torch, not here")
+        return
+    err = (a - b).abs().max().item() / scale
+    test.assertLess(err, tol, f"{what}: {err:.2e}")
+
+
+class TestRoundTrip(unittest.TestCase):
+    def check(self, model, shape, classes):
+        """fuse(model) against torch running convert(model) (SpikingJelly's neurons as spikefuse's): train-mode
+        output, loss, parameter and input gradients, running statistics; then eval-mode outputs."""
+        torch.manual_seed(0)
+        x = sample(shape)
+        labels = torch.arange(B) % classes
+        net = fuse(model, x)
+        self.assertIsInstance(net, Network)
+        ref = convert(copy.deepcopy(model))
+        ref_params = [p for p in ref.parameters()]
+        net_params = list(net.parameters())
+        self.assertEqual(len(net_params), len(ref_params))
+        for p, q in zip(net_params, ref_params):
+            self.assertTrue(torch.equal(p.detach().flatten(), q.detach().flatten()))
+        xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+        reset(ref)
+        y_ref = ref(xb)
+        y = net(xa)
+        close(self, y, y_ref, "output")
+        loss_ref = torch.nn.functional.cross_entropy(y_ref.mean(0), labels)
+        loss = torch.nn.functional.cross_entropy(y.mean(0), labels)
+        close(self, loss, loss_ref, "loss")
+        loss_ref.backward()
+        loss.backward()
+        for (name, p), q in zip(net.named_parameters(), ref_params):
+            close(self, p.grad.flatten(), q.grad.flatten(), f"gradient of {name}")
+        close(self, xa.grad, xb.grad, "input gradient")
+        ref_buffers = [b for n, b in ref.named_buffers() if not n.endswith("num_batches_tracked")]
+        for (name, b), r in zip(net.named_buffers(), ref_buffers):
+            close(self, b.flatten(), r.flatten(), name)
+        net.eval(), ref.eval()
+        reset(ref)
+        with torch.no_grad():
+            close(self, net(x), ref(x), "eval output")
+        return net
+
+    def test_spikingjelly_model(self):
+        net = self.check(sj_conv_net(), (1, 8, 8), 5)
+        self.assertEqual([getattr(net, str(i)).kind for i in range(len(net._modules))],
+                         ["conv2d", "batchnorm", "lif", "maxpool2d", "conv2d", "batchnorm", "lif", "avgpool2d",
+                          "flatten", "linear", "lif", "dropout", "linear", "lif"])
+
+    def test_spikefuse_neurons_and_torch_layers(self):
+        self.check(spikefuse_net(), (2, 8, 8), 6)
+
+    def test_options_and_copy(self):
+        model = sj_conv_net()
+        net = fuse(model, sample((1, 8, 8)), memory="lean", seed=5)
+        self.assertEqual(net.memory, "lean")
+        with torch.no_grad():
+            model[0].weight.add_(1.0)  # the Network holds a copy
+        self.assertFalse(torch.equal(getattr(net, "0").weight, model[0].weight))
+        self.assertFalse(fuse(model.eval(), sample((1, 8, 8))).training)
+
+
+class TestPartial(unittest.TestCase):
+    def test_torch_module_between_networks(self):
+        """A ReLU stays in torch; the runs before and after it are Networks; gradients cross it."""
+        model = torch.nn.Sequential(torch.nn.Linear(6, 8), LIF(), torch.nn.Linear(8, 8), torch.nn.ReLU(),
+                                    torch.nn.Linear(8, 4), IF())
+        x = sample((6,))
+        with self.assertRaisesRegex(ValueError, "fuse: 3 \\(ReLU\\): ReLU has no counterpart"):
+            fuse(model, x)
+        fused = fuse(model, x, partial=True)
+        self.assertEqual([type(m).__name__ for m in fused], ["Network", "ReLU", "Network"])
+        xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+        reset(model)
+        y_ref, y = model(xb), fused(xa)
+        close(self, y, y_ref, "output")
+        (y_ref * torch.arange(4.0)).sum().backward()
+        (y * torch.arange(4.0)).sum().backward()
+        close(self, fused[0]._modules["0"].weight.grad, model[0].weight.grad, "first linear's gradient")
+        close(self, xa.grad, xb.grad, "input gradient")
+
+    def test_unconvertible_container_kept_whole(self):
+        class Custom(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(5, 5)
+
+            def forward(self, x):
+                return self.fc(x) * 2
+
+        model = torch.nn.Sequential(torch.nn.Linear(5, 5), Custom(), torch.nn.Linear(5, 3), LIF())
+        fused = fuse(model, sample((5,)), partial=True)
+        self.assertEqual([type(m).__name__ for m in fused], ["Network", "Custom", "Network"])
+        reset(model)
+        with torch.no_grad():
+            close(self, fused(sample((5,))), model(sample((5,))), "output")
+
+
+class TestErrors(unittest.TestCase):
+    def refused(self, model, shape, pattern):
+        with self.assertRaisesRegex(ValueError, pattern):
+            fuse(model, sample(shape))
+
+    def test_unsupported(self):
+        seq = sj.SeqToANNContainer
+        self.refused(torch.nn.Sequential(seq(torch.nn.Conv2d(2, 4, 3, groups=2)), LIF()), (2, 6, 6),
+                     "fuse: 0.0 \\(Conv2d\\): Conv2d with groups")
+        self.refused(torch.nn.Sequential(seq(torch.nn.Conv2d(2, 4, (3, 1)))), (2, 6, 6), "kernel_size=\\(3, 1\\)")
+        self.refused(torch.nn.Sequential(torch.nn.Conv2d(2, 4, 3)), (2, 6, 6), "outside a SeqToANNContainer")
+        self.refused(torch.nn.Sequential(seq(torch.nn.BatchNorm2d(2, affine=False))), (2, 6, 6), "affine=False")
+        self.refused(torch.nn.Sequential(seq(torch.nn.MaxPool2d(2, ceil_mode=True))), (2, 5, 5), "ceil_mode")
+        self.refused(torch.nn.Sequential(torch.nn.Flatten()), (2, 3, 3), "flattens more than one step")
+        self.refused(torch.nn.Sequential(torch.nn.Linear(3, 2)), (2, 3, 3), "flatten them first")
+        self.refused(torch.nn.Sequential(torch.nn.Linear(4, 4), sj.KLIFNode()), (4,),
+                     "fuse: 1 \\(KLIFNode\\): KLIFNode has no spikefuse counterpart")
+        self.refused(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Sequential(torch.nn.Tanh())), (4,),
+                     "fuse: 1.0 \\(Tanh\\)")
+        self.refused(torch.nn.Sequential(seq(torch.nn.AvgPool2d(2)), torch.nn.Linear(4, 4)), (2, 4, 4),
+                     "fuse: 1 \\(Linear\\)")
+        with self.assertRaisesRegex(ValueError, "time-major"):
+            fuse(torch.nn.Sequential(torch.nn.Linear(4, 4)), torch.rand(4))
+
+
+if __name__ == "__main__":
+    unittest.main()
