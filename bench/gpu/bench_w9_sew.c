@@ -1,4 +1,4 @@
-/* bench_w9_sew.c — workload W9 (/work/shared/workloads.md, docs/perf.md): SEW-ResNet-18 (connect ADD, IF neurons,
+/* bench_w9_sew.c — workload W9 (/work/shared/workloads.md, docs/performance.md): SEW-ResNet-18 (connect ADD, IF neurons,
  * ATan α 2, detach_reset) on ImageNet-shaped input, one full training step on the GPU: [T=4, B=32, 3, 224, 224]
  * (each image repeated over T), 1000 classes, cross-entropy on the mean over T, SGD with momentum 0.9. The network is
  * examples/imagenet_sew_resnet<depth>.ini as the trainer builds it (SEW-ResNet-34 and -50 with depth=34, 50; any
