@@ -7,7 +7,8 @@
  * loss (5%) and the gradients' norm (within 2× of the CPU's; fp16's divided by its loss scale) are compared, and
  * bench/gpu/learning_spikformer.sh compares training curves. On the GPU, lean gives recompute's gradients to the bit
  * in every precision, full within 1e-5 (its neurons read the kept h). The GPU nets choose their convolutions
- * without timing (deterministic), so that the modes' choices agree. The errors seen are printed, for the bounds to follow what is measured. Run by tests/gpu.sh. */
+ * without timing (deterministic), so that the modes' choices agree. The errors seen are printed, for the bounds to
+ * follow what is measured. Run by tests/gpu.sh. */
 #include "testutil.h"
 
 #include "spikefuse_train.h"
