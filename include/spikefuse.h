@@ -582,6 +582,15 @@ SF_API int32_t sf_net_layer_sparsity(const sf_net *net, sf_layer_sparsity *out, 
  * (density, grad_density: in [0, 1], or -1 for none yet); the other fields are ignored. Checkpoints record them, so
  * a resumed run (and an evaluation) chooses as the run did instead of measuring again; compiling again measures. */
 SF_API sf_status sf_net_set_layer_sparsity(sf_net *net, int32_t layer, const sf_layer_sparsity *s);
+/* The choices the net's backend made by timing its convolutions (CUDA: for each conv shape, each op's path, cuDNN
+ * algorithm, math type and images per call, with those the memory plan took for less workspace), as newline-ended
+ * text lines that sf_net_set_conv_choice takes back; the CPU times none (an empty text). Writes at most cap bytes,
+ * NUL-terminated, and sets *len to the text's length (cap 0 sizes it). */
+SF_API sf_status sf_net_conv_choices(const sf_net *net, char *out, size_t cap, size_t *len);
+/* Gives the net's backend one line of sf_net_conv_choices: its conv shape takes that choice instead of timing, so a
+ * net given every line of another's plans the memory that one planned. Call it before sf_net_compile (or compile
+ * again). A line the backend cannot take is SF_ERR_FORMAT naming what is wrong; on the CPU SF_ERR_UNSUPPORTED. */
+SF_API sf_status sf_net_set_conv_choice(sf_net *net, const char *line);
 
 /* Peak bytes the net had allocated on its device (the plan's total plus library scratch). */
 SF_API size_t sf_net_peak_bytes(const sf_net *net);
