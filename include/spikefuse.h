@@ -279,7 +279,8 @@ typedef enum sf_sparse_mode {
     SF_SPARSE_OFF = 0, /* dense everywhere: the engine as it was */
     SF_SPARSE_AUTO,    /* per layer and step, sparse when the measured spike density is below the crossover (with
                         * sf_cuda_options.deterministic on a GPU: as ON, neither timed nor following the last step;
-                        * on the CPU: a crossover fixed without timing, 1/8); checkpoints record the crossovers */
+                        * on the CPU always a crossover fixed without timing, 1/8, so every CPU run chooses alike);
+                        * checkpoints record the crossovers */
     SF_SPARSE_ON       /* sparse wherever the input is spikes */
 } sf_sparse_mode;
 SF_API const char *sf_sparse_mode_name(sf_sparse_mode m); /* "off", "auto", "on" */
@@ -367,8 +368,8 @@ typedef struct sf_cuda_options {
     sf_conv_algo conv_algo;     /* default auto */
     int32_t deterministic;      /* 1: deterministic algorithms and reductions only, chosen without timing them, so a
                                  * run repeats to the bit on the same GPU and software, and a resumed run equals an
-                                 * uninterrupted one (the CPU always is, but for sparse = auto's measured
-                                 * crossovers, which this fixes too: see sf_sparse_mode); costs step time; default 0 */
+                                 * uninterrupted one (the CPU always is: it times nothing); costs step time;
+                                 * default 0 */
     float conv_lean;            /* the fraction of the convolutions' measured time the memory plan may add by taking
                                  * leaner algorithms where their workspace sets the peak; 0: the fastest only;
                                  * default 0.05 */
@@ -387,8 +388,9 @@ typedef struct sf_net_params {
     sf_precision precision; /* arithmetic and storage; default fp32 (the CPU backend accepts only fp32) */
     sf_cuda_options cuda;   /* how the CUDA backend runs (ignored on the CPU) */
     sf_sparse_mode sparse;  /* event-driven layers; default auto */
-    float sparse_crossover; /* AUTO: 0 measures, per layer shape, the density where sparse and dense take equally
-                             * long on the device when the net is compiled (cached per shape in the process); a
+    float sparse_crossover; /* AUTO: 0 measures on a GPU, per layer shape, the density where sparse and dense take
+                             * equally long when the net is compiled (cached per shape in the process), and takes
+                             * 1/8 on the CPU without timing; a
                              * value in (0, 1] uses that density instead (reproducible across processes, as is
                              * deterministic); a resumed run takes its checkpoint's */
     int32_t input_spikes;   /* 1: the input holds 0/1 spikes (Poisson or latency encoding, event data), so layers
