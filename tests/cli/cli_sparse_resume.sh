@@ -74,6 +74,12 @@ check "a resume takes the crossovers of the run's choices: $(cat w.state)" \
 sed -i 's/^sparse 3 .*/sparse 2 0.375 0.25/' W/choices
 sf 1 w_bad train --resume W --set train.epochs=3
 has "a choices file that does not fit the network is refused, naming the line" w_bad.err "W/choices: line 5: layer 2 does not choose its path"
+# a convolution choice (a GPU's) in a CPU run's record: the CPU times none, and says so before it compiles
+cp -r X V
+echo "conv 128 1 28 28 8 3 1 1 28 28 0 0 0 0 0 1 3 128 0 1 3 128 0 1 3 128" >>V/choices
+sf 1 v_bad train --resume V --set train.epochs=2
+has "a convolution choice in a CPU run's choices is refused, naming the line" v_bad.err \
+    "V/choices: line 6: set conv choice: the cpu backend times no convolution choices"
 
 sf 0 eval eval Y --json
 check "eval of the best checkpoint reproduces the run's test accuracy" "$PY" - eval.out Y/metrics.jsonl <<'PYEOF'
