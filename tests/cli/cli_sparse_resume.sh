@@ -1,8 +1,9 @@
 # cli_sparse_resume.sh — sparse = auto (the default): a checkpoint records every auto layer's crossovers and last
 # densities, so a run continued from it chooses the paths the uninterrupted continuation chose and matches it
 # bitwise (the two compared runs fork from one checkpoint); the run directory's choices file records the crossovers
-# and a resume takes those written there; an evaluation of the checkpoint reproduces the run's test accuracy;
-# deterministic = on makes two fresh runs bitwise alike, at the fixed crossover 1/8 (the CPU's in every mode).
+# and a resume takes those written there (a convolution choice, which the CPU never makes, is refused by line); an
+# evaluation of the checkpoint reproduces the run's test accuracy; deterministic = on makes two fresh runs bitwise
+# alike, at the fixed crossover 1/8 (the CPU's in every mode).
 . "$(dirname "$0")/lib.sh"
 
 data data
