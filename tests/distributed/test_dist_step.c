@@ -7,7 +7,8 @@
  * over the time segments, and over the data ranks with SYNC_BN), also with a second conv block under conv_algo =
  * nhwc and memory = lean, which on a GPU keeps the first block's tensors NHWC ([rows, C, 1] to BN and LIF, rows split
  * over time) and reruns every conv and linear layer in the backward, and a small SEW-ResNet (tu_add_sew_blocks: an
- * ADD block, then a downsampling block with IAND; recompute).
+ * ADD block, then a downsampling block with IAND; recompute), and a small Spikformer (a conv stem to tokens, one SSA
+ * block with its residual, the mean over tokens; recompute).
  * What must hold (≤ 1e-5 relative, float sums in another order): the loss of every step (averaged over the data
  * ranks), every gradient after the all-reduce, the parameters after three SGD-momentum steps, this process's slice of
  * the output; the spike count of every LIF layer summed over all processes equals the reference's exactly. Then bad
@@ -33,10 +34,12 @@ typedef enum {
     NET_SPIKES_OUT,
     NET_SPARSE,
     NET_RLIF,
-    NET_SEW
+    NET_SEW,
+    NET_SPIKFORMER
 } net_kind;
 static const char *const net_names[] = {"mlp",        "mlp-leaky",  "conv-bn",     "conv-nhwc",
-                                        "spikes-out", "mlp-sparse", "rlif-sparse", "sew-resnet"};
+                                        "spikes-out", "mlp-sparse", "rlif-sparse", "sew-resnet",
+                                        "spikformer"};
 
 static void add_model(sf_net *net, sf_layer_kind kind, int32_t size, sf_neuron_model model)
 {
@@ -61,6 +64,7 @@ static sf_net *build(net_kind kind)
     p.device = g_dev;
     p.seed = 11;
     if (kind == NET_SEW) p.in_channels = 2, p.in_height = 6, p.in_width = 6;
+    if (kind == NET_SPIKFORMER) p.in_channels = 2, p.in_height = 4, p.in_width = 4;
     if (kind == NET_CONV_BN || kind == NET_CONV_NHWC) {
         p.in_channels = 2, p.in_height = 5, p.in_width = 5;
         if (kind == NET_CONV_NHWC) { /* the first block's tensors NHWC on a GPU; the backward reruns the convs */
@@ -96,6 +100,28 @@ static sf_net *build(net_kind kind)
         n.lif.v_threshold = 0.3f;
         tu_add_sew_blocks(net, &n, SF_CONNECT_ADD, SF_CONNECT_IAND);
         add(net, SF_LAYER_FLATTEN, 0);
+        add(net, SF_LAYER_LINEAR, 4);
+    } else if (kind == NET_SPIKFORMER) { /* a stem to 16 tokens of 4 channels, one SSA block, the mean of tokens */
+        add(net, SF_LAYER_CONV2D, 4);
+        add(net, SF_LAYER_BATCHNORM, 0);
+        add(net, SF_LAYER_LIF, 0);
+        add(net, SF_LAYER_TOKENS, 0); /* tensor 4 */
+        add(net, SF_LAYER_LINEAR, 12);
+        add(net, SF_LAYER_BATCHNORM, 0);
+        add(net, SF_LAYER_LIF, 0);
+        sf_layer_desc ssa;
+        sf_layer_default_desc(SF_LAYER_SSA, &ssa);
+        ssa.heads = 2;
+        CHECK_OK(sf_net_add(net, &ssa, NULL));
+        add(net, SF_LAYER_LIF, 0);
+        add(net, SF_LAYER_LINEAR, 4);
+        add(net, SF_LAYER_BATCHNORM, 0);
+        add(net, SF_LAYER_LIF, 0);
+        sf_layer_desc res;
+        sf_layer_default_desc(SF_LAYER_ADD, &res);
+        res.input2 = 4;
+        CHECK_OK(sf_net_add(net, &res, NULL));
+        add(net, SF_LAYER_TOKEN_MEAN, 0);
         add(net, SF_LAYER_LINEAR, 4);
     } else if (kind == NET_RLIF) { /* W5weak's layers (W4rec), data parallel only */
         add(net, SF_LAYER_LINEAR, 32);
@@ -418,6 +444,7 @@ int main(int argc, char **argv)
         compare_run(NET_CONV_BN, T, B);
         compare_run(NET_CONV_NHWC, T, B);
         compare_run(NET_SEW, T, B);
+        compare_run(NET_SPIKFORMER, T, B);
     }
     bad_input();
     char name[64];
