@@ -82,7 +82,7 @@ class LayerError(ValueError):
         self.layer_index = layer_index
 
 
-class Engine:
+class Engine(_net.NetHandle):
     """One sf_net: built, compiled on demand, freed when the last reference (the module or a tensor aliasing its
     memory) goes."""
 
@@ -166,19 +166,6 @@ class Engine:
         if getattr(self, "_h", None):
             self._f["free"](self._h)
             self._h = None
-
-    def layers(self):
-        out = []
-        for i in range(self._f["num_layers"](self._h)):
-            d = LayerDesc()
-            _lib.check(self._f["layer_desc"](self._h, i, ctypes.byref(d)), "sf_net_layer_desc")
-            out.append(d)
-        return out
-
-    def tensor_shape(self, tensor_id):
-        chw = (ctypes.c_int32 * 3)()
-        _lib.check(self._f["tensor_shape"](self._h, tensor_id, chw), "sf_net_tensor_shape")
-        return tuple(chw)
 
     def tensor_infos(self, role):
         """[(name, shape)] of the named tensors of a role, in the library's order."""

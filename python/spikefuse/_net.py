@@ -128,7 +128,25 @@ def _check_layouts(f):
                           "sf_net_params layout: rebuild the package and the library together")
 
 
-class TrainedNet:
+class NetHandle:
+    """What every holder of an sf_net handle (self._h) and its bindings (self._f) reads of the network."""
+
+    def layers(self):
+        out = []
+        for i in range(self._f["num_layers"](self._h)):
+            d = LayerDesc()
+            _lib.check(self._f["layer_desc"](self._h, i, ctypes.byref(d)), "sf_net_layer_desc")
+            out.append(d)
+        return out
+
+    def tensor_shape(self, tensor_id):
+        """(C, H, W) of tensor `tensor_id` per sample and step (0: the input; layer i writes i + 1)."""
+        chw = (ctypes.c_int32 * 3)()
+        _lib.check(self._f["tensor_shape"](self._h, tensor_id, chw), "sf_net_tensor_shape")
+        return tuple(chw)
+
+
+class TrainedNet(NetHandle):
     """A network of libspikefuse loaded from a checkpoint (on the CPU); closes its handle when collected."""
 
     def __init__(self, path):
@@ -149,19 +167,6 @@ class TrainedNet:
     def __del__(self):
         self.close()
 
-    def layers(self):
-        out = []
-        for i in range(self._f["num_layers"](self._h)):
-            d = LayerDesc()
-            _lib.check(self._f["layer_desc"](self._h, i, ctypes.byref(d)), "sf_net_layer_desc")
-            out.append(d)
-        return out
-
-    def tensor_shape(self, tensor_id):
-        """(C, H, W) of tensor `tensor_id` per sample and step (0: the input; layer i writes i + 1)."""
-        chw = (ctypes.c_int32 * 3)()
-        _lib.check(self._f["tensor_shape"](self._h, tensor_id, chw), "sf_net_tensor_shape")
-        return tuple(chw)
 
     def tensors(self, role, make):
         """{name: tensor} of one role (parameters or buffers): make(shape) returns (tensor, address of its
