@@ -150,51 +150,9 @@ static sf_net *make(const tf_case *c, const sf_safetensors *fx, sf_memory_mode m
 /* One forward, loss and backward against the fixture. */
 static void check_step(const tf_case *c, const sf_safetensors *fx, sf_net *net, const char *mode)
 {
-    float *x = tu_get_f32(fx, "x", (int64_t)c->T * c->B * c->C * c->H * c->W);
-    const sf_st_entry *le = sf_safetensors_find(fx, "labels");
-    int32_t labels[16];
-    memcpy(labels, fx->data + le->offset, le->nbytes);
-    sf_step_result r;
-    CHECK_OK(sf_net_forward(net, x, 1));
-    CHECK_OK(sf_net_loss(net, labels, &r));
-    CHECK_OK(sf_net_backward(net));
-    double *loss = tu_get_f64(fx, "loss", 1);
-    CHECK(fabs(r.loss - loss[0]) <= 1e-5 * fabs(loss[0]), "%s %s: loss %.8f vs %.8f", c->fixture, mode, r.loss,
-          loss[0]);
-    for (int32_t i = 0; i < sf_net_tensor_count(net, SF_ROLE_GRAD); i++) {
-        sf_tensor_info info;
-        sf_net_tensor_info(net, SF_ROLE_GRAD, i, &info);
-        float *g = malloc((size_t)info.numel * sizeof *g);
-        CHECK_OK(sf_net_tensor_read(net, SF_ROLE_GRAD, i, g));
-        double *ref = tu_get_f64(fx, info.name, info.numel);
-        char what[128];
-        snprintf(what, sizeof what, "%s %s %s", c->fixture, mode, info.name);
-        double ref_norm = 0, got_max = 0;
-        for (int64_t k = 0; k < info.numel; k++) {
-            ref_norm += ref[k] * ref[k];
-            got_max = fmax(got_max, fabs(g[k]));
-        }
-        if (sqrt(ref_norm) < 1e-9) /* a bias before a BN: zero in exact arithmetic, rounding noise here */
-            CHECK(got_max < 1e-6, "%s: expected ~0, max |g| = %g", what, got_max);
-        else
-            tu_expect_close(what, g, ref, info.numel, 1e-4);
-        free(g);
-        free(ref);
-    }
-    for (int32_t i = 0; i < sf_net_tensor_count(net, SF_ROLE_BUFFER); i++) {
-        sf_tensor_info info;
-        sf_net_tensor_info(net, SF_ROLE_BUFFER, i, &info);
-        float *b = malloc((size_t)info.numel * sizeof *b);
-        CHECK_OK(sf_net_tensor_read(net, SF_ROLE_BUFFER, i, b));
-        char name[80];
-        snprintf(name, sizeof name, "%s.after1", info.name);
-        double *ref = tu_get_f64(fx, name, info.numel);
-        tu_expect_close(name, b, ref, info.numel, 1e-5);
-        free(b);
-        free(ref);
-    }
-    free(x);
-    free(loss);
+    char what[128];
+    snprintf(what, sizeof what, "%s %s", c->fixture, mode);
+    tu_check_fixture_step(net, fx, (int64_t)c->T * c->B * c->C * c->H * c->W, what);
 }
 
 static void expect_same_grads(const tf_case *c, sf_net *a, sf_net *b, const char *what)

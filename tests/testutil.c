@@ -1,3 +1,4 @@
+
 /* testutil.c — implementation of the test helpers. */
 #include "testutil.h"
 
@@ -182,6 +183,56 @@ void tu_seed_neuron(sf_lif_params *p, int grad_mode, float theta)
     p->use_grad_threshold = grad_mode > 0;
     p->grad_threshold = theta;
     p->grad_cut = grad_mode == 2;
+}
+
+/* One forward, loss and backward on the fixture's x and labels: the loss within 1e-5, every gradient within 1e-4
+ * (those PyTorch has at ~0, a bias before a BN, below 1e-6) and the BN buffers after the step within 1e-5. */
+void tu_check_fixture_step(sf_net *net, const sf_safetensors *fx, int64_t nx, const char *what_step)
+{
+    float *x = tu_get_f32(fx, "x", nx);
+    const sf_st_entry *le = sf_safetensors_find(fx, "labels");
+    int32_t labels[64];
+    memcpy(labels, fx->data + le->offset, le->nbytes);
+    sf_step_result r;
+    CHECK_OK(sf_net_forward(net, x, 1));
+    CHECK_OK(sf_net_loss(net, labels, &r));
+    CHECK_OK(sf_net_backward(net));
+    double *loss = tu_get_f64(fx, "loss", 1);
+    CHECK(fabs(r.loss - loss[0]) <= 1e-5 * fabs(loss[0]), "%s: loss %.8f vs %.8f", what_step, r.loss, loss[0]);
+    for (int32_t i = 0; i < sf_net_tensor_count(net, SF_ROLE_GRAD); i++) {
+        sf_tensor_info info;
+        sf_net_tensor_info(net, SF_ROLE_GRAD, i, &info);
+        float *g = malloc((size_t)info.numel * sizeof *g);
+        CHECK_OK(sf_net_tensor_read(net, SF_ROLE_GRAD, i, g));
+        double *ref = tu_get_f64(fx, info.name, info.numel);
+        char what[128];
+        snprintf(what, sizeof what, "%s %s", what_step, info.name);
+        double ref_norm = 0, got_max = 0;
+        for (int64_t k = 0; k < info.numel; k++) {
+            ref_norm += ref[k] * ref[k];
+            got_max = fmax(got_max, fabs(g[k]));
+        }
+        if (sqrt(ref_norm) < 1e-9) /* a conv bias before a BN: zero in exact arithmetic, rounding noise here */
+            CHECK(got_max < 1e-6, "%s: expected ~0, max |g| = %g", what, got_max);
+        else
+            tu_expect_close(what, g, ref, info.numel, 1e-4);
+        free(g);
+        free(ref);
+    }
+    for (int32_t i = 0; i < sf_net_tensor_count(net, SF_ROLE_BUFFER); i++) {
+        sf_tensor_info info;
+        sf_net_tensor_info(net, SF_ROLE_BUFFER, i, &info);
+        float *b = malloc((size_t)info.numel * sizeof *b);
+        CHECK_OK(sf_net_tensor_read(net, SF_ROLE_BUFFER, i, b));
+        char name[80];
+        snprintf(name, sizeof name, "%s.after1", info.name);
+        double *ref = tu_get_f64(fx, name, info.numel);
+        tu_expect_close(name, b, ref, info.numel, 1e-5);
+        free(b);
+        free(ref);
+    }
+    free(x);
+    free(loss);
 }
 
 void tu_check_losses(sf_net *net, const sf_safetensors *fx, int64_t nx, const char *what)

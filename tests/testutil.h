@@ -62,6 +62,8 @@ void tu_seed_neuron(sf_lif_params *p, int grad_mode, float theta);
 /* Ten training steps of net on a fixture's batch ("x", nx floats, and "labels") follow its "losses" within 1e-4
  * (relative); `what` names the case in messages. */
 void tu_check_losses(sf_net *net, const sf_safetensors *fx, int64_t nx, const char *what);
+/* One step on the fixture's x (nx floats) and labels against its loss, gradients and BN buffers after the step. */
+void tu_check_fixture_step(sf_net *net, const sf_safetensors *fx, int64_t nx, const char *what);
 /* Every parameter of a net from a fixture, by name ("0.weight", ...). */
 void tu_load_params(sf_net *net, const sf_safetensors *fx);
 /* Parsing `text` as config file "bad.ini" fails with SF_ERR_INVALID and a message that starts "bad.ini:line: "
