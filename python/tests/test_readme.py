@@ -1,5 +1,6 @@
 """test_readme.py — the examples of python/README.md run as written (on the CPU): the neuron example, and the
-SpikingJelly user's fuse example (with sj_standins in SpikingJelly's place where it is not installed)."""
+SpikingJelly user's fuse example (with sj_standins in SpikingJelly's place where it is not installed); and the
+Python quick start of the repository's README.md."""
 import contextlib
 import importlib.util
 import io
@@ -14,6 +15,7 @@ import sj_standins
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 README = os.path.join(HERE, "..", "README.md")
+TOP_README = os.path.join(HERE, "..", "..", "README.md")
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "docs"))
 from doc_blocks import fenced_blocks  # noqa: E402  (the documentation tests' one extraction)
 
@@ -22,10 +24,10 @@ def blocks():
     return fenced_blocks(README, "python")
 
 
-def run(code):
+def run(code, path=README):
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, README, "exec"), {})
+        exec(compile(code, path, "exec"), {})
     return out.getvalue()
 
 
@@ -68,6 +70,13 @@ class TestReadmeExamples(unittest.TestCase):
         m = re.fullmatch(r"7 engine layers, loss (\S+)\n", out)
         self.assertIsNotNone(m, out)
         self.assertTrue(0 < float(m.group(1)) < 1, out)
+
+    def test_top_readme_quick_start_runs(self):
+        code = fenced_blocks(TOP_README, "python")
+        self.assertEqual(len(code), 1)
+        m = re.fullmatch(r"loss (\S+)\n", run(code[0], TOP_README))
+        self.assertIsNotNone(m)
+        self.assertTrue(0 < float(m.group(1)) < 10)
 
 
 if __name__ == "__main__":
