@@ -7,7 +7,6 @@ import io
 import os
 import re
 import sys
-import types
 import unittest
 from unittest import mock
 
@@ -31,26 +30,6 @@ def run(code, path=README):
     return out.getvalue()
 
 
-def spikingjelly_standins():
-    """sys.modules entries that make `from spikingjelly.activation_based import functional, layer, neuron,
-    surrogate` give the stand-ins (set_step_mode and reset_net as SpikingJelly's do them)."""
-    def set_step_mode(net, step_mode):
-        for m in net.modules():
-            if hasattr(m, "step_mode"):
-                m.step_mode = step_mode
-
-    def reset_net(net):
-        for m in net.modules():
-            if hasattr(m, "reset"):
-                m.reset()
-    ab = types.ModuleType("spikingjelly.activation_based")
-    ab.layer = ab.neuron = ab.surrogate = sj_standins
-    ab.functional = types.SimpleNamespace(set_step_mode=set_step_mode, reset_net=reset_net)
-    sj = types.ModuleType("spikingjelly")
-    sj.activation_based = ab
-    return {"spikingjelly": sj, "spikingjelly.activation_based": ab}
-
-
 class TestReadmeExamples(unittest.TestCase):
     def test_example_runs(self):
         self.assertEqual(len(blocks()), 2)
@@ -65,7 +44,7 @@ class TestReadmeExamples(unittest.TestCase):
             have_sj = importlib.util.find_spec("spikingjelly") is not None
         except ValueError:
             have_sj = False
-        with mock.patch.dict(sys.modules, {} if have_sj else spikingjelly_standins()):
+        with mock.patch.dict(sys.modules, {} if have_sj else sj_standins.modules()):
             out = run(blocks()[1])
         m = re.fullmatch(r"7 engine layers, loss (\S+)\n", out)
         self.assertIsNotNone(m, out)
