@@ -299,7 +299,8 @@ typedef enum sf_sparse_mode {
     SF_SPARSE_OFF = 0, /* dense everywhere: the engine as it was */
     SF_SPARSE_AUTO,    /* per layer and step, sparse when the measured spike density is below the crossover (with
                         * sf_cuda_options.deterministic on a GPU: as ON, neither timed nor following the last step;
-                        * on the CPU: a crossover fixed without timing, 1/8); checkpoints record the crossovers */
+                        * on the CPU always a crossover fixed without timing, 1/8, so every CPU run chooses alike);
+                        * checkpoints record the crossovers */
     SF_SPARSE_ON       /* sparse wherever the input is spikes */
 } sf_sparse_mode;
 SF_API const char *sf_sparse_mode_name(sf_sparse_mode m); /* "off", "auto", "on" */
@@ -390,8 +391,8 @@ typedef struct sf_cuda_options {
     sf_conv_algo conv_algo;     /* default auto */
     int32_t deterministic;      /* 1: deterministic algorithms and reductions only, chosen without timing them, so a
                                  * run repeats to the bit on the same GPU and software, and a resumed run equals an
-                                 * uninterrupted one (the CPU always is, but for sparse = auto's measured
-                                 * crossovers, which this fixes too: see sf_sparse_mode); costs step time; default 0 */
+                                 * uninterrupted one (the CPU always is: it times nothing); costs step time;
+                                 * default 0 */
     float conv_lean;            /* the fraction of the convolutions' measured time the memory plan may add by taking
                                  * leaner algorithms where their workspace sets the peak; 0: the fastest only;
                                  * default 0.05 */
@@ -410,8 +411,9 @@ typedef struct sf_net_params {
     sf_precision precision; /* arithmetic and storage; default fp32 (the CPU backend accepts only fp32) */
     sf_cuda_options cuda;   /* how the CUDA backend runs (ignored on the CPU) */
     sf_sparse_mode sparse;  /* event-driven layers; default auto */
-    float sparse_crossover; /* AUTO: 0 measures, per layer shape, the density where sparse and dense take equally
-                             * long on the device when the net is compiled (cached per shape in the process); a
+    float sparse_crossover; /* AUTO: 0 measures on a GPU, per layer shape, the density where sparse and dense take
+                             * equally long when the net is compiled (cached per shape in the process), and takes
+                             * 1/8 on the CPU without timing; a
                              * value in (0, 1] uses that density instead (reproducible across processes, as is
                              * deterministic); a resumed run takes its checkpoint's */
     int32_t input_spikes;   /* 1: the input holds 0/1 spikes (Poisson or latency encoding, event data), so layers
@@ -633,6 +635,15 @@ SF_API int32_t sf_net_layer_sparsity(const sf_net *net, sf_layer_sparsity *out, 
  * (density, grad_density: in [0, 1], or -1 for none yet); the other fields are ignored. Checkpoints record them, so
  * a resumed run (and an evaluation) chooses as the run did instead of measuring again; compiling again measures. */
 SF_API sf_status sf_net_set_layer_sparsity(sf_net *net, int32_t layer, const sf_layer_sparsity *s);
+/* The choices the net's backend made by timing its convolutions (CUDA: for each conv shape, each op's path, cuDNN
+ * algorithm, math type and images per call, with those the memory plan took for less workspace), as newline-ended
+ * text lines that sf_net_set_conv_choice takes back; the CPU times none (an empty text). Writes at most cap bytes,
+ * NUL-terminated, and sets *len to the text's length (cap 0 sizes it). */
+SF_API sf_status sf_net_conv_choices(const sf_net *net, char *out, size_t cap, size_t *len);
+/* Gives the net's backend one line of sf_net_conv_choices: its conv shape takes that choice instead of timing, so a
+ * net given every line of another's plans the memory that one planned. Call it before sf_net_compile (or compile
+ * again). A line the backend cannot take is SF_ERR_FORMAT naming what is wrong; on the CPU SF_ERR_UNSUPPORTED. */
+SF_API sf_status sf_net_set_conv_choice(sf_net *net, const char *line);
 
 /* Peak bytes the net had allocated on its device (the plan's total plus library scratch). */
 SF_API size_t sf_net_peak_bytes(const sf_net *net);

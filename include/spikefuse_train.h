@@ -389,7 +389,8 @@ SF_API void sf_dist_abort(sf_dist *d, int code, const char *message);
  *   best.safetensors  the state after the epoch with the best test accuracy so far (a copy of that epoch's last,
  *                     whose best_step records it; resume repairs a copy an interruption cut off)
  *   config.ini        the resolved config (with every --set applied); --resume refuses one edited to another run
- *   choices           what the network decided by measuring when the run started, reused on resume
+ *   choices           what the network decided when the run started (sparse crossovers; a GPU's convolution
+ *                     algorithms, which its memory plan follows), reused on resume
  *   metrics.jsonl     {"type":"step",...} every log_every steps, {"type":"epoch",...} after each epoch */
 #define SF_RUN_LAST "last.safetensors"
 #define SF_RUN_BEST "best.safetensors"

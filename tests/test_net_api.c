@@ -1,6 +1,6 @@
 /* test_net_api.c — the network API's contract: shape errors at sf_net_add, state errors, bad labels, NaN
  * detection without an update, named tensors, firing rates, evaluation, dropout determinism, the plan's sums and
- * steps on the input already on the device (x = NULL). */
+ * steps on the input already on the device (x = NULL), a lean conv net planned alike by two compiles. */
 #include "testutil.h"
 
 #include <math.h>
@@ -296,6 +296,65 @@ static void test_init(void)
     sf_net_free(net);
 }
 
+/* A conv net under memory = lean, built and compiled twice, plans the same memory to the byte and allocates the same
+ * peak over a step: the CPU times nothing its plan follows, so it has no convolution choices to record, and it
+ * says so when given one. */
+static sf_net *lean_conv_net(void)
+{
+    sf_net_params p;
+    sf_net_default_params(&p);
+    p.memory = SF_MEMORY_LEAN;
+    p.in_channels = 2, p.in_height = 9, p.in_width = 7;
+    sf_net *net = NULL;
+    CHECK_OK(sf_net_create(&p, &net));
+    if (!net) exit(tu_finish("test_net_api"));
+    sf_layer_desc c = layer(SF_LAYER_CONV2D);
+    c.out_channels = 6, c.padding = 1;
+    CHECK_OK(sf_net_add(net, &c, NULL));
+    sf_layer_desc lif = layer(SF_LAYER_LIF);
+    CHECK_OK(sf_net_add(net, &lif, NULL));
+    c.out_channels = 5, c.stride = 2;
+    CHECK_OK(sf_net_add(net, &c, NULL));
+    CHECK_OK(sf_net_add(net, &lif, NULL));
+    sf_layer_desc flat = layer(SF_LAYER_FLATTEN), lin = layer(SF_LAYER_LINEAR);
+    lin.out_features = 4;
+    CHECK_OK(sf_net_add(net, &flat, NULL));
+    CHECK_OK(sf_net_add(net, &lin, NULL));
+    CHECK_OK(sf_net_compile(net, 3, 5));
+    sf_optim_params o;
+    sf_optim_default_params(&o);
+    CHECK_OK(sf_net_set_optimizer(net, &o));
+    return net;
+}
+
+static void test_lean_plan_repeats(void)
+{
+    float x[3 * 5 * 2 * 9 * 7];
+    tu_randn(x, 3 * 5 * 2 * 9 * 7, 0.5f, 1.0f, 21);
+    int32_t labels[5] = {0, 1, 2, 3, 1};
+    sf_memory_plan plan[2];
+    size_t peak[2];
+    for (int k = 0; k < 2; k++) {
+        sf_net *net = lean_conv_net();
+        CHECK_OK(sf_net_memory_plan(net, &plan[k]));
+        sf_step_result r;
+        CHECK_OK(sf_net_train_step(net, x, labels, &r));
+        peak[k] = sf_net_peak_bytes(net);
+        char text[8] = "x";
+        size_t len = 1;
+        CHECK_OK(sf_net_conv_choices(net, text, sizeof text, &len));
+        CHECK(len == 0 && text[0] == 0, "the CPU recorded %zu bytes of convolution choices", len);
+        const sf_status st = sf_net_set_conv_choice(net, "conv 15 2 9 7 6 3 1 1 9 7 0 0 0 0 0 1 3 15 0 1 3 15 0 1 3 15");
+        CHECK(st == SF_ERR_UNSUPPORTED && strstr(sf_last_error(), "cpu backend times no convolution choices"),
+              "a convolution choice given to the CPU: %s, %s", sf_status_str(st), sf_last_error());
+        sf_net_free(net);
+    }
+    CHECK(memcmp(&plan[0], &plan[1], sizeof plan[0]) == 0 && plan[0].workspace > 0,
+          "two compiles of one lean net planned %zu and %zu bytes (workspace %zu, %zu)", plan[0].total, plan[1].total,
+          plan[0].workspace, plan[1].workspace);
+    CHECK(peak[0] == peak[1], "two compiles of one lean net peaked at %zu and %zu bytes", peak[0], peak[1]);
+}
+
 int main(void)
 {
     test_init();
@@ -303,5 +362,6 @@ int main(void)
     test_states_and_steps();
     test_determinism();
     test_reused_input();
+    test_lean_plan_repeats();
     return tu_finish("test_net_api");
 }

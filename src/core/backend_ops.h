@@ -102,6 +102,12 @@ SF_OP(size_t, conv_workspace, (sf_backend *be, const sf_conv_shape *sh, sf_conv_
  * than the one it runs (*out: that choice), and with apply, takes it: conv_workspace answers for it from then
  * on, for every layer of that shape. */
 SF_OPT(bool, conv_lean, (sf_backend *be, const sf_conv_shape *sh, sf_conv_pass pass, bool apply, sf_conv_lean *out))
+/* The convolution choices the backend made by measuring (per shape conv_workspace has seen), as newline-ended text
+ * lines only it reads: returns the text's length, written NUL-terminated where it fits in cap. */
+SF_OPT(size_t, conv_choices, (sf_backend *be, char *out, size_t cap))
+/* Takes one line of conv_choices for its shape instead of measuring (replacing what the shape had): conv_workspace
+ * and the convolutions follow it, and conv_lean offers nothing for it. A line it cannot take is SF_ERR_FORMAT. */
+SF_OPT(sf_status, conv_set_choice, (sf_backend *be, const char *line))
 SF_OP(sf_status, conv_forward,
       (sf_backend *be, const sf_conv_shape *sh, const float *x, const float *w, const float *b, float *y, void *ws))
 /* dx may be NULL (first layer); db may be NULL (no bias). dx may be x itself: each image of x is read before

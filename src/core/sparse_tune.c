@@ -1,10 +1,11 @@
-/* sparse_tune.c — the crossover densities of event-driven layers (sparse = auto): when a net is compiled, a short
- * measurement on its own backend times the dense linear op and the event-driven one at two spike densities for
- * each layer shape (a recurrent layer: its own op, forward and dV); the event-driven time grows about linearly with
- * the density, and the crossover is where the line meets the dense time. Results are cached per backend, precision and shape for the life of the process, so
- * every net of a process chooses alike. The crossover is at most SF_SPARSE_MAX_CROSSOVER: at high activity the
- * dense path is taken whatever the measurement said. A fixed sparse_crossover, or deterministic = on, measures
- * nothing, so that every process chooses alike. */
+/* sparse_tune.c — the crossover densities of event-driven layers (sparse = auto). On a GPU, when a net is compiled,
+ * a short measurement on its own backend times the dense linear op and the event-driven one at two spike densities
+ * for each layer shape (a recurrent layer: its own op, forward and dV); the event-driven time grows about linearly
+ * with the density, and the crossover is where the line meets the dense time. Results are cached per backend,
+ * precision and shape for the life of the process, so every net of a process chooses alike; the run directory's
+ * `choices` file keeps them for a resumed run. The crossover is at most SF_SPARSE_MAX_CROSSOVER: at high activity
+ * the dense path is taken whatever the measurement said. The CPU, a fixed sparse_crossover and deterministic = on
+ * measure nothing, so that every process chooses alike (issue 46: on the CPU one seed gives one run to the bit). */
 #include "core/error.h"
 #include "core/layer.h"
 #include "core/lif_math.h"
@@ -16,18 +17,15 @@
 #include <time.h>
 
 #define SF_SPARSE_MAX_CROSSOVER 0.5f
-/* deterministic = on may not time (sparse.c makes a GPU's auto run as on): the crossover is then the higher of the
- * two densities the measurement times the event-driven path at, a choice without a clock: W4's natural activity
- * (about 5%) runs event-driven, full activity dense. */
+/* The crossover chosen without a clock (the CPU; deterministic = on, which sparse.c makes a GPU's auto run as on):
+ * the higher of the two densities the measurement times the event-driven path at. W4's natural activity (about
+ * 5%) runs event-driven, full activity dense. */
 #define SF_SPARSE_FIXED_CROSSOVER 0.125f
 
 /* Both paths' times grow with the rows alike, so more rows only make tuning slower; a GPU needs a few thousand to
- * be busy, a CPU core a few hundred. */
-static int64_t tune_rows(const sf_backend *be, int64_t rows)
-{
-    const int64_t cap = be->host_memory ? 512 : 4096;
-    return rows < cap ? rows : cap;
-}
+ * be busy. */
+#define TUNE_MAX_ROWS 4096
+static int64_t tune_rows(int64_t rows) { return rows < TUNE_MAX_ROWS ? rows : TUNE_MAX_ROWS; }
 #define TUNE_CACHE 256
 /* A recurrent layer is timed over at most this many steps: over 16, the launch and the lists' setup weighed enough
  * that W4rec's first layer, at 4.9% firing, was sent event-driven where that cost its step 2–3% (H200). */
@@ -147,7 +145,7 @@ static sf_status alloc_all(bench *b, void **mem, size_t *sizes, int n)
 
 static sf_status measure(sf_backend *be, int64_t rows, int32_t in, int32_t out, bool dx, float *xfwd, float *xbwd)
 {
-    bench b = {.be = be, .rows = tune_rows(be, rows), .in = in, .out = out};
+    bench b = {.be = be, .rows = tune_rows(rows), .in = in, .out = out};
     const size_t f = sizeof(float), a = sf_scalar_size(be->act), r = (size_t)b.rows;
     size_t host_n = r * (size_t)(in > out ? in : out);
     if (host_n < (size_t)in * (size_t)out) host_n = (size_t)in * (size_t)out;
@@ -296,7 +294,7 @@ static sf_status crossovers(const sf_net *net, const sf_lif_params *p, int64_t r
     k.precision = (int32_t)net->p.precision;
     k.recurrent = p != NULL;
     k.dx = dx;
-    k.rows = p ? rows : tune_rows(net->be, rows);
+    k.rows = p ? rows : tune_rows(rows);
     k.in = in;
     k.out = out;
     pthread_mutex_lock(&cache_lock);
@@ -337,7 +335,7 @@ sf_status sf_net_sparse_tune(sf_net *net)
         sf_net_layer *l = &net->layers[i];
         l->xfwd = l->xbwd = l->sparse == SF_SPARSE_ON ? 1.0f : 0.0f;
         if (l->sparse != SF_SPARSE_AUTO) continue;
-        if (net->p.sparse_crossover > 0.0f || net->p.cuda.deterministic) {
+        if (net->p.sparse_crossover > 0.0f || net->p.cuda.deterministic || net->p.device.kind == SF_DEVICE_CPU) {
             l->xfwd = l->xbwd = net->p.sparse_crossover > 0.0f ? net->p.sparse_crossover : SF_SPARSE_FIXED_CROSSOVER;
             continue;
         }

@@ -84,6 +84,7 @@ struct sf_cuda_conv_entry {
     float nhwc_ms[SF_CONV_OPS], gemm_ms[SF_CONV_OPS], split_ms[SF_CONV_OPS]; /* paths timed whole (0: not measured) */
     int64_t gemm_chunk; /* images per im2col + GEMM call (0: the path does not fit the cap) */
     size_t ws_forward, ws_backward; /* the workspace conv_forward and conv_backward need on the chosen paths */
+    bool recorded; /* its choices came from a record (conv_set_choice), not a measurement: nothing to weigh */
 };
 
 /* An op may take an algorithm or a path up to this much slower than its fastest measured choice when that needs less
@@ -614,7 +615,8 @@ static sf_status take_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
     return SF_OK;
 }
 
-static sf_status setup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_entry *e)
+/* e's shape and descriptors, before any choice. */
+static sf_status setup_descriptors(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_entry *e)
 {
     if (sh->n > INT_MAX || sh->n < 1 || sh->cin < 1 || sh->cout < 1 || sh->k < 1 || sh->stride < 1 || sh->pad < 0 ||
         sh->oh != (sh->h + 2 * sh->pad - sh->k) / sh->stride + 1 ||
@@ -640,7 +642,12 @@ static sf_status setup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_ent
     }
     /* measured under fp32: FMA only; tf32, bf16, fp16 and TF32 parts: tensor ops allowed (cuDNN also measures FMA) */
     const bool fma = c->prec == SF_PRECISION_FP32 && !e->tf32_parts;
-    SF_TRY(conv_desc(sh, fma ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH, &e->cd));
+    return conv_desc(sh, fma ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH, &e->cd);
+}
+
+static sf_status setup(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_cuda_conv_entry *e)
+{
+    SF_TRY(setup_descriptors(c, sh, e));
     bool more = !sh->x_nhwc && !sh->y_nhwc; /* cuDNN on NCHW tensors, where the engine's are */
     for (int64_t splits = 1; splits <= 8 && more && sh->n % splits == 0; splits *= 2)
         SF_TRY(measure(c, e, SF_CONV_NCHW, splits, &more));
@@ -726,7 +733,8 @@ bool sf_cuda_op_conv_lean(sf_backend *be, const sf_conv_shape *sh, sf_conv_pass 
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
     sf_cuda_conv_entry *e = NULL;
     /* only auto chooses by time; deterministic mode's choices must not depend on a clock */
-    if (c->deterministic || c->conv_algo != SF_CONV_ALGO_AUTO || lookup(c, sh, &e) != SF_OK) return false;
+    if (c->deterministic || c->conv_algo != SF_CONV_ALGO_AUTO || lookup(c, sh, &e) != SF_OK || e->recorded)
+        return false;
     const int first = pass & SF_CONV_PASS_FORWARD ? SF_CONV_FWD : SF_CONV_BWD_DATA,
               last = pass & SF_CONV_PASS_BACKWARD ? SF_CONV_BWD_FILTER : SF_CONV_FWD;
     int path[SF_CONV_OPS];
@@ -754,6 +762,163 @@ bool sf_cuda_op_conv_lean(sf_backend *be, const sf_conv_shape *sh, sf_conv_pass 
         take_paths(c, e);
     }
     return leaner;
+}
+
+/* ---- The choices as text (conv_choices, conv_set_choice), so that a run directory keeps them and a compile can
+ * take them instead of measuring: one line per entry, in the cache's order (a split path's entries before the entry
+ * that uses them),
+ *   conv N CIN H W COUT K STRIDE PAD OH OW X_NHWC Y_NHWC X_BINARY TF32_PARTS  then per op (forward, backward-data,
+ *        backward-filter): PATH ALGO MATH CHUNK
+ * (PATH: 0 cuDNN on NCHW, 1 cuDNN on NHWC, 2 im2col + GEMM, 3 split; ALGO and MATH cuDNN's enums, CHUNK images per
+ * call; 0 0 0 where the path is not cuDNN's, the GEMM path's CHUNK excepted). */
+
+size_t sf_cuda_op_conv_choices(sf_backend *be, char *out, size_t cap)
+{
+    const sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    size_t len = 0;
+    bool fits = true; /* once a line does not fit, none is written after it */
+    for (int i = 0; i < c->n_convs; i++) {
+        const sf_cuda_conv_entry *e = &c->convs[i];
+        const sf_conv_shape *sh = &e->sh;
+        char line[512];
+        int n = snprintf(line, sizeof line, "conv %lld %d %d %d %d %d %d %d %d %d %d %d %d %d", (long long)sh->n,
+                         sh->cin, sh->h, sh->w, sh->cout, sh->k, sh->stride, sh->pad, sh->oh, sh->ow, sh->x_nhwc,
+                         sh->y_nhwc, sh->x_binary, e->tf32_parts);
+        for (int o = 0; o < SF_CONV_OPS; o++) {
+            const int p = e->path[o];
+            const sf_cuda_conv_op *op = p == SF_CONV_PATH_NCHW || p == SF_CONV_PATH_NHWC ? &e->op[p][o] : NULL;
+            n += snprintf(line + n, sizeof line - (size_t)n, " %d %d %d %lld", p, op ? op->algo : 0,
+                          op ? (int)op->math : 0,
+                          (long long)(op ? op->chunk : p == SF_CONV_PATH_GEMM ? e->gemm_chunk : 0));
+        }
+        fits = fits && len + (size_t)n + 1 < cap;
+        if (fits) {
+            memcpy(out + len, line, (size_t)n);
+            out[len + (size_t)n] = '\n';
+            out[len + (size_t)n + 1] = 0;
+        }
+        len += (size_t)n + 1;
+    }
+    if (cap && len == 0) out[0] = 0;
+    return len;
+}
+
+/* The workspace cuDNN's algorithm `algo` of op o needs in layout l on op's descriptors (a failure: it cannot run). */
+static sf_status cudnn_ws(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int l, int o, sf_cuda_conv_op *op)
+{
+    cudnnStatus_t cs;
+    if (o == SF_CONV_FWD)
+        cs = cudnnGetConvolutionForwardWorkspaceSize(c->cudnn, op->xd, e->wd[l], op->cd, op->yd,
+                                                     (cudnnConvolutionFwdAlgo_t)op->algo, &op->ws);
+    else if (o == SF_CONV_BWD_DATA)
+        cs = cudnnGetConvolutionBackwardDataWorkspaceSize(c->cudnn, e->wd[l], op->yd, op->cd, op->xd,
+                                                          (cudnnConvolutionBwdDataAlgo_t)op->algo, &op->ws);
+    else
+        cs = cudnnGetConvolutionBackwardFilterWorkspaceSize(c->cudnn, op->xd, op->yd, op->cd, e->wd[l],
+                                                            (cudnnConvolutionBwdFilterAlgo_t)op->algo, &op->ws);
+    return cs == CUDNN_STATUS_SUCCESS ? SF_OK : sf_fail(SF_ERR_FORMAT, "cuDNN cannot run it here: %s",
+                                                        cudnnGetErrorString(cs));
+}
+
+/* Op o of e on the recorded path p (algorithm, math type and chunk for cuDNN's paths, the chunk the GEMM path
+ * would take), with the workspace it needs, which must fit the cap as a measurement's choice does. */
+static sf_status replay_op(sf_cuda_ctx *c, sf_cuda_conv_entry *e, int o, int p, int algo, int math, long long chunk)
+{
+    static const int algo_count[SF_CONV_OPS] = {CUDNN_CONVOLUTION_FWD_ALGO_COUNT, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT};
+    const sf_conv_shape *sh = &e->sh;
+    const bool engine_nhwc = sh->x_nhwc || sh->y_nhwc;
+    e->path[o] = p;
+    if (p == SF_CONV_PATH_SPLIT) {
+        if (!sh->x_binary || engine_nhwc || e->tf32_parts || c->prec != SF_PRECISION_FP32 || c->act != SF_SCALAR_F32)
+            return sf_fail(SF_ERR_FORMAT, "the split path needs an fp32 convolution of spikes on NCHW tensors");
+        return e->split_entries[0] >= 0 ? SF_OK : add_split_entries(c, e);
+    }
+    if (p == SF_CONV_PATH_GEMM) {
+        if (!e->tf32_parts && !sh->x_nhwc)
+            e->gemm_chunk = sf_cuda_conv_gemm_chunk(sh, c->conv_ws_cap, sf_scalar_size(c->act));
+        if (e->gemm_chunk == 0 || e->gemm_chunk != chunk)
+            return sf_fail(SF_ERR_FORMAT, "im2col + GEMM in chunks of %lld images, where this workspace cap gives %lld",
+                           chunk, (long long)e->gemm_chunk);
+        return SF_OK;
+    }
+    if (p != SF_CONV_PATH_NCHW && p != SF_CONV_PATH_NHWC) return sf_fail(SF_ERR_FORMAT, "path %d is none of 0-3", p);
+    if (p == SF_CONV_PATH_NCHW && engine_nhwc)
+        return sf_fail(SF_ERR_FORMAT, "cuDNN on NCHW, where the engine keeps a side NHWC");
+    if (algo < 0 || algo >= algo_count[o] || math < CUDNN_DEFAULT_MATH || math > CUDNN_FMA_MATH || chunk < 1 ||
+        sh->n % chunk)
+        return sf_fail(SF_ERR_FORMAT, "algorithm %d, math %d or chunk %lld out of range", algo, math, chunk);
+    sf_cuda_conv_op *op = &e->op[p][o];
+    const cudnnDataType_t dt = sf_cudnn_type(c->act);
+    op->algo = algo;
+    op->math = (cudnnMathType_t)math;
+    op->chunk = chunk;
+    SF_TRY(set_desc(op->xd, p, dt, chunk, sh->cin, sh->h, sh->w));
+    SF_TRY(set_desc(op->yd, p, dt, chunk, sh->cout, sh->oh, sh->ow));
+    SF_TRY(set_desc(op->xn, SF_CONV_NCHW, dt, chunk, sh->cin, sh->h, sh->w));
+    SF_TRY(set_desc(op->yn, SF_CONV_NCHW, dt, chunk, sh->cout, sh->oh, sh->ow));
+    if (!op->cd) SF_TRY(conv_desc(sh, op->math, &op->cd));
+    SF_TRY(cudnn_ws(c, e, p, o, op));
+    nhwc_bufs b;
+    const size_t copies = p == SF_CONV_NHWC ? nhwc_place(sh, chunk, sf_scalar_size(c->act), nhwc_copies(sh, o), NULL, &b)
+                                            : 0;
+    if (op->ws + copies > c->conv_ws_cap)
+        return sf_fail(SF_ERR_FORMAT, "it needs %zu MiB of workspace, over conv_workspace_mib (%zu MiB)",
+                       (op->ws + copies) >> 20, c->conv_ws_cap >> 20);
+    return SF_OK;
+}
+
+/* The entry a line of conv_choices describes, built without measuring. */
+static sf_status replay(sf_cuda_ctx *c, const char *text, sf_cuda_conv_entry *e)
+{
+    memset(e, 0, sizeof *e);
+    sf_conv_shape sh;
+    memset(&sh, 0, sizeof sh);
+    int xn, yn, xb, parts, p[SF_CONV_OPS], algo[SF_CONV_OPS], math[SF_CONV_OPS], end = 0;
+    long long n, chunk[SF_CONV_OPS];
+    if (sscanf(text, "conv %lld %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %lld %d %d %d %lld %d %d %d %lld%n", &n,
+               &sh.cin, &sh.h, &sh.w, &sh.cout, &sh.k, &sh.stride, &sh.pad, &sh.oh, &sh.ow, &xn, &yn, &xb, &parts,
+               &p[0], &algo[0], &math[0], &chunk[0], &p[1], &algo[1], &math[1], &chunk[1], &p[2], &algo[2], &math[2],
+               &chunk[2], &end) != 26 ||
+        text[end + strspn(text + end, " \n")] || (unsigned)xn > 1 || (unsigned)yn > 1 || (unsigned)xb > 1 ||
+        (unsigned)parts > 1)
+        return sf_fail(SF_ERR_FORMAT, "expected 'conv' and 26 numbers (see conv.cu), got '%.80s'", text);
+    sh.n = n;
+    sh.x_nhwc = xn, sh.y_nhwc = yn, sh.x_binary = xb;
+    e->tf32_parts = parts;
+    e->split_entries[0] = e->split_entries[1] = -1;
+    e->recorded = true;
+    SF_TRY(setup_descriptors(c, &sh, e)); /* checks the shape */
+    for (int o = 0; o < SF_CONV_OPS; o++) SF_TRY(replay_op(c, e, o, p[o], algo[o], math[o], chunk[o]));
+    return take_paths(c, e);
+}
+
+sf_status sf_cuda_op_conv_set_choice(sf_backend *be, const char *text)
+{
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    sf_cuda_conv_entry e;
+    sf_status s = replay(c, text, &e);
+    if (s != SF_OK) {
+        entry_destroy(&e);
+        return sf_fail_context(s, "a recorded convolution choice: ");
+    }
+    int i = 0; /* the entry it replaces, else a new one (the cache may have grown by its split path's entries) */
+    while (i < c->n_convs && !(sf_conv_shape_equal(&c->convs[i].sh, &e.sh) && c->convs[i].tf32_parts == e.tf32_parts))
+        i++;
+    if (i == c->n_convs && c->n_convs == c->cap_convs) {
+        const int cap = c->cap_convs ? 2 * c->cap_convs : 16;
+        sf_cuda_conv_entry *grown = (sf_cuda_conv_entry *)realloc(c->convs, sizeof *grown * (size_t)cap);
+        if (!grown) {
+            entry_destroy(&e);
+            return sf_fail(SF_ERR_NOMEM, "conv algorithm cache: out of host memory");
+        }
+        c->convs = grown;
+        c->cap_convs = cap;
+    }
+    if (i < c->n_convs) entry_destroy(&c->convs[i]);
+    else c->n_convs++;
+    c->convs[i] = e;
+    return SF_OK;
 }
 
 /* y[img][co][p] += b[co]: a block per (image, channel) plane. */

@@ -5,6 +5,7 @@
 #include "io/files.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,20 @@ static sf_status layer_choices(const sf_net *net, sf_layer_sparsity **out, int32
 
 static int chooses(const sf_layer_sparsity *q) { return q->eligible && q->mode == SF_SPARSE_AUTO; }
 
+/* The net's convolution choices, each line prefixed "conv " by the backend, appended to the malloc'd text. */
+static sf_status append_conv_choices(const sf_net *net, char **text, size_t *len)
+{
+    size_t n = 0;
+    SF_TRY(sf_net_conv_choices(net, NULL, 0, &n));
+    if (n == 0) return SF_OK;
+    char *grown = realloc(*text, *len + n + 1);
+    if (!grown) return sf_fail(SF_ERR_NOMEM, "out of memory writing the network's choices");
+    *text = grown;
+    SF_TRY(sf_net_conv_choices(net, grown + *len, n + 1, &n));
+    *len += n;
+    return SF_OK;
+}
+
 sf_status sf_choices_write(const sf_net *net, const char *path)
 {
     sf_layer_sparsity *q = NULL;
@@ -46,6 +61,7 @@ sf_status sf_choices_write(const sf_net *net, const char *path)
                         (double)q[i].crossover_backward);
         if (fclose(f) != 0 || !text) s = sf_fail(SF_ERR_NOMEM, "out of memory writing %s", path);
     }
+    if (s == SF_OK) s = append_conv_choices(net, &text, &len);
     if (s == SF_OK) s = sf_write_file_atomic(path, text, len);
     free(text);
     free(q);
@@ -82,12 +98,13 @@ static sf_status apply_sparse(char *args, const sf_layer_sparsity *q, int32_t n,
     return sf_net_set_layer_sparsity(net, (int32_t)layer, &rec);
 }
 
-/* The lines of a choices file applied to `net`: a header naming the device and precision, then the decisions. */
-static sf_status apply_text(char *text, sf_net *net, char *note, size_t cap)
+/* The lines of a choices file applied to `net`: a header naming the device and precision, then the decisions;
+ * `conv` takes the convolution lines (the net not yet compiled), else the sparse ones (compiled). */
+static sf_status apply_text(char *text, sf_net *net, bool conv, char *note, size_t cap)
 {
     sf_layer_sparsity *q = NULL;
     int32_t n = 0;
-    SF_TRY(layer_choices(net, &q, &n));
+    if (!conv) SF_TRY(layer_choices(net, &q, &n));
     char *seen = calloc((size_t)(n > 0 ? n : 1), 1);
     sf_net_params p;
     sf_net_get_params(net, &p);
@@ -105,13 +122,15 @@ static sf_status apply_text(char *text, sf_net *net, char *note, size_t cap)
         } else if (strncmp(l, "precision ", 10) == 0) {
             here = strcmp(l, want_precision) == 0;
         } else if (strncmp(l, "sparse ", 7) == 0) {
-            s = apply_sparse(l + 7, q, n, seen, net);
+            if (!conv) s = apply_sparse(l + 7, q, n, seen, net);
+        } else if (strncmp(l, "conv ", 5) == 0) {
+            if (conv) s = sf_net_set_conv_choice(net, l);
         } else {
             s = sf_fail(SF_ERR_FORMAT, "unknown line '%.60s'", l);
         }
         if (s != SF_OK) s = sf_fail_context(s, "line %d: ", line);
     }
-    if (s == SF_OK && !here)
+    if (s == SF_OK && !here && !conv)
         snprintf(note, cap, "the run's choices were measured on another device kind or precision: this run on %s in "
                  "%s measured its own", device_kind_name(p.device), sf_precision_name(p.precision));
     for (int32_t i = 0; s == SF_OK && here && i < n; i++)
@@ -122,13 +141,20 @@ static sf_status apply_text(char *text, sf_net *net, char *note, size_t cap)
     return s;
 }
 
-sf_status sf_choices_apply(const char *path, sf_net *net, char *note, size_t cap)
+static sf_status apply_file(const char *path, sf_net *net, bool conv, char *note, size_t cap)
 {
     if (cap) note[0] = 0;
     if (!sf_path_exists(path)) return SF_OK;
     char *text = NULL;
     SF_TRY(sf_read_file(path, CHOICES_MAX_BYTES, &text, NULL));
-    sf_status s = apply_text(text, net, note, cap);
+    sf_status s = apply_text(text, net, conv, note, cap);
     free(text);
     return s == SF_OK ? s : sf_fail_context(s, "%s: ", path);
+}
+
+sf_status sf_choices_apply_conv(const char *path, sf_net *net) { return apply_file(path, net, true, NULL, 0); }
+
+sf_status sf_choices_apply(const char *path, sf_net *net, char *note, size_t cap)
+{
+    return apply_file(path, net, false, note, cap);
 }

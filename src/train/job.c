@@ -2,6 +2,8 @@
  * checks, the network in the job, and the per-step and per-evaluation sums (job.h). */
 #include "train/job.h"
 
+#include "train/choices.h"
+
 #include "core/error.h"
 #include "io/files.h"
 
@@ -68,12 +70,13 @@ void sf_job_shard(const sf_job *j, sf_loader_params *lp)
     lp->shard = j->data_rank;
 }
 
-sf_status sf_job_build_net(const sf_job *j, const sf_config *cfg, sf_net **out)
+sf_status sf_job_build_net(const sf_job *j, const sf_config *cfg, const char *choices, sf_net **out)
 {
     sf_config mine = *cfg; /* shares the layer list: only the device differs */
     if (j->dist) mine.net.device = sf_dist_device(j->dist, cfg->net.device);
     SF_TRY(sf_config_build_net(&mine, out));
     if (j->dist) SF_TRY(sf_dist_attach(j->dist, *out));
+    if (choices) SF_TRY(sf_choices_apply_conv(choices, *out));
     return sf_net_compile(*out, cfg->train.timesteps, j->batch);
 }
 

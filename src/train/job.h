@@ -26,8 +26,9 @@ sf_status sf_job_plan(sf_dist *dist, const sf_config *cfg, sf_job *out);
 sf_status sf_job_check_same(const sf_job *j, const char *config_text);
 /* This process's part of each global batch (batch and shard of a loader's parameters). */
 void sf_job_shard(const sf_job *j, sf_loader_params *lp);
-/* cfg's network on this process's device, taking part in the job, compiled for T and this process's batch. */
-sf_status sf_job_build_net(const sf_job *j, const sf_config *cfg, sf_net **out);
+/* cfg's network on this process's device, taking part in the job, compiled for T and this process's batch; with
+ * `choices` (a run directory's choices file, or NULL) the convolution choices recorded there, before it plans. */
+sf_status sf_job_build_net(const sf_job *j, const sf_config *cfg, const char *choices, sf_net **out);
 /* After each step: *loss becomes the mean over the data ranks, *correct their sum, *stop whether any process wants
  * to stop (so that all stop after the same step). */
 sf_status sf_job_step_sums(const sf_job *j, double *loss, double *correct, int *stop);

@@ -432,7 +432,9 @@ static sf_status setup(run *r)
     SF_TRY(plan);
     if (cfg->train.threads > 0) sf_set_num_threads(cfg->train.threads);
     SF_TRY(sf_job_agree(j, open_data(r), "loading the data"));
-    SF_TRY(sf_job_agree(j, sf_job_build_net(j, cfg, &r->net), "building the network"));
+    char choices[4096] = "";
+    if (r->opt->resume_dir) SF_TRY(sf_path_join(choices, sizeof choices, r->opt->resume_dir, SF_RUN_CHOICES));
+    SF_TRY(sf_job_agree(j, sf_job_build_net(j, cfg, choices[0] ? choices : NULL, &r->net), "building the network"));
     SF_TRY(sf_job_agree(j, sf_interrupt_check(), "building the network"));
     r->in_place = r->opt->resume_dir && sf_same_dir(r->opt->resume_dir, r->opt->run_dir);
     SF_TRY(sf_job_agree(j, r->job.root ? lock_dir(r) : SF_OK, "locking the run directory"));

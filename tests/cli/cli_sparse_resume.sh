@@ -1,8 +1,9 @@
-# cli_sparse_resume.sh — sparse = auto (the default) with crossovers measured by the run itself: a checkpoint
-# records every auto layer's crossovers and last densities, so a run continued from it chooses the paths the
-# uninterrupted continuation chose and matches it bitwise (fresh runs measure separately, so the two compared runs
-# fork from one checkpoint); an evaluation of the checkpoint reproduces the run's test accuracy; deterministic = on
-# makes two fresh runs bitwise alike, at the fixed crossover 1/8.
+# cli_sparse_resume.sh — sparse = auto (the default): a checkpoint records every auto layer's crossovers and last
+# densities, so a run continued from it chooses the paths the uninterrupted continuation chose and matches it
+# bitwise (the two compared runs fork from one checkpoint); the run directory's choices file records the crossovers
+# and a resume takes those written there (a convolution choice, which the CPU never makes, is refused by line); an
+# evaluation of the checkpoint reproduces the run's test accuracy; deterministic = on makes two fresh runs bitwise
+# alike, at the fixed crossover 1/8 (the CPU's in every mode).
 . "$(dirname "$0")/lib.sh"
 
 data data
@@ -56,13 +57,13 @@ check "per-step losses bitwise identical after a resumption" cmp -s y.loss z.los
 check "final tensors bitwise identical after a resumption" "$PY" "$HERE/st_check.py" --same Y/last.safetensors Z/last.safetensors
 sparse_state y Y/last.safetensors
 sparse_state z Z/last.safetensors
-check "the crossovers measured by the first run carry on" \
+check "the crossovers recorded by the first run carry on" \
     "$PY" -c "import sys; a, b, c = (open(f).read().split() for f in ('x.state', 'y.state', 'z.state'));
 sys.exit(0 if a[4:6] == b[4:6] == c[4:6] and a[9:11] == b[9:11] == c[9:11] and b == c else 1)"
 
 # the run directory's choices file records them when the run starts, and a resume gives them back to the network:
 # a crossover written there is the one the continued run uses (and records in its checkpoint)
-check "the run directory records the measured crossovers" \
+check "the run directory records the crossovers" \
     "$PY" -c "import sys; t = open('x.state').read().split(); c = open('X/choices').read();
 sys.exit(0 if 'sparse 1 %s %s' % (t[4], t[5]) in c and 'sparse 3 %s %s' % (t[9], t[10]) in c else 1)"
 cp -r X W
@@ -74,6 +75,12 @@ check "a resume takes the crossovers of the run's choices: $(cat w.state)" \
 sed -i 's/^sparse 3 .*/sparse 2 0.375 0.25/' W/choices
 sf 1 w_bad train --resume W --set train.epochs=3
 has "a choices file that does not fit the network is refused, naming the line" w_bad.err "W/choices: line 5: layer 2 does not choose its path"
+# a convolution choice (a GPU's) in a CPU run's record: the CPU times none, and says so before it compiles
+cp -r X V
+echo "conv 128 1 28 28 8 3 1 1 28 28 0 0 0 0 0 1 3 128 0 1 3 128 0 1 3 128" >>V/choices
+sf 1 v_bad train --resume V --set train.epochs=2
+has "a convolution choice in a CPU run's choices is refused, naming the line" v_bad.err \
+    "V/choices: line 6: set conv choice: the cpu backend times no convolution choices"
 
 sf 0 eval eval Y --json
 check "eval of the best checkpoint reproduces the run's test accuracy" "$PY" - eval.out Y/metrics.jsonl <<'PYEOF'

@@ -6,9 +6,9 @@
 #include "op_harness.h"
 
 extern const op_family op_memory, op_lif, op_lif_compact, op_lif_masked, op_bn, op_bn_merge, op_bn_lif, op_rlif,
-    op_linear, op_binary_linear, op_conv, op_conv_lean, op_pool, op_dropout, op_elementwise, op_connect,
-    op_check_finite, op_readout, op_optim, op_convert, op_spikes, op_spike_linear, op_graph, op_layernorm, op_ssa,
-    op_token, op_transpose;
+    op_linear, op_binary_linear, op_conv, op_conv_lean, op_conv_choices, op_pool, op_dropout, op_elementwise,
+    op_connect, op_check_finite, op_readout, op_optim, op_convert, op_spikes, op_spike_linear, op_graph, op_layernorm,
+    op_ssa, op_token, op_transpose;
 
 /* A LIF over [T, N] (N = n: B = 1) with `var` variants of the option sweep, and a neuron over [T, B, C, hw] with the
  * state carried in and out over all 32. */
@@ -43,6 +43,12 @@ extern const op_family op_memory, op_lif, op_lif_compact, op_lif_masked, op_bn, 
     {                                                                                                                  \
         .f = &op_conv_lean, .prec = OP_ALL, .n = n_, .C = cin, .h = h_, .w = w_, .cout = co, .k = k_, .stride = s_,    \
         .pad = p_, .bias = b_                                                                                          \
+    }
+/* conv_choices of a convolution of that shape given back by conv_set_choice (fl: OP_SPIKE_X, the split path). */
+#define CONV_CHOICES(n_, cin, h_, w_, co, k_, s_, p_, b_, fl)                                                          \
+    {                                                                                                                  \
+        .f = &op_conv_choices, .prec = OP_ALL, .flags = fl, .n = n_, .C = cin, .h = h_, .w = w_, .cout = co, .k = k_,  \
+        .stride = s_, .pad = p_, .bias = b_                                                                            \
     }
 /* Spike inputs at every density of op_density. */
 #define COMPACT(m, T_, B_, n_)                                                                                         \
@@ -244,6 +250,8 @@ const op_case op_cases[] = {
     CONV(3, 6, 9, 9, 8, 5, 3, 2, 1, OP_SPIKE_X),
     CONV(35, 32, 15, 15, 64, 3, 2, 1, 1, OP_SPIKE_X),
     CONV_LEAN(64, 32, 16, 16, 64, 3, 1, 1, 1), /* a shape of its own: the leaner choices it takes stay */
+    CONV_CHOICES(6, 5, 11, 9, 7, 3, 1, 1, 1, 0),
+    CONV_CHOICES(6, 5, 11, 9, 7, 3, 2, 1, 0, OP_SPIKE_X),
 
     /* pools: windows that tile the plane (the tiled kernels), overlapping ones, SpikingJelly's ResNet stem (a border
      * of -inf for max, of counted zeros for avg) */

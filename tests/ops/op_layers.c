@@ -320,6 +320,51 @@ static void run_conv_lean(op_harness *h, const op_case *c, int v)
 
 OP_FAMILY(op_conv_lean, "conv_lean", run_conv_lean, SF_BACKEND_OP_conv_lean);
 
+/* conv_choices and conv_set_choice on the tested side, where it has them: the choices of every shape seen so far,
+ * given back line by line, leave the text and each pass's workspace as they were, and the convolution then meets
+ * the reference as conv's; a line that is not one, or names an algorithm cuDNN has not, is refused by name. */
+static void run_conv_choices(op_harness *h, const op_case *c, int v)
+{
+    if (!sf_backend_supports(h->be[1], SF_BACKEND_OP_conv_choices)) return;
+    const sf_conv_shape sh = conv_shape(c);
+    snprintf(h->what, sizeof h->what, "conv_choices n=%lld %dx%dx%d -> %d k=%d s=%d%s", (long long)c->n, c->C, c->h,
+             c->w, c->cout, c->k, c->stride, c->flags & OP_SPIKE_X ? ", spikes" : "");
+    const size_t ws[2] = {OPV(h, 1, conv_workspace, &sh, SF_CONV_PASS_FORWARD),
+                          OPV(h, 1, conv_workspace, &sh, SF_CONV_PASS_BACKWARD)};
+    const size_t len = OPV(h, 1, conv_choices, NULL, 0);
+    char *text = malloc(len + 1), *again = malloc(len + 1), *line = malloc(len + 1);
+    CHECK(text && again && line && len > 0, "%s: %zu bytes of choices", h->what, len);
+    if (!text || !again || !line || !len) exit(tu_finish("op_harness"));
+    CHECK(OPV(h, 1, conv_choices, text, len + 1) == len && strlen(text) == len, "%s: the text's length", h->what);
+    for (const char *at = text; *at; at += strcspn(at, "\n") + 1) {
+        const size_t n = strcspn(at, "\n");
+        memcpy(line, at, n);
+        line[n] = 0;
+        OP(h, 1, conv_set_choice, line);
+    }
+    CHECK(OPV(h, 1, conv_choices, again, len + 1) == len && strcmp(text, again) == 0, "%s: the choices given back "
+          "read back otherwise:\n%s\nagainst\n%s", h->what, again, text);
+    CHECK(OPV(h, 1, conv_workspace, &sh, SF_CONV_PASS_FORWARD) == ws[0] &&
+              OPV(h, 1, conv_workspace, &sh, SF_CONV_PASS_BACKWARD) == ws[1],
+          "%s: the workspace changed with its own choices", h->what);
+    sf_conv_lean q;
+    CHECK(!OPV(h, 1, conv_lean, &sh, SF_CONV_PASS_BOTH, false, &q), "%s: a recorded choice offered a leaner one",
+          h->what);
+    const char *bad[] = {"conv 6 5 11", "conv 6 5 11 9 7 3 1 1 11 9 0 0 0 0 0 99 0 6 0 0 0 6 0 0 0 6"};
+    for (int i = 0; i < 2; i++) {
+        const sf_status st = OPV(h, 1, conv_set_choice, bad[i]);
+        CHECK(st == SF_ERR_FORMAT && strstr(sf_last_error(), "recorded convolution choice"),
+              "%s: the bad line '%s' gave %d: %s", h->what, bad[i], (int)st, sf_last_error());
+    }
+    printf("%s: %zu bytes of choices given back\n", h->what, len);
+    free(text);
+    free(again);
+    free(line);
+    conv_check(h, c);
+}
+
+OP_FAMILY(op_conv_choices, "conv_choices", run_conv_choices, SF_BACKEND_OP_conv_choices, SF_BACKEND_OP_conv_set_choice);
+
 /* ---------------------------------------------------------------- pools, dropout, element-wise */
 
 /* avgpool and maxpool forward and backward over c->n planes of c->h × c->w (window c->k, c->stride, c->pad); every
