@@ -1,7 +1,10 @@
-"""sj_standins.py — small classes with SpikingJelly's names, attributes and surrogate derivatives (as its 2.0.0 defines
-them), so that spikefuse.torch's SpikingJelly conversions are tested where SpikingJelly is not installed (CI);
-test_spikingjelly.py checks the same against the real package where it is."""
+"""sj_standins.py — small classes with SpikingJelly's names, attributes, surrogate derivatives and neuron equations
+(as its 2.0.0 defines them), so that spikefuse.torch's SpikingJelly conversions are tested where SpikingJelly is not
+installed (CI); test_spikingjelly.py checks the same against the real package where it is. modules() makes them
+importable under SpikingJelly's names (for the documentation's examples: test_readme.py, run_tutorials.py)."""
 import math
+import sys
+import types
 
 import torch
 
@@ -106,8 +109,22 @@ class BaseNode(torch.nn.Module):
     def neuronal_charge(self, x):
         raise NotImplementedError
 
+    def reset(self):
+        self.v = 0.0 if self.v_reset is None else self.v_reset
+
+    def forward(self, x):
+        """SpikingJelly's forward: one step [B, ...] (step_mode 's') or every step of [T, B, ...] ('m')."""
+        if self.step_mode == "s":
+            return self.single_step_forward(x)
+        return torch.stack([self.single_step_forward(x_t) for x_t in x])
+
     def single_step_forward(self, x):
-        raise NotImplementedError
+        """Charge, fire through the surrogate, reset (hard to v_reset, or soft: subtract the threshold)."""
+        self.neuronal_charge(x)
+        spike = self.surrogate_function(self.v - self.v_threshold)
+        s = spike.detach() if self.detach_reset else spike
+        self.v = self.v - s * self.v_threshold if self.v_reset is None else (1 - s) * self.v + s * self.v_reset
+        return spike
 
 
 class LIFNode(BaseNode):
@@ -117,7 +134,11 @@ class LIFNode(BaseNode):
         self.tau, self.decay_input = tau, decay_input
 
     def neuronal_charge(self, x):
-        self.v = self.v + (x - self.v) / self.tau
+        rest = 0.0 if self.v_reset is None else self.v_reset
+        if self.decay_input:
+            self.v = self.v + (x - (self.v - rest)) / self.tau
+        else:
+            self.v = self.v - (self.v - rest) / self.tau + x
 
 
 class IFNode(BaseNode):
@@ -133,7 +154,11 @@ class ParametricLIFNode(BaseNode):
         self.w = torch.nn.Parameter(torch.tensor(-math.log(init_tau - 1.0)))
 
     def neuronal_charge(self, x):
-        self.v = self.v + (x - self.v) * self.w.sigmoid()
+        rest = 0.0 if self.v_reset is None else self.v_reset
+        if self.decay_input:
+            self.v = self.v + (x - (self.v - rest)) * self.w.sigmoid()
+        else:
+            self.v = self.v - (self.v - rest) * self.w.sigmoid() + x
 
 
 class KLIFNode(BaseNode):
@@ -206,3 +231,26 @@ class Dropout(torch.nn.Module):
 
 
 Dropout.__module__ = "spikingjelly.activation_based.layer"
+
+
+def set_step_mode(net, step_mode):
+    for m in net.modules():
+        if hasattr(m, "step_mode"):
+            m.step_mode = step_mode
+
+
+def reset_net(net):
+    for m in net.modules():
+        if hasattr(m, "reset"):
+            m.reset()
+
+
+def modules():
+    """sys.modules entries that make `from spikingjelly.activation_based import functional, layer, neuron,
+    surrogate` give the stand-ins (set_step_mode and reset_net as SpikingJelly's do them)."""
+    ab = types.ModuleType("spikingjelly.activation_based")
+    ab.layer = ab.neuron = ab.surrogate = sys.modules[__name__]
+    ab.functional = types.SimpleNamespace(set_step_mode=set_step_mode, reset_net=reset_net)
+    sj = types.ModuleType("spikingjelly")
+    sj.activation_based = ab
+    return {"spikingjelly": sj, "spikingjelly.activation_based": ab}

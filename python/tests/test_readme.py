@@ -1,12 +1,12 @@
 """test_readme.py — the examples of python/README.md run as written (on the CPU): the neuron example, and the
-SpikingJelly user's fuse example (with sj_standins in SpikingJelly's place where it is not installed)."""
+SpikingJelly user's fuse example (with sj_standins in SpikingJelly's place where it is not installed); and the
+Python quick start of the repository's README.md."""
 import contextlib
 import importlib.util
 import io
 import os
 import re
 import sys
-import types
 import unittest
 from unittest import mock
 
@@ -14,6 +14,7 @@ import sj_standins
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 README = os.path.join(HERE, "..", "README.md")
+TOP_README = os.path.join(HERE, "..", "..", "README.md")
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "docs"))
 from doc_blocks import fenced_blocks  # noqa: E402  (the documentation tests' one extraction)
 
@@ -22,31 +23,11 @@ def blocks():
     return fenced_blocks(README, "python")
 
 
-def run(code):
+def run(code, path=README):
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, README, "exec"), {})
+        exec(compile(code, path, "exec"), {})
     return out.getvalue()
-
-
-def spikingjelly_standins():
-    """sys.modules entries that make `from spikingjelly.activation_based import functional, layer, neuron,
-    surrogate` give the stand-ins (set_step_mode and reset_net as SpikingJelly's do them)."""
-    def set_step_mode(net, step_mode):
-        for m in net.modules():
-            if hasattr(m, "step_mode"):
-                m.step_mode = step_mode
-
-    def reset_net(net):
-        for m in net.modules():
-            if hasattr(m, "reset"):
-                m.reset()
-    ab = types.ModuleType("spikingjelly.activation_based")
-    ab.layer = ab.neuron = ab.surrogate = sj_standins
-    ab.functional = types.SimpleNamespace(set_step_mode=set_step_mode, reset_net=reset_net)
-    sj = types.ModuleType("spikingjelly")
-    sj.activation_based = ab
-    return {"spikingjelly": sj, "spikingjelly.activation_based": ab}
 
 
 class TestReadmeExamples(unittest.TestCase):
@@ -63,11 +44,18 @@ class TestReadmeExamples(unittest.TestCase):
             have_sj = importlib.util.find_spec("spikingjelly") is not None
         except ValueError:
             have_sj = False
-        with mock.patch.dict(sys.modules, {} if have_sj else spikingjelly_standins()):
+        with mock.patch.dict(sys.modules, {} if have_sj else sj_standins.modules()):
             out = run(blocks()[1])
         m = re.fullmatch(r"7 engine layers, loss (\S+)\n", out)
         self.assertIsNotNone(m, out)
         self.assertTrue(0 < float(m.group(1)) < 1, out)
+
+    def test_top_readme_quick_start_runs(self):
+        code = fenced_blocks(TOP_README, "python")
+        self.assertEqual(len(code), 1)
+        m = re.fullmatch(r"loss (\S+)\n", run(code[0], TOP_README))
+        self.assertIsNotNone(m)
+        self.assertTrue(0 < float(m.group(1)) < 10)
 
 
 if __name__ == "__main__":

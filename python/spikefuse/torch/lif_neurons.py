@@ -8,6 +8,21 @@ from .neuron_base import _Neuron
 class LIF(_Neuron):
     """Leaky integrate-and-fire neurons, all T steps fused in one kernel call forward and backward.
 
+    Arguments (SpikingJelly's LIFNode's, the positional ones in its order):
+        tau            membrane time constant in steps, >= 1
+        decay_input    whether the input is divided by tau too (SpikingJelly's decay_input)
+        v_threshold    the potential at which a neuron spikes
+        v_reset        the potential after a spike (hard reset); None: the soft reset, subtracting v_threshold
+        surrogate      the surrogate gradient (below); None: "sigmoid"
+        detach_reset   leave the reset out of the gradient
+        step_mode      "m": x_seq [T, *] per call; "s": one step [*] per call, the state carried
+        store_v_seq    keep v after every step of the last call in `v_seq`
+        alpha          the surrogate's sharpness; None: its default
+        grad_threshold θ_grad of a sparse backward (below); None: off
+        keep_state     carry the membrane across calls (SpikingJelly's behaviour); False: every call starts anew
+        surrogate_function, backend: SpikingJelly's names; surrogate_function= is surrogate=, backend is ignored
+    A value the library refuses is a ValueError naming it and its range.
+
     forward(x_seq): x_seq [T, *] (CPU or CUDA; float32, float16 or bfloat16, spikes returned in the same dtype,
     the membrane in fp32) → spikes of the same shape; step_mode="s": one step [*].
     Semantics are SpikingJelly's LIFNode, per neuron and step:
@@ -39,7 +54,8 @@ class LIF(_Neuron):
 class IF(_Neuron):
     """Integrate-and-fire neurons (SpikingJelly's IFNode), all T steps fused: h = v + x, spike where
     h >= v_threshold, reset to v_reset (v_reset=None: subtract v_threshold). Surrogates, state and the other
-    arguments as LIF's."""
+    arguments (v_threshold, v_reset, surrogate, detach_reset, step_mode, store_v_seq, alpha, grad_threshold,
+    keep_state) as LIF's; forward(x_seq) as LIF's."""
 
     _model = "if"
     _PARAMS = ("v_threshold", "v_reset", "detach_reset", "surrogate", "alpha", "grad_threshold")
@@ -58,7 +74,11 @@ class ALIF(_Neuron):
         θ_t = v_threshold + beta·b_t,   b_t = rho·b_{t-1} + (1 - rho)·s_{t-1},   b_0 = 0,
     s_t = (h_t >= θ_t), the surrogate at h_t - θ_t, the soft reset (v_reset=None) subtracting θ_t; gradients flow
     through b in time. rho = exp(-1/tau_adapt) where tau_adapt is given. SpikingJelly has no such node; the other
-    names are LIFNode's. Every call starts anew (v at v_reset, b at 0): no state across calls, multi-step only."""
+    names are LIFNode's. Every call starts anew (v at v_reset, b at 0): no state across calls, multi-step only.
+
+    Arguments: tau, decay_input, v_threshold, v_reset, surrogate, detach_reset, alpha, grad_threshold as LIF's;
+    rho the decay of the threshold's adaptation b per step; tau_adapt its time constant in steps instead (rho =
+    exp(-1/tau_adapt)); beta how far each spike raises the threshold. forward(x_seq): x_seq [T, *] → spikes."""
 
     _model = "alif"
     _PARAMS = LIF._PARAMS + ("rho", "tau_adapt", "beta")

@@ -183,6 +183,7 @@ class Network(torch.nn.Module):
 
     @property
     def device(self):
+        """The torch.device the engine network runs on (fixed when it is made)."""
         return self._device
 
     def layer_descs(self):

@@ -113,6 +113,7 @@ class PLIF(_Neuron):
 
     @property
     def init_tau(self):
+        """The time constant w started from (the constructor's init_tau); the learned one is 1 / sigmoid(w)."""
         return self.tau
 
     def _run(self, x_seq, u, keep):

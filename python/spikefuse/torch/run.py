@@ -299,8 +299,10 @@ def load_run(path, fuse_bn=True, device="cpu"):
     call a fresh sequence (no state across calls). The module takes the run's images as they come from the dataset
     (in [0, 1]) and encodes them as the run did (RunNet.encoding: the normalisation, the encoding, T), or an input
     encoded already [T, B, C, H, W]. fuse_bn: a batch norm that feeds only the LIF after it runs with
-    it as one BNLIF (as the engine fuses them; the state_dict names stay the checkpoint's). A layer kind without a
-    torch counterpart raises ValueError naming it."""
+    it as one BNLIF (as the engine fuses them; the state_dict names stay the checkpoint's; False keeps
+    BatchNorm2d and the neurons apart: see BNLIF for when that is faster). device: where the module goes
+    ("cpu", "cuda", a torch.device), as .to(device). A layer kind without a torch counterpart raises ValueError
+    naming it. The module exports with to_nir."""
     ckpt = _checkpoint_of(os.fspath(path))
     net = _net.TrainedNet(ckpt)
     try:
