@@ -216,8 +216,8 @@ static bool atomic_sums(int op, int algo)
  * 16-bit atomics (atomic_sums) and fits the workspace cap, or the one of least workspace within LEAN_SLACK of its
  * time, if `splits` calls of it beat what op already has. Returns whether the overall fastest allowed result did not
  * fit (then more chunks may pay). fp32: FMA only (cuDNN's DEFAULT_MATH may use TF32 on Ampere and later). Outside
- * deterministic mode determinism is not required (with deterministic algorithms only, the W3 step took 130 ms
- * instead of 111 ms on an H200), so convolution gradients may differ in the last bits from run to run. In
+ * deterministic mode determinism is not required (cuDNN's deterministic algorithms are its slow ones:
+ * docs/performance.md), so convolution gradients may differ in the last bits from run to run. In
  * deterministic mode `perf` is cuDNN's heuristic ranking (no times): the first deterministic result that fits is
  * taken, and a later (larger) `splits` never replaces it. */
 template <class Perf>

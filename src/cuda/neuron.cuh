@@ -315,8 +315,8 @@ __global__ void __launch_bounds__(256)
                 cur = next;
                 if (t0 + U < T_) sf_cuda_load_batch<V, U, false>(next, x, a.N, n, t0 + U, 1, 0, T_);
                 /* The last batch's steps predicated or branched over, whichever the compiler does better with
-                 * (measured, docs/notebook/perf.md): predicates give the LIF and PLIF at U = 8 48 and 64 registers instead of
-                 * 76 and 80, branches the ALIF 64 instead of 78, and at U = 32 faster code at the same count. */
+                 * (fewer registers or faster code; the counts are in docs/notebook/perf.md): predicates for the LIF
+                 * and PLIF below U = 32, branches for the ALIF and from U = 32 on. */
                 constexpr bool branch = U >= 32 || MODEL == SF_CUDA_ALIF;
 #pragma unroll
                 for (int u = 0; u < U; u++) {

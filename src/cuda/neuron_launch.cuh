@@ -141,8 +141,8 @@ static sf_status backward(const sf_cuda_neuron &a, const bwd_args<T> &b, int64_t
  * per segment (v, and the ALIF's b) unless the forward kept them (v_ckpt). The ALIF always recomputes (its θ is not
  * saved). With the forward's checkpoints, past 32 steps: 32-step segments, which leave registers as the only limit on
  * residency; where the neurons are under two blocks per SM, 64-step segments loading 32 steps ahead, so that enough
- * bytes are in flight with few threads, and 128-step ones where they are at most one block per SM (W1 at T = 1024:
- * 79.6–80.3% of copy, against 77.9–80.1 with 64, docs/notebook/perf.md). Without them: up to T = 64 (with more than one column:
+ * bytes are in flight with few threads, and 128-step ones where they are at most one block per SM (faster than 64
+ * at T = 1024: docs/notebook/perf.md). Without them: up to T = 64 (with more than one column:
  * 32) one segment at the occupancy registers allow; longer, one block of columns per SM with segments as long as its
  * shared memory allows, loading 32 steps ahead, which trades residency (8 warps per SM, each keeping 4 KiB in flight)
  * for the first pass's bytes: it reads x over T - S steps (T = 256: 32 steps, 12.5 bytes per element for the backward,

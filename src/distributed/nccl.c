@@ -8,8 +8,8 @@
  * and communicator, and the backend's stream waits for a send or a receive through an event. The state a link
  * carries is the pipeline's critical path: the sender's next layer waits until its send is through (the receiver,
  * the segment behind in a wavefront, is usually waiting for it already): a send left to run beside that layer's
- * matrix product was not through before the product was (W5time at G = 4 measured each backward hop of ∂L/∂v at
- * 1.1-1.3 ms that way, 0.03-0.13 ms now; its kernel found no free multiprocessor, we take it). The links' streams
+ * matrix product was not through before the product was (its kernel found no free multiprocessor: the notebook's
+ * W5 section has the times). The links' streams
  * have the highest priority, so that a receive is not queued behind a gradient all-reduce's blocks. A
  * receive is posted when the backend's stream reaches it (unless early_receive): posted as the host enqueues it, a
  * step ahead, it would wait on the GPU holding SMs that the layers before it need. The end of the backward
@@ -18,8 +18,8 @@
  * The parameters after a sharded update are gathered with one broadcast per part from its owner (parts differ by
  * one element, which NCCL's all-gather does not take), over the world's communicator, whose channels are not capped:
  * part k comes from segment k of data rank 0 (world rank k), and the other data ranks' segments k hold the same bits
- * already (the same all-reduced gradients through the same update), so one broadcast serves every time group. Over
- * the time group's capped communicator the gather took 3 ms of W5time's 15 ms step at 2 time × 2 data ranks.
+ * already (the same all-reduced gradients through the same update), so one broadcast serves every time group. The
+ * time group's communicator, capped in channels, made that gather a large part of W5time's step.
  *
  * Profiling: a pair of timing events around each exchange on the backend's stream (and around each gradient
  * all-reduce on its stream), kept until timer_read reads them, and an event where profiling started. */
