@@ -2,18 +2,17 @@
  * of 0/1 values with a part of the other operand is exact, so only the fp32 sums round. The other operand is the
  * sum of three bf16 parts (each the rest rounded to nearest: what lies below 2^-27 of it is dropped), and a sum of
  * part products runs as ONE product over a k that lays the parts side by side, so its output is written once.
- * Times below: one H200, W4's 6400 rows (docs/notebook/perf.md, "W4's linear layers as one bf16 product each").
- *   forward: y = x·Wᵀ + b over k = 3·(in + 1), W's and b's parts against three copies of x and a 1 (1472 → 1472:
- *     136 µs, where two TF32 products of W's TF32 parts took 197 µs). Layers with fewer than 512 outputs, where
+ * The times that chose each path and threshold: docs/notebook/perf.md, "W4's linear layers as one bf16 product each".
+ *   forward: y = x·Wᵀ + b over k = 3·(in + 1), W's and b's parts against three copies of x and a 1 (faster than two
+ *     TF32 products of W's TF32 parts). Layers with fewer than 512 outputs, where
  *     x's copies cost more than the product saves, and layers whose W parts would pass 16 MiB (W6's 8192 → 1024,
  *     which the TF32 path splits in 32 MiB) keep the TF32 parts (tf32.cuh; below 2^-22 dropped).
  *   backward: dW = xᵀ·dy as three bf16 products of dy's parts with a bf16 copy of x; dx = dy·W over k = 6·out,
- *     the six pairs of parts of dy and W above 2^-24 of the whole (238 µs, where six products each adding into dx
- *     took 353 µs and SGEMM 672 µs). Layers with fewer than 192 outputs run SGEMMs (faster at 20, 64 and 128
- *     outputs, counting x's bf16 copy; slower at 256).
+ *     the six pairs of parts of dy and W above 2^-24 of the whole (faster than six products each adding into dx,
+ *     and than SGEMM). Layers with fewer than 192 outputs run SGEMMs (faster there, counting x's bf16 copy).
  * Every bf16 operand has rows of a multiple of 8 values, zeros padded: cuBLAS's Hopper kernels need 16-byte rows,
- * and W4's 700 inputs ran 3× slower without them (dW, 700 × 1472: 268 µs, 90 with the dimension padded to 704, dW
- * computed in scratch and copied out). Other precisions and activation types keep linear.cu's GEMMs: tf32 is TF32
+ * and W4's 700 inputs ran 3× slower without them (dW computed in scratch with the dimension padded, then copied
+ * out). Other precisions and activation types keep linear.cu's GEMMs: tf32 is TF32
  * already, and bf16/fp16 run on the tensor cores with 16-bit operands. The parts live in one scratch slot: at most
  * PART_ELEMS bf16 values, in chunks of rows, or 2·SPLIT_ELEMS floats for TF32 parts. */
 #include "cuda/ops.cuh"
@@ -125,8 +124,8 @@ enum {
 /* yᶜ[out, rows] = Wᶜᵀ·xᶜ + b as one bf16 product over k = 3·kin (kin = in + 1 for b, padded to 8): in each
  * output's column of A, W's three parts side by side, the smallest first, with b's after W's row; in each row's
  * column of B, x three times, with a 1 after it (the bias costs no pass over y). The tensor cores add each group of
- * products to the sum with its low bits cut, so the small parts go in while the sum is small (largest first
- * measured 2.4e-6 relative error against the CPU's SGEMM at 64 × 700 → 1472). */
+ * products to the sum with its low bits cut, so the small parts go in while the sum is small (largest first is
+ * measurably less accurate against the CPU's SGEMM). */
 static sf_status forward_parts(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *x, const float *w,
                                const float *b, float *y)
 {

@@ -988,8 +988,8 @@ static sf_status bias_grad(sf_cuda_ctx *c, const sf_conv_shape *sh, const void *
 /* Element i of a tensor in the activation type. */
 #define AT(p, elems) ((char *)(p) + (size_t)(elems) * es)
 
-/* dst (+)= src between two descriptions of one tensor: a layout copy. cudnnTransformTensor moved W3's bf16
- * activations at 2.4–2.6 TB/s on an H200, a tiled shared-memory transpose of our own at 1.5 (docs/notebook/perf.md). */
+/* dst (+)= src between two descriptions of one tensor: a layout copy (cudnnTransformTensor: faster than a tiled
+ * transpose of our own, docs/notebook/perf.md). */
 static sf_status reorder(sf_cuda_ctx *c, cudnnTensorDescriptor_t from, const void *src, cudnnTensorDescriptor_t to,
                          void *dst, bool add)
 {
