@@ -42,17 +42,6 @@ static sf_net *sew_net(sf_device dev, sf_precision prec, sf_memory_mode mode, sf
     return net;
 }
 
-static double rel_l2(const float *a, const float *b, int64_t n)
-{
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const double d = (double)a[i] - (double)b[i];
-        num += d * d;
-        den += (double)b[i] * (double)b[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
 /* One training forward, loss and backward: the loss, and the gradients (malloc'd, *n of them). */
 static float *step(sf_net *net, float *loss, int64_t *n)
 {
@@ -76,7 +65,7 @@ static void test_against_cpu(sf_connect cnf)
     float lc, lg;
     int64_t nc, ng;
     float *gc = step(c, &lc, &nc), *gg = step(g, &lg, &ng);
-    const double le = fabs((double)lg - lc) / fabs((double)lc), ge = nc == ng ? rel_l2(gg, gc, nc) : INFINITY;
+    const double le = fabs((double)lg - lc) / fabs((double)lc), ge = nc == ng ? tu_rel_err_f32(gg, gc, nc) : INFINITY;
     CHECK(le <= 1e-5, "sew %s: GPU loss %.8g, CPU %.8g", sf_connect_name(cnf), lg, lc);
     CHECK(ge <= 1e-4, "sew %s: GPU gradients rel L2 %.3g against the CPU's", sf_connect_name(cnf), ge);
     printf("sew %s fp32 GPU vs CPU: loss rel %.2e, gradients rel %.2e\n", sf_connect_name(cnf), le, ge);
@@ -98,8 +87,8 @@ static void test_memory_modes(sf_precision prec, sf_connect cnf)
     const char *p = sf_precision_name(prec), *name = sf_connect_name(cnf);
     CHECK(loss[1] == loss[0] && n[1] == n[0] && !memcmp(grads[1], grads[0], sizeof(float) * (size_t)n[0]),
           "sew %s %s: lean differs from recompute (loss %.9g vs %.9g, gradients rel %.3g)", name, p, loss[1], loss[0],
-          n[1] == n[0] ? rel_l2(grads[1], grads[0], n[0]) : INFINITY);
-    const double full_err = n[2] == n[0] ? rel_l2(grads[2], grads[0], n[0]) : INFINITY;
+          n[1] == n[0] ? tu_rel_err_f32(grads[1], grads[0], n[0]) : INFINITY);
+    const double full_err = n[2] == n[0] ? tu_rel_err_f32(grads[2], grads[0], n[0]) : INFINITY;
     if (prec == SF_PRECISION_FP32 || prec == SF_PRECISION_TF32) /* 16 bits: full keeps h rounded, recompute not */
         CHECK(fabs((double)loss[2] - loss[0]) <= 1e-5 * fabs((double)loss[0]) && full_err <= 1e-5,
               "sew %s %s: full against recompute: loss %.9g vs %.9g, gradients rel %.3g", name, p, loss[2], loss[0],

@@ -9,8 +9,8 @@
  * in every precision, full within 1e-5 (its neurons read the kept h). The GPU nets choose their convolutions
  * without timing (deterministic), so that the modes' choices agree, and run dense (sparse = off) on both
  * backends: under the CPU's sparse = auto a layer may run event-driven, summing in another order (the SDT's fp32 loss
- * came 1.5% from the GPU's when the CPU's auto took event-driven paths: spikes near θ flip). The errors seen are printed, for the bounds to
- * follow what is measured. Run by tests/gpu.sh. */
+ * came 1.5% from the GPU's when the CPU's auto took event-driven paths: spikes near θ flip). The errors seen are
+ * printed, for the bounds to follow what is measured. Run by tests/gpu.sh. */
 #include "testutil.h"
 
 #include "spikefuse_train.h"
@@ -58,17 +58,6 @@ static sf_net *build(int k, sf_device dev, sf_precision prec, sf_memory_mode mod
     o.lr = 5e-4f;
     CHECK_OK(sf_net_set_optimizer(net, &o));
     return net;
-}
-
-static double rel_l2(const float *a, const float *b, int64_t n)
-{
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const double d = (double)a[i] - (double)b[i];
-        num += d * d;
-        den += (double)b[i] * (double)b[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
 static double norm(const float *a, int64_t n)
@@ -123,7 +112,7 @@ int main(void)
             }
             if (!gg[0]) continue;
             const double le = fabs((double)loss_g[0] - loss_c) / fabs((double)loss_c);
-            const double ge = ng[0] == nc ? rel_l2(gg[0], gc, nc) : INFINITY;
+            const double ge = ng[0] == nc ? tu_rel_err_f32(gg[0], gc, nc) : INFINITY;
             const double nr = ng[0] == nc ? norm(gg[0], nc) / norm(gc, nc) : INFINITY;
             printf("%s %s: loss %.6g vs the CPU's %.6g (rel %.2e), gradients rel L2 %.2e, norm ratio %.3f\n",
                    nets[k].config, sf_precision_name(precs[q]), loss_g[0], loss_c, le, ge, nr);
@@ -134,7 +123,7 @@ int main(void)
             else
                 CHECK(nr >= 0.5 && nr <= 2.0, "%s %s: gradient norm %.3g× the CPU's", nets[k].config,
                       sf_precision_name(precs[q]), nr);
-            const double fe = gg[1] && ng[1] == ng[0] ? rel_l2(gg[1], gg[0], ng[0]) : INFINITY;
+            const double fe = gg[1] && ng[1] == ng[0] ? tu_rel_err_f32(gg[1], gg[0], ng[0]) : INFINITY;
             CHECK(fe <= 1e-5, "%s %s: full's gradients rel L2 %.3g from recompute's", nets[k].config,
                   sf_precision_name(precs[q]), fe);
             CHECK(gg[2] && ng[2] == ng[0] && memcmp(gg[2], gg[0], sizeof *gg[0] * (size_t)ng[0]) == 0,
