@@ -5,12 +5,13 @@
 # (src/core/sparse_tune.c), so the three runs record the same choices, and the resume keeps them.
 . "$(dirname "$0")/lib.sh"
 
-data data --train 384 --test 100
+# 60 steps an epoch, so that SIGINT lands inside the first epoch even on a fast machine.
+data data --train 3840 --test 100
 run=(--set train.data_dir="$WORK/data" --set train.epochs=2 --set train.log_every=1)
 sf 0 a train "$HERE/../../examples/fmnist_mlp.ini" "${run[@]}" --out A
 sf 0 b train "$HERE/../../examples/fmnist_mlp.ini" "${run[@]}" --out B
 
-# C: stopped by SIGINT after some steps of its first epoch (of 6), then continued
+# C: stopped by SIGINT after some steps of its first epoch (of 60), then continued
 stop_after c1 C 3 train "$HERE/../../examples/fmnist_mlp.ini" "${run[@]}" --out C
 check "the run stopped by SIGINT exits 130 (got $rc)" test "$rc" -eq 130
 check "the run stopped by SIGINT had not finished its first epoch" test "$(json_field C/metrics.jsonl epoch epoch | wc -l)" -eq 0
@@ -28,7 +29,7 @@ same() {
     check "$1: the same tensors in $2/last.safetensors and $3/last.safetensors" \
         "$PY" "$HERE/st_check.py" --same "$2/last.safetensors" "$3/last.safetensors"
 }
-check "the runs logged their 12 steps" test "$(json_field A/metrics.jsonl step loss | wc -l)" -eq 12
+check "the runs logged their 120 steps" test "$(json_field A/metrics.jsonl step loss | wc -l)" -eq 120
 same "two fresh runs" A B
 same "a run stopped and resumed against an uninterrupted one" A C
 has "the run records its crossovers, chosen without timing" A/choices "sparse 3 0.125 0.125"
