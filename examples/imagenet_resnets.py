@@ -79,7 +79,7 @@ def network(depth, sew):
             out_planes = planes * (4 if kind == "bottleneck" else 1)
             x = block(net, kind, x, planes, stride, stride != 1 or in_planes != out_planes, sew)
             in_planes = out_planes
-    net.layer("avgpool", "global: 7x7 -> 1x1", size=7)
+    net.layer("avgpool", "7x7 -> 1x1 at 224", size="global")
     net.layer("flatten")
     net.layer("linear", out=1000)
     return net
@@ -90,9 +90,9 @@ HEADER = """# {name}.ini — {title} on ImageNet at 224x224
 # {layout}
 # Stem: conv 7x7 s2 pad 3 -> BN -> IF -> max-pool 3 s2 pad 1 (224 -> 56); stages of {counts} {kind} blocks
 # ({widths}; stride 2 from the second stage on: 56 -> 7);
-# global average pool (7x7), FC 1000, mean over T, cross-entropy. Convs have no bias. IF neurons (SEW's ImageNet
-# neuron; `neuron = lif` with `tau = 2` for the LIF), threshold 1, hard reset to 0, detach_reset, ATan surrogate
-# alpha = 2 (SpikingJelly's ATan default).
+# global average pool (7x7 at 224; `size = global` takes any image_size), FC 1000, mean over T, cross-entropy.
+# Convs have no bias. IF neurons (SEW's ImageNet neuron; `neuron = lif` with `tau = 2` for the LIF), threshold 1,
+# hard reset to 0, detach_reset, ATan surrogate alpha = 2 (SpikingJelly's ATan default).
 # Layer numbers are in the comments; `from` names layers by number. The recipe (SGD, momentum 0.9, lr 0.1, cosine,
 # T = 4, 32 images a step) is a starting point, not a result measured here; examples/imagenet_resnets.py wrote this
 # file.

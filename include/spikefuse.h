@@ -312,7 +312,7 @@ typedef struct sf_layer_desc {
     int32_t input2;       /* ADD: the tensor added to `input` (a residual shortcut) */
     int32_t out_features; /* LINEAR */
     int32_t out_channels; /* CONV2D */
-    int32_t kernel;       /* CONV2D, pools: square kernel size */
+    int32_t kernel;       /* CONV2D, pools: square kernel size (AVGPOOL2D: 0 is global, the whole plane) */
     int32_t stride;       /* CONV2D, pools (pools: 0 means = kernel) */
     int32_t padding;      /* CONV2D; pools: at most kernel/2, as PyTorch's (max: -inf border, avg: zeros counted) */
     int32_t bias;         /* LINEAR, CONV2D: 1 to learn a bias; default 1 */

@@ -444,6 +444,9 @@ static void test_round_trip(void)
     CHECK_OK(sf_config_set_arg(cfg, "train.std=0.3, 0.2,0.1"));
     CHECK_OK(sf_config_set_arg(cfg, "train.lr=0.123456789"));
     CHECK_OK(sf_config_set_arg(cfg, "layer5.connect=iand"));
+    CHECK_OK(sf_config_set_arg(cfg, "layer9.size=global"));
+    CHECK(sf_config_set_arg(cfg, "layer8.size=global") == SF_ERR_INVALID && strstr(sf_last_error(), "integer"),
+          "a global max pool accepted: %s", sf_last_error());
     char *text = NULL, *again = NULL;
     CHECK_OK(sf_config_write(cfg, &text));
     if (!text) return;
@@ -462,6 +465,8 @@ static void test_round_trip(void)
               "train strings and lists parse back");
         CHECK(back->layers[12].line > cfg->layers[12].line, "the written text has its own line numbers");
         CHECK(back->layers[5].desc.connect == SF_CONNECT_IAND, "[add] connect parses back");
+        CHECK(back->layers[9].desc.kernel == 0 && strstr(text, "[avgpool]\nsize = global\n"),
+              "[avgpool] size = global is written as global and parses back");
     }
     const char *readout = strstr(text, "\n[readout]\ntype = leaky\ntau = 4\nloss = ce_per_step\n");
     CHECK(readout && readout > strstr(text, "[linear]") && !strchr(readout + 2, '['),

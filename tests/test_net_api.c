@@ -1,6 +1,7 @@
 /* test_net_api.c — the network API's contract: shape errors at sf_net_add, state errors, bad labels, NaN
  * detection without an update, named tensors, firing rates, evaluation, dropout determinism, the plan's sums and
- * steps on the input already on the device (x = NULL), a lean conv net planned alike by two compiles. */
+ * steps on the input already on the device (x = NULL), a lean conv net planned alike by two compiles, a global
+ * average pool equal to the pool of the plane's size. */
 #include "testutil.h"
 
 #include <math.h>
@@ -355,6 +356,67 @@ static void test_lean_plan_repeats(void)
     CHECK(peak[0] == peak[1], "two compiles of one lean net peaked at %zu and %zu bytes", peak[0], peak[1]);
 }
 
+/* conv 3x3 on 2x20x20 -> LIF -> avgpool (kernel k; 0: global) -> flatten -> linear 3, trained 3 steps */
+static float *pool_net_params(int32_t k, int64_t *n)
+{
+    sf_net *net = new_net(2, 20, 20, 5);
+    sf_layer_desc d = layer(SF_LAYER_CONV2D);
+    d.out_channels = 4;
+    CHECK_OK(sf_net_add(net, &d, NULL));
+    d = layer(SF_LAYER_LIF);
+    CHECK_OK(sf_net_add(net, &d, NULL));
+    d = layer(SF_LAYER_AVGPOOL2D);
+    d.kernel = k;
+    int32_t id, chw[3];
+    CHECK_OK(sf_net_add(net, &d, &id));
+    CHECK(sf_net_tensor_shape(net, id, chw) == SF_OK && chw[0] == 4 && chw[1] == 1 && chw[2] == 1,
+          "avgpool %d of 4x18x18: %dx%dx%d", k, chw[0], chw[1], chw[2]);
+    d = layer(SF_LAYER_FLATTEN);
+    CHECK_OK(sf_net_add(net, &d, NULL));
+    d = layer(SF_LAYER_LINEAR);
+    d.out_features = 3;
+    CHECK_OK(sf_net_add(net, &d, NULL));
+    CHECK_OK(sf_net_compile(net, 2, 3));
+    sf_optim_params o;
+    sf_optim_default_params(&o);
+    CHECK_OK(sf_net_set_optimizer(net, &o));
+    float x[2 * 3 * 2 * 20 * 20];
+    tu_randn(x, 2 * 3 * 2 * 20 * 20, 1.0f, 2.0f, 9);
+    int32_t labels[3] = {0, 2, 1};
+    sf_step_result r;
+    for (int s = 0; s < 3; s++) CHECK_OK(sf_net_train_step(net, x, labels, &r));
+    float *params = tu_net_read_role(net, SF_ROLE_PARAM, n);
+    sf_net_free(net);
+    return params;
+}
+
+/* kernel 0 (size = global) pools the whole plane, whatever its size: bitwise the pool of kernel 18 on 18x18; over
+ * a plane that is not square, or with a stride, and for a max pool, it is an error. */
+static void test_global_pool(void)
+{
+    int64_t n_global = 0, n_sized = 0;
+    float *global = pool_net_params(0, &n_global), *sized = pool_net_params(18, &n_sized);
+    CHECK(n_global == n_sized && n_global > 0 && memcmp(global, sized, (size_t)n_global * sizeof(float)) == 0,
+          "global average pool trains unlike a pool of the plane's size");
+    free(global), free(sized);
+
+    sf_net *net = new_net(2, 6, 4, 0);
+    sf_layer_desc pool = layer(SF_LAYER_AVGPOOL2D);
+    pool.kernel = 0;
+    sf_status s = sf_net_add(net, &pool, NULL);
+    CHECK(s == SF_ERR_INVALID && strstr(sf_last_error(), "square"), "global pool of 6x4: %s", sf_last_error());
+    sf_net_free(net);
+    net = new_net(2, 6, 6, 0);
+    pool.stride = 2;
+    s = sf_net_add(net, &pool, NULL);
+    CHECK(s == SF_ERR_INVALID && strstr(sf_last_error(), "stride"), "global pool with stride: %s", sf_last_error());
+    pool = layer(SF_LAYER_MAXPOOL2D);
+    pool.kernel = 0;
+    s = sf_net_add(net, &pool, NULL);
+    CHECK(s == SF_ERR_INVALID && strstr(sf_last_error(), "avgpool only"), "global max pool: %s", sf_last_error());
+    sf_net_free(net);
+}
+
 int main(void)
 {
     test_init();
@@ -363,5 +425,6 @@ int main(void)
     test_determinism();
     test_reused_input();
     test_lean_plan_repeats();
+    test_global_pool();
     return tu_finish("test_net_api");
 }

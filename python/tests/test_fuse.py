@@ -121,6 +121,15 @@ class TestRoundTrip(unittest.TestCase):
     def test_spikefuse_neurons_and_torch_layers(self):
         self.check(spikefuse_net(), (2, 8, 8), 6)
 
+    def test_global_average_pool(self):
+        """AdaptiveAvgPool2d(1), the ResNets' head, is the engine's global average pool."""
+        seq = sj.SeqToANNContainer
+        model = torch.nn.Sequential(seq(torch.nn.Conv2d(2, 4, 3, padding=1)), LIF(v_threshold=0.3),
+                                    seq(torch.nn.AdaptiveAvgPool2d((1, 1))), torch.nn.Flatten(2),
+                                    torch.nn.Linear(4, 5), IF(v_threshold=0.05))
+        net = self.check(model, (2, 6, 6), 5)
+        self.assertEqual(getattr(net, "2").kind, "avgpool2d")
+
     def test_options_and_copy(self):
         model = sj_conv_net()
         net = fuse(model, sample((1, 8, 8)), memory="lean", seed=5)
@@ -188,6 +197,8 @@ class TestErrors(unittest.TestCase):
                      "fuse: 1.0 \\(Tanh\\)")
         self.refused(torch.nn.Sequential(seq(torch.nn.AvgPool2d(2)), torch.nn.Linear(4, 4)), (2, 4, 4),
                      "fuse: 1 \\(Linear\\)")
+        self.refused(torch.nn.Sequential(seq(torch.nn.AdaptiveAvgPool2d(2))), (2, 6, 6), "gives 1x1 only")
+        self.refused(torch.nn.Sequential(seq(torch.nn.AdaptiveAvgPool2d(1))), (2, 6, 4), "square planes")
         with self.assertRaisesRegex(ValueError, "time-major"):
             fuse(torch.nn.Sequential(torch.nn.Linear(4, 4)), torch.rand(4))
 

@@ -145,7 +145,10 @@ const sf_key_spec sf_layer_keys[] = {
     {.name = "filters", .type = SF_V_INT32, .offset = DESC(out_channels), .min = 1, .max = 65536,
      .kinds = K(SF_LAYER_CONV2D), .required = K(SF_LAYER_CONV2D)},
     {.name = "size", .type = SF_V_INT32, .offset = DESC(kernel), .min = 1, .max = 64,
-     .kinds = K(SF_LAYER_CONV2D) | POOLS, .required = K(SF_LAYER_CONV2D) | POOLS},
+     .kinds = K(SF_LAYER_CONV2D) | K(SF_LAYER_MAXPOOL2D), .required = K(SF_LAYER_CONV2D) | K(SF_LAYER_MAXPOOL2D)},
+    /* global: the whole plane, as AdaptiveAvgPool2d(1) */
+    {.name = "size", .type = SF_V_INT32, .offset = DESC(kernel), .min = 1, .max = 64,
+     .kinds = K(SF_LAYER_AVGPOOL2D), .required = K(SF_LAYER_AVGPOOL2D), .zero_word = "global"},
     {.name = "stride", .type = SF_V_INT32, .offset = DESC(stride), .min = 1, .max = 64, .kinds = K(SF_LAYER_CONV2D)},
     /* pools: 0 means the pool's size */
     {.name = "stride", .type = SF_V_INT32, .offset = DESC(stride), .min = 0, .max = 64, .kinds = POOLS},
@@ -314,8 +317,16 @@ sf_status sf_key_parse(const sf_key_spec *k, const char *text, void *base)
     char *field = (char *)base + k->offset;
     switch (k->type) {
     case SF_V_INT32: {
-        long long v;
-        SF_TRY(parse_integer(k, text, &v));
+        long long v = 0;
+        if (!k->zero_word || strcmp(text, k->zero_word) != 0) {
+            sf_status s = parse_integer(k, text, &v);
+            if (s != SF_OK && k->zero_word) {
+                char msg[200];
+                snprintf(msg, sizeof msg, "%s", sf_last_error());
+                return sf_fail(s, "%s, or %s", msg, k->zero_word);
+            }
+            SF_TRY(s);
+        }
         int32_t w = (int32_t)v;
         memcpy(field, &w, sizeof w);
         return SF_OK;
@@ -451,6 +462,7 @@ int sf_key_format(const sf_key_spec *k, const void *base, char *out, size_t cap)
     case SF_V_INT32: {
         int32_t v;
         memcpy(&v, field, sizeof v);
+        if (v == 0 && k->zero_word) return snprintf(out, cap, "%s", k->zero_word);
         return snprintf(out, cap, "%d", v);
     }
     case SF_V_INT64: {

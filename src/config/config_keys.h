@@ -37,6 +37,7 @@ typedef struct sf_key_spec {
     uint32_t kinds;              /* layer keys: the layer kinds (1 << sf_layer_kind) that take it */
     uint32_t required;           /* layer keys: the kinds that must give it */
     uint32_t models;             /* neuron keys: the neuron models (1 << sf_neuron_model) that take it; 0: all */
+    const char *zero_word;       /* SF_V_INT32: a word that stands for 0 outside [min, max] ("global"), or NULL */
 } sf_key_spec;
 
 /* [train] and [readout]: offsets into sf_config. [neuron] and [lif]: offsets into sf_lif_params. Layers: into

@@ -201,8 +201,9 @@ static sf_status pool_node(exporter *e, int32_t i, const char *name, const char 
     int32_t idx;
     SF_TRY(add_node(e, name, type, in, &idx));
     sf_nir_fields *f = &e->g->nodes[idx].fields;
-    SF_TRY(set_pair(f, "kernel_size", d->kernel));
-    SF_TRY(set_pair(f, "stride", d->stride ? d->stride : d->kernel));
+    const int32_t k = d->kernel ? d->kernel : (int32_t)in->shape[1]; /* 0: global, the whole (square) plane */
+    SF_TRY(set_pair(f, "kernel_size", k));
+    SF_TRY(set_pair(f, "stride", d->stride ? d->stride : k));
     SF_TRY(set_pair(f, "padding", d->padding));
     const int64_t shape[3] = {chw[0], chw[1], chw[2]};
     view_of_node(out, idx, 3, shape);

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-static sf_status check_pool(const char *op, const sf_pool_shape *sh)
+static sf_status check_pool(const char *op, const sf_pool_shape *sh, bool max)
 {
     if (!sh) return sf_fail(SF_ERR_INVALID, "%s: shape is NULL", op);
     const int32_t p = sh->pad;
@@ -19,7 +19,8 @@ static sf_status check_pool(const char *op, const sf_pool_shape *sh)
                        "%s: shape n=%lld h=%d w=%d k=%d stride=%d pad=%d: need positive sizes, pad <= k/2, "
                        "k <= h + 2·pad, w + 2·pad",
                        op, (long long)sh->n, sh->h, sh->w, sh->k, sh->stride, p);
-    if (sh->k > 16) return sf_fail(SF_ERR_INVALID, "%s: window %d: at most 16 (the argmax is one byte)", op, sh->k);
+    if (max && sh->k > 16)
+        return sf_fail(SF_ERR_INVALID, "%s: window %d: at most 16 (the argmax is one byte)", op, sh->k);
     int32_t oh = (sh->h + 2 * p - sh->k) / sh->stride + 1, ow = (sh->w + 2 * p - sh->k) / sh->stride + 1;
     if (oh != sh->oh || ow != sh->ow)
         return sf_fail(SF_ERR_INVALID, "%s: output %dx%d does not match (h + 2·pad - k)/stride + 1 = %dx%d", op, sh->oh,
@@ -45,7 +46,7 @@ static window window_of(const sf_pool_shape *sh, int32_t oy, int32_t ox)
 
 sf_status sf_cpu_op_avgpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y)
 {
-    SF_TRY(check_pool("avgpool", sh));
+    SF_TRY(check_pool("avgpool", sh, false));
     const float scale = 1.0f / (float)(sh->k * sh->k);
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < sh->n; p++) {
@@ -65,7 +66,7 @@ sf_status sf_cpu_op_avgpool_forward(sf_backend *be, const sf_pool_shape *sh, con
 
 sf_status sf_cpu_op_avgpool_backward(sf_backend *be, const sf_pool_shape *sh, const float *dy, float *dx)
 {
-    SF_TRY(check_pool("avgpool backward", sh));
+    SF_TRY(check_pool("avgpool backward", sh, false));
     const float scale = 1.0f / (float)(sh->k * sh->k);
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < sh->n; p++) {
@@ -111,7 +112,7 @@ static inline void maxpool_row_inside(const float *xp, int32_t w, int32_t k, int
 
 sf_status sf_cpu_op_maxpool_forward(sf_backend *be, const sf_pool_shape *sh, const float *x, float *y, uint8_t *argmax)
 {
-    SF_TRY(check_pool("maxpool", sh));
+    SF_TRY(check_pool("maxpool", sh, true));
     const int32_t k = sh->k;
     if (sh->pad == 0) {
         const bool two = k == 2 && sh->stride == 2;
@@ -153,7 +154,7 @@ sf_status sf_cpu_op_maxpool_forward(sf_backend *be, const sf_pool_shape *sh, con
 sf_status sf_cpu_op_maxpool_backward(sf_backend *be, const sf_pool_shape *sh, const uint8_t *argmax, const float *dy,
                                      float *dx)
 {
-    SF_TRY(check_pool("maxpool backward", sh));
+    SF_TRY(check_pool("maxpool backward", sh, true));
     const int32_t k = sh->k, s = sh->stride;
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < sh->n; p++) {

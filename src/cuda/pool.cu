@@ -118,15 +118,15 @@ __global__ void pool_backward_tiled(sf_pool_shape sh, const uint8_t *argmax, con
     }
 }
 
-static sf_status check(const sf_pool_shape *sh)
+static sf_status check(const sf_pool_shape *sh, bool max)
 {
     const int32_t p = sh->pad;
-    if (sh->k < 1 || sh->k > 16 || sh->stride < 1 || p < 0 || 2 * p > sh->k || sh->k > sh->h + 2 * p ||
+    if (sh->k < 1 || (max && sh->k > 16) || sh->stride < 1 || p < 0 || 2 * p > sh->k || sh->k > sh->h + 2 * p ||
         sh->k > sh->w + 2 * p || sh->oh != (sh->h + 2 * p - sh->k) / sh->stride + 1 ||
         sh->ow != (sh->w + 2 * p - sh->k) / sh->stride + 1)
         return sf_fail(SF_ERR_INVALID,
-                       "pool shape %dx%d k=%d stride=%d pad=%d -> %dx%d is inconsistent (k <= 16: the argmax is one "
-                       "byte; pad <= k/2)",
+                       "pool shape %dx%d k=%d stride=%d pad=%d -> %dx%d is inconsistent (max: k <= 16, the argmax "
+                       "is one byte; pad <= k/2)",
                        sh->h, sh->w, sh->k, sh->stride, p, sh->oh, sh->ow);
     return SF_OK;
 }
@@ -142,7 +142,7 @@ template <bool MAX, bool FWD>
 static sf_status launch(sf_backend *be, const sf_pool_shape *sh, const void *in, void *out, const uint8_t *am_in,
                         uint8_t *am_out)
 {
-    SF_TRY(check(sh));
+    SF_TRY(check(sh, MAX));
     const bool tile = tiled(sh);
     const int64_t in_size = sh->n * sh->h * sh->w, threads = tile || FWD ? sh->n * sh->oh * sh->ow : in_size;
     if (threads == 0) return SF_OK;

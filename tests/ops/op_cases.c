@@ -254,7 +254,7 @@ const op_case op_cases[] = {
     CONV_CHOICES(6, 5, 11, 9, 7, 3, 2, 1, 0, OP_SPIKE_X),
 
     /* pools: windows that tile the plane (the tiled kernels), overlapping ones, SpikingJelly's ResNet stem (a border
-     * of -inf for max, of counted zeros for avg) */
+     * of -inf for max, of counted zeros for avg), global average pools (ImageNet's 7x7, a 26x26 plane: avg only) */
     POOL(7, 9, 9, 2, 2, 0),
     POOL(9, 28, 28, 2, 2, 0),
     POOL(5, 28, 28, 2, 2, 0),
@@ -266,6 +266,8 @@ const op_case op_cases[] = {
     POOL(3, 9, 9, 3, 2, 1),
     POOL(5, 7, 6, 3, 2, 1),
     POOL(2, 5, 4, 2, 1, 1),
+    POOL(64, 7, 7, 7, 7, 0),
+    POOL(6, 26, 26, 26, 26, 0),
 
     /* spiking transformers: LayerNorm (a Spikformer-8-384 block's D, one channel, odd sizes); the SSA as W10's
      * blocks (N 196 and 64 tokens, D 384 in 12 heads: 32 channels a head), a set of one token of one channel, odd

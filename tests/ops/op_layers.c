@@ -389,18 +389,23 @@ static void run_pool(op_harness *h, const op_case *c, int v)
     op_ten y = op_out(h, OP_ACTV, ny), dx = op_out(h, OP_ACTV, nx), ym = op_out(h, OP_ACTV, ny);
     op_ten am = op_out(h, OP_RAW, ny), dxm = op_out(h, OP_ACTV, nx);
     free(hx);
+    const bool max = c->k <= 16; /* the argmax is one byte; an average takes any window (a global pool) */
     OP_SIDES(s)
     {
         OP(h, s, avgpool_forward, &sh, OP_P(x, s), OP_P(y, s));
         OP(h, s, avgpool_backward, &sh, OP_P(dy, s), OP_P(dx, s));
-        OP(h, s, maxpool_forward, &sh, OP_P(x, s), OP_P(ym, s), OP_U8(am, s));
-        OP(h, s, maxpool_backward, &sh, OP_U8(am, s), OP_P(dy, s), OP_P(dxm, s));
+        if (max) {
+            OP(h, s, maxpool_forward, &sh, OP_P(x, s), OP_P(ym, s), OP_U8(am, s));
+            OP(h, s, maxpool_backward, &sh, OP_U8(am, s), OP_P(dy, s), OP_P(dxm, s));
+        }
     }
     op_cmp(h, "avgpool y", &y, OP_TOL_ACT(1e-6));
     op_cmp(h, "avgpool dx", &dx, OP_TOL_ACT(1e-6));
-    op_cmp(h, "maxpool y", &ym, OP_TOL_EXACT);
-    op_cmp_raw(h, "maxpool argmax", &am);
-    op_cmp(h, "maxpool dx", &dxm, OP_TOL_ACT(1e-6));
+    if (max) {
+        op_cmp(h, "maxpool y", &ym, OP_TOL_EXACT);
+        op_cmp_raw(h, "maxpool argmax", &am);
+        op_cmp(h, "maxpool dx", &dxm, OP_TOL_ACT(1e-6));
+    }
     op_free(h, &x), op_free(h, &dy), op_free(h, &y), op_free(h, &dx), op_free(h, &ym), op_free(h, &am);
     op_free(h, &dxm);
 }

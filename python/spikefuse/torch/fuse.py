@@ -75,6 +75,16 @@ def _pool(m, shape):
     return [(layer(kind, kernel=k, stride=stride, padding=_square(m.padding, what, "padding")), {})]
 
 
+def _global_pool(m, shape):
+    """AdaptiveAvgPool2d to 1×1 (the ResNets' head) is the engine's global average pool."""
+    size = m.output_size if isinstance(m.output_size, tuple) else (m.output_size, m.output_size)
+    if tuple(size) != (1, 1):
+        raise _Unsupported(f"AdaptiveAvgPool2d(output_size={m.output_size}): the engine's global pool gives 1x1 only")
+    if len(shape) != 3 or shape[1] != shape[2]:
+        raise _Unsupported(f"AdaptiveAvgPool2d on steps of shape {shape}: the engine's global pool needs square planes")
+    return [(layer("avgpool2d", kernel=0), {})]
+
+
 def _neuron(m):
     """(sf_lif_params, the PLIF's w or None) of a spikefuse.torch or SpikingJelly neuron."""
     if is_spikingjelly_neuron(m):
@@ -123,7 +133,7 @@ def _descs_of(m, shape, per_step):
     if isinstance(m, torch.nn.Dropout) or _spikingjelly_dropout(m):
         return [(layer("dropout", dropout_p=float(m.p)), {})]
     step_layers = (torch.nn.Conv2d, torch.nn.BatchNorm1d, torch.nn.BatchNorm2d, torch.nn.MaxPool2d,
-                   torch.nn.AvgPool2d)
+                   torch.nn.AvgPool2d, torch.nn.AdaptiveAvgPool2d)
     if isinstance(m, step_layers) and not per_step:
         raise _Unsupported(f"{what} outside a SeqToANNContainer (or SpikingJelly's layer.{what} in step mode 'm') "
                            "would run on [T, B, ...] as one batch")
@@ -137,6 +147,8 @@ def _descs_of(m, shape, per_step):
         return [_bn_desc(m, what)]
     if isinstance(m, (torch.nn.MaxPool2d, torch.nn.AvgPool2d)):
         return _pool(m, shape)
+    if isinstance(m, torch.nn.AdaptiveAvgPool2d):
+        return _global_pool(m, shape)
     raise _Unsupported(f"{what} has no counterpart among the engine's layers")
 
 
@@ -200,8 +212,9 @@ def fuse(model, sample, *, partial=False, **options):
 
     sample: an input [T, B, ...] of the model (its shape, device and, with partial, values that probe the kept
     modules' output shapes). Supported: nn.Sequential trees (SpikingJelly's SeqToANNContainer and layer.* wrappers
-    in step mode 'm' included) of Conv2d, Linear, BatchNorm1d/2d, MaxPool2d/AvgPool2d, Flatten, Dropout, Identity,
-    SpikingJelly's LIFNode/IFNode/ParametricLIFNode and spikefuse.torch's LIF, IF, PLIF, ALIF, BNLIF, BNIF.
+    in step mode 'm' included) of Conv2d, Linear, BatchNorm1d/2d, MaxPool2d/AvgPool2d, AdaptiveAvgPool2d(1), Flatten,
+    Dropout, Identity, SpikingJelly's LIFNode/IFNode/ParametricLIFNode and spikefuse.torch's LIF, IF, PLIF, ALIF,
+    BNLIF, BNIF.
     A module outside these raises ValueError naming it and its path; partial=True keeps it in torch. options go to
     Network (device — the sample's by default —, precision, memory, seed). Dropout's mask is one per sequence in
     the engine (SpikingJelly's layer.Dropout), so outputs agree in eval() mode or with p = 0."""
