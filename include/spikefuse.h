@@ -259,8 +259,8 @@ typedef enum sf_layer_kind {
 typedef enum sf_connect { SF_CONNECT_ADD = 0, SF_CONNECT_AND, SF_CONNECT_IAND } sf_connect;
 SF_API const char *sf_connect_name(sf_connect c); /* "add", "and", "iand" */
 
-/* Event-driven execution of LINEAR and RLIF layers whose input is spikes: only the active inputs' weights are read,
- * forward and backward. Same function as dense, summed in another order (equal within float rounding). */
+/* Event-driven LINEAR and RLIF layers reading spikes: the forward and the weight gradient touch only the inputs that
+ * spiked (dx only nonzero gradients, with grad_threshold). Same function as dense, within float rounding. */
 typedef enum sf_sparse_mode {
     SF_SPARSE_OFF = 0, /* dense everywhere */
     SF_SPARSE_AUTO,    /* per layer and step, sparse below a density crossover: timed on a GPU (deterministic: as ON),
