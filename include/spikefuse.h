@@ -1,12 +1,8 @@
-/* spikefuse.h — the public contract of libspikefuse: training spiking neural networks with BPTT and surrogate
- * gradients, with time-fused neuron kernels on the CPU and on NVIDIA GPUs.
- *
- * Conventions
- * - Every function that can fail returns sf_status; on failure sf_last_error() holds a message for this thread.
- * - Handles are opaque; each *_create has a *_free, and freeing NULL is a no-op.
- * - Tensors are float32 and time-major: [T, B, C, H, W] (or [T, B, N]), contiguous.
- * - The library never exits the process and never writes to stdout.
- * - Pointers passed in are borrowed: the library keeps none of them after the call returns, except where noted. */
+/* spikefuse.h — the public API of libspikefuse: BPTT training of spiking networks, time-fused neurons, CPU and CUDA.
+ * A call that can fail returns sf_status, and sf_last_error() then holds this thread's message. Handles are opaque;
+ * each *_create has a *_free, which takes NULL. Tensors are contiguous float32, time-major: [T, B, C, H, W] or
+ * [T, B, N]. Pointers passed in are borrowed (none is kept after the call unless noted). The library never exits the
+ * process and never writes to stdout. */
 #ifndef SPIKEFUSE_H
 #define SPIKEFUSE_H
 
@@ -46,8 +42,7 @@ SF_API const char *sf_status_str(sf_status s);
 /* The message of the last failure on the calling thread ("" if none). Valid until the next failing call. */
 SF_API const char *sf_last_error(void);
 
-/* A failure recorded as the library records its own, for programs whose functions return sf_status too: sets the
- * thread's message (printf format) and returns `status`, so a caller writes `return sf_fail(SF_ERR_INVALID, ...)`;
+/* For callers' own sf_status functions: sf_fail sets this thread's message (printf format) and returns `status`;
  * sf_fail_context prefixes the current message with context ("loading x.safetensors: ") and returns `status`. */
 #if defined(__GNUC__)
 #define SF_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -74,20 +69,18 @@ typedef struct sf_device {
 SF_API sf_status sf_device_parse(const char *text, sf_device *out);
 /* Number of usable CUDA devices (0 when built without CUDA or when no GPU is present). */
 SF_API int32_t sf_cuda_device_count(void);
-/* Whether this build has kernels CUDA device `device` can run (its compute capability against the architectures the
- * build compiled for): SF_ERR_UNSUPPORTED naming the device, its compute capability and the cmake command that builds
- * for it where not, or where the build has no CUDA backend. */
+/* SF_OK when this build has kernels for CUDA device `device`'s compute capability; else (or without CUDA)
+ * SF_ERR_UNSUPPORTED naming the device, its compute capability and the cmake command that builds for it. */
 SF_API sf_status sf_cuda_arch_check(int32_t device);
-/* Host memory for the batches given to a net on `device`: page-locked on a CUDA device, where a step's upload then
- * runs at the bus's speed (pageable memory is staged through a driver buffer at a fraction of it), malloc's
- * elsewhere or where no page-locked memory can be had. NULL when out of memory. Free with sf_host_free, same device. */
+/* Host memory for a net's batches: page-locked on a CUDA device (full-speed uploads), else or failing that malloc's.
+ * NULL when out of memory. Free with sf_host_free on the same device. */
 SF_API void *sf_host_alloc(sf_device device, size_t bytes);
 SF_API void sf_host_free(sf_device device, void *p);
 /* Sets the number of OpenMP threads the CPU backend uses (<= 0: the OpenMP default). */
 SF_API void sf_set_num_threads(int32_t n);
 SF_API int32_t sf_get_num_threads(void);
-/* A one-line description of what this build has: OpenMP threads, the BLAS library, and CUDA with the runtime,
- * cuBLAS and cuDNN versions and the device count (or that CUDA is not built in). */
+/* One line on this build (a per-thread static buffer): OpenMP threads, the BLAS, CUDA's runtime, cuBLAS and cuDNN
+ * versions and device count, or that CUDA is not built in. */
 SF_API const char *sf_build_info(void);
 
 /* ---------------------------------------------------------------- LIF neuron
@@ -100,8 +93,7 @@ SF_API const char *sf_build_info(void);
  *   atan          (alpha/2) / (1 + (π/2·alpha·z)²)
  *   fast_sigmoid  1 / (alpha·|z| + 1)²
  *   rect          alpha if |z| < 1/(2·alpha) else 0
- * and is 0 where h < grad_threshold when use_grad_threshold is set (the sparse backward of Finkbeiner & Neftci);
- * with grad_cut, dL/dh is 0 there as well. */
+ * and is 0 where h < grad_threshold when use_grad_threshold is set; with grad_cut, dL/dh is 0 there as well. */
 typedef enum sf_surrogate {
     SF_SURROGATE_SIGMOID = 0,
     SF_SURROGATE_ATAN,
@@ -111,15 +103,12 @@ typedef enum sf_surrogate {
 
 /* The neuron models (sf_lif_params.model). All share the surrogates, resets, detach_reset and θ_grad above.
  *   lif   the LIF above
- *   plif  the parametric LIF (Fang et al. 2021; SpikingJelly's ParametricLIFNode): a = 1 - k and c = k (decay_input)
- *         or 1, with k = sigmoid(w) and w learned, one per layer or, with per_channel, one per channel; w starts at
- *         -ln(tau - 1), so k = 1/tau at the start (tau > 1; decay does not apply)
- *   if    integrate-and-fire (SpikingJelly's IFNode): a = 1, c = 1 (tau, decay and decay_input do not apply)
- *   alif  the adaptive-threshold LIF of LSNNs (Bellec et al. 2018): a and c as the LIF's, and a threshold that rises
- *         with each spike and decays back,
- *             θ_t = v_threshold + beta·b_t,   b_t = rho·b_{t-1} + (1 - rho)·s_{t-1},   b_0 = 0,
- *         s_t = Θ(h_t - θ_t), the surrogate at z = h_t - θ_t, the soft reset subtracting θ_t; gradients flow through
- *         b in time (BPTT); rho = exp(-1/tau_adapt) where tau_adapt > 0. */
+ *   plif  parametric LIF (Fang et al. 2021): a = 1 - k, c = k (decay_input) or 1, k = sigmoid(w), w learned (one per
+ *         layer, or per channel with per_channel), starting at -ln(tau - 1) so k = 1/tau (tau > 1; no decay)
+ *   if    integrate-and-fire: a = 1, c = 1 (tau, decay and decay_input do not apply)
+ *   alif  adaptive-threshold LIF (Bellec et al. 2018): a and c as the LIF's, s_t = Θ(h_t - θ_t) with
+ *             θ_t = v_threshold + beta·b_t,   b_t = rho·b_{t-1} + (1 - rho)·s_{t-1},   b_0 = 0;
+ *         the surrogate at z = h_t - θ_t, the soft reset subtracts θ_t, gradients flow through b (BPTT). */
 typedef enum sf_neuron_model { SF_NEURON_LIF = 0, SF_NEURON_PLIF, SF_NEURON_IF, SF_NEURON_ALIF } sf_neuron_model;
 SF_API const char *sf_neuron_model_name(sf_neuron_model m); /* "lif", "plif", "if", "alif" */
 
@@ -136,10 +125,8 @@ typedef struct sf_lif_params {
     float alpha;                /* surrogate sharpness; default 4 (sigmoid) */
     int32_t use_grad_threshold; /* default 0 */
     float grad_threshold;       /* θ_grad, used when use_grad_threshold is set */
-    int32_t grad_cut;           /* with use_grad_threshold: dL/dh itself is 0 where h < grad_threshold, so no gradient
-                                 * flows through the membrane of a neuron below it at that step either (Perez-Nieves &
-                                 * Goodman's sparse gradient, as Finkbeiner & Neftci train): the backward becomes
-                                 * sparse; default 0 */
+    int32_t grad_cut;           /* with use_grad_threshold: dL/dh is 0 where h < grad_threshold too (Perez-Nieves &
+                                 * Goodman's sparse gradient), so the backward is sparse; default 0 */
     sf_neuron_model model;      /* default lif */
     int32_t per_channel;        /* PLIF: one w per channel instead of one per layer; default 0 */
     float rho;                  /* ALIF: the decay of b, in [0, 1); default 0.95 */
@@ -147,8 +134,7 @@ typedef struct sf_lif_params {
     float beta;                 /* ALIF: the threshold's rise per unit of b, >= 0; default 1.8 (Bellec et al.) */
 } sf_lif_params;
 
-/* SpikingJelly's LIFNode defaults: the LIF, tau=2, decay_input, θ=1, hard reset to 0, sigmoid alpha=4 (and the ALIF
- * defaults above). */
+/* The defaults: the LIF, tau=2, decay_input, θ=1, hard reset to 0, sigmoid alpha=4 (the ALIF's as above). */
 SF_API void sf_lif_default_params(sf_lif_params *p);
 /* The default alpha of each surrogate (sigmoid 4, atan 2, fast_sigmoid 10, rect 1). */
 SF_API float sf_surrogate_default_alpha(sf_surrogate s);
@@ -158,36 +144,27 @@ SF_API sf_status sf_lif_params_check(const sf_lif_params *p);
 SF_API sf_status sf_surrogate_parse(const char *name, sf_surrogate *out);
 SF_API const char *sf_surrogate_name(sf_surrogate s);
 
-/* The LIF whose spikes are the forward-Euler steps (time step dt > 0) of a neuron of the Neuromorphic Intermediate
- * Representation (NIR): LIF  tau·dv/dt = (v_leak - v) + r·I, or IF (is_if)  dv/dt = r·I, spiking when v reaches
- * v_threshold and then reset to v_reset, starting at v_reset (docs/nir.md). Sets tau or decay, decay_input,
- * v_threshold, v_reset and the hard reset of *p, keeping its other fields (surrogate, ...). tau of an IF is
- * ignored. SF_ERR_UNSUPPORTED where no LIF computes it (tau < dt, a non-positive input scale r·dt/tau). */
+/* Sets tau or decay, decay_input, v_threshold, v_reset and the hard reset of *p (its other fields kept) so that it
+ * computes the forward-Euler steps (dt > 0) of a NIR neuron, LIF tau·dv/dt = (v_leak - v) + r·I or IF (is_if; tau
+ * ignored) dv/dt = r·I (docs/nir.md). SF_ERR_UNSUPPORTED where no LIF computes it (tau < dt, r·dt/tau <= 0). */
 SF_API sf_status sf_lif_params_from_nir(int32_t is_if, double tau, double r, double v_leak, double v_threshold,
                                         double v_reset, double dt, sf_lif_params *p);
 
-/* What a neuron call takes beyond x: the neuron state carried across calls, and a PLIF's learnable w.
- *
- * State: a sequence cut into consecutive pieces of time (a stateful layer that is fed step by step, or the time
- * pipeline's segments on several devices). Each state pointer is optional, float32 on the kernel's device, [N] for a
- * neuron whose state is v, [2, N] for the ALIF (v, then b: the b of the next step, which holds the last spike);
- * NULL keeps the one-call behaviour bitwise (v starts at v_reset for a hard reset or 0 for a soft one, b at 0, no
- * state is returned, ∂L/∂v and ∂L/∂b after the last step are 0). Running pieces in order with v_out fed to the next
- * piece's v_in, and their backwards in reverse order with dv_out fed to the previous piece's dv_in, gives the spikes
- * and gradients of one call over the whole sequence, bitwise.
+/* What a neuron call takes beyond x: the state carried across calls of consecutive pieces of time, and a PLIF's w.
+ * State pointers are optional, float32 on the kernel's device, [N] (v) or [2, N] for the ALIF (v, then the next
+ * step's b). NULL is one whole call: v starts at v_reset (hard) or 0 (soft), b at 0, ∂L/∂state after the last step
+ * is 0. Pieces run in order with v_out → next v_in, backwards in reverse with dv_out → previous dv_in, give one
+ * call's spikes and gradients bitwise.
  *   v_in    forward (and the backward's recompute of h): the state before this piece's first step
  *   v_out   forward: the state after this piece's last step; may be v_in itself
  *   dv_in   backward: ∂L/∂state after this piece's last step (the later piece's dv_out)
  *   dv_out  backward: ∂L/∂state before this piece's first step (∂L/∂v_in); may be dv_in itself
- * PLIF (only model plif reads these, and it needs w): w is [w_channels] on the kernel's device, one value for the
- * layer (w_channels = 1) or one per channel (per_channel: neuron n of a step, of N = B·C·w_hw, is in channel
- * (n / w_hw) mod C, C = w_channels); the backward overwrites dw [w_channels] with ∂L/∂w summed over every neuron and
- * step of the call, in a fixed order (dw NULL: not wanted).
- * Checkpoints (optional, CUDA devices; the CPU leaves them alone, its backward recomputes each block's whole sequence
- * in cache): v_ckpt holds sf_lif_ckpt_floats(p, T, N) floats, the state before step T − j·SF_LIF_CKPT_STEPS for
- * j = 1, 2, … while that step is > 0 (slot j − 1: [N] of v; the ALIF's b after all the v slots). The forward writes
- * them, and a backward that recomputes h starts its segments there instead of running the time loop a first time to
- * find them (past 32 steps); the same v_in and x as the forward's, so the backward gives the same bits either way. */
+ * PLIF only (and required): w [w_channels] on the kernel's device, one for the layer or one per channel (neuron n of
+ * N = B·C·w_hw is in channel (n / w_hw) mod w_channels); the backward overwrites dw [w_channels] with ∂L/∂w summed
+ * in a fixed order (dw NULL: not wanted).
+ * v_ckpt (optional; CUDA only, the CPU ignores it): sf_lif_ckpt_floats(p, T, N) floats, slot j − 1 the v [N] before
+ * step T − j·SF_LIF_CKPT_STEPS for j = 1, 2, … while > 0 (the ALIF's b after all v slots). The forward writes them;
+ * a recomputing backward given the same v_in and x starts its segments there, with the same bits. */
 typedef struct sf_lif_state {
     const float *v_in;
     float *v_out;
@@ -205,25 +182,22 @@ typedef struct sf_lif_state {
 #define SF_LIF_CKPT_STEPS 32
 SF_API int64_t sf_lif_ckpt_floats(const sf_lif_params *p, int64_t T, int64_t N);
 
-/* The low-level fused kernels: all T steps of N independent neurons in one pass.
- * x, s, ds, dx are [T, N] float32 on `device` (host memory for the CPU, device memory for CUDA).
- * `stream` is a cudaStream_t for CUDA (NULL: the default stream) and ignored on the CPU; CUDA calls are
- * asynchronous on that stream. The backward recomputes the membrane potential from x: nothing but x is kept. */
+/* All T steps of N independent neurons in one pass. x, s, ds, dx: [T, N] float32 on `device` (host memory for the
+ * CPU). `stream`: a cudaStream_t (NULL: the default), on which CUDA calls are asynchronous; ignored on the CPU.
+ * The backward recomputes the membrane from x, so nothing else is kept. */
 SF_API sf_status sf_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, float *s,
                                 sf_device device, void *stream);
 SF_API sf_status sf_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds,
                                  float *dx, sf_device device, void *stream);
-/* The same with the neuron state carried across calls and a PLIF's w (st: see sf_lif_state; NULL is the calls above,
- * which run every model but the PLIF). The backward recomputes h from x and st->v_in, so a piece's backward needs the
- * v_in its forward had. */
+/* The same with st (sf_lif_state; NULL: the calls above, which run every model but the PLIF). The backward
+ * recomputes h from x and st->v_in, so it needs the v_in its forward had. */
 SF_API sf_status sf_lif_forward_state(const sf_lif_params *p, int64_t T, int64_t N, const float *x, float *s,
                                       const sf_lif_state *st, sf_device device, void *stream);
 SF_API sf_status sf_lif_backward_state(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds,
                                        float *dx, const sf_lif_state *st, sf_device device, void *stream);
 
-/* Storage type of the activations the low-level calls read and write (x, s, ds, dx): 16 bits halve the bytes of
- * these memory-bound kernels. The membrane, the carried state (sf_lif_state), the BN statistics and parameters stay
- * fp32 in every type, and spikes are exactly 0 and 1. */
+/* Storage type of the low-level calls' x, s, ds, dx; the membrane, sf_lif_state, BN statistics and parameters stay
+ * fp32, and spikes are exactly 0 and 1. */
 typedef enum sf_scalar { SF_SCALAR_F32 = 0, SF_SCALAR_BF16, SF_SCALAR_F16 } sf_scalar;
 /* sf_lif_forward_state / sf_lif_backward_state with x, s, ds, dx stored in `dtype`: 16-bit types on CUDA devices
  * (SF_ERR_UNSUPPORTED where the build or device has no 16-bit kernels, e.g. the CPU). */
@@ -267,12 +241,10 @@ typedef enum sf_layer_kind {
     SF_LAYER_BATCHNORM,
     SF_LAYER_LIF,
     SF_LAYER_ADD,
-    SF_LAYER_RLIF, /* a LIF layer with its own recurrent weight V [N, N] (no bias): its input current at step t is
-                    * x_t + V·s_{t-1} (s_0 = 0), so it steps through time; V is "<layer>.weight" */
-    /* Spiking transformers (Spikformer, Zhou et al. 2023; the Spike-driven Transformer, Yao et al. 2023). A tensor of
-     * tokens is N tokens of D channels per sample and step, shape (D, N, 1), stored channels-last; linear, batchnorm,
-     * lif, add and dropout layers that read tokens act on every token (a linear over D, a BN over D with the tokens
-     * as positions) and make tokens; flatten makes N·D features, token by token. */
+    SF_LAYER_RLIF, /* LIF with recurrent weight V [N, N] ("<layer>.weight", no bias): input x_t + V·s_{t-1}, s_0 = 0 */
+    /* Spiking transformers (Spikformer; the Spike-driven Transformer). Tokens: (D, N, 1) per sample and step, stored
+     * channels-last; linear, batchnorm, lif, add and dropout act on each token over D and make tokens; flatten makes
+     * N·D features, token by token. */
     SF_LAYER_TOKENS,     /* (C, H, W) → tokens (C, H·W, 1): the end of the SPS stem */
     SF_LAYER_LAYERNORM,  /* LayerNorm over the D channels of each token (or the C features of a (C, 1, 1) input) */
     SF_LAYER_SSA,        /* spiking self-attention without softmax: reads q|k|v spikes (3D, N, 1) of one linear → BN
@@ -282,25 +254,17 @@ typedef enum sf_layer_kind {
     SF_LAYER_TOKEN_MEAN  /* the mean over the N tokens: (D, N, 1) → (D, 1, 1), before a transformer's head */
 } sf_layer_kind;
 
-/* How an ADD layer combines its input a (`input`, in a residual block the branch's output) with b (`input2`, the
- * shortcut): SEW-ResNet's spike-element-wise connect functions (Fang et al. 2021, "Deep Residual Learning in Spiking
- * Neural Networks", eq. 9). ADD: a + b. AND: a·b. IAND: (1 − a)·b, the paper's IAND(A, S) = (¬A) ∧ S with A the
- * branch and S the shortcut (SpikingJelly's sew_function(identity, out) in its BasicBlock; its Bottleneck passes the
- * two the other way round). The gradients are those of the products, exact for any values: AND a·dy to b and b·dy
- * to a; IAND (1 − a)·dy to b and −b·dy to a. AND and IAND of spikes are spikes. */
+/* How an ADD layer combines a (`input`, a residual branch's output) with b (`input2`, the shortcut), SEW-ResNet's
+ * connect functions: ADD a + b, AND a·b, IAND (1 − a)·b. Gradients are the products' (exact for any values). */
 typedef enum sf_connect { SF_CONNECT_ADD = 0, SF_CONNECT_AND, SF_CONNECT_IAND } sf_connect;
 SF_API const char *sf_connect_name(sf_connect c); /* "add", "and", "iand" */
 
-/* Event-driven (sparse) execution of layers whose input is spikes (Finkbeiner & Neftci): a linear layer sums the
- * weight columns of the inputs that spiked, a recurrent LIF layer does the same for V·s_{t-1}, and their backward
- * touches only the active inputs (and, with grad_threshold, only nonzero gradients). Sparse and dense compute the
- * same function (sums in another order: equal within float rounding). */
+/* Event-driven LINEAR and RLIF layers reading spikes: the forward and the weight gradient touch only the inputs that
+ * spiked (dx only nonzero gradients, with grad_threshold). Same function as dense, within float rounding. */
 typedef enum sf_sparse_mode {
-    SF_SPARSE_OFF = 0, /* dense everywhere: the engine as it was */
-    SF_SPARSE_AUTO,    /* per layer and step, sparse when the measured spike density is below the crossover (with
-                        * sf_cuda_options.deterministic on a GPU: as ON, neither timed nor following the last step;
-                        * on the CPU always a crossover fixed without timing, 1/8, so every CPU run chooses alike);
-                        * checkpoints record the crossovers */
+    SF_SPARSE_OFF = 0, /* dense everywhere */
+    SF_SPARSE_AUTO,    /* per layer and step, sparse below a density crossover: timed on a GPU (deterministic: as ON),
+                        * 1/8 on the CPU; checkpoints record the crossovers */
     SF_SPARSE_ON       /* sparse wherever the input is spikes */
 } sf_sparse_mode;
 SF_API const char *sf_sparse_mode_name(sf_sparse_mode m); /* "off", "auto", "on" */
@@ -343,13 +307,9 @@ SF_API const char *sf_memory_mode_name(sf_memory_mode m); /* "full", "recompute"
 
 typedef enum sf_readout { SF_READOUT_MEAN = 0, SF_READOUT_LEAKY } sf_readout;
 
-/* Arithmetic and storage. fp32 and tf32 keep every tensor in fp32. bf16 and fp16 (CUDA only) store the activations
- * that pass between layers or are kept for the backward (layer outputs, spikes — exactly 0/1 —, their gradients)
- * and a copy of the weights for the GEMMs and convolutions in 16 bits, as torch.autocast does; every kernel computes
- * in fp32 registers (membrane potentials, BN statistics, GEMM and conv sums), and parameters, their gradients,
- * optimizer state, BN statistics and the loss stay fp32 (master weights). fp16 scales the loss dynamically: a step
- * whose gradients overflow is skipped (sf_step_result.skipped) and the scale halves; it doubles after 2000 good
- * steps. */
+/* Arithmetic and storage. bf16 and fp16 store activations, their gradients and a weight copy for the GEMMs in 16
+ * bits and compute in fp32; parameters, gradients, optimizer state, BN statistics and the loss stay fp32. fp16 scales
+ * the loss: a step whose gradients overflow is skipped (sf_step_result.skipped) and the scale halves. */
 typedef enum sf_precision {
     SF_PRECISION_FP32 = 0, /* fp32 products and sums, no tensor cores (TF32 off): the reference */
     SF_PRECISION_TF32,     /* CUDA only: TF32 tensor cores (operands rounded to a 10-bit mantissa), fp32 sums */
@@ -358,19 +318,14 @@ typedef enum sf_precision {
 } sf_precision;
 SF_API const char *sf_precision_name(sf_precision p); /* "fp32", "tf32", "bf16", "fp16" */
 SF_API sf_status sf_precision_parse(const char *name, sf_precision *out);
-/* The loss on the readout r_t: softmax cross-entropy of its T-mean, or at every step averaged over T; or the mean
- * squared error between its T-mean (the output's firing rate, for a spiking last layer) and the one-hot label over
- * the B·classes values (SpikingJelly's examples' F.mse_loss(rate, one_hot)). Accuracy: the argmax of the T-mean. */
+/* The loss on the readout r_t: softmax cross-entropy of its T-mean, or per step averaged over T; or the mean squared
+ * error of its T-mean against the one-hot label, over B·classes values. Accuracy: the argmax of the T-mean. */
 typedef enum sf_loss { SF_LOSS_CE_MEAN = 0, SF_LOSS_CE_PER_STEP, SF_LOSS_MSE_RATE } sf_loss;
 
-/* How convolutions run on a GPU. cuDNN's tensor-core kernels want NHWC tensors; the engine's are NCHW on the CPU and
- * may be NHWC between convolutions on a GPU (docs/architecture.md, Layouts). auto: NHWC tensors in tf32, bf16 and
- * fp16 (the tensor cores' precisions), NCHW in fp32; per conv shape and op, measured at plan time, the fastest of
- * cuDNN on NCHW tensors, cuDNN on NHWC (copying a side that is not) and im2col + cuBLAS GEMM, as each tensor's
- * layout allows. nchw: NCHW tensors, the faster of cuDNN and im2col + GEMM. cudnn: cuDNN on NCHW. gemm: im2col + GEMM
- * where the shape allows it (cuDNN elsewhere). nhwc: NHWC tensors in every precision. split: in fp32, every
- * convolution of spikes (0/1 inputs) as TF32 tensor-core products of exact parts (what auto takes where it measures
- * faster), the others as auto. */
+/* How convolutions run on a GPU (docs/architecture.md, Layouts). auto: NHWC tensors in tf32/bf16/fp16, NCHW in fp32,
+ * each conv op the fastest path timed at compile. nchw: NCHW, the faster of cuDNN and im2col + GEMM. cudnn: cuDNN on
+ * NCHW. gemm: im2col + GEMM where the shape allows (else cuDNN). nhwc: NHWC in every precision. split: in fp32, convs
+ * of spikes as TF32 products of exact parts, the others as auto. */
 typedef enum sf_conv_algo {
     SF_CONV_ALGO_AUTO = 0,
     SF_CONV_ALGO_CUDNN,
@@ -389,13 +344,10 @@ typedef struct sf_cuda_options {
     int32_t conv_workspace_mib; /* the most scratch memory cuDNN's convolution algorithms may use, shared by all
                                  * layers (faster algorithms need more); default 512 */
     sf_conv_algo conv_algo;     /* default auto */
-    int32_t deterministic;      /* 1: deterministic algorithms and reductions only, chosen without timing them, so a
-                                 * run repeats to the bit on the same GPU and software, and a resumed run equals an
-                                 * uninterrupted one (the CPU always is: it times nothing); costs step time;
-                                 * default 0 */
-    float conv_lean;            /* the fraction of the convolutions' measured time the memory plan may add by taking
-                                 * leaner algorithms where their workspace sets the peak; 0: the fastest only;
-                                 * default 0.05 */
+    int32_t deterministic;      /* 1: deterministic algorithms chosen without timing: a run repeats to the bit on the
+                                 * same GPU and software (the CPU always does); slower; default 0 */
+    float conv_lean;            /* fraction of the convs' time the plan may add for leaner-workspace algorithms where
+                                 * they set the peak; 0: fastest only; default 0.05 */
 } sf_cuda_options;
 
 typedef struct sf_net_params {
@@ -411,11 +363,8 @@ typedef struct sf_net_params {
     sf_precision precision; /* arithmetic and storage; default fp32 (the CPU backend accepts only fp32) */
     sf_cuda_options cuda;   /* how the CUDA backend runs (ignored on the CPU) */
     sf_sparse_mode sparse;  /* event-driven layers; default auto */
-    float sparse_crossover; /* AUTO: 0 measures on a GPU, per layer shape, the density where sparse and dense take
-                             * equally long when the net is compiled (cached per shape in the process), and takes
-                             * 1/8 on the CPU without timing; a
-                             * value in (0, 1] uses that density instead (reproducible across processes, as is
-                             * deterministic); a resumed run takes its checkpoint's */
+    float sparse_crossover; /* AUTO: 0 times it per layer shape on a GPU, 1/8 on the CPU; a value in (0, 1] is used
+                             * as is (reproducible); a resumed run takes its checkpoint's */
     int32_t input_spikes;   /* 1: the input holds 0/1 spikes (Poisson or latency encoding, event data), so layers
                              * reading it can run event-driven; a step fails if it holds other values */
 } sf_net_params;
@@ -483,18 +432,17 @@ SF_API void sf_schedule_default_params(sf_schedule_params *p);
 SF_API float sf_schedule_lr(const sf_schedule_params *p, float base_lr, int64_t epoch, int64_t total_epochs);
 
 /* ---------------------------------------------------------------- training and evaluation
- * x is host memory [T, B, C, H, W] as compiled, or NULL to run on the input of the last call that gave one, still on
- * the device (for inputs that do not change, as in benchmarks: no upload); labels are B class indices in [0, classes). */
+ * x: host [T, B, C, H, W] as compiled, or NULL to reuse the last input given (no upload); labels: B values in
+ * [0, classes). */
 typedef struct sf_step_result {
     float loss;        /* mean over the batch */
     int32_t correct;   /* samples whose argmax of the T-mean readout equals the label */
     int32_t skipped;   /* fp16: 1 when a gradient overflowed, so the update was skipped and the loss scale halved */
 } sf_step_result;
 
-/* Forward in training mode, loss, backward, optimizer update. Returns SF_ERR_NUMERIC (without updating) if the
- * loss or a gradient is NaN/Inf — except under fp16, where non-finite gradients with a finite loss skip the update
- * and halve the loss scale (SF_OK, skipped = 1) until the scale would fall below 2^-24. Under fp16 the split form
- * below leaves the gradients multiplied by the loss scale after sf_net_backward; sf_net_update divides them. */
+/* Forward in training mode, loss, backward, update. SF_ERR_NUMERIC (no update) if the loss or a gradient is not
+ * finite; under fp16 a finite loss with such gradients skips the update instead (SF_OK, skipped = 1) until the scale
+ * would fall below 2^-24. fp16 split form: sf_net_backward leaves gradients scaled, sf_net_update unscales them. */
 SF_API sf_status sf_net_train_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out);
 /* Forward and loss only, in evaluation mode (BN running statistics, no dropout). labels may be NULL. */
 SF_API sf_status sf_net_eval_step(sf_net *net, const float *x, const int32_t *labels, sf_step_result *out);
@@ -505,35 +453,26 @@ SF_API sf_status sf_net_backward(sf_net *net);
 SF_API sf_status sf_net_update(sf_net *net);
 /* Copies the readout logits of the last forward, averaged over T, to host [B, classes]. */
 SF_API sf_status sf_net_logits(const sf_net *net, float *out);
-/* Copies tensor `id` of the last forward to host [T, B, C, H, W] (only while it is still held: the output of the
- * last layer always is; others where the memory plan keeps them for the backward, or all of them with
- * sf_net_set_keep_activations). */
+/* Copies tensor `id` of the last forward to host [T, B, C, H, W]; SF_ERR_STATE unless held (the last layer's always,
+ * others where the plan keeps them for the backward, all with sf_net_set_keep_activations). */
 SF_API sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *out);
-/* For looking inside a network (plots, debugging): from the next sf_net_compile on, every tensor and every LIF
- * layer's membrane potential stay held after each forward, training or evaluation, at the cost of a float per
- * activation; results are unchanged. A compiled network must be compiled again. */
+/* From the next sf_net_compile on, every tensor and LIF membrane stays held after each forward (a float per
+ * activation; results unchanged), for plots and debugging. */
 SF_API sf_status sf_net_set_keep_activations(sf_net *net, int32_t on);
 /* Copies the membrane potential h (before reset) of the LIF layer that produces tensor `id` in the last forward to
  * host [T, B, C, H, W]: after any forward with keep_activations, or after a training forward in SF_MEMORY_FULL. */
 SF_API sf_status sf_net_read_membrane(const sf_net *net, int32_t id, float *out);
 
-/* A compiled network run by another framework (spikefuse.torch.Network), on tensors it holds in the net's device
- * memory (host memory for the CPU), float32 [T, B, C, H, W] as compiled, in NCHW order; the net's readout and loss
- * are not used. fp16 is refused (its gradients need the engine's loss scaling: sf_net_train_step); bf16 converts at
- * the edges. Calls are asynchronous on the net's stream (sf_net_stream) on a CUDA device.
+/* A compiled net run by another framework (spikefuse.torch.Network) on float32 NCHW [T, B, C, H, W] tensors in the
+ * net's device memory (host for the CPU); readout and loss unused; fp16 refused (it needs sf_net_train_step's loss
+ * scaling). Asynchronous on sf_net_stream on a CUDA device.
  *   sf_net_set_input_grad   from the next sf_net_compile on, the backward also computes the input's gradient
- *   sf_net_forward_device   forward on x (training: batch statistics, dropout, what the backward keeps); y
- *                           (optional) gets the last layer's output [T, B, ...]
- *   sf_net_backward_device  after a training forward: the backward from dy, the gradient of the loss with respect to
- *                           that output; overwrites the parameter gradients (SF_ROLE_GRAD) and, where dx is given
- *                           (input grad on), writes the input's gradient there
- *   sf_net_tensor_ptr       the address of named tensor i of a role (float32 on the device, laid out as
- *                           sf_net_tensor_info says), valid until sf_net_free: parameters, gradients and buffers
- *                           stay where they are across compiles
- *   sf_net_params_changed   after the parameters were written in place through those addresses: rewrites the
- *                           16-bit copy of the weights the GEMMs read (bf16; nothing in fp32)
- *   sf_net_read_output_grad after sf_net_loss (fp32, one process): the gradient it seeded for the output, to host
- *                           [T, B, ...] (tests: the same seed given to sf_net_backward_device)
+ *   sf_net_forward_device   forward on x (training: batch statistics, dropout); y (optional): the output [T, B, ...]
+ *   sf_net_backward_device  after a training forward, from dy (∂L/∂output): overwrites the parameter gradients
+ *                           and, where dx is given (input grad on), writes ∂L/∂x
+ *   sf_net_tensor_ptr       named tensor i of a role on the device, valid until sf_net_free (compiles keep it)
+ *   sf_net_params_changed   after writes through those pointers: rewrites bf16's 16-bit weight copy
+ *   sf_net_read_output_grad after sf_net_loss (fp32, one process): the output gradient it seeded, to host
  *   sf_net_stream           the cudaStream_t the net's work is queued on (NULL on the CPU) */
 SF_API sf_status sf_net_set_input_grad(sf_net *net, int32_t on);
 SF_API sf_status sf_net_forward_device(sf_net *net, const float *x, int32_t training, float *y);
@@ -546,9 +485,8 @@ SF_API void *sf_net_stream(sf_net *net);
 SF_API int32_t sf_net_firing_rates(const sf_net *net, float *rates, int32_t cap);
 
 /* ---------------------------------------------------------------- named tensors (checkpoints, tests)
- * Parameters are named "<layer>.<name>" as PyTorch's state_dict would name them in an nn.Sequential
- * ("0.weight", "0.bias", "1.running_mean", ..., a PLIF layer's "2.w" as SpikingJelly names it); gradients and optimizer state take the parameter's name with a
- * suffix (".grad", ".momentum", ".adam_m", ".adam_v"). */
+ * Parameters are "<layer>.<name>" as an nn.Sequential's state_dict names them ("0.weight", "1.running_mean", a PLIF's
+ * "2.w"); gradients and optimizer state add ".grad", ".momentum", ".adam_m", ".adam_v". */
 typedef enum sf_tensor_role {
     SF_ROLE_PARAM = 0,
     SF_ROLE_GRAD,
@@ -584,17 +522,13 @@ typedef struct sf_net_state {
 SF_API sf_status sf_net_get_state(const sf_net *net, sf_net_state *out);
 SF_API sf_status sf_net_set_state(sf_net *net, const sf_net_state *st);
 
-/* A trained network from a checkpoint that `spikefuse train` wrote (its best.safetensors or last.safetensors): the
- * network its stored config describes, created on `device` with the checkpoint's parameters and batch norm
- * statistics (no optimizer state), not compiled. For programs that run or convert a trained network
- * (spikefuse.torch.load_run reads it through sf_net_layer_desc and sf_net_tensor_read). */
+/* The network of a checkpoint `spikefuse train` wrote (best/last.safetensors): its config's net on `device` with the
+ * stored parameters and BN statistics, no optimizer, not compiled; the caller frees it. */
 SF_API sf_status sf_checkpoint_load_net(const char *path, sf_device device, sf_net **out);
 
-/* How the run that wrote a checkpoint turned its dataset's samples into the network's input [T, B, C, H, W] (its
- * stored config, the dataset's defaults resolved), for programs that feed the loaded network samples of their own.
- * An image dataset's pixels are intensities in [0, 1]: `direct` presents the image at each of the T steps,
- * normalised per channel, (x - mean[c]) / std[c], where `normalize`; `poisson` and `latency` turn it into spikes
- * (docs/config.md, encoding). Event and synthetic datasets give the T steps themselves (images = 0). */
+/* How the checkpoint's run made its input [T, B, C, H, W] from samples, for feeding the loaded net: images in [0, 1]
+ * are repeated T times, (x - mean[c]) / std[c] with `normalize` (direct), or spikes (poisson, latency: docs/config.md);
+ * event and synthetic datasets give the T steps themselves (images = 0). */
 typedef struct sf_input_encoding {
     char dataset[32];    /* the [train] dataset's name */
     int32_t images;      /* 1: an image dataset, encoded as below */
@@ -630,19 +564,15 @@ typedef struct sf_layer_sparsity {
 } sf_layer_sparsity;
 /* Fills out[i] for layers i < cap (ineligible layers: zeros, densities -1); returns the number of layers. */
 SF_API int32_t sf_net_layer_sparsity(const sf_net *net, sf_layer_sparsity *out, int32_t cap);
-/* Sets the run state of layer `layer`, one that chooses its path (eligible, mode auto; the net compiled): its
- * crossovers (s->crossover_forward, crossover_backward, in [0, 1]) and the densities its next choice may follow
- * (density, grad_density: in [0, 1], or -1 for none yet); the other fields are ignored. Checkpoints record them, so
- * a resumed run (and an evaluation) chooses as the run did instead of measuring again; compiling again measures. */
+/* For a compiled net's eligible auto layer: sets its crossovers (in [0, 1]) and the densities its next choice follows
+ * (in [0, 1], -1: none), other fields ignored, as a resume restores them; compiling again measures anew. */
 SF_API sf_status sf_net_set_layer_sparsity(sf_net *net, int32_t layer, const sf_layer_sparsity *s);
-/* The choices the net's backend made by timing its convolutions (CUDA: for each conv shape, each op's path, cuDNN
- * algorithm, math type and images per call, with those the memory plan took for less workspace), as newline-ended
- * text lines that sf_net_set_conv_choice takes back; the CPU times none (an empty text). Writes at most cap bytes,
- * NUL-terminated, and sets *len to the text's length (cap 0 sizes it). */
+/* The conv choices the backend made by timing (CUDA: per conv shape and op the path, algorithm, math type and images
+ * per call), as lines sf_net_set_conv_choice takes; empty on the CPU. Writes at most cap bytes, NUL-terminated, and
+ * sets *len to the full length (cap 0 sizes it). */
 SF_API sf_status sf_net_conv_choices(const sf_net *net, char *out, size_t cap, size_t *len);
-/* Gives the net's backend one line of sf_net_conv_choices: its conv shape takes that choice instead of timing, so a
- * net given every line of another's plans the memory that one planned. Call it before sf_net_compile (or compile
- * again). A line the backend cannot take is SF_ERR_FORMAT naming what is wrong; on the CPU SF_ERR_UNSUPPORTED. */
+/* Makes that line's conv shape take its choice instead of timing, from the next sf_net_compile. SF_ERR_FORMAT naming
+ * what is wrong in a line the backend cannot take; SF_ERR_UNSUPPORTED on the CPU. */
 SF_API sf_status sf_net_set_conv_choice(sf_net *net, const char *line);
 
 /* Peak bytes the net had allocated on its device (the plan's total plus library scratch). */

@@ -1,8 +1,7 @@
-/* spikefuse_train.h — the training layer of libspikefuse, for the `spikefuse` command and other programs that train
- * from config files: configs (INI files, docs/config.md), the datasets they name and the batch loader, training runs
- * in run directories, checkpoints, evaluation, NIR import and export, jobs over several processes, and the file,
- * clock and random-number helpers those programs share with the library. The conventions are spikefuse.h's (which
- * this header includes); every function here is exported beside its functions. */
+/* spikefuse_train.h — libspikefuse's training layer, for the `spikefuse` command and other programs that train from
+ * config files: configs (docs/config.md), datasets and the batch loader, training runs, checkpoints, evaluation, NIR
+ * import and export, jobs over several processes, and file, clock and random-number helpers. spikefuse.h's
+ * conventions hold. */
 #ifndef SPIKEFUSE_TRAIN_H
 #define SPIKEFUSE_TRAIN_H
 
@@ -16,9 +15,8 @@ extern "C" {
 #endif
 
 /* ---------------------------------------------------------------- files
- * The file-system steps that never lose a user's files. A whole file into a malloc'd buffer with a NUL after its *len
- * bytes (so text can be read as a string); the buffer grows with the bytes actually read, never from a size the file
- * claims; more than max_bytes is refused with SF_ERR_FORMAT (SIZE_MAX: no limit). */
+ * A whole file into *out (malloc'd, caller frees, a NUL after its *len bytes); more than max_bytes (SIZE_MAX: no
+ * limit) is SF_ERR_FORMAT, and the buffer grows with the bytes read, never from a size the file claims. */
 SF_API sf_status sf_read_file(const char *path, size_t max_bytes, char **out, size_t *len);
 /* Whether `path` is an existing regular file (or a link to one). */
 SF_API int sf_file_exists(const char *path);
@@ -30,9 +28,8 @@ SF_API int sf_dir_exists(const char *path);
  * same directory: "y.ini" and "./y.ini"). */
 SF_API int sf_same_path(const char *a, const char *b);
 
-/* Atomic writing: the bytes go to a temporary file "<path>.tmp.XXXXXX" beside `path`; the commit fsyncs it, gives it
- * the mode a new file gets (0666 less the umask: mkstemp makes 0600), renames it over `path` and fsyncs the
- * directory, so readers and a crash at any moment see the old content or the new one, never a mix. */
+/* Atomic writing through a temporary "<path>.tmp.XXXXXX" beside `path`, fsynced, given a new file's mode and renamed
+ * over `path` at the commit: readers and a crash see the old content or the new, never a mix. */
 typedef struct sf_atomic_file {
     const char *path; /* borrowed: must outlive the commit */
     char tmp[4096];
@@ -53,9 +50,8 @@ SF_API sf_status sf_path_join(char *buf, size_t cap, const char *dir, const char
 SF_API sf_status sf_dir_create(const char *dir);
 
 /* ---------------------------------------------------------------- stopping
- * A request to stop, for the whole process: a program's SIGINT/SIGTERM handler makes it, and the library's loops
- * that may run long (reading a file, parsing a dataset's samples, binning and caching them, training, evaluating)
- * poll it and return, so that a run stops promptly from any phase and is left as a clean interrupt leaves it. */
+ * A process-wide request to stop (a SIGINT/SIGTERM handler makes it): the library's long loops (reading, parsing,
+ * binning, training, evaluating) poll it and return, leaving what a clean interrupt leaves. */
 /* Records the request; async-signal-safe, and safe from any thread. */
 SF_API void sf_interrupt_request(void);
 /* Whether a request was made (and not cleared). */
@@ -99,11 +95,9 @@ typedef enum sf_split { SF_SPLIT_TRAIN = 0, SF_SPLIT_TEST } sf_split;
 SF_API sf_status sf_dataset_kind_parse(const char *name, sf_dataset_kind *out);
 SF_API const char *sf_dataset_kind_name(sf_dataset_kind kind);
 
-/* The synthetic source: spike trains drawn from the seed, so any input shape can be trained and benchmarked
- * without files. Sample i has label i % classes; input q of a sample of class k spikes at each step with
- * probability density·(1 + s·m), s = ±1 drawn per (class, q) from the seed and m = min(1/2, (1 - density) /
- * density) (so no rate exceeds 1), so the mean density is `density` (1: every input spikes at every step) and the
- * classes differ in which inputs fire more: a network can learn them. */
+/* Spike trains drawn from the seed, for any input shape without files. Sample i has label i % classes; its input q
+ * spikes at each step with probability density·(1 + s·m), s = ±1 drawn per (class, q), m = min(1/2, (1 - density) /
+ * density): mean density `density`, and the classes differ in which inputs fire more. */
 typedef struct sf_synthetic_params {
     int32_t shape[3]; /* C, H, W of one step's input ([N] inputs: N, 1, 1) */
     int32_t classes;  /* 1..SF_DATASET_MAX_CLASSES */
@@ -119,10 +113,8 @@ typedef enum sf_frame_mode {
 } sf_frame_mode;
 
 typedef struct sf_event_params {
-    int64_t time_window_us; /* 0: the sample's span, first to last event, split into T equal bins (event at time t
-                             * in bin floor((t - first)·T / (last - first + 1)), as Tonic's ToFrame(n_time_bins)
-                             * without its rounding loss); > 0: bins of this many µs from the first event, the
-                             * sample cut or zero-padded to T bins */
+    int64_t time_window_us; /* 0: the sample's span in T equal bins, event t in floor((t - first)·T / (last - first
+                             * + 1)); > 0: bins of this many µs from the first event, cut or zero-padded to T */
     sf_frame_mode frame;
     int32_t downsample;     /* >= 1: cells of downsample×downsample pixels (sides rounded up) */
     int32_t merge_polarity; /* 1: one channel for both polarities */
@@ -131,8 +123,7 @@ typedef struct sf_event_params {
     int64_t time_jitter_us; /* each event's time moved by a uniform integer in [-j, j] µs */
     float drop_event;       /* each event dropped with this probability, in [0, 1) */
     int32_t shift;          /* the sample moved by uniform integers in [-shift, shift] along x (and y on sensors of
-                             * more than one row): spatial jitter for DVS, channel shift for SHD; events moved off
-                             * the sensor are dropped */
+                             * more than one row); events moved off the sensor are dropped */
     int32_t flip;           /* x mirrored with probability 1/2 */
 } sf_event_params;
 
@@ -186,15 +177,12 @@ SF_API void sf_dataset_free(sf_dataset *ds);
 
 /* ---------------------------------------------------------------- encodings and the batch loader
  * An image x in [0, 1] (intensity / 255) becomes T steps of input:
- *   direct   every step carries the (optionally normalised) analog value: (x - mean[c]) / std[c]
- *   poisson  step t spikes (1.0) with probability x; the draw is a pure function of
- *            (seed, epoch, sample index in the dataset, t, pixel), so a resumed run sees identical spikes
- *   latency  time to first spike: one spike at step round((T - 1)·(1 - x)) when x > 0 (brightest first, x = 1
- *            at step 0), no spike at all when x == 0 */
+ *   direct   x at every step, optionally normalised: (x - mean[c]) / std[c]
+ *   poisson  a spike with probability x, drawn from (seed, epoch, sample, t, pixel) alone: resumes repeat it
+ *   latency  one spike at step round((T - 1)·(1 - x)) where x > 0, none where x == 0 */
 typedef enum sf_encoding { SF_ENCODING_DIRECT = 0, SF_ENCODING_POISSON, SF_ENCODING_LATENCY } sf_encoding;
 
-/* Where a loader keeps its batches: malloc's memory unless given an allocator (a trainer feeding a GPU gives
- * page-locked memory, sf_host_alloc, whose uploads run at the bus's speed). */
+/* Where a loader keeps its batches: malloc's, or the given allocator's (a trainer feeding a GPU: sf_host_alloc). */
 typedef struct sf_batch_memory {
     void *(*alloc)(size_t bytes, void *ctx); /* NULL: malloc and free */
     void (*release)(void *p, void *ctx);
@@ -206,12 +194,10 @@ typedef struct sf_loader_params {
     int64_t timesteps;   /* T */
     sf_encoding encoding; /* images only (synthetic samples are spikes already) */
     uint64_t seed;       /* shuffling, augmentation and Poisson draws */
-    int32_t training;    /* 1: shuffled order per (seed, epoch), augmentation when `augment`, the last incomplete
-                          * batch dropped. 0 (evaluation): dataset order, no augmentation, the last batch may be
-                          * partial (its `valid` count says how many samples are real) */
-    int32_t augment;     /* training only: images get a random crop with zero padding crop_pad and a horizontal flip
-                          * with p = 1/2 (image folders: a random resized crop and the flip), events the augmentation
-                          * of `events` */
+    int32_t training;    /* 1: order shuffled per (seed, epoch), `augment` applies, an incomplete last batch dropped;
+                          * 0: dataset order, no augmentation, the last batch may be partial (see `valid`) */
+    int32_t augment;     /* training: images a random crop (padding crop_pad; folders: resized crop) and a flip with
+                          * p = 1/2, events the augmentation of `events` */
     int32_t crop_pad;    /* augmented images: the crop's shift in [-crop_pad, crop_pad] per axis (0: the flip alone) */
     float crop_scale_min; /* augmented image folders: the random resized crop's smallest area fraction, in (0, 1] */
     float erase_p;       /* augmented images: the probability of random erasing after the crop/flip */
@@ -222,10 +208,8 @@ typedef struct sf_loader_params {
     int32_t threads;     /* image folders: the threads decoding images (0: omp_get_max_threads()); other datasets
                           * prepare a batch on one thread and its OpenMP threads */
     sf_event_params events; /* event datasets: binning and augmentation */
-    int32_t shards;      /* data-parallel processes (0 or 1: this loader sees every sample): a global batch is
-                          * batch × shards samples of the epoch's order, and this loader takes part `shard` of each
-                          * (samples shard·batch .. (shard+1)·batch − 1 of it); an evaluation epoch's last global
-                          * batch may leave a shard fewer real samples than others, even none (valid = 0) */
+    int32_t shards;      /* data-parallel processes (0, 1: all samples): of each global batch of batch × shards
+                          * samples this loader takes part `shard`; an evaluation's last may give it few or none */
     int32_t shard;
     sf_batch_memory memory; /* the batches' floats */
 } sf_loader_params;
@@ -235,9 +219,8 @@ typedef struct sf_batch {
     const int32_t *labels;   /* [B] */
     int64_t T, B;
     int32_t C, H, W;
-    int32_t valid;           /* real samples: B except in an evaluation epoch's partial last batch, or a batch
-                              * whose bad images were skipped (image folders, skip_bad), whose remaining slots
-                              * repeat the batch's real samples (count only the first `valid`) */
+    int32_t valid;           /* the first `valid` samples are real (B but in an evaluation's partial last batch or
+                              * where bad images were skipped); the other slots repeat them */
     int64_t epoch, index;    /* which batch this is */
 } sf_batch;
 
@@ -255,10 +238,8 @@ SF_API void sf_encode_batch(const sf_dataset *ds, const sf_loader_params *p, int
                             int64_t count, float *x);
 
 /* ---------------------------------------------------------------- configs
- * Training configurations: INI files whose sections come in network order ([train], [neuron], one section per
- * layer, [readout]; docs/config.md describes every key), their command-line overrides, a writer of the resolved
- * config, and the network they describe. Errors (unknown section or key, a value of the wrong type or out of range,
- * a key given twice, a missing required key) are SF_ERR_INVALID with the message "file:line: what is wrong". */
+ * INI files ([train], [neuron], a section per layer in order, [readout]; docs/config.md). Errors (an unknown, repeated,
+ * missing or out-of-range key, a wrong type) are SF_ERR_INVALID with the message "file:line: what is wrong". */
 #define SF_CONFIG_PATH_MAX 1024
 
 /* The [train] settings that are not held by one of the library's parameter structs. */
@@ -322,9 +303,8 @@ SF_API sf_status sf_config_load(const char *path, sf_config **out);
 SF_API sf_status sf_config_parse_string(const char *text, const char *name, sf_config **out);
 SF_API void sf_config_free(sf_config *cfg);
 
-/* An override as on the command line: key is "train.lr", "neuron.tau", "layerN.key" (N as numbered above) or
- * "readout.type"; the value gets the same checks as in a file. Later [neuron] changes reach every LIF layer that
- * did not set the key itself. Errors name "override train.lr=...". */
+/* An override: key "train.lr", "neuron.tau", "layerN.key" or "readout.type", checked as in a file; a [neuron] key
+ * reaches every LIF layer that does not set it itself. Errors name "override train.lr=...". */
 SF_API sf_status sf_config_set(sf_config *cfg, const char *key, const char *value);
 /* The same from one "section.key=value" argument. */
 SF_API sf_status sf_config_set_arg(sf_config *cfg, const char *assignment);
@@ -333,24 +313,20 @@ SF_API sf_status sf_config_set_arg(sf_config *cfg, const char *assignment);
  * written out, LIF layers with their own keys only). *text is malloc'd; the caller frees it. */
 SF_API sf_status sf_config_write(const sf_config *cfg, char **text);
 
-/* Loads one split of the config's dataset from train.data_dir (or the dataset's default directory). A missing file
- * is SF_ERR_IO with a message naming the path looked at and the package or download that provides it; a malformed
- * one SF_ERR_FORMAT. */
+/* Loads one split of the config's dataset from train.data_dir (or its default directory). A missing file is SF_ERR_IO
+ * naming the path and where to get it; a malformed one SF_ERR_FORMAT. */
 SF_API sf_status sf_config_load_split(const sf_config *cfg, sf_split split, sf_dataset **out);
 /* Loader parameters for the training (training = 1) or evaluation split of this config. Its batches live in host
  * memory for cfg's device (sf_host_alloc), so cfg must outlive the loader. */
 SF_API void sf_config_loader_params(const sf_config *cfg, int32_t training, sf_loader_params *out);
 
-/* Creates the network: sf_net_create with cfg->net, then sf_net_add for every layer, then sets the optimizer.
- * Shape errors name the layer's file:line. The network's output must have as many features as the dataset has
- * classes. The caller compiles it (sf_net_compile), applies train.threads (sf_set_num_threads) and frees it. */
+/* Creates cfg's network with its optimizer; shape errors (the output must have `classes` features) name file:line.
+ * The caller compiles it, applies train.threads (sf_set_num_threads) and frees it. */
 SF_API sf_status sf_config_build_net(const sf_config *cfg, sf_net **out);
 
 /* ---------------------------------------------------------------- jobs over several processes
- * One network trained by several processes: MPI (started by mpirun or Slurm's srun) for the processes and host
- * collectives, NCCL for GPU collectives, one process per device; the world is a grid of time_parallel × data ranks
- * (docs/architecture.md, Several processes). A build without MPI or NCCL has the same functions: they run a single
- * process and refuse what they cannot serve, saying what to install. */
+ * One network trained by one process per device over MPI (mpirun, srun) and NCCL, a grid of time_parallel × data ranks
+ * (docs/architecture.md, Several processes). Without MPI or NCCL the calls serve one process and refuse the rest. */
 typedef struct sf_dist sf_dist;
 
 typedef struct sf_dist_params {
@@ -358,15 +334,13 @@ typedef struct sf_dist_params {
     int32_t sync_bn;       /* 1: BN batch statistics over every data rank's part of the global batch */
     int32_t bucket_mib;    /* gradient all-reduce bucket; 0: 25 MiB (PyTorch DDP's default) */
     int32_t shard_optimizer; /* 1: the optimizer state sharded over each time group; default 1 */
-    int32_t early_receive;   /* GPU: 1 posts each receive from a neighbouring segment as the host reaches it, so it
-                              * waits on the GPU (holding SMs) until the sender gets there; 0 posts it when the
-                              * compute stream needs the data; default 0 */
+    int32_t early_receive;   /* GPU: 1 posts a neighbour's receive when the host reaches it (waiting on SMs), 0 when
+                              * the compute stream needs the data; default 0 */
 } sf_dist_params;
 
 SF_API void sf_dist_default_params(sf_dist_params *p);
-/* Joins the job: initialises MPI when the process was started by mpirun or srun (else it is a world of one, and MPI
- * is not touched), checks that the world divides into time groups. SF_ERR_INVALID when time_parallel does not
- * divide the world size; SF_ERR_UNSUPPORTED when a launcher started several processes and this build has no MPI. */
+/* Joins the job (MPI initialised only under mpirun or srun; else a world of one). SF_ERR_INVALID when time_parallel
+ * does not divide the world; SF_ERR_UNSUPPORTED for several processes without MPI built in. */
 SF_API sf_status sf_dist_init(const sf_dist_params *p, sf_dist **out);
 /* Leaves the job (MPI_Finalize after every process has arrived); NULL is a no-op. */
 SF_API void sf_dist_free(sf_dist *d);
@@ -374,15 +348,12 @@ SF_API int32_t sf_dist_rank(const sf_dist *d); /* in the world */
 SF_API int32_t sf_dist_size(const sf_dist *d); /* processes in the world */
 /* "MPI <library version>; NCCL x.y.z" (or what is not built in) into buf (snprintf semantics). */
 SF_API void sf_dist_describe(char *buf, size_t cap);
-/* Ends every process of the job at once (MPI_Abort) after `message` went to stderr, for a process that cannot go on
- * while the others wait in a collective for it: it does not return when the world is larger than one; with one
- * process it returns and the caller exits as usual. */
+/* Writes `message` to stderr and ends every process of the job (MPI_Abort), for one the others would wait for; with
+ * one process it returns and the caller exits itself. */
 SF_API void sf_dist_abort(sf_dist *d, int code, const char *message);
 
 /* ---------------------------------------------------------------- training runs
- * The training loop behind `spikefuse train`: batches from the config's dataset, steps through the network, test
- * evaluation, checkpoints and metrics in a run directory, exact resume. It never prints: progress goes to a callback
- * that the caller renders. The run directory holds
+ * The loop behind `spikefuse train`, with exact resume; progress goes to a callback, never to print. A run directory:
  *   train.lock        locked (flock) by the process writing the directory, which it names; a second is refused
  *   last.safetensors  the state after the latest finished epoch (or at an interruption); a new run writes its
  *                     initial state here first, so a directory without it holds no run
@@ -416,8 +387,8 @@ typedef struct sf_train_event {
     int64_t train_samples, test_samples;
     int64_t skipped_samples; /* empty samples the readers of event datasets left out (both splits) */
     int64_t bad_images;      /* image folders: images that did not decode, skipped so far (both splits) */
-    double data_wait_seconds; /* of epoch_seconds, the time this process's steps waited for their batch (since the
-                               * epoch started, or the run resumed in it) */
+    double data_wait_seconds; /* of epoch_seconds, the time this process waited for batches (since the epoch or
+                               * resume started) */
     double epoch_seconds;   /* training time in this epoch so far (test pass excluded) */
     double samples_per_s;   /* training throughput in this epoch */
     double loss, accuracy;  /* running means over this epoch's training batches */
@@ -431,8 +402,7 @@ typedef struct sf_train_event {
     int32_t num_rates;
     size_t peak_bytes;         /* sf_net_peak_bytes */
     size_t peak_rss_bytes;     /* the process's maximum resident set */
-    /* what setting up the run worked around (a frame cache that cannot be written, a config.ini that is not the
-     * run's), for the caller to show as warnings at SF_TRAIN_EV_START */
+    /* SF_TRAIN_EV_START: what setup worked around (an unwritable frame cache, ...), to show as warnings */
     const char *const *notes;
     int32_t num_notes;
 } sf_train_event;
@@ -446,9 +416,8 @@ typedef struct sf_train_options {
     const char *resume_dir; /* NULL, or a run directory whose last.safetensors this run continues */
     sf_train_callback callback; /* called on every process; its answer to stop counts from any of them */
     void *user;
-    /* NULL: this process trains alone. Else one process of a job: every process calls sf_train_run with the same
-     * config; rank 0 alone writes the run directory (metrics, checkpoints), which every process reads to resume (a
-     * file system they share, for several hosts); the events report the whole job's figures. */
+    /* NULL: alone. Else every process of the job calls with the same config; rank 0 writes the run directory, which
+     * all read to resume (a shared file system across hosts); events give the job's figures. */
     sf_dist *dist;
 } sf_train_options;
 
@@ -461,13 +430,12 @@ typedef struct sf_train_summary {
     int32_t interrupted;    /* the callback, or a request to stop (sf_interrupt_request) heard in any phase,
                              * stopped the run: its directory holds what a clean stop leaves */
     int32_t resumable;      /* run_dir holds a checkpoint of this run that --resume continues */
-    int32_t failed_together; /* a job's failure that every process met at the same point (setup, NaN): none waits
-                              * for another; other failures may leave processes waiting (sf_dist_abort them) */
+    int32_t failed_together; /* every process failed at the same point (setup, NaN), so none waits; otherwise some
+                              * may wait (sf_dist_abort them) */
 } sf_train_summary;
 
-/* Trains `cfg` (already resolved: the caller has applied overrides; on resume it is the checkpoint's config with
- * the allowed changes, see sf_config_check_same_run). A NaN/Inf stops training with SF_ERR_NUMERIC and a message
- * that names the step and the last good checkpoint. */
+/* Trains `cfg`, overrides applied (on resume the checkpoint's config with sf_config_check_same_run's changes). A NaN
+ * or Inf stops it with SF_ERR_NUMERIC naming the step and the last good checkpoint. */
 SF_API sf_status sf_train_run(const sf_config *cfg, const sf_train_options *opt, sf_train_summary *out);
 /* Whether `dir` is free for a new run: missing, or an empty directory but for what a run stopped before its first
  * checkpoint leaves (the lock file and temporaries). */
@@ -485,10 +453,8 @@ struct cJSON;
 SF_API struct cJSON *sf_json_add_float(struct cJSON *obj, const char *key, float v);
 
 /* ---------------------------------------------------------------- checkpoints and evaluation
- * Checkpoints are safetensors files that safetensors.torch.load_file reads: the net's parameters under the names
- * sf_net_tensor_info gives ("0.weight", ...), its buffers, the optimizer state, and in the metadata the format and
- * version, the resolved config, the run's position (epoch, step, sf_net_state, the loader's position, the best
- * test accuracy) and a CRC-32 of every tensor, verified by every load (docs/architecture.md, Run directories). */
+ * Safetensors files (safetensors.torch.load_file reads them): parameters by sf_net_tensor_info's names, buffers,
+ * optimizer state; metadata with the config, the run's position and a CRC-32 per tensor that every load checks. */
 typedef struct sf_safetensors sf_safetensors;
 SF_API void sf_safetensors_free(sf_safetensors *st);
 
@@ -505,14 +471,11 @@ typedef struct sf_checkpoint_info {
 SF_API sf_status sf_checkpoint_save(const sf_net *net, const sf_checkpoint_info *info, const char *path);
 /* Opens a checkpoint and checks its format and version; the strings of *info point into *st. */
 SF_API sf_status sf_checkpoint_open(const char *path, sf_safetensors **st, sf_checkpoint_info *info);
-/* Copies the tensors of `st` into `net`, whose layers must match (names and sizes are checked, and every value must
- * be finite). With with_training_state, the optimizer state and sf_net_state are restored too (the optimizer must
- * be set). */
+/* Copies st's tensors into `net` (names, sizes and finiteness checked); with_training_state restores the optimizer
+ * state (optimizer set first) and sf_net_state too. */
 SF_API sf_status sf_checkpoint_restore(const sf_safetensors *st, sf_net *net, int with_training_state);
-/* Gives the layers of the compiled `net` that choose their path (sparse = auto) the crossovers `st` recorded, and
- * with with_densities (continuing the run) the densities their next choice follows, so they choose as the run did
- * instead of measuring. A checkpoint written before they were recorded, or on another device kind or precision,
- * leaves the net's own; one whose layers do not match is refused. */
+/* Gives compiled `net`'s auto layers st's crossovers (and with_densities, the densities) so they choose as the run
+ * did; a checkpoint without them or of another device kind or precision leaves the net's, mismatched layers fail. */
 SF_API sf_status sf_checkpoint_restore_sparse(const sf_safetensors *st, sf_net *net, int with_densities);
 
 /* One pass over an evaluation loader: test accuracy and the firing rate of every LIF layer. */
@@ -524,23 +487,18 @@ typedef struct sf_eval_result {
     double seconds;
 } sf_eval_result;
 
-/* Runs the rest of the loader's current epoch (it must be an evaluation loader, compiled shapes equal to the
- * net's) through sf_net_eval_step. Only the `valid` samples of a partial last batch count. `classes` is the
- * number of readout outputs. With `stoppable`, a request to stop (sf_interrupt_request) ends the pass between
- * batches with its error (a process alone: the processes of a job run the pass to its end together). Free the
- * result with sf_eval_result_free. */
+/* Runs the rest of the evaluation loader's epoch (shapes as compiled) through sf_net_eval_step, counting `valid`
+ * samples; `classes`: readout outputs. `stoppable` (one process only) ends between batches on sf_interrupt_request.
+ * Free *out with sf_eval_result_free. */
 SF_API sf_status sf_evaluate(sf_net *net, sf_loader *loader, int32_t classes, int stoppable, sf_eval_result *out);
 SF_API void sf_eval_result_free(sf_eval_result *r);
 /* Index of the largest of n values (the first on ties). */
 SF_API int32_t sf_argmax(const float *v, int32_t n);
 
 /* ---------------------------------------------------------------- NIR
- * Networks as graphs of the Neuromorphic Intermediate Representation (the HDF5 files of the `nir` package) and
- * back: a config's network with its parameters becomes a NIR graph, and a NIR graph a config text with the
- * parameters of its layers. The mapping, discrete LIF included, is written down in docs/nir.md. */
+ * A config's network with its parameters to a NIR graph (the `nir` package's HDF5 files) and back; docs/nir.md. */
 
-/* The simulation time step NIR's continuous-time neurons are discretised with when a file does not say: the value
- * snnTorch's and SpikingJelly's NIR exchange use. */
+/* The time step NIR's continuous-time neurons are discretised with when a file gives none. */
 #define SF_NIR_DEFAULT_DT 1e-4
 /* The format version written into NIR files: the `nir` package release whose layout they follow. */
 #define SF_NIR_VERSION "1.0.8"
@@ -556,10 +514,9 @@ SF_API sf_status sf_nir_write(const sf_nir_graph *g, const char *version, const 
 /* Reads a NIR file. Malformed content is SF_ERR_FORMAT naming the HDF5 path of what is wrong. */
 SF_API sf_status sf_nir_read(const char *path, sf_nir_graph **out);
 
-/* The graph of cfg's network, whose parameters are those of `net` (built from cfg; BN running statistics are read
- * from it too). Batch norm is folded into the conv or linear layer before it (eval mode), dropout and residual [add]
- * layers leave no node. What NIR cannot express is refused with an error naming the layer: max-pooling, a soft
- * reset, a batch norm with nothing to fold into. dt (> 0) is written into the graph's metadata. */
+/* The graph of cfg's network with `net`'s parameters (net built from cfg), BN folded into the layer before it,
+ * dropout and [add] leaving no node, dt (> 0) in its metadata. Max-pooling, a soft reset or a BN with nothing before
+ * it fail naming the layer. */
 SF_API sf_status sf_config_to_nir(const sf_config *cfg, const sf_net *net, double dt, sf_nir_graph **out);
 
 typedef struct sf_named_tensor {
@@ -585,10 +542,9 @@ typedef struct sf_nir_import_options {
     const char *init;    /* written as [train] init (the checkpoint holding the parameters), or NULL */
 } sf_nir_import_options;
 
-/* A config (INI text, malloc'd) whose network computes what the graph computes, and its parameters. The graph must
- * be a feed-forward graph of Input, Affine, Linear, Conv2d, AvgPool2d, Flatten, LIF, IF, Scale (ones) and an LI
- * node just before Output (the leaky readout); a node with several inputs becomes [add] layers. Anything else is
- * refused with SF_ERR_UNSUPPORTED naming the node. The text parses and builds (checked here). */
+/* A config (malloc'd INI text that parses and builds) computing the graph, and its parameters. Takes feed-forward
+ * Input, Affine, Linear, Conv2d, AvgPool2d, Flatten, LIF, IF, Scale (ones), an LI before Output, nodes of several
+ * inputs (as [add]); anything else is SF_ERR_UNSUPPORTED naming the node. */
 SF_API sf_status sf_config_from_nir(const sf_nir_graph *g, const sf_nir_import_options *o, char **config_text,
                                     sf_tensor_list *params);
 

@@ -1,9 +1,6 @@
-/* config.c — parsing configs with libinih and applying command-line overrides, with every error located as
- * file:line.
- *
- * libinih reports neither line numbers nor sections without keys (Debian builds it without those options), so
- * lines reach it through our own reader: it counts physical lines and, after each section header, hands inih one
- * extra marker line, which the handler sees as the start of a section — empty ones like [flatten] included. */
+/* config.c — parsing configs with libinih and applying command-line overrides, every error located as file:line.
+ * Debian's libinih reports neither line numbers nor keyless sections, so our reader feeds it: it counts physical
+ * lines and after each section header adds a marker line, which the handler takes as the section's start. */
 #include "config/config.h"
 
 #include "config/config_keys.h"

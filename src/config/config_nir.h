@@ -1,6 +1,5 @@
-/* config_nir.h — networks as NIR graphs (io/nir.h) and back: a config's network with its parameters becomes a NIR
- * graph (export), and a NIR graph becomes a config text with the parameters of its layers (import). The mapping,
- * discrete LIF included, is written down in docs/nir.md. */
+/* config_nir.h — a config's network with its parameters as a NIR graph (io/nir.h) and back, as docs/nir.md maps
+ * them. */
 #ifndef SF_CONFIG_CONFIG_NIR_H
 #define SF_CONFIG_CONFIG_NIR_H
 

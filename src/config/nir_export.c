@@ -1,8 +1,6 @@
-/* nir_export.c — a config's network and its parameters as a NIR graph (docs/nir.md says what maps to what).
- *
- * The layers are walked in order; each tensor of the network is known by the NIR nodes whose summed outputs it is
- * (an [add] is the union of its inputs' nodes, dropout and flatten-of-a-vector are nothing), its NIR shape ([C] for
- * vectors, [C, H, W] for images) and, for folding batch norm, the conv or linear node that last wrote it. */
+/* nir_export.c — a config's network and its parameters as a NIR graph (docs/nir.md). Layers are walked in order;
+ * a tensor is known by the nodes whose outputs sum to it (an [add]: its inputs' union; dropout, flatten of a vector:
+ * nothing), its NIR shape ([C] or [C, H, W]) and the conv or linear node that last wrote it (to fold BN into). */
 #include "config/config_nir.h"
 
 #include "core/error.h"

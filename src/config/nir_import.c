@@ -114,9 +114,8 @@ static sf_status uniform(const sf_nir_node *n, const char *name, const value *in
 
 /* ---------------------------------------------------------------- writing layers */
 
-/* Adds the field `f` of node `node` as the parameter tensor "<layer>.<name>" (copied, converted to float32); a
- * value that is not a finite float32 (NaN, Inf, past 3.4e38) is refused naming the element: the checkpoint would
- * hold what training and evaluation refuse. */
+/* Adds field `f` of `node` as parameter "<layer>.<name>" (copied as float32); a value not finite in float32 is
+ * refused naming the element, as training and evaluation would refuse it. */
 static sf_status add_param(importer *im, const sf_nir_node *node, const char *name, const sf_nir_field *f)
 {
     const double *v = f->values;

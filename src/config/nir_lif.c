@@ -1,13 +1,6 @@
-/* nir_lif.c — spikefuse's discrete LIF and NIR's continuous LIF/IF, one mapping for both directions (docs/nir.md).
- *
- * NIR:        tau·dv/dt = (v_leak - v) + r·I        (IF: dv/dt = r·I)
- * Euler, dt:  v_t = a·v_{t-1} + (1 - a)·v_leak + k·I_t,   a = 1 - dt/tau,  k = r·dt/tau   (IF: a = 1, k = r·dt)
- * spikefuse:  h_t = a·v_{t-1} + c·x_t,  c = 1 - a (decay_input) or 1
- * so tau = tau_steps·dt (or dt/(1 - decay)), and r = 1 with decay_input (k = 1 - a), r = tau/dt without (k = 1):
- * the convention of SpikingJelly's and snnTorch's NIR exchange. spikefuse's neurons leak towards 0 (v_leak = 0)
- * and start at v_reset; on import a v_leak is absorbed by measuring the potential from v_leak (threshold and reset
- * shift by -v_leak, the neuron starting at the shifted v_reset), and another input scale k by measuring it in units
- * of k (threshold and reset divided by k). */
+/* nir_lif.c — spikefuse's discrete LIF and NIR's continuous LIF/IF, one mapping for both directions: the Euler step
+ * v_t = a·v_{t-1} + (1 - a)·v_leak + k·I_t, a = 1 - dt/tau, k = r·dt/tau, matched to h_t = a·v_{t-1} + c·x_t, a v_leak
+ * or another k absorbed by shifting or scaling threshold and reset (docs/nir.md derives it). */
 #include "config/config_nir.h"
 
 #include "core/error.h"

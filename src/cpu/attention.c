@@ -1,10 +1,7 @@
-/* attention.c — Spikformer's spiking self-attention product (SSA, core/transformer.h) on the CPU: for each set and
- * head, OpenBLAS sgemm on the [n, dh] column blocks of q, k, v, the pairs (set, head) spread over OpenMP threads
- * (sgemm inside a parallel region runs on its thread).
- *
- * Exactness: M = Kᵀ·V and Q·M are computed with alpha 1, so for 0/1 inputs every partial sum is an integer below
- * 2^24 (n·dh < 2^24) and exact whatever sgemm's order; the scale is applied once after, so y is the exact count
- * times scale rounded once to float (bitwise; none rounded where scale is a power of two, as Spikformer's 0.125). */
+/* attention.c — Spikformer's spiking self-attention product (SSA, core/transformer.h) on the CPU: sgemm per (set,
+ * head) on the [n, dh] column blocks of q, k, v, the pairs spread over OpenMP threads. Kᵀ·V and Q·M run with alpha
+ * 1, so for 0/1 inputs every partial sum is an integer below 2^24, exact in any order; the scale is applied once
+ * after, so y is bitwise the exact count times scale, rounded once. */
 #include "cpu/cpu_transformer.h"
 #include "cpu/parallel.h"
 

@@ -1,7 +1,6 @@
 /* clones.h — SF_CPU_CLONES: the hot CPU loops compiled for AVX-512, AVX2 and baseline x86-64, picked at load time
- * (ifunc). Every operation is element-wise IEEE arithmetic without contraction (ISO C mode: -ffp-contract=off), so
- * all versions give the same bits. `flatten` inlines the helpers whatever gcc's unit-growth limits say: a call left
- * in a loop stops vectorisation (seen: the sigmoid backward became 8× slower when lif.c grew). */
+ * (ifunc). Element-wise IEEE arithmetic without contraction (-ffp-contract=off), so all versions give the same bits.
+ * `flatten` inlines the helpers whatever gcc's growth limits say: a call left in a loop stops vectorisation. */
 #ifndef SF_CPU_CLONES_H
 #define SF_CPU_CLONES_H
 

@@ -8,10 +8,8 @@
 #include <cblas.h>
 #include <string.h>
 
-/* Scratch per chunk is at most about this many bytes (unless one image alone needs more): the im2col buffer is
- * still in the last-level cache when sgemm reads it. One core ran a W3-like layer 5-8% faster with 6-8 MB than with
- * 24 MB, and each GEMM still gets hundreds of columns or more. Fixed, so the workspace size does not depend on the
- * thread count. */
+/* Scratch per chunk, at most (unless one image needs more): small enough that sgemm reads the im2col buffer from the
+ * last-level cache (docs/notebook/perf.md); fixed, so the workspace does not depend on the thread count. */
 #define SF_CONV_CHUNK_BYTES ((size_t)8 << 20)
 
 typedef struct conv_plan {

@@ -1,9 +1,7 @@
-/* rlif.c — the recurrent LIF layer on the CPU: y_t = x_t + V·s_{t-1}, then the LIF step (core/lif_math.h), one
- * time step after the other; V·s_{t-1} is one SGEMM per step (dense) or, event-driven, the sum of the rows of Vᵀ of
- * the neurons that spiked (their bits come out of the step before). The backward runs BPTT in reverse time with
- * Vᵀ·dy_{t+1} per step (SGEMM, or over the nonzero dy only) and dV = Σ_t dy_tᵀ·s_{t-1} in one pass at the end. The
- * event-driven per-step products take V by tiles of 64 columns and sum each row's tile in registers
- * (sf_cpu_masked_product). */
+/* rlif.c — the recurrent LIF layer on the CPU: y_t = x_t + V·s_{t-1}, then the LIF step (core/lif_math.h), step by
+ * step; V·s_{t-1} is an SGEMM (dense) or the rows of Vᵀ of the neurons that spiked (sf_cpu_masked_product). The
+ * backward runs BPTT in reverse with Vᵀ·dy_{t+1} per step (SGEMM, or over the nonzero dy) and dV = Σ_t dy_tᵀ·s_{t-1}
+ * in one pass at the end. */
 #include "cpu/cpu_layers.h"
 #include "cpu/cpu_neuron.h"
 #include "cpu/neuron_block.h"
@@ -107,10 +105,8 @@ static int64_t step_row(const sf_lif_coeffs *k, int soft, int64_t n, int64_t r, 
     return spikes;
 }
 
-/* The samples [*r0, *r1) this thread runs in the event-driven recurrences. Samples do not interact, so each thread
- * sweeps its own through all steps without meeting the others: at B = 16 a parallel region per step, and even a
- * barrier per step, cost more than the work (about 20 µs a barrier on a 2-vCPU VM), while half the rows against
- * all of V cost half the time of all of them. */
+/* The samples [*r0, *r1) this thread runs through all steps of the event-driven recurrences: samples do not
+ * interact, and a barrier per step costs as much as a step's work at small B (docs/notebook/perf.md). */
 static void own_rows(int64_t B, int64_t *r0, int64_t *r1)
 {
     const int64_t id = omp_get_thread_num(), threads = omp_get_num_threads();

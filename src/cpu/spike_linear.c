@@ -1,7 +1,6 @@
-/* spike_linear.c — the event-driven linear layer on the CPU (Finkbeiner & Neftci): with spikes as input, the
- * forward adds up the weight columns of the inputs that spiked and the weight gradient touches only their rows of
- * Wᵀ; with a mask of the nonzero output gradient (grad_threshold) dx sums only those weight rows. Every element is a
- * sum in ascending order of the index it runs over, by one thread: the results do not depend on the thread count. */
+/* spike_linear.c — the event-driven linear layer on the CPU: the forward adds the weight columns of the inputs that
+ * spiked, the weight gradient touches only their rows of Wᵀ, and with a mask of nonzero output gradients dx sums
+ * only those rows. Each element is summed in ascending index order by one thread: any thread count, same bits. */
 #include "cpu/clones.h"
 #include "cpu/cpu_layers.h"
 #include "cpu/parallel.h"
@@ -44,10 +43,8 @@ void sf_cpu_tiled_transpose(int32_t in, int32_t out, const float *w, float *wt)
     }
 }
 
-/* A tile's 64 sums as eight vectors of eight floats (GCC's vector extension): 32-byte vectors are native in the AVX2
- * and AVX-512 clones, so the eight accumulators stay in registers there. 64-byte ones were split by the AVX2
- * clone through the stack, a store and two half-width reloads per vector and active input: 10× slower on an AVX2
- * EPYC (docs/notebook/perf.md). Each element is still a plain sequence of IEEE additions, the same in every clone. */
+/* A tile's 64 sums as eight 32-byte vectors, native in the AVX2 and AVX-512 clones so they stay in registers (AVX2
+ * spills 64-byte ones: docs/notebook/perf.md); each element is still plain IEEE additions, alike in every clone. */
 typedef float v8 __attribute__((vector_size(32)));
 enum { TILE_VECS = TILE / 8 };
 

@@ -1,7 +1,6 @@
-/* token_ops.c — per-channel products over the tokens of a set on the CPU (core/transformer.h): token_sum reduces a
- * set's tokens to one row (the SDSA's Σ_n k·v and Σ_n dy·q, a mean over tokens), token_scale multiplies each token
- * by its set's row (q·m and the gradients back through Σ); transpose turns the SPS stem's planes into tokens. Sums run over the tokens in order in double, rounded once,
- * so 0/1 inputs give their exact counts. */
+/* token_ops.c — per-channel products over a set's tokens on the CPU (core/transformer.h): token_sum reduces them to
+ * one row (SDSA's Σ_n k·v, Σ_n dy·q, a mean), token_scale multiplies each by the set's row, transpose turns planes
+ * into tokens. Sums run over the tokens in order in double, rounded once: exact counts for 0/1 inputs. */
 #include "cpu/cpu_transformer.h"
 #include "cpu/parallel.h"
 

@@ -1,8 +1,5 @@
-/* cifar10dvs.c — CIFAR10-DVS (Li et al. 2017): CIFAR-10 images shown to a DVS128, 1000 recordings per class, each
- * <class>/cifar10_<class>_<n>.aedat in AEDAT 2.0: text header lines starting with '#' (the first #!AER-DAT2.0),
- * then per event a big-endian 32-bit address (bit 0 polarity, bits 1-7 and 8-14 the sensor's two coordinates) and a
- * big-endian 32-bit timestamp in µs. The coordinates are mapped as SpikingJelly reads them (x = 127 − bits 8-14,
- * y = 127 − bits 1-7, polarity = 1 − bit 0), so frames look as in the work that reports on it. Sensor 128×128. */
+/* cifar10dvs.c — CIFAR10-DVS (Li et al. 2017): CIFAR-10 images shown to a DVS128 (128×128), 1000 recordings per
+ * class in <class>/cifar10_<class>_<n>.aedat, AEDAT 2.0 (formats.h, sf_aedat2_parse, says how its bits map). */
 #include "data/formats.h"
 
 #include "core/error.h"

@@ -1,12 +1,7 @@
-/* dataset.h — classification datasets: images held in memory (MNIST, Fashion-MNIST, CIFAR-10, CIFAR-100), image
- * folders streamed from their JPEG and PNG files (the ImageNet layout), event streams (SHD, SSC, N-MNIST, DVS128
- * Gesture, CIFAR10-DVS, N-Caltech101) and synthetic spike trains of any shape; their file readers (each a parser
- * that trusts nothing in the bytes), the spike encodings, the binning of events into frames, and the batch loader
- * that shuffles, decodes, augments, encodes or bins on its worker threads ahead of the step.
- *
- * Everything the trainer needs from src/data is declared here, or in include/spikefuse_train.h where programs use it
- * too (the kinds, the dataset in memory, the event and synthetic parameters, encodings, the loader's parameters,
- * batches and calls). */
+/* dataset.h — src/data's interface to the trainer (the parts programs use too are in include/spikefuse_train.h):
+ * datasets in memory, image folders streamed from their files, event streams and synthetic spike trains; their
+ * readers (parsers that trust nothing in the bytes), encodings, event binning, and the batch loader that prepares
+ * batches on worker threads ahead of the step. */
 #ifndef SF_DATA_DATASET_H
 #define SF_DATA_DATASET_H
 
@@ -33,10 +28,8 @@ int sf_dataset_kind_is_events(sf_dataset_kind kind);
 void sf_dataset_kind_stats(sf_dataset_kind kind, float mean[SF_DATASET_MAX_CHANNELS],
                            float std[SF_DATASET_MAX_CHANNELS]);
 
-/* Image folders (imagefolder.c): data_dir/train/<class>/<image> (classes are the folder names in byte order, as
- * torchvision's ImageFolder sorts them) and data_dir/val, with the same class folders or flat with a labels file.
- * Images are JPEG (libjpeg-turbo: grayscale and CMYK too) or PNG (libpng), whatever their file name says; they are
- * decoded when a batch is made (sf_image_sample), never held in memory. */
+/* Image folders (imagefolder.c): data_dir/train/<class>/<image> and data_dir/val (the same class folders, or flat
+ * with a labels file); JPEG or PNG whatever the name says, decoded per batch (sf_image_sample), never held. */
 typedef struct sf_image_params {
     int32_t size;           /* the side of the square network input: the training crop and the evaluation crop */
     int32_t classes;        /* the class folders data_dir/train must hold */
@@ -84,9 +77,8 @@ sf_status sf_dataset_append(sf_dataset **ds, const sf_sample_view *v);
 /* Image folders: the images found bad so far (each counted once, whichever loader met it); 0 for other datasets. */
 int64_t sf_dataset_bad_images(const sf_dataset *ds);
 
-/* Loads one split of a dataset from `dir` (NULL or "": sf_dataset_default_dir) with parameters p (NULL: the
- * defaults). A missing file is SF_ERR_IO with a message naming the path looked at and the package or download that
- * provides it; a malformed one SF_ERR_FORMAT. */
+/* Loads one split from `dir` (NULL or "": sf_dataset_default_dir) with p (NULL: the defaults). A missing file is
+ * SF_ERR_IO naming the path and where to get it; a malformed one SF_ERR_FORMAT. */
 sf_status sf_dataset_load(sf_dataset_kind kind, const char *dir, sf_split split, const sf_data_params *p,
                           sf_dataset **out);
 
@@ -100,10 +92,8 @@ void sf_event_input_shape(const int32_t frame[3], int32_t shape[3]);
 
 /* An empty event dataset of a sensor (channels = polarities). */
 sf_status sf_events_create(int32_t polarities, int32_t height, int32_t width, int32_t classes, sf_dataset **out);
-/* Appends one sample: n events whose times (µs from any origin) must be nondecreasing, positions on the sensor
- * (x < width, y < height, p < polarities), and the span below 2^32 µs; times are stored from the first event on.
- * An empty sample is not added and counts in ds->skipped. Errors are SF_ERR_FORMAT naming the event (the reader
- * adds file and sample). */
+/* Appends one sample of n events: times (µs, any origin, stored from the first) nondecreasing and spanning < 2^32,
+ * positions on the sensor. An empty sample counts in ds->skipped instead. Errors: SF_ERR_FORMAT naming the event. */
 sf_status sf_events_add_sample(sf_dataset *ds, const sf_event *events, int64_t n, int32_t label);
 
 /* ---------------------------------------------------------------- readers (memory-buffer entry points)
@@ -143,9 +133,8 @@ const char *sf_encoding_name(sf_encoding e);
  * turned on), normalised with the dataset's values, 2 batches prefetched. */
 void sf_loader_default_params(sf_loader_params *p);
 
-/* Where the loader stands: the next batch it returns is batch `index` of epoch `epoch` (index may equal
- * batches-per-epoch: the epoch is finished and the next call reports its end). Save it with a checkpoint and
- * restore it to see exactly the same batches again. */
+/* The next batch sf_loader_next returns is batch `index` of `epoch` (index == batches per epoch: the next call
+ * reports the epoch's end). Restoring it gives the same batches again. */
 typedef struct sf_loader_state {
     int64_t epoch;
     int64_t index;
@@ -155,9 +144,8 @@ int64_t sf_loader_batches_per_epoch(const sf_loader *l);
 void sf_loader_get_state(const sf_loader *l, sf_loader_state *out);
 /* Repositions the loader (dropping any prefetched batch); index in [0, batches-per-epoch]. */
 sf_status sf_loader_set_state(sf_loader *l, const sf_loader_state *st);
-/* Seconds sf_loader_next has waited for its batches to be ready since the loader was made (the step's wait for
- * data); a synchronous loader's are the seconds it spent making them. Call it from the thread that calls
- * sf_loader_next. */
+/* Seconds sf_loader_next has waited for batches since the loader was made (synchronous: spent making them). Call
+ * it from sf_loader_next's thread. */
 double sf_loader_wait_seconds(const sf_loader *l);
 
 /* The sample order of `epoch` for a training loader: a permutation of [0, n) drawn by Fisher–Yates from the
@@ -176,12 +164,9 @@ void sf_events_bin_batch(const sf_dataset *ds, const sf_loader_params *p, int64_
 void sf_frames_batch(const sf_dataset *ds, const sf_loader_params *p, const int64_t *idx, int64_t count, float *x);
 
 /* ---------------------------------------------------------------- image folders, one sample at a time
- * Where the network input of an image of W×H pixels comes from: the box [x, x + w) × [y, y + h) of the image (in
- * pixels, real-valued), resized to size×size and mirrored when `flip`. Training with augment: torchvision's
- * RandomResizedCrop (area fraction uniform in [crop_scale_min, 1], aspect ratio log-uniform in [3/4, 4/3], up to 10
- * draws, then the centre crop of the nearest ratio) and a flip with p = 1/2, each draw a function of (seed, epoch,
- * sample); otherwise the evaluation crop: the short side resized to ⌊size·256/224⌋ (the long side in proportion,
- * truncated), then the size×size centre. */
+ * The box [x, x + w) × [y, y + h) (pixels, real-valued) of a W×H image that is resized to size×size (mirrored with
+ * `flip`): RandomResizedCrop and flip in augmented training, Resize(⌊size·256/224⌋) and CenterCrop otherwise, as
+ * docs/config.md (image_size) specifies; draws are functions of (seed, epoch, sample). */
 typedef struct sf_image_crop {
     double x, y, w, h;
     int32_t flip;
@@ -195,11 +180,9 @@ void sf_image_crop_of(const sf_loader_params *p, int32_t size, int64_t epoch, in
 typedef struct sf_image_decoder sf_image_decoder;
 sf_status sf_image_decoder_create(sf_image_decoder **out);
 void sf_image_decoder_free(sf_image_decoder *d);
-/* Sample `sample` of an image folder into x, its slot of step 0 in a [T, B, C, H, W] batch (step t at
- * x + t·step): the file read, decoded at the smallest DCT scale that keeps the crop at least size×size, cropped as
- * sf_image_crop_of says, resized (bilinear, antialiased when shrinking, as PIL and torchvision), erased (erase_p)
- * and encoded. A file that cannot be read is SF_ERR_IO naming it, one that does not decode SF_ERR_FORMAT; x is
- * then zero. */
+/* Sample `sample` of an image folder into x, its step-0 slot of a [T, B, C, H, W] batch (step t at x + t·step):
+ * read, decoded, cropped (sf_image_crop_of), resized, erased and encoded. An unreadable file is SF_ERR_IO naming it,
+ * one that does not decode SF_ERR_FORMAT; x is then zero. */
 sf_status sf_image_sample(const sf_dataset *ds, const sf_loader_params *p, sf_image_decoder *d, int64_t epoch,
                           int64_t sample, float *x, size_t step);
 /* Records that sample `sample` of an image folder is bad (counted once by sf_dataset_bad_images). */

@@ -1,12 +1,6 @@
-/* dvsgesture.c — DVS128 Gesture (Amir et al. 2017): recordings userXX_<lighting>.aedat in AEDAT 3.1, each with
- * userXX_<lighting>_labels.csv (class 1..11, start µs, end µs per gesture), split by trials_to_train.txt and
- * trials_to_test.txt; every labelled span of a recording is one sample. Sensor 128×128, 2 polarities.
- *
- * AEDAT 3.1: text header lines starting with '#', the first "#!AER-DAT3.1", the last "#!END-HEADER"; then
- * packets of a 28-byte little-endian header (type i16, source i16, event size i32, timestamp offset i32,
- * timestamp overflow i32, capacity i32, number i32, valid i32) followed by capacity × size bytes, of which the
- * first `number` events are used. Polarity events (type 1) are a 32-bit word (bit 0 valid, bit 1 polarity,
- * bits 2-16 y, bits 17-31 x) and a 31-bit timestamp, extended by the packet's overflow count. */
+/* dvsgesture.c — DVS128 Gesture (Amir et al. 2017; 128×128, 2 polarities): recordings userXX_<lighting>.aedat in
+ * AEDAT 3.1 with userXX_<lighting>_labels.csv (class 1..11, start µs, end µs), split by trials_to_{train,test}.txt;
+ * every labelled span of a recording is one sample. */
 #include "data/formats.h"
 
 #include "core/error.h"
@@ -17,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* AEDAT 3.1: '#' header lines from "#!AER-DAT3.1" to "#!END-HEADER", then packets: a 28-byte little-endian header
+ * (type i16, source i16, event size i32, ts offset i32, ts overflow i32, capacity i32, number i32, valid i32), then
+ * capacity × size bytes, the first `number` events used. A polarity event (type 1): a 32-bit word (bit 0 valid, bit
+ * 1 polarity, bits 2-16 y, bits 17-31 x) and a 31-bit timestamp, extended by the packet's overflow count. */
 #define AEDAT_PACKET_HEADER 28
 #define AEDAT_POLARITY_TYPE 1
 #define AEDAT_POLARITY_SIZE 8

@@ -40,12 +40,8 @@ static view sample_view(const sf_loader_params *p, uint64_t aug_key, int64_t sam
     return v;
 }
 
-/* Random erasing (Zhong et al. 2017, torchvision's RandomErasing with its scale, ratio and value = 0): with
- * probability erase_p a sample gets one rectangle of area fraction s ~ U[0.02, 0.33] and aspect ratio r with
- * log r ~ U[log 0.3, log 3.3], h = round(sqrt(s·H·W·r)), w = round(sqrt(s·H·W / r)), placed uniformly where it
- * fits (h <= H, w <= W; up to 10 tries, then none). Its pixels, every channel, become intensity 0 (torchvision's
- * value 0 on the image in [0, 1]) after the crop/flip, before normalisation and encoding. The draws take indices
- * 1.. of the sample's augmentation stream, so the crop/flip (index 0) stays as it was. */
+/* Random erasing's rectangle, as docs/config.md (erase_p) specifies, or none. Its draws take indices 1.. of the
+ * sample's augmentation stream, leaving index 0 to the crop/flip. */
 sf_erase_rect sf_erase_rect_of(const sf_loader_params *p, int H, int W, uint64_t aug_key, int64_t sample)
 {
     const sf_erase_rect none = {0, 0, 0, 0};

@@ -1,7 +1,5 @@
-/* event_folders.c — event datasets stored as one folder per class of one file per recording, without an official
- * train/test split (CIFAR10-DVS, N-Caltech101): the class folders, each one's recordings in natural order, the
- * first tenth of each class the test split (the split of TEBN, Duan et al. 2022, that later work reports on), the
- * rest the training split. */
+/* event_folders.c — event datasets of one folder per class and one file per recording, with no official split
+ * (CIFAR10-DVS, N-Caltech101): the test split is the first tenth of each class (formats.h says how). */
 #include "data/formats.h"
 
 #include "core/error.h"

@@ -52,10 +52,8 @@ sf_status sf_imagefolder_load(const sf_dataset_format *f, const char *dir, sf_sp
 /* The path of an image folder's sample into out. */
 sf_status sf_image_path(const sf_dataset *ds, int64_t sample, char *out, size_t cap);
 
-/* Resizing (image_resize.c): the box [x, x + w) × [y, y + h) of an interleaved 8-bit RGB image of W×H pixels to a
- * planar 3×out_h×out_w float image times `gain`, mirrored left to right when flip, with PIL's bilinear filter
- * (antialiased when shrinking); the filter reads only pixels in clip = {x0, y0, x1, y1} (the image, or the crop
- * when cropping comes first, as in torchvision's RandomResizedCrop). */
+/* Resizing (image_resize.c): the box [x, x + w) × [y, y + h) of an interleaved 8-bit RGB W×H image to a planar
+ * 3×out_h×out_w float image times `gain` (mirrored with flip), reading only pixels in clip = {x0, y0, x1, y1}. */
 typedef struct sf_resize_job {
     const uint8_t *src;
     int32_t W, H;
@@ -123,9 +121,9 @@ sf_status sf_nmnist_parse(const uint8_t *buf, size_t len, sf_event *out, int64_t
 /* CIFAR10-DVS: <class>/cifar10_<class>_<n>.aedat for the ten CIFAR-10 classes in dir (cifar10dvs.c). */
 sf_status sf_cifar10dvs_load(const sf_dataset_format *f, const char *dir, sf_split split, const sf_data_params *p,
                              sf_dataset **out);
-/* One AEDAT 2.0 file of a DVS128 (a '#' header whose first line is #!AER-DAT2.0, then big-endian 32-bit address and
- * 32-bit µs timestamp per event) into out (room for len / 8 events): x = 127 − address bits 8-14, y = 127 − bits
- * 1-7, polarity = 1 − bit 0, as SpikingJelly reads CIFAR10-DVS; a timestamp that wraps past 2^32 continues. */
+/* One AEDAT 2.0 file of a DVS128 ('#' header from #!AER-DAT2.0, then big-endian u32 address and u32 µs timestamp
+ * per event) into out (room for len / 8 events): x = 127 − address bits 8-14, y = 127 − bits 1-7, polarity =
+ * 1 − bit 0 (SpikingJelly's mapping); a timestamp that wraps past 2^32 continues. */
 #define SF_AEDAT2_EVENT_BYTES 8
 sf_status sf_aedat2_parse(const uint8_t *buf, size_t len, sf_event *out, int64_t *n);
 /* N-Caltech101: Caltech101/<class>/image_NNNN.bin in N-MNIST's event format, in dir or dir/Caltech101
@@ -133,9 +131,8 @@ sf_status sf_aedat2_parse(const uint8_t *buf, size_t len, sf_event *out, int64_t
 sf_status sf_ncaltech101_load(const sf_dataset_format *f, const char *dir, sf_split split, const sf_data_params *p,
                               sf_dataset **out);
 
-/* Event datasets without an official split, one folder per class of one file per recording (event_folders.c):
- * each class's files in natural order (numbers compared by value), the first tenth of each (rounded) the test
- * split, the rest the training split, as the split of Duan et al. (TEBN) that later work uses for CIFAR10-DVS. */
+/* Event datasets of one folder per class, one file per recording (event_folders.c): in natural order (numbers by
+ * value), each class's first tenth (rounded) is the test split, as in TEBN (Duan et al. 2022), the rest training. */
 typedef sf_status (*sf_event_file_parser)(const uint8_t *buf, size_t len, sf_event *out, int64_t *n);
 typedef struct sf_event_folders {
     const char *unpacked;           /* the folder an archive unpacks to, looked for in dir first (NULL: none) */
@@ -169,10 +166,8 @@ sf_status sf_gesture_labels_parse(const char *text, size_t len, int32_t classes,
 sf_status sf_gesture_trials_parse(const char *text, size_t len, char ***names, size_t *n);
 
 /* ---------------------------------------------------------------- the frame cache (frame_cache.c)
- * Split `split` of event format f binned as p says (count frames, no augmentation) from the cache file in
- * p->cache_dir keyed by the format, split, data directory and binning; when there is none (or it fails its
- * checks: header, sizes, CRC-32), the split is loaded with f->load, binned, and written there atomically. *out is
- * a frames dataset, or the events dataset when a count exceeds 65535 and the split cannot be cached. */
+ * Split `split` of event format f binned as p says (counts, no augmentation), from p->cache_dir's file for it, or
+ * loaded, binned and written there when none passes its checks. *out: frames, or events where a count > 65535. */
 sf_status sf_frame_cache_load(const sf_dataset_format *f, const char *dir, sf_split split, const sf_data_params *p,
                               sf_dataset **out);
 

@@ -1,11 +1,6 @@
-/* frame_cache.c — the on-disk cache of binned event splits: a split binned once (event counts, no augmentation)
- * is written atomically to <cache dir>/<dataset>-<split>-<key hash>.frames and read back, instead of parsing the
- * dataset files again, when its key (format, split, the data folder's device, inode and modification time, T
- * and the binning) matches and its sizes and CRC-32 check out; otherwise it is rebuilt.
- *
- * File: "SFFRAME1", u32 key length, the key, zero padding to 8 bytes; i64 count, T; i32 C, H, W, classes (at most
- * 256); i64 skipped; the labels (u8 × count, padded to 8 bytes); the counts (u16 × count·T·C·H·W); u32 CRC-32 of
- * all that precedes it. Integers are in the writing machine's byte order (the u16 0x0102 after the magic says which). */
+/* frame_cache.c — binned event splits (counts, no augmentation) in <cache dir>/<dataset>-<split>-<key hash>.frames,
+ * read back when the key (format, split, data folder's device, inode and mtime, T, binning), sizes and CRC-32 match;
+ * otherwise rebuilt and written atomically. */
 #include "data/formats.h"
 
 #include "core/error.h"
@@ -18,6 +13,9 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+/* File: CACHE_MAGIC, u32 key length, the key, zero padding to 8 bytes; i64 count, T; i32 C, H, W, classes (<= 256);
+ * i64 skipped; u8 labels × count (padded to 8); u16 counts × count·T·C·H·W; u32 CRC-32 of all before it. Integers in
+ * the writer's byte order, which the u16 CACHE_BYTE_ORDER after the magic tells. */
 #define CACHE_MAGIC "SFFRAME1"
 #define CACHE_BYTE_ORDER 0x0102u
 /* Samples binned together when a cache is built. */

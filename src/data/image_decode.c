@@ -1,8 +1,6 @@
-/* image_decode.c — one image file into 8-bit RGB, whatever its name says: JPEG through libjpeg-turbo's TurboJPEG API
- * (colour and grayscale directly, CMYK and YCCK through CMYK; at a DCT scale of 1/2, 1/4 or 1/8 when the crop still
- * covers its output size, which skips most of the IDCT and colour conversion), PNG through libpng's simplified
- * API (palette, gray, 16-bit and alpha images as PIL's convert("RGB") sees them: alpha dropped). Anything else, a
- * truncated or corrupt file, and an image too large are errors naming the file. */
+/* image_decode.c — one image file into 8-bit RGB, whatever its name says: JPEG via TurboJPEG (CMYK and YCCK too; at
+ * DCT scale 1/2, 1/4 or 1/8 where the crop still covers its output, skipping most of the IDCT), PNG via libpng (as
+ * PIL's convert("RGB"): alpha dropped). Other, truncated, corrupt or too large files are errors naming the file. */
 #include "data/formats.h"
 
 #include "core/error.h"

@@ -1,8 +1,6 @@
-/* image_resize.c — PIL's bilinear resampling, which torchvision's Resize and RandomResizedCrop use on PIL images: a
- * triangle filter widened by the shrink factor (so a shrink averages every source pixel it covers: antialiased),
- * its taps normalised to sum to 1, computed per output pixel from the box being resized. Rows first (contiguous,
- * vectorised), then columns, one output row at a time, into planar floats; no rounding to 8 bits between the
- * passes. */
+/* image_resize.c — PIL's bilinear resampling (torchvision's on PIL images): a triangle filter widened by the shrink
+ * factor (antialiased), taps normalised to 1 per output pixel. Rows first, then columns, one output row at a time,
+ * into planar floats with no 8-bit rounding between the passes. */
 #include "data/formats.h"
 
 #include "core/error.h"

@@ -1,11 +1,7 @@
-/* imagefolder.c — image folders in the ImageNet layout: data_dir/train/<class>/... and data_dir/val/, listed into
- * a file list with labels (the images themselves are read per batch, image_sample.c).
- *
- * Classes are the folders of train/ in byte order, as torchvision's ImageFolder sorts them; a class's images are
- * its files named .jpg, .jpeg or .png (any case) and those of its subfolders, a folder's files before its
- * subfolders, each in byte order. val/ holds the same class folders, or only images and a labels file
- * (val_labels) naming each one's class. Files with another image ending torchvision reads (.bmp, .ppm, ...) are
- * refused, other files (and hidden ones) left out. */
+/* imagefolder.c — ImageNet-layout folders (train/<class>/..., val/) listed as files and labels (read per batch:
+ * image_sample.c). Classes are train/'s folders in byte order; a class's images are its .jpg/.jpeg/.png files (any
+ * case), then its subfolders', each in byte order; val/ has the same folders, or images and a val_labels file.
+ * Other image endings (.bmp, ...) are refused, other and hidden files left out. */
 #include "data/formats.h"
 
 #include "core/error.h"

@@ -1,12 +1,7 @@
-/* loader.c — batches for training and evaluation: the sample order of each epoch, encoding images, decoding image
- * files, binning events or drawing synthetic spikes into [T, B, C, H, W], on worker threads that prepare the next
- * batches while the caller trains on the current one.
- *
- * A batch is made of jobs: one for a dataset in memory (the whole batch, its samples spread over the worker's
- * OpenMP threads), one per sample for an image folder, whose workers (one thread each, `threads` of them) take the
- * next job of the oldest batch still being filled, so no thread waits for another's slow image at a batch's end.
- * Every batch is a pure function of (params, epoch, index), so prefetching, synchronous loading and a loader
- * repositioned by sf_loader_set_state all deliver identical batches. */
+/* loader.c — [T, B, C, H, W] batches (each epoch's order; images encoded, files decoded, events binned, synthetic
+ * spikes drawn) made by worker threads ahead of the step, as jobs: one per batch for a dataset in memory, one per
+ * sample for image folders (docs/architecture.md, Data). A batch is a pure function of (params, epoch, index), so
+ * prefetching, synchronous loading and sf_loader_set_state give identical batches. */
 #include "data/formats.h"
 
 #include "core/error.h"

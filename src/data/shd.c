@@ -46,10 +46,9 @@ static void close_handles(h5_handles *h)
     if (h->file >= 0) H5Fclose(h->file);
 }
 
-/* Whether the file stores every one of the `count` entries dataset d declares: chunks never written read as fill
- * values, so a small file declaring 2^40 samples would be read for hours. Every chunk the entries need must be
- * written (a contiguous dataset's storage allocated), and the bytes stored, at most the file's, must hold them: one
- * for one uncompressed, at most SHD_MAX_COMPRESSION for one compressed. */
+/* Whether the file stores all `count` entries d declares (unwritten chunks read as fill values, so a small file
+ * could declare 2^40): every chunk needed written, and the stored bytes (<= the file's) hold them at <= 1:1
+ * uncompressed or SHD_MAX_COMPRESSION compressed. */
 static sf_status check_storage(hid_t file, hid_t d, const char *name, hsize_t count)
 {
     H5D_space_status_t status = H5D_SPACE_STATUS_ERROR;
@@ -267,9 +266,8 @@ static uint64_t hdf5_claimed_size(const uint8_t *head, size_t n)
     return eof > UINT64_MAX - base ? 0 : base + eof;
 }
 
-/* A .h5.gz file unpacked into memory, which libhdf5 then copies: the image must fit the size its own superblock
- * gives (a gzip bomb of zeros has no signature, one behind a real header no room to grow) and, twice, the memory
- * this machine has. */
+/* A .h5.gz unpacked into memory for libhdf5 (which copies it), bounded by its superblock's size (against gzip
+ * bombs) and by half the available memory. */
 static sf_status read_h5_gz(const sf_dataset_format *f, const char *path, sf_dataset **out)
 {
     char head[512];

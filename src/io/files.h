@@ -1,6 +1,5 @@
-/* files.h — the file-system steps spikefuse needs to never lose a user's files: whole-file reads (plain or
- * gunzipped), atomic writes (temporary file, fsync, rename, fsync of the directory), the cleanup of temporaries a
- * killed write left, exclusive locks, and paths and directories. */
+/* files.h — the file-system steps that never lose a user's files: whole-file reads (plain or gunzipped), atomic
+ * writes, cleanup of temporaries a killed write left, exclusive locks, paths and directories. */
 #ifndef SF_IO_FILES_H
 #define SF_IO_FILES_H
 
@@ -13,9 +12,8 @@
  * writes, sf_path_join, sf_dir_create); the rest follow. */
 
 /* ---------------------------------------------------------------- reading
- * sf_read_file, gunzipping transparently when the file is gzip (zlib's gz* API reads plain files as they are);
- * max_bytes bounds the decompressed size, and so does the memory the machine has available (sf_memory_available:
- * past it SF_ERR_NOMEM saying so); a cut or corrupt gzip stream is SF_ERR_FORMAT. */
+ * sf_read_file, gunzipping a gzip file: max_bytes and sf_memory_available bound the decompressed size (past the
+ * latter SF_ERR_NOMEM saying so); a cut or corrupt gzip stream is SF_ERR_FORMAT. */
 sf_status sf_read_file_gz(const char *path, size_t max_bytes, char **out, size_t *len);
 /* A whole file into *buf (capacity *cap, grown with realloc as needed, kept for the next call), its size in *len;
  * more than max_bytes is SF_ERR_FORMAT. For reading many files without a malloc each. */
@@ -40,11 +38,9 @@ int sf_is_temp_of(const char *entry, const char *name);
 sf_status sf_copy_file_atomic(const char *src, const char *dst);
 
 /* ---------------------------------------------------------------- locks
- * An exclusive lock (flock) on the file `path`, created if missing: at most one process holds it, and the kernel
- * releases it however the holder ends (kill -9 included), so a lock is never stale. The holder writes its pid into
- * the file; a second process is refused with SF_ERR_STATE and a message naming that pid. The file stays in place
- * after the release (removing it would let two processes lock two different files). On a file system that offers
- * no locks the call succeeds without one (*fd = -1): spikefuse still runs there, unguarded. */
+ * An exclusive flock on `path` (created if missing; never stale: the kernel releases it with its holder), the
+ * holder's pid written into it; a second process gets SF_ERR_STATE naming that pid. The file is never removed (two
+ * processes could then lock two files). Without locks on the file system: SF_OK, *fd = -1, unguarded. */
 sf_status sf_lock_acquire(const char *path, int *fd);
 void sf_lock_release(int fd); /* -1: nothing */
 
@@ -61,10 +57,8 @@ typedef struct sf_dir_entry {
     const char *name;
     sf_entry_kind kind; /* of what a link points to (a dangling link: SF_ENTRY_OTHER) */
 } sf_dir_entry;
-/* Every entry of `dir` but the hidden ones (a leading '.'), sorted bytewise, as one malloc'd array of *n entries
- * followed by their names (free it with one free()). The kinds come from the directory itself where it says them
- * (one stat per link, or where the file system does not say). A directory that cannot be read is SF_ERR_IO naming
- * it and the reason. */
+/* Every entry of `dir` but hidden ones, sorted bytewise, as one malloc'd array of *n entries followed by their names
+ * (one free()); kinds from the directory, stat where it does not say. Unreadable: SF_ERR_IO naming dir and reason. */
 sf_status sf_dir_entries(const char *dir, sf_dir_entry **entries, size_t *n);
 /* Whether two paths name the same existing directory ("run", "./run/" and a symlink to it are one). */
 int sf_same_dir(const char *a, const char *b);

@@ -1,14 +1,7 @@
-/* nir.h — graphs of the Neuromorphic Intermediate Representation (NIR, Pedersen et al. 2024) in memory, and their
- * HDF5 files as the `nir` Python package writes and reads them (nir.write / nir.read), through libhdf5.
- *
- * A graph is a set of named nodes, each with a type ("Affine", "LIF", ...) and named fields (the node's parameters:
- * numeric arrays or strings), and edges between node names; a node's input is the sum of its predecessors'
- * outputs. This layer holds any node type and field: what the nodes mean is the config layer's business
- * (config/config_nir.h).
- *
- * The file: a scalar string dataset "version" at the root and a group "node" holding the graph: a string "type" =
- * "NIRGraph", a group "nodes" with one group per node (its "type" and one dataset per field; a nested "NIRGraph"
- * node holds a subgraph the same way), a string array "edges" of shape [n, 2], and an optional group "metadata". */
+/* nir.h — NIR graphs (Pedersen et al. 2024) in memory and in the `nir` package's HDF5 files (nir_h5.c). A graph:
+ * named nodes, each with a type ("Affine", "LIF", ...) and named fields (numeric arrays or strings), and edges
+ * between node names; a node's input is the sum of its predecessors' outputs. Any type and field is held: their
+ * meaning is config/config_nir.h's business. */
 #ifndef SF_IO_NIR_H
 #define SF_IO_NIR_H
 

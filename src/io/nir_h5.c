@@ -12,6 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The file: a scalar string dataset "version" at the root and a group "node": a string "type" = "NIRGraph", a group
+ * "nodes" of one group per node (its "type", a dataset per field; a nested "NIRGraph" node holds a subgraph alike),
+ * a string array "edges" [n, 2], and an optional group "metadata". */
+
 #define NIR_MAX_FILE_BYTES ((size_t)16 << 30)
 #define DEFLATE_LEVEL 4
 #define CHUNK_MAX_BYTES ((int64_t)64 << 20)

@@ -1,9 +1,6 @@
-/* safetensors.h — reading and atomically writing safetensors files (the format PyTorch users load with
- * safetensors.torch.load_file): an 8-byte little-endian header length, a JSON header, then raw tensor bytes.
- *
- * Integrity: the writer records the CRC-32 (zlib's) of every tensor's bytes in __metadata__ under SF_ST_CRC_KEY, as
- * the text of a JSON object {"name": "8 hex digits", ...}; the reader verifies every tensor against it and refuses a
- * damaged file naming the tensor. Files without that key (written by other tools) load unchecked. */
+/* safetensors.h — reading and atomically writing safetensors files (an 8-byte little-endian header length, a JSON
+ * header, raw tensor bytes). The writer records each tensor's CRC-32 in __metadata__[SF_ST_CRC_KEY] as a JSON text
+ * {"name": "8 hex digits", ...}; the reader checks it and refuses a damaged tensor by name (no key: unchecked). */
 #ifndef SF_IO_SAFETENSORS_H
 #define SF_IO_SAFETENSORS_H
 

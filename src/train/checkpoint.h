@@ -1,7 +1,5 @@
-/* checkpoint.h — training checkpoints as safetensors files that safetensors.torch.load_file reads.
- *
- * Tensors: the net's parameters under the names sf_net_tensor_info gives ("0.weight", ...), its buffers (BN running
- * statistics) and, when an optimizer is set, its state ("0.weight.adam_m", ...). __metadata__ (string values):
+/* checkpoint.h — training checkpoints as safetensors files: the net's parameters under sf_net_tensor_info's names,
+ * its buffers and, with an optimizer set, its state ("0.weight.adam_m", ...). __metadata__ (string values):
  *   format            "spikefuse-checkpoint"     format_version   SF_CHECKPOINT_VERSION
  *   spikefuse_version the library that wrote it  config           the resolved config (INI text)
  *   epoch             epochs completed            step             optimizer steps completed
@@ -10,12 +8,10 @@
  *   loader_state      the data loader's position (opaque text)
  *   best_metric       best test accuracy so far (for best.safetensors on resume)
  *   best_step         the step of the checkpoint that best.safetensors holds (-1: none yet)
- *   sparse_state      the layers choosing their path (sparse = auto): the device kind and precision, then per
- *                     layer its crossovers and last densities (sf_net_set_layer_sparsity), so a resumed run and an
- *                     evaluation choose as the run did; absent from older checkpoints (those measure again)
- *   crc32             the CRC-32 of every tensor (io/safetensors.h), verified by every load
- * Files are written atomically (temporary file, fsync, rename, fsync of the directory). Loading refuses a damaged
- * tensor (CRC-32) and a non-finite value, naming the tensor. */
+ *   sparse_state      device kind and precision, then each auto layer's crossovers and last densities
+ *                     (sf_net_set_layer_sparsity); optional (without it a resume measures again)
+ *   crc32             the CRC-32 of every tensor (io/safetensors.h)
+ * Written atomically; loading refuses a damaged tensor (CRC-32) or a non-finite value, naming the tensor. */
 #ifndef SF_TRAIN_CHECKPOINT_H
 #define SF_TRAIN_CHECKPOINT_H
 

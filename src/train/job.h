@@ -1,7 +1,6 @@
-/* job.h — the trainer's side of a run over several processes (src/distributed): how the global batch and T divide
- * between them, the checks that every process runs the same thing, the network on this process's device taking part
- * in the job, and the sums that make every process report and decide the same. With one process every call is
- * trivial. */
+/* job.h — the trainer's side of a run over several processes (src/distributed): how the global batch and T divide,
+ * checks that all run the same thing, this process's network joining the job, and the sums that make every process
+ * report and decide alike. With one process every call is trivial. */
 #ifndef SF_TRAIN_JOB_H
 #define SF_TRAIN_JOB_H
 

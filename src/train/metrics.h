@@ -16,14 +16,12 @@ void sf_metrics_close(sf_metrics *m);
 /* Appends `obj` as one line and flushes it. The object stays the caller's. */
 sf_status sf_metrics_write(sf_metrics *m, const struct cJSON *obj);
 
-/* A float as the shortest decimal that reads back as the same float (0.005, not 0.004999999888), so lines stay
- * readable and a float compared across runs compares exactly (sf_json_add_float, include/spikefuse_train.h, adds
- * one to an object). */
+/* A float as the shortest decimal that reads back as the same float (0.005, not 0.004999999888): readable, and
+ * exact when runs are compared. */
 struct cJSON *sf_json_float(float v);
 
-/* Rewrites `path` (atomically) keeping only lines whose "step" is <= max_step: what a resumed run would otherwise
- * log twice is dropped. Lines that are not JSON objects with a numeric "step" are dropped too (a line cut short
- * by a crash). A missing file is not an error. */
+/* Rewrites `path` atomically keeping the JSON lines whose "step" is <= max_step (what a resume would log again goes,
+ * as do lines a crash cut short). A missing file is not an error. */
 sf_status sf_metrics_truncate(const char *path, int64_t max_step);
 
 #endif

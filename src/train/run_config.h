@@ -7,12 +7,9 @@
 
 #include <stddef.h>
 
-/* DIR/config.ini against the config the run recorded (run_text, its checkpoint's), before --resume continues the
- * run with the recorded one and rewrites the file: SF_OK when the file is missing or says the same (comments and
- * layout aside); SF_OK with a note (else note[0] = 0) when it differs only in settings a resumed run may change
- * (an edit, or a --resume --set stopped before its first checkpoint): the note says the file is not what the run
- * uses and how to change them; SF_ERR_INVALID when the file was edited into another run, saying where the run's
- * config lives and how to go on. */
+/* DIR/config.ini against the run's recorded config (run_text), before --resume: SF_OK when missing or the same
+ * (comments, layout aside); SF_OK with a note saying how to change them when only resumable settings differ (else
+ * note[0] = 0); SF_ERR_INVALID when edited into another run, saying where the run's config is and how to go on. */
 sf_status sf_run_config_file_check(const char *dir, const char *run_text, char *note, size_t cap);
 /* SF_OK when DIR/config.ini holds the config `text` holds, comments and layout aside; SF_ERR_STATE otherwise. */
 sf_status sf_run_config_file_same(const char *dir, const char *text);

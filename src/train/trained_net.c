@@ -1,6 +1,5 @@
-/* trained_net.c — a trained network from a checkpoint, for programs outside the trainer (sf_checkpoint_load_net):
- * the stored config builds the network, the checkpoint's parameters and batch norm statistics fill it; and how the
- * run encoded its input (sf_checkpoint_input_encoding), from the same config. */
+/* trained_net.c — a checkpoint's network built from its stored config and filled with its parameters
+ * (sf_checkpoint_load_net), and how the run encoded its input (sf_checkpoint_input_encoding). */
 #include "config/config.h"
 #include "core/error.h"
 #include "train/checkpoint.h"

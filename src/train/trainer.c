@@ -111,9 +111,8 @@ static char *loader_state_json(const run *r)
         } else {
             memcpy(&v, field, sizeof v);
         }
-        /* 17 significant digits read back to the same double; cJSON's own printing accepts 15 digits whenever they
-         * read back within an epsilon, which loses the last bits of a running sum and changes the resumed epoch's
-         * mean loss */
+        /* 17 digits read back to the same double; cJSON's 15 lose a running sum's last bits, changing a resumed
+         * epoch's mean loss */
         char exact[32];
         snprintf(exact, sizeof exact, "%.17g", v);
         if (isfinite(v))
@@ -210,9 +209,8 @@ static int64_t checkpoint_step(const char *path)
     return step;
 }
 
-/* Makes this run's best.safetensors the checkpoint of step best_step, from the run being continued (in `dir`): its
- * best.safetensors when that holds the step, else its last.safetensors when that is the best state (the run was
- * stopped between writing last and copying it). A best removed or damaged by hand has no source and stays so. */
+/* Makes best.safetensors the checkpoint of step best_step from `dir`'s best, or its last where that is the best
+ * state (stopped before the copy). A best removed or damaged by hand has no source and stays so. */
 static sf_status restore_best(run *r, const char *dir)
 {
     if (r->best_step < 0) return SF_OK;
@@ -348,9 +346,8 @@ static sf_status open_data(run *r)
     return sf_loader_create(r->test_ds, &lp, &r->test_ld);
 }
 
-/* What a run stopped before its first checkpoint may leave in its directory: the lock file, the choices its
- * network made (written before that checkpoint) and temporaries of its files. A directory holding nothing else has
- * no run in it. */
+/* What a run stopped before its first checkpoint may leave (lock, choices, temporaries): a directory holding
+ * nothing else has no run in it. */
 static int run_leftover(const char *name)
 {
     static const char *const files[] = {SF_RUN_LAST, SF_RUN_BEST, SF_RUN_CONFIG, SF_RUN_METRICS, SF_RUN_CHOICES};
@@ -391,9 +388,8 @@ static sf_status lock_dir(run *r)
                    o->run_dir, o->run_dir);
 }
 
-/* Writes the run directory's files in an order that leaves no dead end: a new run's first checkpoint (its initial
- * state, or the state it continues) comes first, so a directory without last.safetensors holds no run and a new
- * run may take it; a continued run's best goes before its last, which records best's step. */
+/* Writes the run directory in an order without dead ends (docs/architecture.md, Run directories): a new run's first
+ * checkpoint first; a continued run's best before its last, which records best's step. */
 static sf_status prepare_dir(run *r)
 {
     const sf_train_options *o = r->opt;
@@ -521,9 +517,8 @@ static sf_status train_epoch(run *r, float lr, int *stopped)
         if (!b) return SF_OK;
         sf_step_result res;
         sf_status s = sf_net_train_step(r->net, b->x, b->labels, &res);
-        /* A NaN loss fails the step of its own data rank only; the gradients it spreads make the others' overflow,
-         * which fp16 merely skips. A process alone stops at once; in a job the step sums carry the failure to
-         * every process, so that all stop together (failed_together). */
+        /* A NaN fails only its own rank's step (the others' fp16 overflow is skipped): alone, stop now; in a job
+         * the step sums carry it to every process, so all stop together (failed_together). */
         if (s == SF_ERR_NUMERIC && r->job.size == 1) return numeric_stop(r, lr);
         if (s != SF_ERR_NUMERIC) SF_TRY(s);
         double loss = s == SF_ERR_NUMERIC ? NAN : res.loss, correct = res.correct;
