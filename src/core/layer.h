@@ -1,12 +1,8 @@
-/* layer.h — a layer kind as the engine sees it: the table of what the engine asks of a layer (sf_layer_ops), and the
- * services the engine gives the kind files in return.
- *
- * Every kind lives in one file under core/layers/, which fills one sf_layer_ops; core/layer_registry.c maps the
- * public sf_layer_kind to it, and sf_net_add puts it in the layer (sf_net_layer.ops). The drivers (net_build.c,
- * net_params.c, plan.c, net_run.c, net_backward.c, sparse.c, net_step.c, net_pipeline.c) ask the table, never the
- * kind: properties are flags, everything a kind computes is a hook, and a NULL hook means the kind has nothing to
- * do there. A kind's own data is its member of the union in sf_net_layer (net_internal.h). docs/architecture.md,
- * "Adding a layer kind", lists the files a new kind touches. */
+/* layer.h — a layer kind as the engine sees it: the table of what the engine asks of a layer (sf_layer_ops) and the
+ * services the engine gives the kind files. Each kind fills one sf_layer_ops in its file under core/layers/
+ * (layer_registry.c maps sf_layer_kind to it); the drivers ask the table, never the kind: properties are flags, all a
+ * kind computes is a hook, a NULL hook means nothing to do. A kind's data is its member of sf_net_layer's union
+ * (net_internal.h). docs/architecture.md, "Adding a layer kind", lists the files a new kind touches. */
 #ifndef SF_CORE_LAYER_H
 #define SF_CORE_LAYER_H
 
@@ -86,9 +82,8 @@ struct sf_layer_ops {
      * recompute writes that output into y (the backward's value of the output, kept as SF_KEEP_RECOMPUTE). */
     int32_t (*recompute_source)(const sf_net *net, const sf_net_layer *l);
     sf_status (*recompute)(sf_net *net, const sf_net_layer *l, float *y);
-    /* lean mode: the forward from input x into y, as the forward runs it and again where the backward rebuilds the
-     * output (SF_KEEP_RERUN); scratch is rerun_workspace's bytes (NULL hook: none). Only a layer that runs dense
-     * (sparse off) is rerun. */
+    /* lean mode: the forward from x into y, as it runs and again where the backward rebuilds the output
+     * (SF_KEEP_RERUN); scratch: rerun_workspace bytes (NULL hook: none). Only a layer running dense is rerun. */
     sf_status (*rerun)(sf_net *net, const sf_net_layer *l, const float *x, float *y, void *scratch);
     size_t (*rerun_workspace)(sf_net *net, const sf_net_layer *l);
     /* The layer's own requests: saved per-layer slots and its workspaces (sf_layer_plan_workspaces), the shapes of

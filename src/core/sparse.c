@@ -1,11 +1,8 @@
-/* sparse.c — event-driven execution in the engine (Finkbeiner & Neftci): which tensors get a compact form, where
- * their ones are counted, and the choice of the sparse or the dense path per layer and step from the measured spike
- * density (each kind that can run event-driven says how: core/layers/linear.c, rlif.c).
- *
- * Where a density comes from: on a backend whose memory is host memory (the CPU) a linear layer reads the count its
- * input just got; a GPU's counts arrive on the host only with the step's one read-back, so there the choice follows
- * the previous step's density (the first step of AUTO runs dense). A recurrent layer's recurrence follows its own
- * previous step everywhere, as it cannot know its spikes before it runs. */
+/* sparse.c — event-driven execution in the engine (Finkbeiner & Neftci): which tensors get a compact form, where their
+ * ones are counted, and the sparse or dense choice per layer and step from the spike density (each kind says how:
+ * core/layers/linear.c, rlif.c). A host backend's linear layer reads the count its input just got; a GPU's counts
+ * arrive with the step's one read-back, so there the choice follows the previous step (AUTO's first step runs dense),
+ * as a recurrent layer's recurrence does everywhere (its spikes are unknown before it runs). */
 #include "core/error.h"
 #include "core/layer.h"
 
