@@ -17,7 +17,7 @@ sf_status sf_backend_dtype_check(sf_scalar dtype, sf_device device, const char *
 
 /* Whether kernels built for an architecture list ("80-real,86-real,89-real,90": NN machine code and PTX, NN-real code,
  * NN-virtual PTX) run on compute capability cc (major·10 + minor): sm_XY code on X.Z with Z >= Y, compute_XY PTX on
- * any capability >= X.Y (compiled at load), NNa on X.Y alone. Lists this cannot read ("all", "all-major") run anywhere. */
+ * any capability >= X.Y (compiled at load), NNa on X.Y alone. Unreadable lists ("all", "all-major") run anywhere. */
 int sf_cuda_archs_run_on(const char *archs, int cc);
 
 #ifdef SF_HAVE_CUDA
