@@ -162,9 +162,8 @@ static inline float *sf_net_act_at(const sf_net *net, const void *p, int64_t n)
 /* Backward: the value of input k of layer l, from where the plan kept it (as it is, expanded from bytes or bits,
  * recomputed or rerun by its producer) into the buffers the plan gave l for it. */
 sf_status sf_layer_input_value(sf_net *net, const sf_net_layer *l, int32_t k, const float **out);
-/* Where layer `writer`'s backward writes the gradient of its input tensor id: straight into the gradient buffer if
- * it is the first writer, else into tmp (*accumulate set: sf_layer_accumulate adds it). NULL when the input takes
- * no gradient and tmp is none. */
+/* Where layer `writer`'s backward writes the gradient of input tensor id: the gradient buffer if it is the first
+ * writer, else tmp (*accumulate set: sf_layer_accumulate adds it); NULL when the input takes none and tmp is none. */
 float *sf_layer_dx_target(sf_net *net, int32_t writer, int32_t id, sf_slot tmp, bool *accumulate);
 sf_status sf_layer_accumulate(sf_net *net, bool accumulate, int32_t id, const float *tmp);
 /* Plan: the forward's workspace sws_f (fwd bytes) at layer index's forward, the backward's sws_b (bwd bytes) at its

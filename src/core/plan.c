@@ -122,9 +122,8 @@ static void decide_layouts(sf_net *net)
     }
 }
 
-/* Lean mode: can the backward rerun the producer of root tensor t instead of keeping t? Where that layer can rerun
- * its forward (sf_layer_ops.rerun) and runs dense, its input stays (the net's input, kept, or bits), and t's values
- * are read only by backwards whose rebuild has a tick of its own before them (SF_KIND_READS_RERUN: plan_backward). */
+/* Lean mode: can the backward rerun the producer of root tensor t instead of keeping t? Where it has a rerun and runs
+ * dense, its input stays, and t is read only by backwards whose rebuild has its own tick (SF_KIND_READS_RERUN). */
 static bool rerunnable(const sf_net *net, int32_t t)
 {
     const sf_net_tensor *x = &net->tensors[t];

@@ -226,9 +226,8 @@ static sf_status set_drive(rbench *r, float d, float *host, float *density)
     return SF_OK;
 }
 
-/* A recurrent layer's crossovers, timed on its own op over at most TUNE_STEPS steps at two spike densities: the
- * event-driven forward against the dense one, and dV from the spike bits against the dense product (the backward's
- * recurrence is the same in both). */
+/* A recurrent layer's crossovers, timed on its own op over at most TUNE_STEPS steps at two densities: event-driven
+ * against dense forward, and dV from bits against the dense product (the backward's recurrence is alike in both). */
 static sf_status measure_rlif(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int32_t n, float *xfwd,
                               float *xbwd)
 {

@@ -10,9 +10,8 @@
 
 #include <stdint.h>
 
-/* tb sets of n tokens of d channels. Token tensors that an op reads or writes with a row stride take it as an ld
- * argument (>= d): d for a tensor of its own, 3·d where q, k, v are the column blocks of one fused [rows, 3·d]
- * tensor (one linear → BN → LIF of 3·d channels, as SpikingJelly's Spikformer computes them). */
+/* tb sets of n tokens of d channels. Token tensors with a row stride take it as an ld argument (>= d): d for a tensor
+ * of its own, 3·d where q, k, v are column blocks of one fused [rows, 3·d] tensor (one linear → BN → LIF of 3·d). */
 typedef struct sf_token_shape {
     int64_t tb; /* T·B */
     int32_t n;  /* tokens per set */
