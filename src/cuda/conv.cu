@@ -176,11 +176,10 @@ static bool atomic_sums(int op, int algo)
            (algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3);
 }
 
-/* Takes the fastest successful result that uses an allowed math type (fp32: FMA only, as cuDNN's DEFAULT_MATH may
- * use TF32; an entry of TF32 parts: fp32 operands as they are), avoids 16-bit atomic sums and fits the cap, or the
- * leanest within LEAN_SLACK of it, if `splits` calls beat op's current choice. Returns whether the fastest allowed
- * result did not fit (more chunks may pay). Deterministic mode: `perf` is cuDNN's heuristic ranking (no times), the
- * first deterministic fit wins and a later `splits` never replaces it; outside it, gradients may vary in last bits. */
+/* Takes the fastest successful result with an allowed math type (fp32: FMA only, as DEFAULT_MATH may use TF32; TF32
+ * parts: fp32 operands as they are), no 16-bit atomic sums, within the cap, or the leanest within LEAN_SLACK of it, if
+ * `splits` calls beat op's choice; returns whether the fastest allowed did not fit. Deterministic mode: `perf` is
+ * cuDNN's heuristic ranking, the first fit wins, never replaced; outside it gradients may vary in their last bits. */
 template <class Perf>
 static bool consider(const Perf *perf, int count, int o, int64_t splits, int64_t chunk, sf_precision prec,
                      bool tf32_parts, size_t cap, bool deterministic, sf_cuda_conv_op *op, bool *changed)

@@ -211,9 +211,8 @@ __device__ __forceinline__ void block_product(const float *vt, int ld, float *bu
 /* Entry (row bl, column jj) of the product block_product left in buf. */
 __device__ __forceinline__ float product_at(const float *buf, int bl, int jj) { return buf[PARTS + bl * NJ + jj]; }
 
-/* Copies the bits of step t's rows of the block's samples into sbits [SPB][words], zero past B: warp w the rows w,
- * w + WARPS, ..., a lane per word, each thread's loads of 64 words a row all issued before the first store (L2
- * reads: other blocks wrote them in this kernel). */
+/* Copies step t's bit rows of the block's samples into sbits [SPB][words], zero past B: warp w rows w, w + WARPS, …, a
+ * lane per word, a thread's loads of a row all issued before its first store (L2 reads: other blocks wrote them). */
 __device__ __forceinline__ void stage_bits(uint32_t *sbits, const uint32_t *bits, int t, int B, int b0, int words)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
