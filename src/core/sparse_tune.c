@@ -23,8 +23,8 @@
 #define TUNE_MAX_ROWS 4096
 static int64_t tune_rows(int64_t rows) { return rows < TUNE_MAX_ROWS ? rows : TUNE_MAX_ROWS; }
 #define TUNE_CACHE 256
-/* A recurrent layer is timed over at most this many steps: over 16, the launch and the lists' setup weighed enough
- * that W4rec's first layer, at 4.9% firing, was sent event-driven where that cost its step 2–3% (H200). */
+/* A recurrent layer is timed over at most this many steps: over fewer, launch and list setup weigh enough to misjudge
+ * the crossover (W4rec's first layer went event-driven at a cost: docs/notebook/perf.md). */
 #define TUNE_STEPS 64
 
 typedef struct tune_key {

@@ -6,8 +6,8 @@
 #include "cuda/ops.cuh"
 #include "cuda/spikes.cuh"
 
-/* Rows a compaction block takes: their loads are all in flight before the first row is emitted (a block per row
- * and segment, one load per thread, spent its time waiting on the loads: 38 µs for W4's 6400 rows of 700). */
+/* Rows a compaction block takes: their loads are all in flight before the first row is emitted (a row per block
+ * waited on its loads: docs/notebook/perf.md, "W4rec's recurrent kernels"). */
 enum { COMPACT_ROWS = 8 };
 
 template <class T>
