@@ -227,7 +227,7 @@ sf_status sf_cuda_op_binary_linear_forward(sf_backend *be, int64_t rows, int32_t
 static sf_status parts_backward(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *x,
                                 const uint32_t *xbits, const float *w, const float *dy, float *dx, float *dw, float *db)
 {
-    /* dx by SGEMM where out is too short for the parts to pay (memory-bound) or W's parts would leave too little room */
+    /* dx by SGEMM where out is too short for the parts to pay (memory-bound) or W's parts leave too little room */
     if (dx && (out < PARTS_MIN_OUT || 6 * pad8(out) * pad8(in) > PART_ELEMS / 2)) {
         SF_TRY(sf_cuda_linear_input_grad(c, rows, in, out, w, dy, dx));
         dx = NULL;
