@@ -15,10 +15,9 @@ sf_status sf_backend_create(sf_device dev, sf_precision precision, const sf_cuda
  * unknown type, SF_ERR_UNSUPPORTED (naming `op`) where none are built. */
 sf_status sf_backend_dtype_check(sf_scalar dtype, sf_device device, const char *op);
 
-/* Whether kernels built for an architecture list ("80-real,86-real,89-real,90": NN is machine code and PTX, NN-real
- * machine code, NN-virtual PTX) run on compute capability cc (major·10 + minor): machine code for sm_XY runs on X.Z
- * with Z >= Y, PTX for compute_XY on any capability of at least X.Y (the driver compiles it when loaded); NNa
- * (sm_90a) runs on X.Y alone. A list this cannot read ("all", "all-major") is taken to run everywhere. */
+/* Whether kernels built for an architecture list ("80-real,86-real,89-real,90": NN machine code and PTX, NN-real code,
+ * NN-virtual PTX) run on compute capability cc (major·10 + minor): sm_XY code on X.Z with Z >= Y, compute_XY PTX on
+ * any capability >= X.Y (compiled at load), NNa on X.Y alone. Unreadable lists ("all", "all-major") run anywhere. */
 int sf_cuda_archs_run_on(const char *archs, int cc);
 
 #ifdef SF_HAVE_CUDA

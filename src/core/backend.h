@@ -1,19 +1,8 @@
-/* backend.h — the op table a compute backend (CPU, CUDA) implements; the network engine calls only these. The ops
- * themselves are listed, with their signatures, in core/backend_ops.h; this header holds what they share.
- *
- * Every pointer argument is memory of that backend (host for the CPU, device for CUDA), contiguous, and its shape is
- * written beside it. "rows" folds time and batch: T·B. Ops are asynchronous on a GPU; results become visible to the
- * host only through copy_to_host. Ops that produce parameter gradients overwrite them (the engine never accumulates
- * across ops).
- *
- * Element types. Activations — every [T, B, ...] tensor: layer inputs and outputs, spikes, their gradients, the
- * readout (x, y, s, o, r and their d- names) — and the weights that linear and conv layers read (w) and the
- * recurrent layer's v are stored in the backend's `act` type: float on the CPU, bf16 or fp16 on a GPU under those
- * precisions. They keep the `float *` type in the ops' signatures (the engine never dereferences them); a backend
- * whose act type is 16-bit reads them as such. Everything else is float always: biases, BN parameters and
- * statistics, parameter gradients (dw, db, dgamma, dbeta, dv), optimizer state, h, the neuron state carried across
- * calls (sf_lif_state), spike counts, logits and loss statistics. The compact spike form (core/spikes.h: bits, lists,
- * counts) is the same in every act type. Kernels compute in float. */
+/* backend.h — what the ops of a compute backend (CPU, CUDA; listed in core/backend_ops.h) share. Pointers are
+ * backend memory (host or device), contiguous, shaped as written beside them; rows = T·B; ops are asynchronous on a GPU
+ * (results reach the host by copy_to_host); ops writing parameter gradients overwrite them. Activations ([T, B, ...]:
+ * x, y, s, o, r, their d- names), w and the recurrent v are of the backend's `act` type behind `float *`; all else
+ * (biases, BN, parameter gradients, optimizer, h, sf_lif_state, counts, logits) float; compact spikes alike in all. */
 #ifndef SF_CORE_BACKEND_H
 #define SF_CORE_BACKEND_H
 
@@ -83,12 +72,10 @@ static inline size_t sf_scalar_size(sf_scalar t) { return t == SF_SCALAR_F32 ? 4
 /* rlif_backward's bwd_sparse flags */
 enum { SF_RLIF_SPARSE_DV = 1, SF_RLIF_SPARSE_DY = 2 };
 
-/* A BN→LIF backward whose batch statistics span several processes (the time pipeline's segments, synchronised BN):
- * dx needs Σdy and Σdy·x̂ over the whole batch, so the backward runs twice with a sum over the processes between.
- *   phase 1: the reverse-time pass of this part; writes its own Σdy into dbeta and Σdy·x̂ into dgamma (and
- *            st->dv_out); dx is scratch that phase 2 must get back unchanged (a backend may keep dy there)
- *   phase 2: dx from the sums over all parts (sum_dy, sum_dyx: [C]) and the rows (T·B) of all parts; dgamma,
- *            dbeta and st->dv_out are not written (may be NULL) */
+/* A BN→LIF backward whose batch statistics span processes (time segments, synchronised BN) runs in two phases, the sum
+ * over processes between. Phase 1: this part's reverse pass, writing its Σdy into dbeta, Σdy·x̂ into dgamma (and
+ * st->dv_out); dx is scratch phase 2 must get back unchanged. Phase 2: dx from the sums of all parts (sum_dy, sum_dyx
+ * [C]) and all parts' rows (T·B); dgamma, dbeta, st->dv_out not written (may be NULL). */
 typedef struct sf_bn_split {
     int32_t phase;
     const float *sum_dy, *sum_dyx;

@@ -1,15 +1,8 @@
-/* backend_ops.h — the one list of the ops of a compute backend (an X-macro file). Each entry names the op's return
- * type, field name and parameters:
- *   SF_OP(ret, name, params)   every backend implements it
- *   SF_OPT(ret, name, params)  optional: a backend may leave it NULL, and the engine checks before calling it (the
- *                              CPU leaves every optional op NULL; CUDA implements them all)
- * An includer defines SF_OP (and SF_OPT where optional ops are treated differently; it defaults to SF_OP), includes
- * this file, and gets one expansion per op, in this order; the file undefines both at its end. From this list come
- * the op fields of struct sf_backend and the op ids (core/backend.h), the CPU's and the CUDA backend's prototypes
- * (cpu/cpu_ops.h, cuda/ops.cuh) and table fills, and the op harness's coverage check (tests/ops/).
- *
- * The conventions of every op (memory, shapes, element types) are core/backend.h's. Adding an op: an entry here,
- * sf_cpu_op_<name> and sf_cuda_op_<name>, and rows in the op harness's case table (tests/ops/op_cases.c). */
+/* backend_ops.h — the one list of a compute backend's ops, an X-macro file: SF_OP(ret, name, params) every backend
+ * implements; SF_OPT(...) is optional, may be NULL and the engine checks (the CPU leaves them all NULL). An includer
+ * defines SF_OP (SF_OPT defaults to it), includes this file and gets one expansion per op in this order; both are
+ * undefined at the end. Conventions: core/backend.h. Adding an op: an entry here, sf_cpu_op_<name>, sf_cuda_op_<name>
+ * and rows in tests/ops/op_cases.c (docs/architecture.md, Backends). */
 #ifndef SF_OPT
 #define SF_OPT SF_OP
 #endif
@@ -49,13 +42,11 @@ SF_OP(sf_status, bn_backward,
 SF_OP(sf_status, bn_update_running,
       (sf_backend *be, sf_bn_shape sh, float momentum, const float *mean, const float *var, float *running_mean,
        float *running_var))
-/* Fused BN → LIF (Liang et al., Alg. 1–3; docs/architecture.md, References); x is [T, B, C, hw] with rows = T·B.
- * The LIF recurrence runs over T for each of the B·C·hw neurons. The backward recomputes y = BN(x) and h (or uses h
- * when given), reduces dgamma and dbeta per channel and writes dx (dx must not overlap x). The backward always
- * treats mean/var as the batch statistics of x (dx includes the terms through mean and var). st as for the LIF
- * ops ([B·C·hw] per pointer). split (NULL: none) runs the backward in two phases for statistics that span
- * several processes, see sf_bn_split. scratch: bn_lif_scratch bytes the plan holds for the backward's per-neuron
- * sums, or NULL (the backend's own). */
+/* Fused BN → LIF (Liang et al., Alg. 1–3); x [T, B, C, hw], rows = T·B, the recurrence over T for each of B·C·hw
+ * neurons. The backward recomputes y = BN(x) and h (or uses h when given), reduces dgamma, dbeta per channel and
+ * writes dx (not overlapping x), always treating mean/var as x's batch statistics. st as the LIF ops' ([B·C·hw] each).
+ * split (NULL: none): two phases for statistics over several processes (sf_bn_split). scratch: the plan's
+ * bn_lif_scratch bytes for the per-neuron sums, or NULL (the backend's own). */
 SF_OP(sf_status, bn_lif_forward,
       (sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const float *x, const float *mean,
        const float *var, float eps, const float *gamma, const float *beta, const sf_lif_out *out,
@@ -66,10 +57,9 @@ SF_OP(sf_status, bn_lif_backward,
        float *dx, float *dgamma, float *dbeta, const sf_lif_state *st, const sf_bn_split *split, void *scratch))
 /* Bytes of the per-neuron sums bn_lif_backward keeps between its passes for [T·B, C, hw] (0: none). */
 SF_OP(size_t, bn_lif_scratch, (sf_backend *be, const sf_lif_params *p, int64_t T, sf_bn_shape sh))
-/* Statistics of `parts` equal-sized parts of one batch (time segments or data shards on several processes)
- * merged into those of the whole: part_stats is [parts][2][C] (each part's mean, then its biased var, as
- * bn_stats writes them); mean = Σ mean_p / parts, var = Σ (var_p + (mean_p − mean)²) / parts, in double, parts in
- * order, so every process that merges the same parts gets the same bits. */
+/* Statistics of `parts` equal-sized parts of one batch (time segments, data shards) merged into the whole's:
+ * part_stats [parts][2][C] (each part's mean, then biased var, as bn_stats writes them); mean = Σ mean_p / parts,
+ * var = Σ (var_p + (mean_p − mean)²) / parts, in double, parts in order: the same bits on every process. */
 SF_OP(sf_status, bn_stats_merge,
       (sf_backend *be, int32_t parts, int32_t C, const float *part_stats, float *mean, float *var))
 
@@ -81,10 +71,9 @@ SF_OP(sf_status, linear_forward,
 SF_OP(sf_status, linear_backward,
       (sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x, const float *w, const float *dy,
        float *dx, float *dw, float *db))
-/* linear_forward and _backward for an x that holds only 0 and 1 (spikes): the same results, which a backend may
- * compute faster with that knowledge (CUDA in fp32: tensor-core products with bf16 or TF32 parts of the other
- * operand, exact where they meet the 0/1 operand; the CPU runs its dense ops). _backward_bits takes x as its spike
- * bits [rows][words] (core/spikes.h) instead, where the backend has a faster way than expanding them. */
+/* linear_forward and _backward for an x of only 0 and 1 (spikes): the same results, which a backend may compute faster
+ * (CUDA fp32: tensor-core products with parts of the other operand; the CPU runs its dense ops). _backward_bits takes
+ * x as its spike bits [rows][words] (core/spikes.h), where the backend has a faster way than expanding them. */
 SF_OP(sf_status, binary_linear_forward,
       (sf_backend *be, int64_t rows, int32_t in, int32_t out, const float *x, const float *w, const float *b,
        float *y))
@@ -174,26 +163,22 @@ SF_OP(sf_status, transpose,
  * for the mean readout and skips the op). The backward runs in reverse time. */
 SF_OP(sf_status, leaky_forward, (sf_backend *be, int64_t T, int64_t n, float a, float c, const float *o, float *r))
 SF_OP(sf_status, leaky_backward, (sf_backend *be, int64_t T, int64_t n, float a, float c, const float *dr, float *doo))
-/* Softmax cross-entropy on logits built from r[T, B, K]:
- *   per_step = 0: z = mean_t r_t, loss = mean_b CE(z_b); per_step = 1: loss = mean_{t,b} CE(r_{t,b});
- *   CE against the label smoothed by eps: 1 − eps on it, eps/K on every class (eps = 0: the one-hot label).
- * Writes dr[T, B, K] (the gradient of the loss), logits_mean[B, K] = mean_t r_t, and stats[0] = loss,
- * stats[1] = number of samples whose argmax(logits_mean) equals the label. labels are B int32 on the backend.
- * dr may be NULL (evaluation). */
+/* Softmax cross-entropy on r[T, B, K]: per_step 0: z = mean_t r_t, loss = mean_b CE(z_b); 1: loss = mean_{t,b}
+ * CE(r_{t,b}); CE against the label smoothed by eps (1 − eps on it, eps/K on every class). Writes dr[T, B, K] (may be
+ * NULL: evaluation), logits_mean[B, K] = mean_t r_t, stats[0] = loss, stats[1] = samples whose argmax(logits_mean) is
+ * the label. labels: B int32 on the backend. */
 SF_OP(sf_status, softmax_xent,
       (sf_backend *be, int64_t T, int64_t B, int32_t K, int32_t per_step, float eps, const float *r,
        const int32_t *labels, float *dr, float *logits_mean, float *stats))
-/* Mean squared error between the T-mean of r (the firing rate) and the one-hot label over the B·K values:
- * loss = Σ (mean_t r_t − onehot)² / (B·K), dr_t = 2·(mean_t r_t − onehot) / (B·K·T). The other arguments as
- * softmax_xent's. */
+/* MSE between the T-mean of r (the firing rate) and the one-hot label over B·K values: loss = Σ (mean_t r_t −
+ * onehot)² / (B·K), dr_t = 2·(mean_t r_t − onehot) / (B·K·T). Other arguments as softmax_xent's. */
 SF_OP(sf_status, mse_rate,
       (sf_backend *be, int64_t T, int64_t B, int32_t K, const float *r, const int32_t *labels, float *dr,
        float *logits_mean, float *stats))
 
-/* ---- One update over all n parameters at once (they live in one allocation).
- * SGD (PyTorch semantics): g += wd·p; buf = momentum·buf + g (buf = g at step 1); g = nesterov ? g + momentum·buf
- * : buf; p -= lr·g. Adam/AdamW (decoupled = 1: p -= lr·wd·p first, else g += wd·p), bias-corrected with
- * `step` counted from 1. */
+/* ---- One update over all n parameters (one allocation). SGD as PyTorch's: g += wd·p; buf = momentum·buf + g (buf = g
+ * at step 1); g = nesterov ? g + momentum·buf : buf; p -= lr·g. Adam/AdamW (decoupled = 1: p -= lr·wd·p first, else
+ * g += wd·p), bias-corrected with `step` counted from 1. */
 SF_OP(sf_status, sgd_step,
       (sf_backend *be, int64_t n, float lr, float momentum, int32_t nesterov, float wd, int64_t step, float *p,
        const float *g, float *buf))
@@ -203,17 +188,16 @@ SF_OP(sf_status, adam_step,
 /* flag[0] = 1 if any of x[0..n) is NaN or Inf (flag is one float on the backend, set, never cleared). */
 SF_OP(sf_status, check_finite, (sf_backend *be, int64_t n, const float *x, float *flag))
 
-/* ---- Needed only where act is 16-bit: y = x converted between two storage types (to nearest, ties to even), for
- * the input upload, the weights' 16-bit copy and reading activations back; and x *= factor[0] over n elements of
- * type t, the factor read from backend memory when the op runs (a recorded graph sees its later values): fp16's
- * loss scaling. */
+/* ---- Needed only where act is 16-bit: convert (to nearest, ties to even) between storage types, for the upload,
+ * the weights' 16-bit copy and read-backs; scale: x *= factor[0] over n elements of type t, factor read from backend
+ * memory when the op runs (a recorded graph sees later values): fp16's loss scaling. */
 SF_OPT(sf_status, convert, (sf_backend *be, int64_t n, sf_scalar from, const void *x, sf_scalar to, void *y))
 SF_OPT(sf_status, scale, (sf_backend *be, int64_t n, sf_scalar t, const float *factor, void *x))
 
-/* ---- Event-driven execution (core/spikes.h's compact form; Finkbeiner & Neftci). Sums over active inputs run in
- * ascending input order, so every op is deterministic; results equal the dense ops' within float rounding.
- * x [rows, n] of 0/1 values → compact form (bits; idx and cnt where out gives them); *count += number of ones;
- * flag[0] = 1 where an element is neither 0 nor 1 (flag may be NULL; never cleared). */
+/* ---- Event-driven execution (core/spikes.h; Finkbeiner & Neftci): sums over active inputs in ascending order, so
+ * deterministic, and equal to the dense ops' within float rounding. spikes_compact: x [rows, n] of 0/1 → compact form
+ * (bits; idx and cnt where out has them); *count += ones; flag[0] = 1 where a value is neither 0 nor 1 (flag may be
+ * NULL; never cleared). */
 SF_OP(sf_status, spikes_compact,
       (sf_backend *be, int64_t rows, int64_t n, const float *x, const sf_spikes *out, float *count, float *flag))
 /* bits [rows, words] → y [rows, n] of 0/1 values. */
@@ -243,22 +227,19 @@ SF_OP(size_t, rlif_workspace, (sf_backend *be, int64_t T, int64_t B, int64_t n))
 SF_OP(sf_status, rlif_forward,
       (sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n, const float *x, const float *v,
        int32_t sparse, const sf_lif_out *out, void *ws))
-/* BPTT through the recurrence: ds is dL/ds from the layers above; writes dx = dL/dy (the input's gradient) and
- * dv = dL/dV. h: the forward's membrane potentials, or NULL to rerun the forward from x (with fwd_sparse as the
- * forward ran, so h is bitwise the same). bwd_sparse: SF_RLIF_SPARSE_DV takes dV from the spike bits,
- * SF_RLIF_SPARSE_DY sums Vᵀ·dy_{t+1} over the nonzero entries of dy_{t+1} only. mask (may be NULL): where dx is
- * nonzero, as lif_backward_masked writes it; *grad_count += their number (may be NULL). s_bits (may be NULL):
- * the forward's spike bits [T·B][words] where they were kept, else they are made again from h. */
+/* BPTT through the recurrence: ds = dL/ds from above; writes dx = dL/dy and dv = dL/dV. h: the forward's potentials,
+ * or NULL to rerun the forward from x with fwd_sparse (bitwise the same h). bwd_sparse: SF_RLIF_SPARSE_DV takes dV
+ * from the spike bits, SF_RLIF_SPARSE_DY sums Vᵀ·dy_{t+1} over its nonzero entries only. mask, *grad_count (each may
+ * be NULL): as lif_backward_masked. s_bits (may be NULL): the forward's bits [T·B][words], else remade from h. */
 SF_OP(sf_status, rlif_backward,
       (sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int64_t n, const float *x, const float *h,
        const uint32_t *s_bits, const float *v, const float *ds, int32_t fwd_sparse, int32_t bwd_sparse, float *dx,
        float *dv, const sf_spikes *mask, float *grad_count, void *ws))
 
-/* ---- Recording (optional): the ops issued between graph_begin and graph_end are recorded instead of run, then
- * replayed all with one graph_launch. Recorded ops keep their arguments, so they must be repeatable as they are.
- * graph_end always ends the recording; on failure *graph is NULL and the backend runs ops normally again.
- * graph_launch answers SF_ERR_STATE when memory of the backend's own that the graph uses has moved since (the caller
- * records again). graph_free accepts NULL. */
+/* ---- Recording (optional): ops issued between graph_begin and graph_end are recorded, not run, then replayed by one
+ * graph_launch with their arguments as recorded (so they must be repeatable). graph_end always ends the recording; on
+ * failure *graph is NULL and ops run normally. graph_launch: SF_ERR_STATE when backend memory the graph uses has moved
+ * (record again). graph_free accepts NULL. */
 SF_OPT(sf_status, graph_begin, (sf_backend *be))
 SF_OPT(sf_status, graph_end, (sf_backend *be, void **graph))
 SF_OPT(sf_status, graph_launch, (sf_backend *be, void *graph))

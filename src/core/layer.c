@@ -10,10 +10,9 @@
 /* RNG streams: parameter initialisation draws from stream INIT_STREAM + layer; dropout uses counters from 0. */
 #define INIT_STREAM (1ull << 40)
 
-/* The value of tensor `id` in buffer buf (unless it stays where the forward left it): kept as it is, expanded from
- * bytes or bits, recomputed by rerunning the layer that produced it (Liang et al.: store the Conv/FC output only),
- * or, in lean mode, by rerunning the layer that produced it from its own input, which goes to `rerun_in` where it
- * has to be rebuilt. */
+/* The value of tensor `id` in buf (unless it stays where the forward left it): kept as is, expanded from bytes or bits,
+ * recomputed by rerunning its producer (Liang et al.: store the Conv/FC output only), or in lean mode rerun from the
+ * producer's own input, rebuilt into `rerun_in` where needed. */
 static sf_status value_into(sf_net *net, int32_t id, float *buf, float *rerun_in, void *rerun_scratch,
                             const float **out)
 {

@@ -1,12 +1,8 @@
-/* layer.h — a layer kind as the engine sees it: the table of what the engine asks of a layer (sf_layer_ops), and the
- * services the engine gives the kind files in return.
- *
- * Every kind lives in one file under core/layers/, which fills one sf_layer_ops; core/layer_registry.c maps the
- * public sf_layer_kind to it, and sf_net_add puts it in the layer (sf_net_layer.ops). The drivers (net_build.c,
- * net_params.c, plan.c, net_run.c, net_backward.c, sparse.c, net_step.c, net_pipeline.c) ask the table, never the
- * kind: properties are flags, everything a kind computes is a hook, and a NULL hook means the kind has nothing to
- * do there. A kind's own data is its member of the union in sf_net_layer (net_internal.h). docs/architecture.md,
- * "Adding a layer kind", lists the files a new kind touches. */
+/* layer.h — a layer kind as the engine sees it: the table of what the engine asks of a layer (sf_layer_ops) and the
+ * services the engine gives the kind files. Each kind fills one sf_layer_ops in its file under core/layers/
+ * (layer_registry.c maps sf_layer_kind to it); the drivers ask the table, never the kind: properties are flags, all a
+ * kind computes is a hook, a NULL hook means nothing to do. A kind's data is its member of sf_net_layer's union
+ * (net_internal.h). docs/architecture.md, "Adding a layer kind", lists the files a new kind touches. */
 #ifndef SF_CORE_LAYER_H
 #define SF_CORE_LAYER_H
 
@@ -86,9 +82,8 @@ struct sf_layer_ops {
      * recompute writes that output into y (the backward's value of the output, kept as SF_KEEP_RECOMPUTE). */
     int32_t (*recompute_source)(const sf_net *net, const sf_net_layer *l);
     sf_status (*recompute)(sf_net *net, const sf_net_layer *l, float *y);
-    /* lean mode: the forward from input x into y, as the forward runs it and again where the backward rebuilds the
-     * output (SF_KEEP_RERUN); scratch is rerun_workspace's bytes (NULL hook: none). Only a layer that runs dense
-     * (sparse off) is rerun. */
+    /* lean mode: the forward from x into y, as it runs and again where the backward rebuilds the output
+     * (SF_KEEP_RERUN); scratch: rerun_workspace bytes (NULL hook: none). Only a layer running dense is rerun. */
     sf_status (*rerun)(sf_net *net, const sf_net_layer *l, const float *x, float *y, void *scratch);
     size_t (*rerun_workspace)(sf_net *net, const sf_net_layer *l);
     /* The layer's own requests: saved per-layer slots and its workspaces (sf_layer_plan_workspaces), the shapes of
@@ -167,9 +162,8 @@ static inline float *sf_net_act_at(const sf_net *net, const void *p, int64_t n)
 /* Backward: the value of input k of layer l, from where the plan kept it (as it is, expanded from bytes or bits,
  * recomputed or rerun by its producer) into the buffers the plan gave l for it. */
 sf_status sf_layer_input_value(sf_net *net, const sf_net_layer *l, int32_t k, const float **out);
-/* Where layer `writer`'s backward writes the gradient of its input tensor id: straight into the gradient buffer if
- * it is the first writer, else into tmp (*accumulate set: sf_layer_accumulate adds it). NULL when the input takes
- * no gradient and tmp is none. */
+/* Where layer `writer`'s backward writes the gradient of input tensor id: the gradient buffer if it is the first
+ * writer, else tmp (*accumulate set: sf_layer_accumulate adds it); NULL when the input takes none and tmp is none. */
 float *sf_layer_dx_target(sf_net *net, int32_t writer, int32_t id, sf_slot tmp, bool *accumulate);
 sf_status sf_layer_accumulate(sf_net *net, bool accumulate, int32_t id, const float *tmp);
 /* Plan: the forward's workspace sws_f (fwd bytes) at layer index's forward, the backward's sws_b (bwd bytes) at its

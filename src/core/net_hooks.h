@@ -1,23 +1,8 @@
-/* net_hooks.h — how a training step spans several processes: the points where the engine calls out to the layer
- * that owns the communication (src/distributed registers the hooks; the engine knows no MPI or NCCL). Internal to
- * the library: src/distributed and the tests use it, the public header does not.
- *
- * The time pipeline (Li et al., §3.3): the nseg processes of a time group each run the steps
- * [seg·T/nseg, (seg+1)·T/nseg) of every layer. A LIF layer receives v from segment seg−1 before its forward and
- * sends its last v to segment seg+1 after it; the backward sends ∂L/∂v the other way. The readout and the loss run
- * on the outputs of all T steps (gathered, a [T, B, classes] tensor), so every segment computes the same loss.
- * Batch statistics of a BN layer are merged over the bn_parts processes of its BN group (the time group, times the
- * data-parallel ranks with synchronised BN): the forward gathers each part's mean and var, the fused BN→LIF
- * backward runs in two phases with a sum of Σdy, Σdy·x̂ between (sf_bn_split). Parameter gradients are partial
- * sums over the processes; grads_ready hands them over as they become final, in backward order.
- *
- * The optimizer state may be sharded (ZeRO-1): a process then keeps the state of part opt_part of opt_parts of the
- * parameter buffer (sf_net_part), updates only those parameters, and params_allgather makes every part whole on
- * every process again. Each element's update is the same arithmetic on the same (all-reduced) gradient, so the
- * parameters equal those of whole state everywhere, bit for bit.
- *
- * Every hook returns sf_status; a failure stops the step. Buffers are backend memory (device memory on a GPU):
- * a hook may only enqueue work on the backend's stream, so calls are asynchronous as the backend ops are. */
+/* net_hooks.h — where a training step spans several processes: the engine calls out to hooks that src/distributed
+ * registers (the engine knows no MPI or NCCL); internal to the library. They carry the time pipeline's v and ∂L/∂v
+ * between segments, the gathered outputs, BN statistics and sums over a BN group, gradients as they become final and
+ * the sharded optimizer's all-gather (docs/architecture.md, Several processes). Every hook returns sf_status (failure
+ * stops the step); buffers are backend memory and a hook only enqueues work on the backend's stream. */
 #ifndef SF_CORE_NET_HOOKS_H
 #define SF_CORE_NET_HOOKS_H
 

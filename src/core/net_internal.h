@@ -1,12 +1,8 @@
-/* net_internal.h — the network engine's private structures: layers, tensors, the memory plan.
- *
- * A network is a list of layers in topological order; tensor 0 is the input and layer i writes tensor i + 1.
- * sf_net_compile decides, once per (T, B), where every tensor lives:
- * - parameters, gradients, optimizer state and buffers each in one contiguous allocation;
- * - "saved": what the backward needs from the forward (inputs of weight layers, neuron state), kept as float,
- *   or as bytes for binary spikes, or not at all when the memory mode lets the backward recompute it;
- * - "workspace": transient activations, gradients and scratch, packed by lifetime so buffers whose lifetimes
- *   don't overlap share bytes. */
+/* net_internal.h — the network engine's private structures: layers, tensors, the memory plan. A network is a list of
+ * layers in topological order; tensor 0 is the input and layer i writes tensor i + 1. sf_net_compile decides once per
+ * (T, B) where every tensor lives: parameters, gradients, optimizer state and buffers in one allocation each; "saved"
+ * (what the backward needs, as float, bytes, bits or not at all per memory mode); "workspace", packed by lifetime
+ * (docs/architecture.md, Memory plan). */
 #ifndef SF_CORE_NET_INTERNAL_H
 #define SF_CORE_NET_INTERNAL_H
 

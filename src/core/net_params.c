@@ -20,9 +20,8 @@ static sf_status alloc_floats(sf_net *net, int64_t n, float **out, const char *w
     return SF_OK;
 }
 
-/* PyTorch's defaults, as each kind has them (sf_layer_ops.init): Linear/Conv weights and biases U(-1/√fan_in,
- * 1/√fan_in) (kaiming_uniform with a=√5), BN weight 1, bias 0, running mean 0, running var 1; a PLIF's w as
- * SpikingJelly's, -ln(tau - 1). */
+/* PyTorch's defaults per kind (sf_layer_ops.init): Linear/Conv weights and biases U(±1/√fan_in) (kaiming_uniform,
+ * a=√5), BN weight 1, bias 0, running mean 0, var 1; a PLIF's w as SpikingJelly's, -ln(tau - 1). */
 static sf_status init_params(sf_net *net)
 {
     float *hp = calloc((size_t)(net->n_params ? net->n_params : 1), sizeof *hp);
@@ -44,9 +43,8 @@ static sf_status init_params(sf_net *net)
     return s;
 }
 
-/* Allocates and initialises parameters on first need; from then on the layer list is fixed. Under a 16-bit act
- * type the GEMMs and convolutions read a copy of the parameters in that type (the fp32 ones are the master
- * weights the optimizer updates), made here and after every change. */
+/* Allocates and initialises parameters on first need, fixing the layer list. Under a 16-bit act type it also makes
+ * the copy in that type that GEMMs and convolutions read (remade after every change; fp32 stays the master). */
 static sf_status ensure_params(sf_net *net)
 {
     if (net->params_ready) return SF_OK;

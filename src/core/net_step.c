@@ -42,10 +42,9 @@ static sf_status body_ops(sf_net *net)
     return SF_OK;
 }
 
-/* A recording is valid while the kernels' by-value arguments stay fixed: not with dropout (its counter moves every
- * step) nor profiling (it synchronises per layer) nor hooks that are not graph_safe (net_hooks.h), and only after
- * one plain step since the compile, which makes every lazy choice and allocation of the backend happen outside the
- * recording. */
+/* A recording is valid while the kernels' by-value arguments stay fixed: not with dropout (its counter moves), nor
+ * profiling (syncs per layer) or hooks not graph_safe, and only after one plain step since the compile, so that every
+ * lazy choice and allocation of the backend happens outside the recording. */
 static bool graph_allowed(const sf_net *net)
 {
     if (!net->be->graph_begin || net->graph_failed || net->profiling || net->plain_steps < 1) return false;

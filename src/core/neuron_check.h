@@ -5,9 +5,8 @@
 
 #include "spikefuse.h"
 
-/* A PLIF's w is given, one per layer (w_channels = 1) unless p->per_channel, whose channels of w_hw neurons then
- * divide the N neurons of a step and, for a call fused after a BN (bn_c > 0), are the BN's channels. Other models:
- * SF_OK. `op` names the op in the message. */
+/* A PLIF's w must be given: one (w_channels = 1) unless p->per_channel, whose channels of w_hw neurons divide the N
+ * of a step and, fused after a BN (bn_c > 0), are its channels. Other models: SF_OK. `op` names the op. */
 sf_status sf_plif_state_check(const char *op, const sf_lif_params *p, int64_t N, const sf_lif_state *st, int32_t bn_c,
                               int64_t bn_hw);
 

@@ -1,9 +1,7 @@
 /* plan.c — what sf_net_compile (net_params.c) decides: tensor bookkeeping, fusion, layouts, what the backward keeps,
- * and the memory plan. It knows the layers only through their kinds' tables (core/layer.h).
- *
- * The plan runs on the timeline of plan_pack.h: the upload, the layers' forwards, the loss, then the backwards in
- * reverse, each with a tick before it for the lean mode's reruns. Every workspace buffer is a request (bytes, first,
- * last tick); requests whose lifetimes overlap get disjoint bytes, the others may share. Saved buffers stack up. */
+ * and the memory plan, knowing the layers only through their kinds' tables (core/layer.h). On plan_pack.h's timeline
+ * every workspace buffer is a request (bytes, first, last tick); overlapping lifetimes get disjoint bytes, the others
+ * may share. Saved buffers stack up. */
 #include "core/error.h"
 #include "core/layer.h"
 
@@ -89,12 +87,10 @@ static void fuse_layers(sf_net *net)
  * every element alike or by channel alone (BN, the neurons, add). */
 static bool reads_nhwc(const sf_net_layer *l) { return sf_kind_has(l, SF_KIND_NHWC | SF_KIND_NHWC_EACH); }
 
-/* Which tensors are NHWC: on a backend whose convolutions prefer it (conv_nhwc), the outputs of the layers that read
- * NHWC, as long as every layer that reads them does too; a tensor that a pooling, flatten, dropout, linear or
- * recurrent layer reads, the input and the output stay NCHW; tokens are NHWC everywhere (the layers that read them
- * read that layout, net_build.c). An SF_KIND_NHWC layer has one layout on all its sides,
- * so an NCHW side makes the others NCHW too (repeated until nothing changes). A convolution may differ on its two
- * sides: it copies the NCHW one (conv.cu). */
+/* Which tensors are NHWC: on a conv_nhwc backend, the outputs of layers that read NHWC while all their readers do too;
+ * what a pooling, flatten, dropout, linear or recurrent layer reads, the input and the output stay NCHW; tokens are
+ * NHWC everywhere. An SF_KIND_NHWC layer has one layout on all sides, so an NCHW side makes the others NCHW too
+ * (repeated until nothing changes); a convolution may differ on its two sides (it copies the NCHW one: conv.cu). */
 static void decide_layouts(sf_net *net)
 {
     const int32_t L = net->n_layers;
@@ -126,9 +122,8 @@ static void decide_layouts(sf_net *net)
     }
 }
 
-/* Lean mode: can the backward rerun the producer of root tensor t instead of keeping t? Where that layer can rerun
- * its forward (sf_layer_ops.rerun) and runs dense, its input stays (the net's input, kept, or bits), and t's values
- * are read only by backwards whose rebuild has a tick of its own before them (SF_KIND_READS_RERUN: plan_backward). */
+/* Lean mode: can the backward rerun the producer of root tensor t instead of keeping t? Where it has a rerun and runs
+ * dense, its input stays, and t is read only by backwards whose rebuild has its own tick (SF_KIND_READS_RERUN). */
 static bool rerunnable(const sf_net *net, int32_t t)
 {
     const sf_net_tensor *x = &net->tensors[t];

@@ -119,9 +119,8 @@ static bool has_choice(sf_net *net, const sf_net_layer *l, sf_conv_pass pass, bo
     return l->ops->lean_workspace && l->ops->lean_workspace(net, l, pass, take, q);
 }
 
-/* Where a layer's workspace raises the packed workspace, its op may offer a leaner choice at some time: takes them one
- * at a time, the one that lowers the packed total most, while what they add stays within the fraction cuda.conv_lean
- * of those ops' time. A choice applies to every layer that shares it (shares_choice). */
+/* Takes the leaner workspace choices ops offer, one at a time, the one lowering the packed total most, while their
+ * added time stays within cuda.conv_lean of those ops' time; a choice applies to all layers sharing it. */
 static void lean_workspaces(sf_net *net, sf_planner *pl)
 {
     static const sf_conv_pass passes[2] = {SF_CONV_PASS_FORWARD, SF_CONV_PASS_BACKWARD};

@@ -1,11 +1,8 @@
-/* sparse.c — event-driven execution in the engine (Finkbeiner & Neftci): which tensors get a compact form, where
- * their ones are counted, and the choice of the sparse or the dense path per layer and step from the measured spike
- * density (each kind that can run event-driven says how: core/layers/linear.c, rlif.c).
- *
- * Where a density comes from: on a backend whose memory is host memory (the CPU) a linear layer reads the count its
- * input just got; a GPU's counts arrive on the host only with the step's one read-back, so there the choice follows
- * the previous step's density (the first step of AUTO runs dense). A recurrent layer's recurrence follows its own
- * previous step everywhere, as it cannot know its spikes before it runs. */
+/* sparse.c — event-driven execution in the engine (Finkbeiner & Neftci): which tensors get a compact form, where their
+ * ones are counted, and the sparse or dense choice per layer and step from the spike density (each kind says how:
+ * core/layers/linear.c, rlif.c). A host backend's linear layer reads the count its input just got; a GPU's counts
+ * arrive with the step's one read-back, so there the choice follows the previous step (AUTO's first step runs dense),
+ * as a recurrent layer's recurrence does everywhere (its spikes are unknown before it runs). */
 #include "core/error.h"
 #include "core/layer.h"
 
@@ -56,9 +53,8 @@ void sf_net_sparse_mark(sf_net *net)
     for (int32_t i = 0; i < L; i++) {
         sf_net_layer *l = &net->layers[i];
         sf_sparse_mode mode = l->d.sparse < 0 ? net->p.sparse : (sf_sparse_mode)l->d.sparse;
-        /* A GPU asked to be deterministic may neither time nor follow the previous step (an evaluation of a
-         * checkpoint has none): auto runs event-driven wherever it can. The CPU chooses from the density it just
-         * counted, by a crossover fixed without a clock (sparse_tune.c). */
+        /* A deterministic GPU may neither time nor follow the previous step (a checkpoint's evaluation has none):
+         * auto runs event-driven wherever it can. The CPU uses a crossover fixed without a clock (sparse_tune.c). */
         if (mode == SF_SPARSE_AUTO && net->p.device.kind == SF_DEVICE_CUDA && net->p.cuda.deterministic)
             mode = SF_SPARSE_ON;
         l->sparse = SF_SPARSE_OFF;
@@ -115,9 +111,8 @@ static bool reader_runs(sf_net *net, int32_t t, bool want)
     return false;
 }
 
-/* Lists are written where a reader may use them: every step on a host backend, whose readers choose after they are
- * made; on a device, where a reader's forward runs event-driven this step or, for a recurrent layer's own output, its
- * recurrence does (the grid kernels make their lists from the bits, the per-sample fallback reads them). */
+/* Lists are written where a reader may use them: every step on a host backend (readers choose after); on a device
+ * where a reader's forward, or a recurrent layer's own recurrence, runs event-driven this step. */
 static bool lists_now(sf_net *net, int32_t t)
 {
     const sf_net_tensor *x = &net->tensors[t];

@@ -1,11 +1,8 @@
-/* sparse_tune.c — the crossover densities of event-driven layers (sparse = auto). On a GPU, when a net is compiled,
- * a short measurement on its own backend times the dense linear op and the event-driven one at two spike densities
- * for each layer shape (a recurrent layer: its own op, forward and dV); the event-driven time grows about linearly
- * with the density, and the crossover is where the line meets the dense time. Results are cached per backend,
- * precision and shape for the life of the process, so every net of a process chooses alike; the run directory's
- * `choices` file keeps them for a resumed run. The crossover is at most SF_SPARSE_MAX_CROSSOVER: at high activity
- * the dense path is taken whatever the measurement said. The CPU, a fixed sparse_crossover and deterministic = on
- * measure nothing, so that every process chooses alike (issue 46: on the CPU one seed gives one run to the bit). */
+/* sparse_tune.c — the crossover densities of event-driven layers (sparse = auto). On a GPU, at compile, the dense and
+ * the event-driven op are timed at two spike densities per layer shape (a recurrent layer: its own op, forward and
+ * dV), and the crossover is where the event-driven line meets the dense time, at most SF_SPARSE_MAX_CROSSOVER; cached
+ * per backend, precision and shape for the process, kept in the run's `choices`. The CPU, a fixed sparse_crossover and
+ * deterministic = on measure nothing, so every process chooses alike (one seed, one run to the bit on the CPU). */
 #include "core/error.h"
 #include "core/layer.h"
 #include "core/lif_math.h"
@@ -17,9 +14,8 @@
 #include <time.h>
 
 #define SF_SPARSE_MAX_CROSSOVER 0.5f
-/* The crossover chosen without a clock (the CPU; deterministic = on, which sparse.c makes a GPU's auto run as on):
- * the higher of the two densities the measurement times the event-driven path at. W4's natural activity (about
- * 5%) runs event-driven, full activity dense. */
+/* The crossover chosen without a clock (the CPU; deterministic = on): the higher density the measurement times the
+ * event-driven path at, so W4's natural activity (about 5%) runs event-driven and full activity dense. */
 #define SF_SPARSE_FIXED_CROSSOVER 0.125f
 
 /* Both paths' times grow with the rows alike, so more rows only make tuning slower; a GPU needs a few thousand to
@@ -27,8 +23,8 @@
 #define TUNE_MAX_ROWS 4096
 static int64_t tune_rows(int64_t rows) { return rows < TUNE_MAX_ROWS ? rows : TUNE_MAX_ROWS; }
 #define TUNE_CACHE 256
-/* A recurrent layer is timed over at most this many steps: over 16, the launch and the lists' setup weighed enough
- * that W4rec's first layer, at 4.9% firing, was sent event-driven where that cost its step 2–3% (H200). */
+/* A recurrent layer is timed over at most this many steps: over fewer, launch and list setup weigh enough to misjudge
+ * the crossover (W4rec's first layer went event-driven at a cost: docs/notebook/perf.md). */
 #define TUNE_STEPS 64
 
 typedef struct tune_key {
@@ -230,9 +226,8 @@ static sf_status set_drive(rbench *r, float d, float *host, float *density)
     return SF_OK;
 }
 
-/* A recurrent layer's crossovers, timed on its own op over at most TUNE_STEPS steps at two spike densities: the
- * event-driven forward against the dense one, and dV from the spike bits against the dense product (the backward's
- * recurrence is the same in both). */
+/* A recurrent layer's crossovers, timed on its own op over at most TUNE_STEPS steps at two densities: event-driven
+ * against dense forward, and dV from bits against the dense product (the backward's recurrence is alike in both). */
 static sf_status measure_rlif(sf_backend *be, const sf_lif_params *p, int64_t T, int64_t B, int32_t n, float *xfwd,
                               float *xbwd)
 {

@@ -1,14 +1,8 @@
-/* spikes.h — the compact form of a binary spike tensor, which event-driven layers consume (Finkbeiner & Neftci's
- * activation sparsity) and the backward keeps (1 bit per neuron and step).
- *
- * A [rows, n] tensor of 0/1 values (rows = T·B, n neurons per row) is held as
- *   bits [rows, words]  uint32, words = ceil(n / 32): neuron k of a row is bit k % 32 of word k / 32;
- *   idx  [rows, n]      uint8 (optional): a row is cut into segments of SF_SPIKE_SEG neurons, and segment g lists
- *                       the offsets (k - g·SF_SPIKE_SEG) of its active neurons, ascending, from idx[r·n + g·SEG];
- *   cnt  [rows, segs]   int32 (optional): the number of active neurons of each segment, segs = ceil(n / SEG).
- * Segments let a kernel that owns a block of neurons of one row write its part of the row's list without knowing
- * the rest: the same layout on every backend, so their outputs compare bitwise. Reading a row's list means walking
- * its segments in order (sf_spikes_row_list). */
+/* spikes.h — the compact form of a binary [rows, n] spike tensor (rows = T·B), which event-driven layers read and the
+ * backward keeps: bits [rows, words] uint32, words = ceil(n / 32), neuron k at bit k % 32 of word k / 32; optional idx
+ * [rows, n] uint8: segment g of SF_SPIKE_SEG neurons lists its active neurons' offsets k − g·SEG, ascending, from
+ * idx[r·n + g·SEG]; optional cnt [rows, segs] int32, each segment's count. A kernel owning a block of a row writes its
+ * segments alone; the layout is the same on every backend, so outputs compare bitwise (sf_spikes_row_list reads it). */
 #ifndef SF_CORE_SPIKES_H
 #define SF_CORE_SPIKES_H
 

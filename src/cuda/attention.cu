@@ -1,23 +1,8 @@
-/* attention.cu — Spikformer's spiking self-attention product (SSA, core/transformer.h) as batched cuBLAS GEMMs
- * over every pair (set t, head h), b = t·heads + h: one cublasGemmBatchedEx per product, its operands' addresses
- * (a head's column block of a token tensor, or pair b's dh×dh matrix in the workspace) written by a small kernel
- * into the workspace, so a call is the same few launches whatever the heads and sets (and a CUDA graph replays it).
- *
- * Row-major [rows, ld] token blocks are column-major [dh, rows] to cuBLAS (ᶜ), so with M = Kᵀ·V row-major in the
- * workspace: Mᶜ = Vᶜ·Kᶜᵀ, Yᶜ = Mᶜ·Qᶜ; the backward Gᶜ = scale·dYᶜ·Qᶜᵀ, dQᶜ = scale·Mᶜᵀ·dYᶜ, dKᶜ = Gᶜᵀ·Vᶜ,
- * dVᶜ = Gᶜ·Kᶜ.
- *
- * The forward is exact for 0/1 q, k, v (y = the integer count times scale, rounded to float, then to the storage
- * type; one rounding where scale is a power of two, as Spikformer's 0.125), as long as n·dh < 2^24, in every format:
- *   fp32 (precisions fp32 and tf32): FP32 FMA GEMMs (CUBLAS_COMPUTE_32F_PEDANTIC, never TF32): every partial sum is
- *     an integer;
- *   bf16, fp16: tensor-core GEMMs on the stored 16-bit spikes with fp32 accumulation. M is stored in the 16-bit type
- *     where its counts (<= n) are integers it holds exactly: n <= 256 (bf16), 2048 (fp16). For more tokens M is
- *     written in fp32, split into a high and a low 16-bit part (their sum is M exactly while n < 2^16 in bf16, 2^22
- *     in fp16), Y = scale·Q·M_hi + scale·Q·M_lo accumulated in an fp32 scratch, and rounded to the storage type.
- * The backward's operands dy, G and the products are real numbers: in fp32 its GEMMs follow the backend's precision
- * (FMA, or TF32 under tf32, as the linear layers'); in bf16 and fp16 every operand and result is stored in that type
- * (M too: for n past the bounds above it rounds there), with fp32 accumulation. */
+/* attention.cu — Spikformer's SSA product (core/transformer.h) as batched cuBLAS GEMMs over every (set t, head h),
+ * b = t·heads + h: one cublasGemmBatchedEx per product, operand addresses written to the workspace by a kernel, so a
+ * call is a few launches whatever the shape. Row-major blocks are column-major (ᶜ) to cuBLAS. The forward is exact for
+ * 0/1 q, k, v while n·dh < 2^24 (fp32: FMA GEMMs, never TF32; 16-bit: M in that type up to n = 256 bf16, 2048 fp16,
+ * else hi + lo parts, exact while n < 2^16 / 2^22, summed in fp32); the backward follows the backend's precision. */
 #include "cuda/act.cuh"
 #include "cuda/ops.cuh"
 

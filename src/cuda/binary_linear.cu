@@ -1,28 +1,16 @@
-/* binary_linear.cu — fp32 products with a 0/1 operand (spikes) on the tensor cores, to fp32 accuracy: the product
- * of 0/1 values with a part of the other operand is exact, so only the fp32 sums round. The other operand is the
- * sum of three bf16 parts (each the rest rounded to nearest: what lies below 2^-27 of it is dropped), and a sum of
- * part products runs as ONE product over a k that lays the parts side by side, so its output is written once.
- * The times that chose each path and threshold: docs/notebook/perf.md, "W4's linear layers as one bf16 product each".
- *   forward: y = x·Wᵀ + b over k = 3·(in + 1), W's and b's parts against three copies of x and a 1 (faster than two
- *     TF32 products of W's TF32 parts). Layers with fewer than 512 outputs, where
- *     x's copies cost more than the product saves, and layers whose W parts would pass 16 MiB (W6's 8192 → 1024,
- *     which the TF32 path splits in 32 MiB) keep the TF32 parts (tf32.cuh; below 2^-22 dropped).
- *   backward: dW = xᵀ·dy as three bf16 products of dy's parts with a bf16 copy of x; dx = dy·W over k = 6·out,
- *     the six pairs of parts of dy and W above 2^-24 of the whole (faster than six products each adding into dx,
- *     and than SGEMM). Layers with fewer than 192 outputs run SGEMMs (faster there, counting x's bf16 copy).
- * Every bf16 operand has rows of a multiple of 8 values, zeros padded: cuBLAS's Hopper kernels need 16-byte rows,
- * and W4's 700 inputs ran 3× slower without them (dW computed in scratch with the dimension padded, then copied
- * out). Other precisions and activation types keep linear.cu's GEMMs: tf32 is TF32
- * already, and bf16/fp16 run on the tensor cores with 16-bit operands. The parts live in one scratch slot: at most
- * PART_ELEMS bf16 values, in chunks of rows, or 2·SPLIT_ELEMS floats for TF32 parts. */
+/* binary_linear.cu — fp32 linear layers on 0/1 inputs (spikes) on the tensor cores, to fp32 accuracy (fp32 precision
+ * only; the others keep linear.cu's GEMMs): the other operand as three bf16 parts (below 2^-27 dropped), whose products
+ * with 0/1 are exact, summed by ONE product over a k that lays the parts side by side. Small layers and large W keep
+ * TF32 parts (tf32.cuh) or SGEMM. bf16 rows are padded to 8 values: cuBLAS's Hopper kernels need 16-byte rows.
+ * Design: docs/architecture.md, "Spike products"; the times behind each threshold: docs/notebook/perf.md. */
 #include "cuda/ops.cuh"
 
 enum {
-    SPLIT_ELEMS = 1 << 22,
-    PART_ELEMS = 1 << 26,
-    FWD_W_PARTS = 1 << 23,
-    PARTS_MIN_OUT = 512,
-    DW_PARTS_MIN_OUT = 192
+    SPLIT_ELEMS = 1 << 22, /* the TF32 parts' scratch: 2·SPLIT_ELEMS floats, rows chunked to fit */
+    PART_ELEMS = 1 << 26,  /* the bf16 parts' scratch, in bf16 values, rows chunked to fit */
+    FWD_W_PARTS = 1 << 23, /* most bf16 values of W's forward parts (16 MiB); more: TF32 parts */
+    PARTS_MIN_OUT = 512,   /* fewer outputs: the forward and dx skip the bf16 parts (x's copies cost more) */
+    DW_PARTS_MIN_OUT = 192 /* fewer outputs: the backward runs SGEMMs */
 };
 
 static bool splits(const sf_cuda_ctx *c) { return c->act == SF_SCALAR_F32 && c->prec == SF_PRECISION_FP32; }
@@ -109,10 +97,9 @@ static int64_t chunk_rows(int64_t rows, int64_t room, int64_t per_row)
     return (rows + chunks - 1) / chunks;
 }
 
-/* The parts per segment (parts_layout.parts): all three in order; smallest first (the forward's k, see
- * forward_parts); a 0/1 operand, whose first part is itself, in every segment. dx's pairs (part of W, part of dy),
- * the smallest first: every product of two parts but those below 2^-24 of the whole (the parts shrink by 2^-8
- * each). */
+/* The parts per segment (parts_layout.parts): all three in order; smallest first (the forward's k: forward_parts); a
+ * 0/1 operand is its own first part, in every segment. dx's pairs (part of W, part of dy), smallest first: every
+ * product of two parts but those below 2^-24 of the whole (each part is 2^-8 of the one before). */
 enum {
     PARTS_IN_ORDER = 0x210u,
     PARTS_SMALL_FIRST = 0x012u,
@@ -121,11 +108,9 @@ enum {
     DX_DY_PARTS = 0x001021u
 };
 
-/* yᶜ[out, rows] = Wᶜᵀ·xᶜ + b as one bf16 product over k = 3·kin (kin = in + 1 for b, padded to 8): in each
- * output's column of A, W's three parts side by side, the smallest first, with b's after W's row; in each row's
- * column of B, x three times, with a 1 after it (the bias costs no pass over y). The tensor cores add each group of
- * products to the sum with its low bits cut, so the small parts go in while the sum is small (largest first is
- * measurably less accurate against the CPU's SGEMM). */
+/* yᶜ[out, rows] = Wᶜᵀ·xᶜ + b as one bf16 product over k = 3·kin (kin = in + 1 for b, padded to 8): A's column of an
+ * output holds W's three parts smallest first, then b's; B's column of a row x three times, then a 1 (the bias costs no
+ * pass). Smallest first: the tensor cores cut the low bits of each group's products as they add them to the sum. */
 static sf_status forward_parts(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *x, const float *w,
                                const float *b, float *y)
 {
@@ -173,10 +158,9 @@ static int64_t segment_of(unsigned parts, int nseg, int p)
     return -1;
 }
 
-/* dw = xᵀ·dy over `rows` rows of x (0/1: floats, or the bits xbits where not NULL) and dy, and dx = dy·W where dx
- * and w are not NULL, all in bf16 parts, in even chunks of rows: per row, dy's parts (six segments for dx, in
- * DX_DY_PARTS' order, else three) and a bf16 copy of x; for dx, W's six parts of DX_W_PARTS once. Where in is not a
- * multiple of 8, dW is computed padded in scratch (kin × out floats) and copied out. */
+/* dw = xᵀ·dy over `rows` rows of x (0/1 floats, or the bits xbits where not NULL), and dx = dy·W where dx and w are not
+ * NULL, in bf16 parts over even row chunks: per row dy's parts (dx: six segments, DX_DY_PARTS' order; else three) and
+ * a bf16 x; for dx W's six parts (DX_W_PARTS) once. in not a multiple of 8: dW padded in scratch, then copied out. */
 static sf_status split_grads(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *x,
                              const uint32_t *xbits, const float *w, const float *dy, float *dx, float *dw)
 {
@@ -243,8 +227,7 @@ sf_status sf_cuda_op_binary_linear_forward(sf_backend *be, int64_t rows, int32_t
 static sf_status parts_backward(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *x,
                                 const uint32_t *xbits, const float *w, const float *dy, float *dx, float *dw, float *db)
 {
-    /* dx by SGEMM where out is too short for the parts to pay (memory-bound below about 512 on an H200) or W's
-     * parts would leave too little room */
+    /* dx by SGEMM where out is too short for the parts to pay (memory-bound) or W's parts leave too little room */
     if (dx && (out < PARTS_MIN_OUT || 6 * pad8(out) * pad8(in) > PART_ELEMS / 2)) {
         SF_TRY(sf_cuda_linear_input_grad(c, rows, in, out, w, dy, dx));
         dx = NULL;

@@ -87,9 +87,8 @@ template <class T> struct BackF {
     }
 };
 
-/* dx = γ·invstd·(dy − Σdy/count − x̂·Σdy·x̂/count). A thread takes V consecutive elements of one channel (V = 8
- * where hw and the pointers allow: two 4-element accesses), so its channel's terms are computed once per V. dx may
- * be dy. */
+/* dx = γ·invstd·(dy − Σdy/count − x̂·Σdy·x̂/count); dx may be dy. A thread takes V consecutive elements of one channel
+ * (V = 8 where hw and the pointers allow), so the channel's terms are computed once per V. */
 template <class T, int V>
 __global__ void bn_dx_kernel(int64_t n, int64_t hw, int32_t C, float inv_count, const T *x, const float *mean,
                              const float *var, float eps, const float *gamma, const T *dy, const float *dgamma,
@@ -114,9 +113,8 @@ __global__ void bn_dx_kernel(int64_t n, int64_t hw, int32_t C, float inv_count, 
     }
 }
 
-/* The same for hw = 1 (after a linear layer; NHWC tensors), where a channel's elements lie C apart: a thread takes
- * 4 consecutive channels, computes their terms once, and walks the rows with the grid's stride, which the launcher
- * makes a multiple of the C / 4 channel groups, so that the thread's channels never change. */
+/* The same for hw = 1 (linear outputs; NHWC), a channel's elements C apart: a thread takes 4 consecutive channels and
+ * walks the rows at the grid's stride, a multiple of the C / 4 channel groups, so its channels never change. */
 template <class T>
 __global__ void bn_dx_rows_kernel(int64_t groups, int32_t C, float inv_count, const T *x, const float *mean,
                                   const float *var, float eps, const float *gamma, const T *dy, const float *dgamma,

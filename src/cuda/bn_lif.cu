@@ -1,10 +1,7 @@
-/* bn_lif.cu — fused BN → neuron, every model (Liang et al., Alg. 1–3; docs/architecture.md, References). Forward: normalise and
- * integrate in one pass per neuron. Backward: pass 1 recomputes y and h, runs the reverse time loop, writes dy into
- * dx's buffer and keeps Σ_t dy and Σ_t dy·x̂ per neuron ([B, C, hw], T times smaller than x); a deterministic
- * reduction turns them into dbeta, dgamma; pass 2 turns dy into dx element-wise, in place. (Liang et al. recompute
- * in pass 2 instead: that pass then issues the whole time loop's instructions again, which cost more than the 2 or 4
- * bytes of dy per element it saves.) x, s, ds and dx are in the backend's activation type; the sums and statistics
- * are float. */
+/* bn_lif.cu — fused BN → neuron, every model (Liang et al., Alg. 1–3; docs/architecture.md, References). Forward:
+ * normalise and integrate in one pass. Backward: pass 1 recomputes y and h, runs the reverse loop, writes dy into dx
+ * and keeps Σ_t dy, Σ_t dy·x̂ per neuron, reduced deterministically to dbeta, dgamma; pass 2 turns dy into dx in place
+ * (cheaper than Liang et al.'s recompute there: the loop is issue-bound). x, s, ds, dx: activation type; sums float. */
 #include "cuda/cuda_backend.h"
 #include "cuda/neuron.cuh"
 #include "cuda/ops.cuh"
@@ -85,10 +82,9 @@ static bool overlap(const void *a, const void *b, size_t bytes)
     return (const char *)a < (const char *)b + bytes && (const char *)b < (const char *)a + bytes;
 }
 
-/* The backward on context c: its activation type, stream, SM count and scratch slots (per-neuron sums, partials;
- * sums, where not NULL, holds the per-neuron sums instead: sums_bytes, the plan's).
- * Pass 1 runs the reverse time loop: dy into dx, Σdy and Σdy·x̂ per neuron, a PLIF's dw terms; pass 2 turns dy
- * into dx in place, element-wise (bn.cu). Under a split, phase 1 leaves dy in dx for phase 2. */
+/* The backward on context c (its type, stream, SMs, scratch; sums, where not NULL, holds the per-neuron sums instead:
+ * sums_bytes, the plan's). Pass 1: the reverse time loop, dy into dx, Σdy and Σdy·x̂ per neuron, a PLIF's dw terms;
+ * pass 2 turns dy into dx in place (bn.cu). Under a split, phase 1 leaves dy in dx for phase 2. */
 static sf_status bn_lif_backward_on(sf_cuda_ctx *c, const sf_lif_params *p, int64_t T, sf_bn_shape sh, const void *x,
                                     const float *h, const float *mean, const float *var, float eps, const float *gamma,
                                     const float *beta, const void *ds, void *dx, float *dgamma, float *dbeta,

@@ -21,9 +21,8 @@ extern "C" {
 
 struct sf_cuda_conv_entry; /* conv.cu */
 
-/* Scratch slots: per-neuron sums (BN+LIF), per-block partials (reductions), a convolution's weight gradient in a
- * 16-bit act type (cuDNN writes it in its operands' type; conv.cu widens it into the fp32 gradient), the TF32 or
- * bf16 parts of fp32 operands multiplied on the tensor cores (binary_linear.cu). */
+/* Scratch slots: per-neuron sums (BN+LIF), per-block partials (reductions), a convolution's 16-bit weight gradient
+ * (cuDNN writes its operands' type; conv.cu widens it), the TF32 or bf16 parts of fp32 operands (binary_linear.cu). */
 enum {
     SF_CUDA_SCRATCH_SUMS = 0,
     SF_CUDA_SCRATCH_PARTIALS,
@@ -54,9 +53,8 @@ typedef struct sf_cuda_ctx {
 
 /* The context of a CUDA backend; also makes its device current for this host thread. */
 sf_cuda_ctx *sf_cuda_ctx_of(sf_backend *be);
-/* Scratch slot `slot` (see SF_CUDA_SCRATCH_SLOTS) of at least `bytes` on the backend's device (contents
- * undefined). Grows with a synchronising cudaMalloc the first time a size is seen, never during steady-state
- * training. */
+/* Scratch slot `slot` (SF_CUDA_SCRATCH_SLOTS) of at least `bytes` on the backend's device, contents undefined; grows by
+ * a synchronising cudaMalloc the first time a size is seen, never in steady-state training. */
 sf_status sf_cuda_scratch(sf_cuda_ctx *c, int slot, size_t bytes, void **out);
 
 /* Zeroes n floats, or n elements of the backend's activation type, on the backend's stream. */
@@ -66,10 +64,8 @@ sf_status sf_cuda_zero_act(sf_cuda_ctx *c, void *p, int64_t n);
 /* cudaMalloc of `bytes` (0: NULL), failing with the free and total device memory and what it was `what` for. */
 sf_status sf_cuda_device_alloc(size_t bytes, void **out, const char *what);
 
-/* Temporaries of the entry points that run without a backend, taken and given back in the order of `stream`, from
- * a memory pool of spikefuse's own on the current device that keeps what it was given: the device's default pool
- * hands its memory back whenever a stream synchronises, so a caller that synchronises between calls would pay for
- * mapping fresh memory in every call. */
+/* Temporaries of the backend-less entry points, in `stream` order, from spikefuse's own pool on the current device,
+ * which keeps its memory: the default pool releases at every synchronise, so each call would map fresh memory. */
 sf_status sf_cuda_stream_alloc(size_t bytes, cudaStream_t stream, void **out);
 sf_status sf_cuda_stream_free(void *p, cudaStream_t stream);
 

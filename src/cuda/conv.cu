@@ -1,39 +1,8 @@
-/* conv.cu — 2-D convolution through cuDNN, with T·B images folded into the batch; the engine's tensors are NCHW.
- * Algorithms are chosen once per shape by cudnnFind* (measured on the device), restricted to the backend's precision
- * (fp32: FMA math only, no TF32 tensor ops; tf32: tensor ops allowed; bf16 and fp16: x, w, y, dy and dx in that type
- * on the tensor cores with fp32 accumulation — cuDNN's pseudo-bf16 and pseudo-half configurations —, the weight
- * gradient written in that type and widened into the fp32 one) and a bounded workspace, and cached with their
- * descriptors. When the fastest algorithm of an op needs more workspace than the cap, the op is also measured on
- * the batch cut into 2, 4 or 8 chunks (workspace shrinks with the chunk) and runs chunk by chunk if that is faster in
- * total; the weight gradient accumulates over the chunks.
- * Each op has three paths, and runs the fastest measured one (conv_algo can force one):
- *  - cuDNN on the NCHW tensors (cuDNN's tensor-core kernels transpose such tensors internally, and on the H200 run
- *    bf16 3×3 convolutions at a third of the tensor cores' rate);
- *  - cuDNN on NHWC: chunk by chunk, the sides that the engine keeps NCHW (sf_conv_shape's x_nhwc, y_nhwc) are copied
- *    to NHWC (x, dy) or back (y, dx), and the filter to KRSC, by cudnnTransformTensor inside the op's workspace, which
- *    bounds the chunk; where the engine keeps a side NHWC (conv_algo = nhwc: docs/architecture.md, Layouts) that
- *    side is not copied;
- *  - im2col + cuBLAS GEMM (conv_gemm.cu) over chunks that fit the same cap, where x is NCHW (y may be NHWC: a
- *    network's first convolution under conv_algo = nhwc);
- *  - in fp32, where x is spikes (sf_conv_shape.x_binary) and the engine's tensors NCHW, TF32 tensor-core products
- *    of exact parts: the product of a 0/1 value with a TF32 value is exact, so y = conv(x, W_hi) + conv(x, W_lo)
- *    and dW = x ⋆ dy_hi + x ⋆ dy_lo lose only what lies below 2^-22 of W and dy (tf32.cuh), and dx = dy_hi·W_hi +
- *    dy_hi·W_lo + dy_lo·W_hi what lies below 2^-22 of their product; fp32 sums throughout. The ops run per chunk
- *    over parts stacked as channels (conv_parts.cu): y2 = conv(x, [W_hi; W_lo]) with 2·cout outputs, folded;
- *    dW2 = x ⋆ [dy_hi; dy_lo], folded; dx = [dy_hi; dy_lo] ·ᵀ [W_lo; W_hi], then + dy_hi ·ᵀ W_hi. dx keeps its
- *    large pair apart: in one sum with the small products its error grew eightfold (2.9e-6 against 3.6e-7 in
- *    test_gpu_ops, H200), as the tensor cores truncate what they add. Those shapes (2·cout and cout outputs)
- *    have entries of their own (tensor-op math; implicit-GEMM and direct algorithms only, since FFT and Winograd
- *    would round transformed operands to TF32), with y and dy NHWC (the stacks are written, and y2 read, NHWC:
- *    no copies of them) on cuDNN's NHWC path, on chunks of images whose stacks of dy fit an eighth of the cap.
- *    It wins where cuDNN's fp32 kernels cannot use Winograd (strided convolutions: 23–33 TFLOP/s on an H200).
- * The NHWC, GEMM and split paths are timed whole, copies and parts included, by events. The bias and its gradient
- * are kernels of this file in every precision (a per-channel add, and a deterministic per-channel sum in double).
- * Deterministic mode (sf_cuda_options.deterministic) takes only algorithms cuDNN marks deterministic, and chooses
- * without timing anything, so every process picks the same ones: the first of cuDNN's heuristic ranking
- * (cudnnGetConvolution*Algorithm_v7) that fits the cap on the fewest chunks, on NCHW tensors unless conv_algo = nhwc
- * asks for NHWC, im2col + GEMM where none fits (or where conv_algo = gemm asks for it); the bias gradient needs
- * nothing more (it is always the fixed-order sum). */
+/* conv.cu — 2-D convolution, T·B images folded into the batch, on the engine's NCHW tensors. Each op of each shape
+ * runs the fastest of its paths measured at plan time (conv_algo can force one): cuDNN on NCHW, cuDNN on NHWC copies
+ * in its workspace, im2col + GEMM (conv_gemm.cu), and in fp32 on spikes TF32 products of exact parts (conv_parts.cu),
+ * each in the precision's math, within the workspace cap, on batch chunks where faster. Deterministic mode times
+ * nothing. Bias kernels are here. Design: docs/architecture.md, Layouts, Spike products, Determinism. */
 #include "cuda/act.cuh"
 #include "cuda/cuda_backend.h"
 #include "cuda/ops.cuh"
@@ -54,10 +23,9 @@ enum { SF_CONV_NCHW, SF_CONV_NHWC, SF_CONV_LAYOUTS };
 enum { SF_CONV_PATH_NCHW = SF_CONV_NCHW, SF_CONV_PATH_NHWC = SF_CONV_NHWC, SF_CONV_PATH_GEMM, SF_CONV_PATH_SPLIT,
        SF_CONV_PATHS };
 
-/* One of the three ops in one layout: its algorithm with the math type cuDNN measured it in (the descriptor it runs
- * with must carry that type: a 16-bit algorithm measured in FMA math and run in tensor-op math fails with
- * CUDNN_STATUS_BAD_PARAM on shapes tensor ops cannot take), and the batch chunk (images per call) with descriptors of
- * that size (chunk 0: no algorithm fits). */
+/* One op in one layout: its algorithm, the math type cuDNN measured it in (its descriptor must carry that type: a
+ * 16-bit algorithm measured in FMA math fails in tensor-op math with BAD_PARAM on some shapes), and the batch chunk
+ * (images per call) with descriptors of that size (chunk 0: no algorithm fits). */
 typedef struct sf_cuda_conv_op {
     int algo;
     cudnnMathType_t math;
@@ -87,14 +55,12 @@ struct sf_cuda_conv_entry {
     bool recorded; /* its choices came from a record (conv_set_choice), not a measurement: nothing to weigh */
 };
 
-/* An op may take an algorithm or a path up to this much slower than its fastest measured choice when that needs less
- * workspace: a large convolution's workspace adds to the plan's peak (W6's medium net at T = 2 plans 781 MiB on an
- * H200, 500 MiB on the CPU, whose convolutions need little). */
+/* An op may take a choice up to this much slower than its fastest when it needs less workspace, which adds to the
+ * plan's peak (docs/architecture.md, Layouts). */
 #define LEAN_SLACK 0.03f
 
-/* What the NHWC path keeps in an op's workspace after the algorithm's own: the filter in KRSC, the weight gradient
- * in KRSC, and one chunk's x, y (or dy) and dx in NHWC. Each op keeps only those it uses, and of x, y and dx only
- * the copies of sides the engine keeps NCHW. */
+/* What the NHWC path keeps in an op's workspace after the algorithm's: filter and weight gradient in KRSC, one chunk's
+ * x, y (or dy) and dx in NHWC; each op those it uses, and of x, y, dx only copies of sides the engine keeps NCHW. */
 enum { NHWC_W = 1, NHWC_DW = 2, NHWC_X = 4, NHWC_Y = 8, NHWC_DX = 16 };
 static const unsigned nhwc_uses[SF_CONV_OPS] = {NHWC_W | NHWC_X | NHWC_Y, NHWC_W | NHWC_Y | NHWC_DX,
                                                 NHWC_DW | NHWC_X | NHWC_Y};
@@ -201,9 +167,8 @@ static bool exact_products(int op, int algo)
     }
 }
 
-/* Whether algorithm `algo` of op adds its blocks' partial sums into the output by atomics: cuDNN's backward-data
- * algo_0 and backward-filter algo_0 and algo_3. With a 16-bit output (bf16, fp16) each of those adds rounds to the
- * type, and how long their contention takes depends on the values, which the measurement's buffers do not have. */
+/* Whether `algo` of op sums its blocks' partials into the output by atomics (backward-data algo_0, backward-filter
+ * algo_0, algo_3): with 16-bit outputs each add rounds, and their time depends on values the timing data lacks. */
 static bool atomic_sums(int op, int algo)
 {
     if (op == SF_CONV_BWD_DATA) return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
@@ -211,15 +176,10 @@ static bool atomic_sums(int op, int algo)
            (algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3);
 }
 
-/* Takes the fastest measured result that succeeded, uses an allowed math type (for an entry of TF32 parts any that
- * keeps fp32 operands, without conversion to 16 bits, in an algorithm that takes them as they are), sums without
- * 16-bit atomics (atomic_sums) and fits the workspace cap, or the one of least workspace within LEAN_SLACK of its
- * time, if `splits` calls of it beat what op already has. Returns whether the overall fastest allowed result did not
- * fit (then more chunks may pay). fp32: FMA only (cuDNN's DEFAULT_MATH may use TF32 on Ampere and later). Outside
- * deterministic mode determinism is not required (cuDNN's deterministic algorithms are its slow ones:
- * docs/performance.md), so convolution gradients may differ in the last bits from run to run. In
- * deterministic mode `perf` is cuDNN's heuristic ranking (no times): the first deterministic result that fits is
- * taken, and a later (larger) `splits` never replaces it. */
+/* Takes the fastest successful result with an allowed math type (fp32: FMA only, as DEFAULT_MATH may use TF32; TF32
+ * parts: fp32 operands as they are), no 16-bit atomic sums, within the cap, or the leanest within LEAN_SLACK of it, if
+ * `splits` calls beat op's choice; returns whether the fastest allowed did not fit. Deterministic mode: `perf` is
+ * cuDNN's heuristic ranking, the first fit wins, never replaced; outside it gradients may vary in their last bits. */
 template <class Perf>
 static bool consider(const Perf *perf, int count, int o, int64_t splits, int64_t chunk, sf_precision prec,
                      bool tf32_parts, size_t cap, bool deterministic, sf_cuda_conv_op *op, bool *changed)
@@ -283,9 +243,8 @@ static sf_status set_desc(cudnnTensorDescriptor_t d, int layout, cudnnDataType_t
     return SF_OK;
 }
 
-/* Measures the three ops in `layout` on chunks of n / splits images; updates the ops that this makes faster. The
- * NHWC copies of a chunk come out of the cap before the algorithm's workspace. *more: some op's fastest algorithm
- * (or, in NHWC, the copies) still needs more workspace than the cap. */
+/* Measures the three ops in `layout` on chunks of n / splits images, updating the ops this makes faster (NHWC copies
+ * come out of the cap first). *more: some op's fastest algorithm (or its copies) still exceeds the cap. */
 static sf_status measure(sf_cuda_ctx *c, sf_cuda_conv_entry *e, int layout, int64_t splits, bool *more)
 {
     const sf_conv_shape *sh = &e->sh;
@@ -444,9 +403,8 @@ static sf_status timing_fill(sf_cuda_ctx *c, void *p, size_t n, uint64_t stream,
     });
 }
 
-/* Times the NHWC, im2col + GEMM and split paths of every op that has them on buffers of the shape (allocated for the
- * measurement only; x, w and y, which is dy too, hold random values, the outputs and the workspace zeros) into
- * e->nhwc_ms, gemm_ms and split_ms. Without room for the buffers nothing is timed. */
+/* Times the NHWC, im2col + GEMM and split paths of every op that has them into e->nhwc_ms, gemm_ms, split_ms, on
+ * buffers of the shape allocated for this (random inputs, zeroed outputs); without room for them nothing is timed. */
 static sf_status time_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e, bool nhwc)
 {
     const sf_conv_shape *sh = &e->sh;
@@ -496,9 +454,8 @@ static sf_status time_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e, bool nhwc)
 
 static sf_status find(sf_cuda_ctx *c, const sf_conv_shape *sh, bool tf32_parts, int *index);
 
-/* Gives e the entries of its split path: the convolution with 2·cout and cout outputs on chunks of images whose
- * three stacked parts of dy (dx's) fill at most an eighth of the workspace cap (the largest divisor of the batch
- * that fits, at least one image). */
+/* Gives e its split path's entries (2·cout and cout outputs) on the largest chunk of images, dividing the batch,
+ * whose three stacked parts of dy fill at most an eighth of the workspace cap (at least one image). */
 static sf_status add_split_entries(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
 {
     const int64_t stacked_per_img = 3 * (int64_t)sizeof(float) * e->sh.cout * e->sh.oh * e->sh.ow;
@@ -534,12 +491,10 @@ static int lean_fastest(const sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int o
     return lean;
 }
 
-/* Picks each op's path: the fastest measured or a leaner one (lean_fastest; auto, nchw; nhwc where the engine keeps
- * a side NHWC), else the one conv_algo forces (deterministic mode: that one, else cuDNN on NCHW; NHWC where the
- * engine keeps a side NHWC), falling back to any path that has the op. Where the engine keeps a side NHWC, cuDNN on
- * NCHW is out, and so is im2col + GEMM where that side is x. The split path is there for fp32 convolutions of spikes
- * under auto and split outside deterministic mode; an entry of TF32 parts has no im2col + GEMM path (its GEMMs would
- * be SGEMMs). */
+/* Picks each op's path: the fastest measured or a leaner one (lean_fastest), else the one conv_algo forces
+ * (deterministic mode: that one, else cuDNN on NCHW), else any path that has the op. Where the engine keeps a side
+ * NHWC, cuDNN on NCHW is out, and im2col + GEMM too if that side is x. The split path: fp32 spike inputs under auto
+ * and split, outside deterministic mode; an entry of TF32 parts has no GEMM path (its GEMMs would be SGEMMs). */
 static sf_status choose_paths(sf_cuda_ctx *c, sf_cuda_conv_entry *e)
 {
     const sf_conv_algo algo = c->conv_algo;
@@ -764,13 +719,11 @@ bool sf_cuda_op_conv_lean(sf_backend *be, const sf_conv_shape *sh, sf_conv_pass 
     return leaner;
 }
 
-/* ---- The choices as text (conv_choices, conv_set_choice), so that a run directory keeps them and a compile can
- * take them instead of measuring: one line per entry, in the cache's order (a split path's entries before the entry
- * that uses them),
- *   conv N CIN H W COUT K STRIDE PAD OH OW X_NHWC Y_NHWC X_BINARY TF32_PARTS  then per op (forward, backward-data,
- *        backward-filter): PATH ALGO MATH CHUNK
- * (PATH: 0 cuDNN on NCHW, 1 cuDNN on NHWC, 2 im2col + GEMM, 3 split; ALGO and MATH cuDNN's enums, CHUNK images per
- * call; 0 0 0 where the path is not cuDNN's, the GEMM path's CHUNK excepted). */
+/* ---- The choices as text (conv_choices, conv_set_choice), for run directories and for compiles that replay them.
+ * One line per entry, in cache order (a split path's entries before the entry using them):
+ *   conv N CIN H W COUT K STRIDE PAD OH OW X_NHWC Y_NHWC X_BINARY TF32_PARTS, then per op (fwd, bwd-data, bwd-filter)
+ *   PATH ALGO MATH CHUNK (PATH 0 NCHW, 1 NHWC, 2 im2col + GEMM, 3 split; ALGO, MATH: cuDNN's enums; CHUNK: images
+ *   per call; 0 0 0 off cuDNN's paths, except the GEMM path's CHUNK). */
 
 size_t sf_cuda_op_conv_choices(sf_backend *be, char *out, size_t cap)
 {
@@ -1025,9 +978,8 @@ static sf_status nhwc_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const
     return SF_OK;
 }
 
-/* dw (fp32 KCRS, if not NULL) and dx (if not NULL) by cuDNN on NHWC, chunk by chunk, copying the sides the engine
- * keeps NCHW; with both, one pass over the chunks of their common size copies each chunk of dy once. Within a chunk
- * the weight gradient reads x before dx is written, so dx may be x. add: dw and dx are added to what they hold. */
+/* dw (fp32 KCRS, if not NULL) and dx (if not NULL) by cuDNN on NHWC, chunk by chunk, each chunk of dy copied once for
+ * both; dw reads a chunk's x before dx is written, so dx may be x. add: dw and dx add to what they hold. */
 static sf_status nhwc_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const void *x, const void *w,
                                const void *dy, void *dx, float *dw, void *ws, bool add)
 {
@@ -1148,10 +1100,9 @@ static sf_status backward_on(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int pa
     }
 }
 
-/* The split path (see the top of this file). Its workspace for op: cuDNN's (the larger of the op's entries'), then
- * W's stacked parts or the stacked weight gradient (2·nw floats; for dx 3·nw: W_hi, then [W_lo; W_hi]), then a
- * chunk's stacks of y or dy (2 groups; for dx 3: dy_hi, then [dy_hi; dy_lo]); where ws is given, *w and *y point
- * into it. Returns its bytes. */
+/* The split path's workspace for op: cuDNN's (the larger of the op's entries'), W's stacked parts or stacked dW (2·nw
+ * floats; dx 3·nw: W_hi, [W_lo; W_hi]), a chunk's stacks of y or dy (2 groups; dx 3: dy_hi, [dy_hi; dy_lo]); with ws,
+ * *w and *y point into it. Returns its bytes. */
 static size_t split_layout(const sf_cuda_ctx *c, const sf_cuda_conv_entry *e, int op, void *ws, float **w, float **y)
 {
     const sf_cuda_conv_entry *s2 = &c->convs[e->split_entries[0]], *s1 = &c->convs[e->split_entries[1]];

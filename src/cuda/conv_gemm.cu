@@ -1,11 +1,8 @@
-/* conv_gemm.cu — 2-D convolution as im2col / col2im kernels plus one cuBLAS GEMM, over chunks of images. conv.cu
- * measures it against cuDNN's best per shape and op at plan time: on the H200, cuDNN's FMA kernels for strided
- * 3×3 convolutions run at about a third of the fp32 peak, where one large SGEMM reaches three quarters of it.
- * Layout of a chunk of nb images (P = oh·ow output pixels, K = cin·k·k): col[K][nb·P] (im2col of x), and an NCHW
- * output and its gradient transposed to [cout][nb·P] ("CNHW"), so each op is a single GEMM over the whole chunk.
- * x, y, dy, dx, col and the transposes are in the activation type T (taps summed in float); the weight gradient is
- * fp32. x and dx are NCHW; y and dy may be NHWC (sf_conv_shape.y_nhwc: a network's first convolution on 16-bit
- * tensors), which is [nb·P][cout] as it stands, so the GEMMs read and write it in place, without the transposes. */
+/* conv_gemm.cu — 2-D convolution as im2col/col2im kernels and one cuBLAS GEMM per chunk of images; conv.cu times it
+ * against cuDNN per shape and op (cuDNN's FMA kernels for strided 3×3 convolutions are slow). A chunk of nb images
+ * (P = oh·ow, K = cin·k·k): col[K][nb·P], NCHW y and dy transposed to [cout][nb·P] ("CNHW"); an NHWC y, dy
+ * (sf_conv_shape.y_nhwc) is [nb·P][cout] as it lies, used in place. x, dx NCHW. Tensors in the activation type T
+ * (taps summed in float); dW fp32. */
 #include "cuda/act.cuh"
 #include "cuda/ops.cuh"
 

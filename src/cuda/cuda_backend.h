@@ -14,9 +14,8 @@ extern "C" {
  * `opt` NULL takes the defaults. */
 sf_status sf_cuda_backend_create(int32_t device, sf_precision precision, const sf_cuda_options *opt, sf_backend **out);
 
-/* The time-fused LIF over [T, N] device arrays on a caller's stream (a cudaStream_t; NULL: the default stream),
- * asynchronous: the op table's lif_forward / lif_backward without a backend. x, the spikes out->s, ds and dx are
- * stored in type t; h and the state st (see sf_lif_state) are float. */
+/* The time-fused LIF over [T, N] device arrays on a caller's stream (NULL: default), asynchronous: the op table's
+ * lif_forward / lif_backward without a backend. x, out->s, ds, dx in type t; h and the state st float. */
 sf_status sf_cuda_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar t, const void *x,
                               const sf_lif_out *out, const sf_lif_state *st, void *stream);
 sf_status sf_cuda_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar t, const void *x,
@@ -37,9 +36,8 @@ sf_status sf_cuda_lif_backward_tuned(const sf_lif_params *p, int64_t T, int64_t 
                                      const float *h, const void *ds, void *dx, const sf_lif_state *st,
                                      const sf_cuda_lif_tuning *tune, void *stream);
 
-/* Fused BN → LIF on a caller's stream without a backend (the public sf_bn_lif_* calls), x, s, ds and dx stored in
- * type t: the op table's bn_lif_forward / bn_lif_backward (recompute, no split), the backward's scratch in the
- * caller's `workspace` of sf_cuda_bn_lif_workspace bytes (for the current device). */
+/* Fused BN → LIF on a caller's stream without a backend (the public sf_bn_lif_* calls): the op table's bn_lif_forward /
+ * _backward (recompute, no split), x, s, ds, dx in type t; scratch: `workspace`, sf_cuda_bn_lif_workspace bytes. */
 size_t sf_cuda_bn_lif_workspace(int64_t T, sf_bn_shape sh);
 sf_status sf_cuda_bn_lif_forward(const sf_lif_params *p, int64_t T, sf_bn_shape sh, sf_scalar t, const void *x,
                                  const float *mean, const float *var, float eps, const float *gamma, const float *beta,

@@ -1,9 +1,7 @@
 /* linear.cu — the fully connected layer through cuBLAS, and the GEMM every GEMM-based op of the backend calls.
- * Row-major [rows, features] tensors are column-major [features, rows] to cuBLAS, so y = x·Wᵀ is yᶜ = Wᶜᵀ·xᶜ with
- * W [out, in] seen as column-major [in, out]. Operands and outputs are in the backend's activation type, except the
- * weight gradient, which cuBLAS writes in fp32 (the master gradient); products accumulate in fp32. fp32 runs
- * without TF32 tensor ops unless the backend was created with tf32 (the handle's math mode); bf16 and fp16 run on
- * the tensor cores. */
+ * Row-major [rows, features] is column-major [features, rows] to cuBLAS: y = x·Wᵀ is yᶜ = Wᶜᵀ·xᶜ. Operands in the
+ * activation type, dW in fp32 (the master gradient), fp32 accumulation; TF32 only under tf32 (the handle's math
+ * mode); bf16 and fp16 on the tensor cores. */
 #include "cuda/act.cuh"
 #include "cuda/ops.cuh"
 

@@ -1,30 +1,8 @@
-/* neuron.cuh — the time-fused neuron kernels shared by LIF and fused BN→LIF, coalesced over neurons ([T, N]
- * time-major), the time loop inside the thread, equations from core/lif_math.h. The input x, the spikes s and the
- * gradients ds, dx are stored in the activation type T (act.cuh: float, bf16 or fp16); v, h, the BN statistics
- * and all arithmetic stay float in registers, and spikes are written exactly (0 and 1). Forward: one thread per V
- * neurons (V = 4 with 16- or 8-byte accesses when sizes and alignment allow, else 1). Backward: one neuron per
- * thread. Loads run U steps ahead of their use.
- *
- * Backward without a saved h: a thread recomputes h_t forward into its own column of shared memory, then runs the
- * reverse time loop from there, so x is read once and h never touches device memory (20 bytes per element for
- * forward + backward, the W1 floor). Past 64 steps, time is cut into segments of S steps that end at T: a first
- * forward pass keeps v at each segment start (shared memory too) and each segment is recomputed from its
- * checkpoint. That reads x once more up to the last segment's start, T - S steps; long segments (one block of
- * columns per SM, loads 32 steps ahead to keep enough bytes in flight with few threads) make that small where T is
- * a few times S. Where the forward kept checkpoints of the state every 32 steps (sf_lif_state.v_ckpt: 1/32 of h),
- * segments of a multiple of 32 steps start from them and no first pass runs: x is read once, at the occupancy
- * short segments allow. A forward with one neuron per thread keeps its next batch of x in flight while it integrates one.
- * BN: the recompute also keeps each step's input x in a second column, so the reverse loop takes x̂ from shared
- * memory instead of reading x from device memory again (8 of the 28 bytes per element of the two passes); such
- * segments are at most 32 steps.
- * The neuron state carried across calls (a.st, float [N] each) replaces v's start value in every pass that starts
- * at step 0, gets v after the last step, and starts and ends ∂L/∂v; without it the kernels are the one-call ones.
- * The neuron model is a template parameter (MODEL, sf_cuda_model): the LIF and the IF (the LIF's code, with a = c = 1
- * in a.k); the PLIF, whose a and c each thread takes from its channel's w and whose backward sums
- * Σ_t dh_t·∂h_t/∂k per neuron (or per warp) into `sums` for a deterministic reduction to dw (plif.cu); the
- * ALIF, whose second state b rides beside v (in the carried state at +N, in the checkpoints) and whose thresholds
- * θ_t the recompute keeps in a column of their own (its backward always recomputes: θ is not saved).
- */
+/* neuron.cuh — the time-fused neuron kernels of LIF and fused BN→LIF over [T, N] (time-major, coalesced over
+ * neurons), the time loop inside the thread, equations from core/lif_math.h, the model (LIF/IF, PLIF, ALIF) a
+ * template parameter. x, s, ds, dx: activation type T (act.cuh); v, h, BN statistics, arithmetic: float; spikes 0/1.
+ * A carried state a.st (float [N] each) is v's start in every pass from step 0, takes the last v, and starts and ends
+ * ∂L/∂v. Design (vectors, recompute segments, checkpoints): docs/architecture.md, "The CUDA neuron kernels". */
 #ifndef SF_CUDA_NEURON_CUH
 #define SF_CUDA_NEURON_CUH
 
@@ -33,12 +11,9 @@
 
 #include <type_traits>
 
-/* The surrogates' arithmetic on the device, where the backward is issue-bound (host code keeps the plain
- * expressions). Spikes never depend on it, only gradients (a few ulp, inside the tests' 1e-5 relative bound):
- * exp as one ex2.approx.ftz after a multiply, instead of expf's range-reduced polynomial (~10 instructions) or
- * __expf's denormal fix-up (3); a / b with b >= 1 as a times rcp.approx.ftz (the full-range approximate division
- * spends 6 more instructions on ranges b >= 1 never reaches); a·b + c as one FFMA, which --fmad=false (for the
- * spikes' sake) would otherwise split in two. */
+/* The surrogates' device arithmetic, as the backward is issue-bound (host code keeps the plain expressions): exp by
+ * ex2.approx, a / b (b >= 1) by rcp.approx, a·b + c as one FFMA despite --fmad=false. Only gradients change (a few
+ * ulp, inside the tests' 1e-5 relative bound); spikes never depend on these. */
 __host__ __device__ __forceinline__ float sf_cuda_expf(float x)
 {
 #ifdef __CUDA_ARCH__
@@ -124,17 +99,15 @@ template <class Fn> static sf_status sf_cuda_with_model(const sf_lif_params *p, 
     }
 }
 
-/* Whether a PLIF's backward sums its dw terms per warp (plif.cu then reduces N/32 partials instead of N per-neuron
- * sums): where every warp's 32 neurons share one w, i.e. the run of neurons of one w (N for a single w, else a
- * channel's w_hw) is a multiple of 32. */
+/* Whether a PLIF sums its dw terms per warp (plif.cu then reduces N/32 partials, not N): where each warp's 32 neurons
+ * share one w, i.e. the run of one w (N, or a channel's w_hw) is a multiple of 32. */
 __host__ __device__ inline bool sf_cuda_plif_warp_sums(const sf_cuda_neuron &a)
 {
     return (a.st.w_channels > 1 ? a.st.w_hw : a.N) % 32 == 0;
 }
 
-/* The channel of neuron n of [.., C, hw] (n < N): in 32 bits where N fits them, without the division where hw = 1
- * (NHWC tensors). A 64-bit division or remainder is a subroutine of tens of instructions, which a thread runs per
- * neuron, over as few as T = 10 steps. */
+/* The channel of neuron n of [.., C, hw] (n < N), in 32 bits where N fits, without division where hw = 1: a 64-bit
+ * division is tens of instructions per neuron, over as few as T = 10 steps. */
 __device__ __forceinline__ int32_t sf_cuda_channel_of(int64_t n, int64_t N, int64_t hw, int32_t C)
 {
     if (N <= (int64_t)UINT32_MAX) {
@@ -237,9 +210,8 @@ template <int V, int U> struct sf_cuda_batch {
     float v[U][V];
 };
 
-/* Loads steps t, t+dir, … (U of them) of [T, N] tensor p at neuron n; t is in [lo, hi). Time fits 32 bits (the
- * launchers check T). In a batch that leaves [lo, hi) the steps outside load its last step in range again, unused:
- * loads without branches or predicates, whose guards cost more instructions than the loads. */
+/* Loads steps t, t+dir, … (U of them) of [T, N] tensor p at neuron n, t in [lo, hi); steps outside reload the last
+ * in-range one, unused (cheaper than guards). Time fits 32 bits (the launchers check T). */
 template <int V, int U, bool ONCE, class T>
 __device__ __forceinline__ void sf_cuda_load_batch(sf_cuda_batch<V, U> &b, const T *p, int64_t N, int64_t n, int t,
                                                    int dir, int lo, int hi)
@@ -314,9 +286,8 @@ __global__ void __launch_bounds__(256)
             for (int t0 = 0; t0 < T_; t0 += U) {
                 cur = next;
                 if (t0 + U < T_) sf_cuda_load_batch<V, U, false>(next, x, a.N, n, t0 + U, 1, 0, T_);
-                /* The last batch's steps predicated or branched over, whichever the compiler does better with
-                 * (fewer registers or faster code; the counts are in docs/notebook/perf.md): predicates for the LIF
-                 * and PLIF below U = 32, branches for the ALIF and from U = 32 on. */
+                /* The last batch's tail predicated (LIF, PLIF below U = 32) or branched (ALIF; U >= 32), whichever
+                 * compiles better (counts: docs/notebook/perf.md). */
                 constexpr bool branch = U >= 32 || MODEL == SF_CUDA_ALIF;
 #pragma unroll
                 for (int u = 0; u < U; u++) {
@@ -357,9 +328,8 @@ __global__ void __launch_bounds__(256)
  * 32-bit arithmetic (a column area is at most the 227 KiB of shared memory). */
 #define SF_COL(base, t) ((base) + ((int)(t)*SF_CUDA_BWD_THREADS + (int)threadIdx.x) * V)
 
-/* Forward recompute of steps [t0, t1) from v (and the ALIF's b) into the thread's shared-memory column (and, KEEPX,
- * x into its column in xsm; the ALIF's θ into thsm, or with ZCOL z = h − θ in place of h and no θ); the next batch of
- * x is in flight while the current one is integrated. */
+/* Forward recompute of steps [t0, t1) from v (ALIF: and b) into the thread's shared column (KEEPX: x into xsm; ALIF:
+ * θ into thsm, or with ZCOL z = h − θ instead of h and θ); the next batch of x loads while this one integrates. */
 template <class T, bool BN, bool KEEPX, int MODEL, bool ZCOL, int V, int U>
 __device__ __forceinline__ void sf_cuda_recompute(const sf_cuda_neuron &a, int soft, const sf_lif_coeffs &k,
                                                   const sf_cuda_affine &f, int64_t n, int t0, int t1, float *v,
@@ -409,21 +379,11 @@ __device__ __forceinline__ void sf_cuda_recompute(const sf_cuda_neuron &a, int s
     }
 }
 
-/* Backward over [T, N]: dx_t = dy_t = ∂L/∂y_t, the gradient of the neuron's input (for BN, of its normalised input:
- * bn_lif.cu turns it into dx in place, from the per-neuron Σ_t dy_t and Σ_t dy_t·x̂_t that BN writes into sums[n],
- * sums[N + n]). h: saved potentials (SAVED) or NULL (recompute through shared memory in segments of S steps,
- * with nseg = ceil(T / S) checkpoints after the S-step areas). Loads of ds (and x, KEEPX) run one batch ahead;
- * the first batch of a segment is requested before its recompute, so its latency overlaps that pass. The
- * surrogate is a template argument (SG), and so is the common hard-reset, no-θ_grad case (HARD; for the ALIF:
- * detach_reset and no θ_grad, whose backward needs only z = h − θ, one column instead of h's and θ's): the loop is
- * issue-bound at the occupancy registers and columns allow, and run-time switches cost instructions per element
- * (SAVED likewise: a run-time test of hsaved split each step into branches). Launched with SF_CUDA_BWD_THREADS.
- * Shared memory: [S steps of h][KEEPX: S of x][ALIF: S of θ][checkpoints: v (ALIF: v, then b) per segment].
- * PLIF: Σ_t dh_t·∂h_t/∂k with ∂h_t/∂k = c'·y_t − v_{t−1} (c' = 1 with decay_input, else 0) goes to sums[n]
- * (or sums[2N + n] with BN); the term in v_{t−1} waits one step for h_{t−1} (which gives v_{t−1}),
- * the last for the start value. Without BN, y_t − v_{t−1} = (h_t − v_{t−1})/c (decay_input: h_t = v_{t−1} +
- * c·(y_t − v_{t−1})), so the whole term waits for v_{t−1} and x needs no column: the PLIF has the LIF's shared
- * memory (twice the blocks per SM) and its full mode reads no x; with BN, x̂'s column gives y_t. */
+/* Backward over [T, N]: dx_t = ∂L/∂y_t for the neuron's input (BN: its normalised input; Σ_t dy_t and Σ_t dy_t·x̂_t
+ * per neuron go to sums[n], sums[N + n] for bn_lif.cu to turn dx into BN's). h: saved (SAVED) or NULL, recomputed in
+ * segments of S steps from nseg checkpoints. Shared memory: [S of h][KEEPX: S of x][ALIF: S of θ][per segment: v
+ * (ALIF: v, b)]. PLIF: Σ_t dh_t·∂h_t/∂k to sums[n] (BN: sums[2N + n]). SG, HARD (hard reset, no θ_grad; ALIF:
+ * detach_reset, z = h − θ alone) and SAVED are template flags: the loop is issue-bound. SF_CUDA_BWD_THREADS wide. */
 template <class T, bool BN, int V, int U, int SG, bool HARD, bool SAVED, int MODEL>
 __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
     sf_cuda_neuron_backward(sf_cuda_neuron a, const float *hsaved, const T *ds, T *dx, float *sums, int S, int nseg)
@@ -618,10 +578,9 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
 
 #undef SF_COL
 
-/* Launches (neuron_launch.cuh; one instance per activation type, each in its own file): forward, and backward
- * with the vector width, block size and segment length chosen from T, N, the pointers' alignment and the device's
- * shared memory. s, ds and dx are of type T (out->s too); dx (dy with BN) may alias x (each element is read
- * before it is written, by the thread that writes it), though BN's dx then has no x left to come from. */
+/* Launchers (neuron_launch.cuh, one file per activation type): vector width, block size and segment length from T, N,
+ * alignment and shared memory. s, ds, dx of type T; dx (dy with BN) may alias x, since each element is read before
+ * the same thread writes it (BN's dx then has no x left to come from). */
 template <class T>
 sf_status sf_cuda_neuron_forward_launch(const sf_cuda_neuron &a, bool bn, const sf_lif_out *out, cudaStream_t st);
 template <class T>
@@ -640,9 +599,8 @@ extern template sf_status sf_cuda_neuron_backward_launch<__nv_bfloat16>(const sf
 extern template sf_status sf_cuda_neuron_backward_launch<__half>(const sf_cuda_neuron &, bool, const float *,
                                                              const void *, void *, float *, cudaStream_t);
 
-/* plif.cu: a PLIF's dw (a.st.dw) from the per-neuron (or per-warp: sf_cuda_plif_warp_sums) sums dk of its
- * backward, with the backend's scratch, or (the raw entry points, without a backend) with partials given:
- * sf_cuda_plif_scratch_bytes holds dk and them. */
+/* plif.cu: a PLIF's dw (a.st.dw) from its backward's per-neuron (or per-warp) sums dk, with the backend's scratch,
+ * or, for the raw entry points, with partials given (sf_cuda_plif_scratch_bytes counts dk and them). */
 sf_status sf_cuda_plif_dw(sf_cuda_ctx *c, const sf_cuda_neuron &a, const float *dk);
 size_t sf_cuda_plif_scratch_bytes(const sf_cuda_neuron &a, int sms);
 sf_status sf_cuda_plif_dw_into(const sf_cuda_neuron &a, const float *dk, void *partials, int sms, cudaStream_t st);

@@ -1,9 +1,7 @@
 /* neuron_launch.cuh — launch configuration of the time-fused neuron kernels (neuron.cuh): the forward's vector width
- * and batch from alignment and the neuron count, the backward's model and surrogate instance, batch and
- * shared-memory segment length; a sf_cuda_lif_tuning can force each (benchmarks and tests compare them). Included by
- * one file per activation type (neuron_f32.cu, neuron_bf16.cu, neuron_f16.cu), which instantiates it with
- * SF_CUDA_NEURON_INSTANCES: the backward has 80 instances per type and model (the ALIF's 48: it always recomputes),
- * and three files compile in parallel. */
+ * and batch, the backward's model and surrogate instance, batch and segment length; a sf_cuda_lif_tuning can force
+ * each (benchmarks and tests compare them). Instantiated (SF_CUDA_NEURON_INSTANCES) by neuron_f32.cu, neuron_bf16.cu
+ * and neuron_f16.cu, which compile in parallel: the backward has 80 instances per type and model (the ALIF's 48). */
 #ifndef SF_CUDA_NEURON_LAUNCH_CUH
 #define SF_CUDA_NEURON_LAUNCH_CUH
 
@@ -28,9 +26,8 @@ template <class Fn> static sf_status with_surrogate(sf_surrogate sg, Fn fn)
     return sf_fail(SF_ERR_INVALID, "LIF surrogate %d is not one of sigmoid, atan, fast_sigmoid, rect", (int)sg);
 }
 
-/* 4-element accesses (forward) need N and every row start divisible by 4 and the pointers aligned to 4 of their
- * elements: x and s of type T, h float, the spike bytes. With BN where hw % 4 != 0 (NHWC: hw = 1) a thread's 4
- * neurons may span channels, and the kernel's PERN instance keeps an affine per neuron. */
+/* 4-element forward accesses need N and every row start divisible by 4, and x, s (type T), h and the spike bytes
+ * aligned to 4 elements. With BN and hw % 4 != 0 (NHWC: hw = 1) the PERN instance keeps an affine per neuron. */
 template <class T> static bool vec4_ok(const sf_cuda_neuron &a, const sf_lif_out *o)
 {
     return a.N % 4 == 0 && aligned(a.x, 4 * sizeof(T)) && aligned(o->s, 4 * sizeof(T)) && aligned(o->h, 16) &&
@@ -61,10 +58,8 @@ static sf_status multiprocessors(int *sms)
     return SF_OK;
 }
 
-/* Four neurons per thread with 4-element accesses where that still leaves two blocks per SM; otherwise (long T: few
- * neurons) one neuron per thread, four times the threads, each with its next batch in flight, and where even those
- * are under two blocks per SM, or the elements are of 16 bits (half the bytes per batch), batches of 32 steps, so
- * that enough bytes are in flight. */
+/* Four neurons per thread with 4-element accesses while that leaves two blocks per SM; else (long T) one per thread,
+ * next batch in flight, in batches of 32 steps where even that is under two blocks per SM or elements are 16-bit. */
 template <class T, bool BN>
 static sf_status forward_config(const sf_cuda_neuron &a, const sf_lif_out *out, bool v4, cudaStream_t st)
 {
@@ -134,20 +129,12 @@ static sf_status backward(const sf_cuda_neuron &a, const bwd_args<T> &b, int64_t
     });
 }
 
-/* Picks the configuration: one neuron per thread (four per thread with 16-byte accesses needed twice the registers and
- * ran slower: the loop is issue-bound at the occupancy registers and columns allow), loads 8 steps ahead (4 for T < 8,
- * so that batches are full). Recompute: each neuron needs 4 bytes of shared memory per step of a segment (8 with BN,
- * whose column keeps x too; 4 more for the ALIF's θ unless its hard_instance keeps z = h − θ alone), plus a checkpoint
- * per segment (v, and the ALIF's b) unless the forward kept them (v_ckpt). The ALIF always recomputes (its θ is not
- * saved). With the forward's checkpoints, past 32 steps: 32-step segments, which leave registers as the only limit on
- * residency; where the neurons are under two blocks per SM, 64-step segments loading 32 steps ahead, so that enough
- * bytes are in flight with few threads, and 128-step ones where they are at most one block per SM (faster than 64
- * at T = 1024: docs/notebook/perf.md). Without them: up to T = 64 (with more than one column:
- * 32) one segment at the occupancy registers allow; longer, one block of columns per SM with segments as long as its
- * shared memory allows, loading 32 steps ahead, which trades residency (8 warps per SM, each keeping 4 KiB in flight)
- * for the first pass's bytes: it reads x over T - S steps (T = 256: 32 steps, 12.5 bytes per element for the backward,
- * where 32-step segments at 32 warps per SM read 15.5). A forced segment length that is no multiple of 32 finds its
- * starts by the first pass, checkpoints or not. */
+/* The backward's configuration: a neuron per thread, loads 8 steps ahead (4 for T < 8); the ALIF always recomputes
+ * (θ is not saved). Recompute: 4 bytes of shared memory per neuron, step and column (h; BN's x; the ALIF's θ unless
+ * hard_instance), plus a checkpoint per segment unless the forward kept them (v_ckpt). Kept, past 32 steps: 32-step
+ * segments, 64 (32 ahead) where the neurons fill under two blocks per SM, 128 where at most one; not kept: one segment
+ * up to T = 64 (32 with several columns), else the longest that fit, 32 ahead. A forced length no multiple of 32 finds
+ * its starts by a first pass. Why: docs/architecture.md, "The CUDA neuron kernels". */
 template <class T, bool BN, int MODEL>
 static sf_status backward_model(const sf_cuda_neuron &given, bwd_args<T> b, cudaStream_t st)
 {

@@ -11,9 +11,8 @@
 #include "core/backend_ops.h"
 
 /* bn.cu */
-/* BN's input gradient from Σdy (dbeta) and Σdy·x̂ (dgamma) over count values per channel, element-wise:
- * dx = γ·invstd·(dy − Σdy/count − x̂·Σdy·x̂/count); x, dy and dx of c's activation type, dx may be dy; on c's
- * stream. */
+/* BN's input gradient from Σdy (dbeta) and Σdy·x̂ (dgamma) over count values per channel, on c's stream, element-wise:
+ * dx = γ·invstd·(dy − Σdy/count − x̂·Σdy·x̂/count); x, dy, dx of c's activation type, dx may be dy. */
 sf_status sf_cuda_bn_dx(const sf_cuda_ctx *c, sf_bn_shape sh, double count, const void *x, const float *mean,
                         const float *var, float eps, const float *gamma, const void *dy, const float *dgamma,
                         const float *dbeta, void *dx);
@@ -31,10 +30,9 @@ sf_status sf_cuda_column_sums(sf_cuda_ctx *c, int64_t rows, int32_t out, const f
 sf_status sf_cuda_linear_input_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const float *w,
                                     const float *dy, float *dx);
 
-/* binary_linear.cu: linear_forward and _backward for x of 0/1 values, on the tensor cores to fp32 accuracy (the
- * other operands as sums of bf16 or TF32 parts). sf_cuda_binary_weight_grad is its dW = dyᵀ·x (dw float; dy in the
- * activation type) with x from the spike bits xbits [rows][words], for the recurrent layer's dense dV; x is scratch
- * of rows·in activation values where the backend's precision multiplies the expanded spikes. */
+/* binary_linear.cu: linear_forward/_backward for 0/1 x on the tensor cores to fp32 accuracy; sf_cuda_binary_weight_grad
+ * is dW = dyᵀ·x (dw float, dy activation type) from spike bits xbits [rows][words], for the recurrent layer's dense dV;
+ * x: scratch of rows·in activation values, where the precision multiplies the expanded spikes. */
 sf_status sf_cuda_binary_weight_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const uint32_t *xbits,
                                      float *x, const float *dy, float *dw);
 
@@ -52,18 +50,16 @@ sf_status sf_cuda_tf32_stack_nhwc(sf_cuda_ctx *c, int64_t images, int32_t channe
 sf_status sf_cuda_fold_nchw(sf_cuda_ctx *c, int64_t images, int32_t channels, int32_t pixels, int groups,
                             const float *in, float *out);
 
-/* spikes.cu: the compact form (core/spikes.h). spikes_expand and spikes_compact on a context, y in the activation
- * type; and the expansion as bf16 values (exact), for the tensor cores whatever the activation type, in rows ld ≥ n
- * apart with zeros past n. */
+/* spikes.cu: the compact form (core/spikes.h): spikes_expand and spikes_compact on a context, y in the activation type;
+ * and the expansion as bf16 values (exact) for the tensor cores, rows ld ≥ n apart, zeros past n. */
 sf_status sf_cuda_spikes_expand(sf_cuda_ctx *c, int64_t rows, int64_t n, const uint32_t *bits, void *y);
 sf_status sf_cuda_spikes_expand_bf16(sf_cuda_ctx *c, int64_t rows, int64_t n, int64_t ld, const uint32_t *bits,
                                      __nv_bfloat16 *y);
 sf_status sf_cuda_spikes_compact(sf_cuda_ctx *c, int64_t rows, int64_t n, const float *x, const sf_spikes *out,
                                  float *count, float *flag);
 
-/* spike_linear.cu: the event-driven linear layer; sf_cuda_spike_weight_grad is its dW (no mask; dy in the
- * activation type, dw float), which the recurrent layer's dV uses too (scratch: sf_cuda_op_spike_linear_workspace
- * bytes, the same in every activation type). */
+/* spike_linear.cu: the event-driven linear layer; sf_cuda_spike_weight_grad is its dW (no mask; dy activation type, dw
+ * float), also the recurrent dV's (scratch: sf_cuda_op_spike_linear_workspace bytes, the same in every type). */
 size_t sf_cuda_spike_linear_ws(int64_t rows, int32_t in, int32_t out);
 sf_status sf_cuda_spike_weight_grad(sf_cuda_ctx *c, int64_t rows, int32_t in, int32_t out, const uint32_t *x,
                                     const float *dy, float *dw, void *ws);
@@ -73,10 +69,9 @@ sf_status sf_cuda_transpose(sf_cuda_ctx *c, sf_scalar t, int64_t rows, int64_t c
 /* conv.cu: frees the context's algorithm choices. */
 void sf_cuda_conv_cache_free(sf_cuda_ctx *c);
 
-/* conv_gemm.cu: the im2col + GEMM path, in the backend's activation type (es bytes per element). Workspace for
- * chunks of nb images; the chunk that fits `cap` (0: not even one image, or too many im2col rows); the ops over the
- * batch in such chunks (forward adds the bias when b is given; backward computes dx and/or the fp32 dw where they
- * are not NULL, dw summed over the chunks). */
+/* conv_gemm.cu: the im2col + GEMM path in the activation type (es bytes each): workspace for chunks of nb images; the
+ * chunk that fits `cap` (0: not one image, or too many im2col rows); the ops over the batch in such chunks (forward
+ * adds b when given; backward computes dx and/or fp32 dw where not NULL, dw summed over chunks). */
 size_t sf_cuda_conv_gemm_ws(const sf_conv_shape *sh, int64_t nb, size_t es);
 int64_t sf_cuda_conv_gemm_chunk(const sf_conv_shape *sh, size_t cap, size_t es);
 sf_status sf_cuda_conv_gemm_forward(sf_cuda_ctx *c, const sf_conv_shape *sh, int64_t chunk, const void *x,

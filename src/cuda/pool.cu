@@ -1,9 +1,7 @@
-/* pool.cu — average and max pooling over n planes of h×w, with PyTorch's border rules (pool.c says which), in the
- * backend's activation type. Backwards gather over the windows that cover an input pixel, so overlapping windows
- * need no atomics and results are deterministic. Windows that tile the plane exactly (k = stride, no border, h and w
- * multiples of k: the usual 2×2 pooling) take a path of their own: a thread per window reads it once (forward) or
- * writes it whole (backward), where the general path divides its index per input pixel. Index arithmetic is 32-bit
- * wherever the tensor allows: 64-bit divisions made these memory-bound kernels issue-bound. */
+/* pool.cu — average and max pooling over n planes of h×w with PyTorch's border rules (pool.c), in the activation
+ * type. Backwards gather over the windows covering an input pixel: no atomics, deterministic. Windows that tile the
+ * plane exactly (the usual 2×2) take a thread per window. Index arithmetic is 32-bit where the tensor allows:
+ * 64-bit divisions made these memory-bound kernels issue-bound. */
 #include "cuda/act.cuh"
 #include "cuda/ops.cuh"
 

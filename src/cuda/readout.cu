@@ -1,7 +1,6 @@
 /* readout.cu — the leaky-integrator readout over [T, n] (time inside each thread), and softmax cross-entropy and the
- * MSE on the firing rate with their gradients, loss and accuracy computed on the device in a fixed order
- * (deterministic, no host round trip). The
- * readout and its gradients are in the backend's activation type (A); sums, logits and the loss are float. */
+ * MSE on the firing rate with their gradients; loss and accuracy on the device in a fixed order (deterministic, no
+ * host round trip). Readout and gradients in the backend's activation type (A); sums, logits, loss float. */
 #include "cuda/act.cuh"
 #include "cuda/ops.cuh"
 
@@ -119,9 +118,8 @@ __device__ void block_stats(double l, double ok, double div, float *stats)
     }
 }
 
-/* The logits' T-mean, then one block: thread b takes row b's accuracy and loss, and writes its gradient at step 0
- * (per_step: rows (t, b) at every step); the other steps repeat step 0. The per-sample work in the block is K (or
- * T·K per_step) long; the T-long sums and the T·B·K writes run on the whole grid. */
+/* The logits' T-mean, then one block: thread b takes row b's accuracy and loss and writes its gradient at step 0
+ * (per_step: rows (t, b) at every step); other steps repeat step 0. The T-long sums and T·B·K writes use the grid. */
 template <class A>
 __global__ void softmax_xent_kernel(int64_t T, int64_t B, int32_t K, int32_t per_step, float eps, const A *r,
                                     const int32_t *labels, A *dr, const float *zmean, float *stats)

@@ -10,11 +10,9 @@
 
 #define SF_RED_THREADS 512
 
-/* Adds the terms of elements k0 + threadIdx.x, k0 + threadIdx.x + blockDim.x, … < k1 of channel c, element k of a
- * channel being (row k / hw, pixel k % hw), in that order. I is the index type of that division: 32-bit where a
- * channel's count fits, because a 64-bit division per element made the loop issue-bound. Eight elements' indices
- * come first and their terms after, so that eight loads are in flight: one at a time (the division branches between
- * them) left the loop waiting on memory at about a quarter of the bandwidth. */
+/* Adds the terms of elements k0 + threadIdx.x, + blockDim.x, … < k1 of channel c (element k: row k / hw, pixel
+ * k % hw), in that order. I is the division's index type: 32-bit where a channel's count fits (64-bit made the loop
+ * issue-bound). Eight elements' indices come first, then their terms, so that eight loads are in flight. */
 template <class I, class F>
 __device__ __forceinline__ void sf_cuda_channel_terms(const F &f, I k0, I k1, I hw, int32_t C, int32_t c, double *a,
                                                       double *b)

@@ -1,17 +1,8 @@
-/* rlif.cu — the recurrent LIF layer on CUDA: y_t = x_t + V·s_{t-1}, then the LIF step, one time step after the other.
- *   Where the shape fits, both time loops run as one kernel over the whole GPU (rlif_grid.cu): the event-driven
- *   forward, and the backward (dense in dy) for every mode.
- *   Otherwise, event-driven: one persistent kernel per call, a block per sample (the samples' recurrences are
- *   independent): its neurons' v stay in registers for all T steps; each step adds the rows of Vᵀ of the neurons
- *   that spiked at the step before (their list: this block's own compact output of that step), steps the neurons and
- *   writes the step's compact row. The backward likewise runs the reverse time loop in one kernel, with Vᵀ·dy_{t+1}
- *   summed over the nonzero entries of dy_{t+1}.
- *   Dense: per step one cuBLAS GEMM over the batch and one step kernel; a CUDA graph (the training step's) replays
- *   those 2T launches as one.
- * Sums run in the CPU op's order with the same operations, so the event-driven paths give the CPU's bits in fp32.
- * x, V (and Vᵀ), the spikes s, ds and dx are of the activation type A (act.cuh); h, the neuron state, the per-step
- * products (GEMMs accumulate in fp32 and write float) and dV are float. A mask bit and the nonzero count of dx
- * describe dx as stored (a value that rounds to 0 is a zero). */
+/* rlif.cu — the recurrent LIF layer on CUDA: y_t = x_t + V·s_{t-1}, then the LIF step. Where the shape fits, both time
+ * loops are one kernel over the GPU (rlif_grid.cu); else event-driven is a persistent kernel per call, a block per
+ * sample, and dense is a GEMM and a step kernel per step (the step's CUDA graph replays them). Sums in the CPU op's
+ * order: event-driven paths give the CPU's fp32 bits. x, V, Vᵀ, s, ds, dx of activation type A; h, state, per-step
+ * products and dV float. A mask bit and dx's nonzero count describe dx as stored (a value rounding to 0 is a zero). */
 #include "cuda/neuron.cuh"
 #include "cuda/ops.cuh"
 #include "cuda/rlif_grid.cuh"
@@ -19,10 +10,9 @@
 
 enum { RMAX = 8, MAX_THREADS = 1024 }; /* the persistent kernels hold up to RMAX neurons per thread: n <= 8192 */
 
-/* The workspace: Vᵀ, the neuron state and per-step product ([B, n] each), s_{t-1} as the GEMM's operand, h over all
- * steps (recompute; then the expanded spikes where a dense dV's precision needs them), the recompute's compact
- * spikes, and the event-driven dV's scratch. Sized in floats, so it holds the activation type's copies (vt, sprev,
- * the spikes in h) in every type. */
+/* The workspace: Vᵀ, neuron state and per-step product ([B, n] each), s_{t-1} as the GEMM's operand, h over all steps
+ * (recompute; then the expanded spikes where a dense dV's precision needs them), the recompute's compact spikes, the
+ * event-driven dV's scratch. Sized in floats, so it holds the activation type's copies (vt, sprev, h's spikes). */
 struct rl_ws {
     void *vt;
     float *state, *rec;
@@ -129,9 +119,8 @@ __global__ void __launch_bounds__(MAX_THREADS)
     if (count) sf_cuda_add_count(count, spikes);
 }
 
-/* Lists the nonzero entries of segment g of row[0..n) (indices and values) for the whole block (blockDim >= one
- * segment); returns their number. wc: SF_SPIKE_SEG/32 ints of shared memory. Synchronises; the caller does too
- * before the next call. */
+/* Lists the nonzero entries (indices, values) of segment g of row[0..n) for the block (blockDim >= a segment) and
+ * returns their number; wc: SF_SPIKE_SEG/32 shared ints. Synchronises; the caller too, before the next call. */
 template <class A>
 __device__ __forceinline__ int stage_nonzero(const A *row, int64_t n, int64_t g, int *list, float *vals, int *wc,
                                              int *len)

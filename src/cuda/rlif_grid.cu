@@ -166,11 +166,10 @@ __device__ __forceinline__ void product_group(float (&acc)[2][3][4], const float
         }
 }
 
-/* P[SPB][NJ] = rows·vtᵀ over k < n on the tensor cores, in fp32 (product_group): vt is [NJ][ld], zero past n; warp w
- * takes the groups of 16 columns w, w + WARPS, ..., whose rows rows(q, a) loads into a Frag (this lane's columns
- * 16q + 4t .. 16q + 4t + 3 of the rows g + 8f, zero past n or B), the next group's loads in flight during the products.
- * The warps' parts meet in buf ([WARPS][24][32]: accumulator, lane), and their sums, added in warp order, are left
- * after them as [SPB][NJ] for product_at; buf [SUMS] must be free on entry. */
+/* P[SPB][NJ] = rows·vtᵀ over k < n on the tensor cores in fp32 (product_group); vt [NJ][ld], zero past n. Warp w takes
+ * the 16-column groups w, w + WARPS, …, loaded by rows(q, a) into a Frag (lane's columns 16q + 4t .. + 3 of rows
+ * g + 8f, zero past n or B), the next group in flight. The warps' parts meet in buf ([WARPS][24][32]) and their sums,
+ * in warp order, are left after them as [SPB][NJ] for product_at; buf [SUMS] must be free on entry. */
 template <class Frag, class Rows>
 __device__ __forceinline__ void block_product(const float *vt, int ld, float *buf, int n, Rows rows)
 {
@@ -212,9 +211,8 @@ __device__ __forceinline__ void block_product(const float *vt, int ld, float *bu
 /* Entry (row bl, column jj) of the product block_product left in buf. */
 __device__ __forceinline__ float product_at(const float *buf, int bl, int jj) { return buf[PARTS + bl * NJ + jj]; }
 
-/* Copies the bits of step t's rows of the block's samples into sbits [SPB][words], zero past B: warp w the rows w,
- * w + WARPS, ..., a lane per word, each thread's loads of 64 words a row all issued before the first store (L2
- * reads: other blocks wrote them in this kernel). */
+/* Copies step t's bit rows of the block's samples into sbits [SPB][words], zero past B: warp w rows w, w + WARPS, …, a
+ * lane per word, a thread's loads of a row all issued before its first store (L2 reads: other blocks wrote them). */
 __device__ __forceinline__ void stage_bits(uint32_t *sbits, const uint32_t *bits, int t, int B, int b0, int words)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -239,12 +237,10 @@ __device__ __forceinline__ void stage_bits(uint32_t *sbits, const uint32_t *bits
 
 /* ---------------------------------------------------------------- forward */
 
-/* Shared memory: vs [n][nj] (V[j0 + jj][i] at vs[i·nj + jj]), the v of the block's samples [SPB][NJ], the staged
- * bits of the step before [SPB][words], and a list of n inputs (their offsets in vs) per warp. Warp w steps samples
- * w, w + WARPS, ..., lane jj neuron j0 + jj: the warp lists the inputs that spiked at the step before (from the
- * bits every block wrote at that step, staged), ascending, then each lane sums its row of V over the list, eight
- * independent reads at a time and the additions in list order. The step's inputs x are loaded first, so that their
- * latency hides behind the staging. */
+/* Shared memory: vs [n][nj] (V[j0 + jj][i] at vs[i·nj + jj]), the block's samples' v [SPB][NJ], the step before's
+ * staged bits [SPB][words], a list of n inputs (offsets in vs) per warp. Warp w steps samples w, w + WARPS, …, lane jj
+ * neuron j0 + jj: the warp lists the inputs that spiked at the step before, ascending, then each lane sums its row of V
+ * over the list, eight reads at a time, adding in list order. x is loaded first, its latency hidden by the staging. */
 template <class A>
 __global__ void __launch_bounds__(THREADS)
     grid_forward_kernel(sf_lif_params p, sf_lif_coeffs k, int T, int B, int n, int nj, int groups, const A *x,
@@ -326,10 +322,9 @@ __global__ void __launch_bounds__(THREADS)
     if (count) sf_cuda_add_count(count, spikes);
 }
 
-/* The dense forward: V·s_{t-1} for the block's samples and neurons j0.. as block_product over all n inputs (vt holds
- * V's rows j0.., the rows are s_{t-1}, read from the bits every block wrote at the step before, staged in shared
- * memory and turned into the operand registers), then the LIF step. Shared memory:
- * vt [NJ][vt_row(n)], buf [SUMS], the v of the block's samples [SPB·NJ], the staged bits [SPB][words]. */
+/* The dense forward: V·s_{t-1} for the block's samples and neurons j0.. by block_product over all n inputs (vt: V's
+ * rows j0..; rows: s_{t-1} from the bits all blocks wrote at the step before, staged, made operand registers), then the
+ * LIF step. Shared memory: vt [NJ][vt_row(n)], buf [SUMS], the samples' v [SPB·NJ], the staged bits [SPB][words]. */
 template <class A>
 __global__ void __launch_bounds__(THREADS)
     grid_dense_forward_kernel(sf_lif_params p, sf_lif_coeffs k, int T, int B, int n, int nj, int groups, const A *x,
@@ -424,9 +419,8 @@ sf_status sf_cuda_rlif_grid_forward(sf_cuda_ctx *c, const sf_lif_params *p, int6
 /* ---------------------------------------------------------------- backward */
 
 /* Shared memory: vt [NJ][vt_row(n)] (V[j][i0 + ii] at vt[ii·vt_row(n) + j]; zero past the block's neurons and in the
- * padding), buf (the warps' partial sums [SUMS]), dL/dv [SPB·NJ]. The rows of dy_{t+1} go from L2 straight into
- * the fragments. VEC: rows of dx may be read four elements at a time (n a multiple of 4, dx aligned to four
- * elements). */
+ * padding), buf (the warps' partial sums [SUMS]), dL/dv [SPB·NJ]. dy_{t+1}'s rows go from L2 straight into the
+ * fragments. VEC: dx rows read four elements at a time (n a multiple of 4, dx aligned to four). */
 template <class A, bool VEC>
 __global__ void __launch_bounds__(THREADS)
     grid_backward_kernel(sf_lif_params p, sf_lif_coeffs k, int T, int B, int n, int nj, int groups, const float *h,

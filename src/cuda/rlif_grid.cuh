@@ -1,16 +1,8 @@
 /* rlif_grid.cuh — the recurrent LIF layer's time loops as one cooperative kernel over the whole GPU (rlif_grid.cu),
- * for rlif.cu. Each block keeps its share of V in shared memory for all T steps and the blocks meet at a grid-wide
- * barrier once per step, so a step costs a few microseconds instead of a GEMM launch and a step kernel.
- * A block owns 32 samples and a share of the neurons (at most 24), so that the blocks are one per SM.
- *   forward (event-driven): a warp per sample, a lane per neuron: it sums its row of V over the inputs that spiked at
- *     the step before (the bits every block wrote at that step), in ascending input order: the CPU's sums, bit for
- *     bit.
- *   forward (dense) and backward (dense dy): the rows s_{t-1} (from the bits) or dy_{t+1} of the block's samples are
- *     staged in chunks, and each warp multiplies its share of each chunk into the block's 32 samples × 24 neurons
- *     on the tensor cores, in fp32 through TF32 splits (three products; two where the rows are 0/1 spikes); the
- *     warps' shares are added in warp order: deterministic.
- * Each sets *ran to false (and launches nothing) where the shape does not fit the device's shared memory or
- * co-resident blocks; the caller then runs its other paths. */
+ * for rlif.cu: a block per SM owns 32 samples and up to 24 neurons, keeps its share of V in shared memory for all T
+ * steps, and meets the others at a grid barrier per step. Event-driven forward: the CPU's sums bit for bit; dense
+ * forward and backward: TF32-split tensor-core products, the warps' shares added in order (deterministic). Each sets
+ * *ran to false, launching nothing, where the shape does not fit the device; the caller then runs its other paths. */
 #ifndef SF_CUDA_RLIF_GRID_CUH
 #define SF_CUDA_RLIF_GRID_CUH
 

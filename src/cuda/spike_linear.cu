@@ -1,15 +1,8 @@
-/* spike_linear.cu — the event-driven linear layer on CUDA (Finkbeiner & Neftci), deterministic throughout:
- *   forward: one block per row (and tile of 2048 output columns) walks the row's active inputs in ascending order
- *     and adds their rows of Wᵀ (a transposed copy made per call, so that a warp reads 128 contiguous bytes);
- *   dW: per-input row lists (the column lists of x, CSC: counted and filled per chunk of rows, offsets by a CUB scan)
- *     let a block per input and tile of 512 columns add up the rows of dy where that input spiked, ascending, into
- *     row i of dWᵀ, which is then transposed into dW: no atomics, every element a sum in a fixed order;
- *   dx: with the mask of nonzero dy, one block per row sums the rows of W of the nonzero entries, ascending; else
- *     cuBLAS as the dense layer.
- * Every sum runs in the order of the CPU op's and with the same operations (no FMA contraction in this build), so
- * fp32 results equal the CPU's; cuSPARSE's SpMM is compared with the forward in bench/gpu/bench_spike_linear.c.
- * W, x's values, y, dy and dx are of the activation type T (act.cuh; Wᵀ too), widened into float sums and rounded
- * once on store; dW (and dWᵀ) is float. */
+/* spike_linear.cu — the event-driven linear layer on CUDA (Finkbeiner & Neftci), fixed-order sums, no atomics: the
+ * forward adds, per row and 2048-column tile, the rows of a per-call Wᵀ of the active inputs; dW sums rows of dy over
+ * per-input row lists (CSC, CUB scan) into dWᵀ, then transposes; dx sums W's rows of nonzero dy (mask), else cuBLAS.
+ * Sums in the CPU op's order and operations: fp32 results equal the CPU's. W, Wᵀ, x, y, dy, dx of the activation type
+ * T, summed in float and rounded once; dW, dWᵀ float. */
 #include "cuda/act.cuh"
 #include "cuda/ops.cuh"
 #include "cuda/spikes.cuh"

@@ -6,8 +6,8 @@
 #include "cuda/ops.cuh"
 #include "cuda/spikes.cuh"
 
-/* Rows a compaction block takes: their loads are all in flight before the first row is emitted (a block per row
- * and segment, one load per thread, spent its time waiting on the loads: 38 µs for W4's 6400 rows of 700). */
+/* Rows a compaction block takes: their loads are all in flight before the first row is emitted (a row per block
+ * waited on its loads: docs/notebook/perf.md, "W4rec's recurrent kernels"). */
 enum { COMPACT_ROWS = 8 };
 
 template <class T>
@@ -50,9 +50,8 @@ template <class T> struct sf_cuda_vec16 {
     static constexpr int E = 16 / (int)sizeof(T), L = 32 / E;
 };
 
-/* Bits alone, from a flat run of `words` words of values: each thread loads 16 bytes, whole warps stay in the loop
- * for the shuffle that ORs a word's parts together (the general kernel's blocks per row segment ran at a quarter of
- * the bandwidth on a lean plan's conv outputs). */
+/* Bits alone, from a flat run of `words` words of values: each thread loads 16 bytes; whole warps stay in the loop for
+ * the shuffle that ORs a word's parts (faster than the general kernel: docs/notebook/perf.md, "spikes as bits"). */
 template <class T> __global__ void pack_kernel(int64_t words, const T *x, uint32_t *bits)
 {
     constexpr int E = sf_cuda_vec16<T>::E, L = sf_cuda_vec16<T>::L;

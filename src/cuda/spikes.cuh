@@ -1,10 +1,7 @@
-/* spikes.cuh — device helpers for the compact spike form (core/spikes.h) shared by the CUDA kernels that write it
- * (the LIF forward, the recurrent layer, the masks of nonzero gradients, spikes_compact) and those that read its
- * lists (event-driven linear, recurrence).
- *
- * Writers run blocks whose threads cover whole segments of one row: thread t of the block handles neuron
- * j = base + t of row r, with base a multiple of SF_SPIKE_SEG and blockDim a multiple of SF_SPIKE_SEG. A warp's ballot
- * is then one bits word, and the 8 warps of a segment rank its active neurons with one exchange of counts. */
+/* spikes.cuh — device helpers for the compact spike form (core/spikes.h), shared by the kernels that write it (LIF
+ * forward, recurrent layer, masks of nonzero gradients, spikes_compact) and those that read its lists. Writers run
+ * blocks covering whole segments of a row: thread t takes neuron j = base + t of row r, base and blockDim multiples of
+ * SF_SPIKE_SEG, so a warp's ballot is one bits word and a segment's 8 warps rank its spikes with one exchange. */
 #ifndef SF_CUDA_SPIKES_CUH
 #define SF_CUDA_SPIKES_CUH
 
@@ -21,10 +18,9 @@ __device__ __forceinline__ unsigned sf_cuda_emit_bits(const sf_spikes &c, int64_
     return m;
 }
 
-/* Writes the compact row r (bits; idx and cnt where c has them) for the neurons this block covers; `on` where the
- * thread's neuron is active, valid where it exists (j < n). wc: blockDim/32 ints of shared memory, which the caller
- * must not reuse until after its next __syncthreads. Every thread of the block calls it. Returns the block's number
- * of active neurons in lane 0 of each warp (the warp's count), 0 elsewhere. */
+/* Writes compact row r (bits; idx and cnt where c has them) for this block's neurons: `on` where the thread's neuron
+ * is active, valid where it exists (j < n). Every thread calls it; wc: blockDim/32 ints of shared memory, not to be
+ * reused before the caller's next __syncthreads. Returns the warp's active count in its lane 0, 0 in other lanes. */
 __device__ __forceinline__ int sf_cuda_emit_row(const sf_spikes &c, int64_t n, int64_t r, int64_t j, bool valid, bool on,
                                                 int *wc)
 {

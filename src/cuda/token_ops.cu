@@ -1,9 +1,8 @@
-/* token_ops.cu — per-channel products over the tokens of a set (core/transformer.h): token_sum (the SDSA's Σ_n k·v
- * and Σ_n dy·q, a mean over tokens) and token_scale (q·m, and the gradients back through the sum). Operands and
- * results in the activation type, computed in float: token_sum's blocks take 32 channels of a set, 8 lanes of threads
- * each summing every 8th token in order, the lanes added in order (no atomics), so 0/1 inputs give their exact count
- * (below 2^24) rounded once to the storage type; token_scale is (alpha·g)·b as the CPU's, one rounding to storage;
- * transpose moves the SPS stem's planes into tokens through a shared-memory tile (a copy: exact). */
+/* token_ops.cu — per-channel products over a set's tokens (core/transformer.h): token_sum (SDSA's Σ_n k·v, Σ_n dy·q;
+ * a token mean) and token_scale (q·m, the gradients through the sum), in the activation type, computed in float.
+ * token_sum's 8 lanes each sum every 8th token in order, added in order (no atomics): 0/1 inputs give their exact count
+ * (below 2^24) rounded once; token_scale is (alpha·g)·b as the CPU's. transpose: the SPS stem's planes into tokens
+ * through a shared tile (exact). */
 #include "cuda/act.cuh"
 #include "cuda/ops.cuh"
 

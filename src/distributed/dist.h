@@ -1,22 +1,8 @@
-/* dist.h — training one network with several processes: MPI (OpenMPI; started by mpirun or Slurm's srun) for the
- * processes, their bootstrap and collectives on host memory, NCCL for collectives on GPU memory. One process per
- * device. The world of P processes is a grid of time_parallel × data ranks: process r runs time segment
- * r mod time_parallel of the data shard r / time_parallel (a time group is P consecutive ranks, so on a multi-GPU
- * host its segments talk over the host's links).
- *
- * Data parallel: each data rank trains on its own part of every global batch; gradients are averaged over the data
- * ranks (summed over the time segments, whose gradients are partial sums of the same loss) in buckets, each
- * started as soon as the backward has produced it (overlapping the backward of the layers below). BN statistics are
- * those of the process's own part, or of the whole global batch with sync_bn; running statistics are averaged at
- * the end of each epoch (sf_dist_average_buffers).
- *
- * The optimizer state is sharded over each time group (ZeRO-1, shard_optimizer): every process keeps the state of
- * its part of the parameter buffer, updates those parameters, and the group all-gathers them; the parameters are
- * the same bit for bit, the state takes 1/time_parallel of the memory. Whatever reads or writes the whole state (a
- * checkpoint) brackets it with sf_dist_optimizer_gather and sf_dist_optimizer_shard.
- *
- * A build without MPI (libopenmpi-dev missing) or NCCL has the same functions: they run a single process and refuse
- * a world or a GPU collective they cannot serve, saying what to install. */
+/* dist.h — training one network with several processes, one per device: MPI (mpirun or srun) for the processes and
+ * host-memory collectives, NCCL for GPU memory. The world is a grid: rank r runs time segment r mod time_parallel of
+ * data shard r / time_parallel. Gradients are averaged over data ranks in buckets overlapping the backward; the
+ * optimizer state may be sharded over a time group (ZeRO-1; whole-state readers bracket with sf_dist_optimizer_gather
+ * and _shard). Without MPI or NCCL these run one process and refuse what they cannot serve, saying what to install. */
 #ifndef SF_DIST_DIST_H
 #define SF_DIST_DIST_H
 

@@ -122,8 +122,8 @@ void sf_mpi_describe(char *buf, size_t cap)
 }
 
 /* ---------------------------------------------------------------------------------------------- host transport
- * The CPU backend's exchanges: blocking point to point and collectives (the backend's ops are synchronous too);
- * gradient buckets as non-blocking all-reduces that the backward's further MPI calls and grad_wait progress. */
+ * The CPU backend's exchanges: blocking (as its ops are), gradient buckets as non-blocking all-reduces progressed by
+ * the backward's later MPI calls and grad_wait. */
 
 #define MAX_BUCKETS 256
 

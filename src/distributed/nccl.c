@@ -1,28 +1,8 @@
 /* nccl.c — the transport of the engine's exchanges through device memory (the CUDA backend): NCCL communicators for
- * the world (gradients), the time group (the gathered output), the BN group, and one per neighbouring pair of time
- * segments; the world's bootstrap id travels through MPI.
- *
- * Streams: collectives that the step waits for anyway (gathers and sums of the BN statistics, the output) run on the
- * backend's stream. Gradient buckets run on a stream of their own, each after an event on the backend's stream, so
- * the backward of the layers below goes on meanwhile (as PyTorch DDP does). Each neighbour link has its own stream
- * and communicator, and the backend's stream waits for a send or a receive through an event. The state a link
- * carries is the pipeline's critical path: the sender's next layer waits until its send is through (the receiver,
- * the segment behind in a wavefront, is usually waiting for it already): a send left to run beside that layer's
- * matrix product was not through before the product was (its kernel found no free multiprocessor: the notebook's
- * W5 section has the times). The links' streams
- * have the highest priority, so that a receive is not queued behind a gradient all-reduce's blocks. A
- * receive is posted when the backend's stream reaches it (unless early_receive): posted as the host enqueues it, a
- * step ahead, it would wait on the GPU holding SMs that the layers before it need. The end of the backward
- * (grad_wait) joins every side stream back into the backend's.
- *
- * The parameters after a sharded update are gathered with one broadcast per part from its owner (parts differ by
- * one element, which NCCL's all-gather does not take), over the world's communicator, whose channels are not capped:
- * part k comes from segment k of data rank 0 (world rank k), and the other data ranks' segments k hold the same bits
- * already (the same all-reduced gradients through the same update), so one broadcast serves every time group. The
- * time group's communicator, capped in channels, made that gather a large part of W5time's step.
- *
- * Profiling: a pair of timing events around each exchange on the backend's stream (and around each gradient
- * all-reduce on its stream), kept until timer_read reads them, and an event where profiling started. */
+ * the world (gradients, the sharded parameters), the time group (the gathered output), the BN group and each pair of
+ * neighbouring segments, bootstrapped through MPI. Collectives the step waits for run on the backend's stream;
+ * gradient buckets and each neighbour link have streams of their own (links at the highest priority, so a receive is
+ * not queued behind a bucket), ordered against the backend's by events. Profiling: event pairs around each exchange. */
 #include "distributed/dist_internal.h"
 
 #include "core/error.h"
@@ -190,6 +170,8 @@ static sf_status link_of(nccl_ctx *c, int32_t peer, int *k)
     return SF_OK;
 }
 
+/* The sender's next layer waits until its send is through: the receiver is usually waiting already, and a send left
+ * beside the next matrix product found no free SM until the product was done (docs/architecture.md, Time pipeline). */
 static sf_status nccl_send(void *ctx, int32_t peer, const float *buf, int64_t n)
 {
     nccl_ctx *c = ctx;
@@ -200,6 +182,8 @@ static sf_status nccl_send(void *ctx, int32_t peer, const float *buf, int64_t n)
     return compute_after(c, c->link_stream[k], k);
 }
 
+/* Posted when the backend's stream reaches it (unless early_receive): posted as the host enqueues it, a step ahead, it
+ * would wait on the GPU holding SMs that the layers before it need. */
 static sf_status nccl_recv(void *ctx, int32_t peer, float *buf, int64_t n)
 {
     nccl_ctx *c = ctx;
@@ -233,6 +217,7 @@ static sf_status nccl_bn_allreduce(void *ctx, float *buf, int64_t n)
     return SF_OK;
 }
 
+/* A bucket's all-reduce on the gradients' own stream, after an event on the backend's, so the backward goes on. */
 static sf_status nccl_grad_start(void *ctx, float *grads, int64_t n)
 {
     nccl_ctx *c = ctx;
@@ -242,6 +227,8 @@ static sf_status nccl_grad_start(void *ctx, float *grads, int64_t n)
     return c->d->profiling ? span_end(c, c->grad_stream, SF_DIST_TIMER_ALLREDUCE) : SF_OK;
 }
 
+/* After a sharded update: one broadcast per part from its owner (parts differ by one element, which NCCL's all-gather
+ * refuses), over the uncapped world communicator; the other data ranks hold the same bits already. */
 static sf_status nccl_params_allgather(void *ctx, float *buf, int64_t n)
 {
     nccl_ctx *c = ctx;
@@ -260,6 +247,7 @@ static sf_status nccl_params_allgather(void *ctx, float *buf, int64_t n)
     return SF_OK;
 }
 
+/* The end of the backward: every side stream joins back into the backend's. */
 static sf_status nccl_grad_wait(void *ctx)
 {
     nccl_ctx *c = ctx;

@@ -1,9 +1,8 @@
-/* sdsa.c — the Spike-driven Transformer's spike-driven self-attention (Yao et al. 2023, SDSA): from the q|k|v spikes
- * of one linear(3D) → BN → LIF, (3D, N, 1), the channel mix kv = Σ_N k·v per sample and step, a LIF of the layer's
- * own (threshold 0.5 in the paper) turning it into a 0/1 mask m over the D channels, and Y = q·m, (D, N, 1), spikes
- * again; no matrix product (core/transformer.h: token_sum, the LIF op over [T, B·D], token_scale). kv, the mask
- * neuron's h and m are [T, B, D], N times smaller than the tokens: saved as they are in every memory mode; q, k, v are
- * kept as the engine keeps any spikes. The membrane shortcut of the paper's blocks is a lif and an add around it. */
+/* sdsa.c — the Spike-driven Transformer's spike-driven self-attention (Yao et al. 2023, SDSA): from the q|k|v spikes of
+ * one linear(3D) → BN → LIF, (3D, N, 1), the channel mix kv = Σ_N k·v, a LIF of the layer's own (threshold 0.5)
+ * making it a 0/1 mask m over D, and Y = q·m, (D, N, 1), spikes (token_sum, the LIF op, token_scale). kv, the mask's h
+ * and m ([T, B, D], N times smaller than the tokens) are saved in every mode; q, k, v kept as any spikes. The paper's
+ * membrane shortcut is a lif and an add around it. */
 #include "core/error.h"
 #include "core/layer.h"
 
