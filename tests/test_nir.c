@@ -342,16 +342,16 @@ static const char *const mlp_ini =
     "[dropout]\np = 0.3\n[linear]\nout = 10\n[lif]\ndecay = 1\ndecay_input = off\nv_threshold = 0.25\n"
     "[readout]\ntype = leaky\ntau = 3\n";
 
-/* Conv, average pooling with a border, a residual sum whose operand is not the previous layer, flatten of a [C,1,1]
- * image. */
+/* Conv, average pooling with a border, a residual sum whose operand is not the previous layer, a global average
+ * pool (exported as the pool of the plane's size), flatten of a [C,1,1] image. */
 static const char *const conv_ini =
     "[train]\ndataset = fashion-mnist\n"
     "[conv]\nfilters = 4\nsize = 3\nstride = 2\npad = 1\nbias = off\n[lif]\ntau = 2\n"   /* 0, 1: 4x14x14 */
     "[avgpool]\nsize = 3\nstride = 2\npad = 1\n"                                        /* 2: 4x7x7 */
     "[conv]\nfilters = 4\nsize = 3\npad = 1\n[lif]\ndecay = 0.6\nv_threshold = 0.3\n"  /* 3, 4 */
     "[add]\nfrom = 2\n"                                                                 /* 5: 4 + 2 */
-    "[conv]\nfilters = 6\nsize = 7\n"                                                   /* 6: 6x1x1 */
-    "[lif]\n[linear]\nout = 10\n";                                                      /* 7, 8 */
+    "[conv]\nfilters = 6\nsize = 3\npad = 1\n[avgpool]\nsize = global\n"                  /* 6, 7: 6x1x1 */
+    "[lif]\n[linear]\nout = 10\n";                                                      /* 8, 9 */
 
 /* Max pooling of spikes (SumPool2d + Threshold in NIR), after a LIF layer and after dropout (with a border: zeros
  * in the sum, -inf in the max, the same over spikes), and of Poisson input. */
