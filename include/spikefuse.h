@@ -223,10 +223,13 @@ SF_API sf_status sf_lif_backward_state(const sf_lif_params *p, int64_t T, int64_
 
 /* Storage type of the activations the low-level calls read and write (x, s, ds, dx): 16 bits halve the bytes of
  * these memory-bound kernels. The membrane, the carried state (sf_lif_state), the BN statistics and parameters stay
- * fp32 in every type, and spikes are exactly 0 and 1. */
-typedef enum sf_scalar { SF_SCALAR_F32 = 0, SF_SCALAR_BF16, SF_SCALAR_F16 } sf_scalar;
-/* sf_lif_forward_state / sf_lif_backward_state with x, s, ds, dx stored in `dtype`: 16-bit types on CUDA devices
- * (SF_ERR_UNSUPPORTED where the build or device has no 16-bit kernels, e.g. the CPU). */
+ * fp32 in the 16-bit types, and spikes are exactly 0 and 1.
+ * SF_SCALAR_F64 (the CPU only; a reference for float64 callers): the whole call in double — x, s, ds, dx, the
+ * membrane, every sf_lif_state array (v_in, v_out, dv_in, dv_out, w, dw: doubles behind its float pointers) and the
+ * BN+LIF's mean, var, gamma, beta, dgamma, dbeta (doubles behind theirs); sf_lif_params and eps stay float. */
+typedef enum sf_scalar { SF_SCALAR_F32 = 0, SF_SCALAR_BF16, SF_SCALAR_F16, SF_SCALAR_F64 } sf_scalar;
+/* sf_lif_forward_state / sf_lif_backward_state with x, s, ds, dx stored in `dtype`: 16-bit types on CUDA devices,
+ * float64 on the CPU (SF_ERR_UNSUPPORTED where the build or device has no kernels of that type). */
 SF_API sf_status sf_lif_forward_typed(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar dtype, const void *x,
                                       void *s, const sf_lif_state *st, sf_device device, void *stream);
 SF_API sf_status sf_lif_backward_typed(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar dtype, const void *x,
