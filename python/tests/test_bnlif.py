@@ -178,8 +178,8 @@ class TestBNLIF(unittest.TestCase):
             BNLIF(3, step_mode="s")(torch.zeros(2, 4, 5))
         with self.assertRaisesRegex(ValueError, "at least 3 dimensions"):
             m(torch.zeros(2, 3))
-        with self.assertRaisesRegex(TypeError, "float32, float16 or bfloat16"):
-            m(torch.zeros(2, 2, 3, 4, dtype=torch.float64))
+        with self.assertRaisesRegex(TypeError, "bfloat16 or \\(on the CPU\\) float64, got torch.int32"):
+            m(torch.zeros(2, 2, 3, 4, dtype=torch.int32))
         m(torch.randn(2, 2, 3, 4))
         with self.assertRaisesRegex(ValueError, "another batch size"):
             m(torch.randn(2, 5, 3, 4))
