@@ -197,7 +197,7 @@ else:
 class TestAgainstSpikingJelly(unittest.TestCase):
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() and spikefuse.cuda_device_count() > 0 else [])
 
-    def compare(self, node, ours, x, ds):
+    def compare(self, node, ours, x, ds, max_flips=2, tol=1e-4):
         xs = x.clone().requires_grad_(True)
         node.reset()
         s_sj = node(xs)
@@ -205,12 +205,12 @@ class TestAgainstSpikingJelly(unittest.TestCase):
         s, dx, dw = run(ours, x, ds)
         # SpikingJelly computes in float32 in another order: allow a rare flip, compare gradients where none is
         flips = int((s != s_sj.detach()).sum())
-        self.assertLessEqual(flips, 2)
+        self.assertLessEqual(flips, max_flips)
         if flips == 0:
             err = (dx - xs.grad).abs().max().item()
-            self.assertLess(err, 1e-4 * max(1.0, xs.grad.abs().max().item()))
+            self.assertLess(err, tol * max(1.0, xs.grad.abs().max().item()))
             if dw is not None:
-                self.assertLess(abs(dw.item() - node.w.grad.item()), 1e-4 * max(1.0, abs(node.w.grad.item())))
+                self.assertLess(abs(dw.item() - node.w.grad.item()), tol * max(1.0, abs(node.w.grad.item())))
 
     def test_parametric_lif_and_if_nodes(self):
         for i, (device, v_reset, detach_reset) in enumerate(itertools.product(self.devices, (0.0, None),
@@ -223,6 +223,19 @@ class TestAgainstSpikingJelly(unittest.TestCase):
                 node = sj_neuron.IFNode(v_reset=v_reset, detach_reset=detach_reset,
                                         surrogate_function=sj_surrogate.ATan(), step_mode="m").to(device)
                 self.compare(node, IF.from_spikingjelly(node).to(device), x * 0.5, ds)
+
+    def test_float64_on_the_cpu(self):
+        """In float64 (SpikingJelly's torch backend, spikefuse's float64 calls) the two agree to 1e-12, no spike
+        apart: parameters that float32 holds exactly (as init_tau 3, whose w SpikingJelly keeps as float32)."""
+        for i, (v_reset, detach_reset) in enumerate(itertools.product((0.0, None), (False, True))):
+            with self.subTest(v_reset=v_reset, detach_reset=detach_reset):
+                x, ds = make_input((8, 3, 65), True, 850 + i, "cpu", torch.float64)
+                node = sj_neuron.ParametricLIFNode(init_tau=3.0, v_reset=v_reset, detach_reset=detach_reset,
+                                                   surrogate_function=sj_surrogate.ATan(), step_mode="m").double()
+                self.compare(node, PLIF.from_spikingjelly(node).double(), x, ds, 0, 1e-12)
+                node = sj_neuron.IFNode(v_reset=v_reset, detach_reset=detach_reset,
+                                        surrogate_function=sj_surrogate.ATan(), step_mode="m").double()
+                self.compare(node, IF.from_spikingjelly(node).double(), x * 0.5, ds, 0, 1e-12)
 
 
 if __name__ == "__main__":
