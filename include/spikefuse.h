@@ -196,11 +196,13 @@ SF_API sf_status sf_lif_forward_state(const sf_lif_params *p, int64_t T, int64_t
 SF_API sf_status sf_lif_backward_state(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *ds,
                                        float *dx, const sf_lif_state *st, sf_device device, void *stream);
 
-/* Storage type of the low-level calls' x, s, ds, dx; the membrane, sf_lif_state, BN statistics and parameters stay
- * fp32, and spikes are exactly 0 and 1. */
-typedef enum sf_scalar { SF_SCALAR_F32 = 0, SF_SCALAR_BF16, SF_SCALAR_F16 } sf_scalar;
-/* sf_lif_forward_state / sf_lif_backward_state with x, s, ds, dx stored in `dtype`: 16-bit types on CUDA devices
- * (SF_ERR_UNSUPPORTED where the build or device has no 16-bit kernels, e.g. the CPU). */
+/* Storage type of the low-level calls' x, s, ds, dx. In the 16-bit types the membrane, sf_lif_state, BN statistics
+ * and parameters stay fp32; spikes are exactly 0 and 1. SF_SCALAR_F64 (the CPU only, a reference for float64
+ * callers) runs the whole call in double: x, s, ds, dx, the membrane, every sf_lif_state array and the BN+LIF's mean,
+ * var, gamma, beta, dgamma, dbeta are doubles behind their pointers; sf_lif_params and eps stay float. */
+typedef enum sf_scalar { SF_SCALAR_F32 = 0, SF_SCALAR_BF16, SF_SCALAR_F16, SF_SCALAR_F64 } sf_scalar;
+/* sf_lif_forward_state / sf_lif_backward_state with x, s, ds, dx stored in `dtype`: 16-bit types on CUDA devices,
+ * float64 on the CPU (SF_ERR_UNSUPPORTED where the build or device has no kernels of that type). */
 SF_API sf_status sf_lif_forward_typed(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar dtype, const void *x,
                                       void *s, const sf_lif_state *st, sf_device device, void *stream);
 SF_API sf_status sf_lif_backward_typed(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar dtype, const void *x,

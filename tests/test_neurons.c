@@ -6,7 +6,10 @@
  * Spikes exact (the fixtures keep every h at least 1e-4 from a breakpoint, the ALIF's moving threshold included); h
  * within 1e-6, dx and the parameter gradients within 1e-5 relative (L2) error, float32 against float64. Bitwise:
  * full (h kept) and recompute backward, 1 and 2 OpenMP threads, a sequence run in two pieces with the state carried
- * (sf_lif_state: v and the ALIF's b) and one call; and the fused BN→neuron forward and BN then the neuron. */
+ * (sf_lif_state: v and the ALIF's b) and one call; and the fused BN→neuron forward and BN then the neuron.
+ * The float64 calls (SF_SCALAR_F64) on every case: spikes exact, gradients within 1e-6 (the fixtures round the
+ * coefficients to float32 as the float kernels do, the float64 calls keep them in double: python/tests checks
+ * them against a double reference to 1e-12), two pieces bitwise equal to one call; and their refusal on CUDA. */
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_neuron.h"
 #include "testutil.h"
@@ -115,6 +118,112 @@ static void check_pieces(const neuron_case *k, const float *s_whole, const float
     free(dmid);
 }
 
+/* ---------------------------------------------------------------- float64 */
+
+#define TOL_F64 1e-6 /* against the fixtures' float32-rounded coefficients */
+
+static const sf_device cpu = {SF_DEVICE_CPU, 0};
+
+static double *widen(const float *a, int64_t n)
+{
+    double *d = malloc((size_t)(n > 0 ? n : 1) * sizeof *d);
+    for (int64_t i = 0; i < n; i++) d[i] = a[i];
+    return d;
+}
+
+static int64_t count_diff_f64(const double *got, const double *ref, int64_t n)
+{
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++) k += got[i] != ref[i];
+    return k;
+}
+
+/* A state for the float64 calls: its arrays are doubles behind sf_lif_state's float pointers (spikefuse.h). */
+static sf_lif_state state_f64(const neuron_case *k, const double *w, double *dw)
+{
+    sf_lif_state st = state_of(k, (float *)dw);
+    st.w = (const float *)w;
+    return st;
+}
+
+/* The case through the public float64 calls, in one call and in two pieces with the (double) state carried. */
+static void check_case_f64(const neuron_case *k)
+{
+    const int64_t n = k->n, T = k->T, N = k->N, T0 = T / 2, n0 = T0 * N, S = k->p.model == SF_NEURON_ALIF ? 2 : 1;
+    double *x = widen(k->x, n), *ds = widen(k->ds, n), *w = k->wc ? widen(k->w, k->wc) : NULL;
+    double *s = malloc(n * sizeof *s), *dx = malloc(n * sizeof *dx), *s2 = malloc(n * sizeof *s2);
+    double *dx2 = malloc(n * sizeof *dx2), *mid = malloc(S * N * sizeof *mid), *dmid = malloc(S * N * sizeof *dmid);
+    double dw[64], dwp[2][64];
+    char what[96];
+    sf_lif_state whole = state_f64(k, w, dw);
+    const sf_lif_state *use = k->wc ? &whole : NULL;
+    CHECK_OK(sf_lif_forward_typed(&k->p, T, N, SF_SCALAR_F64, x, s, use, cpu, NULL));
+    CHECK_OK(sf_lif_backward_typed(&k->p, T, N, SF_SCALAR_F64, x, ds, dx, use, cpu, NULL));
+    CHECK(count_diff_f64(s, k->s, n) == 0, "%s float64: spikes differ", k->name);
+    snprintf(what, sizeof what, "%s float64 dx", k->name);
+    tu_expect_close_f64(what, dx, k->dx, n, TOL_F64);
+    if (k->wc) {
+        snprintf(what, sizeof what, "%s float64 dw", k->name);
+        tu_expect_close_f64(what, dw, k->dw, k->wc, TOL_F64);
+    }
+    if (T0 > 0) {
+        sf_lif_state a = state_f64(k, w, dwp[0]), b = state_f64(k, w, dwp[1]);
+        a.v_out = (float *)mid;
+        b.v_in = (const float *)mid;
+        b.dv_out = (float *)dmid;
+        a.dv_in = (const float *)dmid;
+        CHECK_OK(sf_lif_forward_typed(&k->p, T0, N, SF_SCALAR_F64, x, s2, &a, cpu, NULL));
+        CHECK_OK(sf_lif_forward_typed(&k->p, T - T0, N, SF_SCALAR_F64, x + n0, s2 + n0, &b, cpu, NULL));
+        CHECK_OK(sf_lif_backward_typed(&k->p, T - T0, N, SF_SCALAR_F64, x + n0, ds + n0, dx2 + n0, &b, cpu, NULL));
+        CHECK_OK(sf_lif_backward_typed(&k->p, T0, N, SF_SCALAR_F64, x, ds, dx2, &a, cpu, NULL));
+        CHECK(memcmp(s, s2, n * sizeof *s) == 0 && memcmp(dx, dx2, n * sizeof *dx) == 0,
+              "%s float64: two pieces differ from one call", k->name);
+        for (int32_t c = 0; c < k->wc; c++) dwp[0][c] += dwp[1][c];
+        snprintf(what, sizeof what, "%s float64 dw of two pieces", k->name);
+        if (k->wc) tu_expect_close_f64(what, dwp[0], dw, k->wc, 1e-13);
+    }
+    void *ps[] = {x, ds, w, s, dx, s2, dx2, mid, dmid};
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) free(ps[i]);
+}
+
+/* The fused BN→neuron in float64 with x's batch statistics (biased var) in double, against the fixture. */
+static void check_bn_case_f64(const sf_lif_params *p, int64_t T, int64_t B, int32_t C, int64_t hw, float eps,
+                              const float *x32, const float *gamma32, const float *beta32, const float *ds32,
+                              const float *w32, int64_t wc, const double *s_ref, const double *dx_ref,
+                              const double *dg_ref, const double *db_ref, const double *dw_ref, int idx)
+{
+    const int64_t n = T * B * C * hw;
+    double *x = widen(x32, n), *ds = widen(ds32, n), *gamma = widen(gamma32, C), *beta = widen(beta32, C);
+    double *w = wc ? widen(w32, wc) : NULL, *s = malloc(n * sizeof *s), *dx = malloc(n * sizeof *dx);
+    double *stats = calloc(4 * (size_t)C, sizeof *stats), *mean = stats, *var = stats + C, *dg = stats + 2 * C;
+    double *db = stats + 3 * C, dw[64];
+    const double count = (double)(T * B * hw);
+    for (int pass = 0; pass < 2; pass++)
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t c = i / hw % C;
+            if (pass == 0) mean[c] += x[i] / count;
+            else var[c] += (x[i] - mean[c]) * (x[i] - mean[c]) / count;
+        }
+    sf_lif_state st = {.w = (const float *)w, .dw = (float *)dw, .w_channels = (int32_t)(wc > 1 ? C : 1), .w_hw = hw};
+    const sf_lif_state *use = wc ? &st : NULL;
+    char what[96];
+    CHECK_OK(sf_bn_lif_forward(p, T, B, C, hw, SF_SCALAR_F64, x, (const float *)mean, (const float *)var, eps,
+                               (const float *)gamma, (const float *)beta, s, use, cpu, NULL));
+    CHECK(count_diff_f64(s, s_ref, n) == 0, "b%d float64: spikes differ", idx);
+    CHECK_OK(sf_bn_lif_backward(p, T, B, C, hw, SF_SCALAR_F64, x, (const float *)mean, (const float *)var, eps,
+                                (const float *)gamma, (const float *)beta, ds, dx, (float *)dg, (float *)db, use, NULL,
+                                0, cpu, NULL));
+#define CLOSE(name, got, ref, m) (snprintf(what, sizeof what, "b%d float64 %s", idx, name), \
+                                  tu_expect_close_f64(what, got, ref, m, TOL_F64))
+    CLOSE("dx", dx, dx_ref, n);
+    CLOSE("dgamma", dg, dg_ref, C);
+    CLOSE("dbeta", db, db_ref, C);
+    if (wc) CLOSE("dw", dw, dw_ref, wc);
+#undef CLOSE
+    void *ps[] = {x, ds, gamma, beta, w, s, dx, stats};
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) free(ps[i]);
+}
+
 static void check_case(const sf_safetensors *st, int idx)
 {
     neuron_case k;
@@ -152,6 +261,7 @@ static void check_case(const sf_safetensors *st, int idx)
     CHECK(memcmp(dx, dx1, n * sizeof *dx) == 0 && (!k.wc || memcmp(dw, dw1, k.wc * sizeof *dw) == 0), "%s",
           WHAT("1 and 2 threads differ"));
     check_pieces(&k, s, dx, dw);
+    check_case_f64(&k);
 #undef WHAT
     free(s);
     free(h);
@@ -232,6 +342,8 @@ static void check_bn_case(const sf_safetensors *st, int idx)
                                        NULL, wc ? &sts : NULL, &two, NULL));
     tu_expect_close(WHAT("dx in two phases"), dx_split, dx_ref, n, TOL_GRAD);
     if (wc) CHECK(memcmp(dw[0], dw[2], wc * sizeof(float)) == 0, "%s", WHAT("phase 1's dw differs"));
+    check_bn_case_f64(&p, T, B, (int32_t)C, hw, eps, x, gamma, beta, ds, w, wc, s_ref, dx_ref, dg_ref, db_ref, dw_ref,
+                      idx);
 #undef WHAT
     void *ps[] = {x, gamma, beta, ds, s_ref, h_ref, dx_ref, dg_ref, db_ref, w, dw_ref, mean, var, y, s, h, s2, h2,
                   dx, dx_full, dx_split, dg};
@@ -293,6 +405,15 @@ static void check_errors(void)
     sf_lif_out out = {.s = s};
     CHECK_OK(sf_cpu_lif_forward(&p, 2, 1, x, &out, NULL));
     CHECK(s[0] == 0.0f && s[1] == 1.0f, "IF integrates without a leak: spikes %g %g, expected 0 1", s[0], s[1]);
+    /* float64 is the CPU's: a CUDA device is refused, saying so, in any build. */
+    double xd[2] = {0.6, 0.6}, sd[2];
+    const sf_device cuda = {SF_DEVICE_CUDA, 0};
+    sf_status got = sf_lif_forward_typed(&p, 2, 1, SF_SCALAR_F64, xd, sd, NULL, cuda, NULL);
+    CHECK(got == SF_ERR_UNSUPPORTED && strstr(sf_last_error(), "float64 runs on the CPU only"),
+          "float64 on CUDA: expected SF_ERR_UNSUPPORTED naming the CPU, got %s: %s", sf_status_str(got),
+          sf_last_error());
+    CHECK_OK(sf_lif_forward_typed(&p, 2, 1, SF_SCALAR_F64, xd, sd, NULL, cpu, NULL));
+    CHECK(sd[0] == 0.0 && sd[1] == 1.0, "float64 IF: spikes %g %g, expected 0 1", sd[0], sd[1]);
 }
 
 int main(void)

@@ -83,6 +83,17 @@ void tu_expect_close(const char *what, const float *got, const double *ref, int6
     CHECK(e <= tol, "%s: relative error %.3g > %.3g", what, e, tol);
 }
 
+void tu_expect_close_f64(const char *what, const double *got, const double *ref, int64_t n, double tol)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        num += (got[i] - ref[i]) * (got[i] - ref[i]);
+        den += ref[i] * ref[i];
+    }
+    double e = sqrt(num) / fmax(sqrt(den), 1e-30);
+    CHECK(e <= tol, "%s: relative error %.3g > %.3g", what, e, tol); /* NaN fails too */
+}
+
 int64_t tu_count_diff(const float *got, const double *ref, int64_t n)
 {
     int64_t k = 0;

@@ -38,6 +38,8 @@ double tu_rel_err(const float *got, const double *ref, int64_t n);
 double tu_rel_err_f32(const float *got, const float *ref, int64_t n);
 /* Compares and records one check: relative error within tol. */
 void tu_expect_close(const char *what, const float *got, const double *ref, int64_t n, double tol);
+/* The same for a double result (the float64 calls). */
+void tu_expect_close_f64(const char *what, const double *got, const double *ref, int64_t n, double tol);
 /* Counts positions where got and ref differ (for spikes, which must match exactly). */
 int64_t tu_count_diff(const float *got, const double *ref, int64_t n);
 /* Deterministic test data: N(mean, std) via Box-Muller from a counter hash. */

@@ -145,7 +145,7 @@ sf_lif_backward_state = _bind("sf_lif_backward_state", ctypes.c_int,
                               [_P, _I64, _I64, _PTR, _PTR, _PTR, _STATE, Device, _PTR])
 # Activations stored in a sf_scalar type: (params, T, N, dtype, x, ...); fused BN -> LIF: (params, T, B, C, hw, dtype,
 # x, mean, var, eps, gamma, beta, ...). Optional: a library that predates them lacks them.
-SCALAR_F32, SCALAR_BF16, SCALAR_F16 = 0, 1, 2
+SCALAR_F32, SCALAR_BF16, SCALAR_F16, SCALAR_F64 = 0, 1, 2, 3  # SCALAR_F64: the CPU only, all in double
 SF_ERR_UNSUPPORTED = 5
 sf_lif_forward_typed = _bind_optional("sf_lif_forward_typed", ctypes.c_int,
                                       [_P, _I64, _I64, ctypes.c_int, _PTR, _PTR, _STATE, Device, _PTR])

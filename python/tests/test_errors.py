@@ -8,17 +8,39 @@ import torch
 
 import spikefuse
 from spikefuse import _lib
-from spikefuse.torch import ALIF, LIF, _kernels, functional
+from spikefuse.torch import ALIF, BNLIF, LIF, PLIF, _kernels, functional
 
 
 class TestInputErrors(unittest.TestCase):
     def test_wrong_dtype(self):
-        for dtype in (torch.float64, torch.int32, torch.bool):
-            with self.subTest(dtype=dtype), self.assertRaisesRegex(TypeError, "float32, float16 or bfloat16"):
+        for dtype in (torch.int32, torch.bool, torch.complex64):
+            with self.subTest(dtype=dtype), self.assertRaisesRegex(
+                    TypeError, f"float32, float16, bfloat16 or \\(on the CPU\\) float64, got {dtype} \\(convert with "
+                               "x_seq.float\\(\\)\\)"):
                 LIF()(torch.zeros(3, 4, dtype=dtype))
-        with self.assertRaisesRegex(TypeError, "got torch.float64 .*no float64 kernels yet, so torch.autograd.gradcheck "
-                                               "cannot check these layers\\); convert with x_seq.float\\(\\)"):
-            LIF()(torch.zeros(3, 4, dtype=torch.float64))
+
+    def test_float64_off_the_cpu(self):
+        """float64 runs on the CPU only: elsewhere (CUDA, or here a meta tensor) the message says so."""
+        devices = ["meta"] + (["cuda"] if torch.cuda.is_available() else [])
+        for device in devices:
+            with self.subTest(device=device), self.assertRaisesRegex(
+                    TypeError, f"float64 runs on the CPU only .* x_seq is float64 on {device}.*: move it with "
+                               "x_seq.cpu\\(\\)"):
+                LIF()(torch.zeros(3, 4, dtype=torch.float64, device=device))
+
+    def test_float64_needs_a_float64_module_and_state(self):
+        """A float64 input takes float64 parameters (PLIF's w, BNLIF's affine and statistics) and state."""
+        with self.assertRaisesRegex(TypeError, "w must be torch.float64 on cpu, got torch.float32 .*\\.double\\(\\)"):
+            PLIF()(torch.zeros(3, 4, dtype=torch.float64))
+        with self.assertRaisesRegex(ValueError, "weight must be torch.float64 \\[3\\] .*\\.double\\(\\)"):
+            BNLIF(3)(torch.zeros(2, 2, 3, 4, dtype=torch.float64))
+        m = LIF()
+        m(torch.zeros(3, 4))
+        with self.assertRaisesRegex(ValueError, "state is torch.float32, but a torch.float64 input keeps it in "
+                                                "torch.float64; call reset\\(\\)"):
+            m(torch.zeros(3, 4, dtype=torch.float64))
+        m.reset()
+        m(torch.zeros(3, 4, dtype=torch.float64))
 
     def test_bad_step_mode(self):
         with self.assertRaisesRegex(ValueError, "spikefuse.torch.LIF: step_mode 'x': expected 's' \\(one step\\) or 'm'"):

@@ -1,14 +1,19 @@
-"""test_lif_torch.py — spikefuse.torch.LIF against the float64 PyTorch reference, on the CPU and (if present) CUDA."""
+"""test_lif_torch.py — spikefuse.torch.LIF against the float64 PyTorch reference, on the CPU (float32 and float64)
+and (if present) CUDA."""
 import unittest
 
 import torch
 
-from lif_cases import LifChecks, make_input, run_spikefuse
+from lif_cases import Float64, LifChecks, make_input, run_spikefuse
 import spikefuse
 
 
 class TestLifCPU(LifChecks, unittest.TestCase):
     device = "cpu"
+
+
+class TestLifCPUFloat64(Float64, LifChecks, unittest.TestCase):
+    pass
 
 
 @unittest.skipUnless(torch.cuda.is_available(), "no CUDA device")

@@ -100,8 +100,13 @@ static sf_status check_lif_call(const sf_lif_params *p, int64_t T, int64_t N, co
 sf_status sf_backend_dtype_check(sf_scalar dtype, sf_device device, const char *op)
 {
     static const char *const names[] = {"float32", "bfloat16", "float16"};
-    if ((unsigned)dtype > SF_SCALAR_F16) return sf_fail(SF_ERR_INVALID, "%s: unknown activation type %d", op, (int)dtype);
+    if ((unsigned)dtype > SF_SCALAR_F64) return sf_fail(SF_ERR_INVALID, "%s: unknown activation type %d", op, (int)dtype);
     if (dtype == SF_SCALAR_F32) return SF_OK;
+    if (dtype == SF_SCALAR_F64)
+        return device.kind == SF_DEVICE_CPU
+                   ? SF_OK
+                   : sf_fail(SF_ERR_UNSUPPORTED, "%s: float64 runs on the CPU only (no float64 kernels on CUDA): "
+                                                 "use device cpu, or float32", op);
 #ifdef SF_HAVE_CUDA
     if (device.kind == SF_DEVICE_CUDA) return sf_cuda_arch_check_current(); /* built for every activation type */
 #endif
@@ -116,7 +121,9 @@ sf_status sf_lif_forward_typed(const sf_lif_params *p, int64_t T, int64_t N, sf_
     SF_TRY(sf_backend_dtype_check(dtype, device, "LIF forward"));
     sf_lif_out out = {.s = s};
     if (N == 0) return SF_OK;
-    if (device.kind == SF_DEVICE_CPU) return sf_cpu_lif_forward(p, T, N, x, &out, st);
+    if (device.kind == SF_DEVICE_CPU)
+        return dtype == SF_SCALAR_F64 ? sf_cpu_lif_forward_f64(p, T, N, x, s, st)
+                                      : sf_cpu_lif_forward(p, T, N, x, &out, st);
 #ifdef SF_HAVE_CUDA
     if (device.kind == SF_DEVICE_CUDA)
         return sf_cuda_lif_forward(p, T, N, dtype, x, &out, st, stream);
@@ -130,7 +137,9 @@ sf_status sf_lif_backward_typed(const sf_lif_params *p, int64_t T, int64_t N, sf
     SF_TRY(check_lif_call(p, T, N, x, ds, dx));
     SF_TRY(sf_backend_dtype_check(dtype, device, "LIF backward"));
     if (N == 0) return SF_OK;
-    if (device.kind == SF_DEVICE_CPU) return sf_cpu_lif_backward(p, T, N, x, NULL, ds, dx, st);
+    if (device.kind == SF_DEVICE_CPU)
+        return dtype == SF_SCALAR_F64 ? sf_cpu_lif_backward_f64(p, T, N, x, ds, dx, st)
+                                      : sf_cpu_lif_backward(p, T, N, x, NULL, ds, dx, st);
 #ifdef SF_HAVE_CUDA
     if (device.kind == SF_DEVICE_CUDA)
         return sf_cuda_lif_backward(p, T, N, dtype, x, NULL, ds, dx, st, stream);

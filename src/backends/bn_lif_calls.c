@@ -2,6 +2,7 @@
  * the backends' kernels without a backend object. */
 #include "backends/backends.h"
 #include "core/error.h"
+#include "cpu/cpu_backend.h"
 #include "cpu/cpu_neuron.h"
 #ifdef SF_HAVE_CUDA
 #include "cuda/cuda_backend.h"
@@ -33,6 +34,8 @@ sf_status sf_bn_lif_forward(const sf_lif_params *p, int64_t T, int64_t B, int32_
     SF_TRY(sf_backend_dtype_check(dtype, device, "BN+LIF forward"));
     if (B * hw == 0) return SF_OK;
     sf_lif_out out = {.s = s};
+    if (device.kind == SF_DEVICE_CPU && dtype == SF_SCALAR_F64)
+        return sf_cpu_bn_lif_forward_f64(p, T, sh, x, mean, var, eps, gamma, beta, s, st);
     if (device.kind == SF_DEVICE_CPU)
         return sf_cpu_op_bn_lif_forward(NULL, p, T, sh, x, mean, var, eps, gamma, beta, &out, st);
 #ifdef SF_HAVE_CUDA
@@ -62,6 +65,8 @@ sf_status sf_bn_lif_backward(const sf_lif_params *p, int64_t T, int64_t B, int32
     const void *tensors[] = {x, mean, var, gamma, beta, ds, dx, dgamma, dbeta};
     SF_TRY(check_bn_lif_call(p, T, B, C, hw, eps, tensors, 9, &sh));
     SF_TRY(sf_backend_dtype_check(dtype, device, "BN+LIF backward"));
+    if (device.kind == SF_DEVICE_CPU && dtype == SF_SCALAR_F64)
+        return sf_cpu_bn_lif_backward_f64(p, T, sh, x, mean, var, eps, gamma, beta, ds, dx, dgamma, dbeta, st);
     if (device.kind == SF_DEVICE_CPU)
         return sf_cpu_op_bn_lif_backward(NULL, p, T, sh, x, NULL, mean, var, eps, gamma, beta, ds, dx, dgamma, dbeta,
                                          st, NULL, NULL);

@@ -67,7 +67,7 @@ typedef struct sf_lif_out {
 } sf_lif_out;
 
 /* Bytes of one element stored in type t (activations: see above). */
-static inline size_t sf_scalar_size(sf_scalar t) { return t == SF_SCALAR_F32 ? 4 : 2; }
+static inline size_t sf_scalar_size(sf_scalar t) { return t == SF_SCALAR_F64 ? 8 : t == SF_SCALAR_F32 ? 4 : 2; }
 
 /* rlif_backward's bwd_sparse flags */
 enum { SF_RLIF_SPARSE_DV = 1, SF_RLIF_SPARSE_DY = 2 };

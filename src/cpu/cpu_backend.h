@@ -12,6 +12,18 @@ sf_status sf_cpu_lif_forward(const sf_lif_params *p, int64_t T, int64_t N, const
                              const sf_lif_state *st);
 sf_status sf_cpu_lif_backward(const sf_lif_params *p, int64_t T, int64_t N, const float *x, const float *h,
                               const float *ds, float *dx, const sf_lif_state *st);
+/* The same calls and the fused BN → neuron in double (SF_SCALAR_F64, spikefuse.h: every array is double; the
+ * BN+LIF's x is [T, B, C, hw], sh.rows = T·B), a plain loop over each neuron's steps (neuron_f64.c). */
+sf_status sf_cpu_lif_forward_f64(const sf_lif_params *p, int64_t T, int64_t N, const void *x, void *s,
+                                 const sf_lif_state *st);
+sf_status sf_cpu_lif_backward_f64(const sf_lif_params *p, int64_t T, int64_t N, const void *x, const void *ds, void *dx,
+                                  const sf_lif_state *st);
+sf_status sf_cpu_bn_lif_forward_f64(const sf_lif_params *p, int64_t T, sf_bn_shape sh, const void *x, const void *mean,
+                                    const void *var, float eps, const void *gamma, const void *beta, void *s,
+                                    const sf_lif_state *st);
+sf_status sf_cpu_bn_lif_backward_f64(const sf_lif_params *p, int64_t T, sf_bn_shape sh, const void *x,
+                                     const void *mean, const void *var, float eps, const void *gamma, const void *beta,
+                                     const void *ds, void *dx, void *dgamma, void *dbeta, const sf_lif_state *st);
 
 /* OpenMP threads of the CPU kernels and of OpenBLAS (one pool: the OpenMP build of OpenBLAS); n <= 0 keeps the
  * OpenMP default. */

@@ -76,6 +76,7 @@ template <class Fn> static sf_status sf_cuda_with_act(sf_scalar t, Fn fn)
     case SF_SCALAR_F32: return fn(float());
     case SF_SCALAR_BF16: return fn(__nv_bfloat16());
     case SF_SCALAR_F16: return fn(__half());
+    case SF_SCALAR_F64: break; /* the CPU's only (sf_backend_dtype_check) */
     }
     return sf_fail(SF_ERR_INVALID, "unknown activation storage type %d", (int)t);
 }

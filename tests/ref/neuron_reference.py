@@ -89,15 +89,15 @@ def cut(h, grad_threshold, grad_cut):
 
 
 def lif(x_seq, a, c, v_threshold=1.0, v_reset=0.0, soft_reset=False, detach_reset=False, surrogate="sigmoid",
-        alpha=None, grad_threshold=None, v_rest=0.0, grad_cut=False, V=None):
+        alpha=None, grad_threshold=None, v_rest=0.0, grad_cut=False, V=None, v_init=None):
     """The LIF recurrence over x_seq [T, ...], one step at a time: h = v_rest + a·(v - v_rest) + c·y with y = x_t, or,
     given a recurrent weight V [n, n] (spikefuse's rlif layer), y = x_t + V·s_{t-1} (s_0 = 0, the recurrent path
     carrying gradient); spike, reset (to v_reset, or by subtracting v_threshold if soft_reset; detach_reset detaches
     only the reset). The membrane starts at the reset value and leaks towards v_rest: 0 in spikefuse's kernels, v_reset
-    in SpikingJelly's LIFNode. With grad_cut, no gradient reaches h where it is below grad_threshold. Returns
-    (spikes, h)."""
+    in SpikingJelly's LIFNode, or at v_init (a state carried from an earlier call) where given. With grad_cut, no
+    gradient reaches h where it is below grad_threshold. Returns (spikes, h)."""
     alpha = DEFAULT_ALPHA[surrogate] if alpha is None else alpha
-    v = torch.full_like(x_seq[0], 0.0 if soft_reset else v_reset)
+    v = torch.full_like(x_seq[0], 0.0 if soft_reset else v_reset) if v_init is None else v_init
     s = torch.zeros_like(x_seq[0])
     spikes, hs = [], []
     for t in range(x_seq.shape[0]):  # not `for x in x_seq`: unbind would turn some +0 gradients into -0

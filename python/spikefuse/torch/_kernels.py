@@ -13,9 +13,16 @@ import torch
 from .. import _lib
 
 # 16-bit inputs are widened to fp32 here and the results narrowed back to the input's dtype; the membrane
-# potential is fp32 either way.
+# potential is fp32 either way. float64 inputs (the CPU only) run the library's float64 calls: the membrane, the
+# state, a PLIF's w and the BN's statistics and parameters are float64 with them.
 HALF_DTYPES = (torch.float16, torch.bfloat16)
-INPUT_DTYPES = (torch.float32,) + HALF_DTYPES
+INPUT_DTYPES = (torch.float32,) + HALF_DTYPES + (torch.float64,)
+
+
+def state_dtype(x):
+    """The dtype of the membrane state, a PLIF's w and the BN's tensors for input x: float64 for float64, else
+    float32."""
+    return torch.float64 if x.dtype is torch.float64 else torch.float32
 
 
 def params_tuple(p):
@@ -138,8 +145,8 @@ def as_dtype(t, dtype):
 
 
 def state_out(x, keep):
-    """v_out [*x.shape[1:]] fp32 when the state is kept, else None."""
-    return torch.empty(x.shape[1:], dtype=torch.float32, device=x.device) if keep else None
+    """v_out [*x.shape[1:]] (in state_dtype(x)) when the state is kept, else None."""
+    return torch.empty(x.shape[1:], dtype=state_dtype(x), device=x.device) if keep else None
 
 
 _SCALAR = {torch.float32: _lib.SCALAR_F32, torch.bfloat16: _lib.SCALAR_BF16, torch.float16: _lib.SCALAR_F16}
@@ -169,6 +176,9 @@ def lif_forward(x, v_in, pvec, keep_state, w=None, ckpt=None):
     def launch(kernel, code, t, out, unsupported_ok=False):
         return run(kernel, "sf_lif_forward", target, p, T, x.numel() // T, *code, t.data_ptr(), out.data_ptr(), st,
                    unsupported_ok=unsupported_ok)
+    if x.dtype is torch.float64:
+        launch(_lib.sf_lif_forward_typed, (_lib.SCALAR_F64,), x, s)
+        return s, v_out
     if _in_16_bits(_lib.sf_lif_forward_typed, target, x,
                    lambda code: launch(_lib.sf_lif_forward_typed, (code,), x, s, True)):
         return s, v_out
@@ -190,6 +200,9 @@ def lif_backward(x, v_in, ds, dv_in, pvec, want_dv, w=None, dw=None, ckpt=None):
     def launch(kernel, code, t, g, out, unsupported_ok=False):
         return run(kernel, "sf_lif_backward", target, p, T, x.numel() // T, *code, t.data_ptr(), g.data_ptr(),
                    out.data_ptr(), st, unsupported_ok=unsupported_ok)
+    if x.dtype is torch.float64:
+        launch(_lib.sf_lif_backward_typed, (_lib.SCALAR_F64,), x, ds, dx)
+        return dx, dv_out
     if _in_16_bits(_lib.sf_lif_backward_typed, target, x,
                    lambda code: launch(_lib.sf_lif_backward_typed, (code,), x, ds, dx, True)):
         return dx, dv_out
@@ -224,6 +237,9 @@ def bn_lif_forward(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state, ckpt=
         return run(_lib.sf_bn_lif_forward, "sf_bn_lif_forward", target, p, *shape, code, t.data_ptr(), *stats,
                    s.data_ptr(), st, unsupported_ok=unsupported_ok)
     s = torch.empty_like(x)
+    if x.dtype is torch.float64:
+        call(x, _lib.SCALAR_F64)
+        return s, v_out
     if _in_16_bits(_lib.sf_bn_lif_forward, target, x, lambda code: call(x, code, True)):
         return s, v_out
     xf = as_fp32(x)
@@ -251,6 +267,9 @@ def bn_lif_backward(x, mean, var, gamma, beta, v_in, ds, dv_in, eps, pvec, want_
                    unsupported_ok=unsupported_ok)
     ds = as_dtype(ds, x.dtype).contiguous()
     dx = torch.empty_like(x)
+    if x.dtype is torch.float64:
+        call(x, ds, _lib.SCALAR_F64)
+        return dx, dgamma, dbeta, dv_out
     if _in_16_bits(_lib.sf_bn_lif_backward, target, x, lambda code: call(x, ds, code, True)):
         return dx, dgamma, dbeta, dv_out
     xf, dsf = as_fp32(x), as_fp32(ds)

@@ -8,11 +8,11 @@
   torch.ops.spikefuse.*.
 
 lif(x, v_in, pvec, keep_state) -> (s, v_out) and bn_lif(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state)
--> (s, v_out): v_in (None: the sequence starts at v_reset) and v_out ([*x.shape[1:]] fp32; None in eager mode
-and an empty tensor in traced mode without keep_state) carry the membrane across calls, and the gradient flows
-through them from one call to the previous one. Beside x, the backward keeps the forward's checkpoints of the
-membrane every 32 steps (on CUDA past 32 steps: 1/32 of it), where its recompute starts. mean and var are taken as x's batch statistics (the backward
-differentiates through them), so pass them detached."""
+-> (s, v_out): v_in (None: the sequence starts at v_reset) and v_out ([*x.shape[1:]] fp32, float64 for a float64
+x; None in eager mode and an empty tensor in traced mode without keep_state) carry the membrane across calls, and
+the gradient flows through them from one call to the previous one. Beside x, the backward keeps the forward's
+checkpoints of the membrane every 32 steps (on CUDA past 32 steps: 1/32 of it), where its recompute starts. mean and
+var are taken as x's batch statistics (the backward differentiates through them), so pass them detached."""
 import os
 
 import torch
@@ -101,7 +101,7 @@ def _eager_bn_lif(x, mean, var, gamma, beta, v_in, eps, pvec, keep_state):
 
 def _or_empty(t, x):
     """Custom ops return tensors only: an absent state is an empty one."""
-    return t if t is not None else x.new_empty((0,), dtype=torch.float32)
+    return t if t is not None else x.new_empty((0,), dtype=_kernels.state_dtype(x))
 
 
 # Ops are defined through torch.library's Library API rather than torch.library.custom_op: custom_op's per-call
@@ -124,8 +124,8 @@ def define_op(schema, kernel, fake, backward=None, setup_context=None):
 
 
 def state_like(x, keep):
-    """The fake v_out (or dv_out): [*x.shape[1:]] fp32 when kept, else empty."""
-    return x.new_empty(x.shape[1:] if keep else (0,), dtype=torch.float32)
+    """The fake v_out (or dv_out): [*x.shape[1:]] in the state's dtype when kept, else empty."""
+    return x.new_empty(x.shape[1:] if keep else (0,), dtype=_kernels.state_dtype(x))
 
 
 def ckpt_op(x, pvec):

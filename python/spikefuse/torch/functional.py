@@ -24,10 +24,12 @@ def check_input(x_seq, what="spikefuse LIF", min_dim=1):
     if not isinstance(x_seq, torch.Tensor):
         raise TypeError(f"{what}: x_seq must be a torch.Tensor, got {type(x_seq).__name__}")
     if x_seq.dtype not in _kernels.INPUT_DTYPES:
-        why = (" (libspikefuse's kernels are float32 ones, with 16-bit storage: it has no float64 kernels yet, so "
-               "torch.autograd.gradcheck cannot check these layers); convert with x_seq.float()"
-               if x_seq.dtype is torch.float64 else " (convert with x_seq.float())")
-        raise TypeError(f"{what}: x_seq must be float32, float16 or bfloat16, got {x_seq.dtype}{why}")
+        raise TypeError(f"{what}: x_seq must be float32, float16, bfloat16 or (on the CPU) float64, got "
+                        f"{x_seq.dtype} (convert with x_seq.float())")
+    if x_seq.dtype is torch.float64 and not x_seq.is_cpu:
+        raise TypeError(f"{what}: float64 runs on the CPU only (libspikefuse has float64 kernels there, for "
+                        f"comparisons and torch.autograd.gradcheck, but none on CUDA); x_seq is float64 on "
+                        f"{x_seq.device}: move it with x_seq.cpu() (and the module with .cpu()), or use float32")
     if x_seq.dim() < min_dim or x_seq.shape[0] == 0:
         raise ValueError(f"{what}: x_seq must have shape [T, ...] with T >= 1 and at least {min_dim} dimensions, "
                          f"got {tuple(x_seq.shape)}")
@@ -48,6 +50,9 @@ def check_state(v, x, what):
     if v.device != x.device:
         raise ValueError(f"{what}: the membrane state is on {v.device}, the input on {x.device}; call reset() "
                          "after moving the module")
+    if v.dtype is not _kernels.state_dtype(x):
+        raise ValueError(f"{what}: the membrane state is {v.dtype}, but a {x.dtype} input keeps it in "
+                         f"{_kernels.state_dtype(x)}; call reset() before a sequence of another dtype")
     return v
 
 
@@ -62,10 +67,11 @@ def lif(x_seq, tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0, detach_r
         alpha=None, grad_threshold=None):
     """Spikes of a multi-step LIF neuron layer, SpikingJelly's LIFNode(step_mode="m") semantics.
 
-    x_seq: float32, float16 or bfloat16 [T, *] on the CPU or a CUDA device; returns spikes (exactly 0/1, in x_seq's
-    dtype) of the same shape. The membrane (fp32) starts at v_reset (0 for the soft reset, v_reset=None) on every
-    call. alpha=None takes the surrogate's default (sigmoid 4, atan 2, fast_sigmoid 10, rect 1). grad_threshold
-    (θ_grad): the surrogate gradient is 0 where the membrane potential h < θ_grad."""
+    x_seq: float32, float16 or bfloat16 [T, *] on the CPU or a CUDA device, or float64 on the CPU; returns spikes
+    (exactly 0/1, in x_seq's dtype) of the same shape. The membrane (fp32; float64 for float64) starts at v_reset
+    (0 for the soft reset, v_reset=None) on every call. alpha=None takes the surrogate's default (sigmoid 4, atan 2,
+    fast_sigmoid 10, rect 1). grad_threshold (θ_grad): the surrogate gradient is 0 where the membrane potential
+    h < θ_grad."""
     pvec = lif_params(tau, decay_input, v_threshold, v_reset, detach_reset, surrogate, alpha, grad_threshold)
     return lif_with_state(x_seq, pvec)[0]
 
@@ -77,30 +83,32 @@ def apply_lif(x_seq, params):
 
 def bn_lif_with_state(x_seq, mean, var, gamma, beta, eps, pvec, v=None, keep_state=False):
     """(spikes, v after the last step or empty) of BN → LIF over x_seq [T, B, C, *spatial], normalised with mean
-    and var ([C], taken as x_seq's batch statistics by the backward) and the affine gamma, beta ([C])."""
+    and var ([C], taken as x_seq's batch statistics by the backward) and the affine gamma, beta ([C]), all float32
+    (float64 for a float64 x_seq)."""
     x = check_input(x_seq, "spikefuse BNLIF", min_dim=3)
-    C = x.shape[2]
+    C, dtype = x.shape[2], _kernels.state_dtype(x)
     tensors = dict(mean=mean, var=var, weight=gamma, bias=beta)
     for name, t in tensors.items():
-        if t.shape != (C,) or t.dtype != torch.float32 or t.device != x.device:
-            raise ValueError(f"spikefuse BNLIF: {name} must be float32 [{C}] on {x.device}, got {t.dtype} "
-                             f"{tuple(t.shape)} on {t.device}")
+        if t.shape != (C,) or t.dtype != dtype or t.device != x.device:
+            hint = " (a float64 input takes a float64 module: call .double() on it)" if dtype is torch.float64 else ""
+            raise ValueError(f"spikefuse BNLIF: {name} must be {dtype} [{C}] on {x.device}, got {t.dtype} "
+                             f"{tuple(t.shape)} on {t.device}{hint}")
     c = [t.contiguous() for t in (mean, var, gamma, beta)]
     return _ops.bn_lif(x, *c, check_state(v, x, "spikefuse BNLIF"), float(eps), pvec, keep_state)
 
 
 def batch_norm_statistics(x, running_mean, running_var, training, momentum):
     """(mean, var) that normalise x [T, B, C, *spatial] per channel: in training its batch statistics over every
-    other dimension (biased var, computed in fp32 and detached: the fused backward differentiates through them
-    itself), with running_mean / running_var (when given) updated in place by PyTorch's rule (the unbiased var);
-    in evaluation the running ones."""
+    other dimension (biased var, computed in fp32, float64 for float64, and detached: the fused backward
+    differentiates through them itself), with running_mean / running_var (when given) updated in place by
+    PyTorch's rule (the unbiased var); in evaluation the running ones."""
     if not training:
         if running_mean is None or running_var is None:
             raise ValueError("spikefuse BNLIF: evaluation needs the running statistics (track_running_stats)")
         return running_mean, running_var
     dims = (0, 1) + tuple(range(3, x.dim()))
     with torch.no_grad():
-        var, mean = torch.var_mean(x.float(), dim=dims, unbiased=False)
+        var, mean = torch.var_mean(x.to(_kernels.state_dtype(x)), dim=dims, unbiased=False)
         if running_mean is not None and running_var is not None:
             n = x.numel() // max(1, x.shape[2])
             running_mean.mul_(1 - momentum).add_(mean, alpha=momentum)
@@ -113,7 +121,7 @@ def eval_bn_then_lif(x, mean, var, gamma, beta, eps, pvec, v=None, keep_state=Fa
     map per channel, which the fused backward, made for batch statistics, does not compute)."""
     shape = (1, 1, -1) + (1,) * (x.dim() - 3)
     scale = gamma * torch.rsqrt(var + eps)
-    y = (x.float() - mean.view(shape)) * scale.view(shape) + beta.view(shape)
+    y = (x.to(_kernels.state_dtype(x)) - mean.view(shape)) * scale.view(shape) + beta.view(shape)
     s, v_out = lif_with_state(y, pvec, v, keep_state)
     return s.to(x.dtype), v_out
 
@@ -127,9 +135,9 @@ def bn_lif(x_seq, weight=None, bias=None, running_mean=None, running_var=None, t
     the running statistics do. weight, bias: the affine [C] (None: 1 and 0). Only x_seq is kept for the backward,
     which recomputes the normalised input and the membrane."""
     x = check_input(x_seq, "spikefuse BNLIF", min_dim=3)
-    C = x.shape[2]
-    gamma = torch.ones(C, device=x.device) if weight is None else weight
-    beta = torch.zeros(C, device=x.device) if bias is None else bias
+    C, dtype = x.shape[2], _kernels.state_dtype(x)
+    gamma = torch.ones(C, dtype=dtype, device=x.device) if weight is None else weight
+    beta = torch.zeros(C, dtype=dtype, device=x.device) if bias is None else bias
     mean, var = batch_norm_statistics(x, running_mean, running_var, training, momentum)
     pvec = lif_params(tau, decay_input, v_threshold, v_reset, detach_reset, surrogate, alpha, grad_threshold)
     if not training and torch.is_grad_enabled() and (x.requires_grad or gamma.requires_grad or beta.requires_grad):

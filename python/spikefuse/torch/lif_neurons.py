@@ -24,7 +24,8 @@ class LIF(_Neuron):
     A value the library refuses is a ValueError naming it and its range.
 
     forward(x_seq): x_seq [T, *] (CPU or CUDA; float32, float16 or bfloat16, spikes returned in the same dtype,
-    the membrane in fp32) → spikes of the same shape; step_mode="s": one step [*].
+    the membrane in fp32; float64 on the CPU, computed in float64) → spikes of the same shape; step_mode="s": one
+    step [*].
     Semantics are SpikingJelly's LIFNode, per neuron and step:
         decay_input:     h = v + (x - (v - v_reset)) / tau      else  h = v - (v - v_reset) / tau + x
         s = (h >= v_threshold);  v = v_reset where s else h      (v_reset=None: v = h - v_threshold·s, decay to 0)

@@ -48,7 +48,8 @@ class _Neuron(_Base):
 
     The kernels integrate u = v - v_reset (hard reset; v itself for the soft reset), which starts at 0: the shift
     that makes SpikingJelly's decay towards v_reset the kernels' decay towards 0 (see _lib.lif_params); `v` and
-    `v_seq` add it back. The state is a tensor of one step's shape in fp32, or None after reset()."""
+    `v_seq` add it back. The state is a tensor of one step's shape in fp32 (float64 for float64 inputs), or None
+    after reset()."""
 
     _model = "lif"
     _PARAMS = ("tau", "decay_input", "v_threshold", "v_reset", "detach_reset", "surrogate", "alpha",
@@ -143,7 +144,8 @@ class _Neuron(_Base):
     def v(self, value):
         initial = 0.0 if self.v_reset is None else self.v_reset
         if isinstance(value, torch.Tensor):
-            self._u = (value - self._shift).float().contiguous()
+            u = value - self._shift
+            self._u = u.to(torch.float64 if u.dtype is torch.float64 else torch.float32).contiguous()
         elif float(value) == initial:
             self._u = None
         else:

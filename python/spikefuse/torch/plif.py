@@ -74,10 +74,13 @@ if _ops.CUSTOM_OPS:
 
 def plif_with_state(x_seq, w, pvec, v=None, keep_state=False):
     """(spikes, v after the last step or None) of the PLIF with weight w (0-dim or [1]: one; [C]: per channel of
-    x_seq [T, B, C, ...]) from the state v (None: v_reset). x_seq float32, float16 or bfloat16 (as LIF); w float32."""
+    x_seq [T, B, C, ...]) from the state v (None: v_reset). x_seq as LIF's; w float32 (float64 for a float64
+    x_seq)."""
     x = functional.check_input(x_seq, "spikefuse PLIF")
-    if w.dtype is not torch.float32 or w.device != x.device:
-        raise TypeError(f"spikefuse PLIF: w must be float32 on {x.device}, got {w.dtype} on {w.device}")
+    dtype = _kernels.state_dtype(x)
+    if w.dtype is not dtype or w.device != x.device:
+        hint = " (a float64 input takes a float64 module: call .double() on it)" if dtype is torch.float64 else ""
+        raise TypeError(f"spikefuse PLIF: w must be {dtype} on {x.device}, got {w.dtype} on {w.device}{hint}")
     v = functional.check_state(v, x, "spikefuse PLIF")
     wc = w.contiguous()
     if _ops.CUSTOM_OPS and _ops.is_compiling():
