@@ -197,10 +197,10 @@ class TestResidual(unittest.TestCase):
         self.assertEqual(self.kinds(net).count("add"), 4)
 
     def test_spiking_resnet(self):
-        for block, size in (("BasicBlock", 32), ("Bottleneck", 16)):
+        for block, size, width in (("BasicBlock", 32, 64), ("Bottleneck", 32, 16)):  # width_per_group 16: narrow
             with self.subTest(block=block):
                 net = self.check(sj_resnet("spiking", block, surrogate_function=sj.ATan(), detach_reset=True,
-                                           zero_init_residual=block == "Bottleneck"),
+                                           zero_init_residual=block == "Bottleneck", width_per_group=width),
                                  (3, size, size), 5, float64=True, steps=2, batch=2)
                 kinds = self.kinds(net)
                 self.assertEqual([kinds[i + 1] for i, k in enumerate(kinds) if k == "add"], ["lif"] * 4)
@@ -218,6 +218,77 @@ class TestResidual(unittest.TestCase):
                 neuron, kw = neurons[0]  # its last neuron's w comes after the downsample in the engine's order
             with self.subTest(kind=kind, block=block, cnf=cnf, neuron=neuron.__name__):
                 self.check(sj_blocks(kind, block, cnf, neuron, **kw), (2, 8, 8), 5)
+
+    def test_refused(self):
+        """What SpikingJelly's forward does not compute as the engine can is refused, naming the part."""
+        x = sample((3, 32, 32), steps=2, batch=2)
+        with self.assertRaisesRegex(ValueError, "fuse: \\(model\\) \\(SEWResNet\\): layer1.0.conv2 \\(Conv2d\\): "
+                                    "Conv2d with groups"):
+            fuse(sj_resnet("sew", "Bottleneck", "ADD", groups=2, width_per_group=4), x)
+        dilated = sj.spiking_resnet.SpikingResNet(sj.spiking_resnet.Bottleneck, [1, 1, 1, 2], width_per_group=16,
+                                                  replace_stride_with_dilation=[False, False, True],
+                                                  spiking_neuron=sj.IFNode, step_mode="m")
+        sj.set_step_mode(dilated, "m")
+        with self.assertRaisesRegex(ValueError, "layer4.1.conv2 \\(Conv2d\\): Conv2d with groups, dilation"):
+            fuse(dilated, x)
+        model = sj_resnet("sew", "BasicBlock", "ADD")
+        model.avgpool = torch.nn.Identity()
+        with self.assertRaisesRegex(ValueError, "SEWResNet\\): its avgpool is not in step mode 'm'"):
+            fuse(model, x)
+        model.avgpool, model.layer2[0].cnf = sj.AdaptiveAvgPool2d((1, 1), step_mode="m"), "OR"
+        with self.assertRaisesRegex(ValueError, "layer2.0 \\(BasicBlock\\): cnf='OR'"):
+            fuse(model, x)
+        model.layer2[0].cnf = "AND"
+        model.layer3[0].sn1.step_mode = "s"
+        with self.assertRaisesRegex(ValueError, "layer3.0.sn1 \\(IFNode\\): IFNode in step mode 's'"):
+            fuse(model, x)
+
+        def refused(model, pattern):
+            with self.assertRaisesRegex(ValueError, pattern):
+                fuse(model, sample((2, 8, 8)))
+        blocks = sj_blocks("sew", "BasicBlock", "IAND")
+        blocks[3].bn1 = torch.nn.GroupNorm(2, 8)  # a norm_layer other than batch norm
+        refused(blocks, "fuse: 3 \\(BasicBlock\\): 3.bn1 \\(GroupNorm\\): GroupNorm has no counterpart")
+        blocks[3].bn1, blocks[3].drop = sj.BatchNorm2d(8, step_mode="m"), torch.nn.Dropout()
+        refused(blocks, "fuse: 3 \\(BasicBlock\\): its modules differ from SpikingJelly's BasicBlock's: drop besides")
+        del blocks[3].drop
+        blocks[3].forward = lambda x: x
+        refused(blocks, "fuse: 3 \\(BasicBlock\\): its forward is not SpikingJelly's BasicBlock.forward")
+
+        class Gated(sj.sew_resnet.Bottleneck):
+            def forward(self, x):
+                return super().forward(x) * 0.5
+        blocks = sj_blocks("sew", "Bottleneck", "ADD")
+        gated = Gated(8, 2, cnf="ADD", spiking_neuron=sj.IFNode, step_mode="m")
+        sj.set_step_mode(gated, "m")
+        blocks[3] = gated
+        refused(blocks, "fuse: 3 \\(Gated\\): its forward is not SpikingJelly's Bottleneck.forward")
+        blocks[3] = torch.nn.Sequential(sj.Conv2d(8, 8, 1, step_mode="m"), torch.nn.ReLU())  # a block it does not know
+        refused(blocks, "fuse: 3.1 \\(ReLU\\)")
+
+    def test_partial_keeps_a_block_whole(self):
+        """partial=True: a residual block (or a whole ResNet) fuse refuses stays one torch module."""
+        class Gated(sj.sew_resnet.BasicBlock):
+            def forward(self, x):
+                return super().forward(x) * 0.5
+        model = sj_blocks("sew", "BasicBlock", "AND", v_threshold=0.5)
+        gated = Gated(8, 4, 2, model[4].downsample, cnf="AND", spiking_neuron=sj.IFNode, v_threshold=0.5)
+        gated.load_state_dict(model[4].state_dict())
+        model[4] = gated
+        sj.set_step_mode(model, "m")
+        x = sample((2, 8, 8))
+        fused = fuse(model, x, partial=True)
+        self.assertEqual([type(m).__name__ for m in fused], ["Network", "Gated", "Network"])
+        with torch.no_grad():
+            y = fused(x)
+            reset(model)  # the kept block's neurons are SpikingJelly's: their state stays until reset
+            close(self, y, model(x), "output")
+        whole = sj_resnet("sew", "BasicBlock", "ADD")
+        whole.layer1[0].bn1 = sj.SeqToANNContainer(torch.nn.GroupNorm(4, 64))
+        x = sample((3, 32, 32), steps=2, batch=2)
+        kept = fuse(whole, x, partial=True)
+        self.assertEqual([type(m).__name__ for m in kept], ["SEWResNet"])
+        self.assertIs(kept[0], whole)
 
 
 class TestPartial(unittest.TestCase):

@@ -183,12 +183,14 @@ def _add(graph, path, m, per_step, src):
 
 def _add_tree(graph, module, path, src):
     """_add for each leaf of `module` (an nn.Sequential tree, or one module) in turn, from tensor src; a leaf it
-    cannot take is _Unsupported naming the leaf and its path."""
+    cannot take is _Unsupported naming the leaf and its path (the innermost one, in a residual leaf's parts)."""
     for leaf_path, m, per_step in _leaves(module, path, False):
         try:
             src = _add(graph, leaf_path, m, per_step, src)
         except _Unsupported as e:
-            raise _Unsupported(f"{leaf_path} ({type(m).__name__}): {e}") from None
+            if e.located:
+                raise
+            raise _Unsupported(f"{leaf_path} ({type(m).__name__}): {e}", located=True) from None
     return src
 
 

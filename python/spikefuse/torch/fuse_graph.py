@@ -8,7 +8,12 @@ _VECTORS = ("linear", "flatten")  # kinds that write vectors
 
 
 class Unsupported(Exception):
-    """A module fuse cannot put in a Network (the reason, for the ValueError or for partial)."""
+    """A module fuse cannot put in a Network (the reason, for the ValueError or for partial); located: the message
+    names the part of a composite module (a ResNet's) where it lies."""
+
+    def __init__(self, message, located=False):
+        super().__init__(message)
+        self.located = located
 
 
 class Graph:
