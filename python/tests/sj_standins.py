@@ -445,10 +445,16 @@ def _named(module, **classes):
     return types.SimpleNamespace(**classes)
 
 
+def _sew_resnet18(pretrained=False, progress=True, cnf=None, spiking_neuron=None, **kwargs):
+    """sew_resnet.sew_resnet18 (without pretrained weights)."""
+    return SEWResNet(SEWBasicBlock, [2, 2, 2, 2], cnf=cnf, spiking_neuron=spiking_neuron, **kwargs)
+
+
 # spikingjelly.activation_based.model.sew_resnet and .spiking_resnet (their classes; build with e.g.
 # sew_resnet.SEWResNet(sew_resnet.BasicBlock, [2, 2, 2, 2], cnf="ADD", spiking_neuron=IFNode, ...))
 sew_resnet = _named("spikingjelly.activation_based.model.sew_resnet", BasicBlock=SEWBasicBlock,
                     Bottleneck=SEWBottleneck, SEWResNet=SEWResNet)
+sew_resnet.sew_resnet18 = _sew_resnet18
 spiking_resnet = _named("spikingjelly.activation_based.model.spiking_resnet", BasicBlock=SpikingBasicBlock,
                         Bottleneck=SpikingBottleneck, SpikingResNet=SpikingResNet)
 
@@ -467,10 +473,13 @@ def reset_net(net):
 
 def modules():
     """sys.modules entries that make `from spikingjelly.activation_based import functional, layer, neuron,
-    surrogate` give the stand-ins (set_step_mode and reset_net as SpikingJelly's do them)."""
+    surrogate` and `from spikingjelly.activation_based.model import sew_resnet, spiking_resnet` give the stand-ins
+    (set_step_mode and reset_net as SpikingJelly's do them)."""
     ab = types.ModuleType("spikingjelly.activation_based")
     ab.layer = ab.neuron = ab.surrogate = sys.modules[__name__]
     ab.functional = types.SimpleNamespace(set_step_mode=set_step_mode, reset_net=reset_net)
+    ab.model = types.ModuleType("spikingjelly.activation_based.model")
+    ab.model.sew_resnet, ab.model.spiking_resnet = sew_resnet, spiking_resnet
     sj = types.ModuleType("spikingjelly")
     sj.activation_based = ab
-    return {"spikingjelly": sj, "spikingjelly.activation_based": ab}
+    return {"spikingjelly": sj, "spikingjelly.activation_based": ab, "spikingjelly.activation_based.model": ab.model}
