@@ -22,6 +22,7 @@ from .spikingjelly_convert import is_spikingjelly_neuron, neuron_of
 _PER_STEP_CONTAINERS = ("SeqToANNContainer", "MultiStepContainer")
 _SF_NEURONS = (LIF, IF, PLIF, ALIF)
 
+
 def _square(v, what, name):
     if isinstance(v, str):
         raise _Unsupported(f"{what} {name}={v!r}: the engine takes a number")
