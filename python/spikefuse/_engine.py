@@ -77,9 +77,9 @@ def _checkpoint_path(path):
 class LayerError(ValueError):
     """sf_net_add refused layer `layer_index` (its message names the problem)."""
 
-    def __init__(self, message, layer_index):
+    def __init__(self, message, layer_index, reason):
         super().__init__(message)
-        self.layer_index = layer_index
+        self.layer_index, self.reason = layer_index, reason  # reason: the library's message alone
 
 
 class Engine(_net.NetHandle):
@@ -113,7 +113,8 @@ class Engine(_net.NetHandle):
         for i, d in enumerate(layers):
             s = f["add"](h, ctypes.byref(d), None)
             if s != 0:
-                raise LayerError(f"layer {i} ({d.kind_name}): {_lib.last_error()}", i)
+                reason = _lib.last_error()
+                raise LayerError(f"layer {i} ({d.kind_name}): {reason}", i, reason)
         return engine
 
     @classmethod

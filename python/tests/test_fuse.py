@@ -59,9 +59,9 @@ def spikefuse_net():
         IF(v_threshold=0.2))
 
 
-def sample(shape, seed=1):
+def sample(shape, seed=1, steps=T, batch=B):
     g = torch.Generator().manual_seed(seed)
-    return torch.rand((T, B) + shape, generator=g) * 3
+    return torch.rand((steps, batch) + shape, generator=g) * 3
 
 
 def close(test, a, b, what, tol=1e-5):
@@ -76,21 +76,23 @@ def close(test, a, b, what, tol=1e-5):
 
 
 class TestRoundTrip(unittest.TestCase):
-    def check(self, model, shape, classes):
-        """fuse(model) against torch running convert(model) (SpikingJelly's neurons as spikefuse's): train-mode
-        output, loss, parameter and input gradients, running statistics; then eval-mode outputs."""
+    def check(self, model, shape, classes, float64=False, steps=T, batch=B):
+        """fuse(model) against torch running convert(model) (SpikingJelly's neurons as spikefuse's) or, with
+        float64, the model itself in float64 (deep networks, where float32 rounding in torch can move a membrane
+        across the threshold): train-mode output, loss, parameter and input gradients, running statistics; then
+        eval-mode outputs."""
         torch.manual_seed(0)
-        x = sample(shape)
-        labels = torch.arange(B) % classes
+        x = sample(shape, steps=steps, batch=batch)
+        labels = torch.arange(batch) % classes
         net = fuse(model, x)
         self.assertIsInstance(net, Network)
-        ref = convert(copy.deepcopy(model))
+        ref = copy.deepcopy(model).double() if float64 else convert(copy.deepcopy(model))
         ref_params = [p for p in ref.parameters()]
         net_params = list(net.parameters())
         self.assertEqual(len(net_params), len(ref_params))
         for p, q in zip(net_params, ref_params):
-            self.assertTrue(torch.equal(p.detach().flatten(), q.detach().flatten()))
-        xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+            self.assertTrue(torch.equal(p.detach().flatten(), q.detach().float().flatten()))
+        xa, xb = x.clone().requires_grad_(), x.clone().to(ref_params[0].dtype).requires_grad_()
         reset(ref)
         y_ref = ref(xb)
         y = net(xa)
@@ -109,7 +111,7 @@ class TestRoundTrip(unittest.TestCase):
         net.eval(), ref.eval()
         reset(ref)
         with torch.no_grad():
-            close(self, net(x), ref(x), "eval output")
+            close(self, net(x), ref(x.to(xb.dtype)), "eval output")
         return net
 
     def test_spikingjelly_model(self):
@@ -138,6 +140,155 @@ class TestRoundTrip(unittest.TestCase):
             model[0].weight.add_(1.0)  # the Network holds a copy
         self.assertFalse(torch.equal(getattr(net, "0").weight, model[0].weight))
         self.assertFalse(fuse(model.eval(), sample((1, 8, 8))).training)
+
+
+def sj_resnet(kind, block, cnf=None, neuron=sj.IFNode, **kw):
+    """SpikingJelly's sew_resnet / spiking_resnet ResNet with one block a stage, in step mode 'm'."""
+    module = sj.sew_resnet if kind == "sew" else sj.spiking_resnet
+    cls = module.SEWResNet if kind == "sew" else module.SpikingResNet
+    extra = dict(cnf=cnf) if kind == "sew" else {}
+    model = cls(getattr(module, block), [1, 1, 1, 1], num_classes=5, spiking_neuron=neuron, **extra, **kw)
+    sj.set_step_mode(model, "m")
+    return model
+
+
+def sj_blocks(kind, block, cnf=None, neuron=sj.IFNode, **kw):
+    """Three narrow residual blocks of SpikingJelly's after a stem, the second and third with a downsample (stride
+    2, then 1 with a change of width), and a head: the residual wiring at a small cost."""
+    module = sj.sew_resnet if kind == "sew" else sj.spiking_resnet
+    cls = getattr(module, block)
+    extra = dict(cnf=cnf) if kind == "sew" else {}
+    e = cls.expansion
+
+    def downsample(cin, cout, stride):
+        return torch.nn.Sequential(sj.Conv2d(cin, cout, 1, stride=stride, bias=False), sj.BatchNorm2d(cout))
+    model = torch.nn.Sequential(
+        sj.Conv2d(2, 8, 3, padding=1, bias=False), sj.BatchNorm2d(8), neuron(**kw),
+        cls(8, 8 // e, **extra, spiking_neuron=neuron, **kw),
+        cls(8, 4, 2, downsample(8, 4 * e, 2), **extra, spiking_neuron=neuron, **kw),
+        cls(4 * e, 6, 1, downsample(4 * e, 6 * e, 1), **extra, spiking_neuron=neuron, **kw),
+        sj.AdaptiveAvgPool2d((1, 1)), sj.Flatten(), sj.Linear(6 * e, 5))
+    sj.set_step_mode(model, "m")
+    return model
+
+
+class TestResidual(unittest.TestCase):
+    """SpikingJelly's ResNets (sew_resnet, spiking_resnet; against the model in float64) and their blocks (against
+    convert(model)): one Network computing SpikingJelly's forward, SEW's connect functions in its argument order."""
+    check = TestRoundTrip.check
+
+    def kinds(self, net):
+        return [getattr(net, str(i)).kind for i in range(len(net._modules))]
+
+    def test_sew_resnet_basic_block(self):
+        net = self.check(sj_resnet("sew", "BasicBlock", "IAND", surrogate_function=sj.ATan(), detach_reset=True),
+                         (3, 32, 32), 5, float64=True, steps=2, batch=2)
+        kinds = self.kinds(net)
+        self.assertEqual(kinds[:4], ["conv2d", "batchnorm", "lif", "maxpool2d"])
+        self.assertEqual(kinds[-3:], ["avgpool2d", "flatten", "linear"])
+        adds = [d for d in net.layer_descs() if d.kind_name == "add"]
+        self.assertEqual([d.connect for d in adds], [2] * 4)  # iand
+        # layer1's block: input = the branch's spikes (layer 9), input2 = the shortcut (the maxpool's output)
+        self.assertEqual((adds[0].input, adds[0].input2), (10, 4))
+
+    def test_sew_resnet_bottleneck(self):
+        net = self.check(sj_resnet("sew", "Bottleneck", "ADD", neuron=sj.LIFNode, tau=2.0,
+                                   surrogate_function=sj.Sigmoid()), (3, 32, 32), 5, float64=True, steps=2, batch=2)
+        self.assertEqual(self.kinds(net).count("add"), 4)
+
+    def test_spiking_resnet(self):
+        for block, size, width in (("BasicBlock", 32, 64), ("Bottleneck", 32, 16)):  # width_per_group 16: narrow
+            with self.subTest(block=block):
+                net = self.check(sj_resnet("spiking", block, surrogate_function=sj.ATan(), detach_reset=True,
+                                           zero_init_residual=block == "Bottleneck", width_per_group=width),
+                                 (3, size, size), 5, float64=True, steps=2, batch=2)
+                kinds = self.kinds(net)
+                self.assertEqual([kinds[i + 1] for i, k in enumerate(kinds) if k == "add"], ["lif"] * 4)
+
+    def test_blocks_every_connect(self):
+        """Each block kind, cnf and neuron (IF/LIF, ATan/Sigmoid, detach_reset, PLIF) in a Sequential."""
+        cases = [("sew", b, cnf) for b in ("BasicBlock", "Bottleneck") for cnf in ("ADD", "AND", "IAND")] + \
+                [("spiking", b, None) for b in ("BasicBlock", "Bottleneck")]
+        neurons = [(sj.IFNode, dict(surrogate_function=sj.ATan(), detach_reset=True, v_threshold=0.5)),
+                   (sj.LIFNode, dict(tau=2.0, surrogate_function=sj.Sigmoid(), v_threshold=0.5)),
+                   (sj.ParametricLIFNode, dict(init_tau=3.0, v_threshold=0.5, v_reset=None))]
+        for i, (kind, block, cnf) in enumerate(cases):
+            neuron, kw = neurons[i % len(neurons)]
+            if kind == "spiking" and neuron is sj.ParametricLIFNode:
+                neuron, kw = neurons[0]  # its last neuron's w comes after the downsample in the engine's order
+            with self.subTest(kind=kind, block=block, cnf=cnf, neuron=neuron.__name__):
+                self.check(sj_blocks(kind, block, cnf, neuron, **kw), (2, 8, 8), 5)
+
+    def test_refused(self):
+        """What SpikingJelly's forward does not compute as the engine can is refused, naming the part."""
+        x = sample((3, 32, 32), steps=2, batch=2)
+        with self.assertRaisesRegex(ValueError, "fuse: \\(model\\) \\(SEWResNet\\): layer1.0.conv2 \\(Conv2d\\): "
+                                    "Conv2d with groups"):
+            fuse(sj_resnet("sew", "Bottleneck", "ADD", groups=2, width_per_group=4), x)
+        dilated = sj.spiking_resnet.SpikingResNet(sj.spiking_resnet.Bottleneck, [1, 1, 1, 2], width_per_group=16,
+                                                  replace_stride_with_dilation=[False, False, True],
+                                                  spiking_neuron=sj.IFNode, step_mode="m")
+        sj.set_step_mode(dilated, "m")
+        with self.assertRaisesRegex(ValueError, "layer4.1.conv2 \\(Conv2d\\): Conv2d with groups, dilation"):
+            fuse(dilated, x)
+        model = sj_resnet("sew", "BasicBlock", "ADD")
+        model.avgpool = torch.nn.Identity()
+        with self.assertRaisesRegex(ValueError, "SEWResNet\\): its avgpool is not in step mode 'm'"):
+            fuse(model, x)
+        model.avgpool, model.layer2[0].cnf = sj.AdaptiveAvgPool2d((1, 1), step_mode="m"), "OR"
+        with self.assertRaisesRegex(ValueError, "layer2.0 \\(BasicBlock\\): cnf='OR'"):
+            fuse(model, x)
+        model.layer2[0].cnf = "AND"
+        model.layer3[0].sn1.step_mode = "s"
+        with self.assertRaisesRegex(ValueError, "layer3.0.sn1 \\(IFNode\\): IFNode in step mode 's'"):
+            fuse(model, x)
+
+        def refused(model, pattern):
+            with self.assertRaisesRegex(ValueError, pattern):
+                fuse(model, sample((2, 8, 8)))
+        blocks = sj_blocks("sew", "BasicBlock", "IAND")
+        blocks[3].bn1 = torch.nn.GroupNorm(2, 8)  # a norm_layer other than batch norm
+        refused(blocks, "fuse: 3 \\(BasicBlock\\): 3.bn1 \\(GroupNorm\\): GroupNorm has no counterpart")
+        blocks[3].bn1, blocks[3].drop = sj.BatchNorm2d(8, step_mode="m"), torch.nn.Dropout()
+        refused(blocks, "fuse: 3 \\(BasicBlock\\): its modules differ from SpikingJelly's BasicBlock's: drop besides")
+        del blocks[3].drop
+        blocks[3].forward = lambda x: x
+        refused(blocks, "fuse: 3 \\(BasicBlock\\): its forward is not SpikingJelly's BasicBlock.forward")
+
+        class Gated(sj.sew_resnet.Bottleneck):
+            def forward(self, x):
+                return super().forward(x) * 0.5
+        blocks = sj_blocks("sew", "Bottleneck", "ADD")
+        gated = Gated(8, 2, cnf="ADD", spiking_neuron=sj.IFNode, step_mode="m")
+        sj.set_step_mode(gated, "m")
+        blocks[3] = gated
+        refused(blocks, "fuse: 3 \\(Gated\\): its forward is not SpikingJelly's Bottleneck.forward")
+        blocks[3] = torch.nn.Sequential(sj.Conv2d(8, 8, 1, step_mode="m"), torch.nn.ReLU())  # a block it does not know
+        refused(blocks, "fuse: 3.1 \\(ReLU\\)")
+
+    def test_partial_keeps_a_block_whole(self):
+        """partial=True: a residual block (or a whole ResNet) fuse refuses stays one torch module."""
+        class Gated(sj.sew_resnet.BasicBlock):
+            def forward(self, x):
+                return super().forward(x) * 0.5
+        model = sj_blocks("sew", "BasicBlock", "AND", v_threshold=0.5)
+        gated = Gated(8, 4, 2, model[4].downsample, cnf="AND", spiking_neuron=sj.IFNode, v_threshold=0.5)
+        gated.load_state_dict(model[4].state_dict())
+        model[4] = gated
+        sj.set_step_mode(model, "m")
+        x = sample((2, 8, 8))
+        fused = fuse(model, x, partial=True)
+        self.assertEqual([type(m).__name__ for m in fused], ["Network", "Gated", "Network"])
+        with torch.no_grad():
+            y = fused(x)
+            reset(model)  # the kept block's neurons are SpikingJelly's: their state stays until reset
+            close(self, y, model(x), "output")
+        whole = sj_resnet("sew", "BasicBlock", "ADD")
+        whole.layer1[0].bn1 = sj.SeqToANNContainer(torch.nn.GroupNorm(4, 64))
+        x = sample((3, 32, 32), steps=2, batch=2)
+        kept = fuse(whole, x, partial=True)
+        self.assertEqual([type(m).__name__ for m in kept], ["SEWResNet"])
+        self.assertIs(kept[0], whole)
 
 
 class TestPartial(unittest.TestCase):

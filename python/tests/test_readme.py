@@ -30,9 +30,18 @@ def run(code, path=README):
     return out.getvalue()
 
 
+def spikingjelly_or_standins():
+    """sys.modules additions for the SpikingJelly examples: none where it is installed, else sj_standins'."""
+    try:
+        have_sj = importlib.util.find_spec("spikingjelly") is not None
+    except ValueError:
+        have_sj = False
+    return {} if have_sj else sj_standins.modules()
+
+
 class TestReadmeExamples(unittest.TestCase):
     def test_example_runs(self):
-        self.assertEqual(len(blocks()), 2)
+        self.assertEqual(len(blocks()), 3)
         out = run(blocks()[0])
         m = re.fullmatch(r"loss (\S+), conv weight grad norm (\S+)\n", out)
         self.assertIsNotNone(m, out)
@@ -40,15 +49,18 @@ class TestReadmeExamples(unittest.TestCase):
         self.assertTrue(0 < loss < 10 and 0 < grad_norm < 1e3, out)
 
     def test_fuse_example_runs(self):
-        try:
-            have_sj = importlib.util.find_spec("spikingjelly") is not None
-        except ValueError:
-            have_sj = False
-        with mock.patch.dict(sys.modules, {} if have_sj else sj_standins.modules()):
+        with mock.patch.dict(sys.modules, spikingjelly_or_standins()):
             out = run(blocks()[1])
         m = re.fullmatch(r"7 engine layers, loss (\S+)\n", out)
         self.assertIsNotNone(m, out)
         self.assertTrue(0 < float(m.group(1)) < 1, out)
+
+    def test_fuse_resnet_example_runs(self):
+        with mock.patch.dict(sys.modules, spikingjelly_or_standins()):
+            out = run(blocks()[2])
+        m = re.fullmatch(r"8 connections, difference (\S+)\n", out)
+        self.assertIsNotNone(m, out)
+        self.assertLess(float(m.group(1)), 1e-4, out)
 
     def test_top_readme_quick_start_runs(self):
         code = fenced_blocks(TOP_README, "python")

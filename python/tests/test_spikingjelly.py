@@ -1,7 +1,8 @@
 """test_spikingjelly.py — optional: spikefuse.torch against SpikingJelly itself, when spikingjelly is importable (pure
 Python: `pip download --no-deps spikingjelly`): LIF against its LIFNode(step_mode="m") (chunks, single steps, v_seq),
 BNLIF and BNIF against its BatchNorm2d + LIFNode / IFNode, its surrogate objects taken or refused, its helpers
-(reset_net, set_step_mode, detach_net) silent on spikefuse's modules, and convert() on its own example network."""
+(reset_net, set_step_mode, detach_net) silent on spikefuse's modules, convert() on its own example network and fuse()
+on its ResNets."""
 import copy
 import itertools
 import logging
@@ -9,6 +10,7 @@ import unittest
 
 import torch
 
+import test_fuse
 from lif_cases import make_input, run_spikefuse
 from spikefuse.torch import BNIF, BNLIF, IF, LIF, convert
 
@@ -220,6 +222,23 @@ class TestAgainstSpikingJelly(unittest.TestCase):
         if torch.equal(out, out_sj):
             for a, b in zip(g, g_sj):
                 self.assertLess((a - b).abs().max().item(), 1e-3 * max(1.0, b.abs().max().item()))
+
+    def test_fuse_their_resnets(self):
+        """fuse on SpikingJelly's own sew_resnet / spiking_resnet (SEW's IAND and AND, in its argument order): the
+        checks test_fuse.py runs on sj_standins' copies, against the model in float64."""
+        try:
+            from spikingjelly.activation_based.model import sew_resnet, spiking_resnet
+        except Exception as e:  # it imports torchvision
+            self.skipTest(f"spikingjelly's models do not import here: {e!r}"[:200])
+        cases = ((sew_resnet.SEWResNet, sew_resnet.BasicBlock, dict(cnf="IAND")),
+                 (sew_resnet.SEWResNet, sew_resnet.Bottleneck, dict(cnf="AND")),
+                 (spiking_resnet.SpikingResNet, spiking_resnet.BasicBlock, {}))
+        for cls, block, extra in cases:
+            with self.subTest(cls=cls.__name__, block=block.__name__):
+                model = cls(block, [1, 1, 1, 1], num_classes=5, spiking_neuron=neuron.IFNode,
+                            surrogate_function=surrogate.ATan(), detach_reset=True, **extra)
+                functional.set_step_mode(model, "m")
+                test_fuse.TestRoundTrip.check(self, model, (3, 32, 32), 5, float64=True, steps=2, batch=2)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""fuse.py — spikefuse.torch.fuse: a torch / SpikingJelly network of nn.Sequential trees turned into a Network with
-its weights, so the engine runs all of it; with partial=True the modules it cannot take stay torch modules and the
-runs between them become Networks.
+"""fuse.py — spikefuse.torch.fuse: a torch / SpikingJelly network of nn.Sequential trees (SpikingJelly's residual
+ResNets and blocks among their modules: fuse_resnet.py) turned into a Network with its weights, so the engine runs
+all of it; with partial=True the modules it cannot take stay torch modules and the runs between them become
+Networks.
 
 The model is read as SpikingJelly's multi-step networks run: it takes [T, B, ...], and the layers inside a
 SeqToANNContainer (or SpikingJelly's layer.* wrappers in step mode 'm') run on every step alone, as the engine's
@@ -8,9 +9,11 @@ layers do; neurons run over the whole sequence, each forward a fresh one (Spikin
 batches)."""
 import torch
 
-from .. import _engine
 from . import _kernels
 from .bn_neurons import BNIF, BNLIF
+from .fuse_graph import Graph
+from .fuse_graph import Unsupported as _Unsupported
+from .fuse_resnet import add_residual, is_residual
 from .lif_neurons import ALIF, IF, LIF
 from .network import Network, layer
 from .plif import PLIF
@@ -18,10 +21,6 @@ from .spikingjelly_convert import is_spikingjelly_neuron, neuron_of
 
 _PER_STEP_CONTAINERS = ("SeqToANNContainer", "MultiStepContainer")
 _SF_NEURONS = (LIF, IF, PLIF, ALIF)
-
-
-class _Unsupported(Exception):
-    """A module fuse cannot put in a Network (the reason, for the ValueError or for partial)."""
 
 
 def _square(v, what, name):
@@ -95,6 +94,13 @@ def _neuron(m):
     return _kernels.lif_params_of(m.lif_params()), getattr(m, "w", None) if isinstance(m, PLIF) else None
 
 
+def _multi_step_neuron(m):
+    """Refuses a neuron in step mode 's': given [T, B, ...] it would take it as one step."""
+    if getattr(m, "step_mode", "m") != "m":
+        raise _Unsupported(f"{type(m).__name__} in step mode 's' would take [T, B, ...] as one step: set "
+                           "step_mode='m' (SpikingJelly's functional.set_step_mode(model, 'm'))")
+
+
 def _spikingjelly_dropout(m):
     """SpikingJelly's layer.Dropout: one mask for all steps of a sequence, as the engine's dropout (not a subclass of
     torch's)."""
@@ -113,11 +119,13 @@ def _descs_of(m, shape, per_step):
                                "learns weight and bias and keeps running statistics")
         if m.momentum is None:
             raise _Unsupported(f"{what} with momentum=None: the engine's batch norm has a momentum")
+        _multi_step_neuron(m)
         bn = layer("batchnorm", bn_eps=float(m.eps), bn_momentum=float(m.momentum))
         tensors = {"weight": m.weight, "bias": m.bias, "running_mean": m.running_mean, "running_var": m.running_var}
         return [(bn, tensors), (layer("lif", params=_kernels.lif_params_of(m.lif_params())), {})]
     if isinstance(m, _SF_NEURONS) or is_spikingjelly_neuron(m):
         p, w = _neuron(m)
+        _multi_step_neuron(m)
         return [(layer("lif", params=p), {"w": w} if w is not None else {})]
     if isinstance(m, torch.nn.Linear):
         if len(shape) != 1:
@@ -164,31 +172,47 @@ def _leaves(module, path, inside):
         yield path or "(model)", module, _per_step(module, inside)
 
 
+def _add(graph, path, m, per_step, src):
+    """Appends leaf module m's layers (a residual one's too) to graph, reading tensor src; returns the tensor it
+    ends in. _Unsupported where the engine has no such layer."""
+    if is_residual(m):
+        return add_residual(graph, m, path, src, _add_tree)
+    for d, tensors in _descs_of(m, graph.shapes[src], per_step):
+        src = graph.add(d, tensors, path, m, src=src)
+    return src
+
+
+def _add_tree(graph, module, path, src):
+    """_add for each leaf of `module` (an nn.Sequential tree, or one module) in turn, from tensor src; a leaf it
+    cannot take is _Unsupported naming the leaf and its path (the innermost one, in a residual leaf's parts)."""
+    for leaf_path, m, per_step in _leaves(module, path, False):
+        try:
+            src = _add(graph, leaf_path, m, per_step, src)
+        except _Unsupported as e:
+            if e.located:
+                raise
+            raise _Unsupported(f"{leaf_path} ({type(m).__name__}): {e}", located=True) from None
+    return src
+
+
 def _step_shape(x):
     return tuple(x.shape[2:])
 
 
-def _build(run, shape, options, training):
-    """The Network of a run [(path, module, descs)] on per-step input `shape`, with the modules' weights."""
-    descs, sources, paths = [], [], []
-    for path, m, parts in run:
-        for d, tensors in parts:
-            descs.append(d)
-            sources.append(tensors)
-            paths.append((path, m))
+def _build(graph, options, training):
+    """The Network of graph's layers, with the modules' weights."""
     try:
-        net = Network(descs, input_shape=shape, **options)
+        net = Network([d for d, _, _, _ in graph.layers], input_shape=graph.shapes[0], **options)
     except ValueError as e:
         raise ValueError(f"fuse: {e}") from None
     with torch.no_grad():
-        for i, tensors in enumerate(sources):
+        for i, (_, tensors, path, m) in enumerate(graph.layers):
             own = getattr(net, str(i))
             for name, src in tensors.items():
                 if src is None:
                     continue
                 dst = getattr(own, name)
                 if dst.numel() != src.numel():
-                    path, m = paths[i]
                     raise ValueError(f"fuse: {path} ({type(m).__name__}): {name} has {src.numel()} values, the "
                                      f"engine's layer {dst.numel()}")
                 dst.copy_(src.detach().reshape(dst.shape))
@@ -214,34 +238,37 @@ def fuse(model, sample, *, partial=False, **options):
     modules' output shapes). Supported: nn.Sequential trees (SpikingJelly's SeqToANNContainer and layer.* wrappers
     in step mode 'm' included) of Conv2d, Linear, BatchNorm1d/2d, MaxPool2d/AvgPool2d, AdaptiveAvgPool2d(1), Flatten,
     Dropout, Identity, SpikingJelly's LIFNode/IFNode/ParametricLIFNode and spikefuse.torch's LIF, IF, PLIF, ALIF,
-    BNLIF, BNIF.
-    A module outside these raises ValueError naming it and its path; partial=True keeps it in torch. options go to
-    Network (device — the sample's by default —, precision, memory, seed). Dropout's mask is one per sequence in
-    the engine (SpikingJelly's layer.Dropout), so outputs agree in eval() mode or with p = 0."""
+    BNLIF, BNIF (neurons in step mode 'm'), and SpikingJelly's residual networks made of these: sew_resnet's
+    SEWResNet, BasicBlock, Bottleneck (cnf 'ADD', 'AND', 'IAND') and spiking_resnet's SpikingResNet, BasicBlock,
+    Bottleneck, as their own forward computes them.
+    A module outside these raises ValueError naming it and its path (in a ResNet, the part of it that differs);
+    partial=True keeps it in torch (a ResNet or block whole). options go to Network (device — the sample's by
+    default —, precision, memory, seed). Dropout's mask is one per sequence in the engine (SpikingJelly's
+    layer.Dropout), so outputs agree in eval() mode or with p = 0."""
     if not isinstance(sample, torch.Tensor) or sample.dim() < 3:
         raise ValueError("fuse: sample must be a tensor [T, B, ...] (time-major)")
     options.setdefault("device", str(sample.device))
-    pieces, run, shape, x = [], [], _step_shape(sample), sample.detach()
-    run_shape = shape
+    pieces, graph, x = [], Graph(_step_shape(sample)), sample.detach()
 
     def close_run():
-        nonlocal run, x
-        if run:
-            net = _build(run, run_shape, options, model.training)
+        nonlocal x
+        if graph.layers:
+            net = _build(graph, options, model.training)
             pieces.append(net)
             if partial:
                 with torch.no_grad():
                     was = net.training
                     x = net.eval()(x.float())
                     net.train(was)
-        run = []
 
     for path, m, per_step in _leaves(model, "", False):
+        start = graph.last
         try:
-            parts = _descs_of(m, shape, per_step)
+            _add(graph, path, m, per_step, start)
         except _Unsupported as e:
             if not partial:
                 raise ValueError(f"fuse: {path} ({type(m).__name__}): {e}") from None
+            graph.truncate(start)
             close_run()
             with torch.no_grad():
                 was = m.training
@@ -249,34 +276,10 @@ def fuse(model, sample, *, partial=False, **options):
                 m.train(was)
             _reset(m)
             pieces.append(m)
-            shape = run_shape = _step_shape(x)
-            continue
-        if not run:
-            run_shape = shape
-        run.append((path, m, parts))
-        shape = _shape_after(run, run_shape, options)
+            graph = Graph(_step_shape(x))
     close_run()
     if not pieces:
         raise ValueError("fuse: the model has no layers")
     if len(pieces) == 1 and isinstance(pieces[0], Network):
         return pieces[0]
     return torch.nn.Sequential(*pieces).train(model.training)
-
-
-def _shape_after(run, shape, options):
-    """The per-step shape after a run (the engine's shape rules: its layers added to a net whose parameters are
-    never made); a layer the engine refuses raises ValueError naming the module."""
-    descs, owners = [], []
-    for path, m, parts in run:
-        for d, _ in parts:
-            descs.append(d)
-            owners.append((path, m))
-    if not descs:
-        return shape
-    try:
-        engine = _engine.Engine.from_layers(descs, shape, "cpu", "fp32", "recompute", 0, False)
-    except _engine.LayerError as e:
-        path, m = owners[e.layer_index]
-        raise ValueError(f"fuse: {path} ({type(m).__name__}): {e}") from None
-    c, h, w = engine.tensor_shape(len(descs))
-    return (c, h, w) if h * w > 1 else (c,)
