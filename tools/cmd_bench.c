@@ -30,7 +30,7 @@ static const char *bench_help =
     "  --synthetic    random inputs (spikes at 10% where the input is spikes) and labels instead of the dataset\n"
     "                 (no data files needed)\n"
     "  --fixed-activity  every spiking layer fires at every step (threshold -1e9): the slowest case for the\n"
-    "                 event-driven layers (workload W4's fixed activity)\n"
+    "                 event-driven layers\n"
     "  --data         also time the data loader alone (samples/s)\n"
     "  --json         print one JSON object instead of text\n"
     "  -h, --help     this text\n\n" SF_CLI_EXIT_CODES;
@@ -352,7 +352,7 @@ static void print_json(const bench_args *a, const sf_config *cfg, const sf_net *
     cJSON_Delete(o);
 }
 
-/* W4's fixed activity: every LIF and RLIF layer fires at every step (a threshold no potential stays below). */
+/* --fixed-activity: every LIF and RLIF layer fires at every step (a threshold no potential stays below). */
 static int force_activity(sf_config *cfg)
 {
     for (int32_t i = 0; i < cfg->num_layers; i++) {

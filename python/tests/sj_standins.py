@@ -183,6 +183,9 @@ class BatchNorm2d(torch.nn.BatchNorm2d):
         return super().forward(x.flatten(0, 1)).unflatten(0, x.shape[:2])
 
 
+BatchNorm2d.__module__ = "spikingjelly.activation_based.layer"
+
+
 class SeqToANNContainer(torch.nn.Sequential):
     """SpikingJelly's layer.SeqToANNContainer: its modules over the T·B samples of [T, B, ...]."""
 

@@ -350,6 +350,11 @@ class TestErrors(unittest.TestCase):
                      "fuse: 1 \\(Linear\\)")
         self.refused(torch.nn.Sequential(seq(torch.nn.AdaptiveAvgPool2d(2))), (2, 6, 6), "gives 1x1 only")
         self.refused(torch.nn.Sequential(seq(torch.nn.AdaptiveAvgPool2d(1))), (2, 6, 4), "square planes")
+        class ScaledBN(torch.nn.BatchNorm2d):
+            def forward(self, x):
+                return super().forward(x) * 2
+
+        self.refused(torch.nn.Sequential(seq(ScaledBN(2))), (2, 4, 4), "ScaledBN overrides BatchNorm2d.forward")
         with self.assertRaisesRegex(ValueError, "time-major"):
             fuse(torch.nn.Sequential(torch.nn.Linear(4, 4)), torch.rand(4))
 

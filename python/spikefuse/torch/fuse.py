@@ -107,12 +107,24 @@ def _spikingjelly_dropout(m):
     return type(m).__name__ == "Dropout" and type(m).__module__.startswith("spikingjelly") and hasattr(m, "p")
 
 
+_TORCH_LAYERS = (torch.nn.Linear, torch.nn.Flatten, torch.nn.Dropout, torch.nn.Conv2d, torch.nn.BatchNorm1d,
+                 torch.nn.BatchNorm2d, torch.nn.MaxPool2d, torch.nn.AvgPool2d, torch.nn.AdaptiveAvgPool2d)
+
+
+def _own_forward(m):
+    """Whether m's forward is torch's or SpikingJelly's (a subclass that overrides it may compute anything)."""
+    owner = next(c for c in type(m).__mro__ if "forward" in c.__dict__)
+    return owner.__module__.startswith(("torch.", "spikingjelly"))
+
+
 def _descs_of(m, shape, per_step):
     """[(layer description, {engine tensor name: source tensor})] of leaf module m reading per-step shape `shape`;
     _Unsupported where the engine has no such layer."""
     what = type(m).__name__
     if isinstance(m, torch.nn.Identity):
         return []
+    if isinstance(m, _TORCH_LAYERS) and not _own_forward(m):
+        raise _Unsupported(f"{what} overrides {type(m).__mro__[1].__name__}.forward: what it computes is unknown")
     if isinstance(m, (BNLIF, BNIF)):
         if not m.affine or not m.track_running_stats:
             raise _Unsupported(f"{what} with affine=False or track_running_stats=False: the engine's batch norm "
