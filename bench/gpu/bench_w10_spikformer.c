@@ -19,7 +19,6 @@
 #include "gpu_bench.h"
 #include "spikefuse_train.h"
 
-#include <time.h>
 
 typedef struct w10_variant {
     const char *name, *config, *what;
@@ -30,13 +29,6 @@ static const w10_variant variants[] = {
     {"w10", "imagenet_spikformer.ini", "Spikformer-8-384 224x224", 4, 32},
     {"cifar", "cifar10_spikformer.ini", "Spikformer-4-384 32x32", 4, 64},
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 /* The variant's net from its example config (found beside this file: CMake compiles it by its full path). */
 static sf_net *build(const w10_variant *v, sf_memory_mode mode, sf_precision prec, const sf_cuda_options *cuda)
@@ -98,12 +90,6 @@ static void floor_terms(const sf_net *net, double *flops, double *elems)
         if (l->d.kind == SF_LAYER_LIF)
             *elems += (l->absorbs >= 0 ? 10.0 : 5.0) * rows * (double)net->tensors[l->out].per_sample;
     }
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* Profiled forward and backward ms per layer kind, mean of 3 synchronised steps. */
@@ -176,11 +162,11 @@ int main(int argc, char **argv)
         for (int i = 0; i < 3; i++) GB_OK(sf_net_train_step(net, x, labels, &r));
         double *ts = malloc(sizeof(double) * (size_t)steps);
         for (int i = 0; i < steps; i++) {
-            const double t0 = now_ms();
+            const double t0 = sf_bench_now_ms();
             GB_OK(sf_net_train_step(net, x, labels, &r));
-            ts[i] = now_ms() - t0;
+            ts[i] = sf_bench_now_ms() - t0;
         }
-        qsort(ts, (size_t)steps, sizeof *ts, cmp_double);
+        qsort(ts, (size_t)steps, sizeof *ts, sf_bench_cmp_double);
         sf_memory_plan plan;
         GB_OK(sf_net_memory_plan(net, &plan));
         double flops, elems;

@@ -19,14 +19,6 @@
 #include "step_floor.h"
 
 #include <cuda_profiler_api.h>
-#include <time.h>
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 static sf_net *vgg9(sf_memory_mode mode, sf_precision prec, const sf_cuda_options *cuda, int64_t T, int64_t B)
 {
@@ -42,12 +34,6 @@ static sf_net *vgg9(sf_memory_mode mode, sf_precision prec, const sf_cuda_option
     gb_vgg9_layers(net);
     gb_compile_sgd(net, T, B);
     return net;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv)
@@ -82,11 +68,11 @@ int main(int argc, char **argv)
         for (int i = 0; i < 3; i++) GB_OK(sf_net_train_step(net, x, labels, &r));
         double *ts = malloc(sizeof(double) * (size_t)steps);
         for (int i = 0; i < steps; i++) {
-            double t0 = now_ms();
+            double t0 = sf_bench_now_ms();
             GB_OK(sf_net_train_step(net, x, labels, &r));
-            ts[i] = now_ms() - t0;
+            ts[i] = sf_bench_now_ms() - t0;
         }
-        qsort(ts, (size_t)steps, sizeof *ts, cmp_double);
+        qsort(ts, (size_t)steps, sizeof *ts, sf_bench_cmp_double);
         sf_memory_plan plan;
         GB_OK(sf_net_memory_plan(net, &plan));
         const double floor_ms = gb_step_floor_ms(net, rate, bw);
@@ -95,31 +81,7 @@ int main(int argc, char **argv)
                sf_net_peak_bytes(net) / 1048576.0, gb_used_mib() - base, plan.saved / 1048576.0,
                net->graph ? "yes" : "no");
         if (mode) { /* where the time goes */
-            GB_OK(sf_net_set_profiling(net, 1));
-            for (int i = 0; i < 3; i++) GB_OK(sf_net_train_step(net, x, labels, &r));
-            int32_t nl = sf_net_num_layers(net);
-            sf_layer_timing *lt = calloc((size_t)nl, sizeof *lt);
-            GB_OK(sf_net_layer_timings(net, lt, nl));
-            printf("per-layer (profiling mode, synchronised, mean of 3 steps; layers as in the summary below; each "
-                   "layer's own floor, and its time over it):\n"
-                   "%5s %-10s %8s %8s %9s %9s %7s %7s\n",
-                   "layer", "kind", "fwd_ms", "bwd_ms", "fwd_floor", "bwd_floor", "x_fwd", "x_bwd");
-            double sf = 0, sb = 0, ff = 0, fb = 0;
-            for (int32_t i = 0; i < nl; i++) {
-                double lf, lb;
-                gb_layer_floor(net, i, rate, bw, &lf, &lb);
-                const double f = lt[i].forward_ms / 3, b = lt[i].backward_ms / 3;
-                printf("%5d %-10s %8.3f %8.3f %9.3f %9.3f %7.2f %7.2f\n", i, sf_layer_kind_name(net->layers[i].d.kind),
-                       f, b, lf, lb, lf > 0 ? f / lf : 0.0, lb > 0 ? b / lb : 0.0);
-                sf += f, sb += b, ff += lf, fb += lb;
-            }
-            printf("total fwd %.2f ms (floor %.2f), bwd %.2f ms (floor %.2f)\n%s\n", sf, ff, sb, fb,
-                   sf_net_summary(net));
-            free(lt);
-            static char rep[1 << 17];
-            sf_cuda_conv_report(net->be, rep, sizeof rep);
-            fputs(rep, stdout);
-            GB_OK(sf_net_set_profiling(net, 0));
+            gb_per_layer_table(net, x, labels, rate, bw);
             const char *prof = getenv("SF_BENCH_PROFILE_STEP");
             if (prof && atoi(prof) == 1) { /* one step for a profiler that starts at cudaProfilerStart */
                 GB_OK(sf_net_train_step(net, x, labels, &r));

@@ -20,20 +20,6 @@
 #include "spikefuse_train.h"
 #include "step_floor.h"
 
-#include <time.h>
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 typedef struct w9_args {
     int steps, T, B, layers;
@@ -128,35 +114,6 @@ static sf_net *build(const w9_args *a, sf_memory_mode mode, int32_t *classes, in
     return net;
 }
 
-/* The per-layer table of the recompute-or-first mode: profiled times beside each layer's own floor. */
-static void per_layer(sf_net *net, const float *x, const int32_t *labels, double rate, double bw)
-{
-    sf_step_result r;
-    GB_OK(sf_net_set_profiling(net, 1));
-    for (int i = 0; i < 3; i++) GB_OK(sf_net_train_step(net, x, labels, &r));
-    const int32_t nl = sf_net_num_layers(net);
-    sf_layer_timing *lt = calloc((size_t)nl, sizeof *lt);
-    GB_OK(sf_net_layer_timings(net, lt, nl));
-    printf("per-layer (profiling mode, synchronised, mean of 3 steps; layers as in the summary below; each layer's own "
-           "floor, and its time over it):\n%5s %-10s %8s %8s %9s %9s %7s %7s\n",
-           "layer", "kind", "fwd_ms", "bwd_ms", "fwd_floor", "bwd_floor", "x_fwd", "x_bwd");
-    double sf = 0, sb = 0, ff = 0, fb = 0;
-    for (int32_t i = 0; i < nl; i++) {
-        double lf, lb;
-        gb_layer_floor(net, i, rate, bw, &lf, &lb);
-        const double f = lt[i].forward_ms / 3, b = lt[i].backward_ms / 3;
-        printf("%5d %-10s %8.3f %8.3f %9.3f %9.3f %7.2f %7.2f\n", i, sf_layer_kind_name(net->layers[i].d.kind), f, b,
-               lf, lb, lf > 0 ? f / lf : 0.0, lb > 0 ? b / lb : 0.0);
-        sf += f, sb += b, ff += lf, fb += lb;
-    }
-    printf("total fwd %.2f ms (floor %.2f), bwd %.2f ms (floor %.2f)\n%s\n", sf, ff, sb, fb, sf_net_summary(net));
-    free(lt);
-    static char rep[1 << 17];
-    sf_cuda_conv_report(net->be, rep, sizeof rep);
-    fputs(rep, stdout);
-    GB_OK(sf_net_set_profiling(net, 0));
-}
-
 int main(int argc, char **argv)
 {
     const w9_args a = parse(argc, argv);
@@ -187,11 +144,11 @@ int main(int argc, char **argv)
         for (int i = 0; i < 3; i++) GB_OK(sf_net_train_step(net, x, labels, &r));
         double *ts = malloc(sizeof(double) * (size_t)a.steps);
         for (int i = 0; i < a.steps; i++) {
-            const double t0 = now_ms();
+            const double t0 = sf_bench_now_ms();
             GB_OK(sf_net_train_step(net, x, labels, &r));
-            ts[i] = now_ms() - t0;
+            ts[i] = sf_bench_now_ms() - t0;
         }
-        qsort(ts, (size_t)a.steps, sizeof *ts, cmp_double);
+        qsort(ts, (size_t)a.steps, sizeof *ts, sf_bench_cmp_double);
         const double ms = ts[a.steps / 2], floor_ms = gb_step_floor_ms(net, rate, bw);
         sf_memory_plan plan;
         GB_OK(sf_net_memory_plan(net, &plan));
@@ -199,7 +156,7 @@ int main(int argc, char **argv)
                ms, a.B * 1e3 / ms, r.loss, floor_ms, ms / floor_ms, plan.total / 1048576.0,
                sf_net_peak_bytes(net) / 1048576.0, gb_used_mib() - base, plan.saved / 1048576.0,
                net->graph ? "yes" : "no");
-        if (k == 0 && a.layers) per_layer(net, x, labels, rate, bw);
+        if (k == 0 && a.layers) gb_per_layer_table(net, x, labels, rate, bw);
         free(ts);
         sf_net_free(net);
     }

@@ -4,6 +4,7 @@
 #ifndef SF_GPU_BENCH_H
 #define SF_GPU_BENCH_H
 
+#include "../bench_clock.h"
 #include "../bench_randn.h"
 #include "spikefuse.h"
 

@@ -30,22 +30,8 @@
 #include "distributed/dist.h"
 #include "gpu_bench.h"
 
-#include <time.h>
 
 enum { PROFILED_STEPS = 3 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* The largest of each process's value. */
 static double world_max(sf_dist *d, double v)
@@ -89,11 +75,11 @@ static double time_steps(const bench_run *b, int steps, double *p10, double *p90
     double *ts = malloc(sizeof(double) * (size_t)steps);
     GB_OK(sf_dist_barrier(b->d));
     for (int i = 0; i < steps; i++) {
-        double t0 = now_ms();
+        double t0 = sf_bench_now_ms();
         GB_OK(sf_net_train_step(b->net, b->x, b->labels, &r));
-        ts[i] = now_ms() - t0;
+        ts[i] = sf_bench_now_ms() - t0;
     }
-    qsort(ts, (size_t)steps, sizeof *ts, cmp_double);
+    qsort(ts, (size_t)steps, sizeof *ts, sf_bench_cmp_double);
     double med = ts[steps / 2];
     *p10 = ts[steps / 10];
     *p90 = ts[steps * 9 / 10];
@@ -130,12 +116,12 @@ static double upload_ms(const bench_run *b)
     double t[3];
     for (int i = 0; i < 3; i++) {
         GB_OK(sf_dist_barrier(b->d));
-        double t0 = now_ms();
+        double t0 = sf_bench_now_ms();
         GB_CHECK(cudaMemcpy(dev, b->upload_from, b->upload_bytes, cudaMemcpyHostToDevice));
-        t[i] = now_ms() - t0;
+        t[i] = sf_bench_now_ms() - t0;
     }
     GB_CHECK(cudaFree(dev));
-    qsort(t, 3, sizeof *t, cmp_double);
+    qsort(t, 3, sizeof *t, sf_bench_cmp_double);
     return t[1];
 }
 
@@ -186,9 +172,9 @@ static void breakdown(const bench_run *b)
     mine[COL_UPLOAD] = upload_ms(b);
     if (P > 1) GB_OK(sf_dist_profile(d, 1));
     GB_OK(sf_dist_barrier(d));
-    double t0 = now_ms();
+    double t0 = sf_bench_now_ms();
     for (int i = 0; i < PROFILED_STEPS; i++) GB_OK(sf_net_train_step(b->net, b->x, b->labels, NULL));
-    mine[COL_STEP] = (now_ms() - t0) / PROFILED_STEPS;
+    mine[COL_STEP] = (sf_bench_now_ms() - t0) / PROFILED_STEPS;
     int64_t calls[SF_DIST_TIMER_COUNT];
     if (P > 1) {
         GB_OK(sf_dist_profile_read(d, mine, calls));

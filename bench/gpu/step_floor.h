@@ -12,6 +12,8 @@
 #define SF_BENCH_STEP_FLOOR_H
 
 #include "core/net_internal.h"
+#include "cuda/cuda_backend.h"
+#include "gpu_bench.h"
 
 #include <math.h>
 
@@ -100,6 +102,36 @@ static inline void gb_layer_floor(const sf_net *net, int32_t i, double rate, dou
     }
     gb_layer_elems(net, i, fwd, bwd);
     *fwd *= ms_per_elem, *bwd *= ms_per_elem;
+}
+
+/* Three profiled steps (synchronised after each layer): each layer's mean times beside its own floor, the totals,
+ * the net's summary and the convolution choices. Leaves profiling off. */
+static inline void gb_per_layer_table(sf_net *net, const float *x, const int32_t *labels, double rate, double bw)
+{
+    sf_step_result r;
+    GB_OK(sf_net_set_profiling(net, 1));
+    for (int i = 0; i < 3; i++) GB_OK(sf_net_train_step(net, x, labels, &r));
+    const int32_t nl = sf_net_num_layers(net);
+    sf_layer_timing *lt = calloc((size_t)nl, sizeof *lt);
+    GB_OK(sf_net_layer_timings(net, lt, nl));
+    printf("per-layer (profiling mode, synchronised, mean of 3 steps; layers as in the summary below; each layer's own "
+           "floor, and its time over it):\n%5s %-10s %8s %8s %9s %9s %7s %7s\n",
+           "layer", "kind", "fwd_ms", "bwd_ms", "fwd_floor", "bwd_floor", "x_fwd", "x_bwd");
+    double sf = 0, sb = 0, ff = 0, fb = 0;
+    for (int32_t i = 0; i < nl; i++) {
+        double lf, lb;
+        gb_layer_floor(net, i, rate, bw, &lf, &lb);
+        const double f = lt[i].forward_ms / 3, b = lt[i].backward_ms / 3;
+        printf("%5d %-10s %8.3f %8.3f %9.3f %9.3f %7.2f %7.2f\n", i, sf_layer_kind_name(net->layers[i].d.kind), f, b,
+               lf, lb, lf > 0 ? f / lf : 0.0, lb > 0 ? b / lb : 0.0);
+        sf += f, sb += b, ff += lf, fb += lb;
+    }
+    printf("total fwd %.2f ms (floor %.2f), bwd %.2f ms (floor %.2f)\n%s\n", sf, ff, sb, fb, sf_net_summary(net));
+    free(lt);
+    static char rep[1 << 17];
+    sf_cuda_conv_report(net->be, rep, sizeof rep);
+    fputs(rep, stdout);
+    GB_OK(sf_net_set_profiling(net, 0));
 }
 
 #endif
