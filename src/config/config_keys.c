@@ -312,6 +312,14 @@ static sf_status choices_error(const char *const *choices)
     return sf_fail(SF_ERR_INVALID, "expects %s", list);
 }
 
+/* The failure s whose message says what the value expects, extended by ", or WORD". */
+static sf_status or_word(sf_status s, const char *word)
+{
+    char msg[300];
+    snprintf(msg, sizeof msg, "%s", sf_last_error());
+    return sf_fail(s, "%s, or %s", msg, word);
+}
+
 sf_status sf_key_parse(const sf_key_spec *k, const char *text, void *base)
 {
     char *field = (char *)base + k->offset;
@@ -320,12 +328,7 @@ sf_status sf_key_parse(const sf_key_spec *k, const char *text, void *base)
         long long v = 0;
         if (!k->zero_word || strcmp(text, k->zero_word) != 0) {
             sf_status s = parse_integer(k, text, &v);
-            if (s != SF_OK && k->zero_word) {
-                char msg[200];
-                snprintf(msg, sizeof msg, "%s", sf_last_error());
-                return sf_fail(s, "%s, or %s", msg, k->zero_word);
-            }
-            SF_TRY(s);
+            if (s != SF_OK) return k->zero_word ? or_word(s, k->zero_word) : s;
         }
         int32_t w = (int32_t)v;
         memcpy(field, &w, sizeof w);
@@ -374,12 +377,7 @@ sf_status sf_key_parse(const sf_key_spec *k, const char *text, void *base)
         int32_t v = -1;
         for (int i = 0; k->choices[i] && v < 0; i++)
             if (strcmp(text, k->choices[i]) == 0) v = i;
-        if (v < 0 && strcmp(text, "default") != 0) {
-            char msg[300];
-            sf_status s = choices_error(k->choices);
-            snprintf(msg, sizeof msg, "%s", sf_last_error());
-            return sf_fail(s, "%s, or default", msg);
-        }
+        if (v < 0 && strcmp(text, "default") != 0) return or_word(choices_error(k->choices), "default");
         memcpy(field, &v, sizeof v);
         return SF_OK;
     }

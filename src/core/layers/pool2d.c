@@ -4,14 +4,12 @@
 #include "core/error.h"
 #include "core/layer.h"
 
-extern const sf_layer_ops sf_kind_avgpool2d;
-
 static sf_status pool_shape(sf_net *net, sf_net_layer *l, int32_t index, const int32_t in[3], int32_t out[3])
 {
     const sf_layer_desc *d = &l->d;
     const char *name = l->ops->name;
     const int32_t h = in[1], w = in[2];
-    if (d->kernel == 0 && l->ops == &sf_kind_avgpool2d) { /* global: one window over the whole plane */
+    if (d->kernel == 0 && d->kind == SF_LAYER_AVGPOOL2D) { /* global: one window over the whole plane */
         if (h != w || d->stride || d->padding)
             return sf_fail(SF_ERR_INVALID, "layer %d (%s): size = global needs a square input and no stride or pad, "
                            "got %dx%d, stride %d, pad %d", index, name, h, w, d->stride, d->padding);
@@ -27,7 +25,7 @@ static sf_status pool_shape(sf_net *net, sf_net_layer *l, int32_t index, const i
     if (k < 0 || s <= 0 || k > h + 2 * p || k > w + 2 * p)
         return sf_fail(SF_ERR_INVALID, "layer %d (%s): kernel %d, stride %d do not fit the %dx%d input", index, name, k,
                        s, h, w);
-    if (l->ops != &sf_kind_avgpool2d && k * k > 255) /* the argmax is one byte */
+    if (d->kind == SF_LAYER_MAXPOOL2D && k * k > 255) /* the argmax is one byte */
         return sf_fail(SF_ERR_INVALID, "layer %d (%s): kernel %d too large (max 15)", index, name, k);
     l->pool = (sf_pool_shape){.h = h, .w = w, .k = k, .stride = s, .pad = p};
     l->pool.oh = (h + 2 * p - k) / s + 1;
