@@ -103,7 +103,10 @@ class TestRoundTrip(unittest.TestCase):
         loss_ref.backward()
         loss.backward()
         for (name, p), q in zip(net.named_parameters(), ref_params):
-            close(self, p.grad.flatten(), q.grad.flatten(), f"gradient of {name}")
+            # a PLIF's w gets one sum over every neuron of its layer, whose terms cancel: fp32 summation order moves
+            # it by up to about 1e-4 of its value (6.4e-5 seen over 40 draws of a SEW net)
+            tol = 2e-4 if name.endswith(".w") else 1e-5
+            close(self, p.grad.flatten(), q.grad.flatten(), f"gradient of {name}", tol)
         close(self, xa.grad, xb.grad, "input gradient")
         ref_buffers = [b for n, b in ref.named_buffers() if not n.endswith("num_batches_tracked")]
         for (name, b), r in zip(net.named_buffers(), ref_buffers):
@@ -217,6 +220,7 @@ class TestResidual(unittest.TestCase):
             if kind == "spiking" and neuron is sj.ParametricLIFNode:
                 neuron, kw = neurons[0]  # its last neuron's w comes after the downsample in the engine's order
             with self.subTest(kind=kind, block=block, cnf=cnf, neuron=neuron.__name__):
+                torch.manual_seed(i)  # the weights: the same draw whichever tests ran before
                 self.check(sj_blocks(kind, block, cnf, neuron, **kw), (2, 8, 8), 5)
 
     def test_refused(self):

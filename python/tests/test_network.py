@@ -224,7 +224,7 @@ class TestCuda(unittest.TestCase):
                 for d in ("cpu", "cuda")}
         out = {}
         for d, net in nets.items():
-            xin = x.to(d).requires_grad_()
+            xin = x.detach().to(d).requires_grad_()  # a leaf on each device
             y = net(xin)
             torch.nn.functional.cross_entropy(y.mean(0), labels.to(d)).backward()
             out[d] = (y.cpu(), xin.grad.cpu(), [p.grad.cpu() for p in net.parameters()])
