@@ -19,6 +19,7 @@ import torch
 from spikefuse import _engine
 from spikefuse.torch.network import Network, layer
 from spikefuse.torch.run import encode
+from test_fuse import close
 
 CLI = os.environ.get("SPIKEFUSE_CLI", "")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -227,10 +228,10 @@ class TestCuda(unittest.TestCase):
             xin = x.detach().to(d).requires_grad_()  # a leaf on each device
             y = net(xin)
             torch.nn.functional.cross_entropy(y.mean(0), labels.to(d)).backward()
-            out[d] = (y.cpu(), xin.grad.cpu(), [p.grad.cpu() for p in net.parameters()])
-        for a, b in zip([out["cuda"][0], out["cuda"][1]] + out["cuda"][2],
-                        [out["cpu"][0], out["cpu"][1]] + out["cpu"][2]):
-            self.assertLess(((a - b).abs().max() / b.abs().max().clamp_min(1e-12)).item(), 1e-4)
+            out[d] = dict(output=y.detach(), input_grad=xin.grad, **{n: p.grad for n, p in net.named_parameters()})
+        for name, b in out["cpu"].items():  # close(): 0.bias, before a batch norm, is zero but for rounding
+            tol = 2e-4 if name.endswith(".w") else 1e-4  # a PLIF's w: one sum whose terms cancel (test_fuse.py)
+            close(self, out["cuda"][name].cpu(), b, name, tol)
 
     def test_bf16_weights_follow_the_optimizer(self):
         x = sample().cuda()

@@ -235,6 +235,10 @@ class TestAgainstSpikingJelly(unittest.TestCase):
                  (spiking_resnet.SpikingResNet, spiking_resnet.BasicBlock, {}))
         for cls, block, extra in cases:
             with self.subTest(cls=cls.__name__, block=block.__name__):
+                # fixed weights: with seed 0 one membrane of the Bottleneck net lies within fp32 rounding of its
+                # threshold, so the engine's thread count flips its spike, which AND hides from the output but not
+                # from the gradients (1.8e-2); seed 1 passes at 1 to 16 threads
+                torch.manual_seed(1)
                 model = cls(block, [1, 1, 1, 1], num_classes=5, spiking_neuron=neuron.IFNode,
                             surrogate_function=surrogate.ATan(), detach_reset=True, **extra)
                 functional.set_step_mode(model, "m")

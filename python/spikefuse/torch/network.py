@@ -247,13 +247,13 @@ class Network(torch.nn.Module):
         """The network's CUDA device current while the engine launches (it launches on the current device)."""
         return torch.cuda.device(self._device) if self._device.type == "cuda" else contextlib.nullcontext()
 
-    def _sync_out(self, engine_stream, *tensors):
-        if engine_stream is None:
-            return
-        torch.cuda.current_stream(self._device).wait_stream(engine_stream)
-        for t in tensors:
-            if t is not None:
-                t.record_stream(engine_stream)
+    def _sync_out(self, engine_stream):
+        """torch's current stream waits for the engine's work. That also covers the memory of x, y, dy and dx:
+        the engine copies what it keeps, so their blocks are free for reuse once the current stream is past this
+        point (record_stream on the engine's stream would have torch record events on it after the Network, and
+        that stream with it, is gone)."""
+        if engine_stream is not None:
+            torch.cuda.current_stream(self._device).wait_stream(engine_stream)
 
     def _run_forward(self, x, training, want_dx=False):
         x = x.detach().contiguous()
@@ -271,7 +271,7 @@ class Network(torch.nn.Module):
             if self._16bit:
                 self._engine.params_changed()  # the optimizer (or load_state_dict) wrote the fp32 weights in place
             self._engine.forward(x.data_ptr(), training, y.data_ptr())
-            self._sync_out(s, x, y)
+            self._sync_out(s)
         self._forwards += 1
         return y
 
@@ -282,7 +282,7 @@ class Network(torch.nn.Module):
         with self._on_device():
             s = self._sync_in()
             self._engine.backward(dy.data_ptr(), dx.data_ptr() if dx is not None else None)
-            self._sync_out(s, dy, dx)
+            self._sync_out(s)
         return dx
 
     def forward(self, x):
