@@ -36,10 +36,10 @@ peer() { # SITE MODEL MODE IMPL: SpikingJelly from site directory SITE, its JSON
         >"$OUT/peer_$2_$3_$4.txt" 2>&1
     echo "spikingjelly $2 $3 $4 rc=$?: $(grep '^{' "$OUT/peer_$2_$3_$4.txt" | tail -1)"
     grep -m3 -E "Error|error:" "$OUT/peer_$2_$3_$4.txt"
-    # SpikingJelly 2.0.0's Triton neurons refuse some 16-bit profiles; its torch neurons (fused by torch.compile
-    # in bf16-compile) are then its fastest path
+    # SpikingJelly 2.0.0's Triton neurons refuse some 16-bit profiles, and then only its automatic choice runs
+    # (its torch reference neurons, which torch.compile fuses in bf16-compile): its fastest path there
     if [ "$4" = triton ] && grep -q "Torch reference implementation required" "$OUT/peer_$2_$3_$4.txt"; then
-        peer "$1" "$2" "$3" torch
+        peer "$1" "$2" "$3" auto
     fi
 }
 
