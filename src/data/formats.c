@@ -1,5 +1,5 @@
-/* formats.c — the table of dataset formats, the kind queries answered from it, and loading a split through the
- * loader its row names. */
+/* formats.c — the table of dataset formats and the kind queries answered from it (load_split.c loads a split through
+ * the loader a row names). */
 #include "data/formats.h"
 
 #include "core/error.h"
@@ -178,49 +178,4 @@ void sf_dataset_kind_stats(sf_dataset_kind kind, float mean[SF_DATASET_MAX_CHANN
         mean[c] = c < f->channels && f->std[c] > 0.0f ? f->mean[c] : 0.0f;
         std[c] = c < f->channels && f->std[c] > 0.0f ? f->std[c] : 1.0f;
     }
-}
-
-sf_status sf_dataset_load(sf_dataset_kind kind, const char *dir, sf_split split, const sf_data_params *p,
-                          sf_dataset **out)
-{
-    *out = NULL;
-    if ((unsigned)kind >= SF_DATASET_NUM_KINDS) return sf_fail(SF_ERR_INVALID, "unknown dataset kind %d", (int)kind);
-    const sf_dataset_format *f = &formats[kind];
-    sf_data_params defaults;
-    if (!p) {
-        sf_data_default_params(&defaults);
-        p = &defaults;
-    }
-    if (!dir || !*dir) dir = f->default_dir;
-    const sf_event_params *e = &p->events;
-    const int augmented =
-        split == SF_SPLIT_TRAIN && (e->time_jitter_us || e->drop_event > 0.0f || e->shift || e->flip);
-    /* the cache keeps labels in a byte */
-    if (f->events && p->cache_dir && *p->cache_dir && !augmented && sf_format_classes(f, p) <= 256) {
-        if (p->timesteps < 1 || p->timesteps > (1 << 20))
-            return sf_fail(SF_ERR_INVALID, "frame cache: timesteps %lld is not in 1..2^20", (long long)p->timesteps);
-        SF_TRY(sf_frame_cache_load(f, dir, split, p, out));
-    } else {
-        SF_TRY(f->load(f, dir, split, p, out));
-    }
-    sf_dataset *ds = *out;
-    sf_status s = SF_OK;
-    if (f->height && ds->type != SF_SAMPLES_FRAMES &&
-        (ds->channels != f->channels || ds->height != f->height || ds->width != f->width))
-        s = sf_fail(SF_ERR_FORMAT, "%s in %s holds %d×%d×%d images, expected %d×%d×%d", f->pretty, dir, ds->channels,
-                    ds->height, ds->width, f->channels, f->height, f->width);
-    else if (f->channels && ds->classes != sf_format_classes(f, p))
-        s = sf_fail(SF_ERR_FORMAT, "%s in %s has %d classes, expected %d", f->pretty, dir, ds->classes,
-                    sf_format_classes(f, p));
-    else if (ds->count == 0)
-        s = sf_fail(SF_ERR_FORMAT, "the %s split of %s in %s holds no samples%s",
-                    split == SF_SPLIT_TRAIN ? "training" : "test", f->pretty, dir,
-                    ds->skipped ? ": every one is empty (no events)" : "");
-    if (s != SF_OK) {
-        sf_dataset_free(ds);
-        *out = NULL;
-        return s;
-    }
-    sf_dataset_kind_stats(kind, ds->mean, ds->std);
-    return SF_OK;
 }

@@ -4,7 +4,7 @@ al.'s; the engine runs a [bn] directly before a [lif] this way). The normalised 
 backward keeps only x and recomputes it with the membrane."""
 import torch
 
-from . import functional
+from . import functional, spikingjelly_nodes
 from .lif_neurons import IF
 from .neuron_base import _Neuron
 
@@ -81,8 +81,30 @@ class _BatchNormNeuron(_Neuron):
         """The fused equivalent of a SpikingJelly batch norm (layer.BatchNorm2d / BatchNorm1d, or a torch batch norm
         in a SeqToANNContainer) followed by a neuron of this class's model, with the batch norm's parameters and
         running statistics copied; a neuron of another model, or a batch norm that differs, raises ValueError."""
-        from .spikingjelly_convert import bn_neuron_of
-        return bn_neuron_of(bn, node, expect=cls)
+        model = spikingjelly_nodes.counterpart(node)
+        fused = spikingjelly_nodes.WITH_BATCH_NORM.get(model)
+        if fused != cls.__name__:
+            raise ValueError(f"{cls.__name__}.from_spikingjelly: a batch norm followed by {type(node).__name__} "
+                             f"({model}) " + (f"is {fused}: use {fused}.from_spikingjelly, or spikefuse.torch.convert"
+                                              if fused else "has no fused form (BNLIF and BNIF take LIFNode and "
+                                                            "IFNode)"))
+        found = spikingjelly_nodes.batch_norm_of(bn)
+        if found is None:
+            raise ValueError(f"{cls.__name__}.from_spikingjelly: {type(bn).__name__} is not a batch norm it fuses "
+                             "(SpikingJelly's layer.BatchNorm1d/2d/3d, or torch's, alone or in a SeqToANNContainer)")
+        inner, bn_step_mode = found
+        kw = spikingjelly_nodes.neuron_kwargs(node, cls._model)
+        if bn_step_mode not in (None, kw["step_mode"]):
+            raise ValueError(f"{cls.__name__}.from_spikingjelly: the batch norm runs in step mode {bn_step_mode!r}, "
+                             f"the neuron in {kw['step_mode']!r}")
+        m = cls(inner.num_features, eps=inner.eps, momentum=inner.momentum, affine=inner.affine,
+                track_running_stats=inner.track_running_stats, **kw)
+        m.load_state_dict(inner.state_dict(), strict=False)
+        for name in ("weight", "bias"):
+            if inner.affine:
+                getattr(m, name).requires_grad_(getattr(inner, name).requires_grad)
+        m = spikingjelly_nodes.carry_state(node, m, spikingjelly_nodes.device_of(inner))
+        return m.train(inner.training)
 
 
 class BNLIF(_BatchNormNeuron):

@@ -17,7 +17,8 @@ from .fuse_resnet import add_residual, is_residual
 from .lif_neurons import ALIF, IF, LIF
 from .network import Network, layer
 from .plif import PLIF
-from .spikingjelly_convert import is_spikingjelly_neuron, neuron_of
+from .spikingjelly_convert import neuron_of
+from .spikingjelly_nodes import is_spikingjelly_neuron
 
 _PER_STEP_CONTAINERS = ("SeqToANNContainer", "MultiStepContainer")
 _SF_NEURONS = (LIF, IF, PLIF, ALIF)

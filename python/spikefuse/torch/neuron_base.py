@@ -8,7 +8,7 @@ import functools
 import torch
 
 from .. import _lib, _neuron_params
-from . import _kernels, _ops, compact, functional, surrogates
+from . import _kernels, _ops, compact, functional, spikingjelly_nodes, surrogates
 
 
 def _module_base():
@@ -214,8 +214,19 @@ class _Neuron(_Base):
         """The equivalent of a SpikingJelly neuron of this class's model (LIFNode for LIF, IFNode for IF,
         ParametricLIFNode for PLIF): its parameters, surrogate, step mode and membrane state. A node of another
         model, or whose class changes SpikingJelly's equations, raises ValueError naming what differs."""
-        from .spikingjelly_convert import neuron_of
-        return neuron_of(node, expect=cls)
+        name = spikingjelly_nodes.counterpart(node)
+        if name != cls.__name__:
+            raise ValueError(f"{cls.__name__}.from_spikingjelly: {type(node).__name__} is a different neuron model "
+                             f"({name}); use {name}.from_spikingjelly, or spikefuse.torch.convert, which picks the "
+                             "model")
+        return cls._from_node(node, spikingjelly_nodes.neuron_kwargs(node, cls._model))
+
+    @classmethod
+    def _from_node(cls, node, kw):
+        """The module made with node's constructor arguments kw, with node's training flag and state."""
+        v = getattr(node, "v", None)
+        device = v.device if isinstance(v, torch.Tensor) else torch.device("cpu")
+        return spikingjelly_nodes.carry_state(node, cls(**kw), device)
 
     def _set_raw_params(self, p):
         """Runs the library's sf_lif_params p exactly (the engine's model: v starts at p.v_reset for a hard reset

@@ -5,7 +5,7 @@ an autograd Function in eager mode and (torch >= 2.4) custom ops "spikefuse::pli
 import torch
 from torch.autograd.function import once_differentiable
 
-from . import _kernels, _ops, functional
+from . import _kernels, _ops, functional, spikingjelly_nodes
 from .neuron_base import _Neuron
 
 
@@ -113,6 +113,15 @@ class PLIF(_Neuron):
                          detach_reset=detach_reset, grad_threshold=grad_threshold, per_channel=channels is not None)
         w0 = -torch.log(torch.tensor(self.tau - 1.0))
         self.w = torch.nn.Parameter(w0 if channels is None else w0.repeat(int(channels)))
+
+    @classmethod
+    def _from_node(cls, node, kw):
+        w = node.w.detach()
+        m = cls(init_tau=float(1.0 + torch.exp(-w.float()).mean()), channels=None if w.dim() == 0 else w.numel(), **kw)
+        with torch.no_grad():
+            m.w.copy_(w.reshape(m.w.shape))
+        m.w.requires_grad_(node.w.requires_grad)
+        return spikingjelly_nodes.carry_state(node, m, w.device)
 
     @property
     def init_tau(self):
