@@ -232,6 +232,12 @@ SF_API sf_status sf_bn_lif_backward(const sf_lif_params *p, int64_t T, int64_t B
                                     float *dbeta, const sf_lif_state *st, void *workspace, size_t workspace_bytes,
                                     sf_device device, void *stream);
 
+/* Batch statistics for the forward above: per channel c of x [rows, C, hw] (fp32, rows = T·B), the mean and the
+ * biased variance over rows and hw, summed in double in a fixed order (as the engine's [bn] layers sum). The CPU
+ * only (on CUDA, compute them with the framework's reduction); mean and var are [C]. */
+SF_API sf_status sf_bn_statistics(int64_t rows, int32_t C, int64_t hw, const float *x, float *mean, float *var,
+                                  sf_device device);
+
 /* ---------------------------------------------------------------- networks */
 typedef enum sf_layer_kind {
     SF_LAYER_LINEAR = 0,

@@ -1,5 +1,6 @@
 /* test_public_calls.c — the public calls the PyTorch interface uses beyond the LIF kernels, on the CPU:
- * sf_bn_lif_forward / sf_bn_lif_backward and the typed LIF calls (argument and type checks; the state carried
+ * sf_bn_lif_forward / sf_bn_lif_backward, sf_bn_statistics (against a double reference, where the channel's values
+ * sit far from 0) and the typed LIF calls (argument and type checks; the state carried
  * across calls gives one call's spikes bitwise; a backward writes dx, dγ, dβ), the size of the neuron state's
  * checkpoints (sf_lif_ckpt_floats), and sf_checkpoint_load_net with sf_net_layer_desc / sf_net_get_params
  * (a saved network comes back with its layers, parameters and statistics; bad paths and files fail naming them).
@@ -207,9 +208,33 @@ static void test_checkpoint_input_encoding(const char *dir)
           "a missing file: %s", sf_last_error());
 }
 
+static void test_bn_statistics(void)
+{
+    enum { R = 3, C = 2, HW = 5 };
+    float x[R * C * HW], mean[C], var[C];
+    for (int i = 0; i < R * C * HW; i++) x[i] = 1000.0f + (float)((i * 37) % 11) * 0.25f; /* |mean| ≫ std */
+    CHECK_OK(sf_bn_statistics(R, C, HW, x, mean, var, CPU));
+    for (int c = 0; c < C; c++) {
+        double s = 0, s2 = 0;
+        for (int r = 0; r < R; r++)
+            for (int k = 0; k < HW; k++) s += x[(r * C + c) * HW + k];
+        const double m = s / (R * HW);
+        for (int r = 0; r < R; r++)
+            for (int k = 0; k < HW; k++) s2 += (x[(r * C + c) * HW + k] - m) * (x[(r * C + c) * HW + k] - m);
+        CHECK(fabs(mean[c] - m) < 1e-4 && fabs(var[c] - s2 / (R * HW)) < 1e-5, "channel %d: mean %g var %g, expected "
+              "%g and %g", c, (double)mean[c], (double)var[c], m, s2 / (R * HW));
+    }
+    CHECK(sf_bn_statistics(0, C, HW, x, mean, var, CPU) == SF_ERR_INVALID, "no rows");
+    CHECK(strstr(sf_last_error(), "rows=0") != NULL, "the message names the shape: %s", sf_last_error());
+    CHECK(sf_bn_statistics(R, C, HW, NULL, mean, var, CPU) == SF_ERR_INVALID, "NULL x");
+    CHECK(sf_bn_statistics(R, C, HW, x, mean, var, (sf_device){SF_DEVICE_CUDA, 0}) == SF_ERR_UNSUPPORTED,
+          "the CPU only");
+}
+
 int main(void)
 {
     test_bn_lif_arguments();
+    test_bn_statistics();
     test_bn_lif_state();
     test_ckpt_floats();
     char dir[] = "/tmp/sf_public_calls_XXXXXX";

@@ -157,6 +157,8 @@ sf_bn_lif_backward = _bind_optional("sf_bn_lif_backward", ctypes.c_int,
                                     _BN_HEAD + [_PTR, _PTR, _PTR, _PTR, _STATE, _PTR, ctypes.c_size_t, Device, _PTR])
 sf_bn_lif_workspace_bytes = _bind_optional("sf_bn_lif_workspace_bytes", ctypes.c_size_t,
                                            [_I64, _I64, ctypes.c_int32, _I64, Device])
+sf_bn_statistics = _bind_optional("sf_bn_statistics", ctypes.c_int,
+                                  [_I64, ctypes.c_int32, _I64, _PTR, _PTR, _PTR, Device])
 
 
 def _check_params_layout():

@@ -139,6 +139,20 @@ class TestBNLIF(unittest.TestCase):
             cumulative(x + k)
         self.assertLess((cumulative.running_mean - (x + 1).mean((0, 1, 3))).abs().max().item(), 1e-5)
 
+    def test_batch_statistics(self):
+        """On the CPU the batch statistics come from the library (sf_bn_statistics); they equal float64 ones within
+        float32 rounding, also where a channel's mean is far from 0, and running statistics follow torch's rule."""
+        g = torch.Generator().manual_seed(3)
+        x = torch.randn(3, 4, 5, 6, 7, generator=g) * torch.tensor([1.0, 0.1, 3.0, 1.0, 2.0]).view(1, 1, 5, 1, 1)
+        x += torch.tensor([0.0, 1e3, -2.0, 50.0, 0.5]).view(1, 1, 5, 1, 1)
+        var64, mean64 = torch.var_mean(x.double(), dim=(0, 1, 3, 4), unbiased=False)
+        rm, rv = torch.zeros(5), torch.ones(5)
+        mean, var = functional.batch_norm_statistics(x, rm, rv, True, 0.1)
+        self.assertLess(((mean.double() - mean64).abs() / mean64.abs().clamp_min(1)).max().item(), 1e-6)
+        self.assertLess(((var.double() - var64).abs() / var64).max().item(), 1e-5)
+        n = x.numel() // 5
+        self.assertTrue(torch.allclose(rm, 0.1 * mean) and torch.allclose(rv, 0.9 + 0.1 * var * n / (n - 1)))
+
     def test_memory_kept_for_the_backward(self):
         """BNLIF keeps x (and [C] vectors); the unfused pairs keep at least x and the normalised y, SpikingJelly's
         torch LIF (as the reference LIF, step by step) much more."""

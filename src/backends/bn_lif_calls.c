@@ -1,5 +1,5 @@
-/* bn_lif_calls.c — the low-level public fused BN → LIF entry points (sf_bn_lif_*), which dispatch on the device to
- * the backends' kernels without a backend object. */
+/* bn_lif_calls.c — the low-level public fused BN → LIF entry points (sf_bn_lif_*, and the batch statistics they
+ * take), which dispatch on the device to the backends' kernels without a backend object. */
 #include "backends/backends.h"
 #include "core/error.h"
 #include "cpu/cpu_backend.h"
@@ -79,4 +79,16 @@ sf_status sf_bn_lif_backward(const sf_lif_params *p, int64_t T, int64_t B, int32
     (void)workspace_bytes;
     (void)stream;
     return sf_fail(SF_ERR_UNSUPPORTED, "BN+LIF backward: device not available in this build");
+}
+
+sf_status sf_bn_statistics(int64_t rows, int32_t C, int64_t hw, const float *x, float *mean, float *var,
+                           sf_device device)
+{
+    if (rows < 1 || C < 1 || hw < 1)
+        return sf_fail(SF_ERR_INVALID, "BN statistics of shape rows=%lld C=%d hw=%lld: each must be >= 1",
+                       (long long)rows, (int)C, (long long)hw);
+    if (!x || !mean || !var) return sf_fail(SF_ERR_INVALID, "BN statistics: a tensor pointer is NULL");
+    if (device.kind != SF_DEVICE_CPU)
+        return sf_fail(SF_ERR_UNSUPPORTED, "BN statistics: the CPU only (on CUDA the framework's reduction is as fast)");
+    return sf_cpu_op_bn_stats(NULL, (sf_bn_shape){.rows = rows, .c = C, .hw = hw}, x, mean, var);
 }

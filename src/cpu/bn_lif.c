@@ -2,10 +2,11 @@
  * inside the time-fused neuron loop; the backward recomputes y = BN(x) and h per block instead of reading stored
  * tensors.
  *
- * Backward, two passes over blocks of neurons (per-thread scratch of [T × block] only):
- *   pass 1: h (recomputed or given) → reverse-time recurrence → dy = c·dh; reduce Σdy and Σdy·(x − mean) per channel
- *           (dbeta and dgamma·std);
- *   pass 2: the same dy again, then dx = γ·invstd·(dy − mean(dy) − x̂·mean(dy·x̂)).
+ * Backward, two passes over blocks of neurons (per-thread scratch of [T × block]):
+ *   pass 1: h (recomputed or given) → reverse-time recurrence → dy = c·dh, kept in dx; reduce Σdy and
+ *           Σdy·(x − mean) per channel (dbeta and dgamma·std);
+ *   pass 2: dx = γ·invstd·(dy − mean(dy) − x̂·mean(dy·x̂)) in place (a split's phase 2 recomputes dy instead: its
+ *           phase 1 ran in another call).
  * Channel sums are deterministic (sf_channel_sums): each block adds its neurons over t in double lanes, then per
  * (sample, channel) run into its own slot; the slots are added in a fixed order. A PLIF's dw is summed the same way in
  * pass 1. With a split (sf_bn_split), phase 1 is pass 1 and phase 2 is pass 2 with the sums of every process. */
@@ -136,27 +137,32 @@ sf_status sf_cpu_op_bn_lif_backward(sf_backend *be, const sf_lif_params *p, int6
         goto pass2;
     }
 
-#pragma omp parallel for schedule(static)
-    for (int64_t b = 0; b < g.nblocks; b++) {
-        float sc[BLK], sh_[BLK], mu[BLK];
-        double sdy[BLK], sdyx[BLK];
-        double *bn_vals[2] = {sdy, sdyx};
-        const int64_t n0 = b * BLK;
-        const int nb = (int)(g.N - n0 < BLK ? g.N - n0 : BLK);
-        float *dy = scratch + omp_get_thread_num() * per_thread;
-        gather(&g, n0, nb, scale, sc);
-        gather(&g, n0, nb, shift, sh_);
-        gather(&g, n0, nb, mean, mu);
-        sf_neuron_block_dy(&nc, n0, nb, x, h, sc, sh_, ds, dy, 1, dk ? dk + n0 : NULL);
-        for (int i = 0; i < nb; i++) sdy[i] = sdyx[i] = 0.0;
-        for (int64_t t = 0; t < g.T; t++) {
-            const float *xt = x + t * g.N + n0, *dyt = dy + t * BLK;
-            for (int i = 0; i < nb; i++) {
-                sdy[i] += (double)dyt[i];
-                sdyx[i] += (double)dyt[i] * ((double)xt[i] - (double)mu[i]);
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int64_t b = 0; b < g.nblocks; b++) {
+            float sc[BLK], sh_[BLK], mu[BLK];
+            double sdy[BLK], sdyx[BLK];
+            double *bn_vals[2] = {sdy, sdyx};
+            const int64_t n0 = b * BLK;
+            const int nb = (int)(g.N - n0 < BLK ? g.N - n0 : BLK);
+            float *dy = scratch + omp_get_thread_num() * per_thread;
+            gather(&g, n0, nb, scale, sc);
+            gather(&g, n0, nb, shift, sh_);
+            gather(&g, n0, nb, mean, mu);
+            sf_neuron_block_dy(&nc, n0, nb, x, h, sc, sh_, ds, dy, 1, dk ? dk + n0 : NULL);
+            for (int i = 0; i < nb; i++) sdy[i] = sdyx[i] = 0.0;
+            for (int64_t t = 0; t < g.T; t++) {
+                const float *xt = x + t * g.N + n0, *dyt = dy + t * BLK;
+                for (int i = 0; i < nb; i++) {
+                    sdy[i] += (double)dyt[i];
+                    sdyx[i] += (double)dyt[i] * ((double)xt[i] - (double)mu[i]);
+                }
+                if (phase == 0) sf_stream_row(dx + t * g.N + n0, dyt, nb);
             }
+            sf_channel_sums_add(&bn_sums, b, nb, bn_vals);
         }
-        sf_channel_sums_add(&bn_sums, b, nb, bn_vals);
+        sf_stream_fence();
     }
     sf_channel_sums_total(&bn_sums, sums);
     if (want_dw && (status = sf_neuron_plif_dw(&nc, dk)) != SF_OK) goto done;
@@ -186,9 +192,9 @@ pass2:
             gather(&g, n0, nb, invstd, is);
             gather(&g, n0, nb, mdy, m);
             gather(&g, n0, nb, mdyx, mx);
-            sf_neuron_block_dy(&nc, n0, nb, x, h, sc, sh_, ds, dy, 0, plif ? dk_unused : NULL);
+            if (phase == 2) sf_neuron_block_dy(&nc, n0, nb, x, h, sc, sh_, ds, dy, 0, plif ? dk_unused : NULL);
             for (int64_t t = 0; t < g.T; t++) {
-                const float *xt = x + t * g.N + n0, *dyt = dy + t * BLK;
+                const float *xt = x + t * g.N + n0, *dyt = phase == 2 ? dy + t * BLK : dx + t * g.N + n0;
 #pragma omp simd
                 for (int i = 0; i < nb; i++) row[i] = sc[i] * (dyt[i] - m[i] - (xt[i] - mu[i]) * is[i] * mx[i]);
                 sf_stream_row(dx + t * g.N + n0, row, nb);

@@ -218,6 +218,20 @@ def _bn_shape(x):
     return T, B, C, x[0, 0, 0].numel()
 
 
+def bn_statistics(x):
+    """(mean, biased var) per channel of float32 x [T, B, C, *spatial] on the CPU, summed by the library (faster than
+    torch.var_mean over the non-channel dimensions there); None where it cannot: another device or dtype, an empty
+    x, or a library that predates sf_bn_statistics."""
+    if _lib.sf_bn_statistics is None or x.is_cuda or x.dtype != torch.float32 or x.numel() == 0:
+        return None
+    T, B, C, hw = _bn_shape(x)
+    x = x.contiguous()
+    mean, var = torch.empty(C), torch.empty(C)
+    _lib.check(_lib.sf_bn_statistics(T * B, C, hw, x.data_ptr(), mean.data_ptr(), var.data_ptr(), _CPU[2]),
+               "sf_bn_statistics")
+    return mean, var
+
+
 def _need_bn_lif():
     if _lib.sf_bn_lif_forward is None:
         raise _lib.SpikefuseError("sf_bn_lif_forward", 5, f"{_lib.LIBRARY_PATH} predates the fused BN+LIF calls: "
