@@ -78,7 +78,8 @@ def _candidate_paths():
 _RUNTIME_PACKAGES = {"libopenblas.so.0": "libopenblas0-openmp", "libgomp.so.1": "libgomp1",
                      "libcjson.so.1": "libcjson1", "libinih.so.1": "libinih1", "libz.so.1": "zlib1g",
                      "libzip.so.4": "libzip4", "libhdf5_serial.so.103": "libhdf5-103-1",
-                     "libhdf5_serial_hl.so.100": "libhdf5-hl-100"}
+                     "libhdf5_serial_hl.so.100": "libhdf5-hl-100", "libturbojpeg.so.0": "libturbojpeg0",
+                     "libpng16.so.16": "libpng16-16", "libmpi.so.40": "libopenmpi3"}  # MPI: the CLI's build
 
 
 def _missing_library_hint(message):

@@ -1,6 +1,8 @@
 """test_errors.py — bad inputs and parameters give clear Python exceptions (never a crash), and the ctypes
 binding reports the library's own messages."""
 import ctypes
+import os
+import subprocess
 import unittest
 from unittest import mock
 
@@ -126,6 +128,22 @@ class TestModule(unittest.TestCase):
         self.assertEqual(float(m(x)[0].sum()), 4.0)
         m.v_threshold = 2.0
         self.assertEqual(float(m(x)[0].sum()), 0.0)
+
+    def test_every_linked_library_has_its_package(self):
+        """Each library libspikefuse needs, beyond glibc, the compiler's runtimes and CUDA's, has the package that
+        a failed load names, and python/README.md lists it."""
+        try:
+            out = subprocess.run(["objdump", "-p", _lib.LIBRARY_PATH], capture_output=True, text=True).stdout
+        except FileNotFoundError:
+            self.skipTest("objdump (binutils) is not installed")
+        needed = {line.split()[1] for line in out.splitlines() if line.strip().startswith("NEEDED")}
+        base = ("libc.so", "libm.so", "ld-linux", "libstdc++", "libgcc_s", "libcu", "libnccl", "libnv")
+        ours = {lib for lib in needed if not lib.startswith(base)}
+        self.assertTrue(ours, out)
+        self.assertEqual(sorted(ours - set(_lib._RUNTIME_PACKAGES)), [])
+        readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
+        for lib in ours - {"libmpi.so.40"}:  # the package's library has no MPI; the CLI's build links it
+            self.assertIn(_lib._RUNTIME_PACKAGES[lib], readme, lib)
 
     def test_missing_runtime_library_names_its_package(self):
         hint = _lib._missing_library_hint("libhdf5_serial.so.103: cannot open shared object file: No such file")
