@@ -89,6 +89,6 @@ sf_status sf_bn_statistics(int64_t rows, int32_t C, int64_t hw, const float *x, 
                        (long long)rows, (int)C, (long long)hw);
     if (!x || !mean || !var) return sf_fail(SF_ERR_INVALID, "BN statistics: a tensor pointer is NULL");
     if (device.kind != SF_DEVICE_CPU)
-        return sf_fail(SF_ERR_UNSUPPORTED, "BN statistics: the CPU only (on CUDA the framework's reduction is as fast)");
+        return sf_fail(SF_ERR_UNSUPPORTED, "BN statistics: the CPU only (on CUDA, use the framework's reduction)");
     return sf_cpu_op_bn_stats(NULL, (sf_bn_shape){.rows = rows, .c = C, .hw = hw}, x, mean, var);
 }

@@ -108,8 +108,11 @@ def batch_norm_statistics(x, running_mean, running_var, training, momentum):
         return running_mean, running_var
     dims = (0, 1) + tuple(range(3, x.dim()))
     with torch.no_grad():
-        stats = _kernels.bn_statistics(x)
-        mean, var = stats if stats else torch.var_mean(x.to(_kernels.state_dtype(x)), dim=dims, unbiased=False)[::-1]
+        stats = _kernels.bn_statistics(x)  # the library's sums on the CPU in float32, else None
+        if stats is None:
+            var, mean = torch.var_mean(x.to(_kernels.state_dtype(x)), dim=dims, unbiased=False)
+        else:
+            mean, var = stats
         if running_mean is not None and running_var is not None:
             n = x.numel() // max(1, x.shape[2])
             running_mean.mul_(1 - momentum).add_(mean, alpha=momentum)
