@@ -18,11 +18,14 @@ say "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 
 BIN=build-gpu
 progs=$(ls tests/gpu/*.c bench/gpu/*.c | xargs -n1 basename | sed 's/\.c$//')
-progs="$progs bench_events spikefuse_cli" # the data loader's side of the event examples (below)
+progs="$progs bench_events" # the data loader's side of the event examples (below)
+# the command line tool for the event examples' GPU step, where cairo (its figures) is installed
+cli=OFF
+pkg-config --exists cairo 2>/dev/null && cli=ON && progs="$progs spikefuse_cli"
 if [ -n "${SF_GPU_BIN:-}" ] && [ -d "$SF_GPU_BIN" ]; then
     say "== using the programs in $SF_GPU_BIN (tests/gpu_bundle.sh)"
     BIN=$SF_GPU_BIN
-elif cmake -S . -B "$BIN" -DSF_CUDA=ON -DSF_TESTS=OFF -DSF_CLI=OFF -DSF_WERROR=ON >>"$LOG" 2>&1 &&
+elif cmake -S . -B "$BIN" -DSF_CUDA=ON -DSF_TESTS=OFF -DSF_CLI=$cli -DSF_WERROR=ON >>"$LOG" 2>&1 &&
     cmake --build "$BIN" -j"$(nproc)" --target $progs >>"$LOG" 2>&1; then
     say "== built in $BIN"
 else

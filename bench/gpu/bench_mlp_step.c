@@ -58,7 +58,7 @@ int main(int argc, char **argv)
         }
         sf_bench_median(ts, steps); /* sorts: p10 and p90 below */
         printf("%-6s %9.4f %9.4f %9.4f %9.4f %10s\n", on ? "on" : "off", ts[steps / 2], ts[steps / 10],
-               ts[steps * 9 / 10], r.loss, net->graph ? "yes" : "no");
+               ts[steps * 9 / 10], r.loss, sf_net_step_replayed(net) ? "yes" : "no");
         sf_net_free(net);
     }
     free(ts);

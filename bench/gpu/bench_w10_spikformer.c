@@ -175,7 +175,7 @@ int main(int argc, char **argv)
             (flops / bf16_rate + elems * (double)sf_scalar_size(net->be->act) / (bw * 1e9)) * 1e3;
         printf("%-10s %9.2f %9.4f %9.2f %8.2f %10.0f %11.0f %10.0f %10.0f %9s\n", sf_memory_mode_name(modes[m]),
                ts[steps / 2], r.loss, floor_ms, ts[steps / 2] / floor_ms, sf_net_peak_bytes(net) / 1048576.0,
-               gb_used_mib() - base, plan.total / 1048576.0, plan.saved / 1048576.0, net->graph ? "yes" : "no");
+               gb_used_mib() - base, plan.total / 1048576.0, plan.saved / 1048576.0, sf_net_step_replayed(net) ? "yes" : "no");
         if (modes[m] == SF_MEMORY_RECOMPUTE) flops_seen = flops, elems_seen = elems;
         free(ts);
         sf_net_free(net);

@@ -79,7 +79,7 @@ int main(int argc, char **argv)
         printf("%-10s %9.2f %9.4f %9.2f %8.2f %12.0f %12.0f %12.0f %10.0f %9s\n", mode ? "recompute" : "full",
                ts[steps / 2], r.loss, floor_ms, ts[steps / 2] / floor_ms, plan.total / 1048576.0,
                sf_net_peak_bytes(net) / 1048576.0, gb_used_mib() - base, plan.saved / 1048576.0,
-               net->graph ? "yes" : "no");
+               sf_net_step_replayed(net) ? "yes" : "no");
         if (mode) { /* where the time goes */
             gb_per_layer_table(net, x, labels, rate, bw);
             const char *prof = getenv("SF_BENCH_PROFILE_STEP");

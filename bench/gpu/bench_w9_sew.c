@@ -155,7 +155,7 @@ int main(int argc, char **argv)
         printf("%-10s %9.2f %9.0f %9.4f %9.2f %8.2f %12.0f %12.0f %12.0f %10.0f %9s\n", sf_memory_mode_name(a.modes[k]),
                ms, a.B * 1e3 / ms, r.loss, floor_ms, ms / floor_ms, plan.total / 1048576.0,
                sf_net_peak_bytes(net) / 1048576.0, gb_used_mib() - base, plan.saved / 1048576.0,
-               net->graph ? "yes" : "no");
+               sf_net_step_replayed(net) ? "yes" : "no");
         if (k == 0 && a.layers) gb_per_layer_table(net, x, labels, rate, bw);
         free(ts);
         sf_net_free(net);

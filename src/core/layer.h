@@ -111,8 +111,8 @@ struct sf_layer_ops {
     bool (*masks_input_grad)(const sf_net_layer *l);
     /* This step's paths (fwd_sparse, bwd_flags) from the densities known now, for a layer whose sparse is not off. */
     void (*sparse_decide)(sf_net *net, sf_net_layer *l);
-    /* The densities of the step that just ended, for the next step's choices. */
-    void (*sparse_measured)(sf_net *net, sf_net_layer *l);
+    /* The densities of the last step (its gradients' too where it ran its backward), for the next step's choices. */
+    void (*sparse_measured)(sf_net *net, sf_net_layer *l, bool with_backward);
     /* The crossovers (xfwd, xbwd) of a layer with sparse = auto, measured on the backend. */
     sf_status (*sparse_tune)(sf_net *net, sf_net_layer *l);
 };

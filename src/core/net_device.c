@@ -1,6 +1,7 @@
 /* net_device.c — a compiled network run on tensors another framework holds on the net's device (spikefuse.torch's
  * Network): the input and the output's gradient come in as float32 device memory, the output and the input's
- * gradient go back there, and the parameters are addressed in place. */
+ * gradient go back there, and the parameters are addressed in place. Between those copies the forward and the
+ * backward replay their recordings as the training step does (net_step.c), and nothing waits for the device. */
 #include "core/error.h"
 #include "core/layer.h"
 
@@ -43,7 +44,7 @@ sf_status sf_net_forward_device(sf_net *net, const float *x, int32_t training, f
     SF_TRY(put_act(be, sf_net_rows(net) * net->tensors[0].per_sample, x, sf_net_act(net, 0)));
     net->have_input = true;
     SF_TRY(sf_net_choose_paths(net));
-    SF_TRY(sf_net_run_forward(net, training != 0));
+    SF_TRY(sf_net_run_body(net, training ? SF_BODY_FORWARD_TRAINING : SF_BODY_FORWARD_EVAL));
     if (net->tensors[0].compact) { /* input_spikes: the forward flagged any value other than 0 and 1 */
         float flag;
         SF_TRY(be->copy_to_host(be, &flag, net->stats + SF_STAT_INPUT_BAD, sizeof flag));
@@ -70,7 +71,7 @@ sf_status sf_net_backward_device(sf_net *net, const float *dy, float *dx)
     if (!dy) return sf_fail(SF_ERR_INVALID, "backward: dy is NULL");
     sf_backend *be = net->be;
     SF_TRY(put_act(be, sf_net_rows(net) * net->tensors[L].per_sample, dy, g));
-    SF_TRY(sf_net_backward_layers(net));
+    SF_TRY(sf_net_run_body(net, SF_BODY_BACKWARD));
     if (!be->host_memory) SF_TRY(sf_net_sparse_after_step(net));
     if (!dx) return SF_OK;
     return get_act(be, sf_net_rows(net) * net->tensors[0].per_sample, sf_net_grad(net, 0), dx);

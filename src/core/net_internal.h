@@ -11,8 +11,32 @@
 
 #include <stdbool.h>
 
-/* Recordings of the training step a net keeps, one per combination of event-driven paths (net_step.c). */
+/* Recordings a net keeps of one body of work, one per combination of event-driven paths (net_step.c). */
 #define SF_NET_GRAPHS 4
+
+/* The bodies of work a net records as backend graphs: the training step's (forward, loss, backward, finite checks),
+ * and the forward and backward that a caller holding the tensors runs one by one (net_device.c). */
+typedef enum sf_net_body {
+    SF_BODY_TRAIN_STEP = 0,
+    SF_BODY_FORWARD_TRAINING,
+    SF_BODY_FORWARD_EVAL,
+    SF_BODY_BACKWARD,
+    SF_NET_BODIES
+} sf_net_body;
+
+/* The recordings of one body, one per combination of event-driven paths that recent runs took: a layer whose density
+ * sits at its crossover may switch paths from step to step. */
+typedef struct sf_net_recordings {
+    void *graphs[SF_NET_GRAPHS];
+    uint64_t paths[SF_NET_GRAPHS]; /* sf_net_sparse_signature of each recording */
+    int32_t n, oldest;             /* recordings held; the one a new recording replaces once all are held */
+    void *current;                 /* the recording of this run's paths, or NULL */
+    int32_t plain_runs;            /* runs without a graph since the compile */
+    bool failed;                   /* recording failed once for this compile: stay on the plain path */
+    /* what a run of the body leaves in the net's flags (have_forward, have_loss, have_backward, last_training), for
+     * a replay to leave too */
+    bool left_forward, left_loss, left_backward, left_training;
+} sf_net_recordings;
 
 /* How the backward obtains a tensor that a consumer's backward needs (e.g. a linear layer's input). */
 typedef enum sf_keep_kind {
@@ -159,6 +183,8 @@ struct sf_net {
     float *tcounts;      /* [2, L+1]: ones in each compact tensor not made by a neuron layer, nonzero gradients */
     float *host_tcounts; /* the last step's tcounts and spike counts on the host ([2, L+1] then [n_lif]) */
     bool host_tcounts_valid;
+    bool tcounts_in_flight; /* the last step's counts are on their way to host_tcounts (sf_net_sparse_collect) */
+    bool tcounts_backward;  /* that step ran its backward: its gradient densities count too */
     int32_t *labels;     /* [B] */
     float *input_f32;    /* [T, B, C, H, W]: the upload's float input before it becomes the act type (16-bit only) */
     int32_t n_lif;
@@ -170,14 +196,7 @@ struct sf_net {
     bool keep_all; /* sf_net_set_keep_activations: every tensor and LIF membrane potential stays readable */
     bool input_grad; /* sf_net_set_input_grad: the backward also writes the gradient of tensor 0 */
     char *summary;
-    /* the training step recorded as backend graphs (net_step.c), one per combination of event-driven paths that
-     * recent steps took: a layer whose density sits at its crossover may switch paths from step to step */
-    void *graphs[SF_NET_GRAPHS];
-    uint64_t graph_paths[SF_NET_GRAPHS]; /* sf_net_sparse_signature of each recording */
-    int32_t n_graphs, oldest_graph;      /* recordings held; the one a new recording replaces once all are held */
-    void *graph;                         /* the recording of this step's paths, or NULL */
-    int32_t plain_steps; /* training steps run without a graph since the compile */
-    bool graph_failed;   /* recording failed once for this compile: stay on the plain path */
+    sf_net_recordings recorded[SF_NET_BODIES]; /* by sf_net_body (net_step.c) */
     /* fp16's dynamic loss scale (GradScaler's rule; net_step.c) */
     float loss_scale;
     int64_t loss_scale_steps; /* good steps since the scale last changed */
@@ -274,11 +293,15 @@ sf_status sf_net_run_forward(sf_net *net, bool training);
 sf_status sf_net_put_labels(sf_net *net, const int32_t *labels);
 sf_status sf_net_loss_ops(sf_net *net, bool labelled);
 
-/* net_step.c: forgets the recorded training step (a compile moves the memory its ops point into). */
+/* net_step.c: forgets every recording (a compile moves the memory their ops point into). */
 void sf_net_drop_graph(sf_net *net);
-/* net_step.c: on a device backend, the event-driven layers' paths for the next step from the last step's densities
- * (and the recorded graph of those paths, where one is held). */
+/* net_step.c: on a device backend, the event-driven layers' paths for the next step from the last step's densities. */
 sf_status sf_net_choose_paths(sf_net *net);
+/* net_step.c: runs a body (after sf_net_choose_paths) by replaying its recording for these paths where recording is
+ * allowed, recording one where none is held; plainly otherwise. */
+sf_status sf_net_run_body(sf_net *net, sf_net_body body);
+/* Was the last training step a replay of its recording (the benchmarks report it)? */
+static inline bool sf_net_step_replayed(const sf_net *net) { return net->recorded[SF_BODY_TRAIN_STEP].current != NULL; }
 /* net_backward.c: the layers' backward in reverse order from the gradient of the last layer's output (already in its
  * buffer), handing gradients over as they become final. */
 sf_status sf_net_backward_layers(sf_net *net);
@@ -340,8 +363,13 @@ float sf_net_grad_density(sf_net *net, int32_t id);
 bool sf_net_sparse_below(sf_sparse_mode m, float density, float crossover);
 /* Chooses layer l's paths for this step from the densities known now (its kind says how). */
 sf_status sf_net_sparse_decide(sf_net *net, sf_net_layer *l);
-/* After a step on a device backend: the counts of that step come to the host for the next step's choices. */
+/* After a step: the densities of that step, for the next step's choices and the queries. On a device backend its
+ * counts only start on their way to the host (the host need not wait for the step); sf_net_sparse_collect takes
+ * them in, as the next step's choices and the queries do. */
 sf_status sf_net_sparse_after_step(sf_net *net);
+sf_status sf_net_sparse_collect(sf_net *net);
+/* Waits for counts on their way and drops them, and the last ones taken in (a new plan measures afresh). */
+sf_status sf_net_sparse_forget(sf_net *net);
 /* The paths of all layers as one value: a recorded step graph is valid only while it stays the same. */
 uint64_t sf_net_sparse_signature(const sf_net *net);
 

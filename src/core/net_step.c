@@ -42,12 +42,25 @@ static sf_status body_ops(sf_net *net)
     return SF_OK;
 }
 
-/* A recording is valid while the kernels' by-value arguments stay fixed: not with dropout (its counter moves), nor
- * profiling (syncs per layer) or hooks not graph_safe, and only after one plain step since the compile, so that every
- * lazy choice and allocation of the backend happens outside the recording. */
-static bool graph_allowed(const sf_net *net)
+/* Forward in training or evaluation mode, the backward alone, or the training step's body: what a body runs. */
+static sf_status run_plainly(sf_net *net, sf_net_body body)
 {
-    if (!net->be->graph_begin || net->graph_failed || net->profiling || net->plain_steps < 1) return false;
+    switch (body) {
+    case SF_BODY_TRAIN_STEP: return body_ops(net);
+    case SF_BODY_FORWARD_TRAINING: return sf_net_run_forward(net, true);
+    case SF_BODY_FORWARD_EVAL: return sf_net_run_forward(net, false);
+    case SF_BODY_BACKWARD: return sf_net_backward_layers(net);
+    case SF_NET_BODIES: break;
+    }
+    return sf_fail(SF_ERR_INVALID, "unknown body of work %d", (int)body);
+}
+
+/* A recording is valid while the kernels' by-value arguments stay fixed: not with dropout (its counter moves), nor
+ * profiling (syncs per layer) or hooks not graph_safe, and only after one plain run since the compile, so that every
+ * lazy choice and allocation of the backend happens outside the recording. */
+static bool graph_allowed(const sf_net *net, const sf_net_recordings *r)
+{
+    if (!net->be->graph_begin || r->failed || net->profiling || r->plain_runs < 1) return false;
     const sf_net_hooks *h = &net->hooks;
     if ((h->send || h->grads_ready) && !h->graph_safe) return false; /* hooks that do more than enqueue work */
     for (int32_t i = 0; i < net->n_layers; i++)
@@ -55,82 +68,93 @@ static bool graph_allowed(const sf_net *net)
     return true;
 }
 
-static void free_recordings(sf_net *net)
+static void free_recordings(sf_net *net, sf_net_recordings *r)
 {
-    for (int32_t i = 0; i < net->n_graphs; i++) net->be->graph_free(net->be, net->graphs[i]);
-    net->n_graphs = net->oldest_graph = 0;
-    net->graph = NULL;
+    for (int32_t i = 0; i < r->n; i++) net->be->graph_free(net->be, r->graphs[i]);
+    r->n = r->oldest = 0;
+    r->current = NULL;
 }
 
 void sf_net_drop_graph(sf_net *net)
 {
-    free_recordings(net);
-    net->plain_steps = 0;
-    net->graph_failed = false;
+    for (int b = 0; b < SF_NET_BODIES; b++) {
+        sf_net_recordings *r = &net->recorded[b];
+        free_recordings(net, r);
+        r->plain_runs = 0;
+        r->failed = false;
+    }
 }
 
-/* Records the body for this step's paths, in a free slot or in place of the oldest recording. A failure leaves no
- * graph and marks the net so that it stays on the plain path: a graph is an optimisation and never fails a step. */
-static void record(sf_net *net)
+/* Records the body for this run's paths, in a free slot or in place of the oldest recording. A failure leaves no
+ * graph and marks the body so that it stays on the plain path: a graph is an optimisation and never fails a run. */
+static void record(sf_net *net, sf_net_body body)
 {
     sf_backend *be = net->be;
+    sf_net_recordings *r = &net->recorded[body];
     if (be->graph_begin(be) != SF_OK) {
-        net->graph_failed = true;
+        r->failed = true;
         return;
     }
-    sf_status s = body_ops(net);
+    sf_status s = run_plainly(net, body);
     void *g = NULL;
     sf_status e = be->graph_end(be, &g);
     if (s != SF_OK || e != SF_OK) {
         if (g) be->graph_free(be, g);
-        net->graph_failed = true;
+        r->failed = true;
         return;
     }
-    int32_t k = net->n_graphs;
+    int32_t k = r->n;
     if (k == SF_NET_GRAPHS) {
-        k = net->oldest_graph;
-        net->oldest_graph = (k + 1) % SF_NET_GRAPHS;
-        be->graph_free(be, net->graphs[k]);
+        k = r->oldest;
+        r->oldest = (k + 1) % SF_NET_GRAPHS;
+        be->graph_free(be, r->graphs[k]);
     } else {
-        net->n_graphs++;
+        r->n++;
     }
-    net->graphs[k] = net->graph = g;
-    net->graph_paths[k] = sf_net_sparse_signature(net);
+    r->graphs[k] = r->current = g;
+    r->paths[k] = sf_net_sparse_signature(net);
+    r->left_forward = net->have_forward, r->left_loss = net->have_loss;
+    r->left_backward = net->have_backward, r->left_training = net->last_training;
 }
 
-/* On a device backend the event-driven layers choose their paths from the last step before the step runs, so a
- * step replays the recording made for the same choices, if one is held. */
+/* On a device backend the event-driven layers choose their paths from the last step before the step runs. */
 sf_status sf_net_choose_paths(sf_net *net)
 {
     if (net->be->host_memory) return SF_OK;
     for (int32_t i = 0; i < net->n_layers; i++) SF_TRY(sf_net_sparse_decide(net, &net->layers[i]));
-    const uint64_t paths = sf_net_sparse_signature(net);
-    net->graph = NULL;
-    for (int32_t i = 0; i < net->n_graphs; i++)
-        if (net->graph_paths[i] == paths) net->graph = net->graphs[i];
+    return SF_OK;
+}
+
+sf_status sf_net_run_body(sf_net *net, sf_net_body body)
+{
+    sf_net_recordings *r = &net->recorded[body];
+    r->current = NULL;
+    if (graph_allowed(net, r)) {
+        const uint64_t paths = sf_net_sparse_signature(net);
+        for (int32_t i = 0; i < r->n; i++)
+            if (r->paths[i] == paths) r->current = r->graphs[i];
+        if (!r->current) record(net, body);
+        if (r->current) {
+            sf_status s = net->be->graph_launch(net->be, r->current);
+            if (s == SF_OK) {
+                net->have_forward = r->left_forward, net->have_loss = r->left_loss;
+                net->have_backward = r->left_backward, net->last_training = r->left_training;
+                return SF_OK;
+            }
+            if (s != SF_ERR_STATE) return s;
+            /* backend memory moved since the recordings: record again next run, run this one plainly */
+            free_recordings(net, r);
+        }
+    }
+    SF_TRY(run_plainly(net, body));
+    r->plain_runs++;
     return SF_OK;
 }
 
 static sf_status step_body(sf_net *net)
 {
     SF_TRY(sf_net_choose_paths(net));
-    if (graph_allowed(net)) {
-        if (!net->graph) record(net);
-        if (net->graph) {
-            sf_status s = net->be->graph_launch(net->be, net->graph);
-            if (s == SF_OK) {
-                /* what body_ops would have left behind, for the update and the queries */
-                net->have_forward = net->have_loss = net->have_backward = net->last_training = true;
-                return SF_OK;
-            }
-            if (s != SF_ERR_STATE) return s;
-            /* backend memory moved since the recordings: record again next step, run this one plainly */
-            free_recordings(net);
-        }
-    }
-    SF_TRY(body_ops(net));
-    net->plain_steps++;
-    return SF_OK;
+    return sf_net_run_body(net, SF_BODY_TRAIN_STEP);
 }
 
 sf_status sf_net_update(sf_net *net)

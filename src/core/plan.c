@@ -384,9 +384,9 @@ sf_status sf_net_plan_memory(sf_net *net)
     float *hc = realloc(net->host_counts, (size_t)(net->n_lif ? net->n_lif : 1) * sizeof(float));
     if (!hc) return sf_fail(SF_ERR_NOMEM, "out of memory");
     net->host_counts = hc;
+    SF_TRY(sf_net_sparse_forget(net)); /* nothing may still land in the old host_tcounts */
     float *ht = realloc(net->host_tcounts, (size_t)(2 * (L + 1) + net->n_lif) * sizeof(float));
     if (!ht) return sf_fail(SF_ERR_NOMEM, "out of memory");
     net->host_tcounts = ht;
-    net->host_tcounts_valid = false;
     return SF_OK;
 }

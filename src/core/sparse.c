@@ -1,8 +1,9 @@
 /* sparse.c — event-driven execution in the engine (Finkbeiner & Neftci): which tensors get a compact form, where their
  * ones are counted, and the sparse or dense choice per layer and step from the spike density (each kind says how:
  * core/layers/linear.c, rlif.c). A host backend's linear layer reads the count its input just got; a GPU's counts
- * arrive with the step's one read-back, so there the choice follows the previous step (AUTO's first step runs dense),
- * as a recurrent layer's recurrence does everywhere (its spikes are unknown before it runs). */
+ * are copied back after each step without the host waiting for them and taken in before the next step chooses, so
+ * there the choice follows the previous step (AUTO's first step runs dense), as a recurrent layer's recurrence does
+ * everywhere (its spikes are unknown before it runs). */
 #include "core/error.h"
 #include "core/layer.h"
 
@@ -180,6 +181,7 @@ bool sf_net_sparse_below(sf_sparse_mode m, float density, float crossover)
 
 sf_status sf_net_sparse_decide(sf_net *net, sf_net_layer *l)
 {
+    SF_TRY(sf_net_sparse_collect(net));
     if (l->sparse == SF_SPARSE_OFF) {
         l->fwd_sparse = false;
         l->bwd_flags = 0;
@@ -189,24 +191,50 @@ sf_status sf_net_sparse_decide(sf_net *net, sf_net_layer *l)
     return SF_OK;
 }
 
+/* The densities of the step the counts came from, for the next step's choices and for the queries. */
+static void take_densities(sf_net *net, bool with_backward)
+{
+    for (int32_t i = 0; i < net->n_layers; i++) {
+        sf_net_layer *l = &net->layers[i];
+        if (l->ops->sparse_measured) l->ops->sparse_measured(net, l, with_backward);
+    }
+}
+
 sf_status sf_net_sparse_after_step(sf_net *net)
 {
     bool any = false;
     for (int32_t i = 0; i < net->n_layers; i++) any |= net->layers[i].sparse != SF_SPARSE_OFF;
     if (!any) return SF_OK;
-    if (!net->be->host_memory) {
-        int32_t L = net->n_layers;
-        SF_TRY(net->be->copy_to_host(net->be, net->host_tcounts, net->tcounts, sizeof(float) * (size_t)(2 * (L + 1))));
-        if (net->n_lif)
-            SF_TRY(net->be->copy_to_host(net->be, net->host_tcounts + 2 * (L + 1), net->spike_counts,
-                                         sizeof(float) * (size_t)net->n_lif));
-        net->host_tcounts_valid = true;
+    sf_backend *be = net->be;
+    if (be->host_memory) {
+        take_densities(net, net->have_backward);
+        return SF_OK;
     }
-    /* the densities of the step that just ended, for the next step's choices and for the queries */
-    for (int32_t i = 0; i < net->n_layers; i++) {
-        sf_net_layer *l = &net->layers[i];
-        if (l->ops->sparse_measured) l->ops->sparse_measured(net, l);
-    }
+    SF_TRY(sf_net_sparse_collect(net)); /* host_tcounts takes one step's counts at a time */
+    sf_status (*copy)(sf_backend *, void *, const void *, size_t) =
+        be->copy_to_host_async ? be->copy_to_host_async : be->copy_to_host;
+    const int32_t L = net->n_layers;
+    SF_TRY(copy(be, net->host_tcounts, net->tcounts, sizeof(float) * (size_t)(2 * (L + 1))));
+    if (net->n_lif)
+        SF_TRY(copy(be, net->host_tcounts + 2 * (L + 1), net->spike_counts, sizeof(float) * (size_t)net->n_lif));
+    net->tcounts_in_flight = true;
+    net->tcounts_backward = net->have_backward;
+    return be->copy_to_host_async ? SF_OK : sf_net_sparse_collect(net);
+}
+
+sf_status sf_net_sparse_forget(sf_net *net)
+{
+    net->tcounts_in_flight = net->host_tcounts_valid = false;
+    return net->be->wait_host_copies ? net->be->wait_host_copies(net->be) : SF_OK;
+}
+
+sf_status sf_net_sparse_collect(sf_net *net)
+{
+    if (!net->tcounts_in_flight) return SF_OK;
+    net->tcounts_in_flight = false;
+    if (net->be->wait_host_copies) SF_TRY(net->be->wait_host_copies(net->be));
+    net->host_tcounts_valid = true;
+    take_densities(net, net->tcounts_backward);
     return SF_OK;
 }
 
@@ -222,6 +250,9 @@ uint64_t sf_net_sparse_signature(const sf_net *net)
 
 int32_t sf_net_layer_sparsity(const sf_net *net, sf_layer_sparsity *out, int32_t cap)
 {
+    /* the last step's densities may still be on their way: taking them in changes no value the caller set (a
+     * failed wait leaves the densities before them, and its error for the next call that returns a status) */
+    (void)sf_net_sparse_collect((sf_net *)net);
     for (int32_t i = 0; i < net->n_layers && i < cap; i++) {
         const sf_net_layer *l = &net->layers[i];
         bool eligible = net->compiled && l->ops->event_driven && l->ops->event_driven(net, l);

@@ -56,6 +56,45 @@ sf_status sf_cuda_op_copy_to_host(sf_backend *be, void *dst, const void *src, si
     return SF_OK;
 }
 
+sf_status sf_cuda_op_wait_host_copies(sf_backend *be)
+{
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    if (!c->n_copies) return SF_OK;
+    SF_CUDA_CHECK(cudaEventSynchronize(c->copies_done));
+    for (int i = 0; i < c->n_copies; i++)
+        memcpy(c->copies[i].dst, (const char *)c->staging + c->copies[i].offset, c->copies[i].bytes);
+    c->n_copies = 0;
+    c->staged = 0;
+    return SF_OK;
+}
+
+/* The copy lands in page-locked staging (a copy to pageable memory would wait for the stream); the staging
+ * grows, after the copies on their way have landed, when a copy does not fit. */
+sf_status sf_cuda_op_copy_to_host_async(sf_backend *be, void *dst, const void *src, size_t bytes)
+{
+    sf_cuda_ctx *c = sf_cuda_ctx_of(be);
+    if (!bytes) return SF_OK;
+    const size_t at = (c->staged + 15) & ~(size_t)15;
+    if (c->n_copies == SF_CUDA_HOST_COPIES || at + bytes > c->staging_bytes) {
+        SF_TRY(sf_cuda_op_wait_host_copies(be));
+        if (bytes > c->staging_bytes) {
+            cudaFreeHost(c->staging);
+            c->staging = NULL;
+            c->staging_bytes = 0;
+            const size_t want = bytes < 4096 ? 4096 : 2 * bytes;
+            SF_CUDA_CHECK(cudaMallocHost(&c->staging, want));
+            c->staging_bytes = want;
+        }
+        return sf_cuda_op_copy_to_host_async(be, dst, src, bytes);
+    }
+    if (!c->copies_done) SF_CUDA_CHECK(cudaEventCreateWithFlags(&c->copies_done, cudaEventDisableTiming));
+    SF_CUDA_CHECK(cudaMemcpyAsync((char *)c->staging + at, src, bytes, cudaMemcpyDeviceToHost, c->stream));
+    SF_CUDA_CHECK(cudaEventRecord(c->copies_done, c->stream));
+    c->copies[c->n_copies++] = (sf_cuda_host_copy){dst, at, bytes};
+    c->staged = at + bytes;
+    return SF_OK;
+}
+
 sf_status sf_cuda_op_copy(sf_backend *be, void *dst, const void *src, size_t bytes)
 {
     sf_cuda_ctx *c = sf_cuda_ctx_of(be);
@@ -88,6 +127,8 @@ void sf_cuda_op_destroy(sf_backend *be)
         if (c->cudnn) cudnnDestroy(c->cudnn);
         if (c->cublas) cublasDestroy(c->cublas);
         cudaFree(c->cublas_ws);
+        cudaFreeHost(c->staging);
+        if (c->copies_done) cudaEventDestroy(c->copies_done);
         if (c->stream) cudaStreamDestroy(c->stream);
         free(c);
     }

@@ -21,6 +21,13 @@ extern "C" {
 
 struct sf_cuda_conv_entry; /* conv.cu */
 
+/* A device-to-host copy on its way (copy_to_host_async): it lands in the page-locked staging buffer at `offset`. */
+typedef struct sf_cuda_host_copy {
+    void *dst;
+    size_t offset, bytes;
+} sf_cuda_host_copy;
+#define SF_CUDA_HOST_COPIES 8
+
 /* Scratch slots: per-neuron sums (BN+LIF), per-block partials (reductions), a convolution's 16-bit weight gradient
  * (cuDNN writes its operands' type; conv.cu widens it), the TF32 or bf16 parts of fp32 operands (binary_linear.cu). */
 enum {
@@ -49,6 +56,11 @@ typedef struct sf_cuda_ctx {
     unsigned scratch_gen;               /* bumped whenever a scratch buffer moves: graphs recorded before are stale */
     struct sf_cuda_conv_entry *convs;   /* algorithm choices per conv shape */
     int n_convs, cap_convs;
+    void *staging; /* page-locked: where copies to the host land before wait_host_copies moves them */
+    size_t staging_bytes, staged;
+    sf_cuda_host_copy copies[SF_CUDA_HOST_COPIES];
+    int n_copies;
+    cudaEvent_t copies_done; /* recorded after the last of them */
 } sf_cuda_ctx;
 
 /* The context of a CUDA backend; also makes its device current for this host thread. */

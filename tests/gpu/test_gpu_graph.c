@@ -5,7 +5,9 @@
  * which must stay on the plain path, the 16-bit precisions (bf16 with SGD, fp16 with AdamW: its loss scale is
  * read from device memory inside the graph), and an event-driven net whose layers switch paths from step to step
  * (each combination of paths keeps its own recording, replayed when it comes back), its batches given to the graph
- * net from page-locked memory (sf_host_alloc) and to the plain one from pageable memory.
+ * net from page-locked memory (sf_host_alloc) and to the plain one from pageable memory. The forward and backward
+ * on tensors the caller holds on the device (sf_net_forward_device, sf_net_backward_device) replay their own
+ * recordings, in training and in evaluation, with the same outputs and input gradients as plain calls.
  * Bitwise: both nets run the same kernels (a fixed cuBLAS workspace keeps cuBLAS's choice the same under capture,
  * and the convolutions take the fixed im2col + SGEMM path), so losses, parameters, gradients, BN statistics and
  * optimizer states must agree to the bit; any difference is printed. */
@@ -123,12 +125,12 @@ static void compare(sf_optimizer opt, sf_precision prec)
     int64_t n0;
     float *initial = tu_net_read_role(g, SF_ROLE_PARAM, &n0);
     train_both(g, p, 8, B_MAX, 0);
-    CHECK(g->graph != NULL && !g->graph_failed, "no graph was recorded (capture failed: %s)", sf_last_error());
+    CHECK(sf_net_step_replayed(g) && !g->recorded[SF_BODY_TRAIN_STEP].failed, "no graph was recorded (capture failed: %s)", sf_last_error());
     CHECK_OK(sf_net_compile(g, T, B_MAX / 2));
     CHECK_OK(sf_net_compile(p, T, B_MAX / 2));
-    CHECK(g->graph == NULL, "the recompile kept the old graph");
+    CHECK(!sf_net_step_replayed(g), "the recompile kept the old graph");
     train_both(g, p, 4, B_MAX / 2, 8);
-    CHECK(g->graph != NULL, "no graph after the recompile");
+    CHECK(sf_net_step_replayed(g), "no graph after the recompile");
     int64_t n1;
     float *trained = tu_net_read_role(g, SF_ROLE_PARAM, &n1);
     CHECK(n0 == n1 && rel_l2(trained, initial, n0) > 1e-5, "the parameters hardly moved: the steps did not train");
@@ -194,13 +196,77 @@ static void switching_paths(void)
         }
         CHECK(r[0].loss == r[1].loss, "step %d: loss %.9g with graphs, %.9g without", s, r[0].loss, r[1].loss);
     }
-    CHECK(nets[0]->n_graphs == 3 && nets[0]->plain_steps == 1,
+    CHECK(nets[0]->recorded[SF_BODY_TRAIN_STEP].n == 3 && nets[0]->recorded[SF_BODY_TRAIN_STEP].plain_runs == 1,
           "%d recordings and %d plain steps, expected 3 and 1 (one per combination of paths, each replayed)",
-          nets[0]->n_graphs, nets[0]->plain_steps);
+          nets[0]->recorded[SF_BODY_TRAIN_STEP].n, nets[0]->recorded[SF_BODY_TRAIN_STEP].plain_runs);
     close_role(nets[0], nets[1], SF_ROLE_PARAM, "parameters", 0.0);
     sf_host_free(gpu, locked);
     sf_net_free(nets[0]);
     sf_net_free(nets[1]);
+}
+
+static float *device_copy(const float *host, size_t n)
+{
+    float *d = NULL;
+    CHECK(cudaMalloc((void **)&d, n * sizeof(float)) == cudaSuccess, "cudaMalloc of %zu floats", n);
+    if (host) CHECK(cudaMemcpy(d, host, n * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess, "upload");
+    return d;
+}
+
+static bool same_on_device(const float *a, const float *b, size_t n)
+{
+    float *ha = malloc(n * sizeof(float)), *hb = malloc(n * sizeof(float));
+    cudaMemcpy(ha, a, n * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaMemcpy(hb, b, n * sizeof(float), cudaMemcpyDeviceToHost);
+    const bool same = memcmp(ha, hb, n * sizeof(float)) == 0;
+    free(ha), free(hb);
+    return same;
+}
+
+/* Five training rounds of forward_device, backward_device (with the input's gradient) and sf_net_update, and an
+ * evaluation forward after the second, on a net with graphs and one without: bitwise the same outputs, input
+ * gradients and parameters, and the graph net replays recordings of both calls. */
+static void device_calls(sf_precision prec)
+{
+    printf("forward and backward on device tensors, %s:\n", sf_precision_name(prec));
+    sf_net *nets[2] = {make(true, SF_OPT_SGD, false, prec), make(false, SF_OPT_SGD, false, prec)};
+    for (int k = 0; k < 2; k++) {
+        CHECK_OK(sf_net_set_input_grad(nets[k], 1));
+        CHECK_OK(sf_net_compile(nets[k], T, B_MAX));
+    }
+    const size_t nx = (size_t)T * B_MAX * C_IN * HW * HW, ny = (size_t)T * B_MAX * K;
+    static float x[T * B_MAX * C_IN * HW * HW], dy[T * B_MAX * K];
+    int32_t labels[B_MAX];
+    float *dev_x = device_copy(NULL, nx), *dev_dy = device_copy(NULL, ny), *y[2], *dx[2];
+    for (int k = 0; k < 2; k++) y[k] = device_copy(NULL, ny), dx[k] = device_copy(NULL, nx);
+    for (int s = 0; s < 5; s++) {
+        batch(s, B_MAX, x, labels);
+        tu_randn(dy, (int64_t)ny, 0.0f, 0.1f, 200 + (uint64_t)s);
+        cudaMemcpy(dev_x, x, sizeof x, cudaMemcpyHostToDevice);
+        cudaMemcpy(dev_dy, dy, sizeof dy, cudaMemcpyHostToDevice);
+        for (int k = 0; k < 2; k++) {
+            CHECK_OK(sf_net_forward_device(nets[k], dev_x, 1, y[k]));
+            CHECK_OK(sf_net_backward_device(nets[k], dev_dy, dx[k]));
+            CHECK_OK(sf_net_update(nets[k]));
+        }
+        CHECK(same_on_device(y[0], y[1], ny), "round %d: the outputs differ between graph and plain calls", s);
+        CHECK(same_on_device(dx[0], dx[1], nx), "round %d: the input gradients differ", s);
+        if (s == 1) {
+            for (int k = 0; k < 2; k++) CHECK_OK(sf_net_forward_device(nets[k], dev_x, 0, y[k]));
+            CHECK(same_on_device(y[0], y[1], ny), "the evaluation outputs differ between graph and plain calls");
+        }
+    }
+    CHECK_OK(sf_net_forward_device(nets[0], dev_x, 0, y[0])); /* the evaluation's second run replays */
+    const sf_net_recordings *r = nets[0]->recorded;
+    CHECK(r[SF_BODY_FORWARD_TRAINING].current && r[SF_BODY_BACKWARD].current && r[SF_BODY_FORWARD_EVAL].current &&
+              r[SF_BODY_FORWARD_TRAINING].plain_runs == 1 && r[SF_BODY_BACKWARD].plain_runs == 1,
+          "the graph net did not replay its device calls (%d and %d plain runs)",
+          r[SF_BODY_FORWARD_TRAINING].plain_runs, r[SF_BODY_BACKWARD].plain_runs);
+    CHECK(nets[1]->recorded[SF_BODY_FORWARD_TRAINING].n == 0, "the net without graphs recorded one");
+    close_role(nets[0], nets[1], SF_ROLE_PARAM, "parameters", 0.0);
+    close_role(nets[0], nets[1], SF_ROLE_BUFFER, "BN running statistics", 0.0);
+    cudaFree(dev_x), cudaFree(dev_dy);
+    for (int k = 0; k < 2; k++) cudaFree(y[k]), cudaFree(dx[k]), sf_net_free(nets[k]);
 }
 
 int main(void)
@@ -215,11 +281,13 @@ int main(void)
     compare(SF_OPT_ADAMW, SF_PRECISION_FP16);
     sf_net *d = make(true, SF_OPT_SGD, true, SF_PRECISION_FP32), *dp = make(false, SF_OPT_SGD, true, SF_PRECISION_FP32);
     train_both(d, dp, 4, B_MAX, 0);
-    CHECK(d->graph == NULL, "a net with dropout was recorded");
+    CHECK(!sf_net_step_replayed(d), "a net with dropout was recorded");
     printf("dropout net (plain path on both):\n");
     close_role(d, dp, SF_ROLE_PARAM, "parameters", 0.0);
     sf_net_free(d);
     sf_net_free(dp);
     switching_paths();
+    device_calls(SF_PRECISION_FP32);
+    device_calls(SF_PRECISION_BF16);
     return tu_finish("test_gpu_graph");
 }

@@ -14,7 +14,9 @@
 /* ---------------------------------------------------------------- memory */
 
 /* alloc (c->n bytes, and 0), copy_from_host, copy, zero (a middle range), sync, copy_to_host and release on each
- * side: the bytes read back are the host's with that range zeroed; held_bytes does not count what alloc gave out.
+ * side: the bytes read back are the host's with that range zeroed; so are those of ten copy_to_host_async calls
+ * (more than the backend keeps on their way at once) after wait_host_copies; held_bytes does not count what alloc
+ * gave out.
  * destroy: the runners free every tested backend through it (op_backend_free). */
 static void run_memory(op_harness *h, const op_case *c, int v)
 {
@@ -37,6 +39,16 @@ static void run_memory(op_harness *h, const op_case *c, int v)
         memset(got, 0x5a, bytes);
         OP(h, s, copy_to_host, got, b, bytes);
         CHECK(memcmp(got, want, bytes) == 0, "%s: side %d read back other bytes", h->what, s);
+        if (sf_backend_supports(h->be[s], SF_BACKEND_OP_copy_to_host_async)) {
+            memset(got, 0x5a, bytes);
+            for (size_t k = 0, at = 0; k < 10; k++) {
+                const size_t end = bytes * (k + 1) / 10;
+                OP(h, s, copy_to_host_async, got + at, (const char *)b + at, end - at);
+                at = end;
+            }
+            OP0(h, s, wait_host_copies);
+            CHECK(memcmp(got, want, bytes) == 0, "%s: side %d read back other bytes without waiting", h->what, s);
+        }
         OPV(h, s, release, a);
         OPV(h, s, release, b);
         OPV(h, s, release, none);
@@ -50,8 +62,9 @@ static void run_memory(op_harness *h, const op_case *c, int v)
 }
 
 OP_FAMILY(op_memory, "memory", run_memory, SF_BACKEND_OP_destroy, SF_BACKEND_OP_alloc, SF_BACKEND_OP_release,
-          SF_BACKEND_OP_held_bytes, SF_BACKEND_OP_copy_from_host, SF_BACKEND_OP_copy_to_host, SF_BACKEND_OP_copy,
-          SF_BACKEND_OP_zero, SF_BACKEND_OP_sync);
+          SF_BACKEND_OP_held_bytes, SF_BACKEND_OP_copy_from_host, SF_BACKEND_OP_copy_to_host,
+          SF_BACKEND_OP_copy_to_host_async, SF_BACKEND_OP_wait_host_copies, SF_BACKEND_OP_copy, SF_BACKEND_OP_zero,
+          SF_BACKEND_OP_sync);
 
 /* ---------------------------------------------------------------- linear */
 

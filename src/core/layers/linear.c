@@ -149,11 +149,11 @@ static void linear_sparse_decide(sf_net *net, sf_net_layer *l)
     l->bwd_flags = sf_net_sparse_below(l->sparse, l->density, l->xbwd);
 }
 
-static void linear_sparse_measured(sf_net *net, sf_net_layer *l)
+static void linear_sparse_measured(sf_net *net, sf_net_layer *l, bool with_backward)
 {
     if (l->sparse == SF_SPARSE_OFF) return;
     l->density = sf_net_ones_density(net, l->in);
-    if (net->have_backward && net->tensors[l->out].gmask) l->grad_density = sf_net_grad_density(net, l->out);
+    if (with_backward && net->tensors[l->out].gmask) l->grad_density = sf_net_grad_density(net, l->out);
 }
 
 static sf_status linear_sparse_tune(sf_net *net, sf_net_layer *l)

@@ -113,10 +113,10 @@ static void rlif_sparse_decide(sf_net *net, sf_net_layer *l)
                                                                                                  : 0);
 }
 
-static void rlif_sparse_measured(sf_net *net, sf_net_layer *l)
+static void rlif_sparse_measured(sf_net *net, sf_net_layer *l, bool with_backward)
 {
     l->density = sf_net_ones_density(net, l->out);
-    if (net->have_backward) l->grad_density = sf_net_grad_density(net, l->in);
+    if (with_backward) l->grad_density = sf_net_grad_density(net, l->in);
 }
 
 static sf_status rlif_sparse_tune(sf_net *net, sf_net_layer *l)
