@@ -123,6 +123,34 @@ class TestModule(unittest.TestCase):
             getattr(net, "9").bias.add_(1.0)  # in place: the engine computes with it
         self.assertTrue(torch.allclose(net(x), before + 1.0, atol=1e-6))
 
+    def test_gradients_accumulate_and_outlive_the_next_backward(self):
+        """Two backwards without zero_grad sum their gradients; a gradient kept from one backward is not
+        changed by the next (each backward hands out its own copy of the engine's gradients)."""
+        net = Network([layer("linear", out_features=6), layer("lif"), layer("linear", out_features=3)],
+                      input_shape=(5,), seed=2)
+        for p in net.parameters():  # a frozen weight takes no gradient
+            p.requires_grad_(p is not net._params[2])
+        xs = [sample(4, 3, (5,), seed=s) for s in (1, 2)]
+        alone = []
+        for x in xs:
+            net.zero_grad(set_to_none=True)
+            net(x).square().sum().backward()
+            alone.append({n: p.grad.clone() for n, p in net.named_parameters() if p.requires_grad})
+        self.assertIsNone(net._params[2].grad)
+        net.zero_grad(set_to_none=True)
+        net(xs[0]).square().sum().backward()
+        net(xs[1]).square().sum().backward()
+        for n, p in net.named_parameters():
+            if p.requires_grad:
+                torch.testing.assert_close(p.grad, alone[0][n] + alone[1][n], rtol=1e-6, atol=1e-6, msg=n)
+        net.zero_grad(set_to_none=True)
+        net(xs[0]).square().sum().backward()
+        kept = [p.grad for p in net._params if p.requires_grad]
+        net.zero_grad(set_to_none=True)
+        net(xs[1]).square().sum().backward()
+        for g, (n, want) in zip(kept, alone[0].items()):
+            self.assertTrue(torch.equal(g, want), n)
+
     def test_optimizer_state_dict_and_save(self):
         torch.manual_seed(0)
         net = Network(conv_layers(), input_shape=(2, 8, 8), seed=3)

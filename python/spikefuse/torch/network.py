@@ -98,9 +98,7 @@ class _NetworkFunction(torch.autograd.Function):
                                "uses up what its forward kept): run the forward again")
         module._backward_of = ctx.step
         dx = module._run_backward(dy, ctx.want_dx)
-        grads = tuple(g.clone() if need else None
-                      for g, need in zip(module._grads, ctx.needs_input_grad[2:]))
-        return (None, dx) + grads
+        return (None, dx) + module._copied_grads(ctx.needs_input_grad[2:])
 
 
 class Network(torch.nn.Module):
@@ -161,12 +159,11 @@ class Network(torch.nn.Module):
         for i, d in enumerate(descs):
             self.add_module(str(i), _Layer(d, engine.tensor_shape(i + 1)))
         params = engine.tensor_infos(ROLE_PARAM)
-        self._grads = []
         for i, (name, shape) in enumerate(params):
             owner, attr = name.split(".", 1)
             t = _EngineMemory(engine, engine.tensor_ptr(ROLE_PARAM, i), shape, self._device).tensor()
             getattr(self, owner).register_parameter(attr, torch.nn.Parameter(t))
-            self._grads.append(_EngineMemory(engine, engine.tensor_ptr(ROLE_GRAD, i), shape, self._device).tensor())
+        self._grad_span, self._grad_places = self._gradient_span(engine, params)
         for i, (name, shape) in enumerate(engine.tensor_infos(ROLE_BUFFER)):
             owner, attr = name.split(".", 1)
             t = _EngineMemory(engine, engine.tensor_ptr(ROLE_BUFFER, i), shape, self._device).tensor()
@@ -175,6 +172,32 @@ class Network(torch.nn.Module):
         self._forwards = 0
         self._backward_of = -1  # the forward whose backward ran last
         self._16bit = self.precision in ("bf16", "fp16")
+
+    def _gradient_span(self, engine, params):
+        """The engine's gradients as one float32 tensor from the first to the end of the last (they lie in one
+        allocation, in order), and each parameter's (offset, numel, shape) in it."""
+        if not params:
+            return None, []
+        base = engine.tensor_ptr(ROLE_GRAD, 0)
+        places, end = [], 0
+        for i, (_, shape) in enumerate(params):
+            offset, n = (engine.tensor_ptr(ROLE_GRAD, i) - base) // 4, 1
+            for s in shape:
+                n *= s
+            if offset < end:
+                raise RuntimeError("spikefuse.torch.Network: the engine's gradients are not in parameter order")
+            places.append((offset, n, shape))
+            end = offset + n
+        return _EngineMemory(engine, base, (end,), self._device).tensor(), places
+
+    def _copied_grads(self, needed):
+        """The gradients of the last backward, for autograd: one copy of the engine's whole gradient span (the
+        next backward overwrites it), handed out as views; None where a parameter takes no gradient."""
+        if not any(needed):
+            return tuple(None for _ in needed)
+        span = self._grad_span.clone()
+        return tuple(span[o:o + n].view(shape) if need else None
+                     for (o, n, shape), need in zip(self._grad_places, needed))
 
     @staticmethod
     def _shape_of(engine, tensor_id):
