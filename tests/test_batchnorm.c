@@ -102,7 +102,7 @@ static void check_case(const sf_safetensors *st, int idx)
     tu_expect_close(WHAT("BN dgamma"), dg, k.bn_dgamma, C, TOL_GRAD);
     tu_expect_close(WHAT("BN dbeta"), db, k.bn_dbeta, C, TOL_GRAD);
 
-    CHECK_OK(sf_cpu_op_bn_update_running(NULL, k.sh, k.momentum, mean, var, k.rm, k.rv));
+    CHECK_OK(sf_cpu_op_bn_update_running(NULL, k.sh, k.momentum, mean, var, NULL, k.rm, k.rv));
     tu_expect_close(WHAT("running mean"), k.rm, k.rm_ref, C, TOL_STAT);
     tu_expect_close(WHAT("running var"), k.rv, k.rv_ref, C, TOL_STAT);
 
@@ -249,7 +249,7 @@ static void check_errors(void)
     sf_bn_shape bad = {.rows = 0, .c = 1, .hw = 4};
     CHECK(sf_cpu_op_bn_stats(NULL, bad, x, m, v) == SF_ERR_INVALID, "rows = 0 must be rejected");
     sf_bn_shape one = {.rows = 1, .c = 1, .hw = 1};
-    CHECK(sf_cpu_op_bn_update_running(NULL, one, 0.1f, m, v, m, v) == SF_ERR_INVALID,
+    CHECK(sf_cpu_op_bn_update_running(NULL, one, 0.1f, m, v, NULL, m, v) == SF_ERR_INVALID,
           "a single value per channel has no unbiased variance");
     sf_lif_params p;
     sf_lif_default_params(&p);

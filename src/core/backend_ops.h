@@ -41,10 +41,12 @@ SF_OP(sf_status, bn_forward,
 SF_OP(sf_status, bn_backward,
       (sf_backend *be, sf_bn_shape sh, const float *x, const float *mean, const float *var, float eps,
        const float *gamma, const float *dy, float *dx, float *dgamma, float *dbeta))
-/* running = (1 - m)·running + m·batch, with the unbiased variance for running_var (PyTorch's rule). */
+/* running = (1 - m)·running + m·batch, with the unbiased variance for running_var (PyTorch's rule); the batch mean
+ * taken as mean + shift where shift (per channel) is given: the bias of the layer before, which that layer left out
+ * because the batch statistics cancel it. */
 SF_OP(sf_status, bn_update_running,
-      (sf_backend *be, sf_bn_shape sh, float momentum, const float *mean, const float *var, float *running_mean,
-       float *running_var))
+      (sf_backend *be, sf_bn_shape sh, float momentum, const float *mean, const float *var, const float *shift,
+       float *running_mean, float *running_var))
 /* Fused BN → LIF (Liang et al., Alg. 1–3); x [T, B, C, hw], rows = T·B, the recurrence over T for each of B·C·hw
  * neurons. The backward recomputes y = BN(x) and h (or uses h when given), reduces dgamma, dbeta per channel and
  * writes dx (not overlapping x), always treating mean/var as x's batch statistics. st as the LIF ops' ([B·C·hw] each).

@@ -93,3 +93,12 @@ void sf_layer_init_uniform(const sf_net *net, const sf_net_layer *l, int32_t ind
         params[l->b_off + k] =
             (float)((2.0 * sf_uniform(net->p.seed, stream, (uint64_t)(l->w_numel + k)) - 1.0) * bound);
 }
+
+sf_status sf_layer_bias_grad(sf_net *net, const sf_net_layer *l, float **db)
+{
+    *db = sf_net_param_grad(net, l->b_off);
+    if (!l->bias_cancelled || !*db) return SF_OK;
+    SF_TRY(net->be->zero(net->be, *db, (size_t)l->b_numel * sizeof(float)));
+    *db = NULL;
+    return SF_OK;
+}

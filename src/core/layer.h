@@ -38,6 +38,8 @@ enum {
     SF_KIND_TOKENS = 1u << 16,       /* acts on every token alike: its output is tokens where its input is */
     SF_KIND_READS_TOKENS = 1u << 17, /* reads tokens into something else (a flatten, the mean over tokens) */
     SF_KIND_MAKES_TOKENS = 1u << 18, /* its output is tokens, from an input that is not */
+    SF_KIND_CHANNEL_BIAS = 1u << 19, /* adds a bias per output channel, which a batch norm reading it alone cancels in
+                                      * training (bias_cancelled) */
 };
 
 /* The most buffers (named float tensors outside the parameters, like BN's running statistics) a kind has. */
@@ -74,7 +76,8 @@ struct sf_layer_ops {
     bool (*passes_spikes)(const sf_net_layer *l);
 
     /* ---- the memory plan (plan.c), in the order sf_net_plan_memory asks */
-    /* Looks at layer index and the one after it: may make this one absorbed into the next (SF_KIND_RUNS_BN). */
+    /* Looks at layer index and its neighbours: may make this one absorbed into the next (SF_KIND_RUNS_BN), or
+     * cancel the bias of the one before (SF_KIND_CHANNEL_BIAS). */
     void (*fuse)(sf_net *net, int32_t index);
     /* Does the backward read the value of input k (0, 1)? Asked only where the layer's backward runs. */
     bool (*needs_input)(const sf_net *net, const sf_net_layer *l, int32_t k);
@@ -172,5 +175,13 @@ void sf_layer_plan_workspaces(sf_net *net, sf_planner *pl, sf_net_layer *l, int3
 /* Init: PyTorch's default for a weight and bias, U(-1/√fan_in, 1/√fan_in) with fan_in = w_numel / fan_out, the
  * weight times init_gain. */
 void sf_layer_init_uniform(const sf_net *net, const sf_net_layer *l, int32_t index, float *params, int64_t fan_out);
+/* The bias an SF_KIND_CHANNEL_BIAS layer adds: none where it is cancelled and the pass trains (a rerun in the
+ * backward does). */
+static inline const float *sf_layer_bias(sf_net *net, const sf_net_layer *l, bool training)
+{
+    return l->bias_cancelled && training ? NULL : sf_net_param(net, l->b_off);
+}
+/* Where its backward writes the bias gradient: NULL where the bias is cancelled, its gradient then set to 0. */
+sf_status sf_layer_bias_grad(sf_net *net, const sf_net_layer *l, float **db);
 
 #endif

@@ -94,6 +94,8 @@ typedef struct sf_net_layer {
                                   * channels-last (nhwc), the layout of core/transformer.h */
     bool absorbed;               /* its work runs inside the next layer's kernels (a BN fused into the LIF after it) */
     int32_t absorbs;             /* the absorbed layer whose work this one runs, -1 if none */
+    bool bias_cancelled;         /* its only reader is a batch norm, whose batch statistics cancel its bias: its
+                                  * training forward adds none, the BN's running mean takes it instead */
     int32_t lif_index;           /* a neuron layer's ordinal among the neuron layers (firing rates), else -1 */
     /* parameters (float offsets into params/grads/optimizer), -1 if absent */
     int64_t w_off, w_numel, b_off, b_numel;

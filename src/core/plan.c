@@ -74,7 +74,7 @@ static void fuse_layers(sf_net *net)
     int32_t neurons = 0;
     for (int32_t i = 0; i < net->n_layers; i++) {
         sf_net_layer *l = &net->layers[i];
-        l->absorbed = false;
+        l->absorbed = l->bias_cancelled = false;
         l->absorbs = -1;
         l->lif_index = sf_kind_has(l, SF_KIND_FIRES) ? neurons++ : -1;
     }

@@ -189,7 +189,7 @@ sf_status sf_cpu_op_bn_backward(sf_backend *be, sf_bn_shape sh, const float *x, 
 }
 
 sf_status sf_cpu_op_bn_update_running(sf_backend *be, sf_bn_shape sh, float momentum, const float *mean,
-                                      const float *var, float *running_mean, float *running_var)
+                                      const float *var, const float *shift, float *running_mean, float *running_var)
 {
     (void)be;
     SF_TRY(sf_bn_check("BN running statistics", sh));
@@ -198,7 +198,7 @@ sf_status sf_cpu_op_bn_update_running(sf_backend *be, sf_bn_shape sh, float mome
         return sf_fail(SF_ERR_INVALID, "BN running statistics: one value per channel (rows·hw = 1) has no unbiased "
                                        "variance; use a batch of at least 2");
     for (int32_t c = 0; c < sh.c; c++) {
-        running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * mean[c];
+        running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * (mean[c] + (shift ? shift[c] : 0.0f));
         running_var[c] = (1.0f - momentum) * running_var[c] + momentum * (float)((double)var[c] * n / (n - 1));
     }
     return SF_OK;

@@ -202,17 +202,17 @@ sf_status sf_cuda_op_bn_backward(sf_backend *be, sf_bn_shape sh, const float *x,
     return sf_cuda_bn_dx(c, sh, (double)(sh.rows * sh.hw), x, mean, var, eps, gamma, dy, dgamma, dbeta, dx);
 }
 
-__global__ void bn_running_kernel(int32_t C, float m, float unbias, const float *mean, const float *var, float *rm,
-                                  float *rv)
+__global__ void bn_running_kernel(int32_t C, float m, float unbias, const float *mean, const float *var,
+                                  const float *shift, float *rm, float *rv)
 {
     int32_t c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
-    rm[c] = (1.0f - m) * rm[c] + m * mean[c];
+    rm[c] = (1.0f - m) * rm[c] + m * (mean[c] + (shift ? shift[c] : 0.0f));
     rv[c] = (1.0f - m) * rv[c] + m * var[c] * unbias;
 }
 
 sf_status sf_cuda_op_bn_update_running(sf_backend *be, sf_bn_shape sh, float momentum, const float *mean,
-                                       const float *var, float *running_mean, float *running_var)
+                                       const float *var, const float *shift, float *running_mean, float *running_var)
 {
     int64_t cnt = sh.rows * sh.hw;
     if (cnt < 2)
@@ -223,7 +223,7 @@ sf_status sf_cuda_op_bn_update_running(sf_backend *be, sf_bn_shape sh, float mom
     if (sh.c == 0) return SF_OK;
     float unbias = (float)((double)cnt / (double)(cnt - 1));
     bn_running_kernel<<<sf_cuda_blocks(sh.c, 128), 128, 0, sf_cuda_ctx_of(be)->stream>>>(
-        sh.c, momentum, unbias, mean, var, running_mean, running_var);
+        sh.c, momentum, unbias, mean, var, shift, running_mean, running_var);
     SF_CUDA_LAUNCHED();
     return SF_OK;
 }

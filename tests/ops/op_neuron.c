@@ -370,7 +370,8 @@ static void reference_stats(op_harness *h, sf_bn_shape sh, const op_ten *x, op_t
 
 /* bn_stats, bn_forward, bn_backward and bn_update_running over [rows, C, hw] (c->rows, c->C, c->hw); the ops after
  * the statistics get side 0's. One value per channel has no unbiased variance: bn_update_running refuses it on both
- * sides. Plain: the statistics and the running update in double on the host (1e-6); BN itself has none. Bounds:
+ * sides; the update takes a shift (the β values stand in). Plain: the statistics and the running update in double
+ * on the host (1e-6); BN itself has none. Bounds:
  * statistics 1e-5; y 1e-4 (the CPU folds γ·invstd first: outputs near 0 lose digits to cancellation) and 16-bit;
  * dx 1e-5 and 16-bit; dγ, dβ 1e-5; the running statistics 1e-6. */
 static void run_bn(op_harness *h, const op_case *c, int v)
@@ -422,22 +423,25 @@ static void run_bn(op_harness *h, const op_case *c, int v)
     op_cmp(h, "bn_backward dgamma", &dg, OP_TOL_F32(1e-5));
     op_cmp(h, "bn_backward dbeta", &db, OP_TOL_F32(1e-5));
     if (count > 1) {
-        float *hm = op_get(h, &mean, 0), *hq = op_get(h, &var, 0), *um = malloc(4 * C), *uv = malloc(4 * C);
+        float *hm = op_get(h, &mean, 0), *hq = op_get(h, &var, 0), *hs = op_get(h, &b, 0);
+        float *um = malloc(4 * C), *uv = malloc(4 * C);
         for (size_t ch = 0; ch < C; ch++) { /* the plain running update */
-            um[ch] = (float)(0.9 * rm0[ch] + 0.1 * hm[ch]);
+            um[ch] = (float)(0.9 * rm0[ch] + 0.1 * ((double)hm[ch] + hs[ch]));
             uv[ch] = (float)(0.9 * rv0[ch] + 0.1 * hq[ch] * count / (count - 1.0));
         }
         OP_SIDES(s)
         {
             if (op_plain(h, s, SF_BACKEND_OP_bn_update_running)) op_put_side(h, &rm, s, um), op_put_side(h, &rv, s, uv);
-            else OP(h, s, bn_update_running, sh, 0.1f, OP_P(mean, s), OP_P(var, s), OP_P(rm, s), OP_P(rv, s));
+            else
+                OP(h, s, bn_update_running, sh, 0.1f, OP_P(mean, s), OP_P(var, s), OP_P(b, s), OP_P(rm, s),
+                   OP_P(rv, s));
         }
         op_cmp(h, "running mean", &rm, (op_tol){1e-6, 1e-6, 1e-6, 1e-6, 1e-6});
         op_cmp(h, "running var", &rv, (op_tol){1e-6, 1e-6, 1e-6, 1e-6, 1e-6});
-        free(hm), free(hq), free(um), free(uv);
+        free(hm), free(hq), free(hs), free(um), free(uv);
     } else {
         OP_SIDES(s)
-        CHECK(OPV(h, s, bn_update_running, sh, 0.1f, OP_P(mean, s), OP_P(var, s), OP_P(rm, s), OP_P(rv, s)) ==
+        CHECK(OPV(h, s, bn_update_running, sh, 0.1f, OP_P(mean, s), OP_P(var, s), NULL, OP_P(rm, s), OP_P(rv, s)) ==
                   SF_ERR_INVALID,
               "%s: side %d accepted a running variance of one value per channel", h->what, s);
     }

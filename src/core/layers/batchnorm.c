@@ -1,7 +1,9 @@
 /* batchnorm.c — batch norm over (T, B, H, W) per channel (Liang et al.: statistics over all time steps), PyTorch's
  * BatchNorm2d/1d: learned γ, β, running statistics with its momentum and unbiased variance. Directly followed by the
  * LIF that is its only reader, it is fused into that layer (fuse): it then only computes its statistics, and the
- * LIF runs it inside its kernels. Over several processes its statistics are merged over the BN group. */
+ * LIF runs it inside its kernels. As the only reader of a convolution or linear layer it cancels that layer's bias
+ * in training, so the layer adds none there and the running mean takes it. Over several processes its statistics
+ * are merged over the BN group. */
 #include "core/layers/batchnorm.h"
 
 #include "core/error.h"
@@ -47,6 +49,11 @@ static void bn_init(const sf_net *net, const sf_net_layer *l, int32_t index, flo
 static void bn_fuse(sf_net *net, int32_t index)
 {
     sf_net_layer *bn = &net->layers[index], *next = &net->layers[index + 1];
+    const sf_net_tensor *x = &net->tensors[bn->in];
+    if (bn->in > 0 && x->alias_of == bn->in && x->consumers == 1) {
+        sf_net_layer *p = &net->layers[x->producer];
+        p->bias_cancelled = sf_kind_has(p, SF_KIND_CHANNEL_BIAS) && p->b_off >= 0;
+    }
     if (sf_kind_has(next, SF_KIND_RUNS_BN) && next->in == bn->out && net->tensors[bn->out].consumers == 1) {
         bn->absorbed = true;
         next->absorbs = index;
@@ -90,8 +97,10 @@ static sf_status bn_forward(sf_net *net, sf_net_layer *l, bool training)
         float *mean = sf_net_slot_ptr(net, l->mean), *var = sf_net_slot_ptr(net, l->var);
         SF_TRY(sf_net_bn_stats(net, sh, x, mean, var, l->bn_gather));
         /* the unbiased variance counts every value seen */
+        const sf_net_layer *p = l->in > 0 ? &net->layers[net->tensors[l->in].producer] : NULL;
+        const float *shift = p && p->bias_cancelled ? sf_net_param(net, p->b_off) : NULL;
         SF_TRY(be->bn_update_running(be, sf_net_bn_shape(net, l->in, sf_net_bn_rows(net)), l->d.bn_momentum, mean, var,
-                                     net->buffers + l->buf_off, net->buffers + l->buf_off + l->buf_numel));
+                                     shift, net->buffers + l->buf_off, net->buffers + l->buf_off + l->buf_numel));
     }
     if (l->absorbed) return SF_OK;
     const float *mean, *var;

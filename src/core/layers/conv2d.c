@@ -50,10 +50,15 @@ static void conv_weight_shape(const sf_net_layer *l, sf_tensor_info *info)
 
 static bool conv_needs_input(const sf_net *net, const sf_net_layer *l, int32_t k) { return k == 0; }
 
+static sf_status conv_run(sf_net *net, const sf_net_layer *l, bool training, const float *x, float *y, void *scratch)
+{
+    return net->be->conv_forward(net->be, &l->conv, x, sf_net_weight(net, l->w_off), sf_layer_bias(net, l, training),
+                                 y, scratch);
+}
+
 static sf_status conv_rerun(sf_net *net, const sf_net_layer *l, const float *x, float *y, void *scratch)
 {
-    return net->be->conv_forward(net->be, &l->conv, x, sf_net_weight(net, l->w_off), sf_net_param(net, l->b_off), y,
-                                 scratch);
+    return conv_run(net, l, true, x, y, scratch);
 }
 
 static size_t conv_rerun_workspace(sf_net *net, const sf_net_layer *l)
@@ -86,7 +91,7 @@ static bool conv_same_workspace(const sf_net_layer *a, const sf_net_layer *b)
 
 static sf_status conv_forward(sf_net *net, sf_net_layer *l, bool training)
 {
-    return conv_rerun(net, l, sf_net_act(net, l->in), sf_net_act(net, l->out), sf_net_slot_ptr(net, l->sws_f));
+    return conv_run(net, l, training, sf_net_act(net, l->in), sf_net_act(net, l->out), sf_net_slot_ptr(net, l->sws_f));
 }
 
 static sf_status conv_backward(sf_net *net, sf_net_layer *l)
@@ -94,17 +99,17 @@ static sf_status conv_backward(sf_net *net, sf_net_layer *l)
     const float *x;
     bool acc = false;
     SF_TRY(sf_layer_input_value(net, l, 0, &x));
-    float *dx = sf_layer_dx_target(net, sf_net_layer_index(net, l), l->in, l->dx_tmp, &acc);
+    float *dx = sf_layer_dx_target(net, sf_net_layer_index(net, l), l->in, l->dx_tmp, &acc), *db;
+    SF_TRY(sf_layer_bias_grad(net, l, &db));
     SF_TRY(net->be->conv_backward(net->be, &l->conv, x, sf_net_weight(net, l->w_off), sf_net_grad(net, l->out), dx,
-                                  sf_net_param_grad(net, l->w_off), sf_net_param_grad(net, l->b_off),
-                                  sf_net_slot_ptr(net, l->sws_b)));
+                                  sf_net_param_grad(net, l->w_off), db, sf_net_slot_ptr(net, l->sws_b)));
     return sf_layer_accumulate(net, acc, l->in, dx);
 }
 
 const sf_layer_ops sf_kind_conv2d = {
     .name = "conv2d",
     .inputs = 1,
-    .flags = SF_KIND_NHWC_EACH | SF_KIND_DX_AFTER_X | SF_KIND_BINARY_FAST,
+    .flags = SF_KIND_NHWC_EACH | SF_KIND_DX_AFTER_X | SF_KIND_BINARY_FAST | SF_KIND_CHANNEL_BIAS,
     .defaults = conv_defaults,
     .shape = conv_shape,
     .sizes = conv_sizes,

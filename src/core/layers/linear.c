@@ -49,17 +49,22 @@ static int64_t rows(const sf_net *net, const sf_net_layer *l)
 }
 
 /* The dense forward; spikes known to be 0/1 take the backend's faster product for them. */
-static sf_status linear_rerun(sf_net *net, const sf_net_layer *l, const float *x, float *y, void *scratch)
+static sf_status dense_forward(sf_net *net, const sf_net_layer *l, bool training, const float *x, float *y)
 {
     sf_backend *be = net->be;
     return (sf_net_tensor_is_binary(net, l->in) ? be->binary_linear_forward : be->linear_forward)(
         be, rows(net, l), in_features(net, l), l->d.out_features, x, sf_net_weight(net, l->w_off),
-        sf_net_param(net, l->b_off), y);
+        sf_layer_bias(net, l, training), y);
+}
+
+static sf_status linear_rerun(sf_net *net, const sf_net_layer *l, const float *x, float *y, void *scratch)
+{
+    return dense_forward(net, l, true, x, y);
 }
 
 /* The forward of a layer reading spikes: event-driven from the lists, or dense from the values (expanded from the
  * bits where the producer did not write them this step). */
-static sf_status spike_forward(sf_net *net, sf_net_layer *l, float *y)
+static sf_status spike_forward(sf_net *net, sf_net_layer *l, bool training, float *y)
 {
     SF_TRY(sf_net_sparse_decide(net, l));
     sf_backend *be = net->be;
@@ -67,22 +72,22 @@ static sf_status spike_forward(sf_net *net, sf_net_layer *l, float *y)
     sf_spikes c = sf_net_compact_of(net, t);
     if (l->fwd_sparse)
         return be->spike_linear_forward(be, sf_net_rows(net), in, l->d.out_features, &c, sf_net_weight(net, l->w_off),
-                                        sf_net_param(net, l->b_off), y, sf_net_slot_ptr(net, l->sws_f));
+                                        sf_layer_bias(net, l, training), y, sf_net_slot_ptr(net, l->sws_f));
     float *x = sf_net_act(net, t);
     if (t != 0 && !sf_net_compact_values(net, t)) SF_TRY(be->spikes_expand(be, sf_net_rows(net), in, c.bits, x));
     return be->binary_linear_forward(be, sf_net_rows(net), in, l->d.out_features, x, sf_net_weight(net, l->w_off),
-                                     sf_net_param(net, l->b_off), y);
+                                     sf_layer_bias(net, l, training), y);
 }
 
 static sf_status linear_forward(sf_net *net, sf_net_layer *l, bool training)
 {
     float *y = sf_net_act(net, l->out);
-    if (l->sparse != SF_SPARSE_OFF) return spike_forward(net, l, y);
-    return linear_rerun(net, l, sf_net_act(net, l->in), y, NULL);
+    if (l->sparse != SF_SPARSE_OFF) return spike_forward(net, l, training, y);
+    return dense_forward(net, l, training, sf_net_act(net, l->in), y);
 }
 
 /* The event-driven backward from the input's kept bits (and dy's nonzero pattern where it has one). */
-static sf_status spike_backward(sf_net *net, sf_net_layer *l, const float *dy, float *dx)
+static sf_status spike_backward(sf_net *net, sf_net_layer *l, const float *dy, float *dx, float *db)
 {
     sf_backend *be = net->be;
     const sf_net_tensor *o = &net->tensors[l->out];
@@ -90,8 +95,7 @@ static sf_status spike_backward(sf_net *net, sf_net_layer *l, const float *dy, f
     sf_spikes mask = {sf_net_slot_ptr(net, o->gbits), NULL, sf_net_slot_ptr(net, o->gcnt)};
     return be->spike_linear_backward(be, sf_net_rows(net), in_features(net, l), l->d.out_features, bits,
                                      sf_net_weight(net, l->w_off), dy, o->gmask ? &mask : NULL, dx,
-                                     sf_net_param_grad(net, l->w_off), sf_net_param_grad(net, l->b_off),
-                                     sf_net_slot_ptr(net, l->sws_b));
+                                     sf_net_param_grad(net, l->w_off), db, sf_net_slot_ptr(net, l->sws_b));
 }
 
 static sf_status linear_backward(sf_net *net, sf_net_layer *l)
@@ -100,14 +104,15 @@ static sf_status linear_backward(sf_net *net, sf_net_layer *l)
     const int32_t i = sf_net_layer_index(net, l);
     const float *dy = sf_net_grad(net, l->out);
     bool acc = false;
+    float *dw = sf_net_param_grad(net, l->w_off), *db;
+    SF_TRY(sf_layer_bias_grad(net, l, &db));
     if (l->bwd_flags) { /* event-driven; a layer that may be but runs dense this step takes the paths below */
         float *dx = sf_layer_dx_target(net, i, l->in, l->dx_tmp, &acc);
-        SF_TRY(spike_backward(net, l, dy, dx));
+        SF_TRY(spike_backward(net, l, dy, dx, db));
         return sf_layer_accumulate(net, acc, l->in, dx);
     }
     const int32_t in = in_features(net, l);
     const sf_net_tensor *kept = &net->tensors[sf_net_root(net, l->in)];
-    float *dw = sf_net_param_grad(net, l->w_off), *db = sf_net_param_grad(net, l->b_off);
     if (kept->keep == SF_KEEP_BITS && sf_net_root(net, l->in) != 0 && be->binary_linear_backward_bits && !l->tokens) {
         /* the kept bits straight into the products: no float copy of the spikes */
         float *dx = sf_layer_dx_target(net, i, l->in, l->dx_tmp, &acc);
@@ -165,7 +170,7 @@ static sf_status linear_sparse_tune(sf_net *net, sf_net_layer *l)
 const sf_layer_ops sf_kind_linear = {
     .name = "linear",
     .inputs = 1,
-    .flags = SF_KIND_BINARY_FAST | SF_KIND_EVENT_INPUT | SF_KIND_GRAD_MASK | SF_KIND_TOKENS,
+    .flags = SF_KIND_BINARY_FAST | SF_KIND_EVENT_INPUT | SF_KIND_GRAD_MASK | SF_KIND_TOKENS | SF_KIND_CHANNEL_BIAS,
     .shape = linear_shape,
     .sizes = linear_sizes,
     .init = linear_init,
