@@ -75,8 +75,8 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--precisions", nargs="+", default=["fp32", "bf16"])
     ap.add_argument("--memory", default="recompute")
-    ap.add_argument("--sparse", default="auto", help="train.sparse: auto (the engine's default; it reads the spike "
-                    "counts back after each backward, a wait the host time then includes) or off")
+    ap.add_argument("--sparse", default="auto", help="train.sparse: auto (the engine's default; the spike counts come "
+                    "back after each backward without the host waiting for them) or off")
     ap.add_argument("--c-bench", help="the bench_w3_vgg9 program, to run beside")
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args()
