@@ -271,6 +271,12 @@ static inline float *sf_net_weight(sf_net *net, int64_t off)
 /* The fp32 parameters and their gradients at offset off (biases, BN and neuron parameters), NULL for off < 0. */
 static inline float *sf_net_param(sf_net *net, int64_t off) { return off >= 0 ? net->params + off : NULL; }
 static inline float *sf_net_param_grad(sf_net *net, int64_t off) { return off >= 0 ? net->grads + off : NULL; }
+/* The bias that tensor t's producer left out of its training forward (bias_cancelled), or NULL. */
+static inline const float *sf_net_cancelled_bias(const sf_net *net, int32_t t)
+{
+    const int32_t p = net->tensors[t].producer;
+    return p >= 0 && net->layers[p].bias_cancelled ? net->params + net->layers[p].b_off : NULL;
+}
 /* Whether the net scales its loss: fp16 activations do. */
 static inline bool sf_net_scales_loss(const sf_net *net) { return net->be->act == SF_SCALAR_F16; }
 

@@ -196,13 +196,15 @@ static sf_status host_nchw(const sf_net_tensor *x, int64_t n_rows, float *v)
 }
 
 /* The bias that a training forward left out of a layer's output (bias_cancelled), added back to the values read. */
-static sf_status add_cancelled_bias(const sf_net *net, const sf_net_tensor *x, float *v)
+static sf_status add_cancelled_bias(const sf_net *net, int32_t id, float *v)
 {
-    if (x->producer < 0 || !net->last_training || !net->layers[x->producer].bias_cancelled) return SF_OK;
+    const float *bias = sf_net_cancelled_bias(net, id);
+    if (!bias || !net->last_training) return SF_OK;
+    const sf_net_tensor *x = &net->tensors[id];
     const int64_t C = x->c, hw = (int64_t)x->h * x->w, rows = sf_net_rows(net);
     float *b = malloc(sizeof *b * (size_t)C);
     if (!b) return sf_fail(SF_ERR_NOMEM, "out of host memory adding a bias to a tensor read back");
-    sf_status s = net->be->copy_to_host(net->be, b, net->params + net->layers[x->producer].b_off, sizeof *b * (size_t)C);
+    sf_status s = net->be->copy_to_host(net->be, b, bias, sizeof *b * (size_t)C);
     for (int64_t r = 0; s == SF_OK && r < rows; r++)
         for (int64_t c = 0; c < C; c++)
             for (int64_t q = 0; q < hw; q++) v[(r * C + c) * hw + q] += b[c];
@@ -225,7 +227,7 @@ sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *out)
     if (be->act == SF_SCALAR_F32) {
         SF_TRY(be->copy_to_host(be, out, src, (size_t)n * sizeof(float)));
         SF_TRY(host_nchw(x, sf_net_rows(net), out));
-        return add_cancelled_bias(net, x, out);
+        return add_cancelled_bias(net, net->tensors[id].alias_of, out);
     }
     void *wide = NULL; /* a rare query: its own allocation rather than planned workspace */
     SF_TRY(be->alloc(be, (size_t)n * sizeof(float), &wide));
@@ -233,7 +235,7 @@ sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *out)
     if (s == SF_OK) s = be->copy_to_host(be, out, wide, (size_t)n * sizeof(float));
     be->release(be, wide);
     if (s == SF_OK) s = host_nchw(x, sf_net_rows(net), out);
-    return s == SF_OK ? add_cancelled_bias(net, x, out) : s;
+    return s == SF_OK ? add_cancelled_bias(net, net->tensors[id].alias_of, out) : s;
 }
 
 sf_status sf_net_set_keep_activations(sf_net *net, int32_t on)

@@ -97,10 +97,8 @@ static sf_status bn_forward(sf_net *net, sf_net_layer *l, bool training)
         float *mean = sf_net_slot_ptr(net, l->mean), *var = sf_net_slot_ptr(net, l->var);
         SF_TRY(sf_net_bn_stats(net, sh, x, mean, var, l->bn_gather));
         /* the unbiased variance counts every value seen */
-        const sf_net_layer *p = l->in > 0 ? &net->layers[net->tensors[l->in].producer] : NULL;
-        const float *shift = p && p->bias_cancelled ? sf_net_param(net, p->b_off) : NULL;
         SF_TRY(be->bn_update_running(be, sf_net_bn_shape(net, l->in, sf_net_bn_rows(net)), l->d.bn_momentum, mean, var,
-                                     shift, net->buffers + l->buf_off, net->buffers + l->buf_off + l->buf_numel));
+                                     sf_net_cancelled_bias(net, l->in), net->buffers + l->buf_off, net->buffers + l->buf_off + l->buf_numel));
     }
     if (l->absorbed) return SF_OK;
     const float *mean, *var;
