@@ -7,13 +7,16 @@
 # difference of means ± its standard error. On an H200, 20 runs of 3 epochs take about 2.5 minutes.
 # Usage: bench/gpu/w8_draws.sh BIN_DIR DATA_DIR [draws (5)] [first seed (0)] [epochs (3)]
 # BIN_DIR holds the spikefuse CLI; DATA_DIR the four Fashion-MNIST .gz files. Environment: OUT (default ./w8-out);
-# SF_PRECISIONS (default "tf32 bf16"); SJ_MODES (default "fp32 amp"; also "tf32mm": TF32 in their linear layers too,
+# SF_PRECISIONS (default "tf32 bf16"; empty: their script alone, BIN_DIR then needs no CLI); SJ_MODES (default "fp32 amp"; also "tf32mm": TF32 in their linear layers too,
 # SJ_MATMUL_TF32=1; "ampbench": -amp with cuDNN's autotuner, SJ_CUDNN_BENCH=1, their script's fastest setting;
 # "fusetf32", "fusebf16": their script with its network passed through spikefuse.torch.fuse, SJ_FUSE=tf32, and
 # SJ_FUSE=bf16 with -amp, W12; PYTHONPATH must reach spikefuse then);
-# PAIRS (default "tf32:fp32 bf16:amp", spikefuse precision:SpikingJelly mode); SJ_SITE (default
+# PAIRS (default "tf32:fp32 bf16:amp": spikefuse precision:SpikingJelly mode; a name that is no spikefuse
+# precision run here is a SpikingJelly mode, so "fusebf16:ampbench" pairs two modes of their script); SJ_SITE (default
 # /tmp/sj14) where the SpikingJelly wheel is installed, with PYTHON (default python3: torch, torchvision and cupy).
 set -u -o pipefail
+sf_precisions=${SF_PRECISIONS-tf32 bf16}
+[ -n "$sf_precisions" ] || SF_CLI_NEEDED=0
 . "$(dirname "$0")/learning_setup.sh" w8-out "$@"
 draws=${3:-5}
 first=${4:-0}
@@ -23,7 +26,7 @@ epochs=${5:-3}
 pids=()
 for i in $(seq 0 $((draws - 1))); do
     s=$((first + i))
-    for p in ${SF_PRECISIONS:-tf32 bf16}; do
+    for p in $sf_precisions; do
         rm -rf "$OUT/sf-$p-$s"
         "$sf" train examples/fmnist_sj_csnn.ini --device cuda --out "$OUT/sf-$p-$s" --set train.data_dir="$data" \
             --set train.seed="$s" --set train.epochs="$epochs" --set train.precision="$p" \
@@ -67,9 +70,10 @@ sd = lambda v: st.stdev(v) if len(v) > 1 else 0.0
 for side in sorted(acc):
     print(f"{side:>22}: " + " | ".join(f"epoch {e} {st.mean(v):.2f} ± {sd(v):.2f} (n={len(v)})"
                                        for e, v in sorted(acc[side].items())))
+side_of = lambda name: acc.get("spikefuse " + name) or acc.get("SpikingJelly " + name, {})
 for p, m in pairs:
-    a, b = acc.get("spikefuse " + p, {}), acc.get("SpikingJelly " + m, {})
+    a, b = side_of(p), side_of(m)
     cells = [f"epoch {e} {st.mean(a[e]) - st.mean(b[e]):+.2f} ± {math.sqrt(sd(a[e]) ** 2 / len(a[e]) + sd(b[e]) ** 2 / len(b[e])):.2f}"
              for e in sorted(set(a) & set(b))]
-    print(f"spikefuse {p} - SpikingJelly {m}: " + (" | ".join(cells) or "no common epochs"))
+    print(f"{p} - {m}: " + (" | ".join(cells) or "no common epochs"))
 EOF

@@ -164,6 +164,8 @@ class Network(torch.nn.Module):
             t = _EngineMemory(engine, engine.tensor_ptr(ROLE_PARAM, i), shape, self._device).tensor()
             getattr(self, owner).register_parameter(attr, torch.nn.Parameter(t))
         self._grad_span, self._grad_places = self._gradient_span(engine, params)
+        self._grad_sizes = self._span_split(self._grad_places)
+        self._engine_stream = None  # torch's view of the engine's CUDA stream, made at the first call
         for i, (name, shape) in enumerate(engine.tensor_infos(ROLE_BUFFER)):
             owner, attr = name.split(".", 1)
             t = _EngineMemory(engine, engine.tensor_ptr(ROLE_BUFFER, i), shape, self._device).tensor()
@@ -195,9 +197,19 @@ class Network(torch.nn.Module):
         next backward overwrites it), handed out as views; None where a parameter takes no gradient."""
         if not any(needed):
             return tuple(None for _ in needed)
-        span = self._grad_span.clone()
-        return tuple(span[o:o + n].view(shape) if need else None
-                     for (o, n, shape), need in zip(self._grad_places, needed))
+        parts = torch.split_with_sizes(self._grad_span.clone(), self._grad_sizes)
+        return tuple(part.view(shape) if need else None
+                     for part, (_, _, shape), need in zip(parts[::2], self._grad_places, needed))
+
+    @staticmethod
+    def _span_split(places):
+        """Sizes that split the gradient span into each parameter's part and the gap after it (even entries are the
+        parameters'), for one torch.split_with_sizes per backward."""
+        sizes = []
+        for i, (offset, n, _) in enumerate(places):
+            following = places[i + 1][0] if i + 1 < len(places) else offset + n
+            sizes += [n, following - offset - n]
+        return sizes
 
     @staticmethod
     def _shape_of(engine, tensor_id):
@@ -262,9 +274,10 @@ class Network(torch.nn.Module):
         parameters); returns it."""
         if self._device.type != "cuda":
             return None
-        engine_stream = torch.cuda.ExternalStream(self._engine.stream(), device=self._device)
-        engine_stream.wait_stream(torch.cuda.current_stream(self._device))
-        return engine_stream
+        if self._engine_stream is None:
+            self._engine_stream = torch.cuda.ExternalStream(self._engine.stream(), device=self._device)
+        self._engine_stream.wait_stream(torch.cuda.current_stream(self._device))
+        return self._engine_stream
 
     def _on_device(self):
         """The network's CUDA device current while the engine launches (it launches on the current device)."""
