@@ -329,10 +329,11 @@ __global__ void __launch_bounds__(256)
 #define SF_COL(base, t) ((base) + ((int)(t)*SF_CUDA_BWD_THREADS + (int)threadIdx.x) * V)
 
 /* Forward recompute of steps [t0, t1) from v (ALIF: and b) into the thread's shared column (KEEPX: x into xsm; ALIF:
- * θ into thsm, or with ZCOL z = h − θ instead of h and θ); the next batch of x loads while this one integrates. */
-template <class T, bool BN, bool KEEPX, int MODEL, bool ZCOL, int V, int U>
+ * θ into thsm, or with ZCOL z = h − θ instead of h and θ); the next batch of x loads while this one integrates. f: the
+ * BN affine of each of the V neurons (PERN) or of all. */
+template <class T, bool BN, bool KEEPX, int MODEL, bool ZCOL, int V, int U, bool PERN>
 __device__ __forceinline__ void sf_cuda_recompute(const sf_cuda_neuron &a, int soft, const sf_lif_coeffs &k,
-                                                  const sf_cuda_affine &f, int64_t n, int t0, int t1, float *v,
+                                                  const sf_cuda_affine *f, int64_t n, int t0, int t1, float *v,
                                                   float *b, float *smem, float *xsm, float *thsm)
 {
     const T *x = (const T *)a.x;
@@ -345,7 +346,8 @@ __device__ __forceinline__ void sf_cuda_recompute(const sf_cuda_neuron &a, int s
             float h[V], th[V];
 #pragma unroll
             for (int j = 0; j < V; j++) {
-                sf_cuda_step<MODEL>(k, soft, BN ? f(cur.v[u][j]) : cur.v[u][j], &v[j], &b[j], &h[j], &th[j]);
+                sf_cuda_step<MODEL>(k, soft, BN ? f[PERN ? j : 0](cur.v[u][j]) : cur.v[u][j], &v[j], &b[j], &h[j],
+                                    &th[j]);
                 if (ZCOL) h[j] -= th[j];
             }
             if (V == 4)
@@ -383,12 +385,14 @@ __device__ __forceinline__ void sf_cuda_recompute(const sf_cuda_neuron &a, int s
  * per neuron go to sums[n], sums[N + n] for bn_lif.cu to turn dx into BN's). h: saved (SAVED) or NULL, recomputed in
  * segments of S steps from nseg checkpoints. Shared memory: [S of h][KEEPX: S of x][ALIF: S of θ][per segment: v
  * (ALIF: v, b)]. PLIF: Σ_t dh_t·∂h_t/∂k to sums[n] (BN: sums[2N + n]). SG, HARD (hard reset, no θ_grad; ALIF:
- * detach_reset, z = h − θ alone) and SAVED are template flags: the loop is issue-bound. SF_CUDA_BWD_THREADS wide. */
-template <class T, bool BN, int V, int U, int SG, bool HARD, bool SAVED, int MODEL>
-__global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
+ * detach_reset, z = h − θ alone) and SAVED are template flags: the loop is issue-bound. SF_CUDA_BWD_THREADS wide.
+ * PERN: as the forward's, an affine for each of a thread's V neurons (BN on NHWC tensors). */
+template <class T, bool BN, int V, int U, int SG, bool HARD, bool SAVED, int MODEL, bool PERN>
+__global__ void __launch_bounds__(SF_CUDA_BWD_THREADS, V > 1 ? 2 : 1) /* four neurons: 2 blocks, their columns fit */
     sf_cuda_neuron_backward(sf_cuda_neuron a, const float *hsaved, const T *ds, T *dx, float *sums, int S, int nseg)
 {
     static_assert(MODEL == SF_CUDA_LIF || V == 1, "the PLIF and ALIF backward runs one neuron per thread");
+    static_assert(!PERN || (BN && V > 1), "an affine per neuron: BN with several neurons per thread");
     static_assert(MODEL != SF_CUDA_ALIF || !SAVED, "the ALIF backward recomputes its thresholds");
     constexpr bool KEEPX = BN;                                /* x in a column too (x̂; a BN+PLIF's y_t) */
     constexpr bool ZCOL = MODEL == SF_CUDA_ALIF && HARD;      /* the ALIF's z = h − θ instead of h and θ */
@@ -409,7 +413,9 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
         p.use_grad_threshold = 0;
     }
     const sf_lif_coeffs k = sf_cuda_coeffs<MODEL>(a, n); /* V = 1 for a PLIF: one channel's */
-    const sf_cuda_affine f = sf_cuda_affine_of<BN>(a, n);
+    sf_cuda_affine f[PERN ? V : 1];
+#pragma unroll
+    for (int j = 0; j < (PERN ? V : 1); j++) f[j] = sf_cuda_affine_of<BN>(a, n + j);
     const int area = (int)S * SF_CUDA_BWD_THREADS * V;
     float *xsm = smem + area, *thsm = smem + (1 + KEEPX) * area, *ckpt = smem + (SAVED ? 1 : COLS) * area;
     /* Segments end at T: segment g >= 1 covers [T - (nseg - g)·S, T - (nseg - 1 - g)·S) and segment 0 the (shorter)
@@ -444,8 +450,8 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
                     float h, th;
 #pragma unroll
                     for (int j = 0; j < V; j++)
-                        sf_cuda_step<MODEL>(k, p.soft_reset, BN ? f(cur.v[u][j]) : cur.v[u][j], &v[j], &b[j], &h,
-                                            &th);
+                        sf_cuda_step<MODEL>(k, p.soft_reset, BN ? f[PERN ? j : 0](cur.v[u][j]) : cur.v[u][j], &v[j],
+                                            &b[j], &h, &th);
                 }
             }
         }
@@ -479,8 +485,8 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
                                                   : sf_cuda_b0(a, n + j);
                 }
             }
-            sf_cuda_recompute<T, BN, KEEPX, MODEL, ZCOL, V, U>(a, p.soft_reset, k, f, n, t0, t1, v, b, smem, xsm,
-                                                                thsm);
+            sf_cuda_recompute<T, BN, KEEPX, MODEL, ZCOL, V, U, PERN>(a, p.soft_reset, k, f, n, t0, t1, v, b, smem,
+                                                                      xsm, thsm);
         }
         /* dx at step t - u: walks back one row per step (one add instead of a 64-bit multiply-add per element) */
         T *dxt = dx + (int64_t)(t1 - 1) * a.N + n;
@@ -519,11 +525,12 @@ __global__ void __launch_bounds__(SF_CUDA_BWD_THREADS)
                                       : sf_alif_step_back(&p, &k, hv[j], thv[j], cds.v[u][j], &dv[j], &db[j]);
                     /* BN: as stored, so that its sums and its element-wise pass 2 see the same dy (16 bits) */
                     const float dy = BN ? sf_widen(sf_narrow<T>(k.c * dh)) : k.c * dh;
-                    float xhat = BN ? (xv[j] - f.mean) * f.invstd : 0.0f;
+                    const sf_cuda_affine &fj = f[PERN ? j : 0];
+                    float xhat = BN ? (xv[j] - fj.mean) * fj.invstd : 0.0f;
                     if (MODEL == SF_CUDA_PLIF) {
                         const float v_prev = sf_lif_v_after(&k, p.soft_reset, hv[j]); /* v_{t−1} of step tt + 1 */
                         if (KEEPX)
-                            dk += (p.decay_input ? dh * f(xv[j]) : 0.0f) - dh_later * v_prev;
+                            dk += (p.decay_input ? dh * fj(xv[j]) : 0.0f) - dh_later * v_prev;
                         else
                             dk += dh_later * ((p.decay_input ? h_later : 0.0f) - v_prev);
                         dh_later = dh;

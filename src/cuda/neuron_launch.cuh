@@ -1,7 +1,8 @@
 /* neuron_launch.cuh — launch configuration of the time-fused neuron kernels (neuron.cuh): the forward's vector width
  * and batch, the backward's model and surrogate instance, batch and segment length; a sf_cuda_lif_tuning can force
  * each (benchmarks and tests compare them). Instantiated (SF_CUDA_NEURON_INSTANCES) by neuron_f32.cu, neuron_bf16.cu
- * and neuron_f16.cu, which compile in parallel: the backward has 80 instances per type and model (the ALIF's 48). */
+ * and neuron_f16.cu, which compile in parallel: the backward has 80 instances per type and model (the ALIF's 48), and
+ * the LIF 24 more with four neurons per thread. */
 #ifndef SF_CUDA_NEURON_LAUNCH_CUH
 #define SF_CUDA_NEURON_LAUNCH_CUH
 
@@ -94,6 +95,12 @@ template <class T> struct bwd_args {
     float *sums;
 };
 
+/* 4-neuron backward accesses: N divisible by 4, x, ds and dx aligned to 4 elements (the sums are written per neuron). */
+template <class T> static bool bwd_vec4_ok(const sf_cuda_neuron &a, const bwd_args<T> &b)
+{
+    return a.N % 4 == 0 && aligned(a.x, 4 * sizeof(T)) && aligned(b.ds, 4 * sizeof(T)) && aligned(b.dx, 4 * sizeof(T));
+}
+
 /* The backward's HARD instance: hard reset and no θ_grad; for the ALIF detach_reset and no θ_grad (either reset),
  * whose recompute keeps one column, z = h − θ, instead of two. */
 template <int MODEL> static bool hard_instance(const sf_lif_params &p)
@@ -101,21 +108,25 @@ template <int MODEL> static bool hard_instance(const sf_lif_params &p)
     return !p.use_grad_threshold && (MODEL == SF_CUDA_ALIF ? p.detach_reset : !p.soft_reset);
 }
 
-/* SF_CUDA_BWD_THREADS neurons per block; smem bytes for segments of S steps (0: h is given). */
-template <class T, bool BN, int U, int MODEL>
+/* SF_CUDA_BWD_THREADS·V neurons per block; smem bytes for segments of S steps (0: h is given; V = 1 then). */
+template <class T, bool BN, int V, int U, int MODEL>
 static sf_status backward(const sf_cuda_neuron &a, const bwd_args<T> &b, int64_t S, size_t smem, cudaStream_t st)
 {
-    const bool hard = hard_instance<MODEL>(a.p);
+    const bool hard = hard_instance<MODEL>(a.p), pern = BN && V > 1 && a.bn.hw % V != 0;
     const int threads = SF_CUDA_BWD_THREADS;
     return with_surrogate(a.p.surrogate, [&](auto sg) -> sf_status {
         constexpr int SG = decltype(sg)::value;
-        auto kernel = hard ? sf_cuda_neuron_backward<T, BN, 1, U, SG, true, false, MODEL>
-                           : sf_cuda_neuron_backward<T, BN, 1, U, SG, false, false, MODEL>;
+        constexpr bool P = BN && V > 1; /* a PERN instance only where it can apply */
+        auto kernel = hard ? sf_cuda_neuron_backward<T, BN, V, U, SG, true, false, MODEL, false>
+                           : sf_cuda_neuron_backward<T, BN, V, U, SG, false, false, MODEL, false>;
+        if (pern)
+            kernel = hard ? sf_cuda_neuron_backward<T, BN, V, U, SG, true, false, MODEL, P>
+                          : sf_cuda_neuron_backward<T, BN, V, U, SG, false, false, MODEL, P>;
         /* saved h: short batches only (32 steps ahead is for the recompute's few threads); not the ALIF's */
-        if constexpr (U <= 8 && MODEL != SF_CUDA_ALIF)
+        if constexpr (V == 1 && U <= 8 && MODEL != SF_CUDA_ALIF)
             if (b.h)
-                kernel = hard ? sf_cuda_neuron_backward<T, BN, 1, U, SG, true, true, MODEL>
-                              : sf_cuda_neuron_backward<T, BN, 1, U, SG, false, true, MODEL>;
+                kernel = hard ? sf_cuda_neuron_backward<T, BN, 1, U, SG, true, true, MODEL, false>
+                              : sf_cuda_neuron_backward<T, BN, 1, U, SG, false, true, MODEL, false>;
         if (smem > 48 * 1024)
             SF_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         /* all of the unified L1/shared memory as shared: the recompute's columns are what limits residency */
@@ -123,13 +134,14 @@ static sf_status backward(const sf_cuda_neuron &a, const bwd_args<T> &b, int64_t
             SF_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                                cudaSharedmemCarveoutMaxShared));
         const int nseg = S > 0 ? (int)((a.T + S - 1) / S) : 1;
-        kernel<<<sf_cuda_blocks(a.N, threads), threads, smem, st>>>(a, b.h, b.ds, b.dx, b.sums, (int)S, nseg);
+        kernel<<<sf_cuda_blocks((a.N + V - 1) / V, threads), threads, smem, st>>>(a, b.h, b.ds, b.dx, b.sums, (int)S,
+                                                                                   nseg);
         SF_CUDA_LAUNCHED();
         return SF_OK;
     });
 }
 
-/* The backward's configuration: a neuron per thread, loads 8 steps ahead (4 for T < 8); the ALIF always recomputes
+/* The backward's configuration: a neuron per thread (four: below), loads 8 steps ahead (4 for T < 8); the ALIF always recomputes
  * (θ is not saved). Recompute: 4 bytes of shared memory per neuron, step and column (h; BN's x; the ALIF's θ unless
  * hard_instance), plus a checkpoint per segment unless the forward kept them (v_ckpt). Kept, past 32 steps: 32-step
  * segments, 64 (32 ahead) where the neurons fill under two blocks per SM, 128 where at most one; not kept: one segment
@@ -146,7 +158,7 @@ static sf_status backward_model(const sf_cuda_neuron &given, bwd_args<T> b, cuda
     if (U != 4 && U != 8 && (U != 32 || b.h))
         return sf_fail(SF_ERR_INVALID, "LIF backward tuning: %d steps ahead: expected 4, 8, or 32 without saved h", U);
     if (b.h)
-        return U == 4 ? backward<T, BN, 4, MODEL>(a, b, 0, 0, st) : backward<T, BN, 8, MODEL>(a, b, 0, 0, st);
+        return U == 4 ? backward<T, BN, 1, 4, MODEL>(a, b, 0, 0, st) : backward<T, BN, 1, 8, MODEL>(a, b, 0, 0, st);
     int dev, optin, sms;
     SF_CUDA_CHECK(cudaGetDevice(&dev));
     SF_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
@@ -181,9 +193,18 @@ static sf_status backward_model(const sf_cuda_neuron &given, bwd_args<T> b, cuda
                        (long long)a.T, (long long)S);
     if (nseg == 1 || ckpt_floats(S)) a.st.v_ckpt = NULL; /* the kernel's sign to start segments at kept ones */
     size_t smem = (size_t)(cols * S + ckpt_floats(S)) * 4 * threads;
-    if (U == 4) return backward<T, BN, 4, MODEL>(a, b, S, smem, st);
-    if (U == 32) return backward<T, BN, 32, MODEL>(a, b, S, smem, st);
-    return backward<T, BN, 8, MODEL>(a, b, S, smem, st);
+    /* four neurons per thread for the LIF's short sequences (one segment, 8 ahead) where their columns fit and the
+     * neurons fill two blocks per SM: four share each step's index and address work */
+    const int tv = tu.bwd_vec;
+    if (tv != 0 && tv != 1 && tv != 4)
+        return sf_fail(SF_ERR_INVALID, "LIF backward tuning: %d neurons per thread: expected 1 or 4", tv);
+    if constexpr (MODEL == SF_CUDA_LIF)
+        if (U == 8 && nseg == 1 && bwd_vec4_ok<T>(a, b) && 4 * smem <= (size_t)optin &&
+            (tv ? tv == 4 : a.N / 4 >= 2 * threads * sms))
+            return backward<T, BN, 4, 8, MODEL>(a, b, S, 4 * smem, st);
+    if (U == 4) return backward<T, BN, 1, 4, MODEL>(a, b, S, smem, st);
+    if (U == 32) return backward<T, BN, 1, 32, MODEL>(a, b, S, smem, st);
+    return backward<T, BN, 1, 8, MODEL>(a, b, S, smem, st);
 }
 
 template <class T, bool BN>

@@ -22,7 +22,7 @@ static float *dev_poison(size_t n)
     float *d = NULL;
     CU(cudaMalloc((void **)&d, 4 * (n ? n : 1)));
     CU(cudaMemset(d, 0xff, 4 * (n ? n : 1))); /* NaN: an unwritten element fails the comparison */
-    CU(cudaDeviceSynchronize());                /* before the backend's non-blocking stream writes it (gpu_copies.h) */
+    CU(cudaDeviceSynchronize());              /* before the backend's non-blocking stream writes it (gpu_copies.h) */
     return d;
 }
 
@@ -92,7 +92,8 @@ static void check_ckpt(const sf_lif_params *p, int64_t T, int64_t N, const float
     int64_t bad = 0;
     for (int64_t j = 1; j * SF_LIF_CKPT_STEPS < T; j++) /* the state before step T − 32j: v after the step before */
         for (int64_t i = 0; i < N; i++)
-            bad += gck[(j - 1) * N + i] != sf_lif_v_after(&k, p->soft_reset, h[(T - j * SF_LIF_CKPT_STEPS - 1) * N + i]);
+            bad +=
+                gck[(j - 1) * N + i] != sf_lif_v_after(&k, p->soft_reset, h[(T - j * SF_LIF_CKPT_STEPS - 1) * N + i]);
     CHECK(bad == 0, "%s: %lld checkpoints differ from the host's v", what, (long long)bad);
     CHECK(memcmp(cdx, gdx, 4 * n) == 0, "%s: the backward from the forward's checkpoints differs from the recompute",
           what);
@@ -152,8 +153,8 @@ static void test_lif(const sf_lif_params *p, int64_t T, int64_t N, uint64_t seed
  * and batches do not divide T and N is no multiple of 4 (T = 300: a 76-step first segment at the automatic 224). */
 static void lif_tunings(void)
 {
-    const sf_cuda_lif_tuning tunes[] = {{0, 0, 0, 0},   {1, 32, 0, 0},  {1, 8, 0, 0},  {4, 8, 32, 8},
-                                        {0, 0, 32, 32}, {0, 0, 96, 32}, {0, 0, -1, 8}, {0, 0, 40, 4}};
+    const sf_cuda_lif_tuning tunes[] = {{0, 0, 0, 0, 0},   {1, 32, 0, 0, 0},  {1, 8, 0, 0, 0},  {4, 8, 32, 8, 0},
+                                        {0, 0, 32, 32, 0}, {0, 0, 96, 32, 0}, {0, 0, -1, 8, 0}, {0, 0, 40, 4, 0}};
     const int64_t sizes[][2] = {{300, 97}, {1024, 64}, {257, 1028}, {65, 3}};
     sf_lif_params p;
     sf_lif_default_params(&p);
@@ -167,13 +168,25 @@ static void lif_tunings(void)
                      t->bwd_ahead);
             test_lif_tuned(&p, sizes[j][0], sizes[j][1], 300 + (uint64_t)(4 * i + j), t, what);
         }
+    /* four neurons per backward thread, forced, on short sequences (one segment), N no multiple of 4 falling back */
+    const sf_cuda_lif_tuning vec4[] = {{0, 0, 0, 8, 4}, {4, 8, 0, 0, 4}, {1, 8, 0, 8, 1}};
+    const int64_t short_sizes[][2] = {{10, 1028}, {8, 4096}, {33, 260}, {64, 4100}, {12, 97}};
+    for (int i = 0; i < (int)(sizeof vec4 / sizeof vec4[0]); i++)
+        for (int j = 0; j < (int)(sizeof short_sizes / sizeof short_sizes[0]); j++) {
+            char what[160];
+            snprintf(what, sizeof what, "LIF T=%lld N=%lld backward %d neurons per thread",
+                     (long long)short_sizes[j][0], (long long)short_sizes[j][1], vec4[i].bwd_vec);
+            test_lif_tuned(&p, short_sizes[j][0], short_sizes[j][1], 400 + (uint64_t)(8 * i + j), &vec4[i], what);
+        }
     /* what cannot run is refused, not run wrongly */
-    const sf_cuda_lif_tuning bad[] = {{3, 8, 0, 0}, {4, 32, 0, 0}, {0, 0, 0, 16}, {0, 0, 100000, 8}};
+    const sf_cuda_lif_tuning bad[] = {
+        {3, 8, 0, 0, 0}, {4, 32, 0, 0, 0}, {0, 0, 0, 16, 0}, {0, 0, 100000, 8, 0}, {0, 0, 0, 8, 3}};
     float *d = dev_poison(64 * 300);
     sf_lif_out out = {.s = d};
-    for (int i = 0; i < 4; i++) {
-        sf_status s = i < 2 ? sf_cuda_lif_forward_tuned(&p, 300, 64, SF_SCALAR_F32, d, &out, NULL, &bad[i], NULL)
-                            : sf_cuda_lif_backward_tuned(&p, 300, 64, SF_SCALAR_F32, d, NULL, d, d, NULL, &bad[i], NULL);
+    for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++) {
+        sf_status s = i < 2
+                          ? sf_cuda_lif_forward_tuned(&p, 300, 64, SF_SCALAR_F32, d, &out, NULL, &bad[i], NULL)
+                          : sf_cuda_lif_backward_tuned(&p, 300, 64, SF_SCALAR_F32, d, NULL, d, d, NULL, &bad[i], NULL);
         CHECK(s == SF_ERR_INVALID, "tuning %d accepted: %s", i, sf_status_str(s));
     }
     cudaFree(d);
@@ -325,6 +338,11 @@ int main(void)
     test_bn_lif(be, &p, 3, 2400, 128, 1, 0, 57);
     test_bn_lif(be, &p, 2, 25600, 12, 1, 1, 58);
     test_bn_lif(be, &p, 2, 2400, 64, 2, 0, 59);
+    /* the backward's four neurons per thread (T >= 8, one segment, enough neurons): an affine per neuron on NHWC
+     * (hw = 1) and across a batch's rows (hw = 2), one shared where hw % 4 = 0 */
+    test_bn_lif(be, &p, 10, 2200, 128, 1, 0, 60);
+    test_bn_lif(be, &p, 8, 2200, 64, 2, 0, 61);
+    test_bn_lif(be, &p, 12, 80, 16, 256, 0, 62);
     be->destroy(be);
     return tu_finish("test_gpu_lif_kernels");
 }
