@@ -164,7 +164,7 @@ class Network(torch.nn.Module):
             t = _EngineMemory(engine, engine.tensor_ptr(ROLE_PARAM, i), shape, self._device).tensor()
             getattr(self, owner).register_parameter(attr, torch.nn.Parameter(t))
         self._grad_span, self._grad_places = self._gradient_span(engine, params)
-        self._grad_sizes = self._span_split(self._grad_places)
+        self._grad_sizes, self._grad_parts = self._span_split(self._grad_places)
         self._engine_stream = None  # torch's view of the engine's CUDA stream, made at the first call
         for i, (name, shape) in enumerate(engine.tensor_infos(ROLE_BUFFER)):
             owner, attr = name.split(".", 1)
@@ -198,18 +198,21 @@ class Network(torch.nn.Module):
         if not any(needed):
             return tuple(None for _ in needed)
         parts = torch.split_with_sizes(self._grad_span.clone(), self._grad_sizes)
-        return tuple(part.view(shape) if need else None
-                     for part, (_, _, shape), need in zip(parts[::2], self._grad_places, needed))
+        return tuple(None if not need else parts[k] if len(shape) == 1 else parts[k].view(shape)  # 1-D: as split
+                     for k, (_, _, shape), need in zip(self._grad_parts, self._grad_places, needed))
 
     @staticmethod
     def _span_split(places):
-        """Sizes that split the gradient span into each parameter's part and the gap after it (even entries are the
-        parameters'), for one torch.split_with_sizes per backward."""
-        sizes = []
+        """Sizes that split the gradient span into each parameter's part and the gaps between them (those not
+        empty), and where each parameter's part is in that split: one torch.split_with_sizes per backward."""
+        sizes, where = [], []
         for i, (offset, n, _) in enumerate(places):
-            following = places[i + 1][0] if i + 1 < len(places) else offset + n
-            sizes += [n, following - offset - n]
-        return sizes
+            where.append(len(sizes))
+            sizes.append(n)
+            gap = (places[i + 1][0] if i + 1 < len(places) else offset + n) - offset - n
+            if gap:
+                sizes.append(gap)
+        return sizes, where
 
     @staticmethod
     def _shape_of(engine, tensor_id):
