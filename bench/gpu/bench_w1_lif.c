@@ -14,26 +14,25 @@
 #include "gpu_bench.h"
 
 /* Launch configurations (sf_cuda_lif_tuning: forward neurons per thread and steps ahead, backward segment, steps
- * ahead and neurons per thread; 0 automatic, -1 as long as shared memory allows), with or without the forward's checkpoints of v every 32
- * steps (sf_lif_state.v_ckpt: 4 bytes written and read per 32 elements, 0.25 bytes per element over the floor). */
+ * ahead and neurons per thread; 0 automatic, -1 as long as shared memory allows), with or without the forward's
+ * checkpoints of v every 32 steps (sf_lif_state.v_ckpt: 4 bytes written and read per 32 elements, 0.25 bytes per element over the floor). */
 static const struct config {
     const char *name;
     int ckpt;
     sf_cuda_lif_tuning tune;
-} configs[] =
-    {
-        {"auto", 1, {0, 0, 0, 0, 0}},
-        {"auto_nock", 0, {0, 0, 0, 0, 0}}, /* without checkpoints: the first pass finds the segment starts */
-        {"old", 0, {4, 8, 32, 8, 0}}, /* the automatic choice before long segments: 32-step segments at 32 warps per SM */
-        {"bwd_longu8", 0, {0, 0, -1, 8, 0}}, /* long segments, 8 steps ahead */
-        {"ck_s32u8", 1, {0, 0, 32, 8, 0}},
-        {"ck_s32u32", 1, {0, 0, 32, 32, 0}},
-        {"ck_s64u8", 1, {0, 0, 64, 8, 0}},
-        {"ck_s64u32", 1, {0, 0, 64, 32, 0}},
-        {"ck_s128u32", 1, {0, 0, 128, 32, 0}},
-        {"ck_fwd_v1u8", 1, {1, 8, 0, 0, 0}},
-        {"ck_fwd_v1u32", 1, {1, 32, 0, 0, 0}},
-        {"ck_bwd_v1", 1, {0, 0, 0, 0, 1}}, /* one neuron per backward thread where auto takes four */
+} configs[] = {
+    {"auto", 1, {0, 0, 0, 0, 0}},
+    {"auto_nock", 0, {0, 0, 0, 0, 0}}, /* without checkpoints: the first pass finds the segment starts */
+    {"old", 0, {4, 8, 32, 8, 0}}, /* the automatic choice before long segments: 32-step segments at 32 warps per SM */
+    {"bwd_longu8", 0, {0, 0, -1, 8, 0}}, /* long segments, 8 steps ahead */
+    {"ck_s32u8", 1, {0, 0, 32, 8, 0}},
+    {"ck_s32u32", 1, {0, 0, 32, 32, 0}},
+    {"ck_s64u8", 1, {0, 0, 64, 8, 0}},
+    {"ck_s64u32", 1, {0, 0, 64, 32, 0}},
+    {"ck_s128u32", 1, {0, 0, 128, 32, 0}},
+    {"ck_fwd_v1u8", 1, {1, 8, 0, 0, 0}},
+    {"ck_fwd_v1u32", 1, {1, 32, 0, 0, 0}},
+    {"ck_bwd_v1", 1, {0, 0, 0, 0, 1}}, /* one neuron per backward thread where auto takes four */
 };
 
 struct w1 {
@@ -136,8 +135,8 @@ int main(int argc, char **argv)
     printf("W1 lif fwd+bwd  activations: %s (%.0f bytes per element)  card: %s  copy bandwidth: %.0f GB/s (read+write, "
            "1 GiB cudaMemcpy D2D)\n",
            t == SF_SCALAR_F32 ? "fp32" : sf_precision_name(prec), bytes_el, card, bw);
-    printf("%5s %9s %-11s %9s %9s %10s %9s %8s %8s %8s %10s %9s\n", "T", "M", "config", "fwd_ms", "bwd_ms", "fwdbwd_ms",
-           "floor_ms", "x_floor", "GB/s", "%copy", "spike_err", "dx_relerr");
+    printf("%5s %9s %-11s %9s %9s %10s %9s %8s %8s %8s %10s %9s\n", "T", "M", "config", "fwd_ms", "bwd_ms",
+           "fwdbwd_ms", "floor_ms", "x_floor", "GB/s", "%copy", "spike_err", "dx_relerr");
     const int64_t Ts[] = {4, 16, 64, 256, 1024};
     const int nconfigs = (int)(sizeof configs / sizeof configs[0]);
     /* dx is rounded to the activation type: about 2^-9 (bf16) or 2^-12 (fp16) relative on average */

@@ -7,7 +7,8 @@
 # difference of means ± its standard error. On an H200, 20 runs of 3 epochs take about 2.5 minutes.
 # Usage: bench/gpu/w8_draws.sh BIN_DIR DATA_DIR [draws (5)] [first seed (0)] [epochs (3)]
 # BIN_DIR holds the spikefuse CLI; DATA_DIR the four Fashion-MNIST .gz files. Environment: OUT (default ./w8-out);
-# SF_PRECISIONS (default "tf32 bf16"; empty: their script alone, BIN_DIR then needs no CLI); SJ_MODES (default "fp32 amp"; also "tf32mm": TF32 in their linear layers too,
+# SF_PRECISIONS (default "tf32 bf16"; empty: their script alone, BIN_DIR then needs no CLI); SJ_MODES (default
+# "fp32 amp"; also "tf32mm": TF32 in their linear layers too,
 # SJ_MATMUL_TF32=1; "ampbench": -amp with cuDNN's autotuner, SJ_CUDNN_BENCH=1, their script's fastest setting;
 # "fusetf32", "fusebf16": their script with its network passed through spikefuse.torch.fuse, SJ_FUSE=tf32, and
 # SJ_FUSE=bf16 with -amp, W12; PYTHONPATH must reach spikefuse then);

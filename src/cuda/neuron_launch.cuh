@@ -27,8 +27,15 @@ template <class Fn> static sf_status with_surrogate(sf_surrogate sg, Fn fn)
     return sf_fail(SF_ERR_INVALID, "LIF surrogate %d is not one of sigmoid, atan, fast_sigmoid, rect", (int)sg);
 }
 
+/* With BN, whether a thread's V neurons may lie in different channels (hw % V != 0; NHWC: hw = 1), so that the PERN
+ * instance keeps an affine per neuron. */
+template <bool BN, int V> static bool affine_per_neuron(const sf_cuda_neuron &a)
+{
+    return BN && V > 1 && a.bn.hw % V != 0;
+}
+
 /* 4-element forward accesses need N and every row start divisible by 4, and x, s (type T), h and the spike bytes
- * aligned to 4 elements. With BN and hw % 4 != 0 (NHWC: hw = 1) the PERN instance keeps an affine per neuron. */
+ * aligned to 4 elements. */
 template <class T> static bool vec4_ok(const sf_cuda_neuron &a, const sf_lif_out *o)
 {
     return a.N % 4 == 0 && aligned(a.x, 4 * sizeof(T)) && aligned(o->s, 4 * sizeof(T)) && aligned(o->h, 16) &&
@@ -39,7 +46,7 @@ template <class T, bool BN, int V, int U>
 static sf_status forward(const sf_cuda_neuron &a, const sf_lif_out *o, cudaStream_t st)
 {
     const int threads = 256;
-    const bool pern = BN && V > 1 && a.bn.hw % V != 0;
+    const bool pern = affine_per_neuron<BN, V>(a);
     return sf_cuda_with_model(&a.p, [&](auto model) -> sf_status {
         constexpr int MODEL = decltype(model)::value; /* a PERN instance only where it can apply */
         auto kernel = pern ? sf_cuda_neuron_forward<T, BN, V, U, MODEL, BN && (V > 1)>
@@ -95,7 +102,7 @@ template <class T> struct bwd_args {
     float *sums;
 };
 
-/* 4-neuron backward accesses: N divisible by 4, x, ds and dx aligned to 4 elements (the sums are written per neuron). */
+/* 4-neuron backward accesses: N divisible by 4, x, ds and dx aligned to 4 elements (sums are written per neuron). */
 template <class T> static bool bwd_vec4_ok(const sf_cuda_neuron &a, const bwd_args<T> &b)
 {
     return a.N % 4 == 0 && aligned(a.x, 4 * sizeof(T)) && aligned(b.ds, 4 * sizeof(T)) && aligned(b.dx, 4 * sizeof(T));
@@ -112,7 +119,7 @@ template <int MODEL> static bool hard_instance(const sf_lif_params &p)
 template <class T, bool BN, int V, int U, int MODEL>
 static sf_status backward(const sf_cuda_neuron &a, const bwd_args<T> &b, int64_t S, size_t smem, cudaStream_t st)
 {
-    const bool hard = hard_instance<MODEL>(a.p), pern = BN && V > 1 && a.bn.hw % V != 0;
+    const bool hard = hard_instance<MODEL>(a.p), pern = affine_per_neuron<BN, V>(a);
     const int threads = SF_CUDA_BWD_THREADS;
     return with_surrogate(a.p.surrogate, [&](auto sg) -> sf_status {
         constexpr int SG = decltype(sg)::value;
@@ -141,8 +148,8 @@ static sf_status backward(const sf_cuda_neuron &a, const bwd_args<T> &b, int64_t
     });
 }
 
-/* The backward's configuration: a neuron per thread (four: below), loads 8 steps ahead (4 for T < 8); the ALIF always recomputes
- * (θ is not saved). Recompute: 4 bytes of shared memory per neuron, step and column (h; BN's x; the ALIF's θ unless
+/* The backward's configuration: a neuron per thread (four: below), loads 8 steps ahead (4 for T < 8); the ALIF
+ * always recomputes (θ is not saved). Recompute: 4 bytes of shared memory per neuron, step and column (h; BN's x; the ALIF's θ unless
  * hard_instance), plus a checkpoint per segment unless the forward kept them (v_ckpt). Kept, past 32 steps: 32-step
  * segments, 64 (32 ahead) where the neurons fill under two blocks per SM, 128 where at most one; not kept: one segment
  * up to T = 64 (32 with several columns), else the longest that fit, 32 ahead. A forced length no multiple of 32 finds

@@ -22,7 +22,7 @@ static float *dev_poison(size_t n)
     float *d = NULL;
     CU(cudaMalloc((void **)&d, 4 * (n ? n : 1)));
     CU(cudaMemset(d, 0xff, 4 * (n ? n : 1))); /* NaN: an unwritten element fails the comparison */
-    CU(cudaDeviceSynchronize());              /* before the backend's non-blocking stream writes it (gpu_copies.h) */
+    CU(cudaDeviceSynchronize());                /* before the backend's non-blocking stream writes it (gpu_copies.h) */
     return d;
 }
 
@@ -92,8 +92,7 @@ static void check_ckpt(const sf_lif_params *p, int64_t T, int64_t N, const float
     int64_t bad = 0;
     for (int64_t j = 1; j * SF_LIF_CKPT_STEPS < T; j++) /* the state before step T − 32j: v after the step before */
         for (int64_t i = 0; i < N; i++)
-            bad +=
-                gck[(j - 1) * N + i] != sf_lif_v_after(&k, p->soft_reset, h[(T - j * SF_LIF_CKPT_STEPS - 1) * N + i]);
+            bad += gck[(j - 1) * N + i] != sf_lif_v_after(&k, p->soft_reset, h[(T - j * SF_LIF_CKPT_STEPS - 1) * N + i]);
     CHECK(bad == 0, "%s: %lld checkpoints differ from the host's v", what, (long long)bad);
     CHECK(memcmp(cdx, gdx, 4 * n) == 0, "%s: the backward from the forward's checkpoints differs from the recompute",
           what);
@@ -184,9 +183,8 @@ static void lif_tunings(void)
     float *d = dev_poison(64 * 300);
     sf_lif_out out = {.s = d};
     for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++) {
-        sf_status s = i < 2
-                          ? sf_cuda_lif_forward_tuned(&p, 300, 64, SF_SCALAR_F32, d, &out, NULL, &bad[i], NULL)
-                          : sf_cuda_lif_backward_tuned(&p, 300, 64, SF_SCALAR_F32, d, NULL, d, d, NULL, &bad[i], NULL);
+        sf_status s = i < 2 ? sf_cuda_lif_forward_tuned(&p, 300, 64, SF_SCALAR_F32, d, &out, NULL, &bad[i], NULL)
+                            : sf_cuda_lif_backward_tuned(&p, 300, 64, SF_SCALAR_F32, d, NULL, d, d, NULL, &bad[i], NULL);
         CHECK(s == SF_ERR_INVALID, "tuning %d accepted: %s", i, sf_status_str(s));
     }
     cudaFree(d);
