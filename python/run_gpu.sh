@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # run_gpu.sh — on a GPU machine without network, from a copy of the repository: installs the package from this
 # checkout (no build isolation: scikit-build-core, cmake, ninja and torch must be there), runs the Python tests
-# (CUDA cases, custom ops, torch.compile, torch.export, autocast), the DDP check on 2 GPUs where the host has them
-# (torchrun, eager, compiled and as one Network), and the benchmarks: W1 (bench_w1.py) and W3 (bench_w3.py, VGG9 with
-# BNLIF), once per SpikingJelly version, and W12 (bench_w12.py: W3 through a Network; beside bench_w3_vgg9 where
-# SF_BENCH_W3 names that program). Logs go to $OUT (default /tmp).
+# (CUDA cases, custom ops, torch.compile, torch.export, autocast), the DDP check on 2 ranks (torchrun, eager,
+# compiled and as one Network; a GPU per rank where the host has 2, else both on one through gloo), and the
+# benchmarks: W1 (bench_w1.py) and W3 (bench_w3.py, VGG9 with BNLIF), once per SpikingJelly version, and W12
+# (bench_w12.py: W3 through a Network; beside bench_w3_vgg9 where SF_BENCH_W3 names that program). Logs go to $OUT
+# (default /tmp).
 # Usage: python/run_gpu.sh [tests] [ddp] [w1] [w3] [w12] — the stages to run (default: all). The library is built in
 # build-python/ (kept between calls, so a later call with other stages reinstalls without rebuilding).
 # SPIKEFUSE_WHEELS: optional folders of peer wheels, separated by ':' (e.g. SpikingJelly 2.x with loguru, and
@@ -51,16 +52,13 @@ if want tests; then
   tail -3 "$OUT/python_tests.log"
 fi
 gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
-if ! want ddp; then
-  :
-elif [ "$gpus" -ge 2 ]; then
+if want ddp; then
+  one=$([ "$gpus" -ge 2 ] || echo --one-gpu) # one GPU: both ranks on it, reduced through gloo
   for flag in "" --compile --network; do
-    python3 -m torch.distributed.run --standalone --nproc_per_node=2 python/tests/ddp_check.py $flag \
+    python3 -m torch.distributed.run --standalone --nproc_per_node=2 python/tests/ddp_check.py $flag $one \
       >"$OUT/ddp_check$flag.log" 2>&1 || rc=1
     grep "ddp_check:" "$OUT/ddp_check$flag.log" || tail -5 "$OUT/ddp_check$flag.log"
   done
-else
-  echo "ddp_check: skipped ($gpus GPU; it needs 2)"
 fi
 n=0
 for site in "${sites[@]}"; do

@@ -1,5 +1,5 @@
-/* test_pool_dropout.c — avg/max pooling forward/backward against PyTorch float64 fixtures, and dropout's
- * mask statistics, time sharing, scaling and backward. */
+/* test_pool_dropout.c — avg/max pooling forward/backward against PyTorch float64 fixtures (NCHW, and NHWC equal
+ * to it), and dropout's mask statistics, time sharing, scaling and backward. */
 #include "core/rng.h"
 #include "cpu/cpu_layers.h"
 #include "testutil.h"
@@ -10,6 +10,42 @@
 #include <string.h>
 
 #define TOL 1e-6 /* pooling adds at most k·k fp32 terms */
+
+/* Planes [n][hw] as NHWC images of ch channels ([n/ch][hw][ch]), or back (to_nhwc = 0). */
+static void relayout(const float *in, float *out, int64_t n, int64_t hw, int64_t ch, int to_nhwc)
+{
+    for (int64_t p = 0; p < n; p++)
+        for (int64_t q = 0; q < hw; q++) {
+            const int64_t nchw = p * hw + q, nhwc = ((p / ch) * hw + q) * ch + p % ch;
+            out[to_nhwc ? nhwc : nchw] = in[to_nhwc ? nchw : nhwc];
+        }
+}
+
+/* The same case with its planes as NHWC images of the most channels (of 4, 3, 2) that divide them: the outputs,
+ * put back in plane order, equal the NCHW run's bit for bit. */
+static void check_nhwc(sf_pool_shape sh, int is_max, const float *x, const float *dy, const float *y_nchw,
+                       const float *dx_nchw, const char *what)
+{
+    sh.c = sh.n % 4 == 0 ? 4 : sh.n % 3 == 0 ? 3 : sh.n % 2 == 0 ? 2 : 1;
+    const int64_t hw = (int64_t)sh.h * sh.w, ohw = (int64_t)sh.oh * sh.ow, nx = sh.n * hw, ny = sh.n * ohw;
+    float *xt = malloc(sizeof(float) * nx), *dyt = malloc(sizeof(float) * ny), *yt = malloc(sizeof(float) * ny);
+    float *dxt = malloc(sizeof(float) * nx), *y = malloc(sizeof(float) * ny), *dx = malloc(sizeof(float) * nx);
+    uint8_t *arg = malloc((size_t)ny);
+    relayout(x, xt, sh.n, hw, sh.c, 1);
+    relayout(dy, dyt, sh.n, ohw, sh.c, 1);
+    if (is_max) {
+        CHECK_OK(sf_cpu_op_maxpool_forward(NULL, &sh, xt, yt, arg));
+        CHECK_OK(sf_cpu_op_maxpool_backward(NULL, &sh, arg, dyt, dxt));
+    } else {
+        CHECK_OK(sf_cpu_op_avgpool_forward(NULL, &sh, xt, yt));
+        CHECK_OK(sf_cpu_op_avgpool_backward(NULL, &sh, dyt, dxt));
+    }
+    relayout(yt, y, sh.n, ohw, sh.c, 0);
+    relayout(dxt, dx, sh.n, hw, sh.c, 0);
+    CHECK(memcmp(y, y_nchw, sizeof(float) * ny) == 0 && memcmp(dx, dx_nchw, sizeof(float) * nx) == 0,
+          "%s: NHWC (%d channels) differs from NCHW", what, sh.c);
+    free(xt), free(dyt), free(yt), free(dxt), free(y), free(dx), free(arg);
+}
 
 static void run_pool_case(const sf_safetensors *st, const char *kind, int c)
 {
@@ -42,6 +78,7 @@ static void run_pool_case(const sf_safetensors *st, const char *kind, int c)
     tu_expect_close(what, y, y_ref, ny, TOL);
     snprintf(what, sizeof what, "%spool %d dx", kind, c);
     tu_expect_close(what, dx, dx_ref, nx, TOL);
+    check_nhwc(sh, is_max, x, dy, y, dx, what);
     free(cfg), free(x), free(dy), free(y_ref), free(dx_ref), free(y), free(dx), free(arg);
 }
 

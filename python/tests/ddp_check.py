@@ -1,9 +1,11 @@
 """ddp_check.py — spikefuse layers under torch.nn.parallel.DistributedDataParallel: each of the ranks takes its part
 of one global batch, and the all-reduced gradients must equal those of one process over the whole batch.
 
-    torchrun --standalone --nproc_per_node=2 python/tests/ddp_check.py [--compile | --network]
+    torchrun --standalone --nproc_per_node=2 python/tests/ddp_check.py [--compile | --network] [--one-gpu]
 
-One GPU per rank (NCCL) where there are enough, else the CPU (gloo), so it also runs on a machine without GPUs.
+One GPU per rank (NCCL) where there are enough, else the CPU (gloo), so it also runs on a machine without GPUs;
+--one-gpu puts every rank on the first GPU, reduced through gloo (NCCL takes one rank per device): the CUDA backend
+under DDP on a host with one GPU.
 Needs spikefuse importable (the installed package, or PYTHONPATH=python with SPIKEFUSE_LIBRARY). Exits nonzero
 and says which parameter differs when the gradients disagree. The network has no batch norm: DDP normalises each
 rank's part with its own statistics (as SpikingJelly and torch do without SyncBatchNorm), which is another
@@ -65,20 +67,25 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--compile", action="store_true", help="wrap the model in torch.compile as well")
     ap.add_argument("--network", action="store_true", help="the network as one spikefuse.torch.Network")
+    ap.add_argument("--one-gpu", action="store_true", help="every rank on cuda:0, reduced through gloo")
     args = ap.parse_args()
-    use_cuda = torch.cuda.is_available() and torch.cuda.device_count() >= int(os.environ.get("WORLD_SIZE", "1"))
-    dist.init_process_group("nccl" if use_cuda else "gloo")
+    if args.one_gpu and not torch.cuda.is_available():
+        raise SystemExit("ddp_check: --one-gpu needs a CUDA device, and torch sees none")
+    use_cuda = args.one_gpu or (torch.cuda.is_available() and
+                                torch.cuda.device_count() >= int(os.environ.get("WORLD_SIZE", "1")))
+    dist.init_process_group("gloo" if args.one_gpu or not use_cuda else "nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
     if GLOBAL_BATCH % world:
         raise SystemExit(f"ddp_check: the global batch {GLOBAL_BATCH} does not split over {world} ranks")
-    device = torch.device(f"cuda:{rank}" if use_cuda else "cpu")
+    gpu = 0 if args.one_gpu else rank
+    device = torch.device(f"cuda:{gpu}" if use_cuda else "cpu")
     if use_cuda:
         torch.cuda.set_device(device)
     x, y = (t.to(device) for t in batch())
     build = (lambda: make_network(device)) if args.network else (lambda: make_net().to(device))
     reference = gradients(build(), x, y)  # one process, the whole batch
     net = build()
-    ddp = torch.nn.parallel.DistributedDataParallel(net, device_ids=[rank] if use_cuda else None)
+    ddp = torch.nn.parallel.DistributedDataParallel(net, device_ids=[gpu] if use_cuda else None)
     model = torch.compile(ddp, backend=compiler_backend(use_cuda)) if args.compile else ddp
     part = GLOBAL_BATCH // world
     sl = slice(rank * part, (rank + 1) * part)
@@ -92,7 +99,7 @@ def main():
     dist.all_reduce(verdict, op=dist.ReduceOp.MAX)
     ok = verdict.item() <= 1e-5
     if rank == 0:
-        print(f"ddp_check: {world} ranks on {'cuda' if use_cuda else 'cpu'}{' (compiled)' if args.compile else ''}{' (Network)' if args.network else ''}, "
+        print(f"ddp_check: {world} ranks on {'one GPU' if args.one_gpu else 'cuda' if use_cuda else 'cpu'}{' (compiled)' if args.compile else ''}{' (Network)' if args.network else ''}, "
               f"torch {torch.__version__}: largest relative gradient difference from one process "
               f"{verdict.item():.2e}{f' ({name} on rank 0)' if name else ''}: {'ok' if ok else 'FAILED'}")
     dist.barrier()  # no rank tears its transport down while another still uses it (gloo aborts otherwise)

@@ -46,6 +46,8 @@ typedef struct sf_pool_shape {
     int32_t h, w, k, stride, oh, ow;
     int32_t pad;       /* implicit border on each side, at most k/2 (PyTorch's rule): -inf for max, 0 for avg, which
                         * divides by k·k (count_include_pad); oh = (h + 2·pad - k) / stride + 1 */
+    int32_t c;         /* 0: NCHW, each plane contiguous; else NHWC: n/c images of h×w pixels of c channels, the
+                        * output (and argmax) alike */
 } sf_pool_shape;
 
 /* BN over (T, B, H, W) per channel: x is [rows, C, hw]. */

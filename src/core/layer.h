@@ -19,7 +19,7 @@ enum {
                                       * compact form itself */
     SF_KIND_WRITES_BYTES = 1u << 4,  /* its training forward writes the byte copy of its spikes the plan keeps */
     SF_KIND_NHWC = 1u << 5,          /* reads and writes NHWC tensors too, one layout on all its sides */
-    SF_KIND_NHWC_EACH = 1u << 6,     /* reads and writes either layout, each side its own (a convolution) */
+    SF_KIND_NHWC_EACH = 1u << 6,     /* reads and writes either layout, each side its own (a convolution, tokens) */
     SF_KIND_READS_RERUN = 1u << 7,   /* its backward may read its input rebuilt by rerunning the layer that made it
                                       * (lean mode), in a tick of the timeline of its own just before */
     SF_KIND_DX_AFTER_X = 1u << 8,    /* its backward reads its input before it writes dx, so that input may be

@@ -87,10 +87,14 @@ static void fuse_layers(sf_net *net)
  * every element alike or by channel alone (BN, the neurons, add). */
 static bool reads_nhwc(const sf_net_layer *l) { return sf_kind_has(l, SF_KIND_NHWC | SF_KIND_NHWC_EACH); }
 
+/* A tensor of one pixel per channel lies alike in both layouts. */
+static bool nhwc_or_pixel(const sf_net_tensor *x) { return x->nhwc || x->h * x->w == 1; }
+
 /* Which tensors are NHWC: on a conv_nhwc backend, the outputs of layers that read NHWC while all their readers do too;
- * what a pooling, flatten, dropout, linear or recurrent layer reads, the input and the output stay NCHW; tokens are
- * NHWC everywhere. An SF_KIND_NHWC layer has one layout on all sides, so an NCHW side makes the others NCHW too
- * (repeated until nothing changes); a convolution may differ on its two sides (it copies the NCHW one: conv.cu). */
+ * what a flatten, dropout, linear or recurrent layer reads, the input and the output stay NCHW; tokens are NHWC
+ * everywhere. An SF_KIND_NHWC layer has one layout on all sides, so an NCHW side of more than one pixel makes the
+ * others NCHW too (repeated until nothing changes); a convolution may differ on its two sides (it copies the NCHW
+ * one: conv.cu). */
 static void decide_layouts(sf_net *net)
 {
     const int32_t L = net->n_layers;
@@ -115,7 +119,8 @@ static void decide_layouts(sf_net *net)
             if (!sf_kind_has(l, SF_KIND_NHWC)) continue;
             bool *side[3] = {&net->tensors[l->in].nhwc, &net->tensors[l->out].nhwc,
                              l->ops->inputs == 2 ? &net->tensors[l->in2].nhwc : NULL};
-            const bool all = *side[0] && *side[1] && (!side[2] || *side[2]);
+            const bool all = nhwc_or_pixel(&net->tensors[l->in]) && nhwc_or_pixel(&net->tensors[l->out]) &&
+                             (!side[2] || nhwc_or_pixel(&net->tensors[l->in2]));
             for (int k = 0; k < 3 && !all; k++)
                 if (side[k] && *side[k]) *side[k] = false, changed = true;
         }

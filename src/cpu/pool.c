@@ -1,6 +1,6 @@
-/* pool.c — average and max pooling over n planes on the CPU, with an optional border (PyTorch's rules: -inf for
- * max, zeros counted in the average); maxpool records the argmax position inside each k×k window (border
- * included) as one byte (ki·k + kj), which is all its backward needs. */
+/* pool.c — average and max pooling over n planes on the CPU, NCHW or NHWC, with an optional border (PyTorch's
+ * rules: -inf for max, zeros counted in the average); maxpool records the argmax position inside each k×k window
+ * (border included) as one byte (ki·k + kj), which is all its backward needs. */
 #include "cpu/cpu_layers.h"
 
 #include "core/error.h"
@@ -21,6 +21,9 @@ static sf_status check_pool(const char *op, const sf_pool_shape *sh, bool max)
                        op, (long long)sh->n, sh->h, sh->w, sh->k, sh->stride, p);
     if (max && sh->k > 16)
         return sf_fail(SF_ERR_INVALID, "%s: window %d: at most 16 (the argmax is one byte)", op, sh->k);
+    if (sh->c < 0 || (sh->c > 0 && sh->n % sh->c != 0))
+        return sf_fail(SF_ERR_INVALID, "%s: %lld planes are not whole NHWC images of %d channels", op,
+                       (long long)sh->n, sh->c);
     int32_t oh = (sh->h + 2 * p - sh->k) / sh->stride + 1, ow = (sh->w + 2 * p - sh->k) / sh->stride + 1;
     if (oh != sh->oh || ow != sh->ow)
         return sf_fail(SF_ERR_INVALID, "%s: output %dx%d does not match (h + 2·pad - k)/stride + 1 = %dx%d", op, sh->oh,
@@ -33,6 +36,23 @@ static sf_status check_pool(const char *op, const sf_pool_shape *sh, bool max)
 typedef struct window {
     int32_t wy, wx, y0, y1, x0, x1;
 } window;
+
+/* Where plane p of planes of hw pixels starts, and how far apart its pixels lie: NCHW planes are contiguous, NHWC
+ * ones interleave c channels. */
+static inline int64_t plane_at(const sf_pool_shape *sh, int64_t p, int64_t hw)
+{
+    return sh->c ? (p / sh->c) * hw * sh->c + p % sh->c : p * hw;
+}
+
+static inline int64_t pixel_step(const sf_pool_shape *sh) { return sh->c ? sh->c : 1; }
+
+static void zero_plane(const sf_pool_shape *sh, float *dxp)
+{
+    const int64_t hw = (int64_t)sh->h * sh->w, ps = pixel_step(sh);
+    if (ps == 1) memset(dxp, 0, (size_t)hw * sizeof(float));
+    else
+        for (int64_t q = 0; q < hw; q++) dxp[q * ps] = 0.0f;
+}
 
 static window window_of(const sf_pool_shape *sh, int32_t oy, int32_t ox)
 {
@@ -48,17 +68,18 @@ sf_status sf_cpu_op_avgpool_forward(sf_backend *be, const sf_pool_shape *sh, con
 {
     SF_TRY(check_pool("avgpool", sh, false));
     const float scale = 1.0f / (float)(sh->k * sh->k);
+    const int64_t ps = pixel_step(sh);
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < sh->n; p++) {
-        const float *xp = x + p * sh->h * sh->w;
-        float *yp = y + p * sh->oh * sh->ow;
+        const float *xp = x + plane_at(sh, p, (int64_t)sh->h * sh->w);
+        float *yp = y + plane_at(sh, p, (int64_t)sh->oh * sh->ow);
         for (int32_t oy = 0; oy < sh->oh; oy++)
             for (int32_t ox = 0; ox < sh->ow; ox++) {
                 const window v = window_of(sh, oy, ox);
                 float acc = 0.0f;
                 for (int32_t iy = v.y0; iy < v.y1; iy++)
-                    for (int32_t ix = v.x0; ix < v.x1; ix++) acc += xp[(int64_t)iy * sh->w + ix];
-                yp[(int64_t)oy * sh->ow + ox] = acc * scale;
+                    for (int32_t ix = v.x0; ix < v.x1; ix++) acc += xp[((int64_t)iy * sh->w + ix) * ps];
+                yp[((int64_t)oy * sh->ow + ox) * ps] = acc * scale;
             }
     }
     return SF_OK;
@@ -68,17 +89,18 @@ sf_status sf_cpu_op_avgpool_backward(sf_backend *be, const sf_pool_shape *sh, co
 {
     SF_TRY(check_pool("avgpool backward", sh, false));
     const float scale = 1.0f / (float)(sh->k * sh->k);
+    const int64_t ps = pixel_step(sh);
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < sh->n; p++) {
-        float *dxp = dx + p * sh->h * sh->w;
-        const float *dyp = dy + p * sh->oh * sh->ow;
-        memset(dxp, 0, (size_t)sh->h * (size_t)sh->w * sizeof(float));
+        float *dxp = dx + plane_at(sh, p, (int64_t)sh->h * sh->w);
+        const float *dyp = dy + plane_at(sh, p, (int64_t)sh->oh * sh->ow);
+        zero_plane(sh, dxp);
         for (int32_t oy = 0; oy < sh->oh; oy++)
             for (int32_t ox = 0; ox < sh->ow; ox++) {
                 const window v = window_of(sh, oy, ox);
-                const float g = dyp[(int64_t)oy * sh->ow + ox] * scale;
+                const float g = dyp[((int64_t)oy * sh->ow + ox) * ps] * scale;
                 for (int32_t iy = v.y0; iy < v.y1; iy++)
-                    for (int32_t ix = v.x0; ix < v.x1; ix++) dxp[(int64_t)iy * sh->w + ix] += g;
+                    for (int32_t ix = v.x0; ix < v.x1; ix++) dxp[((int64_t)iy * sh->w + ix) * ps] += g;
             }
     }
     return SF_OK;
@@ -87,26 +109,27 @@ sf_status sf_cpu_op_avgpool_backward(sf_backend *be, const sf_pool_shape *sh, co
 /* Whether val takes a max-pool window from best: the first maximum wins and a NaN propagates, as in PyTorch. */
 static inline bool max_wins(float val, float best) { return val > best || (isnan(val) && !isnan(best)); }
 
-/* Output row oy of one plane where every window lies inside it (pad 0): no clipping, and the same order and rules as
- * the general loop below. Inlined with k = stride = 2 as constants, the common 2×2 pool's window is unrolled. */
-static inline void maxpool_row_inside(const float *xp, int32_t w, int32_t k, int32_t s, int32_t oy, int32_t ow,
-                                      float *y, uint8_t *argmax)
+/* Output row oy of one plane (pixels ps apart) where every window lies inside it (pad 0): no clipping, and the same
+ * order and rules as the general loop below. Inlined with k = stride = 2 and ps = 1 as constants, the common 2×2
+ * pool's window is unrolled. */
+static inline void maxpool_row_inside(const float *xp, int32_t w, int32_t k, int32_t s, int64_t ps, int32_t oy,
+                                      int32_t ow, float *y, uint8_t *argmax)
 {
-    const float *top = xp + (int64_t)oy * s * w;
+    const float *top = xp + (int64_t)oy * s * w * ps;
     for (int32_t ox = 0; ox < ow; ox++) {
-        const float *win = top + (int64_t)ox * s;
+        const float *win = top + (int64_t)ox * s * ps;
         float best = win[0];
         int32_t at = 0;
         for (int32_t ki = 0; ki < k; ki++)
             for (int32_t kj = 0; kj < k; kj++) {
-                const float val = win[(int64_t)ki * w + kj];
+                const float val = win[((int64_t)ki * w + kj) * ps];
                 if (max_wins(val, best)) {
                     best = val;
                     at = ki * k + kj;
                 }
             }
-        y[ox] = best;
-        argmax[ox] = (uint8_t)at;
+        y[ox * ps] = best;
+        argmax[ox * ps] = (uint8_t)at;
     }
 }
 
@@ -114,38 +137,40 @@ sf_status sf_cpu_op_maxpool_forward(sf_backend *be, const sf_pool_shape *sh, con
 {
     SF_TRY(check_pool("maxpool", sh, true));
     const int32_t k = sh->k;
+    const int64_t ps = pixel_step(sh), hw = (int64_t)sh->h * sh->w, ohw = (int64_t)sh->oh * sh->ow;
     if (sh->pad == 0) {
-        const bool two = k == 2 && sh->stride == 2;
+        const bool two = k == 2 && sh->stride == 2 && ps == 1;
 #pragma omp parallel for schedule(static)
         for (int64_t p = 0; p < sh->n; p++)
             for (int32_t oy = 0; oy < sh->oh; oy++) {
-                const float *xp = x + p * sh->h * sh->w;
-                const int64_t o = (p * sh->oh + oy) * sh->ow;
-                if (two) maxpool_row_inside(xp, sh->w, 2, 2, oy, sh->ow, y + o, argmax + o);
-                else maxpool_row_inside(xp, sh->w, k, sh->stride, oy, sh->ow, y + o, argmax + o);
+                const float *xp = x + plane_at(sh, p, hw);
+                const int64_t o = plane_at(sh, p, ohw) + (int64_t)oy * sh->ow * ps;
+                if (two) maxpool_row_inside(xp, sh->w, 2, 2, 1, oy, sh->ow, y + o, argmax + o);
+                else maxpool_row_inside(xp, sh->w, k, sh->stride, ps, oy, sh->ow, y + o, argmax + o);
             }
         return SF_OK;
     }
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < sh->n; p++) {
-        const float *xp = x + p * sh->h * sh->w;
-        const int64_t o0 = p * sh->oh * sh->ow;
+        const float *xp = x + plane_at(sh, p, hw);
+        const int64_t o0 = plane_at(sh, p, ohw);
         for (int32_t oy = 0; oy < sh->oh; oy++)
             for (int32_t ox = 0; ox < sh->ow; ox++) {
                 const window v = window_of(sh, oy, ox);
                 /* The border never wins. */
-                float best = xp[(int64_t)v.y0 * sh->w + v.x0];
+                float best = xp[((int64_t)v.y0 * sh->w + v.x0) * ps];
                 int32_t at = (v.y0 - v.wy) * k + (v.x0 - v.wx);
                 for (int32_t iy = v.y0; iy < v.y1; iy++)
                     for (int32_t ix = v.x0; ix < v.x1; ix++) {
-                        float val = xp[(int64_t)iy * sh->w + ix];
+                        float val = xp[((int64_t)iy * sh->w + ix) * ps];
                         if (max_wins(val, best)) {
                             best = val;
                             at = (iy - v.wy) * k + (ix - v.wx);
                         }
                     }
-                y[o0 + (int64_t)oy * sh->ow + ox] = best;
-                argmax[o0 + (int64_t)oy * sh->ow + ox] = (uint8_t)at;
+                const int64_t o = o0 + ((int64_t)oy * sh->ow + ox) * ps;
+                y[o] = best;
+                argmax[o] = (uint8_t)at;
             }
     }
     return SF_OK;
@@ -156,16 +181,17 @@ sf_status sf_cpu_op_maxpool_backward(sf_backend *be, const sf_pool_shape *sh, co
 {
     SF_TRY(check_pool("maxpool backward", sh, true));
     const int32_t k = sh->k, s = sh->stride;
+    const int64_t ps = pixel_step(sh);
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < sh->n; p++) {
-        float *dxp = dx + p * sh->h * sh->w;
-        const int64_t o0 = p * sh->oh * sh->ow;
-        memset(dxp, 0, (size_t)sh->h * (size_t)sh->w * sizeof(float));
+        float *dxp = dx + plane_at(sh, p, (int64_t)sh->h * sh->w);
+        const int64_t o0 = plane_at(sh, p, (int64_t)sh->oh * sh->ow);
+        zero_plane(sh, dxp);
         for (int32_t oy = 0; oy < sh->oh; oy++)
             for (int32_t ox = 0; ox < sh->ow; ox++) {
-                const int64_t o = o0 + (int64_t)oy * sh->ow + ox;
+                const int64_t o = o0 + ((int64_t)oy * sh->ow + ox) * ps;
                 const int32_t iy = oy * s - sh->pad + argmax[o] / k, ix = ox * s - sh->pad + argmax[o] % k;
-                dxp[(int64_t)iy * sh->w + ix] += dy[o];
+                dxp[((int64_t)iy * sh->w + ix) * ps] += dy[o];
             }
     }
     return SF_OK;

@@ -1,7 +1,8 @@
 /* pool.cu — average and max pooling over n planes of h×w with PyTorch's border rules (pool.c), in the activation
- * type. Backwards gather over the windows covering an input pixel: no atomics, deterministic. Windows that tile the
- * plane exactly (the usual 2×2) take a thread per window. Index arithmetic is 32-bit where the tensor allows:
- * 64-bit divisions made these memory-bound kernels issue-bound. */
+ * type, NCHW or NHWC. Backwards gather over the windows covering an input pixel: no atomics, deterministic. Windows
+ * that tile an NCHW plane exactly (the usual 2×2) take a thread per window; NHWC takes a thread per 4 channels of a
+ * pixel, loaded as one word. Index arithmetic is 32-bit where the tensor allows: 64-bit divisions made these
+ * memory-bound kernels issue-bound. */
 #include "cuda/act.cuh"
 #include "cuda/ops.cuh"
 
@@ -116,16 +117,88 @@ __global__ void pool_backward_tiled(sf_pool_shape sh, const uint8_t *argmax, con
     }
 }
 
+/* NHWC: V channels (group g of c/V) of output pixel (img, oy, ox) per thread, over the part of its window inside
+ * the plane; element offsets are i·V, the window's taps c apart per pixel. */
+template <bool MAX, class T, class I, int V>
+__global__ void pool_forward_nhwc(sf_pool_shape sh, const T *x, T *y, uint8_t *argmax)
+{
+    const I groups = (I)(sh.c / V), c = (I)sh.c, oh = (I)sh.oh, ow = (I)sh.ow, w = (I)sh.w;
+    const I total = (I)(sh.n / sh.c) * oh * ow * groups;
+    POOL_GRID_STRIDE(i, total)
+    {
+        const I pix = i / groups, row = pix / ow, img = row / oh;
+        const int32_t ox = (int32_t)(pix - row * ow), oy = (int32_t)(row - img * oh);
+        const int32_t wy = oy * sh.stride - sh.pad, wx = ox * sh.stride - sh.pad;
+        const int32_t y0 = max(wy, 0), y1 = min(wy + sh.k, sh.h), x0 = max(wx, 0), x1 = min(wx + sh.k, sh.w);
+        const T *base = x + img * (I)sh.h * w * c + (i - pix * groups) * V;
+        float acc[V] = {}, v[V];
+        int best[V];
+        if (MAX) sf_ld<V, false>(base + ((I)y0 * w + (I)x0) * c, acc);
+        for (int j = 0; j < V; j++) best[j] = (y0 - wy) * sh.k + (x0 - wx);
+        for (int32_t iy = y0; iy < y1; iy++)
+            for (int32_t ix = x0; ix < x1; ix++) {
+                sf_ld<V, false>(base + ((I)iy * w + (I)ix) * c, v);
+                for (int j = 0; j < V; j++) {
+                    if (!MAX) acc[j] += v[j];
+                    else if (v[j] > acc[j] || (isnan(v[j]) && !isnan(acc[j])))
+                        acc[j] = v[j], best[j] = (iy - wy) * sh.k + (ix - wx);
+                }
+            }
+        for (int j = 0; j < V; j++) acc[j] = MAX ? acc[j] : acc[j] / (float)(sh.k * sh.k);
+        sf_st<V>(y + i * V, acc);
+        if constexpr (MAX && V == 4)
+            *(uchar4 *)(argmax + i * V) = make_uchar4((uint8_t)best[0], (uint8_t)best[1], (uint8_t)best[2],
+                                                      (uint8_t)best[3]);
+        else if constexpr (MAX)
+            argmax[i] = (uint8_t)best[0];
+    }
+}
+
+/* V channels of input pixel (img, iy, ix) per thread: the sum of dy over the windows that cover it (max: where
+ * that window's argmax is this pixel). */
+template <bool MAX, class T, class I, int V>
+__global__ void pool_backward_nhwc(sf_pool_shape sh, const uint8_t *argmax, const T *dy, T *dx)
+{
+    const I groups = (I)(sh.c / V), h = (I)sh.h, w = (I)sh.w;
+    const I total = (I)(sh.n / sh.c) * h * w * groups;
+    POOL_GRID_STRIDE(i, total)
+    {
+        const I pix = i / groups, g = i - pix * groups, row = pix / w, img = row / h;
+        const int32_t ix = (int32_t)(pix - row * w), iy = (int32_t)(row - img * h);
+        const int32_t qy = iy + sh.pad, qx = ix + sh.pad;
+        const int32_t oy0 = qy >= sh.k ? (qy - sh.k) / sh.stride + 1 : 0, oy1 = min(qy / sh.stride, sh.oh - 1);
+        const int32_t ox0 = qx >= sh.k ? (qx - sh.k) / sh.stride + 1 : 0, ox1 = min(qx / sh.stride, sh.ow - 1);
+        float acc[V] = {}, g_o[V];
+        for (int32_t oy = oy0; oy <= oy1; oy++)
+            for (int32_t ox = ox0; ox <= ox1; ox++) {
+                const I o = ((img * (I)sh.oh + (I)oy) * (I)sh.ow + (I)ox) * groups + g;
+                sf_ld<V, false>(dy + o * V, g_o);
+                const int at = (qy - oy * sh.stride) * sh.k + (qx - ox * sh.stride);
+                uint8_t am[V] = {};
+                if constexpr (MAX && V == 4) {
+                    const uchar4 q = *(const uchar4 *)(argmax + o * V);
+                    am[0] = q.x, am[1] = q.y, am[2] = q.z, am[3] = q.w;
+                } else if constexpr (MAX) {
+                    am[0] = argmax[o];
+                }
+                for (int j = 0; j < V; j++)
+                    if (!MAX || am[j] == at) acc[j] += g_o[j];
+            }
+        for (int j = 0; j < V; j++) acc[j] = MAX ? acc[j] : acc[j] / (float)(sh.k * sh.k);
+        sf_st<V>(dx + i * V, acc);
+    }
+}
+
 static sf_status check(const sf_pool_shape *sh, bool max)
 {
     const int32_t p = sh->pad;
     if (sh->k < 1 || (max && sh->k > 16) || sh->stride < 1 || p < 0 || 2 * p > sh->k || sh->k > sh->h + 2 * p ||
         sh->k > sh->w + 2 * p || sh->oh != (sh->h + 2 * p - sh->k) / sh->stride + 1 ||
-        sh->ow != (sh->w + 2 * p - sh->k) / sh->stride + 1)
+        sh->ow != (sh->w + 2 * p - sh->k) / sh->stride + 1 || sh->c < 0 || (sh->c > 0 && sh->n % sh->c != 0))
         return sf_fail(SF_ERR_INVALID,
-                       "pool shape %dx%d k=%d stride=%d pad=%d -> %dx%d is inconsistent (max: k <= 16, the argmax "
-                       "is one byte; pad <= k/2)",
-                       sh->h, sh->w, sh->k, sh->stride, p, sh->oh, sh->ow);
+                       "pool shape %lld planes (NHWC channels %d) of %dx%d k=%d stride=%d pad=%d -> %dx%d is "
+                       "inconsistent (max: k <= 16, the argmax is one byte; pad <= k/2; NHWC: whole images)",
+                       (long long)sh->n, sh->c, sh->h, sh->w, sh->k, sh->stride, p, sh->oh, sh->ow);
     return SF_OK;
 }
 
@@ -134,14 +207,22 @@ static bool tiled(const sf_pool_shape *sh)
     return sh->k == sh->stride && sh->pad == 0 && sh->h % sh->k == 0 && sh->w % sh->k == 0;
 }
 
-/* The forward (in x, out y, am_out the argmax) or the backward (in dy, out dx, am_in the argmax), tiled where the
- * windows tile the planes, with 32-bit indices where every index of the input and output fits. */
+/* Whether an NHWC pool may take 4 channels per thread: c a multiple of 4 and every pointer aligned to 4 elements. */
+static bool nhwc_vec4(const sf_pool_shape *sh, size_t elem, const void *in, const void *out, const void *am)
+{
+    const uintptr_t a = (uintptr_t)in | (uintptr_t)out;
+    return sh->c % 4 == 0 && a % (4 * elem) == 0 && (uintptr_t)am % 4 == 0;
+}
+
+/* The forward (in x, out y, am_out the argmax) or the backward (in dy, out dx, am_in the argmax): NHWC, tiled where
+ * the windows tile NCHW planes, or the general NCHW kernels; 32-bit indices where every index of the input and
+ * output fits. */
 template <bool MAX, bool FWD>
 static sf_status launch(sf_backend *be, const sf_pool_shape *sh, const void *in, void *out, const uint8_t *am_in,
                         uint8_t *am_out)
 {
     SF_TRY(check(sh, MAX));
-    const bool tile = tiled(sh);
+    const bool tile = !sh->c && tiled(sh);
     const int64_t in_size = sh->n * sh->h * sh->w, threads = tile || FWD ? sh->n * sh->oh * sh->ow : in_size;
     if (threads == 0) return SF_OK;
     /* 32-bit: every index below 2^31, so that the grid-stride step (at most one more grid) cannot wrap */
@@ -151,8 +232,17 @@ static sf_status launch(sf_backend *be, const sf_pool_shape *sh, const void *in,
         using T = decltype(tag);
         auto go = [&](auto index) {
             using I = decltype(index);
-            const dim3 grid = sf_cuda_blocks(threads, 256);
-            if constexpr (FWD) {
+            const bool v4 = sh->c && nhwc_vec4(sh, sizeof(T), in, out, FWD ? am_out : am_in);
+            const dim3 grid = sf_cuda_blocks(v4 ? threads / 4 : threads, 256);
+            if (sh->c) {
+                if constexpr (FWD) {
+                    auto k = v4 ? pool_forward_nhwc<MAX, T, I, 4> : pool_forward_nhwc<MAX, T, I, 1>;
+                    k<<<grid, 256, 0, c->stream>>>(*sh, (const T *)in, (T *)out, am_out);
+                } else {
+                    auto k = v4 ? pool_backward_nhwc<MAX, T, I, 4> : pool_backward_nhwc<MAX, T, I, 1>;
+                    k<<<grid, 256, 0, c->stream>>>(*sh, am_in, (const T *)in, (T *)out);
+                }
+            } else if constexpr (FWD) {
                 auto k = tile ? pool_forward_tiled<MAX, T, I> : pool_forward_kernel<MAX, T, I>;
                 k<<<grid, 256, 0, c->stream>>>(*sh, (const T *)in, (T *)out, am_out);
             } else {

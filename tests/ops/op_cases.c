@@ -72,9 +72,9 @@ extern const op_family op_memory, op_lif, op_lif_compact, op_lif_masked, op_bn, 
     {                                                                                                                  \
         .f = &op_rlif, .prec = OP_ACT, .variants = 2, .T = T_, .B = B_, .n = n_, .grad = g, __VA_ARGS__                \
     }
-#define POOL(n_, h_, w_, k_, s_, p_)                                                                                   \
+#define POOL(n_, h_, w_, k_, s_, p_, ...)                                                                              \
     {                                                                                                                  \
-        .f = &op_pool, .prec = OP_ACT, .n = n_, .h = h_, .w = w_, .k = k_, .stride = s_, .pad = p_                     \
+        .f = &op_pool, .prec = OP_ACT, .n = n_, .h = h_, .w = w_, .k = k_, .stride = s_, .pad = p_, __VA_ARGS__        \
     }
 #define BINARY(r, i, o, b, ...)                                                                                        \
     {                                                                                                                  \
@@ -268,6 +268,14 @@ const op_case op_cases[] = {
     POOL(2, 5, 4, 2, 1, 1),
     POOL(64, 7, 7, 7, 7, 0),
     POOL(6, 26, 26, 26, 26, 0),
+    /* NHWC: 4 channels a thread where C allows (48: the SPS stem's first), 1 where not */
+    POOL(2 * 48, 16, 16, 3, 2, 1, .C = 48),
+    POOL(3 * 8, 9, 7, 3, 2, 1, .C = 8),
+    POOL(2 * 3, 9, 9, 3, 2, 1, .C = 3),
+    POOL(5 * 4, 12, 12, 2, 2, 0, .C = 4),
+    POOL(2 * 6, 7, 6, 3, 1, 1, .C = 6),
+    POOL(3 * 64, 7, 7, 7, 7, 0, .C = 64),
+    POOL(2 * 5, 26, 26, 26, 26, 0, .C = 5),
 
     /* spiking transformers: LayerNorm (a Spikformer-8-384 block's D, one channel, odd sizes); the SSA as W10's
      * blocks (N 196 and 64 tokens, D 384 in 12 heads: 32 channels a head), a set of one token of one channel, odd

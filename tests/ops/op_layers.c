@@ -380,22 +380,24 @@ OP_FAMILY(op_conv_choices, "conv_choices", run_conv_choices, SF_BACKEND_OP_conv_
 
 /* ---------------------------------------------------------------- pools, dropout, element-wise */
 
-/* avgpool and maxpool forward and backward over c->n planes of c->h × c->w (window c->k, c->stride, c->pad); every
- * other input a spike (many exact ties, which the first-maximum rule must break alike). No plain formulation.
- * Bounds: max-pool values and argmax exact; the rest 1e-6 and 16-bit. */
+/* avgpool and maxpool forward and backward over c->n planes of c->h × c->w (window c->k, c->stride, c->pad), NCHW,
+ * or NHWC images of c->C channels where a row sets it; every other input a spike (many exact ties, which the
+ * first-maximum rule must break alike). No plain formulation. Bounds: max-pool values and argmax exact; the rest
+ * 1e-6 and 16-bit. */
 static void run_pool(op_harness *h, const op_case *c, int v)
 {
-    const sf_pool_shape sh = {c->n,
-                              c->h,
-                              c->w,
-                              c->k,
-                              c->stride,
-                              (c->h + 2 * c->pad - c->k) / c->stride + 1,
-                              (c->w + 2 * c->pad - c->k) / c->stride + 1,
-                              c->pad};
+    const sf_pool_shape sh = {.n = c->n,
+                              .h = c->h,
+                              .w = c->w,
+                              .k = c->k,
+                              .stride = c->stride,
+                              .oh = (c->h + 2 * c->pad - c->k) / c->stride + 1,
+                              .ow = (c->w + 2 * c->pad - c->k) / c->stride + 1,
+                              .pad = c->pad,
+                              .c = c->C};
     const size_t nx = (size_t)(sh.n * sh.h * sh.w), ny = (size_t)(sh.n * sh.oh * sh.ow);
-    snprintf(h->what, sizeof h->what, "pool n=%lld %dx%d k=%d s=%d pad=%d", (long long)c->n, c->h, c->w, c->k,
-             c->stride, c->pad);
+    snprintf(h->what, sizeof h->what, "pool n=%lld %dx%d k=%d s=%d pad=%d %s%d", (long long)c->n, c->h, c->w, c->k,
+             c->stride, c->pad, c->C ? "NHWC c=" : "NCHW", c->C);
     float *hx = op_host_randn(nx, 0.0f, 1.0f, 51);
     for (size_t i = 0; i < nx; i += 2) hx[i] = hx[i] > 0.0f;
     op_ten x = op_in(h, OP_ACTV, nx, hx), dy = op_randn(h, OP_ACTV, ny, 0.0f, 1.0f, 52);

@@ -1,6 +1,6 @@
 /* pool2d.c — average and max pooling over square windows per channel, PyTorch's AvgPool2d (count_include_pad) and
- * MaxPool2d, with an optional border of at most kernel/2 (stride 0 means the kernel): two kinds of one geometry. A
- * max-pool of spikes is spikes; it keeps where each window's maximum lay (argmax) for its backward. */
+ * MaxPool2d, with an optional border of at most kernel/2 (stride 0 means the kernel): two kinds of one geometry, in
+ * either layout. A max-pool of spikes is spikes; it keeps where each window's maximum lay (argmax) for its backward. */
 #include "core/error.h"
 #include "core/layer.h"
 
@@ -34,8 +34,13 @@ static sf_status pool_shape(sf_net *net, sf_net_layer *l, int32_t index, const i
     return SF_OK;
 }
 
-/* The planes of all T·B rows. */
-static void set_planes(const sf_net *net, sf_net_layer *l) { l->pool.n = sf_net_rows(net) * net->tensors[l->in].c; }
+/* The planes of all T·B rows, and their layout as the plan decided it. */
+static void set_planes(const sf_net *net, sf_net_layer *l)
+{
+    const sf_net_tensor *x = &net->tensors[l->in];
+    l->pool.n = sf_net_rows(net) * x->c;
+    l->pool.c = x->nhwc ? x->c : 0;
+}
 
 /* ---- average */
 
@@ -63,6 +68,7 @@ static sf_status avg_backward(sf_net *net, sf_net_layer *l)
 const sf_layer_ops sf_kind_avgpool2d = {
     .name = "avgpool2d",
     .inputs = 1,
+    .flags = SF_KIND_NHWC,
     .shape = pool_shape,
     .rerun = avg_rerun,
     .plan = avg_plan,
@@ -96,7 +102,7 @@ static sf_status max_backward(sf_net *net, sf_net_layer *l)
 const sf_layer_ops sf_kind_maxpool2d = {
     .name = "maxpool2d",
     .inputs = 1,
-    .flags = SF_KIND_PASSES_SPIKES,
+    .flags = SF_KIND_PASSES_SPIKES | SF_KIND_NHWC,
     .shape = pool_shape,
     .plan = max_plan,
     .forward = max_forward,
