@@ -2,9 +2,10 @@
  * through the public network API, fp32 (no TF32): input 3×32×32 repeated over T=10, batch 64, Conv(3→128), eight [BN →
  * LIF → Conv] blocks, BN → LIF → Linear(8192→1024) → BN → LIF → Linear(1024→512) → BN → LIF, mean over T,
  * Linear(512→10), cross-entropy, SGD with momentum 0.9. LIF: tau=2, θ=1, hard reset, sigmoid α=4. Reports the median
- * step time (host clock around sf_net_train_step, which ends in a synchronising read of the loss), the memory plan, the
- * net's peak bytes and the device memory in use, for both memory modes, then a per-layer breakdown (profiling mode
- * synchronises after each layer). Usage: bench_w3_vgg9 [steps [fp32|tf32|bf16|fp16 [option=value ...]]]: the
+ * step time with the input on the device, as the peers keep theirs (gb_step_ms: host clock around sf_net_train_step,
+ * which ends in a synchronising read of the loss), the host-to-device copy a step given the input adds, the memory
+ * plan, the net's peak bytes and the device memory in use, for both memory modes, then a per-layer breakdown
+ * (profiling mode synchronises after each layer). Usage: bench_w3_vgg9 [steps [fp32|tf32|bf16|fp16 [option=value ...]]]: the
  * precision (default fp32, TF32 off; bf16 and fp16 keep activations in 16 bits) and CUDA options (gb_cuda_options:
  * graph=0, conv_workspace_mib=N, conv_algo=auto|cudnn|gemm|nhwc|nchw|split, deterministic=1).
  * Floor (step_floor.h): the convolutions' and linear layers' multiply-adds at the GEMM rate of the precision
@@ -59,27 +60,20 @@ int main(int argc, char **argv)
     for (int64_t t = 1; t < T; t++) memcpy(x + (size_t)(t * B) * img, x, sizeof(float) * (size_t)B * img);
     int32_t labels[64];
     for (int b = 0; b < B; b++) labels[b] = (b * 7) % 10;
-    printf("%-10s %9s %9s %9s %8s %12s %12s %12s %10s %9s\n", "memory", "ms/step", "loss", "floor_ms", "x_floor",
-           "plan_MiB", "peak_MiB", "device_MiB", "saved_MiB", "recorded");
+    printf("%-10s %9s %9s %9s %9s %8s %12s %12s %12s %10s %9s\n", "memory", "ms/step", "upload_ms", "loss", "floor_ms",
+           "x_floor", "plan_MiB", "peak_MiB", "device_MiB", "saved_MiB", "recorded");
     for (int mode = 1; mode >= 0; mode--) {
         double base = gb_used_mib();
         sf_net *net = vgg9(mode ? SF_MEMORY_RECOMPUTE : SF_MEMORY_FULL, prec, &cuda, T, B);
         sf_step_result r;
-        for (int i = 0; i < 3; i++) GB_OK(sf_net_train_step(net, x, labels, &r));
-        double *ts = malloc(sizeof(double) * (size_t)steps);
-        for (int i = 0; i < steps; i++) {
-            double t0 = sf_bench_now_ms();
-            GB_OK(sf_net_train_step(net, x, labels, &r));
-            ts[i] = sf_bench_now_ms() - t0;
-        }
-        qsort(ts, (size_t)steps, sizeof *ts, sf_bench_cmp_double);
+        double upload_ms;
+        const double ms = gb_step_ms(net, x, sizeof(float) * (size_t)(T * B) * img, labels, steps, &r, &upload_ms);
         sf_memory_plan plan;
         GB_OK(sf_net_memory_plan(net, &plan));
         const double floor_ms = gb_step_floor_ms(net, rate, bw);
-        printf("%-10s %9.2f %9.4f %9.2f %8.2f %12.0f %12.0f %12.0f %10.0f %9s\n", mode ? "recompute" : "full",
-               ts[steps / 2], r.loss, floor_ms, ts[steps / 2] / floor_ms, plan.total / 1048576.0,
-               sf_net_peak_bytes(net) / 1048576.0, gb_used_mib() - base, plan.saved / 1048576.0,
-               sf_net_step_replayed(net) ? "yes" : "no");
+        printf("%-10s %9.2f %9.2f %9.4f %9.2f %8.2f %12.0f %12.0f %12.0f %10.0f %9s\n", mode ? "recompute" : "full", ms,
+               upload_ms, r.loss, floor_ms, ms / floor_ms, plan.total / 1048576.0, sf_net_peak_bytes(net) / 1048576.0,
+               gb_used_mib() - base, plan.saved / 1048576.0, sf_net_step_replayed(net) ? "yes" : "no");
         if (mode) { /* where the time goes */
             gb_per_layer_table(net, x, labels, rate, bw);
             const char *prof = getenv("SF_BENCH_PROFILE_STEP");
@@ -93,7 +87,6 @@ int main(int argc, char **argv)
                 printf("profiled one recompute step (SF_BENCH_PROFILE_STEP)\n");
             }
         }
-        free(ts);
         sf_net_free(net);
     }
     free(x);

@@ -3,10 +3,11 @@
  * (each image repeated over T), 1000 classes, cross-entropy on the mean over T, SGD with momentum 0.9. The network is
  * examples/imagenet_sew_resnet<depth>.ini as the trainer builds it (SEW-ResNet-34 and -50 with depth=34, 50; any
  * config, e.g. the plain Spiking ResNets, with config=PATH), on the device, in the precision and memory modes asked.
- * Reports per memory mode the median step time (host clock around sf_net_train_step, which ends in a synchronising
- * read of the loss), images/s, the step floor (step_floor.h: the convolutions' and the linear layer's multiply-adds at
- * the GEMM rate of the precision measured in this run, plus the bytes the BN+IF, add and pool layers must move, at
- * the copy bandwidth) and the step over it, the memory plan, the net's peak bytes and the device memory in use; then,
+ * Reports per memory mode the median step time with the input on the device, as the peers keep theirs (gb_step_ms:
+ * host clock around sf_net_train_step, which ends in a synchronising read of the loss), the host-to-device copy a
+ * step given the input adds (upload_ms), images/s, the step floor (step_floor.h: the convolutions' and the linear
+ * layer's multiply-adds at the GEMM rate of the precision measured in this run, plus the bytes the BN+IF, add and
+ * pool layers must move, at the copy bandwidth) and the step over it, the memory plan, the net's peak bytes and the device memory in use; then,
  * for the first mode, a per-layer breakdown (profiling mode, synchronised after each layer) beside each layer's own
  * floor, and the convolution choices.
  * Usage: bench_w9_sew [steps [fp32|tf32|bf16|fp16 [key=value ...]]], run from the repository root: steps (default
@@ -125,8 +126,8 @@ int main(int argc, char **argv)
            a.config, a.T, a.B, sf_precision_name(a.prec), (int)a.cuda.conv_workspace_mib,
            sf_conv_algo_name(a.cuda.conv_algo), a.cuda.graph ? "on" : "off", a.cuda.deterministic ? "on" : "off", card,
            bw, rate / 1e12);
-    printf("%-10s %9s %9s %9s %9s %8s %12s %12s %12s %10s %9s\n", "memory", "ms/step", "images/s", "loss", "floor_ms",
-           "x_floor", "plan_MiB", "peak_MiB", "device_MiB", "saved_MiB", "recorded");
+    printf("%-10s %9s %9s %9s %9s %9s %8s %12s %12s %12s %10s %9s\n", "memory", "ms/step", "upload_ms", "images/s",
+           "loss", "floor_ms", "x_floor", "plan_MiB", "peak_MiB", "device_MiB", "saved_MiB", "recorded");
     float *x = NULL;
     int32_t *labels = malloc(sizeof(int32_t) * (size_t)a.B);
     for (int k = 0; k < a.n_modes; k++) {
@@ -141,23 +142,17 @@ int main(int argc, char **argv)
             for (int b = 0; b < a.B; b++) labels[b] = (b * 37) % classes;
         }
         sf_step_result r;
-        for (int i = 0; i < 3; i++) GB_OK(sf_net_train_step(net, x, labels, &r));
-        double *ts = malloc(sizeof(double) * (size_t)a.steps);
-        for (int i = 0; i < a.steps; i++) {
-            const double t0 = sf_bench_now_ms();
-            GB_OK(sf_net_train_step(net, x, labels, &r));
-            ts[i] = sf_bench_now_ms() - t0;
-        }
-        qsort(ts, (size_t)a.steps, sizeof *ts, sf_bench_cmp_double);
-        const double ms = ts[a.steps / 2], floor_ms = gb_step_floor_ms(net, rate, bw);
+        double upload_ms;
+        const double ms =
+            gb_step_ms(net, x, sizeof(float) * (size_t)(a.T * a.B) * img, labels, a.steps, &r, &upload_ms);
+        const double floor_ms = gb_step_floor_ms(net, rate, bw);
         sf_memory_plan plan;
         GB_OK(sf_net_memory_plan(net, &plan));
-        printf("%-10s %9.2f %9.0f %9.4f %9.2f %8.2f %12.0f %12.0f %12.0f %10.0f %9s\n", sf_memory_mode_name(a.modes[k]),
-               ms, a.B * 1e3 / ms, r.loss, floor_ms, ms / floor_ms, plan.total / 1048576.0,
-               sf_net_peak_bytes(net) / 1048576.0, gb_used_mib() - base, plan.saved / 1048576.0,
+        printf("%-10s %9.2f %9.2f %9.0f %9.4f %9.2f %8.2f %12.0f %12.0f %12.0f %10.0f %9s\n",
+               sf_memory_mode_name(a.modes[k]), ms, upload_ms, a.B * 1e3 / ms, r.loss, floor_ms, ms / floor_ms,
+               plan.total / 1048576.0, sf_net_peak_bytes(net) / 1048576.0, gb_used_mib() - base, plan.saved / 1048576.0,
                sf_net_step_replayed(net) ? "yes" : "no");
         if (k == 0 && a.layers) gb_per_layer_table(net, x, labels, rate, bw);
-        free(ts);
         sf_net_free(net);
     }
     free(x);

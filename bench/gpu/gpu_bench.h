@@ -115,6 +115,35 @@ static inline float gb_time_ms(gb_fn fn, void *arg, cudaStream_t st, int warm, i
     return m;
 }
 
+/* The median of `steps` training steps with the input on the device, as the peers keep theirs: three warm-up steps
+ * upload x, the timed ones reuse it (sf_net_train_step's NULL input). *upload_ms: one copy of x's `bytes` from its
+ * host memory to the device, median of 3: what a step given x itself adds where nothing overlaps the copy. */
+static inline double gb_step_ms(sf_net *net, const float *x, size_t bytes, const int32_t *labels, int steps,
+                                sf_step_result *r, double *upload_ms)
+{
+    for (int i = 0; i < 3; i++) GB_OK(sf_net_train_step(net, i == 0 ? x : NULL, labels, r));
+    double *ts = malloc(sizeof(double) * (size_t)(steps > 3 ? steps : 3));
+    for (int i = 0; i < steps; i++) {
+        const double t0 = sf_bench_now_ms();
+        GB_OK(sf_net_train_step(net, NULL, labels, r));
+        ts[i] = sf_bench_now_ms() - t0;
+    }
+    qsort(ts, (size_t)steps, sizeof *ts, sf_bench_cmp_double);
+    const double ms = ts[steps / 2];
+    void *d = NULL;
+    GB_CHECK(cudaMalloc(&d, bytes));
+    for (int i = 0; i < 3; i++) {
+        const double t0 = sf_bench_now_ms();
+        GB_CHECK(cudaMemcpy(d, x, bytes, cudaMemcpyHostToDevice));
+        ts[i] = sf_bench_now_ms() - t0;
+    }
+    GB_CHECK(cudaFree(d));
+    qsort(ts, 3, sizeof *ts, sf_bench_cmp_double);
+    *upload_ms = ts[1];
+    free(ts);
+    return ms;
+}
+
 struct gb_copy {
     void *dst, *src;
     size_t bytes;

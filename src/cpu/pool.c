@@ -22,8 +22,8 @@ static sf_status check_pool(const char *op, const sf_pool_shape *sh, bool max)
     if (max && sh->k > 16)
         return sf_fail(SF_ERR_INVALID, "%s: window %d: at most 16 (the argmax is one byte)", op, sh->k);
     if (sh->c < 0 || (sh->c > 0 && sh->n % sh->c != 0))
-        return sf_fail(SF_ERR_INVALID, "%s: %lld planes are not whole NHWC images of %d channels", op,
-                       (long long)sh->n, sh->c);
+        return sf_fail(SF_ERR_INVALID, "%s: %lld planes are not whole NHWC images of %d channels", op, (long long)sh->n,
+                       sh->c);
     int32_t oh = (sh->h + 2 * p - sh->k) / sh->stride + 1, ow = (sh->w + 2 * p - sh->k) / sh->stride + 1;
     if (oh != sh->oh || ow != sh->ow)
         return sf_fail(SF_ERR_INVALID, "%s: output %dx%d does not match (h + 2·pad - k)/stride + 1 = %dx%d", op, sh->oh,

@@ -35,6 +35,7 @@ typedef struct sf_cuda_conv_op {
     size_t ws;
     cudnnTensorDescriptor_t xd, yd;
     cudnnTensorDescriptor_t xn, yn; /* NHWC ops: x and y of a chunk as NCHW, for the copies */
+    cudnnTensorDescriptor_t xv;     /* NHWC ops: the cin channels of x's copy, whose pixels are nhwc_channels apart */
     int fastest_algo; /* the fastest allowed algorithm on the whole batch, whatever its workspace (for reports) */
     float fastest_ms;
     size_t fastest_ws;
@@ -68,6 +69,13 @@ typedef struct nhwc_bufs {
     char *w, *dw, *x, *y, *dx;
 } nhwc_bufs;
 
+/* The channels of x on the NHWC path: where x is copied from NCHW, cin rounded up to a multiple of 8 with zeros
+ * (cuDNN's tensor-core NHWC kernels take multiples of 8; a 3-channel image stem runs several times slower). */
+static int32_t nhwc_channels(const sf_conv_shape *sh)
+{
+    return sh->x_nhwc || sh->cin % 8 == 0 ? sh->cin : (sh->cin + 7) / 8 * 8;
+}
+
 static unsigned nhwc_copies(const sf_conv_shape *sh, int op)
 {
     unsigned u = nhwc_uses[op];
@@ -84,7 +92,8 @@ static size_t align256(size_t b)
 /* Places the copies `uses` names after `base` (NULL: only sizes them); returns their bytes. */
 static size_t nhwc_place(const sf_conv_shape *sh, int64_t chunk, size_t es, unsigned uses, char *base, nhwc_bufs *b)
 {
-    const size_t nw = (size_t)sh->cout * sh->cin * sh->k * sh->k, nx = (size_t)chunk * sh->cin * sh->h * sh->w,
+    const int32_t cp = nhwc_channels(sh);
+    const size_t nw = (size_t)sh->cout * cp * sh->k * sh->k, nx = (size_t)chunk * cp * sh->h * sh->w,
                  ny = (size_t)chunk * sh->cout * sh->oh * sh->ow;
     const struct {
         unsigned use;
@@ -128,6 +137,7 @@ static void entry_destroy(sf_cuda_conv_entry *e)
             if (op->xd) cudnnDestroyTensorDescriptor(op->xd);
             if (op->yd) cudnnDestroyTensorDescriptor(op->yd);
             if (op->xn) cudnnDestroyTensorDescriptor(op->xn);
+            if (op->xv) cudnnDestroyTensorDescriptor(op->xv);
             if (op->yn) cudnnDestroyTensorDescriptor(op->yn);
             if (op->cd) cudnnDestroyConvolutionDescriptor(op->cd);
         }
@@ -243,6 +253,19 @@ static sf_status set_desc(cudnnTensorDescriptor_t d, int layout, cudnnDataType_t
     return SF_OK;
 }
 
+/* The descriptors of op's x, y and their copies in `layout` on chunks of n images. */
+static sf_status set_op_descs(sf_cuda_conv_op *op, const sf_conv_shape *sh, int layout, cudnnDataType_t dt, int64_t n)
+{
+    const int32_t cp = layout == SF_CONV_NHWC ? nhwc_channels(sh) : sh->cin;
+    SF_TRY(set_desc(op->xd, layout, dt, n, cp, sh->h, sh->w));
+    SF_TRY(set_desc(op->yd, layout, dt, n, sh->cout, sh->oh, sh->ow));
+    SF_TRY(set_desc(op->xn, SF_CONV_NCHW, dt, n, sh->cin, sh->h, sh->w));
+    SF_TRY(set_desc(op->yn, SF_CONV_NCHW, dt, n, sh->cout, sh->oh, sh->ow));
+    SF_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptorEx(op->xv, dt, (int)n, sh->cin, sh->h, sh->w, sh->h * sh->w * cp, 1, sh->w * cp, cp));
+    return SF_OK;
+}
+
 /* Measures the three ops in `layout` on chunks of n / splits images, updating the ops this makes faster (NHWC copies
  * come out of the cap first). *more: some op's fastest algorithm (or its copies) still exceeds the cap. */
 static sf_status measure(sf_cuda_ctx *c, sf_cuda_conv_entry *e, int layout, int64_t splits, bool *more)
@@ -266,7 +289,9 @@ static sf_status measure(sf_cuda_ctx *c, sf_cuda_conv_entry *e, int layout, int6
         st = sf_cuda_fail_cudnn(cs, __FILE__, __LINE__, "cudnnCreateTensorDescriptor");
         goto done;
     }
-    if ((st = set_desc(xd, layout, dt, chunk, sh->cin, sh->h, sh->w)) != SF_OK) goto done;
+    if ((st = set_desc(xd, layout, dt, chunk, layout == SF_CONV_NHWC ? nhwc_channels(sh) : sh->cin, sh->h, sh->w)) !=
+        SF_OK)
+        goto done;
     if ((st = set_desc(yd, layout, dt, chunk, sh->cout, sh->oh, sh->ow)) != SF_OK) goto done;
     for (int o = 0; o < SF_CONV_OPS; o++) {
         nhwc_bufs b;
@@ -303,12 +328,7 @@ static sf_status measure(sf_cuda_ctx *c, sf_cuda_conv_entry *e, int layout, int6
         big[o] = o == SF_CONV_FWD        ? consider(pf, got, o, splits, chunk, prec, p, cap, det, op, &changed)
                  : o == SF_CONV_BWD_DATA ? consider(pd, got, o, splits, chunk, prec, p, cap, det, op, &changed)
                                          : consider(pw, got, o, splits, chunk, prec, p, cap, det, op, &changed);
-        if (changed) {
-            if ((st = set_desc(op->xd, layout, dt, chunk, sh->cin, sh->h, sh->w)) != SF_OK) goto done;
-            if ((st = set_desc(op->yd, layout, dt, chunk, sh->cout, sh->oh, sh->ow)) != SF_OK) goto done;
-            if ((st = set_desc(op->xn, SF_CONV_NCHW, dt, chunk, sh->cin, sh->h, sh->w)) != SF_OK) goto done;
-            if ((st = set_desc(op->yn, SF_CONV_NCHW, dt, chunk, sh->cout, sh->oh, sh->ow)) != SF_OK) goto done;
-        }
+        if (changed && (st = set_op_descs(op, sh, layout, dt, chunk)) != SF_OK) goto done;
     }
     /* deterministic: more chunks only while an op has nothing that fits */
     {
@@ -581,18 +601,26 @@ static sf_status setup_descriptors(sf_cuda_ctx *c, const sf_conv_shape *sh, sf_c
                        "inconsistent",
                        (long long)sh->n, sh->cin, sh->h, sh->w, sh->cout, sh->k, sh->stride, sh->pad, sh->oh, sh->ow);
     e->sh = *sh;
+    const cudnnDataType_t dt = sf_cudnn_type(c->act);
+    const int32_t cp = nhwc_channels(sh), k = sh->k;
     for (int l = 0; l < SF_CONV_LAYOUTS; l++) {
-        const cudnnTensorFormat_t f = l == SF_CONV_NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+        const bool nhwc = l == SF_CONV_NHWC;
+        const cudnnTensorFormat_t f = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
         SF_CUDNN_CHECK(cudnnCreateFilterDescriptor(&e->wd[l]));
-        SF_CUDNN_CHECK(cudnnSetFilter4dDescriptor(e->wd[l], sf_cudnn_type(c->act), f, sh->cout, sh->cin, sh->k, sh->k));
+        SF_CUDNN_CHECK(cudnnSetFilter4dDescriptor(e->wd[l], dt, f, sh->cout, nhwc ? cp : sh->cin, k, k));
+        /* KRSC: the cin channels of the copy, cp apart */
         SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&e->wt[l]));
-        SF_CUDNN_CHECK(cudnnSetTensor4dDescriptor(e->wt[l], f, sf_cudnn_type(c->act), sh->cout, sh->cin, sh->k, sh->k));
+        if (nhwc)
+            SF_CUDNN_CHECK(
+                cudnnSetTensor4dDescriptorEx(e->wt[l], dt, sh->cout, sh->cin, k, k, k * k * cp, 1, k * cp, cp));
+        else SF_CUDNN_CHECK(cudnnSetTensor4dDescriptor(e->wt[l], f, dt, sh->cout, sh->cin, k, k));
         for (int o = 0; o < SF_CONV_OPS; o++) {
             sf_cuda_conv_op *op = &e->op[l][o];
             SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&op->xd));
             SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&op->yd));
             SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&op->xn));
             SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&op->yn));
+            SF_CUDNN_CHECK(cudnnCreateTensorDescriptor(&op->xv));
         }
     }
     /* measured under fp32: FMA only; tf32, bf16, fp16 and TF32 parts: tensor ops allowed (cuDNN also measures FMA) */
@@ -806,10 +834,7 @@ static sf_status replay_op(sf_cuda_ctx *c, sf_cuda_conv_entry *e, int o, int p, 
     op->algo = algo;
     op->math = (cudnnMathType_t)math;
     op->chunk = chunk;
-    SF_TRY(set_desc(op->xd, p, dt, chunk, sh->cin, sh->h, sh->w));
-    SF_TRY(set_desc(op->yd, p, dt, chunk, sh->cout, sh->oh, sh->ow));
-    SF_TRY(set_desc(op->xn, SF_CONV_NCHW, dt, chunk, sh->cin, sh->h, sh->w));
-    SF_TRY(set_desc(op->yn, SF_CONV_NCHW, dt, chunk, sh->cout, sh->oh, sh->ow));
+    SF_TRY(set_op_descs(op, sh, p, dt, chunk));
     if (!op->cd) SF_TRY(conv_desc(sh, op->math, &op->cd));
     SF_TRY(cudnn_ws(c, e, p, o, op));
     nhwc_bufs b;
@@ -951,6 +976,30 @@ static sf_status reorder(sf_cuda_ctx *c, cudnnTensorDescriptor_t from, const voi
     return SF_OK;
 }
 
+/* Zeros the `elems` elements of a copy at p whose padded channels (nhwc_channels) no reorder writes. */
+static sf_status zero_padding(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, void *p, size_t elems)
+{
+    if (nhwc_channels(&e->sh) == e->sh.cin) return SF_OK;
+    SF_CUDA_CHECK(cudaMemsetAsync(p, 0, elems * sf_scalar_size(c->act), c->stream));
+    return SF_OK;
+}
+
+/* w (KCRS) as the NHWC path's filter (KRSC, padded channels zero). */
+static sf_status filter_copy(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const void *w, void *to)
+{
+    const sf_conv_shape *sh = &e->sh;
+    SF_TRY(zero_padding(c, e, to, (size_t)sh->cout * nhwc_channels(sh) * sh->k * sh->k));
+    return reorder(c, e->wt[SF_CONV_NCHW], w, e->wt[SF_CONV_NHWC], to, false);
+}
+
+/* One chunk of NCHW x as op's NHWC copy (padded channels zero). */
+static sf_status x_copy(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const sf_cuda_conv_op *op, const void *x, void *to)
+{
+    const sf_conv_shape *sh = &e->sh;
+    SF_TRY(zero_padding(c, e, to, (size_t)op->chunk * nhwc_channels(sh) * sh->h * sh->w));
+    return reorder(c, op->xn, x, op->xv, to, false);
+}
+
 /* y = conv(x, w) by cuDNN on NHWC, chunk by chunk, copying the sides the engine keeps NCHW (no bias). */
 static sf_status nhwc_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const void *x, const void *w, void *y,
                               void *ws)
@@ -962,12 +1011,12 @@ static sf_status nhwc_forward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, const
     nhwc_bufs b;
     nhwc_layout(e, es, 1u << SF_CONV_FWD, ws, &b);
     float one = 1.0f, zero = 0.0f;
-    SF_TRY(reorder(c, e->wt[SF_CONV_NCHW], w, e->wt[SF_CONV_NHWC], b.w, false));
+    SF_TRY(filter_copy(c, e, w, b.w));
     for (int64_t i = 0; i < sh->n / op->chunk; i++) {
         const void *xi = AT(x, i * xs);
         void *yi = AT(y, i * ys);
         if (b.x) {
-            SF_TRY(reorder(c, op->xn, xi, op->xd, b.x, false));
+            SF_TRY(x_copy(c, e, op, xi, b.x));
             xi = b.x;
         }
         SF_CUDNN_CHECK(cudnnConvolutionForward(c->cudnn, &one, op->xd, xi, e->wd[SF_CONV_NHWC], b.w, op->cd,
@@ -995,7 +1044,7 @@ static sf_status nhwc_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, cons
     void *dw_kcrs = dw; /* a chunk's weight gradient back in KCRS, in the act type (widened into dw) */
     if (dw && narrow_dw) SF_TRY(sf_cuda_scratch(c, SF_CUDA_SCRATCH_CONV_DW, (size_t)nw * es, &dw_kcrs));
     float one = 1.0f, zero = 0.0f;
-    if (dx) SF_TRY(reorder(c, e->wt[SF_CONV_NCHW], w, e->wt[SF_CONV_NHWC], b.w, false));
+    if (dx) SF_TRY(filter_copy(c, e, w, b.w));
     for (int64_t i = 0; i < sh->n / chunk; i++) {
         const void *dyi = AT(dy, i * ys), *xi = AT(x, i * xs);
         if (b.y) {
@@ -1004,7 +1053,7 @@ static sf_status nhwc_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, cons
         }
         if (dw) {
             if (b.x) {
-                SF_TRY(reorder(c, f->xn, xi, f->xd, b.x, false));
+                SF_TRY(x_copy(c, e, f, xi, b.x));
                 xi = b.x;
             }
             SF_CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->cudnn, &one, f->xd, xi, f->yd, dyi, f->cd,
@@ -1018,7 +1067,7 @@ static sf_status nhwc_backward(sf_cuda_ctx *c, const sf_cuda_conv_entry *e, cons
             SF_CUDNN_CHECK(cudnnConvolutionBackwardData(c->cudnn, &one, e->wd[SF_CONV_NHWC], b.w, d->yd, dyi, d->cd,
                                                         (cudnnConvolutionBwdDataAlgo_t)d->algo, ws, d->ws,
                                                         add && !b.dx ? &one : &zero, d->xd, b.dx ? b.dx : dxi));
-            if (b.dx) SF_TRY(reorder(c, d->xd, b.dx, d->xn, dxi, add));
+            if (b.dx) SF_TRY(reorder(c, d->xv, b.dx, d->xn, dxi, add));
         }
     }
     return SF_OK;

@@ -28,7 +28,7 @@ typedef struct sf_cuda_lif_tuning {
     int32_t fwd_ahead; /* forward steps loaded ahead: 8, or 32 with one neuron per thread */
     int32_t bwd_seg;   /* recompute segment of the backward, in steps (-1: as long as shared memory allows) */
     int32_t bwd_ahead; /* backward steps loaded ahead: 4, 8, or 32 when h is recomputed */
-    int32_t bwd_vec;   /* neurons per backward thread: 1, or 4 where the LIF recomputes in one segment 8 ahead */
+    int32_t bwd_vec;   /* neurons per backward thread: 1, or 4 where the LIF recomputes in one segment 4 or 8 ahead */
 } sf_cuda_lif_tuning;
 sf_status sf_cuda_lif_forward_tuned(const sf_lif_params *p, int64_t T, int64_t N, sf_scalar t, const void *x,
                                     const sf_lif_out *out, const sf_lif_state *st, const sf_cuda_lif_tuning *tune,

@@ -2,7 +2,7 @@
  * and batch, the backward's model and surrogate instance, batch and segment length; a sf_cuda_lif_tuning can force
  * each (benchmarks and tests compare them). Instantiated (SF_CUDA_NEURON_INSTANCES) by neuron_f32.cu, neuron_bf16.cu
  * and neuron_f16.cu, which compile in parallel: the backward has 80 instances per type and model (the ALIF's 48), and
- * the LIF 24 more with four neurons per thread. */
+ * the LIF 48 more with four neurons per thread (4 and 8 steps ahead). */
 #ifndef SF_CUDA_NEURON_LAUNCH_CUH
 #define SF_CUDA_NEURON_LAUNCH_CUH
 
@@ -200,15 +200,16 @@ static sf_status backward_model(const sf_cuda_neuron &given, bwd_args<T> b, cuda
                        (long long)a.T, (long long)S);
     if (nseg == 1 || ckpt_floats(S)) a.st.v_ckpt = NULL; /* the kernel's sign to start segments at kept ones */
     size_t smem = (size_t)(cols * S + ckpt_floats(S)) * 4 * threads;
-    /* four neurons per thread for the LIF's short sequences (one segment, 8 ahead) where their columns fit and the
-     * neurons fill two blocks per SM: four share each step's index and address work */
+    /* four neurons per thread for the LIF's short sequences (one segment, 4 or 8 ahead) where their columns fit and
+     * the neurons fill two blocks per SM: four share each step's index and address work */
     const int tv = tu.bwd_vec;
     if (tv != 0 && tv != 1 && tv != 4)
         return sf_fail(SF_ERR_INVALID, "LIF backward tuning: %d neurons per thread: expected 1 or 4", tv);
     if constexpr (MODEL == SF_CUDA_LIF)
-        if (U == 8 && nseg == 1 && bwd_vec4_ok<T>(a, b) && 4 * smem <= (size_t)optin &&
+        if (U <= 8 && nseg == 1 && bwd_vec4_ok<T>(a, b) && 4 * smem <= (size_t)optin &&
             (tv ? tv == 4 : a.N / 4 >= 2 * threads * sms))
-            return backward<T, BN, 4, 8, MODEL>(a, b, S, 4 * smem, st);
+            return U == 4 ? backward<T, BN, 4, 4, MODEL>(a, b, S, 4 * smem, st)
+                          : backward<T, BN, 4, 8, MODEL>(a, b, S, 4 * smem, st);
     if (U == 4) return backward<T, BN, 1, 4, MODEL>(a, b, S, smem, st);
     if (U == 32) return backward<T, BN, 1, 32, MODEL>(a, b, S, smem, st);
     return backward<T, BN, 1, 8, MODEL>(a, b, S, smem, st);

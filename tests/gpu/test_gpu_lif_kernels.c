@@ -167,9 +167,11 @@ static void lif_tunings(void)
                      t->bwd_ahead);
             test_lif_tuned(&p, sizes[j][0], sizes[j][1], 300 + (uint64_t)(4 * i + j), t, what);
         }
-    /* four neurons per backward thread, forced, on short sequences (one segment), N no multiple of 4 falling back */
-    const sf_cuda_lif_tuning vec4[] = {{0, 0, 0, 8, 4}, {4, 8, 0, 0, 4}, {1, 8, 0, 8, 1}};
-    const int64_t short_sizes[][2] = {{10, 1028}, {8, 4096}, {33, 260}, {64, 4100}, {12, 97}};
+    /* four neurons per backward thread, forced, on short sequences (one segment; 4 ahead below T = 8), N no multiple
+     * of 4 falling back */
+    const sf_cuda_lif_tuning vec4[] = {{0, 0, 0, 8, 4}, {4, 8, 0, 0, 4}, {1, 8, 0, 8, 1}, {0, 0, 0, 4, 4}};
+    const int64_t short_sizes[][2] = {{10, 1028}, {8, 4096}, {33, 260}, {64, 4100}, {12, 97}, {4, 1028}, {3, 260},
+                                      {5, 4100}, {1, 8}};
     for (int i = 0; i < (int)(sizeof vec4 / sizeof vec4[0]); i++)
         for (int j = 0; j < (int)(sizeof short_sizes / sizeof short_sizes[0]); j++) {
             char what[160];
@@ -336,11 +338,15 @@ int main(void)
     test_bn_lif(be, &p, 3, 2400, 128, 1, 0, 57);
     test_bn_lif(be, &p, 2, 25600, 12, 1, 1, 58);
     test_bn_lif(be, &p, 2, 2400, 64, 2, 0, 59);
-    /* the backward's four neurons per thread (T >= 8, one segment, enough neurons): an affine per neuron on NHWC
+    /* the backward's four neurons per thread (one segment, enough neurons): an affine per neuron on NHWC
      * (hw = 1) and across a batch's rows (hw = 2), one shared where hw % 4 = 0 */
     test_bn_lif(be, &p, 10, 2200, 128, 1, 0, 60);
     test_bn_lif(be, &p, 8, 2200, 64, 2, 0, 61);
     test_bn_lif(be, &p, 12, 80, 16, 256, 0, 62);
+    /* and on T < 8 (4 steps ahead): the SEW-ResNet's and Spikformer's T = 4 */
+    test_bn_lif(be, &p, 4, 2200, 128, 1, 0, 63);
+    test_bn_lif(be, &p, 3, 2200, 64, 2, 0, 64);
+    test_bn_lif(be, &p, 4, 80, 16, 256, 0, 65);
     be->destroy(be);
     return tu_finish("test_gpu_lif_kernels");
 }

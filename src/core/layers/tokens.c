@@ -32,7 +32,8 @@ static sf_status tokens_backward(sf_net *net, sf_net_layer *l)
     bool acc = false;
     float *dx = sf_layer_dx_target(net, sf_net_layer_index(net, l), l->in, l->dx_tmp, &acc);
     if (x->nhwc) SF_TRY(net->be->copy(net->be, dx, sf_net_grad(net, l->out), nhwc_bytes(net, x)));
-    else SF_TRY(net->be->transpose(net->be, sf_net_rows(net), (int64_t)x->h * x->w, x->c, sf_net_grad(net, l->out), dx));
+    else
+        SF_TRY(net->be->transpose(net->be, sf_net_rows(net), (int64_t)x->h * x->w, x->c, sf_net_grad(net, l->out), dx));
     return sf_layer_accumulate(net, acc, l->in, dx);
 }
 
