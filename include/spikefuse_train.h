@@ -323,6 +323,9 @@ SF_API void sf_config_loader_params(const sf_config *cfg, int32_t training, sf_l
 /* Creates cfg's network with its optimizer; shape errors (the output must have `classes` features) name file:line.
  * The caller compiles it, applies train.threads (sf_set_num_threads) and frees it. */
 SF_API sf_status sf_config_build_net(const sf_config *cfg, sf_net **out);
+/* 1 where the config's input is one image repeated over the T steps (direct encoding of an image dataset): the
+ * trainer then sets sf_net_set_static_input. */
+SF_API int32_t sf_config_input_static(const sf_config *cfg);
 
 /* ---------------------------------------------------------------- jobs over several processes
  * One network trained by one process per device over MPI (mpirun, srun) and NCCL, a grid of time_parallel × data ranks

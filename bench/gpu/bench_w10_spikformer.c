@@ -2,7 +2,8 @@
  * through the public API, as examples/imagenet_spikformer.ini builds it (the config is read, so the benchmark times
  * the example): 3×224×224 input repeated over T=4 (direct encoding), batch 32, the /16 SPS stem to 14×14 tokens, 8
  * blocks of SSA (12 heads) and MLP, the mean over tokens and T, a head to 1000 classes, cross-entropy, AdamW (lr 5e-4,
- * weight decay 0.01: the peer's torch.optim.AdamW(lr=5e-4)). Variant `cifar`: Spikformer-4-384 of
+ * weight decay 0.01: the peer's torch.optim.AdamW(lr=5e-4)), told its input is static as the trainer tells it
+ * (gb_static_input). Variant `cifar`: Spikformer-4-384 of
  * examples/cifar10_spikformer.ini on 3×32×32, T=4, batch 64 (8×8 tokens). For the memory modes full, recompute and
  * lean: the median step time with the input on the device, as the peers keep theirs (gb_step_ms: host clock around
  * sf_net_train_step, which ends in a synchronising read of the loss), the host-to-device copy a step given the input
@@ -48,6 +49,7 @@ static sf_net *build(const w10_variant *v, sf_memory_mode mode, sf_precision pre
     sf_net *net = NULL;
     GB_OK(sf_config_build_net(cfg, &net));
     sf_config_free(cfg);
+    GB_OK(sf_net_set_static_input(net, gb_static_input()));
     GB_OK(sf_net_compile(net, v->T, v->B));
     sf_optim_params o;
     sf_optim_default_params(&o);
@@ -139,10 +141,10 @@ int main(int argc, char **argv)
     char card[256];
     gb_card(card, sizeof card);
     const double bw = gb_copy_bandwidth(NULL), bf16_rate = gb_gemm_rate(SF_PRECISION_BF16, NULL);
-    printf("W10 %s (%s) train step T=%lld B=%lld AdamW  precision: %s  CUDA graph: %s  card: %s  copy bandwidth: "
-           "%.0f GB/s  bf16 GEMM rate: %.0f TFLOP/s\n",
-           v->name, v->what, (long long)v->T, (long long)v->B, sf_precision_name(prec), cuda.graph ? "on" : "off", card,
-           bw, bf16_rate / 1e12);
+    printf("W10 %s (%s) train step T=%lld B=%lld AdamW  precision: %s  CUDA graph: %s  static input: %s  card: %s  "
+           "copy bandwidth: %.0f GB/s  bf16 GEMM rate: %.0f TFLOP/s\n",
+           v->name, v->what, (long long)v->T, (long long)v->B, sf_precision_name(prec), cuda.graph ? "on" : "off",
+           gb_static_input() ? "on" : "off", card, bw, bf16_rate / 1e12);
     sf_net *probe = build(v, SF_MEMORY_RECOMPUTE, prec, &cuda);
     const int32_t C = probe->p.in_channels, H = probe->p.in_height, W = probe->p.in_width;
     const int32_t classes = sf_net_classes(probe);

@@ -1,11 +1,12 @@
 /* bench_w3_vgg9.c — workload W3 (docs/notebook/perf.md, Workloads): Liang et al.'s CIFAR-10 VGG9 training step on the GPU
  * through the public network API, fp32 (no TF32): input 3×32×32 repeated over T=10, batch 64, Conv(3→128), eight [BN →
  * LIF → Conv] blocks, BN → LIF → Linear(8192→1024) → BN → LIF → Linear(1024→512) → BN → LIF, mean over T,
- * Linear(512→10), cross-entropy, SGD with momentum 0.9. LIF: tau=2, θ=1, hard reset, sigmoid α=4. Reports the median
- * step time with the input on the device, as the peers keep theirs (gb_step_ms: host clock around sf_net_train_step,
- * which ends in a synchronising read of the loss), the host-to-device copy a step given the input adds, the memory
- * plan, the net's peak bytes and the device memory in use, for both memory modes, then a per-layer breakdown
- * (profiling mode synchronises after each layer). Usage: bench_w3_vgg9 [steps [fp32|tf32|bf16|fp16 [option=value ...]]]: the
+ * Linear(512→10), cross-entropy, SGD with momentum 0.9. LIF: tau=2, θ=1, hard reset, sigmoid α=4. The net is told
+ * its input is static (gb_static_input: the first convolution runs once per image). Reports the median step time
+ * with the input on the device, as the peers keep theirs (gb_step_ms: host clock around sf_net_train_step, which ends
+ * in a synchronising read of the loss), the host-to-device copy a step given the input adds, the memory plan, the
+ * net's peak bytes and the device memory in use, for both memory modes, then a per-layer breakdown (profiling mode
+ * synchronises after each layer). Usage: bench_w3_vgg9 [steps [fp32|tf32|bf16|fp16 [option=value ...]]]: the
  * precision (default fp32, TF32 off; bf16 and fp16 keep activations in 16 bits) and CUDA options (gb_cuda_options:
  * graph=0, conv_workspace_mib=N, conv_algo=auto|cudnn|gemm|nhwc|nchw|split, deterministic=1).
  * Floor (step_floor.h): the convolutions' and linear layers' multiply-adds at the GEMM rate of the precision
@@ -33,6 +34,7 @@ static sf_net *vgg9(sf_memory_mode mode, sf_precision prec, const sf_cuda_option
     sf_net *net;
     GB_OK(sf_net_create(&p, &net));
     gb_vgg9_layers(net);
+    GB_OK(sf_net_set_static_input(net, gb_static_input()));
     gb_compile_sgd(net, T, B);
     return net;
 }
@@ -49,10 +51,10 @@ int main(int argc, char **argv)
     const sf_cuda_options cuda = gb_cuda_options(argc, argv, 3);
     double rate = gb_gemm_rate(prec, NULL);
     printf("W3 cifar-vgg9 train step T=%lld B=%lld  precision: %s  conv workspace cap: %d MiB  conv: %s  CUDA graph: "
-           "%s  deterministic: %s  card: %s  copy bandwidth: %.0f GB/s  GEMM rate: %.0f TFLOP/s\n",
+           "%s  deterministic: %s  static input: %s  card: %s  copy bandwidth: %.0f GB/s  GEMM rate: %.0f TFLOP/s\n",
            (long long)T, (long long)B, sf_precision_name(prec), (int)cuda.conv_workspace_mib,
-           sf_conv_algo_name(cuda.conv_algo), cuda.graph ? "on" : "off", cuda.deterministic ? "on" : "off", card, bw,
-           rate / 1e12);
+           sf_conv_algo_name(cuda.conv_algo), cuda.graph ? "on" : "off", cuda.deterministic ? "on" : "off",
+           gb_static_input() ? "on" : "off", card, bw, rate / 1e12);
     /* CIFAR-like input: one image per sample, the same at every step (direct encoding) */
     size_t img = 3 * 32 * 32;
     float *x = malloc(sizeof(float) * (size_t)(T * B) * img);

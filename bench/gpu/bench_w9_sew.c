@@ -2,14 +2,15 @@
  * ATan α 2, detach_reset) on ImageNet-shaped input, one full training step on the GPU: [T=4, B=32, 3, 224, 224]
  * (each image repeated over T), 1000 classes, cross-entropy on the mean over T, SGD with momentum 0.9. The network is
  * examples/imagenet_sew_resnet<depth>.ini as the trainer builds it (SEW-ResNet-34 and -50 with depth=34, 50; any
- * config, e.g. the plain Spiking ResNets, with config=PATH), on the device, in the precision and memory modes asked.
+ * config, e.g. the plain Spiking ResNets, with config=PATH), on the device, in the precision and memory modes asked,
+ * told its input is static as the trainer tells it (gb_static_input).
  * Reports per memory mode the median step time with the input on the device, as the peers keep theirs (gb_step_ms:
  * host clock around sf_net_train_step, which ends in a synchronising read of the loss), the host-to-device copy a
  * step given the input adds (upload_ms), images/s, the step floor (step_floor.h: the convolutions' and the linear
  * layer's multiply-adds at the GEMM rate of the precision measured in this run, plus the bytes the BN+IF, add and
- * pool layers must move, at the copy bandwidth) and the step over it, the memory plan, the net's peak bytes and the device memory in use; then,
- * for the first mode, a per-layer breakdown (profiling mode, synchronised after each layer) beside each layer's own
- * floor, and the convolution choices.
+ * pool layers must move, at the copy bandwidth) and the step over it, the memory plan, the net's peak bytes and the
+ * device memory in use; then, for the first mode, a per-layer breakdown (profiling mode, synchronised after each
+ * layer) beside each layer's own floor, and the convolution choices.
  * Usage: bench_w9_sew [steps [fp32|tf32|bf16|fp16 [key=value ...]]], run from the repository root: steps (default
  * 10), the precision (default fp32, TF32 off; bf16 and fp16 keep activations in 16 bits), and keys depth=18|34|50,
  * config=PATH, memory=MODE[,MODE...] (full, recompute, lean; default all three), T=N, B=N, layers=0|1 (the per-layer
@@ -111,6 +112,7 @@ static sf_net *build(const w9_args *a, sf_memory_mode mode, int32_t *classes, in
         exit(2);
     }
     sf_config_free(cfg);
+    GB_OK(sf_net_set_static_input(net, gb_static_input()));
     GB_OK(sf_net_compile(net, a->T, a->B));
     return net;
 }
@@ -122,10 +124,10 @@ int main(int argc, char **argv)
     gb_card(card, sizeof card);
     const double bw = gb_copy_bandwidth(NULL), rate = gb_gemm_rate(a.prec, NULL);
     printf("W9 sew-imagenet train step %s T=%d B=%d  precision: %s  conv workspace cap: %d MiB  conv: %s  CUDA graph: "
-           "%s  deterministic: %s  card: %s  copy bandwidth: %.0f GB/s  GEMM rate: %.0f TFLOP/s\n",
+           "%s  deterministic: %s  static input: %s  card: %s  copy bandwidth: %.0f GB/s  GEMM rate: %.0f TFLOP/s\n",
            a.config, a.T, a.B, sf_precision_name(a.prec), (int)a.cuda.conv_workspace_mib,
-           sf_conv_algo_name(a.cuda.conv_algo), a.cuda.graph ? "on" : "off", a.cuda.deterministic ? "on" : "off", card,
-           bw, rate / 1e12);
+           sf_conv_algo_name(a.cuda.conv_algo), a.cuda.graph ? "on" : "off", a.cuda.deterministic ? "on" : "off",
+           gb_static_input() ? "on" : "off", card, bw, rate / 1e12);
     printf("%-10s %9s %9s %9s %9s %9s %8s %12s %12s %12s %10s %9s\n", "memory", "ms/step", "upload_ms", "images/s",
            "loss", "floor_ms", "x_floor", "plan_MiB", "peak_MiB", "device_MiB", "saved_MiB", "recorded");
     float *x = NULL;

@@ -33,6 +33,14 @@
         }                                                                                                              \
     } while (0)
 
+/* Whether a benchmark whose input is one image repeated over T (direct encoding) tells the net so, as the trainer
+ * does (sf_net_set_static_input): yes unless SF_BENCH_STATIC_INPUT=0. */
+static inline int gb_static_input(void)
+{
+    const char *v = getenv("SF_BENCH_STATIC_INPUT");
+    return !v || atoi(v) != 0;
+}
+
 /* Compiles a benchmark net for (T, B) with the optimizer every benchmark uses: SGD, lr 0.05, momentum 0.9. */
 static inline void gb_compile_sgd(sf_net *net, int64_t T, int64_t B)
 {

@@ -316,6 +316,12 @@ static int input_is_spikes(const sf_config *cfg)
     return cfg->train.encoding != SF_ENCODING_DIRECT;
 }
 
+int32_t sf_config_input_static(const sf_config *cfg)
+{
+    const sf_dataset_kind d = cfg->train.dataset;
+    return d != SF_DATASET_SYNTHETIC && !sf_dataset_kind_is_events(d) && cfg->train.encoding == SF_ENCODING_DIRECT;
+}
+
 /* Everything that depends on more than one key; `where` locates messages (the file, or "override x=y"). */
 static sf_status finish(sf_config *cfg, const char *where, int train_line, int neuron_line, int readout_line)
 {

@@ -68,6 +68,22 @@ float *sf_layer_dx_target(sf_net *net, int32_t writer, int32_t id, sf_slot tmp, 
     return sf_net_slot_ptr(net, tmp);
 }
 
+sf_status sf_layer_repeat_over_t(sf_net *net, void *y, int64_t per_sample)
+{
+    const int64_t step = net->B * per_sample;
+    const size_t bytes = (size_t)step * sf_net_act_size(net);
+    for (int64_t t = 1; t < net->T; t++) SF_TRY(net->be->copy(net->be, sf_net_act_at(net, y, t * step), y, bytes));
+    return SF_OK;
+}
+
+sf_status sf_layer_sum_over_t(sf_net *net, void *dy, int64_t per_sample)
+{
+    const int64_t step = net->B * per_sample;
+    for (int64_t t = 1; t < net->T; t++)
+        SF_TRY(net->be->axpy(net->be, step, 1.0f, sf_net_act_at(net, dy, t * step), dy));
+    return SF_OK;
+}
+
 sf_status sf_layer_accumulate(sf_net *net, bool accumulate, int32_t id, const float *tmp)
 {
     if (!accumulate) return SF_OK;

@@ -40,6 +40,7 @@ enum {
     SF_KIND_MAKES_TOKENS = 1u << 18, /* its output is tokens, from an input that is not */
     SF_KIND_CHANNEL_BIAS = 1u << 19, /* adds a bias per output channel, which a batch norm reading it alone cancels in
                                       * training (bias_cancelled) */
+    SF_KIND_ONCE_OVER_T = 1u << 20,  /* as the static input's only reader it may run once (once_over_t) */
 };
 
 /* The most buffers (named float tensors outside the parameters, like BN's running statistics) a kind has. */
@@ -161,6 +162,11 @@ static inline float *sf_net_act_at(const sf_net *net, const void *p, int64_t n)
 }
 
 /* ---- services for the kind files (layer.c) */
+
+/* A once_over_t layer's output y (per_sample elements a sample) of step 0 copied to every other step; and its
+ * output gradient dy summed over the steps into step 0, which its weight gradient reads. */
+sf_status sf_layer_repeat_over_t(sf_net *net, void *y, int64_t per_sample);
+sf_status sf_layer_sum_over_t(sf_net *net, void *dy, int64_t per_sample);
 
 /* Backward: the value of input k of layer l, from where the plan kept it (as it is, expanded from bytes or bits,
  * recomputed or rerun by its producer) into the buffers the plan gave l for it. */

@@ -263,6 +263,8 @@ const char *sf_net_summary(sf_net *net)
         if (l->absorbs >= 0)
             len +=
                 (size_t)snprintf(s + len, cap - len, "  (fused with the %s before)", net->layers[l->absorbs].ops->name);
+        if (net->compiled && l->once_over_t)
+            len += (size_t)snprintf(s + len, cap - len, "  (once over T: static input)");
         /* NHWC: a compiled net's output kept in that layout on a GPU (docs/architecture.md, Layouts) */
         len += (size_t)snprintf(s + len, cap - len, "%s\n", net->compiled && net->tensors[l->out].nhwc ? "  NHWC" : "");
     }

@@ -36,6 +36,13 @@ sf_status sf_net_set_input_grad(sf_net *net, int32_t on)
     return SF_OK;
 }
 
+sf_status sf_net_set_static_input(sf_net *net, int32_t on)
+{
+    if (net->static_input != (on != 0)) net->compiled = false; /* the plan changes */
+    net->static_input = on != 0;
+    return SF_OK;
+}
+
 sf_status sf_net_forward_device(sf_net *net, const float *x, int32_t training, float *y)
 {
     SF_TRY(require_plain(net, "forward"));

@@ -93,6 +93,7 @@ typedef struct sf_net_layer {
     bool tokens;                 /* its output is tokens: (D, N, 1), N rows of D channels per sample, always stored
                                   * channels-last (nhwc), the layout of core/transformer.h */
     bool absorbed;               /* its work runs inside the next layer's kernels (a BN fused into the LIF after it) */
+    bool once_over_t;            /* reads the static input once: runs on the B samples, its output repeated over T */
     int32_t absorbs;             /* the absorbed layer whose work this one runs, -1 if none */
     bool bias_cancelled;         /* its only reader is a batch norm, whose batch statistics cancel its bias: its
                                   * training forward adds none, the BN's running mean takes it instead */
@@ -197,6 +198,8 @@ struct sf_net {
     bool profiling;
     bool keep_all; /* sf_net_set_keep_activations: every tensor and LIF membrane potential stays readable */
     bool input_grad; /* sf_net_set_input_grad: the backward also writes the gradient of tensor 0 */
+    bool static_input; /* sf_net_set_static_input: the input's T steps are equal; a step uploads step 0 only */
+    bool input_once;   /* static, and its only reader runs once over T (once_over_t): its steps past 0 stay unset */
     char *summary;
     sf_net_recordings recorded[SF_NET_BODIES]; /* by sf_net_body (net_step.c) */
     /* fp16's dynamic loss scale (GradScaler's rule; net_step.c) */

@@ -64,14 +64,17 @@ sf_status sf_net_upload_input(sf_net *net, const float *x)
                                : sf_fail(SF_ERR_STATE, "forward: input is NULL, and no earlier step put one on the "
                                                        "device since the network was compiled");
     sf_backend *be = net->be;
-    int64_t n = sf_net_rows(net) * net->tensors[0].per_sample;
-    x += net->hooks.seg * n; /* x holds all T steps; a time segment takes its own (time-major: one contiguous block) */
+    const int64_t ps = net->tensors[0].per_sample, all = sf_net_rows(net) * ps;
+    x +=
+        net->hooks.seg * all; /* x holds all T steps; a time segment takes its own (time-major: one contiguous block) */
+    const int64_t n = net->static_input ? net->B * ps : all; /* a static input: step 0 only */
     if (be->act == SF_SCALAR_F32) {
         SF_TRY(be->copy_from_host(be, sf_net_act(net, 0), x, (size_t)n * sizeof(float)));
     } else {
         SF_TRY(be->copy_from_host(be, net->input_f32, x, (size_t)n * sizeof(float)));
         SF_TRY(be->convert(be, n, SF_SCALAR_F32, net->input_f32, be->act, sf_net_act(net, 0)));
     }
+    if (net->static_input && !net->input_once) SF_TRY(sf_layer_repeat_over_t(net, sf_net_act(net, 0), ps));
     net->have_input = true;
     return SF_OK;
 }

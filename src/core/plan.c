@@ -127,6 +127,20 @@ static void decide_layouts(sf_net *net)
     }
 }
 
+/* A static input (sf_net_set_static_input) whose only reader can run once over T (SF_KIND_ONCE_OVER_T) and takes no
+ * other form of it: that reader runs on the B samples, and the input's steps past 0 are never filled. */
+static void decide_once(sf_net *net)
+{
+    const sf_net_tensor *x = &net->tensors[0];
+    net->input_once = false;
+    for (int32_t i = 0; i < net->n_layers; i++) {
+        sf_net_layer *l = &net->layers[i];
+        l->once_over_t = net->static_input && net->T > 1 && !net->input_grad && !x->compact && x->consumers == 1 &&
+                         l->ops->inputs == 1 && l->in == 0 && sf_kind_has(l, SF_KIND_ONCE_OVER_T);
+        net->input_once |= l->once_over_t;
+    }
+}
+
 /* Lean mode: can the backward rerun the producer of root tensor t instead of keeping t? Where it has a rerun and runs
  * dense, its input stays, and t is read only by backwards whose rebuild has its own tick (SF_KIND_READS_RERUN). */
 static bool rerunnable(const sf_net *net, int32_t t)
@@ -353,6 +367,7 @@ sf_status sf_net_plan_memory(sf_net *net)
     fuse_layers(net);
     sf_net_sparse_mark(net);
     decide_layouts(net);
+    decide_once(net);
     decide_keeps(net);
     for (int32_t i = 0; i < L; i++) { /* the slots every kind may have; each kind's plan sets its own */
         sf_net_layer *l = &net->layers[i];

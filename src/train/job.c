@@ -77,6 +77,7 @@ sf_status sf_job_build_net(const sf_job *j, const sf_config *cfg, const char *ch
     SF_TRY(sf_config_build_net(&mine, out));
     if (j->dist) SF_TRY(sf_dist_attach(j->dist, *out));
     if (choices) SF_TRY(sf_choices_apply_conv(choices, *out));
+    SF_TRY(sf_net_set_static_input(*out, sf_config_input_static(cfg)));
     return sf_net_compile(*out, cfg->train.timesteps, j->batch);
 }
 

@@ -1,6 +1,7 @@
 /* conv2d.c — the 2-d convolution, PyTorch's Conv2d: square kernel, stride, zero padding, W [cout, cin, k, k]. Its
  * two sides may differ in layout (NHWC on a backend that prefers it, conv_nhwc); the backend copies the NCHW one.
- * Its ops need workspace, planned per pass, and a backend may offer leaner choices of it (conv_lean). */
+ * Its ops need workspace, planned per pass, and a backend may offer leaner choices of it (conv_lean). On a static
+ * input it runs once, on the B samples (once_over_t). */
 #include "core/error.h"
 #include "core/layer.h"
 
@@ -52,8 +53,9 @@ static bool conv_needs_input(const sf_net *net, const sf_net_layer *l, int32_t k
 
 static sf_status conv_run(sf_net *net, const sf_net_layer *l, bool training, const float *x, float *y, void *scratch)
 {
-    return net->be->conv_forward(net->be, &l->conv, x, sf_net_weight(net, l->w_off), sf_layer_bias(net, l, training),
-                                 y, scratch);
+    SF_TRY(net->be->conv_forward(net->be, &l->conv, x, sf_net_weight(net, l->w_off), sf_layer_bias(net, l, training), y,
+                                 scratch));
+    return l->once_over_t ? sf_layer_repeat_over_t(net, y, net->tensors[l->out].per_sample) : SF_OK;
 }
 
 static sf_status conv_rerun(sf_net *net, const sf_net_layer *l, const float *x, float *y, void *scratch)
@@ -66,13 +68,13 @@ static size_t conv_rerun_workspace(sf_net *net, const sf_net_layer *l)
     return net->be->conv_workspace(net->be, &l->conv, SF_CONV_PASS_FORWARD);
 }
 
-/* The shape as the plan decided it (layouts, a binary input, T·B images), then the workspace of each pass. */
+/* The shape as the plan decided it (layouts, a binary input, T·B images or B once), then each pass's workspace. */
 static void conv_plan(sf_net *net, sf_planner *pl, sf_net_layer *l, int32_t index)
 {
     l->conv.x_nhwc = net->tensors[l->in].nhwc;
     l->conv.y_nhwc = net->tensors[l->out].nhwc;
     l->conv.x_binary = sf_net_tensor_is_binary(net, l->in);
-    l->conv.n = sf_net_rows(net);
+    l->conv.n = l->once_over_t ? net->B : sf_net_rows(net);
     const size_t fwd = net->be->conv_workspace(net->be, &l->conv, SF_CONV_PASS_FORWARD);
     const size_t bwd =
         sf_layer_backward_runs(net, index) ? net->be->conv_workspace(net->be, &l->conv, SF_CONV_PASS_BACKWARD) : 0;
@@ -101,6 +103,7 @@ static sf_status conv_backward(sf_net *net, sf_net_layer *l)
     SF_TRY(sf_layer_input_value(net, l, 0, &x));
     float *dx = sf_layer_dx_target(net, sf_net_layer_index(net, l), l->in, l->dx_tmp, &acc), *db;
     SF_TRY(sf_layer_bias_grad(net, l, &db));
+    if (l->once_over_t) SF_TRY(sf_layer_sum_over_t(net, sf_net_grad(net, l->out), net->tensors[l->out].per_sample));
     SF_TRY(net->be->conv_backward(net->be, &l->conv, x, sf_net_weight(net, l->w_off), sf_net_grad(net, l->out), dx,
                                   sf_net_param_grad(net, l->w_off), db, sf_net_slot_ptr(net, l->sws_b)));
     return sf_layer_accumulate(net, acc, l->in, dx);
@@ -109,7 +112,7 @@ static sf_status conv_backward(sf_net *net, sf_net_layer *l)
 const sf_layer_ops sf_kind_conv2d = {
     .name = "conv2d",
     .inputs = 1,
-    .flags = SF_KIND_NHWC_EACH | SF_KIND_DX_AFTER_X | SF_KIND_BINARY_FAST | SF_KIND_CHANNEL_BIAS,
+    .flags = SF_KIND_NHWC_EACH | SF_KIND_DX_AFTER_X | SF_KIND_BINARY_FAST | SF_KIND_CHANNEL_BIAS | SF_KIND_ONCE_OVER_T,
     .defaults = conv_defaults,
     .shape = conv_shape,
     .sizes = conv_sizes,

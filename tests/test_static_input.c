@@ -1,0 +1,151 @@
+/* test_static_input.c — a network told that its input is the same at every step (sf_net_set_static_input) reads
+ * step 0 of x only (the other steps are NaN here), and where a convolution alone reads the input it runs once on the
+ * B samples: the output, loss and batch norm statistics equal those of the same net over all T·B images, the
+ * parameter gradients within float rounding (the weight gradient sums over T first), in every memory mode, and the
+ * losses of five SGD steps agree. Where the input has a second reader, or its gradient is wanted, every step's
+ * product runs, bit for bit the same as without the setting. */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { T = 4, B = 3, C = 3, H = 8, W = 8, K = 5 };
+#define NX ((int64_t)T * B * C * H * W)
+#define STEP ((int64_t)B * C * H * W)
+
+static sf_layer_desc layer(sf_layer_kind kind)
+{
+    sf_layer_desc d;
+    sf_layer_default_desc(kind, &d);
+    return d;
+}
+
+/* conv (with a bias) → BN → LIF → max-pool → flatten → linear K; with skip, the conv keeps C channels and an add of
+ * the input follows it: the input then has two readers. */
+static sf_net *new_net(sf_memory_mode memory, int skip)
+{
+    sf_net_params p;
+    sf_net_default_params(&p);
+    p.in_channels = C, p.in_height = H, p.in_width = W;
+    p.memory = memory;
+    p.seed = 3;
+    sf_net *net = NULL;
+    CHECK_OK(sf_net_create(&p, &net));
+    if (!net) exit(tu_finish("test_static_input"));
+    sf_layer_desc conv = layer(SF_LAYER_CONV2D), bn = layer(SF_LAYER_BATCHNORM), lif = layer(SF_LAYER_LIF);
+    sf_layer_desc pool = layer(SF_LAYER_MAXPOOL2D), flat = layer(SF_LAYER_FLATTEN), fc = layer(SF_LAYER_LINEAR);
+    conv.out_channels = skip ? C : 6;
+    conv.padding = 1;
+    conv.bias = 1;
+    lif.lif.v_threshold = 0.4f;
+    pool.kernel = 2;
+    fc.out_features = K;
+    CHECK_OK(sf_net_add(net, &conv, NULL));
+    if (skip) {
+        sf_layer_desc add = layer(SF_LAYER_ADD);
+        add.input2 = 0;
+        CHECK_OK(sf_net_add(net, &add, NULL));
+    }
+    CHECK_OK(sf_net_add(net, &bn, NULL));
+    CHECK_OK(sf_net_add(net, &lif, NULL));
+    CHECK_OK(sf_net_add(net, &pool, NULL));
+    CHECK_OK(sf_net_add(net, &flat, NULL));
+    CHECK_OK(sf_net_add(net, &fc, NULL));
+    sf_optim_params o;
+    sf_optim_default_params(&o);
+    o.lr = 0.05f;
+    CHECK_OK(sf_net_set_optimizer(net, &o));
+    return net;
+}
+
+/* Every tensor of a role, concatenated, into a fresh array; *n gets the count. */
+static float *role_values(sf_net *net, sf_tensor_role role, int64_t *n)
+{
+    const int32_t count = sf_net_tensor_count(net, role);
+    int64_t total = 0;
+    sf_tensor_info info;
+    for (int32_t i = 0; i < count; i++) {
+        CHECK_OK(sf_net_tensor_info(net, role, i, &info));
+        total += info.numel;
+    }
+    float *v = malloc(sizeof *v * (size_t)(total ? total : 1));
+    for (int32_t i = 0, at = 0; i < count; i++) {
+        CHECK_OK(sf_net_tensor_info(net, role, i, &info));
+        CHECK_OK(sf_net_tensor_read(net, role, i, v + at));
+        at += (int32_t)info.numel;
+    }
+    *n = total;
+    return v;
+}
+
+/* The largest |a − b| over the largest |a|. */
+static double rel_diff(const float *a, const float *b, int64_t n)
+{
+    double d = 0, m = 1e-30;
+    for (int64_t i = 0; i < n; i++) {
+        d = fmax(d, fabs((double)a[i] - b[i]));
+        m = fmax(m, fabs((double)a[i]));
+    }
+    return d / m;
+}
+
+/* The net with and without the setting on one input whose steps are equal (NaN past step 0 for the static one). */
+static void check(sf_memory_mode memory, int skip, int input_grad)
+{
+    char what[96];
+    snprintf(what, sizeof what, "%s%s%s", sf_memory_mode_name(memory), skip ? ", input read twice" : "",
+             input_grad ? ", input gradient" : "");
+    float *x = malloc(sizeof *x * NX), *x_nan = malloc(sizeof *x_nan * NX);
+    tu_randn(x, STEP, 0.6f, 1.0f, 21);
+    for (int64_t t = 1; t < T; t++) memcpy(x + t * STEP, x, sizeof *x * STEP);
+    memcpy(x_nan, x, sizeof *x * STEP);
+    for (int64_t i = STEP; i < NX; i++) x_nan[i] = NAN;
+    const int32_t labels[B] = {1, 4, 0};
+    sf_net *ref = new_net(memory, skip), *net = new_net(memory, skip);
+    CHECK_OK(sf_net_set_static_input(net, 1));
+    CHECK_OK(sf_net_set_input_grad(ref, input_grad));
+    CHECK_OK(sf_net_set_input_grad(net, input_grad));
+    CHECK_OK(sf_net_compile(ref, T, B));
+    CHECK_OK(sf_net_compile(net, T, B));
+    const int exact = skip || input_grad; /* every step's product: nothing may differ */
+    CHECK((strstr(sf_net_summary(net), "once over T") == NULL) == exact, "%s: the convolution %s once over T:\n%s",
+          what, exact ? "runs" : "does not run", sf_net_summary(net));
+    sf_step_result a, b;
+    CHECK_OK(sf_net_forward(ref, x, 1));
+    CHECK_OK(sf_net_forward(net, x_nan, 1));
+    CHECK_OK(sf_net_loss(ref, labels, &a));
+    CHECK_OK(sf_net_loss(net, labels, &b));
+    CHECK(a.loss == b.loss && isfinite(b.loss), "%s: loss %.9g against %.9g over every step", what, b.loss, a.loss);
+    CHECK_OK(sf_net_backward(ref));
+    CHECK_OK(sf_net_backward(net));
+    int64_t n_ref, n;
+    float *ga = role_values(ref, SF_ROLE_GRAD, &n_ref), *gb = role_values(net, SF_ROLE_GRAD, &n);
+    const double dg = n == n_ref ? rel_diff(ga, gb, n) : INFINITY;
+    CHECK(exact ? dg == 0 : dg < 1e-5, "%s: parameter gradients %.3g from those over every step", what, dg);
+    free(ga), free(gb);
+    float *ba = role_values(ref, SF_ROLE_BUFFER, &n_ref), *bb = role_values(net, SF_ROLE_BUFFER, &n);
+    CHECK(n == n_ref && memcmp(ba, bb, sizeof *ba * (size_t)n) == 0, "%s: batch norm statistics differ", what);
+    free(ba), free(bb);
+    CHECK_OK(sf_net_update(ref));
+    CHECK_OK(sf_net_update(net));
+    for (int s = 0; s < 5; s++) {
+        CHECK_OK(sf_net_train_step(ref, x, labels, &a));
+        CHECK_OK(sf_net_train_step(net, s % 2 ? NULL : x_nan, labels, &b)); /* NULL: the input held on the device */
+        CHECK(exact ? a.loss == b.loss : fabs(a.loss - b.loss) <= 1e-4 * fabs(a.loss),
+              "%s: SGD step %d's loss %.9g against %.9g", what, s + 1, b.loss, a.loss);
+    }
+    sf_net_free(ref), sf_net_free(net);
+    free(x), free(x_nan);
+}
+
+int main(void)
+{
+    const sf_memory_mode modes[] = {SF_MEMORY_FULL, SF_MEMORY_RECOMPUTE, SF_MEMORY_LEAN};
+    for (int m = 0; m < 3; m++) {
+        check(modes[m], 0, 0);
+        check(modes[m], 1, 0);
+        check(modes[m], 0, 1);
+    }
+    return tu_finish("test_static_input");
+}
