@@ -76,12 +76,14 @@ sf_status sf_layer_repeat_over_t(sf_net *net, void *y, int64_t per_sample)
     return SF_OK;
 }
 
+/* One token sum: the T steps as the tokens of one set of B·per_sample channels, summed in float or wider and
+ * rounded once (T − 1 additions in a 16-bit type would round at each), in place: each channel is read before its
+ * sum is written. */
 sf_status sf_layer_sum_over_t(sf_net *net, void *dy, int64_t per_sample)
 {
     const int64_t step = net->B * per_sample;
-    for (int64_t t = 1; t < net->T; t++)
-        SF_TRY(net->be->axpy(net->be, step, 1.0f, sf_net_act_at(net, dy, t * step), dy));
-    return SF_OK;
+    const sf_token_shape steps = {.tb = 1, .n = (int32_t)net->T, .d = (int32_t)step};
+    return net->be->token_sum(net->be, &steps, 1.0f, dy, step, NULL, 0, dy);
 }
 
 sf_status sf_layer_accumulate(sf_net *net, bool accumulate, int32_t id, const float *tmp)

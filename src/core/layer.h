@@ -164,7 +164,7 @@ static inline float *sf_net_act_at(const sf_net *net, const void *p, int64_t n)
 /* ---- services for the kind files (layer.c) */
 
 /* A once_over_t layer's output y (per_sample elements a sample) of step 0 copied to every other step; and its
- * output gradient dy summed over the steps into step 0, which its weight gradient reads. */
+ * output gradient dy summed over the steps into step 0, which its weight gradient reads (B·per_sample < 2^31). */
 sf_status sf_layer_repeat_over_t(sf_net *net, void *y, int64_t per_sample);
 sf_status sf_layer_sum_over_t(sf_net *net, void *dy, int64_t per_sample);
 
