@@ -14,15 +14,8 @@ enum { T = 4, B = 3, C = 3, H = 8, W = 8, K = 5 };
 #define NX ((int64_t)T * B * C * H * W)
 #define STEP ((int64_t)B * C * H * W)
 
-static sf_layer_desc layer(sf_layer_kind kind)
-{
-    sf_layer_desc d;
-    sf_layer_default_desc(kind, &d);
-    return d;
-}
-
-/* conv (with a bias) → BN → LIF → max-pool → flatten → linear K; with skip, the conv keeps C channels and an add of
- * the input follows it: the input then has two readers. */
+/* conv 3×3 → BN → LIF → max-pool → flatten → linear K; with skip, the conv keeps C channels and an add of the input
+ * follows it: the input then has two readers. */
 static sf_net *new_net(sf_memory_mode memory, int skip)
 {
     sf_net_params p;
@@ -33,61 +26,26 @@ static sf_net *new_net(sf_memory_mode memory, int skip)
     sf_net *net = NULL;
     CHECK_OK(sf_net_create(&p, &net));
     if (!net) exit(tu_finish("test_static_input"));
-    sf_layer_desc conv = layer(SF_LAYER_CONV2D), bn = layer(SF_LAYER_BATCHNORM), lif = layer(SF_LAYER_LIF);
-    sf_layer_desc pool = layer(SF_LAYER_MAXPOOL2D), flat = layer(SF_LAYER_FLATTEN), fc = layer(SF_LAYER_LINEAR);
-    conv.out_channels = skip ? C : 6;
-    conv.padding = 1;
-    conv.bias = 1;
-    lif.lif.v_threshold = 0.4f;
-    pool.kernel = 2;
-    fc.out_features = K;
-    CHECK_OK(sf_net_add(net, &conv, NULL));
+    tu_add_layer(net, SF_LAYER_CONV2D, skip ? C : 6, 1);
     if (skip) {
-        sf_layer_desc add = layer(SF_LAYER_ADD);
+        sf_layer_desc add;
+        sf_layer_default_desc(SF_LAYER_ADD, &add);
         add.input2 = 0;
         CHECK_OK(sf_net_add(net, &add, NULL));
     }
-    CHECK_OK(sf_net_add(net, &bn, NULL));
+    sf_layer_desc lif;
+    sf_layer_default_desc(SF_LAYER_LIF, &lif);
+    lif.lif.v_threshold = 0.4f;
+    tu_add_layer(net, SF_LAYER_BATCHNORM, 0, 0);
     CHECK_OK(sf_net_add(net, &lif, NULL));
-    CHECK_OK(sf_net_add(net, &pool, NULL));
-    CHECK_OK(sf_net_add(net, &flat, NULL));
-    CHECK_OK(sf_net_add(net, &fc, NULL));
+    tu_add_layer(net, SF_LAYER_MAXPOOL2D, 0, 0);
+    tu_add_layer(net, SF_LAYER_FLATTEN, 0, 0);
+    tu_add_layer(net, SF_LAYER_LINEAR, K, 0);
     sf_optim_params o;
     sf_optim_default_params(&o);
     o.lr = 0.05f;
     CHECK_OK(sf_net_set_optimizer(net, &o));
     return net;
-}
-
-/* Every tensor of a role, concatenated, into a fresh array; *n gets the count. */
-static float *role_values(sf_net *net, sf_tensor_role role, int64_t *n)
-{
-    const int32_t count = sf_net_tensor_count(net, role);
-    int64_t total = 0;
-    sf_tensor_info info;
-    for (int32_t i = 0; i < count; i++) {
-        CHECK_OK(sf_net_tensor_info(net, role, i, &info));
-        total += info.numel;
-    }
-    float *v = malloc(sizeof *v * (size_t)(total ? total : 1));
-    for (int32_t i = 0, at = 0; i < count; i++) {
-        CHECK_OK(sf_net_tensor_info(net, role, i, &info));
-        CHECK_OK(sf_net_tensor_read(net, role, i, v + at));
-        at += (int32_t)info.numel;
-    }
-    *n = total;
-    return v;
-}
-
-/* The largest |a − b| over the largest |a|. */
-static double rel_diff(const float *a, const float *b, int64_t n)
-{
-    double d = 0, m = 1e-30;
-    for (int64_t i = 0; i < n; i++) {
-        d = fmax(d, fabs((double)a[i] - b[i]));
-        m = fmax(m, fabs((double)a[i]));
-    }
-    return d / m;
 }
 
 /* The net with and without the setting on one input whose steps are equal (NaN past step 0 for the static one). */
@@ -120,11 +78,11 @@ static void check(sf_memory_mode memory, int skip, int input_grad)
     CHECK_OK(sf_net_backward(ref));
     CHECK_OK(sf_net_backward(net));
     int64_t n_ref, n;
-    float *ga = role_values(ref, SF_ROLE_GRAD, &n_ref), *gb = role_values(net, SF_ROLE_GRAD, &n);
-    const double dg = n == n_ref ? rel_diff(ga, gb, n) : INFINITY;
-    CHECK(exact ? dg == 0 : dg < 1e-5, "%s: parameter gradients %.3g from those over every step", what, dg);
+    float *ga = tu_net_read_role(ref, SF_ROLE_GRAD, &n_ref), *gb = tu_net_read_role(net, SF_ROLE_GRAD, &n);
+    const double dg = n == n_ref ? tu_rel_err_f32(gb, ga, n) : INFINITY;
+    CHECK(exact ? dg == 0 : dg < 1e-5, "%s: parameter gradients rel L2 %.3g from those over every step", what, dg);
     free(ga), free(gb);
-    float *ba = role_values(ref, SF_ROLE_BUFFER, &n_ref), *bb = role_values(net, SF_ROLE_BUFFER, &n);
+    float *ba = tu_net_read_role(ref, SF_ROLE_BUFFER, &n_ref), *bb = tu_net_read_role(net, SF_ROLE_BUFFER, &n);
     CHECK(n == n_ref && memcmp(ba, bb, sizeof *ba * (size_t)n) == 0, "%s: batch norm statistics differ", what);
     free(ba), free(bb);
     CHECK_OK(sf_net_update(ref));
