@@ -127,20 +127,24 @@ static void decide_layouts(sf_net *net)
     }
 }
 
-/* A static input (sf_net_set_static_input) whose only reader can run once over T (SF_KIND_ONCE_OVER_T) and takes no
- * other form of it: that reader runs on the B samples (a step of its output under 2^31 elements: the channels of a
- * token sum), and the input's steps past 0 are never filled. */
+/* A static input (sf_net_set_static_input) whose only reader past aliases (a flatten) can run once over T
+ * (SF_KIND_ONCE_OVER_T) and takes no other form of it: that reader runs on the B samples (a step of its output under
+ * 2^31 elements: the channels of a token sum), and the input's steps past 0 are never filled. */
 static void decide_once(sf_net *net)
 {
-    const sf_net_tensor *x = &net->tensors[0];
+    int32_t readers = 0, reader = -1;
     net->input_once = false;
     for (int32_t i = 0; i < net->n_layers; i++) {
         sf_net_layer *l = &net->layers[i];
-        l->once_over_t = net->static_input && net->T > 1 && !net->input_grad && !x->compact && x->consumers == 1 &&
-                         l->ops->inputs == 1 && l->in == 0 && sf_kind_has(l, SF_KIND_ONCE_OVER_T) &&
-                         net->B * net->tensors[l->out].per_sample <= INT32_MAX;
-        net->input_once |= l->once_over_t;
+        l->once_over_t = false;
+        for (int32_t k = 0; k < l->ops->inputs && !sf_kind_has(l, SF_KIND_ALIAS); k++)
+            if (sf_net_root(net, sf_layer_input(l, k)) == 0) readers++, reader = i;
     }
+    if (!net->static_input || net->T < 2 || net->input_grad || net->tensors[0].compact || readers != 1) return;
+    sf_net_layer *l = &net->layers[reader];
+    l->once_over_t = l->ops->inputs == 1 && sf_kind_has(l, SF_KIND_ONCE_OVER_T) && !l->tokens &&
+                     net->B * net->tensors[l->out].per_sample <= INT32_MAX;
+    net->input_once = l->once_over_t;
 }
 
 /* Lean mode: can the backward rerun the producer of root tensor t instead of keeping t? Where it has a rerun and runs

@@ -1,8 +1,9 @@
-/* linear.c — the linear layer: y = x·Wᵀ + b over T·B rows of a flattened input, PyTorch's Linear. Where its input is
- * spikes it may run event-driven (Finkbeiner & Neftci): the forward sums the weight columns of the active inputs
- * from the compact form's lists, the backward reads the kept bits (and, where the θ_grad neuron layer after it
- * writes one, the nonzero pattern of dy); sparse.c chooses the path per step from the measured density. On tokens
- * (D, N, 1) it is the token linear of the spiking transformers: the same ops over T·B·N rows of D features, dense. */
+/* linear.c — the linear layer: y = x·Wᵀ + b over T·B rows of a flattened input (B once on a static input:
+ * once_over_t), PyTorch's Linear. Where its input is spikes it may run event-driven (Finkbeiner & Neftci): the
+ * forward sums the weight columns of the active inputs from the compact form's lists, the backward reads the kept
+ * bits (and, where the θ_grad neuron layer after it writes one, the nonzero pattern of dy); sparse.c chooses the
+ * path per step from the measured density. On tokens (D, N, 1) it is the token linear of the spiking transformers:
+ * the same ops over T·B·N rows of D features, dense. */
 #include "core/error.h"
 #include "core/layer.h"
 
@@ -45,16 +46,17 @@ static int32_t in_features(const sf_net *net, const sf_net_layer *l)
 }
 static int64_t rows(const sf_net *net, const sf_net_layer *l)
 {
-    return sf_net_rows(net) * (l->tokens ? net->tensors[l->in].h : 1);
+    return l->once_over_t ? net->B : sf_net_rows(net) * (l->tokens ? net->tensors[l->in].h : 1);
 }
 
 /* The dense forward; spikes known to be 0/1 take the backend's faster product for them. */
 static sf_status dense_forward(sf_net *net, const sf_net_layer *l, bool training, const float *x, float *y)
 {
     sf_backend *be = net->be;
-    return (sf_net_tensor_is_binary(net, l->in) ? be->binary_linear_forward : be->linear_forward)(
+    SF_TRY((sf_net_tensor_is_binary(net, l->in) ? be->binary_linear_forward : be->linear_forward)(
         be, rows(net, l), in_features(net, l), l->d.out_features, x, sf_net_weight(net, l->w_off),
-        sf_layer_bias(net, l, training), y);
+        sf_layer_bias(net, l, training), y));
+    return l->once_over_t ? sf_layer_repeat_over_t(net, y, net->tensors[l->out].per_sample) : SF_OK;
 }
 
 static sf_status linear_rerun(sf_net *net, const sf_net_layer *l, const float *x, float *y, void *scratch)
@@ -124,6 +126,7 @@ static sf_status linear_backward(sf_net *net, sf_net_layer *l)
     const float *x;
     SF_TRY(sf_layer_input_value(net, l, 0, &x));
     float *dx = sf_layer_dx_target(net, i, l->in, l->dx_tmp, &acc);
+    if (l->once_over_t) SF_TRY(sf_layer_sum_over_t(net, sf_net_grad(net, l->out), net->tensors[l->out].per_sample));
     SF_TRY((sf_net_tensor_is_binary(net, l->in) ? be->binary_linear_backward : be->linear_backward)(
         be, rows(net, l), in, l->d.out_features, x, sf_net_weight(net, l->w_off), dy, dx, dw, db));
     return sf_layer_accumulate(net, acc, l->in, dx);
@@ -170,7 +173,8 @@ static sf_status linear_sparse_tune(sf_net *net, sf_net_layer *l)
 const sf_layer_ops sf_kind_linear = {
     .name = "linear",
     .inputs = 1,
-    .flags = SF_KIND_BINARY_FAST | SF_KIND_EVENT_INPUT | SF_KIND_GRAD_MASK | SF_KIND_TOKENS | SF_KIND_CHANNEL_BIAS,
+    .flags = SF_KIND_BINARY_FAST | SF_KIND_EVENT_INPUT | SF_KIND_GRAD_MASK | SF_KIND_TOKENS | SF_KIND_CHANNEL_BIAS |
+             SF_KIND_ONCE_OVER_T,
     .shape = linear_shape,
     .sizes = linear_sizes,
     .init = linear_init,
