@@ -468,9 +468,10 @@ SF_API sf_status sf_net_read_activation(const sf_net *net, int32_t id, float *ou
  * activation; results unchanged), for plots and debugging. */
 SF_API sf_status sf_net_set_keep_activations(sf_net *net, int32_t on);
 /* From the next sf_net_compile on, the input is taken to be the same at every step (images under direct encoding;
- * the trainer sets it for them): a step uploads and reads step 0 of x only, and a convolution that alone reads the
- * input runs once on the B samples, its output repeated over T and its weight gradient taken from its output
- * gradient summed over T (the T·B product's within float rounding). Off by default; not with an input gradient. */
+ * the trainer sets it for them): a step uploads and reads step 0 of x only, and a convolution or linear layer (past a
+ * flatten) that alone reads the input runs once on the B samples, its output repeated over T and its weight gradient
+ * taken from its output gradient summed over T (the T·B product's within float rounding). Off by default; with an
+ * input gradient (sf_net_set_input_grad) the layer runs on every step. */
 SF_API sf_status sf_net_set_static_input(sf_net *net, int32_t on);
 /* Copies the membrane potential h (before reset) of the LIF layer that produces tensor `id` in the last forward to
  * host [T, B, C, H, W]: after any forward with keep_activations, or after a training forward in SF_MEMORY_FULL. */

@@ -1,7 +1,7 @@
 /* conv2d.c — the 2-d convolution, PyTorch's Conv2d: square kernel, stride, zero padding, W [cout, cin, k, k]. Its
  * two sides may differ in layout (NHWC on a backend that prefers it, conv_nhwc); the backend copies the NCHW one.
  * Its ops need workspace, planned per pass, and a backend may offer leaner choices of it (conv_lean). On a static
- * input it runs once, on the B samples (once_over_t). */
+ * input it may run once, on the B samples (once_over_t). */
 #include "core/error.h"
 #include "core/layer.h"
 
